@@ -1,0 +1,218 @@
+//! What the kernel decoder (XDP) and the userspace decoder agree on: the
+//! fixed-layout [`PacketRecord`] both produce, and the protocol constants
+//! both parse with.
+//!
+//! `no_std`, no dependencies, no padding: a record is plain bytes, so it can
+//! cross a BPF ring buffer as is and two records compare byte for byte.
+#![no_std]
+
+pub mod proto;
+
+/// What a frame turned out to be. Frames of no interest produce no record.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Not RoCE, CNP, PFC or PAUSE: not recorded.
+    #[default]
+    Other = 0,
+    /// RoCEv2 (UDP destination port 4791) with any BTH opcode but CNP.
+    Roce = 1,
+    /// RoCEv2 Congestion Notification Packet (BTH opcode 0x81).
+    Cnp = 2,
+    /// 802.1Qbb priority flow control (MAC Control opcode 0x0101).
+    Pfc = 3,
+    /// 802.3x PAUSE (MAC Control opcode 0x0001).
+    Pause = 4,
+    /// To UDP port 4791 but its UDP datagram is too short for a BTH.
+    Malformed = 5,
+}
+
+impl Kind {
+    pub const fn from_u8(v: u8) -> Kind {
+        match v {
+            1 => Kind::Roce,
+            2 => Kind::Cnp,
+            3 => Kind::Pfc,
+            4 => Kind::Pause,
+            5 => Kind::Malformed,
+            _ => Kind::Other,
+        }
+    }
+
+    /// The name used in the `kind` column.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::Other => "other",
+            Kind::Roce => "roce",
+            Kind::Cnp => "cnp",
+            Kind::Pfc => "pfc",
+            Kind::Pause => "pause",
+            Kind::Malformed => "malformed",
+        }
+    }
+}
+
+/// Which parts of [`PacketRecord`] hold a value (`HAS_*`) and the one-bit
+/// protocol fields (the rest). A field whose `HAS_*` bit is clear is null in
+/// the tables.
+pub mod flags {
+    /// At least one 802.1Q tag: `vlan`, `pcp` are the innermost tag's.
+    pub const HAS_VLAN: u32 = 1 << 0;
+    /// Two or more tags (QinQ): `outer_vlan` is the outermost tag's id.
+    pub const HAS_OUTER_VLAN: u32 = 1 << 1;
+    /// The frame arrived inside ERSPAN (II or III) over GRE and was unwrapped.
+    pub const ERSPAN: u32 = 1 << 2;
+    /// `src_ip`, `dst_ip`, `dscp`, `ecn` hold an IPv4 header's values
+    /// (IPv4-mapped IPv6 form in the address fields).
+    pub const HAS_IPV4: u32 = 1 << 3;
+    /// Same, from an IPv6 header.
+    pub const HAS_IPV6: u32 = 1 << 4;
+    /// `udp_sport` is set.
+    pub const HAS_UDP: u32 = 1 << 5;
+    /// The BTH fields are set.
+    pub const HAS_BTH: u32 = 1 << 6;
+    pub const HAS_RETH: u32 = 1 << 7;
+    pub const HAS_AETH: u32 = 1 << 8;
+    pub const HAS_ATOMIC_ETH: u32 = 1 << 9;
+    pub const HAS_ATOMIC_ACK_ETH: u32 = 1 << 10;
+    pub const HAS_IMMDT: u32 = 1 << 11;
+    pub const HAS_IETH: u32 = 1 << 12;
+    pub const HAS_DETH: u32 = 1 << 13;
+    /// `payload_len` is known (the UDP datagram was whole in the capture or
+    /// its length was read from the UDP header).
+    pub const HAS_PAYLOAD_LEN: u32 = 1 << 14;
+    /// The whole datagram was captured, so the ICRC was checked; `icrc`
+    /// holds the value on the wire.
+    pub const ICRC_CHECKED: u32 = 1 << 15;
+    /// With `ICRC_CHECKED`: the ICRC matched.
+    pub const ICRC_OK: u32 = 1 << 16;
+    /// BTH solicited event.
+    pub const SE: u32 = 1 << 17;
+    /// BTH MigReq.
+    pub const MIGREQ: u32 = 1 << 18;
+    /// BTH FECN (forward explicit congestion notification).
+    pub const FECN: u32 = 1 << 19;
+    /// BTH BECN (backward explicit congestion notification).
+    pub const BECN: u32 = 1 << 20;
+    /// BTH AckReq.
+    pub const ACK_REQ: u32 = 1 << 21;
+    /// `pfc_enable` and `pfc_quanta` are set (kind `pfc`).
+    pub const HAS_PFC: u32 = 1 << 22;
+    /// `pause_quanta` is set (kind `pause`).
+    pub const HAS_PAUSE: u32 = 1 << 23;
+}
+
+/// One decoded frame: every field the tables and the analyzer use.
+///
+/// Fields are ordered by alignment so that `repr(C)` inserts no padding
+/// (checked below): every byte is initialised, which the BPF verifier and a
+/// byte-for-byte comparison both need.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PacketRecord {
+    /// 1-based frame number in its capture (set by the source, not the decoder).
+    pub frame: u64,
+    /// Capture timestamp, nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    pub reth_va: u64,
+    pub atomic_va: u64,
+    pub atomic_swap_add: u64,
+    pub atomic_compare: u64,
+    /// AtomicAckETH original remote data.
+    pub atomic_orig: u64,
+    /// Length of the frame on the wire.
+    pub frame_len: u32,
+    /// Bytes of it in the capture (snaplen may cut).
+    pub cap_len: u32,
+    /// Which `flags` are set.
+    pub flags: u32,
+    /// BTH destination QP (24 bits).
+    pub dest_qp: u32,
+    /// BTH packet sequence number (24 bits).
+    pub psn: u32,
+    /// AETH message sequence number (24 bits).
+    pub aeth_msn: u32,
+    pub reth_rkey: u32,
+    pub reth_len: u32,
+    /// ImmDt immediate data (host order of the big-endian wire value).
+    pub imm: u32,
+    /// IETH R_Key to invalidate.
+    pub ieth_rkey: u32,
+    pub deth_qkey: u32,
+    /// DETH source QP (24 bits).
+    pub deth_src_qp: u32,
+    pub atomic_rkey: u32,
+    /// Bytes of application payload: after the BTH and its extension headers,
+    /// before pad and ICRC.
+    pub payload_len: u32,
+    /// The ICRC as carried on the wire, read as a little-endian u32 (the
+    /// CRC-32 value itself: RoCE transmits it least significant byte first).
+    pub icrc: u32,
+    /// IPv6 address, or IPv4-mapped (`::ffff:a.b.c.d`) for IPv4.
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    /// PFC pause quanta per priority 0..7.
+    pub pfc_quanta: [u16; 8],
+    /// Index of the capture interface (source-assigned).
+    pub iface: u16,
+    /// Innermost 802.1Q VLAN id.
+    pub vlan: u16,
+    /// Outermost VLAN id when there are two or more tags.
+    pub outer_vlan: u16,
+    pub udp_sport: u16,
+    pub pkey: u16,
+    /// 802.3x PAUSE quanta.
+    pub pause_quanta: u16,
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    /// [`Kind`] as u8.
+    pub kind: u8,
+    /// Innermost 802.1Q priority code point.
+    pub pcp: u8,
+    /// IP DSCP (6 bits).
+    pub dscp: u8,
+    /// IP ECN (2 bits; 3 = CE).
+    pub ecn: u8,
+    pub opcode: u8,
+    pub pad_count: u8,
+    pub tver: u8,
+    /// AETH syndrome byte (ACK 0x00-0x1F, RNR NAK 0x20-0x3F, NAK 0x60-0x7F).
+    pub aeth_syndrome: u8,
+    /// PFC class-enable vector (low 8 bits; one bit per priority).
+    pub pfc_enable: u8,
+    /// Keeps the size a multiple of 8 with every byte named.
+    pub _reserved: [u8; 3],
+}
+
+/// Size of a record on the ring buffer and in memory.
+pub const PACKET_RECORD_SIZE: usize = 200;
+
+// No hidden padding: the named fields add up to the size.
+const _: () = assert!(core::mem::size_of::<PacketRecord>() == PACKET_RECORD_SIZE);
+const _: () = assert!(
+    7 * 8 + 15 * 4 + 2 * 16 + 16 + 6 * 2 + 2 * 6 + 9 + 3 == PACKET_RECORD_SIZE
+);
+
+impl PacketRecord {
+    pub const fn kind(&self) -> Kind {
+        Kind::from_u8(self.kind)
+    }
+
+    pub const fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// `Some(true/false)` when the ICRC was checked, `None` when the frame was cut.
+    pub const fn icrc_ok(&self) -> Option<bool> {
+        if self.has(flags::ICRC_CHECKED) {
+            Some(self.has(flags::ICRC_OK))
+        } else {
+            None
+        }
+    }
+
+    /// CE-marked (IP ECN = 11).
+    pub const fn is_ce(&self) -> bool {
+        self.has(flags::HAS_IPV4 | flags::HAS_IPV6) && self.ecn == proto::ip::ECN_CE
+    }
+}

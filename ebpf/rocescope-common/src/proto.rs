@@ -1,0 +1,346 @@
+//! Protocol numbers and header sizes, in one place, named after the specs:
+//! IEEE 802.3 / 802.1Q / 802.1Qbb, RFC 791 / 8200 / 768 / 2784, the ERSPAN
+//! drafts, and the InfiniBand Architecture Specification Vol. 1 with its
+//! RoCEv2 annex (A17).
+
+/// Ethernet II.
+pub mod ethernet {
+    pub const HEADER_LEN: usize = 14;
+    pub const ETHERTYPE_IPV4: u16 = 0x0800;
+    pub const ETHERTYPE_IPV6: u16 = 0x86DD;
+    /// 802.1Q customer tag.
+    pub const ETHERTYPE_VLAN: u16 = 0x8100;
+    /// 802.1ad service tag (QinQ outer).
+    pub const ETHERTYPE_QINQ: u16 = 0x88A8;
+    /// Pre-standard QinQ outer tag still sent by some switches.
+    pub const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
+    pub const ETHERTYPE_MAC_CONTROL: u16 = 0x8808;
+    /// Length of one 802.1Q tag (TCI + inner EtherType).
+    pub const VLAN_TAG_LEN: usize = 4;
+    /// More tags than this and the frame is not decoded further.
+    pub const MAX_VLAN_TAGS: usize = 4;
+}
+
+/// MAC Control frames (EtherType 0x8808): 802.3x PAUSE and 802.1Qbb PFC.
+pub mod mac_control {
+    pub const OPCODE_PAUSE: u16 = 0x0001;
+    pub const OPCODE_PFC: u16 = 0x0101;
+    /// Opcode (2) + pause_time (2).
+    pub const PAUSE_LEN: usize = 4;
+    /// Opcode (2) + class-enable vector (2) + 8 × time (2).
+    pub const PFC_LEN: usize = 20;
+    pub const PRIORITIES: usize = 8;
+    /// One quantum is the time to send 512 bits at the link speed.
+    pub const BITS_PER_QUANTUM: u64 = 512;
+}
+
+/// GRE (RFC 2784/2890) carrying ERSPAN.
+pub mod gre {
+    pub const IP_PROTO: u8 = 47;
+    pub const BASE_LEN: usize = 4;
+    pub const FLAG_CHECKSUM: u16 = 0x8000;
+    pub const FLAG_KEY: u16 = 0x2000;
+    pub const FLAG_SEQUENCE: u16 = 0x1000;
+    /// GRE version bits; only version 0 carries ERSPAN.
+    pub const VERSION_MASK: u16 = 0x0007;
+    /// ERSPAN type II (and type I, which has no sequence number and no header).
+    pub const PROTO_ERSPAN_II: u16 = 0x88BE;
+    pub const PROTO_ERSPAN_III: u16 = 0x22EB;
+    pub const ERSPAN_II_LEN: usize = 8;
+    pub const ERSPAN_III_LEN: usize = 12;
+    /// ERSPAN III optional platform-specific subheader (O bit set).
+    pub const ERSPAN_III_PLATFORM_LEN: usize = 8;
+    /// O flag: lowest bit of the last byte of the ERSPAN III header.
+    pub const ERSPAN_III_O_FLAG: u8 = 0x01;
+}
+
+/// IPv4 and IPv6.
+pub mod ip {
+    pub const IPV4_MIN_HEADER_LEN: usize = 20;
+    pub const IPV6_HEADER_LEN: usize = 40;
+    pub const PROTO_UDP: u8 = 17;
+    pub const ECN_NOT_ECT: u8 = 0b00;
+    pub const ECN_ECT1: u8 = 0b01;
+    pub const ECN_ECT0: u8 = 0b10;
+    /// Congestion Experienced.
+    pub const ECN_CE: u8 = 0b11;
+}
+
+/// UDP and the RoCEv2 port.
+pub mod udp {
+    pub const HEADER_LEN: usize = 8;
+    /// RoCEv2: the destination port, never the source (that is flow entropy).
+    pub const ROCEV2_PORT: u16 = 4791;
+}
+
+/// InfiniBand transport headers (IBA Vol. 1, ch. 9) as carried by RoCEv2.
+pub mod ib {
+    /// Base Transport Header.
+    pub const BTH_LEN: usize = 12;
+    pub const RDETH_LEN: usize = 4;
+    pub const DETH_LEN: usize = 8;
+    pub const XRCETH_LEN: usize = 4;
+    pub const RETH_LEN: usize = 16;
+    pub const ATOMIC_ETH_LEN: usize = 28;
+    pub const AETH_LEN: usize = 4;
+    pub const ATOMIC_ACK_ETH_LEN: usize = 8;
+    pub const IMMDT_LEN: usize = 4;
+    pub const IETH_LEN: usize = 4;
+    pub const ICRC_LEN: usize = 4;
+    /// CNP: BTH, 16 reserved bytes, ICRC.
+    pub const CNP_RESERVED_LEN: usize = 16;
+
+    /// BTH opcode of a RoCEv2 CNP.
+    pub const OPCODE_CNP: u8 = 0x81;
+    /// The QP that carries connection management MADs (GSI).
+    pub const QP1: u32 = 1;
+    /// Serial-arithmetic modulus of PSNs (24 bits).
+    pub const PSN_MODULUS: u32 = 1 << 24;
+    pub const PSN_MASK: u32 = PSN_MODULUS - 1;
+    pub const QPN_MASK: u32 = 0x00FF_FFFF;
+
+    /// Transport service: the top three bits of the opcode.
+    pub mod transport {
+        pub const RC: u8 = 0b000;
+        pub const UC: u8 = 0b001;
+        pub const RD: u8 = 0b010;
+        pub const UD: u8 = 0b011;
+        pub const CNP: u8 = 0b100;
+        pub const XRC: u8 = 0b101;
+    }
+
+    /// The operation: the low five bits of the opcode (same within RC, UC, RD, XRC).
+    pub mod op {
+        pub const SEND_FIRST: u8 = 0x00;
+        pub const SEND_MIDDLE: u8 = 0x01;
+        pub const SEND_LAST: u8 = 0x02;
+        pub const SEND_LAST_IMM: u8 = 0x03;
+        pub const SEND_ONLY: u8 = 0x04;
+        pub const SEND_ONLY_IMM: u8 = 0x05;
+        pub const WRITE_FIRST: u8 = 0x06;
+        pub const WRITE_MIDDLE: u8 = 0x07;
+        pub const WRITE_LAST: u8 = 0x08;
+        pub const WRITE_LAST_IMM: u8 = 0x09;
+        pub const WRITE_ONLY: u8 = 0x0A;
+        pub const WRITE_ONLY_IMM: u8 = 0x0B;
+        pub const READ_REQUEST: u8 = 0x0C;
+        pub const READ_RESPONSE_FIRST: u8 = 0x0D;
+        pub const READ_RESPONSE_MIDDLE: u8 = 0x0E;
+        pub const READ_RESPONSE_LAST: u8 = 0x0F;
+        pub const READ_RESPONSE_ONLY: u8 = 0x10;
+        pub const ACKNOWLEDGE: u8 = 0x11;
+        pub const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
+        pub const COMPARE_SWAP: u8 = 0x13;
+        pub const FETCH_ADD: u8 = 0x14;
+        pub const SEND_LAST_INVALIDATE: u8 = 0x16;
+        pub const SEND_ONLY_INVALIDATE: u8 = 0x17;
+    }
+
+    /// Extension headers, one bit each, in the order they follow the BTH.
+    pub mod ext {
+        pub const RDETH: u16 = 1 << 0;
+        pub const DETH: u16 = 1 << 1;
+        pub const XRCETH: u16 = 1 << 2;
+        pub const RETH: u16 = 1 << 3;
+        pub const ATOMIC_ETH: u16 = 1 << 4;
+        pub const AETH: u16 = 1 << 5;
+        pub const ATOMIC_ACK_ETH: u16 = 1 << 6;
+        pub const IMMDT: u16 = 1 << 7;
+        pub const IETH: u16 = 1 << 8;
+        /// The opcode is reserved / unknown: nothing after the BTH is decoded.
+        pub const UNKNOWN: u16 = 1 << 15;
+    }
+
+    /// The extension headers an opcode implies (IBA Vol. 1 §9.2, table 38).
+    pub const fn ext_headers(opcode: u8) -> u16 {
+        let service = opcode >> 5;
+        let o = opcode & 0x1F;
+        let per_op = match o {
+            op::SEND_FIRST | op::SEND_MIDDLE | op::SEND_LAST | op::SEND_ONLY => 0,
+            op::SEND_LAST_IMM | op::SEND_ONLY_IMM => ext::IMMDT,
+            op::WRITE_FIRST | op::WRITE_ONLY => ext::RETH,
+            op::WRITE_MIDDLE | op::WRITE_LAST => 0,
+            op::WRITE_LAST_IMM => ext::IMMDT,
+            op::WRITE_ONLY_IMM => ext::RETH | ext::IMMDT,
+            op::READ_REQUEST => ext::RETH,
+            op::READ_RESPONSE_FIRST | op::READ_RESPONSE_LAST | op::READ_RESPONSE_ONLY => ext::AETH,
+            op::READ_RESPONSE_MIDDLE => 0,
+            op::ACKNOWLEDGE => ext::AETH,
+            op::ATOMIC_ACKNOWLEDGE => ext::AETH | ext::ATOMIC_ACK_ETH,
+            op::COMPARE_SWAP | op::FETCH_ADD => ext::ATOMIC_ETH,
+            op::SEND_LAST_INVALIDATE | op::SEND_ONLY_INVALIDATE => ext::IETH,
+            _ => ext::UNKNOWN,
+        };
+        match service {
+            transport::RC => per_op,
+            // UC: sends and writes only.
+            transport::UC => match o {
+                op::SEND_FIRST..=op::WRITE_ONLY_IMM => per_op,
+                _ => ext::UNKNOWN,
+            },
+            // RD: every RC operation, behind RDETH + DETH.
+            transport::RD => {
+                if per_op & ext::UNKNOWN != 0 {
+                    ext::UNKNOWN
+                } else {
+                    ext::RDETH | ext::DETH | per_op
+                }
+            }
+            // UD: SEND Only (0x64) and SEND Only with Immediate (0x65).
+            transport::UD => match o {
+                op::SEND_ONLY => ext::DETH,
+                op::SEND_ONLY_IMM => ext::DETH | ext::IMMDT,
+                _ => ext::UNKNOWN,
+            },
+            // XRC: every RC operation, XRCETH on requests (not on responses).
+            transport::XRC => {
+                if per_op & ext::UNKNOWN != 0 {
+                    per_op
+                } else if is_response_op(o) {
+                    per_op
+                } else {
+                    ext::XRCETH | per_op
+                }
+            }
+            _ => {
+                if opcode == OPCODE_CNP {
+                    0
+                } else {
+                    ext::UNKNOWN
+                }
+            }
+        }
+    }
+
+    /// Bytes of the extension headers in `mask`.
+    pub const fn ext_headers_len(mask: u16) -> usize {
+        let mut len = 0;
+        if mask & ext::RDETH != 0 {
+            len += RDETH_LEN;
+        }
+        if mask & ext::DETH != 0 {
+            len += DETH_LEN;
+        }
+        if mask & ext::XRCETH != 0 {
+            len += XRCETH_LEN;
+        }
+        if mask & ext::RETH != 0 {
+            len += RETH_LEN;
+        }
+        if mask & ext::ATOMIC_ETH != 0 {
+            len += ATOMIC_ETH_LEN;
+        }
+        if mask & ext::AETH != 0 {
+            len += AETH_LEN;
+        }
+        if mask & ext::ATOMIC_ACK_ETH != 0 {
+            len += ATOMIC_ACK_ETH_LEN;
+        }
+        if mask & ext::IMMDT != 0 {
+            len += IMMDT_LEN;
+        }
+        if mask & ext::IETH != 0 {
+            len += IETH_LEN;
+        }
+        len
+    }
+
+    /// Responder-to-requester operations (READ responses, ACKs, atomic ACKs).
+    pub const fn is_response_op(o: u8) -> bool {
+        matches!(
+            o,
+            op::READ_RESPONSE_FIRST
+                | op::READ_RESPONSE_MIDDLE
+                | op::READ_RESPONSE_LAST
+                | op::READ_RESPONSE_ONLY
+                | op::ACKNOWLEDGE
+                | op::ATOMIC_ACKNOWLEDGE
+        )
+    }
+
+    /// A request of a connected service (RC, UC, XRC): the packets whose
+    /// PSNs a requester sequences.
+    pub const fn is_request(opcode: u8) -> bool {
+        let service = opcode >> 5;
+        matches!(service, transport::RC | transport::UC | transport::XRC)
+            && ext_headers(opcode) & ext::UNKNOWN == 0
+            && !is_response_op(opcode & 0x1F)
+    }
+
+    /// A response of a connected service.
+    pub const fn is_response(opcode: u8) -> bool {
+        let service = opcode >> 5;
+        matches!(service, transport::RC | transport::XRC) && is_response_op(opcode & 0x1F)
+    }
+
+    /// AETH syndrome classes (IBA Vol. 1 §9.3.5, table 46).
+    pub mod aeth {
+        /// Bits 7:5 of the syndrome.
+        pub const KIND_MASK: u8 = 0x60;
+        pub const KIND_ACK: u8 = 0x00;
+        pub const KIND_RNR_NAK: u8 = 0x20;
+        pub const KIND_NAK: u8 = 0x60;
+        /// NAK codes (low five bits when the kind is NAK).
+        pub const NAK_PSN_SEQUENCE_ERROR: u8 = 0x00;
+        pub const NAK_INVALID_REQUEST: u8 = 0x01;
+        pub const NAK_REMOTE_ACCESS_ERROR: u8 = 0x02;
+        pub const NAK_REMOTE_OPERATIONAL_ERROR: u8 = 0x03;
+        pub const NAK_INVALID_RD_REQUEST: u8 = 0x04;
+
+        pub const fn is_ack(syndrome: u8) -> bool {
+            syndrome & 0xE0 == KIND_ACK
+        }
+        pub const fn is_rnr_nak(syndrome: u8) -> bool {
+            syndrome & 0xE0 == KIND_RNR_NAK
+        }
+        pub const fn is_nak(syndrome: u8) -> bool {
+            syndrome & 0xE0 == KIND_NAK
+        }
+    }
+}
+
+/// Link types of the capture formats (tcpdump.org LINKTYPE_*).
+pub mod linktype {
+    pub const ETHERNET: u32 = 1;
+    pub const LINUX_SLL: u32 = 113;
+    pub const LINUX_SLL2: u32 = 276;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ib::*;
+
+    #[test]
+    fn ext_headers_follow_table_38() {
+        assert_eq!(ext_headers(0x04), 0); // RC SEND Only
+        assert_eq!(ext_headers(0x0B), ext::RETH | ext::IMMDT); // RC WRITE Only Imm
+        assert_eq!(ext_headers(0x11), ext::AETH); // RC ACK
+        assert_eq!(ext_headers(0x12), ext::AETH | ext::ATOMIC_ACK_ETH);
+        assert_eq!(ext_headers(0x13), ext::ATOMIC_ETH);
+        assert_eq!(ext_headers(0x17), ext::IETH);
+        assert_eq!(ext_headers(0x64), ext::DETH); // UD SEND Only
+        assert_eq!(ext_headers(0x65), ext::DETH | ext::IMMDT);
+        assert_eq!(ext_headers(0x2C), ext::UNKNOWN); // UC READ request does not exist
+        assert_eq!(ext_headers(0x81), 0); // CNP
+        assert_eq!(ext_headers(0xAA), ext::XRCETH | ext::RETH); // XRC WRITE Only
+        assert_eq!(ext_headers(0xB1), ext::AETH); // XRC ACK
+        assert_eq!(ext_headers(0x15), ext::UNKNOWN);
+        assert_eq!(ext_headers_len(ext::RETH | ext::IMMDT), 20);
+    }
+
+    #[test]
+    fn requests_and_responses() {
+        assert!(is_request(0x0A));
+        assert!(is_request(0x0C));
+        assert!(is_request(0x24)); // UC SEND Only
+        assert!(!is_request(0x11));
+        assert!(!is_request(0x64)); // UD is not sequenced per connection
+        assert!(is_response(0x11));
+        assert!(is_response(0x10));
+        assert!(!is_response(0x81));
+        assert!(aeth::is_nak(0x60));
+        assert!(aeth::is_rnr_nak(0x2E));
+        assert!(aeth::is_ack(0x1F));
+        assert!(!aeth::is_ack(0x20));
+    }
+}

@@ -1,0 +1,20 @@
+//! rocescope: why a "lossless" RoCEv2 fabric is slow.
+//!
+//! The library is a pipeline, and its folders are its stages:
+//!
+//! ```text
+//! sources (pcap/pcapng reader, BPF filter) ─► decode (frame ─► PacketRecord)
+//!     ─► analyze (per-QP PSN state, PFC state, findings) ─► tables (Parquet, JSON)
+//! ```
+//!
+//! `synth` goes the other way: it builds frames (valid ICRCs included) and
+//! writes captures with known ground truth.
+pub mod analyze;
+pub mod decode;
+pub mod error;
+pub mod sources;
+pub mod synth;
+pub mod tables;
+
+pub use error::{Error, Result};
+pub use rocescope_common::{Kind, PacketRecord, flags, proto};
