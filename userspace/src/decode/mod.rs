@@ -1,1 +1,2 @@
-//! (filled by its issue)
+//! Frame decoding: zero-copy header views and the frame-to-record walk.
+pub mod icrc;
