@@ -12,7 +12,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: not a pcap or pcapng capture ({detail}); give a capture written by tcpdump, tshark or dumpcap")]
+    #[error(
+        "{path}: not a pcap or pcapng capture ({detail}); give a capture written by tcpdump, tshark or dumpcap"
+    )]
     NotACapture { path: PathBuf, detail: String },
     #[error("{path}: at byte {offset}: {detail}")]
     BadCapture {
@@ -27,7 +29,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("filter {expr:?}: {detail}; the filter takes tcpdump syntax, e.g. \"udp dst port 4791\"")]
+    #[error(
+        "filter {expr:?}: {detail}; the filter takes tcpdump syntax, e.g. \"udp dst port 4791\""
+    )]
     Filter { expr: String, detail: String },
     #[error("{path}: cannot write: {detail}")]
     Write { path: PathBuf, detail: String },

@@ -15,6 +15,7 @@ pub mod error;
 pub mod sources;
 pub mod synth;
 pub mod tables;
+pub mod units;
 
 pub use error::{Error, Result};
 pub use rocescope_common::{Kind, PacketRecord, flags, proto};

@@ -189,9 +189,7 @@ pub const PACKET_RECORD_SIZE: usize = 200;
 
 // No hidden padding: the named fields add up to the size.
 const _: () = assert!(core::mem::size_of::<PacketRecord>() == PACKET_RECORD_SIZE);
-const _: () = assert!(
-    7 * 8 + 15 * 4 + 2 * 16 + 16 + 6 * 2 + 2 * 6 + 9 + 3 == PACKET_RECORD_SIZE
-);
+const _: () = assert!(7 * 8 + 15 * 4 + 2 * 16 + 16 + 6 * 2 + 2 * 6 + 9 + 3 == PACKET_RECORD_SIZE);
 
 impl PacketRecord {
     pub const fn kind(&self) -> Kind {
