@@ -8,5 +8,5 @@ cargo test --workspace --locked 2>&1
 echo "== table contract read back with polars"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cargo run --quiet --locked --release -p rocescope -- analyze ../shared/captures/oferby-proxy-roce.pcap --out "$out" >/dev/null
+cargo run --quiet --locked -p rocescope -- analyze ../shared/captures/oferby-proxy-roce.pcap --out "$out" >/dev/null
 python3 tests/check_tables.py "$out"

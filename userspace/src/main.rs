@@ -1,1 +1,178 @@
-fn main() {}
+//! `rocescope`: the command line over the library.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use rocescope::offline::{self, Options};
+use rocescope::{Error, Result, analyze, units};
+
+#[derive(Parser)]
+#[command(
+    name = "rocescope",
+    version,
+    about = "Why is a lossless RoCEv2 fabric slow? Ghost drops, PFC congestion trees and broken ECN, from what the wire saw."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Analyse captures and write every table (Parquet) and summary.json to --out.
+    Analyze {
+        #[command(flatten)]
+        input: Input,
+        /// Directory for packets/flows/events/pfc/timeline.parquet and summary.json (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Analyse captures and print the diagnosis (no tables written).
+    Report {
+        #[command(flatten)]
+        input: Input,
+        /// Print summary.json (findings included) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+struct Input {
+    /// pcap or pcapng files (Ethernet, Linux cooked v1/v2).
+    #[arg(required = true, value_name = "CAPTURE")]
+    captures: Vec<PathBuf>,
+    /// Link speed of the paused ports, to turn PFC quanta into time (e.g. 100G, 400G).
+    #[arg(long, default_value = "100G", value_name = "SPEED")]
+    link_speed: String,
+    /// Width of a timeline bin (e.g. 100us, 1ms).
+    #[arg(long, default_value = "100us", value_name = "DURATION")]
+    bin: String,
+    /// A continuous pause longer than this is a PFC storm (SONiC's watchdog default: 200 ms).
+    #[arg(long, default_value_t = 200, value_name = "MS")]
+    storm_ms: u64,
+    /// DSCP to priority for untagged frames, e.g. "26=3,48=6"; DSCPs not listed map to DSCP/8.
+    #[arg(long, value_name = "MAP")]
+    dscp_map: Option<String>,
+    /// Only frames matching this tcpdump-syntax filter (compiled by libpcap).
+    #[arg(long, value_name = "EXPR")]
+    filter: Option<String>,
+}
+
+impl Input {
+    fn options(&self) -> Result<Options> {
+        let config = analyze::Config {
+            link_speed_bps: units::parse_link_speed(&self.link_speed)?,
+            bin_ns: units::parse_duration_ns(&self.bin)?,
+            storm_ns: self.storm_ms.saturating_mul(1_000_000),
+            dscp_to_priority: self.dscp_map.as_deref().map(parse_dscp_map).transpose()?,
+        };
+        Ok(Options {
+            analyzer: config,
+            filter: self.filter.clone(),
+            progress: true,
+        })
+    }
+}
+
+/// `26=3,48=6` → a 64-entry DSCP → priority table (unlisted: DSCP / 8).
+fn parse_dscp_map(text: &str) -> Result<[u8; 64]> {
+    let mut map: [u8; 64] = std::array::from_fn(|dscp| (dscp / 8) as u8);
+    let bad = |item: &str| {
+        Error::Usage(format!(
+            "--dscp-map entry {item:?}: write DSCP=PRIORITY pairs separated by commas, DSCP 0-63, priority 0-7 (e.g. 26=3,48=6)"
+        ))
+    };
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (d, p) = item.split_once('=').ok_or_else(|| bad(item))?;
+        let d: usize = d.trim().parse().map_err(|_| bad(item))?;
+        let p: u8 = p.trim().parse().map_err(|_| bad(item))?;
+        if d > 63 || p > 7 {
+            return Err(bad(item));
+        }
+        map[d] = p;
+    }
+    Ok(map)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rocescope: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Analyze { input, out } => {
+            let opts = input.options()?;
+            std::fs::create_dir_all(&out).map_err(|e| Error::Write {
+                path: out.clone(),
+                detail: format!("cannot create the output directory: {e}"),
+            })?;
+            let outcome = offline::run(&input.captures, &opts, Some(&out))?;
+            print_warnings(&outcome);
+            println!(
+                "{} frames read, {} RoCE/CNP/PFC/PAUSE records, {} flows, {} findings → {}",
+                outcome.frames_read,
+                outcome.records,
+                outcome.analysis.flows.len(),
+                outcome.analysis.summary.findings.len(),
+                out.display()
+            );
+            for f in &outcome.analysis.summary.findings {
+                println!("  [{}] {}", f.severity, f.title);
+            }
+            Ok(exit_code(&outcome))
+        }
+        Command::Report { input, json } => {
+            let opts = input.options()?;
+            let outcome = offline::run(&input.captures, &opts, None)?;
+            print_warnings(&outcome);
+            if json {
+                let text = serde_json::to_string_pretty(&outcome.analysis.summary)
+                    .map_err(|e| Error::Usage(format!("cannot print the summary: {e}")))?;
+                println!("{text}");
+            } else {
+                print!("{}", analyze::render_text(&outcome.analysis));
+            }
+            Ok(exit_code(&outcome))
+        }
+    }
+}
+
+fn print_warnings(outcome: &offline::Outcome) {
+    for w in &outcome.warnings {
+        eprintln!("rocescope: warning: {w}");
+    }
+}
+
+/// A run stopped by a read error still wrote what it had, but fails.
+fn exit_code(outcome: &offline::Outcome) -> ExitCode {
+    match &outcome.stopped_by {
+        Some(e) => {
+            eprintln!("rocescope: error: {e} (the tables hold every frame before it)");
+            ExitCode::FAILURE
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dscp_map_parses_and_defaults() {
+        let m = parse_dscp_map("26=3, 48=6").unwrap();
+        assert_eq!(m[26], 3);
+        assert_eq!(m[48], 6);
+        assert_eq!(m[46], 5);
+        assert!(parse_dscp_map("64=1").is_err());
+        assert!(parse_dscp_map("26:3").is_err());
+    }
+}

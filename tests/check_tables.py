@@ -1,0 +1,57 @@
+"""Reads an `analyze --out` directory with polars, as notebooks and users do,
+and checks the output contract of DESIGN.md: every table, every column."""
+import json
+import sys
+from pathlib import Path
+
+import polars as pl
+
+CONTRACT = {
+    "packets.parquet": """frame ts_ns iface kind frame_len cap_len vlan pcp src_mac dst_mac src_ip
+        dst_ip dscp ecn udp_sport opcode se migreq pad_count tver pkey fecn becn dest_qp ack_req psn
+        aeth_syndrome aeth_msn reth_va reth_rkey reth_len imm payload_len icrc_ok pfc_enable
+        pfc_quanta_0 pfc_quanta_1 pfc_quanta_2 pfc_quanta_3 pfc_quanta_4 pfc_quanta_5 pfc_quanta_6
+        pfc_quanta_7 pause_quanta flow_id retrans""",
+    "flows.parquet": """flow_id iface src_ip dst_ip dest_qp paired_qp udp_sport pcp dscp first_ts_ns
+        last_ts_ns packets bytes data_packets payload_bytes retrans_packets retrans_rate rewinds
+        rewinds_nak rewinds_rnr rewinds_timeout max_rewind_depth spurious_retrans gaps acks naks
+        rnr_naks ce cnps gbps goodput_gbps max_idle_us""",
+    "events.parquet": "ts_ns iface flow_id kind psn depth trigger idle_us detail",
+    "pfc.parquet": "iface src_mac priority start_ns end_ns frames ended_by",
+    "timeline.parquet": """flow_id bin_start_ns bin_ns packets bytes retrans_packets ce cnps gbps
+        goodput_gbps paused_ns""",
+}
+
+
+def main(out: Path) -> int:
+    failures = []
+    for name, cols in CONTRACT.items():
+        path = out / name
+        if not path.exists():
+            failures.append(f"{name}: missing")
+            continue
+        df = pl.read_parquet(path)
+        missing = [c for c in cols.split() if c not in df.columns]
+        if missing:
+            failures.append(f"{name}: no column {', '.join(missing)}")
+        print(f"{name}: {df.height} rows, {len(df.columns)} columns")
+    summary = json.loads((out / "summary.json").read_text())
+    for key in ("pfc", "findings"):
+        if key not in summary:
+            failures.append(f"summary.json: no {key}")
+    for f in summary.get("findings", []):
+        for key in ("id", "severity", "title", "detail", "recommendation", "flows"):
+            if key not in f:
+                failures.append(f"summary.json finding {f.get('id')}: no {key}")
+    packets = pl.read_parquet(out / "packets.parquet")
+    if packets.height and packets["kind"].null_count():
+        failures.append("packets.parquet: kind has nulls")
+    for line in failures:
+        print("FAIL", line)
+    print(f"{len(CONTRACT) + 1 - len({f.split(':')[0] for f in failures})} passed, "
+          f"{len({f.split(':')[0] for f in failures})} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

@@ -1,0 +1,264 @@
+//! The offline job: capture files → decode → analyze → tables.
+//!
+//! Files are read one after another; each file's interfaces become capture
+//! interfaces of their own, named as [`IfaceNames`] says. Sequence analysis
+//! is per interface, so giving the captures of two taps in one run never
+//! makes a frame seen at both look retransmitted.
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rocescope_common::{Kind, PacketRecord};
+
+use crate::analyze::{self, Analysis, Analyzer};
+use crate::decode;
+use crate::sources::{CaptureReader, Filter};
+use crate::tables::TableSet;
+use crate::Result;
+
+/// What `analyze` and `report` were asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub analyzer: analyze::Config,
+    /// tcpdump-syntax filter applied before decoding.
+    pub filter: Option<String>,
+    /// Show progress on stderr (when it is a terminal).
+    pub progress: bool,
+}
+
+/// What a run produced besides the tables.
+pub struct Outcome {
+    pub analysis: Analysis,
+    pub ifaces: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Frames read from the files (filtered out or not).
+    pub frames_read: u64,
+    /// Frames that became records (RoCE, CNP, PFC, PAUSE, malformed).
+    pub records: u64,
+    /// A fatal error that stopped reading after some frames had been
+    /// analysed: the tables hold everything before it.
+    pub stopped_by: Option<String>,
+}
+
+/// Reads every capture, analyses it and, with `out`, writes every table.
+///
+/// A file that is not a capture at all fails the run before anything is
+/// written. A fault later in a file ends that file with a warning; what came
+/// before is analysed and written.
+pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outcome> {
+    // Open everything first: a typo in the third file name should not cost
+    // the time of reading the first two.
+    let mut readers = Vec::with_capacity(paths.len());
+    for path in paths {
+        readers.push(CaptureReader::open(path)?);
+    }
+    let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
+    let mut tables = match out {
+        Some(dir) => Some(TableSet::create(dir)?),
+        None => None,
+    };
+
+    let mut names = IfaceNames::new(paths);
+    let mut analyzer = Analyzer::new(opts.analyzer.clone());
+    let mut warnings = Vec::new();
+    let mut frames_read = 0u64;
+    let mut records = 0u64;
+    let mut stopped_by = None;
+    let mut progress = Progress::new(opts.progress);
+    let mut discard = Discard;
+
+    'files: for (file_index, (path, reader)) in paths.iter().zip(readers.iter_mut()).enumerate() {
+        loop {
+            let frame = match reader.next_frame() {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(e) => {
+                    stopped_by = Some(e.to_string());
+                    break 'files;
+                }
+            };
+            frames_read += 1;
+            if let Some(f) = filter.as_mut() {
+                if !f.matches(&frame)? {
+                    continue;
+                }
+            }
+            let mut rec: PacketRecord = decode::decode(frame.linktype, frame.data, frame.orig_len);
+            if rec.kind() == Kind::Other {
+                continue;
+            }
+            let iface_name = reader
+                .interfaces()
+                .get(frame.iface as usize)
+                .and_then(|i| i.name.as_deref());
+            let Some(iface) = names.index(file_index, frame.iface, iface_name) else {
+                warnings.push(format!(
+                    "{}: more than {} capture interfaces; frame {} and later ones of new interfaces skipped",
+                    path.display(),
+                    u16::MAX,
+                    frame.number
+                ));
+                continue;
+            };
+            rec.frame = frame.number;
+            rec.ts_ns = frame.ts_ns;
+            rec.iface = iface;
+            records += 1;
+            match tables.as_mut() {
+                Some(t) => {
+                    let verdict = analyzer.push(&rec, t);
+                    t.packet(&rec, names.name(iface), verdict)?;
+                }
+                None => {
+                    analyzer.push(&rec, &mut discard);
+                }
+            }
+            progress.tick(path, reader.offset(), frames_read);
+        }
+        warnings.extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
+    }
+    progress.done();
+
+    let ifaces = names.into_names();
+    let analysis = match tables.as_mut() {
+        Some(t) => analyzer.finish(t),
+        None => analyzer.finish(&mut discard),
+    };
+    if let Some(t) = tables {
+        t.close(&analysis, &ifaces, &warnings, paths)?;
+    }
+    Ok(Outcome {
+        analysis,
+        ifaces,
+        warnings,
+        frames_read,
+        records,
+        stopped_by,
+    })
+}
+
+/// Names of capture interfaces, unique across all files of a run:
+///
+/// * a pcapng interface with `if_name` keeps it;
+/// * one without (and a classic pcap) is named after its file's stem,
+///   with `#N` for interface N > 0;
+/// * with several files, names are prefixed `STEM/` so taps stay apart;
+/// * a name already taken gets `#2`, `#3`, … appended.
+pub struct IfaceNames {
+    stems: Vec<String>,
+    prefix: bool,
+    index: HashMap<(usize, u32), u16>,
+    names: Vec<String>,
+}
+
+impl IfaceNames {
+    pub fn new(paths: &[PathBuf]) -> Self {
+        let stems = paths
+            .iter()
+            .map(|p| {
+                p.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "capture".into())
+            })
+            .collect();
+        Self {
+            stems,
+            prefix: paths.len() > 1,
+            index: HashMap::new(),
+            names: Vec::new(),
+        }
+    }
+
+    /// The run-wide index of `file`'s interface `iface`; `None` past u16.
+    pub fn index(&mut self, file: usize, iface: u32, if_name: Option<&str>) -> Option<u16> {
+        if let Some(&i) = self.index.get(&(file, iface)) {
+            return Some(i);
+        }
+        let i = u16::try_from(self.names.len()).ok()?;
+        let stem = self.stems.get(file).map(String::as_str).unwrap_or("capture");
+        let base = match (if_name, self.prefix) {
+            (Some(n), false) => n.to_string(),
+            (Some(n), true) => format!("{stem}/{n}"),
+            (None, _) if iface == 0 => stem.to_string(),
+            (None, _) => format!("{stem}#{iface}"),
+        };
+        let mut name = base.clone();
+        let mut n = 2;
+        while self.names.contains(&name) {
+            name = format!("{base}#{n}");
+            n += 1;
+        }
+        self.names.push(name);
+        self.index.insert((file, iface), i);
+        Some(i)
+    }
+
+    pub fn name(&self, index: u16) -> &str {
+        self.names.get(usize::from(index)).map(String::as_str).unwrap_or("?")
+    }
+
+    pub fn into_names(self) -> Vec<String> {
+        self.names
+    }
+}
+
+/// A one-line progress display on stderr, refreshed twice a second.
+struct Progress {
+    enabled: bool,
+    last: Instant,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(wanted: bool) -> Self {
+        Self {
+            enabled: wanted && std::io::stderr().is_terminal(),
+            last: Instant::now(),
+            shown: false,
+        }
+    }
+
+    fn tick(&mut self, path: &Path, offset: u64, frames: u64) {
+        if !self.enabled || frames % 4096 != 0 || self.last.elapsed() < Duration::from_millis(500) {
+            return;
+        }
+        self.last = Instant::now();
+        self.shown = true;
+        eprint!("\r{}: {} frames, {} MB read   ", path.display(), frames, offset / 1_000_000);
+    }
+
+    fn done(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+/// Where events and timeline rows go when no tables are written (`report`).
+struct Discard;
+
+impl analyze::Sink for Discard {
+    fn event(&mut self, _: &analyze::Event) {}
+    fn timeline(&mut self, _: &analyze::TimelineRow) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interface_names_are_unique_and_predictable() {
+        let mut one = IfaceNames::new(&[PathBuf::from("/x/tap1.pcapng")]);
+        assert_eq!(one.index(0, 0, Some("eth0")), Some(0));
+        assert_eq!(one.index(0, 1, None), Some(1));
+        assert_eq!(one.index(0, 2, Some("eth0")), Some(2));
+        assert_eq!(one.index(0, 0, Some("eth0")), Some(0));
+        assert_eq!(one.into_names(), ["eth0", "tap1#1", "eth0#2"]);
+
+        let mut two = IfaceNames::new(&[PathBuf::from("a.pcap"), PathBuf::from("b.pcapng")]);
+        two.index(0, 0, None);
+        two.index(1, 0, Some("eth0"));
+        assert_eq!(two.into_names(), ["a", "b/eth0"]);
+    }
+}
