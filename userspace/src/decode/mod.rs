@@ -48,7 +48,11 @@
 //!   bytes. For an unknown opcode (`ext::UNKNOWN`) the extension headers are
 //!   unknown, so `HAS_PAYLOAD_LEN` stays clear.
 //! * **ICRC** is checked whenever the whole datagram was captured and it is at
-//!   least UDP + BTH + ICRC long, whatever the opcode.
+//!   least UDP + BTH + ICRC long, whatever the opcode; `icrc` is written only
+//!   then (with `ICRC_CHECKED`), otherwise it stays 0.
+//! * **Linux cooked captures** (SLL, SLL2) carry one link-layer address, not
+//!   an Ethernet header: `src_mac`/`dst_mac` stay zero. Their protocol field
+//!   is treated as an EtherType (VLAN tags included).
 //! * **MAC Control**: a frame cut before its opcode is `Other`; cut after the
 //!   opcode but before the end of the PAUSE/PFC fields keeps the kind with
 //!   `HAS_PAUSE`/`HAS_PFC` clear. MAC Control behind VLAN tags (or inside
@@ -506,7 +510,7 @@ fn ext_headers(rec: &mut PacketRecord, mask: u16, mut rest: &[u8]) {
         rec.ieth_rkey = h.rkey();
         rec.flags |= flags::HAS_IETH;
     });
-    let _ = rest;
+    let _ = rest; // nothing follows the IETH: the last `take!` advances in vain
 }
 
 fn mac_control(rec: &mut PacketRecord, bytes: &[u8]) {
