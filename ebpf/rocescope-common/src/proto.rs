@@ -190,10 +190,12 @@ pub mod ib {
                 op::SEND_FIRST..=op::WRITE_ONLY_IMM => per_op,
                 _ => ext::UNKNOWN,
             },
-            // RD: every RC operation, behind RDETH + DETH.
+            // RD: every RC operation behind an RDETH; requests add a DETH.
             transport::RD => {
                 if per_op & ext::UNKNOWN != 0 {
                     ext::UNKNOWN
+                } else if is_response_op(o) {
+                    ext::RDETH | per_op
                 } else {
                     ext::RDETH | ext::DETH | per_op
                 }
@@ -206,9 +208,7 @@ pub mod ib {
             },
             // XRC: every RC operation, XRCETH on requests (not on responses).
             transport::XRC => {
-                if per_op & ext::UNKNOWN != 0 {
-                    per_op
-                } else if is_response_op(o) {
+                if per_op & ext::UNKNOWN != 0 || is_response_op(o) {
                     per_op
                 } else {
                     ext::XRCETH | per_op
@@ -341,6 +341,8 @@ mod tests {
         assert_eq!(ext_headers(0xAA), ext::XRCETH | ext::RETH); // XRC WRITE Only
         assert_eq!(ext_headers(0xB1), ext::AETH); // XRC ACK
         assert_eq!(ext_headers(0x15), ext::UNKNOWN);
+        assert_eq!(ext_headers(0x4A), ext::RDETH | ext::DETH | ext::RETH); // RD WRITE Only
+        assert_eq!(ext_headers(0x51), ext::RDETH | ext::AETH); // RD ACK
         assert_eq!(ext_headers_len(ext::RETH | ext::IMMDT), 20);
     }
 
