@@ -116,6 +116,24 @@
 //! is from the first CE-marked packet of the flow not yet answered to the
 //! CNP that answers it.
 //!
+//! # Findings
+//!
+//! * `ghost-retransmissions`: any timeout rewind or spurious resend;
+//!   critical when a timeout rewind's idle overlapped a pause or a resend
+//!   was spurious. Recommends a local ACK timeout exponent `T` with
+//!   4.096 µs × 2^T above the longest pause (or twice the longest idle
+//!   before a timeout rewind when no pause was seen).
+//! * `real-loss`: NAKs, NAK rewinds or gaps. `receiver-not-ready`: RNR NAKs.
+//! * `pfc-storm` (critical); `pfc-pressure` for any paused time: critical
+//!   from 10 % of the capture, warning from 1 %, else info.
+//! * `pfc-victims`: flows with stalls (see above).
+//! * `ce-without-cnp`: request flows with CE and no CNP, when they are
+//!   paired (or no CNP at all went unattributed: then an unpaired flow is
+//!   reported too, noting the reverse direction was never seen).
+//!   `cnp-without-ce` (info): CNPs to flows without CE, and unattributed
+//!   CNPs. `link-pause`: 802.3x PAUSE frames.
+//! * Findings are ordered critical, warning, info.
+//!
 //! # Time
 //!
 //! Timeline bins are aligned to multiples of `bin_ns` since the epoch; a
@@ -590,7 +608,8 @@ pub struct Analyzer {
     frames: FrameCounts,
     first_ts: Option<u64>,
     last_ts: u64,
-    reactions: Vec<u64>,
+    /// CE → CNP reaction times: (samples, sum, min, max) in ns.
+    reactions: (u64, u64, u64, u64),
     ifaces: BTreeMap<u16, String>,
 }
 
@@ -610,7 +629,7 @@ impl Analyzer {
             frames: FrameCounts::default(),
             first_ts: None,
             last_ts: 0,
-            reactions: Vec::new(),
+            reactions: (0, 0, u64::MAX, 0),
             ifaces: BTreeMap::new(),
         }
     }
@@ -766,11 +785,15 @@ impl Analyzer {
         } else {
             now.saturating_sub(self.flows[i].last_ts)
         };
-        // Pause overlap of the idle time before this packet.
+        // Pause overlap of the idle time before this packet: wanted for
+        // stalls (long idles) and rewinds (retransmissions).
+        let maybe_rewind = ib::is_request(rec.opcode)
+            && self.flows[i]
+                .seq
+                .is_some_and(|s| psn::diff(rec.psn & PSN_MASK, s.next) < 0);
         let (paused, cover) = match self.flows[i].priority {
-            Some(p) if idle > 0 => {
-                let from = now - idle;
-                self.pfc.paused(rec.iface, p, from, now, now)
+            Some(p) if idle > 0 && (idle >= STALL_MIN_NS || maybe_rewind) => {
+                self.pfc.paused(rec.iface, p, now - idle, now, now)
             }
             _ => (0, None),
         };
@@ -1141,7 +1164,8 @@ impl Analyzer {
             b.cnps += 1;
         }
         if let Some(rt) = reaction {
-            self.reactions.push(rt);
+            let r = &mut self.reactions;
+            *r = (r.0 + 1, r.1 + rt, r.2.min(rt), r.3.max(rt));
         }
         let flow_id = target.map(|r| self.flows[r].id);
         let mut detail = format!(
@@ -1244,15 +1268,12 @@ impl Analyzer {
         t.cnps_unattributed = self.frames.cnp - attributed;
         t.pfc_intervals = self.pfc.rows.len() as u64;
         t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
-        let ce_to_cnp = (!self.reactions.is_empty()).then(|| {
-            let n = self.reactions.len() as u64;
-            let sum: u64 = self.reactions.iter().sum();
-            Reaction {
-                samples: n,
-                min_us: *self.reactions.iter().min().expect("non-empty") as f64 / 1000.0,
-                mean_us: sum as f64 / n as f64 / 1000.0,
-                max_us: *self.reactions.iter().max().expect("non-empty") as f64 / 1000.0,
-            }
+        let (n, sum, min, max) = self.reactions;
+        let ce_to_cnp = (n > 0).then(|| Reaction {
+            samples: n,
+            min_us: min as f64 / 1000.0,
+            mean_us: sum as f64 / n as f64 / 1000.0,
+            max_us: max as f64 / 1000.0,
         });
         let mut summary = Summary {
             first_ts_ns: self.first_ts,

@@ -948,3 +948,63 @@ fn summary_serializes() {
     assert_eq!(json["frames"]["pfc"], 1);
     assert!(json["findings"].is_array());
 }
+
+#[test]
+fn both_ends_sending_requests_share_flows_with_the_responses() {
+    let b_req = |ts: u64, psn: u32| {
+        let mut r = roce(ts, B, A, QA, op::SEND_ONLY, psn);
+        r.payload_len = 64;
+        r
+    };
+    let a_ack = |ts: u64, psn: u32| {
+        let mut r = roce(ts, A, B, QB, op::ACKNOWLEDGE, psn);
+        r.flags |= flags::HAS_AETH;
+        r
+    };
+    let r = run(&[
+        req(0, 10),
+        req(US, 11),
+        b_req(2 * US, 500),
+        b_req(3 * US, 501),
+        ack(4 * US, 11),
+        a_ack(5 * US, 501),
+        b_req(300 * US, 500),
+        req(301 * US, 10),
+    ]);
+    assert_eq!(r.a.flows.len(), 2);
+    let fa = r.flow(A, QB);
+    let fb = r.flow(B, QA);
+    assert_eq!((fa.paired_qp, fb.paired_qp), (Some(QA), Some(QB)));
+    for f in [fa, fb] {
+        assert_eq!((f.packets, f.data_packets, f.acks), (4, 3, 1));
+        assert_eq!(
+            (f.retrans_packets, f.rewinds_timeout, f.spurious_retrans),
+            (1, 1, 1)
+        );
+    }
+    let t = &r.a.summary.totals;
+    assert_eq!(
+        (t.request_flows, t.response_flows, t.paired_flows),
+        (2, 2, 2)
+    );
+}
+
+#[test]
+fn a_long_idle_mostly_paused_is_a_stall() {
+    // Untagged, DSCP 26 → priority 3 by default. Idle 0 → 40 µs, paused
+    // 10 → 35 µs (XON): 25 of 40 µs.
+    let r = run(&[
+        req(0, 1),
+        pfc3(10 * US, 65535),
+        pfc3(35 * US, 0),
+        req(40 * US, 2),
+    ]);
+    let v = r.finding("pfc-victims").expect("victims");
+    assert_eq!(v.flows, vec![0]);
+    assert!(
+        v.detail.contains("1 stalls, 25.0 µs paused while stalled"),
+        "{}",
+        v.detail
+    );
+    assert_eq!(r.flow(A, QB).rewinds, 0);
+}
