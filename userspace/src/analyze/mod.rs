@@ -355,7 +355,12 @@ pub struct Reaction {
 /// One `(iface, priority)` of `summary.json`'s `pfc`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PfcSummary {
+    /// The interface's index (names in `Summary::ifaces`).
+    #[serde(rename = "iface_index")]
     pub iface: u16,
+    /// The interface's name, as in the tables' `iface` columns.
+    #[serde(rename = "iface")]
+    pub iface_name: String,
     pub priority: u8,
     pub frames: u64,
     pub xon_frames: u64,
@@ -1230,6 +1235,7 @@ impl Analyzer {
                 let paused_ns = self.pfc.paused_total(iface, priority);
                 PfcSummary {
                     iface,
+                    iface_name: iface_name(&self.ifaces, iface),
                     priority,
                     frames: st.frames,
                     xon_frames: st.xon_frames,
