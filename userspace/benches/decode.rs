@@ -46,7 +46,7 @@ fn write_capture(path: &Path, frames: usize) -> u64 {
         };
         f.udp_sport = 0xC000 | qp as u16;
         f.bth.dest_qp = 0x100 + qp as u32;
-        f.ip.ecn = if roll % 17 == 0 { 3 } else { 2 };
+        f.ip.ecn = if roll.is_multiple_of(17) { 3 } else { 2 };
         match roll {
             0..=54 => {
                 f.bth.opcode = [0x06, 0x07, 0x07, 0x07, 0x08][n % 5];
