@@ -524,7 +524,7 @@ impl CaptureReader {
             self.st.stop("damaged block header".into());
             return Ok(());
         };
-        if blen < 12 || blen % 4 != 0 {
+        if blen < 12 || !blen.is_multiple_of(4) {
             self.st.stop(format!(
                 "damaged block header (type {btype:#x}, length {blen})"
             ));

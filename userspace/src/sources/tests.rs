@@ -69,7 +69,7 @@ struct Ng {
 }
 
 fn pad4(v: &mut Vec<u8>) {
-    while v.len() % 4 != 0 {
+    while !v.len().is_multiple_of(4) {
         v.push(0);
     }
 }
@@ -790,7 +790,7 @@ struct Trickle {
 impl Read for Trickle {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.calls += 1;
-        if self.calls % 7 == 0 {
+        if self.calls.is_multiple_of(7) {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "signal"));
         }
         if self.at >= self.data.len() || buf.is_empty() {
