@@ -15,11 +15,18 @@ fn oferby_capture_every_roce_frame_with_valid_icrc() {
     let p = Table::read(&dir.path().join("packets.parquet"));
     let names = p.column_names();
     for col in PACKETS_COLUMNS {
-        assert!(names.iter().any(|n| n == col), "packets.parquet lacks {col}");
+        assert!(
+            names.iter().any(|n| n == col),
+            "packets.parquet lacks {col}"
+        );
     }
     // 123 frames, 105 of them RoCEv2: exactly those are rows.
     assert_eq!(p.rows(), 105);
-    assert!(p.strings("kind").iter().all(|k| k.as_deref() == Some("roce")));
+    assert!(
+        p.strings("kind")
+            .iter()
+            .all(|k| k.as_deref() == Some("roce"))
+    );
     assert!(p.bools("icrc_ok").iter().all(|v| *v == Some(true)));
     let frames: HashSet<_> = p.ints("frame").into_iter().map(Option::unwrap).collect();
     assert_eq!(frames.len(), 105);
@@ -31,7 +38,10 @@ fn oferby_capture_every_roce_frame_with_valid_icrc() {
     let opcode = p.ints("opcode");
     let from_69: Vec<_> = (0..p.rows()).filter(|&i| sport[i] == Some(69)).collect();
     assert_eq!(from_69.len(), 37);
-    assert_eq!(from_69.iter().filter(|&&i| opcode[i] == Some(0x11)).count(), 36);
+    assert_eq!(
+        from_69.iter().filter(|&&i| opcode[i] == Some(0x11)).count(),
+        36
+    );
     let acks = opcode.iter().filter(|o| **o == Some(0x11)).count();
     assert_eq!(acks, 37);
     // ACKs carry an AETH, SEND Last with Immediate carries ImmDt.
@@ -39,14 +49,29 @@ fn oferby_capture_every_roce_frame_with_valid_icrc() {
     let imm = p.ints("imm");
     for i in 0..p.rows() {
         assert_eq!(syndrome[i].is_some(), opcode[i] == Some(0x11), "row {i}");
-        assert_eq!(imm[i].is_some(), matches!(opcode[i], Some(0x03 | 0x05)), "row {i}");
+        assert_eq!(
+            imm[i].is_some(),
+            matches!(opcode[i], Some(0x03 | 0x05)),
+            "row {i}"
+        );
     }
-    let ips: HashSet<_> = p.strings("src_ip").into_iter().map(Option::unwrap).collect();
-    assert_eq!(ips, HashSet::from(["192.168.70.4".to_string(), "192.168.70.6".to_string()]));
+    let ips: HashSet<_> = p
+        .strings("src_ip")
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    assert_eq!(
+        ips,
+        HashSet::from(["192.168.70.4".to_string(), "192.168.70.6".to_string()])
+    );
     // No VLAN, no PFC on this capture: those columns are null, not zero.
     assert!(p.ints("vlan").iter().all(Option::is_none));
     assert!(p.ints("pfc_quanta_3").iter().all(Option::is_none));
-    assert!(p.strings("iface").iter().all(|i| i.as_deref() == Some("oferby-proxy-roce")));
+    assert!(
+        p.strings("iface")
+            .iter()
+            .all(|i| i.as_deref() == Some("oferby-proxy-roce"))
+    );
 }
 
 #[test]
@@ -73,7 +98,10 @@ fn connectx4_cnp() {
     assert_eq!(p.ints("frame_len")[0], Some(74));
     assert_eq!(p.strings("src_ip")[0].as_deref(), Some("10.0.17.1"));
     assert_eq!(p.strings("dst_ip")[0].as_deref(), Some("10.0.18.1"));
-    assert_eq!(p.strings("src_mac")[0].as_deref(), Some("7c:fe:90:64:3b:32"));
+    assert_eq!(
+        p.strings("src_mac")[0].as_deref(),
+        Some("7c:fe:90:64:3b:32")
+    );
 }
 
 #[test]
@@ -81,10 +109,24 @@ fn filter_selects_before_decoding() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
     let cap = shared_capture("oferby-proxy-roce.pcap");
-    rocescope_ok(&["analyze", cap.to_str().unwrap(), "--out", out, "--filter", "udp src port 69"]);
+    rocescope_ok(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        out,
+        "--filter",
+        "udp src port 69",
+    ]);
     assert_eq!(Table::read(&dir.path().join("packets.parquet")).rows(), 37);
 
-    let bad = rocescope(&["analyze", cap.to_str().unwrap(), "--out", out, "--filter", "udp frobnicate"]);
+    let bad = rocescope(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        out,
+        "--filter",
+        "udp frobnicate",
+    ]);
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("filter"), "{err}");
@@ -95,7 +137,12 @@ fn missing_and_foreign_files_give_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let missing = dir.path().join("nope.pcap");
-    let r = rocescope(&["analyze", missing.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let r = rocescope(&[
+        "analyze",
+        missing.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(!r.status.success());
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -103,11 +150,19 @@ fn missing_and_foreign_files_give_one_line_errors() {
 
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "this is not a capture, just some words\n").unwrap();
-    let r = rocescope(&["analyze", text.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let r = rocescope(&[
+        "analyze",
+        text.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(!r.status.success());
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("notes.txt") && err.contains("not a pcap"), "{err}");
+    assert!(
+        err.contains("notes.txt") && err.contains("not a pcap"),
+        "{err}"
+    );
 
     let empty = dir.path().join("empty.pcap");
     std::fs::write(&empty, b"").unwrap();
@@ -124,9 +179,17 @@ fn capture_cut_mid_record_is_analysed_up_to_the_cut() {
     let cut_at = bytes.len() - 30; // inside the last record
     std::fs::write(&cut, &bytes[..cut_at]).unwrap();
     let out = dir.path().join("out");
-    let r = rocescope_ok(&["analyze", cut.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let r = rocescope_ok(&[
+        "analyze",
+        cut.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(err.contains("warning") && err.contains("cut.pcap") && err.contains("byte"), "{err}");
+    assert!(
+        err.contains("warning") && err.contains("cut.pcap") && err.contains("byte"),
+        "{err}"
+    );
     let rows = Table::read(&out.join("packets.parquet")).rows();
     assert!((100..105).contains(&rows), "{rows} rows");
 }
@@ -137,6 +200,7 @@ fn report_prints_text_and_json() {
     let text = rocescope_ok(&["report", cap.to_str().unwrap()]);
     assert!(!text.stdout.is_empty());
     let json = rocescope_ok(&["report", cap.to_str().unwrap(), "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("report --json prints JSON");
+    let v: serde_json::Value =
+        serde_json::from_slice(&json.stdout).expect("report --json prints JSON");
     assert!(v.get("findings").is_some_and(|f| f.is_array()), "{v}");
 }

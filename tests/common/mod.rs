@@ -12,7 +12,9 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 /// A real capture from ../shared/captures (never edited).
 pub fn shared_capture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/captures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/captures")
+        .join(name)
 }
 
 pub fn rocescope(args: &[&str]) -> Output {
@@ -42,8 +44,13 @@ pub struct Table {
 impl Table {
     pub fn read(path: &Path) -> Table {
         let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
-        Table { batches: reader.map(|b| b.unwrap()).collect() }
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+        Table {
+            batches: reader.map(|b| b.unwrap()).collect(),
+        }
     }
 
     pub fn rows(&self) -> usize {
@@ -123,10 +130,50 @@ impl Table {
 
 /// Every column the contract (DESIGN.md) names for packets.parquet.
 pub const PACKETS_COLUMNS: &[&str] = &[
-    "frame", "ts_ns", "iface", "kind", "frame_len", "cap_len", "vlan", "pcp", "src_mac", "dst_mac",
-    "src_ip", "dst_ip", "dscp", "ecn", "udp_sport", "opcode", "se", "migreq", "pad_count", "tver",
-    "pkey", "fecn", "becn", "dest_qp", "ack_req", "psn", "aeth_syndrome", "aeth_msn", "reth_va",
-    "reth_rkey", "reth_len", "imm", "payload_len", "icrc_ok", "pfc_enable", "pfc_quanta_0",
-    "pfc_quanta_1", "pfc_quanta_2", "pfc_quanta_3", "pfc_quanta_4", "pfc_quanta_5",
-    "pfc_quanta_6", "pfc_quanta_7", "pause_quanta", "flow_id", "retrans",
+    "frame",
+    "ts_ns",
+    "iface",
+    "kind",
+    "frame_len",
+    "cap_len",
+    "vlan",
+    "pcp",
+    "src_mac",
+    "dst_mac",
+    "src_ip",
+    "dst_ip",
+    "dscp",
+    "ecn",
+    "udp_sport",
+    "opcode",
+    "se",
+    "migreq",
+    "pad_count",
+    "tver",
+    "pkey",
+    "fecn",
+    "becn",
+    "dest_qp",
+    "ack_req",
+    "psn",
+    "aeth_syndrome",
+    "aeth_msn",
+    "reth_va",
+    "reth_rkey",
+    "reth_len",
+    "imm",
+    "payload_len",
+    "icrc_ok",
+    "pfc_enable",
+    "pfc_quanta_0",
+    "pfc_quanta_1",
+    "pfc_quanta_2",
+    "pfc_quanta_3",
+    "pfc_quanta_4",
+    "pfc_quanta_5",
+    "pfc_quanta_6",
+    "pfc_quanta_7",
+    "pause_quanta",
+    "flow_id",
+    "retrans",
 ];

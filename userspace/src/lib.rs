@@ -12,6 +12,7 @@
 pub mod analyze;
 pub mod decode;
 pub mod error;
+pub mod offline;
 pub mod sources;
 pub mod synth;
 pub mod tables;

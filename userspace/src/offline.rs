@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use rocescope_common::{Kind, PacketRecord};
 
+use crate::Result;
 use crate::analyze::{self, Analysis, Analyzer};
 use crate::decode;
 use crate::sources::{CaptureReader, Filter};
 use crate::tables::{RunFacts, TableSet};
-use crate::Result;
 
 /// What `analyze` and `report` were asked to do.
 #[derive(Clone, Debug, Default)]
@@ -79,23 +79,28 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
                 }
             };
             frames_read += 1;
-            progress.tick(path, reader.offset(), frames_read);
             if let Some(f) = filter.as_mut() {
                 if !f.matches(&frame)? {
                     continue;
                 }
             }
             let mut rec: PacketRecord = decode::decode(frame.linktype, frame.data, frame.orig_len);
+            // The frame borrows the reader's buffer: keep what is needed, let it go.
+            let (number, file_iface, ts_ns) = (frame.number, frame.iface, frame.ts_ns);
+            progress.tick(path, reader.offset(), frames_read);
             if rec.kind() == Kind::Other {
                 continue;
             }
-            let if_name = reader.interfaces().get(frame.iface as usize).and_then(|i| i.name.as_deref());
+            let if_name = reader
+                .interfaces()
+                .get(file_iface as usize)
+                .and_then(|i| i.name.as_deref());
             let known = names.len();
-            let Some(iface) = names.index(file_index, frame.iface, if_name) else {
+            let Some(iface) = names.index(file_index, file_iface, if_name) else {
                 warnings.push(format!(
                     "{}: frame {}: more than {} capture interfaces; frames of further interfaces skipped",
                     path.display(),
-                    frame.number,
+                    number,
                     u16::MAX
                 ));
                 continue;
@@ -106,8 +111,8 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
                     t.set_iface_name(iface, names.name(iface));
                 }
             }
-            rec.frame = frame.number;
-            rec.ts_ns = frame.ts_ns;
+            rec.frame = number;
+            rec.ts_ns = ts_ns;
             rec.iface = iface;
             records += 1;
             match tables.as_mut() {
@@ -186,7 +191,11 @@ impl IfaceNames {
             return Some(i);
         }
         let i = u16::try_from(self.names.len()).ok()?;
-        let stem = self.stems.get(file).map(String::as_str).unwrap_or("capture");
+        let stem = self
+            .stems
+            .get(file)
+            .map(String::as_str)
+            .unwrap_or("capture");
         let base = match (if_name, self.prefix) {
             (Some(n), false) => n.to_string(),
             (Some(n), true) => format!("{stem}/{n}"),
@@ -205,7 +214,10 @@ impl IfaceNames {
     }
 
     pub fn name(&self, index: u16) -> &str {
-        self.names.get(usize::from(index)).map(String::as_str).unwrap_or("?")
+        self.names
+            .get(usize::from(index))
+            .map(String::as_str)
+            .unwrap_or("?")
     }
 
     pub fn len(&self) -> usize {
@@ -243,7 +255,12 @@ impl Progress {
         }
         self.last = Instant::now();
         self.shown = true;
-        eprint!("\r{}: {} frames, {} MB read   ", path.display(), frames, offset / 1_000_000);
+        eprint!(
+            "\r{}: {} frames, {} MB read   ",
+            path.display(),
+            frames,
+            offset / 1_000_000
+        );
     }
 
     fn done(&mut self) {

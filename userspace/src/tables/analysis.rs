@@ -17,7 +17,10 @@ pub struct Named<'a, R> {
 
 impl<R> Named<'_, R> {
     fn iface(&self, index: u16) -> &str {
-        self.ifaces.get(usize::from(index)).map(String::as_str).unwrap_or("?")
+        self.ifaces
+            .get(usize::from(index))
+            .map(String::as_str)
+            .unwrap_or("?")
     }
 }
 

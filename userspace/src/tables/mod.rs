@@ -241,7 +241,11 @@ impl TableSet {
     }
 
     pub fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
-        let iface = self.ifaces.get(usize::from(rec.iface)).map(String::as_str).unwrap_or("?");
+        let iface = self
+            .ifaces
+            .get(usize::from(rec.iface))
+            .map(String::as_str)
+            .unwrap_or("?");
         let row = PacketRow {
             rec,
             iface,
@@ -294,7 +298,10 @@ impl TableSet {
 
 impl analyze::Sink for TableSet {
     fn event(&mut self, e: &analyze::Event) {
-        let r = self.events.push(&Named { row: e, ifaces: &self.ifaces });
+        let r = self.events.push(&Named {
+            row: e,
+            ifaces: &self.ifaces,
+        });
         self.keep_first_error(r);
     }
 
