@@ -13,6 +13,7 @@ pub mod analyze;
 pub mod decode;
 pub mod error;
 pub mod offline;
+pub mod pipeline;
 pub mod sources;
 pub mod synth;
 pub mod tables;

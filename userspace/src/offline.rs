@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 use rocescope_common::{Kind, PacketRecord};
 
 use crate::Result;
-use crate::analyze::{self, Analysis, Analyzer};
+use crate::analyze::{self, Analysis};
 use crate::decode;
+use crate::pipeline::RecordPipeline;
 use crate::sources::{CaptureReader, Filter};
-use crate::tables::{RunFacts, TableSet};
+use crate::tables::RunFacts;
 
 /// What `analyze` and `report` were asked to do.
 #[derive(Clone, Debug, Default)]
@@ -54,19 +55,12 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
         readers.push(CaptureReader::open(path)?);
     }
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
-    let mut tables = match out {
-        Some(dir) => Some(TableSet::create(dir)?),
-        None => None,
-    };
-
+    let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), out)?;
     let mut names = IfaceNames::new(paths);
-    let mut analyzer = Analyzer::new(opts.analyzer.clone());
     let mut warnings = Vec::new();
     let mut frames_read = 0u64;
-    let mut records = 0u64;
     let mut stopped_by = None;
     let mut progress = Progress::new(opts.progress);
-    let mut discard = Discard;
 
     'files: for (file_index, (path, reader)) in paths.iter().zip(readers.iter_mut()).enumerate() {
         loop {
@@ -106,43 +100,25 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
                 continue;
             };
             if names.len() > known {
-                analyzer.set_iface_name(iface, names.name(iface));
-                if let Some(t) = tables.as_mut() {
-                    t.set_iface_name(iface, names.name(iface));
-                }
+                pipeline.name_iface(iface, names.name(iface));
             }
             rec.frame = number;
             rec.ts_ns = ts_ns;
             rec.iface = iface;
-            records += 1;
-            match tables.as_mut() {
-                Some(t) => {
-                    let verdict = analyzer.push(&rec, t);
-                    t.packet(&rec, verdict)?;
-                }
-                None => {
-                    analyzer.push(&rec, &mut discard);
-                }
-            }
+            pipeline.push(&rec)?;
         }
         warnings.extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
     }
     progress.done();
 
-    let analysis = match tables.as_mut() {
-        Some(t) => analyzer.finish(t),
-        None => analyzer.finish(&mut discard),
-    };
-    if let Some(t) = tables {
-        let facts = RunFacts {
-            captures: paths.iter().map(|p| p.display().to_string()).collect(),
-            frames_read,
-            records,
-            warnings: warnings.clone(),
-            stopped_by: stopped_by.clone(),
-        };
-        t.close(&analysis, &facts)?;
-    }
+    let records = pipeline.records();
+    let analysis = pipeline.finish(RunFacts {
+        captures: paths.iter().map(|p| p.display().to_string()).collect(),
+        frames_read,
+        records,
+        warnings: warnings.clone(),
+        stopped_by: stopped_by.clone(),
+    })?;
     Ok(Outcome {
         analysis,
         ifaces: names.into_names(),
@@ -268,14 +244,6 @@ impl Progress {
             eprint!("\r\x1b[K");
         }
     }
-}
-
-/// Where events and timeline rows go when no tables are written (`report`).
-struct Discard;
-
-impl analyze::Sink for Discard {
-    fn event(&mut self, _: &analyze::Event) {}
-    fn timeline(&mut self, _: &analyze::TimelineRow) {}
 }
 
 #[cfg(test)]
