@@ -1,0 +1,432 @@
+//! End to end: captures built frame by frame with known contents, analysed by
+//! the `rocescope` binary; every count of the analysis definitions
+//! (DESIGN.md) is asserted exactly.
+mod common;
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use common::*;
+use rocescope::proto::ib::op;
+use rocescope::synth::{
+    Bth, CaptureWrite, EthHeader, ExtHeaders, IpAddrs, IpHeader, PauseFrame, PcapngWriter,
+    PfcFrame, RoceFrame, VlanTag, WireFrame,
+};
+
+const US: u64 = 1_000;
+/// 2026-01-01T00:00:00Z: captures start at a realistic wall-clock time.
+const T0: u64 = 1_767_225_600_000_000_000;
+
+const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 0x0a];
+const MAC_B: [u8; 6] = [2, 0, 0, 0, 0, 0x0b];
+const MAC_SWITCH: [u8; 6] = [2, 0, 0, 0, 0, 0x5f];
+const HOST_A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const HOST_B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+const PRIORITY: u8 = 3;
+
+/// A capture being written: one pcapng interface per tap.
+struct Capture {
+    path: PathBuf,
+    writer: PcapngWriter<std::fs::File>,
+    buf: Vec<u8>,
+}
+
+impl Capture {
+    fn new(dir: &Path, name: &str, taps: &[&str]) -> Capture {
+        let path = dir.join(name);
+        let mut writer = PcapngWriter::create(&path).unwrap();
+        for tap in taps {
+            writer.add_interface(tap, 1, 65535).unwrap();
+        }
+        Capture {
+            path,
+            writer,
+            buf: Vec::new(),
+        }
+    }
+
+    fn put(&mut self, tap: u32, at_us: f64, frame: &impl WireFrame) {
+        frame.write(&mut self.buf);
+        let ts = T0 + (at_us * US as f64) as u64;
+        self.writer.write_frame(tap, ts, &self.buf).unwrap();
+    }
+
+    fn finish(self) -> PathBuf {
+        self.writer.finish().unwrap();
+        self.path
+    }
+}
+
+fn eth(src: [u8; 6], dst: [u8; 6]) -> EthHeader {
+    EthHeader {
+        src,
+        dst,
+        outer_vlan: None,
+        vlan: Some(VlanTag::dot1q(100, PRIORITY)),
+    }
+}
+
+/// An RDMA WRITE Middle (1 KiB) from A to B's QP `qp`.
+fn write(qp: u32, psn: u32) -> RoceFrame {
+    RoceFrame {
+        eth: eth(MAC_A, MAC_B),
+        ip: IpHeader {
+            addrs: IpAddrs::V4 {
+                src: HOST_A,
+                dst: HOST_B,
+            },
+            ..IpHeader::default()
+        },
+        udp_sport: 0xC000 | (qp as u16 & 0xFFF),
+        bth: Bth {
+            opcode: op::WRITE_MIDDLE,
+            dest_qp: qp,
+            psn,
+            ..Bth::default()
+        },
+        payload_len: 1024,
+        ..RoceFrame::default()
+    }
+}
+
+/// An AETH-carrying response from B to A's QP `qp`: ACK (0x1F), NAK (0x60), RNR NAK (0x2E).
+fn aeth(qp: u32, psn: u32, syndrome: u8) -> RoceFrame {
+    RoceFrame {
+        eth: eth(MAC_B, MAC_A),
+        ip: IpHeader {
+            addrs: IpAddrs::V4 {
+                src: HOST_B,
+                dst: HOST_A,
+            },
+            ..IpHeader::default()
+        },
+        udp_sport: 0xC000,
+        bth: Bth {
+            opcode: op::ACKNOWLEDGE,
+            dest_qp: qp,
+            psn,
+            ..Bth::default()
+        },
+        ext: ExtHeaders {
+            aeth_syndrome: syndrome,
+            aeth_msn: psn,
+            ..ExtHeaders::default()
+        },
+        ..RoceFrame::default()
+    }
+}
+
+/// A CNP from B back to A's QP `qp`.
+fn cnp(qp: u32) -> RoceFrame {
+    let mut f = RoceFrame::cnp(qp);
+    f.eth = eth(MAC_B, MAC_A);
+    f.ip = IpHeader {
+        addrs: IpAddrs::V4 {
+            src: HOST_B,
+            dst: HOST_A,
+        },
+        dscp: 48,
+        ..IpHeader::default()
+    };
+    f.bth.becn = true;
+    f
+}
+
+fn pfc(priority: u8, quanta: u16) -> PfcFrame {
+    let mut f = PfcFrame::single(priority, quanta);
+    f.src = MAC_SWITCH;
+    f
+}
+
+fn analyze(capture: &Path, out: &Path) {
+    rocescope_ok(&[
+        "analyze",
+        capture.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+}
+
+/// The flows table, one row looked up by (iface, dest_qp).
+struct Flows(Table);
+
+impl Flows {
+    fn read(out: &Path) -> Flows {
+        Flows(Table::read(&out.join("flows.parquet")))
+    }
+
+    fn row(&self, iface: &str, qp: u32) -> usize {
+        let ifaces = self.0.strings("iface");
+        let qps = self.0.ints("dest_qp");
+        (0..self.0.rows())
+            .find(|&i| ifaces[i].as_deref() == Some(iface) && qps[i] == Some(qp.into()))
+            .unwrap_or_else(|| panic!("no flow {iface} QP {qp:#x}"))
+    }
+
+    fn get(&self, iface: &str, qp: u32, column: &str) -> i128 {
+        self.0.ints(column)[self.row(iface, qp)].unwrap_or_else(|| panic!("{column} is null"))
+    }
+}
+
+#[test]
+fn timeout_rewind_during_a_pfc_pause_is_a_ghost_retransmission() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "ghost.pcapng", &["tor1-mirror"]);
+    for (i, psn) in (1000..=1010).enumerate() {
+        c.put(0, i as f64, &write(0x100, psn));
+    }
+    c.put(0, 12.0, &aeth(0x200, 1005, 0x1F)); // 1000..=1005 delivered
+    c.put(0, 15.0, &pfc(PRIORITY, 65535)); // 335.5 µs at 100G
+    for (i, psn) in (1004..=1010).enumerate() {
+        c.put(0, 300.0 + i as f64, &write(0x100, psn)); // timer fired: Go-Back-N to 1004
+    }
+    c.put(0, 400.0, &aeth(0x200, 1010, 0x1F));
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+
+    let f = Flows::read(&out);
+    let q = |col| f.get("tor1-mirror", 0x100, col);
+    assert_eq!(q("data_packets"), 18);
+    assert_eq!(q("retrans_packets"), 7);
+    assert_eq!(q("rewinds"), 1);
+    assert_eq!(q("rewinds_timeout"), 1);
+    assert_eq!(q("rewinds_nak"), 0);
+    assert_eq!(q("max_rewind_depth"), 7); // next 1011 − 1004
+    assert_eq!(q("spurious_retrans"), 2); // 1004 and 1005 had been ACKed
+    assert_eq!(q("gaps"), 0);
+    assert_eq!(q("paired_qp"), 0x200);
+    assert_eq!(f.get("tor1-mirror", 0x200, "acks"), 2);
+
+    let events = Table::read(&out.join("events.parquet"));
+    let kinds = events.strings("kind");
+    let rewind = kinds
+        .iter()
+        .position(|k| k.as_deref() == Some("rewind"))
+        .expect("a rewind event");
+    assert_eq!(events.ints("psn")[rewind], Some(1004));
+    assert_eq!(events.ints("depth")[rewind], Some(7));
+    assert_eq!(
+        events.strings("trigger")[rewind].as_deref(),
+        Some("timeout")
+    );
+    let idle = events.floats("idle_us")[rewind].unwrap();
+    assert!((idle - 290.0).abs() < 0.01, "idle {idle}");
+
+    let pfc = Table::read(&out.join("pfc.parquet"));
+    assert_eq!(pfc.rows(), 1);
+    assert_eq!(pfc.ints("priority")[0], Some(3));
+    assert_eq!(
+        pfc.strings("src_mac")[0].as_deref(),
+        Some("02:00:00:00:00:5f")
+    );
+    assert_eq!(pfc.strings("ended_by")[0].as_deref(), Some("expiry"));
+    let start = pfc.ints("start_ns")[0].unwrap();
+    let end = pfc.ints("end_ns")[0].unwrap();
+    assert_eq!(start, (T0 + 15 * US) as i128);
+    assert_eq!(end - start, 65535 * 512 * 10 / 1000); // 335 543 ns (bits / 100 Gb/s)
+
+    // The report names the flow, the depth, the missing NAK, the resends
+    // that had been acknowledged, the pause that covered it, and the fix.
+    let report = rocescope_ok(&["report", cap.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    for needle in [
+        "ghost",
+        "10.0.0.1 → 10.0.0.2 QP 256",
+        "rewound 7 PSNs",
+        "no NAK",
+        "2 of the 7",
+        "tor1-mirror priority 3",
+        "02:00:00:00:00:5f",
+    ] {
+        assert!(text.contains(needle), "report lacks {needle:?}:\n{text}");
+    }
+    assert!(text.to_lowercase().contains("timeout"), "{text}");
+}
+
+#[test]
+fn nak_and_rnr_nak_trigger_their_rewinds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "naks.pcapng", &["tap"]);
+    // QP 0x100: 2000..=2005, NAK (PSN sequence error) at 2003, resend from 2003.
+    for (i, psn) in (2000..=2005).enumerate() {
+        c.put(0, i as f64, &write(0x100, psn));
+    }
+    c.put(0, 1.5, &aeth(0x200, 2000, 0x1F)); // pairs 0x200 with 0x100
+    c.put(0, 8.0, &aeth(0x200, 2003, 0x60));
+    for (i, psn) in (2003..=2005).enumerate() {
+        c.put(0, 10.0 + i as f64, &write(0x100, psn));
+    }
+    // QP 0x101: 5000..=5003, RNR NAK at 5002, resend from 5002.
+    for (i, psn) in (5000..=5003).enumerate() {
+        c.put(0, 20.0 + i as f64, &write(0x101, psn));
+    }
+    c.put(0, 20.5, &aeth(0x201, 5000, 0x1F));
+    c.put(0, 25.0, &aeth(0x201, 5002, 0x2E));
+    for (i, psn) in (5002..=5003).enumerate() {
+        c.put(0, 40.0 + i as f64, &write(0x101, psn));
+    }
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let f = Flows::read(&out);
+
+    assert_eq!(f.get("tap", 0x100, "rewinds_nak"), 1);
+    assert_eq!(f.get("tap", 0x100, "rewinds_timeout"), 0);
+    assert_eq!(f.get("tap", 0x100, "max_rewind_depth"), 3);
+    assert_eq!(f.get("tap", 0x100, "retrans_packets"), 3);
+    assert_eq!(f.get("tap", 0x100, "spurious_retrans"), 0);
+    assert_eq!(f.get("tap", 0x200, "naks"), 1);
+    assert_eq!(f.get("tap", 0x200, "acks"), 1);
+
+    assert_eq!(f.get("tap", 0x101, "rewinds_rnr"), 1);
+    assert_eq!(f.get("tap", 0x101, "rewinds_nak"), 0);
+    assert_eq!(f.get("tap", 0x101, "max_rewind_depth"), 2);
+    assert_eq!(f.get("tap", 0x201, "rnr_naks"), 1);
+}
+
+#[test]
+fn psn_wraps_at_2_pow_24_and_forward_jumps_are_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "wrap.pcapng", &["tap"]);
+    let psns = [0xFF_FFFE, 0xFF_FFFF, 0, 1, 2];
+    for (i, psn) in psns.into_iter().enumerate() {
+        c.put(0, i as f64, &write(0x100, psn));
+    }
+    c.put(0, 50.0, &write(0x100, 0xFF_FFFF)); // rewind across the wrap
+    c.put(0, 51.0, &write(0x100, 0));
+    c.put(0, 52.0, &write(0x100, 1));
+    c.put(0, 53.0, &write(0x100, 2));
+    c.put(0, 54.0, &write(0x100, 6)); // 3, 4, 5 never seen: one gap
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "data_packets"), 10);
+    assert_eq!(f.get("tap", 0x100, "rewinds"), 1);
+    assert_eq!(f.get("tap", 0x100, "max_rewind_depth"), 4); // next 3 − 0xFFFFFF (mod 2^24)
+    assert_eq!(f.get("tap", 0x100, "retrans_packets"), 4);
+    assert_eq!(f.get("tap", 0x100, "gaps"), 1);
+
+    let p = Table::read(&out.join("packets.parquet"));
+    let retrans: Vec<_> = p.bools("retrans").into_iter().map(Option::unwrap).collect();
+    assert_eq!(
+        retrans,
+        [
+            false, false, false, false, false, true, true, true, true, false
+        ]
+    );
+    assert!(p.ints("flow_id").iter().all(|id| *id == Some(0)));
+}
+
+#[test]
+fn the_same_frames_at_two_taps_are_not_retransmissions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "taps.pcapng", &["leaf1", "spine1"]);
+    for (i, psn) in (100..110).enumerate() {
+        c.put(0, i as f64, &write(0x100, psn));
+        c.put(1, i as f64 + 0.4, &write(0x100, psn));
+    }
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.0.rows(), 2);
+    for tap in ["leaf1", "spine1"] {
+        assert_eq!(f.get(tap, 0x100, "data_packets"), 10);
+        assert_eq!(f.get(tap, 0x100, "retrans_packets"), 0);
+        assert_eq!(f.get(tap, 0x100, "rewinds"), 0);
+        assert_eq!(f.get(tap, 0x100, "gaps"), 0);
+    }
+}
+
+#[test]
+fn cnps_go_to_the_flow_whose_requester_qp_they_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "cnps.pcapng", &["tap"]);
+    let mut t = 0.0;
+    for psn in 0..6 {
+        let mut a = write(0x100, psn);
+        let mut b = write(0x101, 700 + psn);
+        if psn % 2 == 0 {
+            a.ip.ecn = 3; // CE
+        }
+        if psn == 5 {
+            b.ip.ecn = 3;
+        }
+        c.put(0, t, &a);
+        c.put(0, t + 0.2, &b);
+        t += 1.0;
+    }
+    c.put(0, t, &aeth(0x200, 5, 0x1F));
+    c.put(0, t + 0.1, &aeth(0x201, 705, 0x1F));
+    for i in 0..3 {
+        c.put(0, t + 1.0 + i as f64, &cnp(0x200));
+    }
+    c.put(0, t + 5.0, &cnp(0x201));
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "ce"), 3);
+    assert_eq!(f.get("tap", 0x100, "cnps"), 3);
+    assert_eq!(f.get("tap", 0x101, "ce"), 1);
+    assert_eq!(f.get("tap", 0x101, "cnps"), 1);
+    assert_eq!(f.get("tap", 0x100, "paired_qp"), 0x200);
+    assert_eq!(f.get("tap", 0x101, "paired_qp"), 0x201);
+}
+
+#[test]
+fn pfc_refresh_xon_expiry_and_pause_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "pfc.pcapng", &["tap"]);
+    c.put(0, 0.0, &write(0x100, 1)); // capture starts
+    c.put(0, 10.0, &pfc(3, 1000)); // 5.12 µs …
+    c.put(0, 14.0, &pfc(3, 1000)); // … refreshed to 19.12 µs …
+    c.put(0, 16.0, &pfc(3, 0)); // … XON at 16 µs
+    c.put(0, 30.0, &pfc(5, 2000)); // 10.24 µs, expires at 40.24 µs
+    c.put(
+        0,
+        50.0,
+        &PauseFrame {
+            src: MAC_SWITCH,
+            quanta: 5000,
+            ..PauseFrame::default()
+        },
+    );
+    c.put(0, 90.0, &pfc(6, 65535)); // still paused at the last frame
+    c.put(0, 100.0, &write(0x100, 2)); // capture ends
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+
+    let p = Table::read(&out.join("pfc.parquet"));
+    let prio = p.ints("priority");
+    let by = p.strings("ended_by");
+    let frames = p.ints("frames");
+    let start = p.ints("start_ns");
+    let end = p.ints("end_ns");
+    assert_eq!(p.rows(), 3, "802.3x PAUSE is not PFC");
+    let row = |pr: i128| (0..p.rows()).find(|&i| prio[i] == Some(pr)).unwrap();
+    let r3 = row(3);
+    assert_eq!((by[r3].as_deref(), frames[r3]), (Some("xon"), Some(2)));
+    assert_eq!(end[r3].unwrap() - start[r3].unwrap(), 6_000);
+    let r5 = row(5);
+    assert_eq!((by[r5].as_deref(), frames[r5]), (Some("expiry"), Some(1)));
+    assert_eq!(end[r5].unwrap() - start[r5].unwrap(), 10_240);
+    let r6 = row(6);
+    assert_eq!(by[r6].as_deref(), Some("capture_end"));
+    assert_eq!(end[r6].unwrap() - start[r6].unwrap(), 10_000);
+
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let pfc = summary["pfc"].as_array().unwrap();
+    let p3 = pfc.iter().find(|e| e["priority"] == 3).unwrap();
+    assert_eq!(p3["iface"], "tap");
+    assert_eq!(p3["frames"], 3);
+    assert_eq!(p3["xon_frames"], 1);
+    assert_eq!(p3["paused_ns"], 6_000);
+    assert!((p3["fraction"].as_f64().unwrap() - 0.06).abs() < 1e-9);
+    assert!(pfc.iter().all(|e| e["storms"] == 0));
+    assert_eq!(summary["frames"]["pause"], 1);
+}
