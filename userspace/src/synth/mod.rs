@@ -1,1 +1,2 @@
 //! (filled by its issue)
+pub mod model;
