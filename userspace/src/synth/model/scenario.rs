@@ -264,7 +264,11 @@ impl Config {
             ..Config::default()
         };
         match name {
-            "healthy" => {}
+            "healthy" => {
+                // Each flow has its own spine: no shared queue anywhere.
+                c.spines = 2;
+                c.pin_flows(&[0, 1]);
+            }
             "ghost-drop" | "ghost-drop-fixed" => {
                 // Two writers into a slow receiver r0, a victim s2 -> r1 sharing
                 // the leaf0 -> spine -> leaf1 path.
@@ -299,7 +303,11 @@ impl Config {
             "lossy-link" => {
                 c.duration_ns = 2_000_000;
                 c.flows = vec![
-                    FlowCfg::new(0, 0, 65536, Some(48)),
+                    // Starts just below 2^24: the PSNs wrap mid-run.
+                    FlowCfg {
+                        start_psn: 0xFF_FF00,
+                        ..FlowCfg::new(0, 0, 65536, Some(48))
+                    },
                     FlowCfg::new(1, 1, 65536, Some(48)),
                 ];
                 c.impairments = vec![Impairment {
@@ -310,7 +318,9 @@ impl Config {
                 }];
                 c.taps = vec![
                     TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("leaf0", "s1", Dir::Both),
                     TapPoint::new("leaf1", "r0", Dir::Both),
+                    TapPoint::new("leaf1", "r1", Dir::Both),
                 ];
             }
             "incast" => {
@@ -323,6 +333,8 @@ impl Config {
                         ..FlowCfg::new(s, 0, 131_072, None)
                     })
                     .collect();
+                c.switch.pfc_xoff = 64 * 1024;
+                c.switch.pfc_xon = 40 * 1024;
                 c.taps = vec![
                     TapPoint::new("leaf1", "r0", Dir::Both),
                     TapPoint::new("leaf0", "s0", Dir::Both),
@@ -375,30 +387,32 @@ impl Config {
                     TapPoint::new("leaf0", "spine1", Dir::Tx),
                     TapPoint::new("leaf0", "s0", Dir::Both),
                 ];
-                c.pin_flows_to_uplink(0);
+                c.pin_flows(&[0, 0]);
             }
             _ => return None,
         }
         Some(c)
     }
 
-    /// Choose UDP source ports so every flow hashes onto uplink `uplink` of leaf0.
-    pub fn pin_flows_to_uplink(&mut self, uplink: usize) {
-        for i in 0..self.flows.len() {
-            let mut sport = 0xC000u16 + (i as u16) * 97;
+    /// Choose UDP source ports so that flow `i` hashes onto leaf0's uplink
+    /// `uplinks[i]` (toward `spine{uplinks[i]}`).
+    pub fn pin_flows(&mut self, uplinks: &[usize]) {
+        for (i, &uplink) in uplinks.iter().enumerate().take(self.flows.len()) {
             let (src, dst) = (self.flows[i].src, self.flows[i].dst);
-            let qp = super::fabric::requester_qpn(i);
-            while super::switch::ecmp_pick(
-                super::fabric::sender_ip(src),
-                super::fabric::receiver_ip(dst),
-                sport,
-                super::fabric::responder_qpn(i),
-                self.spines,
-            ) != uplink
-            {
+            let mut sport = 0xC000u16 + (i as u16) * 97;
+            for _ in 0..0x4000 {
+                let pick = super::switch::ecmp_pick(
+                    super::fabric::sender_ip(src),
+                    super::fabric::receiver_ip(dst),
+                    sport,
+                    super::fabric::responder_qpn(i),
+                    self.spines,
+                );
+                if pick == uplink {
+                    break;
+                }
                 sport = sport.wrapping_add(1).max(0xC000);
             }
-            let _ = qp;
             self.flows[i].udp_sport = Some(sport);
         }
     }
