@@ -14,7 +14,7 @@ use rocescope_common::{Kind, PacketRecord};
 use crate::analyze::{self, Analysis, Analyzer};
 use crate::decode;
 use crate::sources::{CaptureReader, Filter};
-use crate::tables::TableSet;
+use crate::tables::{RunFacts, TableSet};
 use crate::Result;
 
 /// What `analyze` and `report` were asked to do.
@@ -79,6 +79,7 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
                 }
             };
             frames_read += 1;
+            progress.tick(path, reader.offset(), frames_read);
             if let Some(f) = filter.as_mut() {
                 if !f.matches(&frame)? {
                     continue;
@@ -88,19 +89,23 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
             if rec.kind() == Kind::Other {
                 continue;
             }
-            let iface_name = reader
-                .interfaces()
-                .get(frame.iface as usize)
-                .and_then(|i| i.name.as_deref());
-            let Some(iface) = names.index(file_index, frame.iface, iface_name) else {
+            let if_name = reader.interfaces().get(frame.iface as usize).and_then(|i| i.name.as_deref());
+            let known = names.len();
+            let Some(iface) = names.index(file_index, frame.iface, if_name) else {
                 warnings.push(format!(
-                    "{}: more than {} capture interfaces; frame {} and later ones of new interfaces skipped",
+                    "{}: frame {}: more than {} capture interfaces; frames of further interfaces skipped",
                     path.display(),
-                    u16::MAX,
-                    frame.number
+                    frame.number,
+                    u16::MAX
                 ));
                 continue;
             };
+            if names.len() > known {
+                analyzer.set_iface_name(iface, names.name(iface));
+                if let Some(t) = tables.as_mut() {
+                    t.set_iface_name(iface, names.name(iface));
+                }
+            }
             rec.frame = frame.number;
             rec.ts_ns = frame.ts_ns;
             rec.iface = iface;
@@ -108,29 +113,34 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
             match tables.as_mut() {
                 Some(t) => {
                     let verdict = analyzer.push(&rec, t);
-                    t.packet(&rec, names.name(iface), verdict)?;
+                    t.packet(&rec, verdict)?;
                 }
                 None => {
                     analyzer.push(&rec, &mut discard);
                 }
             }
-            progress.tick(path, reader.offset(), frames_read);
         }
         warnings.extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
     }
     progress.done();
 
-    let ifaces = names.into_names();
     let analysis = match tables.as_mut() {
         Some(t) => analyzer.finish(t),
         None => analyzer.finish(&mut discard),
     };
     if let Some(t) = tables {
-        t.close(&analysis, &ifaces, &warnings, paths)?;
+        let facts = RunFacts {
+            captures: paths.iter().map(|p| p.display().to_string()).collect(),
+            frames_read,
+            records,
+            warnings: warnings.clone(),
+            stopped_by: stopped_by.clone(),
+        };
+        t.close(&analysis, &facts)?;
     }
     Ok(Outcome {
         analysis,
-        ifaces,
+        ifaces: names.into_names(),
         warnings,
         frames_read,
         records,
@@ -196,6 +206,14 @@ impl IfaceNames {
 
     pub fn name(&self, index: u16) -> &str {
         self.names.get(usize::from(index)).map(String::as_str).unwrap_or("?")
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
     }
 
     pub fn into_names(self) -> Vec<String> {

@@ -39,6 +39,9 @@ pub mod gre {
     pub const IP_PROTO: u8 = 47;
     pub const BASE_LEN: usize = 4;
     pub const FLAG_CHECKSUM: u16 = 0x8000;
+    /// RFC 1701 routing-present bit: variable-length source routes follow,
+    /// which RFC 2784 deprecated; such packets are not unwrapped.
+    pub const FLAG_ROUTING: u16 = 0x4000;
     pub const FLAG_KEY: u16 = 0x2000;
     pub const FLAG_SEQUENCE: u16 = 0x1000;
     /// GRE version bits; only version 0 carries ERSPAN.
@@ -59,6 +62,15 @@ pub mod ip {
     pub const IPV4_MIN_HEADER_LEN: usize = 20;
     pub const IPV6_HEADER_LEN: usize = 40;
     pub const PROTO_UDP: u8 = 17;
+    /// IPv6 extension headers (RFC 8200 §4) a decoder may step over.
+    pub const IPV6_HOP_BY_HOP: u8 = 0;
+    pub const IPV6_ROUTING: u8 = 43;
+    pub const IPV6_FRAGMENT: u8 = 44;
+    pub const IPV6_DEST_OPTS: u8 = 60;
+    /// IPv6 Fragment header length (fixed).
+    pub const IPV6_FRAGMENT_LEN: usize = 8;
+    /// More IPv6 extension headers than this and the packet is not decoded.
+    pub const MAX_IPV6_EXT_HEADERS: usize = 4;
     pub const ECN_NOT_ECT: u8 = 0b00;
     pub const ECN_ECT1: u8 = 0b01;
     pub const ECN_ECT0: u8 = 0b10;
@@ -178,10 +190,12 @@ pub mod ib {
                 op::SEND_FIRST..=op::WRITE_ONLY_IMM => per_op,
                 _ => ext::UNKNOWN,
             },
-            // RD: every RC operation, behind RDETH + DETH.
+            // RD: every RC operation behind an RDETH; requests add a DETH.
             transport::RD => {
                 if per_op & ext::UNKNOWN != 0 {
                     ext::UNKNOWN
+                } else if is_response_op(o) {
+                    ext::RDETH | per_op
                 } else {
                     ext::RDETH | ext::DETH | per_op
                 }
@@ -194,9 +208,7 @@ pub mod ib {
             },
             // XRC: every RC operation, XRCETH on requests (not on responses).
             transport::XRC => {
-                if per_op & ext::UNKNOWN != 0 {
-                    per_op
-                } else if is_response_op(o) {
+                if per_op & ext::UNKNOWN != 0 || is_response_op(o) {
                     per_op
                 } else {
                     ext::XRCETH | per_op
@@ -304,6 +316,10 @@ pub mod linktype {
     pub const ETHERNET: u32 = 1;
     pub const LINUX_SLL: u32 = 113;
     pub const LINUX_SLL2: u32 = 276;
+    /// Linux cooked header v1: protocol (EtherType) at bytes 14..16.
+    pub const LINUX_SLL_HEADER_LEN: usize = 16;
+    /// Linux cooked header v2: protocol (EtherType) at bytes 0..2.
+    pub const LINUX_SLL2_HEADER_LEN: usize = 20;
 }
 
 #[cfg(test)]
@@ -325,6 +341,8 @@ mod tests {
         assert_eq!(ext_headers(0xAA), ext::XRCETH | ext::RETH); // XRC WRITE Only
         assert_eq!(ext_headers(0xB1), ext::AETH); // XRC ACK
         assert_eq!(ext_headers(0x15), ext::UNKNOWN);
+        assert_eq!(ext_headers(0x4A), ext::RDETH | ext::DETH | ext::RETH); // RD WRITE Only
+        assert_eq!(ext_headers(0x51), ext::RDETH | ext::AETH); // RD ACK
         assert_eq!(ext_headers_len(ext::RETH | ext::IMMDT), 20);
     }
 

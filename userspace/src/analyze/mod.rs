@@ -1,1 +1,1441 @@
-//! (filled by its issue)
+//! The streaming analyzer: [`PacketRecord`]s in capture order in, per-flow
+//! statistics, events, PFC pause intervals, per-time-bin timelines and
+//! findings out.
+//!
+//! Memory grows with the number of flows and PFC intervals, never with the
+//! number of packets: events and timeline rows go to a [`Sink`] as soon as
+//! they are final; flows, PFC intervals and the summary come from
+//! [`Analyzer::finish`].
+//!
+//! The definitions are those of `DESIGN.md` ("Analysis definitions"). Where
+//! the design is silent, this module decides as follows.
+//!
+//! # Flows
+//!
+//! * A flow is one direction of one QP's traffic on one capture interface:
+//!   `(iface, src_ip, dst_ip, dest_qp)` of every RoCE packet with a BTH
+//!   (CNPs excepted). RC/UC/XRC **request** packets are sequence-analysed;
+//!   **response** packets (ACK, atomic ACK, READ responses, NAKs) are counted
+//!   (`acks`, `naks`, `rnr_naks`) and their AETHs feed the sequence analysis
+//!   of the paired request flow. A response flow is therefore a flow like
+//!   any other, with its own row: its `data_packets` and retransmission
+//!   columns are 0. When both ends of a connection send requests, the
+//!   requests of one end and the responses to the other end's requests share
+//!   a key and so one flow: a flow can carry both roles.
+//! * `acks` counts ACKNOWLEDGE and ATOMIC ACKNOWLEDGE packets with an ACK
+//!   syndrome; the AETHs of READ responses (First/Last/Only) are not counted
+//!   in `acks`, but do acknowledge (they cover PSNs for spurious detection
+//!   and take part in pairing).
+//! * UD (QP1 / CM MADs included), RD and reserved opcodes make flows without
+//!   sequence analysis: packets, bytes, payload, CE and timeline only
+//!   (UD SENDs count as `data_packets`; `retrans` is null for them).
+//! * `flow_id` is 0-based, in order of first appearance.
+//! * `udp_sport`, `pcp` (null when untagged), `dscp` are the flow's first
+//!   packet's.
+//! * `data_packets` = request packets (and UD sends); `payload_bytes` = all
+//!   payload of the flow (READ response data included); goodput counts the
+//!   payload of packets that are not retransmissions. `bytes` are wire
+//!   lengths (`frame_len`). `gbps` and `goodput_gbps` are over the flow's
+//!   lifetime (first to last packet; 0 when it is a single instant).
+//!   `max_idle_us` is the longest time between two consecutive packets of
+//!   the flow.
+//!
+//! # Pairing
+//!
+//! A response flow `S` and a request flow `R` are paired when a response PSN
+//! of `S` (ACK, NAK, READ response) lies in the PSN range `R` has sent
+//! (`[first PSN seen, next)`, READ slack included), `R` goes the other way
+//! between the same two hosts on the same interface, neither is paired yet,
+//! and exactly one such `R` exists (otherwise the next response decides).
+//! Pairing is symmetric: `R.paired_qp = S.dest_qp` and `S.paired_qp =
+//! R.dest_qp`. A connection manager that knows both QPs (CM REQ/REP, not
+//! decoded here) can tell the analyzer through [`Analyzer::pair_hint`].
+//! AETH state (highest ACKed PSN, outstanding NAKs) is kept on the response
+//! flow, so responses seen before the pairing still count once it is made.
+//!
+//! # Sequence analysis
+//!
+//! * `next` is one past the highest PSN a request packet of the flow has
+//!   carried (for a READ request: see below); a packet before `next` is a
+//!   retransmission, after `next` a gap (one `gap` event; `psn` = first
+//!   missing PSN, `depth` = how many are missing).
+//! * "Previous PSN + 1" is the PSN that follows the previous request packet:
+//!   previous PSN + the PSNs it consumed.
+//! * **READ requests consume one PSN per response packet**,
+//!   `ceil(reth_len / MTU)` (at least 1). The MTU is learned exactly: the
+//!   payload of a First or Middle packet (SEND, WRITE, READ response) is one
+//!   path MTU; a flow uses the largest such payload seen on it or on its
+//!   paired flow. Until an MTU is known a READ consumes between 1 and
+//!   `ceil(reth_len / 256)` PSNs (256 is the smallest IB MTU): `next`
+//!   advances by one and a following request anywhere in that span is in
+//!   order, neither a gap nor a retransmission. A re-issued READ (its PSN
+//!   before `next`) is a retransmission like any request.
+//! * A NAK or RNR NAK for PSN `p` is "seen after `p` was last sent" when no
+//!   request with PSN `p` was sent between the NAK and the rewind: each send
+//!   of `p` consumes the outstanding NAKs for `p` (at most 16 outstanding
+//!   NAKs are kept per flow). When a NAK and an RNR NAK are both
+//!   outstanding, the later one decides.
+//! * `idle_us` is the time from the flow's previous packet (of either role)
+//!   to the rewind.
+//! * Spurious: the retransmitted PSN is at or before the highest PSN ACKed
+//!   (any ACK-syndrome AETH) on the paired flow before the resend.
+//!
+//! # Priority, pauses and victims
+//!
+//! A flow's priority is its VLAN PCP when tagged, else its DSCP through
+//! [`Config::dscp_to_priority`], else `DSCP >> 3` (the default DSCP→priority
+//! map of NVIDIA/Mellanox NICs: DSCP 26 → 3, DSCP 48 → 6). A mirror port
+//! mixes directions and links, so a flow counts as paused whenever its
+//! priority is paused on its interface by any sender. `paused_ns` in the
+//! timeline is the union of those pauses within the bin. A flow **stalls**
+//! when a rewind's idle time overlaps a pause, or when a pause covers at
+//! least half of an idle time of 10 µs or more between two of its packets;
+//! stalled flows are the `pfc-victims`.
+//!
+//! # PFC
+//!
+//! * An interval's `frames` counts the pausing frames (quanta > 0) merged
+//!   into it; the XON that ends it shows in `ended_by`. Pause durations are
+//!   rounded down to whole nanoseconds. A frame arriving exactly at the
+//!   expiry instant still refreshes the pause.
+//! * A `pfc_pause` event is sent at each interval start; a `pfc_storm`
+//!   event when a storm interval closes, stamped `start + storm threshold`
+//!   (the moment the pause became a storm).
+//! * 802.3x PAUSE frames are counted (`frames.pause`) and reported in a
+//!   `link-pause` finding, never as PFC.
+//! * Pause fraction = union of the paused time of `(iface, priority)` over
+//!   all senders / capture duration (first to last record of any kind).
+//!
+//! # CNPs
+//!
+//! A CNP from host B to QP `a` of host A counts for the request flow
+//! A→B whose `paired_qp` is `a`, on the same interface. The per-flow `cnps`
+//! column is resolved at the end (pairing may come after the CNP); the
+//! `cnp` event, the timeline and the CE→CNP reaction time use the pairing
+//! known when the CNP is seen (`flow_id` null otherwise). The reaction time
+//! is from the first CE-marked packet of the flow not yet answered to the
+//! CNP that answers it.
+//!
+//! # Findings
+//!
+//! * `ghost-retransmissions`: any timeout rewind or spurious resend;
+//!   critical when a timeout rewind's idle overlapped a pause or a resend
+//!   was spurious. Recommends a local ACK timeout exponent `T` with
+//!   4.096 µs × 2^T above the longest pause (or twice the longest idle
+//!   before a timeout rewind when no pause was seen).
+//! * `real-loss`: NAKs, NAK rewinds or gaps. `receiver-not-ready`: RNR NAKs.
+//! * `pfc-storm` (critical); `pfc-pressure` for any paused time: critical
+//!   from 10 % of the capture, warning from 1 %, else info.
+//! * `pfc-victims`: flows with stalls (see above).
+//! * `ce-without-cnp`: request flows with CE and no CNP, when they are
+//!   paired (or no CNP at all went unattributed: then an unpaired flow is
+//!   reported too, noting the reverse direction was never seen).
+//!   `cnp-without-ce` (info): CNPs to flows without CE, and unattributed
+//!   CNPs. `link-pause`: 802.3x PAUSE frames.
+//! * Findings are ordered critical, warning, info.
+//!
+//! # Time
+//!
+//! Timeline bins are aligned to multiples of `bin_ns` since the epoch; a
+//! flow's bin is flushed when the flow next shows activity in a later bin,
+//! or at the end. A record older than the flow's current bin (timestamps
+//! going backwards) is counted in the current bin.
+
+mod findings;
+mod pfc;
+mod psn;
+mod report;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, Ipv6Addr};
+
+use rocescope_common::proto::ib::{self, PSN_MASK, aeth, op, transport};
+use rocescope_common::{Kind, PacketRecord, flags};
+use serde::Serialize;
+
+use pfc::{Cover, PfcTracker};
+pub use report::render_text;
+
+/// Analysis parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Link speed the PFC quanta are timed at (default 100 Gb/s).
+    pub link_speed_bps: u64,
+    /// A continuous pause longer than this is a storm (default 200 ms).
+    pub storm_ns: u64,
+    /// Timeline bin width (default 100 µs).
+    pub bin_ns: u64,
+    /// DSCP → priority for untagged traffic (default: DSCP >> 3).
+    pub dscp_to_priority: Option<[u8; 64]>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            link_speed_bps: 100_000_000_000,
+            storm_ns: 200_000_000,
+            bin_ns: 100_000,
+            dscp_to_priority: None,
+        }
+    }
+}
+
+/// Receives events and timeline rows as soon as they are final.
+pub trait Sink {
+    fn event(&mut self, e: &Event);
+    fn timeline(&mut self, row: &TimelineRow);
+}
+
+/// Collects everything in memory (tests, small captures).
+#[derive(Debug, Default)]
+pub struct VecSink {
+    pub events: Vec<Event>,
+    pub timeline: Vec<TimelineRow>,
+}
+
+impl Sink for VecSink {
+    fn event(&mut self, e: &Event) {
+        self.events.push(e.clone());
+    }
+    fn timeline(&mut self, row: &TimelineRow) {
+        self.timeline.push(row.clone());
+    }
+}
+
+/// What `packets.parquet` needs for one record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// The flow the packet belongs to (for a CNP: the request flow it is
+    /// attributed to, when known).
+    pub flow_id: Option<u32>,
+    /// Whether a sequence-analysed request packet was a retransmission;
+    /// null for everything else.
+    pub retrans: Option<bool>,
+}
+
+/// A row of `events.parquet`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Event {
+    pub ts_ns: u64,
+    pub iface: u16,
+    pub flow_id: Option<u32>,
+    /// `rewind`, `gap`, `nak`, `rnr_nak`, `cnp`, `pfc_pause`, `pfc_storm`.
+    pub kind: &'static str,
+    pub psn: Option<u32>,
+    pub depth: Option<u32>,
+    /// For rewinds: `nak`, `rnr` or `timeout`.
+    pub trigger: Option<&'static str>,
+    pub idle_us: Option<f64>,
+    pub detail: String,
+}
+
+/// A row of `timeline.parquet`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimelineRow {
+    pub flow_id: u32,
+    pub bin_start_ns: u64,
+    pub bin_ns: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub retrans_packets: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    pub gbps: f64,
+    pub goodput_gbps: f64,
+    pub paused_ns: u64,
+}
+
+/// A row of `pfc.parquet`: one merged pause interval.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PfcInterval {
+    pub iface: u16,
+    pub src_mac: [u8; 6],
+    pub priority: u8,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub frames: u64,
+    /// `xon`, `expiry` or `capture_end`.
+    pub ended_by: &'static str,
+}
+
+/// A row of `flows.parquet`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowRow {
+    pub flow_id: u32,
+    pub iface: u16,
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    pub dest_qp: u32,
+    pub paired_qp: Option<u32>,
+    pub udp_sport: Option<u16>,
+    pub pcp: Option<u8>,
+    pub dscp: Option<u8>,
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub data_packets: u64,
+    pub payload_bytes: u64,
+    pub retrans_packets: u64,
+    pub retrans_rate: f64,
+    pub rewinds: u64,
+    pub rewinds_nak: u64,
+    pub rewinds_rnr: u64,
+    pub rewinds_timeout: u64,
+    pub max_rewind_depth: u32,
+    pub spurious_retrans: u64,
+    pub gaps: u64,
+    pub acks: u64,
+    pub naks: u64,
+    pub rnr_naks: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    pub gbps: f64,
+    pub goodput_gbps: f64,
+    pub max_idle_us: f64,
+}
+
+/// Records seen, per kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FrameCounts {
+    pub total: u64,
+    pub roce: u64,
+    pub cnp: u64,
+    pub pfc: u64,
+    /// 802.3x PAUSE (not PFC).
+    pub pause: u64,
+    pub malformed: u64,
+}
+
+/// Sums over all flows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Totals {
+    pub flows: u64,
+    /// Flows with sequence-analysed request packets.
+    pub request_flows: u64,
+    /// Flows with response packets.
+    pub response_flows: u64,
+    /// Request flows with a known partner.
+    pub paired_flows: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub data_packets: u64,
+    pub payload_bytes: u64,
+    pub retrans_packets: u64,
+    pub retrans_rate: f64,
+    pub rewinds: u64,
+    pub rewinds_nak: u64,
+    pub rewinds_rnr: u64,
+    pub rewinds_timeout: u64,
+    pub spurious_retrans: u64,
+    pub gaps: u64,
+    pub acks: u64,
+    pub naks: u64,
+    pub rnr_naks: u64,
+    pub ce: u64,
+    /// CNPs attributed to a flow.
+    pub cnps: u64,
+    /// CNPs no request flow could be found for.
+    pub cnps_unattributed: u64,
+    pub pfc_intervals: u64,
+    pub pfc_storms: u64,
+}
+
+/// CE → CNP reaction time over all flows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Reaction {
+    pub samples: u64,
+    pub min_us: f64,
+    pub mean_us: f64,
+    pub max_us: f64,
+}
+
+/// One `(iface, priority)` of `summary.json`'s `pfc`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PfcSummary {
+    /// The interface's index (names in `Summary::ifaces`).
+    #[serde(rename = "iface_index")]
+    pub iface: u16,
+    /// The interface's name, as in the tables' `iface` columns.
+    #[serde(rename = "iface")]
+    pub iface_name: String,
+    pub priority: u8,
+    pub frames: u64,
+    pub xon_frames: u64,
+    pub paused_ns: u64,
+    pub fraction: f64,
+    pub storms: u64,
+}
+
+/// One diagnosis.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub id: &'static str,
+    /// `critical`, `warning` or `info`.
+    pub severity: &'static str,
+    pub title: String,
+    pub detail: String,
+    pub recommendation: String,
+    pub flows: Vec<u32>,
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub first_ts_ns: Option<u64>,
+    pub last_ts_ns: Option<u64>,
+    pub duration_ns: u64,
+    pub frames: FrameCounts,
+    /// Interface names given through [`Analyzer::set_iface_name`].
+    pub ifaces: BTreeMap<u16, String>,
+    pub link_speed_bps: u64,
+    pub bin_ns: u64,
+    pub storm_ns: u64,
+    pub totals: Totals,
+    pub ce_to_cnp: Option<Reaction>,
+    pub pfc: Vec<PfcSummary>,
+    pub findings: Vec<Finding>,
+}
+
+impl Summary {
+    /// The interface's name, or `if<N>`.
+    pub fn iface_name(&self, iface: u16) -> String {
+        iface_name(&self.ifaces, iface)
+    }
+}
+
+/// Everything [`Analyzer::finish`] returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Analysis {
+    pub flows: Vec<FlowRow>,
+    pub pfc: Vec<PfcInterval>,
+    pub summary: Summary,
+}
+
+type FlowKey = (u16, [u8; 16], [u8; 16], u32);
+type HostPair = (u16, [u8; 16], [u8; 16]);
+
+/// Most outstanding NAKs kept per response flow.
+const MAX_PENDING_NAKS: usize = 16;
+/// Shortest idle time that can make a stall without a rewind.
+const STALL_MIN_NS: u64 = 10_000;
+/// Smallest IB path MTU.
+const MIN_MTU: u32 = 256;
+
+/// Request-sequence state of a flow.
+#[derive(Clone, Copy, Debug)]
+struct Seq {
+    first_psn: u32,
+    /// One past the highest PSN carried.
+    next: u32,
+    /// One past the highest PSN an un-sized READ may have consumed (≥ next).
+    slack_end: u32,
+    /// PSNs that may follow the previous packet: `[prev_lo, prev_hi]`.
+    prev_lo: u32,
+    prev_hi: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PendingNak {
+    psn: u32,
+    ts: u64,
+    rnr: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Bin {
+    start: u64,
+    packets: u64,
+    bytes: u64,
+    retrans: u64,
+    ce: u64,
+    cnps: u64,
+    goodput_bytes: u64,
+}
+
+/// The rewind a finding quotes for a flow.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RewindNote {
+    pub ts: u64,
+    pub psn: u32,
+    pub depth: u32,
+    pub trigger: &'static str,
+    pub idle_ns: u64,
+    /// Of the `depth` rewound PSNs, how many were already ACKed.
+    pub acked: u32,
+    /// Pause time within the idle window.
+    pub paused_ns: u64,
+    pub cover: Option<Cover>,
+}
+
+impl RewindNote {
+    fn rank(&self) -> (bool, bool, u32, std::cmp::Reverse<u64>) {
+        (
+            self.trigger == "timeout" && self.paused_ns > 0,
+            self.trigger == "timeout",
+            self.depth,
+            std::cmp::Reverse(self.ts),
+        )
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Flow {
+    pub id: u32,
+    pub iface: u16,
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    pub dest_qp: u32,
+    paired: Option<usize>,
+    pub paired_qp: Option<u32>,
+    pub udp_sport: Option<u16>,
+    pub pcp: Option<u8>,
+    pub dscp: Option<u8>,
+    pub priority: Option<u8>,
+    pub first_ts: u64,
+    pub last_ts: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub data_packets: u64,
+    pub payload_bytes: u64,
+    pub goodput_bytes: u64,
+    pub retrans: u64,
+    pub rewinds: u64,
+    pub rewinds_nak: u64,
+    pub rewinds_rnr: u64,
+    pub rewinds_timeout: u64,
+    pub max_depth: u32,
+    pub spurious: u64,
+    pub gaps: u64,
+    /// PSNs missing over all gaps.
+    pub gap_psns: u64,
+    pub acks: u64,
+    pub naks: u64,
+    pub rnr_naks: u64,
+    pub ce: u64,
+    pub responses: u64,
+    pub max_idle_ns: u64,
+    mtu: u32,
+    seq: Option<Seq>,
+    /// Highest PSN ACKed by the AETHs this flow carries.
+    acked: Option<u32>,
+    pending: Vec<PendingNak>,
+    ce_unanswered: Option<u64>,
+    bin: Option<Bin>,
+    /// Stalls overlapping a pause of the flow's priority.
+    pub stalls: u64,
+    pub stall_paused_ns: u64,
+    /// Timeout rewinds whose idle time overlapped a pause.
+    pub timeout_rewinds_paused: u64,
+    pub timeout_idle_min_ns: u64,
+    pub timeout_idle_max_ns: u64,
+    pub note: Option<RewindNote>,
+    /// CNPs resolved at the end.
+    pub cnps: u64,
+}
+
+impl Flow {
+    fn new(id: u32, key: FlowKey, ts: u64) -> Self {
+        Flow {
+            id,
+            iface: key.0,
+            src_ip: key.1,
+            dst_ip: key.2,
+            dest_qp: key.3,
+            paired: None,
+            paired_qp: None,
+            udp_sport: None,
+            pcp: None,
+            dscp: None,
+            priority: None,
+            first_ts: ts,
+            last_ts: ts,
+            packets: 0,
+            bytes: 0,
+            data_packets: 0,
+            payload_bytes: 0,
+            goodput_bytes: 0,
+            retrans: 0,
+            rewinds: 0,
+            rewinds_nak: 0,
+            rewinds_rnr: 0,
+            rewinds_timeout: 0,
+            max_depth: 0,
+            spurious: 0,
+            gaps: 0,
+            gap_psns: 0,
+            acks: 0,
+            naks: 0,
+            rnr_naks: 0,
+            ce: 0,
+            responses: 0,
+            max_idle_ns: 0,
+            mtu: 0,
+            seq: None,
+            acked: None,
+            pending: Vec::new(),
+            ce_unanswered: None,
+            bin: None,
+            stalls: 0,
+            stall_paused_ns: 0,
+            timeout_rewinds_paused: 0,
+            timeout_idle_min_ns: u64::MAX,
+            timeout_idle_max_ns: 0,
+            note: None,
+            cnps: 0,
+        }
+    }
+
+    fn key(&self) -> FlowKey {
+        (self.iface, self.src_ip, self.dst_ip, self.dest_qp)
+    }
+
+    /// PSNs `[lo, hi)` the flow's requests have covered (READ slack included).
+    fn sent_range(&self) -> Option<(u32, u32)> {
+        self.seq
+            .map(|s| (s.first_psn, psn::max(s.next, s.slack_end)))
+    }
+}
+
+/// The streaming analyzer.
+pub struct Analyzer {
+    config: Config,
+    flows: Vec<Flow>,
+    by_key: HashMap<FlowKey, usize>,
+    by_hosts: HashMap<HostPair, Vec<usize>>,
+    /// CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
+    cnp_counts: HashMap<FlowKey, u64>,
+    /// CM-learned pairings: request flow key → requester QP.
+    hints: HashMap<FlowKey, u32>,
+    pfc: PfcTracker,
+    frames: FrameCounts,
+    first_ts: Option<u64>,
+    last_ts: u64,
+    /// CE → CNP reaction times: (samples, sum, min, max) in ns.
+    reactions: (u64, u64, u64, u64),
+    ifaces: BTreeMap<u16, String>,
+}
+
+impl Analyzer {
+    pub fn new(config: Config) -> Self {
+        let pfc = PfcTracker::new(config.link_speed_bps, config.storm_ns);
+        let mut config = config;
+        config.bin_ns = config.bin_ns.max(1);
+        Analyzer {
+            config,
+            flows: Vec::new(),
+            by_key: HashMap::new(),
+            by_hosts: HashMap::new(),
+            cnp_counts: HashMap::new(),
+            hints: HashMap::new(),
+            pfc,
+            frames: FrameCounts::default(),
+            first_ts: None,
+            last_ts: 0,
+            reactions: (0, 0, u64::MAX, 0),
+            ifaces: BTreeMap::new(),
+        }
+    }
+
+    /// Names an interface index for the summary and the report.
+    pub fn set_iface_name(&mut self, iface: u16, name: &str) {
+        self.ifaces.insert(iface, name.to_string());
+    }
+
+    /// Hook for connection management (CM REQ/REP MADs name both QPs of a
+    /// connection): the requests from `requester_ip` to `responder_qp` on
+    /// `responder_ip` are answered on `requester_qp`. Pairs the two flows now
+    /// or when they appear.
+    pub fn pair_hint(
+        &mut self,
+        iface: u16,
+        requester_ip: [u8; 16],
+        requester_qp: u32,
+        responder_ip: [u8; 16],
+        responder_qp: u32,
+    ) {
+        let rkey = (iface, requester_ip, responder_ip, responder_qp);
+        self.hints.insert(rkey, requester_qp);
+        if let Some(&r) = self.by_key.get(&rkey) {
+            self.apply_hint(r);
+        }
+    }
+
+    fn apply_hint(&mut self, r: usize) {
+        let Some(&qp) = self.hints.get(&self.flows[r].key()) else {
+            return;
+        };
+        if self.flows[r].paired.is_some() {
+            return;
+        }
+        self.flows[r].paired_qp = Some(qp);
+        let f = &self.flows[r];
+        let skey = (f.iface, f.dst_ip, f.src_ip, qp);
+        if let Some(&s) = self.by_key.get(&skey)
+            && self.flows[s].paired.is_none()
+        {
+            self.link(r, s);
+        }
+    }
+
+    fn link(&mut self, r: usize, s: usize) {
+        let mtu = self.flows[r].mtu.max(self.flows[s].mtu);
+        let (rq, sq) = (self.flows[r].dest_qp, self.flows[s].dest_qp);
+        let fr = &mut self.flows[r];
+        fr.paired = Some(s);
+        fr.paired_qp = Some(sq);
+        fr.mtu = mtu;
+        let fs = &mut self.flows[s];
+        fs.paired = Some(r);
+        fs.paired_qp = Some(rq);
+        fs.mtu = mtu;
+    }
+
+    fn flow_index(&mut self, key: FlowKey, ts: u64) -> usize {
+        if let Some(&i) = self.by_key.get(&key) {
+            return i;
+        }
+        let i = self.flows.len();
+        self.flows.push(Flow::new(i as u32, key, ts));
+        self.by_key.insert(key, i);
+        self.by_hosts
+            .entry((key.0, key.1, key.2))
+            .or_default()
+            .push(i);
+        // A hint may name this flow as the request or the response side.
+        self.apply_hint(i);
+        let reverse: Vec<FlowKey> = self
+            .hints
+            .iter()
+            .filter(|(k, qp)| k.0 == key.0 && k.1 == key.2 && k.2 == key.1 && **qp == key.3)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in reverse {
+            if let Some(&r) = self.by_key.get(&k) {
+                self.apply_hint(r);
+            }
+        }
+        i
+    }
+
+    /// One record (kind != Other), in capture order.
+    pub fn push(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
+        let kind = rec.kind();
+        let now = rec.ts_ns;
+        match kind {
+            Kind::Other => return Verdict::default(),
+            Kind::Roce => self.frames.roce += 1,
+            Kind::Cnp => self.frames.cnp += 1,
+            Kind::Pfc => self.frames.pfc += 1,
+            Kind::Pause => self.frames.pause += 1,
+            Kind::Malformed => self.frames.malformed += 1,
+        }
+        self.frames.total += 1;
+        if self.first_ts.is_none() {
+            self.first_ts = Some(now);
+        }
+        self.last_ts = self.last_ts.max(now);
+        match kind {
+            Kind::Pfc if rec.has(flags::HAS_PFC) => {
+                self.pfc.frame(rec, sink);
+                Verdict::default()
+            }
+            Kind::Cnp if rec.has(flags::HAS_BTH) => self.cnp(rec, sink),
+            Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, sink),
+            _ => Verdict::default(),
+        }
+    }
+
+    fn priority_of(&self, rec: &PacketRecord) -> Option<u8> {
+        if rec.has(flags::HAS_VLAN) {
+            Some(rec.pcp & 7)
+        } else if rec.has(flags::HAS_IPV4 | flags::HAS_IPV6) {
+            let d = (rec.dscp & 63) as usize;
+            Some(match &self.config.dscp_to_priority {
+                Some(m) => m[d] & 7,
+                None => (d >> 3) as u8,
+            })
+        } else {
+            None
+        }
+    }
+
+    fn roce(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
+        let now = rec.ts_ns;
+        let key = (
+            rec.iface,
+            rec.src_ip,
+            rec.dst_ip,
+            rec.dest_qp & ib::QPN_MASK,
+        );
+        let i = self.flow_index(key, now);
+        let prio = self.priority_of(rec);
+        {
+            let f = &mut self.flows[i];
+            if f.packets == 0 {
+                f.udp_sport = rec.has(flags::HAS_UDP).then_some(rec.udp_sport);
+                f.pcp = rec.has(flags::HAS_VLAN).then_some(rec.pcp);
+                f.dscp = rec
+                    .has(flags::HAS_IPV4 | flags::HAS_IPV6)
+                    .then_some(rec.dscp);
+            }
+            if f.priority.is_none() {
+                f.priority = prio;
+            }
+        }
+        let idle = if self.flows[i].packets == 0 {
+            0
+        } else {
+            now.saturating_sub(self.flows[i].last_ts)
+        };
+        // Pause overlap of the idle time before this packet: wanted for
+        // stalls (long idles) and rewinds (retransmissions).
+        let maybe_rewind = ib::is_request(rec.opcode)
+            && self.flows[i]
+                .seq
+                .is_some_and(|s| psn::diff(rec.psn & PSN_MASK, s.next) < 0);
+        let (paused, cover) = match self.flows[i].priority {
+            Some(p) if idle > 0 && (idle >= STALL_MIN_NS || maybe_rewind) => {
+                self.pfc.paused(rec.iface, p, now - idle, now, now)
+            }
+            _ => (0, None),
+        };
+
+        let opcode = rec.opcode;
+        let service = opcode >> 5;
+        let o = opcode & 0x1F;
+        let payload = if rec.has(flags::HAS_PAYLOAD_LEN) {
+            rec.payload_len as u64
+        } else {
+            0
+        };
+        // Path MTU: a First or Middle packet carries exactly one.
+        if matches!(
+            o,
+            op::SEND_FIRST
+                | op::SEND_MIDDLE
+                | op::WRITE_FIRST
+                | op::WRITE_MIDDLE
+                | op::READ_RESPONSE_FIRST
+                | op::READ_RESPONSE_MIDDLE
+        ) && service != transport::UD
+            && payload > 0
+        {
+            let m = payload.min(u32::MAX as u64) as u32;
+            let f = &mut self.flows[i];
+            f.mtu = f.mtu.max(m);
+            if let Some(p) = f.paired {
+                self.flows[p].mtu = self.flows[p].mtu.max(m);
+            }
+        }
+
+        let mut verdict = Verdict {
+            flow_id: Some(self.flows[i].id),
+            retrans: None,
+        };
+        let mut rewound = false;
+        if ib::is_request(opcode) {
+            let (retrans, rw) = self.request(i, rec, idle, paused, cover, sink);
+            verdict.retrans = Some(retrans);
+            rewound = rw;
+        } else if ib::is_response(opcode) {
+            self.response(i, rec, sink);
+        } else if service == transport::UD {
+            self.flows[i].data_packets += 1;
+        }
+
+        let retrans = verdict.retrans == Some(true);
+        let ce = ib::is_request(opcode) && rec.is_ce();
+        let bin_ns = self.config.bin_ns;
+        let f = &mut self.flows[i];
+        f.packets += 1;
+        f.bytes += rec.frame_len as u64;
+        f.payload_bytes += payload;
+        if !retrans {
+            f.goodput_bytes += payload;
+        }
+        if ce {
+            f.ce += 1;
+            if f.ce_unanswered.is_none() {
+                f.ce_unanswered = Some(now);
+            }
+        }
+        f.max_idle_ns = f.max_idle_ns.max(idle);
+        if paused > 0 && (rewound || (idle >= STALL_MIN_NS && paused * 2 >= idle)) {
+            f.stalls += 1;
+            f.stall_paused_ns += paused;
+        }
+        f.last_ts = f.last_ts.max(now);
+        let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
+        b.packets += 1;
+        b.bytes += rec.frame_len as u64;
+        if retrans {
+            b.retrans += 1;
+        } else {
+            b.goodput_bytes += payload;
+        }
+        if ce {
+            b.ce += 1;
+        }
+        verdict
+    }
+
+    /// PSNs a request consumes: `(at least, at most)`.
+    fn consumption(&self, i: usize, rec: &PacketRecord) -> (u32, u32) {
+        if rec.opcode & 0x1F != op::READ_REQUEST || !rec.has(flags::HAS_RETH) {
+            return (1, 1);
+        }
+        let len = rec.reth_len as u64;
+        let f = &self.flows[i];
+        let mtu = f.mtu.max(f.paired.map(|p| self.flows[p].mtu).unwrap_or(0));
+        let ceil = |m: u64| len.div_ceil(m).clamp(1, 1 << 22) as u32;
+        if mtu > 0 {
+            let n = ceil(mtu as u64);
+            (n, n)
+        } else {
+            (1, ceil(MIN_MTU as u64))
+        }
+    }
+
+    /// A request packet: returns (retransmission, rewind).
+    fn request(
+        &mut self,
+        i: usize,
+        rec: &PacketRecord,
+        idle: u64,
+        paused: u64,
+        cover: Option<Cover>,
+        sink: &mut impl Sink,
+    ) -> (bool, bool) {
+        let now = rec.ts_ns;
+        let q = rec.psn & PSN_MASK;
+        let (n_min, n_max) = self.consumption(i, rec);
+        self.flows[i].data_packets += 1;
+        let paired = self.flows[i].paired;
+        // Outstanding NAKs for this PSN are consumed by any send of it.
+        let mut nak: Option<PendingNak> = None;
+        if let Some(p) = paired {
+            let pend = &mut self.flows[p].pending;
+            pend.retain(|n| {
+                if n.psn == q {
+                    if nak.is_none_or(|m| n.ts >= m.ts) {
+                        nak = Some(*n);
+                    }
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        let acked = paired.and_then(|p| self.flows[p].acked);
+        let Some(mut s) = self.flows[i].seq else {
+            self.flows[i].seq = Some(Seq {
+                first_psn: q,
+                next: psn::add(q, n_min),
+                slack_end: psn::add(q, n_max),
+                prev_lo: psn::add(q, n_min),
+                prev_hi: psn::add(q, n_max),
+            });
+            return (false, false);
+        };
+        let d = psn::diff(q, s.next);
+        let mut result = (false, false);
+        if d < 0 {
+            result.0 = true;
+            let f = &mut self.flows[i];
+            f.retrans += 1;
+            if acked.is_some_and(|a| psn::diff(a, q) >= 0) {
+                f.spurious += 1;
+            }
+            let sequential = psn::diff(q, s.prev_lo) >= 0 && psn::diff(q, s.prev_hi) <= 0;
+            if !sequential {
+                result.1 = true;
+                let depth = psn::diff(s.next, q) as u32;
+                let trigger = match nak {
+                    Some(n) if n.rnr => "rnr",
+                    Some(_) => "nak",
+                    None => "timeout",
+                };
+                let acked_n = acked
+                    .map(|a| psn::diff(a, q) + 1)
+                    .filter(|&k| k > 0)
+                    .map(|k| (k as u32).min(depth))
+                    .unwrap_or(0);
+                f.rewinds += 1;
+                f.max_depth = f.max_depth.max(depth);
+                match trigger {
+                    "nak" => f.rewinds_nak += 1,
+                    "rnr" => f.rewinds_rnr += 1,
+                    _ => {
+                        f.rewinds_timeout += 1;
+                        f.timeout_idle_min_ns = f.timeout_idle_min_ns.min(idle);
+                        f.timeout_idle_max_ns = f.timeout_idle_max_ns.max(idle);
+                        if paused > 0 {
+                            f.timeout_rewinds_paused += 1;
+                        }
+                    }
+                }
+                let note = RewindNote {
+                    ts: now,
+                    psn: q,
+                    depth,
+                    trigger,
+                    idle_ns: idle,
+                    acked: acked_n,
+                    paused_ns: paused,
+                    cover,
+                };
+                if f.note.is_none_or(|n| note.rank() > n.rank()) {
+                    f.note = Some(note);
+                }
+                let why = match nak {
+                    Some(n) => format!(
+                        "{} for PSN {q} seen {} µs before",
+                        if n.rnr { "RNR NAK" } else { "NAK" },
+                        fmt_us(now.saturating_sub(n.ts))
+                    ),
+                    None => format!("no NAK for PSN {q} seen"),
+                };
+                let mut detail = format!(
+                    "go-back-N from next PSN {} back to {q} (depth {depth}), {why}; idle {} µs; {acked_n} of the rewound PSNs already acknowledged",
+                    s.next,
+                    fmt_us(idle)
+                );
+                if let (Some(c), true) = (cover, paused > 0) {
+                    detail.push_str(&format!(
+                        "; priority {} paused {} µs of the idle time (pause by {} from {})",
+                        c.priority,
+                        fmt_us(paused),
+                        fmt_mac(&c.src_mac),
+                        c.start_ns
+                    ));
+                }
+                sink.event(&Event {
+                    ts_ns: now,
+                    iface: rec.iface,
+                    flow_id: Some(f.id),
+                    kind: "rewind",
+                    psn: Some(q),
+                    depth: Some(depth),
+                    trigger: Some(trigger),
+                    idle_us: Some(idle as f64 / 1000.0),
+                    detail,
+                });
+            }
+        } else {
+            let bound = psn::max(s.next, s.slack_end);
+            let g = psn::diff(q, bound);
+            if g > 0 {
+                let f = &mut self.flows[i];
+                f.gaps += 1;
+                f.gap_psns += g as u64;
+                sink.event(&Event {
+                    ts_ns: now,
+                    iface: rec.iface,
+                    flow_id: Some(f.id),
+                    kind: "gap",
+                    psn: Some(bound),
+                    depth: Some(g as u32),
+                    trigger: None,
+                    idle_us: Some(idle as f64 / 1000.0),
+                    detail: format!("{g} PSNs never seen: {bound}..={}", psn::add(q, PSN_MASK)),
+                });
+            }
+            s.next = psn::add(q, n_min);
+            s.slack_end = psn::add(q, n_max);
+        }
+        s.prev_lo = psn::add(q, n_min);
+        s.prev_hi = psn::add(q, n_max);
+        self.flows[i].seq = Some(s);
+        result
+    }
+
+    /// A response packet (ACK, atomic ACK, READ response, NAK).
+    fn response(&mut self, i: usize, rec: &PacketRecord, sink: &mut impl Sink) {
+        let now = rec.ts_ns;
+        let q = rec.psn & PSN_MASK;
+        self.flows[i].responses += 1;
+        if self.flows[i].paired.is_none() {
+            self.try_pair(i, q);
+        }
+        if !rec.has(flags::HAS_AETH) {
+            return;
+        }
+        let syn = rec.aeth_syndrome;
+        let o = rec.opcode & 0x1F;
+        let paired = self.flows[i].paired.map(|p| self.flows[p].id);
+        let f = &mut self.flows[i];
+        if aeth::is_ack(syn) {
+            if matches!(o, op::ACKNOWLEDGE | op::ATOMIC_ACKNOWLEDGE) {
+                f.acks += 1;
+            }
+            f.acked = Some(match f.acked {
+                Some(a) => psn::max(a, q),
+                None => q,
+            });
+        } else if aeth::is_nak(syn) || aeth::is_rnr_nak(syn) {
+            let rnr = aeth::is_rnr_nak(syn);
+            if rnr {
+                f.rnr_naks += 1;
+            } else {
+                f.naks += 1;
+            }
+            if f.pending.len() >= MAX_PENDING_NAKS {
+                f.pending.remove(0);
+            }
+            f.pending.push(PendingNak {
+                psn: q,
+                ts: now,
+                rnr,
+            });
+            let what = if rnr {
+                format!("RNR NAK (timer code {}) for PSN {q}", syn & 0x1F)
+            } else {
+                format!("NAK {} for PSN {q}", nak_name(syn))
+            };
+            let to = match paired {
+                Some(id) => format!(" to request flow {id}"),
+                None => String::new(),
+            };
+            sink.event(&Event {
+                ts_ns: now,
+                iface: rec.iface,
+                flow_id: Some(f.id),
+                kind: if rnr { "rnr_nak" } else { "nak" },
+                psn: Some(q),
+                depth: None,
+                trigger: None,
+                idle_us: None,
+                detail: format!("{what}{to}"),
+            });
+        }
+    }
+
+    /// Pair response flow `s` by its response PSN `q`.
+    fn try_pair(&mut self, s: usize, q: u32) {
+        let f = &self.flows[s];
+        let Some(cands) = self.by_hosts.get(&(f.iface, f.dst_ip, f.src_ip)) else {
+            return;
+        };
+        let mut found = None;
+        for &r in cands {
+            if r == s {
+                continue;
+            }
+            let fr = &self.flows[r];
+            if fr.paired.is_some() || fr.paired_qp.is_some() {
+                continue;
+            }
+            let Some((lo, hi)) = fr.sent_range() else {
+                continue;
+            };
+            if psn::diff(q, lo) >= 0 && psn::diff(q, hi) < 0 {
+                if found.is_some() {
+                    return; // ambiguous: wait for another response
+                }
+                found = Some(r);
+            }
+        }
+        if let Some(r) = found {
+            self.link(r, s);
+        }
+    }
+
+    fn cnp(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
+        let now = rec.ts_ns;
+        let qp = rec.dest_qp & ib::QPN_MASK;
+        *self
+            .cnp_counts
+            .entry((rec.iface, rec.src_ip, rec.dst_ip, qp))
+            .or_default() += 1;
+        let target = self
+            .by_hosts
+            .get(&(rec.iface, rec.dst_ip, rec.src_ip))
+            .and_then(|c| {
+                c.iter()
+                    .copied()
+                    .find(|&r| self.flows[r].paired_qp == Some(qp) && self.flows[r].seq.is_some())
+            });
+        let mut reaction = None;
+        if let Some(r) = target {
+            let bin_ns = self.config.bin_ns;
+            let f = &mut self.flows[r];
+            if let Some(t) = f.ce_unanswered.take() {
+                reaction = Some(now.saturating_sub(t));
+            }
+            let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
+            b.cnps += 1;
+        }
+        if let Some(rt) = reaction {
+            let r = &mut self.reactions;
+            *r = (r.0 + 1, r.1 + rt, r.2.min(rt), r.3.max(rt));
+        }
+        let flow_id = target.map(|r| self.flows[r].id);
+        let mut detail = format!(
+            "CNP from {} to QP {qp} on {}",
+            fmt_ip(&rec.src_ip),
+            fmt_ip(&rec.dst_ip)
+        );
+        if let Some(rt) = reaction {
+            detail.push_str(&format!(
+                ", {} µs after the first unanswered CE",
+                fmt_us(rt)
+            ));
+        }
+        sink.event(&Event {
+            ts_ns: now,
+            iface: rec.iface,
+            flow_id,
+            kind: "cnp",
+            psn: None,
+            depth: None,
+            trigger: None,
+            idle_us: None,
+            detail,
+        });
+        Verdict {
+            flow_id,
+            retrans: None,
+        }
+    }
+
+    /// End of input: flush open bins and intervals, return the tables.
+    pub fn finish(mut self, sink: &mut impl Sink) -> Analysis {
+        let last = self.last_ts;
+        self.pfc.finish(last, sink);
+        let bin_ns = self.config.bin_ns;
+        for f in &mut self.flows {
+            if let Some(b) = f.bin.take() {
+                flush_bin(f, &b, &self.pfc, bin_ns, u64::MAX, sink);
+            }
+        }
+        // CNPs by pairing as known at the end.
+        let mut attributed = 0;
+        for f in &mut self.flows {
+            if f.seq.is_some()
+                && let Some(qp) = f.paired_qp
+            {
+                f.cnps = self
+                    .cnp_counts
+                    .get(&(f.iface, f.dst_ip, f.src_ip, qp))
+                    .copied()
+                    .unwrap_or(0);
+                attributed += f.cnps;
+            }
+        }
+        let rows: Vec<FlowRow> = self.flows.iter().map(flow_row).collect();
+        let duration = self.first_ts.map(|f| last - f).unwrap_or(0);
+        let pfc_summary: Vec<PfcSummary> = self
+            .pfc
+            .stats
+            .iter()
+            .map(|(&(iface, priority), st)| {
+                let paused_ns = self.pfc.paused_total(iface, priority);
+                PfcSummary {
+                    iface,
+                    iface_name: iface_name(&self.ifaces, iface),
+                    priority,
+                    frames: st.frames,
+                    xon_frames: st.xon_frames,
+                    paused_ns,
+                    fraction: ratio(paused_ns, duration),
+                    storms: st.storms,
+                }
+            })
+            .collect();
+        let mut t = Totals {
+            flows: rows.len() as u64,
+            ..Totals::default()
+        };
+        for (f, r) in self.flows.iter().zip(&rows) {
+            t.request_flows += f.seq.is_some() as u64;
+            t.response_flows += (f.responses > 0) as u64;
+            t.paired_flows += (f.seq.is_some() && f.paired_qp.is_some()) as u64;
+            t.packets += r.packets;
+            t.bytes += r.bytes;
+            t.data_packets += r.data_packets;
+            t.payload_bytes += r.payload_bytes;
+            t.retrans_packets += r.retrans_packets;
+            t.rewinds += r.rewinds;
+            t.rewinds_nak += r.rewinds_nak;
+            t.rewinds_rnr += r.rewinds_rnr;
+            t.rewinds_timeout += r.rewinds_timeout;
+            t.spurious_retrans += r.spurious_retrans;
+            t.gaps += r.gaps;
+            t.acks += r.acks;
+            t.naks += r.naks;
+            t.rnr_naks += r.rnr_naks;
+            t.ce += r.ce;
+        }
+        t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
+        t.cnps = attributed;
+        t.cnps_unattributed = self.frames.cnp - attributed;
+        t.pfc_intervals = self.pfc.rows.len() as u64;
+        t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
+        let (n, sum, min, max) = self.reactions;
+        let ce_to_cnp = (n > 0).then(|| Reaction {
+            samples: n,
+            min_us: min as f64 / 1000.0,
+            mean_us: sum as f64 / n as f64 / 1000.0,
+            max_us: max as f64 / 1000.0,
+        });
+        let mut summary = Summary {
+            first_ts_ns: self.first_ts,
+            last_ts_ns: self.first_ts.map(|_| last),
+            duration_ns: duration,
+            frames: self.frames.clone(),
+            ifaces: self.ifaces.clone(),
+            link_speed_bps: self.config.link_speed_bps,
+            bin_ns,
+            storm_ns: self.config.storm_ns,
+            totals: t,
+            ce_to_cnp,
+            pfc: pfc_summary,
+            findings: Vec::new(),
+        };
+        summary.findings = findings::diagnose(&findings::Input {
+            flows: &self.flows,
+            rows: &rows,
+            pfc: &self.pfc.rows,
+            summary: &summary,
+        });
+        Analysis {
+            flows: rows,
+            pfc: std::mem::take(&mut self.pfc.rows),
+            summary,
+        }
+    }
+}
+
+/// The flow's bin for time `now`, flushing the previous one when `now` is
+/// in a later bin.
+fn bin_mut<'a>(
+    f: &'a mut Flow,
+    pfc: &PfcTracker,
+    now: u64,
+    bin_ns: u64,
+    sink: &mut impl Sink,
+) -> &'a mut Bin {
+    let start = now - now % bin_ns;
+    if let Some(b) = f.bin
+        && b.start < start
+    {
+        flush_bin(f, &b, pfc, bin_ns, now, sink);
+        f.bin = None;
+    }
+    f.bin.get_or_insert(Bin {
+        start,
+        ..Bin::default()
+    })
+}
+
+fn flush_bin(f: &Flow, b: &Bin, pfc: &PfcTracker, bin_ns: u64, now: u64, sink: &mut impl Sink) {
+    let paused_ns = f
+        .priority
+        .map(|p| pfc.paused(f.iface, p, b.start, b.start + bin_ns, now).0)
+        .unwrap_or(0);
+    sink.timeline(&TimelineRow {
+        flow_id: f.id,
+        bin_start_ns: b.start,
+        bin_ns,
+        packets: b.packets,
+        bytes: b.bytes,
+        retrans_packets: b.retrans,
+        ce: b.ce,
+        cnps: b.cnps,
+        gbps: b.bytes as f64 * 8.0 / bin_ns as f64,
+        goodput_gbps: b.goodput_bytes as f64 * 8.0 / bin_ns as f64,
+        paused_ns,
+    });
+}
+
+fn flow_row(f: &Flow) -> FlowRow {
+    let dur = f.last_ts - f.first_ts;
+    let rate = |bytes: u64| {
+        if dur == 0 {
+            0.0
+        } else {
+            bytes as f64 * 8.0 / dur as f64
+        }
+    };
+    FlowRow {
+        flow_id: f.id,
+        iface: f.iface,
+        src_ip: f.src_ip,
+        dst_ip: f.dst_ip,
+        dest_qp: f.dest_qp,
+        paired_qp: f.paired_qp,
+        udp_sport: f.udp_sport,
+        pcp: f.pcp,
+        dscp: f.dscp,
+        first_ts_ns: f.first_ts,
+        last_ts_ns: f.last_ts,
+        packets: f.packets,
+        bytes: f.bytes,
+        data_packets: f.data_packets,
+        payload_bytes: f.payload_bytes,
+        retrans_packets: f.retrans,
+        retrans_rate: ratio(f.retrans, f.data_packets),
+        rewinds: f.rewinds,
+        rewinds_nak: f.rewinds_nak,
+        rewinds_rnr: f.rewinds_rnr,
+        rewinds_timeout: f.rewinds_timeout,
+        max_rewind_depth: f.max_depth,
+        spurious_retrans: f.spurious,
+        gaps: f.gaps,
+        acks: f.acks,
+        naks: f.naks,
+        rnr_naks: f.rnr_naks,
+        ce: f.ce,
+        cnps: f.cnps,
+        gbps: rate(f.bytes),
+        goodput_gbps: rate(f.goodput_bytes),
+        max_idle_us: f.max_idle_ns as f64 / 1000.0,
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+fn nak_name(syndrome: u8) -> &'static str {
+    match syndrome & 0x1F {
+        aeth::NAK_PSN_SEQUENCE_ERROR => "PSN sequence error",
+        aeth::NAK_INVALID_REQUEST => "invalid request",
+        aeth::NAK_REMOTE_ACCESS_ERROR => "remote access error",
+        aeth::NAK_REMOTE_OPERATIONAL_ERROR => "remote operational error",
+        aeth::NAK_INVALID_RD_REQUEST => "invalid RD request",
+        _ => "reserved code",
+    }
+}
+
+pub(crate) fn iface_name(names: &BTreeMap<u16, String>, iface: u16) -> String {
+    names
+        .get(&iface)
+        .cloned()
+        .unwrap_or_else(|| format!("if{iface}"))
+}
+
+/// `aa:bb:cc:dd:ee:ff`.
+pub(crate) fn fmt_mac(m: &[u8; 6]) -> String {
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        m[0], m[1], m[2], m[3], m[4], m[5]
+    )
+}
+
+/// An address in its usual form (IPv4-mapped addresses as IPv4).
+pub(crate) fn fmt_ip(a: &[u8; 16]) -> String {
+    let v6 = Ipv6Addr::from(*a);
+    match v6.to_ipv4_mapped() {
+        Some(v4) => IpAddr::V4(v4).to_string(),
+        None => IpAddr::V6(v6).to_string(),
+    }
+}
+
+/// Nanoseconds as microseconds with one decimal.
+pub(crate) fn fmt_us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}

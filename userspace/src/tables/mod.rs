@@ -26,8 +26,14 @@ use parquet::file::properties::WriterProperties;
 
 use crate::{Error, Result};
 
+pub mod analysis;
 pub mod format;
 pub mod packets;
+
+use crate::analyze::{self, Analysis, Verdict};
+use analysis::{EventColumns, FlowColumns, Named, PfcColumns, TimelineColumns};
+use packets::{PacketColumns, PacketRow};
+use rocescope_common::PacketRecord;
 
 /// Rows buffered in builders before they become a record batch.
 const BATCH_ROWS: usize = 64 * 1024;
@@ -187,4 +193,113 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     text.push('\n');
     std::fs::write(&partial, text).map_err(|e| err(&e))?;
     std::fs::rename(&partial, path).map_err(|e| err(&e))
+}
+
+/// Facts about the run that `summary.json` reports beside the analysis.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct RunFacts {
+    pub captures: Vec<String>,
+    pub frames_read: u64,
+    pub records: u64,
+    pub warnings: Vec<String>,
+    /// A read error that ended the run early (the tables hold what came before).
+    pub stopped_by: Option<String>,
+}
+
+/// Every table of one `--out` directory. Packets, events and timeline rows
+/// stream in as they are final; flows, pfc and summary.json are written by
+/// [`TableSet::close`].
+pub struct TableSet {
+    dir: PathBuf,
+    ifaces: Vec<String>,
+    packets: ParquetTable<PacketColumns>,
+    events: ParquetTable<EventColumns>,
+    timeline: ParquetTable<TimelineColumns>,
+    /// The first error of a sink call (the Sink trait cannot return one).
+    failed: Option<Error>,
+}
+
+impl TableSet {
+    pub fn create(dir: &Path) -> Result<Self> {
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            ifaces: Vec::new(),
+            packets: ParquetTable::create(dir, "packets.parquet")?,
+            events: ParquetTable::create(dir, "events.parquet")?,
+            timeline: ParquetTable::create(dir, "timeline.parquet")?,
+            failed: None,
+        })
+    }
+
+    /// Names interface `index` (indices are handed out in order).
+    pub fn set_iface_name(&mut self, index: u16, name: &str) {
+        let i = usize::from(index);
+        if self.ifaces.len() <= i {
+            self.ifaces.resize(i + 1, String::new());
+        }
+        self.ifaces[i] = name.to_string();
+    }
+
+    pub fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
+        let iface = self.ifaces.get(usize::from(rec.iface)).map(String::as_str).unwrap_or("?");
+        let row = PacketRow {
+            rec,
+            iface,
+            flow_id: verdict.flow_id,
+            retrans: verdict.retrans,
+        };
+        self.packets.push(&row)?;
+        self.failed.take().map_or(Ok(()), Err)
+    }
+
+    /// Writes the end-of-run tables and completes every file.
+    pub fn close(self, analysis: &Analysis, facts: &RunFacts) -> Result<()> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let ifaces = &self.ifaces;
+        let mut flows = ParquetTable::<FlowColumns>::create(&self.dir, "flows.parquet")?;
+        for row in &analysis.flows {
+            flows.push(&Named { row, ifaces })?;
+        }
+        let mut pfc = ParquetTable::<PfcColumns>::create(&self.dir, "pfc.parquet")?;
+        for row in &analysis.pfc {
+            pfc.push(&Named { row, ifaces })?;
+        }
+        flows.close()?;
+        pfc.close()?;
+        self.packets.close()?;
+        self.events.close()?;
+        self.timeline.close()?;
+
+        let mut summary = serde_json::to_value(&analysis.summary).map_err(|e| Error::Write {
+            path: self.dir.join("summary.json"),
+            detail: e.to_string(),
+        })?;
+        if let Some(obj) = summary.as_object_mut() {
+            obj.insert(
+                "input".into(),
+                serde_json::to_value(facts).unwrap_or(serde_json::Value::Null),
+            );
+        }
+        write_json(&self.dir.join("summary.json"), &summary)
+    }
+
+    fn keep_first_error(&mut self, r: Result<()>) {
+        if let Err(e) = r {
+            self.failed.get_or_insert(e);
+        }
+    }
+}
+
+impl analyze::Sink for TableSet {
+    fn event(&mut self, e: &analyze::Event) {
+        let r = self.events.push(&Named { row: e, ifaces: &self.ifaces });
+        self.keep_first_error(r);
+    }
+
+    fn timeline(&mut self, row: &analyze::TimelineRow) {
+        let r = self.timeline.push(row);
+        self.keep_first_error(r);
+    }
 }

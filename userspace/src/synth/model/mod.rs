@@ -17,6 +17,7 @@
 //! let truth = Truth::of(&run);
 //! assert!(truth.flows.iter().all(|f| f.retrans_packets == 0));
 //! ```
+pub mod bridge;
 pub mod fabric;
 pub mod qp;
 pub mod scenario;

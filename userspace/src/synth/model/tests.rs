@@ -384,3 +384,87 @@ fn signatures_hold_across_seeds() {
         assert_eq!(sum(&t, None, |f| f.retrans_packets), 0, "seed {seed}");
     }
 }
+
+/// The bridge's bytes, decoded and analysed by the real pipeline, agree with
+/// the truth (the contract DESIGN.md's "Analysis definitions" set).
+#[test]
+fn analyzer_agrees_with_truth() {
+    use crate::analyze::{Analyzer, Config as AConfig, VecSink};
+    use crate::proto::linktype;
+    let mut mismatches = vec![];
+    for name in SCENARIOS {
+        let (run, t) = run_named(name, 2);
+        for tap in 0..run.taps.len() {
+            let mut an = Analyzer::new(AConfig::default());
+            let mut sink = VecSink::default();
+            let mut buf = vec![];
+            for f in run.frames.iter().filter(|f| f.tap == tap) {
+                buf.clear();
+                bridge::append_frame(&f.frame, &mut buf);
+                let mut rec = crate::decode::decode(linktype::ETHERNET, &buf, buf.len() as u32);
+                rec.ts_ns = f.ts_ns;
+                rec.iface = 0;
+                an.push(&rec, &mut sink);
+            }
+            let a = an.finish(&mut sink);
+            for ft in t
+                .flows
+                .iter()
+                .filter(|f| f.tap == tap && f.data_packets > 0)
+            {
+                let mut src = [0u8; 16];
+                src[10] = 0xFF;
+                src[11] = 0xFF;
+                src[12..].copy_from_slice(&ft.src_ip.unwrap().octets());
+                let row = a
+                    .flows
+                    .iter()
+                    .find(|r| r.dest_qp == ft.dest_qp && r.src_ip[12..] == src[12..]);
+                let Some(row) = row else {
+                    mismatches.push(format!("{name} {}: flow {} missing", ft.iface, ft.flow));
+                    continue;
+                };
+                let got = (
+                    row.data_packets,
+                    row.retrans_packets,
+                    row.rewinds_nak,
+                    row.rewinds_timeout,
+                    row.spurious_retrans,
+                    row.gaps,
+                    row.ce,
+                    row.cnps,
+                );
+                let want = (
+                    ft.data_packets,
+                    ft.retrans_packets,
+                    ft.rewinds_nak,
+                    ft.rewinds_timeout,
+                    ft.spurious_retrans,
+                    ft.gaps,
+                    ft.ce,
+                    ft.cnps,
+                );
+                if got != want {
+                    mismatches.push(format!(
+                        "{name} {} flow {}: analyzer {got:?} truth {want:?}",
+                        ft.iface, ft.flow
+                    ));
+                }
+            }
+            let paused: u64 = t
+                .pfc
+                .iter()
+                .filter(|p| p.tap == tap)
+                .map(|p| p.paused_ns)
+                .sum();
+            let apaused: u64 = a.pfc.iter().map(|p| p.end_ns - p.start_ns).sum();
+            if paused.abs_diff(apaused) > paused / 100 + 1000 {
+                mismatches.push(format!(
+                    "{name} {}: paused analyzer {apaused} truth {paused}",
+                    run.taps[tap].name
+                ));
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}

@@ -1,0 +1,317 @@
+//! PFC pause state per `(iface, src_mac, priority)`: merged pause intervals,
+//! storms, and "how long was this priority paused between two instants".
+
+use std::collections::{BTreeMap, HashMap};
+
+use rocescope_common::PacketRecord;
+use rocescope_common::proto::mac_control::{BITS_PER_QUANTUM, PRIORITIES};
+
+use super::{Event, PfcInterval, Sink, fmt_mac, fmt_us};
+
+/// A pause that is still running (its end may still be refreshed or cut by XON).
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    start: u64,
+    /// When it expires unless refreshed.
+    deadline: u64,
+    frames: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct MacState {
+    mac: [u8; 6],
+    open: Option<Open>,
+}
+
+/// Counters of one `(iface, priority)` for the summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PrioStats {
+    /// PFC frames with this priority's class-enable bit set (XON included).
+    pub frames: u64,
+    /// Those with quanta 0.
+    pub xon_frames: u64,
+    pub storms: u64,
+}
+
+/// Closed intervals of one `(iface, priority)`, sorted by start.
+#[derive(Debug, Default)]
+struct Closed {
+    /// `(start, end, src_mac)`.
+    spans: Vec<(u64, u64, [u8; 6])>,
+    /// Longest span: bounds how far back a lookup has to walk.
+    max_len: u64,
+}
+
+/// Which pause covered (the most of) a queried window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cover {
+    pub src_mac: [u8; 6],
+    pub priority: u8,
+    pub start_ns: u64,
+}
+
+pub(crate) struct PfcTracker {
+    link_speed_bps: u64,
+    storm_ns: u64,
+    states: HashMap<(u16, u8), Vec<MacState>>,
+    closed: HashMap<(u16, u8), Closed>,
+    pub rows: Vec<PfcInterval>,
+    pub stats: BTreeMap<(u16, u8), PrioStats>,
+}
+
+impl PfcTracker {
+    pub fn new(link_speed_bps: u64, storm_ns: u64) -> Self {
+        PfcTracker {
+            link_speed_bps: link_speed_bps.max(1),
+            storm_ns,
+            states: HashMap::new(),
+            closed: HashMap::new(),
+            rows: Vec::new(),
+            stats: BTreeMap::new(),
+        }
+    }
+
+    /// Pause time of `quanta` at the link speed, in ns (rounded down).
+    pub fn quanta_ns(&self, quanta: u16) -> u64 {
+        (quanta as u128 * BITS_PER_QUANTUM as u128 * 1_000_000_000 / self.link_speed_bps as u128)
+            as u64
+    }
+
+    /// One PFC frame (kind `pfc`).
+    pub fn frame(&mut self, rec: &PacketRecord, sink: &mut impl Sink) {
+        let t = rec.ts_ns;
+        for prio in 0..PRIORITIES as u8 {
+            if rec.pfc_enable & (1 << prio) == 0 {
+                continue;
+            }
+            let q = rec.pfc_quanta[prio as usize];
+            let key = (rec.iface, prio);
+            let st = self.stats.entry(key).or_default();
+            st.frames += 1;
+            if q == 0 {
+                st.xon_frames += 1;
+            }
+            let dur = self.quanta_ns(q);
+            let macs = self.states.entry(key).or_default();
+            let i = match macs.iter().position(|m| m.mac == rec.src_mac) {
+                Some(i) => i,
+                None => {
+                    macs.push(MacState {
+                        mac: rec.src_mac,
+                        open: None,
+                    });
+                    macs.len() - 1
+                }
+            };
+            // An open pause whose timer ran out before this frame ended then.
+            if let Some(o) = macs[i].open
+                && o.deadline < t
+            {
+                macs[i].open = None;
+                self.close(key, rec.src_mac, o, o.deadline, "expiry", sink);
+            }
+            let macs = self.states.get_mut(&key).expect("just inserted");
+            match (macs[i].open.as_mut(), q) {
+                (Some(_), 0) => {
+                    let o = macs[i].open.take().expect("open");
+                    self.close(key, rec.src_mac, o, t, "xon", sink);
+                }
+                (None, 0) => {}
+                (Some(o), _) => {
+                    o.deadline = t + dur;
+                    o.frames += 1;
+                }
+                (None, _) => {
+                    macs[i].open = Some(Open {
+                        start: t,
+                        deadline: t + dur,
+                        frames: 1,
+                    });
+                    sink.event(&Event {
+                        ts_ns: t,
+                        iface: rec.iface,
+                        flow_id: None,
+                        kind: "pfc_pause",
+                        psn: None,
+                        depth: None,
+                        trigger: None,
+                        idle_us: None,
+                        detail: format!(
+                            "priority {prio} paused by {} ({q} quanta = {} µs)",
+                            fmt_mac(&rec.src_mac),
+                            fmt_us(dur)
+                        ),
+                    });
+                }
+            }
+        }
+    }
+
+    fn close(
+        &mut self,
+        key: (u16, u8),
+        mac: [u8; 6],
+        o: Open,
+        end: u64,
+        ended_by: &'static str,
+        sink: &mut impl Sink,
+    ) {
+        let end = end.max(o.start);
+        self.rows.push(PfcInterval {
+            iface: key.0,
+            src_mac: mac,
+            priority: key.1,
+            start_ns: o.start,
+            end_ns: end,
+            frames: o.frames,
+            ended_by,
+        });
+        let c = self.closed.entry(key).or_default();
+        let at = c.spans.partition_point(|s| s.0 <= o.start);
+        c.spans.insert(at, (o.start, end, mac));
+        c.max_len = c.max_len.max(end - o.start);
+        if end - o.start > self.storm_ns {
+            self.stats.entry(key).or_default().storms += 1;
+            sink.event(&Event {
+                ts_ns: o.start + self.storm_ns,
+                iface: key.0,
+                flow_id: None,
+                kind: "pfc_storm",
+                psn: None,
+                depth: None,
+                trigger: None,
+                idle_us: None,
+                detail: format!(
+                    "priority {} paused by {} continuously for {} µs from {} (storm threshold {} µs, {} frames, ended by {ended_by})",
+                    key.1,
+                    fmt_mac(&mac),
+                    fmt_us(end - o.start),
+                    o.start,
+                    fmt_us(self.storm_ns),
+                    o.frames
+                ),
+            });
+        }
+    }
+
+    /// End of capture at `last_ts`: close every running pause.
+    pub fn finish(&mut self, last_ts: u64, sink: &mut impl Sink) {
+        let mut open: Vec<((u16, u8), [u8; 6], Open)> = Vec::new();
+        for (key, macs) in &mut self.states {
+            for m in macs.iter_mut() {
+                if let Some(o) = m.open.take() {
+                    open.push((*key, m.mac, o));
+                }
+            }
+        }
+        open.sort_by_key(|(k, mac, o)| (o.start, *k, *mac));
+        for (key, mac, o) in open {
+            if o.deadline <= last_ts {
+                self.close(key, mac, o, o.deadline, "expiry", sink);
+            } else {
+                self.close(key, mac, o, last_ts, "capture_end", sink);
+            }
+        }
+        self.rows
+            .sort_by_key(|r| (r.start_ns, r.iface, r.priority, r.src_mac));
+    }
+
+    /// Whether any pause was ever seen on `(iface, priority)`.
+    pub fn knows(&self, iface: u16, priority: u8) -> bool {
+        self.states.contains_key(&(iface, priority))
+    }
+
+    /// Time within `[from, to)` that `priority` was paused on `iface` (by any
+    /// sender), knowing pause state only up to `now`, and the pause that
+    /// covered the most of it.
+    pub fn paused(
+        &self,
+        iface: u16,
+        priority: u8,
+        from: u64,
+        to: u64,
+        now: u64,
+    ) -> (u64, Option<Cover>) {
+        if to <= from || !self.knows(iface, priority) {
+            return (0, None);
+        }
+        let key = (iface, priority);
+        let mut segs: Vec<(u64, u64, [u8; 6], u64)> = Vec::new();
+        let clip = |s: u64, e: u64| -> Option<(u64, u64)> {
+            let (s2, e2) = (s.max(from), e.min(to));
+            (e2 > s2).then_some((s2, e2))
+        };
+        if let Some(c) = self.closed.get(&key) {
+            let mut i = c.spans.partition_point(|s| s.0 < to);
+            while i > 0 {
+                i -= 1;
+                let (s, e, mac) = c.spans[i];
+                if s.saturating_add(c.max_len) <= from {
+                    break;
+                }
+                if let Some((a, b)) = clip(s, e) {
+                    segs.push((a, b, mac, s));
+                }
+            }
+        }
+        for m in self.states.get(&key).into_iter().flatten() {
+            if let Some(o) = m.open
+                && let Some((a, b)) = clip(o.start, o.deadline.min(now))
+            {
+                segs.push((a, b, m.mac, o.start));
+            }
+        }
+        if segs.is_empty() {
+            return (0, None);
+        }
+        let best = *segs
+            .iter()
+            .max_by_key(|s| (s.1 - s.0, s.3))
+            .expect("non-empty");
+        let mac = best.2;
+        segs.sort_unstable_by_key(|s| s.0);
+        let mut total = 0;
+        let (mut cs, mut ce) = (segs[0].0, segs[0].1);
+        for s in &segs[1..] {
+            if s.0 > ce {
+                total += ce - cs;
+                (cs, ce) = (s.0, s.1);
+            } else {
+                ce = ce.max(s.1);
+            }
+        }
+        total += ce - cs;
+        (
+            total,
+            Some(Cover {
+                src_mac: mac,
+                priority,
+                start_ns: best.3,
+            }),
+        )
+    }
+
+    /// Union of the paused time of `(iface, priority)` over all senders
+    /// (after [`PfcTracker::finish`]).
+    pub fn paused_total(&self, iface: u16, priority: u8) -> u64 {
+        let Some(c) = self.closed.get(&(iface, priority)) else {
+            return 0;
+        };
+        let mut total = 0;
+        let mut cur: Option<(u64, u64)> = None;
+        for &(s, e, _) in &c.spans {
+            match cur {
+                Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+                Some((cs, ce)) => {
+                    total += ce - cs;
+                    cur = Some((s, e));
+                }
+                None => cur = Some((s, e)),
+            }
+        }
+        if let Some((cs, ce)) = cur {
+            total += ce - cs;
+        }
+        total
+    }
+}

@@ -1,0 +1,147 @@
+//! The terminal report.
+
+use std::fmt::Write;
+
+use super::{Analysis, fmt_ip, fmt_us};
+
+/// Capture facts, findings with their numbers, PFC per priority and the
+/// flows with the most retransmissions.
+pub fn render_text(a: &Analysis) -> String {
+    let s = &a.summary;
+    let t = &s.totals;
+    let mut o = String::new();
+    let _ = writeln!(o, "rocescope report");
+    let _ = writeln!(o);
+    match s.first_ts_ns {
+        Some(first) => {
+            let _ = writeln!(
+                o,
+                "Capture: {} .. {} ns ({} ms)",
+                first,
+                s.last_ts_ns.unwrap_or(first),
+                s.duration_ns as f64 / 1e6
+            );
+        }
+        None => {
+            let _ = writeln!(o, "Capture: empty");
+        }
+    }
+    let f = &s.frames;
+    let _ = writeln!(
+        o,
+        "Frames: {} (RoCE {}, CNP {}, PFC {}, 802.3x PAUSE {}, malformed {})",
+        f.total, f.roce, f.cnp, f.pfc, f.pause, f.malformed
+    );
+    let _ = writeln!(
+        o,
+        "Flows: {} ({} request, {} paired); {} data packets, {} retransmitted ({:.4} %), {} rewinds (NAK {}, RNR {}, timeout {}), {} spurious, {} gaps",
+        t.flows,
+        t.request_flows,
+        t.paired_flows,
+        t.data_packets,
+        t.retrans_packets,
+        t.retrans_rate * 100.0,
+        t.rewinds,
+        t.rewinds_nak,
+        t.rewinds_rnr,
+        t.rewinds_timeout,
+        t.spurious_retrans,
+        t.gaps
+    );
+    let _ = writeln!(
+        o,
+        "ECN: {} CE-marked, {} CNPs attributed, {} unattributed{}",
+        t.ce,
+        t.cnps,
+        t.cnps_unattributed,
+        s.ce_to_cnp
+            .as_ref()
+            .map(|r| format!(
+                "; CE→CNP {:.1}/{:.1}/{:.1} µs min/mean/max",
+                r.min_us, r.mean_us, r.max_us
+            ))
+            .unwrap_or_default()
+    );
+    if !s.pfc.is_empty() {
+        let _ = writeln!(o, "PFC:");
+        for p in &s.pfc {
+            let _ = writeln!(
+                o,
+                "  {} priority {}: {} frames ({} XON), paused {} µs = {:.2} %, {} storms",
+                s.iface_name(p.iface),
+                p.priority,
+                p.frames,
+                p.xon_frames,
+                fmt_us(p.paused_ns),
+                p.fraction * 100.0,
+                p.storms
+            );
+        }
+    }
+    let _ = writeln!(o);
+    if s.findings.is_empty() {
+        let _ = writeln!(o, "Findings: none");
+    } else {
+        let _ = writeln!(o, "Findings:");
+        for fd in &s.findings {
+            let _ = writeln!(
+                o,
+                "  [{}] {}: {}",
+                fd.severity.to_uppercase(),
+                fd.id,
+                fd.title
+            );
+            let _ = writeln!(o, "      {}", fd.detail);
+            let _ = writeln!(o, "      → {}", fd.recommendation);
+            if !fd.flows.is_empty() {
+                let ids: Vec<String> = fd.flows.iter().take(20).map(|i| i.to_string()).collect();
+                let more = if fd.flows.len() > 20 { ", …" } else { "" };
+                let _ = writeln!(o, "      flows: {}{more}", ids.join(", "));
+            }
+        }
+    }
+    let mut top: Vec<_> = a.flows.iter().filter(|r| r.retrans_packets > 0).collect();
+    top.sort_by_key(|r| (std::cmp::Reverse(r.retrans_packets), r.flow_id));
+    if !top.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "Top flows by retransmissions:");
+        let _ = writeln!(
+            o,
+            "  {:>5} {:<8} {:<40} {:>9} {:>8} {:>8} {:>15} {:>6} {:>8} {:>5} {:>7}",
+            "flow",
+            "iface",
+            "src → dst QP",
+            "data",
+            "retrans",
+            "rate %",
+            "rewinds n/r/t",
+            "depth",
+            "spurious",
+            "gaps",
+            "Gb/s"
+        );
+        for r in top.iter().take(10) {
+            let _ = writeln!(
+                o,
+                "  {:>5} {:<8} {:<40} {:>9} {:>8} {:>8.3} {:>15} {:>6} {:>8} {:>5} {:>7.2}",
+                r.flow_id,
+                s.iface_name(r.iface),
+                format!(
+                    "{} → {} {}",
+                    fmt_ip(&r.src_ip),
+                    fmt_ip(&r.dst_ip),
+                    r.dest_qp
+                ),
+                r.data_packets,
+                r.retrans_packets,
+                r.retrans_rate * 100.0,
+                format!("{}/{}/{}", r.rewinds_nak, r.rewinds_rnr, r.rewinds_timeout),
+                r.max_rewind_depth,
+                r.spurious_retrans,
+                r.gaps,
+                r.gbps
+            );
+        }
+    }
+    o
+}

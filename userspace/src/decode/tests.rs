@@ -1,0 +1,767 @@
+//! Whole-frame tests of [`decode`](super::decode): real hardware bytes, frames
+//! built here layer by layer, snaplen cuts, and a real capture.
+use super::*;
+use rocescope_common::proto::linktype::{ETHERNET, LINUX_SLL, LINUX_SLL2};
+
+const DST_MAC: [u8; 6] = [0xe4, 0x1d, 0x2d, 0xab, 0x2b, 0xc2];
+const SRC_MAC: [u8; 6] = [0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32];
+
+/// The CNP in ../shared/captures/connectx4lx-cnp.pcap (ConnectX-4 Lx), the
+/// whole Ethernet frame (74 bytes at file offset 0x120).
+const CX4_CNP: [u8; 74] = [
+    0xe4, 0x1d, 0x2d, 0xab, 0x2b, 0xc2, 0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32, 0x08,
+    0x00, // Ethernet
+    0x45, 0xc2, 0x00, 0x3c, 0x71, 0x8c, 0x40, 0x00, 0x40, 0x11, 0x91, 0x61, 0x0a, 0x00, 0x11, 0x01,
+    0x0a, 0x00, 0x12, 0x01, // IPv4
+    0x00, 0x00, 0x12, 0xb7, 0x00, 0x28, 0x00, 0x00, // UDP 0 -> 4791, length 40
+    0x81, 0x00, 0xff, 0xff, 0x40, 0x00, 0x01, 0x18, 0x00, 0x00, 0x00, 0x00, // BTH
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // reserved
+    0x82, 0xfd, 0x00, 0x2a, // ICRC
+];
+const ETH_LEN: usize = 14;
+const IP_AT: usize = ETH_LEN;
+const UDP_AT: usize = IP_AT + 20;
+const BTH_AT: usize = UDP_AT + 8;
+
+fn dec(frame: &[u8]) -> PacketRecord {
+    decode(ETHERNET, frame, frame.len() as u32)
+}
+
+fn eth(ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&DST_MAC);
+    f.extend_from_slice(&SRC_MAC);
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// IPv4 (TOS 0x6A: DSCP 26, ECN 2) carrying `protocol`.
+fn ipv4(protocol: u8, l4: &[u8]) -> Vec<u8> {
+    let total = (20 + l4.len()) as u16;
+    let mut p = vec![0x45, 0x6A];
+    p.extend_from_slice(&total.to_be_bytes());
+    p.extend_from_slice(&[0x00, 0x01, 0x40, 0x00, 0x40, protocol, 0x00, 0x00]);
+    p.extend_from_slice(&[192, 168, 70, 4, 192, 168, 70, 6]);
+    p.extend_from_slice(l4);
+    p
+}
+
+/// IPv6 (traffic class 0xBB: DSCP 46, ECN 3) carrying `next_header`.
+fn ipv6(next_header: u8, l4: &[u8]) -> Vec<u8> {
+    let mut p = vec![0x6B, 0xB1, 0x23, 0x45];
+    p.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+    p.extend_from_slice(&[next_header, 64]);
+    p.extend_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x11]);
+    p.extend_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x22]);
+    p.extend_from_slice(l4);
+    p
+}
+
+/// UDP to 4791 with `bth`, extension headers, payload, pad and a zero ICRC.
+fn roce_udp(sport: u16, bth: [u8; 12], ext: &[u8], payload: &[u8]) -> Vec<u8> {
+    let pad = usize::from((bth[1] >> 4) & 3);
+    let len = (8 + 12 + ext.len() + payload.len() + pad + 4) as u16;
+    let mut u = Vec::new();
+    u.extend_from_slice(&sport.to_be_bytes());
+    u.extend_from_slice(&4791u16.to_be_bytes());
+    u.extend_from_slice(&len.to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend_from_slice(&bth);
+    u.extend_from_slice(ext);
+    u.extend_from_slice(payload);
+    u.extend(std::iter::repeat_n(0, pad));
+    u.extend_from_slice(&[0; 4]);
+    u
+}
+
+/// Writes the right ICRC into the last four bytes of an IP packet.
+fn seal(mut ip_packet: Vec<u8>) -> Vec<u8> {
+    let icrc = icrc::compute(&ip_packet).unwrap();
+    let n = ip_packet.len();
+    ip_packet[n - 4..].copy_from_slice(&icrc.to_le_bytes());
+    ip_packet
+}
+
+fn roce_v4(bth: [u8; 12], ext: &[u8], payload: &[u8]) -> Vec<u8> {
+    eth(
+        0x0800,
+        &seal(ipv4(17, &roce_udp(0xC001, bth, ext, payload))),
+    )
+}
+
+/// BTH of `opcode`, dest QP 0x000ABC, PSN 0x123456, P_Key 0xFFFF.
+fn bth(opcode: u8) -> [u8; 12] {
+    [
+        opcode, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x0A, 0xBC, 0x80, 0x12, 0x34, 0x56,
+    ]
+}
+
+fn assert_other(r: &PacketRecord, frame: &[u8]) {
+    let canonical = PacketRecord {
+        frame_len: frame.len() as u32,
+        cap_len: frame.len() as u32,
+        ..PacketRecord::default()
+    };
+    assert_eq!(*r, canonical);
+}
+
+#[test]
+fn hardware_cnp() {
+    let r = dec(&CX4_CNP);
+    assert_eq!(r.kind(), Kind::Cnp);
+    assert_eq!((r.frame_len, r.cap_len), (74, 74));
+    assert_eq!((r.frame, r.ts_ns, r.iface), (0, 0, 0));
+    assert_eq!(r.dst_mac, DST_MAC);
+    assert_eq!(r.src_mac, SRC_MAC);
+    assert!(r.has(flags::HAS_IPV4) && !r.has(flags::HAS_IPV6) && !r.has(flags::HAS_VLAN));
+    assert_eq!(r.src_ip, ip::ipv4_mapped([10, 0, 17, 1]));
+    assert_eq!(r.dst_ip, ip::ipv4_mapped([10, 0, 18, 1]));
+    assert_eq!((r.dscp, r.ecn), (48, 2));
+    assert!(r.has(flags::HAS_UDP));
+    assert_eq!(r.udp_sport, 0);
+    assert!(r.has(flags::HAS_BTH));
+    assert_eq!(r.opcode, 0x81);
+    assert_eq!(r.pkey, 0xFFFF);
+    assert!(r.has(flags::BECN) && !r.has(flags::FECN));
+    assert!(!r.has(flags::SE) && !r.has(flags::MIGREQ) && !r.has(flags::ACK_REQ));
+    assert_eq!((r.pad_count, r.tver), (0, 0));
+    assert_eq!(r.dest_qp, 0x118);
+    assert_eq!(r.psn, 0);
+    assert!(r.has(flags::HAS_PAYLOAD_LEN));
+    assert_eq!(r.payload_len, 16); // the CNP's reserved bytes
+    assert_eq!(r.icrc, 0x2a00_fd82);
+    assert_eq!(r.icrc_ok(), Some(true));
+    assert!(!r.has(flags::ERSPAN));
+}
+
+#[test]
+fn every_snaplen_cut_of_the_cnp() {
+    for cut in 0..=CX4_CNP.len() {
+        let r = decode(ETHERNET, &CX4_CNP[..cut], 74);
+        assert_eq!(r.frame_len, 74, "cut {cut}");
+        assert_eq!(r.cap_len, cut as u32, "cut {cut}");
+        if cut < BTH_AT {
+            // Before a whole UDP header the port is unknown: not RoCE.
+            assert_eq!(r.kind(), Kind::Other, "cut {cut}");
+            assert_eq!(r.flags, 0, "cut {cut}");
+            continue;
+        }
+        assert!(r.has(flags::HAS_IPV4 | flags::HAS_UDP), "cut {cut}");
+        assert_eq!(r.src_mac, SRC_MAC);
+        assert_eq!((r.dscp, r.ecn), (48, 2));
+        if cut < BTH_AT + 12 {
+            assert_eq!(r.kind(), Kind::Roce, "cut {cut}: opcode unknown");
+            assert!(!r.has(flags::HAS_BTH) && !r.has(flags::HAS_PAYLOAD_LEN));
+        } else {
+            assert_eq!(r.kind(), Kind::Cnp, "cut {cut}");
+            assert!(r.has(flags::HAS_BTH | flags::BECN));
+            assert_eq!(r.dest_qp, 0x118);
+            assert!(r.has(flags::HAS_PAYLOAD_LEN));
+            assert_eq!(r.payload_len, 16);
+        }
+        let whole = cut == CX4_CNP.len();
+        assert_eq!(r.icrc_ok(), whole.then_some(true), "cut {cut}");
+    }
+}
+
+#[test]
+fn padding_and_fcs_after_the_datagram_are_ignored() {
+    let mut f = CX4_CNP.to_vec();
+    f.extend_from_slice(&[0; 6]); // padding
+    f.extend_from_slice(&[0xDE, 0xAD, 0xBE, 0xEF]); // FCS
+    let r = dec(&f);
+    assert_eq!(r.kind(), Kind::Cnp);
+    assert_eq!(r.icrc_ok(), Some(true));
+    assert_eq!(r.payload_len, 16);
+    assert_eq!(r.cap_len, 84);
+}
+
+#[test]
+fn corrupted_icrc_is_reported() {
+    let mut f = CX4_CNP;
+    f[BTH_AT + 7] ^= 1; // dest QP bit: covered by the ICRC
+    let r = dec(&f);
+    assert_eq!(r.icrc_ok(), Some(false));
+    assert_eq!(r.icrc, 0x2a00_fd82);
+    f[BTH_AT + 7] ^= 1;
+    f[IP_AT + 1] = 0xC3; // ECN rewritten to CE by a switch: masked
+    let r = dec(&f);
+    assert_eq!(r.icrc_ok(), Some(true));
+    assert!(r.is_ce());
+}
+
+#[test]
+fn under_length_udp_is_malformed() {
+    for udp_len in [0u16, 8, 20, 23] {
+        let mut f = CX4_CNP;
+        f[UDP_AT + 4..UDP_AT + 6].copy_from_slice(&udp_len.to_be_bytes());
+        let r = dec(&f);
+        assert_eq!(r.kind(), Kind::Malformed, "udp length {udp_len}");
+        assert!(r.has(flags::HAS_IPV4 | flags::HAS_UDP));
+        assert_eq!(r.src_ip, ip::ipv4_mapped([10, 0, 17, 1]));
+        assert_eq!(r.dst_mac, DST_MAC);
+        assert!(!r.has(flags::HAS_BTH) && !r.has(flags::HAS_PAYLOAD_LEN));
+        assert_eq!(r.icrc_ok(), None);
+    }
+    // An IP total length too short for BTH + ICRC bounds the datagram too.
+    let mut f = CX4_CNP;
+    f[IP_AT + 3] = 20 + 8 + 12;
+    assert_eq!(dec(&f).kind(), Kind::Malformed);
+}
+
+#[test]
+fn only_the_destination_port_makes_roce() {
+    let mut f = CX4_CNP;
+    f[UDP_AT..UDP_AT + 2].copy_from_slice(&69u16.to_be_bytes()); // TFTP as a source port
+    let r = dec(&seal_frame(&f));
+    assert_eq!(r.kind(), Kind::Cnp);
+    assert_eq!(r.udp_sport, 69);
+    assert_eq!(r.icrc_ok(), Some(true));
+
+    // From 4791 to elsewhere: not RoCE, and the record is canonical Other.
+    let mut f = CX4_CNP;
+    f[UDP_AT..UDP_AT + 2].copy_from_slice(&4791u16.to_be_bytes());
+    f[UDP_AT + 2..UDP_AT + 4].copy_from_slice(&4792u16.to_be_bytes());
+    assert_other(&dec(&f), &f);
+}
+
+/// Re-seals the ICRC of an IPv4 Ethernet frame.
+fn seal_frame(f: &[u8]) -> Vec<u8> {
+    let mut out = f[..ETH_LEN].to_vec();
+    out.extend(seal(f[ETH_LEN..].to_vec()));
+    out
+}
+
+#[test]
+fn rdma_write_only_with_immediate() {
+    let reth = [
+        0x00, 0x00, 0x7F, 0x00, 0x00, 0x00, 0x10, 0x00, // VA
+        0x00, 0x00, 0x12, 0x34, // R_Key
+        0x00, 0x00, 0x00, 0x05, // DMA length
+    ];
+    let imm = [0xDE, 0xAD, 0xBE, 0xEF];
+    let mut b = bth(0x0B);
+    b[1] = 0xB0; // SE, pad 3
+    let f = roce_v4(b, &[&reth[..], &imm[..]].concat(), &[1, 2, 3, 4, 5]);
+    let r = dec(&f);
+    assert_eq!(r.kind(), Kind::Roce);
+    assert_eq!(r.opcode, 0x0B);
+    assert!(r.has(flags::SE | flags::ACK_REQ));
+    assert_eq!(r.pad_count, 3);
+    assert_eq!((r.dest_qp, r.psn), (0xABC, 0x12_3456));
+    assert!(r.has(flags::HAS_RETH | flags::HAS_IMMDT));
+    assert_eq!(
+        (r.reth_va, r.reth_rkey, r.reth_len),
+        (0x0000_7F00_0000_1000, 0x1234, 5)
+    );
+    assert_eq!(r.imm, 0xDEAD_BEEF);
+    assert_eq!(r.payload_len, 5);
+    assert_eq!(r.udp_sport, 0xC001);
+    assert_eq!((r.dscp, r.ecn), (26, 2));
+    assert_eq!(r.icrc_ok(), Some(true));
+    assert!(!r.has(flags::HAS_AETH | flags::HAS_DETH | flags::HAS_IETH));
+}
+
+#[test]
+fn acknowledge_nak_and_rnr() {
+    for (syndrome, msn) in [(0x1F, 7), (0x60, 0x00AB_CDEF), (0x2E, 0)] {
+        let aeth = [syndrome, (msn >> 16) as u8, (msn >> 8) as u8, msn as u8];
+        let r = dec(&roce_v4(bth(0x11), &aeth, &[]));
+        assert_eq!(r.kind(), Kind::Roce);
+        assert!(r.has(flags::HAS_AETH));
+        assert_eq!((r.aeth_syndrome, r.aeth_msn), (syndrome, msn));
+        assert_eq!(r.payload_len, 0);
+        assert_eq!(r.icrc_ok(), Some(true));
+    }
+}
+
+#[test]
+fn atomics() {
+    let mut ateth = vec![
+        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0xAA, 0xBB, 0xCC, 0xDD,
+    ];
+    ateth.extend_from_slice(&1u64.to_be_bytes()); // swap
+    ateth.extend_from_slice(&2u64.to_be_bytes()); // compare
+    let r = dec(&roce_v4(bth(0x13), &ateth, &[]));
+    assert!(r.has(flags::HAS_ATOMIC_ETH));
+    assert_eq!(r.atomic_va, 0x1122_3344_5566_7788);
+    assert_eq!(r.atomic_rkey, 0xAABB_CCDD);
+    assert_eq!((r.atomic_swap_add, r.atomic_compare), (1, 2));
+    assert_eq!(r.payload_len, 0);
+
+    let ack = [0x00, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x00];
+    let r = dec(&roce_v4(bth(0x12), &ack, &[]));
+    assert!(r.has(flags::HAS_AETH | flags::HAS_ATOMIC_ACK_ETH));
+    assert_eq!((r.aeth_syndrome, r.aeth_msn), (0, 1));
+    assert_eq!(r.atomic_orig, 0x100);
+    assert_eq!(r.icrc_ok(), Some(true));
+}
+
+#[test]
+fn ud_send_with_deth_and_immediate() {
+    let ext = [
+        0x80, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x2A,
+    ];
+    let r = dec(&roce_v4(bth(0x65), &ext, &[0u8; 256]));
+    assert!(r.has(flags::HAS_DETH | flags::HAS_IMMDT));
+    assert_eq!((r.deth_qkey, r.deth_src_qp), (0x8001_0000, 1));
+    assert_eq!(r.imm, 42);
+    assert_eq!(r.payload_len, 256);
+}
+
+#[test]
+fn send_with_invalidate_and_xrc() {
+    let r = dec(&roce_v4(bth(0x17), &[0x00, 0x00, 0x10, 0x01], &[9; 8]));
+    assert!(r.has(flags::HAS_IETH));
+    assert_eq!((r.ieth_rkey, r.payload_len), (0x1001, 8));
+
+    // XRC RDMA WRITE Only: XRCETH (no record field) then RETH.
+    let mut ext = vec![0x00, 0x00, 0x00, 0x07];
+    ext.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0x99, 0, 0, 0, 4]);
+    let r = dec(&roce_v4(bth(0xAA), &ext, &[1, 2, 3, 4]));
+    assert!(r.has(flags::HAS_RETH));
+    assert_eq!((r.reth_va, r.reth_rkey, r.reth_len), (0x40, 0x99, 4));
+    assert_eq!(r.payload_len, 4);
+}
+
+#[test]
+fn unknown_opcode_decodes_the_bth_only() {
+    let f = roce_v4(bth(0x15), &[0xFF; 16], &[]);
+    let r = dec(&f);
+    assert_eq!(r.kind(), Kind::Roce);
+    assert!(r.has(flags::HAS_BTH));
+    assert_eq!(r.opcode, 0x15);
+    assert!(!r.has(flags::HAS_PAYLOAD_LEN) && !r.has(flags::HAS_RETH | flags::HAS_AETH));
+    assert_eq!(r.icrc_ok(), Some(true));
+}
+
+#[test]
+fn bth_with_every_bit_set() {
+    let r = dec(&roce_v4([0xFF; 12], &[], &[0; 8]));
+    assert_eq!(r.kind(), Kind::Roce);
+    assert_eq!(r.opcode, 0xFF);
+    for f in [
+        flags::SE,
+        flags::MIGREQ,
+        flags::FECN,
+        flags::BECN,
+        flags::ACK_REQ,
+    ] {
+        assert!(r.has(f));
+    }
+    assert_eq!((r.pad_count, r.tver, r.pkey), (3, 15, 0xFFFF));
+    assert_eq!((r.dest_qp, r.psn), (0xFF_FFFF, 0xFF_FFFF));
+}
+
+#[test]
+fn extension_headers_cut_by_the_datagram_or_the_capture() {
+    // An ACK whose UDP length leaves no room for the AETH: the ICRC is not
+    // read as an AETH, payload_len saturates at 0.
+    let mut u = roce_udp(1, bth(0x11), &[], &[]);
+    let f = eth(0x0800, &seal(ipv4(17, &u)));
+    let r = dec(&f);
+    assert_eq!(r.kind(), Kind::Roce);
+    assert!(!r.has(flags::HAS_AETH));
+    assert!(r.has(flags::HAS_PAYLOAD_LEN));
+    assert_eq!(r.payload_len, 0);
+    assert_eq!(r.icrc_ok(), Some(true));
+
+    // WRITE Only with immediate cut inside ImmDt: RETH kept, ImmDt not,
+    // payload_len still from the UDP length.
+    u = roce_udp(1, bth(0x0B), &[0x5A; 20], &[0; 100]);
+    let f = eth(0x0800, &seal(ipv4(17, &u)));
+    let cut = BTH_AT + 12 + 16 + 2;
+    let r = decode(ETHERNET, &f[..cut], f.len() as u32);
+    assert!(r.has(flags::HAS_RETH) && !r.has(flags::HAS_IMMDT));
+    assert_eq!(r.reth_len, 0x5A5A_5A5A);
+    assert_eq!(r.payload_len, 100);
+    assert_eq!(r.icrc_ok(), None);
+    assert_eq!((r.frame_len, r.cap_len), (f.len() as u32, cut as u32));
+}
+
+#[test]
+fn vlan_tags() {
+    let ip = CX4_CNP[ETH_LEN..].to_vec();
+    // One 802.1Q tag, PCP 3, VID 200.
+    let mut one = vec![0x60, 0xC8, 0x08, 0x00];
+    one.extend_from_slice(&ip);
+    let r = dec(&eth(0x8100, &one));
+    assert_eq!(r.kind(), Kind::Cnp);
+    assert!(r.has(flags::HAS_VLAN) && !r.has(flags::HAS_OUTER_VLAN));
+    assert_eq!((r.vlan, r.pcp, r.outer_vlan), (200, 3, 0));
+    assert_eq!(r.icrc_ok(), Some(true));
+
+    // QinQ: 802.1ad VID 100 PCP 1, then 802.1Q VID 200 PCP 3.
+    let mut two = vec![0x20, 0x64, 0x81, 0x00];
+    two.extend_from_slice(&one);
+    let r = dec(&eth(0x88A8, &two));
+    assert_eq!(r.kind(), Kind::Cnp);
+    assert!(r.has(flags::HAS_VLAN | flags::HAS_OUTER_VLAN));
+    assert_eq!((r.vlan, r.pcp, r.outer_vlan), (200, 3, 100));
+
+    // Pre-standard 0x9100 outer tag, three tags.
+    let mut three = vec![0x00, 0x0A, 0x88, 0xA8];
+    three.extend_from_slice(&two);
+    let r = dec(&eth(0x9100, &three));
+    assert_eq!((r.vlan, r.pcp, r.outer_vlan), (200, 3, 10));
+
+    // Five tags: more than MAX_VLAN_TAGS.
+    let mut five = vec![0x00, 0x01, 0x81, 0x00, 0x00, 0x02, 0x91, 0x00];
+    five.extend_from_slice(&three);
+    let f = eth(0x8100, &five);
+    assert_other(&dec(&f), &f);
+
+    // Cut inside a tag.
+    let f = eth(0x88A8, &two);
+    assert_eq!(decode(ETHERNET, &f[..16], 100).kind(), Kind::Other);
+}
+
+#[test]
+fn ipv6_roce() {
+    let u = roce_udp(0xD00D, bth(0x04), &[], &[7; 64]);
+    let f = eth(0x86DD, &seal(ipv6(17, &u)));
+    let r = dec(&f);
+    assert_eq!(r.kind(), Kind::Roce);
+    assert!(r.has(flags::HAS_IPV6) && !r.has(flags::HAS_IPV4));
+    assert_eq!(r.src_ip[0], 0xfd);
+    assert_eq!(r.src_ip[15], 0x11);
+    assert_eq!(r.dst_ip[15], 0x22);
+    assert_eq!((r.dscp, r.ecn), (46, 3));
+    assert!(r.is_ce());
+    assert_eq!(r.udp_sport, 0xD00D);
+    assert_eq!(r.payload_len, 64);
+    assert_eq!(r.icrc_ok(), Some(true));
+
+    // A hop-by-hop header before UDP: stepped over, ICRC not checked.
+    let mut l4 = vec![17, 0, 1, 4, 0, 0, 0, 0]; // next UDP, 8 bytes, PadN
+    l4.extend_from_slice(&u);
+    let f = eth(0x86DD, &ipv6(0, &l4));
+    let r = dec(&f);
+    assert_eq!(r.kind(), Kind::Roce);
+    assert_eq!(r.payload_len, 64);
+    assert_eq!(r.icrc_ok(), None);
+
+    // A non-first fragment: not decodable.
+    let mut l4 = vec![17, 0, 0x00, 0x08, 0, 0, 0, 1]; // offset 1
+    l4.extend_from_slice(&u);
+    let f = eth(0x86DD, &ipv6(44, &l4));
+    assert_other(&dec(&f), &f);
+
+    // A first fragment: headers decoded, ICRC unknown.
+    let mut l4 = vec![17, 0, 0x00, 0x01, 0, 0, 0, 1]; // offset 0, M
+    l4.extend_from_slice(&u[..40]);
+    let r = dec(&eth(0x86DD, &ipv6(44, &l4)));
+    assert_eq!(r.kind(), Kind::Roce);
+    assert_eq!(r.payload_len, 64);
+    assert_eq!(r.icrc_ok(), None);
+
+    // Ethertype IPv6, version 4 inside: not believed.
+    let mut bad = seal(ipv6(17, &u));
+    bad[0] = 0x4B;
+    let f = eth(0x86DD, &bad);
+    assert_other(&dec(&f), &f);
+}
+
+#[test]
+fn ipv4_options_and_fragments() {
+    // IHL 6: a 4-byte option; the ICRC covers it.
+    let u = roce_udp(5, bth(0x04), &[], &[1; 10]);
+    let mut p = ipv4(17, &u);
+    p[0] = 0x46;
+    p.splice(20..20, [0x01, 0x01, 0x01, 0x00]);
+    p[3] += 4;
+    let r = dec(&eth(0x0800, &seal(p.clone())));
+    assert_eq!(r.kind(), Kind::Roce);
+    assert_eq!(r.payload_len, 10);
+    assert_eq!(r.icrc_ok(), Some(true));
+
+    // First fragment (MF): decoded as cut.
+    let mut first = ipv4(17, &u[..30]);
+    first[6] = 0x20;
+    let r = dec(&eth(0x0800, &first));
+    assert_eq!(r.kind(), Kind::Roce);
+    assert!(r.has(flags::HAS_BTH));
+    assert_eq!(r.payload_len, 10);
+    assert_eq!(r.icrc_ok(), None);
+
+    // Non-first fragment.
+    let mut later = ipv4(17, &u);
+    later[7] = 0x10;
+    let f = eth(0x0800, &later);
+    assert_other(&dec(&f), &f);
+
+    // Not UDP.
+    let f = eth(0x0800, &ipv4(6, &u));
+    assert_other(&dec(&f), &f);
+}
+
+/// `gre` (flags, protocol and optional fields) + ERSPAN header + the CNP,
+/// inside IPv4 inside Ethernet (outer MACs differ from the inner ones).
+fn erspan_frame(gre_and_erspan: &[u8]) -> Vec<u8> {
+    let mut l4 = gre_and_erspan.to_vec();
+    l4.extend_from_slice(&CX4_CNP);
+    let mut f = vec![
+        0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x81, 0x00, 0x00, 0x05, 0x08, 0x00,
+    ];
+    f.extend(ipv4(47, &l4));
+    f
+}
+
+fn assert_inner_cnp(r: &PacketRecord) {
+    assert_eq!(r.kind(), Kind::Cnp);
+    assert!(r.has(flags::ERSPAN));
+    assert_eq!(r.dst_mac, DST_MAC);
+    assert_eq!(r.src_mac, SRC_MAC);
+    assert!(
+        !r.has(flags::HAS_VLAN),
+        "the outer VLAN is not the inner frame's"
+    );
+    assert_eq!(r.src_ip, ip::ipv4_mapped([10, 0, 17, 1]));
+    assert_eq!((r.dscp, r.ecn), (48, 2));
+    assert_eq!(r.dest_qp, 0x118);
+    assert_eq!(r.icrc_ok(), Some(true));
+}
+
+#[test]
+fn erspan_type_i_ii_iii() {
+    // Type II: GRE with sequence number, 8-byte ERSPAN header.
+    let ii = [
+        0x10, 0x00, 0x88, 0xBE, 0x00, 0x00, 0x00, 0x01, // GRE S, seq 1
+        0x10, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, // ERSPAN II, session 1
+    ];
+    let f = erspan_frame(&ii);
+    let r = dec(&f);
+    assert_inner_cnp(&r);
+    assert_eq!(r.cap_len as usize, f.len());
+
+    // Type I: no sequence number, no ERSPAN header.
+    assert_inner_cnp(&dec(&erspan_frame(&[0x00, 0x00, 0x88, 0xBE])));
+
+    // Type II with checksum and key too.
+    let ck = [
+        0xB0, 0x00, 0x88, 0xBE, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1, // GRE C K S
+        0x10, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+    ];
+    assert_inner_cnp(&dec(&erspan_frame(&ck)));
+
+    // Type III without and with the platform subheader.
+    let iii = [
+        0x10, 0x00, 0x22, 0xEB, 0x00, 0x00, 0x00, 0x01, // GRE S
+        0x20, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0x00, 0x00, // ERSPAN III, O clear
+    ];
+    assert_inner_cnp(&dec(&erspan_frame(&iii)));
+    let mut iii_o = iii.to_vec();
+    iii_o[19] = 0x01;
+    iii_o.extend_from_slice(&[0xAA; 8]);
+    assert_inner_cnp(&dec(&erspan_frame(&iii_o)));
+
+    // Over IPv6.
+    let mut l4 = ii.to_vec();
+    l4.extend_from_slice(&CX4_CNP);
+    assert_inner_cnp(&dec(&eth(0x86DD, &ipv6(47, &l4))));
+
+    // Cut inside the ERSPAN header: nothing of the inner frame survived.
+    let f = erspan_frame(&ii);
+    let cut = 18 + 20 + 10;
+    assert_eq!(
+        decode(ETHERNET, &f[..cut], f.len() as u32).kind(),
+        Kind::Other
+    );
+    // Cut inside the inner BTH: the inner headers that survived.
+    let cut = 18 + 20 + 16 + BTH_AT + 4;
+    let r = decode(ETHERNET, &f[..cut], f.len() as u32);
+    assert_eq!(r.kind(), Kind::Roce);
+    assert!(r.has(flags::ERSPAN | flags::HAS_UDP) && !r.has(flags::HAS_BTH));
+
+    // Other GRE payloads, GRE version 1, routing bit: not unwrapped.
+    for g in [
+        [0x00, 0x00, 0x08, 0x00],
+        [0x00, 0x01, 0x88, 0xBE],
+        [0x40, 0x00, 0x88, 0xBE],
+    ] {
+        let f = erspan_frame(&g);
+        assert_other(&dec(&f), &f);
+    }
+
+    // ERSPAN in ERSPAN: one level only. The mirrored frame is itself a whole
+    // ERSPAN frame around the CNP; it is not unwrapped again.
+    let mut nested = ii.to_vec();
+    nested.extend_from_slice(&erspan_frame(&ii));
+    let f = eth(0x0800, &ipv4(47, &nested));
+    assert_other(&dec(&f), &f);
+}
+
+#[test]
+fn linux_cooked_captures() {
+    let ip = &CX4_CNP[ETH_LEN..];
+    let mut sll = vec![
+        0, 0, 0, 1, 0, 6, 0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32, 0, 0, 0x08, 0x00,
+    ];
+    sll.extend_from_slice(ip);
+    let r = decode(LINUX_SLL, &sll, sll.len() as u32);
+    assert_eq!(r.kind(), Kind::Cnp);
+    assert_eq!((r.src_mac, r.dst_mac), ([0; 6], [0; 6]));
+    assert_eq!(r.dest_qp, 0x118);
+    assert_eq!(r.icrc_ok(), Some(true));
+    assert_eq!(decode(LINUX_SLL, &sll[..15], 100).kind(), Kind::Other);
+
+    let mut sll2 = vec![0x08, 0x00, 0, 0, 0, 0, 0, 3, 0, 1, 0, 6];
+    sll2.extend_from_slice(&[0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32, 0, 0]);
+    sll2.extend_from_slice(ip);
+    let r = decode(LINUX_SLL2, &sll2, sll2.len() as u32);
+    assert_eq!(r.kind(), Kind::Cnp);
+    assert_eq!((r.src_mac, r.dst_mac), ([0; 6], [0; 6]));
+    assert_eq!(r.icrc_ok(), Some(true));
+
+    // The same bytes under a link type we do not know.
+    assert_other(&decode(12345, &sll2, sll2.len() as u32), &sll2);
+}
+
+#[test]
+fn pfc_and_pause() {
+    let pfc = [
+        0x01, 0x01, 0x00, 0x09, // PFC, priorities 0 and 3
+        0xFF, 0xFF, 0, 0, 0, 0, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, // times
+    ];
+    let mut f = eth(0x8808, &pfc);
+    f.resize(60, 0); // padded to the minimum frame
+    let r = dec(&f);
+    assert_eq!(r.kind(), Kind::Pfc);
+    assert!(r.has(flags::HAS_PFC) && !r.has(flags::HAS_PAUSE));
+    assert_eq!(r.pfc_enable, 0x09);
+    assert_eq!(r.pfc_quanta, [0xFFFF, 0, 0, 0x100, 0, 0, 0, 0]);
+    assert_eq!(r.src_mac, SRC_MAC);
+    assert_eq!((r.frame_len, r.cap_len), (60, 60));
+
+    // Cut before the quanta: still PFC, fields unknown.
+    let r = decode(ETHERNET, &f[..ETH_LEN + 6], 64);
+    assert_eq!(r.kind(), Kind::Pfc);
+    assert!(!r.has(flags::HAS_PFC));
+    assert_eq!(r.pfc_quanta, [0; 8]);
+    // Cut before the opcode: unknown.
+    assert_eq!(decode(ETHERNET, &f[..ETH_LEN + 1], 64).kind(), Kind::Other);
+
+    // Behind a VLAN tag.
+    let mut tagged = vec![0xE0, 0x00, 0x88, 0x08];
+    tagged.extend_from_slice(&pfc);
+    let r = dec(&eth(0x8100, &tagged));
+    assert_eq!(r.kind(), Kind::Pfc);
+    assert_eq!((r.pcp, r.vlan), (7, 0));
+
+    let f = eth(0x8808, &[0x00, 0x01, 0x12, 0x34]);
+    let r = dec(&f);
+    assert_eq!(r.kind(), Kind::Pause);
+    assert!(r.has(flags::HAS_PAUSE) && !r.has(flags::HAS_PFC));
+    assert_eq!(r.pause_quanta, 0x1234);
+    let r = decode(ETHERNET, &f[..ETH_LEN + 3], 64);
+    assert_eq!(r.kind(), Kind::Pause);
+    assert!(!r.has(flags::HAS_PAUSE));
+
+    // Another MAC Control opcode (e.g. MPCP GATE).
+    let f = eth(0x8808, &[0x00, 0x02, 0, 0]);
+    assert_other(&dec(&f), &f);
+}
+
+/// Random corruptions and every cut of every frame above: no panic.
+#[test]
+fn hostile_bytes_never_panic() {
+    let mut frames = vec![
+        CX4_CNP.to_vec(),
+        roce_v4(bth(0x0B), &[0; 20], &[1; 7]),
+        roce_v4(bth(0x13), &[0; 28], &[]),
+        roce_v4(bth(0x12), &[0; 12], &[]),
+        roce_v4(bth(0x65), &[0; 12], &[]),
+        erspan_frame(&[
+            0x10, 0x00, 0x22, 0xEB, 0, 0, 0, 1, 0x20, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1,
+        ]),
+        eth(0x86DD, &ipv6(0, &[17, 0, 1, 4, 0, 0, 0, 0])),
+        eth(0x8808, &[0x01, 0x01, 0, 0xFF]),
+    ];
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for i in 0..frames.len() {
+        for _ in 0..300 {
+            let mut f = frames[i].clone();
+            for _ in 0..1 + rnd() % 4 {
+                let at = (rnd() as usize) % f.len();
+                f[at] = rnd() as u8;
+            }
+            frames.push(f);
+        }
+    }
+    for f in &frames {
+        for cut in 0..=f.len() {
+            for lt in [ETHERNET, LINUX_SLL, LINUX_SLL2] {
+                let r = decode(lt, &f[..cut], f.len() as u32);
+                assert_eq!(r.cap_len as usize, cut);
+                if r.kind() == Kind::Other {
+                    assert_eq!(r.flags, 0);
+                }
+            }
+        }
+    }
+}
+
+/// A classic little-endian pcap, record by record (test helper only: the
+/// real reader is `sources`).
+fn pcap_records(file: &[u8]) -> (u32, Vec<(&[u8], u32)>) {
+    assert_eq!(
+        &file[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian µs pcap"
+    );
+    let le32 = |at: usize| u32::from_le_bytes(file[at..at + 4].try_into().unwrap());
+    let linktype = le32(20);
+    let mut at = 24;
+    let mut out = Vec::new();
+    while at + 16 <= file.len() {
+        let (incl, orig) = (le32(at + 8) as usize, le32(at + 12));
+        out.push((&file[at + 16..at + 16 + incl], orig));
+        at += 16 + incl;
+    }
+    (linktype, out)
+}
+
+#[test]
+fn oferby_proxy_capture() {
+    // The real captures sit beside the repository (../shared/captures).
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/captures/oferby-proxy-roce.pcap");
+    let file = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (linktype, records) = pcap_records(&file);
+    assert_eq!(records.len(), 123);
+    // 37 frames come from source port 69 (36 ACKs and one SEND Only with
+    // Immediate); 37 ACKs in all (one from another port).
+    let (mut roce, mut from_69, mut acks, mut icrc_ok) = (0, 0, 0, 0);
+    for (data, orig) in records {
+        let r = decode(linktype, data, orig);
+        match r.kind() {
+            Kind::Roce => {
+                roce += 1;
+                icrc_ok += usize::from(r.icrc_ok() == Some(true));
+                from_69 += usize::from(r.udp_sport == 69);
+                if r.opcode == 0x11 {
+                    assert!(r.has(flags::HAS_AETH));
+                    assert!(rocescope_common::proto::ib::aeth::is_ack(r.aeth_syndrome));
+                    acks += 1;
+                }
+                assert!(
+                    matches!(r.opcode, 0x00 | 0x03 | 0x05 | 0x11),
+                    "{:#x}",
+                    r.opcode
+                );
+                assert!(r.has(flags::HAS_PAYLOAD_LEN | flags::HAS_BTH));
+                assert_eq!(r.src_ip[..12], ip::ipv4_mapped([0; 4])[..12]);
+            }
+            Kind::Other => {}
+            k => panic!("unexpected {k:?}"),
+        }
+    }
+    assert_eq!((roce, from_69, acks, icrc_ok), (105, 37, 37, 105));
+}

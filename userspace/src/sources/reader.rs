@@ -1,0 +1,944 @@
+//! Streaming pcap / pcapng reader.
+//!
+//! [`CaptureReader`] reads a capture in blocks through pcap-parser's circular
+//! buffer (the refill / consume loop), so a 10 GB capture never sits in
+//! memory: the reader holds one buffer of [`BUFFER_CAPACITY`] bytes plus one
+//! [`Interface`] per interface the file declares. See the module docs of
+//! [`crate::sources`] for the decisions taken where the brief was silent.
+use std::cell::RefCell;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Cursor, Read};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use pcap_parser::traits::PcapReaderIterator;
+use pcap_parser::{
+    Block, EnhancedPacketBlock, InterfaceDescriptionBlock, LegacyPcapBlock, LegacyPcapReader,
+    OptionCode, PcapBlockOwned, PcapError, PcapHeader, PcapNGReader, SimplePacketBlock,
+    UnknownBlock,
+};
+
+use crate::error::{Error, Result};
+
+/// Largest captured length accepted for one frame (libpcap's
+/// `MAXIMUM_SNAPLEN`). A record claiming more is corrupt.
+pub const MAX_CAPLEN: u32 = 256 * 1024;
+/// Size of the read buffer: the largest block parsed in place. Larger
+/// non-packet pcapng blocks are skipped by streaming over them.
+pub const BUFFER_CAPACITY: usize = 1 << 20;
+/// Most interfaces one file may declare (over all its sections).
+pub const MAX_INTERFACES: usize = 65_536;
+/// Most non-fatal warnings kept per file; later ones are only counted and
+/// summed up in one last warning.
+pub const MAX_WARNINGS: usize = 20;
+
+const SHB_TYPE: u32 = 0x0A0D_0D0A;
+const IDB_TYPE: u32 = 1;
+const PB_TYPE: u32 = 2;
+const SPB_TYPE: u32 = 3;
+const EPB_TYPE: u32 = 6;
+const BOM: u32 = 0x1A2B_3C4D;
+const NS_PER_SEC: u64 = 1_000_000_000;
+
+/// One capture interface, as the file declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    /// pcapng `if_name` (None for classic pcap or when absent).
+    pub name: Option<String>,
+    /// LINKTYPE_* value (see `rocescope_common::proto::linktype`).
+    pub linktype: u32,
+    /// Snapshot length; 0 means "no limit".
+    pub snaplen: u32,
+}
+
+/// One captured frame, borrowed from the reader's buffer until the next
+/// call to [`CaptureReader::next_frame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// 1-based frame number in its file (counts every packet record,
+    /// skipped ones included, so numbers match Wireshark's).
+    pub number: u64,
+    /// Index into [`CaptureReader::interfaces`] (0 for classic pcap).
+    pub iface: u32,
+    /// Nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    /// LINKTYPE_* of the frame's interface.
+    pub linktype: u32,
+    /// Length on the wire (never less than `data.len()`).
+    pub orig_len: u32,
+    /// Captured bytes.
+    pub data: &'a [u8],
+}
+
+/// Something wrong in a capture that did not stop the analysis of
+/// everything before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub path: PathBuf,
+    /// Byte offset in the file of the record concerned.
+    pub offset: u64,
+    /// Frames returned before the problem.
+    pub frames_before: u64,
+    /// What is wrong (and what was done about it).
+    pub detail: String,
+    /// True when the reader stopped there (the rest of the file is unread).
+    pub stopped: bool,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: at byte {}: {}",
+            self.path.display(),
+            self.offset,
+            self.detail
+        )?;
+        if self.stopped {
+            write!(
+                f,
+                "; stopped reading there (analysed the {} frames before it)",
+                self.frames_before
+            )
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Streaming reader over one pcap or pcapng capture.
+pub struct CaptureReader {
+    src: Box<dyn PcapReaderIterator>,
+    io_error: Rc<RefCell<Option<io::Error>>>,
+    st: State,
+}
+
+/// Per-interface timestamp scale.
+#[derive(Debug, Clone, Copy)]
+struct TsScale {
+    /// Timestamp units per second.
+    units: u64,
+    /// if_tsoffset, in seconds.
+    offset_s: i64,
+}
+
+struct State {
+    path: PathBuf,
+    interfaces: Vec<Interface>,
+    scales: Vec<TsScale>,
+    /// Classic pcap: timestamps' fraction is in ns (else µs).
+    legacy_ns: bool,
+    /// Index in `interfaces` of the current pcapng section's interface 0.
+    section_base: usize,
+    /// Current pcapng section is big-endian.
+    section_be: bool,
+    pcapng: bool,
+    warnings: Vec<Warning>,
+    warnings_noted: usize,
+    warnings_dropped: u64,
+    snaplen_warned: bool,
+    /// File offset of the first byte of the reader's buffered data.
+    pos: u64,
+    /// Length of the block of the frame last returned, consumed on the next call.
+    pending: usize,
+    number: u64,
+    delivered: u64,
+    last_ts: u64,
+    done: bool,
+}
+
+/// What to do after looking at one block or parser result.
+enum Step {
+    /// Return a frame: the block is `len` bytes; its captured bytes are at
+    /// `start..start + caplen` of the buffered data.
+    Frame {
+        len: usize,
+        start: usize,
+        caplen: usize,
+        meta: Meta,
+    },
+    /// Consume this many bytes and go on.
+    Consume(usize),
+    NeedData,
+    Eof,
+    /// A warning with `stopped` was pushed; end of the frames.
+    Stop,
+    TooLarge,
+    Corrupt(String),
+    Io,
+}
+
+#[derive(Clone, Copy)]
+struct Meta {
+    number: u64,
+    iface: u32,
+    ts_ns: u64,
+    linktype: u32,
+    orig_len: u32,
+}
+
+/// `Read` adapter: fills the whole buffer when it can (so pcap-parser's
+/// single-read constructors see a whole header even from a pipe), retries
+/// on `Interrupted`, and keeps the I/O error for the error message
+/// (pcap-parser reports only "ReadError"). An error after some bytes were
+/// read is held back until those bytes are handed out.
+struct FullRead<R> {
+    inner: R,
+    held: Option<io::Error>,
+    error: Rc<RefCell<Option<io::Error>>>,
+}
+
+impl<R: Read> Read for FullRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let e = match self.held.take() {
+            Some(e) => e,
+            None => match read_fully(&mut self.inner, buf) {
+                (n, None) => return Ok(n),
+                (n, Some(e)) if n > 0 => {
+                    self.held = Some(e);
+                    return Ok(n);
+                }
+                (_, Some(e)) => e,
+            },
+        };
+        let kind = e.kind();
+        *self.error.borrow_mut() = Some(e);
+        Err(io::Error::new(kind, "read failed"))
+    }
+}
+
+/// Reads until `buf` is full, the reader ends, or an error (returned with
+/// the count of bytes read before it).
+fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k.min(buf.len() - n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (n, Some(e)),
+        }
+    }
+    (n, None)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Pcap,
+    PcapNg,
+}
+
+fn detect(magic: [u8; 4]) -> std::result::Result<Format, String> {
+    match u32::from_le_bytes(magic) {
+        0xa1b2_c3d4 | 0xa1b2_3c4d | 0xa1b2_cd34 | 0xd4c3_b2a1 | 0x4d3c_b2a1 => Ok(Format::Pcap),
+        SHB_TYPE => Ok(Format::PcapNg),
+        _ => {
+            let hint = match magic {
+                [0x1f, 0x8b, ..] => "; it is gzip-compressed: gunzip it first",
+                [0x28, 0xb5, 0x2f, 0xfd] => "; it is zstd-compressed: unzstd it first",
+                [0xfd, b'7', b'z', b'X'] => "; it is xz-compressed: unxz it first",
+                [b'B', b'Z', b'h', _] => "; it is bzip2-compressed: bunzip2 it first",
+                _ => "",
+            };
+            Err(format!(
+                "unknown magic number {:02x} {:02x} {:02x} {:02x}{hint}",
+                magic[0], magic[1], magic[2], magic[3]
+            ))
+        }
+    }
+}
+
+impl CaptureReader {
+    /// Opens a capture file.
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|source| Error::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_reader(path, file)
+    }
+
+    /// Reads a capture from any byte stream; `name` names it in messages.
+    pub fn from_reader(name: impl Into<PathBuf>, r: impl Read + 'static) -> Result<Self> {
+        let path = name.into();
+        let mut r = r;
+        let mut magic = [0u8; 4];
+        let (n, err) = read_fully(&mut r, &mut magic);
+        if let Some(source) = err {
+            return Err(Error::Read {
+                path,
+                offset: n as u64,
+                source,
+            });
+        }
+        let not_a_capture = |detail: String| Error::NotACapture {
+            path: path.clone(),
+            detail,
+        };
+        if n == 0 {
+            return Err(not_a_capture("the file is empty".into()));
+        }
+        if n < 4 {
+            return Err(not_a_capture(format!(
+                "the file is only {n} bytes long, too short for a file header"
+            )));
+        }
+        let format = detect(magic).map_err(not_a_capture)?;
+        let io_error = Rc::new(RefCell::new(None));
+        let inner: Box<dyn Read> = Box::new(Cursor::new(magic).chain(r));
+        let stream = FullRead {
+            inner,
+            held: None,
+            error: io_error.clone(),
+        };
+        let header_error = |e: PcapError<&[u8]>, what: &str| -> Error {
+            match e {
+                PcapError::ReadError => Error::Read {
+                    path: path.clone(),
+                    offset: 0,
+                    source: io_error
+                        .borrow_mut()
+                        .take()
+                        .unwrap_or_else(|| io::Error::other("read failed")),
+                },
+                PcapError::Incomplete(_) | PcapError::UnexpectedEof | PcapError::BufferTooSmall => {
+                    Error::NotACapture {
+                        path: path.clone(),
+                        detail: format!("the file ends inside its {what}"),
+                    }
+                }
+                _ => Error::BadCapture {
+                    path: path.clone(),
+                    offset: 0,
+                    detail: format!(
+                        "the {what} is damaged; the file cannot be read (repair it, e.g. with pcapfix, or capture again)"
+                    ),
+                },
+            }
+        };
+        let src: Box<dyn PcapReaderIterator> = match format {
+            Format::Pcap => Box::new(
+                LegacyPcapReader::new(BUFFER_CAPACITY, stream)
+                    .map_err(|e| header_error(e, "24-byte pcap file header"))?,
+            ),
+            Format::PcapNg => Box::new(
+                PcapNGReader::new(BUFFER_CAPACITY, stream)
+                    .map_err(|e| header_error(e, "pcapng section header block"))?,
+            ),
+        };
+        let mut reader = CaptureReader {
+            src,
+            io_error,
+            st: State {
+                path,
+                interfaces: Vec::new(),
+                scales: Vec::new(),
+                legacy_ns: false,
+                section_base: 0,
+                section_be: false,
+                pcapng: format == Format::PcapNg,
+                warnings: Vec::new(),
+                warnings_noted: 0,
+                warnings_dropped: 0,
+                snaplen_warned: false,
+                pos: 0,
+                pending: 0,
+                number: 0,
+                delivered: 0,
+                last_ts: 0,
+                done: false,
+            },
+        };
+        if format == Format::Pcap {
+            // The legacy reader hands out the file header as its first block:
+            // take it now so `interfaces()` is right before the first frame.
+            let len = match reader.src.next() {
+                Ok((len, PcapBlockOwned::LegacyHeader(h))) => {
+                    reader.st.on_pcap_header(&h);
+                    len
+                }
+                _ => 0,
+            };
+            reader.consume(len);
+        }
+        Ok(reader)
+    }
+
+    /// Interfaces declared so far (grows as pcapng IDBs appear; all
+    /// sections of the file, in order).
+    pub fn interfaces(&self) -> &[Interface] {
+        &self.st.interfaces
+    }
+
+    /// Warnings since the last call.
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.st.warnings)
+    }
+
+    /// Bytes of the file read so far (up to the end of the frame last returned).
+    pub fn offset(&self) -> u64 {
+        self.st.pos + self.st.pending as u64
+    }
+
+    /// The name given at open.
+    pub fn path(&self) -> &Path {
+        &self.st.path
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.src.consume(n);
+        self.st.pos += n as u64;
+    }
+
+    fn io_err(&mut self) -> Error {
+        self.st.done = true;
+        Error::Read {
+            path: self.st.path.clone(),
+            offset: self.st.pos,
+            source: self
+                .io_error
+                .borrow_mut()
+                .take()
+                .unwrap_or_else(|| io::Error::other("read failed")),
+        }
+    }
+
+    /// The next frame, `Ok(None)` at the end of the capture (or where it
+    /// is cut or corrupt: a warning then says where). An I/O error is an
+    /// `Err` ([`Error::Read`]).
+    pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>> {
+        if self.st.pending > 0 {
+            let n = self.st.pending;
+            self.st.pending = 0;
+            self.consume(n);
+        }
+        loop {
+            if self.st.done {
+                return Ok(None);
+            }
+            let base = self.src.data().as_ptr() as usize;
+            let step = match self.src.next() {
+                Ok((len, block)) => self.st.on_block(len, &block, base),
+                Err(PcapError::Eof) => Step::Eof,
+                Err(PcapError::Incomplete(_)) => Step::NeedData,
+                Err(PcapError::UnexpectedEof) => {
+                    self.st.stop(if self.st.pcapng {
+                        "the capture ends inside a block (the file was cut, e.g. copied while being written)"
+                            .to_string()
+                    } else {
+                        "the capture ends inside a packet record (the file was cut, e.g. copied while being written)"
+                            .to_string()
+                    });
+                    Step::Stop
+                }
+                Err(PcapError::BufferTooSmall) => Step::TooLarge,
+                Err(PcapError::ReadError) => Step::Io,
+                Err(_) => Step::Corrupt(if self.st.pcapng {
+                    "damaged block (bad length or contents)".to_string()
+                } else {
+                    "damaged packet record".to_string()
+                }),
+            };
+            match step {
+                Step::Frame {
+                    len,
+                    start,
+                    caplen,
+                    meta,
+                } => {
+                    let Some(end) = start.checked_add(caplen) else {
+                        self.st.stop("internal error locating the frame".into());
+                        continue;
+                    };
+                    if self.src.data().get(start..end).is_none() {
+                        self.st.stop("internal error locating the frame".into());
+                        continue;
+                    }
+                    self.st.pending = len;
+                    self.st.delivered += 1;
+                    self.st.last_ts = meta.ts_ns;
+                    let data = &self.src.data()[start..end];
+                    return Ok(Some(Frame {
+                        number: meta.number,
+                        iface: meta.iface,
+                        ts_ns: meta.ts_ns,
+                        linktype: meta.linktype,
+                        orig_len: meta.orig_len.max(caplen as u32),
+                        data,
+                    }));
+                }
+                Step::Consume(n) => self.consume(n),
+                Step::NeedData => {
+                    if let Some(detail) = self.complete_but_unparsed() {
+                        self.st.stop(detail);
+                        continue;
+                    }
+                    let before = self.src.data().len();
+                    if self.src.refill().is_err() {
+                        return Err(self.io_err());
+                    }
+                    if self.src.data().len() == before && !self.src.reader_exhausted() {
+                        self.st
+                            .stop("damaged block: it does not parse within its length".into());
+                    }
+                }
+                Step::Eof => self.st.finish(),
+                Step::Stop => {}
+                Step::TooLarge => self.too_large()?,
+                Step::Corrupt(detail) => self.st.stop(detail),
+                Step::Io => return Err(self.io_err()),
+            }
+        }
+    }
+
+    /// pcapng: the parser wants more bytes, but the block's own length says
+    /// it is all in the buffer: the block is damaged (e.g. a captured length
+    /// longer than the block).
+    fn complete_but_unparsed(&self) -> Option<String> {
+        if !self.st.pcapng {
+            return None;
+        }
+        let (btype, blen) = ng_peek(self.src.data(), self.st.section_be)?;
+        if blen >= 12 && blen as usize <= self.src.data().len() {
+            Some(format!(
+                "damaged block (type {btype:#x}, {blen} bytes): its contents overrun its length"
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// A record or block larger than the buffer: skip it when it carries no
+    /// packet and no interface, else stop.
+    fn too_large(&mut self) -> Result<()> {
+        if !self.st.pcapng {
+            let caplen = legacy_caplen(self.src.data(), self.st.section_be);
+            self.st.stop(format!(
+                "packet record claims {} captured bytes, more than the {MAX_CAPLEN} any capture tool writes: the file is damaged",
+                caplen.map_or_else(|| "too many".to_string(), |c| c.to_string())
+            ));
+            return Ok(());
+        }
+        let Some((btype, blen)) = ng_peek(self.src.data(), self.st.section_be) else {
+            self.st.stop("damaged block header".into());
+            return Ok(());
+        };
+        if blen < 12 || !blen.is_multiple_of(4) {
+            self.st.stop(format!(
+                "damaged block header (type {btype:#x}, length {blen})"
+            ));
+            return Ok(());
+        }
+        if matches!(btype, SHB_TYPE | IDB_TYPE | PB_TYPE | SPB_TYPE | EPB_TYPE) {
+            self.st.stop(format!(
+                "block of type {btype:#x} claims {blen} bytes, more than this reader's {BUFFER_CAPACITY}-byte limit: the file is damaged"
+            ));
+            return Ok(());
+        }
+        // Stream over a large block that holds no packet (e.g. a big
+        // decryption-secrets or custom block).
+        let block_start = self.st.pos;
+        let mut left = blen as u64;
+        loop {
+            let n = (self.src.data().len() as u64).min(left);
+            self.consume(n as usize);
+            left -= n;
+            if left == 0 {
+                return Ok(());
+            }
+            if self.src.refill().is_err() {
+                return Err(self.io_err());
+            }
+            if self.src.data().is_empty() && self.src.reader_exhausted() {
+                self.st.pos = block_start;
+                self.st.stop(format!(
+                    "the capture ends inside a {blen}-byte block (the file was cut)"
+                ));
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// pcapng block type and length at the start of `data`, in the section's
+/// byte order (an SHB carries its own byte-order magic).
+fn ng_peek(data: &[u8], be: bool) -> Option<(u32, u32)> {
+    let word = |at: usize, be: bool| -> Option<u32> {
+        let b: [u8; 4] = data.get(at..at + 4)?.try_into().ok()?;
+        Some(if be {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        })
+    };
+    let raw = word(0, false)?;
+    if raw == SHB_TYPE {
+        let bom_be = word(8, true)? == BOM;
+        return Some((SHB_TYPE, word(4, bom_be)?));
+    }
+    Some((word(0, be)?, word(4, be)?))
+}
+
+fn legacy_caplen(data: &[u8], be: bool) -> Option<u32> {
+    let b: [u8; 4] = data.get(8..12)?.try_into().ok()?;
+    Some(if be {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    })
+}
+
+/// `ts` in `units` per second, plus an offset in seconds, as ns since the
+/// epoch (clamped to the u64 range).
+fn scale_ts(ts: u64, scale: TsScale) -> u64 {
+    let ns = (ts as u128 * NS_PER_SEC as u128 / scale.units.max(1) as u128) as i128
+        + scale.offset_s as i128 * NS_PER_SEC as i128;
+    ns.clamp(0, u64::MAX as i128) as u64
+}
+
+/// Units per second of an `if_tsresol` byte: 10^n, or 2^n with the top bit.
+fn ts_units(resol: u8) -> Option<u64> {
+    if resol & 0x80 == 0 {
+        10u64.checked_pow(u32::from(resol))
+    } else {
+        1u64.checked_shl(u32::from(resol & 0x7f))
+    }
+}
+
+impl State {
+    fn warn(&mut self, offset: u64, detail: String) {
+        if self.warnings_noted >= MAX_WARNINGS {
+            self.warnings_dropped += 1;
+            return;
+        }
+        self.warnings_noted += 1;
+        self.warnings.push(Warning {
+            path: self.path.clone(),
+            offset,
+            frames_before: self.delivered,
+            detail,
+            stopped: false,
+        });
+    }
+
+    /// Stops at the block at the front of the buffer.
+    fn stop(&mut self, detail: String) {
+        self.warnings.push(Warning {
+            path: self.path.clone(),
+            offset: self.pos,
+            frames_before: self.delivered,
+            detail,
+            stopped: true,
+        });
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        if self.warnings_dropped > 0 {
+            self.warnings.push(Warning {
+                path: self.path.clone(),
+                offset: self.pos,
+                frames_before: self.delivered,
+                detail: format!(
+                    "{} more warnings like the ones above were not listed",
+                    self.warnings_dropped
+                ),
+                stopped: false,
+            });
+        }
+    }
+
+    fn on_pcap_header(&mut self, h: &PcapHeader) {
+        self.legacy_ns = h.is_nanosecond_precision();
+        self.section_be = h.is_bigendian();
+        // The upper bits of the link-type field carry FCS information.
+        self.interfaces.push(Interface {
+            name: None,
+            linktype: (h.network.0 as u32) & 0xFFFF,
+            snaplen: h.snaplen,
+        });
+        self.scales.push(TsScale {
+            units: if self.legacy_ns {
+                NS_PER_SEC
+            } else {
+                1_000_000
+            },
+            offset_s: 0,
+        });
+    }
+
+    fn on_block(&mut self, len: usize, block: &PcapBlockOwned<'_>, base: usize) -> Step {
+        match block {
+            PcapBlockOwned::LegacyHeader(h) => {
+                if self.interfaces.is_empty() {
+                    self.on_pcap_header(h);
+                }
+                Step::Consume(len)
+            }
+            PcapBlockOwned::Legacy(b) => self.on_legacy(len, b, base),
+            PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
+                self.section_base = self.interfaces.len();
+                self.section_be = shb.big_endian();
+                Step::Consume(len)
+            }
+            PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => self.on_idb(len, idb),
+            PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => self.on_epb(len, epb, base),
+            PcapBlockOwned::NG(Block::SimplePacket(spb)) => self.on_spb(len, spb, base),
+            PcapBlockOwned::NG(Block::Unknown(ub)) => {
+                let btype = if self.section_be {
+                    ub.block_type.swap_bytes()
+                } else {
+                    ub.block_type
+                };
+                if btype == PB_TYPE {
+                    self.on_pb(len, ub, base)
+                } else {
+                    Step::Consume(len)
+                }
+            }
+            PcapBlockOwned::NG(_) => Step::Consume(len),
+        }
+    }
+
+    fn frame_step(
+        &mut self,
+        len: usize,
+        data: &[u8],
+        base: usize,
+        iface: usize,
+        ts_ns: u64,
+        orig_len: u32,
+    ) -> Step {
+        let caplen = data.len();
+        let Some(start) = (data.as_ptr() as usize).checked_sub(base) else {
+            self.stop("internal error locating the frame".into());
+            return Step::Stop;
+        };
+        let Interface {
+            linktype, snaplen, ..
+        } = self.interfaces[iface];
+        if snaplen != 0 && caplen > snaplen as usize && !self.snaplen_warned {
+            self.snaplen_warned = true;
+            self.warn(
+                self.pos,
+                format!(
+                    "frame {}: {caplen} bytes captured, more than the interface's snaplen {snaplen}; kept them all (reported once per file)",
+                    self.number
+                ),
+            );
+        }
+        Step::Frame {
+            len,
+            start,
+            caplen,
+            meta: Meta {
+                number: self.number,
+                iface: iface as u32,
+                ts_ns,
+                linktype,
+                orig_len,
+            },
+        }
+    }
+
+    fn on_legacy(&mut self, len: usize, b: &LegacyPcapBlock<'_>, base: usize) -> Step {
+        self.number += 1;
+        if b.caplen > MAX_CAPLEN {
+            self.stop(format!(
+                "packet record claims {} captured bytes, more than the {MAX_CAPLEN} any capture tool writes: the file is damaged",
+                b.caplen
+            ));
+            return Step::Stop;
+        }
+        let frac_ns = if self.legacy_ns {
+            u64::from(b.ts_usec)
+        } else {
+            u64::from(b.ts_usec) * 1000
+        };
+        let ts_ns = u64::from(b.ts_sec) * NS_PER_SEC + frac_ns;
+        if self.interfaces.is_empty() {
+            self.stop("packet record before the file header".into());
+            return Step::Stop;
+        }
+        self.frame_step(len, b.data, base, 0, ts_ns, b.origlen)
+    }
+
+    fn on_idb(&mut self, len: usize, idb: &InterfaceDescriptionBlock<'_>) -> Step {
+        if self.interfaces.len() >= MAX_INTERFACES {
+            self.stop(format!(
+                "more than {MAX_INTERFACES} interface description blocks: the file is damaged"
+            ));
+            return Step::Stop;
+        }
+        let mut name = None;
+        let mut resol = 6u8;
+        let mut offset_s = 0i64;
+        for opt in &idb.options {
+            let Ok(v) = opt.as_bytes() else { continue };
+            match opt.code {
+                OptionCode::IfName => {
+                    let s = String::from_utf8_lossy(v);
+                    name = Some(s.trim_end_matches('\0').to_string());
+                }
+                OptionCode::IfTsresol => {
+                    if let Some(&r) = v.first() {
+                        resol = r;
+                    }
+                }
+                OptionCode::IfTsoffset => {
+                    if let Ok(b) = <[u8; 8]>::try_from(v) {
+                        offset_s = if self.section_be {
+                            i64::from_be_bytes(b)
+                        } else {
+                            i64::from_le_bytes(b)
+                        };
+                    }
+                }
+                _ => {}
+            }
+        }
+        let index = self.interfaces.len();
+        let units = match ts_units(resol) {
+            Some(u) if u > 0 => u,
+            _ => {
+                self.warn(
+                    self.pos,
+                    format!(
+                        "interface {index}: if_tsresol {resol:#04x} is no usable resolution; took its timestamps as microseconds"
+                    ),
+                );
+                1_000_000
+            }
+        };
+        self.interfaces.push(Interface {
+            name,
+            linktype: (idb.linktype.0 as u32) & 0xFFFF,
+            snaplen: idb.snaplen,
+        });
+        self.scales.push(TsScale { units, offset_s });
+        Step::Consume(len)
+    }
+
+    /// Section-local interface id to file-wide index, or a skip warning.
+    fn iface_index(&mut self, if_id: u32, what: &str) -> Option<usize> {
+        let in_section = self.interfaces.len() - self.section_base;
+        if (if_id as usize) < in_section {
+            Some(self.section_base + if_id as usize)
+        } else {
+            self.warn(
+                self.pos,
+                format!(
+                    "frame {}: {what} names interface {if_id}, but its section declares {in_section}; skipped that frame",
+                    self.number
+                ),
+            );
+            None
+        }
+    }
+
+    fn oversized(&mut self, caplen: u32) -> bool {
+        if caplen > MAX_CAPLEN {
+            self.warn(
+                self.pos,
+                format!(
+                    "frame {}: {caplen} captured bytes, more than the {MAX_CAPLEN} any capture tool writes; skipped that frame",
+                    self.number
+                ),
+            );
+            true
+        } else {
+            false
+        }
+    }
+
+    fn on_epb(&mut self, len: usize, epb: &EnhancedPacketBlock<'_>, base: usize) -> Step {
+        self.number += 1;
+        let Some(iface) = self.iface_index(epb.if_id, "enhanced packet block") else {
+            return Step::Consume(len);
+        };
+        if self.oversized(epb.caplen) {
+            return Step::Consume(len);
+        }
+        let ts = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
+        let ts_ns = scale_ts(ts, self.scales[iface]);
+        let caplen = (epb.caplen as usize).min(epb.data.len());
+        self.frame_step(len, &epb.data[..caplen], base, iface, ts_ns, epb.origlen)
+    }
+
+    fn on_spb(&mut self, len: usize, spb: &SimplePacketBlock<'_>, base: usize) -> Step {
+        self.number += 1;
+        let Some(iface) = self.iface_index(0, "simple packet block") else {
+            return Step::Consume(len);
+        };
+        let snaplen = self.interfaces[iface].snaplen;
+        let mut caplen = (spb.origlen as usize).min(spb.data.len());
+        if snaplen != 0 {
+            caplen = caplen.min(snaplen as usize);
+        }
+        if self.oversized(caplen as u32) {
+            return Step::Consume(len);
+        }
+        // An SPB carries no timestamp: it gets the previous frame's.
+        let ts_ns = self.last_ts;
+        self.frame_step(len, &spb.data[..caplen], base, iface, ts_ns, spb.origlen)
+    }
+
+    /// Obsolete Packet Block (type 2): iface u16, drops u16, ts high, ts
+    /// low, caplen, origlen, data, options.
+    fn on_pb(&mut self, len: usize, ub: &UnknownBlock<'_>, base: usize) -> Step {
+        self.number += 1;
+        let body = ub.data;
+        let be = self.section_be;
+        let u32_at = |at: usize| -> u32 {
+            let b: [u8; 4] = body[at..at + 4].try_into().unwrap_or([0; 4]);
+            if be {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
+        if body.len() < 20 {
+            self.warn(
+                self.pos,
+                format!(
+                    "frame {}: packet block too short for its header; skipped that frame",
+                    self.number
+                ),
+            );
+            return Step::Consume(len);
+        }
+        let if_id = {
+            let b = [body[0], body[1]];
+            if be {
+                u16::from_be_bytes(b)
+            } else {
+                u16::from_le_bytes(b)
+            }
+        };
+        let (ts_high, ts_low, caplen, origlen) = (u32_at(4), u32_at(8), u32_at(12), u32_at(16));
+        let Some(iface) = self.iface_index(u32::from(if_id), "packet block") else {
+            return Step::Consume(len);
+        };
+        if self.oversized(caplen) {
+            return Step::Consume(len);
+        }
+        let Some(data) = body.get(20..20 + caplen as usize) else {
+            self.warn(
+                self.pos,
+                format!(
+                    "frame {}: packet block's captured length {caplen} overruns the block; skipped that frame",
+                    self.number
+                ),
+            );
+            return Step::Consume(len);
+        };
+        let ts = (u64::from(ts_high) << 32) | u64::from(ts_low);
+        let ts_ns = scale_ts(ts, self.scales[iface]);
+        self.frame_step(len, data, base, iface, ts_ns, origlen)
+    }
+}

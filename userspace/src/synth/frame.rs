@@ -1,0 +1,851 @@
+//! Frame builder: complete Ethernet frames with RoCEv2 (valid ICRC), CNP,
+//! PFC, 802.3x PAUSE, optionally wrapped in ERSPAN II/III over GRE.
+//!
+//! Every frame type is a small plain struct with public fields and a
+//! [`Default`]; [`WireFrame::write`] puts the frame into a caller's buffer
+//! (cleared first, capacity reused), [`WireFrame::append`] adds it at the end
+//! of what the buffer holds. Nothing is allocated per frame beyond the
+//! buffer's growth.
+//!
+//! ```
+//! use rocescope::synth::frame::{RoceFrame, WireFrame};
+//! let mut buf = Vec::new();
+//! let mut f = RoceFrame::default();
+//! f.bth.opcode = 0x0A; // RC RDMA WRITE Only: a RETH follows the BTH
+//! f.ext.reth_len = 4096;
+//! f.payload_len = 1024;
+//! f.write(&mut buf);
+//! assert_eq!(buf.len(), 14 + 20 + 8 + 12 + 16 + 1024 + 4);
+//! ```
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use rocescope_common::proto::{ethernet, gre, ib, ip, mac_control, udp};
+
+use crate::decode::icrc;
+
+/// Shortest Ethernet frame without its FCS: shorter frames get zero padding.
+pub const MIN_FRAME_LEN: usize = 60;
+
+/// Destination MAC of MAC Control frames (PAUSE and PFC).
+pub const MAC_CONTROL_DST: [u8; 6] = [0x01, 0x80, 0xC2, 0x00, 0x00, 0x01];
+
+/// Something that can be written as one Ethernet frame.
+pub trait WireFrame {
+    /// Appends the frame at the end of `out` (what `out` held is kept; the
+    /// 60-byte minimum counts from where this frame starts).
+    fn append(&self, out: &mut Vec<u8>);
+
+    /// Replaces the contents of `out` with the frame.
+    fn write(&self, out: &mut Vec<u8>) {
+        out.clear();
+        self.append(out);
+    }
+}
+
+/// One 802.1Q (or 802.1ad) tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VlanTag {
+    /// Tag protocol identifier: 0x8100 (C-tag), 0x88A8 (S-tag), 0x9100.
+    pub tpid: u16,
+    /// VLAN id (12 bits).
+    pub vid: u16,
+    /// Priority code point (3 bits).
+    pub pcp: u8,
+    /// Drop eligible indicator.
+    pub dei: bool,
+}
+
+impl VlanTag {
+    /// An 802.1Q customer tag.
+    pub const fn dot1q(vid: u16, pcp: u8) -> VlanTag {
+        VlanTag {
+            tpid: ethernet::ETHERTYPE_VLAN,
+            vid,
+            pcp,
+            dei: false,
+        }
+    }
+
+    /// An 802.1ad service tag (the outer tag of QinQ).
+    pub const fn dot1ad(vid: u16, pcp: u8) -> VlanTag {
+        VlanTag {
+            tpid: ethernet::ETHERTYPE_QINQ,
+            vid,
+            pcp,
+            dei: false,
+        }
+    }
+
+    fn tci(&self) -> u16 {
+        (u16::from(self.pcp & 7) << 13) | (u16::from(self.dei) << 12) | (self.vid & 0x0FFF)
+    }
+}
+
+/// Ethernet II header with up to two tags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EthHeader {
+    pub dst: [u8; 6],
+    pub src: [u8; 6],
+    /// Outermost tag of a QinQ pair (written first); usually [`VlanTag::dot1ad`].
+    pub outer_vlan: Option<VlanTag>,
+    /// The (innermost) tag; usually [`VlanTag::dot1q`].
+    pub vlan: Option<VlanTag>,
+}
+
+impl Default for EthHeader {
+    /// Locally administered unicast 02:00:00:00:00:01 → 02:00:00:00:00:02, untagged.
+    fn default() -> Self {
+        EthHeader {
+            dst: [0x02, 0, 0, 0, 0, 0x02],
+            src: [0x02, 0, 0, 0, 0, 0x01],
+            outer_vlan: None,
+            vlan: None,
+        }
+    }
+}
+
+impl EthHeader {
+    /// Bytes this header takes (14 plus 4 per tag).
+    pub fn header_len(&self) -> usize {
+        ethernet::HEADER_LEN
+            + ethernet::VLAN_TAG_LEN
+                * (usize::from(self.outer_vlan.is_some()) + usize::from(self.vlan.is_some()))
+    }
+
+    fn append(&self, out: &mut Vec<u8>, ethertype: u16) {
+        out.extend_from_slice(&self.dst);
+        out.extend_from_slice(&self.src);
+        for tag in [self.outer_vlan, self.vlan].into_iter().flatten() {
+            out.extend_from_slice(&tag.tpid.to_be_bytes());
+            out.extend_from_slice(&tag.tci().to_be_bytes());
+        }
+        out.extend_from_slice(&ethertype.to_be_bytes());
+    }
+}
+
+/// IP addresses: the version of the header follows from them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpAddrs {
+    V4 { src: Ipv4Addr, dst: Ipv4Addr },
+    V6 { src: Ipv6Addr, dst: Ipv6Addr },
+}
+
+/// IPv4 or IPv6 header values (lengths and the IPv4 checksum are computed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpHeader {
+    pub addrs: IpAddrs,
+    /// Differentiated services code point (6 bits).
+    pub dscp: u8,
+    /// ECN (2 bits): 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE.
+    pub ecn: u8,
+    /// IPv4 TTL or IPv6 hop limit.
+    pub ttl: u8,
+    /// IPv4 identification (unused for IPv6).
+    pub id: u16,
+    /// IPv4 don't-fragment flag (unused for IPv6).
+    pub dont_fragment: bool,
+    /// IPv6 flow label (20 bits; unused for IPv4).
+    pub flow_label: u32,
+}
+
+impl Default for IpHeader {
+    /// 10.0.0.1 → 10.0.0.2, DSCP 26, ECT(0), TTL 64, DF.
+    fn default() -> Self {
+        IpHeader {
+            addrs: IpAddrs::V4 {
+                src: Ipv4Addr::new(10, 0, 0, 1),
+                dst: Ipv4Addr::new(10, 0, 0, 2),
+            },
+            dscp: 26,
+            ecn: ip::ECN_ECT0,
+            ttl: 64,
+            id: 0,
+            dont_fragment: true,
+            flow_label: 0,
+        }
+    }
+}
+
+impl IpHeader {
+    pub fn ethertype(&self) -> u16 {
+        match self.addrs {
+            IpAddrs::V4 { .. } => ethernet::ETHERTYPE_IPV4,
+            IpAddrs::V6 { .. } => ethernet::ETHERTYPE_IPV6,
+        }
+    }
+
+    pub fn header_len(&self) -> usize {
+        match self.addrs {
+            IpAddrs::V4 { .. } => ip::IPV4_MIN_HEADER_LEN,
+            IpAddrs::V6 { .. } => ip::IPV6_HEADER_LEN,
+        }
+    }
+
+    fn tos(&self) -> u8 {
+        (self.dscp << 2) | (self.ecn & 3)
+    }
+
+    /// Appends the header for `payload_len` bytes of protocol `proto`.
+    fn append(&self, out: &mut Vec<u8>, proto: u8, payload_len: usize) {
+        match self.addrs {
+            IpAddrs::V4 { src, dst } => {
+                let start = out.len();
+                let total = (ip::IPV4_MIN_HEADER_LEN + payload_len) as u16;
+                let frag: u16 = if self.dont_fragment { 0x4000 } else { 0 };
+                out.extend_from_slice(&[0x45, self.tos()]);
+                out.extend_from_slice(&total.to_be_bytes());
+                out.extend_from_slice(&self.id.to_be_bytes());
+                out.extend_from_slice(&frag.to_be_bytes());
+                out.extend_from_slice(&[self.ttl, proto, 0, 0]);
+                out.extend_from_slice(&src.octets());
+                out.extend_from_slice(&dst.octets());
+                let sum = ipv4_checksum(&out[start..]);
+                out[start + 10..start + 12].copy_from_slice(&sum.to_be_bytes());
+            }
+            IpAddrs::V6 { src, dst } => {
+                let word =
+                    (6u32 << 28) | (u32::from(self.tos()) << 20) | (self.flow_label & 0xF_FFFF);
+                out.extend_from_slice(&word.to_be_bytes());
+                out.extend_from_slice(&(payload_len as u16).to_be_bytes());
+                out.extend_from_slice(&[proto, self.ttl]);
+                out.extend_from_slice(&src.octets());
+                out.extend_from_slice(&dst.octets());
+            }
+        }
+    }
+}
+
+/// RFC 1071 one's-complement sum of `data`, folded, not inverted.
+fn ones_sum(data: &[u8], mut acc: u32) -> u32 {
+    let mut chunks = data.chunks_exact(2);
+    for c in &mut chunks {
+        acc += u32::from(u16::from_be_bytes([c[0], c[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        acc += u32::from(*last) << 8;
+    }
+    while acc > 0xFFFF {
+        acc = (acc & 0xFFFF) + (acc >> 16);
+    }
+    acc
+}
+
+/// The IPv4 header checksum of `header` (its checksum field must be zero).
+pub fn ipv4_checksum(header: &[u8]) -> u16 {
+    !(ones_sum(header, 0) as u16)
+}
+
+/// Base Transport Header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bth {
+    pub opcode: u8,
+    /// Solicited event.
+    pub se: bool,
+    pub migreq: bool,
+    /// `None`: pad the payload to a multiple of 4 bytes and say how much.
+    /// `Some(n)`: write `n` (0..=3) pad bytes and that count, aligned or not.
+    pub pad_count: Option<u8>,
+    /// Transport header version (4 bits, 0).
+    pub tver: u8,
+    pub pkey: u16,
+    pub fecn: bool,
+    pub becn: bool,
+    /// Destination QP (24 bits).
+    pub dest_qp: u32,
+    pub ack_req: bool,
+    /// Packet sequence number (24 bits).
+    pub psn: u32,
+}
+
+impl Default for Bth {
+    /// RC SEND Only to QP 0x12, default P_Key 0xFFFF, PSN 0.
+    fn default() -> Self {
+        Bth {
+            opcode: 0x04,
+            se: false,
+            migreq: false,
+            pad_count: None,
+            tver: 0,
+            pkey: 0xFFFF,
+            fecn: false,
+            becn: false,
+            dest_qp: 0x12,
+            ack_req: false,
+            psn: 0,
+        }
+    }
+}
+
+impl Bth {
+    fn append(&self, out: &mut Vec<u8>, pad_count: u8) {
+        out.push(self.opcode);
+        out.push(
+            (u8::from(self.se) << 7)
+                | (u8::from(self.migreq) << 6)
+                | ((pad_count & 3) << 4)
+                | (self.tver & 0x0F),
+        );
+        out.extend_from_slice(&self.pkey.to_be_bytes());
+        out.push((u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6));
+        out.extend_from_slice(&u24(self.dest_qp));
+        out.push(u8::from(self.ack_req) << 7);
+        out.extend_from_slice(&u24(self.psn));
+    }
+}
+
+fn u24(v: u32) -> [u8; 3] {
+    let b = v.to_be_bytes();
+    [b[1], b[2], b[3]]
+}
+
+/// Values of every extension header. Only those the BTH opcode implies
+/// ([`ib::ext_headers`]) are written, in the order IBA puts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExtHeaders {
+    /// RDETH end-to-end context (24 bits).
+    pub rdeth_eecnxt: u32,
+    pub deth_qkey: u32,
+    /// DETH source QP (24 bits).
+    pub deth_src_qp: u32,
+    /// XRCETH XRC SRQ (24 bits).
+    pub xrc_srq: u32,
+    pub reth_va: u64,
+    pub reth_rkey: u32,
+    pub reth_len: u32,
+    pub atomic_va: u64,
+    pub atomic_rkey: u32,
+    pub atomic_swap_add: u64,
+    pub atomic_compare: u64,
+    pub aeth_syndrome: u8,
+    /// AETH message sequence number (24 bits).
+    pub aeth_msn: u32,
+    /// AtomicAckETH original remote data.
+    pub atomic_orig: u64,
+    /// ImmDt (written big-endian).
+    pub imm: u32,
+    /// IETH R_Key.
+    pub ieth_rkey: u32,
+}
+
+impl ExtHeaders {
+    fn append(&self, out: &mut Vec<u8>, mask: u16) {
+        use ib::ext;
+        if mask & ext::UNKNOWN != 0 {
+            return;
+        }
+        if mask & ext::RDETH != 0 {
+            out.push(0);
+            out.extend_from_slice(&u24(self.rdeth_eecnxt));
+        }
+        if mask & ext::DETH != 0 {
+            out.extend_from_slice(&self.deth_qkey.to_be_bytes());
+            out.push(0);
+            out.extend_from_slice(&u24(self.deth_src_qp));
+        }
+        if mask & ext::XRCETH != 0 {
+            out.push(0);
+            out.extend_from_slice(&u24(self.xrc_srq));
+        }
+        if mask & ext::RETH != 0 {
+            out.extend_from_slice(&self.reth_va.to_be_bytes());
+            out.extend_from_slice(&self.reth_rkey.to_be_bytes());
+            out.extend_from_slice(&self.reth_len.to_be_bytes());
+        }
+        if mask & ext::ATOMIC_ETH != 0 {
+            out.extend_from_slice(&self.atomic_va.to_be_bytes());
+            out.extend_from_slice(&self.atomic_rkey.to_be_bytes());
+            out.extend_from_slice(&self.atomic_swap_add.to_be_bytes());
+            out.extend_from_slice(&self.atomic_compare.to_be_bytes());
+        }
+        if mask & ext::AETH != 0 {
+            out.push(self.aeth_syndrome);
+            out.extend_from_slice(&u24(self.aeth_msn));
+        }
+        if mask & ext::ATOMIC_ACK_ETH != 0 {
+            out.extend_from_slice(&self.atomic_orig.to_be_bytes());
+        }
+        if mask & ext::IMMDT != 0 {
+            out.extend_from_slice(&self.imm.to_be_bytes());
+        }
+        if mask & ext::IETH != 0 {
+            out.extend_from_slice(&self.ieth_rkey.to_be_bytes());
+        }
+    }
+}
+
+/// What goes into the ICRC field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IcrcMode {
+    /// The correct ICRC.
+    #[default]
+    Valid,
+    /// The correct ICRC with every bit flipped (never valid).
+    Corrupt,
+    /// This value (as the CRC value: written least significant byte first).
+    Value(u32),
+}
+
+/// A RoCEv2 packet (or CNP) in an Ethernet frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoceFrame {
+    pub eth: EthHeader,
+    pub ip: IpHeader,
+    /// UDP source port: flow entropy.
+    pub udp_sport: u16,
+    /// 4791 unless a test wants otherwise.
+    pub udp_dport: u16,
+    /// Compute the UDP checksum (IPv4 and IPv6); otherwise it is 0, as
+    /// RoCE NICs send it.
+    pub udp_checksum: bool,
+    pub bth: Bth,
+    pub ext: ExtHeaders,
+    /// Bytes of application payload after the extension headers. Ignored for
+    /// a CNP, whose 16 reserved bytes are always written (zero).
+    pub payload_len: usize,
+    /// Payload byte `i` is `payload_seed + i` (mod 256).
+    pub payload_seed: u8,
+    pub icrc: IcrcMode,
+    /// Cut the UDP datagram to this many bytes (IP and UDP lengths follow)
+    /// after the ICRC was computed: a datagram too short for its headers
+    /// (a `malformed` frame) when below 8 + 12 + 4.
+    pub udp_truncate: Option<usize>,
+}
+
+impl Default for RoceFrame {
+    fn default() -> Self {
+        RoceFrame {
+            eth: EthHeader::default(),
+            ip: IpHeader::default(),
+            udp_sport: 0xC000,
+            udp_dport: udp::ROCEV2_PORT,
+            udp_checksum: false,
+            bth: Bth::default(),
+            ext: ExtHeaders::default(),
+            payload_len: 0,
+            payload_seed: 0,
+            icrc: IcrcMode::Valid,
+            udp_truncate: None,
+        }
+    }
+}
+
+impl RoceFrame {
+    /// A CNP (opcode 0x81) to `dest_qp` with BECN set, as ConnectX NICs send
+    /// it (P_Key 0xFFFF, 16 zero reserved bytes).
+    pub fn cnp(dest_qp: u32) -> RoceFrame {
+        let mut f = RoceFrame::default();
+        f.bth.opcode = ib::OPCODE_CNP;
+        f.bth.becn = true;
+        f.bth.dest_qp = dest_qp;
+        f
+    }
+
+    /// True when the opcode is the CNP one.
+    pub fn is_cnp(&self) -> bool {
+        self.bth.opcode == ib::OPCODE_CNP
+    }
+
+    /// Payload bytes actually written (16 reserved bytes for a CNP).
+    pub fn effective_payload_len(&self) -> usize {
+        if self.is_cnp() {
+            ib::CNP_RESERVED_LEN
+        } else {
+            self.payload_len
+        }
+    }
+
+    /// The BTH pad count written.
+    pub fn effective_pad_count(&self) -> u8 {
+        match self.bth.pad_count {
+            Some(n) => n & 3,
+            None if self.is_cnp() => 0,
+            None => ((4 - self.payload_len % 4) % 4) as u8,
+        }
+    }
+
+    /// Extension headers written after the BTH ([`ib::ext`] bits).
+    pub fn ext_mask(&self) -> u16 {
+        ib::ext_headers(self.bth.opcode) & !ib::ext::UNKNOWN
+    }
+
+    /// UDP datagram length as built, before any `udp_truncate`.
+    pub fn udp_len(&self) -> usize {
+        udp::HEADER_LEN
+            + ib::BTH_LEN
+            + ib::ext_headers_len(self.ext_mask())
+            + self.effective_payload_len()
+            + usize::from(self.effective_pad_count())
+            + ib::ICRC_LEN
+    }
+
+    /// Length of the frame on the wire (without FCS), Ethernet padding included.
+    pub fn frame_len(&self) -> usize {
+        let udp_len = match self.udp_truncate {
+            Some(n) => n.min(self.udp_len()),
+            None => self.udp_len(),
+        };
+        (self.eth.header_len() + self.ip.header_len() + udp_len).max(MIN_FRAME_LEN)
+    }
+}
+
+impl WireFrame for RoceFrame {
+    fn append(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let udp_len = self.udp_len();
+        out.reserve(self.eth.header_len() + self.ip.header_len() + udp_len + MIN_FRAME_LEN);
+        self.eth.append(out, self.ip.ethertype());
+        let ip_start = out.len();
+        self.ip.append(out, ip::PROTO_UDP, udp_len);
+        let udp_start = out.len();
+        out.extend_from_slice(&self.udp_sport.to_be_bytes());
+        out.extend_from_slice(&self.udp_dport.to_be_bytes());
+        out.extend_from_slice(&(udp_len as u16).to_be_bytes());
+        out.extend_from_slice(&[0, 0]);
+        let pad = self.effective_pad_count();
+        self.bth.append(out, pad);
+        self.ext.append(out, self.ext_mask());
+        if self.is_cnp() {
+            out.resize(out.len() + ib::CNP_RESERVED_LEN, 0);
+        } else {
+            let seed = self.payload_seed;
+            out.extend((0..self.payload_len).map(|i| seed.wrapping_add(i as u8)));
+        }
+        out.resize(out.len() + usize::from(pad), 0);
+        out.extend_from_slice(&[0; ib::ICRC_LEN]);
+        debug_assert_eq!(out.len() - udp_start, udp_len);
+
+        let crc = icrc::compute(&out[ip_start..]).expect("a built RoCE packet has every header");
+        let crc = match self.icrc {
+            IcrcMode::Valid => crc,
+            IcrcMode::Corrupt => !crc,
+            IcrcMode::Value(v) => v,
+        };
+        let end = out.len();
+        out[end - ib::ICRC_LEN..].copy_from_slice(&crc.to_le_bytes());
+
+        if let Some(cut) = self.udp_truncate.filter(|&n| n < udp_len) {
+            out.truncate(udp_start + cut);
+            let cut16 = cut as u16;
+            out[udp_start + 4..udp_start + 6].copy_from_slice(&cut16.to_be_bytes());
+            rewrite_ip_len(&mut out[ip_start..udp_start], cut);
+        }
+        if self.udp_checksum {
+            let sum = udp_checksum(&out[ip_start..udp_start], &out[udp_start..]);
+            out[udp_start + 6..udp_start + 8].copy_from_slice(&sum.to_be_bytes());
+        }
+        pad_min(out, start);
+    }
+}
+
+/// Rewrites the length field (and the IPv4 checksum) of an IP header for
+/// `payload_len` bytes of payload.
+fn rewrite_ip_len(header: &mut [u8], payload_len: usize) {
+    if header[0] >> 4 == 4 {
+        let total = (header.len() + payload_len) as u16;
+        header[2..4].copy_from_slice(&total.to_be_bytes());
+        header[10..12].copy_from_slice(&[0, 0]);
+        let sum = ipv4_checksum(header);
+        header[10..12].copy_from_slice(&sum.to_be_bytes());
+    } else {
+        header[4..6].copy_from_slice(&(payload_len as u16).to_be_bytes());
+    }
+}
+
+/// UDP checksum over the pseudo-header of `ip_header` and `datagram` (whose
+/// checksum field must be zero). Zero results are sent as 0xFFFF.
+fn udp_checksum(ip_header: &[u8], datagram: &[u8]) -> u16 {
+    let len = datagram.len() as u32;
+    let mut acc = u32::from(ip::PROTO_UDP) + (len & 0xFFFF) + (len >> 16);
+    acc = if ip_header[0] >> 4 == 4 {
+        ones_sum(&ip_header[12..20], acc)
+    } else {
+        ones_sum(&ip_header[8..40], acc)
+    };
+    let sum = !(ones_sum(datagram, acc) as u16);
+    if sum == 0 { 0xFFFF } else { sum }
+}
+
+fn pad_min(out: &mut Vec<u8>, start: usize) {
+    if out.len() - start < MIN_FRAME_LEN {
+        out.resize(start + MIN_FRAME_LEN, 0);
+    }
+}
+
+/// 802.1Qbb priority flow control frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PfcFrame {
+    /// Normally [`MAC_CONTROL_DST`].
+    pub dst: [u8; 6],
+    pub src: [u8; 6],
+    /// PFC is normally untagged; some switches mirror it with a tag.
+    pub vlan: Option<VlanTag>,
+    /// Class-enable vector: bit `p` enables `quanta[p]`.
+    pub enable: u8,
+    /// Pause time per priority, in quanta of 512 bit times.
+    pub quanta: [u16; 8],
+}
+
+impl Default for PfcFrame {
+    fn default() -> Self {
+        PfcFrame {
+            dst: MAC_CONTROL_DST,
+            src: [0x02, 0, 0, 0, 0, 0xFE],
+            vlan: None,
+            enable: 0,
+            quanta: [0; 8],
+        }
+    }
+}
+
+impl PfcFrame {
+    /// Pause (or, with `quanta` 0, resume) one priority.
+    pub fn single(priority: u8, quanta: u16) -> PfcFrame {
+        let mut f = PfcFrame {
+            enable: 1 << (priority & 7),
+            ..PfcFrame::default()
+        };
+        f.quanta[usize::from(priority & 7)] = quanta;
+        f
+    }
+}
+
+impl WireFrame for PfcFrame {
+    fn append(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let eth = EthHeader {
+            dst: self.dst,
+            src: self.src,
+            outer_vlan: None,
+            vlan: self.vlan,
+        };
+        eth.append(out, ethernet::ETHERTYPE_MAC_CONTROL);
+        out.extend_from_slice(&mac_control::OPCODE_PFC.to_be_bytes());
+        out.extend_from_slice(&u16::from(self.enable).to_be_bytes());
+        for q in self.quanta {
+            out.extend_from_slice(&q.to_be_bytes());
+        }
+        pad_min(out, start);
+    }
+}
+
+/// 802.3x PAUSE frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PauseFrame {
+    /// Normally [`MAC_CONTROL_DST`].
+    pub dst: [u8; 6],
+    pub src: [u8; 6],
+    pub vlan: Option<VlanTag>,
+    /// Pause time in quanta of 512 bit times (0 resumes).
+    pub quanta: u16,
+}
+
+impl Default for PauseFrame {
+    fn default() -> Self {
+        PauseFrame {
+            dst: MAC_CONTROL_DST,
+            src: [0x02, 0, 0, 0, 0, 0xFE],
+            vlan: None,
+            quanta: 0xFFFF,
+        }
+    }
+}
+
+impl WireFrame for PauseFrame {
+    fn append(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let eth = EthHeader {
+            dst: self.dst,
+            src: self.src,
+            outer_vlan: None,
+            vlan: self.vlan,
+        };
+        eth.append(out, ethernet::ETHERTYPE_MAC_CONTROL);
+        out.extend_from_slice(&mac_control::OPCODE_PAUSE.to_be_bytes());
+        out.extend_from_slice(&self.quanta.to_be_bytes());
+        pad_min(out, start);
+    }
+}
+
+/// Already built frame bytes, to write as they are (or to wrap in ERSPAN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawFrame<'a>(pub &'a [u8]);
+
+impl WireFrame for RawFrame<'_> {
+    fn append(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.0);
+    }
+}
+
+/// ERSPAN version.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ErspanVersion {
+    /// Type II: GRE protocol 0x88BE, 8-byte header with a 20-bit index.
+    #[default]
+    II,
+    /// Type III: GRE protocol 0x22EB, 12-byte header with a timestamp.
+    III,
+}
+
+/// ERSPAN encapsulation: outer Ethernet / IPv4 / GRE (with sequence number)
+/// / ERSPAN header / the mirrored frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Erspan {
+    pub version: ErspanVersion,
+    /// Outer Ethernet header (tags allowed).
+    pub eth: EthHeader,
+    /// Outer IPv4: source (the switch) and destination (the collector).
+    pub src_ip: Ipv4Addr,
+    pub dst_ip: Ipv4Addr,
+    pub dscp: u8,
+    pub ttl: u8,
+    pub ip_id: u16,
+    /// GRE sequence number.
+    pub gre_seq: u32,
+    /// ERSPAN session id (10 bits).
+    pub session_id: u16,
+    /// The mirrored frame's original VLAN (12 bits).
+    pub vlan: u16,
+    /// Class of service (3 bits).
+    pub cos: u8,
+    /// Type II "En" / type III "BSO" (2 bits).
+    pub encap: u8,
+    /// T: the mirrored frame was truncated.
+    pub truncated: bool,
+    /// Type II port index (20 bits).
+    pub index: u32,
+    /// Type III timestamp (low 32 bits).
+    pub timestamp: u32,
+    /// Type III security group tag.
+    pub sgt: u16,
+    /// Type III hardware id (6 bits).
+    pub hw_id: u8,
+    /// Type III direction (false ingress, true egress).
+    pub direction: bool,
+    /// Type III timestamp granularity (2 bits).
+    pub granularity: u8,
+}
+
+impl Default for Erspan {
+    fn default() -> Self {
+        Erspan {
+            version: ErspanVersion::II,
+            eth: EthHeader {
+                dst: [0x02, 0, 0, 0, 0xEE, 0x02],
+                src: [0x02, 0, 0, 0, 0xEE, 0x01],
+                outer_vlan: None,
+                vlan: None,
+            },
+            src_ip: Ipv4Addr::new(192, 168, 0, 1),
+            dst_ip: Ipv4Addr::new(192, 168, 0, 2),
+            dscp: 0,
+            ttl: 64,
+            ip_id: 0,
+            gre_seq: 0,
+            session_id: 1,
+            vlan: 0,
+            cos: 0,
+            encap: 0,
+            truncated: false,
+            index: 0,
+            timestamp: 0,
+            sgt: 0,
+            hw_id: 0,
+            direction: false,
+            granularity: 0,
+        }
+    }
+}
+
+impl Erspan {
+    /// Bytes added in front of the mirrored frame.
+    pub fn overhead(&self) -> usize {
+        self.eth.header_len()
+            + ip::IPV4_MIN_HEADER_LEN
+            + gre::BASE_LEN
+            + 4
+            + match self.version {
+                ErspanVersion::II => gre::ERSPAN_II_LEN,
+                ErspanVersion::III => gre::ERSPAN_III_LEN,
+            }
+    }
+
+    /// `inner` wrapped, appended to `out`.
+    pub fn append(&self, inner: &impl WireFrame, out: &mut Vec<u8>) {
+        let ip_header = IpHeader {
+            addrs: IpAddrs::V4 {
+                src: self.src_ip,
+                dst: self.dst_ip,
+            },
+            dscp: self.dscp,
+            ecn: 0,
+            ttl: self.ttl,
+            id: self.ip_id,
+            dont_fragment: false,
+            flow_label: 0,
+        };
+        self.eth.append(out, ethernet::ETHERTYPE_IPV4);
+        let ip_start = out.len();
+        // Length fixed below, once the inner frame is in.
+        ip_header.append(out, gre::IP_PROTO, 0);
+        let ip_end = out.len();
+        let proto = match self.version {
+            ErspanVersion::II => gre::PROTO_ERSPAN_II,
+            ErspanVersion::III => gre::PROTO_ERSPAN_III,
+        };
+        out.extend_from_slice(&gre::FLAG_SEQUENCE.to_be_bytes());
+        out.extend_from_slice(&proto.to_be_bytes());
+        out.extend_from_slice(&self.gre_seq.to_be_bytes());
+        let ver: u16 = match self.version {
+            ErspanVersion::II => 1,
+            ErspanVersion::III => 2,
+        };
+        out.extend_from_slice(&((ver << 12) | (self.vlan & 0x0FFF)).to_be_bytes());
+        let word1 = (u16::from(self.cos & 7) << 13)
+            | (u16::from(self.encap & 3) << 11)
+            | (u16::from(self.truncated) << 10)
+            | (self.session_id & 0x03FF);
+        out.extend_from_slice(&word1.to_be_bytes());
+        match self.version {
+            ErspanVersion::II => out.extend_from_slice(&(self.index & 0xF_FFFF).to_be_bytes()),
+            ErspanVersion::III => {
+                out.extend_from_slice(&self.timestamp.to_be_bytes());
+                out.extend_from_slice(&self.sgt.to_be_bytes());
+                // P = 0, FT = 0 (an Ethernet frame), O = 0 (no subheader).
+                let low = (u16::from(self.hw_id & 0x3F) << 4)
+                    | (u16::from(self.direction) << 3)
+                    | (u16::from(self.granularity & 3) << 1);
+                out.extend_from_slice(&low.to_be_bytes());
+            }
+        }
+        inner.append(out);
+        let payload = out.len() - ip_end;
+        rewrite_ip_len(&mut out[ip_start..ip_end], payload);
+    }
+
+    /// Replaces the contents of `out` with `inner` wrapped.
+    pub fn write(&self, inner: &impl WireFrame, out: &mut Vec<u8>) {
+        out.clear();
+        self.append(inner, out);
+    }
+
+    /// A [`WireFrame`] of `inner` wrapped in this encapsulation.
+    pub fn wrap<'a, F: WireFrame>(&'a self, inner: &'a F) -> Wrapped<'a, F> {
+        Wrapped {
+            erspan: self,
+            inner,
+        }
+    }
+}
+
+/// A frame wrapped in ERSPAN (see [`Erspan::wrap`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Wrapped<'a, F> {
+    pub erspan: &'a Erspan,
+    pub inner: &'a F,
+}
+
+impl<F: WireFrame> WireFrame for Wrapped<'_, F> {
+    fn append(&self, out: &mut Vec<u8>) {
+        self.erspan.append(self.inner, out);
+    }
+}

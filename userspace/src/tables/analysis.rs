@@ -1,0 +1,102 @@
+//! The analyzer's tables: `flows`, `events`, `pfc`, `timeline` (DESIGN.md
+//! "Output tables"). `iface` columns hold the interface's name.
+use arrow_array::builder::{
+    Float64Builder, Int64Builder, StringBuilder, UInt8Builder, UInt16Builder, UInt32Builder,
+    UInt64Builder,
+};
+
+use super::format::{Ip, Mac};
+use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow};
+use crate::columns;
+
+/// A row and the names of the run's interfaces.
+pub struct Named<'a, R> {
+    pub row: &'a R,
+    pub ifaces: &'a [String],
+}
+
+impl<R> Named<'_, R> {
+    fn iface(&self, index: u16) -> &str {
+        self.ifaces.get(usize::from(index)).map(String::as_str).unwrap_or("?")
+    }
+}
+
+columns! {
+    pub struct FlowColumns for Named<'a, FlowRow> {
+        flow_id: UInt32Builder = |n| Some(n.row.flow_id),
+        iface: StringBuilder = |n| Some(n.iface(n.row.iface)),
+        src_ip: StringBuilder = |n| Some(Ip(n.row.src_ip)),
+        dst_ip: StringBuilder = |n| Some(Ip(n.row.dst_ip)),
+        dest_qp: UInt32Builder = |n| Some(n.row.dest_qp),
+        paired_qp: UInt32Builder = |n| n.row.paired_qp,
+        udp_sport: UInt16Builder = |n| n.row.udp_sport,
+        pcp: UInt8Builder = |n| n.row.pcp,
+        dscp: UInt8Builder = |n| n.row.dscp,
+        first_ts_ns: Int64Builder = |n| Some(n.row.first_ts_ns as i64),
+        last_ts_ns: Int64Builder = |n| Some(n.row.last_ts_ns as i64),
+        packets: UInt64Builder = |n| Some(n.row.packets),
+        bytes: UInt64Builder = |n| Some(n.row.bytes),
+        data_packets: UInt64Builder = |n| Some(n.row.data_packets),
+        payload_bytes: UInt64Builder = |n| Some(n.row.payload_bytes),
+        retrans_packets: UInt64Builder = |n| Some(n.row.retrans_packets),
+        retrans_rate: Float64Builder = |n| Some(n.row.retrans_rate),
+        rewinds: UInt64Builder = |n| Some(n.row.rewinds),
+        rewinds_nak: UInt64Builder = |n| Some(n.row.rewinds_nak),
+        rewinds_rnr: UInt64Builder = |n| Some(n.row.rewinds_rnr),
+        rewinds_timeout: UInt64Builder = |n| Some(n.row.rewinds_timeout),
+        max_rewind_depth: UInt32Builder = |n| Some(n.row.max_rewind_depth),
+        spurious_retrans: UInt64Builder = |n| Some(n.row.spurious_retrans),
+        gaps: UInt64Builder = |n| Some(n.row.gaps),
+        acks: UInt64Builder = |n| Some(n.row.acks),
+        naks: UInt64Builder = |n| Some(n.row.naks),
+        rnr_naks: UInt64Builder = |n| Some(n.row.rnr_naks),
+        ce: UInt64Builder = |n| Some(n.row.ce),
+        cnps: UInt64Builder = |n| Some(n.row.cnps),
+        gbps: Float64Builder = |n| Some(n.row.gbps),
+        goodput_gbps: Float64Builder = |n| Some(n.row.goodput_gbps),
+        max_idle_us: Float64Builder = |n| Some(n.row.max_idle_us),
+    }
+}
+
+columns! {
+    pub struct EventColumns for Named<'a, Event> {
+        ts_ns: Int64Builder = |n| Some(n.row.ts_ns as i64),
+        iface: StringBuilder = |n| Some(n.iface(n.row.iface)),
+        flow_id: UInt32Builder = |n| n.row.flow_id,
+        kind: StringBuilder = |n| Some(n.row.kind),
+        psn: UInt32Builder = |n| n.row.psn,
+        depth: UInt32Builder = |n| n.row.depth,
+        trigger: StringBuilder = |n| n.row.trigger,
+        idle_us: Float64Builder = |n| n.row.idle_us,
+        detail: StringBuilder = |n| Some(&n.row.detail),
+    }
+}
+
+columns! {
+    pub struct PfcColumns for Named<'a, PfcInterval> {
+        iface: StringBuilder = |n| Some(n.iface(n.row.iface)),
+        src_mac: StringBuilder = |n| Some(Mac(n.row.src_mac)),
+        priority: UInt8Builder = |n| Some(n.row.priority),
+        start_ns: Int64Builder = |n| Some(n.row.start_ns as i64),
+        end_ns: Int64Builder = |n| Some(n.row.end_ns as i64),
+        frames: UInt64Builder = |n| Some(n.row.frames),
+        ended_by: StringBuilder = |n| Some(n.row.ended_by),
+        duration_ns: Int64Builder = |n| Some(n.row.end_ns.saturating_sub(n.row.start_ns) as i64),
+    }
+}
+
+columns! {
+    pub struct TimelineColumns for TimelineRow {
+        flow_id: UInt32Builder = |r| Some(r.flow_id),
+        bin_start_ns: Int64Builder = |r| Some(r.bin_start_ns as i64),
+        bin_ns: Int64Builder = |r| Some(r.bin_ns as i64),
+        packets: UInt64Builder = |r| Some(r.packets),
+        bytes: UInt64Builder = |r| Some(r.bytes),
+        retrans_packets: UInt64Builder = |r| Some(r.retrans_packets),
+        ce: UInt64Builder = |r| Some(r.ce),
+        cnps: UInt64Builder = |r| Some(r.cnps),
+        gbps: Float64Builder = |r| Some(r.gbps),
+        goodput_gbps: Float64Builder = |r| Some(r.goodput_gbps),
+        paused_ns: Int64Builder = |r| Some(r.paused_ns as i64),
+    }
+}
