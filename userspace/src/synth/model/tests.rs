@@ -468,3 +468,14 @@ fn analyzer_agrees_with_truth() {
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
+
+#[test]
+fn writes_a_pcap_per_tap() {
+    use crate::synth::capture_writer::PcapWriter;
+    let (run, t) = run_scenario("lossy-link", 1, Some(400)).unwrap();
+    let mut w = PcapWriter::new(Vec::new(), crate::proto::linktype::ETHERNET, 65535).unwrap();
+    let n = bridge::write_tap(&run, 0, 0, bridge::EPOCH_NS, &mut w).unwrap();
+    assert_eq!(n as u64, t.taps[0].frames);
+    let bytes = w.finish().unwrap();
+    assert!(bytes.len() > 24 + n * 16);
+}
