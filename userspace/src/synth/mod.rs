@@ -4,10 +4,12 @@
 //!   header its opcode implies and a valid (or deliberately broken) ICRC,
 //!   CNPs, PFC and PAUSE frames, ERSPAN II/III encapsulation.
 //! * [`capture_writer`] streams them into pcap or pcapng files.
+//! * [`model`] simulates a small RoCE fabric and says what its mirror taps saw.
 //!
 //! Nothing here depends on the decoder or the capture reader.
 pub mod capture_writer;
 pub mod frame;
+pub mod model;
 
 pub use capture_writer::{CaptureWrite, PcapWriter, PcapngWriter};
 pub use frame::{

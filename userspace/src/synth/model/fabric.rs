@@ -1,0 +1,1146 @@
+//! The event loop: hosts, switches, ports with per-priority egress queues,
+//! PFC per ingress port and priority, WRED/ECN, links with serialisation and
+//! propagation delay, and the mirror taps.
+
+use super::qp::{Qp, QpStats};
+use super::scenario::{Config, Dir};
+use super::spec::{
+    Aeth, CnpSpec, FrameMeta, FrameSpec, MAC_CONTROL_DST, PfcSpec, Reth, RoceSpec, TapFrame,
+    Trigger, Vlan,
+};
+use super::switch::{Rng, ecmp_pick, ecn_mark_probability};
+use crate::proto::ib::{self, aeth, op};
+use serde::Serialize;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::net::Ipv4Addr;
+
+pub fn sender_ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, 0, (i + 1) as u8)
+}
+pub fn receiver_ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, 1, (i + 1) as u8)
+}
+pub fn requester_qpn(flow: usize) -> u32 {
+    0x0001_00 + flow as u32
+}
+pub fn responder_qpn(flow: usize) -> u32 {
+    0x0002_00 + flow as u32
+}
+
+/// Nanoseconds to put `len` bytes (plus preamble and inter-frame gap) on a link.
+fn wire_ns(len: u32, gbps: f64) -> u64 {
+    (((len + 20) as f64 * 8.0) / gbps).ceil() as u64
+}
+
+fn quanta_ns(q: u16, gbps: f64) -> u64 {
+    (q as f64 * crate::proto::mac_control::BITS_PER_QUANTUM as f64 / gbps).round() as u64
+}
+
+#[derive(Clone, Debug)]
+struct Pkt {
+    spec: FrameSpec,
+    prio: u8,
+    len: u32,
+    /// Switch ingress port the bytes are accounted to while queued.
+    ingress: Option<usize>,
+    meta: FrameMeta,
+}
+
+#[derive(Debug)]
+struct Port {
+    node: usize,
+    peer: usize,
+    mac: [u8; 6],
+    gbps: f64,
+    prop_ns: u64,
+    queues: [VecDeque<Pkt>; 8],
+    qbytes: [u64; 8],
+    ctrl: VecDeque<Pkt>,
+    busy: bool,
+    paused_until: [u64; 8],
+    wake_at: u64,
+    // PFC for what arrives on this port.
+    pfc_enabled: bool,
+    xoff: u64,
+    xon: u64,
+    in_bytes: [u64; 8],
+    pfc_on: [bool; 8],
+    pfc_epoch: [u64; 8],
+    // Impairments of the link into this port.
+    loss: f64,
+    corrupt: f64,
+    taps_tx: Vec<usize>,
+    taps_rx: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct Host {
+    port: usize,
+    ip: Ipv4Addr,
+    /// Processing rate in Gb/s; `None` = as fast as frames arrive.
+    rx_gbps: Option<f64>,
+    rx: VecDeque<Pkt>,
+    rx_busy: bool,
+    flows: Vec<usize>,
+    rr: usize,
+}
+
+#[derive(Debug)]
+enum NodeKind {
+    Host(usize),
+    Switch {
+        routes: BTreeMap<Ipv4Addr, Vec<usize>>,
+    },
+}
+
+#[derive(Debug)]
+enum Ev {
+    TxDone(usize),
+    Arrive(usize, Box<Pkt>),
+    Wake(usize),
+    RxDone(usize),
+    Rto(usize, u64),
+    PfcRefresh(usize, u8, u64),
+    Dcqcn(usize),
+    Rate(usize, f64),
+}
+
+struct Entry {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.t, o.seq).cmp(&(self.t, self.seq))
+    }
+}
+
+/// A mirror tap as resolved on the built fabric.
+#[derive(Clone, Debug, Serialize)]
+pub struct TapInfo {
+    pub name: String,
+    pub node: String,
+    pub toward: String,
+    pub dir: Dir,
+    pub link_gbps: f64,
+}
+
+/// Fabric-wide counters of the model.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FabricStats {
+    pub events: u64,
+    pub end_ns: u64,
+    /// Discards by switches (queue limit): what a switch's counters show.
+    pub switch_drops: u64,
+    pub link_drops: u64,
+    pub corrupted: u64,
+    pub pfc_frames_sent: u64,
+    /// Stopped early because the taps recorded `max_frames`.
+    pub truncated: bool,
+}
+
+/// Everything a run produced: the tap frames (time-ordered) with the
+/// model's own annotations, and its counters.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    pub scenario: String,
+    pub seed: u64,
+    pub taps: Vec<TapInfo>,
+    pub frames: Vec<TapFrame>,
+    /// `meta[i]` annotates `frames[i]`.
+    pub meta: Vec<FrameMeta>,
+    pub qps: Vec<QpSummary>,
+    pub fabric: FabricStats,
+}
+
+/// One connection as configured, with what the model did on it.
+#[derive(Clone, Debug, Serialize)]
+pub struct QpSummary {
+    pub src_ip: Ipv4Addr,
+    pub dst_ip: Ipv4Addr,
+    pub requester_qpn: u32,
+    pub responder_qpn: u32,
+    pub udp_sport: u16,
+    pub stats: QpStats,
+}
+
+pub struct Fabric {
+    cfg: Config,
+    now: u64,
+    seq: u64,
+    heap: BinaryHeap<Entry>,
+    rng: Rng,
+    names: Vec<String>,
+    kinds: Vec<NodeKind>,
+    ports: Vec<Port>,
+    hosts: Vec<Host>,
+    qps: Vec<Qp>,
+    taps: Vec<TapInfo>,
+    frames: Vec<TapFrame>,
+    meta: Vec<FrameMeta>,
+    stats: FabricStats,
+}
+
+impl Fabric {
+    /// Build the leaf-spine fabric of `cfg`. Errors name the bad setting.
+    pub fn new(cfg: &Config) -> Result<Fabric, String> {
+        let cfg = cfg.clone();
+        if cfg.senders == 0 || cfg.receivers == 0 || cfg.spines == 0 {
+            return Err("senders, receivers and spines must be at least 1".into());
+        }
+        if cfg.senders > 250 || cfg.receivers > 250 {
+            return Err("at most 250 senders and 250 receivers".into());
+        }
+        if cfg.mtu == 0 || cfg.link_gbps <= 0.0 {
+            return Err("mtu and link_gbps must be positive".into());
+        }
+        let mut f = Fabric {
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            rng: Rng::new(cfg.seed),
+            names: vec![],
+            kinds: vec![],
+            ports: vec![],
+            hosts: vec![],
+            qps: vec![],
+            taps: vec![],
+            frames: vec![],
+            meta: vec![],
+            stats: FabricStats::default(),
+            cfg,
+        };
+        let c = f.cfg.clone();
+        let mut host_nodes = vec![];
+        for (prefix, n) in [("s", c.senders), ("r", c.receivers)] {
+            for i in 0..n {
+                let ip = if prefix == "s" {
+                    sender_ip(i)
+                } else {
+                    receiver_ip(i)
+                };
+                let h = f.hosts.len();
+                f.names.push(format!("{prefix}{i}"));
+                f.kinds.push(NodeKind::Host(h));
+                let rx = if prefix == "r" {
+                    c.rx_gbps.get(i).copied().filter(|g| *g > 0.0)
+                } else {
+                    None
+                };
+                f.hosts.push(Host {
+                    port: usize::MAX,
+                    ip,
+                    rx_gbps: rx,
+                    rx: VecDeque::new(),
+                    rx_busy: false,
+                    flows: vec![],
+                    rr: 0,
+                });
+                host_nodes.push(f.names.len() - 1);
+            }
+        }
+        let switch = |f: &mut Fabric, name: String| {
+            f.names.push(name);
+            f.kinds.push(NodeKind::Switch {
+                routes: BTreeMap::new(),
+            });
+            f.names.len() - 1
+        };
+        let leaf0 = switch(&mut f, "leaf0".into());
+        let leaf1 = switch(&mut f, "leaf1".into());
+        let spines: Vec<usize> = (0..c.spines)
+            .map(|i| switch(&mut f, format!("spine{i}")))
+            .collect();
+        // Links.
+        for (i, &n) in host_nodes.iter().enumerate() {
+            let leaf = if i < c.senders { leaf0 } else { leaf1 };
+            let (hp, lp) = f.link(n, leaf);
+            f.hosts[i].port = hp;
+            let ip = f.hosts[i].ip;
+            f.route(leaf, ip, vec![lp]);
+        }
+        let mut up0 = vec![];
+        let mut up1 = vec![];
+        for &s in &spines {
+            let (a, sp0) = f.link(leaf0, s);
+            let (b, sp1) = f.link(leaf1, s);
+            up0.push(a);
+            up1.push(b);
+            for i in 0..c.senders {
+                f.route(s, sender_ip(i), vec![sp0]);
+            }
+            for i in 0..c.receivers {
+                f.route(s, receiver_ip(i), vec![sp1]);
+            }
+        }
+        for i in 0..c.receivers {
+            f.route(leaf0, receiver_ip(i), up0.clone());
+        }
+        for i in 0..c.senders {
+            f.route(leaf1, sender_ip(i), up1.clone());
+        }
+        // Queue pairs.
+        for (i, fc) in c.flows.iter().enumerate() {
+            if fc.src >= c.senders || fc.dst >= c.receivers {
+                return Err(format!(
+                    "flows.{i}: s{} -> r{} is not in the fabric",
+                    fc.src, fc.dst
+                ));
+            }
+            let sport = fc
+                .udp_sport
+                .unwrap_or(0xC000 + (i as u16).wrapping_mul(0x1F3));
+            f.qps.push(Qp::new(
+                fc.clone(),
+                c.mtu,
+                c.link_gbps,
+                requester_qpn(i),
+                responder_qpn(i),
+                sport,
+            ));
+            f.hosts[fc.src].flows.push(i);
+            f.push(fc.start_ns, Ev::Wake(f.hosts[fc.src].port));
+        }
+        // Impairments and taps.
+        for imp in &c.impairments {
+            let p = f.port_of(&imp.node, &imp.toward)?;
+            let peer = f.ports[p].peer;
+            f.ports[peer].loss = imp.loss;
+            f.ports[peer].corrupt = imp.corrupt;
+        }
+        for (t, tp) in c.taps.iter().enumerate() {
+            let p = f.port_of(&tp.node, &tp.toward)?;
+            if matches!(tp.dir, Dir::Tx | Dir::Both) {
+                f.ports[p].taps_tx.push(t);
+            }
+            if matches!(tp.dir, Dir::Rx | Dir::Both) {
+                f.ports[p].taps_rx.push(t);
+            }
+            f.taps.push(TapInfo {
+                name: tp.name(),
+                node: tp.node.clone(),
+                toward: tp.toward.clone(),
+                dir: tp.dir,
+                link_gbps: c.link_gbps,
+            });
+        }
+        for rc in &c.rate_changes {
+            if rc.host >= c.receivers {
+                return Err(format!("rate change for r{}: no such receiver", rc.host));
+            }
+            f.push(rc.at_ns, Ev::Rate(c.senders + rc.host, rc.gbps));
+        }
+        Ok(f)
+    }
+
+    fn link(&mut self, a: usize, b: usize) -> (usize, usize) {
+        let pa = self.ports.len();
+        let pb = pa + 1;
+        for (node, peer) in [(a, pb), (b, pa)] {
+            let local = self.ports.iter().filter(|p| p.node == node).count();
+            let host = matches!(self.kinds[node], NodeKind::Host(_));
+            let (pfc, xoff, xon) = if host {
+                (
+                    self.cfg.nic.pfc_enabled,
+                    self.cfg.nic.rx_xoff,
+                    self.cfg.nic.rx_xon,
+                )
+            } else {
+                (
+                    self.cfg.switch.pfc_enabled,
+                    self.cfg.switch.pfc_xoff,
+                    self.cfg.switch.pfc_xon,
+                )
+            };
+            self.ports.push(Port {
+                node,
+                peer,
+                mac: [
+                    0x02,
+                    if host { 0x00 } else { 0x5A },
+                    0x00,
+                    node as u8,
+                    local as u8,
+                    0x01,
+                ],
+                gbps: self.cfg.link_gbps,
+                prop_ns: self.cfg.prop_ns,
+                queues: Default::default(),
+                qbytes: [0; 8],
+                ctrl: VecDeque::new(),
+                busy: false,
+                paused_until: [0; 8],
+                wake_at: u64::MAX,
+                pfc_enabled: pfc,
+                xoff,
+                xon,
+                in_bytes: [0; 8],
+                pfc_on: [false; 8],
+                pfc_epoch: [0; 8],
+                loss: 0.0,
+                corrupt: 0.0,
+                taps_tx: vec![],
+                taps_rx: vec![],
+            });
+        }
+        (pa, pb)
+    }
+
+    fn route(&mut self, node: usize, ip: Ipv4Addr, ports: Vec<usize>) {
+        if let NodeKind::Switch { routes } = &mut self.kinds[node] {
+            routes.insert(ip, ports);
+        }
+    }
+
+    fn port_of(&self, node: &str, toward: &str) -> Result<usize, String> {
+        let n = self
+            .names
+            .iter()
+            .position(|x| x == node)
+            .ok_or_else(|| format!("no node `{node}`"))?;
+        let t = self
+            .names
+            .iter()
+            .position(|x| x == toward)
+            .ok_or_else(|| format!("no node `{toward}`"))?;
+        self.ports
+            .iter()
+            .position(|p| p.node == n && self.ports[p.peer].node == t)
+            .ok_or_else(|| format!("`{node}` has no port toward `{toward}`"))
+    }
+
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Entry {
+            t,
+            seq: self.seq,
+            ev,
+        });
+    }
+
+    /// Run to the end (duration, frame limit, or nothing left to do).
+    pub fn run(mut self) -> Run {
+        let limit = self.cfg.max_frames.unwrap_or(usize::MAX);
+        while let Some(e) = self.heap.pop() {
+            if e.t > self.cfg.duration_ns {
+                break;
+            }
+            self.now = e.t;
+            self.stats.events += 1;
+            self.handle(e.ev);
+            if self.frames.len() >= limit {
+                self.frames.truncate(limit);
+                self.meta.truncate(limit);
+                self.stats.truncated = true;
+                break;
+            }
+        }
+        self.stats.end_ns = self.now;
+        let qps = self
+            .qps
+            .iter()
+            .map(|q| {
+                let mut stats = q.stats.clone();
+                stats.final_rate_gbps = q.rate_gbps;
+                QpSummary {
+                    src_ip: self.hosts[q.src_host].ip,
+                    dst_ip: self.hosts[self.cfg.senders + q.dst_host].ip,
+                    requester_qpn: q.requester_qpn,
+                    responder_qpn: q.responder_qpn,
+                    udp_sport: q.sport,
+                    stats,
+                }
+            })
+            .collect();
+        Run {
+            scenario: self.cfg.name.clone(),
+            seed: self.cfg.seed,
+            taps: self.taps,
+            frames: self.frames,
+            meta: self.meta,
+            qps,
+            fabric: self.stats,
+        }
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::TxDone(p) => {
+                self.ports[p].busy = false;
+                self.try_tx(p);
+            }
+            Ev::Wake(p) => {
+                if self.ports[p].wake_at <= self.now {
+                    self.ports[p].wake_at = u64::MAX;
+                }
+                self.try_tx(p);
+            }
+            Ev::Arrive(p, pkt) => self.arrive(p, *pkt),
+            Ev::RxDone(h) => self.rx_done(h),
+            Ev::Rto(q, epoch) => self.rto(q, epoch),
+            Ev::PfcRefresh(p, prio, epoch) => {
+                let port = &self.ports[p];
+                if port.pfc_on[prio as usize] && port.pfc_epoch[prio as usize] == epoch {
+                    self.send_pfc(p, prio, self.cfg.pfc_quanta);
+                    let t = self.now + quanta_ns(self.cfg.pfc_quanta, self.ports[p].gbps) / 2;
+                    self.push(t.max(self.now + 1), Ev::PfcRefresh(p, prio, epoch));
+                }
+            }
+            Ev::Dcqcn(q) => self.dcqcn_timer(q),
+            Ev::Rate(h, gbps) => {
+                self.hosts[h].rx_gbps = Some(gbps);
+                self.start_rx(h);
+            }
+        }
+    }
+
+    fn record(&mut self, taps: &[usize], pkt: &Pkt) {
+        for &t in taps {
+            self.frames.push(TapFrame {
+                ts_ns: self.now,
+                tap: t,
+                frame: pkt.spec.clone(),
+            });
+            self.meta.push(pkt.meta);
+        }
+    }
+
+    // ---- ports -------------------------------------------------------------
+
+    fn try_tx(&mut self, p: usize) {
+        let now = self.now;
+        if self.ports[p].busy {
+            return;
+        }
+        let mut blocked = u64::MAX;
+        let mut pkt = self.ports[p].ctrl.pop_front();
+        if pkt.is_none() {
+            let port = &mut self.ports[p];
+            for prio in (0..8).rev() {
+                if port.queues[prio].is_empty() {
+                    continue;
+                }
+                if port.paused_until[prio] > now {
+                    blocked = blocked.min(port.paused_until[prio]);
+                    continue;
+                }
+                let k = port.queues[prio].pop_front().unwrap();
+                port.qbytes[prio] -= k.len as u64;
+                pkt = Some(k);
+                break;
+            }
+        }
+        if pkt.is_none()
+            && let NodeKind::Host(h) = self.kinds[self.ports[p].node]
+        {
+            match self.pull(h) {
+                Ok(k) => pkt = Some(k),
+                Err(t) => blocked = blocked.min(t),
+            }
+        }
+        let Some(mut pkt) = pkt else {
+            if blocked < self.ports[p].wake_at {
+                self.ports[p].wake_at = blocked;
+                self.push(blocked, Ev::Wake(p));
+            }
+            return;
+        };
+        if let Some(i) = pkt.ingress.take() {
+            self.ingress_sub(i, pkt.prio, pkt.len);
+        }
+        let peer = self.ports[p].peer;
+        pkt.spec.set_macs(self.ports[p].mac, self.ports[peer].mac);
+        let port = &mut self.ports[p];
+        port.busy = true;
+        let ser = wire_ns(pkt.len, port.gbps);
+        let prop = port.prop_ns;
+        let taps = std::mem::take(&mut self.ports[p].taps_tx);
+        self.record(&taps, &pkt);
+        self.ports[p].taps_tx = taps;
+        self.push(now + ser, Ev::TxDone(p));
+        self.push(now + ser + prop, Ev::Arrive(peer, Box::new(pkt)));
+    }
+
+    fn enqueue(&mut self, p: usize, pkt: Pkt) {
+        let port = &mut self.ports[p];
+        port.qbytes[pkt.prio as usize] += pkt.len as u64;
+        port.queues[pkt.prio as usize].push_back(pkt);
+        self.try_tx(p);
+    }
+
+    fn arrive(&mut self, p: usize, mut pkt: Pkt) {
+        let (loss, corrupt) = (self.ports[p].loss, self.ports[p].corrupt);
+        if self.rng.chance(loss) {
+            self.stats.link_drops += 1;
+            if let Some(q) = pkt.meta.flow {
+                self.qps[q].stats.link_drops += 1;
+            }
+            return;
+        }
+        if let FrameSpec::Roce(r) = &mut pkt.spec
+            && self.rng.chance(corrupt)
+        {
+            r.corrupt = true;
+            self.stats.corrupted += 1;
+        }
+        let taps = std::mem::take(&mut self.ports[p].taps_rx);
+        self.record(&taps, &pkt);
+        self.ports[p].taps_rx = taps;
+        if let FrameSpec::Pfc(pfc) = &pkt.spec {
+            let gbps = self.ports[p].gbps;
+            for prio in 0..8 {
+                if pfc.enable_vector & (1 << prio) != 0 {
+                    let q = pfc.quanta[prio];
+                    self.ports[p].paused_until[prio] = self.now + quanta_ns(q, gbps);
+                }
+            }
+            self.try_tx(p);
+            return;
+        }
+        match self.kinds[self.ports[p].node] {
+            NodeKind::Host(h) => self.host_rx(h, p, pkt),
+            NodeKind::Switch { .. } => self.forward(p, pkt),
+        }
+    }
+
+    fn forward(&mut self, p_in: usize, mut pkt: Pkt) {
+        let (src, dst, sport, qp) = match &pkt.spec {
+            FrameSpec::Roce(r) => (r.src_ip, r.dst_ip, r.udp_sport, r.dest_qp),
+            FrameSpec::Cnp(c) => (c.src_ip, c.dst_ip, c.udp_sport, c.dest_qp),
+            FrameSpec::Pfc(_) => return,
+        };
+        let NodeKind::Switch { routes } = &self.kinds[self.ports[p_in].node] else {
+            return;
+        };
+        let Some(members) = routes.get(&dst) else {
+            return;
+        };
+        let e = members[ecmp_pick(src, dst, sport, qp, members.len())];
+        let prio = pkt.prio as usize;
+        let depth = self.ports[e].qbytes[prio];
+        let sw = &self.cfg.switch;
+        if depth + pkt.len as u64 > sw.queue_limit {
+            self.stats.switch_drops += 1;
+            if let Some(q) = pkt.meta.flow {
+                self.qps[q].stats.switch_drops += 1;
+            }
+            return;
+        }
+        if sw.ecn_enabled
+            && let FrameSpec::Roce(r) = &mut pkt.spec
+            && (r.ecn == ib_ecn::ECT0 || r.ecn == ib_ecn::ECT1)
+        {
+            let pr = ecn_mark_probability(depth, sw.ecn_min, sw.ecn_max, sw.ecn_pmax);
+            if self.rng.chance(pr) {
+                r.ecn = ib_ecn::CE;
+            }
+        }
+        pkt.ingress = Some(p_in);
+        self.ingress_add(p_in, pkt.prio, pkt.len);
+        self.enqueue(e, pkt);
+    }
+
+    // ---- PFC ---------------------------------------------------------------
+
+    fn ingress_add(&mut self, p: usize, prio: u8, len: u32) {
+        let port = &mut self.ports[p];
+        let i = prio as usize;
+        port.in_bytes[i] += len as u64;
+        if port.pfc_enabled && !port.pfc_on[i] && port.in_bytes[i] > port.xoff {
+            port.pfc_on[i] = true;
+            port.pfc_epoch[i] += 1;
+            let epoch = port.pfc_epoch[i];
+            let t = self.now + quanta_ns(self.cfg.pfc_quanta, port.gbps) / 2;
+            self.send_pfc(p, prio, self.cfg.pfc_quanta);
+            self.push(t.max(self.now + 1), Ev::PfcRefresh(p, prio, epoch));
+        }
+    }
+
+    fn ingress_sub(&mut self, p: usize, prio: u8, len: u32) {
+        let port = &mut self.ports[p];
+        let i = prio as usize;
+        port.in_bytes[i] -= len as u64;
+        if port.pfc_on[i] && port.in_bytes[i] <= port.xon {
+            port.pfc_on[i] = false;
+            port.pfc_epoch[i] += 1;
+            self.send_pfc(p, prio, 0);
+        }
+    }
+
+    fn send_pfc(&mut self, p: usize, prio: u8, q: u16) {
+        let mut quanta = [0u16; 8];
+        quanta[prio as usize] = q;
+        let spec = FrameSpec::Pfc(PfcSpec {
+            src_mac: self.ports[p].mac,
+            dst_mac: MAC_CONTROL_DST,
+            enable_vector: 1 << prio,
+            quanta,
+        });
+        let len = spec.frame_len();
+        let meta = FrameMeta {
+            flow: None,
+            retrans: false,
+            rewind: None,
+            spurious: false,
+        };
+        self.stats.pfc_frames_sent += 1;
+        self.ports[p].ctrl.push_back(Pkt {
+            spec,
+            prio: 7,
+            len,
+            ingress: None,
+            meta,
+        });
+        self.try_tx(p);
+    }
+
+    // ---- hosts: requester --------------------------------------------------
+
+    fn vlan(&self, prio: u8) -> Option<Vlan> {
+        self.cfg.vlan.map(|vid| Vlan { vid, pcp: prio })
+    }
+
+    /// Next data packet of host `h`'s QPs (round robin over the eligible
+    /// ones), or the time to look again.
+    fn pull(&mut self, h: usize) -> Result<Pkt, u64> {
+        let now = self.now;
+        let prio = self.cfg.data_prio;
+        let hp = self.hosts[h].port;
+        if self.ports[hp].paused_until[prio as usize] > now {
+            return Err(self.ports[hp].paused_until[prio as usize]);
+        }
+        let n = self.hosts[h].flows.len();
+        let mut wake = u64::MAX;
+        for k in 0..n {
+            let qi = self.hosts[h].flows[(self.hosts[h].rr + k) % n];
+            let q = &self.qps[qi];
+            if !q.has_data() || q.snd_nxt - q.snd_una >= self.cfg.nic.max_outstanding as u64 {
+                continue;
+            }
+            if q.next_tx_ns > now {
+                wake = wake.min(q.next_tx_ns);
+                continue;
+            }
+            self.hosts[h].rr = (self.hosts[h].rr + k + 1) % n;
+            return Ok(self.make_data(qi));
+        }
+        Err(wake)
+    }
+
+    fn make_data(&mut self, qi: usize) -> Pkt {
+        let now = self.now;
+        let (mtu, prio, dscp) = (self.cfg.mtu, self.cfg.data_prio, self.cfg.data_dscp);
+        let ack_req_every = self.cfg.nic.ack_req_every.max(1) as u64;
+        let ect = self.cfg.nic.ect;
+        let vlan = self.vlan(prio);
+        let src_ip = self.hosts[self.qps[qi].src_host].ip;
+        let dst_ip = self.hosts[self.cfg.senders + self.qps[qi].dst_host].ip;
+        let q = &mut self.qps[qi];
+        let idx = q.snd_nxt;
+        let (opcode, payload) = q.write_packet(idx, mtu);
+        let k = idx % q.ppm;
+        let msg = idx / q.ppm;
+        let retrans = idx < q.snd_max;
+        let rewind = if retrans {
+            q.pending_rewind.take()
+        } else {
+            None
+        };
+        if !retrans {
+            q.pending_rewind = None;
+        }
+        let spurious = retrans && idx < q.resp_acked;
+        q.stats.sent_packets += 1;
+        if retrans {
+            q.stats.retrans_packets += 1;
+        }
+        if spurious {
+            q.stats.spurious_retrans += 1;
+        }
+        match rewind {
+            Some(Trigger::Nak) => q.stats.rewinds_nak += 1,
+            Some(Trigger::Rnr) => q.stats.rewinds_rnr += 1,
+            Some(Trigger::Timeout) => q.stats.rewinds_timeout += 1,
+            None => {}
+        }
+        let spec = FrameSpec::Roce(RoceSpec {
+            src_mac: [0; 6],
+            dst_mac: [0; 6],
+            vlan,
+            src_ip,
+            dst_ip,
+            dscp,
+            ecn: if ect { ib_ecn::ECT0 } else { 0 },
+            udp_sport: q.sport,
+            opcode,
+            fecn: false,
+            becn: false,
+            dest_qp: q.responder_qpn,
+            ack_req: k == q.ppm - 1 || (idx + 1) % ack_req_every == 0,
+            psn: q.psn(idx),
+            reth: (k == 0).then(|| Reth {
+                va: 0x7F00_0000_0000 + msg * q.cfg.msg_bytes as u64,
+                rkey: 0x1000 + qi as u32,
+                len: q.cfg.msg_bytes,
+            }),
+            aeth: None,
+            payload_len: payload,
+            corrupt: false,
+        });
+        q.snd_nxt += 1;
+        q.snd_max = q.snd_max.max(q.snd_nxt);
+        let len = spec.frame_len();
+        q.next_tx_ns = now + wire_ns(len, q.rate_gbps);
+        let arm = !q.rto_armed;
+        if arm {
+            self.arm_rto(qi);
+        }
+        Pkt {
+            spec,
+            prio,
+            len,
+            ingress: None,
+            meta: FrameMeta {
+                flow: Some(qi),
+                retrans,
+                rewind,
+                spurious,
+            },
+        }
+    }
+
+    fn arm_rto(&mut self, qi: usize) {
+        let q = &mut self.qps[qi];
+        q.rto_armed = true;
+        q.rto_epoch += 1;
+        let e = q.rto_epoch;
+        let t = self.now + self.cfg.nic.min_rto_ns;
+        self.push(t, Ev::Rto(qi, e));
+    }
+
+    fn disarm_rto(&mut self, qi: usize) {
+        let q = &mut self.qps[qi];
+        q.rto_armed = false;
+        q.rto_epoch += 1;
+    }
+
+    fn rto(&mut self, qi: usize, epoch: u64) {
+        let q = &mut self.qps[qi];
+        if !q.rto_armed || q.rto_epoch != epoch {
+            return;
+        }
+        if q.snd_una < q.snd_max {
+            q.snd_nxt = q.snd_una;
+            q.pending_rewind = Some(Trigger::Timeout);
+            q.stats.timeouts += 1;
+            self.arm_rto(qi);
+            let hp = self.hosts[self.qps[qi].src_host].port;
+            self.try_tx(hp);
+        } else {
+            q.rto_armed = false;
+        }
+    }
+
+    fn on_response(&mut self, qi: usize, r: &RoceSpec) {
+        let Some(a) = r.aeth else { return };
+        let q = &mut self.qps[qi];
+        let idx = q.index_near(r.psn, q.snd_una);
+        let before = q.snd_una;
+        if aeth::is_ack(a.syndrome) {
+            if idx >= q.snd_una as i64 && idx < q.snd_max as i64 {
+                q.snd_una = idx as u64 + 1;
+                q.snd_nxt = q.snd_nxt.max(q.snd_una);
+            }
+        } else if aeth::is_nak(a.syndrome) || aeth::is_rnr_nak(a.syndrome) {
+            q.stats.naks_received += 1;
+            if idx >= q.snd_una as i64 && idx <= q.snd_max as i64 {
+                q.snd_una = idx as u64;
+                q.snd_nxt = idx as u64;
+                q.pending_rewind = Some(if aeth::is_nak(a.syndrome) {
+                    Trigger::Nak
+                } else {
+                    Trigger::Rnr
+                });
+            }
+        }
+        let q = &mut self.qps[qi];
+        q.stats.messages_completed = q.snd_una / q.ppm;
+        if q.done() && q.stats.done_ns.is_none() {
+            q.stats.done_ns = Some(self.now);
+        }
+        if q.snd_una > before || q.pending_rewind == Some(Trigger::Nak) {
+            if q.snd_una < q.snd_max {
+                self.arm_rto(qi);
+            } else {
+                self.disarm_rto(qi);
+            }
+        }
+        let hp = self.hosts[self.qps[qi].src_host].port;
+        self.try_tx(hp);
+    }
+
+    fn on_cnp(&mut self, qi: usize) {
+        let d = self.cfg.nic.dcqcn.clone();
+        let q = &mut self.qps[qi];
+        q.stats.cnps_received += 1;
+        if !d.enabled {
+            return;
+        }
+        q.target_gbps = q.rate_gbps;
+        q.rate_gbps = (q.rate_gbps * (1.0 - q.alpha / 2.0)).max(d.min_gbps);
+        q.alpha = (1.0 - d.g) * q.alpha + d.g;
+        q.stage = 0;
+        q.cnp_in_period = true;
+        q.stats.min_rate_gbps = q.stats.min_rate_gbps.min(q.rate_gbps);
+        if !q.dcqcn_timer {
+            q.dcqcn_timer = true;
+            self.push(self.now + d.timer_ns, Ev::Dcqcn(qi));
+        }
+    }
+
+    fn dcqcn_timer(&mut self, qi: usize) {
+        let d = &self.cfg.nic.dcqcn;
+        let line = self.cfg.link_gbps;
+        let q = &mut self.qps[qi];
+        if !q.cnp_in_period {
+            q.alpha *= 1.0 - d.g;
+        }
+        q.cnp_in_period = false;
+        q.stage += 1;
+        if q.stage > d.fast_stages {
+            q.target_gbps = (q.target_gbps + d.rai_gbps).min(line);
+        }
+        q.rate_gbps = ((q.rate_gbps + q.target_gbps) / 2.0).min(line);
+        if q.rate_gbps >= line * 0.999 {
+            q.rate_gbps = line;
+            q.dcqcn_timer = false;
+        } else {
+            let t = self.now + d.timer_ns;
+            self.push(t, Ev::Dcqcn(qi));
+        }
+    }
+
+    // ---- hosts: responder --------------------------------------------------
+
+    fn host_rx(&mut self, h: usize, p: usize, pkt: Pkt) {
+        let Some(qi) = pkt.meta.flow else { return };
+        match &pkt.spec {
+            FrameSpec::Roce(r) if ib::is_request(r.opcode) => {
+                if r.ecn == ib_ecn::CE {
+                    self.qps[qi].stats.ce_received += 1;
+                    let due = self.qps[qi]
+                        .last_cnp_ns
+                        .is_none_or(|t| self.now >= t + self.cfg.nic.cnp_interval_ns);
+                    if self.cfg.nic.cnp_enabled && due {
+                        self.qps[qi].last_cnp_ns = Some(self.now);
+                        self.send_cnp(h, qi);
+                    }
+                }
+                if self.hosts[h].rx_gbps.is_none() {
+                    self.respond(h, qi, &pkt);
+                } else {
+                    self.ingress_add(p, pkt.prio, pkt.len);
+                    self.hosts[h].rx.push_back(pkt);
+                    self.start_rx(h);
+                }
+            }
+            FrameSpec::Roce(r) => {
+                let r = r.clone();
+                self.on_response(qi, &r);
+            }
+            FrameSpec::Cnp(_) => self.on_cnp(qi),
+            FrameSpec::Pfc(_) => {}
+        }
+    }
+
+    fn start_rx(&mut self, h: usize) {
+        let host = &mut self.hosts[h];
+        if host.rx_busy {
+            return;
+        }
+        let Some(front) = host.rx.front() else { return };
+        let gbps = host.rx_gbps.unwrap_or(f64::INFINITY);
+        if gbps <= 0.0 {
+            return;
+        }
+        host.rx_busy = true;
+        let t = self.now + ((front.len as f64 * 8.0) / gbps).ceil() as u64;
+        self.push(t, Ev::RxDone(h));
+    }
+
+    fn rx_done(&mut self, h: usize) {
+        self.hosts[h].rx_busy = false;
+        let Some(pkt) = self.hosts[h].rx.pop_front() else {
+            return;
+        };
+        let p = self.hosts[h].port;
+        self.ingress_sub(p, pkt.prio, pkt.len);
+        if let Some(qi) = pkt.meta.flow {
+            self.respond(h, qi, &pkt);
+        }
+        self.start_rx(h);
+    }
+
+    /// The responder's transport check of one request packet.
+    fn respond(&mut self, h: usize, qi: usize, pkt: &Pkt) {
+        let Some(r) = pkt.spec.as_roce() else { return };
+        let ack_every = self.cfg.nic.ack_every.max(1);
+        let q = &mut self.qps[qi];
+        if r.corrupt {
+            q.stats.corrupt_discarded += 1;
+            return;
+        }
+        let idx = q.index_near(r.psn, q.epsn);
+        let reply = if idx == q.epsn as i64 {
+            q.epsn += 1;
+            q.nak_sent = false;
+            q.in_dup_run = false;
+            q.stats.delivered_packets += 1;
+            if matches!(r.opcode & 0x1F, op::WRITE_LAST | op::WRITE_ONLY) {
+                q.msn += 1;
+            }
+            q.since_ack += 1;
+            if r.ack_req || q.since_ack >= ack_every {
+                q.since_ack = 0;
+                q.resp_acked = q.epsn;
+                Some(0x1F)
+            } else {
+                None
+            }
+        } else if idx > q.epsn as i64 {
+            if q.nak_sent {
+                None
+            } else {
+                q.nak_sent = true;
+                Some(aeth::KIND_NAK | aeth::NAK_PSN_SEQUENCE_ERROR)
+            }
+        } else {
+            q.stats.duplicate_packets += 1;
+            q.since_ack += 1;
+            if !q.in_dup_run || r.ack_req || q.since_ack >= ack_every {
+                q.in_dup_run = true;
+                q.since_ack = 0;
+                q.resp_acked = q.epsn;
+                Some(0x1F)
+            } else {
+                None
+            }
+        };
+        if let Some(syn) = reply {
+            self.send_aeth(h, qi, syn);
+        }
+    }
+
+    fn send_aeth(&mut self, h: usize, qi: usize, syndrome: u8) {
+        let prio = self.cfg.data_prio;
+        let vlan = self.vlan(prio);
+        let q = &mut self.qps[qi];
+        // ACK: the last in-order PSN; NAK: the expected PSN.
+        let psn = if aeth::is_nak(syndrome) {
+            q.psn(q.epsn)
+        } else {
+            q.psn(q.epsn.wrapping_sub(1))
+        };
+        if aeth::is_nak(syndrome) {
+            q.stats.naks_sent += 1;
+        } else {
+            q.stats.acks_sent += 1;
+        }
+        let spec = FrameSpec::Roce(RoceSpec {
+            src_mac: [0; 6],
+            dst_mac: [0; 6],
+            vlan,
+            src_ip: self.hosts[h].ip,
+            dst_ip: self.hosts[q.src_host].ip,
+            dscp: self.cfg.data_dscp,
+            ecn: 0,
+            udp_sport: q.sport,
+            opcode: op::ACKNOWLEDGE,
+            fecn: false,
+            becn: false,
+            dest_qp: q.requester_qpn,
+            ack_req: false,
+            psn,
+            reth: None,
+            aeth: Some(Aeth {
+                syndrome,
+                msn: (q.msn & ib::PSN_MASK as u64) as u32,
+            }),
+            payload_len: 0,
+            corrupt: false,
+        });
+        let len = spec.frame_len();
+        let meta = FrameMeta {
+            flow: Some(qi),
+            retrans: false,
+            rewind: None,
+            spurious: false,
+        };
+        let hp = self.hosts[h].port;
+        self.enqueue(
+            hp,
+            Pkt {
+                spec,
+                prio,
+                len,
+                ingress: None,
+                meta,
+            },
+        );
+    }
+
+    fn send_cnp(&mut self, h: usize, qi: usize) {
+        let prio = self.cfg.cnp_prio;
+        let q = &mut self.qps[qi];
+        q.stats.cnps_sent += 1;
+        let spec = FrameSpec::Cnp(CnpSpec {
+            src_mac: [0; 6],
+            dst_mac: [0; 6],
+            vlan: self.cfg.vlan.map(|vid| Vlan { vid, pcp: prio }),
+            src_ip: self.hosts[h].ip,
+            dst_ip: self.hosts[q.src_host].ip,
+            dscp: self.cfg.cnp_dscp,
+            ecn: 0,
+            udp_sport: q.sport,
+            dest_qp: q.requester_qpn,
+            fecn: false,
+            becn: true,
+        });
+        let len = spec.frame_len();
+        let meta = FrameMeta {
+            flow: Some(qi),
+            retrans: false,
+            rewind: None,
+            spurious: false,
+        };
+        let hp = self.hosts[h].port;
+        self.enqueue(
+            hp,
+            Pkt {
+                spec,
+                prio,
+                len,
+                ingress: None,
+                meta,
+            },
+        );
+    }
+}
+
+/// ECN codepoints.
+mod ib_ecn {
+    pub use crate::proto::ip::{ECN_CE as CE, ECN_ECT0 as ECT0, ECN_ECT1 as ECT1};
+}

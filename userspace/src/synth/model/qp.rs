@@ -1,0 +1,196 @@
+//! RC queue-pair state: the requester (Go-Back-N, retransmission timer,
+//! DCQCN reaction point) and the responder (PSN check, NAK once per gap,
+//! coalesced ACKs, CNP notification point) of one connection.
+//!
+//! Internally packets are numbered by a 64-bit index from the connection's
+//! start; the wire PSN is `(start_psn + index) mod 2^24`.
+
+use super::scenario::FlowCfg;
+use super::spec::Trigger;
+use crate::proto::ib::{PSN_MASK, op};
+use serde::Serialize;
+
+/// What the model itself did on one connection (not tap-relative).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct QpStats {
+    pub sent_packets: u64,
+    pub retrans_packets: u64,
+    pub rewinds_nak: u64,
+    pub rewinds_rnr: u64,
+    pub rewinds_timeout: u64,
+    /// Resends of packets the responder had already acknowledged.
+    pub spurious_retrans: u64,
+    pub timeouts: u64,
+    pub naks_received: u64,
+    pub cnps_received: u64,
+    pub delivered_packets: u64,
+    pub duplicate_packets: u64,
+    pub corrupt_discarded: u64,
+    pub acks_sent: u64,
+    pub naks_sent: u64,
+    pub cnps_sent: u64,
+    pub ce_received: u64,
+    /// Packets of this connection discarded by a switch (queue limit).
+    pub switch_drops: u64,
+    /// Packets of this connection lost on a link.
+    pub link_drops: u64,
+    pub messages_completed: u64,
+    pub done_ns: Option<u64>,
+    pub min_rate_gbps: f64,
+    pub final_rate_gbps: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Qp {
+    pub cfg: FlowCfg,
+    pub src_host: usize,
+    pub dst_host: usize,
+    pub requester_qpn: u32,
+    pub responder_qpn: u32,
+    pub sport: u16,
+    /// Packets per message.
+    pub ppm: u64,
+    /// Total packets to write (None: unbounded).
+    pub total: Option<u64>,
+
+    // Requester.
+    pub snd_nxt: u64,
+    pub snd_una: u64,
+    pub snd_max: u64,
+    pub next_tx_ns: u64,
+    pub pending_rewind: Option<Trigger>,
+    pub rto_armed: bool,
+    pub rto_epoch: u64,
+    pub rate_gbps: f64,
+    pub target_gbps: f64,
+    pub alpha: f64,
+    pub stage: u32,
+    pub cnp_in_period: bool,
+    pub dcqcn_timer: bool,
+
+    // Responder.
+    pub epsn: u64,
+    pub nak_sent: bool,
+    pub in_dup_run: bool,
+    pub since_ack: u32,
+    pub last_cnp_ns: Option<u64>,
+    /// One past the highest index the responder has acknowledged.
+    pub resp_acked: u64,
+    pub msn: u64,
+
+    pub stats: QpStats,
+}
+
+impl Qp {
+    pub fn new(
+        cfg: FlowCfg,
+        mtu: u32,
+        line_gbps: f64,
+        requester_qpn: u32,
+        responder_qpn: u32,
+        sport: u16,
+    ) -> Qp {
+        let ppm = (cfg.msg_bytes.max(1) as u64).div_ceil(mtu as u64);
+        Qp {
+            src_host: cfg.src,
+            dst_host: cfg.dst,
+            requester_qpn,
+            responder_qpn,
+            sport,
+            ppm,
+            total: cfg.messages.map(|m| m * ppm),
+            next_tx_ns: cfg.start_ns,
+            cfg,
+            snd_nxt: 0,
+            snd_una: 0,
+            snd_max: 0,
+            pending_rewind: None,
+            rto_armed: false,
+            rto_epoch: 0,
+            rate_gbps: line_gbps,
+            target_gbps: line_gbps,
+            alpha: 1.0,
+            stage: 0,
+            cnp_in_period: false,
+            dcqcn_timer: false,
+            epsn: 0,
+            nak_sent: false,
+            in_dup_run: false,
+            since_ack: 0,
+            last_cnp_ns: None,
+            resp_acked: 0,
+            msn: 0,
+            stats: QpStats {
+                min_rate_gbps: line_gbps,
+                ..QpStats::default()
+            },
+        }
+    }
+
+    pub fn psn(&self, index: u64) -> u32 {
+        ((self.cfg.start_psn as u64 + index) & PSN_MASK as u64) as u32
+    }
+
+    /// Index of `psn` relative to `base` (serial arithmetic: within half the
+    /// PSN space before or after).
+    pub fn index_near(&self, psn: u32, base: u64) -> i64 {
+        let diff = psn.wrapping_sub(self.psn(base)) & PSN_MASK;
+        if diff < (1 << 23) {
+            base as i64 + diff as i64
+        } else {
+            base as i64 - ((1i64 << 24) - diff as i64)
+        }
+    }
+
+    pub fn has_data(&self) -> bool {
+        self.total.is_none_or(|t| self.snd_nxt < t)
+    }
+
+    pub fn done(&self) -> bool {
+        self.total.is_some_and(|t| self.snd_una >= t)
+    }
+
+    /// RC RDMA WRITE opcode and payload length of packet `index`.
+    pub fn write_packet(&self, index: u64, mtu: u32) -> (u8, u32) {
+        let k = index % self.ppm;
+        let last = k == self.ppm - 1;
+        let payload = if last {
+            self.cfg.msg_bytes - (self.ppm as u32 - 1) * mtu
+        } else {
+            mtu
+        };
+        let opcode = if self.ppm == 1 {
+            op::WRITE_ONLY
+        } else if k == 0 {
+            op::WRITE_FIRST
+        } else if last {
+            op::WRITE_LAST
+        } else {
+            op::WRITE_MIDDLE
+        };
+        (opcode, payload)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psn_wraps_and_maps_back() {
+        let cfg = FlowCfg {
+            start_psn: PSN_MASK - 2,
+            ..FlowCfg::new(0, 0, 4096 * 3 + 10, Some(2))
+        };
+        let q = Qp::new(cfg, 4096, 100.0, 0x100, 0x200, 0xC000);
+        assert_eq!(q.ppm, 4);
+        assert_eq!(q.total, Some(8));
+        assert_eq!(q.psn(0), PSN_MASK - 2);
+        assert_eq!(q.psn(3), 0);
+        assert_eq!(q.index_near(1, 0), 4);
+        assert_eq!(q.index_near(PSN_MASK, 4), 2);
+        assert_eq!(q.write_packet(0, 4096), (op::WRITE_FIRST, 4096));
+        assert_eq!(q.write_packet(1, 4096), (op::WRITE_MIDDLE, 4096));
+        assert_eq!(q.write_packet(3, 4096), (op::WRITE_LAST, 10));
+    }
+}

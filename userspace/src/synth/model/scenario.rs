@@ -1,0 +1,439 @@
+//! Scenario configuration: one struct with every knob, named presets, and a
+//! generic `key.path=value` override so the CLI can change any of them.
+
+use serde::{Deserialize, Serialize};
+
+/// Which way a mirror session copies a port's traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dir {
+    /// Frames the port transmits.
+    Tx,
+    /// Frames the port receives.
+    Rx,
+    Both,
+}
+
+/// A mirrored point: the port of `node` that faces `toward`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TapPoint {
+    pub node: String,
+    pub toward: String,
+    pub dir: Dir,
+}
+
+impl TapPoint {
+    pub fn new(node: &str, toward: &str, dir: Dir) -> TapPoint {
+        TapPoint {
+            node: node.into(),
+            toward: toward.into(),
+            dir,
+        }
+    }
+    pub fn name(&self) -> String {
+        let d = match self.dir {
+            Dir::Tx => "tx",
+            Dir::Rx => "rx",
+            Dir::Both => "both",
+        };
+        format!("{}-{}-{}", self.node, self.toward, d)
+    }
+}
+
+/// One RC connection: host `s{src}` writes to host `r{dst}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlowCfg {
+    pub src: usize,
+    pub dst: usize,
+    /// RDMA WRITE message size in bytes.
+    pub msg_bytes: u32,
+    /// Messages to write; `None` keeps writing until the run ends.
+    pub messages: Option<u64>,
+    pub start_ns: u64,
+    /// UDP source port (ECMP entropy); `None` derives one from the flow index.
+    pub udp_sport: Option<u16>,
+    /// First PSN (24 bits): set near 2^24 to exercise wrap-around.
+    pub start_psn: u32,
+}
+
+impl FlowCfg {
+    pub fn new(src: usize, dst: usize, msg_bytes: u32, messages: Option<u64>) -> FlowCfg {
+        FlowCfg {
+            src,
+            dst,
+            msg_bytes,
+            messages,
+            start_ns: 0,
+            udp_sport: None,
+            start_psn: 0,
+        }
+    }
+}
+
+/// DCQCN reaction point parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Dcqcn {
+    pub enabled: bool,
+    /// α gain g.
+    pub g: f64,
+    /// Period of α decay and rate increase.
+    pub timer_ns: u64,
+    /// Fast-recovery stages before additive increase.
+    pub fast_stages: u32,
+    /// Additive increase step, Gb/s.
+    pub rai_gbps: f64,
+    pub min_gbps: f64,
+}
+
+/// RoCE NIC behaviour (every host the same).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NicCfg {
+    /// Retransmission timeout; restarted on ACK progress.
+    pub min_rto_ns: u64,
+    /// Responder coalesces ACKs: one every this many in-order packets (and on ack_req).
+    pub ack_every: u32,
+    /// Set AckReq every this many packets (besides each message's last).
+    pub ack_req_every: u32,
+    /// Maximum unacknowledged packets per QP.
+    pub max_outstanding: u32,
+    /// Notification point: send CNPs for CE-marked arrivals.
+    pub cnp_enabled: bool,
+    /// At most one CNP per QP per this interval.
+    pub cnp_interval_ns: u64,
+    /// Mark data packets ECT(0).
+    pub ect: bool,
+    pub dcqcn: Dcqcn,
+    /// Receive buffer PFC thresholds (bytes).
+    pub rx_xoff: u64,
+    pub rx_xon: u64,
+    pub pfc_enabled: bool,
+}
+
+/// Switch buffer, ECN and PFC settings (every switch the same).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwitchCfg {
+    pub ecn_enabled: bool,
+    /// WRED/ECN on the egress queue of a priority: bytes.
+    pub ecn_min: u64,
+    pub ecn_max: u64,
+    /// Marking probability at ecn_max (0..=1); above ecn_max everything is marked.
+    pub ecn_pmax: f64,
+    pub pfc_enabled: bool,
+    /// Per ingress port and priority, bytes.
+    pub pfc_xoff: u64,
+    pub pfc_xon: u64,
+    /// Egress queue limit per priority; beyond it the switch drops (a discard).
+    pub queue_limit: u64,
+}
+
+/// A receiver's processing rate changes at `at_ns` (`gbps` 0 = stops draining).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateChange {
+    pub host: usize,
+    pub at_ns: u64,
+    pub gbps: f64,
+}
+
+/// Random impairment on the link from `node` toward `toward`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Impairment {
+    pub node: String,
+    pub toward: String,
+    /// Probability a frame is lost on the wire.
+    pub loss: f64,
+    /// Probability a RoCE frame arrives with a bit error (bad ICRC, discarded by the NIC).
+    pub corrupt: f64,
+}
+
+/// A fabric and its traffic. Topology: senders `s0..` on `leaf0`, receivers
+/// `r0..` on `leaf1`, `spines` spines `spine0..` joining the two leaves (ECMP).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub name: String,
+    pub seed: u64,
+    /// Simulated time limit.
+    pub duration_ns: u64,
+    /// Stop once the taps have recorded this many frames (`--packets`).
+    pub max_frames: Option<usize>,
+    pub senders: usize,
+    pub receivers: usize,
+    pub spines: usize,
+    pub link_gbps: f64,
+    pub prop_ns: u64,
+    /// RoCE path MTU (payload bytes per packet).
+    pub mtu: u32,
+    /// Priority (PCP) and DSCP of data and ACKs, and of CNPs.
+    pub data_prio: u8,
+    pub data_dscp: u8,
+    pub cnp_prio: u8,
+    pub cnp_dscp: u8,
+    /// 802.1Q VLAN on every RoCE frame (PCP = priority).
+    pub vlan: Option<u16>,
+    /// PFC quanta sent in XOFF frames (refreshed at half their duration).
+    pub pfc_quanta: u16,
+    pub nic: NicCfg,
+    pub switch: SwitchCfg,
+    /// Receiver processing rates in Gb/s, one per receiver; missing or 0 entries = line rate.
+    pub rx_gbps: Vec<f64>,
+    pub rate_changes: Vec<RateChange>,
+    pub impairments: Vec<Impairment>,
+    pub flows: Vec<FlowCfg>,
+    pub taps: Vec<TapPoint>,
+}
+
+pub const SCENARIOS: &[&str] = &[
+    "healthy",
+    "ghost-drop",
+    "ghost-drop-fixed",
+    "lossy-link",
+    "incast",
+    "pfc-storm",
+    "ecn-broken",
+    "ecmp-collision",
+];
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            name: "custom".into(),
+            seed: 1,
+            duration_ns: 2_000_000,
+            max_frames: None,
+            senders: 2,
+            receivers: 2,
+            spines: 1,
+            link_gbps: 100.0,
+            prop_ns: 500,
+            mtu: 4096,
+            data_prio: 3,
+            data_dscp: 26,
+            cnp_prio: 6,
+            cnp_dscp: 48,
+            vlan: None,
+            pfc_quanta: 0xFFFF,
+            nic: NicCfg {
+                min_rto_ns: 1_050_000,
+                ack_every: 8,
+                ack_req_every: 16,
+                max_outstanding: 256,
+                cnp_enabled: true,
+                cnp_interval_ns: 50_000,
+                ect: true,
+                dcqcn: Dcqcn {
+                    enabled: true,
+                    g: 1.0 / 16.0,
+                    timer_ns: 55_000,
+                    fast_stages: 5,
+                    rai_gbps: 5.0,
+                    min_gbps: 1.0,
+                },
+                rx_xoff: 256 * 1024,
+                rx_xon: 160 * 1024,
+                pfc_enabled: true,
+            },
+            switch: SwitchCfg {
+                ecn_enabled: true,
+                ecn_min: 180 * 1024,
+                ecn_max: 800 * 1024,
+                ecn_pmax: 0.10,
+                pfc_enabled: true,
+                pfc_xoff: 2800 * 1024,
+                pfc_xon: 2200 * 1024,
+                queue_limit: 16 * 1024 * 1024,
+            },
+            rx_gbps: vec![],
+            rate_changes: vec![],
+            impairments: vec![],
+            flows: vec![
+                FlowCfg::new(0, 0, 65536, Some(64)),
+                FlowCfg::new(1, 1, 65536, Some(64)),
+            ],
+            taps: vec![
+                TapPoint::new("leaf0", "s0", Dir::Both),
+                TapPoint::new("leaf1", "r0", Dir::Both),
+            ],
+        }
+    }
+}
+
+impl Config {
+    /// A named preset, or `None` for an unknown name (see [`SCENARIOS`]).
+    pub fn preset(name: &str) -> Option<Config> {
+        let mut c = Config {
+            name: name.into(),
+            ..Config::default()
+        };
+        match name {
+            "healthy" => {
+                // Each flow has its own spine: no shared queue anywhere.
+                c.spines = 2;
+                c.pin_flows(&[0, 1]);
+            }
+            "ghost-drop" | "ghost-drop-fixed" => {
+                // Two writers into a slow receiver r0, a victim s2 -> r1 sharing
+                // the leaf0 -> spine -> leaf1 path.
+                c.senders = 3;
+                c.receivers = 2;
+                c.duration_ns = 3_000_000;
+                c.rx_gbps = vec![30.0, 0.0];
+                c.flows = vec![
+                    FlowCfg::new(0, 0, 262_144, None),
+                    FlowCfg::new(1, 0, 262_144, None),
+                    FlowCfg::new(2, 1, 262_144, None),
+                ];
+                c.taps = vec![
+                    TapPoint::new("leaf0", "s2", Dir::Both),
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("leaf1", "r0", Dir::Both),
+                    TapPoint::new("spine0", "leaf1", Dir::Both),
+                ];
+                if name == "ghost-drop" {
+                    // Before the fix: a short minimum RTO, ECN above PFC XOFF
+                    // (so PFC fires first and ECN never gets a say).
+                    c.nic.min_rto_ns = 40_000;
+                    c.switch.ecn_min = 1600 * 1024;
+                    c.switch.ecn_max = 3200 * 1024;
+                    c.switch.ecn_pmax = 0.05;
+                    c.switch.pfc_xoff = 200 * 1024;
+                    c.switch.pfc_xon = 120 * 1024;
+                }
+                // ghost-drop-fixed keeps the defaults: min RTO 1.05 ms,
+                // ECN 180 KB / 800 KB / 10 %, PFC 2800 KB / 2200 KB.
+            }
+            "lossy-link" => {
+                c.duration_ns = 2_000_000;
+                c.flows = vec![
+                    // Starts just below 2^24: the PSNs wrap mid-run.
+                    FlowCfg {
+                        start_psn: 0xFF_FF00,
+                        ..FlowCfg::new(0, 0, 65536, Some(48))
+                    },
+                    FlowCfg::new(1, 1, 65536, Some(48)),
+                ];
+                c.impairments = vec![Impairment {
+                    node: "spine0".into(),
+                    toward: "leaf1".into(),
+                    loss: 0.002,
+                    corrupt: 0.001,
+                }];
+                c.taps = vec![
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("leaf0", "s1", Dir::Both),
+                    TapPoint::new("leaf1", "r0", Dir::Both),
+                    TapPoint::new("leaf1", "r1", Dir::Both),
+                ];
+            }
+            "incast" => {
+                c.senders = 8;
+                c.receivers = 1;
+                c.duration_ns = 2_000_000;
+                c.flows = (0..8)
+                    .map(|s| FlowCfg {
+                        start_ns: s as u64 * 1000,
+                        ..FlowCfg::new(s, 0, 131_072, None)
+                    })
+                    .collect();
+                c.switch.pfc_xoff = 64 * 1024;
+                c.switch.pfc_xon = 40 * 1024;
+                c.taps = vec![
+                    TapPoint::new("leaf1", "r0", Dir::Both),
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                ];
+            }
+            "pfc-storm" => {
+                // r0 stops draining for good; s1 -> r1 is the victim.
+                c.duration_ns = 250_000_000;
+                c.rx_gbps = vec![0.0, 0.0];
+                c.rate_changes = vec![RateChange {
+                    host: 0,
+                    at_ns: 30_000,
+                    gbps: 0.0,
+                }];
+                c.flows = vec![
+                    FlowCfg::new(0, 0, 65536, None),
+                    FlowCfg::new(1, 1, 65536, None),
+                ];
+                c.switch.pfc_xoff = 200 * 1024;
+                c.switch.pfc_xon = 120 * 1024;
+                c.taps = vec![
+                    TapPoint::new("leaf1", "r0", Dir::Both),
+                    TapPoint::new("leaf0", "s1", Dir::Both),
+                ];
+            }
+            "ecn-broken" => {
+                c.senders = 2;
+                c.receivers = 1;
+                c.flows = vec![
+                    FlowCfg::new(0, 0, 131_072, Some(64)),
+                    FlowCfg::new(1, 0, 131_072, Some(64)),
+                ];
+                c.nic.cnp_enabled = false;
+                c.taps = vec![
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("leaf1", "r0", Dir::Both),
+                ];
+            }
+            "ecmp-collision" => {
+                // Two elephants whose UDP source ports hash onto spine0; spine1 idles.
+                c.senders = 2;
+                c.receivers = 2;
+                c.spines = 2;
+                c.flows = vec![
+                    FlowCfg::new(0, 0, 1 << 20, None),
+                    FlowCfg::new(1, 1, 1 << 20, None),
+                ];
+                c.taps = vec![
+                    TapPoint::new("leaf0", "spine0", Dir::Tx),
+                    TapPoint::new("leaf0", "spine1", Dir::Tx),
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                ];
+                c.pin_flows(&[0, 0]);
+            }
+            _ => return None,
+        }
+        Some(c)
+    }
+
+    /// Choose UDP source ports so that flow `i` hashes onto leaf0's uplink
+    /// `uplinks[i]` (toward `spine{uplinks[i]}`).
+    pub fn pin_flows(&mut self, uplinks: &[usize]) {
+        for (i, &uplink) in uplinks.iter().enumerate().take(self.flows.len()) {
+            let (src, dst) = (self.flows[i].src, self.flows[i].dst);
+            let mut sport = 0xC000u16 + (i as u16) * 97;
+            for _ in 0..0x4000 {
+                let pick = super::switch::ecmp_pick(
+                    super::fabric::sender_ip(src),
+                    super::fabric::receiver_ip(dst),
+                    sport,
+                    super::fabric::responder_qpn(i),
+                    self.spines,
+                );
+                if pick == uplink {
+                    break;
+                }
+                sport = sport.wrapping_add(1).max(0xC000);
+            }
+            self.flows[i].udp_sport = Some(sport);
+        }
+    }
+
+    /// Override one knob by its dotted path, e.g. `nic.min_rto_ns=1050000`,
+    /// `switch.ecn_pmax=0.1`, `flows.0.messages=10`. The value is JSON
+    /// (a bare word is taken as a string).
+    pub fn set(&mut self, path: &str, value: &str) -> Result<(), String> {
+        let mut root = serde_json::to_value(&*self).map_err(|e| e.to_string())?;
+        let mut cur = &mut root;
+        for key in path.split('.') {
+            cur = match cur {
+                serde_json::Value::Object(m) => m.get_mut(key),
+                serde_json::Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+                _ => None,
+            }
+            .ok_or_else(|| format!("no setting `{path}` (at `{key}`)"))?;
+        }
+        *cur =
+            serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.into()));
+        *self = serde_json::from_value(root).map_err(|e| format!("`{path}={value}`: {e}"))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,349 @@
+//! Ground truth of a run, in the analyzer's vocabulary (DESIGN.md,
+//! "Analysis definitions"), per tap: what a capture at that point sees.
+//!
+//! Counters follow the definitions over the frames the tap recorded; the
+//! model's own annotations (which flow a frame belongs to, whether the
+//! requester was resending, why it rewound, whether the responder had
+//! already acknowledged it) ride along as `model_*` fields so a test can
+//! hold the two views against each other.
+
+use super::fabric::{FabricStats, QpSummary, Run};
+use super::spec::{FrameSpec, Trigger};
+use crate::proto::ib::{self, PSN_MASK, aeth};
+use crate::proto::ip::ECN_CE;
+use crate::proto::mac_control::BITS_PER_QUANTUM;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+/// Default storm threshold: a continuous pause longer than this.
+pub const STORM_NS: u64 = 200_000_000;
+
+/// `a - b` in 24-bit serial arithmetic, in (-2^23, 2^23].
+pub fn psn_diff(a: u32, b: u32) -> i32 {
+    let d = a.wrapping_sub(b) & PSN_MASK;
+    if d >= 1 << 23 {
+        d as i32 - (1 << 24)
+    } else {
+        d as i32
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlowTruth {
+    pub tap: usize,
+    pub iface: String,
+    /// Index of the model's connection.
+    pub flow: usize,
+    pub src_ip: Option<Ipv4Addr>,
+    pub dst_ip: Option<Ipv4Addr>,
+    pub dest_qp: u32,
+    pub paired_qp: u32,
+    pub udp_sport: u16,
+    pub data_packets: u64,
+    pub payload_bytes: u64,
+    pub retrans_packets: u64,
+    pub rewinds: u64,
+    pub rewinds_nak: u64,
+    pub rewinds_rnr: u64,
+    pub rewinds_timeout: u64,
+    pub max_rewind_depth: u32,
+    pub spurious_retrans: u64,
+    pub gaps: u64,
+    pub acks: u64,
+    pub naks: u64,
+    pub rnr_naks: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    pub corrupt: u64,
+    /// Request frames here the requester sent as resends (model's view).
+    pub model_retrans: u64,
+    /// Request frames here that began a Go-Back-N, by the requester's reason.
+    pub model_rewinds_nak: u64,
+    pub model_rewinds_timeout: u64,
+    /// Resends here of packets the responder had already acknowledged.
+    pub model_spurious: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PfcTruth {
+    pub tap: usize,
+    pub iface: String,
+    pub src_mac: String,
+    pub priority: u8,
+    pub frames: u64,
+    pub xon_frames: u64,
+    pub paused_ns: u64,
+    /// paused_ns over the tap's capture duration (first to last frame).
+    pub fraction: f64,
+    pub max_pause_ns: u64,
+    pub storms: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TapTruth {
+    pub tap: usize,
+    pub iface: String,
+    pub frames: u64,
+    pub roce: u64,
+    pub cnp: u64,
+    pub pfc: u64,
+    pub bytes: u64,
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Truth {
+    pub scenario: String,
+    pub seed: u64,
+    pub taps: Vec<TapTruth>,
+    pub flows: Vec<FlowTruth>,
+    pub pfc: Vec<PfcTruth>,
+    /// The model's own per-connection counters (not tap-relative).
+    pub qps: Vec<QpSummary>,
+    pub fabric: FabricStats,
+}
+
+#[derive(Default)]
+struct SeqState {
+    next: Option<u32>,
+    prev: Option<u32>,
+    max_ack: Option<u32>,
+    pending_nak: Option<(u32, Trigger)>,
+}
+
+#[derive(Default)]
+struct PauseState {
+    cur: Option<(u64, u64)>,
+    paused: u64,
+    max: u64,
+    storms: u64,
+}
+
+impl PauseState {
+    fn close(&mut self) {
+        if let Some((s, e)) = self.cur.take() {
+            let d = e.saturating_sub(s);
+            self.paused += d;
+            self.max = self.max.max(d);
+            if d > STORM_NS {
+                self.storms += 1;
+            }
+        }
+    }
+}
+
+fn entry<'a>(
+    flows: &'a mut BTreeMap<(usize, usize), (FlowTruth, SeqState)>,
+    run: &Run,
+    t: usize,
+    flow: usize,
+) -> &'a mut (FlowTruth, SeqState) {
+    flows.entry((t, flow)).or_insert_with(|| {
+        let q = &run.qps[flow];
+        (
+            FlowTruth {
+                tap: t,
+                iface: run.taps[t].name.clone(),
+                flow,
+                src_ip: Some(q.src_ip),
+                dst_ip: Some(q.dst_ip),
+                dest_qp: q.responder_qpn,
+                paired_qp: q.requester_qpn,
+                udp_sport: q.udp_sport,
+                ..Default::default()
+            },
+            SeqState::default(),
+        )
+    })
+}
+
+fn mac_str(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+impl Truth {
+    pub fn of(run: &Run) -> Truth {
+        let mut taps: Vec<TapTruth> = run
+            .taps
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TapTruth {
+                tap: i,
+                iface: t.name.clone(),
+                ..Default::default()
+            })
+            .collect();
+        let mut flows: BTreeMap<(usize, usize), (FlowTruth, SeqState)> = BTreeMap::new();
+        let mut pauses: BTreeMap<(usize, [u8; 6], u8), (PfcTruth, PauseState)> = BTreeMap::new();
+        for (f, m) in run.frames.iter().zip(&run.meta) {
+            let t = f.tap;
+            let tt = &mut taps[t];
+            if tt.frames == 0 {
+                tt.first_ts_ns = f.ts_ns;
+            }
+            tt.frames += 1;
+            tt.last_ts_ns = f.ts_ns;
+            tt.bytes += f.frame.frame_len() as u64;
+            let iface = &run.taps[t].name;
+            match &f.frame {
+                FrameSpec::Roce(r) => {
+                    tt.roce += 1;
+                    let Some(flow) = m.flow else { continue };
+                    let (ft, st) = entry(&mut flows, run, t, flow);
+                    if ib::is_request(r.opcode) {
+                        ft.data_packets += 1;
+                        ft.payload_bytes += r.payload_len as u64;
+                        ft.ce += (r.ecn == ECN_CE) as u64;
+                        ft.corrupt += r.corrupt as u64;
+                        ft.model_retrans += m.retrans as u64;
+                        ft.model_spurious += m.spurious as u64;
+                        match m.rewind {
+                            Some(Trigger::Nak) => ft.model_rewinds_nak += 1,
+                            Some(Trigger::Timeout) => ft.model_rewinds_timeout += 1,
+                            _ => {}
+                        }
+                        match st.next {
+                            None => st.next = Some((r.psn + 1) & PSN_MASK),
+                            Some(next) => {
+                                let d = psn_diff(r.psn, next);
+                                if d == 0 {
+                                    st.next = Some((r.psn + 1) & PSN_MASK);
+                                } else if d > 0 {
+                                    ft.gaps += 1;
+                                    st.next = Some((r.psn + 1) & PSN_MASK);
+                                } else {
+                                    ft.retrans_packets += 1;
+                                    if st.prev.is_none_or(|p| r.psn != (p + 1) & PSN_MASK) {
+                                        ft.rewinds += 1;
+                                        ft.max_rewind_depth = ft.max_rewind_depth.max((-d) as u32);
+                                        match st.pending_nak.take() {
+                                            Some((psn, Trigger::Nak)) if psn == r.psn => {
+                                                ft.rewinds_nak += 1
+                                            }
+                                            Some((psn, Trigger::Rnr)) if psn == r.psn => {
+                                                ft.rewinds_rnr += 1
+                                            }
+                                            _ => ft.rewinds_timeout += 1,
+                                        }
+                                    }
+                                    if st.max_ack.is_some_and(|a| psn_diff(a, r.psn) >= 0) {
+                                        ft.spurious_retrans += 1;
+                                    }
+                                }
+                            }
+                        }
+                        st.prev = Some(r.psn);
+                    } else if let Some(a) = r.aeth {
+                        if aeth::is_ack(a.syndrome) {
+                            ft.acks += 1;
+                            if st.max_ack.is_none_or(|m| psn_diff(r.psn, m) > 0) {
+                                st.max_ack = Some(r.psn);
+                            }
+                        } else if aeth::is_nak(a.syndrome) {
+                            ft.naks += 1;
+                            st.pending_nak = Some((r.psn, Trigger::Nak));
+                        } else if aeth::is_rnr_nak(a.syndrome) {
+                            ft.rnr_naks += 1;
+                            st.pending_nak = Some((r.psn, Trigger::Rnr));
+                        }
+                    }
+                }
+                FrameSpec::Cnp(_) => {
+                    tt.cnp += 1;
+                    if let Some(flow) = m.flow {
+                        entry(&mut flows, run, t, flow).0.cnps += 1;
+                    }
+                }
+                FrameSpec::Pfc(p) => {
+                    tt.pfc += 1;
+                    let gbps = run.taps[t].link_gbps;
+                    for prio in 0..8u8 {
+                        if p.enable_vector & (1 << prio) == 0 {
+                            continue;
+                        }
+                        let (pt, ps) = pauses.entry((t, p.src_mac, prio)).or_insert_with(|| {
+                            (
+                                PfcTruth {
+                                    tap: t,
+                                    iface: iface.clone(),
+                                    src_mac: mac_str(p.src_mac),
+                                    priority: prio,
+                                    ..Default::default()
+                                },
+                                PauseState::default(),
+                            )
+                        });
+                        pt.frames += 1;
+                        let q = p.quanta[prio as usize];
+                        if q == 0 {
+                            pt.xon_frames += 1;
+                            if let Some((_, e)) = &mut ps.cur {
+                                *e = (*e).min(f.ts_ns);
+                            }
+                            ps.close();
+                        } else {
+                            let end = f.ts_ns
+                                + (q as f64 * BITS_PER_QUANTUM as f64 / gbps).round() as u64;
+                            match &mut ps.cur {
+                                Some((_, e)) if f.ts_ns <= *e => *e = end,
+                                _ => {
+                                    ps.close();
+                                    ps.cur = Some((f.ts_ns, end));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let pfc = pauses
+            .into_values()
+            .map(|(mut pt, mut ps)| {
+                let tt = &taps[pt.tap];
+                if let Some((_, e)) = &mut ps.cur {
+                    *e = (*e).min(tt.last_ts_ns);
+                }
+                ps.close();
+                pt.paused_ns = ps.paused;
+                pt.max_pause_ns = ps.max;
+                pt.storms = ps.storms;
+                let dur = tt.last_ts_ns.saturating_sub(tt.first_ts_ns);
+                pt.fraction = if dur > 0 {
+                    ps.paused as f64 / dur as f64
+                } else {
+                    0.0
+                };
+                pt
+            })
+            .collect();
+        Truth {
+            scenario: run.scenario.clone(),
+            seed: run.seed,
+            taps,
+            flows: flows.into_values().map(|(f, _)| f).collect(),
+            pfc,
+            qps: run.qps.clone(),
+            fabric: run.fabric.clone(),
+        }
+    }
+
+    /// The flow truth of connection `flow` at tap `tap`.
+    pub fn flow(&self, tap: usize, flow: usize) -> Option<&FlowTruth> {
+        self.flows.iter().find(|f| f.tap == tap && f.flow == flow)
+    }
+
+    /// Paused time at a tap summed over senders and priorities, as a fraction
+    /// of the tap's capture duration.
+    pub fn pause_fraction(&self, tap: usize) -> f64 {
+        self.pfc
+            .iter()
+            .filter(|p| p.tap == tap)
+            .map(|p| p.fraction)
+            .sum()
+    }
+}
