@@ -35,6 +35,62 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Simulate a small RoCE fabric and write what its mirror ports capture, with ground truth.
+    Synth(SynthArgs),
+}
+
+#[derive(Args)]
+struct SynthArgs {
+    /// healthy, ghost-drop, ghost-drop-fixed, lossy-link, incast, pfc-storm, ecn-broken, ecmp-collision.
+    #[arg(value_name = "SCENARIO")]
+    scenario: String,
+    /// Capture to write: .pcapng (one interface per tap) or .pcap (one tap).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Ground truth JSON [default: next to the capture, NAME.truth.json].
+    #[arg(long, value_name = "FILE")]
+    truth: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Stop once the taps have recorded this many frames.
+    #[arg(long, value_name = "N")]
+    packets: Option<usize>,
+    /// Simulated time (e.g. 5ms).
+    #[arg(long, value_name = "DURATION")]
+    duration: Option<String>,
+    /// NIC minimum retransmission timeout (e.g. 40us, 1.05ms).
+    #[arg(long, value_name = "DURATION")]
+    min_rto: Option<String>,
+    /// WRED/ECN: start marking at this queue depth (e.g. 180KB).
+    #[arg(long, value_name = "BYTES")]
+    ecn_min: Option<String>,
+    /// WRED/ECN: mark everything above this depth (e.g. 800KB).
+    #[arg(long, value_name = "BYTES")]
+    ecn_max: Option<String>,
+    /// WRED/ECN: marking probability at ecn-max (e.g. 0.1).
+    #[arg(long, value_name = "P")]
+    ecn_pmax: Option<f64>,
+    /// PFC XOFF threshold per ingress port and priority (e.g. 2800KB).
+    #[arg(long, value_name = "BYTES")]
+    pfc_xoff: Option<String>,
+    /// PFC XON threshold (e.g. 2200KB).
+    #[arg(long, value_name = "BYTES")]
+    pfc_xon: Option<String>,
+    /// Speed of every link (e.g. 100G, 400G).
+    #[arg(long, value_name = "SPEED")]
+    link_speed: Option<String>,
+    /// Any other knob by its dotted path, e.g. nic.ack_every=4 or flows.0.messages=10 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Keep at most this many bytes of each frame.
+    #[arg(long, default_value_t = 0)]
+    snaplen: u32,
+    /// Deliver the mirrored frames inside ERSPAN (ii or iii) over GRE.
+    #[arg(long, value_name = "TYPE")]
+    erspan: Option<String>,
+    /// Only these taps (index, repeatable); a .pcap needs exactly one.
+    #[arg(long, value_name = "N")]
+    tap: Vec<usize>,
 }
 
 #[derive(Args)]
@@ -142,7 +198,118 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(exit_code(&outcome))
         }
+        Command::Synth(args) => synth(args),
     }
+}
+
+fn synth(a: SynthArgs) -> Result<ExitCode> {
+    use rocescope::synth::ErspanVersion;
+    use rocescope::synth::model::{self, Config, SCENARIOS, Truth, bridge};
+
+    let mut cfg = Config::preset(&a.scenario).ok_or_else(|| {
+        Error::Usage(format!(
+            "unknown scenario {:?}; known: {}",
+            a.scenario,
+            SCENARIOS.join(", ")
+        ))
+    })?;
+    let mut knobs: Vec<(String, String)> = vec![("seed".into(), a.seed.to_string())];
+    let mut knob = |key: &str, value: Option<u64>| {
+        if let Some(v) = value {
+            knobs.push((key.into(), v.to_string()));
+        }
+    };
+    knob(
+        "duration_ns",
+        a.duration
+            .as_deref()
+            .map(units::parse_duration_ns)
+            .transpose()?,
+    );
+    knob(
+        "nic.min_rto_ns",
+        a.min_rto
+            .as_deref()
+            .map(units::parse_duration_ns)
+            .transpose()?,
+    );
+    knob(
+        "switch.ecn_min",
+        a.ecn_min.as_deref().map(units::parse_bytes).transpose()?,
+    );
+    knob(
+        "switch.ecn_max",
+        a.ecn_max.as_deref().map(units::parse_bytes).transpose()?,
+    );
+    knob(
+        "switch.pfc_xoff",
+        a.pfc_xoff.as_deref().map(units::parse_bytes).transpose()?,
+    );
+    knob(
+        "switch.pfc_xon",
+        a.pfc_xon.as_deref().map(units::parse_bytes).transpose()?,
+    );
+    if let Some(p) = a.ecn_pmax {
+        knobs.push(("switch.ecn_pmax".into(), p.to_string()));
+    }
+    if let Some(speed) = a.link_speed.as_deref() {
+        knobs.push((
+            "link_gbps".into(),
+            (units::parse_link_speed(speed)? as f64 / 1e9).to_string(),
+        ));
+    }
+    if let Some(n) = a.packets {
+        knobs.push(("max_frames".into(), n.to_string()));
+    }
+    for item in &a.set {
+        let (k, v) = item.split_once('=').ok_or_else(|| {
+            Error::Usage(format!(
+                "--set {item:?}: write KEY=VALUE, e.g. nic.ack_every=4"
+            ))
+        })?;
+        knobs.push((k.trim().into(), v.trim().into()));
+    }
+    for (k, v) in &knobs {
+        cfg.set(k, v)
+            .map_err(|e| Error::Usage(format!("synth {}: {e}", a.scenario)))?;
+    }
+    let erspan = match a.erspan.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None => None,
+        Some("ii" | "2") => Some(ErspanVersion::II),
+        Some("iii" | "3") => Some(ErspanVersion::III),
+        Some(other) => return Err(Error::Usage(format!("--erspan {other:?}: write ii or iii"))),
+    };
+
+    let run =
+        model::simulate(&cfg).map_err(|e| Error::Usage(format!("synth {}: {e}", a.scenario)))?;
+    let truth = Truth::of(&run);
+    let opts = bridge::CaptureOptions {
+        snaplen: a.snaplen,
+        erspan,
+        taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
+    };
+    let frames = bridge::write_capture(&run, &a.out, &opts)?;
+    let truth_path = a.truth.unwrap_or_else(|| {
+        let stem = a
+            .out
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        a.out.with_file_name(format!("{stem}.truth.json"))
+    });
+    rocescope::tables::write_json(&truth_path, &truth)?;
+    println!(
+        "{}: {frames} frames from {} taps ({}), truth in {}",
+        a.out.display(),
+        opts.taps.as_ref().map_or(run.taps.len(), Vec::len),
+        run.taps
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        truth_path.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_warnings(outcome: &offline::Outcome) {

@@ -69,8 +69,45 @@ fn bad_duration(text: &str) -> Error {
     ))
 }
 
+/// A buffer size in bytes: `180KB`, `2.8MB`, `800k`, `4096`. K and M are
+/// binary (1024, 1048576), as switch buffer settings mean them.
+pub fn parse_bytes(text: &str) -> Result<u64> {
+    let t = text.trim().to_ascii_lowercase();
+    let t = t
+        .strip_suffix("ib")
+        .or_else(|| t.strip_suffix('b'))
+        .unwrap_or(&t);
+    let (number, scale) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1024.0),
+        Some('m') => (&t[..t.len() - 1], 1024.0 * 1024.0),
+        Some('g') => (&t[..t.len() - 1], 1024.0 * 1024.0 * 1024.0),
+        _ => (t, 1.0),
+    };
+    let value: f64 = number.trim().parse().map_err(|_| bad_bytes(text))?;
+    let bytes = value * scale;
+    if !(bytes.is_finite() && bytes >= 0.0 && bytes < 1e15) {
+        return Err(bad_bytes(text));
+    }
+    Ok(bytes.round() as u64)
+}
+
+fn bad_bytes(text: &str) -> Error {
+    Error::Usage(format!(
+        "size {text:?} is not understood: write e.g. 180KB, 2.8MB or 4096"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("180KB").unwrap(), 180 * 1024);
+        assert_eq!(parse_bytes("800k").unwrap(), 800 * 1024);
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert_eq!(parse_bytes("2MiB").unwrap(), 2 * 1024 * 1024);
+        assert!(parse_bytes("lots").is_err());
+    }
+
     use super::*;
 
     #[test]

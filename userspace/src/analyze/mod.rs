@@ -143,7 +143,7 @@
 
 mod findings;
 mod pfc;
-mod psn;
+pub mod psn;
 mod report;
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,12 @@ use crate::synth::frame::{
     WireFrame,
 };
 use std::io;
+use std::path::Path;
+
+use crate::synth::capture_writer::{PcapWriter, PcapngWriter};
+use crate::synth::frame::{Erspan, ErspanVersion, RawFrame};
+use crate::{Error, Result};
+use rocescope_common::proto::linktype;
 
 /// Model time 0 in a capture: 2026-01-01T00:00:00Z, so timestamps look real.
 pub const EPOCH_NS: u64 = 1_767_225_600_000_000_000;
@@ -120,4 +126,93 @@ pub fn write_tap(
         n += 1;
     }
     Ok(n)
+}
+
+/// How [`write_capture`] writes a run.
+#[derive(Clone, Debug, Default)]
+pub struct CaptureOptions {
+    /// Keep at most this many bytes of each frame (0: everything).
+    pub snaplen: u32,
+    /// Deliver every mirrored frame inside ERSPAN over GRE, as a remote
+    /// mirror session does.
+    pub erspan: Option<ErspanVersion>,
+    /// Only these taps (indices into `run.taps`); `None`: every tap.
+    pub taps: Option<Vec<usize>>,
+}
+
+/// Writes a run's tap frames to `path`: pcapng (one interface per tap,
+/// named after it) when the name ends in `.pcapng`, classic pcap otherwise —
+/// which holds one tap only, since frames seen at two taps in one stream
+/// would look like resends. Returns the number of frames written.
+pub fn write_capture(run: &Run, path: &Path, opts: &CaptureOptions) -> Result<u64> {
+    let taps: Vec<usize> = match &opts.taps {
+        Some(t) => t.clone(),
+        None => (0..run.taps.len()).collect(),
+    };
+    if let Some(&bad) = taps.iter().find(|&&t| t >= run.taps.len()) {
+        return Err(Error::Usage(format!(
+            "tap {bad} does not exist; this scenario has taps 0..{}",
+            run.taps.len()
+        )));
+    }
+    let pcapng = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pcapng"));
+    let io_err = |e: io::Error| Error::Write {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    };
+    // iface id in the file for each tap of the run.
+    let mut iface_of = vec![None; run.taps.len()];
+    let mut writer: Box<dyn CaptureWrite> = if pcapng {
+        let mut w = PcapngWriter::create(path)?;
+        for &t in &taps {
+            iface_of[t] = Some(
+                w.add_interface(&run.taps[t].name, linktype::ETHERNET as u16, opts.snaplen)
+                    .map_err(io_err)?,
+            );
+        }
+        Box::new(w)
+    } else {
+        if taps.len() != 1 {
+            return Err(Error::Usage(format!(
+                "{}: a classic pcap holds one tap and this run has {}; write .pcapng, or choose one tap with --tap",
+                path.display(),
+                taps.len()
+            )));
+        }
+        iface_of[taps[0]] = Some(0);
+        Box::new(PcapWriter::create(path, linktype::ETHERNET, opts.snaplen)?)
+    };
+
+    let mut inner = Vec::with_capacity(9216);
+    let mut outer = Vec::with_capacity(9216 + 64);
+    let mut written = 0u64;
+    for f in &run.frames {
+        let Some(iface) = iface_of.get(f.tap).copied().flatten() else {
+            continue;
+        };
+        inner.clear();
+        append_frame(&f.frame, &mut inner);
+        let bytes = match opts.erspan {
+            Some(version) => {
+                let session = Erspan {
+                    version,
+                    gre_seq: written as u32,
+                    session_id: (f.tap as u16 + 1) & 0x3FF,
+                    timestamp: f.ts_ns as u32,
+                    ..Erspan::default()
+                };
+                session.write(&RawFrame(&inner), &mut outer);
+                &outer
+            }
+            None => &inner,
+        };
+        writer
+            .write_frame(iface, EPOCH_NS + f.ts_ns, bytes)
+            .map_err(io_err)?;
+        written += 1;
+    }
+    writer.flush().map_err(io_err)?;
+    Ok(written)
 }

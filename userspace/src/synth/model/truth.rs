@@ -19,15 +19,8 @@ use std::net::Ipv4Addr;
 /// Default storm threshold: a continuous pause longer than this.
 pub const STORM_NS: u64 = 200_000_000;
 
-/// `a - b` in 24-bit serial arithmetic, in (-2^23, 2^23].
-pub fn psn_diff(a: u32, b: u32) -> i32 {
-    let d = a.wrapping_sub(b) & PSN_MASK;
-    if d >= 1 << 23 {
-        d as i32 - (1 << 24)
-    } else {
-        d as i32
-    }
-}
+/// 24-bit serial PSN distance: the analyzer's own arithmetic.
+pub use crate::analyze::psn::diff as psn_diff;
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FlowTruth {
