@@ -3,7 +3,9 @@
 //! Severities: `critical` (the fabric is losing throughput to it now),
 //! `warning` (it costs throughput or will), `info` (worth knowing).
 
-use super::{Finding, Flow, FlowRow, PfcInterval, Summary, fmt_ip, fmt_mac, fmt_us, iface_name};
+use super::{
+    Finding, Flow, FlowRow, PfcInterval, Summary, fmt_ip, fmt_mac, fmt_offset, fmt_us, iface_name,
+};
 
 pub(crate) struct Input<'a> {
     pub flows: &'a [Flow],
@@ -42,6 +44,11 @@ impl Input<'_> {
         )
     }
 
+    /// A capture time as an offset from the capture's first frame.
+    fn at(&self, ts_ns: u64) -> String {
+        fmt_offset(ts_ns.saturating_sub(self.summary.first_ts_ns.unwrap_or(ts_ns)))
+    }
+
     fn longest_pause(&self) -> Option<&PfcInterval> {
         self.pfc
             .iter()
@@ -50,12 +57,12 @@ impl Input<'_> {
 
     fn pause_text(&self, p: &PfcInterval) -> String {
         format!(
-            "{} µs on {} priority {} by {} (from {} ns, {} frames, ended by {})",
+            "{} µs on {} priority {} by {} (from {}, {} frames, ended by {})",
             fmt_us(p.end_ns - p.start_ns),
             self.iface(p.iface),
             p.priority,
             fmt_mac(&p.src_mac),
-            p.start_ns,
+            self.at(p.start_ns),
             p.frames,
             p.ended_by
         )
@@ -120,10 +127,9 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
     );
     if let Some(m) = idle_min {
         detail.push_str(&format!(
-            "; idle before the rewinds {}–{} µs (the NIC's retransmission timeout is about {} µs)",
+            "; idle before the rewinds {}–{} µs",
             fmt_us(m),
             fmt_us(idle_max),
-            fmt_us(m)
         ));
     }
     match longest {
@@ -138,9 +144,9 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
         && let Some(n) = f.note
     {
         detail.push_str(&format!(
-            ". Worst: {} at {} ns rewound {} PSNs back to PSN {} after {} µs idle, trigger {}",
+            ". Worst: {} at {} rewound {} PSNs back to PSN {} after {} µs idle, trigger {}",
             x.describe(f),
-            n.ts,
+            x.at(n.ts),
             n.depth,
             n.psn,
             fmt_us(n.idle_ns),

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Analysis, fmt_ip, fmt_us};
+use super::{Analysis, fmt_ip, fmt_us, fmt_utc};
 
 /// Capture facts, findings with their numbers, PFC per priority and the
 /// flows with the most retransmissions.
@@ -16,9 +16,9 @@ pub fn render_text(a: &Analysis) -> String {
         Some(first) => {
             let _ = writeln!(
                 o,
-                "Capture: {} .. {} ns ({} ms)",
-                first,
-                s.last_ts_ns.unwrap_or(first),
+                "Capture: {} .. {} ({} ms); times below are t+ from its first frame",
+                fmt_utc(first),
+                fmt_utc(s.last_ts_ns.unwrap_or(first)),
                 s.duration_ns as f64 / 1e6
             );
         }
@@ -105,12 +105,36 @@ pub fn render_text(a: &Analysis) -> String {
     if !top.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "Top flows by retransmissions:");
+        let shown: Vec<_> = top.iter().take(10).collect();
+        let ends: Vec<String> = shown
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} → {} QP {}",
+                    fmt_ip(&r.src_ip),
+                    fmt_ip(&r.dst_ip),
+                    r.dest_qp
+                )
+            })
+            .collect();
+        let iw = shown
+            .iter()
+            .map(|r| s.iface_name(r.iface).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(5);
+        let ew = ends
+            .iter()
+            .map(|e| e.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(12);
         let _ = writeln!(
             o,
-            "  {:>5} {:<8} {:<40} {:>9} {:>8} {:>8} {:>15} {:>6} {:>8} {:>5} {:>7}",
+            "  {:>5}  {:<iw$}  {:<ew$} {:>9} {:>8} {:>8} {:>13} {:>6} {:>8} {:>5} {:>7}",
             "flow",
             "iface",
-            "src → dst QP",
+            "src → dst",
             "data",
             "retrans",
             "rate %",
@@ -120,18 +144,13 @@ pub fn render_text(a: &Analysis) -> String {
             "gaps",
             "Gb/s"
         );
-        for r in top.iter().take(10) {
+        for (r, ends) in shown.iter().zip(&ends) {
             let _ = writeln!(
                 o,
-                "  {:>5} {:<8} {:<40} {:>9} {:>8} {:>8.3} {:>15} {:>6} {:>8} {:>5} {:>7.2}",
+                "  {:>5}  {:<iw$}  {:<ew$} {:>9} {:>8} {:>8.3} {:>13} {:>6} {:>8} {:>5} {:>7.2}",
                 r.flow_id,
                 s.iface_name(r.iface),
-                format!(
-                    "{} → {} {}",
-                    fmt_ip(&r.src_ip),
-                    fmt_ip(&r.dst_ip),
-                    r.dest_qp
-                ),
+                ends,
                 r.data_packets,
                 r.retrans_packets,
                 r.retrans_rate * 100.0,

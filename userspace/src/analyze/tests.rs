@@ -478,7 +478,7 @@ fn ghost_drop_under_pfc_pause_is_diagnosed() {
         "rewound 6 PSNs back to PSN 1002 after 250.0 µs idle, trigger timeout (no NAK preceded it)",
         "2 of the 6 rewound PSNs had already been acknowledged",
         "priority 3 was paused for 247.0 µs of that idle time",
-        "covered by the pause of 335.5 µs on if0 priority 3 by 02:00:00:00:00:0b (from 10000 ns, 1 frames, ended by expiry)",
+        "covered by the pause of 335.5 µs on if0 priority 3 by 02:00:00:00:00:0b (from t+0.010000 ms, 1 frames, ended by expiry)",
         "1 of them while the flow's priority was paused",
     ] {
         assert!(g.detail.contains(want), "missing {want:?} in {}", g.detail);
@@ -1007,4 +1007,18 @@ fn a_long_idle_mostly_paused_is_a_stall() {
         v.detail
     );
     assert_eq!(r.flow(A, QB).rewinds, 0);
+}
+
+#[test]
+fn utc_and_offsets_print_readably() {
+    assert_eq!(super::fmt_utc(0), "1970-01-01T00:00:00.000000Z");
+    assert_eq!(
+        super::fmt_utc(1_767_225_600_000_000_836),
+        "2026-01-01T00:00:00.000000Z"
+    );
+    assert_eq!(
+        super::fmt_utc(951_782_400_123_456_789),
+        "2000-02-29T00:00:00.123456Z"
+    );
+    assert_eq!(super::fmt_offset(700_525), "t+0.700525 ms");
 }
