@@ -13,10 +13,15 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, frame)) = data.split_first() else {
         return;
     };
-    let lt = [linktype::ETHERNET, linktype::LINUX_SLL, linktype::LINUX_SLL2]
-        [usize::from(selector & 0x7f) % 3];
+    let lt = [
+        linktype::ETHERNET,
+        linktype::LINUX_SLL,
+        linktype::LINUX_SLL2,
+    ][usize::from(selector & 0x7f) % 3];
     let cut = if selector & 0x80 != 0 { 100 } else { 0 };
-    let frame_len = u32::try_from(frame.len()).unwrap_or(u32::MAX).saturating_add(cut);
+    let frame_len = u32::try_from(frame.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(cut);
     let record = rocescope::decode::decode(lt, frame, frame_len);
     std::hint::black_box(record);
 });

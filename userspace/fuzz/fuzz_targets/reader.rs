@@ -19,13 +19,22 @@ fuzz_target!(|data: &[u8]| {
         };
         assert!(number > last_number, "frame numbers go up");
         last_number = number;
-        assert!((iface as usize) < reader.interfaces().len(), "iface in range");
+        assert!(
+            (iface as usize) < reader.interfaces().len(),
+            "iface in range"
+        );
         assert!(caplen <= MAX_CAPLEN as usize);
         assert!(caplen <= orig_len as usize);
         assert!(reader.offset() <= data.len() as u64);
     }
-    assert!(reader.next_frame().is_ok_and(|f| f.is_none()), "stays at the end");
+    assert!(
+        reader.next_frame().is_ok_and(|f| f.is_none()),
+        "stays at the end"
+    );
     for w in reader.take_warnings() {
-        assert!(w.offset <= data.len() as u64, "warning offset inside the file: {w}");
+        assert!(
+            w.offset <= data.len() as u64,
+            "warning offset inside the file: {w}"
+        );
     }
 });

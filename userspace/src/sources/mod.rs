@@ -60,6 +60,9 @@
 //! * **Link types** are reported as the file gives them (upper FCS bits of
 //!   classic pcap's link-type field masked off); the decoder handles
 //!   Ethernet, Linux SLL and SLL2.
+//! * **Reads** fill the whole buffer before parsing (retrying on
+//!   `Interrupted`), so from a pipe frames come out in 1 MiB batches; an I/O
+//!   error after some bytes is reported once those bytes are used up.
 //! * **Memory** is one [`BUFFER_CAPACITY`] buffer plus one [`Interface`] per
 //!   declared interface; no allocation follows a length read from the file.
 mod filter;

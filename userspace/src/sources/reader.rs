@@ -551,10 +551,10 @@ impl CaptureReader {
                 return Err(self.io_err());
             }
             if self.src.data().is_empty() && self.src.reader_exhausted() {
-                self.st.pos = block_start;
-                self.st.stop(format!(
-                    "the capture ends inside a {blen}-byte block (the file was cut)"
-                ));
+                self.st.stop_at(
+                    block_start,
+                    format!("the capture ends inside a {blen}-byte block (the file was cut)"),
+                );
                 return Ok(());
             }
         }
@@ -624,9 +624,13 @@ impl State {
 
     /// Stops at the block at the front of the buffer.
     fn stop(&mut self, detail: String) {
+        self.stop_at(self.pos, detail);
+    }
+
+    fn stop_at(&mut self, offset: u64, detail: String) {
         self.warnings.push(Warning {
             path: self.path.clone(),
-            offset: self.pos,
+            offset,
             frames_before: self.delivered,
             detail,
             stopped: true,
