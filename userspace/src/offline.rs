@@ -55,61 +55,32 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
         readers.push(CaptureReader::open(path)?);
     }
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
-    let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), out)?;
-    let mut names = IfaceNames::new(paths);
-    let mut warnings = Vec::new();
-    let mut frames_read = 0u64;
+    let mut run = Run {
+        pipeline: RecordPipeline::new(opts.analyzer.clone(), out)?,
+        names: IfaceNames::new(paths),
+        warnings: Vec::new(),
+        frames_read: 0,
+        progress: Progress::new(opts.progress),
+    };
     let mut stopped_by = None;
-    let mut progress = Progress::new(opts.progress);
-
-    'files: for (file_index, (path, reader)) in paths.iter().zip(readers.iter_mut()).enumerate() {
-        loop {
-            let frame = match reader.next_frame() {
-                Ok(Some(frame)) => frame,
-                Ok(None) => break,
-                Err(e) => {
-                    stopped_by = Some(e.to_string());
-                    break 'files;
-                }
-            };
-            frames_read += 1;
-            if let Some(f) = filter.as_mut() {
-                if !f.matches(&frame)? {
-                    continue;
-                }
-            }
-            let mut rec: PacketRecord = decode::decode(frame.linktype, frame.data, frame.orig_len);
-            // The frame borrows the reader's buffer: keep what is needed, let it go.
-            let (number, file_iface, ts_ns) = (frame.number, frame.iface, frame.ts_ns);
-            progress.tick(path, reader.offset(), frames_read);
-            if rec.kind() == Kind::Other {
-                continue;
-            }
-            let if_name = reader
-                .interfaces()
-                .get(file_iface as usize)
-                .and_then(|i| i.name.as_deref());
-            let known = names.len();
-            let Some(iface) = names.index(file_index, file_iface, if_name) else {
-                warnings.push(format!(
-                    "{}: frame {}: more than {} capture interfaces; frames of further interfaces skipped",
-                    path.display(),
-                    number,
-                    u16::MAX
-                ));
-                continue;
-            };
-            if names.len() > known {
-                pipeline.name_iface(iface, names.name(iface));
-            }
-            rec.frame = number;
-            rec.ts_ns = ts_ns;
-            rec.iface = iface;
-            pipeline.push(&rec)?;
+    for (file_index, (path, reader)) in paths.iter().zip(readers.iter_mut()).enumerate() {
+        let result = run.read_file(file_index, path, reader, filter.as_mut());
+        run.warnings
+            .extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
+        // Whatever stops the run mid-way, what was read so far is still analysed and written.
+        if let Err(e) = result {
+            stopped_by = Some(e.to_string());
+            break;
         }
-        warnings.extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
     }
-    progress.done();
+    run.progress.done();
+    let Run {
+        pipeline,
+        names,
+        warnings,
+        frames_read,
+        ..
+    } = run;
 
     let records = pipeline.records();
     let analysis = pipeline.finish(RunFacts {
@@ -127,6 +98,67 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
         records,
         stopped_by,
     })
+}
+
+/// The state of one offline run across its files.
+struct Run {
+    pipeline: RecordPipeline,
+    names: IfaceNames,
+    warnings: Vec<String>,
+    frames_read: u64,
+    progress: Progress,
+}
+
+impl Run {
+    /// Reads one file to its end (or to a fault the reader warned about).
+    fn read_file(
+        &mut self,
+        file_index: usize,
+        path: &Path,
+        reader: &mut CaptureReader,
+        mut filter: Option<&mut Filter>,
+    ) -> Result<()> {
+        let mut warned_iface_limit = false;
+        while let Some(frame) = reader.next_frame()? {
+            self.frames_read += 1;
+            if let Some(f) = filter.as_deref_mut()
+                && !f.matches(&frame)?
+            {
+                continue;
+            }
+            let mut rec: PacketRecord = decode::decode(frame.linktype, frame.data, frame.orig_len);
+            // The frame borrows the reader's buffer: keep what is needed, let it go.
+            let (number, file_iface, ts_ns) = (frame.number, frame.iface, frame.ts_ns);
+            self.progress.tick(path, reader.offset(), self.frames_read);
+            if rec.kind() == Kind::Other {
+                continue;
+            }
+            let if_name = reader
+                .interfaces()
+                .get(file_iface as usize)
+                .and_then(|i| i.name.as_deref());
+            let known = self.names.len();
+            let Some(iface) = self.names.index(file_index, file_iface, if_name) else {
+                if !warned_iface_limit {
+                    warned_iface_limit = true;
+                    self.warnings.push(format!(
+                        "{}: frame {number}: more than {} capture interfaces in this run; frames of further interfaces skipped",
+                        path.display(),
+                        u16::MAX
+                    ));
+                }
+                continue;
+            };
+            if self.names.len() > known {
+                self.pipeline.name_iface(iface, self.names.name(iface));
+            }
+            rec.frame = number;
+            rec.ts_ns = ts_ns;
+            rec.iface = iface;
+            self.pipeline.push(&rec)?;
+        }
+        Ok(())
+    }
 }
 
 /// Names of capture interfaces, unique across all files of a run:
@@ -226,7 +258,10 @@ impl Progress {
     }
 
     fn tick(&mut self, path: &Path, offset: u64, frames: u64) {
-        if !self.enabled || frames % 4096 != 0 || self.last.elapsed() < Duration::from_millis(500) {
+        if !self.enabled
+            || !frames.is_multiple_of(4096)
+            || self.last.elapsed() < Duration::from_millis(500)
+        {
             return;
         }
         self.last = Instant::now();

@@ -25,7 +25,7 @@ pub fn parse_link_speed(text: &str) -> Result<u64> {
     };
     let value: f64 = number.trim().parse().map_err(|_| bad_speed(text))?;
     let bps = value * scale;
-    if !(bps.is_finite() && bps >= 1e6 && bps <= 1e13) {
+    if !(bps.is_finite() && (1e6..=1e13).contains(&bps)) {
         return Err(bad_speed(text));
     }
     Ok(bps.round() as u64)
@@ -57,7 +57,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64> {
         _ => return Err(bad_duration(text)),
     };
     let ns = value * scale;
-    if !(ns.is_finite() && ns >= 1.0 && ns < 1e18) {
+    if !(ns.is_finite() && (1.0..1e18).contains(&ns)) {
         return Err(bad_duration(text));
     }
     Ok(ns.round() as u64)
@@ -85,7 +85,7 @@ pub fn parse_bytes(text: &str) -> Result<u64> {
     };
     let value: f64 = number.trim().parse().map_err(|_| bad_bytes(text))?;
     let bytes = value * scale;
-    if !(bytes.is_finite() && bytes >= 0.0 && bytes < 1e15) {
+    if !(bytes.is_finite() && (0.0..1e15).contains(&bytes)) {
         return Err(bad_bytes(text));
     }
     Ok(bytes.round() as u64)
