@@ -22,6 +22,11 @@ static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(live::COUNTERS
 #[map(name = "SCRATCH")]
 static SCRATCH: PerCpuArray<PacketRecord> = PerCpuArray::with_max_entries(1, 0);
 
+/// One word the walk passes values through so the verifier forgets them
+/// (see [`Pkt::opaque`]).
+#[map(name = "OPAQUE")]
+static OPAQUE: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
 /// Set by the loader (`--drop-after-capture`).
 #[unsafe(no_mangle)]
 static DROP_AFTER_CAPTURE: u8 = 0;
@@ -34,7 +39,10 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
     };
     // SAFETY: a per-CPU map value, used by this program run only.
     let rec = unsafe { &mut *rec };
-    let pkt = Pkt::new(ctx.ctx);
+    let Some(tmp) = OPAQUE.get_ptr_mut(0) else {
+        return xdp_action::XDP_PASS;
+    };
+    let pkt = Pkt::new(ctx.ctx, tmp);
     if !decode(&pkt, rec) {
         bump(live::COUNTER_PARSE_FAILURES);
     }
@@ -74,12 +82,27 @@ fn bump(slot: u32) {
 struct Pkt {
     ctx: *mut xdp_md,
     len: usize,
+    tmp: *mut u64,
 }
 
 impl Pkt {
-    fn new(ctx: *mut xdp_md) -> Pkt {
+    fn new(ctx: *mut xdp_md, tmp: *mut u64) -> Pkt {
         let len = unsafe { bpf_xdp_get_buff_len(ctx) } as usize;
-        Pkt { ctx, len }
+        Pkt { ctx, len, tmp }
+    }
+
+    /// `v`, passed through map memory: the verifier tracks no values there,
+    /// so the states of every path that reaches a layer look alike and are
+    /// pruned after the first. Without this, each VLAN tag count × IPv6
+    /// extension header chain × ERSPAN nesting is verified separately and
+    /// the program exceeds the verifier's 1M-instruction budget.
+    #[inline(always)]
+    fn opaque(&self, v: usize) -> usize {
+        // SAFETY: a per-CPU map value of this program run.
+        unsafe {
+            core::ptr::write_volatile(self.tmp, v as u64);
+            core::ptr::read_volatile(self.tmp) as usize
+        }
     }
 
     /// `N` bytes at `at`, if they lie before `end` (and in the frame).
@@ -88,16 +111,22 @@ impl Pkt {
         if at > end || end - at < N || end > self.len || at > 0xFFFF {
             return None;
         }
-        let mut buf = [0u8; N];
+        // Uninitialised: zeroing it would cost a `memset` call per read.
+        let mut buf = core::mem::MaybeUninit::<[u8; N]>::uninit();
         let r = unsafe {
-            bpf_xdp_load_bytes(
-                self.ctx,
-                at as u32,
-                buf.as_mut_ptr() as *mut c_void,
-                N as u32,
-            )
+            bpf_xdp_load_bytes(self.ctx, at as u32, buf.as_mut_ptr().cast::<c_void>(), N as u32)
         };
-        if r == 0 { Some(buf) } else { None }
+        // SAFETY: on success the helper wrote all N bytes.
+        if r == 0 { Some(unsafe { buf.assume_init() }) } else { None }
+    }
+
+    /// Fills `dst` from the frame at `at` (the caller checked the bounds).
+    #[inline(always)]
+    fn load_into<const N: usize>(&self, at: usize, dst: &mut [u8; N]) -> bool {
+        let r = unsafe {
+            bpf_xdp_load_bytes(self.ctx, at as u32, dst.as_mut_ptr() as *mut c_void, N as u32)
+        };
+        r == 0
     }
 }
 
@@ -121,6 +150,21 @@ fn be64(b: &[u8], at: usize) -> u64 {
     (u64::from(be32(b, at)) << 32) | u64::from(be32(b, at + 4))
 }
 
+/// `*rec = PacketRecord::default()` as 25 explicit 8-byte stores: the
+/// compiler would call a byte-wise `memset` loop, which costs the verifier
+/// 200 iterations on every path.
+#[inline(always)]
+fn zero(rec: &mut PacketRecord) {
+    const WORDS: usize = core::mem::size_of::<PacketRecord>() / 8;
+    const _: () = assert!(WORDS * 8 == core::mem::size_of::<PacketRecord>());
+    let p = (rec as *mut PacketRecord).cast::<u64>();
+    macro_rules! z {
+        ($($i:literal)*) => { $( unsafe { core::ptr::write_volatile(p.add($i), 0) }; )* };
+    }
+    z!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24);
+    const _: () = assert!(WORDS == 25);
+}
+
 /// How a layer ended the walk.
 enum Next {
     /// Finished: `rec.kind` says what the frame is.
@@ -134,12 +178,12 @@ enum Next {
 /// Fills `rec` like `decode::decode(LINKTYPE_ETHERNET, frame, len)`; false
 /// when the walk stopped at a broken header (a parse failure).
 fn decode(pkt: &Pkt, rec: &mut PacketRecord) -> bool {
-    *rec = PacketRecord::default();
+    zero(rec);
     let mut next = ethernet_frame(pkt, rec, 0, pkt.len, true);
     let mut ok = true;
     if let Next::Erspan(at, end) = next {
-        *rec = PacketRecord::default();
-        next = ethernet_frame(pkt, rec, at, end, false);
+        zero(rec);
+        next = ethernet_frame(pkt, rec, pkt.opaque(at), pkt.opaque(end), false);
         rec.flags |= flags::ERSPAN;
     }
     match next {
@@ -150,9 +194,11 @@ fn decode(pkt: &Pkt, rec: &mut PacketRecord) -> bool {
     if rec.kind == Kind::Malformed as u8 {
         ok = false;
     }
-    if matches!(next, Next::Erspan(..)) || rec.kind == Kind::Other as u8 {
-        *rec = PacketRecord::default();
+    if matches!(next, Next::Erspan(..)) {
+        rec.kind = Kind::Other as u8;
     }
+    // A kind `Other` record is never sent, so it is not zeroed here (the
+    // userspace decoder zeroes it; nobody sees the kernel's).
     rec.frame_len = pkt.len as u32;
     rec.cap_len = pkt.len as u32;
     ok
@@ -214,6 +260,8 @@ fn link_payload(
     } else {
         rec.outer_vlan = 0;
     }
+    let (at, end) = (pkt.opaque(at), pkt.opaque(end));
+    let ethertype = pkt.opaque(usize::from(ethertype)) as u16;
     match ethertype {
         ethernet::ETHERTYPE_IPV4 => ipv4(pkt, rec, at, end, allow_erspan),
         ethernet::ETHERTYPE_IPV6 => ipv6(pkt, rec, at, end, allow_erspan),
@@ -252,8 +300,13 @@ fn ipv4(pkt: &Pkt, rec: &mut PacketRecord, at: usize, end: usize, allow_erspan: 
         // A non-first fragment: nothing to recognise it by.
         return Next::Done;
     }
-    rec.src_ip = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, h[12], h[13], h[14], h[15]];
-    rec.dst_ip = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, h[16], h[17], h[18], h[19]];
+    // IPv4-mapped (::ffff:a.b.c.d); bytes 0..10 are still zero from `zero`.
+    for (i, b) in [0xFF, 0xFF, h[12], h[13], h[14], h[15]].into_iter().enumerate() {
+        rec.src_ip[10 + i] = b;
+    }
+    for (i, b) in [0xFF, 0xFF, h[16], h[17], h[18], h[19]].into_iter().enumerate() {
+        rec.dst_ip[10 + i] = b;
+    }
     rec.dscp = h[1] >> 2;
     rec.ecn = h[1] & 0x03;
     rec.flags |= flags::HAS_IPV4;
@@ -269,18 +322,16 @@ fn ipv4(pkt: &Pkt, rec: &mut PacketRecord, at: usize, end: usize, allow_erspan: 
 
 #[inline(always)]
 fn ipv6(pkt: &Pkt, rec: &mut PacketRecord, at: usize, end: usize, allow_erspan: bool) -> Next {
-    let Some(h) = pkt.load::<{ ip::IPV6_HEADER_LEN }>(at, end) else {
+    let Some(h) = pkt.load::<8>(at, end) else {
         return Next::Failed;
     };
-    if h[0] >> 4 != 6 {
+    if end - at < ip::IPV6_HEADER_LEN || h[0] >> 4 != 6 {
         return Next::Failed;
     }
-    let mut src = [0u8; 16];
-    let mut dst = [0u8; 16];
-    src.copy_from_slice(&h[8..24]);
-    dst.copy_from_slice(&h[24..40]);
-    rec.src_ip = src;
-    rec.dst_ip = dst;
+    // The addresses go straight into the record.
+    if !pkt.load_into(at + 8, &mut rec.src_ip) || !pkt.load_into(at + 24, &mut rec.dst_ip) {
+        return Next::Failed;
+    }
     let tclass = (be16(&h, 0) >> 4) as u8;
     rec.dscp = tclass >> 2;
     rec.ecn = tclass & 0x03;
@@ -348,6 +399,14 @@ const fn is_ipv6_ext(h: u8) -> bool {
 
 #[inline(always)]
 fn transport(pkt: &Pkt, rec: &mut PacketRecord, protocol: u8, l3: &L3, allow_erspan: bool) -> Next {
+    let l3 = &L3 {
+        at: pkt.opaque(l3.at),
+        end: pkt.opaque(l3.end),
+        l4_at: pkt.opaque(l3.l4_at),
+        declared: pkt.opaque(l3.declared),
+        first_fragment: pkt.opaque(usize::from(l3.first_fragment)) != 0,
+    };
+    let protocol = pkt.opaque(usize::from(protocol)) as u8;
     match protocol {
         ip::PROTO_UDP => udp(pkt, rec, l3),
         gre::IP_PROTO if allow_erspan => gre(pkt, l3.at + l3.l4_at, l3.end),
@@ -482,8 +541,11 @@ fn udp(pkt: &Pkt, rec: &mut PacketRecord, l3: &L3) -> Next {
 /// The extension headers in `mask`, in spec order, while each is whole
 /// before `end`; false when one was cut.
 #[inline(always)]
-fn ext_headers(pkt: &Pkt, rec: &mut PacketRecord, mask: u16, mut at: usize, end: usize) -> bool {
+fn ext_headers(pkt: &Pkt, rec: &mut PacketRecord, mask: u16, at: usize, end: usize) -> bool {
     use ib::ext;
+    let mut at = pkt.opaque(at);
+    let end = pkt.opaque(end);
+    let mask = pkt.opaque(usize::from(mask)) as u16;
     if mask & ext::RDETH != 0 {
         if pkt.load::<{ ib::RDETH_LEN }>(at, end).is_none() {
             return false;
@@ -573,11 +635,16 @@ fn mac_control(pkt: &Pkt, rec: &mut PacketRecord, at: usize, end: usize) -> Next
                 return Next::Failed;
             };
             rec.pfc_enable = p[3];
-            let mut q = [0u16; mac_control::PRIORITIES];
-            for (i, slot) in q.iter_mut().enumerate() {
-                *slot = be16(&p, 4 + 2 * i);
-            }
-            rec.pfc_quanta = q;
+            rec.pfc_quanta = [
+                be16(&p, 4),
+                be16(&p, 6),
+                be16(&p, 8),
+                be16(&p, 10),
+                be16(&p, 12),
+                be16(&p, 14),
+                be16(&p, 16),
+                be16(&p, 18),
+            ];
             rec.flags |= flags::HAS_PFC;
             Next::Done
         }
