@@ -213,6 +213,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 analyzer: analysis.config()?,
                 progress: true,
                 ring_bytes: None,
+                records_seen: None,
             };
             std::fs::create_dir_all(&out).map_err(|e| Error::Write {
                 path: out.clone(),

@@ -32,6 +32,8 @@ pub mod tap;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rocescope_common::PacketRecord;
@@ -59,6 +61,8 @@ pub struct Options {
     pub progress: bool,
     /// Ring buffer size in bytes (default `live::DEFAULT_RING_BYTES`).
     pub ring_bytes: Option<u32>,
+    /// Kept equal to the records analysed so far (for monitors and the benchmark).
+    pub records_seen: Option<Arc<AtomicU64>>,
 }
 
 /// What a live run produced besides the tables.
@@ -114,6 +118,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         offset,
         next_frame: 1,
         count: opts.count,
+        seen: opts.records_seen.clone(),
     };
     let (stop, ring) = runtime.block_on(event_loop(opts, &tap, ring, &mut feeder))?;
 
@@ -178,6 +183,7 @@ struct Feeder {
     offset: i128,
     next_frame: u64,
     count: Option<u64>,
+    seen: Option<Arc<AtomicU64>>,
 }
 
 impl Feeder {
@@ -186,7 +192,11 @@ impl Feeder {
         self.next_frame += 1;
         rec.ts_ns = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);
         rec.iface = 0;
-        self.pipeline.push(&rec)
+        self.pipeline.push(&rec)?;
+        if let Some(seen) = &self.seen {
+            seen.store(self.pipeline.records(), Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     fn full(&self) -> bool {
