@@ -53,7 +53,11 @@ struct Veth {
 impl Veth {
     fn new() -> Veth {
         static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!("{}x{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let id = format!(
+            "{}x{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
         let v = Veth {
             ns: format!("rocescope-test-{id}"),
             a: format!("rsa{id}"),
@@ -62,7 +66,9 @@ impl Veth {
         assert!(v.a.len() < 16, "interface name {} too long", v.a);
         ip(&["netns", "add", &v.ns]);
         // From here on, drop cleans up.
-        ip(&["-n", &v.ns, "link", "add", &v.a, "type", "veth", "peer", "name", &v.b]);
+        ip(&[
+            "-n", &v.ns, "link", "add", &v.a, "type", "veth", "peer", "name", &v.b,
+        ]);
         for dev in [&v.a, &v.b] {
             ip(&["-n", &v.ns, "link", "set", dev, "up"]);
         }
@@ -114,7 +120,10 @@ impl Running {
             match r.stderr.recv_timeout(Duration::from_secs(60)) {
                 Ok(line) if line.contains("XDP attached") => break,
                 Ok(line) => eprintln!("live: {line}"),
-                Err(e) => panic!("rocescope live did not attach: {e}; exit {:?}", r.child.try_wait()),
+                Err(e) => panic!(
+                    "rocescope live did not attach: {e}; exit {:?}",
+                    r.child.try_wait()
+                ),
             }
         }
         r
@@ -138,7 +147,10 @@ impl Running {
                 let err: Vec<String> = self.stderr.try_iter().collect();
                 return (status.success(), out, err.join("\n"));
             }
-            assert!(start.elapsed() < limit, "rocescope live did not stop within {limit:?}");
+            assert!(
+                start.elapsed() < limit,
+                "rocescope live did not stop within {limit:?}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -155,7 +167,15 @@ impl Drop for Running {
 /// that do not depend on timing or on the interface's name.
 fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> {
     let t = Table::read(&dir.join("flows.parquet"));
-    let timing = ["flow_id", "iface", "first_ts_ns", "last_ts_ns", "gbps", "goodput_gbps", "max_idle_us"];
+    let timing = [
+        "flow_id",
+        "iface",
+        "first_ts_ns",
+        "last_ts_ns",
+        "gbps",
+        "goodput_gbps",
+        "max_idle_us",
+    ];
     let columns: Vec<String> = t
         .column_names()
         .into_iter()
@@ -163,7 +183,12 @@ fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> 
         .collect();
     let mut cells: Vec<Vec<(String, String)>> = vec![Vec::new(); t.rows()];
     for c in &columns {
-        let ty = t.batches[0].schema().field_with_name(c).unwrap().data_type().clone();
+        let ty = t.batches[0]
+            .schema()
+            .field_with_name(c)
+            .unwrap()
+            .data_type()
+            .clone();
         let values: Vec<String> = match ty {
             DataType::Utf8 => t.strings(c).iter().map(|x| format!("{x:?}")).collect(),
             DataType::Float64 => t.floats(c).iter().map(|x| format!("{x:?}")).collect(),
@@ -207,7 +232,12 @@ fn live_flows_equal_offline_flows() {
     let frames = corpus::conversation();
     corpus::write_pcap(&cap, &frames);
     let offline = tmp.path().join("offline");
-    common::rocescope_ok(&["analyze", cap.to_str().unwrap(), "--out", offline.to_str().unwrap()]);
+    common::rocescope_ok(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        offline.to_str().unwrap(),
+    ]);
 
     let veth = Veth::new();
     let out = tmp.path().join("live");
@@ -222,16 +252,30 @@ fn live_flows_equal_offline_flows() {
         &count,
     ]));
     let sent = veth
-        .rocescope(&["replay", cap.to_str().unwrap(), "--iface", &veth.a, "--pps", "20000"])
+        .rocescope(&[
+            "replay",
+            cap.to_str().unwrap(),
+            "--iface",
+            &veth.a,
+            "--pps",
+            "20000",
+        ])
         .output()
         .unwrap();
-    assert!(sent.status.success(), "replay: {}", String::from_utf8_lossy(&sent.stderr));
+    assert!(
+        sent.status.success(),
+        "replay: {}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
     let (ok, stdout, stderr) = live.wait(Duration::from_secs(30));
     assert!(ok, "live failed: {stdout}\n{stderr}");
 
     let want = flows(&offline);
     let got = flows(&out);
-    assert!(want.len() >= 2, "the conversation has request and response flows");
+    assert!(
+        want.len() >= 2,
+        "the conversation has request and response flows"
+    );
     let rewinds = Table::read(&offline.join("flows.parquet")).ints("rewinds");
     assert!(
         rewinds.iter().flatten().sum::<i128>() >= 2,
@@ -243,7 +287,10 @@ fn live_flows_equal_offline_flows() {
     assert_eq!(facts["ring_full_drops"], 0, "{facts}");
     assert_eq!(facts["records"], frames.len() as u64, "{facts}");
     assert_eq!(facts["stopped_by"], "count", "{facts}");
-    assert!(facts["frames"].as_u64().unwrap() >= frames.len() as u64, "{facts}");
+    assert!(
+        facts["frames"].as_u64().unwrap() >= frames.len() as u64,
+        "{facts}"
+    );
     let packets = Table::read(&out.join("packets.parquet"));
     assert_eq!(packets.rows(), frames.len());
 }
@@ -308,5 +355,8 @@ fn missing_interface_is_a_clear_error() {
     ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("interface rs-no-such-if: no such interface"), "{err}");
+    assert!(
+        err.contains("interface rs-no-such-if: no such interface"),
+        "{err}"
+    );
 }

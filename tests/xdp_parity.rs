@@ -40,7 +40,8 @@ struct Checker {
 
 impl Checker {
     fn new(drop_after_capture: bool) -> Checker {
-        let tap = Tap::load(Program::Decoder, drop_after_capture, None).expect("the XDP program loads");
+        let tap =
+            Tap::load(Program::Decoder, drop_after_capture, None).expect("the XDP program loads");
         Checker {
             tap,
             runs: 0,
@@ -52,18 +53,30 @@ impl Checker {
     fn check(&mut self, what: &str, frame: &[u8]) -> u32 {
         // The kernel refuses test frames shorter than an Ethernet header.
         assert!(frame.len() >= proto::ethernet::HEADER_LEN);
-        let verdict = self.tap.test_run(frame).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let verdict = self
+            .tap
+            .test_run(frame)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
         self.runs += 1;
         let want = expected(frame);
         let got = self.tap.next_record();
         if want.kind() == Kind::Other {
-            assert_eq!(got, None, "{what}: the kernel recorded a frame userspace drops");
+            assert_eq!(
+                got, None,
+                "{what}: the kernel recorded a frame userspace drops"
+            );
         } else {
-            let mut got = got.unwrap_or_else(|| panic!("{what}: no record from the kernel; want {want:?}"));
+            let mut got =
+                got.unwrap_or_else(|| panic!("{what}: no record from the kernel; want {want:?}"));
             self.records += 1;
             assert_ne!(got.ts_ns, 0, "{what}: the kernel sets ts_ns");
             got.ts_ns = 0;
-            assert_eq!(got, want, "{what} ({} bytes): kernel (left) and userspace (right) differ", frame.len());
+            assert_eq!(
+                got,
+                want,
+                "{what} ({} bytes): kernel (left) and userspace (right) differ",
+                frame.len()
+            );
         }
         assert_eq!(self.tap.next_record(), None, "{what}: one record per frame");
         verdict
@@ -96,7 +109,10 @@ fn real_captures_match() {
     let mut c = Checker::new(false);
     let mut frames = 0;
     for name in ["oferby-proxy-roce.pcap", "connectx4lx-cnp.pcap"] {
-        for (i, f) in capture_frames(&common::shared_capture(name)).iter().enumerate() {
+        for (i, f) in capture_frames(&common::shared_capture(name))
+            .iter()
+            .enumerate()
+        {
             c.check_with_cuts(&format!("{name} frame {}", i + 1), f);
             frames += 1;
         }
@@ -128,12 +144,25 @@ fn synth_corpus_matches() {
     for (_, frame) in &corpus {
         kinds.insert(expected(frame).kind());
     }
-    for k in [Kind::Other, Kind::Roce, Kind::Cnp, Kind::Pfc, Kind::Pause, Kind::Malformed] {
+    for k in [
+        Kind::Other,
+        Kind::Roce,
+        Kind::Cnp,
+        Kind::Pfc,
+        Kind::Pause,
+        Kind::Malformed,
+    ] {
         assert!(kinds.contains(&k), "corpus lacks {k:?}");
     }
     let counters = c.tap.counters().unwrap();
-    assert_eq!((counters.frames, counters.records, counters.ring_full), (c.runs, c.records, 0));
-    assert!(counters.parse_failures > 0, "cut frames count as parse failures");
+    assert_eq!(
+        (counters.frames, counters.records, counters.ring_full),
+        (c.runs, c.records, 0)
+    );
+    assert!(
+        counters.parse_failures > 0,
+        "cut frames count as parse failures"
+    );
 }
 
 /// Byte flips in the headers of corpus frames: both decoders must agree on

@@ -5,8 +5,7 @@
 //! Needs the nightly toolchain with `rust-src` and `bpf-linker` on PATH
 //! (`scripts/setup.sh` installs both).
 fn main() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ebpf/rocescope-ebpf");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ebpf/rocescope-ebpf");
     let root = root.to_str().expect("the repository path is UTF-8");
     // The common crate is the program's path dependency: rebuild on change.
     println!("cargo:rerun-if-changed=../ebpf/rocescope-common/src");

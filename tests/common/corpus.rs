@@ -79,7 +79,12 @@ pub fn decoder_frames() -> Vec<(String, Vec<u8>)> {
     let mut add = |name: &str, b: Vec<u8>| v.push((name.to_string(), b));
 
     // Every opcode of every transport, with its extension headers.
-    for opcode in (0x00u8..=0x17).chain(0x20..=0x2B).chain(0x40..=0x54).chain(0x64..=0x65).chain(0xA0..=0xB4) {
+    for opcode in (0x00u8..=0x17)
+        .chain(0x20..=0x2B)
+        .chain(0x40..=0x54)
+        .chain(0x64..=0x65)
+        .chain(0xA0..=0xB4)
+    {
         add(&format!("opcode {opcode:#04x}"), bytes(&roce(opcode)));
     }
     add("unknown opcode 0xff", bytes(&roce(0xFF)));
@@ -116,10 +121,19 @@ pub fn decoder_frames() -> Vec<(String, Vec<u8>)> {
     let ipv6_bytes = bytes(&ipv6);
     add("ipv6", ipv6_bytes.clone());
     add("ipv6 hop-by-hop", with_ipv6_ext(&ipv6_bytes, &[(0, 8)]));
-    add("ipv6 hbh+routing+dest", with_ipv6_ext(&ipv6_bytes, &[(0, 16), (43, 8), (60, 8)]));
+    add(
+        "ipv6 hbh+routing+dest",
+        with_ipv6_ext(&ipv6_bytes, &[(0, 16), (43, 8), (60, 8)]),
+    );
     add("ipv6 fragment", with_ipv6_ext(&ipv6_bytes, &[(44, 8)]));
-    add("ipv6 4 ext", with_ipv6_ext(&ipv6_bytes, &[(0, 8), (60, 8), (43, 8), (60, 8)]));
-    add("ipv6 5 ext", with_ipv6_ext(&ipv6_bytes, &[(0, 8), (60, 8), (43, 8), (60, 8), (60, 8)]));
+    add(
+        "ipv6 4 ext",
+        with_ipv6_ext(&ipv6_bytes, &[(0, 8), (60, 8), (43, 8), (60, 8)]),
+    );
+    add(
+        "ipv6 5 ext",
+        with_ipv6_ext(&ipv6_bytes, &[(0, 8), (60, 8), (43, 8), (60, 8), (60, 8)]),
+    );
     let mut ipv6_cnp = RoceFrame::cnp(7);
     ipv6_cnp.ip.addrs = v6();
     ipv6_cnp.eth.vlan = Some(VlanTag::dot1q(5, 6));
@@ -164,7 +178,10 @@ pub fn decoder_frames() -> Vec<(String, Vec<u8>)> {
     opts.extend_from_slice(&plain[14 + 20..]);
     add("ipv4 options", opts);
 
-    for (name, version) in [("erspan ii", ErspanVersion::II), ("erspan iii", ErspanVersion::III)] {
+    for (name, version) in [
+        ("erspan ii", ErspanVersion::II),
+        ("erspan iii", ErspanVersion::III),
+    ] {
         let e = Erspan {
             version,
             ..Erspan::default()
@@ -190,7 +207,6 @@ pub fn decoder_frames() -> Vec<(String, Vec<u8>)> {
     arp.extend_from_slice(&[2, 0, 0, 0, 0, 9, 0x08, 0x06]);
     arp.resize(60, 0);
     add("arp", arp);
-    drop(add);
     v
 }
 

@@ -115,16 +115,24 @@ fn main() {
     let ns = Netns(format!("rocescope-bench-{id}"));
     let (a, b) = (format!("rsba{id}"), format!("rsbb{id}"));
     assert!(ip(&["netns", "add", &ns.0]), "ip netns add");
-    assert!(ip(&["-n", &ns.0, "link", "add", &a, "type", "veth", "peer", "name", &b]));
+    assert!(ip(&[
+        "-n", &ns.0, "link", "add", &a, "type", "veth", "peer", "name", &b
+    ]));
     assert!(ip(&["-n", &ns.0, "link", "set", &a, "up"]));
     assert!(ip(&["-n", &ns.0, "link", "set", &b, "up"]));
     let nsfile = std::fs::File::open(format!("/run/netns/{}", ns.0)).expect("netns file");
     // SAFETY: a valid netns fd; this (still single) thread moves into it.
-    assert_eq!(unsafe { libc::setns(nsfile.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+    assert_eq!(
+        unsafe { libc::setns(nsfile.as_raw_fd(), libc::CLONE_NEWNET) },
+        0
+    );
 
     let frames = frames(n);
     let sender = RawSender::open(&a).expect("raw socket");
-    println!("live path on veth ({n} frames of {} bytes, RoCE RDMA WRITE)", frames[0].len());
+    println!(
+        "live path on veth ({n} frames of {} bytes, RoCE RDMA WRITE)",
+        frames[0].len()
+    );
 
     // 1. Baseline.
     let mut base = Tap::load(Program::BarePass, false, None).expect("load");
@@ -185,7 +193,11 @@ fn main() {
                 quiet = Instant::now();
             }
         }
-        let analysed_by = if done.load(Ordering::SeqCst) { t_send.elapsed() } else { last.1 };
+        let analysed_by = if done.load(Ordering::SeqCst) {
+            t_send.elapsed()
+        } else {
+            last.1
+        };
         if !done.load(Ordering::SeqCst) {
             ip(&["link", "set", &b, "down"]);
         }
@@ -204,7 +216,8 @@ fn main() {
             f.ring_full_drops,
             rate,
             e2e,
-            pps.map(|p| format!(", sender paced at {p:.0}/s")).unwrap_or_default()
+            pps.map(|p| format!(", sender paced at {p:.0}/s"))
+                .unwrap_or_default()
         );
         if f.ring_full_drops == 0 && outcome.records >= n as u64 {
             println!(

@@ -114,17 +114,31 @@ impl Pkt {
         // Uninitialised: zeroing it would cost a `memset` call per read.
         let mut buf = core::mem::MaybeUninit::<[u8; N]>::uninit();
         let r = unsafe {
-            bpf_xdp_load_bytes(self.ctx, at as u32, buf.as_mut_ptr().cast::<c_void>(), N as u32)
+            bpf_xdp_load_bytes(
+                self.ctx,
+                at as u32,
+                buf.as_mut_ptr().cast::<c_void>(),
+                N as u32,
+            )
         };
         // SAFETY: on success the helper wrote all N bytes.
-        if r == 0 { Some(unsafe { buf.assume_init() }) } else { None }
+        if r == 0 {
+            Some(unsafe { buf.assume_init() })
+        } else {
+            None
+        }
     }
 
     /// Fills `dst` from the frame at `at` (the caller checked the bounds).
     #[inline(always)]
     fn load_into<const N: usize>(&self, at: usize, dst: &mut [u8; N]) -> bool {
         let r = unsafe {
-            bpf_xdp_load_bytes(self.ctx, at as u32, dst.as_mut_ptr() as *mut c_void, N as u32)
+            bpf_xdp_load_bytes(
+                self.ctx,
+                at as u32,
+                dst.as_mut_ptr() as *mut c_void,
+                N as u32,
+            )
         };
         r == 0
     }
@@ -205,13 +219,26 @@ fn decode(pkt: &Pkt, rec: &mut PacketRecord) -> bool {
 }
 
 #[inline(always)]
-fn ethernet_frame(pkt: &Pkt, rec: &mut PacketRecord, at: usize, end: usize, allow_erspan: bool) -> Next {
+fn ethernet_frame(
+    pkt: &Pkt,
+    rec: &mut PacketRecord,
+    at: usize,
+    end: usize,
+    allow_erspan: bool,
+) -> Next {
     let Some(h) = pkt.load::<{ ethernet::HEADER_LEN }>(at, end) else {
         return Next::Failed;
     };
     rec.dst_mac = [h[0], h[1], h[2], h[3], h[4], h[5]];
     rec.src_mac = [h[6], h[7], h[8], h[9], h[10], h[11]];
-    link_payload(pkt, rec, be16(&h, 12), at + ethernet::HEADER_LEN, end, allow_erspan)
+    link_payload(
+        pkt,
+        rec,
+        be16(&h, 12),
+        at + ethernet::HEADER_LEN,
+        end,
+        allow_erspan,
+    )
 }
 
 const fn is_vlan_tpid(ethertype: u16) -> bool {
@@ -301,10 +328,16 @@ fn ipv4(pkt: &Pkt, rec: &mut PacketRecord, at: usize, end: usize, allow_erspan: 
         return Next::Done;
     }
     // IPv4-mapped (::ffff:a.b.c.d); bytes 0..10 are still zero from `zero`.
-    for (i, b) in [0xFF, 0xFF, h[12], h[13], h[14], h[15]].into_iter().enumerate() {
+    for (i, b) in [0xFF, 0xFF, h[12], h[13], h[14], h[15]]
+        .into_iter()
+        .enumerate()
+    {
         rec.src_ip[10 + i] = b;
     }
-    for (i, b) in [0xFF, 0xFF, h[16], h[17], h[18], h[19]].into_iter().enumerate() {
+    for (i, b) in [0xFF, 0xFF, h[16], h[17], h[18], h[19]]
+        .into_iter()
+        .enumerate()
+    {
         rec.dst_ip[10 + i] = b;
     }
     rec.dscp = h[1] >> 2;
@@ -531,7 +564,13 @@ fn udp(pkt: &Pkt, rec: &mut PacketRecord, l3: &L3) -> Next {
 
     // Extension headers live between the BTH and the ICRC.
     let before_icrc = dg_end.min(seg + datagram_len - ib::ICRC_LEN);
-    if ext_headers(pkt, rec, ext, seg + udp::HEADER_LEN + ib::BTH_LEN, before_icrc) {
+    if ext_headers(
+        pkt,
+        rec,
+        ext,
+        seg + udp::HEADER_LEN + ib::BTH_LEN,
+        before_icrc,
+    ) {
         Next::Done
     } else {
         Next::Failed

@@ -251,10 +251,8 @@ async fn event_loop(
                     netif::State::Down => break Stop::Interface("went down".into()),
                     netif::State::Gone => break Stop::Interface("disappeared".into()),
                 }
-                if show {
-                    if let Ok(c) = tap.counters() {
-                        eprint!("\r{}   ", counters_line(&opts.iface, &c, started.elapsed()));
-                    }
+                if show && let Ok(c) = tap.counters() {
+                    eprint!("\r{}   ", counters_line(&opts.iface, &c, started.elapsed()));
                 }
             }
         }

@@ -77,14 +77,8 @@ impl RawSender {
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
         loop {
             // SAFETY: a valid buffer of the given length.
-            let n = unsafe {
-                libc::send(
-                    self.fd.as_raw_fd(),
-                    frame.as_ptr().cast(),
-                    frame.len(),
-                    0,
-                )
-            };
+            let n =
+                unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
             if n >= 0 {
                 return Ok(());
             }

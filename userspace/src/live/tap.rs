@@ -64,7 +64,11 @@ pub struct Tap {
 
 impl Tap {
     /// Loads (and verifies) the program; nothing is attached yet.
-    pub fn load(program: Program, drop_after_capture: bool, ring_bytes: Option<u32>) -> Result<Tap> {
+    pub fn load(
+        program: Program,
+        drop_after_capture: bool,
+        ring_bytes: Option<u32>,
+    ) -> Result<Tap> {
         check_privileges()?;
         raise_memlock();
         let drop = u8::from(drop_after_capture);
@@ -227,7 +231,11 @@ fn xdp_mut(ebpf: &mut Ebpf, program: Program) -> Result<&mut Xdp> {
 }
 
 fn load_error(e: &ProgramError) -> Error {
-    if let ProgramError::LoadError { io_error, verifier_log } = e {
+    if let ProgramError::LoadError {
+        io_error,
+        verifier_log,
+    } = e
+    {
         if io_error.kind() == io::ErrorKind::PermissionDenied {
             return privilege_error();
         }
