@@ -3,8 +3,11 @@
 # python. Idempotent: what is already there is left alone, so a second run
 # takes seconds.
 #
-#   scripts/setup.sh          build dependencies (libpcap)
-#   scripts/setup.sh --test   also what the test suite uses (tshark, polars)
+#   scripts/setup.sh          build dependencies (libpcap; the eBPF toolchain
+#                             for the live tap's XDP program: LLVM 22, nightly
+#                             Rust with rust-src, bpf-linker)
+#   scripts/setup.sh --test   also what the test suite uses (tshark, polars,
+#                             iproute2 for the live tap's veth tests)
 set -euo pipefail
 
 want_test=0
@@ -42,13 +45,33 @@ apt_install() {
 
 apt_install libpcap-dev pkg-config
 
+command -v cargo >/dev/null || { echo "setup.sh: cargo not found; install rustup first" >&2; exit 1; }
+command -v rustup >/dev/null || { echo "setup.sh: rustup not found; the XDP program needs a nightly toolchain through rustup" >&2; exit 1; }
+
+# The live tap's XDP program (ebpf/rocescope-ebpf) is built by
+# userspace/build.rs with `cargo +nightly -Z build-std=core` and linked by
+# bpf-linker, which is built against LLVM 22.
+apt_install llvm-22-dev zlib1g-dev libzstd-dev
+if ! rustup toolchain list | grep -q '^nightly'; then
+  say "rustup toolchain install nightly (rust-src)"
+  rustup toolchain install nightly --profile minimal --component rust-src
+fi
+if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
+  say "rustup component add rust-src --toolchain nightly"
+  rustup component add rust-src --toolchain nightly
+fi
+if ! command -v bpf-linker >/dev/null; then
+  say "cargo install bpf-linker (LLVM 22; takes several minutes)"
+  PATH="/usr/lib/llvm-22/bin:$PATH" LLVM_SYS_221_PREFIX=/usr/lib/llvm-22 \
+    cargo install bpf-linker --no-default-features --features llvm-22
+fi
+
 if [ "$want_test" = 1 ]; then
-  apt_install tshark
+  apt_install tshark iproute2
   if ! python3 -c 'import polars' 2>/dev/null; then
     say "pip install polars"
     python3 -m pip install -q --disable-pip-version-check polars
   fi
 fi
 
-command -v cargo >/dev/null || { echo "setup.sh: cargo not found; install rustup first" >&2; exit 1; }
 say "set-up complete"

@@ -10,11 +10,19 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-/// A real capture from ../shared/captures (never edited).
+pub mod corpus;
+
+/// A real capture from ../shared/captures (never edited). In a git worktree
+/// at /work/wt/NAME the shared folder sits one level further up.
 pub fn shared_capture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/captures")
-        .join(name)
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let main = here.join("../../shared/captures").join(name);
+    let worktree = here.join("../../../shared/captures").join(name);
+    if !main.exists() && worktree.exists() {
+        worktree
+    } else {
+        main
+    }
 }
 
 pub fn rocescope(args: &[&str]) -> Output {

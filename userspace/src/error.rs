@@ -37,4 +37,10 @@ pub enum Error {
     Write { path: PathBuf, detail: String },
     #[error("{0}")]
     Usage(String),
+    /// A network interface the live tap or replay was given.
+    #[error("interface {iface}: {detail}")]
+    Interface { iface: String, detail: String },
+    /// The live tap could not load or run its XDP program.
+    #[error("{0}")]
+    Live(String),
 }

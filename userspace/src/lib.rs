@@ -7,11 +7,16 @@
 //!     ─► analyze (per-QP PSN state, PFC state, findings) ─► tables (Parquet, JSON)
 //! ```
 //!
+//! `live` is the other source: an XDP program decodes frames in the kernel
+//! and hands records to the same pipeline; `live::replay` sends captures
+//! out of an interface.
+//!
 //! `synth` goes the other way: it builds frames (valid ICRCs included) and
 //! writes captures with known ground truth.
 pub mod analyze;
 pub mod decode;
 pub mod error;
+pub mod live;
 pub mod offline;
 pub mod pipeline;
 pub mod sources;

@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use rocescope::live::{self, XdpModeArg};
 use rocescope::offline::{self, Options};
 use rocescope::{Error, Result, analyze, units};
 
@@ -37,6 +38,41 @@ enum Command {
     },
     /// Simulate a small RoCE fabric and write what its mirror ports capture, with ground truth.
     Synth(SynthArgs),
+    /// Tap a mirror port with an XDP program and write every table to --out when stopped (Ctrl-C, SIGTERM, --duration, --count).
+    Live {
+        /// The interface receiving the mirrored traffic.
+        #[arg(long, value_name = "IF")]
+        iface: String,
+        /// Directory for the tables and summary.json (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Stop after this long (e.g. 30s, 5m).
+        #[arg(long, value_name = "DURATION")]
+        duration: Option<String>,
+        /// Stop after this many records (RoCE, CNP, PFC, PAUSE or malformed frames).
+        #[arg(long, value_name = "N")]
+        count: Option<u64>,
+        /// native: driver XDP only; skb: generic XDP; auto: native where the driver supports it.
+        #[arg(long, value_enum, default_value_t = XdpModeArg::Auto, value_name = "MODE")]
+        xdp_mode: XdpModeArg,
+        /// Drop the frames that were recorded (XDP_DROP) instead of passing them to the kernel stack.
+        #[arg(long)]
+        drop_after_capture: bool,
+        #[command(flatten)]
+        analysis: AnalysisArgs,
+    },
+    /// Send a capture's frames out of an interface (AF_PACKET), e.g. into a veth pair to test `live`.
+    Replay {
+        /// An Ethernet pcap or pcapng file.
+        #[arg(value_name = "CAPTURE")]
+        capture: PathBuf,
+        /// The interface to send on.
+        #[arg(long, value_name = "IF")]
+        iface: String,
+        /// Frames per second (default: as fast as the interface takes them).
+        #[arg(long, value_name = "N")]
+        pps: Option<u64>,
+    },
 }
 
 #[derive(Args)]
@@ -98,6 +134,16 @@ struct Input {
     /// pcap or pcapng files (Ethernet, Linux cooked v1/v2).
     #[arg(required = true, value_name = "CAPTURE")]
     captures: Vec<PathBuf>,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+    /// Only frames matching this tcpdump-syntax filter (compiled by libpcap).
+    #[arg(long, value_name = "EXPR")]
+    filter: Option<String>,
+}
+
+/// How records are analysed: shared by `analyze`, `report` and `live`.
+#[derive(Args)]
+struct AnalysisArgs {
     /// Link speed of the paused ports, to turn PFC quanta into time (e.g. 100G, 400G).
     #[arg(long, default_value = "100G", value_name = "SPEED")]
     link_speed: String,
@@ -110,21 +156,23 @@ struct Input {
     /// DSCP to priority for untagged frames, e.g. "26=3,48=6"; DSCPs not listed map to DSCP/8.
     #[arg(long, value_name = "MAP")]
     dscp_map: Option<String>,
-    /// Only frames matching this tcpdump-syntax filter (compiled by libpcap).
-    #[arg(long, value_name = "EXPR")]
-    filter: Option<String>,
 }
 
-impl Input {
-    fn options(&self) -> Result<Options> {
-        let config = analyze::Config {
+impl AnalysisArgs {
+    fn config(&self) -> Result<analyze::Config> {
+        Ok(analyze::Config {
             link_speed_bps: units::parse_link_speed(&self.link_speed)?,
             bin_ns: units::parse_duration_ns(&self.bin)?,
             storm_ns: self.storm_ms.saturating_mul(1_000_000),
             dscp_to_priority: self.dscp_map.as_deref().map(parse_dscp_map).transpose()?,
-        };
+        })
+    }
+}
+
+impl Input {
+    fn options(&self) -> Result<Options> {
         Ok(Options {
-            analyzer: config,
+            analyzer: self.analysis.config()?,
             filter: self.filter.clone(),
             progress: true,
         })
@@ -199,6 +247,75 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(exit_code(&outcome))
         }
         Command::Synth(args) => synth(args),
+        Command::Live {
+            iface,
+            out,
+            duration,
+            count,
+            xdp_mode,
+            drop_after_capture,
+            analysis,
+        } => {
+            let opts = live::Options {
+                iface,
+                out: out.clone(),
+                duration: duration
+                    .as_deref()
+                    .map(units::parse_duration_ns)
+                    .transpose()?
+                    .map(std::time::Duration::from_nanos),
+                count,
+                mode: xdp_mode,
+                drop_after_capture,
+                analyzer: analysis.config()?,
+                progress: true,
+                ring_bytes: None,
+                records_seen: None,
+            };
+            std::fs::create_dir_all(&out).map_err(|e| Error::Write {
+                path: out.clone(),
+                detail: format!("cannot create the output directory: {e}"),
+            })?;
+            let outcome = live::run(&opts)?;
+            let f = &outcome.facts;
+            println!(
+                "{}: {} frames, {} records ({} ring-buffer-full drops, {} parse failures), {} flows, {} findings → {} (stopped by {})",
+                f.iface,
+                f.frames,
+                outcome.records,
+                f.ring_full_drops,
+                f.parse_failures,
+                outcome.analysis.flows.len(),
+                outcome.analysis.summary.findings.len(),
+                out.display(),
+                f.stopped_by
+            );
+            for finding in &outcome.analysis.summary.findings {
+                println!("  [{}] {}", finding.severity, finding.title);
+            }
+            match outcome.stopped_by_error {
+                Some(e) => Err(e),
+                None => Ok(ExitCode::SUCCESS),
+            }
+        }
+        Command::Replay {
+            capture,
+            iface,
+            pps,
+        } => {
+            let r = live::replay::replay(&capture, &iface, pps)?;
+            for w in &r.warnings {
+                eprintln!("rocescope: warning: {w}");
+            }
+            let rate = r.sent as f64 / r.elapsed.as_secs_f64().max(1e-9);
+            println!(
+                "{} frames sent on {iface} in {:.3} s ({rate:.0} frames/s), {} skipped",
+                r.sent,
+                r.elapsed.as_secs_f64(),
+                r.skipped
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

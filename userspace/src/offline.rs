@@ -89,6 +89,7 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
         records,
         warnings: warnings.clone(),
         stopped_by: stopped_by.clone(),
+        live: None,
     })?;
     Ok(Outcome {
         analysis,

@@ -6,6 +6,7 @@
 //! cross a BPF ring buffer as is and two records compare byte for byte.
 #![no_std]
 
+pub mod live;
 pub mod proto;
 
 /// What a frame turned out to be. Frames of no interest produce no record.

@@ -204,6 +204,28 @@ pub struct RunFacts {
     pub warnings: Vec<String>,
     /// A read error that ended the run early (the tables hold what came before).
     pub stopped_by: Option<String>,
+    /// The live tap's facts (`rocescope live`); absent for captures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveFacts>,
+}
+
+/// What `rocescope live` reports in `summary.json` under `input.live`: the
+/// XDP program's counters (summed over CPUs) and how the run ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LiveFacts {
+    pub iface: String,
+    /// `native` or `skb`: how the program ended up attached.
+    pub xdp_mode: String,
+    /// Frames the XDP program ran on.
+    pub frames: u64,
+    /// Records it put on the ring buffer.
+    pub records: u64,
+    /// Records lost because the ring buffer was full.
+    pub ring_full_drops: u64,
+    /// Frames whose walk stopped at a cut or invalid header (malformed included).
+    pub parse_failures: u64,
+    /// `count`, `duration`, `signal` or `interface`.
+    pub stopped_by: String,
 }
 
 /// Every table of one `--out` directory. Packets, events and timeline rows

@@ -1,0 +1,30 @@
+//! What the XDP program and the `live` command agree on besides
+//! [`PacketRecord`](crate::PacketRecord): map names, counter slots and the
+//! load-time setting.
+
+/// `RingBuf` of [`PacketRecord`](crate::PacketRecord)s, kernel → userspace.
+pub const MAP_RECORDS: &str = "RECORDS";
+/// `PerCpuArray<u64>` of counters, indexed by the `COUNTER_*` slots.
+pub const MAP_COUNTERS: &str = "COUNTERS";
+/// Name of the XDP program in the object file.
+pub const PROGRAM: &str = "rocescope";
+/// The benchmark's baseline program: `XDP_PASS` and the frames counter only.
+pub const PROGRAM_PASS: &str = "rocescope_pass";
+/// `u8` global: non-zero makes the program return `XDP_DROP` for frames it
+/// recorded (mirror copies nobody needs after the tap).
+pub const GLOBAL_DROP_AFTER_CAPTURE: &str = "DROP_AFTER_CAPTURE";
+
+/// Default ring buffer size in bytes (a power of two multiple of the page size).
+pub const DEFAULT_RING_BYTES: u32 = 16 << 20;
+
+/// Frames the program ran on.
+pub const COUNTER_FRAMES: u32 = 0;
+/// Records put on the ring buffer.
+pub const COUNTER_RECORDS: u32 = 1;
+/// Records lost because the ring buffer was full (userspace too slow).
+pub const COUNTER_RING_FULL: u32 = 2;
+/// Frames whose walk stopped at a header that was cut short or invalid
+/// (including `Malformed` RoCE datagrams).
+pub const COUNTER_PARSE_FAILURES: u32 = 3;
+/// Number of counter slots.
+pub const COUNTERS: u32 = 4;

@@ -1,0 +1,362 @@
+//! The live tap end to end: a network namespace with a veth pair of its
+//! own, `rocescope live` on one end, `rocescope replay` of a synth-built
+//! capture into the other; the flows table must equal what `analyze` finds
+//! offline in the same capture (on the columns that do not depend on
+//! timing), with no ring-buffer drops.
+//!
+//! Needs root and iproute2 (`ip`); skipped with a message otherwise.
+//! Everything is created with unique names and removed on drop, also when
+//! the test fails; traffic goes only to the veth pair created here.
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use arrow_schema::DataType;
+use common::{Table, corpus};
+
+fn usable() -> bool {
+    // SAFETY: no arguments, no failure.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: the live test needs root (network namespaces, XDP)");
+        return false;
+    }
+    if Command::new("ip").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: the live test needs iproute2 (`ip`)");
+        return false;
+    }
+    true
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("ip runs");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A network namespace holding a veth pair `a` ↔ `b`; deleted on drop
+/// (which deletes the pair with it).
+struct Veth {
+    ns: String,
+    a: String,
+    b: String,
+}
+
+impl Veth {
+    fn new() -> Veth {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let id = format!(
+            "{}x{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let v = Veth {
+            ns: format!("rocescope-test-{id}"),
+            a: format!("rsa{id}"),
+            b: format!("rsb{id}"),
+        };
+        assert!(v.a.len() < 16, "interface name {} too long", v.a);
+        ip(&["netns", "add", &v.ns]);
+        // From here on, drop cleans up.
+        ip(&[
+            "-n", &v.ns, "link", "add", &v.a, "type", "veth", "peer", "name", &v.b,
+        ]);
+        for dev in [&v.a, &v.b] {
+            ip(&["-n", &v.ns, "link", "set", dev, "up"]);
+        }
+        v
+    }
+
+    /// `rocescope ARGS` inside the namespace.
+    fn rocescope(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns, env!("CARGO_BIN_EXE_rocescope")]);
+        c.args(args);
+        c
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.ns])
+            .output();
+    }
+}
+
+/// A child process killed on drop (a failing test leaves nothing running).
+struct Running {
+    child: Child,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Running {
+    /// Starts `cmd` and waits until its stderr says the tap is attached.
+    fn live(mut cmd: Command) -> Running {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("rocescope live starts");
+        let (tx, rx) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut r = Running { child, stderr: rx };
+        loop {
+            match r.stderr.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) if line.contains("XDP attached") => break,
+                Ok(line) => eprintln!("live: {line}"),
+                Err(e) => panic!(
+                    "rocescope live did not attach: {e}; exit {:?}",
+                    r.child.try_wait()
+                ),
+            }
+        }
+        r
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: our own child's pid. `ip netns exec` execs rocescope, so
+        // the pid is rocescope's.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Waits (bounded) for the exit; returns stdout and whether it succeeded.
+    fn wait(mut self, limit: Duration) -> (bool, String, String) {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let mut out = String::new();
+                if let Some(mut o) = self.child.stdout.take() {
+                    std::io::Read::read_to_string(&mut o, &mut out).unwrap();
+                }
+                let err: Vec<String> = self.stderr.try_iter().collect();
+                return (status.success(), out, err.join("\n"));
+            }
+            assert!(
+                start.elapsed() < limit,
+                "rocescope live did not stop within {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The flows table keyed by (src_ip, dst_ip, dest_qp), on the columns
+/// that do not depend on timing or on the interface's name.
+fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> {
+    let t = Table::read(&dir.join("flows.parquet"));
+    let timing = [
+        "flow_id",
+        "iface",
+        "first_ts_ns",
+        "last_ts_ns",
+        "gbps",
+        "goodput_gbps",
+        "max_idle_us",
+    ];
+    let columns: Vec<String> = t
+        .column_names()
+        .into_iter()
+        .filter(|c| !timing.contains(&c.as_str()))
+        .collect();
+    let mut cells: Vec<Vec<(String, String)>> = vec![Vec::new(); t.rows()];
+    for c in &columns {
+        let ty = t.batches[0]
+            .schema()
+            .field_with_name(c)
+            .unwrap()
+            .data_type()
+            .clone();
+        let values: Vec<String> = match ty {
+            DataType::Utf8 => t.strings(c).iter().map(|x| format!("{x:?}")).collect(),
+            DataType::Float64 => t.floats(c).iter().map(|x| format!("{x:?}")).collect(),
+            DataType::Boolean => t.bools(c).iter().map(|x| format!("{x:?}")).collect(),
+            _ => t.ints(c).iter().map(|x| format!("{x:?}")).collect(),
+        };
+        for (row, v) in values.into_iter().enumerate() {
+            cells[row].push((c.clone(), v));
+        }
+    }
+    let src = t.strings("src_ip");
+    let dst = t.strings("dst_ip");
+    let qp = t.ints("dest_qp");
+    cells
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let key = (
+                src[i].clone().unwrap_or_default(),
+                dst[i].clone().unwrap_or_default(),
+                qp[i].unwrap_or(-1),
+            );
+            (key, row)
+        })
+        .collect()
+}
+
+fn live_facts(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["input"]["live"].clone()
+}
+
+#[test]
+fn live_flows_equal_offline_flows() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = tmp.path().join("conversation.pcap");
+    let frames = corpus::conversation();
+    corpus::write_pcap(&cap, &frames);
+    let offline = tmp.path().join("offline");
+    common::rocescope_ok(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        offline.to_str().unwrap(),
+    ]);
+
+    let veth = Veth::new();
+    let out = tmp.path().join("live");
+    let count = frames.len().to_string();
+    let live = Running::live(veth.rocescope(&[
+        "live",
+        "--iface",
+        &veth.b,
+        "--out",
+        out.to_str().unwrap(),
+        "--count",
+        &count,
+    ]));
+    let sent = veth
+        .rocescope(&[
+            "replay",
+            cap.to_str().unwrap(),
+            "--iface",
+            &veth.a,
+            "--pps",
+            "20000",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "replay: {}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(30));
+    assert!(ok, "live failed: {stdout}\n{stderr}");
+
+    let want = flows(&offline);
+    let got = flows(&out);
+    assert!(
+        want.len() >= 2,
+        "the conversation has request and response flows"
+    );
+    let rewinds = Table::read(&offline.join("flows.parquet")).ints("rewinds");
+    assert!(
+        rewinds.iter().flatten().sum::<i128>() >= 2,
+        "the conversation has a NAK and a timeout rewind: {rewinds:?}"
+    );
+    assert_eq!(got, want, "live (left) and offline (right) flows differ");
+
+    let facts = live_facts(&out);
+    assert_eq!(facts["ring_full_drops"], 0, "{facts}");
+    assert_eq!(facts["records"], frames.len() as u64, "{facts}");
+    assert_eq!(facts["stopped_by"], "count", "{facts}");
+    assert!(
+        facts["frames"].as_u64().unwrap() >= frames.len() as u64,
+        "{facts}"
+    );
+    let packets = Table::read(&out.join("packets.parquet"));
+    assert_eq!(packets.rows(), frames.len());
+}
+
+#[test]
+fn sigterm_stops_and_writes_every_table() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = common::shared_capture("oferby-proxy-roce.pcap");
+    let veth = Veth::new();
+    let out = tmp.path().join("live");
+    let live = Running::live(veth.rocescope(&[
+        "live",
+        "--iface",
+        &veth.b,
+        "--out",
+        out.to_str().unwrap(),
+        "--xdp-mode",
+        "skb",
+    ]));
+    let sent = veth
+        .rocescope(&["replay", cap.to_str().unwrap(), "--iface", &veth.a])
+        .output()
+        .unwrap();
+    assert!(sent.status.success());
+    // Give the ring buffer a moment, then stop it the way a service manager would.
+    std::thread::sleep(Duration::from_millis(500));
+    live.signal(libc::SIGTERM);
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(30));
+    assert!(ok, "live failed: {stdout}\n{stderr}");
+    for table in ["packets", "flows", "events", "pfc", "timeline"] {
+        assert!(out.join(format!("{table}.parquet")).exists(), "{table}");
+    }
+    let facts = live_facts(&out);
+    assert_eq!(facts["stopped_by"], "signal", "{facts}");
+    assert_eq!(facts["xdp_mode"], "skb", "{facts}");
+    assert_eq!(facts["records"], 105, "{facts}");
+    assert_eq!(facts["ring_full_drops"], 0, "{facts}");
+    // The XDP program is gone from the interface.
+    let link = Command::new("ip")
+        .args(["-n", &veth.ns, "link", "show", &veth.b])
+        .output()
+        .unwrap();
+    let link = String::from_utf8_lossy(&link.stdout);
+    assert!(!link.contains("xdp"), "still attached: {link}");
+}
+
+#[test]
+fn missing_interface_is_a_clear_error() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = common::rocescope(&[
+        "live",
+        "--iface",
+        "rs-no-such-if",
+        "--out",
+        tmp.path().join("o").to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("interface rs-no-such-if: no such interface"),
+        "{err}"
+    );
+}

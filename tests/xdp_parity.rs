@@ -1,0 +1,208 @@
+//! Kernel/userspace decoder parity: every frame of the real captures and of
+//! a synth-built corpus (plus every cut of each, and byte-flipped variants)
+//! goes through the XDP program with BPF_PROG_TEST_RUN and through
+//! `decode::decode`; the records must be identical except `ts_ns` (the
+//! kernel's clock) and the ICRC (`icrc`, `ICRC_CHECKED`, `ICRC_OK`: the
+//! kernel does not check it, by design).
+//!
+//! Needs root (loading BPF programs); skipped with a message otherwise.
+mod common;
+
+use rocescope::live::{Program, Tap};
+use rocescope::sources::CaptureReader;
+use rocescope::{Kind, PacketRecord, decode, flags, proto};
+
+const XDP_DROP: u32 = 1;
+const XDP_PASS: u32 = 2;
+
+fn root() -> bool {
+    // SAFETY: no arguments, no failure.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("SKIPPED: the XDP parity test needs root (it loads a BPF program)");
+    }
+    root
+}
+
+/// The userspace record with what the kernel cannot or does not set masked.
+fn expected(frame: &[u8]) -> PacketRecord {
+    let mut r = decode::decode(proto::linktype::ETHERNET, frame, frame.len() as u32);
+    r.icrc = 0;
+    r.flags &= !(flags::ICRC_CHECKED | flags::ICRC_OK);
+    r
+}
+
+struct Checker {
+    tap: Tap,
+    runs: u64,
+    records: u64,
+}
+
+impl Checker {
+    fn new(drop_after_capture: bool) -> Checker {
+        let tap =
+            Tap::load(Program::Decoder, drop_after_capture, None).expect("the XDP program loads");
+        Checker {
+            tap,
+            runs: 0,
+            records: 0,
+        }
+    }
+
+    /// Runs one frame through both decoders; returns the kernel's verdict.
+    fn check(&mut self, what: &str, frame: &[u8]) -> u32 {
+        // The kernel refuses test frames shorter than an Ethernet header.
+        assert!(frame.len() >= proto::ethernet::HEADER_LEN);
+        let verdict = self
+            .tap
+            .test_run(frame)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        self.runs += 1;
+        let want = expected(frame);
+        let got = self.tap.next_record();
+        if want.kind() == Kind::Other {
+            assert_eq!(
+                got, None,
+                "{what}: the kernel recorded a frame userspace drops"
+            );
+        } else {
+            let mut got =
+                got.unwrap_or_else(|| panic!("{what}: no record from the kernel; want {want:?}"));
+            self.records += 1;
+            assert_ne!(got.ts_ns, 0, "{what}: the kernel sets ts_ns");
+            got.ts_ns = 0;
+            assert_eq!(
+                got,
+                want,
+                "{what} ({} bytes): kernel (left) and userspace (right) differ",
+                frame.len()
+            );
+        }
+        assert_eq!(self.tap.next_record(), None, "{what}: one record per frame");
+        verdict
+    }
+
+    /// The frame whole and cut at every length down to the Ethernet header.
+    fn check_with_cuts(&mut self, what: &str, frame: &[u8]) {
+        for len in (proto::ethernet::HEADER_LEN..=frame.len()).rev() {
+            let v = self.check(&format!("{what} cut to {len}"), &frame[..len]);
+            assert_eq!(v, XDP_PASS, "{what}: XDP_PASS by default");
+        }
+    }
+}
+
+fn capture_frames(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let mut r = CaptureReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut out = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        assert_eq!(f.linktype, proto::linktype::ETHERNET);
+        out.push(f.data.to_vec());
+    }
+    out
+}
+
+#[test]
+fn real_captures_match() {
+    if !root() {
+        return;
+    }
+    let mut c = Checker::new(false);
+    let mut frames = 0;
+    for name in ["oferby-proxy-roce.pcap", "connectx4lx-cnp.pcap"] {
+        for (i, f) in capture_frames(&common::shared_capture(name))
+            .iter()
+            .enumerate()
+        {
+            c.check_with_cuts(&format!("{name} frame {}", i + 1), f);
+            frames += 1;
+        }
+    }
+    assert_eq!(frames, 124);
+    assert!(c.records > 105, "{} records", c.records);
+    let counters = c.tap.counters().unwrap();
+    assert_eq!(counters.frames, c.runs);
+    assert_eq!(counters.records, c.records);
+    assert_eq!(counters.ring_full, 0);
+}
+
+#[test]
+fn synth_corpus_matches() {
+    if !root() {
+        return;
+    }
+    let mut c = Checker::new(false);
+    let corpus = common::corpus::decoder_frames();
+    assert!(corpus.len() > 100);
+    for (name, frame) in &corpus {
+        c.check_with_cuts(name, frame);
+    }
+    for (i, frame) in common::corpus::conversation().iter().enumerate() {
+        c.check_with_cuts(&format!("conversation frame {i}"), frame);
+    }
+    // Kinds the corpus must have exercised, as the kernel reported them.
+    let mut kinds = std::collections::BTreeSet::new();
+    for (_, frame) in &corpus {
+        kinds.insert(expected(frame).kind());
+    }
+    for k in [
+        Kind::Other,
+        Kind::Roce,
+        Kind::Cnp,
+        Kind::Pfc,
+        Kind::Pause,
+        Kind::Malformed,
+    ] {
+        assert!(kinds.contains(&k), "corpus lacks {k:?}");
+    }
+    let counters = c.tap.counters().unwrap();
+    assert_eq!(
+        (counters.frames, counters.records, counters.ring_full),
+        (c.runs, c.records, 0)
+    );
+    assert!(
+        counters.parse_failures > 0,
+        "cut frames count as parse failures"
+    );
+}
+
+/// Byte flips in the headers of corpus frames: both decoders must agree on
+/// whatever comes out (a small deterministic fuzz).
+#[test]
+fn mutated_frames_match() {
+    if !root() {
+        return;
+    }
+    let mut c = Checker::new(false);
+    let corpus = common::corpus::decoder_frames();
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut rand = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for round in 0..6000 {
+        let (name, frame) = &corpus[(rand() % corpus.len() as u64) as usize];
+        let mut f = frame.clone();
+        for _ in 0..1 + rand() % 3 {
+            let at = (rand() % f.len().min(120) as u64) as usize;
+            f[at] = rand() as u8;
+        }
+        let cut = proto::ethernet::HEADER_LEN + (rand() % (f.len() - 13) as u64) as usize;
+        f.truncate(cut.max(proto::ethernet::HEADER_LEN));
+        c.check(&format!("round {round}: mutated {name}"), &f);
+    }
+}
+
+#[test]
+fn drop_after_capture_drops_recorded_frames_only() {
+    if !root() {
+        return;
+    }
+    let mut c = Checker::new(true);
+    for (name, frame) in common::corpus::decoder_frames() {
+        let recorded = expected(&frame).kind() != Kind::Other;
+        let v = c.check(&name, &frame);
+        assert_eq!(v, if recorded { XDP_DROP } else { XDP_PASS }, "{name}");
+    }
+}

@@ -1,0 +1,288 @@
+//! The live tap: an XDP program on a mirror port decodes frames in the
+//! kernel; records come up a ring buffer into the same [`RecordPipeline`]
+//! the offline reader feeds.
+//!
+//! ```text
+//! NIC ─► XDP (ebpf/rocescope-ebpf: decode, counters) ─► RingBuf ─► tokio loop ─► RecordPipeline ─► tables
+//! ```
+//!
+//! # Decisions
+//!
+//! * **Parity with the offline decoder** on every field but `ts_ns`,
+//!   `frame`, `iface` and the ICRC: the kernel does not check the ICRC (a
+//!   CRC over the whole packet per frame), so `ICRC_CHECKED`/`ICRC_OK` stay
+//!   clear and `icrc_ok` is null in live tables, as for a cut frame. ERSPAN
+//!   is unwrapped in the kernel too. See the XDP crate's docs.
+//! * **Time**: the kernel stamps `bpf_ktime_get_ns()` (CLOCK_MONOTONIC);
+//!   the wall-clock offset is measured once at start and added here.
+//! * **Frame numbers** are assigned here, 1-based, in ring-buffer order:
+//!   they number *records*, since frames of no interest never leave the kernel.
+//! * **`--count N`** stops after N records (RoCE/CNP/PFC/PAUSE/malformed
+//!   frames), like `tcpdump -c` counts what it keeps.
+//! * **Stopping**: `--count`, `--duration`, Ctrl-C or SIGTERM, or the
+//!   interface going down or away. In every case the program is detached,
+//!   the ring buffer drained and every table written; an interface that
+//!   went away makes the run fail after writing.
+//! * **Counters** (frames, records, ring-full drops, parse failures) are
+//!   shown every second on a terminal, printed at exit and written to
+//!   `summary.json` under `input.live`.
+pub mod netif;
+pub mod replay;
+pub mod tap;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rocescope_common::PacketRecord;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::signal::unix::{SignalKind, signal};
+
+pub use self::tap::{Counters, Program, Tap, XdpModeArg};
+use crate::analyze::{self, Analysis};
+use crate::pipeline::RecordPipeline;
+use crate::tables::{LiveFacts, RunFacts};
+use crate::{Error, Result};
+
+/// What `rocescope live` was asked to do.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub iface: String,
+    pub out: PathBuf,
+    pub duration: Option<Duration>,
+    pub count: Option<u64>,
+    pub mode: XdpModeArg,
+    pub drop_after_capture: bool,
+    pub analyzer: analyze::Config,
+    /// Show the counters every second on stderr (when it is a terminal).
+    pub progress: bool,
+    /// Ring buffer size in bytes (default `live::DEFAULT_RING_BYTES`).
+    pub ring_bytes: Option<u32>,
+    /// Kept equal to the records analysed so far (for monitors and the benchmark).
+    pub records_seen: Option<Arc<AtomicU64>>,
+}
+
+/// What a live run produced besides the tables.
+pub struct Outcome {
+    pub analysis: Analysis,
+    pub facts: LiveFacts,
+    /// Records pushed into the pipeline.
+    pub records: u64,
+    /// Set when the interface went down or away: the tables hold what came before.
+    pub stopped_by_error: Option<Error>,
+}
+
+/// Why the loop ended.
+enum Stop {
+    Count,
+    Duration,
+    Signal,
+    Interface(String),
+}
+
+/// Records taken from the ring per wake-up before signals and timers get a look.
+const DRAIN_BATCH: usize = 1 << 14;
+
+/// Runs the tap until it is told to stop; writes every table to `opts.out`.
+pub fn run(opts: &Options) -> Result<Outcome> {
+    if netif::index(&opts.iface).is_none() {
+        return Err(Error::Interface {
+            iface: opts.iface.clone(),
+            detail: "no such interface (see `ip link`)".into(),
+        });
+    }
+    let mut tap = Tap::load(Program::Decoder, opts.drop_after_capture, opts.ring_bytes)?;
+    let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), Some(&opts.out))?;
+    pipeline.name_iface(0, &opts.iface);
+    let offset = tap::monotonic_to_wall_offset();
+    let mode = tap.attach(&opts.iface, opts.mode)?;
+    eprintln!(
+        "rocescope: XDP attached to {} ({mode} mode); writing to {}; Ctrl-C stops",
+        opts.iface,
+        opts.out.display()
+    );
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::Live(format!("cannot start the event loop: {e}")))?;
+    let ring = tap
+        .take_ring()
+        .ok_or_else(|| Error::Live("the ring buffer was taken twice".into()))?;
+    let mut feeder = Feeder {
+        pipeline,
+        offset,
+        next_frame: 1,
+        count: opts.count,
+        seen: opts.records_seen.clone(),
+    };
+    let (stop, ring) = runtime.block_on(event_loop(opts, &tap, ring, &mut feeder))?;
+
+    // Detach first, then take whatever is still on the ring.
+    tap.detach();
+    let mut ring = ring;
+    while let Some(item) = ring.next() {
+        if feeder.full() {
+            break;
+        }
+        if let Some(rec) = tap::record_from_bytes(&item) {
+            drop(item);
+            feeder.push(rec)?;
+        }
+    }
+    let counters = tap.counters()?;
+    let show = opts.progress && std::io::stderr().is_terminal();
+    if show {
+        eprint!("\r\x1b[K");
+    }
+    let (stopped_by, stopped_by_error) = match stop {
+        Stop::Count => ("count", None),
+        Stop::Duration => ("duration", None),
+        Stop::Signal => ("signal", None),
+        Stop::Interface(detail) => (
+            "interface",
+            Some(Error::Interface {
+                iface: opts.iface.clone(),
+                detail: format!("{detail}; the tables hold everything captured before"),
+            }),
+        ),
+    };
+    let facts = LiveFacts {
+        iface: opts.iface.clone(),
+        xdp_mode: mode.to_string(),
+        frames: counters.frames,
+        records: counters.records,
+        ring_full_drops: counters.ring_full,
+        parse_failures: counters.parse_failures,
+        stopped_by: stopped_by.to_string(),
+    };
+    let records = feeder.pipeline.records();
+    let analysis = feeder.pipeline.finish(RunFacts {
+        captures: Vec::new(),
+        frames_read: counters.frames,
+        records,
+        warnings: Vec::new(),
+        stopped_by: stopped_by_error.as_ref().map(|e| e.to_string()),
+        live: Some(facts.clone()),
+    })?;
+    Ok(Outcome {
+        analysis,
+        facts,
+        records,
+        stopped_by_error,
+    })
+}
+
+/// Numbers, timestamps and pushes records.
+struct Feeder {
+    pipeline: RecordPipeline,
+    offset: i128,
+    next_frame: u64,
+    count: Option<u64>,
+    seen: Option<Arc<AtomicU64>>,
+}
+
+impl Feeder {
+    fn push(&mut self, mut rec: PacketRecord) -> Result<()> {
+        rec.frame = self.next_frame;
+        self.next_frame += 1;
+        rec.ts_ns = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);
+        rec.iface = 0;
+        self.pipeline.push(&rec)?;
+        if let Some(seen) = &self.seen {
+            seen.store(self.pipeline.records(), Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn full(&self) -> bool {
+        self.count.is_some_and(|n| self.pipeline.records() >= n)
+    }
+}
+
+type Ring = aya::maps::RingBuf<aya::maps::MapData>;
+
+async fn event_loop(
+    opts: &Options,
+    tap: &Tap,
+    ring: Ring,
+    feeder: &mut Feeder,
+) -> Result<(Stop, Ring)> {
+    let sig = |kind: SignalKind| {
+        signal(kind).map_err(|e| Error::Live(format!("cannot watch signals: {e}")))
+    };
+    let mut interrupt = sig(SignalKind::interrupt())?;
+    let mut terminate = sig(SignalKind::terminate())?;
+    // SAFETY: the ring buffer owns its map's fd and keeps it open until
+    // `into_inner` hands it back.
+    let mut ring = unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }
+        .map_err(|e| Error::Live(format!("cannot poll the ring buffer: {e}")))?;
+    let deadline = opts.duration.map(|d| tokio::time::Instant::now() + d);
+    let never = tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86400);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let show = opts.progress && std::io::stderr().is_terminal();
+    let started = Instant::now();
+
+    let stop = loop {
+        if feeder.full() {
+            break Stop::Count;
+        }
+        tokio::select! {
+            guard = ring.readable_mut() => {
+                let mut guard = guard.map_err(|e| Error::Live(format!("polling the ring buffer: {e}")))?;
+                if drain(guard.get_inner_mut(), feeder)? < DRAIN_BATCH {
+                    // Empty (or done): wait for the next wake-up.
+                    guard.clear_ready();
+                }
+            }
+            _ = interrupt.recv() => break Stop::Signal,
+            _ = terminate.recv() => break Stop::Signal,
+            _ = tokio::time::sleep_until(deadline.unwrap_or(never)) => break Stop::Duration,
+            _ = tick.tick() => {
+                // Belt and braces: never leave records waiting for a wake-up.
+                drain(ring.get_mut(), feeder)?;
+                match netif::state(&opts.iface) {
+                    netif::State::Up => {}
+                    netif::State::Down => break Stop::Interface("went down".into()),
+                    netif::State::Gone => break Stop::Interface("disappeared".into()),
+                }
+                if show && let Ok(c) = tap.counters() {
+                    eprint!("\r{}   ", counters_line(&opts.iface, &c, started.elapsed()));
+                }
+            }
+        }
+    };
+    Ok((stop, ring.into_inner()))
+}
+
+/// Takes up to `DRAIN_BATCH` records off the ring; returns how many.
+fn drain(ring: &mut Ring, feeder: &mut Feeder) -> Result<usize> {
+    let mut taken = 0;
+    while taken < DRAIN_BATCH && !feeder.full() {
+        let Some(item) = ring.next() else { break };
+        let rec = tap::record_from_bytes(&item);
+        drop(item);
+        if let Some(rec) = rec {
+            feeder.push(rec)?;
+        }
+        taken += 1;
+    }
+    Ok(taken)
+}
+
+/// One line of counters, as shown while running and at exit.
+pub fn counters_line(iface: &str, c: &Counters, elapsed: Duration) -> String {
+    format!(
+        "{iface}: {:.0} s, {} frames, {} records, {} ring-buffer-full drops, {} parse failures",
+        elapsed.as_secs_f64(),
+        c.frames,
+        c.records,
+        c.ring_full,
+        c.parse_failures
+    )
+}

@@ -1,0 +1,325 @@
+//! Loading the XDP program, attaching it, reading its ring buffer and its
+//! counters (aya).
+use std::io;
+
+use aya::maps::{MapData, PerCpuArray, PerCpuValues, RingBuf};
+use aya::programs::{ProgramError, TestRun, TestRunOptions, Xdp, XdpMode};
+use aya::{Ebpf, EbpfLoader};
+use rocescope_common::{PACKET_RECORD_SIZE, PacketRecord, live};
+
+use super::netif;
+use crate::{Error, Result};
+
+/// The XDP program object, built by build.rs.
+static PROGRAM_OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/rocescope-ebpf"));
+
+/// `--xdp-mode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum XdpModeArg {
+    /// Native (driver) XDP where the driver supports it, generic (SKB) otherwise.
+    #[default]
+    Auto,
+    /// Driver mode only: fail if the driver has no XDP support.
+    Native,
+    /// Generic XDP in the kernel stack: works on every interface, slower.
+    Skb,
+}
+
+/// The XDP program's counters, summed over CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub frames: u64,
+    pub records: u64,
+    pub ring_full: u64,
+    pub parse_failures: u64,
+}
+
+/// Which program of the object to load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// The decoder (`rocescope`).
+    Decoder,
+    /// `XDP_PASS` plus the frames counter (`rocescope_pass`), the benchmark baseline.
+    BarePass,
+}
+
+impl Program {
+    fn name(self) -> &'static str {
+        match self {
+            Program::Decoder => live::PROGRAM,
+            Program::BarePass => live::PROGRAM_PASS,
+        }
+    }
+}
+
+/// The loaded program with its maps; detaches on drop.
+pub struct Tap {
+    ebpf: Ebpf,
+    program: Program,
+    ring: Option<RingBuf<MapData>>,
+    counters: PerCpuArray<MapData, u64>,
+    link: Option<(aya::programs::xdp::XdpLinkId, String, &'static str)>,
+}
+
+impl Tap {
+    /// Loads (and verifies) the program; nothing is attached yet.
+    pub fn load(
+        program: Program,
+        drop_after_capture: bool,
+        ring_bytes: Option<u32>,
+    ) -> Result<Tap> {
+        check_privileges()?;
+        raise_memlock();
+        let drop = u8::from(drop_after_capture);
+        let mut loader = EbpfLoader::new();
+        loader.override_global(live::GLOBAL_DROP_AFTER_CAPTURE, &drop, true);
+        if let Some(bytes) = ring_bytes {
+            loader.map_max_entries(live::MAP_RECORDS, bytes);
+        }
+        let mut ebpf = loader
+            .load(PROGRAM_OBJECT)
+            .map_err(|e| Error::Live(format!("cannot load the XDP program: {}", chain(&e))))?;
+        {
+            let prog = xdp_mut(&mut ebpf, program)?;
+            prog.load().map_err(|e| load_error(&e))?;
+        }
+        let ring = ebpf
+            .take_map(live::MAP_RECORDS)
+            .ok_or_else(|| Error::Live("the XDP object has no RECORDS map".into()))?;
+        let ring = RingBuf::try_from(ring)
+            .map_err(|e| Error::Live(format!("RECORDS map: {}", chain(&e))))?;
+        let counters = ebpf
+            .take_map(live::MAP_COUNTERS)
+            .ok_or_else(|| Error::Live("the XDP object has no COUNTERS map".into()))?;
+        let counters = PerCpuArray::try_from(counters)
+            .map_err(|e| Error::Live(format!("COUNTERS map: {}", chain(&e))))?;
+        Ok(Tap {
+            ebpf,
+            program,
+            ring: Some(ring),
+            counters,
+            link: None,
+        })
+    }
+
+    /// Attaches to `iface`; returns the mode used (`native` or `skb`).
+    pub fn attach(&mut self, iface: &str, mode: XdpModeArg) -> Result<&'static str> {
+        if netif::index(iface).is_none() {
+            return Err(Error::Interface {
+                iface: iface.into(),
+                detail: "no such interface (see `ip link`)".into(),
+            });
+        }
+        let program = self.program;
+        let prog = xdp_mut(&mut self.ebpf, program)?;
+        let attempts: &[(XdpMode, &'static str)] = match mode {
+            XdpModeArg::Native => &[(XdpMode::Driver, "native")],
+            XdpModeArg::Skb => &[(XdpMode::Skb, "skb")],
+            XdpModeArg::Auto => &[(XdpMode::Driver, "native"), (XdpMode::Skb, "skb")],
+        };
+        let mut last = String::new();
+        for &(m, name) in attempts {
+            match prog.attach(iface, m) {
+                Ok(id) => {
+                    self.link = Some((id, iface.to_string(), name));
+                    return Ok(name);
+                }
+                Err(e) => last = format!("{name} mode: {}", chain(&e)),
+            }
+        }
+        Err(Error::Interface {
+            iface: iface.into(),
+            detail: format!(
+                "cannot attach the XDP program ({last}); try --xdp-mode skb, and check that no other XDP program is attached (`ip link show {iface}`)"
+            ),
+        })
+    }
+
+    /// Detaches from the interface (if attached). Errors are ignored: the
+    /// interface may be gone already, which detaches too.
+    pub fn detach(&mut self) {
+        if let Some((id, _, _)) = self.link.take() {
+            let program = self.program;
+            if let Ok(prog) = xdp_mut(&mut self.ebpf, program) {
+                let _ = prog.detach(id);
+            }
+        }
+    }
+
+    /// Runs the program once on `frame` (BPF_PROG_TEST_RUN) and returns
+    /// its verdict; a record, if any, is then on the ring buffer.
+    pub fn test_run(&mut self, frame: &[u8]) -> Result<u32> {
+        let program = self.program;
+        let prog = xdp_mut(&mut self.ebpf, program)?;
+        let opts = TestRunOptions {
+            data_in: Some(frame),
+            ..Default::default()
+        };
+        let r = prog
+            .test_run(opts)
+            .map_err(|e| Error::Live(format!("BPF_PROG_TEST_RUN: {}", chain(&e))))?;
+        Ok(r.return_value)
+    }
+
+    /// The ring buffer, taken out to poll it (tokio's AsyncFd owns it).
+    pub fn take_ring(&mut self) -> Option<RingBuf<MapData>> {
+        self.ring.take()
+    }
+
+    /// The next record on the ring buffer, if any (the ring must not have
+    /// been taken).
+    pub fn next_record(&mut self) -> Option<PacketRecord> {
+        let ring = self.ring.as_mut()?;
+        let item = ring.next()?;
+        record_from_bytes(&item)
+    }
+
+    pub fn counters(&self) -> Result<Counters> {
+        let get = |slot: u32| -> Result<u64> {
+            let v = self
+                .counters
+                .get(&slot, 0)
+                .map_err(|e| Error::Live(format!("reading the counters: {}", chain(&e))))?;
+            Ok(v.iter().sum())
+        };
+        Ok(Counters {
+            frames: get(live::COUNTER_FRAMES)?,
+            records: get(live::COUNTER_RECORDS)?,
+            ring_full: get(live::COUNTER_RING_FULL)?,
+            parse_failures: get(live::COUNTER_PARSE_FAILURES)?,
+        })
+    }
+
+    /// Sets every counter back to 0.
+    pub fn reset_counters(&mut self) -> Result<()> {
+        let cpus = aya::util::nr_cpus()
+            .map_err(|(what, e)| Error::Live(format!("counting CPUs ({what}): {e}")))?;
+        for slot in 0..live::COUNTERS {
+            let zero = PerCpuValues::try_from(vec![0u64; cpus])
+                .map_err(|e| Error::Live(format!("resetting the counters: {e}")))?;
+            self.counters
+                .set(slot, zero, 0)
+                .map_err(|e| Error::Live(format!("resetting the counters: {}", chain(&e))))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+/// A ring buffer item as a record (`None` if it is not one record long).
+pub fn record_from_bytes(bytes: &[u8]) -> Option<PacketRecord> {
+    if bytes.len() != PACKET_RECORD_SIZE {
+        return None;
+    }
+    // SAFETY: PacketRecord is repr(C) plain old data of exactly this size
+    // (every bit pattern is valid: integers and byte arrays only).
+    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<PacketRecord>()) })
+}
+
+fn xdp_mut(ebpf: &mut Ebpf, program: Program) -> Result<&mut Xdp> {
+    let name = program.name();
+    ebpf.program_mut(name)
+        .ok_or_else(|| Error::Live(format!("the XDP object has no program {name}")))?
+        .try_into()
+        .map_err(|e: ProgramError| Error::Live(format!("program {name}: {}", chain(&e))))
+}
+
+fn load_error(e: &ProgramError) -> Error {
+    if let ProgramError::LoadError {
+        io_error,
+        verifier_log,
+    } = e
+    {
+        if io_error.kind() == io::ErrorKind::PermissionDenied {
+            return privilege_error();
+        }
+        return Error::Live(format!(
+            "the kernel rejected the XDP program: {io_error}\nverifier log:\n{verifier_log}"
+        ));
+    }
+    Error::Live(format!("cannot load the XDP program: {}", chain(e)))
+}
+
+/// An error and its sources on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+const CAP_NET_ADMIN: u32 = 12;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+fn privilege_error() -> Error {
+    Error::Live(
+        "rocescope live needs root, or the capabilities CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON \
+         (e.g. `sudo setcap cap_bpf,cap_net_admin,cap_perfmon+ep $(command -v rocescope)`), \
+         to load and attach its XDP program"
+            .into(),
+    )
+}
+
+/// Fails early, with what is needed, when loading a BPF program cannot work.
+pub fn check_privileges() -> Result<()> {
+    // SAFETY: no arguments, no failure.
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |cap: u32| eff & (1u64 << cap) != 0;
+    let bpf = has(CAP_BPF) || has(CAP_SYS_ADMIN);
+    let perfmon = has(CAP_PERFMON) || has(CAP_SYS_ADMIN);
+    if bpf && perfmon && has(CAP_NET_ADMIN) {
+        Ok(())
+    } else {
+        Err(privilege_error())
+    }
+}
+
+/// Older kernels charge BPF maps to RLIMIT_MEMLOCK; newer ones ignore it.
+fn raise_memlock() {
+    let unlimited = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: a valid rlimit; failure only means the old limit stays.
+    let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited) };
+}
+
+/// Wall clock minus the monotonic clock `bpf_ktime_get_ns` reads: add it to
+/// a kernel timestamp to get nanoseconds since the Unix epoch. Measured once,
+/// at start (the two clocks drift apart only by NTP slewing).
+pub fn monotonic_to_wall_offset() -> i128 {
+    let read = |clock| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec pointer.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+    };
+    // Bracket the wall clock between two monotonic reads.
+    let m0 = read(libc::CLOCK_MONOTONIC);
+    let w = read(libc::CLOCK_REALTIME);
+    let m1 = read(libc::CLOCK_MONOTONIC);
+    w - (m0 + m1) / 2
+}
