@@ -52,10 +52,11 @@ struct SynthArgs {
     truth: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Stop once the taps have recorded this many frames.
+    /// Stop once the taps have recorded this many frames (without --duration,
+    /// the scenario's own time limit is lifted: big captures for benchmarks).
     #[arg(long, value_name = "N")]
     packets: Option<usize>,
-    /// Simulated time (e.g. 5ms).
+    /// Simulated time (e.g. 5ms) [default: the scenario's].
     #[arg(long, value_name = "DURATION")]
     duration: Option<String>,
     /// NIC minimum retransmission timeout (e.g. 40us, 1.05ms).
@@ -260,6 +261,9 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
     }
     if let Some(n) = a.packets {
         knobs.push(("max_frames".into(), n.to_string()));
+        if a.duration.is_none() {
+            knobs.push(("duration_ns".into(), u64::MAX.to_string()));
+        }
     }
     for item in &a.set {
         let (k, v) = item.split_once('=').ok_or_else(|| {
@@ -282,12 +286,12 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
 
     let run =
         model::simulate(&cfg).map_err(|e| Error::Usage(format!("synth {}: {e}", a.scenario)))?;
-    let truth = Truth::of(&run);
     let opts = bridge::CaptureOptions {
         snaplen: a.snaplen,
         erspan,
         taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
     };
+    let truth = Truth::of_taps(&run, opts.taps.as_deref());
     let frames = bridge::write_capture(&run, &a.out, &opts)?;
     let truth_path = a.truth.unwrap_or_else(|| {
         let stem = a
