@@ -302,15 +302,17 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
         a.out.with_file_name(format!("{stem}.truth.json"))
     });
     rocescope::tables::write_json(&truth_path, &truth)?;
+    let written: Vec<&str> = truth
+        .capture
+        .taps
+        .iter()
+        .map(|&t| run.taps[t].name.as_str())
+        .collect();
     println!(
         "{}: {frames} frames from {} taps ({}), truth in {}",
         a.out.display(),
-        opts.taps.as_ref().map_or(run.taps.len(), Vec::len),
-        run.taps
-            .iter()
-            .map(|t| t.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
+        written.len(),
+        written.join(", "),
         truth_path.display()
     );
     Ok(ExitCode::SUCCESS)
