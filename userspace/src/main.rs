@@ -36,7 +36,7 @@ enum Command {
         json: bool,
     },
     /// Simulate a small RoCE fabric and write what its mirror ports capture, with ground truth.
-    Synth(SynthArgs),
+    Synth(Box<SynthArgs>),
 }
 
 #[derive(Args)]
@@ -199,7 +199,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(exit_code(&outcome))
         }
-        Command::Synth(args) => synth(args),
+        Command::Synth(args) => synth(*args),
     }
 }
 

@@ -22,10 +22,10 @@ pub fn receiver_ip(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 1, (i + 1) as u8)
 }
 pub fn requester_qpn(flow: usize) -> u32 {
-    0x0001_00 + flow as u32
+    0x100 + flow as u32
 }
 pub fn responder_qpn(flow: usize) -> u32 {
-    0x0002_00 + flow as u32
+    0x200 + flow as u32
 }
 
 /// Nanoseconds to put `len` bytes (plus preamble and inter-frame gap) on a link.
@@ -832,7 +832,7 @@ impl Fabric {
             fecn: false,
             becn: false,
             dest_qp: q.responder_qpn,
-            ack_req: k == q.ppm - 1 || (idx + 1) % ack_req_every == 0,
+            ack_req: k == q.ppm - 1 || (idx + 1).is_multiple_of(ack_req_every),
             psn: q.psn(idx),
             reth: (k == 0).then(|| Reth {
                 va: 0x7F00_0000_0000 + msg * q.cfg.msg_bytes as u64,

@@ -387,7 +387,8 @@ impl Truth {
         let dur = capture.last_ts_ns - capture.first_ts_ns;
         capture.duration_ns = dur;
         let fraction = |ns: u64| if dur > 0 { ns as f64 / dur as f64 } else { 0.0 };
-        let mut paused: BTreeMap<(usize, u8), (PausedTruth, Vec<(u64, u64)>)> = BTreeMap::new();
+        type Spans = Vec<(u64, u64)>;
+        let mut paused: BTreeMap<(usize, u8), (PausedTruth, Spans)> = BTreeMap::new();
         let mut pfc = vec![];
         for (mut pt, mut ps) in pauses.into_values() {
             if let Some((_, e)) = &mut ps.cur {
