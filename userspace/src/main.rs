@@ -37,7 +37,7 @@ enum Command {
         json: bool,
     },
     /// Simulate a small RoCE fabric and write what its mirror ports capture, with ground truth.
-    Synth(SynthArgs),
+    Synth(Box<SynthArgs>),
     /// Tap a mirror port with an XDP program and write every table to --out when stopped (Ctrl-C, SIGTERM, --duration, --count).
     Live {
         /// The interface receiving the mirrored traffic.
@@ -88,10 +88,11 @@ struct SynthArgs {
     truth: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Stop once the taps have recorded this many frames.
+    /// Stop once the taps have recorded this many frames (without --duration,
+    /// the scenario's own time limit is lifted: big captures for benchmarks).
     #[arg(long, value_name = "N")]
     packets: Option<usize>,
-    /// Simulated time (e.g. 5ms).
+    /// Simulated time (e.g. 5ms) [default: the scenario's].
     #[arg(long, value_name = "DURATION")]
     duration: Option<String>,
     /// NIC minimum retransmission timeout (e.g. 40us, 1.05ms).
@@ -246,7 +247,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(exit_code(&outcome))
         }
-        Command::Synth(args) => synth(args),
+        Command::Synth(args) => synth(*args),
         Command::Live {
             iface,
             out,
@@ -377,6 +378,9 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
     }
     if let Some(n) = a.packets {
         knobs.push(("max_frames".into(), n.to_string()));
+        if a.duration.is_none() {
+            knobs.push(("duration_ns".into(), u64::MAX.to_string()));
+        }
     }
     for item in &a.set {
         let (k, v) = item.split_once('=').ok_or_else(|| {
@@ -399,12 +403,12 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
 
     let run =
         model::simulate(&cfg).map_err(|e| Error::Usage(format!("synth {}: {e}", a.scenario)))?;
-    let truth = Truth::of(&run);
     let opts = bridge::CaptureOptions {
         snaplen: a.snaplen,
         erspan,
         taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
     };
+    let truth = Truth::of_taps(&run, opts.taps.as_deref());
     let frames = bridge::write_capture(&run, &a.out, &opts)?;
     let truth_path = a.truth.unwrap_or_else(|| {
         let stem = a
@@ -415,15 +419,17 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
         a.out.with_file_name(format!("{stem}.truth.json"))
     });
     rocescope::tables::write_json(&truth_path, &truth)?;
+    let written: Vec<&str> = truth
+        .capture
+        .taps
+        .iter()
+        .map(|&t| run.taps[t].name.as_str())
+        .collect();
     println!(
         "{}: {frames} frames from {} taps ({}), truth in {}",
         a.out.display(),
-        opts.taps.as_ref().map_or(run.taps.len(), Vec::len),
-        run.taps
-            .iter()
-            .map(|t| t.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
+        written.len(),
+        written.join(", "),
         truth_path.display()
     );
     Ok(ExitCode::SUCCESS)

@@ -22,10 +22,10 @@ pub fn receiver_ip(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 1, (i + 1) as u8)
 }
 pub fn requester_qpn(flow: usize) -> u32 {
-    0x0001_00 + flow as u32
+    0x100 + flow as u32
 }
 pub fn responder_qpn(flow: usize) -> u32 {
-    0x0002_00 + flow as u32
+    0x200 + flow as u32
 }
 
 /// Nanoseconds to put `len` bytes (plus preamble and inter-frame gap) on a link.
@@ -80,6 +80,8 @@ struct Host {
     ip: Ipv4Addr,
     /// Processing rate in Gb/s; `None` = as fast as frames arrive.
     rx_gbps: Option<f64>,
+    /// The configured rate, restored after a slowdown.
+    base_rx_gbps: Option<f64>,
     rx: VecDeque<Pkt>,
     rx_busy: bool,
     flows: Vec<usize>,
@@ -104,6 +106,8 @@ enum Ev {
     PfcRefresh(usize, u8, u64),
     Dcqcn(usize),
     Rate(usize, f64),
+    /// Slowdown `k` starts (`true`) or ends.
+    Slow(usize, bool),
 }
 
 struct Entry {
@@ -174,6 +178,8 @@ pub struct QpSummary {
     pub requester_qpn: u32,
     pub responder_qpn: u32,
     pub udp_sport: u16,
+    /// Delivered payload over the run's simulated time (the application's goodput).
+    pub goodput_gbps: f64,
     pub stats: QpStats,
 }
 
@@ -244,6 +250,7 @@ impl Fabric {
                     port: usize::MAX,
                     ip,
                     rx_gbps: rx,
+                    base_rx_gbps: rx,
                     rx: VecDeque::new(),
                     rx_busy: false,
                     flows: vec![],
@@ -342,6 +349,15 @@ impl Fabric {
                 return Err(format!("rate change for r{}: no such receiver", rc.host));
             }
             f.push(rc.at_ns, Ev::Rate(c.senders + rc.host, rc.gbps));
+        }
+        for (k, sd) in c.slowdowns.iter().enumerate() {
+            if sd.host >= c.receivers {
+                return Err(format!("slowdowns.{k}: no receiver r{}", sd.host));
+            }
+            if sd.period_ns == 0 || sd.slow_ns > sd.period_ns {
+                return Err(format!("slowdowns.{k}: need 0 < slow_ns <= period_ns"));
+            }
+            f.push(sd.start_ns, Ev::Slow(k, true));
         }
         Ok(f)
     }
@@ -461,6 +477,11 @@ impl Fabric {
                     requester_qpn: q.requester_qpn,
                     responder_qpn: q.responder_qpn,
                     udp_sport: q.sport,
+                    goodput_gbps: if self.now > 0 {
+                        stats.delivered_bytes as f64 * 8.0 / self.now as f64
+                    } else {
+                        0.0
+                    },
                     stats,
                 }
             })
@@ -502,6 +523,28 @@ impl Fabric {
             Ev::Dcqcn(q) => self.dcqcn_timer(q),
             Ev::Rate(h, gbps) => {
                 self.hosts[h].rx_gbps = Some(gbps);
+                self.start_rx(h);
+            }
+            Ev::Slow(k, on) => {
+                let sd = &self.cfg.slowdowns[k];
+                let h = self.cfg.senders + sd.host;
+                let (rate, next) = if on {
+                    (Some(sd.gbps), self.now + sd.slow_ns)
+                } else {
+                    (
+                        self.hosts[h].base_rx_gbps,
+                        self.now + (sd.period_ns - sd.slow_ns),
+                    )
+                };
+                self.hosts[h].rx_gbps = rate;
+                // Once every connection is done, stop (or the run would never end).
+                let busy = self
+                    .qps
+                    .iter()
+                    .any(|q| q.has_data() || q.snd_una < q.snd_max);
+                if busy || !self.hosts[h].rx.is_empty() {
+                    self.push(next.max(self.now + 1), Ev::Slow(k, !on));
+                }
                 self.start_rx(h);
             }
         }
@@ -789,7 +832,7 @@ impl Fabric {
             fecn: false,
             becn: false,
             dest_qp: q.responder_qpn,
-            ack_req: k == q.ppm - 1 || (idx + 1) % ack_req_every == 0,
+            ack_req: k == q.ppm - 1 || (idx + 1).is_multiple_of(ack_req_every),
             psn: q.psn(idx),
             reth: (k == 0).then(|| Reth {
                 va: 0x7F00_0000_0000 + msg * q.cfg.msg_bytes as u64,
@@ -803,7 +846,7 @@ impl Fabric {
         q.snd_nxt += 1;
         q.snd_max = q.snd_max.max(q.snd_nxt);
         let len = spec.frame_len();
-        q.next_tx_ns = now + wire_ns(len, q.rate_gbps);
+        q.next_tx_ns = now + wire_ns(len, q.rate_gbps.min(q.cfg.gbps.unwrap_or(f64::INFINITY)));
         let arm = !q.rto_armed;
         if arm {
             self.arm_rto(qi);
@@ -949,7 +992,9 @@ impl Fabric {
                         self.send_cnp(h, qi);
                     }
                 }
-                if self.hosts[h].rx_gbps.is_none() {
+                // Straight through at line rate, unless packets are still
+                // queued from a slower spell (they go first).
+                if self.hosts[h].rx_gbps.is_none() && self.hosts[h].rx.is_empty() {
                     self.respond(h, qi, &pkt);
                 } else {
                     self.ingress_add(p, pkt.prio, pkt.len);
@@ -972,7 +1017,8 @@ impl Fabric {
             return;
         }
         let Some(front) = host.rx.front() else { return };
-        let gbps = host.rx_gbps.unwrap_or(f64::INFINITY);
+        // A backlog left by a slow spell drains at line rate.
+        let gbps = host.rx_gbps.unwrap_or(self.cfg.link_gbps);
         if gbps <= 0.0 {
             return;
         }
@@ -1009,6 +1055,7 @@ impl Fabric {
             q.nak_sent = false;
             q.in_dup_run = false;
             q.stats.delivered_packets += 1;
+            q.stats.delivered_bytes += r.payload_len as u64;
             if matches!(r.opcode & 0x1F, op::WRITE_LAST | op::WRITE_ONLY) {
                 q.msn += 1;
             }

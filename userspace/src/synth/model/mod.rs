@@ -31,7 +31,8 @@ mod tests;
 pub use fabric::{FabricStats, QpSummary, Run, TapInfo};
 pub use qp::QpStats;
 pub use scenario::{
-    Config, Dcqcn, Dir, FlowCfg, Impairment, NicCfg, RateChange, SCENARIOS, SwitchCfg, TapPoint,
+    Config, Dcqcn, Dir, FlowCfg, Impairment, NicCfg, RateChange, SCENARIOS, Slowdown, SwitchCfg,
+    TapPoint,
 };
 pub use spec::{
     Aeth, CnpSpec, FrameMeta, FrameSpec, PfcSpec, Reth, RoceSpec, TapFrame, Trigger, Vlan,

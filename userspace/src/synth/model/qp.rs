@@ -24,6 +24,8 @@ pub struct QpStats {
     pub naks_received: u64,
     pub cnps_received: u64,
     pub delivered_packets: u64,
+    /// Payload the responder accepted in order (what the application got).
+    pub delivered_bytes: u64,
     pub duplicate_packets: u64,
     pub corrupt_discarded: u64,
     pub acks_sent: u64,

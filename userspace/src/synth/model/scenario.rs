@@ -54,6 +54,9 @@ pub struct FlowCfg {
     pub udp_sport: Option<u16>,
     /// First PSN (24 bits): set near 2^24 to exercise wrap-around.
     pub start_psn: u32,
+    /// Offered load cap in Gb/s (the application's rate); `None`: line rate.
+    #[serde(default)]
+    pub gbps: Option<f64>,
 }
 
 impl FlowCfg {
@@ -66,6 +69,7 @@ impl FlowCfg {
             start_ns: 0,
             udp_sport: None,
             start_psn: 0,
+            gbps: None,
         }
     }
 }
@@ -134,6 +138,18 @@ pub struct RateChange {
     pub gbps: f64,
 }
 
+/// A receiver that stalls periodically (host memory or PCIe pressure): from
+/// `start_ns`, for `slow_ns` of every `period_ns` it drains at `gbps`, the
+/// rest of the time at its normal rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Slowdown {
+    pub host: usize,
+    pub start_ns: u64,
+    pub period_ns: u64,
+    pub slow_ns: u64,
+    pub gbps: f64,
+}
+
 /// Random impairment on the link from `node` toward `toward`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Impairment {
@@ -176,6 +192,8 @@ pub struct Config {
     /// Receiver processing rates in Gb/s, one per receiver; missing or 0 entries = line rate.
     pub rx_gbps: Vec<f64>,
     pub rate_changes: Vec<RateChange>,
+    #[serde(default)]
+    pub slowdowns: Vec<Slowdown>,
     pub impairments: Vec<Impairment>,
     pub flows: Vec<FlowCfg>,
     pub taps: Vec<TapPoint>,
@@ -243,6 +261,7 @@ impl Default for Config {
             },
             rx_gbps: vec![],
             rate_changes: vec![],
+            slowdowns: vec![],
             impairments: vec![],
             flows: vec![
                 FlowCfg::new(0, 0, 65536, Some(64)),
@@ -270,17 +289,37 @@ impl Config {
                 c.pin_flows(&[0, 1]);
             }
             "ghost-drop" | "ghost-drop-fixed" => {
-                // Two writers into a slow receiver r0, a victim s2 -> r1 sharing
-                // the leaf0 -> spine -> leaf1 path.
+                // A 400G fabric. Two writers into r0, whose host stalls for
+                // 120 us of every 500 us (draining at 10 Gb/s), and a victim
+                // s2 -> r1 sharing the leaf0 -> spine0 -> leaf1 path. The
+                // writers' offered load (120 + 120 Gb/s) fits r0's link and
+                // the victim's (150 Gb/s) fits the shared path: only the
+                // stalls build queues, and PFC spreads them to the victim.
                 c.senders = 3;
                 c.receivers = 2;
                 c.duration_ns = 3_000_000;
-                c.rx_gbps = vec![30.0, 0.0];
+                c.link_gbps = 400.0;
                 c.flows = vec![
-                    FlowCfg::new(0, 0, 262_144, None),
-                    FlowCfg::new(1, 0, 262_144, None),
-                    FlowCfg::new(2, 1, 262_144, None),
+                    FlowCfg {
+                        gbps: Some(120.0),
+                        ..FlowCfg::new(0, 0, 262_144, None)
+                    },
+                    FlowCfg {
+                        gbps: Some(120.0),
+                        ..FlowCfg::new(1, 0, 262_144, None)
+                    },
+                    FlowCfg {
+                        gbps: Some(150.0),
+                        ..FlowCfg::new(2, 1, 262_144, None)
+                    },
                 ];
+                c.slowdowns = vec![Slowdown {
+                    host: 0,
+                    start_ns: 100_000,
+                    period_ns: 500_000,
+                    slow_ns: 120_000,
+                    gbps: 10.0,
+                }];
                 c.taps = vec![
                     TapPoint::new("leaf0", "s2", Dir::Both),
                     TapPoint::new("leaf0", "s0", Dir::Both),

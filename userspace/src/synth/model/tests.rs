@@ -51,7 +51,6 @@ fn summary(name: &str) {
 }
 
 #[test]
-#[ignore]
 fn print_all() {
     for s in SCENARIOS {
         summary(s);
@@ -143,7 +142,12 @@ fn ghost_drop_signature() {
     assert!(victim.spurious_retrans > 0, "{victim:?}");
     assert!(victim.retrans_packets > 0);
     // The victim's receiver never pauses; the pause reached s2 through the fabric.
-    assert!(t.pause_fraction(0) > 0.1, "{}", t.pause_fraction(0));
+    // Calibrated to look like the seed's "before" (3.8 % retransmissions,
+    // 14.2 % of the time paused): a few per cent, a fifth of the time.
+    let rate = victim.retrans_packets as f64 / victim.data_packets as f64;
+    assert!((0.01..0.10).contains(&rate), "retransmission rate {rate}");
+    let paused = t.pause_fraction(0);
+    assert!((0.05..0.40).contains(&paused), "pause fraction {paused}");
     // The responder saw duplicates: the resends were of delivered packets.
     assert!(t.qps[2].stats.duplicate_packets > 0);
 }
@@ -287,8 +291,8 @@ fn truth_matches_the_frames() {
             acks: u64,
             cnps: u64,
         }
-        let mut seen: BTreeMap<(usize, Ipv4Addr, Ipv4Addr, u32), (C, Option<u32>)> =
-            BTreeMap::new();
+        type Key = (usize, Ipv4Addr, Ipv4Addr, u32);
+        let mut seen: BTreeMap<Key, (C, Option<u32>)> = BTreeMap::new();
         let mut pfc = vec![0u64; run.taps.len()];
         for f in &run.frames {
             match &f.frame {
@@ -361,11 +365,21 @@ fn truth_matches_the_frames() {
     }
 }
 
+/// `name` with `seed`, cut to `duration_ns` of simulated time.
+fn run_short(name: &str, seed: u64, duration_ns: u64) -> (Run, Truth) {
+    let mut cfg = Config::preset(name).unwrap();
+    cfg.seed = seed;
+    cfg.duration_ns = duration_ns;
+    let run = simulate(&cfg).unwrap();
+    let truth = Truth::of(&run);
+    (run, truth)
+}
+
 #[test]
-#[ignore]
 fn signatures_hold_across_seeds() {
-    for seed in 1..8 {
-        let (run, t) = run_named("ghost-drop", seed);
+    // Two of the r0 stalls (at 100 us and 600 us) are enough for the ghost drops.
+    for seed in 1..6 {
+        let (run, t) = run_short("ghost-drop", seed, 1_000_000);
         let v = t.flow(0, 2).unwrap();
         assert!(
             run.fabric.switch_drops == 0 && v.rewinds_timeout > 0 && v.spurious_retrans > 0,
@@ -380,7 +394,7 @@ fn signatures_hold_across_seeds() {
             "seed {seed}: lossy drops={} naks={naks}",
             run.fabric.link_drops
         );
-        let (_, t) = run_named("ghost-drop-fixed", seed);
+        let (_, t) = run_short("ghost-drop-fixed", seed, 1_000_000);
         assert_eq!(sum(&t, None, |f| f.retrans_packets), 0, "seed {seed}");
     }
 }
@@ -393,9 +407,17 @@ fn analyzer_agrees_with_truth() {
     use crate::proto::linktype;
     let mut mismatches = vec![];
     for name in SCENARIOS {
-        let (run, t) = run_named(name, 2);
+        // The ghost-drop fabric runs at 400G: 1 ms (two r0 stalls) keeps it quick.
+        let (run, t) = if name.starts_with("ghost-drop") {
+            run_short(name, 2, 1_000_000)
+        } else {
+            run_named(name, 2)
+        };
         for tap in 0..run.taps.len() {
-            let mut an = Analyzer::new(AConfig::default());
+            let mut an = Analyzer::new(AConfig {
+                link_speed_bps: (run.taps[tap].link_gbps * 1e9) as u64,
+                ..AConfig::default()
+            });
             let mut sink = VecSink::default();
             let mut buf = vec![];
             for f in run.frames.iter().filter(|f| f.tap == tap) {

@@ -58,6 +58,7 @@ pub struct FlowTruth {
     pub model_spurious: u64,
 }
 
+/// PFC pause per `(tap, src_mac, priority)`: one sender's pauses.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PfcTruth {
     pub tap: usize,
@@ -67,10 +68,38 @@ pub struct PfcTruth {
     pub frames: u64,
     pub xon_frames: u64,
     pub paused_ns: u64,
-    /// paused_ns over the tap's capture duration (first to last frame).
+    /// paused_ns over the capture's duration (first to last frame).
     pub fraction: f64,
     pub max_pause_ns: u64,
     pub storms: u64,
+}
+
+/// Paused time per `(tap, priority)`, the union over every sender's pauses:
+/// what `summary.json`'s `pfc` entries report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PausedTruth {
+    pub tap: usize,
+    pub iface: String,
+    pub priority: u8,
+    /// PFC frames with this priority's class-enable bit (XON included).
+    pub frames: u64,
+    pub xon_frames: u64,
+    pub paused_ns: u64,
+    /// paused_ns over the capture's duration (first to last frame).
+    pub fraction: f64,
+    pub storms: u64,
+}
+
+/// The capture the truth describes: the taps written, in model time
+/// (a capture's timestamps are `epoch_ns` + model time).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CaptureTruth {
+    pub taps: Vec<usize>,
+    pub epoch_ns: u64,
+    pub frames: u64,
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
+    pub duration_ns: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -84,15 +113,19 @@ pub struct TapTruth {
     pub bytes: u64,
     pub first_ts_ns: u64,
     pub last_ts_ns: u64,
+    /// Speed of the tapped link: PFC quanta to time.
+    pub link_gbps: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Truth {
     pub scenario: String,
     pub seed: u64,
+    pub capture: CaptureTruth,
     pub taps: Vec<TapTruth>,
     pub flows: Vec<FlowTruth>,
     pub pfc: Vec<PfcTruth>,
+    pub paused: Vec<PausedTruth>,
     /// The model's own per-connection counters (not tap-relative).
     pub qps: Vec<QpSummary>,
     pub fabric: FabricStats,
@@ -112,6 +145,7 @@ struct PauseState {
     paused: u64,
     max: u64,
     storms: u64,
+    spans: Vec<(u64, u64)>,
 }
 
 impl PauseState {
@@ -123,8 +157,35 @@ impl PauseState {
             if d > STORM_NS {
                 self.storms += 1;
             }
+            self.spans.push((s, e));
         }
     }
+}
+
+/// Pause time of `q` quanta at `gbps`, rounded down to whole nanoseconds
+/// (the analyzer's arithmetic).
+pub fn quanta_ns(q: u16, gbps: f64) -> u64 {
+    let bps = (gbps * 1e9).round() as u128;
+    (q as u128 * BITS_PER_QUANTUM as u128 * 1_000_000_000 / bps.max(1)) as u64
+}
+
+/// Total length of the union of `spans`.
+fn union_ns(mut spans: Vec<(u64, u64)>) -> u64 {
+    spans.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(u64, u64)> = None;
+    for (s, e) in spans {
+        match &mut cur {
+            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
+            _ => {
+                if let Some((cs, ce)) = cur {
+                    total += ce - cs;
+                }
+                cur = Some((s, e));
+            }
+        }
+    }
+    total + cur.map_or(0, |(s, e)| e - s)
 }
 
 fn entry<'a>(
@@ -160,7 +221,26 @@ fn mac_str(m: [u8; 6]) -> String {
 }
 
 impl Truth {
+    /// The truth of a capture holding every tap of `run`.
     pub fn of(run: &Run) -> Truth {
+        Truth::of_taps(run, None)
+    }
+
+    /// The truth of a capture holding the taps `only` (`None`: every tap).
+    pub fn of_taps(run: &Run, only: Option<&[usize]>) -> Truth {
+        let chosen: Vec<usize> = match only {
+            Some(t) => t.iter().copied().filter(|&t| t < run.taps.len()).collect(),
+            None => (0..run.taps.len()).collect(),
+        };
+        let mut wanted = vec![false; run.taps.len()];
+        for &t in &chosen {
+            wanted[t] = true;
+        }
+        let mut capture = CaptureTruth {
+            taps: chosen,
+            epoch_ns: super::bridge::EPOCH_NS,
+            ..CaptureTruth::default()
+        };
         let mut taps: Vec<TapTruth> = run
             .taps
             .iter()
@@ -168,6 +248,7 @@ impl Truth {
             .map(|(i, t)| TapTruth {
                 tap: i,
                 iface: t.name.clone(),
+                link_gbps: t.link_gbps,
                 ..Default::default()
             })
             .collect();
@@ -175,6 +256,14 @@ impl Truth {
         let mut pauses: BTreeMap<(usize, [u8; 6], u8), (PfcTruth, PauseState)> = BTreeMap::new();
         for (f, m) in run.frames.iter().zip(&run.meta) {
             let t = f.tap;
+            if !wanted[t] {
+                continue;
+            }
+            if capture.frames == 0 {
+                capture.first_ts_ns = f.ts_ns;
+            }
+            capture.frames += 1;
+            capture.last_ts_ns = f.ts_ns;
             let tt = &mut taps[t];
             if tt.frames == 0 {
                 tt.first_ts_ns = f.ts_ns;
@@ -280,8 +369,7 @@ impl Truth {
                             }
                             ps.close();
                         } else {
-                            let end = f.ts_ns
-                                + (q as f64 * BITS_PER_QUANTUM as f64 / gbps).round() as u64;
+                            let end = f.ts_ns + quanta_ns(q, gbps);
                             match &mut ps.cur {
                                 Some((_, e)) if f.ts_ns <= *e => *e = end,
                                 _ => {
@@ -294,32 +382,56 @@ impl Truth {
                 }
             }
         }
-        let pfc = pauses
+        // A pause still running when the capture ends is cut there.
+        let end = capture.last_ts_ns;
+        let dur = capture.last_ts_ns - capture.first_ts_ns;
+        capture.duration_ns = dur;
+        let fraction = |ns: u64| if dur > 0 { ns as f64 / dur as f64 } else { 0.0 };
+        type Spans = Vec<(u64, u64)>;
+        let mut paused: BTreeMap<(usize, u8), (PausedTruth, Spans)> = BTreeMap::new();
+        let mut pfc = vec![];
+        for (mut pt, mut ps) in pauses.into_values() {
+            if let Some((_, e)) = &mut ps.cur {
+                *e = (*e).min(end);
+            }
+            ps.close();
+            pt.paused_ns = ps.paused;
+            pt.max_pause_ns = ps.max;
+            pt.storms = ps.storms;
+            pt.fraction = fraction(ps.paused);
+            let (u, spans) = paused.entry((pt.tap, pt.priority)).or_insert_with(|| {
+                (
+                    PausedTruth {
+                        tap: pt.tap,
+                        iface: pt.iface.clone(),
+                        priority: pt.priority,
+                        ..Default::default()
+                    },
+                    vec![],
+                )
+            });
+            u.frames += pt.frames;
+            u.xon_frames += pt.xon_frames;
+            u.storms += pt.storms;
+            spans.extend(ps.spans.iter().copied());
+            pfc.push(pt);
+        }
+        let paused = paused
             .into_values()
-            .map(|(mut pt, mut ps)| {
-                let tt = &taps[pt.tap];
-                if let Some((_, e)) = &mut ps.cur {
-                    *e = (*e).min(tt.last_ts_ns);
-                }
-                ps.close();
-                pt.paused_ns = ps.paused;
-                pt.max_pause_ns = ps.max;
-                pt.storms = ps.storms;
-                let dur = tt.last_ts_ns.saturating_sub(tt.first_ts_ns);
-                pt.fraction = if dur > 0 {
-                    ps.paused as f64 / dur as f64
-                } else {
-                    0.0
-                };
-                pt
+            .map(|(mut u, spans)| {
+                u.paused_ns = union_ns(spans);
+                u.fraction = fraction(u.paused_ns);
+                u
             })
             .collect();
         Truth {
             scenario: run.scenario.clone(),
             seed: run.seed,
+            capture,
             taps,
             flows: flows.into_values().map(|(f, _)| f).collect(),
             pfc,
+            paused,
             qps: run.qps.clone(),
             fabric: run.fabric.clone(),
         }
@@ -330,10 +442,10 @@ impl Truth {
         self.flows.iter().find(|f| f.tap == tap && f.flow == flow)
     }
 
-    /// Paused time at a tap summed over senders and priorities, as a fraction
-    /// of the tap's capture duration.
+    /// Paused time at a tap (union over senders, summed over priorities),
+    /// as a fraction of the capture's duration.
     pub fn pause_fraction(&self, tap: usize) -> f64 {
-        self.pfc
+        self.paused
             .iter()
             .filter(|p| p.tap == tap)
             .map(|p| p.fraction)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Regenerates the sample captures in pcaps/: for every scenario of
+# `rocescope synth`, pcaps/SCENARIO.pcapng and its ground truth
+# pcaps/SCENARIO.truth.json. Fixed seeds and limits, frames cut to 128 bytes
+# as a mirror port's truncation would: a few MB in all, byte-identical on
+# every run (tests/synth.rs checks the committed files against this table).
+#
+#   scripts/make-samples.sh [OUTDIR]     (default: pcaps)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+outdir=${1:-pcaps}
+
+# scenario        synth options besides --seed 1 --snaplen 128
+SAMPLES='
+healthy           --packets 2000
+ghost-drop        --duration 1ms --tap 0
+ghost-drop-fixed  --duration 1ms --tap 0
+lossy-link
+incast            --packets 3000
+pfc-storm
+ecn-broken        --packets 3000
+ecmp-collision    --packets 3000
+'
+
+cargo build --release --locked -q -p rocescope
+bin=${CARGO_TARGET_DIR:-target}/release/rocescope
+mkdir -p "$outdir"
+while read -r scenario options; do
+  [ -n "$scenario" ] || continue
+  # shellcheck disable=SC2086 # options are words
+  "$bin" synth "$scenario" --out "$outdir/$scenario.pcapng" --seed 1 --snaplen 128 $options
+done <<<"$SAMPLES"
+du -ch "$outdir"/*.pcapng "$outdir"/*.truth.json | tail -1
