@@ -63,7 +63,7 @@ fi
 if ! command -v bpf-linker >/dev/null; then
   say "cargo install bpf-linker (LLVM 22; takes several minutes)"
   PATH="/usr/lib/llvm-22/bin:$PATH" LLVM_SYS_221_PREFIX=/usr/lib/llvm-22 \
-    cargo install bpf-linker --no-default-features --features llvm-22
+    cargo install bpf-linker --version 0.13.0 --no-default-features --features llvm-22
 fi
 
 if [ "$want_test" = 1 ]; then
