@@ -15,7 +15,7 @@ use crate::Result;
 use crate::analyze::{self, Analysis};
 use crate::decode;
 use crate::pipeline::RecordPipeline;
-use crate::sources::{CaptureReader, Filter};
+use crate::sources::{CaptureReader, Filter, Warning};
 use crate::tables::RunFacts;
 
 /// What `analyze` and `report` were asked to do.
@@ -120,6 +120,9 @@ impl Run {
         mut filter: Option<&mut Filter>,
     ) -> Result<()> {
         let mut warned_iface_limit = false;
+        // The previous record of this file, to spot a frame captured twice.
+        let mut previous: Option<PacketRecord> = None;
+        let mut duplicates = 0u64;
         while let Some(frame) = reader.next_frame()? {
             self.frames_read += 1;
             if let Some(f) = filter.as_deref_mut()
@@ -153,10 +156,37 @@ impl Run {
             if self.names.len() > known {
                 self.pipeline.name_iface(iface, self.names.name(iface));
             }
-            rec.frame = number;
             rec.ts_ns = ts_ns;
             rec.iface = iface;
+            // Same bytes, same interface, same timestamp as the record before:
+            // a mirror or capture artefact, not a resend (a resend takes time).
+            // Analysed all the same (the tap cannot be sure); warned once.
+            if previous.as_ref() == Some(&rec) {
+                duplicates += 1;
+                if duplicates == 1 {
+                    self.warnings.push(
+                        Warning {
+                            path: path.to_path_buf(),
+                            offset: reader.frame_offset(),
+                            frames_before: 0,
+                            detail: format!(
+                                "frame {number} duplicates the frame before it (same bytes, interface and timestamp): a mirror or capture artefact? analysed as a retransmission (warned once per file)"
+                            ),
+                            stopped: false,
+                        }
+                        .to_string(),
+                    );
+                }
+            }
+            previous = Some(rec);
+            rec.frame = number;
             self.pipeline.push(&rec)?;
+        }
+        if duplicates > 1 {
+            self.warnings.push(format!(
+                "{}: {duplicates} frames in all duplicate the frame before them",
+                path.display()
+            ));
         }
         Ok(())
     }
