@@ -13,7 +13,13 @@
 //! * protocol numbers keep their wire width (`UInt8` opcode, `UInt32` QPN).
 //!
 //! Every file is written under a temporary name (`.NAME.partial`) and renamed
-//! when complete, so a directory never holds a half-written table.
+//! when complete, so a directory never holds a half-written table. A table
+//! that fails (disk full, …) removes its partial file; a killed run leaves
+//! its partial files behind, and the next run into the same directory
+//! removes them when it starts ([`TableSet::create`]), together with the
+//! previous run's tables and `summary.json`: after a run, the directory holds
+//! only files of that run. `summary.json` is written last, so its presence
+//! says the run completed.
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -93,7 +99,23 @@ macro_rules! columns {
     };
 }
 
-/// One Parquet file being written, streamed in batches.
+/// Every file a [`TableSet`] writes.
+pub const OUTPUT_FILES: [&str; 6] = [
+    "packets.parquet",
+    "flows.parquet",
+    "events.parquet",
+    "pfc.parquet",
+    "timeline.parquet",
+    "summary.json",
+];
+
+/// The temporary name `name` is written under until it is complete.
+pub fn partial_name(name: &str) -> String {
+    format!(".{name}.partial")
+}
+
+/// One Parquet file being written, streamed in batches. Dropped before
+/// [`Self::close`] completed (an error, a panic), it removes its partial file.
 pub struct ParquetTable<C: Columns> {
     path: PathBuf,
     partial: PathBuf,
@@ -107,7 +129,7 @@ impl<C: Columns> ParquetTable<C> {
     pub fn create(dir: &Path, name: &str) -> Result<Self> {
         Ok(Self {
             path: dir.join(name),
-            partial: dir.join(format!(".{name}.partial")),
+            partial: dir.join(partial_name(name)),
             columns: C::default(),
             writer: None,
             rows: 0,
@@ -167,7 +189,7 @@ impl<C: Columns> ParquetTable<C> {
             writer.close().map_err(|e| self.write_error(e))?;
         }
         std::fs::rename(&self.partial, &self.path).map_err(|e| self.write_error(e))?;
-        Ok(self.path)
+        Ok(self.path.clone())
     }
 
     fn write_error(&self, e: impl std::fmt::Display) -> Error {
@@ -175,6 +197,14 @@ impl<C: Columns> ParquetTable<C> {
             path: self.path.clone(),
             detail: format!("{e}; check the output directory's free space and permissions"),
         }
+    }
+}
+
+impl<C: Columns> Drop for ParquetTable<C> {
+    fn drop(&mut self) {
+        // After a successful close the partial is gone already (renamed).
+        drop(self.writer.take());
+        let _ = std::fs::remove_file(&self.partial);
     }
 }
 
@@ -188,11 +218,16 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let partial = path.with_file_name(format!(".{name}.partial"));
+    let partial = path.with_file_name(partial_name(&name));
     let mut text = serde_json::to_string_pretty(value).map_err(|e| err(&e))?;
     text.push('\n');
-    std::fs::write(&partial, text).map_err(|e| err(&e))?;
-    std::fs::rename(&partial, path).map_err(|e| err(&e))
+    let written = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        err(&format_args!(
+            "{e}; check the output directory's free space and permissions"
+        ))
+    })
 }
 
 /// Facts about the run that `summary.json` reports beside the analysis.
@@ -242,7 +277,23 @@ pub struct TableSet {
 }
 
 impl TableSet {
+    /// Starts the tables of `dir`, after removing what a previous run left
+    /// there: its tables, `summary.json` and partial files (of a killed run).
     pub fn create(dir: &Path) -> Result<Self> {
+        for name in OUTPUT_FILES {
+            for file in [dir.join(name), dir.join(partial_name(name))] {
+                match std::fs::remove_file(&file) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(Error::Write {
+                            path: file,
+                            detail: format!("cannot remove the previous run's file: {e}"),
+                        });
+                    }
+                }
+            }
+        }
         Ok(Self {
             dir: dir.to_path_buf(),
             ifaces: Vec::new(),
