@@ -46,7 +46,9 @@ pub struct Outcome {
 ///
 /// A file that is not a capture at all fails the run before anything is
 /// written. A fault later in a file ends that file with a warning; what came
-/// before is analysed and written.
+/// before is analysed and written. A record identical to the one before it
+/// (same bytes, interface and timestamp: a mirror or capture artefact) is
+/// analysed like any other, with one warning per file.
 pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outcome> {
     // Open everything first: a typo in the third file name should not cost
     // the time of reading the first two.
