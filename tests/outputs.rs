@@ -33,7 +33,7 @@ fn big_capture() -> &'static Path {
             "--out",
             path.to_str().unwrap(),
             "--packets",
-            "150000",
+            "100000",
             "--snaplen",
             "128",
             "--duration",
