@@ -48,7 +48,11 @@ fn record(g: &mut Gen, n: u64, b: &[u8]) -> PacketRecord {
         opcode: b[1],
         aeth_syndrome: b[2],
         flags: u32::from_le_bytes([b[3], b[4], b[5], 0]),
-        iface: if b[6] == 0xff { u16::MAX } else { u16::from(b[6] % 4) },
+        iface: if b[6] == 0xff {
+            u16::MAX
+        } else {
+            u16::from(b[6] % 4)
+        },
         ..Default::default()
     };
     // Most records look like RoCE with a BTH, so the flow logic runs.
@@ -65,7 +69,11 @@ fn record(g: &mut Gen, n: u64, b: &[u8]) -> PacketRecord {
     };
     g.psn = match b[12] % 4 {
         0 => g.psn.wrapping_add(1) & 0xff_ffff,
-        1 => g.psn.wrapping_add(u32::from(i16::from_le_bytes([b[13], b[14]]) as u16 as u32)) & 0xff_ffff,
+        1 => {
+            g.psn
+                .wrapping_add(u32::from(i16::from_le_bytes([b[13], b[14]]) as u16 as u32))
+                & 0xff_ffff
+        }
         2 => 0xff_fff0 + u32::from(b[13] % 0x20), // around the wrap, sometimes beyond 24 bits
         _ => u32_at(b, 12),
     };
@@ -106,8 +114,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let config = Config {
-        link_speed_bps: [1, 10, 25, 100, 400, 800, 1600, 0][usize::from(cfg[0] % 8)]
-            .max(1)
+        link_speed_bps: [1, 10, 25, 100, 400, 800, 1600, 0][usize::from(cfg[0] % 8)].max(1)
             * 1_000_000_000,
         bin_ns: [1, 1_000, 100_000, 1_000_000_000, u64::MAX][usize::from(cfg[1] % 5)],
         storm_ns: [0, 1_000, 200_000_000, u64::MAX][usize::from(cfg[2] % 4)],
@@ -118,12 +125,17 @@ fuzz_target!(|data: &[u8]| {
     };
     pipe.name_iface(0, "tap0");
     pipe.name_iface(1, "tap1");
-    let mut g = Gen { psn: 0xff_fff8, ts: 1_700_000_000_000_000_000 };
+    let mut g = Gen {
+        psn: 0xff_fff8,
+        ts: 1_700_000_000_000_000_000,
+    };
     for (n, chunk) in rest.chunks_exact(REC).enumerate() {
         let rec = record(&mut g, n as u64 + 1, chunk);
         pipe.push(&rec).expect("no tables, no write error");
     }
-    let analysis = pipe.finish(RunFacts::default()).expect("no tables, no write error");
+    let analysis = pipe
+        .finish(RunFacts::default())
+        .expect("no tables, no write error");
     std::hint::black_box(render_text(&analysis));
     std::hint::black_box(serde_json::to_vec(&analysis.summary).expect("summary serialises"));
 });
