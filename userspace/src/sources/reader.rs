@@ -429,6 +429,19 @@ impl CaptureReader {
             if self.st.done {
                 return Ok(None);
             }
+            // pcap-parser 0.17 subtracts 12 from a block's length before
+            // checking it: a length under 12 (the smallest block) would
+            // underflow there (a panic with overflow checks, found by the
+            // `reader` fuzz target). Refuse it first.
+            if self.st.pcapng
+                && let Some((btype, blen)) = ng_peek(self.src.data(), self.st.section_be)
+                && blen < 12
+            {
+                self.st.stop(format!(
+                    "damaged block header (type {btype:#x}, length {blen}, less than the 12 bytes of the smallest block)"
+                ));
+                continue;
+            }
             let base = self.src.data().as_ptr() as usize;
             let step = match self.src.next() {
                 Ok((len, block)) => self.st.on_block(len, &block, base),
