@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rocescope_common::{Kind, PacketRecord};
+use rocescope_common::Kind;
 
 use crate::Result;
 use crate::analyze::{self, Analysis};
@@ -127,7 +127,10 @@ impl Run {
             {
                 continue;
             }
-            let mut rec: PacketRecord = decode::decode(frame.linktype, frame.data, frame.orig_len);
+            let (mut rec, payload) =
+                decode::decode_with_payload(frame.linktype, frame.data, frame.orig_len);
+            // QP1 MADs: connection set-up names both QPs (pairs flows exactly).
+            let cm = decode::cm::message(&rec, payload);
             // The frame borrows the reader's buffer: keep what is needed, let it go.
             let (number, file_iface, ts_ns) = (frame.number, frame.iface, frame.ts_ns);
             self.progress.tick(path, reader.offset(), self.frames_read);
@@ -156,6 +159,9 @@ impl Run {
             rec.frame = number;
             rec.ts_ns = ts_ns;
             rec.iface = iface;
+            if let Some(msg) = cm {
+                self.pipeline.cm(&rec, msg);
+            }
             self.pipeline.push(&rec)?;
         }
         Ok(())

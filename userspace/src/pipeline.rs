@@ -50,6 +50,12 @@ impl RecordPipeline {
         }
     }
 
+    /// A CM REQ/REP found in a record's payload (offline only: the live
+    /// tap's records carry no payload).
+    pub fn cm(&mut self, rec: &PacketRecord, msg: crate::decode::cm::CmMessage) {
+        self.analyzer.cm(rec, msg);
+    }
+
     /// Records pushed so far.
     pub fn records(&self) -> u64 {
         self.records
