@@ -4,7 +4,8 @@
 # takes seconds.
 #
 #   scripts/setup.sh          build dependencies (libpcap)
-#   scripts/setup.sh --test   also what the test suite uses (tshark, polars)
+#   scripts/setup.sh --test   also what the test suite uses (tshark, chromium;
+#                             Python polars, matplotlib, duckdb, nbclient, pytest)
 set -euo pipefail
 
 want_test=0
@@ -43,10 +44,22 @@ apt_install() {
 apt_install libpcap-dev pkg-config
 
 if [ "$want_test" = 1 ]; then
-  apt_install tshark
-  if ! python3 -c 'import polars' 2>/dev/null; then
-    say "pip install polars"
-    python3 -m pip install -q --disable-pip-version-check polars
+  # chromium: the HTML report's screenshot test (headless, no network).
+  apt_install tshark chromium
+  # Python modules the notebooks and their tests import; pip package names
+  # differ from module names for none of these.
+  py_missing=()
+  for m in polars matplotlib duckdb nbformat nbclient ipykernel pytest; do
+    python3 -c "import $m" 2>/dev/null || py_missing+=("$m")
+  done
+  if [ ${#py_missing[@]} -gt 0 ]; then
+    say "pip install ${py_missing[*]}"
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "${py_missing[@]}"
+  fi
+  # nbclient runs notebooks on the "python3" kernel: make sure one is registered.
+  if ! python3 -m jupyter kernelspec list 2>/dev/null | grep -q '^ *python3 '; then
+    say "register the python3 Jupyter kernel"
+    python3 -m ipykernel install --sys-prefix >/dev/null
   fi
 fi
 

@@ -12,6 +12,7 @@
 pub mod analyze;
 pub mod decode;
 pub mod error;
+pub mod html;
 pub mod offline;
 pub mod pipeline;
 pub mod sources;
