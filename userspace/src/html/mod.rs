@@ -85,7 +85,7 @@ impl FlowPoints {
         self.last = Some((psn, unwrapped));
         if mark == Mark::Original {
             self.originals += 1;
-            if self.originals % self.stride != 0 {
+            if !self.originals.is_multiple_of(self.stride) {
                 return;
             }
         }
@@ -107,7 +107,7 @@ impl FlowPoints {
                 return true;
             }
             n += 1;
-            n % 2 == 0
+            n.is_multiple_of(2)
         });
         self.stride *= 2;
         self.thinned = true;
@@ -214,9 +214,9 @@ impl HtmlReport {
             esc(&title),
             esc(&title)
         );
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p class=facts>{} → {} ({:.3} ms) · {} frames read · {} RoCE, {} CNP, {} PFC, {} PAUSE, {} malformed · {} flows · link {} Gb/s</p>\n",
+            "<p class=facts>{} → {} ({:.3} ms) · {} frames read · {} RoCE, {} CNP, {} PFC, {} PAUSE, {} malformed · {} flows · link {} Gb/s</p>",
             esc(&fmt_utc(t0)),
             esc(&fmt_utc(t1)),
             s.duration_ns as f64 / 1e6,
@@ -230,9 +230,9 @@ impl HtmlReport {
             s.link_speed_bps as f64 / 1e9,
         );
         if let Some(stop) = &facts.stopped_by {
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<p class=warn>Stopped early: {} (everything before it is analysed)</p>\n",
+                "<p class=warn>Stopped early: {} (everything before it is analysed)</p>",
                 esc(stop)
             );
         }
@@ -476,9 +476,9 @@ fn top_flows_by_bytes(analysis: &Analysis, n: usize) -> Vec<&FlowRow> {
 }
 
 fn figure(h: &mut String, class: &str, svg: &str, caption: &str) {
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<figure class=\"plot {class}\">{svg}<figcaption>{}</figcaption></figure>\n",
+        "<figure class=\"plot {class}\">{svg}<figcaption>{}</figcaption></figure>",
         esc(caption)
     );
 }
@@ -517,10 +517,8 @@ th{background:#f0f0f0}td:nth-child(2),td:nth-child(3){text-align:left}
 
 impl analyze::Sink for HtmlReport {
     fn event(&mut self, e: &analyze::Event) {
-        if e.kind == "rewind" {
-            if let (Some(flow), Some(psn)) = (e.flow_id, e.psn) {
-                self.pending_rewind = Some((flow, psn));
-            }
+        if let ("rewind", Some(flow), Some(psn)) = (e.kind, e.flow_id, e.psn) {
+            self.pending_rewind = Some((flow, psn));
         }
     }
 

@@ -234,11 +234,12 @@ impl<C: Columns> Partitioned<C> {
     /// Completes every open file; a table that had no row at all gets an
     /// empty one in the run's first hour.
     fn close(mut self, ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
-        if self.files.is_empty() && self.open.is_empty() {
-            if let Some(start) = ctx.run.as_ref().map(|r| r.0) {
-                let file = self.create(ctx, start / HOUR_NS, start)?;
-                self.files.push(file.close()?);
-            }
+        if let (true, Some(start)) = (
+            self.files.is_empty() && self.open.is_empty(),
+            ctx.run.as_ref().map(|r| r.0),
+        ) {
+            let file = self.create(ctx, start / HOUR_NS, start)?;
+            self.files.push(file.close()?);
         }
         for s in self.open {
             self.files.push(s.file.close()?);
@@ -431,8 +432,7 @@ mod tests {
         let mut a = crate::analyze::Analyzer::new(Default::default());
         let mut sink = crate::analyze::VecSink::default();
         a.set_iface_name(0, "tap");
-        let analysis = a.finish(&mut sink);
-        analysis
+        a.finish(&mut sink)
     }
 
     #[test]
