@@ -512,7 +512,7 @@ h1{font-size:1.4em;margin-bottom:4px}h2{font-size:1.15em;margin-top:28px;border-
 .rec{color:#145a32}.flows{color:#555;font-size:.85em}
 figure{margin:12px 0}figure svg{max-width:100%;height:auto;display:block}figcaption{color:#555;font-size:.85em}
 table{border-collapse:collapse;font-size:.82em;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}
-th{background:#f0f0f0}td:nth-child(2),td:nth-child(3){text-align:left}
+th{background:#f0f0f0}.flows td{white-space:nowrap}.flows td:nth-child(2),.flows td:nth-child(3){text-align:left}
 ";
 
 impl analyze::Sink for HtmlReport {
