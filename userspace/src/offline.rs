@@ -14,7 +14,7 @@ use rocescope_common::Kind;
 use crate::Result;
 use crate::analyze::{self, Analysis};
 use crate::decode;
-use crate::pipeline::RecordPipeline;
+use crate::pipeline::{Output, RecordPipeline};
 use crate::sources::{CaptureReader, Filter};
 use crate::tables::RunFacts;
 
@@ -48,6 +48,16 @@ pub struct Outcome {
 /// written. A fault later in a file ends that file with a warning; what came
 /// before is analysed and written.
 pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outcome> {
+    run_with(paths, opts, out, Vec::new())
+}
+
+/// [`run`], sending the results to `outputs` too (a dataset, an HTML report).
+pub fn run_with(
+    paths: &[PathBuf],
+    opts: &Options,
+    out: Option<&Path>,
+    outputs: Vec<Box<dyn Output>>,
+) -> Result<Outcome> {
     // Open everything first: a typo in the third file name should not cost
     // the time of reading the first two.
     let mut readers = Vec::with_capacity(paths.len());
@@ -55,8 +65,12 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
         readers.push(CaptureReader::open(path)?);
     }
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
+    let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), out)?;
+    for o in outputs {
+        pipeline.add_output(o);
+    }
     let mut run = Run {
-        pipeline: RecordPipeline::new(opts.analyzer.clone(), out)?,
+        pipeline,
         names: IfaceNames::new(paths),
         warnings: Vec::new(),
         frames_read: 0,

@@ -18,7 +18,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -27,6 +27,7 @@ use parquet::file::properties::WriterProperties;
 use crate::{Error, Result};
 
 pub mod analysis;
+pub mod dataset;
 pub mod format;
 pub mod packets;
 
@@ -100,6 +101,8 @@ pub struct ParquetTable<C: Columns> {
     columns: C,
     writer: Option<ArrowWriter<File>>,
     rows: u64,
+    /// Columns appended after `C`'s with one value in every row (a dataset's `run`).
+    constants: Vec<(&'static str, String)>,
 }
 
 impl<C: Columns> ParquetTable<C> {
@@ -111,7 +114,25 @@ impl<C: Columns> ParquetTable<C> {
             columns: C::default(),
             writer: None,
             rows: 0,
+            constants: Vec::new(),
         })
+    }
+
+    /// Appends a string column holding `value` in every row, after `C`'s columns.
+    pub fn with_constant(mut self, name: &'static str, value: &str) -> Self {
+        self.constants.push((name, value.to_string()));
+        self
+    }
+
+    /// The file's size so far: written row groups, the one being encoded,
+    /// and (roughly) the rows still in builders. For rotation by size.
+    pub fn approx_bytes(&self) -> u64 {
+        let encoded = self
+            .writer
+            .as_ref()
+            .map_or(0, |w| w.bytes_written() + w.in_progress_size());
+        // Builders hold rows uncompressed; count them at a modest 16 B/row.
+        encoded as u64 + self.columns.len() as u64 * 16
     }
 
     pub fn push(&mut self, row: &C::Row<'_>) -> Result<()> {
@@ -128,7 +149,12 @@ impl<C: Columns> ParquetTable<C> {
     }
 
     fn flush_batch(&mut self) -> Result<()> {
-        let arrays = self.columns.finish();
+        let mut arrays = self.columns.finish();
+        let rows = arrays.first().map_or(0, |(_, a)| a.len());
+        for (name, value) in &self.constants {
+            let column: ArrayRef = Arc::new(StringArray::from(vec![value.as_str(); rows]));
+            arrays.push((*name, column));
+        }
         let schema = Arc::new(Schema::new(
             arrays
                 .iter()
@@ -180,6 +206,16 @@ impl<C: Columns> ParquetTable<C> {
 
 /// Writes `value` as pretty JSON to `path`, through a temporary name.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Write {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    text.push('\n');
+    write_text(path, &text)
+}
+
+/// Writes `text` to `path` through a temporary name (`.NAME.partial`).
+pub fn write_text(path: &Path, text: &str) -> Result<()> {
     let err = |e: &dyn std::fmt::Display| Error::Write {
         path: path.to_path_buf(),
         detail: e.to_string(),
@@ -189,8 +225,6 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let partial = path.with_file_name(format!(".{name}.partial"));
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| err(&e))?;
-    text.push('\n');
     std::fs::write(&partial, text).map_err(|e| err(&e))?;
     std::fs::rename(&partial, path).map_err(|e| err(&e))
 }
@@ -330,5 +364,17 @@ impl analyze::Sink for TableSet {
     fn timeline(&mut self, row: &analyze::TimelineRow) {
         let r = self.timeline.push(row);
         self.keep_first_error(r);
+    }
+}
+
+impl crate::pipeline::Output for TableSet {
+    fn name_iface(&mut self, iface: u16, name: &str) {
+        self.set_iface_name(iface, name);
+    }
+    fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
+        TableSet::packet(self, rec, verdict)
+    }
+    fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()> {
+        TableSet::close(*self, analysis, facts)
     }
 }
