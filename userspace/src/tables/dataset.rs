@@ -373,17 +373,7 @@ impl crate::pipeline::Output for DatasetWriter {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let iface = self
-            .ifaces
-            .get(usize::from(rec.iface))
-            .map(String::as_str)
-            .unwrap_or("?");
-        let row = PacketRow {
-            rec,
-            iface,
-            flow_id: verdict.flow_id,
-            retrans: verdict.retrans,
-        };
+        let row = PacketRow::new(rec, &self.ifaces, verdict);
         self.packets.push(&mut self.ctx, rec.ts_ns, &row)
     }
 

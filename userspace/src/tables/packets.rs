@@ -23,7 +23,21 @@ pub struct PacketRow<'a> {
     pub retrans: Option<bool>,
 }
 
-impl PacketRow<'_> {
+impl<'a> PacketRow<'a> {
+    /// The row for `rec`, its interface named from the run's `ifaces`.
+    pub fn new(
+        rec: &'a PacketRecord,
+        ifaces: &'a [String],
+        verdict: crate::analyze::Verdict,
+    ) -> Self {
+        PacketRow {
+            rec,
+            iface: super::iface_name(ifaces, rec.iface),
+            flow_id: verdict.flow_id,
+            retrans: verdict.retrans,
+        }
+    }
+
     fn when<T>(&self, flag: u32, value: T) -> Option<T> {
         self.rec.has(flag).then_some(value)
     }
