@@ -23,6 +23,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 TABLES = ("packets", "flows", "events", "pfc", "timeline")
+GHOST_FRAMES = 8000
 FILE_RE = re.compile(
     r"host=(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*)/hour=(?P<hour>\d{4}-\d{2}-\d{2}T\d{2})/"
     r"(?:(?P<table>packets|flows|events|pfc|timeline)-\d{8}T\d{6}\.\d{9}Z(?:-\d+)?\.parquet"
@@ -56,7 +57,9 @@ def sample():
     BIN = binary()
     tmp = Path(tempfile.mkdtemp(prefix="rocescope-nb-"))
     ghost, incast = tmp / "ghost.pcapng", tmp / "incast.pcapng"
-    run("synth", "ghost-drop", "--out", ghost, "--packets", 3000)
+    # Enough of the ghost-drop fabric for its first receiver stalls to fire
+    # NIC timeouts (the first few thousand frames are the healthy start).
+    run("synth", "ghost-drop", "--out", ghost, "--packets", GHOST_FRAMES, "--snaplen", 128)
     run("synth", "incast", "--out", incast, "--packets", 3000)
     out, ds = tmp / "out", tmp / "dataset"
     run("analyze", ghost, "--out", out, "--dataset", ds, "--host", "tap-a")
@@ -184,7 +187,7 @@ def test_dataset_rerun_replaces_instead_of_duplicating(sample, tmp_path):
     for _ in range(2):
         run("analyze", sample["ghost"], "--dataset", ds, "--host", "tap-a")
     n = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{ds}/*/*/packets-*.parquet')").fetchone()[0]
-    assert n == 3000
+    assert n == GHOST_FRAMES
 
 
 def test_html_report_is_self_contained_and_renders(sample, tmp_path):
