@@ -14,7 +14,7 @@ use rocescope_common::{Kind, PacketRecord};
 use crate::Result;
 use crate::analyze::{self, Analysis};
 use crate::decode;
-use crate::pipeline::RecordPipeline;
+use crate::pipeline::{RecordPipeline, Threads};
 use crate::sources::{CaptureReader, Filter};
 use crate::tables::RunFacts;
 
@@ -26,6 +26,8 @@ pub struct Options {
     pub filter: Option<String>,
     /// Show progress on stderr (when it is a terminal).
     pub progress: bool,
+    /// Reading, analysis and table writing on threads of their own, or all inline.
+    pub threads: Threads,
 }
 
 /// What a run produced besides the tables.
@@ -56,7 +58,7 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
     }
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
     let mut run = Run {
-        pipeline: RecordPipeline::new(opts.analyzer.clone(), out)?,
+        pipeline: RecordPipeline::with_threads(opts.analyzer.clone(), out, opts.threads)?,
         names: IfaceNames::new(paths),
         warnings: Vec::new(),
         frames_read: 0,
