@@ -97,7 +97,7 @@ if [ "${SKIP_MEMORY:-0}" != 1 ]; then
   flows 5000 0.08 4096 >"$work/flows10k.json"
   synth "$work/q10k.pcapng" 1000000 "$work/flows10k.json"
   rq=$(rss "$bin" analyze "$work/q10k.pcapng" --out "$work/oq")
-  printf '%-44s %8d KB  (%s flows)\n' "1M frames, 10k QPs" "$rq" "$($bin report "$work/q10k.pcapng" --json | awk -F': ' '/"flows":/ { gsub(",", "", $2); print $2; exit }')"
+  printf '%-44s %8d KB  (%s flows)\n' "1M frames, 10k QPs" "$rq" "$($bin report "$work/q10k.pcapng" --json | awk -F': ' '/"flows":/ && !n++ { gsub(",", "", $2); print $2 }')"
 fi
 
 echo

@@ -26,7 +26,7 @@
 //! * **Errors**: a stage that fails (e.g. the disk is full) stops; the
 //!   caller gets its error from the next `push` (a few batches later than
 //!   inline) or from [`RecordPipeline::finish`].
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
@@ -70,8 +70,8 @@ pub struct RecordPipeline {
 
 enum Stage {
     Inline {
-        analyzer: Analyzer,
-        tables: Option<TableSet>,
+        analyzer: Box<Analyzer>,
+        tables: Option<Box<TableSet>>,
     },
     Pipelined(Pipelined),
     /// A stage thread failed; its error was returned once.
@@ -126,7 +126,10 @@ impl RecordPipeline {
             .map(|dir| TableSet::create_with(dir, pipelined))
             .transpose()?;
         let stage = match threads {
-            Threads::Inline => Stage::Inline { analyzer, tables },
+            Threads::Inline => Stage::Inline {
+                analyzer: Box::new(analyzer),
+                tables: tables.map(Box::new),
+            },
             Threads::Pipelined => Stage::Pipelined(Pipelined::start(analyzer, tables, out)?),
         };
         Ok(Self { records: 0, stage })
@@ -156,7 +159,7 @@ impl RecordPipeline {
         match &mut self.stage {
             Stage::Inline { analyzer, tables } => match tables.as_mut() {
                 Some(t) => {
-                    let verdict = analyzer.push(rec, t);
+                    let verdict = analyzer.push(rec, &mut **t);
                     t.packet(rec, verdict)
                 }
                 None => {
@@ -200,7 +203,7 @@ impl RecordPipeline {
                 analyzer,
                 tables: Some(mut t),
             } => {
-                let analysis = analyzer.finish(&mut t);
+                let analysis = analyzer.finish(&mut *t);
                 t.close(&analysis, &facts)?;
                 Ok(analysis)
             }
@@ -245,7 +248,7 @@ impl Pipelined {
         let (tx, rx) = sync_channel::<ToAnalyzer>(DEPTH);
         let (spare_tx, spare) = channel();
         let spawn_error = |what: &str, e: std::io::Error| Error::Write {
-            path: out.map(Path::to_path_buf).unwrap_or_else(PathBuf::new),
+            path: out.map(Path::to_path_buf).unwrap_or_default(),
             detail: format!("cannot start the {what} thread: {e}"),
         };
         let writer = match tables {
