@@ -122,7 +122,8 @@ struct SynthArgs {
     /// Speed of every link (e.g. 100G, 400G).
     #[arg(long, value_name = "SPEED")]
     link_speed: Option<String>,
-    /// Any other knob by its dotted path, e.g. nic.ack_every=4 or flows.0.messages=10 (repeatable).
+    /// Any other knob by its dotted path, e.g. nic.ack_every=4 or flows.0.messages=10 (repeatable);
+    /// KEY=@FILE takes the value (JSON) from FILE.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Keep at most this many bytes of each frame.
@@ -187,6 +188,10 @@ struct Input {
     /// Only frames matching this tcpdump-syntax filter (compiled by libpcap).
     #[arg(long, value_name = "EXPR")]
     filter: Option<String>,
+    /// 1: read, analyse and write on one thread; otherwise reading, analysis
+    /// and table writing run on threads of their own (bounded queues between).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    threads: usize,
 }
 
 /// How records are analysed: shared by `analyze`, `report` and `live`.
@@ -223,6 +228,7 @@ impl Input {
             analyzer: self.analysis.config()?,
             filter: self.filter.clone(),
             progress: true,
+            threads: rocescope::pipeline::Threads::from_count(self.threads),
         })
     }
 }
@@ -458,7 +464,13 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
                 "--set {item:?}: write KEY=VALUE, e.g. nic.ack_every=4"
             ))
         })?;
-        knobs.push((k.trim().into(), v.trim().into()));
+        // KEY=@FILE: the value is the file's contents (e.g. a long flows list).
+        let v = match v.trim().strip_prefix('@') {
+            Some(file) => std::fs::read_to_string(file)
+                .map_err(|e| Error::Usage(format!("--set {k}=@{file}: cannot read {file}: {e}")))?,
+            None => v.trim().to_string(),
+        };
+        knobs.push((k.trim().into(), v));
     }
     for (k, v) in &knobs {
         cfg.set(k, v)

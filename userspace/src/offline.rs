@@ -14,7 +14,7 @@ use rocescope_common::Kind;
 use crate::Result;
 use crate::analyze::{self, Analysis};
 use crate::decode;
-use crate::pipeline::{Output, RecordPipeline};
+use crate::pipeline::{Output, RecordPipeline, Threads};
 use crate::sources::{CaptureReader, Filter};
 use crate::tables::RunFacts;
 
@@ -26,6 +26,8 @@ pub struct Options {
     pub filter: Option<String>,
     /// Show progress on stderr (when it is a terminal).
     pub progress: bool,
+    /// Reading, analysis and table writing on threads of their own, or all inline.
+    pub threads: Threads,
 }
 
 /// What a run produced besides the tables.
@@ -65,7 +67,7 @@ pub fn run_with(
         readers.push(CaptureReader::open(path)?);
     }
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
-    let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), out)?;
+    let mut pipeline = RecordPipeline::with_threads(opts.analyzer.clone(), out, opts.threads)?;
     for o in outputs {
         pipeline.add_output(o);
     }
@@ -174,7 +176,7 @@ impl Run {
             rec.ts_ns = ts_ns;
             rec.iface = iface;
             if let Some(msg) = cm {
-                self.pipeline.cm(&rec, msg);
+                self.pipeline.cm(&rec, msg)?;
             }
             self.pipeline.push(&rec)?;
         }

@@ -142,13 +142,16 @@
 //! going backwards) is counted in the current bin.
 
 mod findings;
+pub mod hash;
 mod pfc;
 pub mod psn;
 mod report;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use hash::FastMap;
 use std::net::{IpAddr, Ipv6Addr};
 
 use rocescope_common::proto::ib::{self, PSN_MASK, aeth, op, transport};
@@ -603,14 +606,14 @@ impl Flow {
 pub struct Analyzer {
     config: Config,
     flows: Vec<Flow>,
-    by_key: HashMap<FlowKey, usize>,
-    by_hosts: HashMap<HostPair, Vec<usize>>,
+    by_key: FastMap<FlowKey, usize>,
+    by_hosts: FastMap<HostPair, Vec<usize>>,
     /// CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
-    cnp_counts: HashMap<FlowKey, u64>,
+    cnp_counts: FastMap<FlowKey, u64>,
     /// CM-learned pairings: request flow key → requester QP.
-    hints: HashMap<FlowKey, u32>,
+    hints: FastMap<FlowKey, u32>,
     /// CM REQs awaiting their REP: (iface, active ip, passive ip, comm id) → active QP.
-    cm_requests: HashMap<(u16, [u8; 16], [u8; 16], u32), u32>,
+    cm_requests: FastMap<(u16, [u8; 16], [u8; 16], u32), u32>,
     pfc: PfcTracker,
     frames: FrameCounts,
     first_ts: Option<u64>,
@@ -628,11 +631,11 @@ impl Analyzer {
         Analyzer {
             config,
             flows: Vec::new(),
-            by_key: HashMap::new(),
-            by_hosts: HashMap::new(),
-            cnp_counts: HashMap::new(),
-            hints: HashMap::new(),
-            cm_requests: HashMap::new(),
+            by_key: FastMap::default(),
+            by_hosts: FastMap::default(),
+            cnp_counts: FastMap::default(),
+            hints: FastMap::default(),
+            cm_requests: FastMap::default(),
             pfc,
             frames: FrameCounts::default(),
             first_ts: None,

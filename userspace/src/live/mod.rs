@@ -246,6 +246,8 @@ async fn event_loop(
             _ = tick.tick() => {
                 // Belt and braces: never leave records waiting for a wake-up.
                 drain(ring.get_mut(), feeder)?;
+                // Nor in a half-full batch: the analyzer sees them within a second.
+                feeder.pipeline.flush()?;
                 match netif::state(&opts.iface) {
                     netif::State::Up => {}
                     netif::State::Down => break Stop::Interface("went down".into()),

@@ -17,12 +17,14 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use crate::{Error, Result};
 
@@ -37,9 +39,13 @@ use packets::{PacketColumns, PacketRow};
 use rocescope_common::PacketRecord;
 
 /// Rows buffered in builders before they become a record batch.
-const BATCH_ROWS: usize = 64 * 1024;
-/// Rows per Parquet row group (a few per 10M-frame capture; cheap to skip).
-const ROW_GROUP_ROWS: usize = 1024 * 1024;
+const BATCH_ROWS: usize = 16 * 1024;
+/// Rows per Parquet row group. The writer holds a whole row group, encoded,
+/// in memory until it is complete: 256k rows keep that at a few MB, so peak
+/// memory is reached within the first second of a capture and stays flat
+/// (with 1M rows a 5M-frame run peaked 30 % above a 1M-frame one). Still
+/// few enough groups (40 per 10M frames) for readers to skip cheaply.
+const ROW_GROUP_ROWS: usize = 256 * 1024;
 
 /// The name of interface `index` among a run's `ifaces` (`?` if unnamed).
 pub fn iface_name(ifaces: &[String], index: u16) -> &str {
@@ -72,15 +78,24 @@ macro_rules! columns {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Default)]
         pub struct $name {
             $( $col: $builder, )*
             rows: usize,
         }
 
+        impl Default for $name {
+            fn default() -> Self {
+                Self {
+                    $( $col: $crate::tables::format::WithRows::with_rows(1024), )*
+                    rows: 0,
+                }
+            }
+        }
+
         impl $crate::tables::Columns for $name {
             type Row<'a> = $row;
 
+            #[inline]
             fn append(&mut self, row: &Self::Row<'_>) {
                 $( {
                     let $r = row;
@@ -95,11 +110,46 @@ macro_rules! columns {
 
             fn finish(&mut self) -> Vec<(&'static str, ::arrow_array::ArrayRef)> {
                 use ::arrow_array::builder::ArrayBuilder;
-                self.rows = 0;
-                vec![ $( (stringify!($col), ArrayBuilder::finish(&mut self.$col)), )* ]
+                // The next batch is as long as this one: allocate it at once
+                // instead of growing every buffer by doubling.
+                let rows = std::mem::take(&mut self.rows).max(1024);
+                vec![ $( (
+                    stringify!($col),
+                    ArrayBuilder::finish(&mut std::mem::replace(
+                        &mut self.$col,
+                        $crate::tables::format::WithRows::with_rows(rows),
+                    )),
+                ), )* ]
             }
         }
     };
+}
+
+/// How a table's Parquet file is encoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Encoding {
+    /// Encode (and write) on a thread of its own, fed batches through a
+    /// bounded channel: the caller only fills the Arrow builders.
+    pub thread: bool,
+    /// Per-packet table: no dictionary pages (most columns are numbers that
+    /// rarely repeat, or few distinct strings that Snappy squeezes anyway;
+    /// dictionary building hashed every value) and statistics per row group
+    /// rather than per page.
+    pub bulk: bool,
+}
+
+/// Batches in flight to an encoder thread.
+const ENCODER_DEPTH: usize = 2;
+
+/// Where finished record batches go.
+enum Encoder {
+    /// Not started: the file is created with the first batch.
+    None,
+    Inline(Box<ArrowWriter<File>>),
+    Thread {
+        tx: SyncSender<RecordBatch>,
+        handle: JoinHandle<std::result::Result<(), String>>,
+    },
 }
 
 /// One Parquet file being written, streamed in batches.
@@ -107,7 +157,8 @@ pub struct ParquetTable<C: Columns> {
     path: PathBuf,
     partial: PathBuf,
     columns: C,
-    writer: Option<ArrowWriter<File>>,
+    encoding: Encoding,
+    encoder: Encoder,
     rows: u64,
     /// Columns appended after `C`'s with one value in every row (a dataset's `run`).
     constants: Vec<(&'static str, String)>,
@@ -116,11 +167,16 @@ pub struct ParquetTable<C: Columns> {
 impl<C: Columns> ParquetTable<C> {
     /// Starts `dir/name` (written as `dir/.name.partial` until [`Self::close`]).
     pub fn create(dir: &Path, name: &str) -> Result<Self> {
+        Self::create_with(dir, name, Encoding::default())
+    }
+
+    pub fn create_with(dir: &Path, name: &str, encoding: Encoding) -> Result<Self> {
         Ok(Self {
             path: dir.join(name),
             partial: dir.join(format!(".{name}.partial")),
             columns: C::default(),
-            writer: None,
+            encoding,
+            encoder: Encoder::None,
             rows: 0,
             constants: Vec::new(),
         })
@@ -135,14 +191,16 @@ impl<C: Columns> ParquetTable<C> {
     /// The file's size so far: written row groups, the one being encoded,
     /// and (roughly) the rows still in builders. For rotation by size.
     pub fn approx_bytes(&self) -> u64 {
-        let encoded = self
-            .writer
-            .as_ref()
-            .map_or(0, |w| w.bytes_written() + w.in_progress_size());
         // Builders hold rows uncompressed; count them at a modest 16 B/row.
-        encoded as u64 + self.columns.len() as u64 * 16
+        let buffered = self.columns.len() as u64 * 16;
+        match &self.encoder {
+            Encoder::Inline(w) => (w.bytes_written() + w.in_progress_size()) as u64 + buffered,
+            // Batches handed to an encoder thread: estimated the same way.
+            Encoder::Thread { .. } | Encoder::None => self.rows * 16,
+        }
     }
 
+    #[inline]
     pub fn push(&mut self, row: &C::Row<'_>) -> Result<()> {
         self.columns.append(row);
         self.rows += 1;
@@ -154,6 +212,18 @@ impl<C: Columns> ParquetTable<C> {
 
     pub fn rows(&self) -> u64 {
         self.rows
+    }
+
+    fn props(&self) -> WriterProperties {
+        let mut props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS));
+        if self.encoding.bulk {
+            props = props
+                .set_dictionary_enabled(false)
+                .set_statistics_enabled(EnabledStatistics::Chunk);
+        }
+        props.build()
     }
 
     fn flush_batch(&mut self) -> Result<()> {
@@ -172,33 +242,53 @@ impl<C: Columns> ParquetTable<C> {
         let batch =
             RecordBatch::try_new(schema.clone(), arrays.into_iter().map(|(_, a)| a).collect())
                 .map_err(|e| self.write_error(e))?;
-        if self.writer.is_none() {
+        if matches!(self.encoder, Encoder::None) {
             let file = File::create(&self.partial).map_err(|e| self.write_error(e))?;
-            let props = WriterProperties::builder()
-                .set_compression(Compression::SNAPPY)
-                .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-                .build();
-            let writer =
-                ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| self.write_error(e))?;
-            self.writer = Some(writer);
+            let writer = ArrowWriter::try_new(file, schema, Some(self.props()))
+                .map_err(|e| self.write_error(e))?;
+            self.encoder = if self.encoding.thread {
+                let (tx, rx) = sync_channel::<RecordBatch>(ENCODER_DEPTH);
+                let handle = std::thread::Builder::new()
+                    .name("rocescope-encode".into())
+                    .spawn(move || encode_loop(writer, rx))
+                    .map_err(|e| self.write_error(e))?;
+                Encoder::Thread { tx, handle }
+            } else {
+                Encoder::Inline(Box::new(writer))
+            };
         }
-        if let Some(writer) = self.writer.as_mut() {
-            writer.write(&batch).map_err(|e| Error::Write {
-                path: self.partial.clone(),
-                detail: e.to_string(),
-            })?;
+        match &mut self.encoder {
+            Encoder::Inline(writer) => writer.write(&batch).map_err(|e| self.write_error(e)),
+            Encoder::Thread { tx, .. } => {
+                if tx.send(batch).is_ok() {
+                    return Ok(());
+                }
+                // The encoder stopped: its error says why.
+                let detail = match std::mem::replace(&mut self.encoder, Encoder::None) {
+                    Encoder::Thread { handle, .. } => join_encoder(handle).err(),
+                    _ => None,
+                };
+                Err(self.write_error(detail.unwrap_or_else(|| "the encoder stopped".into())))
+            }
+            Encoder::None => Ok(()),
         }
-        Ok(())
     }
 
     /// Writes what is buffered, completes the file and gives it its name.
     pub fn close(mut self) -> Result<PathBuf> {
         // An empty table still gets a file with its schema.
-        if !self.columns.is_empty() || self.writer.is_none() {
+        if !self.columns.is_empty() || matches!(self.encoder, Encoder::None) {
             self.flush_batch()?;
         }
-        if let Some(writer) = self.writer.take() {
-            writer.close().map_err(|e| self.write_error(e))?;
+        match std::mem::replace(&mut self.encoder, Encoder::None) {
+            Encoder::Inline(writer) => {
+                writer.close().map_err(|e| self.write_error(e))?;
+            }
+            Encoder::Thread { tx, handle } => {
+                drop(tx);
+                join_encoder(handle).map_err(|e| self.write_error(e))?;
+            }
+            Encoder::None => {}
         }
         std::fs::rename(&self.partial, &self.path).map_err(|e| self.write_error(e))?;
         Ok(self.path)
@@ -210,6 +300,25 @@ impl<C: Columns> ParquetTable<C> {
             detail: format!("{e}; check the output directory's free space and permissions"),
         }
     }
+}
+
+/// An encoder thread: batches in until the channel closes, then the file's footer.
+fn encode_loop(
+    mut writer: ArrowWriter<File>,
+    rx: Receiver<RecordBatch>,
+) -> std::result::Result<(), String> {
+    while let Ok(batch) = rx.recv() {
+        writer.write(&batch).map_err(|e| e.to_string())?;
+    }
+    writer.close().map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn join_encoder(
+    handle: JoinHandle<std::result::Result<(), String>>,
+) -> std::result::Result<(), String> {
+    handle
+        .join()
+        .unwrap_or_else(|_| Err("internal error: the encoder thread panicked".into()))
 }
 
 /// Writes `value` as pretty JSON to `path`, through a temporary name.
@@ -284,11 +393,22 @@ pub struct TableSet {
 }
 
 impl TableSet {
+    /// Every table encoded on the calling thread.
     pub fn create(dir: &Path) -> Result<Self> {
+        Self::create_with(dir, false)
+    }
+
+    /// With `encoder_thread`, `packets.parquet` (nearly all of the output)
+    /// is encoded on a thread of its own.
+    pub fn create_with(dir: &Path, encoder_thread: bool) -> Result<Self> {
+        let packets = Encoding {
+            thread: encoder_thread,
+            bulk: true,
+        };
         Ok(Self {
             dir: dir.to_path_buf(),
             ifaces: Vec::new(),
-            packets: ParquetTable::create(dir, "packets.parquet")?,
+            packets: ParquetTable::create_with(dir, "packets.parquet", packets)?,
             events: ParquetTable::create(dir, "events.parquet")?,
             timeline: ParquetTable::create(dir, "timeline.parquet")?,
             failed: None,
