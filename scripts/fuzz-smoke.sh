@@ -4,11 +4,13 @@
 #   scripts/fuzz-smoke.sh [SECONDS] [TARGET...]
 #
 # SECONDS defaults to 60 per target; TARGETs default to every target
-# (reader, decode). Needs the nightly toolchain; installs cargo-fuzz if it is
-# missing. A crash leaves its input in userspace/fuzz/artifacts/TARGET/ and
-# makes this script fail; the corpus grows in userspace/fuzz/corpus/TARGET/
-# (both ignored by git). The real captures in ../shared/captures, when
-# present (or the folder FUZZ_SEEDS names), seed the reader's corpus.
+# (reader, decode, analyzer). Needs the nightly toolchain; installs cargo-fuzz
+# if it is missing. A crash leaves its input in userspace/fuzz/artifacts/TARGET/
+# (ignored by git) and makes this script fail; the corpus grows in
+# userspace/fuzz/corpus/TARGET/, which is committed: minimise it before
+# committing (cd userspace && cargo +nightly fuzz cmin TARGET). The real
+# captures in ../shared/captures, when present (or the folder FUZZ_SEEDS
+# names), seed the reader's corpus.
 set -euo pipefail
 
 secs="${1:-60}"
@@ -16,7 +18,7 @@ shift || true
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    targets=(reader decode)
+    targets=(reader decode analyzer)
 fi
 case "$secs" in
     '' | *[!0-9]*) echo "fuzz-smoke: SECONDS must be a number, got '$secs'" >&2; exit 2 ;;
@@ -35,6 +37,8 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
 fi
 
 seeds="${FUZZ_SEEDS:-$root/../shared/captures}"
+# From a git worktree at .../wt/NAME the shared folder is one level further up.
+[ -d "$seeds" ] || [ -n "${FUZZ_SEEDS:-}" ] || seeds="$root/../../shared/captures"
 for target in "${targets[@]}"; do
     corpus="$fuzz_dir/corpus/$target"
     mkdir -p "$corpus"

@@ -360,3 +360,299 @@ fn missing_interface_is_a_clear_error() {
         "{err}"
     );
 }
+
+// ---------------------------------------------------------------- faults
+
+/// Turns IPv6 off on both ends, so the kernel sends nothing of its own
+/// (router solicitations, MLD reports) and every frame the tap sees is
+/// one the test sent.
+fn quiet(veth: &Veth) {
+    for dev in [&veth.a, &veth.b] {
+        let key = format!("net.ipv6.conf.{dev}.disable_ipv6=1");
+        let out = Command::new("ip")
+            .args(["netns", "exec", &veth.ns, "sysctl", "-qw", &key])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn xdp_attached(veth: &Veth, dev: &str) -> bool {
+    let link = Command::new("ip")
+        .args(["-n", &veth.ns, "link", "show", dev])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&link.stdout).contains("xdp")
+}
+
+fn replay(veth: &Veth, cap: &Path, pps: Option<&str>) -> u64 {
+    let mut args = vec!["replay", cap.to_str().unwrap(), "--iface", &veth.a];
+    if let Some(p) = pps {
+        args.extend(["--pps", p]);
+    }
+    let sent = veth.rocescope(&args).output().unwrap();
+    assert!(
+        sent.status.success(),
+        "replay: {}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    // "N frames sent on IF in …"
+    let text = String::from_utf8_lossy(&sent.stdout);
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// A capture of `n` frames: the conversation, repeated.
+fn repeated_conversation(path: &Path, n: usize) -> usize {
+    let conv = corpus::conversation();
+    let frames: Vec<Vec<u8>> = conv.iter().cycle().take(n).cloned().collect();
+    corpus::write_pcap(path, &frames);
+    frames.len()
+}
+
+#[test]
+fn ring_overflow_drops_are_counted_exactly() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = tmp.path().join("flood.pcap");
+    // The default ring (16 MiB) holds about 80 000 records.
+    let n = repeated_conversation(&cap, 120_000) as u64;
+    let veth = Veth::new();
+    quiet(&veth);
+    let out = tmp.path().join("live");
+    let live = Running::live(veth.rocescope(&[
+        "live",
+        "--iface",
+        &veth.b,
+        "--out",
+        out.to_str().unwrap(),
+        "--xdp-mode",
+        "skb",
+    ]));
+    // The reader is stopped while the flood arrives: the ring fills up.
+    live.signal(libc::SIGSTOP);
+    let sent = replay(&veth, &cap, None);
+    assert_eq!(sent, n);
+    live.signal(libc::SIGCONT);
+    std::thread::sleep(Duration::from_secs(2));
+    live.signal(libc::SIGINT);
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(60));
+    assert!(ok, "live failed: {stdout}\n{stderr}");
+
+    let f = live_facts(&out);
+    let num = |k: &str| f[k].as_u64().unwrap();
+    // Every frame sent was seen; each became a record or a counted drop
+    // (every frame of this capture is a RoCE/CNP/PFC/PAUSE frame).
+    assert_eq!(num("frames"), sent, "{f}");
+    assert!(num("ring_full_drops") > 0, "no overflow: {f}");
+    assert_eq!(num("records") + num("ring_full_drops"), sent, "{f}");
+    // Every record on the ring reached the tables.
+    let rows = Table::read(&out.join("packets.parquet")).rows() as u64;
+    assert_eq!(rows, num("records"), "{f}");
+    // And the screen says the same.
+    let line = format!(
+        "{} frames, {} records ({} ring-buffer-full drops, {} parse failures)",
+        num("frames"),
+        num("records"),
+        num("ring_full_drops"),
+        num("parse_failures")
+    );
+    assert!(stdout.contains(&line), "want {line:?} in {stdout}");
+    assert!(!xdp_attached(&veth, &veth.b));
+    eprintln!("overflow: {f}");
+}
+
+#[test]
+fn sigint_mid_run_flushes_tables_and_detaches() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = tmp.path().join("steady.pcap");
+    repeated_conversation(&cap, 4_000);
+    let veth = Veth::new();
+    quiet(&veth);
+    let out = tmp.path().join("live");
+    let live = Running::live(veth.rocescope(&[
+        "live",
+        "--iface",
+        &veth.b,
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    // 2 000 frames/s for 2 s; interrupt after about 1 s, mid-stream.
+    let sender = {
+        let cmd_veth = (veth.ns.clone(), veth.a.clone(), cap.clone());
+        std::thread::spawn(move || {
+            Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &cmd_veth.0,
+                    env!("CARGO_BIN_EXE_rocescope"),
+                ])
+                .args([
+                    "replay",
+                    cmd_veth.2.to_str().unwrap(),
+                    "--iface",
+                    &cmd_veth.1,
+                ])
+                .args(["--pps", "2000"])
+                .output()
+                .unwrap()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(1000));
+    live.signal(libc::SIGINT);
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(30));
+    assert!(ok, "live failed: {stdout}\n{stderr}");
+    assert!(sender.join().unwrap().status.success());
+    let f = live_facts(&out);
+    assert_eq!(f["stopped_by"], "signal", "{f}");
+    let records = f["records"].as_u64().unwrap();
+    assert!((100..4_000).contains(&records), "mid-run: {f}");
+    assert_eq!(f["ring_full_drops"], 0, "{f}");
+    assert_eq!(
+        Table::read(&out.join("packets.parquet")).rows() as u64,
+        records
+    );
+    for table in ["flows", "events", "pfc", "timeline"] {
+        Table::read(&out.join(format!("{table}.parquet")));
+    }
+    assert!(!xdp_attached(&veth, &veth.b), "still attached");
+}
+
+#[test]
+fn interface_deleted_mid_run_is_a_clear_error_with_tables() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = tmp.path().join("conv.pcap");
+    let n = repeated_conversation(&cap, 500) as u64;
+    let veth = Veth::new();
+    quiet(&veth);
+    let out = tmp.path().join("live");
+    let live = Running::live(veth.rocescope(&[
+        "live",
+        "--iface",
+        &veth.b,
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    assert_eq!(replay(&veth, &cap, None), n);
+    std::thread::sleep(Duration::from_millis(300));
+    ip(&["-n", &veth.ns, "link", "del", &veth.a]); // takes its peer with it
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(30));
+    assert!(!ok, "should fail: {stdout}");
+    let want = format!(
+        "rocescope: error: interface {}: disappeared; the tables hold everything captured before",
+        veth.b
+    );
+    assert!(stderr.contains(&want), "want {want:?} in {stderr}");
+    let f = live_facts(&out);
+    assert_eq!(f["stopped_by"], "interface", "{f}");
+    assert_eq!(f["records"], n, "{f}");
+    assert_eq!(Table::read(&out.join("packets.parquet")).rows() as u64, n);
+}
+
+#[test]
+fn a_second_tap_on_the_same_interface_fails_and_leaves_the_first_alone() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = tmp.path().join("conv.pcap");
+    let n = repeated_conversation(&cap, 300) as u64;
+    let veth = Veth::new();
+    quiet(&veth);
+    let first_out = tmp.path().join("first");
+    let first = Running::live(veth.rocescope(&[
+        "live",
+        "--iface",
+        &veth.b,
+        "--out",
+        first_out.to_str().unwrap(),
+        "--count",
+        &n.to_string(),
+    ]));
+    for mode in ["auto", "skb", "native"] {
+        // Into the same directory: it must not be touched either.
+        let second = veth
+            .rocescope(&[
+                "live",
+                "--iface",
+                &veth.b,
+                "--out",
+                first_out.to_str().unwrap(),
+                "--xdp-mode",
+                mode,
+            ])
+            .output()
+            .unwrap();
+        assert!(!second.status.success(), "{mode}: second tap attached");
+        let err = String::from_utf8_lossy(&second.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{mode}: {err}");
+        assert!(
+            err.contains(&format!(
+                "interface {}: cannot attach the XDP program",
+                veth.b
+            )) && err.contains("no other XDP program is attached"),
+            "{mode}: {err}"
+        );
+    }
+    assert!(xdp_attached(&veth, &veth.b));
+    assert_eq!(replay(&veth, &cap, None), n);
+    let (ok, stdout, stderr) = first.wait(Duration::from_secs(30));
+    assert!(ok, "first tap failed: {stdout}\n{stderr}");
+    let f = live_facts(&first_out);
+    assert_eq!(f["records"], n, "{f}");
+    assert_eq!(f["stopped_by"], "count", "{f}");
+    assert_eq!(
+        Table::read(&first_out.join("packets.parquet")).rows() as u64,
+        n
+    );
+}
+
+#[test]
+fn not_root_is_a_clear_error_naming_the_capabilities() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("o");
+    let r = Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "--inh-caps=-all",
+            env!("CARGO_BIN_EXE_rocescope"),
+            "live",
+            "--iface",
+            "lo",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("needs root, or the capabilities CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON"),
+        "{err}"
+    );
+    assert!(!out.exists(), "created {}", out.display());
+    // lo is untouched.
+    let link = Command::new("ip")
+        .args(["link", "show", "lo"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&link.stdout).contains("xdp"));
+}

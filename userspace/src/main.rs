@@ -349,6 +349,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ring_bytes: None,
                 records_seen: None,
             };
+            // Missing privileges are the likelier problem: say so first.
+            live::tap::check_privileges()?;
             std::fs::create_dir_all(&out).map_err(|e| Error::Write {
                 path: out.clone(),
                 detail: format!("cannot create the output directory: {e}"),

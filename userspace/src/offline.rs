@@ -9,13 +9,13 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rocescope_common::Kind;
+use rocescope_common::{Kind, PacketRecord};
 
 use crate::Result;
 use crate::analyze::{self, Analysis};
 use crate::decode;
 use crate::pipeline::{Output, RecordPipeline, Threads};
-use crate::sources::{CaptureReader, Filter};
+use crate::sources::{CaptureReader, Filter, Warning};
 use crate::tables::RunFacts;
 
 /// What `analyze` and `report` were asked to do.
@@ -48,7 +48,9 @@ pub struct Outcome {
 ///
 /// A file that is not a capture at all fails the run before anything is
 /// written. A fault later in a file ends that file with a warning; what came
-/// before is analysed and written.
+/// before is analysed and written. A record identical to the one before it
+/// (same bytes, interface and timestamp: a mirror or capture artefact) is
+/// analysed like any other, with one warning per file.
 pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outcome> {
     run_with(paths, opts, out, Vec::new())
 }
@@ -136,6 +138,9 @@ impl Run {
         mut filter: Option<&mut Filter>,
     ) -> Result<()> {
         let mut warned_iface_limit = false;
+        // The previous record of this file, to spot a frame captured twice.
+        let mut previous: Option<PacketRecord> = None;
+        let mut duplicates = 0u64;
         while let Some(frame) = reader.next_frame()? {
             self.frames_read += 1;
             if let Some(f) = filter.as_deref_mut()
@@ -172,13 +177,40 @@ impl Run {
             if self.names.len() > known {
                 self.pipeline.name_iface(iface, self.names.name(iface));
             }
-            rec.frame = number;
             rec.ts_ns = ts_ns;
             rec.iface = iface;
+            // Same bytes, same interface, same timestamp as the record before:
+            // a mirror or capture artefact, not a resend (a resend takes time).
+            // Analysed all the same (the tap cannot be sure); warned once.
+            if previous.as_ref() == Some(&rec) {
+                duplicates += 1;
+                if duplicates == 1 {
+                    self.warnings.push(
+                        Warning {
+                            path: path.to_path_buf(),
+                            offset: reader.frame_offset(),
+                            frames_before: 0,
+                            detail: format!(
+                                "frame {number} duplicates the frame before it (same bytes, interface and timestamp): a mirror or capture artefact? analysed as a retransmission (warned once per file)"
+                            ),
+                            stopped: false,
+                        }
+                        .to_string(),
+                    );
+                }
+            }
+            previous = Some(rec);
+            rec.frame = number;
             if let Some(msg) = cm {
                 self.pipeline.cm(&rec, msg)?;
             }
             self.pipeline.push(&rec)?;
+        }
+        if duplicates > 1 {
+            self.warnings.push(format!(
+                "{}: {duplicates} frames in all duplicate the frame before them",
+                path.display()
+            ));
         }
         Ok(())
     }

@@ -1370,7 +1370,10 @@ fn bin_mut<'a>(
 fn flush_bin(f: &Flow, b: &Bin, pfc: &PfcTracker, bin_ns: u64, now: u64, sink: &mut impl Sink) {
     let paused_ns = f
         .priority
-        .map(|p| pfc.paused(f.iface, p, b.start, b.start + bin_ns, now).0)
+        .map(|p| {
+            pfc.paused(f.iface, p, b.start, b.start.saturating_add(bin_ns), now)
+                .0
+        })
         .unwrap_or(0);
     sink.timeline(&TimelineRow {
         flow_id: f.id,

@@ -120,13 +120,13 @@ impl PfcTracker {
                 }
                 (None, 0) => {}
                 (Some(o), _) => {
-                    o.deadline = t + dur;
+                    o.deadline = t.saturating_add(dur);
                     o.frames += 1;
                 }
                 (None, _) => {
                     macs[i].open = Some(Open {
                         start: t,
-                        deadline: t + dur,
+                        deadline: t.saturating_add(dur),
                         frames: 1,
                     });
                     sink.event(&Event {
@@ -175,7 +175,7 @@ impl PfcTracker {
         if end - o.start > self.storm_ns {
             self.stats.entry(key).or_default().storms += 1;
             sink.event(&Event {
-                ts_ns: o.start + self.storm_ns,
+                ts_ns: o.start.saturating_add(self.storm_ns),
                 iface: key.0,
                 flow_id: None,
                 kind: "pfc_storm",

@@ -1022,3 +1022,32 @@ fn utc_and_offsets_print_readably() {
     );
     assert_eq!(super::fmt_offset(700_525), "t+0.700525 ms");
 }
+
+/// Found by the `analyzer` fuzz target: a pause starting near the end of
+/// the u64 nanosecond range overflowed its deadline (`t + duration`); so did
+/// a timeline bin's end and a storm's event time. They saturate.
+#[test]
+fn timestamps_near_u64_max_do_not_overflow() {
+    let end = u64::MAX - 10;
+    let config = Config {
+        storm_ns: u64::MAX,
+        bin_ns: 1_000_000_000,
+        ..Config::default()
+    };
+    let r = run_with(
+        config,
+        &[
+            tagged(req(end - 5, 1), 3),
+            pfc3(end - 2, 65535),
+            pfc3(end, 65535),
+            tagged(req(end, 2), 3),
+            tagged(req(end, 1), 3),
+        ],
+    );
+    assert_eq!(r.a.pfc.len(), 1);
+    assert_eq!(r.a.pfc[0].start_ns, end - 2);
+    assert_eq!(r.a.pfc[0].end_ns, end);
+    assert_eq!(r.a.pfc[0].ended_by, "capture_end");
+    assert_eq!(r.a.flows[0].retrans_packets, 1);
+    assert!(render_text(&r.a).contains("rewind"));
+}

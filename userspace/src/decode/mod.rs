@@ -149,6 +149,15 @@ impl std::error::Error for Truncated {}
 /// `data` the captured bytes (may be cut by snaplen), `frame_len` the original length on the wire.
 /// Returns a record with kind Other when the frame is not RoCE/CNP/PFC/PAUSE (callers drop those).
 /// frame, ts_ns and iface are left 0 for the caller to fill.
+/// Whether [`decode`] reads frames of this LINKTYPE_* (Ethernet, Linux SLL,
+/// Linux SLL2); frames of any other link type are `Other`.
+pub const fn decodes_linktype(linktype: u32) -> bool {
+    matches!(
+        linktype,
+        proto::linktype::ETHERNET | proto::linktype::LINUX_SLL | proto::linktype::LINUX_SLL2
+    )
+}
+
 pub fn decode(linktype: u32, data: &[u8], frame_len: u32) -> PacketRecord {
     decode_with_payload(linktype, data, frame_len).0
 }

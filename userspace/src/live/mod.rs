@@ -95,10 +95,12 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         });
     }
     let mut tap = Tap::load(Program::Decoder, opts.drop_after_capture, opts.ring_bytes)?;
-    let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), Some(&opts.out))?;
-    pipeline.name_iface(0, &opts.iface);
     let offset = tap::monotonic_to_wall_offset();
     let mode = tap.attach(&opts.iface, opts.mode)?;
+    // Only once attached: a run that cannot attach (e.g. another tap holds
+    // the interface) leaves the output directory alone.
+    let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), Some(&opts.out))?;
+    pipeline.name_iface(0, &opts.iface);
     eprintln!(
         "rocescope: XDP attached to {} ({mode} mode); writing to {}; Ctrl-C stops",
         opts.iface,

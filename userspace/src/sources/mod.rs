@@ -52,14 +52,16 @@
 //!   0, as libpcap does); pcapng `if_tsresol` 10^-n and 2^-n and `if_tsoffset`
 //!   (seconds) are applied; results are clamped to the u64 ns range. An SPB
 //!   has no timestamp: it gets the previous frame's (0 for the first).
-//!   Timestamps going backwards are passed through.
+//!   Timestamps going backwards are passed through, with one warning per
+//!   file (at the first frame earlier than the one before it).
 //! * **Lengths**: [`Frame::orig_len`] is never less than the captured length
 //!   (a record claiming otherwise gets `orig_len = data.len()`). An SPB's
 //!   captured length is min(original length, its data, snaplen of
 //!   interface 0).
 //! * **Link types** are reported as the file gives them (upper FCS bits of
 //!   classic pcap's link-type field masked off); the decoder handles
-//!   Ethernet, Linux SLL and SLL2.
+//!   Ethernet, Linux SLL and SLL2. The first frame of any other link type
+//!   gets a warning (once per link type and file): its frames are skipped.
 //! * **Reads** fill the whole buffer before parsing (retrying on
 //!   `Interrupted`), so from a pipe frames come out in 1 MiB batches; an I/O
 //!   error after some bytes is reported once those bytes are used up.

@@ -138,6 +138,10 @@ struct State {
     warnings_noted: usize,
     warnings_dropped: u64,
     snaplen_warned: bool,
+    /// A timestamp going backwards was warned about (once per file).
+    backwards_warned: bool,
+    /// Link types warned about as not decoded (once per link type).
+    undecoded_warned: Vec<u32>,
     /// File offset of the first byte of the reader's buffered data.
     pos: u64,
     /// Length of the block of the frame last returned, consumed on the next call.
@@ -342,6 +346,8 @@ impl CaptureReader {
                 warnings_noted: 0,
                 warnings_dropped: 0,
                 snaplen_warned: false,
+                backwards_warned: false,
+                undecoded_warned: Vec::new(),
                 pos: 0,
                 pending: 0,
                 number: 0,
@@ -379,6 +385,12 @@ impl CaptureReader {
     /// Bytes of the file read so far (up to the end of the frame last returned).
     pub fn offset(&self) -> u64 {
         self.st.pos + self.st.pending as u64
+    }
+
+    /// Byte offset of the record (pcap) or block (pcapng) of the frame last
+    /// returned.
+    pub fn frame_offset(&self) -> u64 {
+        self.st.pos
     }
 
     /// The name given at open.
@@ -456,6 +468,7 @@ impl CaptureReader {
                         continue;
                     }
                     self.st.pending = len;
+                    self.st.on_frame(&meta);
                     self.st.delivered += 1;
                     self.st.last_ts = meta.ts_ns;
                     let data = &self.src.data()[start..end];
@@ -607,6 +620,34 @@ fn ts_units(resol: u8) -> Option<u64> {
 }
 
 impl State {
+    /// Warnings about a frame about to be returned (its block starts at `pos`).
+    fn on_frame(&mut self, meta: &Meta) {
+        if !self.backwards_warned && self.delivered > 0 && meta.ts_ns < self.last_ts {
+            self.backwards_warned = true;
+            self.warn(
+                self.pos,
+                format!(
+                    "timestamps go backwards: frame {} is {} ns earlier than the frame before it; frames are analysed in file order (warned once per file)",
+                    meta.number,
+                    self.last_ts - meta.ts_ns
+                ),
+            );
+        }
+        if !crate::decode::decodes_linktype(meta.linktype)
+            && self.undecoded_warned.len() < MAX_WARNINGS
+            && !self.undecoded_warned.contains(&meta.linktype)
+        {
+            self.undecoded_warned.push(meta.linktype);
+            self.warn(
+                self.pos,
+                format!(
+                    "frame {} (interface {}) has link type {}, which rocescope does not decode (it reads Ethernet, Linux SLL and SLL2): frames of this link type are skipped",
+                    meta.number, meta.iface, meta.linktype
+                ),
+            );
+        }
+    }
+
     fn warn(&mut self, offset: u64, detail: String) {
         if self.warnings_noted >= MAX_WARNINGS {
             self.warnings_dropped += 1;

@@ -13,7 +13,13 @@
 //! * protocol numbers keep their wire width (`UInt8` opcode, `UInt32` QPN).
 //!
 //! Every file is written under a temporary name (`.NAME.partial`) and renamed
-//! when complete, so a directory never holds a half-written table.
+//! when complete, so a directory never holds a half-written table. A table
+//! that fails (disk full, …) removes its partial file; a killed run leaves
+//! its partial files behind, and the next run into the same directory
+//! removes them when it starts ([`TableSet::create`]), together with the
+//! previous run's tables and `summary.json`: after a run, the directory holds
+//! only files of that run. `summary.json` is written last, so its presence
+//! says the run completed.
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -125,6 +131,21 @@ macro_rules! columns {
     };
 }
 
+/// Every file a [`TableSet`] writes.
+pub const OUTPUT_FILES: [&str; 6] = [
+    "packets.parquet",
+    "flows.parquet",
+    "events.parquet",
+    "pfc.parquet",
+    "timeline.parquet",
+    "summary.json",
+];
+
+/// The temporary name `name` is written under until it is complete.
+pub fn partial_name(name: &str) -> String {
+    format!(".{name}.partial")
+}
+
 /// How a table's Parquet file is encoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Encoding {
@@ -152,7 +173,8 @@ enum Encoder {
     },
 }
 
-/// One Parquet file being written, streamed in batches.
+/// One Parquet file being written, streamed in batches. Dropped before
+/// [`Self::close`] completed (an error, a panic), it removes its partial file.
 pub struct ParquetTable<C: Columns> {
     path: PathBuf,
     partial: PathBuf,
@@ -173,7 +195,7 @@ impl<C: Columns> ParquetTable<C> {
     pub fn create_with(dir: &Path, name: &str, encoding: Encoding) -> Result<Self> {
         Ok(Self {
             path: dir.join(name),
-            partial: dir.join(format!(".{name}.partial")),
+            partial: dir.join(partial_name(name)),
             columns: C::default(),
             encoding,
             encoder: Encoder::None,
@@ -291,7 +313,7 @@ impl<C: Columns> ParquetTable<C> {
             Encoder::None => {}
         }
         std::fs::rename(&self.partial, &self.path).map_err(|e| self.write_error(e))?;
-        Ok(self.path)
+        Ok(self.path.clone())
     }
 
     fn write_error(&self, e: impl std::fmt::Display) -> Error {
@@ -321,6 +343,18 @@ fn join_encoder(
         .unwrap_or_else(|_| Err("internal error: the encoder thread panicked".into()))
 }
 
+impl<C: Columns> Drop for ParquetTable<C> {
+    fn drop(&mut self) {
+        // After a successful close the partial is gone already (renamed).
+        if let Encoder::Thread { tx, handle } = std::mem::replace(&mut self.encoder, Encoder::None)
+        {
+            drop(tx);
+            let _ = join_encoder(handle);
+        }
+        let _ = std::fs::remove_file(&self.partial);
+    }
+}
+
 /// Writes `value` as pretty JSON to `path`, through a temporary name.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Write {
@@ -341,9 +375,14 @@ pub fn write_text(path: &Path, text: &str) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let partial = path.with_file_name(format!(".{name}.partial"));
-    std::fs::write(&partial, text).map_err(|e| err(&e))?;
-    std::fs::rename(&partial, path).map_err(|e| err(&e))
+    let partial = path.with_file_name(partial_name(&name));
+    let written = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        err(&format_args!(
+            "{e}; check the output directory's free space and permissions"
+        ))
+    })
 }
 
 /// Facts about the run that `summary.json` reports beside the analysis.
@@ -401,6 +440,22 @@ impl TableSet {
     /// With `encoder_thread`, `packets.parquet` (nearly all of the output)
     /// is encoded on a thread of its own.
     pub fn create_with(dir: &Path, encoder_thread: bool) -> Result<Self> {
+        // What a previous run left here (its tables, summary.json, partial
+        // files of a killed run) goes first.
+        for name in OUTPUT_FILES {
+            for file in [dir.join(name), dir.join(partial_name(name))] {
+                match std::fs::remove_file(&file) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(Error::Write {
+                            path: file,
+                            detail: format!("cannot remove the previous run's file: {e}"),
+                        });
+                    }
+                }
+            }
+        }
         let packets = Encoding {
             thread: encoder_thread,
             bulk: true,

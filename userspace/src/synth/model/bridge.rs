@@ -144,7 +144,31 @@ pub struct CaptureOptions {
 /// named after it) when the name ends in `.pcapng`, classic pcap otherwise —
 /// which holds one tap only, since frames seen at two taps in one stream
 /// would look like resends. Returns the number of frames written.
+///
+/// The capture is written under a temporary name (`.NAME.partial` beside
+/// it) and renamed when complete: `path` never holds half a capture, and a
+/// failed write (disk full, …) removes the partial file.
 pub fn write_capture(run: &Run, path: &Path, opts: &CaptureOptions) -> Result<u64> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let partial = path.with_file_name(format!(".{name}.partial"));
+    let written = write_capture_to(run, path, &partial, opts).and_then(|n| {
+        std::fs::rename(&partial, path).map_err(|e| Error::Write {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        Ok(n)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
+}
+
+/// [`write_capture`] into the file `partial`; errors name `path`.
+fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOptions) -> Result<u64> {
     let taps: Vec<usize> = match &opts.taps {
         Some(t) => t.clone(),
         None => (0..run.taps.len()).collect(),
@@ -164,8 +188,14 @@ pub fn write_capture(run: &Run, path: &Path, opts: &CaptureOptions) -> Result<u6
     };
     // iface id in the file for each tap of the run.
     let mut iface_of = vec![None; run.taps.len()];
+    let create = || {
+        std::fs::File::create(partial).map_err(|source| Error::Open {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
     let mut writer: Box<dyn CaptureWrite> = if pcapng {
-        let mut w = PcapngWriter::create(path)?;
+        let mut w = PcapngWriter::new(create()?).map_err(io_err)?;
         for &t in &taps {
             iface_of[t] = Some(
                 w.add_interface(&run.taps[t].name, linktype::ETHERNET as u16, opts.snaplen)
@@ -182,7 +212,7 @@ pub fn write_capture(run: &Run, path: &Path, opts: &CaptureOptions) -> Result<u6
             )));
         }
         iface_of[taps[0]] = Some(0);
-        Box::new(PcapWriter::create(path, linktype::ETHERNET, opts.snaplen)?)
+        Box::new(PcapWriter::new(create()?, linktype::ETHERNET, opts.snaplen).map_err(io_err)?)
     };
 
     let mut inner = Vec::with_capacity(9216);
