@@ -66,6 +66,8 @@ enum Command {
         drop_after_capture: bool,
         #[command(flatten)]
         analysis: AnalysisArgs,
+        #[command(flatten)]
+        dataset: DatasetArgs,
     },
     /// Send a capture's frames out of an interface (AF_PACKET), e.g. into a veth pair to test `live`.
     Replay {
@@ -137,7 +139,7 @@ struct SynthArgs {
     tap: Vec<usize>,
 }
 
-/// `analyze --dataset`: partitions DIR/host=NAME/hour=YYYY-MM-DDTHH/TABLE-<start>.parquet.
+/// `analyze`/`live --dataset`: partitions DIR/host=NAME/hour=YYYY-MM-DDTHH/TABLE-<start>.parquet.
 #[derive(Args)]
 struct DatasetArgs {
     /// Also write the tables into this hive-partitioned dataset (by host and UTC hour).
@@ -332,6 +334,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             xdp_mode,
             drop_after_capture,
             analysis,
+            dataset,
         } => {
             let opts = live::Options {
                 iface,
@@ -355,7 +358,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 path: out.clone(),
                 detail: format!("cannot create the output directory: {e}"),
             })?;
-            let outcome = live::run(&opts)?;
+            let outcome = live::run_with(&opts, dataset.writer()?.into_iter().collect())?;
             let f = &outcome.facts;
             println!(
                 "{}: {} frames, {} records ({} ring-buffer-full drops, {} parse failures), {} flows, {} findings → {} (stopped by {})",
