@@ -669,6 +669,27 @@ fn pcapng_damaged_block_stops() {
 }
 
 #[test]
+fn pcapng_block_shorter_than_its_header_stops_without_panic() {
+    // Found by the reader fuzz target: a Process Information block
+    // (0x80000001) whose length is 8 made pcap-parser subtract past zero.
+    for btype in [0x8000_0001u32, 0x0000_0004, 0x0000_0005] {
+        let mut bytes = Ng::new(false)
+            .idb(1, 0, None, None, None)
+            .epb(0, 1, &frame(60, 0), 60)
+            .bytes();
+        let bad_at = bytes.len();
+        bytes.extend_from_slice(&btype.to_le_bytes());
+        bytes.extend_from_slice(&8u32.to_le_bytes());
+        bytes.extend_from_slice(&[0; 32]);
+        let (frames, warnings, _) = read_all(bytes);
+        assert_eq!(frames.len(), 1, "the frame before the damage is read");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].stopped);
+        assert_eq!(warnings[0].offset, bad_at as u64);
+    }
+}
+
+#[test]
 fn pcapng_obsolete_packet_block() {
     let bytes = Ng::new(false)
         .idb(1, 0, None, Some(9), None)
