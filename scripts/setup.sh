@@ -6,8 +6,9 @@
 #   scripts/setup.sh          build dependencies (libpcap; the eBPF toolchain
 #                             for the live tap's XDP program: LLVM 22, nightly
 #                             Rust with rust-src, bpf-linker)
-#   scripts/setup.sh --test   also what the test suite uses (tshark, polars,
-#                             iproute2 for the live tap's veth tests)
+#   scripts/setup.sh --test   also what the test suite uses (tshark, chromium,
+#                             iproute2; Python polars, matplotlib, duckdb,
+#                             nbclient, pytest)
 set -euo pipefail
 
 want_test=0
@@ -67,10 +68,22 @@ if ! command -v bpf-linker >/dev/null; then
 fi
 
 if [ "$want_test" = 1 ]; then
-  apt_install tshark iproute2
-  if ! python3 -c 'import polars' 2>/dev/null; then
-    say "pip install polars"
-    python3 -m pip install -q --disable-pip-version-check polars
+  # chromium: the HTML report's screenshot test (headless, no network).
+  apt_install tshark chromium iproute2
+  # Python modules the notebooks and their tests import; pip package names
+  # differ from module names for none of these.
+  py_missing=()
+  for m in polars matplotlib duckdb nbformat nbclient ipykernel pytest; do
+    python3 -c "import $m" 2>/dev/null || py_missing+=("$m")
+  done
+  if [ ${#py_missing[@]} -gt 0 ]; then
+    say "pip install ${py_missing[*]}"
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "${py_missing[@]}"
+  fi
+  # nbclient runs notebooks on the "python3" kernel: make sure one is registered.
+  if ! python3 -m jupyter kernelspec list 2>/dev/null | grep -q '^ *python3 '; then
+    say "register the python3 Jupyter kernel"
+    python3 -m ipykernel install --sys-prefix >/dev/null
   fi
 fi
 

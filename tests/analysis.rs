@@ -430,3 +430,105 @@ fn pfc_refresh_xon_expiry_and_pause_frames() {
     assert!(pfc.iter().all(|e| e["storms"] == 0));
     assert_eq!(summary["frames"]["pause"], 1);
 }
+
+/// A CM MAD (UD SEND Only to QP1) from `src` to `dst` carrying `attr` and `msg`.
+fn cm_mad(src: (Ipv4Addr, [u8; 6]), dst: (Ipv4Addr, [u8; 6]), attr: u16, msg: &[u8]) -> Vec<u8> {
+    let f = RoceFrame {
+        eth: EthHeader {
+            src: src.1,
+            dst: dst.1,
+            outer_vlan: None,
+            vlan: None,
+        },
+        ip: IpHeader {
+            addrs: IpAddrs::V4 {
+                src: src.0,
+                dst: dst.0,
+            },
+            ..IpHeader::default()
+        },
+        udp_sport: 0xD000,
+        bth: Bth {
+            opcode: 0x64,
+            dest_qp: 1,
+            psn: 0,
+            ..Bth::default()
+        },
+        ext: ExtHeaders {
+            deth_qkey: 0x8001_0000,
+            deth_src_qp: 1,
+            ..ExtHeaders::default()
+        },
+        payload_len: 256,
+        ..RoceFrame::default()
+    };
+    let mut bytes = Vec::new();
+    f.write(&mut bytes);
+    // The MAD: common header (CM class, attribute), then the CM message.
+    let ip_len = usize::from(u16::from_be_bytes([bytes[16], bytes[17]]));
+    let icrc_at = 14 + ip_len - 4;
+    let mad = &mut bytes[icrc_at - 256..icrc_at];
+    mad.fill(0);
+    mad[..4].copy_from_slice(&[1, 0x07, 2, 0x03]);
+    mad[16..18].copy_from_slice(&attr.to_be_bytes());
+    mad[24..24 + msg.len()].copy_from_slice(msg);
+    let icrc = rocescope::decode::icrc::compute(&bytes[14..14 + ip_len]).unwrap();
+    bytes[icrc_at..icrc_at + 4].copy_from_slice(&icrc.to_le_bytes());
+    bytes
+}
+
+fn cm_req(comm_id: u32, qpn: u32) -> Vec<u8> {
+    let mut m = [0u8; 48];
+    m[0..4].copy_from_slice(&comm_id.to_be_bytes());
+    m[32..35].copy_from_slice(&qpn.to_be_bytes()[1..]);
+    cm_mad((HOST_A, MAC_A), (HOST_B, MAC_B), 0x0010, &m)
+}
+
+fn cm_rep(comm_id: u32, answers: u32, qpn: u32) -> Vec<u8> {
+    let mut m = [0u8; 24];
+    m[0..4].copy_from_slice(&comm_id.to_be_bytes());
+    m[4..8].copy_from_slice(&answers.to_be_bytes());
+    m[12..15].copy_from_slice(&qpn.to_be_bytes()[1..]);
+    cm_mad((HOST_B, MAC_B), (HOST_A, MAC_A), 0x0013, &m)
+}
+
+/// Two connections between one host pair with the same PSNs: PSN correlation
+/// cannot tell which ACK answers which; the CM REQ/REP exchange can.
+fn same_psns_two_qps(dir: &Path, with_cm: bool) -> PathBuf {
+    let mut c = Capture::new(dir, "cm.pcapng", &["tap"]);
+    if with_cm {
+        c.put(0, 0.0, &rocescope::synth::RawFrame(&cm_req(11, 0x200)));
+        c.put(0, 1.0, &rocescope::synth::RawFrame(&cm_rep(91, 11, 0x100)));
+        c.put(0, 2.0, &rocescope::synth::RawFrame(&cm_req(12, 0x201)));
+        c.put(0, 3.0, &rocescope::synth::RawFrame(&cm_rep(92, 12, 0x101)));
+    }
+    for psn in 0..4 {
+        c.put(0, 10.0 + psn as f64, &write(0x100, psn));
+        c.put(0, 10.5 + psn as f64, &write(0x101, psn));
+    }
+    c.put(0, 20.0, &aeth(0x200, 3, 0x1F));
+    c.put(0, 20.5, &aeth(0x201, 3, 0x1F));
+    c.put(0, 25.0, &cnp(0x201));
+    c.finish()
+}
+
+#[test]
+fn cm_req_rep_pair_connections_that_psns_cannot() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    analyze(&same_psns_two_qps(dir.path(), true), &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "paired_qp"), 0x200);
+    assert_eq!(f.get("tap", 0x101, "paired_qp"), 0x201);
+    assert_eq!(f.get("tap", 0x100, "cnps"), 0);
+    assert_eq!(f.get("tap", 0x101, "cnps"), 1);
+
+    // Without the CM exchange the same traffic stays unpaired: ambiguous.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    analyze(&same_psns_two_qps(dir.path(), false), &out);
+    let f = Flows::read(&out);
+    let paired = f.0.ints("paired_qp");
+    assert_eq!(paired[f.row("tap", 0x100)], None);
+    assert_eq!(paired[f.row("tap", 0x101)], None);
+}

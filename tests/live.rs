@@ -241,6 +241,7 @@ fn live_flows_equal_offline_flows() {
 
     let veth = Veth::new();
     let out = tmp.path().join("live");
+    let dataset = tmp.path().join("dataset");
     let count = frames.len().to_string();
     let live = Running::live(veth.rocescope(&[
         "live",
@@ -248,6 +249,10 @@ fn live_flows_equal_offline_flows() {
         &veth.b,
         "--out",
         out.to_str().unwrap(),
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--host",
+        "tap1",
         "--count",
         &count,
     ]));
@@ -293,6 +298,23 @@ fn live_flows_equal_offline_flows() {
     );
     let packets = Table::read(&out.join("packets.parquet"));
     assert_eq!(packets.rows(), frames.len());
+
+    // The same run as a host/hour-partitioned dataset.
+    let rows_in = |table: &str| -> usize {
+        let mut rows = 0;
+        for hour in std::fs::read_dir(dataset.join("host=tap1")).unwrap() {
+            for f in std::fs::read_dir(hour.unwrap().path()).unwrap() {
+                let f = f.unwrap().path();
+                let name = f.file_name().unwrap().to_string_lossy().into_owned();
+                if name.starts_with(&format!("{table}-")) && name.ends_with(".parquet") {
+                    rows += Table::read(&f).rows();
+                }
+            }
+        }
+        rows
+    };
+    assert_eq!(rows_in("packets"), frames.len());
+    assert_eq!(rows_in("flows"), want.len());
 }
 
 #[test]

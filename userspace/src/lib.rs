@@ -16,6 +16,7 @@
 pub mod analyze;
 pub mod decode;
 pub mod error;
+pub mod html;
 pub mod live;
 pub mod offline;
 pub mod pipeline;

@@ -20,13 +20,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Analyse captures and write every table (Parquet) and summary.json to --out.
+    /// Analyse captures and write every table (Parquet) and summary.json to --out
+    /// and/or into a host/hour-partitioned dataset (--dataset).
     Analyze {
         #[command(flatten)]
         input: Input,
         /// Directory for packets/flows/events/pfc/timeline.parquet and summary.json (created if missing).
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
+        #[arg(long, value_name = "DIR", required_unless_present = "dataset")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        dataset: DatasetArgs,
     },
     /// Analyse captures and print the diagnosis (no tables written).
     Report {
@@ -35,6 +38,9 @@ enum Command {
         /// Print summary.json (findings included) instead of text.
         #[arg(long)]
         json: bool,
+        /// Also write a self-contained HTML report (findings, flows, inline SVG plots).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Simulate a small RoCE fabric and write what its mirror ports capture, with ground truth.
     Synth(Box<SynthArgs>),
@@ -60,6 +66,8 @@ enum Command {
         drop_after_capture: bool,
         #[command(flatten)]
         analysis: AnalysisArgs,
+        #[command(flatten)]
+        dataset: DatasetArgs,
     },
     /// Send a capture's frames out of an interface (AF_PACKET), e.g. into a veth pair to test `live`.
     Replay {
@@ -116,7 +124,8 @@ struct SynthArgs {
     /// Speed of every link (e.g. 100G, 400G).
     #[arg(long, value_name = "SPEED")]
     link_speed: Option<String>,
-    /// Any other knob by its dotted path, e.g. nic.ack_every=4 or flows.0.messages=10 (repeatable).
+    /// Any other knob by its dotted path, e.g. nic.ack_every=4 or flows.0.messages=10 (repeatable);
+    /// KEY=@FILE takes the value (JSON) from FILE.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Keep at most this many bytes of each frame.
@@ -130,6 +139,47 @@ struct SynthArgs {
     tap: Vec<usize>,
 }
 
+/// `analyze`/`live --dataset`: partitions DIR/host=NAME/hour=YYYY-MM-DDTHH/TABLE-<start>.parquet.
+#[derive(Args)]
+struct DatasetArgs {
+    /// Also write the tables into this hive-partitioned dataset (by host and UTC hour).
+    #[arg(long, value_name = "DIR")]
+    dataset: Option<PathBuf>,
+    /// The host= partition [default: this machine's host name].
+    #[arg(long, value_name = "NAME", requires = "dataset")]
+    host: Option<String>,
+    /// Start a new dataset file once a file spans this much capture time (e.g. 10m) [default: hourly].
+    #[arg(long, value_name = "DURATION", requires = "dataset")]
+    rotate: Option<String>,
+    /// Start a new dataset file once a file holds about this much (e.g. 256MB).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value = "512MB",
+        requires = "dataset"
+    )]
+    rotate_size: String,
+}
+
+impl DatasetArgs {
+    fn writer(&self) -> Result<Option<Box<dyn rocescope::pipeline::Output>>> {
+        use rocescope::tables::dataset::{DatasetOptions, DatasetWriter, local_host_name};
+        let Some(dir) = &self.dataset else {
+            return Ok(None);
+        };
+        let host = self.host.clone().unwrap_or_else(local_host_name);
+        let mut opts = DatasetOptions::new(dir, &host)?;
+        opts.rotate_ns = self
+            .rotate
+            .as_deref()
+            .map(units::parse_duration_ns)
+            .transpose()?
+            .unwrap_or(0);
+        opts.rotate_bytes = units::parse_bytes(&self.rotate_size)?;
+        Ok(Some(Box::new(DatasetWriter::create(&opts)?)))
+    }
+}
+
 #[derive(Args)]
 struct Input {
     /// pcap or pcapng files (Ethernet, Linux cooked v1/v2).
@@ -140,6 +190,10 @@ struct Input {
     /// Only frames matching this tcpdump-syntax filter (compiled by libpcap).
     #[arg(long, value_name = "EXPR")]
     filter: Option<String>,
+    /// 1: read, analyse and write on one thread; otherwise reading, analysis
+    /// and table writing run on threads of their own (bounded queues between).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    threads: usize,
 }
 
 /// How records are analysed: shared by `analyze`, `report` and `live`.
@@ -176,6 +230,7 @@ impl Input {
             analyzer: self.analysis.config()?,
             filter: self.filter.clone(),
             progress: true,
+            threads: rocescope::pipeline::Threads::from_count(self.threads),
         })
     }
 }
@@ -213,13 +268,26 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Analyze { input, out } => {
+        Command::Analyze {
+            input,
+            out,
+            dataset,
+        } => {
             let opts = input.options()?;
-            std::fs::create_dir_all(&out).map_err(|e| Error::Write {
-                path: out.clone(),
-                detail: format!("cannot create the output directory: {e}"),
-            })?;
-            let outcome = offline::run(&input.captures, &opts, Some(&out))?;
+            if let Some(out) = &out {
+                std::fs::create_dir_all(out).map_err(|e| Error::Write {
+                    path: out.clone(),
+                    detail: format!("cannot create the output directory: {e}"),
+                })?;
+            }
+            let extra = dataset.writer()?.into_iter().collect();
+            let outcome = offline::run_with(&input.captures, &opts, out.as_deref(), extra)?;
+            let to = [out.as_deref(), dataset.dataset.as_deref()]
+                .into_iter()
+                .flatten()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" and ");
             print_warnings(&outcome);
             println!(
                 "{} frames read, {} RoCE/CNP/PFC/PAUSE records, {} flows, {} findings → {}",
@@ -227,16 +295,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 outcome.records,
                 outcome.analysis.flows.len(),
                 outcome.analysis.summary.findings.len(),
-                out.display()
+                to
             );
             for f in &outcome.analysis.summary.findings {
                 println!("  [{}] {}", f.severity, f.title);
             }
             Ok(exit_code(&outcome))
         }
-        Command::Report { input, json } => {
+        Command::Report { input, json, html } => {
             let opts = input.options()?;
-            let outcome = offline::run(&input.captures, &opts, None)?;
+            let extra: Vec<Box<dyn rocescope::pipeline::Output>> = match &html {
+                Some(path) => vec![Box::new(rocescope::html::HtmlReport::new(
+                    path,
+                    &opts.analyzer,
+                ))],
+                None => Vec::new(),
+            };
+            let outcome = offline::run_with(&input.captures, &opts, None, extra)?;
+            if let Some(path) = &html {
+                eprintln!("rocescope: HTML report → {}", path.display());
+            }
             print_warnings(&outcome);
             if json {
                 let text = serde_json::to_string_pretty(&outcome.analysis.summary)
@@ -256,6 +334,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             xdp_mode,
             drop_after_capture,
             analysis,
+            dataset,
         } => {
             let opts = live::Options {
                 iface,
@@ -279,7 +358,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 path: out.clone(),
                 detail: format!("cannot create the output directory: {e}"),
             })?;
-            let outcome = live::run(&opts)?;
+            let outcome = live::run_with(&opts, dataset.writer()?.into_iter().collect())?;
             let f = &outcome.facts;
             println!(
                 "{}: {} frames, {} records ({} ring-buffer-full drops, {} parse failures), {} flows, {} findings → {} (stopped by {})",
@@ -390,7 +469,13 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
                 "--set {item:?}: write KEY=VALUE, e.g. nic.ack_every=4"
             ))
         })?;
-        knobs.push((k.trim().into(), v.trim().into()));
+        // KEY=@FILE: the value is the file's contents (e.g. a long flows list).
+        let v = match v.trim().strip_prefix('@') {
+            Some(file) => std::fs::read_to_string(file)
+                .map_err(|e| Error::Usage(format!("--set {k}=@{file}: cannot read {file}: {e}")))?,
+            None => v.trim().to_string(),
+        };
+        knobs.push((k.trim().into(), v));
     }
     for (k, v) in &knobs {
         cfg.set(k, v)

@@ -14,7 +14,7 @@ use rocescope_common::{Kind, PacketRecord};
 use crate::Result;
 use crate::analyze::{self, Analysis};
 use crate::decode;
-use crate::pipeline::RecordPipeline;
+use crate::pipeline::{Output, RecordPipeline, Threads};
 use crate::sources::{CaptureReader, Filter, Warning};
 use crate::tables::RunFacts;
 
@@ -26,6 +26,8 @@ pub struct Options {
     pub filter: Option<String>,
     /// Show progress on stderr (when it is a terminal).
     pub progress: bool,
+    /// Reading, analysis and table writing on threads of their own, or all inline.
+    pub threads: Threads,
 }
 
 /// What a run produced besides the tables.
@@ -50,6 +52,16 @@ pub struct Outcome {
 /// (same bytes, interface and timestamp: a mirror or capture artefact) is
 /// analysed like any other, with one warning per file.
 pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outcome> {
+    run_with(paths, opts, out, Vec::new())
+}
+
+/// [`run`], sending the results to `outputs` too (a dataset, an HTML report).
+pub fn run_with(
+    paths: &[PathBuf],
+    opts: &Options,
+    out: Option<&Path>,
+    outputs: Vec<Box<dyn Output>>,
+) -> Result<Outcome> {
     // Open everything first: a typo in the third file name should not cost
     // the time of reading the first two.
     let mut readers = Vec::with_capacity(paths.len());
@@ -57,8 +69,12 @@ pub fn run(paths: &[PathBuf], opts: &Options, out: Option<&Path>) -> Result<Outc
         readers.push(CaptureReader::open(path)?);
     }
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
+    let mut pipeline = RecordPipeline::with_threads(opts.analyzer.clone(), out, opts.threads)?;
+    for o in outputs {
+        pipeline.add_output(o);
+    }
     let mut run = Run {
-        pipeline: RecordPipeline::new(opts.analyzer.clone(), out)?,
+        pipeline,
         names: IfaceNames::new(paths),
         warnings: Vec::new(),
         frames_read: 0,
@@ -132,7 +148,10 @@ impl Run {
             {
                 continue;
             }
-            let mut rec: PacketRecord = decode::decode(frame.linktype, frame.data, frame.orig_len);
+            let (mut rec, payload) =
+                decode::decode_with_payload(frame.linktype, frame.data, frame.orig_len);
+            // QP1 MADs: connection set-up names both QPs (pairs flows exactly).
+            let cm = decode::cm::message(&rec, payload);
             // The frame borrows the reader's buffer: keep what is needed, let it go.
             let (number, file_iface, ts_ns) = (frame.number, frame.iface, frame.ts_ns);
             self.progress.tick(path, reader.offset(), self.frames_read);
@@ -182,6 +201,9 @@ impl Run {
             }
             previous = Some(rec);
             rec.frame = number;
+            if let Some(msg) = cm {
+                self.pipeline.cm(&rec, msg)?;
+            }
             self.pipeline.push(&rec)?;
         }
         if duplicates > 1 {

@@ -1,53 +1,269 @@
-//! The stage every source shares: records → analyzer → tables.
+//! The stage every source shares: records → analyzer → outputs.
 //!
 //! The offline reader and the live tap both hand finished `PacketRecord`s
 //! (frame number, timestamp and interface index set) to a [`RecordPipeline`];
-//! what happens after that is the same code for both.
+//! what happens after that is the same code for both. Where the results go
+//! is a list of [`Output`]s: the `--out` tables ([`TableSet`]), a
+//! partitioned dataset ([`crate::tables::dataset::DatasetWriter`]), the HTML
+//! report ([`crate::html::HtmlReport`]), or none at all (`report`).
+//!
+//! # Threads
+//!
+//! By default ([`Threads::Pipelined`]) the pipeline is three stages on three
+//! threads, so a source (the capture reader and decoder, or the ring-buffer
+//! drain) never waits for the analyzer or for Parquet encoding:
+//!
+//! ```text
+//! caller: push() ─► batch of BATCH records ─┐ sync_channel(DEPTH)
+//!   analyzer thread: Analyzer::push per record, verdicts, events, timeline rows ─┐ sync_channel(DEPTH)
+//!     writer thread: every Output (Arrow builders, Parquet encoding, files)
+//! ```
+//!
+//! The threads start with the first record (or interface name, or CM
+//! message), so outputs can still be added after [`RecordPipeline::new`].
+//!
+//! * **Bounded**: each channel holds at most `DEPTH` batches, so a slow
+//!   writer (or a slow disk) stalls the analyzer, which stalls the caller:
+//!   memory never grows with the capture. Record buffers go back to the
+//!   caller once written and are reused (no allocation per batch).
+//! * **Same tables**: each table receives its rows in the same order as
+//!   with [`Threads::Inline`] (one stage after the other on the calling
+//!   thread), so the files hold the same rows and values; `tests` check it.
+//! * **Errors**: a stage that fails (e.g. the disk is full) stops; the
+//!   caller gets its error from the next `push` (a few batches later than
+//!   inline) or from [`RecordPipeline::finish`].
 use std::path::Path;
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::thread::JoinHandle;
 
 use rocescope_common::PacketRecord;
 
-use crate::Result;
-use crate::analyze::{self, Analysis, Analyzer};
+use crate::analyze::{self, Analysis, Analyzer, Event, TimelineRow, Verdict};
+use crate::decode::cm::CmMessage;
 use crate::tables::{RunFacts, TableSet};
+use crate::{Error, Result};
+
+/// Somewhere the analysis goes: it sees every record with the analyzer's
+/// verdict, every event and timeline row as it becomes final (through
+/// [`analyze::Sink`]), and the finished analysis at the end. Outputs run on
+/// the writer thread, hence `Send`.
+pub trait Output: analyze::Sink + Send {
+    /// Names interface `iface` (indices are handed out in order).
+    fn name_iface(&mut self, iface: u16, name: &str);
+    fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()>;
+    /// Writes whatever is left and completes every file.
+    fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
+}
+
+type Outputs = Vec<Box<dyn Output>>;
+
+/// Records per batch handed between threads (200 bytes each: 800 KB).
+pub const BATCH: usize = 4096;
+/// Batches in flight per channel.
+const DEPTH: usize = 4;
+
+/// How the stages are laid out on threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Threads {
+    /// Source, analyzer and writer on threads of their own (the default).
+    #[default]
+    Pipelined,
+    /// Everything on the calling thread (the reference the pipelined
+    /// layout is tested against; also `--threads 1`).
+    Inline,
+}
+
+impl Threads {
+    /// `--threads N`: 1 is inline, anything else pipelined.
+    pub fn from_count(n: usize) -> Self {
+        if n == 1 {
+            Threads::Inline
+        } else {
+            Threads::Pipelined
+        }
+    }
+}
 
 pub struct RecordPipeline {
-    analyzer: Analyzer,
-    tables: Option<TableSet>,
     records: u64,
+    stage: Stage,
+}
+
+enum Stage {
+    /// Outputs may still be added; nothing has run yet.
+    NotStarted {
+        analyzer: Box<Analyzer>,
+        outputs: Outputs,
+        threads: Threads,
+    },
+    Inline {
+        analyzer: Box<Analyzer>,
+        outputs: Outputs,
+    },
+    Pipelined(Pipelined),
+    /// A stage thread failed; its error was returned once.
+    Failed(String),
+}
+
+struct Pipelined {
+    batch: Vec<PacketRecord>,
+    tx: SyncSender<ToAnalyzer>,
+    /// Emptied record buffers coming back.
+    spare: Receiver<Vec<PacketRecord>>,
+    analyzer: JoinHandle<Result<Analysis>>,
+}
+
+enum ToAnalyzer {
+    Iface(u16, String),
+    Cm(Box<PacketRecord>, CmMessage),
+    Records(Vec<PacketRecord>),
+    Finish(Box<RunFacts>),
+}
+
+/// What the analyzer hands the writer: records with their verdicts, and
+/// the events and timeline rows that became final meanwhile.
+#[derive(Default)]
+struct TableBatch {
+    records: Vec<PacketRecord>,
+    verdicts: Vec<Verdict>,
+    events: Vec<Event>,
+    timeline: Vec<TimelineRow>,
+}
+
+enum ToWriter {
+    Iface(u16, String),
+    Batch(TableBatch),
+    Close(Box<Analysis>, Box<RunFacts>),
 }
 
 impl RecordPipeline {
     /// With `out`, every table is written there; without, only the analysis
-    /// is kept (`report`).
+    /// is kept (`report`). Pipelined on threads of its own.
     pub fn new(config: analyze::Config, out: Option<&Path>) -> Result<Self> {
-        Ok(Self {
-            analyzer: Analyzer::new(config),
-            tables: out.map(TableSet::create).transpose()?,
-            records: 0,
-        })
+        Self::with_threads(config, out, Threads::default())
+    }
+
+    pub fn with_threads(
+        config: analyze::Config,
+        out: Option<&Path>,
+        threads: Threads,
+    ) -> Result<Self> {
+        let mut outputs: Outputs = Vec::new();
+        if let Some(dir) = out {
+            let pipelined = threads == Threads::Pipelined;
+            outputs.push(Box::new(TableSet::create_with(dir, pipelined)?));
+        }
+        let stage = Stage::NotStarted {
+            analyzer: Box::new(Analyzer::new(config)),
+            outputs,
+            threads,
+        };
+        Ok(Self { records: 0, stage })
+    }
+
+    /// Sends the results to `output` too (before the first record).
+    pub fn add_output(&mut self, output: Box<dyn Output>) {
+        if let Stage::NotStarted { outputs, .. } = &mut self.stage {
+            outputs.push(output);
+        }
+    }
+
+    /// Turns a not-yet-started pipeline into its running layout.
+    fn start(&mut self) -> Result<()> {
+        if !matches!(self.stage, Stage::NotStarted { .. }) {
+            return Ok(());
+        }
+        let Stage::NotStarted {
+            analyzer,
+            outputs,
+            threads,
+        } = std::mem::replace(&mut self.stage, Stage::Failed(String::new()))
+        else {
+            return Ok(());
+        };
+        self.stage = match threads {
+            Threads::Inline => Stage::Inline { analyzer, outputs },
+            Threads::Pipelined => Stage::Pipelined(Pipelined::start(*analyzer, outputs)?),
+        };
+        Ok(())
     }
 
     /// Names interface `iface` for the tables and the findings.
     pub fn name_iface(&mut self, iface: u16, name: &str) {
-        self.analyzer.set_iface_name(iface, name);
-        if let Some(t) = self.tables.as_mut() {
-            t.set_iface_name(iface, name);
+        if let Err(e) = self.start() {
+            self.stage = Stage::Failed(e.to_string());
+        }
+        match &mut self.stage {
+            Stage::NotStarted { .. } => {}
+            Stage::Inline { analyzer, outputs } => {
+                analyzer.set_iface_name(iface, name);
+                for o in outputs {
+                    o.name_iface(iface, name);
+                }
+            }
+            Stage::Pipelined(p) => {
+                // Records before it go first; a failure shows at the next push.
+                if p.flush().is_ok() {
+                    let _ = p.tx.send(ToAnalyzer::Iface(iface, name.to_string()));
+                }
+            }
+            Stage::Failed(_) => {}
         }
     }
 
     pub fn push(&mut self, rec: &PacketRecord) -> Result<()> {
         self.records += 1;
-        match self.tables.as_mut() {
-            Some(t) => {
-                let verdict = self.analyzer.push(rec, t);
-                t.packet(rec, verdict)
-            }
-            None => {
-                self.analyzer.push(rec, &mut Discard);
+        self.start()?;
+        match &mut self.stage {
+            Stage::NotStarted { .. } => Ok(()),
+            Stage::Inline { analyzer, outputs } => {
+                if outputs.is_empty() {
+                    analyzer.push(rec, &mut Discard);
+                    return Ok(());
+                }
+                let verdict = analyzer.push(rec, &mut Fanout(outputs));
+                for o in outputs.iter_mut() {
+                    o.packet(rec, verdict)?;
+                }
                 Ok(())
             }
+            Stage::Pipelined(p) => {
+                p.batch.push(*rec);
+                if p.batch.len() >= BATCH && p.flush().is_err() {
+                    return Err(self.fail());
+                }
+                Ok(())
+            }
+            Stage::Failed(msg) => Err(Error::Usage(format!("the analysis stopped earlier: {msg}"))),
         }
+    }
+
+    /// A CM REQ/REP found in a record's payload (offline only: the live
+    /// tap's records carry no payload). Applied after every record pushed
+    /// before it.
+    pub fn cm(&mut self, rec: &PacketRecord, msg: CmMessage) -> Result<()> {
+        self.start()?;
+        match &mut self.stage {
+            Stage::Inline { analyzer, .. } => analyzer.cm(rec, msg),
+            Stage::Pipelined(p) => {
+                if p.flush().is_err() || p.tx.send(ToAnalyzer::Cm(Box::new(*rec), msg)).is_err() {
+                    return Err(self.fail());
+                }
+            }
+            Stage::NotStarted { .. } | Stage::Failed(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Hands the records pushed so far to the analyzer thread now rather than
+    /// when the batch is full (the live tap does so once a second).
+    pub fn flush(&mut self) -> Result<()> {
+        if let Stage::Pipelined(p) = &mut self.stage
+            && p.flush().is_err()
+        {
+            return Err(self.fail());
+        }
+        Ok(())
     }
 
     /// Records pushed so far.
@@ -57,15 +273,252 @@ impl RecordPipeline {
 
     /// Ends the analysis and completes every table (`facts.records` is
     /// filled in here).
+    /// Every output is closed even when one fails; the first error is returned.
     pub fn finish(mut self, mut facts: RunFacts) -> Result<Analysis> {
         facts.records = self.records;
-        match self.tables.take() {
-            Some(mut t) => {
-                let analysis = self.analyzer.finish(&mut t);
-                t.close(&analysis, &facts)?;
+        self.start()?;
+        match std::mem::replace(&mut self.stage, Stage::Failed(String::new())) {
+            Stage::NotStarted { .. } => Err(Error::Usage(
+                "internal error: the pipeline never started".into(),
+            )),
+            Stage::Inline {
+                analyzer,
+                mut outputs,
+            } => {
+                let analysis = analyzer.finish(&mut Fanout(&mut outputs));
+                close_all(outputs, &analysis, &facts)?;
                 Ok(analysis)
             }
-            None => Ok(self.analyzer.finish(&mut Discard)),
+            Stage::Pipelined(mut p) => {
+                let sent =
+                    p.flush().is_ok() && p.tx.send(ToAnalyzer::Finish(Box::new(facts))).is_ok();
+                drop(p.tx);
+                let result = join(p.analyzer);
+                if result.is_ok() && !sent {
+                    return Err(Error::Usage("the analyzer thread stopped early".into()));
+                }
+                result
+            }
+            Stage::Failed(msg) => Err(Error::Usage(format!("the analysis stopped earlier: {msg}"))),
+        }
+    }
+
+    /// A stage thread is gone: collect its error, remember that it failed.
+    fn fail(&mut self) -> Error {
+        let stage = std::mem::replace(&mut self.stage, Stage::Failed(String::new()));
+        let err = match stage {
+            Stage::Pipelined(p) => {
+                drop(p.tx);
+                match join(p.analyzer) {
+                    Err(e) => e,
+                    Ok(_) => Error::Usage("the analyzer thread stopped early".into()),
+                }
+            }
+            _ => Error::Usage("the analysis stopped earlier".into()),
+        };
+        self.stage = Stage::Failed(err.to_string());
+        err
+    }
+}
+
+impl Pipelined {
+    fn start(analyzer: Analyzer, outputs: Outputs) -> Result<Self> {
+        let (tx, rx) = sync_channel::<ToAnalyzer>(DEPTH);
+        let (spare_tx, spare) = channel();
+        let spawn_error = |what: &str, e: std::io::Error| {
+            Error::Usage(format!("cannot start the {what} thread: {e}"))
+        };
+        let writer = if outputs.is_empty() {
+            None
+        } else {
+            let (wtx, wrx) = sync_channel::<ToWriter>(DEPTH);
+            let spare_tx = spare_tx.clone();
+            let handle = std::thread::Builder::new()
+                .name("rocescope-write".into())
+                .spawn(move || write_loop(outputs, wrx, spare_tx))
+                .map_err(|e| spawn_error("table writer", e))?;
+            Some((wtx, handle))
+        };
+        let analyzer = std::thread::Builder::new()
+            .name("rocescope-analyze".into())
+            .spawn(move || analyze_loop(analyzer, rx, writer, spare_tx))
+            .map_err(|e| spawn_error("analyzer", e))?;
+        Ok(Self {
+            batch: Vec::with_capacity(BATCH),
+            tx,
+            spare,
+            analyzer,
+        })
+    }
+
+    /// Sends the current batch (if any); `Err` when the analyzer is gone.
+    fn flush(&mut self) -> std::result::Result<(), ()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let next = self
+            .spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let full = std::mem::replace(&mut self.batch, next);
+        self.tx.send(ToAnalyzer::Records(full)).map_err(|_| ())
+    }
+}
+
+fn join(handle: JoinHandle<Result<Analysis>>) -> Result<Analysis> {
+    handle.join().unwrap_or_else(|_| {
+        Err(Error::Usage(
+            "internal error: a pipeline thread panicked".into(),
+        ))
+    })
+}
+
+/// The analyzer thread: records in, verdicts (and events, timeline rows)
+/// out to the writer thread; returns the analysis once the writer is done.
+fn analyze_loop(
+    mut analyzer: Analyzer,
+    rx: Receiver<ToAnalyzer>,
+    writer: Option<(SyncSender<ToWriter>, JoinHandle<Result<Analysis>>)>,
+    spare: Sender<Vec<PacketRecord>>,
+) -> Result<Analysis> {
+    let Some((wtx, whandle)) = writer else {
+        // No tables: analyse and hand the buffers straight back.
+        while let Ok(msg) = rx.recv() {
+            match msg {
+                ToAnalyzer::Iface(i, name) => analyzer.set_iface_name(i, &name),
+                ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
+                ToAnalyzer::Records(mut recs) => {
+                    for rec in &recs {
+                        analyzer.push(rec, &mut Discard);
+                    }
+                    recs.clear();
+                    let _ = spare.send(recs);
+                }
+                ToAnalyzer::Finish(_) => return Ok(analyzer.finish(&mut Discard)),
+            }
+        }
+        return Err(Error::Usage(
+            "the record source stopped without finishing".into(),
+        ));
+    };
+    // The writer's own error explains a closed channel better than we can.
+    let writer_failed = |whandle: JoinHandle<Result<Analysis>>| -> Error {
+        match whandle.join() {
+            Ok(Err(e)) => e,
+            _ => Error::Usage("internal error: the table writer thread stopped".into()),
+        }
+    };
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            ToAnalyzer::Iface(i, name) => {
+                analyzer.set_iface_name(i, &name);
+                if wtx.send(ToWriter::Iface(i, name)).is_err() {
+                    return Err(writer_failed(whandle));
+                }
+            }
+            ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
+            ToAnalyzer::Records(records) => {
+                let mut sink = TableBatch {
+                    verdicts: Vec::with_capacity(records.len()),
+                    ..TableBatch::default()
+                };
+                for rec in &records {
+                    let v = analyzer.push(rec, &mut sink);
+                    sink.verdicts.push(v);
+                }
+                sink.records = records;
+                if wtx.send(ToWriter::Batch(sink)).is_err() {
+                    return Err(writer_failed(whandle));
+                }
+            }
+            ToAnalyzer::Finish(facts) => {
+                let mut sink = TableBatch::default();
+                let analysis = analyzer.finish(&mut sink);
+                if wtx.send(ToWriter::Batch(sink)).is_err()
+                    || wtx
+                        .send(ToWriter::Close(Box::new(analysis), facts))
+                        .is_err()
+                {
+                    return Err(writer_failed(whandle));
+                }
+                drop(wtx);
+                return whandle.join().unwrap_or_else(|_| {
+                    Err(Error::Usage(
+                        "internal error: the table writer thread panicked".into(),
+                    ))
+                });
+            }
+        }
+    }
+    Err(Error::Usage(
+        "the record source stopped without finishing".into(),
+    ))
+}
+
+/// The writer thread: rows into every output, in the order they came.
+fn write_loop(
+    mut outputs: Outputs,
+    rx: Receiver<ToWriter>,
+    spare: Sender<Vec<PacketRecord>>,
+) -> Result<Analysis> {
+    use analyze::Sink;
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            ToWriter::Iface(i, name) => {
+                for o in &mut outputs {
+                    o.name_iface(i, &name);
+                }
+            }
+            ToWriter::Batch(mut b) => {
+                let mut all = Fanout(&mut outputs);
+                for e in &b.events {
+                    all.event(e);
+                }
+                for row in &b.timeline {
+                    all.timeline(row);
+                }
+                for o in &mut outputs {
+                    for (rec, v) in b.records.iter().zip(&b.verdicts) {
+                        o.packet(rec, *v)?;
+                    }
+                }
+                b.records.clear();
+                let _ = spare.send(b.records);
+            }
+            ToWriter::Close(analysis, facts) => {
+                close_all(outputs, &analysis, &facts)?;
+                return Ok(*analysis);
+            }
+        }
+    }
+    Err(Error::Usage(
+        "the analyzer stopped without finishing".into(),
+    ))
+}
+
+/// Closes every output, even after one fails; returns the first error.
+fn close_all(outputs: Outputs, analysis: &Analysis, facts: &RunFacts) -> Result<()> {
+    let mut first_error = None;
+    for o in outputs {
+        if let Err(e) = o.close(analysis, facts) {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Hands events and timeline rows to every output.
+struct Fanout<'a>(&'a mut [Box<dyn Output>]);
+
+impl analyze::Sink for Fanout<'_> {
+    fn event(&mut self, e: &analyze::Event) {
+        for o in self.0.iter_mut() {
+            o.event(e);
+        }
+    }
+    fn timeline(&mut self, row: &analyze::TimelineRow) {
+        for o in self.0.iter_mut() {
+            o.timeline(row);
         }
     }
 }
@@ -76,4 +529,13 @@ struct Discard;
 impl analyze::Sink for Discard {
     fn event(&mut self, _: &analyze::Event) {}
     fn timeline(&mut self, _: &analyze::TimelineRow) {}
+}
+
+impl analyze::Sink for TableBatch {
+    fn event(&mut self, e: &analyze::Event) {
+        self.events.push(e.clone());
+    }
+    fn timeline(&mut self, row: &analyze::TimelineRow) {
+        self.timeline.push(row.clone());
+    }
 }

@@ -311,6 +311,23 @@ pub mod ib {
     }
 }
 
+/// Communication Management MADs (IBA Vol. 1 ch. 12), carried as UD SEND
+/// Only to QP1 with a DETH: they name both QPs of a connection.
+pub mod cm {
+    /// UD SEND Only: how QP1 (GSI) carries MADs.
+    pub const GSI_OPCODE: u8 = 0x64;
+    /// Common MAD header length; the CM message follows it.
+    pub const MAD_HEADER_LEN: usize = 24;
+    /// Management class of Communication Management.
+    pub const MGMT_CLASS_CM: u8 = 0x07;
+    pub const ATTR_REQ: u16 = 0x0010;
+    pub const ATTR_REP: u16 = 0x0013;
+    /// Bytes of a REQ up to and including its Starting PSN (table 106).
+    pub const REQ_PREFIX_LEN: usize = 48;
+    /// Bytes of a REP up to and including its Starting PSN (table 110).
+    pub const REP_PREFIX_LEN: usize = 24;
+}
+
 /// Link types of the capture formats (tcpdump.org LINKTYPE_*).
 pub mod linktype {
     pub const ETHERNET: u32 = 1;

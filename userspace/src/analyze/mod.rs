@@ -142,13 +142,16 @@
 //! going backwards) is counted in the current bin.
 
 mod findings;
+pub mod hash;
 mod pfc;
 pub mod psn;
 mod report;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use hash::FastMap;
 use std::net::{IpAddr, Ipv6Addr};
 
 use rocescope_common::proto::ib::{self, PSN_MASK, aeth, op, transport};
@@ -603,12 +606,14 @@ impl Flow {
 pub struct Analyzer {
     config: Config,
     flows: Vec<Flow>,
-    by_key: HashMap<FlowKey, usize>,
-    by_hosts: HashMap<HostPair, Vec<usize>>,
+    by_key: FastMap<FlowKey, usize>,
+    by_hosts: FastMap<HostPair, Vec<usize>>,
     /// CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
-    cnp_counts: HashMap<FlowKey, u64>,
+    cnp_counts: FastMap<FlowKey, u64>,
     /// CM-learned pairings: request flow key → requester QP.
-    hints: HashMap<FlowKey, u32>,
+    hints: FastMap<FlowKey, u32>,
+    /// CM REQs awaiting their REP: (iface, active ip, passive ip, comm id) → active QP.
+    cm_requests: FastMap<(u16, [u8; 16], [u8; 16], u32), u32>,
     pfc: PfcTracker,
     frames: FrameCounts,
     first_ts: Option<u64>,
@@ -626,10 +631,11 @@ impl Analyzer {
         Analyzer {
             config,
             flows: Vec::new(),
-            by_key: HashMap::new(),
-            by_hosts: HashMap::new(),
-            cnp_counts: HashMap::new(),
-            hints: HashMap::new(),
+            by_key: FastMap::default(),
+            by_hosts: FastMap::default(),
+            cnp_counts: FastMap::default(),
+            hints: FastMap::default(),
+            cm_requests: FastMap::default(),
             pfc,
             frames: FrameCounts::default(),
             first_ts: None,
@@ -642,6 +648,36 @@ impl Analyzer {
     /// Names an interface index for the summary and the report.
     pub fn set_iface_name(&mut self, iface: u16, name: &str) {
         self.ifaces.insert(iface, name.to_string());
+    }
+
+    /// A CM REQ or REP seen in `rec` (a QP1 MAD): once a REP answers a REQ,
+    /// both directions of the connection are paired exactly.
+    pub fn cm(&mut self, rec: &PacketRecord, msg: crate::decode::cm::CmMessage) {
+        use crate::decode::cm::CmMessage;
+        match msg {
+            CmMessage::Req {
+                local_comm_id,
+                local_qpn,
+                ..
+            } => {
+                self.cm_requests.insert(
+                    (rec.iface, rec.src_ip, rec.dst_ip, local_comm_id),
+                    local_qpn,
+                );
+            }
+            CmMessage::Rep {
+                remote_comm_id,
+                local_qpn: passive_qp,
+                ..
+            } => {
+                let key = (rec.iface, rec.dst_ip, rec.src_ip, remote_comm_id);
+                if let Some(active_qp) = self.cm_requests.remove(&key) {
+                    let (active, passive) = (rec.dst_ip, rec.src_ip);
+                    self.pair_hint(rec.iface, active, active_qp, passive, passive_qp);
+                    self.pair_hint(rec.iface, passive, passive_qp, active, active_qp);
+                }
+            }
+        }
     }
 
     /// Hook for connection management (CM REQ/REP MADs name both QPs of a

@@ -1,7 +1,9 @@
 //! PFC pause state per `(iface, src_mac, priority)`: merged pause intervals,
 //! storms, and "how long was this priority paused between two instants".
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use super::hash::FastMap;
 
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::mac_control::{BITS_PER_QUANTUM, PRIORITIES};
@@ -53,8 +55,8 @@ pub(crate) struct Cover {
 pub(crate) struct PfcTracker {
     link_speed_bps: u64,
     storm_ns: u64,
-    states: HashMap<(u16, u8), Vec<MacState>>,
-    closed: HashMap<(u16, u8), Closed>,
+    states: FastMap<(u16, u8), Vec<MacState>>,
+    closed: FastMap<(u16, u8), Closed>,
     pub rows: Vec<PfcInterval>,
     pub stats: BTreeMap<(u16, u8), PrioStats>,
 }
@@ -64,8 +66,8 @@ impl PfcTracker {
         PfcTracker {
             link_speed_bps: link_speed_bps.max(1),
             storm_ns,
-            states: HashMap::new(),
-            closed: HashMap::new(),
+            states: FastMap::default(),
+            closed: FastMap::default(),
             rows: Vec::new(),
             stats: BTreeMap::new(),
         }

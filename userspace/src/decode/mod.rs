@@ -119,6 +119,7 @@ macro_rules! payload_after {
     };
 }
 
+pub mod cm;
 pub mod erspan;
 pub mod ethernet;
 mod field;
@@ -158,6 +159,13 @@ pub const fn decodes_linktype(linktype: u32) -> bool {
 }
 
 pub fn decode(linktype: u32, data: &[u8], frame_len: u32) -> PacketRecord {
+    decode_with_payload(linktype, data, frame_len).0
+}
+
+/// [`decode`], and the application payload of a RoCE frame as far as the
+/// capture holds it (after the extension headers, before pad and ICRC;
+/// empty when there is none or a header was cut).
+pub fn decode_with_payload(linktype: u32, data: &[u8], frame_len: u32) -> (PacketRecord, &[u8]) {
     let mut rec = PacketRecord::default();
     let mut next = match linktype {
         proto::linktype::ETHERNET => ethernet_frame(&mut rec, data, true),
@@ -177,12 +185,19 @@ pub fn decode(linktype: u32, data: &[u8], frame_len: u32) -> PacketRecord {
         next = ethernet_frame(&mut rec, inner, false);
         rec.flags |= flags::ERSPAN;
     }
-    if matches!(next, Next::Erspan(_)) || rec.kind() == Kind::Other {
+    let mut payload: &[u8] = &[];
+    match next {
+        Next::Payload(p) => payload = p,
+        Next::Erspan(_) => rec = PacketRecord::default(),
+        Next::Done => {}
+    }
+    if rec.kind() == Kind::Other {
         rec = PacketRecord::default();
+        payload = &[];
     }
     rec.frame_len = frame_len;
     rec.cap_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-    rec
+    (rec, payload)
 }
 
 /// Where a layer left the walk.
@@ -191,6 +206,8 @@ enum Next<'a> {
     Done,
     /// An ERSPAN/GRE mirror: this inner Ethernet frame is to be decoded.
     Erspan(&'a [u8]),
+    /// Finished at a RoCE frame whose application payload (captured part) is this.
+    Payload(&'a [u8]),
 }
 
 fn ethernet_frame<'a>(rec: &mut PacketRecord, data: &'a [u8], allow_erspan: bool) -> Next<'a> {
@@ -345,10 +362,10 @@ fn ipv6<'a>(rec: &mut PacketRecord, bytes: &'a [u8], allow_erspan: bool) -> Next
 
 fn transport<'a>(rec: &mut PacketRecord, protocol: u8, l3: L3<'a>, allow_erspan: bool) -> Next<'a> {
     match protocol {
-        proto::ip::PROTO_UDP => {
-            udp(rec, &l3);
-            Next::Done
-        }
+        proto::ip::PROTO_UDP => match udp(rec, &l3) {
+            Some(payload) => Next::Payload(payload),
+            None => Next::Done,
+        },
         proto::gre::IP_PROTO if allow_erspan => gre(field::tail(l3.packet, l3.l4_at)),
         _ => Next::Done,
     }
@@ -377,13 +394,13 @@ fn gre(bytes: &[u8]) -> Next<'_> {
     }
 }
 
-fn udp(rec: &mut PacketRecord, l3: &L3<'_>) {
+fn udp<'a>(rec: &mut PacketRecord, l3: &L3<'a>) -> Option<&'a [u8]> {
     let segment = field::tail(l3.packet, l3.l4_at);
     let Ok(header) = UdpHeader::new_checked(segment) else {
-        return;
+        return None;
     };
     if header.dst_port() != proto::udp::ROCEV2_PORT {
-        return;
+        return None;
     }
     rec.udp_sport = header.src_port();
     rec.flags |= flags::HAS_UDP;
@@ -397,7 +414,7 @@ fn udp(rec: &mut PacketRecord, l3: &L3<'_>) {
     const MIN_DATAGRAM: usize = proto::udp::HEADER_LEN + proto::ib::BTH_LEN + proto::ib::ICRC_LEN;
     if datagram_len < MIN_DATAGRAM {
         rec.kind = Kind::Malformed as u8;
-        return;
+        return None;
     }
     rec.kind = Kind::Roce as u8;
 
@@ -419,12 +436,12 @@ fn udp(rec: &mut PacketRecord, l3: &L3<'_>) {
     }
 
     let Ok(bth) = Bth::new_checked(field::tail(datagram, proto::udp::HEADER_LEN)) else {
-        return;
+        return None;
     };
     bth_fields(rec, &bth);
     let ext = bth.ext_headers();
     if ext & proto::ib::ext::UNKNOWN != 0 {
-        return;
+        return None;
     }
     let overhead = proto::udp::HEADER_LEN
         + proto::ib::BTH_LEN
@@ -436,11 +453,12 @@ fn udp(rec: &mut PacketRecord, l3: &L3<'_>) {
 
     // Extension headers live between the BTH and the ICRC.
     let before_icrc = field::head(datagram, datagram_len - proto::ib::ICRC_LEN);
-    ext_headers(
+    let after_headers = ext_headers(
         rec,
         ext,
         field::tail(before_icrc, proto::udp::HEADER_LEN + proto::ib::BTH_LEN),
-    );
+    )?;
+    Some(field::head(after_headers, rec.payload_len as usize))
 }
 
 fn bth_fields(rec: &mut PacketRecord, bth: &Bth<&[u8]>) {
@@ -469,13 +487,13 @@ fn bth_fields(rec: &mut PacketRecord, bth: &Bth<&[u8]>) {
 
 /// The extension headers in `mask`, in spec order, while they are whole in
 /// `rest`; the first cut one ends the walk.
-fn ext_headers(rec: &mut PacketRecord, mask: u16, mut rest: &[u8]) {
+fn ext_headers<'a>(rec: &mut PacketRecord, mask: u16, mut rest: &'a [u8]) -> Option<&'a [u8]> {
     use proto::ib::ext;
     macro_rules! take {
         ($bit:expr, $view:ident, |$h:ident| $fill:block) => {
             if mask & $bit != 0 {
                 let Ok($h) = $view::new_checked(rest) else {
-                    return;
+                    return None;
                 };
                 $fill
                 rest = $h.payload();
@@ -519,7 +537,7 @@ fn ext_headers(rec: &mut PacketRecord, mask: u16, mut rest: &[u8]) {
         rec.ieth_rkey = h.rkey();
         rec.flags |= flags::HAS_IETH;
     });
-    let _ = rest; // nothing follows the IETH: the last `take!` advances in vain
+    Some(rest)
 }
 
 fn mac_control(rec: &mut PacketRecord, bytes: &[u8]) {

@@ -88,6 +88,12 @@ const DRAIN_BATCH: usize = 1 << 14;
 
 /// Runs the tap until it is told to stop; writes every table to `opts.out`.
 pub fn run(opts: &Options) -> Result<Outcome> {
+    run_with(opts, Vec::new())
+}
+
+/// [`run`], sending the results to `outputs` too (e.g. a partitioned
+/// dataset, which rotates its files by time or size during a long run).
+pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) -> Result<Outcome> {
     if netif::index(&opts.iface).is_none() {
         return Err(Error::Interface {
             iface: opts.iface.clone(),
@@ -100,6 +106,9 @@ pub fn run(opts: &Options) -> Result<Outcome> {
     // Only once attached: a run that cannot attach (e.g. another tap holds
     // the interface) leaves the output directory alone.
     let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), Some(&opts.out))?;
+    for o in outputs {
+        pipeline.add_output(o);
+    }
     pipeline.name_iface(0, &opts.iface);
     eprintln!(
         "rocescope: XDP attached to {} ({mode} mode); writing to {}; Ctrl-C stops",
@@ -248,6 +257,8 @@ async fn event_loop(
             _ = tick.tick() => {
                 // Belt and braces: never leave records waiting for a wake-up.
                 drain(ring.get_mut(), feeder)?;
+                // Nor in a half-full batch: the analyzer sees them within a second.
+                feeder.pipeline.flush()?;
                 match netif::state(&opts.iface) {
                     netif::State::Up => {}
                     netif::State::Down => break Stop::Interface("went down".into()),

@@ -1,9 +1,13 @@
 //! How values enter Arrow builders, and how addresses print.
+use std::any::Any;
 use std::fmt::{self, Display, Write as _};
+use std::hash::{BuildHasher, Hash};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use arrow_array::ArrowPrimitiveType;
-use arrow_array::builder::{BooleanBuilder, PrimitiveBuilder, StringBuilder};
+use arrow_array::builder::{ArrayBuilder, BooleanBuilder, PrimitiveBuilder, StringBuilder};
+use arrow_array::{ArrayRef, ArrowPrimitiveType};
+
+use crate::analyze::hash::FastState;
 
 /// Appends an optional value (None becomes null) to a builder.
 pub trait AppendValue<V> {
@@ -11,19 +15,46 @@ pub trait AppendValue<V> {
 }
 
 impl<T: ArrowPrimitiveType> AppendValue<T::Native> for PrimitiveBuilder<T> {
+    #[inline]
     fn append_value_opt(&mut self, value: Option<T::Native>) {
         self.append_option(value);
     }
 }
 
 impl AppendValue<bool> for BooleanBuilder {
+    #[inline]
     fn append_value_opt(&mut self, value: Option<bool>) {
         self.append_option(value);
     }
 }
 
+/// A builder with room for `rows` values.
+pub trait WithRows {
+    fn with_rows(rows: usize) -> Self;
+}
+
+impl<T: ArrowPrimitiveType> WithRows for PrimitiveBuilder<T> {
+    fn with_rows(rows: usize) -> Self {
+        Self::with_capacity(rows)
+    }
+}
+
+impl WithRows for BooleanBuilder {
+    fn with_rows(rows: usize) -> Self {
+        Self::with_capacity(rows)
+    }
+}
+
+impl WithRows for StringBuilder {
+    fn with_rows(rows: usize) -> Self {
+        // Addresses and names: 16 bytes a row is about right.
+        Self::with_capacity(rows, rows * 16)
+    }
+}
+
 /// Strings are formatted straight into the builder's buffer: no String per row.
 impl<D: Display> AppendValue<D> for StringBuilder {
+    #[inline]
     fn append_value_opt(&mut self, value: Option<D>) {
         match value {
             Some(v) => {
@@ -36,18 +67,83 @@ impl<D: Display> AppendValue<D> for StringBuilder {
     }
 }
 
+/// A string column of addresses: each distinct address is formatted once
+/// and then copied (a 256-slot direct-mapped cache; a mirror port sees few
+/// hosts, and a miss only costs the formatting it saves on a hit).
+pub struct AddrBuilder<K> {
+    builder: StringBuilder,
+    cache: Vec<Option<(K, Box<str>)>>,
+    state: FastState,
+}
+
+const ADDR_CACHE_SLOTS: usize = 256;
+
+impl<K: Copy + Eq + Hash + Display> AppendValue<K> for AddrBuilder<K> {
+    #[inline]
+    fn append_value_opt(&mut self, value: Option<K>) {
+        let Some(k) = value else {
+            self.builder.append_null();
+            return;
+        };
+        let slot = self.state.hash_one(k) as usize % ADDR_CACHE_SLOTS;
+        match &self.cache[slot] {
+            Some((cached, text)) if *cached == k => self.builder.append_value(text),
+            _ => {
+                let text = k.to_string().into_boxed_str();
+                self.builder.append_value(&text);
+                self.cache[slot] = Some((k, text));
+            }
+        }
+    }
+}
+
+impl<K> WithRows for AddrBuilder<K> {
+    fn with_rows(rows: usize) -> Self {
+        Self {
+            builder: StringBuilder::with_rows(rows),
+            cache: (0..ADDR_CACHE_SLOTS).map(|_| None).collect(),
+            state: FastState::default(),
+        }
+    }
+}
+
+impl<K: Send + Sync + 'static> ArrayBuilder for AddrBuilder<K> {
+    fn len(&self) -> usize {
+        self.builder.len()
+    }
+    fn finish(&mut self) -> ArrayRef {
+        ArrayBuilder::finish(&mut self.builder)
+    }
+    fn finish_cloned(&self) -> ArrayRef {
+        ArrayBuilder::finish_cloned(&self.builder)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn into_box_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
 /// A MAC address as `aa:bb:cc:dd:ee:ff`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Mac(pub [u8; 6]);
 
 impl Display for Mac {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.0;
-        write!(
-            f,
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            m[0], m[1], m[2], m[3], m[4], m[5]
-        )
+        // Formatted by hand into one buffer: one `write_str` instead of six
+        // padded hex conversions (this runs for two columns of every packet).
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut buf = [b':'; 17];
+        for (i, b) in self.0.iter().enumerate() {
+            buf[3 * i] = HEX[usize::from(b >> 4)];
+            buf[3 * i + 1] = HEX[usize::from(b & 0xF)];
+        }
+        // Only ASCII hex digits and colons were written.
+        f.write_str(std::str::from_utf8(&buf).unwrap_or_default())
     }
 }
 
@@ -59,10 +155,34 @@ impl Display for Ip {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v6 = Ipv6Addr::from(self.0);
         match v6.to_ipv4_mapped() {
-            Some(v4) => Display::fmt(&v4, f),
+            Some(v4) => f.write_str(dotted_quad(v4.octets(), &mut [0; 15])),
             None => Display::fmt(&v6, f),
         }
     }
+}
+
+/// `a.b.c.d` written into `buf` (what `Ipv4Addr`'s `Display` prints, without
+/// its per-octet formatting machinery).
+fn dotted_quad(octets: [u8; 4], buf: &mut [u8; 15]) -> &str {
+    let mut n = 0;
+    for (i, &o) in octets.iter().enumerate() {
+        if i > 0 {
+            buf[n] = b'.';
+            n += 1;
+        }
+        if o >= 100 {
+            buf[n] = b'0' + o / 100;
+            n += 1;
+        }
+        if o >= 10 {
+            buf[n] = b'0' + o / 10 % 10;
+            n += 1;
+        }
+        buf[n] = b'0' + o % 10;
+        n += 1;
+    }
+    // Only ASCII digits and dots were written.
+    std::str::from_utf8(&buf[..n]).unwrap_or_default()
 }
 
 impl From<Ipv4Addr> for Ip {
@@ -85,6 +205,16 @@ mod tests {
             Ip::from(Ipv4Addr::new(10, 0, 17, 1)).to_string(),
             "10.0.17.1"
         );
+        for a in [
+            [0, 0, 0, 0],
+            [255, 255, 255, 255],
+            [1, 10, 100, 199],
+            [9, 99, 200, 7],
+        ] {
+            let v4 = Ipv4Addr::from(a);
+            assert_eq!(Ip::from(v4).to_string(), v4.to_string());
+        }
+        assert_eq!(Mac([0; 6]).to_string(), "00:00:00:00:00:00");
         let v6: Ipv6Addr = "fe80::1".parse().unwrap();
         assert_eq!(Ip(v6.octets()).to_string(), "fe80::1");
     }

@@ -11,7 +11,7 @@ use arrow_array::builder::{
 };
 use rocescope_common::{PacketRecord, flags as f};
 
-use super::format::{Ip, Mac};
+use super::format::{AddrBuilder, Ip, Mac};
 use crate::columns;
 
 /// One `packets.parquet` row: the record, its interface's name, and what the
@@ -23,7 +23,21 @@ pub struct PacketRow<'a> {
     pub retrans: Option<bool>,
 }
 
-impl PacketRow<'_> {
+impl<'a> PacketRow<'a> {
+    /// The row for `rec`, its interface named from the run's `ifaces`.
+    pub fn new(
+        rec: &'a PacketRecord,
+        ifaces: &'a [String],
+        verdict: crate::analyze::Verdict,
+    ) -> Self {
+        PacketRow {
+            rec,
+            iface: super::iface_name(ifaces, rec.iface),
+            flow_id: verdict.flow_id,
+            retrans: verdict.retrans,
+        }
+    }
+
     fn when<T>(&self, flag: u32, value: T) -> Option<T> {
         self.rec.has(flag).then_some(value)
     }
@@ -56,10 +70,10 @@ columns! {
         cap_len: UInt32Builder = |r| Some(r.rec.cap_len),
         vlan: UInt16Builder = |r| r.when(f::HAS_VLAN, r.rec.vlan),
         pcp: UInt8Builder = |r| r.when(f::HAS_VLAN, r.rec.pcp),
-        src_mac: StringBuilder = |r| r.mac(r.rec.src_mac),
-        dst_mac: StringBuilder = |r| r.mac(r.rec.dst_mac),
-        src_ip: StringBuilder = |r| r.ip(Ip(r.rec.src_ip)),
-        dst_ip: StringBuilder = |r| r.ip(Ip(r.rec.dst_ip)),
+        src_mac: AddrBuilder<Mac> = |r| r.mac(r.rec.src_mac),
+        dst_mac: AddrBuilder<Mac> = |r| r.mac(r.rec.dst_mac),
+        src_ip: AddrBuilder<Ip> = |r| r.ip(Ip(r.rec.src_ip)),
+        dst_ip: AddrBuilder<Ip> = |r| r.ip(Ip(r.rec.dst_ip)),
         dscp: UInt8Builder = |r| r.ip(r.rec.dscp),
         ecn: UInt8Builder = |r| r.ip(r.rec.ecn),
         udp_sport: UInt16Builder = |r| r.when(f::HAS_UDP, r.rec.udp_sport),

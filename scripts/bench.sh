@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Issue 7 figures, each a ratio against a baseline measured in the same run
+# (interleaved, best of ROUNDS): run as root on an otherwise idle machine.
+#
+#   1. analyze (every table) vs. tshark -T fields on a 500k-frame mirror capture
+#      (snaplen 128, 128 connections = 256 QPs, ACKs, CE, CNPs, PFC);
+#      report vs. the capture reader alone (from the stages bench);
+#   2. pipelined analyze on 2 cores vs. the same on 1 core (taskset);
+#   3. peak RSS: 5M frames vs. 1M frames; 10k QPs;
+#   6. the per-stage bench (cargo bench --bench stages).
+# The live figures (4) come from `cargo bench --bench live` (needs root).
+#
+# Usage: scripts/bench.sh [FRAMES] (default 500000); ROUNDS (default 3);
+# SKIP_MEMORY=1 skips the 5M-frame and 10k-QP captures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+frames=${1:-500000}
+rounds=${ROUNDS:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+target=${CARGO_TARGET_DIR:-target}
+
+cargo build --release --locked -p rocescope --quiet
+bin=$target/release/rocescope
+
+# 128 RC connections over the ghost-drop fabric (3 senders, 2 receivers):
+# 256 QPs; ECN marks early enough for CE and CNPs; PFC pauses as in ghost-drop.
+flows() { # N GBPS MSG_BYTES
+  awk -v n="$1" -v g="$2" -v m="$3" 'BEGIN { printf "["; for (i = 0; i < n; i++) {
+    printf "%s{\"src\":%d,\"dst\":%d,\"msg_bytes\":%d,\"messages\":null,\"start_ns\":%d,\"udp_sport\":null,\"start_psn\":%d,\"gbps\":%s}",
+      (i ? "," : ""), i % 3, i % 2, m, i * 500 % 1000000, (i * 7919) % 16777216, g }
+    printf "]" }'
+}
+synth() { # OUT FRAMES FLOWS_FILE
+  $bin synth ghost-drop --out "$1" --packets "$2" --snaplen 128 --duration 10s \
+    --min-rto 200us --ecn-min 40KB --ecn-max 300KB --ecn-pmax 0.2 --set "flows=@$3" >/dev/null
+}
+flows 128 3.0 65536 >"$work/flows256.json"
+cap="$work/bench.pcapng"
+synth "$cap" "$frames" "$work/flows256.json"
+size=$(stat -c %s "$cap")
+echo "capture: $frames frames (ghost-drop, 256 QPs, snaplen 128), $((size / 1000000)) MB"
+$bin report "$cap" | sed -n '/^Frames/p;/^ECN/p;/^Flows/p'
+
+now() { date +%s.%N; }
+seconds() { # wall time of a command, output discarded
+  local t0 t1
+  t0=$(now)
+  "$@" >/dev/null 2>&1
+  t1=$(now)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'
+}
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
+
+tshark_fields() {
+  tshark -n -r "$cap" -T fields -E separator=/t \
+    -e frame.number -e frame.time_epoch -e ip.src -e ip.dst -e ip.dsfield.dscp -e ip.dsfield.ecn \
+    -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.bth.a \
+    -e infiniband.aeth.syndrome -e infiniband.aeth.msn -e macc.cbfc.enbv -e macc.cbfc.pause_time.c3
+}
+
+t_tshark=""; t_analyze=""; t_report=""; t_one=""; t_two=""; t_inline=""
+for _ in $(seq "$rounds"); do
+  t_tshark=$(min "$t_tshark" "$(seconds tshark_fields)")
+  t_analyze=$(min "$t_analyze" "$(seconds "$bin" analyze "$cap" --out "$work/out")")
+  t_report=$(min "$t_report" "$(seconds "$bin" report "$cap")")
+  t_one=$(min "$t_one" "$(seconds taskset -c 0 "$bin" analyze "$cap" --out "$work/out")")
+  t_two=$(min "$t_two" "$(seconds "$bin" analyze "$cap" --out "$work/out")")
+  t_inline=$(min "$t_inline" "$(seconds "$bin" analyze "$cap" --out "$work/out" --threads 1)")
+done
+t_analyze=$(min "$t_analyze" "$t_two")
+
+rate() { awk -v n="$frames" -v t="$1" 'BEGIN { printf "%.2f M", n / t / 1e6 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo
+echo "== 1. throughput (best of $rounds, wall clock)"
+printf '%-44s %7.3f s %10s frames/s\n' "tshark -T fields (baseline)" "$t_tshark" "$(rate "$t_tshark")"
+printf '%-44s %7.3f s %10s frames/s  %7sx tshark\n' "rocescope analyze (all tables, pipelined)" "$t_analyze" "$(rate "$t_analyze")" "$(ratio "$t_tshark" "$t_analyze")"
+printf '%-44s %7.3f s %10s frames/s  %7sx tshark\n' "rocescope report (pipelined)" "$t_report" "$(rate "$t_report")" "$(ratio "$t_tshark" "$t_report")"
+echo
+echo "== 2. both cores"
+printf '%-44s %7.3f s\n' "analyze --threads 1" "$t_inline"
+printf '%-44s %7.3f s\n' "analyze pipelined, taskset -c 0 (1 core)" "$t_one"
+printf '%-44s %7.3f s  %sx vs 1 core, %sx vs --threads 1\n' "analyze pipelined, 2 cores" "$t_two" "$(ratio "$t_one" "$t_two")" "$(ratio "$t_inline" "$t_two")"
+
+if [ "${SKIP_MEMORY:-0}" != 1 ]; then
+  echo
+  echo "== 3. peak RSS (/usr/bin/time -v, analyze with every table)"
+  rss() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident/ { print $6 }'; }
+  synth "$work/m1.pcapng" 1000000 "$work/flows256.json"
+  synth "$work/m5.pcapng" 5000000 "$work/flows256.json"
+  r1=$(rss "$bin" analyze "$work/m1.pcapng" --out "$work/o1")
+  r5=$(rss "$bin" analyze "$work/m5.pcapng" --out "$work/o5")
+  rm -f "$work/m5.pcapng"
+  printf '%-44s %8d KB\n' "1M frames, 256 QPs" "$r1"
+  printf '%-44s %8d KB  (%s of 1M)\n' "5M frames, 256 QPs" "$r5" "$(ratio "$r5" "$r1")"
+  flows 5000 0.08 4096 >"$work/flows10k.json"
+  synth "$work/q10k.pcapng" 1000000 "$work/flows10k.json"
+  rq=$(rss "$bin" analyze "$work/q10k.pcapng" --out "$work/oq")
+  printf '%-44s %8d KB  (%s flows)\n' "1M frames, 10k QPs" "$rq" "$($bin report "$work/q10k.pcapng" --json | awk -F': ' '/"flows":/ && !n++ { gsub(",", "", $2); print $2 }')"
+fi
+
+echo
+echo "== 6. stages (cargo bench --bench stages, same capture)"
+ROCESCOPE_BENCH_CAPTURE="$cap" ROCESCOPE_BENCH_ROUNDS="$rounds" \
+  cargo bench --locked -p rocescope --bench stages --quiet 2>/dev/null

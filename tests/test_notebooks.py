@@ -1,0 +1,247 @@
+"""The notebooks, the dataset layout and the HTML report, end to end.
+
+Sample output is generated here: `rocescope synth ghost-drop` and `incast`
+(small), `analyze --out` and `--dataset` (two hosts, one with rotation),
+`report --html`. The binary is $ROCESCOPE_BIN, else built with cargo.
+
+Run: python3 -m pytest tests/test_notebooks.py
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import duckdb
+import nbformat
+import polars as pl
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+TABLES = ("packets", "flows", "events", "pfc", "timeline")
+GHOST_FRAMES = 8000
+FILE_RE = re.compile(
+    r"host=(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*)/hour=(?P<hour>\d{4}-\d{2}-\d{2}T\d{2})/"
+    r"(?:(?P<table>packets|flows|events|pfc|timeline)-\d{8}T\d{6}\.\d{9}Z(?:-\d+)?\.parquet"
+    r"|_summary-\d{8}T\d{6}\.\d{9}Z\.json)"
+)
+
+
+def binary() -> Path:
+    if os.environ.get("ROCESCOPE_BIN"):
+        return Path(os.environ["ROCESCOPE_BIN"])
+    subprocess.run(["cargo", "build", "--quiet", "--locked", "-p", "rocescope", "--bin", "rocescope"],
+                   cwd=ROOT, check=True)
+    meta = json.loads(subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"],
+                                     cwd=ROOT, check=True, capture_output=True, text=True).stdout)
+    return Path(meta["target_directory"]) / "debug" / "rocescope"
+
+
+def run(*args):
+    out = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
+    assert out.returncode == 0, f"rocescope {args}: {out.stderr}\n{out.stdout}"
+    return out
+
+
+BIN = None
+
+
+@pytest.fixture(scope="session")
+def sample():
+    """Captures, an --out directory and a two-host dataset."""
+    global BIN
+    BIN = binary()
+    tmp = Path(tempfile.mkdtemp(prefix="rocescope-nb-"))
+    ghost, incast = tmp / "ghost.pcapng", tmp / "incast.pcapng"
+    # Enough of the ghost-drop fabric for its first receiver stalls to fire
+    # NIC timeouts (the first few thousand frames are the healthy start).
+    run("synth", "ghost-drop", "--out", ghost, "--packets", GHOST_FRAMES, "--snaplen", 128)
+    run("synth", "incast", "--out", incast, "--packets", 3000)
+    out, ds = tmp / "out", tmp / "dataset"
+    run("analyze", ghost, "--out", out, "--dataset", ds, "--host", "tap-a")
+    # The second host rotates files every 200 µs of capture time.
+    run("analyze", incast, "--dataset", ds, "--host", "tap-b", "--rotate", "200us")
+    yield {"tmp": tmp, "ghost": ghost, "incast": incast, "out": out, "dataset": ds}
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def execute(name: str, env: dict) -> nbformat.NotebookNode:
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the kernel inherits the environment
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return nb
+
+
+def outputs_by_tag(nb):
+    tagged = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for out in cell.outputs:
+            assert out.output_type != "error", f"cell raised: {out.get('ename')}: {out.get('evalue')}"
+            assert not (out.output_type == "stream" and out.name == "stderr"
+                        and "Traceback" in out.text), out.text
+        for tag in cell.metadata.get("tags", []):
+            tagged[tag] = cell.outputs
+    return tagged
+
+
+def mimetypes(outputs):
+    return {m for o in outputs for m in o.get("data", {})}
+
+
+def test_notebooks_have_a_parameters_cell():
+    for name in ("ghost_drops.ipynb", "fabric.ipynb"):
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        nbformat.validate(nb)
+        params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(params) == 1, name
+        # Committed clean: no outputs to review in diffs.
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), name
+
+
+def test_ghost_drops_notebook_draws_every_figure(sample):
+    nb = execute("ghost_drops.ipynb", {"ROCESCOPE_OUT": str(sample["out"])})
+    tagged = outputs_by_tag(nb)
+    for fig in ("fig-psn", "fig-timeline", "fig-pause"):
+        assert "image/png" in mimetypes(tagged[fig]), f"{fig}: no figure"
+    assert "text/html" in mimetypes(tagged["findings"])
+    findings = "".join(o["data"]["text/plain"] for o in tagged["findings"] if "data" in o)
+    assert "ghost-retransmissions" in findings
+    assert "text/html" in mimetypes(tagged["flows"])
+
+
+def test_fabric_notebook_queries_the_dataset(sample):
+    nb = execute("fabric.ipynb", {"ROCESCOPE_DATASET": str(sample["dataset"])})
+    tagged = outputs_by_tag(nb)
+    for fig in ("fig-ports", "fig-victims", "fig-qps"):
+        assert "image/png" in mimetypes(tagged[fig]), f"{fig}: no figure"
+        assert "text/html" in mimetypes(tagged[fig]), f"{fig}: no table"
+    hosts = "".join(o["data"]["text/plain"] for o in tagged["hosts"] if "data" in o)
+    assert "tap-a" in hosts and "tap-b" in hosts
+
+
+def test_dataset_layout_reads_back_with_duckdb_and_polars(sample):
+    ds, out = sample["dataset"], sample["out"]
+    files = [p.relative_to(ds).as_posix() for p in ds.rglob("*") if p.is_file()]
+    assert not [f for f in files if ".partial" in f], "half-written files left"
+    bad = [f for f in files if not FILE_RE.fullmatch(f)]
+    assert not bad, f"unexpected names: {bad}"
+    per_table = {t: [f for f in files if f.split("/")[-1].startswith(t + "-")] for t in TABLES}
+    for t in TABLES:
+        assert {f.split("/")[0] for f in per_table[t]} == {"host=tap-a", "host=tap-b"}, t
+    # tap-b rotated every 200 µs: several packets files in one hour.
+    assert len([f for f in per_table["packets"] if f.startswith("host=tap-b/")]) >= 3
+
+    con = duckdb.connect()
+    for t in TABLES:
+        glob = f"{ds}/*/*/{t}-*.parquet"
+        # tap-a holds exactly what --out holds, column for column, plus run/host/hour.
+        direct = pl.read_parquet(out / f"{t}.parquet")
+        rel = con.sql(f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true)")
+        cols = rel.columns
+        assert cols == direct.columns + ["run", "host", "hour"], t
+        counts = dict(con.sql(
+            f"SELECT host, count(*) FROM read_parquet('{glob}', hive_partitioning = true) GROUP BY host"
+        ).fetchall())
+        assert counts.get("tap-a", 0) == direct.height, t
+        lazy = pl.scan_parquet(glob, hive_partitioning=True)
+        assert lazy.collect_schema().names() == cols, t
+        by_host = lazy.group_by("host").agg(pl.len()).collect()
+        assert dict(by_host.iter_rows()) == {h: n for h, n in counts.items()}, t
+        hours = lazy.select(pl.col("hour").unique()).collect()["hour"].to_list()
+        assert hours == ["2026-01-01T00"], t
+
+    # Same packets as --out, in order, for tap-a.
+    a = (pl.scan_parquet(f"{ds}/*/*/packets-*.parquet", hive_partitioning=True)
+         .filter(pl.col("host") == "tap-a").sort("frame").select("frame", "ts_ns", "psn").collect())
+    assert a.equals(pl.read_parquet(out / "packets.parquet", columns=["frame", "ts_ns", "psn"]))
+    # tap-b's rotated packets add up to its capture's frames.
+    b = con.execute(f"SELECT count(*), count(DISTINCT frame) FROM read_parquet('{ds}/host=tap-b/*/packets-*.parquet')")
+    assert b.fetchone() == (3000, 3000)
+    # Summaries sit beside the tables and name the run and every file.
+    summaries = list(ds.glob("host=*/hour=*/_summary-*.json"))
+    assert len(summaries) == 2
+    for s in summaries:
+        j = json.loads(s.read_text())
+        assert j["dataset"]["host"] in ("tap-a", "tap-b")
+        assert all((ds / f).exists() for f in j["dataset"]["files"])
+        assert j["findings"]
+
+
+def test_dataset_rerun_replaces_instead_of_duplicating(sample, tmp_path):
+    ds = tmp_path / "ds"
+    for _ in range(2):
+        run("analyze", sample["ghost"], "--dataset", ds, "--host", "tap-a")
+    n = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{ds}/*/*/packets-*.parquet')").fetchone()[0]
+    assert n == GHOST_FRAMES
+
+
+def test_html_report_is_self_contained_and_renders(sample, tmp_path):
+    html = tmp_path / "report.html"
+    run("report", sample["ghost"], "--html", html)
+    text = html.read_text()
+    assert text.count("<svg") >= 4, "PSN, throughput and pause-fraction plots"
+    assert "http" not in text.lower(), "the page must not reference any URL"
+    for fetch in ("<script", "<link", "<img", "<iframe", "@import", "url("):
+        assert fetch not in text.lower(), fetch
+    assert "ghost-retransmissions" in text and "<table" in text
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is installed by scripts/setup.sh --test"
+    shot = tmp_path / "shot.png"
+    profile = tempfile.mkdtemp(prefix="rocescope-chromium-")
+    try:
+        subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", f"--screenshot={shot}", "--window-size=1200,3200",
+             html.as_uri()],
+            check=True, capture_output=True, timeout=120,
+        )
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    from PIL import Image  # Pillow comes with matplotlib
+
+    img = Image.open(shot).convert("RGB")
+    w, h = img.size
+    px = img.load()
+
+    def near(c, ref, tol=40):
+        return all(abs(a - b) <= tol for a, b in zip(c, ref))
+
+    counts = {"blue": 0, "red": 0, "pause": 0, "ink": 0}
+    rows_with_plot = set()
+    for y in range(0, h, 2):
+        for x in range(0, w, 2):
+            c = px[x, y]
+            if near(c, (0x1f, 0x77, 0xb4)):
+                counts["blue"] += 1
+                rows_with_plot.add(y // 100)
+            elif near(c, (0xd6, 0x27, 0x28), 30):
+                counts["red"] += 1
+                rows_with_plot.add(y // 100)
+            elif near(c, (0xff, 0xe9, 0xbf), 12):  # the pause shading (orange at 25 %)
+                counts["pause"] += 1
+                rows_with_plot.add(y // 100)
+            if sum(c) < 600:
+                counts["ink"] += 1
+    # Sampled every other pixel both ways: a quarter of the real counts.
+    assert counts["blue"] > 200, counts   # first transmissions, throughput lines
+    assert counts["red"] > 50, counts     # retransmissions
+    assert counts["pause"] > 5000, counts  # shaded pauses
+    assert counts["ink"] > 0.02 * (w // 2) * (h // 2), counts  # not a blank page
+    assert len(rows_with_plot) >= 10, sorted(rows_with_plot)  # plots down the page, not one blob

@@ -1,0 +1,257 @@
+//! Per-stage throughput on one capture, each stage timed alone (best of N
+//! rounds, all in this run), then the whole `analyze` / `report` job, one
+//! thread and pipelined:
+//!
+//! | stage | what is timed |
+//! |---|---|
+//! | read | the capture reader alone (the baseline) |
+//! | read + decode | reader and decoder, records kept in memory |
+//! | analyze | the analyzer over those records (events and timeline dropped) |
+//! | write | every table from the analyzer's output: Arrow builders, Parquet encoding, files |
+//! | report / analyze | `offline::run` without / with tables, `--threads 1` and pipelined |
+//!
+//! `cargo bench -p rocescope --bench stages` (harness-less: it prints
+//! figures; a regression shows as a ratio that moved).
+//! Environment: `ROCESCOPE_BENCH_CAPTURE` (default: a 500k-frame mirror
+//! capture made with `rocescope synth`: 128 connections = 256 QPs, snaplen
+//! 128, ACKs, CE, CNPs, PFC), `ROCESCOPE_BENCH_ROUNDS` (default 3).
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rocescope::analyze::{self, Analyzer, Event, Sink, TimelineRow, VecSink, Verdict};
+use rocescope::decode;
+use rocescope::offline::{self, Options};
+use rocescope::pipeline::Threads;
+use rocescope::sources::CaptureReader;
+use rocescope::tables::packets::{PacketColumns, PacketRow};
+use rocescope::tables::{Columns, RunFacts, TableSet};
+use rocescope::{Kind, PacketRecord};
+
+struct Null;
+impl Sink for Null {
+    fn event(&mut self, _: &Event) {}
+    fn timeline(&mut self, _: &TimelineRow) {}
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+/// The benchmark capture of `scripts/bench.sh`: ghost-drop with 128
+/// connections spread over its hosts, ECN marking early enough for CE and CNPs.
+fn make_capture(dir: &Path, frames: usize) -> PathBuf {
+    let path = dir.join("bench.pcapng");
+    let flows: Vec<String> = (0..128)
+        .map(|i| {
+            format!(
+                r#"{{"src":{},"dst":{},"msg_bytes":65536,"messages":null,"start_ns":{},"udp_sport":null,"start_psn":{},"gbps":3.0}}"#,
+                i % 3,
+                i % 2,
+                i * 500,
+                (i * 7919) % (1 << 24)
+            )
+        })
+        .collect();
+    let status = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(["synth", "ghost-drop", "--out"])
+        .arg(&path)
+        .args([
+            "--packets",
+            &frames.to_string(),
+            "--snaplen",
+            "128",
+            "--duration",
+            "10s",
+        ])
+        .args([
+            "--min-rto",
+            "200us",
+            "--ecn-min",
+            "40KB",
+            "--ecn-max",
+            "300KB",
+            "--ecn-pmax",
+            "0.2",
+        ])
+        .arg("--set")
+        .arg(format!("flows=[{}]", flows.join(",")))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("rocescope synth runs");
+    assert!(status.success(), "rocescope synth failed");
+    path
+}
+
+/// CPU time of this process (all threads) so far.
+fn cpu() -> Duration {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid rusage pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn best<T>(rounds: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = Duration::MAX;
+    let mut out = None;
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        let v = f();
+        best = best.min(t0.elapsed());
+        out = Some(v);
+    }
+    (best, out.expect("at least one round"))
+}
+
+fn read_only(path: &Path) -> u64 {
+    let mut r = CaptureReader::open(path).expect("open");
+    let mut n = 0u64;
+    while let Some(f) = r.next_frame().expect("read") {
+        black_box(f.data);
+        n += 1;
+    }
+    n
+}
+
+fn read_decode(path: &Path) -> Vec<PacketRecord> {
+    let mut r = CaptureReader::open(path).expect("open");
+    let mut recs = Vec::new();
+    while let Some(f) = r.next_frame().expect("read") {
+        let mut rec = decode::decode(f.linktype, f.data, f.orig_len);
+        if rec.kind() == Kind::Other {
+            continue;
+        }
+        rec.frame = f.number;
+        rec.ts_ns = f.ts_ns;
+        rec.iface = f.iface as u16;
+        recs.push(rec);
+    }
+    recs
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let rounds = env_usize("ROCESCOPE_BENCH_ROUNDS", 3).max(1);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let capture = match std::env::var_os("ROCESCOPE_BENCH_CAPTURE") {
+        Some(p) => PathBuf::from(p),
+        None => make_capture(tmp.path(), 500_000),
+    };
+    let paths = [capture.clone()];
+    let frames = read_only(&capture);
+    let mb = std::fs::metadata(&capture).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+    println!(
+        "capture: {} ({frames} frames, {mb:.0} MB, page cache warm)",
+        capture.display()
+    );
+
+    let (t_read, _) = best(rounds, || read_only(&capture));
+    let (t_decode, recs) = best(rounds, || read_decode(&capture));
+    let (t_analyze, _) = best(rounds, || {
+        let mut a = Analyzer::new(analyze::Config::default());
+        for r in &recs {
+            black_box(a.push(r, &mut Null));
+        }
+        a.finish(&mut Null)
+    });
+    // The analyzer's output, kept to time the writer alone.
+    let mut sink = VecSink::default();
+    let mut verdicts: Vec<Verdict> = Vec::with_capacity(recs.len());
+    let mut a = Analyzer::new(analyze::Config::default());
+    for r in &recs {
+        verdicts.push(a.push(r, &mut sink));
+    }
+    let analysis = a.finish(&mut sink);
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    let write = |thread: bool| {
+        let mut t = TableSet::create_with(&out, thread).expect("tables");
+        for i in 0..16 {
+            t.set_iface_name(i, &format!("if{i}"));
+        }
+        for e in &sink.events {
+            t.event(e);
+        }
+        for row in &sink.timeline {
+            t.timeline(row);
+        }
+        for (r, v) in recs.iter().zip(&verdicts) {
+            t.packet(r, *v).expect("packet row");
+        }
+        t.close(&analysis, &RunFacts::default()).expect("close");
+    };
+    let (t_arrays, _) = best(rounds, || {
+        let mut cols = PacketColumns::default();
+        let mut n = 0;
+        for (rec, v) in recs.iter().zip(&verdicts) {
+            cols.append(&PacketRow {
+                rec,
+                iface: "if0",
+                flow_id: v.flow_id,
+                retrans: v.retrans,
+            });
+            if cols.len() >= 16 * 1024 {
+                n += black_box(cols.finish()).len();
+            }
+        }
+        n + cols.finish().len()
+    });
+    let (t_write, _) = best(rounds, || write(false));
+    let (t_write_thread, _) = best(rounds, || write(true));
+    let job = |threads: Threads, tables: bool| {
+        let opts = Options {
+            threads,
+            ..Options::default()
+        };
+        offline::run(&paths, &opts, tables.then_some(out.as_path())).expect("run")
+    };
+    let c0 = cpu();
+    let (t_report_1, _) = best(rounds, || job(Threads::Inline, false));
+    let (t_report_p, _) = best(rounds, || job(Threads::Pipelined, false));
+    let (t_analyze_1, _) = best(rounds, || job(Threads::Inline, true));
+    let c1 = cpu();
+    let (t_analyze_p, _) = best(rounds, || job(Threads::Pipelined, true));
+    let cpu_pipelined = (cpu() - c1) / rounds as u32;
+    let _ = c0;
+
+    println!(
+        "{:<44} {:>9} {:>13} {:>10}",
+        "stage (best of rounds)", "time", "frames/s", "vs read"
+    );
+    let line = |name: &str, t: Duration| {
+        println!(
+            "{name:<44} {:>7.3} s {:>11.2} M {:>9.2}x",
+            t.as_secs_f64(),
+            frames as f64 / t.as_secs_f64() / 1e6,
+            t.as_secs_f64() / t_read.as_secs_f64()
+        );
+    };
+    line("read (capture reader only)", t_read);
+    line("read + decode", t_decode);
+    line("analyze (records in memory)", t_analyze);
+    line("packets rows -> Arrow arrays (no Parquet)", t_arrays);
+    line("write all tables (one thread)", t_write);
+    line("write all tables (packets encoder thread)", t_write_thread);
+    line("report --threads 1", t_report_1);
+    line("report (pipelined)", t_report_p);
+    line("analyze --threads 1", t_analyze_1);
+    line("analyze (pipelined)", t_analyze_p);
+    println!(
+        "analyze (pipelined): {:.3} s CPU per run over {:.3} s wall = {:.2} cores busy",
+        cpu_pipelined.as_secs_f64(),
+        t_analyze_p.as_secs_f64(),
+        cpu_pipelined.as_secs_f64() / t_analyze_p.as_secs_f64()
+    );
+    println!(
+        "pipelined vs one thread: analyze {:.2}x, report {:.2}x",
+        t_analyze_1.as_secs_f64() / t_analyze_p.as_secs_f64(),
+        t_report_1.as_secs_f64() / t_report_p.as_secs_f64()
+    );
+}

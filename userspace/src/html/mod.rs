@@ -1,0 +1,619 @@
+//! `report --html FILE`: one self-contained HTML page — findings, the flow
+//! table and the key plots as inline SVG drawn here (plotters, SVG backend
+//! only). It fetches nothing: no scripts, style sheets, fonts or images
+//! from anywhere; the page opens from a mail attachment on an air-gapped
+//! laptop.
+//!
+//! The report is an [`Output`] of the record pipeline, so it sees the same
+//! stream as the tables and keeps bounded memory:
+//!
+//! * PSN-vs-time points for the first [`MAX_FLOWS`] request flows, at most
+//!   about [`MAX_POINTS`] per flow: retransmissions and rewinds are always
+//!   kept, original sends are thinned (every 2nd, 4th, … once a flow
+//!   overflows), which keeps the picture's shape;
+//! * timeline rows merged into at most [`MAX_BINS`] bins per flow (the bin
+//!   width doubles as needed);
+//! * pause intervals and findings from the finished analysis.
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use rocescope_common::PacketRecord;
+
+use crate::analyze::{self, Analysis, Config, FlowRow, TimelineRow, Verdict, fmt_ip, fmt_utc};
+use crate::pipeline::Output;
+use crate::tables::RunFacts;
+use crate::tables::format::Mac;
+use crate::{Error, Result};
+
+mod plots;
+
+/// Request flows whose packets are kept for PSN plots.
+pub const MAX_FLOWS: usize = 512;
+/// Points kept per flow (about: retransmissions beyond it are still kept).
+pub const MAX_POINTS: usize = 4096;
+/// Timeline bins kept per flow.
+pub const MAX_BINS: usize = 1024;
+/// Flows drawn in the PSN plots.
+const PSN_PLOTS: usize = 3;
+/// Rows of the flow table.
+const TABLE_ROWS: usize = 50;
+
+/// A sent request packet: the tcptrace picture's dot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mark {
+    Original,
+    Retrans,
+    /// A retransmission that started a Go-Back-N rewind.
+    Rewind,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Point {
+    pub ts_ns: u64,
+    /// The PSN unwrapped (24-bit serial arithmetic) relative to the first.
+    pub psn: i64,
+    pub mark: Mark,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct FlowPoints {
+    pub first_psn: u32,
+    last: Option<(u32, i64)>,
+    /// Keep every `stride`-th original send.
+    stride: u64,
+    originals: u64,
+    pub points: Vec<Point>,
+    /// Originals were thinned.
+    pub thinned: bool,
+}
+
+impl FlowPoints {
+    fn push(&mut self, ts_ns: u64, psn: u32, mark: Mark) {
+        let unwrapped = match self.last {
+            None => {
+                self.first_psn = psn;
+                self.stride = 1;
+                0
+            }
+            Some((last, at)) => {
+                // Signed 24-bit distance from the previous PSN.
+                let d = (psn.wrapping_sub(last) & 0x00ff_ffff) as i64;
+                at + if d >= 1 << 23 { d - (1 << 24) } else { d }
+            }
+        };
+        self.last = Some((psn, unwrapped));
+        if mark == Mark::Original {
+            self.originals += 1;
+            if !self.originals.is_multiple_of(self.stride) {
+                return;
+            }
+        }
+        self.points.push(Point {
+            ts_ns,
+            psn: unwrapped,
+            mark,
+        });
+        if self.points.len() > MAX_POINTS {
+            self.thin();
+        }
+    }
+
+    /// Halves the originals kept so far and from now on.
+    fn thin(&mut self) {
+        let mut n = 0u64;
+        self.points.retain(|p| {
+            if p.mark != Mark::Original {
+                return true;
+            }
+            n += 1;
+            n.is_multiple_of(2)
+        });
+        self.stride *= 2;
+        self.thinned = true;
+    }
+}
+
+/// A timeline bin, merged from the analyzer's rows.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Bin {
+    pub bits: f64,
+    pub goodput_bits: f64,
+    pub ce: u64,
+    pub cnps: u64,
+    pub retrans: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Series {
+    pub width_ns: u64,
+    pub bins: BTreeMap<u64, Bin>,
+}
+
+impl Series {
+    fn add(&mut self, row: &TimelineRow) {
+        if self.width_ns == 0 {
+            self.width_ns = row.bin_ns.max(1);
+        }
+        let key = row.bin_start_ns / self.width_ns * self.width_ns;
+        let b = self.bins.entry(key).or_default();
+        b.bits += row.bytes as f64 * 8.0;
+        b.goodput_bits += row.goodput_gbps * row.bin_ns as f64;
+        b.ce += row.ce;
+        b.cnps += row.cnps;
+        b.retrans += row.retrans_packets;
+        if self.bins.len() > MAX_BINS {
+            self.width_ns *= 2;
+            let old = std::mem::take(&mut self.bins);
+            for (k, v) in old {
+                let b = self
+                    .bins
+                    .entry(k / self.width_ns * self.width_ns)
+                    .or_default();
+                b.bits += v.bits;
+                b.goodput_bits += v.goodput_bits;
+                b.ce += v.ce;
+                b.cnps += v.cnps;
+                b.retrans += v.retrans;
+            }
+        }
+    }
+}
+
+/// Collects what the report draws while the capture streams through, and
+/// writes the page when the run ends.
+pub struct HtmlReport {
+    path: PathBuf,
+    dscp_to_priority: Option<[u8; 64]>,
+    points: HashMap<u32, FlowPoints>,
+    timeline: HashMap<u32, Series>,
+    /// A rewind event just seen, for the record that follows it.
+    pending_rewind: Option<(u32, u32)>,
+}
+
+impl HtmlReport {
+    pub fn new(path: &Path, config: &Config) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            dscp_to_priority: config.dscp_to_priority,
+            points: HashMap::new(),
+            timeline: HashMap::new(),
+            pending_rewind: None,
+        }
+    }
+
+    /// The flow's priority as the analyzer assigns it (PCP, else DSCP map).
+    fn priority(&self, f: &FlowRow) -> Option<u8> {
+        f.pcp.or_else(|| {
+            f.dscp.map(|d| match &self.dscp_to_priority {
+                Some(map) => map[usize::from(d & 63)],
+                None => d >> 3,
+            })
+        })
+    }
+
+    /// Renders the page.
+    pub fn render(&self, analysis: &Analysis, facts: &RunFacts) -> Result<String> {
+        let s = &analysis.summary;
+        let t0 = s.first_ts_ns.unwrap_or(0);
+        let t1 = s.last_ts_ns.unwrap_or(t0).max(t0 + 1);
+        let err = |e: String| Error::Write {
+            path: self.path.clone(),
+            detail: format!("cannot draw a plot: {e}"),
+        };
+
+        let mut h = String::with_capacity(256 * 1024);
+        h.push_str(HEAD);
+        let title = match facts.captures.as_slice() {
+            [one] => format!("rocescope — {one}"),
+            many => format!("rocescope — {} captures", many.len()),
+        };
+        let _ = write!(
+            h,
+            "<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+            esc(&title),
+            esc(&title)
+        );
+        let _ = writeln!(
+            h,
+            "<p class=facts>{} → {} ({:.3} ms) · {} frames read · {} RoCE, {} CNP, {} PFC, {} PAUSE, {} malformed · {} flows · link {} Gb/s</p>",
+            esc(&fmt_utc(t0)),
+            esc(&fmt_utc(t1)),
+            s.duration_ns as f64 / 1e6,
+            facts.frames_read,
+            s.frames.roce,
+            s.frames.cnp,
+            s.frames.pfc,
+            s.frames.pause,
+            s.frames.malformed,
+            s.totals.flows,
+            s.link_speed_bps as f64 / 1e9,
+        );
+        if let Some(stop) = &facts.stopped_by {
+            let _ = writeln!(
+                h,
+                "<p class=warn>Stopped early: {} (everything before it is analysed)</p>",
+                esc(stop)
+            );
+        }
+
+        h.push_str("<h2>Findings</h2>\n");
+        if s.findings.is_empty() {
+            h.push_str("<p>No findings: nothing looks wrong in this capture.</p>\n");
+        }
+        for f in &s.findings {
+            let flows = if f.flows.is_empty() {
+                String::new()
+            } else {
+                let shown: Vec<String> = f.flows.iter().take(20).map(u32::to_string).collect();
+                let more = if f.flows.len() > 20 { ", …" } else { "" };
+                format!("<p class=flows>Flows: {}{more}</p>", shown.join(", "))
+            };
+            let _ = write!(
+                h,
+                "<div class=\"finding {sev}\"><p><span class=sev>{sev}</span> <b>{title}</b> <code>{id}</code></p>\n<p>{detail}</p>\n<p class=rec>→ {rec}</p>{flows}</div>\n",
+                sev = esc(f.severity),
+                title = esc(&f.title),
+                id = esc(f.id),
+                detail = esc(&f.detail),
+                rec = esc(&f.recommendation),
+            );
+        }
+
+        // PSN vs time of the worst flows.
+        let worst = self.worst_flows(analysis);
+        if !worst.is_empty() {
+            h.push_str("<h2>Sequence (PSN) over time</h2>\n<p class=note>Each dot is a request packet as the tap saw it: <span style=\"color:#1f77b4\">●</span> first transmission, <span style=\"color:#d62728\">●</span> retransmission, <span style=\"color:#000\">▲</span> start of a Go-Back-N rewind. Shaded: PFC pause of the flow's priority on its interface.</p>\n");
+        }
+        for f in worst {
+            let Some(points) = self.points.get(&f.flow_id) else {
+                continue;
+            };
+            let pauses: Vec<(u64, u64)> = analysis
+                .pfc
+                .iter()
+                .filter(|p| p.iface == f.iface && Some(p.priority) == self.priority(f))
+                .map(|p| (p.start_ns, p.end_ns))
+                .collect();
+            let caption = format!(
+                "flow {} · {} → {} QP {} · {} · {} rewinds, {} retransmitted of {} data packets{}",
+                f.flow_id,
+                fmt_ip(&f.src_ip),
+                fmt_ip(&f.dst_ip),
+                f.dest_qp,
+                s.iface_name(f.iface),
+                f.rewinds,
+                f.retrans_packets,
+                f.data_packets,
+                if points.thinned {
+                    " (first transmissions thinned for drawing)"
+                } else {
+                    ""
+                }
+            );
+            let svg = plots::psn(points, &pauses, t0, t1).map_err(err)?;
+            figure(&mut h, "psn", &svg, &caption);
+        }
+
+        // Throughput, goodput, CE/CNP over time.
+        let top = top_flows_by_bytes(analysis, 6);
+        let all_pauses: Vec<(u64, u64)> = analysis
+            .pfc
+            .iter()
+            .map(|p| (p.start_ns, p.end_ns))
+            .collect();
+        if !top.is_empty() {
+            let series: Vec<(String, &Series)> = top
+                .iter()
+                .filter_map(|f| {
+                    self.timeline
+                        .get(&f.flow_id)
+                        .map(|ser| (format!("flow {} QP {}", f.flow_id, f.dest_qp), ser))
+                })
+                .collect();
+            h.push_str("<h2>Throughput over time</h2>\n");
+            let svg = plots::throughput(&series, &all_pauses, t0, t1).map_err(err)?;
+            figure(
+                &mut h,
+                "throughput",
+                &svg,
+                "Gb/s sent per flow (first transmissions and retransmissions), the six busiest request flows; shaded: a PFC pause on any interface",
+            );
+        }
+        if s.totals.ce + s.totals.cnps > 0 {
+            let all: Vec<&Series> = self.timeline.values().collect();
+            let svg = plots::ce_cnp(&all, t0, t1).map_err(err)?;
+            figure(
+                &mut h,
+                "ecn",
+                &svg,
+                "CE-marked data packets and CNPs per bin, all flows",
+            );
+        }
+
+        // Pause fraction per port and priority.
+        if !s.pfc.is_empty() {
+            h.push_str("<h2>PFC pause fraction per port and priority</h2>\n");
+            let bars: Vec<(String, f64)> = s
+                .pfc
+                .iter()
+                .map(|p| (format!("{} prio {}", p.iface_name, p.priority), p.fraction))
+                .collect();
+            let svg = plots::pause_fraction(&bars).map_err(err)?;
+            figure(
+                &mut h,
+                "pause",
+                &svg,
+                "Paused time over the capture's duration",
+            );
+            h.push_str("<table><tr><th>interface</th><th>priority</th><th>PFC frames</th><th>XON</th><th>paused ms</th><th>fraction</th><th>storms</th></tr>\n");
+            for p in &s.pfc {
+                let _ = writeln!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.2} %</td><td>{}</td></tr>",
+                    esc(&p.iface_name),
+                    p.priority,
+                    p.frames,
+                    p.xon_frames,
+                    p.paused_ns as f64 / 1e6,
+                    p.fraction * 100.0,
+                    p.storms
+                );
+            }
+            h.push_str("</table>\n");
+            let mut senders: BTreeMap<(String, u8, String), (u64, u64)> = BTreeMap::new();
+            for p in &analysis.pfc {
+                let e = senders
+                    .entry((
+                        s.iface_name(p.iface),
+                        p.priority,
+                        Mac(p.src_mac).to_string(),
+                    ))
+                    .or_default();
+                e.0 += 1;
+                e.1 += p.end_ns.saturating_sub(p.start_ns);
+            }
+            if !senders.is_empty() {
+                h.push_str("<p class=note>Who sent the pauses:</p><table><tr><th>interface</th><th>priority</th><th>from MAC</th><th>intervals</th><th>paused ms</th></tr>\n");
+                for ((iface, prio, mac), (n, ns)) in senders.iter().take(TABLE_ROWS) {
+                    let _ = writeln!(
+                        h,
+                        "<tr><td>{}</td><td>{prio}</td><td>{mac}</td><td>{n}</td><td>{:.3}</td></tr>",
+                        esc(iface),
+                        *ns as f64 / 1e6
+                    );
+                }
+                h.push_str("</table>\n");
+            }
+        }
+
+        // The flow table.
+        let _ = write!(
+            h,
+            "<h2>Flows</h2>\n<p class=note>{} flows; the {} with the most retransmissions first.</p>\n",
+            analysis.flows.len(),
+            analysis.flows.len().min(TABLE_ROWS)
+        );
+        h.push_str("<table class=flows><tr><th>id</th><th>interface</th><th>src → dst</th><th>QP</th><th>pair</th><th>prio</th><th>packets</th><th>retrans</th><th>rate</th><th>rewinds (nak/rnr/timeout)</th><th>spurious</th><th>gaps</th><th>CE</th><th>CNPs</th><th>Gb/s</th><th>goodput</th><th>max idle µs</th></tr>\n");
+        let mut flows: Vec<&FlowRow> = analysis.flows.iter().collect();
+        flows.sort_by(|a, b| {
+            b.retrans_packets
+                .cmp(&a.retrans_packets)
+                .then(b.bytes.cmp(&a.bytes))
+                .then(a.flow_id.cmp(&b.flow_id))
+        });
+        for f in flows.into_iter().take(TABLE_ROWS) {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} %</td><td>{} ({}/{}/{})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td></tr>",
+                f.flow_id,
+                esc(&s.iface_name(f.iface)),
+                fmt_ip(&f.src_ip),
+                fmt_ip(&f.dst_ip),
+                f.dest_qp,
+                f.paired_qp.map(|q| q.to_string()).unwrap_or_default(),
+                self.priority(f).map(|p| p.to_string()).unwrap_or_default(),
+                f.packets,
+                f.retrans_packets,
+                f.retrans_rate * 100.0,
+                f.rewinds,
+                f.rewinds_nak,
+                f.rewinds_rnr,
+                f.rewinds_timeout,
+                f.spurious_retrans,
+                f.gaps,
+                f.ce,
+                f.cnps,
+                f.gbps,
+                f.goodput_gbps,
+                f.max_idle_us
+            );
+        }
+        h.push_str("</table>\n");
+        let _ = write!(
+            h,
+            "<p class=foot>rocescope {} · captures: {}</p>\n</body>\n</html>\n",
+            env!("CARGO_PKG_VERSION"),
+            esc(&facts.captures.join(", "))
+        );
+        Ok(h)
+    }
+
+    /// Request flows with points, most rewinds then most retransmissions
+    /// first; with none retransmitting, the busiest one.
+    fn worst_flows<'a>(&self, analysis: &'a Analysis) -> Vec<&'a FlowRow> {
+        let mut flows: Vec<&FlowRow> = analysis
+            .flows
+            .iter()
+            .filter(|f| {
+                self.points
+                    .get(&f.flow_id)
+                    .is_some_and(|p| !p.points.is_empty())
+            })
+            .collect();
+        flows.sort_by(|a, b| {
+            (b.rewinds, b.retrans_packets, b.data_packets).cmp(&(
+                a.rewinds,
+                a.retrans_packets,
+                a.data_packets,
+            ))
+        });
+        let bad = flows.iter().filter(|f| f.retrans_packets > 0).count();
+        flows.truncate(bad.clamp(1, PSN_PLOTS));
+        flows
+    }
+}
+
+fn top_flows_by_bytes(analysis: &Analysis, n: usize) -> Vec<&FlowRow> {
+    let mut flows: Vec<&FlowRow> = analysis
+        .flows
+        .iter()
+        .filter(|f| f.data_packets > 0)
+        .collect();
+    flows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.flow_id.cmp(&b.flow_id)));
+    flows.truncate(n);
+    flows
+}
+
+fn figure(h: &mut String, class: &str, svg: &str, caption: &str) {
+    let _ = writeln!(
+        h,
+        "<figure class=\"plot {class}\">{svg}<figcaption>{}</figcaption></figure>",
+        esc(caption)
+    );
+}
+
+/// HTML text escaping.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const HEAD: &str = "<!DOCTYPE html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n<meta name=viewport content=\"width=device-width, initial-scale=1\">\n";
+
+const CSS: &str = "
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1100px;padding:0 16px;color:#222;background:#fff}
+h1{font-size:1.4em;margin-bottom:4px}h2{font-size:1.15em;margin-top:28px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.facts,.note,.foot{color:#555;font-size:.9em}.warn{color:#a40}
+.finding{border-left:6px solid #888;background:#f7f7f7;padding:6px 12px;margin:10px 0}
+.finding p{margin:4px 0}.finding.critical{border-color:#c0392b}.finding.warning{border-color:#e67e22}.finding.info{border-color:#2980b9}
+.sev{display:inline-block;text-transform:uppercase;font-size:.75em;font-weight:bold;color:#fff;background:#888;padding:1px 6px;border-radius:3px}
+.critical .sev{background:#c0392b}.warning .sev{background:#e67e22}.info .sev{background:#2980b9}
+.rec{color:#145a32}.flows{color:#555;font-size:.85em}
+figure{margin:12px 0}figure svg{max-width:100%;height:auto;display:block}figcaption{color:#555;font-size:.85em}
+table{border-collapse:collapse;font-size:.82em;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}
+th{background:#f0f0f0}.flows td{white-space:nowrap}.flows td:nth-child(2),.flows td:nth-child(3){text-align:left}
+";
+
+impl analyze::Sink for HtmlReport {
+    fn event(&mut self, e: &analyze::Event) {
+        if let ("rewind", Some(flow), Some(psn)) = (e.kind, e.flow_id, e.psn) {
+            self.pending_rewind = Some((flow, psn));
+        }
+    }
+
+    fn timeline(&mut self, row: &TimelineRow) {
+        if self.timeline.len() < MAX_FLOWS * 4 || self.timeline.contains_key(&row.flow_id) {
+            self.timeline.entry(row.flow_id).or_default().add(row);
+        }
+    }
+}
+
+impl Output for HtmlReport {
+    fn name_iface(&mut self, _: u16, _: &str) {}
+
+    fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
+        let pending = self.pending_rewind.take();
+        let (Some(flow), Some(retrans)) = (verdict.flow_id, verdict.retrans) else {
+            return Ok(());
+        };
+        let mark = match (retrans, pending) {
+            (true, Some((f, psn))) if f == flow && psn == rec.psn => Mark::Rewind,
+            (true, _) => Mark::Retrans,
+            (false, _) => Mark::Original,
+        };
+        if !self.points.contains_key(&flow) && self.points.len() >= MAX_FLOWS {
+            return Ok(());
+        }
+        self.points
+            .entry(flow)
+            .or_default()
+            .push(rec.ts_ns, rec.psn, mark);
+        Ok(())
+    }
+
+    fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()> {
+        let page = self.render(analysis, facts)?;
+        crate::tables::write_text(&self.path, &page)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psn_unwraps_and_thins_but_keeps_retransmissions() {
+        let mut f = FlowPoints::default();
+        f.push(0, 0xff_fffe, Mark::Original);
+        f.push(1, 0xff_ffff, Mark::Original);
+        f.push(2, 0, Mark::Original);
+        f.push(3, 0xff_fffe, Mark::Rewind);
+        let psns: Vec<i64> = f.points.iter().map(|p| p.psn).collect();
+        assert_eq!(psns, [0, 1, 2, 0]);
+        for i in 0..3 * MAX_POINTS as u32 {
+            f.push(10 + u64::from(i), (i + 1) & 0xff_ffff, Mark::Original);
+        }
+        assert!(f.thinned);
+        assert!(f.points.len() <= MAX_POINTS + 1);
+        assert_eq!(
+            f.points.iter().filter(|p| p.mark == Mark::Rewind).count(),
+            1
+        );
+    }
+
+    #[test]
+    fn timeline_bins_merge_and_keep_totals() {
+        let mut s = Series::default();
+        for i in 0..(3 * MAX_BINS as u64) {
+            s.add(&TimelineRow {
+                flow_id: 0,
+                bin_start_ns: i * 100,
+                bin_ns: 100,
+                packets: 1,
+                bytes: 10,
+                retrans_packets: 0,
+                ce: 1,
+                cnps: 0,
+                gbps: 0.8,
+                goodput_gbps: 0.8,
+                paused_ns: 0,
+            });
+        }
+        assert!(s.bins.len() <= MAX_BINS);
+        assert_eq!(
+            s.bins.values().map(|b| b.ce).sum::<u64>(),
+            3 * MAX_BINS as u64
+        );
+        let bits: f64 = s.bins.values().map(|b| b.bits).sum();
+        assert_eq!(bits, 3.0 * MAX_BINS as f64 * 80.0);
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(
+            esc("<a href='x'>&</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&lt;/a&gt;"
+        );
+    }
+}

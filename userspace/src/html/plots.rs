@@ -1,0 +1,306 @@
+//! The report's plots, drawn as SVG text with plotters' SVG backend.
+//!
+//! Times are milliseconds since the capture's first frame. Text is laid out
+//! with plotters' built-in estimate (no font files are read) and drawn by
+//! the browser in its sans-serif font.
+use std::error::Error as StdError;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{FlowPoints, Mark, Series};
+
+type DrawResult = std::result::Result<(), Box<dyn StdError>>;
+
+const WIDTH: u32 = 1000;
+const BLUE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+const RED_: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+const PAUSE: RGBColor = RGBColor(0xff, 0xa5, 0x00);
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+];
+
+/// Draws on a `w`×`h` SVG and returns it, ready to inline in HTML5 (the
+/// namespace attribute, a URL that is never fetched, is left out).
+fn svg(
+    w: u32,
+    h: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult,
+) -> Result<String, String> {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        draw(&root).map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(buf.replace(" xmlns=\"http://www.w3.org/2000/svg\"", ""))
+}
+
+fn ms(ts_ns: u64, t0: u64) -> f64 {
+    ts_ns.saturating_sub(t0) as f64 / 1e6
+}
+
+/// Pause intervals within `[lo, hi]` ms, merged where closer than a pixel
+/// would show (so a storm of short pauses stays a few rectangles).
+fn shaded(pauses: &[(u64, u64)], t0: u64, lo: f64, hi: f64) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = pauses
+        .iter()
+        .map(|&(s, e)| (ms(s, t0).max(lo), ms(e, t0).min(hi)))
+        .filter(|(s, e)| e > s)
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let gap = (hi - lo) / 2000.0;
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        match out.last_mut() {
+            Some(last) if s <= last.1 + gap => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+fn padded(lo: f64, hi: f64) -> (f64, f64) {
+    let span = (hi - lo).abs().max(1e-9);
+    (lo - span * 0.02, hi + span * 0.02)
+}
+
+/// PSN over time (the tcptrace picture): first sends, retransmissions,
+/// rewinds, and the flow's paused intervals shaded.
+pub fn psn(flow: &FlowPoints, pauses: &[(u64, u64)], t0: u64, _t1: u64) -> Result<String, String> {
+    let pts = &flow.points;
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, i64::MAX, i64::MIN);
+    for p in pts {
+        let x = ms(p.ts_ns, t0);
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(p.psn);
+        y1 = y1.max(p.psn);
+    }
+    let (x0, x1) = padded(x0, x1);
+    let (y0, y1) = padded(y0 as f64, y1 as f64);
+    let shade = shaded(pauses, t0, x0, x1);
+    svg(WIDTH, 420, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .x_desc("ms since capture start")
+            .y_desc(format!("PSN − {}", flow.first_psn))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        chart
+            .draw_series(
+                shade
+                    .iter()
+                    .map(|&(s, e)| Rectangle::new([(s, y0), (e, y1)], PAUSE.mix(0.25).filled())),
+            )?
+            .label("PFC paused")
+            .legend(|(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 12, y + 5)], PAUSE.mix(0.4).filled())
+            });
+        let of = |m: Mark| pts.iter().filter(move |p| p.mark == m);
+        chart
+            .draw_series(
+                of(Mark::Original)
+                    .map(|p| Circle::new((ms(p.ts_ns, t0), p.psn as f64), 1, BLUE.filled())),
+            )?
+            .label("first transmission")
+            .legend(|(x, y)| Circle::new((x + 6, y), 3, BLUE.filled()));
+        chart
+            .draw_series(
+                of(Mark::Retrans)
+                    .map(|p| Circle::new((ms(p.ts_ns, t0), p.psn as f64), 2, RED_.filled())),
+            )?
+            .label("retransmission")
+            .legend(|(x, y)| Circle::new((x + 6, y), 3, RED_.filled()));
+        chart
+            .draw_series(
+                of(Mark::Rewind).map(|p| {
+                    TriangleMarker::new((ms(p.ts_ns, t0), p.psn as f64), 6, BLACK.filled())
+                }),
+            )?
+            .label("Go-Back-N rewind")
+            .legend(|(x, y)| TriangleMarker::new((x + 6, y), 5, BLACK.filled()));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Gb/s sent per flow over time, pauses shaded.
+pub fn throughput(
+    series: &[(String, &Series)],
+    pauses: &[(u64, u64)],
+    t0: u64,
+    t1: u64,
+) -> Result<String, String> {
+    let (x0, x1) = padded(0.0, ms(t1, t0));
+    let gbps = |s: &Series, bits: f64| bits / s.width_ns.max(1) as f64;
+    let ymax = series
+        .iter()
+        .flat_map(|(_, s)| s.bins.values().map(move |b| gbps(s, b.bits)))
+        .fold(0.0f64, f64::max)
+        .max(1e-3)
+        * 1.1;
+    let shade = shaded(pauses, t0, x0, x1);
+    svg(WIDTH, 360, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, 0.0..ymax)?;
+        chart
+            .configure_mesh()
+            .x_desc("ms since capture start")
+            .y_desc("Gb/s")
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        chart
+            .draw_series(
+                shade
+                    .iter()
+                    .map(|&(s, e)| Rectangle::new([(s, 0.0), (e, ymax)], PAUSE.mix(0.2).filled())),
+            )?
+            .label("PFC paused (any port)")
+            .legend(|(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 12, y + 5)], PAUSE.mix(0.4).filled())
+            });
+        for (i, (name, s)) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let half = s.width_ns as f64 / 2.0;
+            chart
+                .draw_series(LineSeries::new(
+                    s.bins
+                        .iter()
+                        .map(|(&k, b)| (ms(k, t0) + half / 1e6, gbps(s, b.bits))),
+                    color.stroke_width(2),
+                ))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 14, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// CE-marked packets and CNPs per bin, summed over flows.
+pub fn ce_cnp(all: &[&Series], t0: u64, t1: u64) -> Result<String, String> {
+    let width = all.iter().map(|s| s.width_ns).max().unwrap_or(1).max(1);
+    let mut sum: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
+    for s in all {
+        for (&k, b) in &s.bins {
+            let e = sum.entry(k / width * width).or_default();
+            e.0 += b.ce;
+            e.1 += b.cnps;
+        }
+    }
+    let (x0, x1) = padded(0.0, ms(t1, t0));
+    let ymax = sum
+        .values()
+        .map(|&(c, n)| c.max(n))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64
+        * 1.1;
+    let half = width as f64 / 2e6;
+    svg(WIDTH, 300, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, 0.0..ymax)?;
+        chart
+            .configure_mesh()
+            .x_desc("ms since capture start")
+            .y_desc(format!("per {:.0} µs", width as f64 / 1e3))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        let orange = RGBColor(0xe6, 0x7e, 0x22);
+        let green = RGBColor(0x2c, 0xa0, 0x2c);
+        chart
+            .draw_series(LineSeries::new(
+                sum.iter().map(|(&k, &(c, _))| (ms(k, t0) + half, c as f64)),
+                orange.stroke_width(2),
+            ))?
+            .label("CE-marked packets")
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], orange.stroke_width(2)));
+        chart
+            .draw_series(LineSeries::new(
+                sum.iter().map(|(&k, &(_, n))| (ms(k, t0) + half, n as f64)),
+                green.stroke_width(2),
+            ))?
+            .label("CNPs")
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], green.stroke_width(2)));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Horizontal bars: paused fraction per port and priority, labelled.
+pub fn pause_fraction(bars: &[(String, f64)]) -> Result<String, String> {
+    let n = bars.len().max(1);
+    let h = 70 + 26 * n as u32;
+    svg(WIDTH, h, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(10)
+            .build_cartesian_2d(0.0..100.0, 0.0..n as f64)?;
+        chart
+            .configure_mesh()
+            .x_desc("% of the capture paused")
+            .disable_y_mesh()
+            .disable_y_axis()
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        let y = |i: usize| (n - 1 - i) as f64;
+        chart.draw_series(bars.iter().enumerate().map(|(i, (_, f))| {
+            Rectangle::new(
+                [
+                    (0.0, y(i) + 0.15),
+                    ((f * 100.0).clamp(0.0, 100.0), y(i) + 0.85),
+                ],
+                PAUSE.mix(0.8).filled(),
+            )
+        }))?;
+        let style = ("sans-serif", 13).into_font().color(&BLACK);
+        chart.draw_series(bars.iter().enumerate().map(|(i, (name, f))| {
+            // Inside a long bar's left end, else just after a short one.
+            let pct = f * 100.0;
+            let x = if pct > 60.0 { 1.0 } else { pct + 1.0 };
+            Text::new(
+                format!("{name} — {pct:.2} %"),
+                (x, y(i) + 0.7),
+                style.clone(),
+            )
+        }))?;
+        Ok(())
+    })
+}
