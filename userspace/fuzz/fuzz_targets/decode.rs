@@ -1,4 +1,5 @@
-//! Any bytes as one frame: the decoder must never panic.
+//! Any bytes as one frame: the decoder, and the RDMA CM view of its
+//! payload (REQ/REP MADs on QP1), must never panic.
 //!
 //! First byte: its value mod 3 picks the link type (Ethernet, Linux SLL,
 //! Linux SLL2); its top bit says the frame was cut by a snaplen (the wire
@@ -22,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
     let frame_len = u32::try_from(frame.len())
         .unwrap_or(u32::MAX)
         .saturating_add(cut);
-    let record = rocescope::decode::decode(lt, frame, frame_len);
-    std::hint::black_box(record);
+    let (record, payload) = rocescope::decode::decode_with_payload(lt, frame, frame_len);
+    let cm = rocescope::decode::cm::message(&record, payload);
+    std::hint::black_box((record, cm));
 });
