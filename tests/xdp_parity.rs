@@ -41,7 +41,7 @@ struct Checker {
 impl Checker {
     fn new(drop_after_capture: bool) -> Checker {
         let tap =
-            Tap::load(Program::Decoder, drop_after_capture, None).expect("the XDP program loads");
+            Tap::load(Program::Decoder, drop_after_capture, rocescope::live::RingTuning::default()).expect("the XDP program loads");
         Checker {
             tap,
             runs: 0,

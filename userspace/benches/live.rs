@@ -28,7 +28,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rocescope::live::replay::RawSender;
-use rocescope::live::{self, Program, Tap, XdpModeArg};
+use std::hint::black_box;
+
+use rocescope::live::{self, Program, RingTuning, Tap, XdpModeArg, tap};
+use rocescope::units;
 use rocescope::synth::frame::{RoceFrame, WireFrame};
 
 fn ip(args: &[&str]) -> bool {
@@ -135,7 +138,7 @@ fn main() {
     );
 
     // 1. Baseline.
-    let mut base = Tap::load(Program::BarePass, false, None).expect("load");
+    let mut base = Tap::load(Program::BarePass, false, RingTuning::default()).expect("load");
     let mode = base.attach(&b, XdpModeArg::Auto).expect("attach");
     let t0 = Instant::now();
     send(&sender, &frames, None);
@@ -148,13 +151,99 @@ fn main() {
         base_rate
     );
 
-    // 2. Live, paced down until no ring-buffer drops.
+    let tunings = tunings();
+    // 2. The ring path alone: the decoding program, the ring, a consumer
+    //    that only copies records out (no analysis, no tables).
+    for t in &tunings {
+        ring_only(&sender, &b, &frames, *t, base_rate);
+    }
+    // 3. The whole live path, paced down until no ring-buffer drops.
+    for t in &tunings {
+        whole_path(&sender, &b, &frames, *t, base_rate);
+    }
+}
+
+/// Ring tunings compared: `ROCESCOPE_BENCH_RING` = `SIZE/WAKEUP,...`
+/// (default: the defaults; 64 MiB with 256 KiB wake-ups).
+fn tunings() -> Vec<RingTuning> {
+    let spec = std::env::var("ROCESCOPE_BENCH_RING").unwrap_or_else(|_| "16MiB/0,64MiB/256KiB".into());
+    spec.split(',')
+        .map(|one| {
+            let (size, wakeup) = one.split_once('/').expect("SIZE/WAKEUP");
+            RingTuning::new(
+                Some(units::parse_bytes(size).expect("ring size")),
+                Some(units::parse_bytes(wakeup).expect("wake-up bytes")),
+            )
+            .expect("ring tuning")
+        })
+        .collect()
+}
+
+fn describe(t: RingTuning) -> String {
+    let wake = if t.wakeup_bytes == 0 {
+        "wake-up on catch-up".to_string()
+    } else {
+        format!("wake-up every {} KiB + {} ms poll", t.wakeup_bytes >> 10, t.poll.as_millis())
+    };
+    format!("ring {} MiB, {wake}", t.bytes >> 20)
+}
+
+/// The decoding program and a busy consumer that copies records off the ring.
+fn ring_only(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning, base_rate: f64) {
+    let mut tap = Tap::load(Program::Decoder, false, t).expect("load");
+    tap.attach(iface, XdpModeArg::Auto).expect("attach");
+    let mut ring = tap.take_ring().expect("ring");
+    let stop = Arc::new(AtomicBool::new(false));
+    let taken = Arc::new(AtomicU64::new(0));
+    let consumer = {
+        let (stop, taken) = (stop.clone(), taken.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            let mut sum = 0u64;
+            loop {
+                match ring.next() {
+                    Some(item) => {
+                        if let Some(rec) = tap::record_from_bytes(&item) {
+                            sum = sum.wrapping_add(u64::from(rec.psn));
+                            n += 1;
+                        }
+                    }
+                    None if stop.load(Ordering::Relaxed) => break,
+                    None => std::thread::sleep(t.poll.min(Duration::from_micros(200))),
+                }
+                if n % 4096 == 0 {
+                    taken.store(n, Ordering::Relaxed);
+                }
+            }
+            taken.store(n, Ordering::Relaxed);
+            black_box(sum);
+        })
+    };
+    let t0 = Instant::now();
+    send(sender, frames, None);
+    let (seen, span) = settle(&tap, t0);
+    stop.store(true, Ordering::Relaxed);
+    consumer.join().unwrap();
+    let c = tap.counters().unwrap();
+    let rate = seen as f64 / span.as_secs_f64();
+    println!(
+        "  ring only ({}): {seen} frames, {} records taken, {} ring-buffer drops; XDP side {rate:.0} frames/s = {:.2} × baseline",
+        describe(t),
+        taken.load(Ordering::Relaxed),
+        c.ring_full,
+        rate / base_rate
+    );
+}
+
+/// `live::run` with every table, paced down until no ring-buffer drops.
+fn whole_path(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning, base_rate: f64) {
+    let n = frames.len();
     let mut pps: Option<f64> = None;
     for round in 1..=5 {
         let seen = Arc::new(AtomicU64::new(0));
         let out = tempfile::tempdir().unwrap();
         let opts = live::Options {
-            iface: b.clone(),
+            iface: iface.to_string(),
             out: out.path().to_path_buf(),
             duration: Some(Duration::from_secs(60)),
             count: Some(n as u64),
@@ -162,11 +251,10 @@ fn main() {
             drop_after_capture: false,
             analyzer: Default::default(),
             progress: false,
-            ring_bytes: None,
+            ring: t,
             records_seen: Some(seen.clone()),
         };
         let done = Arc::new(AtomicBool::new(false));
-        let t0 = Instant::now();
         let runner = {
             let done = done.clone();
             std::thread::spawn(move || {
@@ -178,7 +266,7 @@ fn main() {
         // Let it attach (the message goes to stderr; wait for the XDP program).
         std::thread::sleep(Duration::from_millis(800));
         let t_send = Instant::now();
-        send(&sender, &frames, pps);
+        send(sender, frames, pps);
         let sent_for = t_send.elapsed();
         // The run ends by itself at --count; after drops it never gets
         // there: wait until the consumer stops making progress, then stop
@@ -199,17 +287,17 @@ fn main() {
             last.1
         };
         if !done.load(Ordering::SeqCst) {
-            ip(&["link", "set", &b, "down"]);
+            ip(&["link", "set", iface, "down"]);
         }
         let outcome = runner.join().unwrap().expect("live run");
-        ip(&["link", "set", &b, "up"]);
+        ip(&["link", "set", iface, "up"]);
         let f = &outcome.facts;
-        let _ = t0;
         let rate = f.frames as f64 / sent_for.as_secs_f64();
         let e2e = outcome.records as f64 / analysed_by.as_secs_f64();
         println!(
-            "  live round {round} ({}): {} frames seen, {} records analysed, {} ring-buffer drops; \
+            "  live ({}) round {round} ({}): {} frames seen, {} records analysed, {} ring-buffer drops; \
              XDP side {:.0} frames/s, end to end {:.0} records/s{}",
+            describe(t),
             f.xdp_mode,
             f.frames,
             outcome.records,
@@ -221,7 +309,8 @@ fn main() {
         );
         if f.ring_full_drops == 0 && outcome.records >= n as u64 {
             println!(
-                "  sustained with zero ring drops: {:.0} frames/s end to end = {:.2} × baseline",
+                "  live ({}): sustained with zero ring drops: {:.0} frames/s end to end = {:.2} × baseline",
+                describe(t),
                 e2e,
                 e2e / base_rate
             );
@@ -229,5 +318,5 @@ fn main() {
         }
         pps = Some(0.9 * e2e);
     }
-    println!("  no round without ring-buffer drops");
+    println!("  live ({}): no round without ring-buffer drops", describe(t));
 }

@@ -64,6 +64,14 @@ enum Command {
         /// Drop the frames that were recorded (XDP_DROP) instead of passing them to the kernel stack.
         #[arg(long)]
         drop_after_capture: bool,
+        /// Ring buffer between the XDP program and rocescope (a power of two, e.g. 64MiB): what absorbs a burst while rocescope is busy.
+        /// [default: 16MiB]
+        #[arg(long, value_name = "SIZE")]
+        ring_size: Option<String>,
+        /// Wake rocescope only once this much waits on the ring (0: on every record that finds it idle); the rest is drained every 5 ms.
+        /// [default: 0]
+        #[arg(long, value_name = "SIZE")]
+        wakeup: Option<String>,
         #[command(flatten)]
         analysis: AnalysisArgs,
         #[command(flatten)]
@@ -333,9 +341,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             count,
             xdp_mode,
             drop_after_capture,
+            ring_size,
+            wakeup,
             analysis,
             dataset,
         } => {
+            let ring = live::RingTuning::new(
+                ring_size.as_deref().map(units::parse_bytes).transpose()?,
+                wakeup.as_deref().map(units::parse_bytes).transpose()?,
+            )?;
             let opts = live::Options {
                 iface,
                 out: out.clone(),
@@ -349,7 +363,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 drop_after_capture,
                 analyzer: analysis.config()?,
                 progress: true,
-                ring_bytes: None,
+                ring,
                 records_seen: None,
             };
             // Missing privileges are the likelier problem: say so first.

@@ -14,8 +14,17 @@ pub const PROGRAM_PASS: &str = "rocescope_pass";
 /// recorded (mirror copies nobody needs after the tap).
 pub const GLOBAL_DROP_AFTER_CAPTURE: &str = "DROP_AFTER_CAPTURE";
 
+/// `u64` global: wake the consumer only once this many bytes wait on the
+/// ring buffer (0 = a wake-up whenever the consumer has caught up).
+pub const GLOBAL_WAKEUP_BYTES: &str = "WAKEUP_BYTES";
+
 /// Default ring buffer size in bytes (a power of two multiple of the page size).
 pub const DEFAULT_RING_BYTES: u32 = 16 << 20;
+/// Default wake-up threshold in bytes (see [`GLOBAL_WAKEUP_BYTES`]).
+pub const DEFAULT_WAKEUP_BYTES: u64 = 0;
+/// Default interval, in milliseconds, at which the consumer drains the ring
+/// without a wake-up (what batched wake-ups leave waiting arrives then).
+pub const DEFAULT_POLL_MS: u64 = 5;
 
 /// Frames the program ran on.
 pub const COUNTER_FRAMES: u32 = 0;

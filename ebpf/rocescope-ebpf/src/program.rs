@@ -4,7 +4,9 @@
 //! of the frame here, and `field::head`/`field::tail` become `min`/`max`.
 use core::ffi::c_void;
 
-use aya_ebpf::bindings::{xdp_action, xdp_md};
+use aya_ebpf::bindings::{
+    BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, xdp_action, xdp_md,
+};
 use aya_ebpf::helpers::generated::{bpf_ktime_get_ns, bpf_xdp_get_buff_len, bpf_xdp_load_bytes};
 use aya_ebpf::macros::{map, xdp};
 use aya_ebpf::maps::{PerCpuArray, RingBuf};
@@ -31,6 +33,13 @@ static OPAQUE: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 #[unsafe(no_mangle)]
 static DROP_AFTER_CAPTURE: u8 = 0;
 
+/// Set by the loader: wake the consumer only once this many bytes wait on
+/// the ring (0: the kernel's default, a wake-up whenever the consumer has
+/// caught up — up to one per record when it keeps up). The consumer polls
+/// on a short timer as well, so records below the threshold still arrive.
+#[unsafe(no_mangle)]
+static WAKEUP_BYTES: u64 = 0;
+
 #[xdp(frags)]
 pub fn rocescope(ctx: XdpContext) -> u32 {
     bump(live::COUNTER_FRAMES);
@@ -50,7 +59,7 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
         return xdp_action::XDP_PASS;
     }
     rec.ts_ns = unsafe { bpf_ktime_get_ns() };
-    if RECORDS.output::<PacketRecord>(&*rec, 0).is_err() {
+    if RECORDS.output::<PacketRecord>(&*rec, wakeup_flags()).is_err() {
         bump(live::COUNTER_RING_FULL);
         return xdp_action::XDP_PASS;
     }
@@ -68,6 +77,20 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
 pub fn rocescope_pass(_ctx: XdpContext) -> u32 {
     bump(live::COUNTER_FRAMES);
     xdp_action::XDP_PASS
+}
+
+/// Ring-buffer output flags: batch the consumer's wake-ups (see `WAKEUP_BYTES`).
+#[inline(always)]
+fn wakeup_flags() -> u64 {
+    // SAFETY: a read-only global the loader may have set.
+    let threshold = unsafe { core::ptr::read_volatile(&WAKEUP_BYTES) };
+    if threshold == 0 {
+        0
+    } else if RECORDS.query(BPF_RB_AVAIL_DATA.into()) >= threshold {
+        BPF_RB_FORCE_WAKEUP.into()
+    } else {
+        BPF_RB_NO_WAKEUP.into()
+    }
 }
 
 #[inline(always)]

@@ -41,7 +41,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::signal::unix::{SignalKind, signal};
 
-pub use self::tap::{Counters, Program, Tap, XdpModeArg};
+pub use self::tap::{Counters, Program, RingTuning, Tap, XdpModeArg};
 use crate::analyze::{self, Analysis};
 use crate::pipeline::RecordPipeline;
 use crate::tables::{LiveFacts, RunFacts};
@@ -59,8 +59,8 @@ pub struct Options {
     pub analyzer: analyze::Config,
     /// Show the counters every second on stderr (when it is a terminal).
     pub progress: bool,
-    /// Ring buffer size in bytes (default `live::DEFAULT_RING_BYTES`).
-    pub ring_bytes: Option<u32>,
+    /// Ring buffer size and wake-up batching.
+    pub ring: RingTuning,
     /// Kept equal to the records analysed so far (for monitors and the benchmark).
     pub records_seen: Option<Arc<AtomicU64>>,
 }
@@ -100,7 +100,7 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
             detail: "no such interface (see `ip link`)".into(),
         });
     }
-    let mut tap = Tap::load(Program::Decoder, opts.drop_after_capture, opts.ring_bytes)?;
+    let mut tap = Tap::load(Program::Decoder, opts.drop_after_capture, opts.ring)?;
     let offset = tap::monotonic_to_wall_offset();
     let mode = tap.attach(&opts.iface, opts.mode)?;
     // Only once attached: a run that cannot attach (e.g. another tap holds
@@ -236,6 +236,9 @@ async fn event_loop(
     let never = tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86400);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // With batched wake-ups, what waits below the threshold is taken here.
+    let mut poll = tokio::time::interval(opts.ring.poll);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let show = opts.progress && std::io::stderr().is_terminal();
     let started = Instant::now();
 
@@ -254,6 +257,9 @@ async fn event_loop(
             _ = interrupt.recv() => break Stop::Signal,
             _ = terminate.recv() => break Stop::Signal,
             _ = tokio::time::sleep_until(deadline.unwrap_or(never)) => break Stop::Duration,
+            _ = poll.tick(), if opts.ring.wakeup_bytes > 0 => {
+                drain(ring.get_mut(), feeder)?;
+            }
             _ = tick.tick() => {
                 // Belt and braces: never leave records waiting for a wake-up.
                 drain(ring.get_mut(), feeder)?;

@@ -53,6 +53,53 @@ impl Program {
     }
 }
 
+/// Ring-buffer size and wake-up batching (see `rocescope live --help`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingTuning {
+    /// Ring size in bytes: a power of two, a multiple of the page size.
+    pub bytes: u32,
+    /// Wake the consumer once this many bytes wait (0: whenever it has
+    /// caught up, the kernel's default).
+    pub wakeup_bytes: u64,
+    /// How often the consumer drains the ring without being woken.
+    pub poll: std::time::Duration,
+}
+
+impl Default for RingTuning {
+    fn default() -> Self {
+        RingTuning {
+            bytes: live::DEFAULT_RING_BYTES,
+            wakeup_bytes: live::DEFAULT_WAKEUP_BYTES,
+            poll: std::time::Duration::from_millis(live::DEFAULT_POLL_MS),
+        }
+    }
+}
+
+impl RingTuning {
+    /// The defaults with a user's `--ring-size` and `--wakeup`, checked.
+    pub fn new(bytes: Option<u64>, wakeup_bytes: Option<u64>) -> Result<RingTuning> {
+        let d = RingTuning::default();
+        let bytes = bytes.unwrap_or(u64::from(d.bytes));
+        let wakeup_bytes = wakeup_bytes.unwrap_or(d.wakeup_bytes);
+        let page = 4096;
+        if !bytes.is_power_of_two() || bytes < page || bytes > 1 << 31 {
+            return Err(Error::Usage(format!(
+                "--ring-size {bytes}: give a power of two between 4KiB and 2GiB (e.g. 64MiB)"
+            )));
+        }
+        if wakeup_bytes >= bytes {
+            return Err(Error::Usage(format!(
+                "--wakeup {wakeup_bytes}: give less than the ring size ({bytes} bytes), or 0 to wake on every catch-up"
+            )));
+        }
+        Ok(RingTuning {
+            bytes: bytes as u32,
+            wakeup_bytes,
+            ..d
+        })
+    }
+}
+
 /// The loaded program with its maps; detaches on drop.
 pub struct Tap {
     ebpf: Ebpf,
@@ -67,16 +114,15 @@ impl Tap {
     pub fn load(
         program: Program,
         drop_after_capture: bool,
-        ring_bytes: Option<u32>,
+        ring: RingTuning,
     ) -> Result<Tap> {
         check_privileges()?;
         raise_memlock();
         let drop = u8::from(drop_after_capture);
         let mut loader = EbpfLoader::new();
         loader.override_global(live::GLOBAL_DROP_AFTER_CAPTURE, &drop, true);
-        if let Some(bytes) = ring_bytes {
-            loader.map_max_entries(live::MAP_RECORDS, bytes);
-        }
+        loader.override_global(live::GLOBAL_WAKEUP_BYTES, &ring.wakeup_bytes, true);
+        loader.map_max_entries(live::MAP_RECORDS, ring.bytes);
         let mut ebpf = loader
             .load(PROGRAM_OBJECT)
             .map_err(|e| Error::Live(format!("cannot load the XDP program: {}", chain(&e))))?;
