@@ -334,6 +334,10 @@ fn sigterm_stops_and_writes_every_table() {
         out.to_str().unwrap(),
         "--xdp-mode",
         "skb",
+        // Wake on every record that finds the reader idle (the kernel's
+        // default); the other tests run the batched default.
+        "--wakeup",
+        "0",
     ]));
     let sent = veth
         .rocescope(&["replay", cap.to_str().unwrap(), "--iface", &veth.a])
@@ -442,7 +446,7 @@ fn ring_overflow_drops_are_counted_exactly() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let cap = tmp.path().join("flood.pcap");
-    // The default ring (16 MiB) holds about 80 000 records.
+    // A 16 MiB ring holds about 80 000 records.
     let n = repeated_conversation(&cap, 120_000) as u64;
     let veth = Veth::new();
     quiet(&veth);
@@ -455,6 +459,8 @@ fn ring_overflow_drops_are_counted_exactly() {
         out.to_str().unwrap(),
         "--xdp-mode",
         "skb",
+        "--ring-size",
+        "16MiB",
     ]));
     // The reader is stopped while the flood arrives: the ring fills up.
     live.signal(libc::SIGSTOP);

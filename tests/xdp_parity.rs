@@ -40,8 +40,12 @@ struct Checker {
 
 impl Checker {
     fn new(drop_after_capture: bool) -> Checker {
-        let tap =
-            Tap::load(Program::Decoder, drop_after_capture, rocescope::live::RingTuning::default()).expect("the XDP program loads");
+        let tap = Tap::load(
+            Program::Decoder,
+            drop_after_capture,
+            rocescope::live::RingTuning::default(),
+        )
+        .expect("the XDP program loads");
         Checker {
             tap,
             runs: 0,

@@ -31,8 +31,8 @@ use rocescope::live::replay::RawSender;
 use std::hint::black_box;
 
 use rocescope::live::{self, Program, RingTuning, Tap, XdpModeArg, tap};
-use rocescope::units;
 use rocescope::synth::frame::{RoceFrame, WireFrame};
+use rocescope::units;
 
 fn ip(args: &[&str]) -> bool {
     Command::new("ip")
@@ -166,7 +166,8 @@ fn main() {
 /// Ring tunings compared: `ROCESCOPE_BENCH_RING` = `SIZE/WAKEUP,...`
 /// (default: the defaults; 64 MiB with 256 KiB wake-ups).
 fn tunings() -> Vec<RingTuning> {
-    let spec = std::env::var("ROCESCOPE_BENCH_RING").unwrap_or_else(|_| "16MiB/0,64MiB/256KiB".into());
+    let spec =
+        std::env::var("ROCESCOPE_BENCH_RING").unwrap_or_else(|_| "16MiB/0,64MiB/256KiB".into());
     spec.split(',')
         .map(|one| {
             let (size, wakeup) = one.split_once('/').expect("SIZE/WAKEUP");
@@ -183,7 +184,11 @@ fn describe(t: RingTuning) -> String {
     let wake = if t.wakeup_bytes == 0 {
         "wake-up on catch-up".to_string()
     } else {
-        format!("wake-up every {} KiB + {} ms poll", t.wakeup_bytes >> 10, t.poll.as_millis())
+        format!(
+            "wake-up every {} KiB + {} ms poll",
+            t.wakeup_bytes >> 10,
+            t.poll.as_millis()
+        )
     };
     format!("ring {} MiB, {wake}", t.bytes >> 20)
 }
@@ -318,5 +323,8 @@ fn whole_path(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning
         }
         pps = Some(0.9 * e2e);
     }
-    println!("  live ({}): no round without ring-buffer drops", describe(t));
+    println!(
+        "  live ({}): no round without ring-buffer drops",
+        describe(t)
+    );
 }

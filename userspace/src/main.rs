@@ -65,11 +65,11 @@ enum Command {
         #[arg(long)]
         drop_after_capture: bool,
         /// Ring buffer between the XDP program and rocescope (a power of two, e.g. 64MiB): what absorbs a burst while rocescope is busy.
-        /// [default: 16MiB]
+        /// [default: 64MiB]
         #[arg(long, value_name = "SIZE")]
         ring_size: Option<String>,
         /// Wake rocescope only once this much waits on the ring (0: on every record that finds it idle); the rest is drained every 5 ms.
-        /// [default: 0]
+        /// [default: 1MiB]
         #[arg(long, value_name = "SIZE")]
         wakeup: Option<String>,
         #[command(flatten)]

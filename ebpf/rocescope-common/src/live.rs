@@ -18,10 +18,13 @@ pub const GLOBAL_DROP_AFTER_CAPTURE: &str = "DROP_AFTER_CAPTURE";
 /// ring buffer (0 = a wake-up whenever the consumer has caught up).
 pub const GLOBAL_WAKEUP_BYTES: &str = "WAKEUP_BYTES";
 
-/// Default ring buffer size in bytes (a power of two multiple of the page size).
-pub const DEFAULT_RING_BYTES: u32 = 16 << 20;
-/// Default wake-up threshold in bytes (see [`GLOBAL_WAKEUP_BYTES`]).
-pub const DEFAULT_WAKEUP_BYTES: u64 = 0;
+/// Default ring buffer size in bytes (a power of two multiple of the page
+/// size): about 320 000 records, a third of a second at 1 M frames/s, to
+/// ride out a busy consumer (measured: README "Benchmarks", live).
+pub const DEFAULT_RING_BYTES: u32 = 64 << 20;
+/// Default wake-up threshold in bytes (see [`GLOBAL_WAKEUP_BYTES`]): about
+/// 5 000 records per wake-up instead of up to one per record.
+pub const DEFAULT_WAKEUP_BYTES: u64 = 1 << 20;
 /// Default interval, in milliseconds, at which the consumer drains the ring
 /// without a wake-up (what batched wake-ups leave waiting arrives then).
 pub const DEFAULT_POLL_MS: u64 = 5;

@@ -59,7 +59,10 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
         return xdp_action::XDP_PASS;
     }
     rec.ts_ns = unsafe { bpf_ktime_get_ns() };
-    if RECORDS.output::<PacketRecord>(&*rec, wakeup_flags()).is_err() {
+    if RECORDS
+        .output::<PacketRecord>(&*rec, wakeup_flags())
+        .is_err()
+    {
         bump(live::COUNTER_RING_FULL);
         return xdp_action::XDP_PASS;
     }

@@ -26,6 +26,15 @@
 //! * **Counters** (frames, records, ring-full drops, parse failures) are
 //!   shown every second on a terminal, printed at exit and written to
 //!   `summary.json` under `input.live`.
+//! * **Ring buffer** (`--ring-size`, default 64 MiB ≈ 320 000 records) and
+//!   **batched wake-ups** (`--wakeup`, default 1 MiB): the kernel's default
+//!   wakes the reader whenever a record finds it idle — up to one wake-up
+//!   per record when it keeps up, each costing the XDP side an irq_work and
+//!   the reader a poll round trip. The program instead asks for a wake-up
+//!   only once 1 MiB waits (`BPF_RB_FORCE_WAKEUP`, else
+//!   `BPF_RB_NO_WAKEUP`), and the reader drains the ring every 5 ms as
+//!   well, so a trickle still arrives within 5 ms. Figures: README
+//!   "Benchmarks" (live).
 pub mod netif;
 pub mod replay;
 pub mod tap;

@@ -111,11 +111,7 @@ pub struct Tap {
 
 impl Tap {
     /// Loads (and verifies) the program; nothing is attached yet.
-    pub fn load(
-        program: Program,
-        drop_after_capture: bool,
-        ring: RingTuning,
-    ) -> Result<Tap> {
+    pub fn load(program: Program, drop_after_capture: bool, ring: RingTuning) -> Result<Tap> {
         check_privileges()?;
         raise_memlock();
         let drop = u8::from(drop_after_capture);
@@ -368,4 +364,23 @@ pub fn monotonic_to_wall_offset() -> i128 {
     let w = read(libc::CLOCK_REALTIME);
     let m1 = read(libc::CLOCK_MONOTONIC);
     w - (m0 + m1) / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_tuning_checks_what_the_kernel_would_refuse() {
+        let d = RingTuning::new(None, None).unwrap();
+        assert_eq!(d, RingTuning::default());
+        let t = RingTuning::new(Some(16 << 20), Some(0)).unwrap();
+        assert_eq!((t.bytes, t.wakeup_bytes), (16 << 20, 0));
+        for (bytes, wakeup) in [(3 << 20, 0), (1024, 0), (4 << 30, 0), (16 << 20, 16 << 20)] {
+            let e = RingTuning::new(Some(bytes), Some(wakeup))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("--ring-size") || e.contains("--wakeup"), "{e}");
+        }
+    }
 }
