@@ -124,6 +124,23 @@ def test_ghost_drops_notebook_draws_every_figure(sample):
     assert "text/html" in mimetypes(tagged["flows"])
 
 
+def test_ghost_drops_notebook_honours_the_runs_dscp_map(sample, tmp_path):
+    # The sample's flows are untagged DSCP 26: priority 3 by default, 5 here.
+    out = tmp_path / "mapped"
+    run("analyze", sample["ghost"], "--out", out, "--dscp-map", "26=5")
+    assert json.loads((out / "summary.json").read_text())["dscp_to_priority"][26] == 5
+    nb = execute("ghost_drops.ipynb", {"ROCESCOPE_OUT": str(out)})
+    tagged = outputs_by_tag(nb)
+    html = "".join(o["data"]["text/html"] for o in tagged["flows"] if "data" in o)
+    assert pl.read_parquet(out / "flows.parquet")["dscp"].drop_nulls().unique().to_list() == [26]
+    # The flows table's priority column (header row, dtype row, then data rows).
+    rows = [re.findall(r"<t[hd]>(.*?)</t[hd]>", r) for r in re.findall(r"<tr>(.*?)</tr>", html)]
+    at = rows[0].index("priority")
+    assert {r[at] for r in rows[2:]} == {"5"}, rows
+    # Without a map, summary.json says so (null) and DSCP / 8 applies.
+    assert json.loads((sample["out"] / "summary.json").read_text())["dscp_to_priority"] is None
+
+
 def test_fabric_notebook_queries_the_dataset(sample):
     nb = execute("fabric.ipynb", {"ROCESCOPE_DATASET": str(sample["dataset"])})
     tagged = outputs_by_tag(nb)

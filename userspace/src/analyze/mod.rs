@@ -396,6 +396,9 @@ pub struct Summary {
     pub link_speed_bps: u64,
     pub bin_ns: u64,
     pub storm_ns: u64,
+    /// The run's `--dscp-map`: priority by DSCP (64 entries), `None` for
+    /// the default `DSCP >> 3`. Notebooks derive a flow's priority with it.
+    pub dscp_to_priority: Option<Vec<u8>>,
     pub totals: Totals,
     pub ce_to_cnp: Option<Reaction>,
     pub pfc: Vec<PfcSummary>,
@@ -1326,6 +1329,7 @@ impl Analyzer {
             link_speed_bps: self.config.link_speed_bps,
             bin_ns,
             storm_ns: self.config.storm_ns,
+            dscp_to_priority: self.config.dscp_to_priority.map(|m| m.to_vec()),
             totals: t,
             ce_to_cnp,
             pfc: pfc_summary,
