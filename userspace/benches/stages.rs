@@ -15,77 +15,18 @@
 //! Environment: `ROCESCOPE_BENCH_CAPTURE` (default: a 500k-frame mirror
 //! capture made with `rocescope synth`: 128 connections = 256 QPs, snaplen
 //! 128, ACKs, CE, CNPs, PFC), `ROCESCOPE_BENCH_ROUNDS` (default 3).
+mod common;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rocescope::analyze::{self, Analyzer, Event, Sink, TimelineRow, VecSink, Verdict};
-use rocescope::decode;
+use common::{analyse, analyse_only, env_usize, make_capture, read_decode, write_tables};
 use rocescope::offline::{self, Options};
 use rocescope::pipeline::Threads;
 use rocescope::sources::CaptureReader;
+use rocescope::tables::Columns;
 use rocescope::tables::packets::{PacketColumns, PacketRow};
-use rocescope::tables::{Columns, RunFacts, TableSet};
-use rocescope::{Kind, PacketRecord};
-
-struct Null;
-impl Sink for Null {
-    fn event(&mut self, _: &Event) {}
-    fn timeline(&mut self, _: &TimelineRow) {}
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.replace('_', "").parse().ok())
-        .unwrap_or(default)
-}
-
-/// The benchmark capture of `scripts/bench.sh`: ghost-drop with 128
-/// connections spread over its hosts, ECN marking early enough for CE and CNPs.
-fn make_capture(dir: &Path, frames: usize) -> PathBuf {
-    let path = dir.join("bench.pcapng");
-    let flows: Vec<String> = (0..128)
-        .map(|i| {
-            format!(
-                r#"{{"src":{},"dst":{},"msg_bytes":65536,"messages":null,"start_ns":{},"udp_sport":null,"start_psn":{},"gbps":3.0}}"#,
-                i % 3,
-                i % 2,
-                i * 500,
-                (i * 7919) % (1 << 24)
-            )
-        })
-        .collect();
-    let status = Command::new(env!("CARGO_BIN_EXE_rocescope"))
-        .args(["synth", "ghost-drop", "--out"])
-        .arg(&path)
-        .args([
-            "--packets",
-            &frames.to_string(),
-            "--snaplen",
-            "128",
-            "--duration",
-            "10s",
-        ])
-        .args([
-            "--min-rto",
-            "200us",
-            "--ecn-min",
-            "40KB",
-            "--ecn-max",
-            "300KB",
-            "--ecn-pmax",
-            "0.2",
-        ])
-        .arg("--set")
-        .arg(format!("flows=[{}]", flows.join(",")))
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("rocescope synth runs");
-    assert!(status.success(), "rocescope synth failed");
-    path
-}
 
 /// CPU time of this process (all threads) so far.
 fn cpu() -> Duration {
@@ -118,22 +59,6 @@ fn read_only(path: &Path) -> u64 {
     n
 }
 
-fn read_decode(path: &Path) -> Vec<PacketRecord> {
-    let mut r = CaptureReader::open(path).expect("open");
-    let mut recs = Vec::new();
-    while let Some(f) = r.next_frame().expect("read") {
-        let mut rec = decode::decode(f.linktype, f.data, f.orig_len);
-        if rec.kind() == Kind::Other {
-            continue;
-        }
-        rec.frame = f.number;
-        rec.ts_ns = f.ts_ns;
-        rec.iface = f.iface as u16;
-        recs.push(rec);
-    }
-    recs
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -154,43 +79,16 @@ fn main() {
 
     let (t_read, _) = best(rounds, || read_only(&capture));
     let (t_decode, recs) = best(rounds, || read_decode(&capture));
-    let (t_analyze, _) = best(rounds, || {
-        let mut a = Analyzer::new(analyze::Config::default());
-        for r in &recs {
-            black_box(a.push(r, &mut Null));
-        }
-        a.finish(&mut Null)
-    });
-    // The analyzer's output, kept to time the writer alone.
-    let mut sink = VecSink::default();
-    let mut verdicts: Vec<Verdict> = Vec::with_capacity(recs.len());
-    let mut a = Analyzer::new(analyze::Config::default());
-    for r in &recs {
-        verdicts.push(a.push(r, &mut sink));
-    }
-    let analysis = a.finish(&mut sink);
+    let (t_analyze, _) = best(rounds, || analyse_only(&recs));
+    let analysed = analyse(&recs);
+    let verdicts = &analysed.verdicts;
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&out).expect("mkdir");
-    let write = |thread: bool| {
-        let mut t = TableSet::create_with(&out, thread).expect("tables");
-        for i in 0..16 {
-            t.set_iface_name(i, &format!("if{i}"));
-        }
-        for e in &sink.events {
-            t.event(e);
-        }
-        for row in &sink.timeline {
-            t.timeline(row);
-        }
-        for (r, v) in recs.iter().zip(&verdicts) {
-            t.packet(r, *v).expect("packet row");
-        }
-        t.close(&analysis, &RunFacts::default()).expect("close");
-    };
+    let write = |thread: bool| write_tables(&out, &recs, &analysed, thread);
     let (t_arrays, _) = best(rounds, || {
         let mut cols = PacketColumns::default();
         let mut n = 0;
-        for (rec, v) in recs.iter().zip(&verdicts) {
+        for (rec, v) in recs.iter().zip(verdicts) {
             cols.append(&PacketRow {
                 rec,
                 iface: "if0",
