@@ -38,6 +38,8 @@
 
 #[cfg(target_arch = "bpf")]
 mod program;
+#[cfg(target_arch = "bpf")]
+mod summary;
 
 #[cfg(not(target_arch = "bpf"))]
 fn main() {}

@@ -41,7 +41,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::signal::unix::{SignalKind, signal};
 
-pub use self::tap::{Counters, Program, Tap, XdpModeArg};
+pub use self::tap::{Counters, LoadOptions, Program, RingItem, Tap, XdpModeArg};
 use crate::analyze::{self, Analysis};
 use crate::pipeline::RecordPipeline;
 use crate::tables::{LiveFacts, RunFacts};
