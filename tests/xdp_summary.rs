@@ -99,7 +99,10 @@ impl Kernel {
 
     fn counted(&mut self, what: &str, frame: &[u8]) {
         let items = self.run(frame);
-        assert!(items.is_empty(), "{what}: counted, want no ring item: {items:?}");
+        assert!(
+            items.is_empty(),
+            "{what}: counted, want no ring item: {items:?}"
+        );
     }
 
     /// A forwarded frame: its record, after the delta of its flow if any.
@@ -210,9 +213,18 @@ fn summary_mode_leaves_counts_for_the_end_of_the_run() {
     }
     k.counted("ACK", &ack(15, 0x1F));
     let left = k.tap.remaining_deltas().unwrap();
-    let req = left.iter().find(|d| d.key == request_key()).expect("request flow");
-    assert_eq!((req.packets, req.data_packets, req.ce, req.next_psn), (10, 10, 1, 16));
+    let req = left
+        .iter()
+        .find(|d| d.key == request_key())
+        .expect("request flow");
+    assert_eq!(
+        (req.packets, req.data_packets, req.ce, req.next_psn),
+        (10, 10, 1, 16)
+    );
     assert!(req.has(delta_flags::PARTNER_ACKED) && req.partner_acked_psn == 15);
-    let resp = left.iter().find(|d| d.key == response_key()).expect("response flow");
+    let resp = left
+        .iter()
+        .find(|d| d.key == response_key())
+        .expect("response flow");
     assert_eq!((resp.packets, resp.acks, resp.acked_psn), (1, 1, 15));
 }

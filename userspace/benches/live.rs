@@ -159,6 +159,8 @@ fn main() {
             duration: Some(Duration::from_secs(60)),
             count: Some(n as u64),
             mode: XdpModeArg::Auto,
+            tap_mode: live::TapMode::Records,
+            flush_ns: None,
             drop_after_capture: false,
             analyzer: Default::default(),
             progress: false,

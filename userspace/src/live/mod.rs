@@ -37,15 +37,39 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rocescope_common::PacketRecord;
+use rocescope_common::summary::{FlowDelta, FlowKey};
+use std::sync::mpsc::Receiver;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::signal::unix::{SignalKind, signal};
 
 pub use self::tap::{Counters, LoadOptions, Program, RingItem, Tap, XdpModeArg};
 use crate::analyze::{self, Analysis};
+use crate::pipeline::Pairing;
 use crate::pipeline::RecordPipeline;
 use crate::tables::{LiveFacts, RunFacts};
 use crate::{Error, Result};
+
+/// `--mode`: what the XDP program sends up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TapMode {
+    /// One record per RoCE, CNP, PFC, PAUSE or malformed frame.
+    #[default]
+    Records,
+    /// Per-flow counts in the kernel; records only for what the analyzer
+    /// must see one by one (first frames, retransmissions, gaps, NAKs,
+    /// READs, CNPs, PFC, …), plus periodic per-flow deltas.
+    Summary,
+}
+
+impl TapMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TapMode::Records => "records",
+            TapMode::Summary => "summary",
+        }
+    }
+}
 
 /// What `rocescope live` was asked to do.
 #[derive(Clone, Debug)]
@@ -55,6 +79,11 @@ pub struct Options {
     pub duration: Option<Duration>,
     pub count: Option<u64>,
     pub mode: XdpModeArg,
+    /// Records or summary (`--mode`).
+    pub tap_mode: TapMode,
+    /// Summary mode: the longest an active flow's counts wait in the kernel
+    /// (default `live::DEFAULT_FLUSH_NS`, 10 ms).
+    pub flush_ns: Option<u64>,
     pub drop_after_capture: bool,
     pub analyzer: analyze::Config,
     /// Show the counters every second on stderr (when it is a terminal).
@@ -100,7 +129,14 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
             detail: "no such interface (see `ip link`)".into(),
         });
     }
-    let mut tap = Tap::load(Program::Decoder, opts.drop_after_capture, opts.ring_bytes)?;
+    let summary = opts.tap_mode == TapMode::Summary;
+    let load = LoadOptions {
+        drop_after_capture: opts.drop_after_capture,
+        ring_bytes: opts.ring_bytes,
+        summary,
+        flush_ns: opts.flush_ns,
+    };
+    let mut tap = Tap::load_with(Program::Decoder, &load)?;
     let offset = tap::monotonic_to_wall_offset();
     let mode = tap.attach(&opts.iface, opts.mode)?;
     // Only once attached: a run that cannot attach (e.g. another tap holds
@@ -109,10 +145,12 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
     for o in outputs {
         pipeline.add_output(o);
     }
+    let pairings = summary.then(|| pipeline.watch_pairings());
     pipeline.name_iface(0, &opts.iface);
     eprintln!(
-        "rocescope: XDP attached to {} ({mode} mode); writing to {}; Ctrl-C stops",
+        "rocescope: XDP attached to {} ({mode} mode, {}); writing to {}; Ctrl-C stops",
         opts.iface,
+        opts.tap_mode.as_str(),
         opts.out.display()
     );
 
@@ -130,19 +168,27 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
         next_frame: 1,
         count: opts.count,
         seen: opts.records_seen.clone(),
+        pairings,
+        pairing_failed: false,
     };
-    let (stop, ring) = runtime.block_on(event_loop(opts, &tap, ring, &mut feeder))?;
+    let (stop, ring) = runtime.block_on(event_loop(opts, &mut tap, ring, &mut feeder))?;
 
-    // Detach first, then take whatever is still on the ring.
+    // Detach first, then take whatever is still on the ring, then (summary
+    // mode) the counts still held in the kernel.
     tap.detach();
     let mut ring = ring;
     while let Some(item) = ring.next() {
         if feeder.full() {
             break;
         }
-        if let Some(rec) = tap::record_from_bytes(&item) {
-            drop(item);
-            feeder.push(rec)?;
+        let item = tap::item_from_bytes(&item);
+        if let Some(item) = item {
+            feeder.push_item(item)?;
+        }
+    }
+    if summary && !feeder.full() {
+        for d in tap.remaining_deltas()? {
+            feeder.push_delta(d)?;
         }
     }
     let counters = tap.counters()?;
@@ -170,6 +216,10 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
         ring_full_drops: counters.ring_full,
         parse_failures: counters.parse_failures,
         stopped_by: stopped_by.to_string(),
+        mode: opts.tap_mode.as_str().to_string(),
+        summarized: counters.summarized,
+        deltas: counters.deltas,
+        ring_bytes: counters.ring_bytes(),
     };
     let records = feeder.pipeline.records();
     let analysis = feeder.pipeline.finish(RunFacts {
@@ -195,9 +245,58 @@ struct Feeder {
     next_frame: u64,
     count: Option<u64>,
     seen: Option<Arc<AtomicU64>>,
+    /// Summary mode: pairings the analyzer made, for the kernel's PAIRS map.
+    pairings: Option<Receiver<Pairing>>,
+    /// Writing PAIRS failed once (full): said once, then left alone.
+    pairing_failed: bool,
 }
 
 impl Feeder {
+    fn push_item(&mut self, item: RingItem) -> Result<()> {
+        match item {
+            RingItem::Record(rec) => self.push(rec),
+            RingItem::Delta(d) => self.push_delta(d),
+        }
+    }
+
+    /// A delta's times are kernel times, like a record's.
+    fn push_delta(&mut self, mut d: FlowDelta) -> Result<()> {
+        let wall = |ts: u64| u64::try_from(i128::from(ts) + self.offset).unwrap_or(0);
+        d.last_ts_ns = wall(d.last_ts_ns);
+        if d.ce > 0 {
+            d.first_ce_ts_ns = wall(d.first_ce_ts_ns);
+        }
+        self.pipeline.push_delta(0, &d)
+    }
+
+    /// Summary mode: hands the analyzer's records to it now (it pairs
+    /// flows from them), and tells the kernel about the pairings it made.
+    /// A pairing reaches the kernel a wake-up or two after the records
+    /// that made it; until then the flows' frames are all forwarded.
+    fn sync_pairings(&mut self, tap: &mut Tap) -> Result<()> {
+        let Some(rx) = &self.pairings else {
+            return Ok(());
+        };
+        self.pipeline.flush()?;
+        let key = |k: &crate::analyze::FlowKey| FlowKey {
+            src_ip: k.1,
+            dst_ip: k.2,
+            dest_qp: k.3,
+        };
+        while let Ok((r, s)) = rx.try_recv() {
+            if self.pairing_failed {
+                continue;
+            }
+            if let Err(e) = tap.pair(&key(&r), &key(&s)) {
+                eprintln!(
+                    "rocescope: warning: {e}; flows paired from now on are forwarded frame by frame"
+                );
+                self.pairing_failed = true;
+            }
+        }
+        Ok(())
+    }
+
     fn push(&mut self, mut rec: PacketRecord) -> Result<()> {
         rec.frame = self.next_frame;
         self.next_frame += 1;
@@ -219,7 +318,7 @@ type Ring = aya::maps::RingBuf<aya::maps::MapData>;
 
 async fn event_loop(
     opts: &Options,
-    tap: &Tap,
+    tap: &mut Tap,
     ring: Ring,
     feeder: &mut Feeder,
 ) -> Result<(Stop, Ring)> {
@@ -250,6 +349,7 @@ async fn event_loop(
                     // Empty (or done): wait for the next wake-up.
                     guard.clear_ready();
                 }
+                feeder.sync_pairings(tap)?;
             }
             _ = interrupt.recv() => break Stop::Signal,
             _ = terminate.recv() => break Stop::Signal,
@@ -259,6 +359,7 @@ async fn event_loop(
                 drain(ring.get_mut(), feeder)?;
                 // Nor in a half-full batch: the analyzer sees them within a second.
                 feeder.pipeline.flush()?;
+                feeder.sync_pairings(tap)?;
                 match netif::state(&opts.iface) {
                     netif::State::Up => {}
                     netif::State::Down => break Stop::Interface("went down".into()),
@@ -273,15 +374,14 @@ async fn event_loop(
     Ok((stop, ring.into_inner()))
 }
 
-/// Takes up to `DRAIN_BATCH` records off the ring; returns how many.
+/// Takes up to `DRAIN_BATCH` records and deltas off the ring; returns how many.
 fn drain(ring: &mut Ring, feeder: &mut Feeder) -> Result<usize> {
     let mut taken = 0;
     while taken < DRAIN_BATCH && !feeder.full() {
         let Some(item) = ring.next() else { break };
-        let rec = tap::record_from_bytes(&item);
-        drop(item);
-        if let Some(rec) = rec {
-            feeder.push(rec)?;
+        let item = tap::item_from_bytes(&item);
+        if let Some(item) = item {
+            feeder.push_item(item)?;
         }
         taken += 1;
     }
@@ -290,12 +390,32 @@ fn drain(ring: &mut Ring, feeder: &mut Feeder) -> Result<usize> {
 
 /// One line of counters, as shown while running and at exit.
 pub fn counters_line(iface: &str, c: &Counters, elapsed: Duration) -> String {
-    format!(
+    let mut line = format!(
         "{iface}: {:.0} s, {} frames, {} records, {} ring-buffer-full drops, {} parse failures",
         elapsed.as_secs_f64(),
         c.frames,
         c.records,
         c.ring_full,
         c.parse_failures
+    );
+    if c.summarized + c.deltas > 0 {
+        line.push_str(&summary_counts(c));
+    }
+    line
+}
+
+/// Summary mode's counters, as appended to the counters lines.
+pub fn summary_counts(c: &Counters) -> String {
+    let captured = c.records + c.summarized;
+    format!(
+        ", {} summarized, {} deltas, {} ring bytes ({:.1} per frame)",
+        c.summarized,
+        c.deltas,
+        c.ring_bytes(),
+        if captured == 0 {
+            0.0
+        } else {
+            c.ring_bytes() as f64 / captured as f64
+        }
     )
 }

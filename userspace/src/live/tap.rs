@@ -198,9 +198,8 @@ impl Tap {
     /// still holds counts (or a highest ACKed PSN) for, oldest activity
     /// first, with the partner values filled in as the kernel would.
     pub fn remaining_deltas(&self) -> Result<Vec<FlowDelta>> {
-        let read = |e: aya::maps::MapError| {
-            Error::Live(format!("reading the FLOWS map: {}", chain(&e)))
-        };
+        let read =
+            |e: aya::maps::MapError| Error::Live(format!("reading the FLOWS map: {}", chain(&e)));
         let mut states: std::collections::HashMap<FlowKey, FlowState> =
             std::collections::HashMap::new();
         for item in self.flows.iter() {
