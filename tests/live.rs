@@ -794,6 +794,7 @@ fn summary_mode_finds_the_same_flows_with_a_fifth_of_the_ring_bytes() {
         let num = |f: &serde_json::Value, k: &str| f[k].as_u64().unwrap();
 
         // Every frame of interest is a record or a count, in both modes.
+        assert_eq!(num(&sf, "evicted_flows"), 0, "{sf}");
         assert_eq!(num(&rf, "summarized"), 0, "{rf}");
         assert_eq!(num(&rf, "deltas"), 0, "{rf}");
         assert_eq!(

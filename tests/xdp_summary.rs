@@ -7,7 +7,7 @@
 use std::net::Ipv4Addr;
 
 use rocescope::live::{LoadOptions, Program, RingItem, Tap};
-use rocescope::summary::{FlowDelta, FlowKey, delta_flags};
+use rocescope::summary::{FlowDelta, FlowKey, delta_flags, record_marks};
 use rocescope::synth::frame::{IpAddrs, PfcFrame, RoceFrame, WireFrame};
 use rocescope::{Kind, PacketRecord};
 
@@ -128,6 +128,9 @@ fn summary_mode_counts_in_order_traffic_and_forwards_anomalies_after_a_delta() {
     let (d, r) = k.forwarded("first request", &write(100, false));
     assert_eq!(d, None);
     assert_eq!(r.psn, 100);
+    // Marked as the start of its flow's kernel state (userspace counts a
+    // second start of the same flow as an eviction).
+    assert_eq!(r._reserved[0], record_marks::NEW_FLOW_STATE);
     // Unpaired: even in-order requests and plain ACKs go up one by one
     // (the analyzer may still pair the flows by these PSNs).
     assert_eq!(k.forwarded("unpaired in-order", &write(101, false)).0, None);
@@ -144,6 +147,7 @@ fn summary_mode_counts_in_order_traffic_and_forwards_anomalies_after_a_delta() {
     let (d, r) = k.forwarded("gap", &write(106, false));
     let d = d.expect("a delta before the gap");
     assert_eq!(r.psn, 106);
+    assert_eq!(r._reserved[0], 0);
     assert_eq!(d.key, request_key());
     assert_eq!((d.packets, d.data_packets, d.ce), (3, 3, 1));
     assert_eq!(d.payload_bytes, 3 * 1024);

@@ -390,6 +390,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     ..live::Counters::default()
                 };
                 println!("  summary mode{}", live::summary_counts(&c));
+                if f.evicted_flows > 0 {
+                    eprintln!(
+                        "rocescope: warning: {} flows were evicted from the kernel's flow map ({} flows) and lost their unsent counts",
+                        f.evicted_flows,
+                        rocescope_common::live::FLOWS_MAX
+                    );
+                }
             }
             for finding in &outcome.analysis.summary.findings {
                 println!("  [{}] {}", finding.severity, finding.title);

@@ -16,6 +16,15 @@
 //! A ring buffer item is a delta when it is [`FLOW_DELTA_SIZE`] bytes long,
 //! a record when it is `PACKET_RECORD_SIZE` bytes long.
 
+/// Summary mode marks in a forwarded record's `_reserved[0]` (userspace
+/// reads and clears them before the record goes anywhere).
+pub mod record_marks {
+    /// The frame started its flow's kernel state: the flow was new to the
+    /// kernel, or its state had been evicted from the LRU map (when
+    /// userspace saw the flow start before, that is how it counts evictions).
+    pub const NEW_FLOW_STATE: u8 = 1 << 0;
+}
+
 /// A flow of the analyzer without its interface (the live tap has one):
 /// `(src_ip, dst_ip, dest_qp)`.
 #[repr(C)]

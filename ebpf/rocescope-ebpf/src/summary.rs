@@ -44,7 +44,9 @@
 use aya_ebpf::macros::map;
 use aya_ebpf::maps::{HashMap, LruHashMap, PerCpuArray};
 use rocescope_common::proto::ib::{self, PSN_MASK, QPN_MASK, aeth, op, psn_diff, transport};
-use rocescope_common::summary::{FlowDelta, FlowKey, FlowState, Pairing, delta_flags, state_flags};
+use rocescope_common::summary::{
+    FlowDelta, FlowKey, FlowState, Pairing, delta_flags, record_marks, state_flags,
+};
 use rocescope_common::{Kind, PacketRecord, flags, live};
 
 use crate::program::{RECORDS, bump};
@@ -73,7 +75,7 @@ pub enum Fate {
 
 /// Decides `rec`'s fate (see the module docs) and keeps its flow's state.
 #[inline(always)]
-pub fn summarize(rec: &PacketRecord, now: u64, flush_ns: u64) -> Fate {
+pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64) -> Fate {
     let roce = rec.kind == Kind::Roce as u8;
     let cnp = rec.kind == Kind::Cnp as u8;
     if !(roce || cnp) || !rec.has(flags::HAS_BTH) {
@@ -97,6 +99,7 @@ pub fn summarize(rec: &PacketRecord, now: u64, flush_ns: u64) -> Fate {
         // A CNP makes no flow of its own in the analyzer.
         if roce {
             start_flow(new, rec, now);
+            rec._reserved[0] = record_marks::NEW_FLOW_STATE;
         }
         return Fate::Forward;
     };

@@ -23,9 +23,61 @@
 //!   interface going down or away. In every case the program is detached,
 //!   the ring buffer drained and every table written; an interface that
 //!   went away makes the run fail after writing.
-//! * **Counters** (frames, records, ring-full drops, parse failures) are
+//! * **Counters** (frames, records, ring-full drops, parse failures; in
+//!   summary mode also frames summarized, deltas and ring-buffer bytes) are
 //!   shown every second on a terminal, printed at exit and written to
-//!   `summary.json` under `input.live`.
+//!   `summary.json` under `input.live` (with `mode`).
+//!
+//! # Summary mode (`--mode summary`)
+//!
+//! For rates one record per frame cannot keep up with: the XDP program
+//! keeps per-flow state in an LRU hash (`FLOWS`, 65 536 flows) and counts
+//! there what the analyzer would only add up — in-order requests (PSN =
+//! the flow's next, no READ ever on the flow) and plain ACKs — once the
+//! analyzer has paired the flow. Every other frame (first of a flow,
+//! retransmissions and rewinds, gaps, READs, NAKs, RNR NAKs, READ
+//! responses, ACKs of unpaired flows, CNPs, PFC, PAUSE, UD, malformed)
+//! still comes up as a record, right after a `FlowDelta` with its flow's
+//! counts so far, so the analyzer judges it with exact state. Deltas also
+//! come up every `--flush-interval` (10 ms) while a flow is active, and at
+//! the end what the kernel still holds is read from `FLOWS` after the
+//! program is detached and the ring drained. See
+//! `rocescope_common::summary` and the XDP crate's `summary` module.
+//!
+//! * **Pairing goes back to the kernel**: the analyzer (on its pipeline
+//!   thread) reports every pairing it makes through
+//!   [`RecordPipeline::watch_pairings`]; this loop writes it to `PAIRS`
+//!   (both directions, see [`Tap::pair`]). Until then the flows' frames are
+//!   all forwarded: the analyzer pairs a response flow by where its ACK
+//!   PSNs fall in a request flow's PSN range at each response, which counts
+//!   held in the kernel would make stale. Hence flows that never get
+//!   paired (no responses on the mirror, UC) save nothing, and neither do
+//!   the first frames of a flow (an RTT plus a ring wake-up or two).
+//! * **Exact** on every count column of `flows.parquet` and on the rewind,
+//!   gap, NAK and CNP events, as in records mode (`tests/live.rs` replays
+//!   the same captures in both modes), and `first_ts`/`last_ts`,
+//!   `max_idle_us`, `gbps` follow (deltas carry the flow's last time and
+//!   longest idle).
+//! * **Approximate**: `timeline.parquet` puts a delta's frames in the bin
+//!   of its last frame (flush granularity, 10 ms by default: with the
+//!   default 100 µs bins most bins of a steady flow are empty and one holds
+//!   the lot); stalls (`pfc-victims`) are not looked for in the idle times
+//!   of counted frames; the CE → CNP reaction time counts from the first CE
+//!   of a delta, which may reach the analyzer after the CNP that answered
+//!   it (CE and CNP counts are exact).
+//! * `packets.parquet` holds the forwarded frames only; `frame` numbers
+//!   records as always, and `--count N` counts records.
+//! * **Limits**: an evicted flow (more active flows than `FLOWS` holds)
+//!   loses its unsent counts, and its next frame restarts its kernel state,
+//!   which the analyzer may take for a gap. Evictions are counted
+//!   (`evicted_flows` in `input.live`): the kernel marks the record that
+//!   starts a flow's state, and a second start of the same flow is one. A NAK for a PSN not sent yet
+//!   is not consumed by the in-order send of that PSN when that send was
+//!   only counted (real responders NAK PSNs already sent). Each flow's
+//!   state is written only while one of its frames is processed and a
+//!   flow's frames are handled one CPU at a time (RSS), so the map needs no
+//!   locks; one shared map rather than per-CPU maps because a delta must
+//!   read its partner's state, whose frames arrive on another queue.
 pub mod netif;
 pub mod replay;
 pub mod tap;
@@ -37,7 +89,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rocescope_common::PacketRecord;
-use rocescope_common::summary::{FlowDelta, FlowKey};
+use rocescope_common::summary::{FlowDelta, FlowKey, record_marks};
 use std::sync::mpsc::Receiver;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -90,7 +142,8 @@ pub struct Options {
     pub progress: bool,
     /// Ring buffer size in bytes (default `live::DEFAULT_RING_BYTES`).
     pub ring_bytes: Option<u32>,
-    /// Kept equal to the records analysed so far (for monitors and the benchmark).
+    /// Kept equal to the frames analysed so far: records, plus in summary
+    /// mode the frames the deltas counted (for monitors and the benchmark).
     pub records_seen: Option<Arc<AtomicU64>>,
 }
 
@@ -170,6 +223,9 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
         seen: opts.records_seen.clone(),
         pairings,
         pairing_failed: false,
+        delta_frames: 0,
+        started_flows: Default::default(),
+        evicted_flows: 0,
     };
     let (stop, ring) = runtime.block_on(event_loop(opts, &mut tap, ring, &mut feeder))?;
 
@@ -220,6 +276,7 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
         summarized: counters.summarized,
         deltas: counters.deltas,
         ring_bytes: counters.ring_bytes(),
+        evicted_flows: feeder.evicted_flows,
     };
     let records = feeder.pipeline.records();
     let analysis = feeder.pipeline.finish(RunFacts {
@@ -249,6 +306,12 @@ struct Feeder {
     pairings: Option<Receiver<Pairing>>,
     /// Writing PAIRS failed once (full): said once, then left alone.
     pairing_failed: bool,
+    /// Frames the deltas pushed so far counted.
+    delta_frames: u64,
+    /// Summary mode: flows whose kernel state started (a record marked
+    /// `NEW_FLOW_STATE`), and how many of them started again (evictions).
+    started_flows: std::collections::HashSet<FlowKey>,
+    evicted_flows: u64,
 }
 
 impl Feeder {
@@ -266,7 +329,10 @@ impl Feeder {
         if d.ce > 0 {
             d.first_ce_ts_ns = wall(d.first_ce_ts_ns);
         }
-        self.pipeline.push_delta(0, &d)
+        self.pipeline.push_delta(0, &d)?;
+        self.delta_frames += d.packets;
+        self.show_progress();
+        Ok(())
     }
 
     /// Summary mode: hands the analyzer's records to it now (it pairs
@@ -298,15 +364,33 @@ impl Feeder {
     }
 
     fn push(&mut self, mut rec: PacketRecord) -> Result<()> {
+        if rec._reserved[0] & record_marks::NEW_FLOW_STATE != 0 {
+            let key = FlowKey {
+                src_ip: rec.src_ip,
+                dst_ip: rec.dst_ip,
+                dest_qp: rec.dest_qp & rocescope_common::proto::ib::QPN_MASK,
+            };
+            if !self.started_flows.insert(key) {
+                self.evicted_flows += 1;
+            }
+        }
+        rec._reserved = [0; 3];
         rec.frame = self.next_frame;
         self.next_frame += 1;
         rec.ts_ns = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);
         rec.iface = 0;
         self.pipeline.push(&rec)?;
-        if let Some(seen) = &self.seen {
-            seen.store(self.pipeline.records(), Ordering::Relaxed);
-        }
+        self.show_progress();
         Ok(())
+    }
+
+    fn show_progress(&self) {
+        if let Some(seen) = &self.seen {
+            seen.store(
+                self.pipeline.records() + self.delta_frames,
+                Ordering::Relaxed,
+            );
+        }
     }
 
     fn full(&self) -> bool {

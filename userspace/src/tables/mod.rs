@@ -428,6 +428,11 @@ pub struct LiveFacts {
     /// Bytes of records and deltas put on the ring buffer.
     #[serde(default)]
     pub ring_bytes: u64,
+    /// Summary mode: flows whose kernel state started again after it had
+    /// been evicted from the kernel's flow map (their counts since the
+    /// previous delta are lost).
+    #[serde(default)]
+    pub evicted_flows: u64,
 }
 
 /// Every table of one `--out` directory. Packets, events and timeline rows
