@@ -67,7 +67,7 @@ enum Command {
         /// records: one record per frame of interest; summary: per-flow counts in the kernel, records only for anomalies (retransmissions, gaps, NAKs, CNPs, PFC, …) — for rates records cannot keep up with.
         #[arg(long, value_enum, default_value_t = TapMode::Records, value_name = "MODE")]
         mode: TapMode,
-        /// Summary mode: the longest an active flow's counts wait in the kernel (e.g. 10ms).
+        /// Summary mode: the longest an active flow's counts wait in the kernel (e.g. 10ms); also the timeline's resolution for counted frames (shorter: more deltas).
         #[arg(long, value_name = "DURATION", default_value = "10ms")]
         flush_interval: String,
         #[command(flatten)]

@@ -72,6 +72,9 @@ pub enum RingItem {
     Delta(FlowDelta),
 }
 
+/// Entries of `FLOWS` and `PAIRS` in records mode, where they stay empty.
+const RECORDS_MODE_MAP_ENTRIES: u32 = 256;
+
 /// Key and value bytes of the `FLOWS` and `PAIRS` maps.
 type KeyBytes = [u8; FLOW_KEY_SIZE];
 type FlowsMap = HashMap<MapData, KeyBytes, [u8; FLOW_STATE_SIZE]>;
@@ -134,6 +137,12 @@ impl Tap {
         loader.override_global(live::GLOBAL_DROP_AFTER_CAPTURE, &drop, true);
         loader.override_global(live::GLOBAL_SUMMARY, &summary, true);
         loader.override_global(live::GLOBAL_FLUSH_NS, &flush_ns, true);
+        if !opts.summary {
+            // Records mode never touches the summary maps: keep them small
+            // (hash maps are preallocated).
+            loader.map_max_entries(live::MAP_FLOWS, RECORDS_MODE_MAP_ENTRIES);
+            loader.map_max_entries(live::MAP_PAIRS, RECORDS_MODE_MAP_ENTRIES);
+        }
         if let Some(bytes) = opts.ring_bytes {
             loader.map_max_entries(live::MAP_RECORDS, bytes);
         }
