@@ -152,7 +152,8 @@ fn summary_mode_counts_in_order_traffic_and_forwards_anomalies_after_a_delta() {
     assert_eq!((d.packets, d.data_packets, d.ce), (3, 3, 1));
     assert_eq!(d.payload_bytes, 3 * 1024);
     assert_eq!(d.next_psn, 105, "one past the last in-order PSN");
-    assert!(d.first_ce_ts_ns > 0);
+    assert!(0 < d.first_ts_ns && d.first_ts_ns <= d.first_ce_ts_ns);
+    assert!(d.first_ce_ts_ns <= d.last_ts_ns);
     // It carries the partner's highest ACKed PSN (the ACK was counted).
     assert!(d.has(delta_flags::PARTNER_ACKED), "{d:?}");
     assert_eq!(d.partner_acked_psn, 103);

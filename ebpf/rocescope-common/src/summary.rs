@@ -54,8 +54,8 @@ pub mod delta_flags {
 /// A flow's frames counted in the kernel since its previous delta, and the
 /// sequence state they leave behind.
 ///
-/// Counts (`packets` … `responses`, `max_idle_ns`, `first_ce_ts_ns`) cover
-/// only frames that produced no record; the rest is state: `last_ts_ns`,
+/// Counts (`packets` … `responses`, `first_ts_ns`, `max_idle_ns`,
+/// `first_ce_ts_ns`) cover only frames that produced no record; the rest is state: `last_ts_ns`,
 /// `next_psn`, `acked_psn` and `mtu` are the flow's values after every
 /// frame the kernel saw of it, forwarded or not.
 #[repr(C)]
@@ -64,6 +64,10 @@ pub struct FlowDelta {
     /// Time of the flow's latest frame (kernel clock until userspace adds
     /// its offset, as for records).
     pub last_ts_ns: u64,
+    /// Time of the first frame counted (valid when `packets > 0`): the
+    /// counted frames lie in `first_ts_ns..=last_ts_ns` (the timeline
+    /// spreads them over it).
+    pub first_ts_ns: u64,
     /// Time of the first CE-marked request counted (valid when `ce > 0`).
     pub first_ce_ts_ns: u64,
     /// Longest time between a counted frame and the flow's frame before it.
@@ -102,9 +106,9 @@ pub struct FlowDelta {
 }
 
 /// Size of a delta on the ring buffer.
-pub const FLOW_DELTA_SIZE: usize = 128;
+pub const FLOW_DELTA_SIZE: usize = 136;
 const _: () = assert!(core::mem::size_of::<FlowDelta>() == FLOW_DELTA_SIZE);
-const _: () = assert!(6 * 8 + 4 * 4 + FLOW_KEY_SIZE + 7 * 4 == FLOW_DELTA_SIZE);
+const _: () = assert!(7 * 8 + 4 * 4 + FLOW_KEY_SIZE + 7 * 4 == FLOW_DELTA_SIZE);
 // Userspace tells the two apart by length.
 const _: () = assert!(FLOW_DELTA_SIZE != crate::PACKET_RECORD_SIZE);
 
@@ -142,7 +146,7 @@ pub struct FlowState {
     pub state: u32,
 }
 
-pub const FLOW_STATE_SIZE: usize = 152;
+pub const FLOW_STATE_SIZE: usize = 160;
 const _: () = assert!(core::mem::size_of::<FlowState>() == FLOW_STATE_SIZE);
 const _: () = assert!(FLOW_DELTA_SIZE + 8 + 4 * 4 == FLOW_STATE_SIZE);
 

@@ -146,6 +146,9 @@ pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64) -> Fate {
         if idle > d.max_idle_ns {
             d.max_idle_ns = idle;
         }
+        if d.packets == 0 {
+            d.first_ts_ns = now;
+        }
         d.packets += 1;
         d.bytes += u64::from(rec.frame_len);
         d.payload_bytes += u64::from(payload);
@@ -267,6 +270,7 @@ fn flush(st: &mut FlowState, now: u64) -> Result<(), ()> {
         return Err(());
     }
     bump(live::COUNTER_DELTAS);
+    d.first_ts_ns = 0;
     d.first_ce_ts_ns = 0;
     d.max_idle_ns = 0;
     d.packets = 0;
@@ -290,15 +294,16 @@ fn flush(st: &mut FlowState, now: u64) -> Result<(), ()> {
 fn zero_counts_and_state(st: &mut FlowState) {
     use rocescope_common::summary::{FLOW_KEY_SIZE, FLOW_STATE_SIZE};
     const KEY_AT: usize = core::mem::offset_of!(FlowDelta, key);
-    // The key spans words 8..=12 (bytes 64..100); word 12 also holds
-    // `next_psn`'s first half, so words 8..=11 are skipped and `next_psn`
-    // is zeroed by name.
-    const _: () = assert!(KEY_AT == 64 && KEY_AT + FLOW_KEY_SIZE == 100);
-    const _: () = assert!(FLOW_STATE_SIZE == 19 * 8);
+    const NEXT_AT: usize = core::mem::offset_of!(FlowDelta, next_psn);
+    // The key spans bytes 72..108 (words 9..=13); word 13 also holds
+    // `next_psn`, so words 9..=13 are skipped and `next_psn` is zeroed by
+    // name.
+    const _: () = assert!(KEY_AT == 72 && KEY_AT + FLOW_KEY_SIZE == 108 && NEXT_AT == 108);
+    const _: () = assert!(FLOW_STATE_SIZE == 20 * 8);
     let p = (st as *mut FlowState).cast::<u64>();
     macro_rules! z {
         ($($i:literal)*) => { $( unsafe { core::ptr::write_volatile(p.add($i), 0) }; )* };
     }
-    z!(0 1 2 3 4 5 6 7 13 14 15 16 17 18);
+    z!(0 1 2 3 4 5 6 7 8 14 15 16 17 18 19);
     st.delta.next_psn = 0;
 }

@@ -818,9 +818,10 @@ impl Analyzer {
     /// partner's highest ACKed PSN and MTU, which the analyzer may not have
     /// seen yet (they came in frames that were only counted).
     ///
-    /// Approximate, by design: the timeline bin is the one of the delta's
-    /// `last_ts_ns` (all its frames land there), and stalls are not looked
-    /// for in the idle times of counted frames (only their longest idle
+    /// Approximate, by design: the timeline spreads the frames evenly over
+    /// `first_ts_ns..=last_ts_ns` (see [`spread_over_bins`]; per-flow sums
+    /// are exact), and stalls are not looked for in the idle times of
+    /// counted frames (only their longest idle
     /// raises `max_idle_us`). A delta for a flow the analyzer has not seen
     /// (its first record was lost) is ignored.
     pub fn apply_delta(&mut self, iface: u16, d: &FlowDelta, sink: &mut impl Sink) {
@@ -889,11 +890,7 @@ impl Analyzer {
         }
         f.max_idle_ns = f.max_idle_ns.max(d.max_idle_ns);
         f.last_ts = f.last_ts.max(now);
-        let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
-        b.packets += d.packets;
-        b.bytes += d.bytes;
-        b.goodput_bytes += d.payload_bytes;
-        b.ce += u64::from(d.ce);
+        spread_over_bins(f, &self.pfc, d, bin_ns, sink);
     }
 
     fn priority_of(&self, rec: &PacketRecord) -> Option<u8> {
@@ -1477,6 +1474,56 @@ fn bin_mut<'a>(
         start,
         ..Bin::default()
     })
+}
+
+/// Most timeline bins one delta's frames are spread over; a longer span
+/// (a flush interval far above the bin width) goes into its last bin.
+const MAX_SPREAD_BINS: u64 = 4096;
+
+/// A delta's frames into the flow's timeline, spread evenly over the time
+/// they were counted in (`first_ts_ns..=last_ts_ns`): each bin gets the
+/// share of the packets its part of that span holds (rounded so the shares
+/// add up exactly), and bytes, goodput and CE marks in proportion to its
+/// packets. Exact per flow; the shape within the span is an estimate.
+fn spread_over_bins(
+    f: &mut Flow,
+    pfc: &PfcTracker,
+    d: &FlowDelta,
+    bin_ns: u64,
+    sink: &mut impl Sink,
+) {
+    let last = d.last_ts_ns;
+    let mut first = d.first_ts_ns.min(last).max(f.bin.map_or(0, |b| b.start));
+    if (last - first) / bin_ns >= MAX_SPREAD_BINS {
+        first = last;
+    }
+    let span = u128::from(last - first) + 1;
+    let share = |total: u64, of: u128, whole: u128| (u128::from(total) * of / whole) as u64;
+    let (mut packets, mut bytes, mut goodput, mut ce) = (0u64, 0u64, 0u64, 0u64);
+    let mut start = first - first % bin_ns;
+    loop {
+        let end = start.saturating_add(bin_ns).min(last.saturating_add(1));
+        // Cumulative shares up to the end of this bin.
+        let p = share(d.packets, u128::from(end - first), span);
+        let by_packets = |total: u64| share(total, u128::from(p), u128::from(d.packets));
+        let (b_, g_, c_) = (
+            by_packets(d.bytes),
+            by_packets(d.payload_bytes),
+            by_packets(u64::from(d.ce)),
+        );
+        if p > packets {
+            let b = bin_mut(f, pfc, start.max(first), bin_ns, sink);
+            b.packets += p - packets;
+            b.bytes += b_ - bytes;
+            b.goodput_bytes += g_ - goodput;
+            b.ce += c_ - ce;
+            (packets, bytes, goodput, ce) = (p, b_, g_, c_);
+        }
+        if end > last {
+            break;
+        }
+        start += bin_ns;
+    }
 }
 
 fn flush_bin(f: &Flow, b: &Bin, pfc: &PfcTracker, bin_ns: u64, now: u64, sink: &mut impl Sink) {

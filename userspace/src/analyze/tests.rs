@@ -1090,6 +1090,7 @@ fn a_delta_stands_for_its_frames() {
     };
     let requests = FlowDelta {
         last_ts_ns: 90 * US,
+        first_ts_ns: 10 * US,
         first_ce_ts_ns: 50 * US,
         max_idle_ns: 10 * US,
         packets: 9,
@@ -1106,6 +1107,7 @@ fn a_delta_stands_for_its_frames() {
     };
     let acks = FlowDelta {
         last_ts_ns: 95 * US,
+        first_ts_ns: 95 * US,
         max_idle_ns: 94 * US,
         packets: 1,
         bytes: 70,
@@ -1139,4 +1141,48 @@ fn a_delta_stands_for_its_frames() {
             .collect()
     };
     assert_eq!(rewinds(&sink2), rewinds(&sink));
+    // The timeline: the same sums per flow (here the counted frames span
+    // one 100 µs bin, so the same rows too).
+    assert_eq!(sink2.timeline, sink.timeline);
+}
+
+/// A delta spanning many bins is spread over them, shares adding up exactly.
+#[test]
+fn a_delta_spreads_over_the_bins_it_spans() {
+    use rocescope_common::summary::{FlowDelta, FlowKey};
+    let mut a = Analyzer::new(Config::default());
+    let mut sink = VecSink::default();
+    a.push(&req(0, 0), &mut sink);
+    let d = FlowDelta {
+        first_ts_ns: 10 * US,
+        last_ts_ns: 1009 * US,
+        packets: 1000,
+        bytes: 1_100_000,
+        payload_bytes: 1_024_000,
+        data_packets: 1000,
+        ce: 7,
+        first_ce_ts_ns: 20 * US,
+        key: FlowKey {
+            src_ip: A,
+            dst_ip: B,
+            dest_qp: QB,
+        },
+        next_psn: 1001,
+        ..FlowDelta::default()
+    };
+    a.apply_delta(0, &d, &mut sink);
+    a.finish(&mut sink);
+    let rows = &sink.timeline;
+    assert_eq!(rows.len(), 11, "bins 0, 100, …, 1000 µs: {rows:?}");
+    let sum = |get: fn(&TimelineRow) -> u64| rows.iter().map(get).sum::<u64>();
+    assert_eq!(sum(|r| r.packets), 1001);
+    assert_eq!(sum(|r| r.bytes), 1_100_000 + 1100);
+    assert_eq!(sum(|r| r.ce), 7);
+    // 10 µs..=1009 µs at one frame per µs: 90 in the first bin (plus the
+    // record), 100 in each full one, 10 in the last.
+    let packets: Vec<u64> = rows.iter().map(|r| r.packets).collect();
+    assert_eq!(
+        packets,
+        [91, 100, 100, 100, 100, 100, 100, 100, 100, 100, 10]
+    );
 }

@@ -58,10 +58,10 @@
 //!   the same captures in both modes), and `first_ts`/`last_ts`,
 //!   `max_idle_us`, `gbps` follow (deltas carry the flow's last time and
 //!   longest idle).
-//! * **Approximate**: `timeline.parquet` puts a delta's frames in the bin
-//!   of its last frame (flush granularity, 10 ms by default: with the
-//!   default 100 µs bins most bins of a steady flow are empty and one holds
-//!   the lot); stalls (`pfc-victims`) are not looked for in the idle times
+//! * **Approximate**: `timeline.parquet` spreads a delta's frames evenly
+//!   over the bins between its first and last counted frame (the per-flow
+//!   sums are exact; the shape within a flush interval, 10 ms by default,
+//!   is smoothed); stalls (`pfc-victims`) are not looked for in the idle times
 //!   of counted frames; the CE → CNP reaction time counts from the first CE
 //!   of a delta, which may reach the analyzer after the CNP that answered
 //!   it (CE and CNP counts are exact).
@@ -326,6 +326,9 @@ impl Feeder {
     fn push_delta(&mut self, mut d: FlowDelta) -> Result<()> {
         let wall = |ts: u64| u64::try_from(i128::from(ts) + self.offset).unwrap_or(0);
         d.last_ts_ns = wall(d.last_ts_ns);
+        if d.packets > 0 {
+            d.first_ts_ns = wall(d.first_ts_ns);
+        }
         if d.ce > 0 {
             d.first_ce_ts_ns = wall(d.first_ce_ts_ns);
         }
