@@ -684,3 +684,229 @@ fn not_root_is_a_clear_error_naming_the_capabilities() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&link.stdout).contains("xdp"));
 }
+
+// ---------------------------------------------------------------- summary mode
+
+/// `rocescope live --mode MODE` on a fresh veth pair while `cap` is replayed
+/// at `pps`; stopped by SIGINT once the replay is done. Returns the live facts.
+fn live_run(cap: &Path, mode: &str, out: &Path, pps: &str) -> serde_json::Value {
+    let veth = Veth::new();
+    quiet(&veth);
+    let live = Running::live(veth.rocescope(&[
+        "live",
+        "--iface",
+        &veth.b,
+        "--out",
+        out.to_str().unwrap(),
+        "--mode",
+        mode,
+    ]));
+    // Let the event loop start: in summary mode, frames that arrive before
+    // the analyzer pairs their flows are all forwarded, so a replay into a
+    // loop that is not draining yet saves less.
+    std::thread::sleep(Duration::from_millis(300));
+    replay(&veth, cap, Some(pps));
+    std::thread::sleep(Duration::from_millis(500));
+    live.signal(libc::SIGINT);
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(60));
+    assert!(ok, "live --mode {mode} failed: {stdout}\n{stderr}");
+    assert!(!xdp_attached(&veth, &veth.b), "still attached");
+    let f = live_facts(out);
+    assert_eq!(f["mode"], mode, "{f}");
+    assert_eq!(f["ring_full_drops"], 0, "{f}");
+    f
+}
+
+/// The sequence events (`rewind`, `gap`, `nak`, `rnr_nak`, `cnp`) as
+/// sorted `(kind, psn, depth, trigger)` rows.
+fn sequence_events(dir: &Path) -> Vec<(String, Option<i128>, Option<i128>, Option<String>)> {
+    let t = Table::read(&dir.join("events.parquet"));
+    let kind = t.strings("kind");
+    let psn = t.ints("psn");
+    let depth = t.ints("depth");
+    let trigger = t.strings("trigger");
+    let mut rows: Vec<_> = (0..t.rows())
+        .filter(|&i| {
+            matches!(
+                kind[i].as_deref(),
+                Some("rewind" | "gap" | "nak" | "rnr_nak" | "cnp")
+            )
+        })
+        .map(|i| {
+            (
+                kind[i].clone().unwrap(),
+                psn[i],
+                depth[i],
+                trigger[i].clone(),
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// Per flow (by key): the timeline's packets, bytes, retransmissions and CE
+/// summed over its bins.
+fn timeline_sums(dir: &Path) -> BTreeMap<(String, String, i128), [i128; 4]> {
+    let flows = Table::read(&dir.join("flows.parquet"));
+    let (id, src, dst, qp) = (
+        flows.ints("flow_id"),
+        flows.strings("src_ip"),
+        flows.strings("dst_ip"),
+        flows.ints("dest_qp"),
+    );
+    let key: BTreeMap<i128, (String, String, i128)> = (0..flows.rows())
+        .map(|i| {
+            let k = (
+                src[i].clone().unwrap_or_default(),
+                dst[i].clone().unwrap_or_default(),
+                qp[i].unwrap_or(-1),
+            );
+            (id[i].unwrap(), k)
+        })
+        .collect();
+    let t = Table::read(&dir.join("timeline.parquet"));
+    let cols = ["packets", "bytes", "retrans_packets", "ce"].map(|c| t.ints(c));
+    let fid = t.ints("flow_id");
+    let mut sums = BTreeMap::new();
+    for row in 0..t.rows() {
+        let e: &mut [i128; 4] = sums.entry(key[&fid[row].unwrap()].clone()).or_default();
+        for (sum, col) in e.iter_mut().zip(&cols) {
+            *sum += col[row].unwrap_or(0);
+        }
+    }
+    sums
+}
+
+#[test]
+fn summary_mode_finds_the_same_flows_with_a_fifth_of_the_ring_bytes() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // One tap each: one live interface merges a capture's taps, which
+    // makes every frame seen at two taps look like a retransmission.
+    // Between them: NAK rewinds, gaps, CE and CNPs (lossy-link at the
+    // receiver's leaf, tap 2); timeout rewinds, spurious resends and PFC
+    // pauses (ghost-drop, its sample's tap for 5 ms instead of 1). Each
+    // has about 20 000 frames: the start (before the analyzer has paired
+    // the flows, everything is forwarded) weighs little.
+    let lossy = tmp.path().join("lossy-link.pcap");
+    common::rocescope_ok(&[
+        "synth",
+        "lossy-link",
+        "--tap",
+        "2",
+        "--seed",
+        "1",
+        "--snaplen",
+        "128",
+        "--set",
+        "flows.0.messages=1000",
+        "--duration",
+        "50ms",
+        "--out",
+        lossy.to_str().unwrap(),
+    ]);
+    let ghost = tmp.path().join("ghost-drop.pcap");
+    common::rocescope_ok(&[
+        "synth",
+        "ghost-drop",
+        "--tap",
+        "0",
+        "--seed",
+        "1",
+        "--snaplen",
+        "128",
+        "--duration",
+        "5ms",
+        "--out",
+        ghost.to_str().unwrap(),
+    ]);
+    for cap in [lossy, ghost] {
+        let name = cap.file_name().unwrap().to_string_lossy().into_owned();
+        let tmp = tempfile::tempdir().unwrap();
+        let records_out = tmp.path().join("records");
+        let summary_out = tmp.path().join("summary");
+        let rf = live_run(&cap, "records", &records_out, "50000");
+        let sf = live_run(&cap, "summary", &summary_out, "50000");
+        let num = |f: &serde_json::Value, k: &str| f[k].as_u64().unwrap();
+
+        // Every frame of interest is a record or a count, in both modes.
+        assert_eq!(num(&sf, "evicted_flows"), 0, "{sf}");
+        assert_eq!(num(&rf, "summarized"), 0, "{rf}");
+        assert_eq!(num(&rf, "deltas"), 0, "{rf}");
+        assert_eq!(
+            num(&sf, "records") + num(&sf, "summarized"),
+            num(&rf, "records"),
+            "{name}: records mode {rf}\nsummary mode {sf}"
+        );
+
+        // The same flows table (every column but the timing ones) …
+        let want = flows(&records_out);
+        let got = flows(&summary_out);
+        assert!(want.len() >= 2, "{name}: {want:?}");
+        assert_eq!(
+            got, want,
+            "{name}: summary (left) and records (right) flows differ"
+        );
+        // … which has what the capture is known for.
+        let sum = |col: &str| -> i128 {
+            Table::read(&records_out.join("flows.parquet"))
+                .ints(col)
+                .iter()
+                .flatten()
+                .sum()
+        };
+        if name.starts_with("lossy") {
+            let got: Vec<i128> = ["rewinds_nak", "gaps", "ce", "cnps"].map(sum).into();
+            assert!(
+                got.iter().all(|&n| n > 0),
+                "rewinds_nak, gaps, ce, cnps: {got:?}"
+            );
+        } else {
+            let got: Vec<i128> = ["spurious_retrans", "rewinds_timeout"].map(sum).into();
+            assert!(
+                got.iter().all(|&n| n > 0),
+                "spurious_retrans, rewinds_timeout: {got:?}"
+            );
+            // Intervals depend on the replay's timing; the pausing frames do not.
+            let pausing = |dir: &Path| -> i128 {
+                let t = Table::read(&dir.join("pfc.parquet"));
+                t.ints("frames").iter().flatten().sum()
+            };
+            assert_eq!(pausing(&summary_out), pausing(&records_out));
+            assert!(pausing(&records_out) > 0);
+        }
+        // The same rewinds, gaps, NAKs and CNPs, down to PSN, depth and trigger.
+        assert_eq!(
+            sequence_events(&summary_out),
+            sequence_events(&records_out),
+            "{name}: summary (left) and records (right) events differ"
+        );
+
+        // The timeline spreads counted frames over time, but the sums per
+        // flow are the same.
+        assert_eq!(
+            timeline_sums(&summary_out),
+            timeline_sums(&records_out),
+            "{name}: summary (left) and records (right) timeline sums differ"
+        );
+
+        // At least 5x fewer ring-buffer bytes per frame of interest.
+        let per_frame = |f: &serde_json::Value| {
+            num(f, "ring_bytes") as f64 / (num(f, "records") + num(f, "summarized")) as f64
+        };
+        let (r, s) = (per_frame(&rf), per_frame(&sf));
+        eprintln!(
+            "{name}: ring bytes per frame: records mode {r:.1}, summary mode {s:.1} ({:.1}x); summary {sf}",
+            r / s
+        );
+        assert!(s * 5.0 <= r, "{name}: {s:.1} vs {r:.1} bytes per frame");
+        // packets.parquet holds the forwarded frames only.
+        assert_eq!(
+            Table::read(&summary_out.join("packets.parquet")).rows() as u64,
+            num(&sf, "records")
+        );
+    }
+}

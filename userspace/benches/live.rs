@@ -5,33 +5,44 @@
 //!
 //! A network namespace with a veth pair is created (and deleted at the
 //! end); this process enters it. RoCE RDMA WRITE frames (256-byte payload,
-//! 16 QPs) are sent as fast as one AF_PACKET socket can into one end while
-//! the other end runs
+//! 16 QPs, in order) with one ACK per 8 requests going back are sent as
+//! fast as one AF_PACKET socket can into one end while the other end runs
 //!
 //! 1. **baseline**: `rocescope_pass` — `XDP_PASS` plus one per-CPU counter
 //!    increment (so both runs count what XDP saw the same way);
-//! 2. **live**: the whole live path — the decoding XDP program, the ring
-//!    buffer, the tokio consumer, the analyzer and the Parquet tables
-//!    (`live::run` with `--count`).
+//! 2. **ring only**, per ring tuning: the decoding XDP program and the ring
+//!    buffer, with a consumer that only copies records out — what the
+//!    kernel side and the ring sustain without analysis or tables;
+//! 3. **live, records mode**, per ring tuning: the whole live path — the
+//!    decoding XDP program, the ring buffer, the tokio consumer, the
+//!    analyzer and the Parquet tables (`live::run` with `--count`);
+//! 4. **live, summary mode** (`--mode summary`), per ring tuning: the same,
+//!    with the in-kernel per-flow counts; ends when the analysed frames
+//!    stop moving.
 //!
 //! Rate = frames seen by XDP / (first send → last frame seen by XDP); for
-//! the live run also end to end: records / (first send → last record
-//! analysed). A live round counts only with zero ring-buffer drops; after
-//! drops the sender is paced at 90 % of the rate the consumer reached, and
-//! the run repeated.
+//! the live runs also end to end: frames analysed (records, plus frames
+//! counted in deltas) / (first send → last one analysed). A live round
+//! counts only with zero ring-buffer drops; after drops the sender is paced
+//! at 90 % of the rate the consumer reached, and the run repeated. Ring
+//! bytes per frame = (records × 200 + deltas × 136) / frames analysed.
 //!
-//! Environment: `ROCESCOPE_BENCH_LIVE_FRAMES` (default 300 000).
+//! Environment: `ROCESCOPE_BENCH_LIVE_FRAMES` (default 300 000),
+//! `ROCESCOPE_BENCH_RING` (ring tunings, `SIZE/WAKEUP,…`, default
+//! `16MiB/0,64MiB/1MiB`: the kernel's wake-ups with the old ring, then the
+//! defaults).
 use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use rocescope::live::replay::RawSender;
 use std::hint::black_box;
+use std::net::Ipv4Addr;
 
+use rocescope::live::replay::RawSender;
 use rocescope::live::{self, Program, RingTuning, Tap, XdpModeArg, tap};
-use rocescope::synth::frame::{RoceFrame, WireFrame};
+use rocescope::synth::frame::{IpAddrs, RoceFrame, WireFrame};
 use rocescope::units;
 
 fn ip(args: &[&str]) -> bool {
@@ -51,22 +62,41 @@ impl Drop for Netns {
 }
 
 fn frames(n: usize) -> Vec<Vec<u8>> {
-    let mut psn = [0u32; 16];
-    (0..n)
-        .map(|i| {
-            let qp = i % 16;
-            let mut f = RoceFrame::default();
-            f.bth.opcode = 0x0A;
-            f.bth.dest_qp = 0x100 + qp as u32;
-            f.bth.psn = psn[qp];
-            psn[qp] = (psn[qp] + 1) & 0xFF_FFFF;
-            f.ext.reth_len = 256;
-            f.payload_len = 256;
+    const QPS: usize = 16;
+    const ACK_EVERY: u32 = 8;
+    let mut psn = [0u32; QPS];
+    let mut out = Vec::with_capacity(n);
+    let mut i = 0;
+    while out.len() < n {
+        let qp = i % QPS;
+        i += 1;
+        let mut f = RoceFrame::default();
+        f.bth.opcode = 0x0A;
+        f.bth.dest_qp = 0x100 + qp as u32;
+        f.bth.psn = psn[qp];
+        f.ext.reth_len = 256;
+        f.payload_len = 256;
+        let mut b = Vec::new();
+        f.write(&mut b);
+        out.push(b);
+        if psn[qp] % ACK_EVERY == ACK_EVERY - 1 && out.len() < n {
+            // The responder's ACK, to the requester's QP (0x1000 + qp).
+            let mut a = RoceFrame::default();
+            a.ip.addrs = IpAddrs::V4 {
+                src: Ipv4Addr::new(10, 0, 0, 2),
+                dst: Ipv4Addr::new(10, 0, 0, 1),
+            };
+            a.bth.opcode = 0x11;
+            a.bth.dest_qp = 0x1000 + qp as u32;
+            a.bth.psn = psn[qp];
+            a.ext.aeth_syndrome = 0x1F;
             let mut b = Vec::new();
-            f.write(&mut b);
-            b
-        })
-        .collect()
+            a.write(&mut b);
+            out.push(b);
+        }
+        psn[qp] = (psn[qp] + 1) & 0xFF_FFFF;
+    }
+    out
 }
 
 /// Sends every frame, paced at `pps` if given; returns when done.
@@ -133,7 +163,7 @@ fn main() {
     let frames = frames(n);
     let sender = RawSender::open(&a).expect("raw socket");
     println!(
-        "live path on veth ({n} frames of {} bytes, RoCE RDMA WRITE)",
+        "live path on veth ({n} frames: RoCE RDMA WRITE of {} bytes, an ACK per 8)",
         frames[0].len()
     );
 
@@ -157,17 +187,18 @@ fn main() {
     for t in &tunings {
         ring_only(&sender, &b, &frames, *t, base_rate);
     }
-    // 3. The whole live path, paced down until no ring-buffer drops.
+    // 3. The whole live path in both modes, paced down until no ring-buffer drops.
     for t in &tunings {
-        whole_path(&sender, &b, &frames, *t, base_rate);
+        for mode in [live::TapMode::Records, live::TapMode::Summary] {
+            live_rounds(&b, &sender, &frames, mode, *t, base_rate);
+        }
     }
 }
 
-/// Ring tunings compared: `ROCESCOPE_BENCH_RING` = `SIZE/WAKEUP,...`
-/// (default: the defaults; 64 MiB with 256 KiB wake-ups).
+/// Ring tunings compared (`ROCESCOPE_BENCH_RING`, see the module docs).
 fn tunings() -> Vec<RingTuning> {
     let spec =
-        std::env::var("ROCESCOPE_BENCH_RING").unwrap_or_else(|_| "16MiB/0,64MiB/256KiB".into());
+        std::env::var("ROCESCOPE_BENCH_RING").unwrap_or_else(|_| "16MiB/0,64MiB/1MiB".into());
     spec.split(',')
         .map(|one| {
             let (size, wakeup) = one.split_once('/').expect("SIZE/WAKEUP");
@@ -240,26 +271,38 @@ fn ring_only(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning,
     );
 }
 
-/// `live::run` with every table, paced down until no ring-buffer drops.
-fn whole_path(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning, base_rate: f64) {
+fn live_rounds(
+    b: &str,
+    sender: &RawSender,
+    frames: &[Vec<u8>],
+    mode: live::TapMode,
+    ring: RingTuning,
+    base_rate: f64,
+) {
     let n = frames.len();
+    let label = format!("{} ({})", mode.as_str(), describe(ring));
+    let summary = mode == live::TapMode::Summary;
     let mut pps: Option<f64> = None;
     for round in 1..=5 {
         let seen = Arc::new(AtomicU64::new(0));
         let out = tempfile::tempdir().unwrap();
         let opts = live::Options {
-            iface: iface.to_string(),
+            iface: b.to_string(),
             out: out.path().to_path_buf(),
             duration: Some(Duration::from_secs(60)),
-            count: Some(n as u64),
+            // Summary mode has far fewer records: it stops when idle.
+            count: (!summary).then_some(n as u64),
             mode: XdpModeArg::Auto,
+            tap_mode: mode,
+            flush_ns: None,
             drop_after_capture: false,
             analyzer: Default::default(),
             progress: false,
-            ring: t,
+            ring,
             records_seen: Some(seen.clone()),
         };
         let done = Arc::new(AtomicBool::new(false));
+        let t0 = Instant::now();
         let runner = {
             let done = done.clone();
             std::thread::spawn(move || {
@@ -292,30 +335,36 @@ fn whole_path(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning
             last.1
         };
         if !done.load(Ordering::SeqCst) {
-            ip(&["link", "set", iface, "down"]);
+            ip(&["link", "set", b, "down"]);
         }
         let outcome = runner.join().unwrap().expect("live run");
-        ip(&["link", "set", iface, "up"]);
+        ip(&["link", "set", b, "up"]);
         let f = &outcome.facts;
+        let _ = t0;
         let rate = f.frames as f64 / sent_for.as_secs_f64();
-        let e2e = outcome.records as f64 / analysed_by.as_secs_f64();
+        let analysed = f.records + f.summarized;
+        let e2e = analysed as f64 / analysed_by.as_secs_f64();
         println!(
-            "  live ({}) round {round} ({}): {} frames seen, {} records analysed, {} ring-buffer drops; \
-             XDP side {:.0} frames/s, end to end {:.0} records/s{}",
-            describe(t),
+            "  {} round {round} ({}): {} frames seen, {} records + {} summarized in {} deltas, \
+             {} ring-buffer drops, {:.1} ring bytes per frame; \
+             XDP side {:.0} frames/s, end to end {:.0} frames/s{}",
+            label,
             f.xdp_mode,
             f.frames,
-            outcome.records,
+            f.records,
+            f.summarized,
+            f.deltas,
             f.ring_full_drops,
+            f.ring_bytes as f64 / analysed.max(1) as f64,
             rate,
             e2e,
             pps.map(|p| format!(", sender paced at {p:.0}/s"))
                 .unwrap_or_default()
         );
-        if f.ring_full_drops == 0 && outcome.records >= n as u64 {
+        if f.ring_full_drops == 0 && analysed >= n as u64 {
             println!(
-                "  live ({}): sustained with zero ring drops: {:.0} frames/s end to end = {:.2} × baseline",
-                describe(t),
+                "  {} sustained with zero ring drops: {:.0} frames/s end to end = {:.2} × baseline",
+                label,
                 e2e,
                 e2e / base_rate
             );
@@ -323,8 +372,5 @@ fn whole_path(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning
         }
         pps = Some(0.9 * e2e);
     }
-    println!(
-        "  live ({}): no round without ring-buffer drops",
-        describe(t)
-    );
+    println!("  {label}: no round without ring-buffer drops");
 }

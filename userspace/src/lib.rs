@@ -26,4 +26,4 @@ pub mod tables;
 pub mod units;
 
 pub use error::{Error, Result};
-pub use rocescope_common::{Kind, PacketRecord, flags, proto};
+pub use rocescope_common::{Kind, PacketRecord, flags, proto, summary};

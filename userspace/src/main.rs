@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use rocescope::live::{self, XdpModeArg};
+use rocescope::live::{self, TapMode, XdpModeArg};
 use rocescope::offline::{self, Options};
 use rocescope::{Error, Result, analyze, units};
 
@@ -64,6 +64,12 @@ enum Command {
         /// Drop the frames that were recorded (XDP_DROP) instead of passing them to the kernel stack.
         #[arg(long)]
         drop_after_capture: bool,
+        /// records: one record per frame of interest; summary: per-flow counts in the kernel, records only for anomalies (retransmissions, gaps, NAKs, CNPs, PFC, …) — for rates records cannot keep up with.
+        #[arg(long, value_enum, default_value_t = TapMode::Records, value_name = "MODE")]
+        mode: TapMode,
+        /// Summary mode: the longest an active flow's counts wait in the kernel (e.g. 10ms); also the timeline's resolution for counted frames (shorter: more deltas).
+        #[arg(long, value_name = "DURATION", default_value = "10ms")]
+        flush_interval: String,
         /// Ring buffer between the XDP program and rocescope (a power of two, e.g. 64MiB): what absorbs a burst while rocescope is busy.
         /// [default: 64MiB]
         #[arg(long, value_name = "SIZE")]
@@ -341,6 +347,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             count,
             xdp_mode,
             drop_after_capture,
+            mode,
+            flush_interval,
             ring_size,
             wakeup,
             analysis,
@@ -360,6 +368,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .map(std::time::Duration::from_nanos),
                 count,
                 mode: xdp_mode,
+                tap_mode: mode,
+                flush_ns: Some(units::parse_duration_ns(&flush_interval)?),
                 drop_after_capture,
                 analyzer: analysis.config()?,
                 progress: true,
@@ -386,6 +396,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 out.display(),
                 f.stopped_by
             );
+            if mode == TapMode::Summary {
+                let c = live::Counters {
+                    records: f.records,
+                    summarized: f.summarized,
+                    deltas: f.deltas,
+                    ..live::Counters::default()
+                };
+                println!("  summary mode{}", live::summary_counts(&c));
+                if f.evicted_flows > 0 {
+                    eprintln!(
+                        "rocescope: warning: {} flows were evicted from the kernel's flow map ({} flows) and lost their unsent counts",
+                        f.evicted_flows,
+                        rocescope_common::live::FLOWS_MAX
+                    );
+                }
+            }
             for finding in &outcome.analysis.summary.findings {
                 println!("  [{}] {}", finding.severity, finding.title);
             }

@@ -37,8 +37,9 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
 use rocescope_common::PacketRecord;
+use rocescope_common::summary::FlowDelta;
 
-use crate::analyze::{self, Analysis, Analyzer, Event, TimelineRow, Verdict};
+use crate::analyze::{self, Analysis, Analyzer, Event, FlowKey, TimelineRow, Verdict};
 use crate::decode::cm::CmMessage;
 use crate::tables::{RunFacts, TableSet};
 use crate::{Error, Result};
@@ -87,7 +88,15 @@ impl Threads {
 pub struct RecordPipeline {
     records: u64,
     stage: Stage,
+    /// Where the analyzer's pairings go ([`RecordPipeline::watch_pairings`]).
+    pairings: Option<Sender<Pairing>>,
 }
+
+/// Two flows the analyzer paired: (request flow, response flow).
+pub type Pairing = (FlowKey, FlowKey);
+
+/// A flow delta to apply before the record at this index of its batch.
+type Delta = (usize, u16, FlowDelta);
 
 enum Stage {
     /// Outputs may still be added; nothing has run yet.
@@ -107,6 +116,8 @@ enum Stage {
 
 struct Pipelined {
     batch: Vec<PacketRecord>,
+    /// Deltas among the batch's records.
+    deltas: Vec<Delta>,
     tx: SyncSender<ToAnalyzer>,
     /// Emptied record buffers coming back.
     spare: Receiver<Vec<PacketRecord>>,
@@ -116,7 +127,7 @@ struct Pipelined {
 enum ToAnalyzer {
     Iface(u16, String),
     Cm(Box<PacketRecord>, CmMessage),
-    Records(Vec<PacketRecord>),
+    Records(Vec<PacketRecord>, Vec<Delta>),
     Finish(Box<RunFacts>),
 }
 
@@ -158,7 +169,23 @@ impl RecordPipeline {
             outputs,
             threads,
         };
-        Ok(Self { records: 0, stage })
+        Ok(Self {
+            records: 0,
+            stage,
+            pairings: None,
+        })
+    }
+
+    /// Every pairing of two flows the analyzer makes from now on is sent
+    /// on the returned channel (after the batch that made it). Call before
+    /// the first record; the live tap's summary mode tells the kernel.
+    pub fn watch_pairings(&mut self) -> Receiver<Pairing> {
+        let (tx, rx) = channel();
+        if let Stage::NotStarted { analyzer, .. } = &mut self.stage {
+            analyzer.log_pairings();
+            self.pairings = Some(tx);
+        }
+        rx
     }
 
     /// Sends the results to `output` too (before the first record).
@@ -183,7 +210,9 @@ impl RecordPipeline {
         };
         self.stage = match threads {
             Threads::Inline => Stage::Inline { analyzer, outputs },
-            Threads::Pipelined => Stage::Pipelined(Pipelined::start(*analyzer, outputs)?),
+            Threads::Pipelined => {
+                Stage::Pipelined(Pipelined::start(*analyzer, outputs, self.pairings.clone())?)
+            }
         };
         Ok(())
     }
@@ -217,11 +246,8 @@ impl RecordPipeline {
         match &mut self.stage {
             Stage::NotStarted { .. } => Ok(()),
             Stage::Inline { analyzer, outputs } => {
-                if outputs.is_empty() {
-                    analyzer.push(rec, &mut Discard);
-                    return Ok(());
-                }
                 let verdict = analyzer.push(rec, &mut Fanout(outputs));
+                send_pairings(analyzer, self.pairings.as_ref());
                 for o in outputs.iter_mut() {
                     o.packet(rec, verdict)?;
                 }
@@ -230,6 +256,29 @@ impl RecordPipeline {
             Stage::Pipelined(p) => {
                 p.batch.push(*rec);
                 if p.batch.len() >= BATCH && p.flush().is_err() {
+                    return Err(self.fail());
+                }
+                Ok(())
+            }
+            Stage::Failed(msg) => Err(Error::Usage(format!("the analysis stopped earlier: {msg}"))),
+        }
+    }
+
+    /// Frames of one flow the live tap counted in the kernel (summary
+    /// mode), applied after every record pushed before it: see
+    /// [`Analyzer::apply_delta`]. Not a record: [`RecordPipeline::records`]
+    /// does not count it.
+    pub fn push_delta(&mut self, iface: u16, delta: &FlowDelta) -> Result<()> {
+        self.start()?;
+        match &mut self.stage {
+            Stage::NotStarted { .. } => Ok(()),
+            Stage::Inline { analyzer, outputs } => {
+                analyzer.apply_delta(iface, delta, &mut Fanout(outputs));
+                Ok(())
+            }
+            Stage::Pipelined(p) => {
+                p.deltas.push((p.batch.len(), iface, *delta));
+                if p.deltas.len() >= BATCH && p.flush().is_err() {
                     return Err(self.fail());
                 }
                 Ok(())
@@ -322,7 +371,11 @@ impl RecordPipeline {
 }
 
 impl Pipelined {
-    fn start(analyzer: Analyzer, outputs: Outputs) -> Result<Self> {
+    fn start(
+        analyzer: Analyzer,
+        outputs: Outputs,
+        pairings: Option<Sender<Pairing>>,
+    ) -> Result<Self> {
         let (tx, rx) = sync_channel::<ToAnalyzer>(DEPTH);
         let (spare_tx, spare) = channel();
         let spawn_error = |what: &str, e: std::io::Error| {
@@ -341,10 +394,11 @@ impl Pipelined {
         };
         let analyzer = std::thread::Builder::new()
             .name("rocescope-analyze".into())
-            .spawn(move || analyze_loop(analyzer, rx, writer, spare_tx))
+            .spawn(move || analyze_loop(analyzer, rx, writer, spare_tx, pairings))
             .map_err(|e| spawn_error("analyzer", e))?;
         Ok(Self {
             batch: Vec::with_capacity(BATCH),
+            deltas: Vec::new(),
             tx,
             spare,
             analyzer,
@@ -353,7 +407,7 @@ impl Pipelined {
 
     /// Sends the current batch (if any); `Err` when the analyzer is gone.
     fn flush(&mut self) -> std::result::Result<(), ()> {
-        if self.batch.is_empty() {
+        if self.batch.is_empty() && self.deltas.is_empty() {
             return Ok(());
         }
         let next = self
@@ -361,7 +415,10 @@ impl Pipelined {
             .try_recv()
             .unwrap_or_else(|_| Vec::with_capacity(BATCH));
         let full = std::mem::replace(&mut self.batch, next);
-        self.tx.send(ToAnalyzer::Records(full)).map_err(|_| ())
+        let deltas = std::mem::take(&mut self.deltas);
+        self.tx
+            .send(ToAnalyzer::Records(full, deltas))
+            .map_err(|_| ())
     }
 }
 
@@ -380,6 +437,7 @@ fn analyze_loop(
     rx: Receiver<ToAnalyzer>,
     writer: Option<(SyncSender<ToWriter>, JoinHandle<Result<Analysis>>)>,
     spare: Sender<Vec<PacketRecord>>,
+    pairings: Option<Sender<Pairing>>,
 ) -> Result<Analysis> {
     let Some((wtx, whandle)) = writer else {
         // No tables: analyse and hand the buffers straight back.
@@ -387,10 +445,9 @@ fn analyze_loop(
             match msg {
                 ToAnalyzer::Iface(i, name) => analyzer.set_iface_name(i, &name),
                 ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
-                ToAnalyzer::Records(mut recs) => {
-                    for rec in &recs {
-                        analyzer.push(rec, &mut Discard);
-                    }
+                ToAnalyzer::Records(mut recs, deltas) => {
+                    analyze_batch(&mut analyzer, &recs, deltas, &mut Discard, |_| {});
+                    send_pairings(&mut analyzer, pairings.as_ref());
                     recs.clear();
                     let _ = spare.send(recs);
                 }
@@ -417,15 +474,17 @@ fn analyze_loop(
                 }
             }
             ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
-            ToAnalyzer::Records(records) => {
+            ToAnalyzer::Records(records, deltas) => {
                 let mut sink = TableBatch {
                     verdicts: Vec::with_capacity(records.len()),
                     ..TableBatch::default()
                 };
-                for rec in &records {
-                    let v = analyzer.push(rec, &mut sink);
-                    sink.verdicts.push(v);
-                }
+                let mut verdicts = Vec::with_capacity(records.len());
+                analyze_batch(&mut analyzer, &records, deltas, &mut sink, |v| {
+                    verdicts.push(v)
+                });
+                send_pairings(&mut analyzer, pairings.as_ref());
+                sink.verdicts = verdicts;
                 sink.records = records;
                 if wtx.send(ToWriter::Batch(sink)).is_err() {
                     return Err(writer_failed(whandle));
@@ -453,6 +512,36 @@ fn analyze_loop(
     Err(Error::Usage(
         "the record source stopped without finishing".into(),
     ))
+}
+
+/// `records` through the analyzer, each delta before the record it was
+/// pushed before; `verdict` gets each record's verdict in order.
+fn analyze_batch(
+    analyzer: &mut Analyzer,
+    records: &[PacketRecord],
+    deltas: Vec<Delta>,
+    sink: &mut impl analyze::Sink,
+    mut verdict: impl FnMut(Verdict),
+) {
+    let mut deltas = deltas.into_iter().peekable();
+    for (i, rec) in records.iter().enumerate() {
+        while let Some((_, iface, d)) = deltas.next_if(|(at, _, _)| *at <= i) {
+            analyzer.apply_delta(iface, &d, sink);
+        }
+        verdict(analyzer.push(rec, sink));
+    }
+    for (_, iface, d) in deltas {
+        analyzer.apply_delta(iface, &d, sink);
+    }
+}
+
+/// Hands the pairings the analyzer made to whoever watches them.
+fn send_pairings(analyzer: &mut Analyzer, to: Option<&Sender<Pairing>>) {
+    if let Some(tx) = to {
+        for p in analyzer.take_pairings() {
+            let _ = tx.send(p);
+        }
+    }
 }
 
 /// The writer thread: rows into every output, in the order they came.

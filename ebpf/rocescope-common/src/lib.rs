@@ -8,6 +8,7 @@
 
 pub mod live;
 pub mod proto;
+pub mod summary;
 
 /// What a frame turned out to be. Frames of no interest produce no record.
 #[repr(u8)]

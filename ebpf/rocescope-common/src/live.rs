@@ -1,6 +1,6 @@
 //! What the XDP program and the `live` command agree on besides
 //! [`PacketRecord`](crate::PacketRecord): map names, counter slots and the
-//! load-time setting.
+//! load-time settings.
 
 /// `RingBuf` of [`PacketRecord`](crate::PacketRecord)s, kernel → userspace.
 pub const MAP_RECORDS: &str = "RECORDS";
@@ -13,6 +13,25 @@ pub const PROGRAM_PASS: &str = "rocescope_pass";
 /// `u8` global: non-zero makes the program return `XDP_DROP` for frames it
 /// recorded (mirror copies nobody needs after the tap).
 pub const GLOBAL_DROP_AFTER_CAPTURE: &str = "DROP_AFTER_CAPTURE";
+
+/// `u8` global: non-zero selects summary mode (see [`crate::summary`]):
+/// in-order requests and plain ACKs of paired flows are counted in the
+/// kernel, everything else is forwarded as a record after its flow's delta.
+pub const GLOBAL_SUMMARY: &str = "SUMMARY";
+/// `u64` global: in summary mode, a flow's counters go up as a delta when a
+/// packet of it arrives this long (ns) after its last delta.
+pub const GLOBAL_FLUSH_NS: &str = "FLUSH_NS";
+/// Default of [`GLOBAL_FLUSH_NS`]: 10 ms.
+pub const DEFAULT_FLUSH_NS: u64 = 10_000_000;
+/// `LruHashMap<FlowKey, FlowState>`: summary mode's per-flow kernel state.
+pub const MAP_FLOWS: &str = "FLOWS";
+/// Flows [`MAP_FLOWS`] holds before the least recently used is evicted.
+pub const FLOWS_MAX: u32 = 65_536;
+/// `HashMap<FlowKey, Pairing>`: flows the analyzer has paired, written by
+/// userspace (both directions of each pair).
+pub const MAP_PAIRS: &str = "PAIRS";
+/// Entries of [`MAP_PAIRS`] (two per pair).
+pub const PAIRS_MAX: u32 = 65_536;
 
 /// `u64` global: wake the consumer only once this many bytes wait on the
 /// ring buffer (0 = a wake-up whenever the consumer has caught up).
@@ -38,5 +57,11 @@ pub const COUNTER_RING_FULL: u32 = 2;
 /// Frames whose walk stopped at a header that was cut short or invalid
 /// (including `Malformed` RoCE datagrams).
 pub const COUNTER_PARSE_FAILURES: u32 = 3;
+
+/// Frames counted into a flow's kernel state instead of becoming a record
+/// (summary mode).
+pub const COUNTER_SUMMARIZED: u32 = 4;
+/// [`FlowDelta`](crate::summary::FlowDelta)s put on the ring buffer (summary mode).
+pub const COUNTER_DELTAS: u32 = 5;
 /// Number of counter slots.
-pub const COUNTERS: u32 = 4;
+pub const COUNTERS: u32 = 6;

@@ -111,6 +111,17 @@ pub mod ib {
     pub const PSN_MASK: u32 = PSN_MODULUS - 1;
     pub const QPN_MASK: u32 = 0x00FF_FFFF;
 
+    /// `a - b` in 24-bit serial arithmetic, in (-2^23, 2^23]: positive when
+    /// `a` is after `b` (the analyzer's `psn::diff`; here for the kernel).
+    pub const fn psn_diff(a: u32, b: u32) -> i32 {
+        let d = a.wrapping_sub(b) & PSN_MASK;
+        if d > PSN_MODULUS / 2 {
+            d as i32 - PSN_MODULUS as i32
+        } else {
+            d as i32
+        }
+    }
+
     /// Transport service: the top three bits of the opcode.
     pub mod transport {
         pub const RC: u8 = 0b000;

@@ -32,12 +32,22 @@
 //!   are dropped (`XDP_DROP`); frames of no interest and frames lost to a
 //!   full ring still pass. The program never writes to a frame.
 //! * **Counters** (per CPU): frames, records, ring-buffer-full drops, parse
-//!   failures (a header cut short or invalid, `Malformed` included).
+//!   failures (a header cut short or invalid, `Malformed` included), and in
+//!   summary mode frames summarized (counted, no record) and deltas sent.
+//! * **Summary mode** (the `SUMMARY` global, `live --mode summary`): after
+//!   the walk, `summary::summarize` counts in-order requests and plain ACKs
+//!   of flows userspace has paired into an LRU hash of per-flow state and
+//!   forwards everything else as a record, right after a `FlowDelta` of its
+//!   flow's counts (module `summary` has the rules and why). Deltas and
+//!   records share the ring buffer; userspace tells them apart by length.
+//!   With `DROP_AFTER_CAPTURE`, counted frames are dropped like recorded ones.
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]
 
 #[cfg(target_arch = "bpf")]
 mod program;
+#[cfg(target_arch = "bpf")]
+mod summary;
 
 #[cfg(not(target_arch = "bpf"))]
 fn main() {}

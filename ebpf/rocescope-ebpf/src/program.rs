@@ -14,8 +14,10 @@ use aya_ebpf::programs::XdpContext;
 use rocescope_common::proto::{self, ethernet, gre, ib, ip, mac_control, udp};
 use rocescope_common::{Kind, PacketRecord, flags, live};
 
+use crate::summary::{Fate, summarize};
+
 #[map(name = "RECORDS")]
-static RECORDS: RingBuf = RingBuf::with_byte_size(live::DEFAULT_RING_BYTES, 0);
+pub(crate) static RECORDS: RingBuf = RingBuf::with_byte_size(live::DEFAULT_RING_BYTES, 0);
 
 #[map(name = "COUNTERS")]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(live::COUNTERS, 0);
@@ -40,6 +42,14 @@ static DROP_AFTER_CAPTURE: u8 = 0;
 #[unsafe(no_mangle)]
 static WAKEUP_BYTES: u64 = 0;
 
+/// Set by the loader (`--mode summary`): see [`crate::summary`].
+#[unsafe(no_mangle)]
+static SUMMARY: u8 = 0;
+
+/// Set by the loader: how old a flow's last delta may get in summary mode.
+#[unsafe(no_mangle)]
+static FLUSH_NS: u64 = live::DEFAULT_FLUSH_NS;
+
 #[xdp(frags)]
 pub fn rocescope(ctx: XdpContext) -> u32 {
     bump(live::COUNTER_FRAMES);
@@ -59,6 +69,19 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
         return xdp_action::XDP_PASS;
     }
     rec.ts_ns = unsafe { bpf_ktime_get_ns() };
+    // SAFETY: read-only globals the loader may have set.
+    if unsafe { core::ptr::read_volatile(&SUMMARY) } != 0 {
+        let flush_ns = unsafe { core::ptr::read_volatile(&FLUSH_NS) };
+        match summarize(rec, rec.ts_ns, flush_ns) {
+            // Captured as a count: as good as recorded.
+            Fate::Counted => return captured(),
+            Fate::RingFull => {
+                bump(live::COUNTER_RING_FULL);
+                return xdp_action::XDP_PASS;
+            }
+            Fate::Forward => {}
+        }
+    }
     if RECORDS
         .output::<PacketRecord>(&*rec, wakeup_flags())
         .is_err()
@@ -67,6 +90,12 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
         return xdp_action::XDP_PASS;
     }
     bump(live::COUNTER_RECORDS);
+    captured()
+}
+
+/// The verdict for a frame whose record (or count) the tap has.
+#[inline(always)]
+fn captured() -> u32 {
     // SAFETY: a read-only global the loader may have set.
     if unsafe { core::ptr::read_volatile(&DROP_AFTER_CAPTURE) } != 0 {
         xdp_action::XDP_DROP
@@ -84,7 +113,7 @@ pub fn rocescope_pass(_ctx: XdpContext) -> u32 {
 
 /// Ring-buffer output flags: batch the consumer's wake-ups (see `WAKEUP_BYTES`).
 #[inline(always)]
-fn wakeup_flags() -> u64 {
+pub(crate) fn wakeup_flags() -> u64 {
     // SAFETY: a read-only global the loader may have set.
     let threshold = unsafe { core::ptr::read_volatile(&WAKEUP_BYTES) };
     if threshold == 0 {
@@ -97,7 +126,7 @@ fn wakeup_flags() -> u64 {
 }
 
 #[inline(always)]
-fn bump(slot: u32) {
+pub(crate) fn bump(slot: u32) {
     if let Some(p) = COUNTERS.get_ptr_mut(slot) {
         // SAFETY: this CPU's slot; no other program run touches it meanwhile.
         unsafe { *p += 1 };

@@ -155,6 +155,7 @@ use hash::FastMap;
 use std::net::{IpAddr, Ipv6Addr};
 
 use rocescope_common::proto::ib::{self, PSN_MASK, aeth, op, transport};
+use rocescope_common::summary::{FlowDelta, delta_flags};
 use rocescope_common::{Kind, PacketRecord, flags};
 use serde::Serialize;
 
@@ -420,7 +421,8 @@ pub struct Analysis {
     pub summary: Summary,
 }
 
-type FlowKey = (u16, [u8; 16], [u8; 16], u32);
+/// `(iface, src_ip, dst_ip, dest_qp)`.
+pub type FlowKey = (u16, [u8; 16], [u8; 16], u32);
 type HostPair = (u16, [u8; 16], [u8; 16]);
 
 /// Most outstanding NAKs kept per response flow.
@@ -624,6 +626,9 @@ pub struct Analyzer {
     /// CE → CNP reaction times: (samples, sum, min, max) in ns.
     reactions: (u64, u64, u64, u64),
     ifaces: BTreeMap<u16, String>,
+    /// Pairings made since [`Analyzer::take_pairings`] last ran, when asked
+    /// for with [`Analyzer::log_pairings`] (the live tap's summary mode).
+    pairings: Option<Vec<(FlowKey, FlowKey)>>,
 }
 
 impl Analyzer {
@@ -645,6 +650,7 @@ impl Analyzer {
             last_ts: 0,
             reactions: (0, 0, u64::MAX, 0),
             ifaces: BTreeMap::new(),
+            pairings: None,
         }
     }
 
@@ -719,7 +725,23 @@ impl Analyzer {
         }
     }
 
+    /// From now on, remember every pairing for [`Analyzer::take_pairings`].
+    pub fn log_pairings(&mut self) {
+        self.pairings.get_or_insert_with(Vec::new);
+    }
+
+    /// The pairings (request flow, response flow) made since the last call.
+    pub fn take_pairings(&mut self) -> Vec<(FlowKey, FlowKey)> {
+        self.pairings
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     fn link(&mut self, r: usize, s: usize) {
+        if let Some(log) = &mut self.pairings {
+            log.push((self.flows[r].key(), self.flows[s].key()));
+        }
         let mtu = self.flows[r].mtu.max(self.flows[s].mtu);
         let (rq, sq) = (self.flows[r].dest_qp, self.flows[s].dest_qp);
         let fr = &mut self.flows[r];
@@ -785,6 +807,93 @@ impl Analyzer {
             Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, sink),
             _ => Verdict::default(),
         }
+    }
+
+    /// Frames of one flow the live tap counted in the kernel instead of
+    /// sending them as records (`live --mode summary`; see
+    /// `rocescope_common::summary`), in their place in the record order.
+    ///
+    /// They are what [`Analyzer::push`] would have made of those frames,
+    /// which the kernel only counts when that is a plain sum: in-order
+    /// requests (never retransmissions: payload is goodput; `next` moves to
+    /// the delta's `next_psn`) and plain ACKs (their highest PSN raises the
+    /// flow's `acked`). The delta also carries the flow's path MTU and its
+    /// partner's highest ACKed PSN and MTU, which the analyzer may not have
+    /// seen yet (they came in frames that were only counted).
+    ///
+    /// Approximate, by design: the timeline spreads the frames evenly over
+    /// `first_ts_ns..=last_ts_ns` (see [`spread_over_bins`]; per-flow sums
+    /// are exact), and stalls are not looked for in the idle times of
+    /// counted frames (only their longest idle
+    /// raises `max_idle_us`). A delta for a flow the analyzer has not seen
+    /// (its first record was lost) is ignored.
+    pub fn apply_delta(&mut self, iface: u16, d: &FlowDelta, sink: &mut impl Sink) {
+        let key = (
+            iface,
+            d.key.src_ip,
+            d.key.dst_ip,
+            d.key.dest_qp & ib::QPN_MASK,
+        );
+        let Some(&i) = self.by_key.get(&key) else {
+            return;
+        };
+        let paired = self.flows[i].paired;
+        // State first: the path MTU and the highest ACKed PSNs.
+        let raise_mtu = |f: &mut Flow, m: u32| f.mtu = f.mtu.max(m);
+        raise_mtu(&mut self.flows[i], d.mtu);
+        if let Some(p) = paired {
+            raise_mtu(&mut self.flows[p], d.mtu);
+            if d.has(delta_flags::PARTNER) {
+                raise_mtu(&mut self.flows[p], d.partner_mtu);
+                raise_mtu(&mut self.flows[i], d.partner_mtu);
+            }
+        }
+        let raise_acked = |f: &mut Flow, q: u32| {
+            f.acked = Some(f.acked.map_or(q, |a| psn::max(a, q)));
+        };
+        if d.has(delta_flags::ACKED) {
+            raise_acked(&mut self.flows[i], d.acked_psn & PSN_MASK);
+        }
+        if let Some(p) = paired
+            && d.has(delta_flags::PARTNER_ACKED)
+        {
+            raise_acked(&mut self.flows[p], d.partner_acked_psn & PSN_MASK);
+        }
+        if d.packets == 0 {
+            return;
+        }
+        let now = d.last_ts_ns;
+        self.frames.roce += d.packets;
+        self.frames.total += d.packets;
+        self.last_ts = self.last_ts.max(now);
+        let bin_ns = self.config.bin_ns;
+        let f = &mut self.flows[i];
+        if d.data_packets > 0
+            && let Some(s) = &mut f.seq
+        {
+            // Every counted request was in order and none was a READ.
+            let next = d.next_psn & PSN_MASK;
+            s.next = next;
+            s.slack_end = next;
+            s.prev_lo = next;
+            s.prev_hi = next;
+        }
+        f.packets += d.packets;
+        f.bytes += d.bytes;
+        f.payload_bytes += d.payload_bytes;
+        f.goodput_bytes += d.payload_bytes;
+        f.data_packets += u64::from(d.data_packets);
+        f.acks += u64::from(d.acks);
+        f.responses += u64::from(d.responses);
+        if d.ce > 0 {
+            f.ce += u64::from(d.ce);
+            if f.ce_unanswered.is_none() {
+                f.ce_unanswered = Some(d.first_ce_ts_ns);
+            }
+        }
+        f.max_idle_ns = f.max_idle_ns.max(d.max_idle_ns);
+        f.last_ts = f.last_ts.max(now);
+        spread_over_bins(f, &self.pfc, d, bin_ns, sink);
     }
 
     fn priority_of(&self, rec: &PacketRecord) -> Option<u8> {
@@ -1369,6 +1478,56 @@ fn bin_mut<'a>(
         start,
         ..Bin::default()
     })
+}
+
+/// Most timeline bins one delta's frames are spread over; a longer span
+/// (a flush interval far above the bin width) goes into its last bin.
+const MAX_SPREAD_BINS: u64 = 4096;
+
+/// A delta's frames into the flow's timeline, spread evenly over the time
+/// they were counted in (`first_ts_ns..=last_ts_ns`): each bin gets the
+/// share of the packets its part of that span holds (rounded so the shares
+/// add up exactly), and bytes, goodput and CE marks in proportion to its
+/// packets. Exact per flow; the shape within the span is an estimate.
+fn spread_over_bins(
+    f: &mut Flow,
+    pfc: &PfcTracker,
+    d: &FlowDelta,
+    bin_ns: u64,
+    sink: &mut impl Sink,
+) {
+    let last = d.last_ts_ns;
+    let mut first = d.first_ts_ns.min(last).max(f.bin.map_or(0, |b| b.start));
+    if (last - first) / bin_ns >= MAX_SPREAD_BINS {
+        first = last;
+    }
+    let span = u128::from(last - first) + 1;
+    let share = |total: u64, of: u128, whole: u128| (u128::from(total) * of / whole) as u64;
+    let (mut packets, mut bytes, mut goodput, mut ce) = (0u64, 0u64, 0u64, 0u64);
+    let mut start = first - first % bin_ns;
+    loop {
+        let end = start.saturating_add(bin_ns).min(last.saturating_add(1));
+        // Cumulative shares up to the end of this bin.
+        let p = share(d.packets, u128::from(end - first), span);
+        let by_packets = |total: u64| share(total, u128::from(p), u128::from(d.packets));
+        let (b_, g_, c_) = (
+            by_packets(d.bytes),
+            by_packets(d.payload_bytes),
+            by_packets(u64::from(d.ce)),
+        );
+        if p > packets {
+            let b = bin_mut(f, pfc, start.max(first), bin_ns, sink);
+            b.packets += p - packets;
+            b.bytes += b_ - bytes;
+            b.goodput_bytes += g_ - goodput;
+            b.ce += c_ - ce;
+            (packets, bytes, goodput, ce) = (p, b_, g_, c_);
+        }
+        if end > last {
+            break;
+        }
+        start += bin_ns;
+    }
 }
 
 fn flush_bin(f: &Flow, b: &Bin, pfc: &PfcTracker, bin_ns: u64, now: u64, sink: &mut impl Sink) {

@@ -23,9 +23,10 @@
 //!   interface going down or away. In every case the program is detached,
 //!   the ring buffer drained and every table written; an interface that
 //!   went away makes the run fail after writing.
-//! * **Counters** (frames, records, ring-full drops, parse failures) are
+//! * **Counters** (frames, records, ring-full drops, parse failures; in
+//!   summary mode also frames summarized, deltas and ring-buffer bytes) are
 //!   shown every second on a terminal, printed at exit and written to
-//!   `summary.json` under `input.live`.
+//!   `summary.json` under `input.live` (with `mode`).
 //! * **Ring buffer** (`--ring-size`, default 64 MiB ≈ 320 000 records) and
 //!   **batched wake-ups** (`--wakeup`, default 1 MiB): the kernel's default
 //!   wakes the reader whenever a record finds it idle — up to one wake-up
@@ -35,6 +36,57 @@
 //!   `BPF_RB_NO_WAKEUP`), and the reader drains the ring every 5 ms as
 //!   well, so a trickle still arrives within 5 ms. Figures: README
 //!   "Benchmarks" (live).
+//!
+//! # Summary mode (`--mode summary`)
+//!
+//! For rates one record per frame cannot keep up with: the XDP program
+//! keeps per-flow state in an LRU hash (`FLOWS`, 65 536 flows) and counts
+//! there what the analyzer would only add up — in-order requests (PSN =
+//! the flow's next, no READ ever on the flow) and plain ACKs — once the
+//! analyzer has paired the flow. Every other frame (first of a flow,
+//! retransmissions and rewinds, gaps, READs, NAKs, RNR NAKs, READ
+//! responses, ACKs of unpaired flows, CNPs, PFC, PAUSE, UD, malformed)
+//! still comes up as a record, right after a `FlowDelta` with its flow's
+//! counts so far, so the analyzer judges it with exact state. Deltas also
+//! come up every `--flush-interval` (10 ms) while a flow is active, and at
+//! the end what the kernel still holds is read from `FLOWS` after the
+//! program is detached and the ring drained. See
+//! `rocescope_common::summary` and the XDP crate's `summary` module.
+//!
+//! * **Pairing goes back to the kernel**: the analyzer (on its pipeline
+//!   thread) reports every pairing it makes through
+//!   [`RecordPipeline::watch_pairings`]; this loop writes it to `PAIRS`
+//!   (both directions, see [`Tap::pair`]). Until then the flows' frames are
+//!   all forwarded: the analyzer pairs a response flow by where its ACK
+//!   PSNs fall in a request flow's PSN range at each response, which counts
+//!   held in the kernel would make stale. Hence flows that never get
+//!   paired (no responses on the mirror, UC) save nothing, and neither do
+//!   the first frames of a flow (an RTT plus a ring wake-up or two).
+//! * **Exact** on every count column of `flows.parquet` and on the rewind,
+//!   gap, NAK and CNP events, as in records mode (`tests/live.rs` replays
+//!   the same captures in both modes), and `first_ts`/`last_ts`,
+//!   `max_idle_us`, `gbps` follow (deltas carry the flow's last time and
+//!   longest idle).
+//! * **Approximate**: `timeline.parquet` spreads a delta's frames evenly
+//!   over the bins between its first and last counted frame (the per-flow
+//!   sums are exact; the shape within a flush interval, 10 ms by default,
+//!   is smoothed); stalls (`pfc-victims`) are not looked for in the idle times
+//!   of counted frames; the CE → CNP reaction time counts from the first CE
+//!   of a delta, which may reach the analyzer after the CNP that answered
+//!   it (CE and CNP counts are exact).
+//! * `packets.parquet` holds the forwarded frames only; `frame` numbers
+//!   records as always, and `--count N` counts records.
+//! * **Limits**: an evicted flow (more active flows than `FLOWS` holds)
+//!   loses its unsent counts, and its next frame restarts its kernel state,
+//!   which the analyzer may take for a gap. Evictions are counted
+//!   (`evicted_flows` in `input.live`): the kernel marks the record that
+//!   starts a flow's state, and a second start of the same flow is one. A NAK for a PSN not sent yet
+//!   is not consumed by the in-order send of that PSN when that send was
+//!   only counted (real responders NAK PSNs already sent). Each flow's
+//!   state is written only while one of its frames is processed and a
+//!   flow's frames are handled one CPU at a time (RSS), so the map needs no
+//!   locks; one shared map rather than per-CPU maps because a delta must
+//!   read its partner's state, whose frames arrive on another queue.
 pub mod netif;
 pub mod replay;
 pub mod tap;
@@ -46,15 +98,39 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rocescope_common::PacketRecord;
+use rocescope_common::summary::{FlowDelta, FlowKey, record_marks};
+use std::sync::mpsc::Receiver;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::signal::unix::{SignalKind, signal};
 
-pub use self::tap::{Counters, Program, RingTuning, Tap, XdpModeArg};
+pub use self::tap::{Counters, LoadOptions, Program, RingItem, RingTuning, Tap, XdpModeArg};
 use crate::analyze::{self, Analysis};
+use crate::pipeline::Pairing;
 use crate::pipeline::RecordPipeline;
 use crate::tables::{LiveFacts, RunFacts};
 use crate::{Error, Result};
+
+/// `--mode`: what the XDP program sends up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TapMode {
+    /// One record per RoCE, CNP, PFC, PAUSE or malformed frame.
+    #[default]
+    Records,
+    /// Per-flow counts in the kernel; records only for what the analyzer
+    /// must see one by one (first frames, retransmissions, gaps, NAKs,
+    /// READs, CNPs, PFC, …), plus periodic per-flow deltas.
+    Summary,
+}
+
+impl TapMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TapMode::Records => "records",
+            TapMode::Summary => "summary",
+        }
+    }
+}
 
 /// What `rocescope live` was asked to do.
 #[derive(Clone, Debug)]
@@ -64,13 +140,19 @@ pub struct Options {
     pub duration: Option<Duration>,
     pub count: Option<u64>,
     pub mode: XdpModeArg,
+    /// Records or summary (`--mode`).
+    pub tap_mode: TapMode,
+    /// Summary mode: the longest an active flow's counts wait in the kernel
+    /// (default `live::DEFAULT_FLUSH_NS`, 10 ms).
+    pub flush_ns: Option<u64>,
     pub drop_after_capture: bool,
     pub analyzer: analyze::Config,
     /// Show the counters every second on stderr (when it is a terminal).
     pub progress: bool,
     /// Ring buffer size and wake-up batching.
     pub ring: RingTuning,
-    /// Kept equal to the records analysed so far (for monitors and the benchmark).
+    /// Kept equal to the frames analysed so far: records, plus in summary
+    /// mode the frames the deltas counted (for monitors and the benchmark).
     pub records_seen: Option<Arc<AtomicU64>>,
 }
 
@@ -109,7 +191,14 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
             detail: "no such interface (see `ip link`)".into(),
         });
     }
-    let mut tap = Tap::load(Program::Decoder, opts.drop_after_capture, opts.ring)?;
+    let summary = opts.tap_mode == TapMode::Summary;
+    let load = LoadOptions {
+        drop_after_capture: opts.drop_after_capture,
+        ring: opts.ring,
+        summary,
+        flush_ns: opts.flush_ns,
+    };
+    let mut tap = Tap::load_with(Program::Decoder, &load)?;
     let offset = tap::monotonic_to_wall_offset();
     let mode = tap.attach(&opts.iface, opts.mode)?;
     // Only once attached: a run that cannot attach (e.g. another tap holds
@@ -118,10 +207,12 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
     for o in outputs {
         pipeline.add_output(o);
     }
+    let pairings = summary.then(|| pipeline.watch_pairings());
     pipeline.name_iface(0, &opts.iface);
     eprintln!(
-        "rocescope: XDP attached to {} ({mode} mode); writing to {}; Ctrl-C stops",
+        "rocescope: XDP attached to {} ({mode} mode, {}); writing to {}; Ctrl-C stops",
         opts.iface,
+        opts.tap_mode.as_str(),
         opts.out.display()
     );
 
@@ -139,19 +230,30 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
         next_frame: 1,
         count: opts.count,
         seen: opts.records_seen.clone(),
+        pairings,
+        pairing_failed: false,
+        delta_frames: 0,
+        started_flows: Default::default(),
+        evicted_flows: 0,
     };
-    let (stop, ring) = runtime.block_on(event_loop(opts, &tap, ring, &mut feeder))?;
+    let (stop, ring) = runtime.block_on(event_loop(opts, &mut tap, ring, &mut feeder))?;
 
-    // Detach first, then take whatever is still on the ring.
+    // Detach first, then take whatever is still on the ring, then (summary
+    // mode) the counts still held in the kernel.
     tap.detach();
     let mut ring = ring;
     while let Some(item) = ring.next() {
         if feeder.full() {
             break;
         }
-        if let Some(rec) = tap::record_from_bytes(&item) {
-            drop(item);
-            feeder.push(rec)?;
+        let item = tap::item_from_bytes(&item);
+        if let Some(item) = item {
+            feeder.push_item(item)?;
+        }
+    }
+    if summary && !feeder.full() {
+        for d in tap.remaining_deltas()? {
+            feeder.push_delta(d)?;
         }
     }
     let counters = tap.counters()?;
@@ -179,6 +281,11 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
         ring_full_drops: counters.ring_full,
         parse_failures: counters.parse_failures,
         stopped_by: stopped_by.to_string(),
+        mode: opts.tap_mode.as_str().to_string(),
+        summarized: counters.summarized,
+        deltas: counters.deltas,
+        ring_bytes: counters.ring_bytes(),
+        evicted_flows: feeder.evicted_flows,
     };
     let records = feeder.pipeline.records();
     let analysis = feeder.pipeline.finish(RunFacts {
@@ -204,19 +311,98 @@ struct Feeder {
     next_frame: u64,
     count: Option<u64>,
     seen: Option<Arc<AtomicU64>>,
+    /// Summary mode: pairings the analyzer made, for the kernel's PAIRS map.
+    pairings: Option<Receiver<Pairing>>,
+    /// Writing PAIRS failed once (full): said once, then left alone.
+    pairing_failed: bool,
+    /// Frames the deltas pushed so far counted.
+    delta_frames: u64,
+    /// Summary mode: flows whose kernel state started (a record marked
+    /// `NEW_FLOW_STATE`), and how many of them started again (evictions).
+    started_flows: std::collections::HashSet<FlowKey>,
+    evicted_flows: u64,
 }
 
 impl Feeder {
+    fn push_item(&mut self, item: RingItem) -> Result<()> {
+        match item {
+            RingItem::Record(rec) => self.push(rec),
+            RingItem::Delta(d) => self.push_delta(d),
+        }
+    }
+
+    /// A delta's times are kernel times, like a record's.
+    fn push_delta(&mut self, mut d: FlowDelta) -> Result<()> {
+        let wall = |ts: u64| u64::try_from(i128::from(ts) + self.offset).unwrap_or(0);
+        d.last_ts_ns = wall(d.last_ts_ns);
+        if d.packets > 0 {
+            d.first_ts_ns = wall(d.first_ts_ns);
+        }
+        if d.ce > 0 {
+            d.first_ce_ts_ns = wall(d.first_ce_ts_ns);
+        }
+        self.pipeline.push_delta(0, &d)?;
+        self.delta_frames += d.packets;
+        self.show_progress();
+        Ok(())
+    }
+
+    /// Summary mode: hands the analyzer's records to it now (it pairs
+    /// flows from them), and tells the kernel about the pairings it made.
+    /// A pairing reaches the kernel a wake-up or two after the records
+    /// that made it; until then the flows' frames are all forwarded.
+    fn sync_pairings(&mut self, tap: &mut Tap) -> Result<()> {
+        let Some(rx) = &self.pairings else {
+            return Ok(());
+        };
+        self.pipeline.flush()?;
+        let key = |k: &crate::analyze::FlowKey| FlowKey {
+            src_ip: k.1,
+            dst_ip: k.2,
+            dest_qp: k.3,
+        };
+        while let Ok((r, s)) = rx.try_recv() {
+            if self.pairing_failed {
+                continue;
+            }
+            if let Err(e) = tap.pair(&key(&r), &key(&s)) {
+                eprintln!(
+                    "rocescope: warning: {e}; flows paired from now on are forwarded frame by frame"
+                );
+                self.pairing_failed = true;
+            }
+        }
+        Ok(())
+    }
+
     fn push(&mut self, mut rec: PacketRecord) -> Result<()> {
+        if rec._reserved[0] & record_marks::NEW_FLOW_STATE != 0 {
+            let key = FlowKey {
+                src_ip: rec.src_ip,
+                dst_ip: rec.dst_ip,
+                dest_qp: rec.dest_qp & rocescope_common::proto::ib::QPN_MASK,
+            };
+            if !self.started_flows.insert(key) {
+                self.evicted_flows += 1;
+            }
+        }
+        rec._reserved = [0; 3];
         rec.frame = self.next_frame;
         self.next_frame += 1;
         rec.ts_ns = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);
         rec.iface = 0;
         self.pipeline.push(&rec)?;
-        if let Some(seen) = &self.seen {
-            seen.store(self.pipeline.records(), Ordering::Relaxed);
-        }
+        self.show_progress();
         Ok(())
+    }
+
+    fn show_progress(&self) {
+        if let Some(seen) = &self.seen {
+            seen.store(
+                self.pipeline.records() + self.delta_frames,
+                Ordering::Relaxed,
+            );
+        }
     }
 
     fn full(&self) -> bool {
@@ -228,7 +414,7 @@ type Ring = aya::maps::RingBuf<aya::maps::MapData>;
 
 async fn event_loop(
     opts: &Options,
-    tap: &Tap,
+    tap: &mut Tap,
     ring: Ring,
     feeder: &mut Feeder,
 ) -> Result<(Stop, Ring)> {
@@ -262,18 +448,21 @@ async fn event_loop(
                     // Empty (or done): wait for the next wake-up.
                     guard.clear_ready();
                 }
+                feeder.sync_pairings(tap)?;
             }
             _ = interrupt.recv() => break Stop::Signal,
             _ = terminate.recv() => break Stop::Signal,
             _ = tokio::time::sleep_until(deadline.unwrap_or(never)) => break Stop::Duration,
             _ = poll.tick(), if opts.ring.wakeup_bytes > 0 => {
                 drain(ring.get_mut(), feeder)?;
+                feeder.sync_pairings(tap)?;
             }
             _ = tick.tick() => {
                 // Belt and braces: never leave records waiting for a wake-up.
                 drain(ring.get_mut(), feeder)?;
                 // Nor in a half-full batch: the analyzer sees them within a second.
                 feeder.pipeline.flush()?;
+                feeder.sync_pairings(tap)?;
                 match netif::state(&opts.iface) {
                     netif::State::Up => {}
                     netif::State::Down => break Stop::Interface("went down".into()),
@@ -288,15 +477,14 @@ async fn event_loop(
     Ok((stop, ring.into_inner()))
 }
 
-/// Takes up to `DRAIN_BATCH` records off the ring; returns how many.
+/// Takes up to `DRAIN_BATCH` records and deltas off the ring; returns how many.
 fn drain(ring: &mut Ring, feeder: &mut Feeder) -> Result<usize> {
     let mut taken = 0;
     while taken < DRAIN_BATCH && !feeder.full() {
         let Some(item) = ring.next() else { break };
-        let rec = tap::record_from_bytes(&item);
-        drop(item);
-        if let Some(rec) = rec {
-            feeder.push(rec)?;
+        let item = tap::item_from_bytes(&item);
+        if let Some(item) = item {
+            feeder.push_item(item)?;
         }
         taken += 1;
     }
@@ -305,12 +493,32 @@ fn drain(ring: &mut Ring, feeder: &mut Feeder) -> Result<usize> {
 
 /// One line of counters, as shown while running and at exit.
 pub fn counters_line(iface: &str, c: &Counters, elapsed: Duration) -> String {
-    format!(
+    let mut line = format!(
         "{iface}: {:.0} s, {} frames, {} records, {} ring-buffer-full drops, {} parse failures",
         elapsed.as_secs_f64(),
         c.frames,
         c.records,
         c.ring_full,
         c.parse_failures
+    );
+    if c.summarized + c.deltas > 0 {
+        line.push_str(&summary_counts(c));
+    }
+    line
+}
+
+/// Summary mode's counters, as appended to the counters lines.
+pub fn summary_counts(c: &Counters) -> String {
+    let captured = c.records + c.summarized;
+    format!(
+        ", {} summarized, {} deltas, {} ring bytes ({:.1} per frame)",
+        c.summarized,
+        c.deltas,
+        c.ring_bytes(),
+        if captured == 0 {
+            0.0
+        } else {
+            c.ring_bytes() as f64 / captured as f64
+        }
     )
 }

@@ -2,9 +2,13 @@
 //! counters (aya).
 use std::io;
 
-use aya::maps::{MapData, PerCpuArray, PerCpuValues, RingBuf};
+use aya::maps::{HashMap, MapData, PerCpuArray, PerCpuValues, RingBuf};
 use aya::programs::{ProgramError, TestRun, TestRunOptions, Xdp, XdpMode};
 use aya::{Ebpf, EbpfLoader};
+use rocescope_common::summary::{
+    FLOW_DELTA_SIZE, FLOW_KEY_SIZE, FLOW_STATE_SIZE, FlowDelta, FlowKey, FlowState, PAIRING_SIZE,
+    Pairing, delta_flags,
+};
 use rocescope_common::{PACKET_RECORD_SIZE, PacketRecord, live};
 
 use super::netif;
@@ -33,7 +37,48 @@ pub struct Counters {
     pub records: u64,
     pub ring_full: u64,
     pub parse_failures: u64,
+    /// Summary mode: frames counted in the kernel (no record).
+    pub summarized: u64,
+    /// Summary mode: flow deltas put on the ring buffer.
+    pub deltas: u64,
 }
+
+impl Counters {
+    /// Bytes of records and deltas put on the ring buffer (payload only;
+    /// the ring adds an 8-byte header to each).
+    pub fn ring_bytes(&self) -> u64 {
+        self.records * PACKET_RECORD_SIZE as u64 + self.deltas * FLOW_DELTA_SIZE as u64
+    }
+}
+
+/// How the XDP program is loaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// `XDP_DROP` the frames the tap captured (`--drop-after-capture`).
+    pub drop_after_capture: bool,
+    /// Ring buffer size and wake-up batching.
+    pub ring: RingTuning,
+    /// Summary mode (`--mode summary`): see `rocescope_common::summary`.
+    pub summary: bool,
+    /// Summary mode: the longest a flow's counts wait in the kernel while
+    /// it is active (default `live::DEFAULT_FLUSH_NS`).
+    pub flush_ns: Option<u64>,
+}
+
+/// One item of the ring buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingItem {
+    Record(PacketRecord),
+    Delta(FlowDelta),
+}
+
+/// Entries of `FLOWS` and `PAIRS` in records mode, where they stay empty.
+const RECORDS_MODE_MAP_ENTRIES: u32 = 256;
+
+/// Key and value bytes of the `FLOWS` and `PAIRS` maps.
+type KeyBytes = [u8; FLOW_KEY_SIZE];
+type FlowsMap = HashMap<MapData, KeyBytes, [u8; FLOW_STATE_SIZE]>;
+type PairsMap = HashMap<MapData, KeyBytes, [u8; PAIRING_SIZE]>;
 
 /// Which program of the object to load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,19 +151,43 @@ pub struct Tap {
     program: Program,
     ring: Option<RingBuf<MapData>>,
     counters: PerCpuArray<MapData, u64>,
+    flows: FlowsMap,
+    pairs: PairsMap,
     link: Option<(aya::programs::xdp::XdpLinkId, String, &'static str)>,
 }
 
 impl Tap {
     /// Loads (and verifies) the program; nothing is attached yet.
     pub fn load(program: Program, drop_after_capture: bool, ring: RingTuning) -> Result<Tap> {
+        Tap::load_with(
+            program,
+            &LoadOptions {
+                drop_after_capture,
+                ring,
+                ..LoadOptions::default()
+            },
+        )
+    }
+
+    /// [`Tap::load`] with every option.
+    pub fn load_with(program: Program, opts: &LoadOptions) -> Result<Tap> {
         check_privileges()?;
         raise_memlock();
-        let drop = u8::from(drop_after_capture);
+        let drop = u8::from(opts.drop_after_capture);
+        let summary = u8::from(opts.summary);
+        let flush_ns = opts.flush_ns.unwrap_or(live::DEFAULT_FLUSH_NS);
         let mut loader = EbpfLoader::new();
         loader.override_global(live::GLOBAL_DROP_AFTER_CAPTURE, &drop, true);
-        loader.override_global(live::GLOBAL_WAKEUP_BYTES, &ring.wakeup_bytes, true);
-        loader.map_max_entries(live::MAP_RECORDS, ring.bytes);
+        loader.override_global(live::GLOBAL_WAKEUP_BYTES, &opts.ring.wakeup_bytes, true);
+        loader.map_max_entries(live::MAP_RECORDS, opts.ring.bytes);
+        loader.override_global(live::GLOBAL_SUMMARY, &summary, true);
+        loader.override_global(live::GLOBAL_FLUSH_NS, &flush_ns, true);
+        if !opts.summary {
+            // Records mode never touches the summary maps: keep them small
+            // (hash maps are preallocated).
+            loader.map_max_entries(live::MAP_FLOWS, RECORDS_MODE_MAP_ENTRIES);
+            loader.map_max_entries(live::MAP_PAIRS, RECORDS_MODE_MAP_ENTRIES);
+        }
         let mut ebpf = loader
             .load(PROGRAM_OBJECT)
             .map_err(|e| Error::Live(format!("cannot load the XDP program: {}", chain(&e))))?;
@@ -136,13 +205,79 @@ impl Tap {
             .ok_or_else(|| Error::Live("the XDP object has no COUNTERS map".into()))?;
         let counters = PerCpuArray::try_from(counters)
             .map_err(|e| Error::Live(format!("COUNTERS map: {}", chain(&e))))?;
+        let mut hash = |name: &str| {
+            ebpf.take_map(name)
+                .ok_or_else(|| Error::Live(format!("the XDP object has no {name} map")))
+        };
+        let flows = FlowsMap::try_from(hash(live::MAP_FLOWS)?)
+            .map_err(|e| Error::Live(format!("FLOWS map: {}", chain(&e))))?;
+        let pairs = PairsMap::try_from(hash(live::MAP_PAIRS)?)
+            .map_err(|e| Error::Live(format!("PAIRS map: {}", chain(&e))))?;
         Ok(Tap {
             ebpf,
             program,
             ring: Some(ring),
             counters,
+            flows,
+            pairs,
             link: None,
         })
+    }
+
+    /// Summary mode: tells the kernel that the analyzer paired flows `a`
+    /// and `b`, so their in-order requests and plain ACKs may be counted
+    /// there from now on.
+    ///
+    /// Three writes: `a → b` not ready, `b → a` ready, `a → b` ready. A flow
+    /// is counted in the kernel only once its entry is ready, and by then
+    /// its partner's entry exists, so the partner's deltas can always read
+    /// its highest ACKed PSN.
+    pub fn pair(&mut self, a: &FlowKey, b: &FlowKey) -> Result<()> {
+        for (key, partner, ready) in [(a, b, 0), (b, a, 1), (a, b, 1)] {
+            let value = Pairing {
+                partner: *partner,
+                ready,
+            };
+            self.pairs
+                .insert(key_bytes(key), pairing_bytes(&value), 0)
+                .map_err(|e| Error::Live(format!("writing the PAIRS map: {}", chain(&e))))?;
+        }
+        Ok(())
+    }
+
+    /// Summary mode, once detached: the deltas of every flow the kernel
+    /// still holds counts (or a highest ACKed PSN) for, oldest activity
+    /// first, with the partner values filled in as the kernel would.
+    pub fn remaining_deltas(&self) -> Result<Vec<FlowDelta>> {
+        let read =
+            |e: aya::maps::MapError| Error::Live(format!("reading the FLOWS map: {}", chain(&e)));
+        let mut states: std::collections::HashMap<FlowKey, FlowState> =
+            std::collections::HashMap::new();
+        for item in self.flows.iter() {
+            let (_, value) = item.map_err(read)?;
+            let st = flow_state_from_bytes(&value);
+            states.insert(st.delta.key, st);
+        }
+        let mut out = Vec::new();
+        for st in states.values() {
+            let mut d = st.delta;
+            d.flags &= delta_flags::ACKED;
+            if let Ok(p) = self.pairs.get(&key_bytes(&d.key), 0)
+                && let Some(ps) = states.get(&pairing_from_bytes(&p).partner)
+            {
+                d.flags |= delta_flags::PARTNER;
+                d.partner_mtu = ps.delta.mtu;
+                if ps.delta.has(delta_flags::ACKED) {
+                    d.flags |= delta_flags::PARTNER_ACKED;
+                    d.partner_acked_psn = ps.delta.acked_psn;
+                }
+            }
+            if d.packets > 0 || d.flags != 0 {
+                out.push(d);
+            }
+        }
+        out.sort_by_key(|d| (d.last_ts_ns, d.key));
+        Ok(out)
     }
 
     /// Attaches to `iface`; returns the mode used (`native` or `skb`).
@@ -217,6 +352,13 @@ impl Tap {
         record_from_bytes(&item)
     }
 
+    /// The next item (record or delta) on the ring buffer, if any.
+    pub fn next_item(&mut self) -> Option<RingItem> {
+        let ring = self.ring.as_mut()?;
+        let item = ring.next()?;
+        item_from_bytes(&item)
+    }
+
     pub fn counters(&self) -> Result<Counters> {
         let get = |slot: u32| -> Result<u64> {
             let v = self
@@ -230,6 +372,8 @@ impl Tap {
             records: get(live::COUNTER_RECORDS)?,
             ring_full: get(live::COUNTER_RING_FULL)?,
             parse_failures: get(live::COUNTER_PARSE_FAILURES)?,
+            summarized: get(live::COUNTER_SUMMARIZED)?,
+            deltas: get(live::COUNTER_DELTAS)?,
         })
     }
 
@@ -262,6 +406,40 @@ pub fn record_from_bytes(bytes: &[u8]) -> Option<PacketRecord> {
     // SAFETY: PacketRecord is repr(C) plain old data of exactly this size
     // (every bit pattern is valid: integers and byte arrays only).
     Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<PacketRecord>()) })
+}
+
+/// A ring buffer item, told apart by its length (`None` for any other length).
+pub fn item_from_bytes(bytes: &[u8]) -> Option<RingItem> {
+    match bytes.len() {
+        PACKET_RECORD_SIZE => record_from_bytes(bytes).map(RingItem::Record),
+        FLOW_DELTA_SIZE => {
+            // SAFETY: FlowDelta is repr(C) plain old data of exactly this size.
+            Some(RingItem::Delta(unsafe {
+                std::ptr::read_unaligned(bytes.as_ptr().cast::<FlowDelta>())
+            }))
+        }
+        _ => None,
+    }
+}
+
+fn key_bytes(k: &FlowKey) -> KeyBytes {
+    // SAFETY: FlowKey is repr(C) plain old data of exactly this size.
+    unsafe { std::mem::transmute::<FlowKey, KeyBytes>(*k) }
+}
+
+fn pairing_bytes(p: &Pairing) -> [u8; PAIRING_SIZE] {
+    // SAFETY: Pairing is repr(C) plain old data of exactly this size.
+    unsafe { std::mem::transmute::<Pairing, [u8; PAIRING_SIZE]>(*p) }
+}
+
+fn pairing_from_bytes(b: &[u8; PAIRING_SIZE]) -> Pairing {
+    // SAFETY: as above; every bit pattern is valid.
+    unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<Pairing>()) }
+}
+
+fn flow_state_from_bytes(b: &[u8; FLOW_STATE_SIZE]) -> FlowState {
+    // SAFETY: FlowState is repr(C) plain old data of exactly this size.
+    unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<FlowState>()) }
 }
 
 fn xdp_mut(ebpf: &mut Ebpf, program: Program) -> Result<&mut Xdp> {

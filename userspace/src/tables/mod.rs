@@ -416,6 +416,23 @@ pub struct LiveFacts {
     pub parse_failures: u64,
     /// `count`, `duration`, `signal` or `interface`.
     pub stopped_by: String,
+    /// `records` (one record per frame of interest) or `summary`.
+    #[serde(default)]
+    pub mode: String,
+    /// Summary mode: frames counted in the kernel instead of recorded.
+    #[serde(default)]
+    pub summarized: u64,
+    /// Summary mode: flow deltas put on the ring buffer.
+    #[serde(default)]
+    pub deltas: u64,
+    /// Bytes of records and deltas put on the ring buffer.
+    #[serde(default)]
+    pub ring_bytes: u64,
+    /// Summary mode: flows whose kernel state started again after it had
+    /// been evicted from the kernel's flow map (their counts since the
+    /// previous delta are lost).
+    #[serde(default)]
+    pub evicted_flows: u64,
 }
 
 /// Every table of one `--out` directory. Packets, events and timeline rows
