@@ -31,6 +31,7 @@ use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 
 use crate::{Error, Result};
 
@@ -66,6 +67,8 @@ pub trait Columns: Default {
     type Row<'a>;
     /// Rows buffered before they become a record batch.
     const BATCH_ROWS: usize = BATCH_ROWS;
+    /// How the columns are encoded (arrow-rs's defaults unless a table says).
+    const ENCODING: ColumnEncoding = ColumnEncoding::DEFAULT;
     fn append(&mut self, row: &Self::Row<'_>);
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
@@ -148,17 +151,29 @@ pub fn partial_name(name: &str) -> String {
     format!(".{name}.partial")
 }
 
-/// How a table's Parquet file is encoded.
+/// Where a table's Parquet file is encoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Encoding {
     /// Encode (and write) on a thread of its own, fed batches through a
     /// bounded channel: the caller only fills the Arrow builders.
     pub thread: bool,
-    /// Per-packet table: no dictionary pages (most columns are numbers that
-    /// rarely repeat, or few distinct strings that Snappy squeezes anyway;
-    /// dictionary building hashed every value) and statistics per row group
-    /// rather than per page.
-    pub bulk: bool,
+}
+
+/// Which columns of a table get dictionary pages and min/max statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnEncoding {
+    /// `None`: every column (arrow-rs's default); else only these.
+    pub dictionary: Option<&'static [&'static str]>,
+    /// `None`: every column, per page (arrow-rs's default); else only
+    /// these, per row group.
+    pub statistics: Option<&'static [&'static str]>,
+}
+
+impl ColumnEncoding {
+    pub const DEFAULT: Self = Self {
+        dictionary: None,
+        statistics: None,
+    };
 }
 
 /// Batches in flight to an encoder thread.
@@ -242,10 +257,18 @@ impl<C: Columns> ParquetTable<C> {
         let mut props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS));
-        if self.encoding.bulk {
-            props = props
-                .set_dictionary_enabled(false)
-                .set_statistics_enabled(EnabledStatistics::Chunk);
+        if let Some(columns) = C::ENCODING.dictionary {
+            props = props.set_dictionary_enabled(false);
+            for c in columns {
+                props = props.set_column_dictionary_enabled(ColumnPath::from(*c), true);
+            }
+        }
+        if let Some(columns) = C::ENCODING.statistics {
+            props = props.set_statistics_enabled(EnabledStatistics::None);
+            for c in columns {
+                props = props
+                    .set_column_statistics_enabled(ColumnPath::from(*c), EnabledStatistics::Chunk);
+            }
         }
         props.build()
     }
@@ -460,7 +483,6 @@ impl TableSet {
         }
         let packets = Encoding {
             thread: encoder_thread,
-            bulk: true,
         };
         Ok(Self {
             dir: dir.to_path_buf(),

@@ -26,8 +26,8 @@ use arrow_array::{ArrayRef, BooleanArray, PrimitiveArray, StringArray, new_null_
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use rocescope_common::{Kind, PacketRecord, flags as f};
 
-use super::Columns;
 use super::format::{Ip, Mac};
+use super::{ColumnEncoding, Columns};
 use crate::analyze::hash::FastState;
 
 /// One `packets.parquet` row: the record, its interface's name, and what the
@@ -79,6 +79,10 @@ impl Columns for PacketColumns {
     /// Each column is one pass over the buffered records: 4096 of them
     /// (800 KB) stay in the core's L2 cache across the passes; 16k did not.
     const BATCH_ROWS: usize = 4096;
+    const ENCODING: ColumnEncoding = ColumnEncoding {
+        dictionary: Some(FEW_VALUES),
+        statistics: Some(&["frame", "ts_ns"]),
+    };
 
     #[inline]
     fn append(&mut self, row: &PacketRow<'_>) {
@@ -105,6 +109,40 @@ impl Columns for PacketColumns {
         columns
     }
 }
+
+/// Columns with few distinct values in a capture: names, addresses, header
+/// fields that are constant per flow or per host, sizes. Dictionary pages
+/// shrink them to a few bits a row, so encoding and Snappy have less to do
+/// (other columns are plain: the dictionary would only hash every value to
+/// fall back to plain). Statistics only for `frame` and `ts_ns`, the columns
+/// a reader prunes row groups by: min/max of addresses, QPs or PSNs span
+/// every row group of an interleaved capture, and cost a comparison per value.
+/// On the bench capture's 500k rows: encoding 0.214 -> 0.172 s CPU, file
+/// 14.8 -> 9.0 MB (against no dictionary and row-group statistics everywhere).
+const FEW_VALUES: &[&str] = &[
+    "iface",
+    "kind",
+    "frame_len",
+    "cap_len",
+    "vlan",
+    "pcp",
+    "src_mac",
+    "dst_mac",
+    "src_ip",
+    "dst_ip",
+    "dscp",
+    "ecn",
+    "udp_sport",
+    "opcode",
+    "pad_count",
+    "tver",
+    "pkey",
+    "dest_qp",
+    "aeth_syndrome",
+    "reth_len",
+    "payload_len",
+    "flow_id",
+];
 
 /// Distinct addresses kept formatted between batches.
 const TEXTS_KEPT: usize = 1 << 16;
