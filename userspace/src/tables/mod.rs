@@ -47,12 +47,16 @@ use rocescope_common::PacketRecord;
 
 /// Rows buffered in builders before they become a record batch.
 const BATCH_ROWS: usize = 16 * 1024;
-/// Rows per Parquet row group. The writer holds a whole row group, encoded,
-/// in memory until it is complete: 256k rows keep that at a few MB, so peak
-/// memory is reached within the first second of a capture and stays flat
-/// (with 1M rows a 5M-frame run peaked 30 % above a 1M-frame one). Still
-/// few enough groups (40 per 10M frames) for readers to skip cheaply.
-const ROW_GROUP_ROWS: usize = 256 * 1024;
+/// Rows per Parquet row group, unless a table says otherwise. The writer
+/// holds a whole row group, encoded, in memory until it is complete, so
+/// peak memory stays flat only once the first row group of every table has
+/// been written. Events and timeline rows come far slower than packets
+/// (one per ~14 and ~5 frames on the bench capture) and cost more memory a
+/// row while buffered (dictionaries of unique values): with 256k rows the
+/// events writer alone grew from 8 MB at 1M frames to 19 MB at 5M. 64k rows
+/// are reached within the first 1M frames (and are DuckDB's own row-group
+/// size, about).
+const ROW_GROUP_ROWS: usize = 64 * 1024;
 
 /// The name of interface `index` among a run's `ifaces` (`?` if unnamed).
 pub fn iface_name(ifaces: &[String], index: u16) -> &str {
@@ -67,6 +71,8 @@ pub trait Columns: Default {
     type Row<'a>;
     /// Rows buffered before they become a record batch.
     const BATCH_ROWS: usize = BATCH_ROWS;
+    /// Rows per Parquet row group.
+    const ROW_GROUP_ROWS: usize = ROW_GROUP_ROWS;
     /// How the columns are encoded (arrow-rs's defaults unless a table says).
     const ENCODING: ColumnEncoding = ColumnEncoding::DEFAULT;
     fn append(&mut self, row: &Self::Row<'_>);
@@ -79,12 +85,13 @@ pub trait Columns: Default {
 }
 
 /// Declares a table's columns: a struct of Arrow builders and its
-/// [`Columns`] impl. Each column is `name: BuilderType = |row| Option<value>`.
+/// [`Columns`] impl. Each column is `name: BuilderType = |row| Option<value>`;
+/// `, encoding = CONST` after the row type sets [`Columns::ENCODING`].
 #[macro_export]
 macro_rules! columns {
     (
         $(#[$meta:meta])*
-        pub struct $name:ident for $row:ty {
+        pub struct $name:ident for $row:ty $(, encoding = $encoding:path)? {
             $( $col:ident : $builder:ty = |$r:ident| $value:expr ),* $(,)?
         }
     ) => {
@@ -105,6 +112,7 @@ macro_rules! columns {
 
         impl $crate::tables::Columns for $name {
             type Row<'a> = $row;
+            $( const ENCODING: $crate::tables::ColumnEncoding = $encoding; )?
 
             #[inline]
             fn append(&mut self, row: &Self::Row<'_>) {
@@ -256,7 +264,7 @@ impl<C: Columns> ParquetTable<C> {
     fn props(&self) -> WriterProperties {
         let mut props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS));
+            .set_max_row_group_row_count(Some(C::ROW_GROUP_ROWS));
         if let Some(columns) = C::ENCODING.dictionary {
             props = props.set_dictionary_enabled(false);
             for c in columns {

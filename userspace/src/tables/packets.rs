@@ -79,6 +79,9 @@ impl Columns for PacketColumns {
     /// Each column is one pass over the buffered records: 4096 of them
     /// (800 KB) stay in the core's L2 cache across the passes; 16k did not.
     const BATCH_ROWS: usize = 4096;
+    /// A few MB encoded, reached within the first second of a capture; fewer,
+    /// larger groups keep the dictionaries (one per group) few.
+    const ROW_GROUP_ROWS: usize = 256 * 1024;
     const ENCODING: ColumnEncoding = ColumnEncoding {
         dictionary: Some(FEW_VALUES),
         statistics: Some(&["frame", "ts_ns"]),
