@@ -316,11 +316,12 @@ impl Batch<'_> {
 
 /// The `kind` column's names, keyed by [`Kind`]'s byte.
 fn kind_texts() -> Texts<Kind> {
-    let mut t = Texts::default();
-    t.texts = (0..=Kind::Malformed as u8)
-        .map(|v| Kind::from_u8(v).as_str().into())
-        .collect();
-    t
+    Texts {
+        keys: HashMap::default(),
+        texts: (0..=Kind::Malformed as u8)
+            .map(|v| Kind::from_u8(v).as_str().into())
+            .collect(),
+    }
 }
 
 /// Distinct strings of a column, each formatted once: rows refer to them
@@ -418,5 +419,81 @@ impl<K> Texts<K> {
             Buffer::from_vec(bytes),
             nulls,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::{Array, types::UInt16Type};
+
+    use super::*;
+
+    /// Nulls follow the `HAS_*` flags whether a column is all null, never
+    /// null or mixed in a batch; strings repeat without reformatting.
+    #[test]
+    fn columns_follow_the_flags() {
+        let roce = PacketRecord {
+            kind: Kind::Roce as u8,
+            flags: f::HAS_IPV4 | f::HAS_UDP | f::HAS_BTH,
+            src_ip: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1],
+            src_mac: [2, 0, 0, 0, 0, 1],
+            psn: 7,
+            ..PacketRecord::default()
+        };
+        let pfc = PacketRecord {
+            kind: Kind::Pfc as u8,
+            flags: f::HAS_PFC,
+            pfc_quanta: [0, 0, 0, 65535, 0, 0, 0, 0],
+            ..PacketRecord::default()
+        };
+        let mut cols = PacketColumns::default();
+        for (rec, iface) in [(&roce, "a"), (&pfc, "b"), (&roce, "a")] {
+            cols.append(&PacketRow {
+                rec,
+                iface,
+                flow_id: (rec.kind == Kind::Roce as u8).then_some(3),
+                retrans: None,
+            });
+        }
+        let columns = cols.finish();
+        assert_eq!(cols.len(), 0);
+        let col = |name: &str| {
+            columns
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, a)| a.clone())
+                .unwrap()
+        };
+        let strings = |name: &str| -> Vec<Option<String>> {
+            col(name)
+                .as_string::<i32>()
+                .iter()
+                .map(|s| s.map(String::from))
+                .collect()
+        };
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(strings("iface"), [s("a"), s("b"), s("a")]);
+        assert_eq!(strings("kind"), [s("roce"), s("pfc"), s("roce")]);
+        assert_eq!(strings("src_ip"), [s("10.0.0.1"), None, s("10.0.0.1")]);
+        // One MAC set: both columns hold a value (the other is all zeros).
+        assert_eq!(
+            strings("dst_mac"),
+            [s("00:00:00:00:00:00"), None, s("00:00:00:00:00:00")]
+        );
+        let psn = col("psn");
+        assert_eq!(psn.null_count(), 1);
+        assert_eq!(psn.as_primitive::<UInt32Type>().value(2), 7);
+        let q3 = col("pfc_quanta_3");
+        assert_eq!(
+            q3.as_primitive::<UInt16Type>().iter().collect::<Vec<_>>(),
+            [None, Some(65535), None]
+        );
+        // Never set in this batch: all null; set in every row: no bitmap.
+        assert_eq!(col("atomic_va").null_count(), 3);
+        assert_eq!(col("retrans").null_count(), 3);
+        assert!(col("frame").nulls().is_none());
+        assert_eq!(col("flow_id").null_count(), 1);
+        assert_eq!(columns.len(), 57);
     }
 }
