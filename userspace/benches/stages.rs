@@ -95,7 +95,7 @@ fn main() {
                 flow_id: v.flow_id,
                 retrans: v.retrans,
             });
-            if cols.len() >= 16 * 1024 {
+            if cols.len() >= PacketColumns::BATCH_ROWS {
                 n += black_box(cols.finish()).len();
             }
         }

@@ -5,6 +5,7 @@ use arrow_array::builder::{
     UInt64Builder,
 };
 
+use super::ColumnEncoding;
 use super::format::{Ip, Mac};
 use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow};
 use crate::columns;
@@ -61,8 +62,18 @@ columns! {
     }
 }
 
+/// Events: dictionary pages only where few values repeat. Times are unique
+/// and details (names, PSNs, addresses in text) rarely repeat, so their
+/// dictionaries only filled up to fall back to plain in every row group (a
+/// 2 MB dictionary page each time: the events writer's memory grew with
+/// the capture).
+const EVENT_ENCODING: ColumnEncoding = ColumnEncoding {
+    dictionary: Some(&["iface", "flow_id", "kind", "depth", "trigger"]),
+    statistics: None,
+};
+
 columns! {
-    pub struct EventColumns for Named<'a, Event> {
+    pub struct EventColumns for Named<'a, Event>, encoding = EVENT_ENCODING {
         ts_ns: Int64Builder = |n| Some(n.row.ts_ns as i64),
         iface: StringBuilder = |n| Some(n.iface(n.row.iface)),
         flow_id: UInt32Builder = |n| n.row.flow_id,

@@ -1,13 +1,9 @@
 //! How values enter Arrow builders, and how addresses print.
-use std::any::Any;
 use std::fmt::{self, Display, Write as _};
-use std::hash::{BuildHasher, Hash};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use arrow_array::builder::{ArrayBuilder, BooleanBuilder, PrimitiveBuilder, StringBuilder};
-use arrow_array::{ArrayRef, ArrowPrimitiveType};
-
-use crate::analyze::hash::FastState;
+use arrow_array::ArrowPrimitiveType;
+use arrow_array::builder::{BooleanBuilder, PrimitiveBuilder, StringBuilder};
 
 /// Appends an optional value (None becomes null) to a builder.
 pub trait AppendValue<V> {
@@ -64,67 +60,6 @@ impl<D: Display> AppendValue<D> for StringBuilder {
             }
             None => self.append_null(),
         }
-    }
-}
-
-/// A string column of addresses: each distinct address is formatted once
-/// and then copied (a 256-slot direct-mapped cache; a mirror port sees few
-/// hosts, and a miss only costs the formatting it saves on a hit).
-pub struct AddrBuilder<K> {
-    builder: StringBuilder,
-    cache: Vec<Option<(K, Box<str>)>>,
-    state: FastState,
-}
-
-const ADDR_CACHE_SLOTS: usize = 256;
-
-impl<K: Copy + Eq + Hash + Display> AppendValue<K> for AddrBuilder<K> {
-    #[inline]
-    fn append_value_opt(&mut self, value: Option<K>) {
-        let Some(k) = value else {
-            self.builder.append_null();
-            return;
-        };
-        let slot = self.state.hash_one(k) as usize % ADDR_CACHE_SLOTS;
-        match &self.cache[slot] {
-            Some((cached, text)) if *cached == k => self.builder.append_value(text),
-            _ => {
-                let text = k.to_string().into_boxed_str();
-                self.builder.append_value(&text);
-                self.cache[slot] = Some((k, text));
-            }
-        }
-    }
-}
-
-impl<K> WithRows for AddrBuilder<K> {
-    fn with_rows(rows: usize) -> Self {
-        Self {
-            builder: StringBuilder::with_rows(rows),
-            cache: (0..ADDR_CACHE_SLOTS).map(|_| None).collect(),
-            state: FastState::default(),
-        }
-    }
-}
-
-impl<K: Send + Sync + 'static> ArrayBuilder for AddrBuilder<K> {
-    fn len(&self) -> usize {
-        self.builder.len()
-    }
-    fn finish(&mut self) -> ArrayRef {
-        ArrayBuilder::finish(&mut self.builder)
-    }
-    fn finish_cloned(&self) -> ArrayRef {
-        ArrayBuilder::finish_cloned(&self.builder)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-    fn into_box_any(self: Box<Self>) -> Box<dyn Any> {
-        self
     }
 }
 

@@ -5,14 +5,30 @@
 //! `outer_vlan`, `erspan`, `ieth_rkey`, `deth_qkey`, `deth_src_qp`,
 //! `atomic_va`, `atomic_rkey`, `atomic_swap_add`, `atomic_compare`,
 //! `atomic_orig` and `icrc` (the value on the wire).
-use arrow_array::builder::{
-    BooleanBuilder, Int64Builder, StringBuilder, UInt8Builder, UInt16Builder, UInt32Builder,
-    UInt64Builder,
-};
-use rocescope_common::{PacketRecord, flags as f};
+//!
+//! Unlike the other tables (row by row into Arrow builders, [`crate::columns`]),
+//! this one is built a batch at a time: rows are buffered as records, then
+//! each column is one pass over the batch into a plain `Vec` and a validity
+//! bitmap computed from the records' `HAS_*` flags, instead of ~60 builder
+//! calls per row (each with its capacity and null-bitmap bookkeeping). A
+//! column that is all null in a batch costs nothing but its length, one
+//! never null carries no bitmap, and address strings are formatted once per
+//! distinct address.
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::hash::Hash;
+use std::sync::Arc;
 
-use super::format::{AddrBuilder, Ip, Mac};
-use crate::columns;
+use arrow_array::types::{
+    ArrowPrimitiveType, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{ArrayRef, BooleanArray, PrimitiveArray, StringArray, new_null_array};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use rocescope_common::{Kind, PacketRecord, flags as f};
+
+use super::format::{Ip, Mac};
+use super::{ColumnEncoding, Columns};
+use crate::analyze::hash::FastState;
 
 /// One `packets.parquet` row: the record, its interface's name, and what the
 /// analyzer said of it.
@@ -37,87 +53,447 @@ impl<'a> PacketRow<'a> {
             retrans: verdict.retrans,
         }
     }
+}
 
-    fn when<T>(&self, flag: u32, value: T) -> Option<T> {
-        self.rec.has(flag).then_some(value)
+/// What a buffered row holds besides its record.
+#[derive(Clone, Copy)]
+struct RowExtra {
+    /// Key of the interface's name in [`PacketColumns::ifaces`].
+    iface: u32,
+    flow_id: Option<u32>,
+    retrans: Option<bool>,
+}
+
+/// The rows of `packets.parquet` not yet handed over as arrays.
+#[derive(Default)]
+pub struct PacketColumns {
+    recs: Vec<PacketRecord>,
+    extra: Vec<RowExtra>,
+    ifaces: Texts<Box<str>>,
+    macs: Texts<Mac>,
+    ips: Texts<Ip>,
+}
+
+impl Columns for PacketColumns {
+    type Row<'a> = PacketRow<'a>;
+    /// Each column is one pass over the buffered records: 4096 of them
+    /// (800 KB) stay in the core's L2 cache across the passes; 16k did not.
+    const BATCH_ROWS: usize = 4096;
+    /// A few MB encoded, reached within the first second of a capture; fewer,
+    /// larger groups keep the dictionaries (one per group) few.
+    const ROW_GROUP_ROWS: usize = 256 * 1024;
+    const ENCODING: ColumnEncoding = ColumnEncoding {
+        dictionary: Some(FEW_VALUES),
+        statistics: Some(&["frame", "ts_ns"]),
+    };
+
+    #[inline]
+    fn append(&mut self, row: &PacketRow<'_>) {
+        let iface = self.ifaces.key_str(row.iface);
+        self.recs.push(*row.rec);
+        self.extra.push(RowExtra {
+            iface,
+            flow_id: row.flow_id,
+            retrans: row.retrans,
+        });
     }
-    fn bth<T>(&self, value: T) -> Option<T> {
-        self.when(f::HAS_BTH, value)
+
+    fn len(&self) -> usize {
+        self.recs.len()
     }
-    fn bth_bit(&self, bit: u32) -> Option<bool> {
-        self.bth(self.rec.has(bit))
-    }
-    fn ip<T>(&self, value: T) -> Option<T> {
-        self.when(f::HAS_IPV4 | f::HAS_IPV6, value)
-    }
-    fn pfc_quanta(&self, priority: usize) -> Option<u16> {
-        self.when(f::HAS_PFC, self.rec.pfc_quanta[priority])
-    }
-    /// The L2 addresses exist unless the link layer had none (Linux cooked).
-    fn mac(&self, mac: [u8; 6]) -> Option<Mac> {
-        (self.rec.src_mac != [0; 6] || self.rec.dst_mac != [0; 6]).then_some(Mac(mac))
+
+    fn finish(&mut self) -> Vec<(&'static str, ArrayRef)> {
+        let columns = self.arrays();
+        self.recs.clear();
+        self.extra.clear();
+        // Bounded memory on a long run over ever new hosts: start afresh.
+        self.macs.forget_if_over(TEXTS_KEPT);
+        self.ips.forget_if_over(TEXTS_KEPT);
+        columns
     }
 }
 
-columns! {
-    /// The builders of `packets.parquet`.
-    pub struct PacketColumns for PacketRow<'a> {
-        frame: UInt64Builder = |r| Some(r.rec.frame),
-        ts_ns: Int64Builder = |r| Some(r.rec.ts_ns as i64),
-        iface: StringBuilder = |r| Some(r.iface),
-        kind: StringBuilder = |r| Some(r.rec.kind().as_str()),
-        frame_len: UInt32Builder = |r| Some(r.rec.frame_len),
-        cap_len: UInt32Builder = |r| Some(r.rec.cap_len),
-        vlan: UInt16Builder = |r| r.when(f::HAS_VLAN, r.rec.vlan),
-        pcp: UInt8Builder = |r| r.when(f::HAS_VLAN, r.rec.pcp),
-        src_mac: AddrBuilder<Mac> = |r| r.mac(r.rec.src_mac),
-        dst_mac: AddrBuilder<Mac> = |r| r.mac(r.rec.dst_mac),
-        src_ip: AddrBuilder<Ip> = |r| r.ip(Ip(r.rec.src_ip)),
-        dst_ip: AddrBuilder<Ip> = |r| r.ip(Ip(r.rec.dst_ip)),
-        dscp: UInt8Builder = |r| r.ip(r.rec.dscp),
-        ecn: UInt8Builder = |r| r.ip(r.rec.ecn),
-        udp_sport: UInt16Builder = |r| r.when(f::HAS_UDP, r.rec.udp_sport),
-        opcode: UInt8Builder = |r| r.bth(r.rec.opcode),
-        se: BooleanBuilder = |r| r.bth_bit(f::SE),
-        migreq: BooleanBuilder = |r| r.bth_bit(f::MIGREQ),
-        pad_count: UInt8Builder = |r| r.bth(r.rec.pad_count),
-        tver: UInt8Builder = |r| r.bth(r.rec.tver),
-        pkey: UInt16Builder = |r| r.bth(r.rec.pkey),
-        fecn: BooleanBuilder = |r| r.bth_bit(f::FECN),
-        becn: BooleanBuilder = |r| r.bth_bit(f::BECN),
-        dest_qp: UInt32Builder = |r| r.bth(r.rec.dest_qp),
-        ack_req: BooleanBuilder = |r| r.bth_bit(f::ACK_REQ),
-        psn: UInt32Builder = |r| r.bth(r.rec.psn),
-        aeth_syndrome: UInt8Builder = |r| r.when(f::HAS_AETH, r.rec.aeth_syndrome),
-        aeth_msn: UInt32Builder = |r| r.when(f::HAS_AETH, r.rec.aeth_msn),
-        reth_va: UInt64Builder = |r| r.when(f::HAS_RETH, r.rec.reth_va),
-        reth_rkey: UInt32Builder = |r| r.when(f::HAS_RETH, r.rec.reth_rkey),
-        reth_len: UInt32Builder = |r| r.when(f::HAS_RETH, r.rec.reth_len),
-        imm: UInt32Builder = |r| r.when(f::HAS_IMMDT, r.rec.imm),
-        payload_len: UInt32Builder = |r| r.when(f::HAS_PAYLOAD_LEN, r.rec.payload_len),
-        icrc_ok: BooleanBuilder = |r| r.rec.icrc_ok(),
-        pfc_enable: UInt8Builder = |r| r.when(f::HAS_PFC, r.rec.pfc_enable),
-        pfc_quanta_0: UInt16Builder = |r| r.pfc_quanta(0),
-        pfc_quanta_1: UInt16Builder = |r| r.pfc_quanta(1),
-        pfc_quanta_2: UInt16Builder = |r| r.pfc_quanta(2),
-        pfc_quanta_3: UInt16Builder = |r| r.pfc_quanta(3),
-        pfc_quanta_4: UInt16Builder = |r| r.pfc_quanta(4),
-        pfc_quanta_5: UInt16Builder = |r| r.pfc_quanta(5),
-        pfc_quanta_6: UInt16Builder = |r| r.pfc_quanta(6),
-        pfc_quanta_7: UInt16Builder = |r| r.pfc_quanta(7),
-        pause_quanta: UInt16Builder = |r| r.when(f::HAS_PAUSE, r.rec.pause_quanta),
-        flow_id: UInt32Builder = |r| r.flow_id,
-        retrans: BooleanBuilder = |r| r.retrans,
-        outer_vlan: UInt16Builder = |r| r.when(f::HAS_OUTER_VLAN, r.rec.outer_vlan),
-        erspan: BooleanBuilder = |r| Some(r.rec.has(f::ERSPAN)),
-        ieth_rkey: UInt32Builder = |r| r.when(f::HAS_IETH, r.rec.ieth_rkey),
-        deth_qkey: UInt32Builder = |r| r.when(f::HAS_DETH, r.rec.deth_qkey),
-        deth_src_qp: UInt32Builder = |r| r.when(f::HAS_DETH, r.rec.deth_src_qp),
-        atomic_va: UInt64Builder = |r| r.when(f::HAS_ATOMIC_ETH, r.rec.atomic_va),
-        atomic_rkey: UInt32Builder = |r| r.when(f::HAS_ATOMIC_ETH, r.rec.atomic_rkey),
-        atomic_swap_add: UInt64Builder = |r| r.when(f::HAS_ATOMIC_ETH, r.rec.atomic_swap_add),
-        atomic_compare: UInt64Builder = |r| r.when(f::HAS_ATOMIC_ETH, r.rec.atomic_compare),
-        atomic_orig: UInt64Builder = |r| r.when(f::HAS_ATOMIC_ACK_ETH, r.rec.atomic_orig),
-        icrc: UInt32Builder = |r| r.when(f::ICRC_CHECKED, r.rec.icrc),
+/// Columns with few distinct values in a capture: names, addresses, header
+/// fields that are constant per flow or per host, sizes. Dictionary pages
+/// shrink them to a few bits a row, so encoding and Snappy have less to do
+/// (other columns are plain: the dictionary would only hash every value to
+/// fall back to plain). Statistics only for `frame` and `ts_ns`, the columns
+/// a reader prunes row groups by: min/max of addresses, QPs or PSNs span
+/// every row group of an interleaved capture, and cost a comparison per value.
+/// On the bench capture's 500k rows: encoding 0.214 -> 0.172 s CPU, file
+/// 14.8 -> 9.0 MB (against no dictionary and row-group statistics everywhere).
+const FEW_VALUES: &[&str] = &[
+    "iface",
+    "kind",
+    "frame_len",
+    "cap_len",
+    "vlan",
+    "pcp",
+    "src_mac",
+    "dst_mac",
+    "src_ip",
+    "dst_ip",
+    "dscp",
+    "ecn",
+    "udp_sport",
+    "opcode",
+    "pad_count",
+    "tver",
+    "pkey",
+    "dest_qp",
+    "aeth_syndrome",
+    "reth_len",
+    "payload_len",
+    "flow_id",
+];
+
+/// Distinct addresses kept formatted between batches.
+const TEXTS_KEPT: usize = 1 << 16;
+
+impl PacketColumns {
+    /// Every column of the buffered rows, in the table's order.
+    fn arrays(&mut self) -> Vec<(&'static str, ArrayRef)> {
+        let recs = &self.recs[..];
+        let extra = &self.extra[..];
+        let has = |flag: u32| validity(recs, |r| r.has(flag));
+        let vlan = has(f::HAS_VLAN);
+        let ip = has(f::HAS_IPV4 | f::HAS_IPV6);
+        let bth = has(f::HAS_BTH);
+        let aeth = has(f::HAS_AETH);
+        let reth = has(f::HAS_RETH);
+        let pfc = has(f::HAS_PFC);
+        let deth = has(f::HAS_DETH);
+        let atomic = has(f::HAS_ATOMIC_ETH);
+        let icrc = has(f::ICRC_CHECKED);
+        // Linux cooked captures have no L2 addresses: null rather than zeros.
+        let mac = validity(recs, |r| r.src_mac != [0; 6] || r.dst_mac != [0; 6]);
+        let all = None;
+
+        let b = Batch(recs);
+        let bits = |nulls: &_, bit: u32| boolean(recs, nulls, |r| r.has(bit));
+        let quanta = |p: usize| b.u16s(&pfc, |r| r.pfc_quanta[p]);
+        let iface = self.ifaces.column(extra.iter().map(|e| Some(e.iface)));
+        let kind = kind_texts().column(recs.iter().map(|r| Some(u32::from(r.kind() as u8))));
+        let src_mac = self.macs.column_of(recs, &mac, |r| Mac(r.src_mac));
+        let dst_mac = self.macs.column_of(recs, &mac, |r| Mac(r.dst_mac));
+        let src_ip = self.ips.column_of(recs, &ip, |r| Ip(r.src_ip));
+        let dst_ip = self.ips.column_of(recs, &ip, |r| Ip(r.dst_ip));
+        let flow_id =
+            primitive::<UInt32Type, _>(extra, &validity(extra, |e| e.flow_id.is_some()), |e| {
+                e.flow_id.unwrap_or(0)
+            });
+        let retrans = boolean(extra, &validity(extra, |e| e.retrans.is_some()), |e| {
+            e.retrans == Some(true)
+        });
+        vec![
+            ("frame", b.u64s(&all, |r| r.frame)),
+            (
+                "ts_ns",
+                primitive::<Int64Type, _>(recs, &all, |r| r.ts_ns as i64),
+            ),
+            ("iface", iface),
+            ("kind", kind),
+            ("frame_len", b.u32s(&all, |r| r.frame_len)),
+            ("cap_len", b.u32s(&all, |r| r.cap_len)),
+            ("vlan", b.u16s(&vlan, |r| r.vlan)),
+            ("pcp", b.u8s(&vlan, |r| r.pcp)),
+            ("src_mac", src_mac),
+            ("dst_mac", dst_mac),
+            ("src_ip", src_ip),
+            ("dst_ip", dst_ip),
+            ("dscp", b.u8s(&ip, |r| r.dscp)),
+            ("ecn", b.u8s(&ip, |r| r.ecn)),
+            ("udp_sport", b.u16s(&has(f::HAS_UDP), |r| r.udp_sport)),
+            ("opcode", b.u8s(&bth, |r| r.opcode)),
+            ("se", bits(&bth, f::SE)),
+            ("migreq", bits(&bth, f::MIGREQ)),
+            ("pad_count", b.u8s(&bth, |r| r.pad_count)),
+            ("tver", b.u8s(&bth, |r| r.tver)),
+            ("pkey", b.u16s(&bth, |r| r.pkey)),
+            ("fecn", bits(&bth, f::FECN)),
+            ("becn", bits(&bth, f::BECN)),
+            ("dest_qp", b.u32s(&bth, |r| r.dest_qp)),
+            ("ack_req", bits(&bth, f::ACK_REQ)),
+            ("psn", b.u32s(&bth, |r| r.psn)),
+            ("aeth_syndrome", b.u8s(&aeth, |r| r.aeth_syndrome)),
+            ("aeth_msn", b.u32s(&aeth, |r| r.aeth_msn)),
+            ("reth_va", b.u64s(&reth, |r| r.reth_va)),
+            ("reth_rkey", b.u32s(&reth, |r| r.reth_rkey)),
+            ("reth_len", b.u32s(&reth, |r| r.reth_len)),
+            ("imm", b.u32s(&has(f::HAS_IMMDT), |r| r.imm)),
+            (
+                "payload_len",
+                b.u32s(&has(f::HAS_PAYLOAD_LEN), |r| r.payload_len),
+            ),
+            ("icrc_ok", bits(&icrc, f::ICRC_OK)),
+            ("pfc_enable", b.u8s(&pfc, |r| r.pfc_enable)),
+            ("pfc_quanta_0", quanta(0)),
+            ("pfc_quanta_1", quanta(1)),
+            ("pfc_quanta_2", quanta(2)),
+            ("pfc_quanta_3", quanta(3)),
+            ("pfc_quanta_4", quanta(4)),
+            ("pfc_quanta_5", quanta(5)),
+            ("pfc_quanta_6", quanta(6)),
+            ("pfc_quanta_7", quanta(7)),
+            (
+                "pause_quanta",
+                b.u16s(&has(f::HAS_PAUSE), |r| r.pause_quanta),
+            ),
+            ("flow_id", flow_id),
+            ("retrans", retrans),
+            (
+                "outer_vlan",
+                b.u16s(&has(f::HAS_OUTER_VLAN), |r| r.outer_vlan),
+            ),
+            ("erspan", bits(&all, f::ERSPAN)),
+            ("ieth_rkey", b.u32s(&has(f::HAS_IETH), |r| r.ieth_rkey)),
+            ("deth_qkey", b.u32s(&deth, |r| r.deth_qkey)),
+            ("deth_src_qp", b.u32s(&deth, |r| r.deth_src_qp)),
+            ("atomic_va", b.u64s(&atomic, |r| r.atomic_va)),
+            ("atomic_rkey", b.u32s(&atomic, |r| r.atomic_rkey)),
+            ("atomic_swap_add", b.u64s(&atomic, |r| r.atomic_swap_add)),
+            ("atomic_compare", b.u64s(&atomic, |r| r.atomic_compare)),
+            (
+                "atomic_orig",
+                b.u64s(&has(f::HAS_ATOMIC_ACK_ETH), |r| r.atomic_orig),
+            ),
+            ("icrc", b.u32s(&icrc, |r| r.icrc)),
+        ]
+    }
+}
+
+/// Which rows hold a value. `None` when every row does: the array then
+/// carries no bitmap at all.
+fn validity<R>(rows: &[R], valid: impl Fn(&R) -> bool) -> Option<NullBuffer> {
+    let bits = BooleanBuffer::collect_bool(rows.len(), |i| valid(&rows[i]));
+    let nulls = NullBuffer::new(bits);
+    (nulls.null_count() > 0).then_some(nulls)
+}
+
+/// True when `nulls` says that none of `len` rows holds a value.
+fn all_null(nulls: &Option<NullBuffer>, len: usize) -> bool {
+    len > 0 && nulls.as_ref().is_some_and(|n| n.null_count() == len)
+}
+
+/// A number column: `value` of every row (computed for null rows too, where
+/// it is never written), null where `nulls` says so. Generic over `value` so
+/// that each column is a loop of its own, inlined.
+fn primitive<T: ArrowPrimitiveType, R>(
+    rows: &[R],
+    nulls: &Option<NullBuffer>,
+    value: impl Fn(&R) -> T::Native,
+) -> ArrayRef {
+    if all_null(nulls, rows.len()) {
+        return new_null_array(&T::DATA_TYPE, rows.len());
+    }
+    let values = ScalarBuffer::from(rows.iter().map(value).collect::<Vec<_>>());
+    Arc::new(PrimitiveArray::<T>::new(values, nulls.clone()))
+}
+
+/// A boolean column: `value` of every row, null where `nulls` says so.
+fn boolean<R>(rows: &[R], nulls: &Option<NullBuffer>, value: impl Fn(&R) -> bool) -> ArrayRef {
+    let values = BooleanBuffer::collect_bool(rows.len(), |i| value(&rows[i]));
+    Arc::new(BooleanArray::new(values, nulls.clone()))
+}
+
+/// Number columns of a batch of records, by width.
+struct Batch<'a>(&'a [PacketRecord]);
+
+impl Batch<'_> {
+    fn u8s(&self, nulls: &Option<NullBuffer>, v: impl Fn(&PacketRecord) -> u8) -> ArrayRef {
+        primitive::<UInt8Type, _>(self.0, nulls, v)
+    }
+    fn u16s(&self, nulls: &Option<NullBuffer>, v: impl Fn(&PacketRecord) -> u16) -> ArrayRef {
+        primitive::<UInt16Type, _>(self.0, nulls, v)
+    }
+    fn u32s(&self, nulls: &Option<NullBuffer>, v: impl Fn(&PacketRecord) -> u32) -> ArrayRef {
+        primitive::<UInt32Type, _>(self.0, nulls, v)
+    }
+    fn u64s(&self, nulls: &Option<NullBuffer>, v: impl Fn(&PacketRecord) -> u64) -> ArrayRef {
+        primitive::<UInt64Type, _>(self.0, nulls, v)
+    }
+}
+
+/// The `kind` column's names, keyed by [`Kind`]'s byte.
+fn kind_texts() -> Texts<Kind> {
+    Texts {
+        keys: HashMap::default(),
+        texts: (0..=Kind::Malformed as u8)
+            .map(|v| Kind::from_u8(v).as_str().into())
+            .collect(),
+    }
+}
+
+/// Distinct strings of a column, each formatted once: rows refer to them
+/// by key, and a column is then a copy of each row's bytes.
+struct Texts<K> {
+    keys: HashMap<K, u32, FastState>,
+    texts: Vec<Box<str>>,
+}
+
+impl<K> Default for Texts<K> {
+    fn default() -> Self {
+        Self {
+            keys: HashMap::default(),
+            texts: Vec::new(),
+        }
+    }
+}
+
+impl Texts<Box<str>> {
+    /// The key of `text`.
+    #[inline]
+    fn key_str(&mut self, text: &str) -> u32 {
+        if let Some(&k) = self.keys.get(text) {
+            return k;
+        }
+        let k = self.texts.len() as u32;
+        self.keys.insert(text.into(), k);
+        self.texts.push(text.into());
+        k
+    }
+}
+
+impl<K: Copy + Eq + Hash + Display> Texts<K> {
+    /// The key of `value`, formatting it if it is new.
+    #[inline]
+    fn key(&mut self, value: K) -> u32 {
+        let next = self.texts.len() as u32;
+        let k = *self.keys.entry(value).or_insert(next);
+        if k == next {
+            self.texts.push(value.to_string().into_boxed_str());
+        }
+        k
+    }
+
+    /// A string column of `value` of every row, null where `nulls` says so.
+    fn column_of(
+        &mut self,
+        recs: &[PacketRecord],
+        nulls: &Option<NullBuffer>,
+        value: impl Fn(&PacketRecord) -> K,
+    ) -> ArrayRef {
+        if all_null(nulls, recs.len()) {
+            return new_null_array(&arrow_schema::DataType::Utf8, recs.len());
+        }
+        let keys: Vec<Option<u32>> = recs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| match nulls {
+                Some(n) if n.is_null(i) => None,
+                _ => Some(self.key(value(r))),
+            })
+            .collect();
+        self.column(keys.into_iter())
+    }
+
+    fn forget_if_over(&mut self, max: usize) {
+        if self.texts.len() > max {
+            self.keys.clear();
+            self.texts.clear();
+        }
+    }
+}
+
+impl<K> Texts<K> {
+    /// A string column of the texts `keys` name (`None`, or an unknown key: null).
+    fn column(&self, keys: impl ExactSizeIterator<Item = Option<u32>>) -> ArrayRef {
+        let n = keys.len();
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut bytes = Vec::with_capacity(n * 16);
+        let mut valid = Vec::with_capacity(n);
+        offsets.push(0i32);
+        for key in keys {
+            let text = key.and_then(|k| self.texts.get(k as usize));
+            if let Some(t) = text {
+                bytes.extend_from_slice(t.as_bytes());
+            }
+            valid.push(text.is_some());
+            // A batch holds at most a few MB of text: far below i32::MAX.
+            offsets.push(bytes.len() as i32);
+        }
+        let nulls = NullBuffer::from(valid);
+        let nulls = (nulls.null_count() > 0).then_some(nulls);
+        Arc::new(StringArray::new(
+            OffsetBuffer::new(ScalarBuffer::from(offsets)),
+            Buffer::from_vec(bytes),
+            nulls,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::{Array, types::UInt16Type};
+
+    use super::*;
+
+    /// Nulls follow the `HAS_*` flags whether a column is all null, never
+    /// null or mixed in a batch; strings repeat without reformatting.
+    #[test]
+    fn columns_follow_the_flags() {
+        let roce = PacketRecord {
+            kind: Kind::Roce as u8,
+            flags: f::HAS_IPV4 | f::HAS_UDP | f::HAS_BTH,
+            src_ip: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1],
+            src_mac: [2, 0, 0, 0, 0, 1],
+            psn: 7,
+            ..PacketRecord::default()
+        };
+        let pfc = PacketRecord {
+            kind: Kind::Pfc as u8,
+            flags: f::HAS_PFC,
+            pfc_quanta: [0, 0, 0, 65535, 0, 0, 0, 0],
+            ..PacketRecord::default()
+        };
+        let mut cols = PacketColumns::default();
+        for (rec, iface) in [(&roce, "a"), (&pfc, "b"), (&roce, "a")] {
+            cols.append(&PacketRow {
+                rec,
+                iface,
+                flow_id: (rec.kind == Kind::Roce as u8).then_some(3),
+                retrans: None,
+            });
+        }
+        let columns = cols.finish();
+        assert_eq!(cols.len(), 0);
+        let col = |name: &str| {
+            columns
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, a)| a.clone())
+                .unwrap()
+        };
+        let strings = |name: &str| -> Vec<Option<String>> {
+            col(name)
+                .as_string::<i32>()
+                .iter()
+                .map(|s| s.map(String::from))
+                .collect()
+        };
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(strings("iface"), [s("a"), s("b"), s("a")]);
+        assert_eq!(strings("kind"), [s("roce"), s("pfc"), s("roce")]);
+        assert_eq!(strings("src_ip"), [s("10.0.0.1"), None, s("10.0.0.1")]);
+        // One MAC set: both columns hold a value (the other is all zeros).
+        assert_eq!(
+            strings("dst_mac"),
+            [s("00:00:00:00:00:00"), None, s("00:00:00:00:00:00")]
+        );
+        let psn = col("psn");
+        assert_eq!(psn.null_count(), 1);
+        assert_eq!(psn.as_primitive::<UInt32Type>().value(2), 7);
+        let q3 = col("pfc_quanta_3");
+        assert_eq!(
+            q3.as_primitive::<UInt16Type>().iter().collect::<Vec<_>>(),
+            [None, Some(65535), None]
+        );
+        // Never set in this batch: all null; set in every row: no bitmap.
+        assert_eq!(col("atomic_va").null_count(), 3);
+        assert_eq!(col("retrans").null_count(), 3);
+        assert!(col("frame").nulls().is_none());
+        assert_eq!(col("flow_id").null_count(), 1);
+        assert_eq!(columns.len(), 57);
     }
 }
