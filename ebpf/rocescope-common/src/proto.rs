@@ -290,6 +290,21 @@ pub mod ib {
             && !is_response_op(opcode & 0x1F)
     }
 
+    /// A First or Middle packet of a multi-packet message (not UD): its
+    /// payload is exactly one path MTU, which is how the MTU is learned.
+    pub const fn payload_is_path_mtu(opcode: u8) -> bool {
+        opcode >> 5 != transport::UD
+            && matches!(
+                opcode & 0x1F,
+                op::SEND_FIRST
+                    | op::SEND_MIDDLE
+                    | op::WRITE_FIRST
+                    | op::WRITE_MIDDLE
+                    | op::READ_RESPONSE_FIRST
+                    | op::READ_RESPONSE_MIDDLE
+            )
+    }
+
     /// A response of a connected service.
     pub const fn is_response(opcode: u8) -> bool {
         let service = opcode >> 5;

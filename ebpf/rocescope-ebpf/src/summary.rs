@@ -43,7 +43,7 @@
 //! no locks are needed; the partner's state is only read.
 use aya_ebpf::macros::map;
 use aya_ebpf::maps::{HashMap, LruHashMap, PerCpuArray};
-use rocescope_common::proto::ib::{self, PSN_MASK, QPN_MASK, aeth, op, psn_diff, transport};
+use rocescope_common::proto::ib::{self, PSN_MASK, QPN_MASK, aeth, op, psn_diff};
 use rocescope_common::summary::{
     FlowDelta, FlowKey, FlowState, Pairing, delta_flags, record_marks, state_flags,
 };
@@ -117,17 +117,7 @@ pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64) -> Fate {
         0
     };
     // Path MTU as the analyzer learns it: a First or Middle packet's payload.
-    if matches!(
-        o,
-        op::SEND_FIRST
-            | op::SEND_MIDDLE
-            | op::WRITE_FIRST
-            | op::WRITE_MIDDLE
-            | op::READ_RESPONSE_FIRST
-            | op::READ_RESPONSE_MIDDLE
-    ) && opcode >> 5 != transport::UD
-        && payload > st.delta.mtu
-    {
+    if ib::payload_is_path_mtu(opcode) && payload > st.delta.mtu {
         st.delta.mtu = payload;
     }
     let plain_ack = !request
@@ -209,18 +199,7 @@ fn start_flow(new: &mut FlowState, rec: &PacketRecord, now: u64) {
             new.state |= state_flags::HAS_READ;
         }
     }
-    if rec.has(flags::HAS_PAYLOAD_LEN)
-        && matches!(
-            rec.opcode & 0x1F,
-            op::SEND_FIRST
-                | op::SEND_MIDDLE
-                | op::WRITE_FIRST
-                | op::WRITE_MIDDLE
-                | op::READ_RESPONSE_FIRST
-                | op::READ_RESPONSE_MIDDLE
-        )
-        && rec.opcode >> 5 != transport::UD
-    {
+    if rec.has(flags::HAS_PAYLOAD_LEN) && ib::payload_is_path_mtu(rec.opcode) {
         new.delta.mtu = rec.payload_len;
     }
     // A full map evicts its least recently used flow; a racing insert of

@@ -953,24 +953,13 @@ impl Analyzer {
 
         let opcode = rec.opcode;
         let service = opcode >> 5;
-        let o = opcode & 0x1F;
         let payload = if rec.has(flags::HAS_PAYLOAD_LEN) {
             rec.payload_len as u64
         } else {
             0
         };
         // Path MTU: a First or Middle packet carries exactly one.
-        if matches!(
-            o,
-            op::SEND_FIRST
-                | op::SEND_MIDDLE
-                | op::WRITE_FIRST
-                | op::WRITE_MIDDLE
-                | op::READ_RESPONSE_FIRST
-                | op::READ_RESPONSE_MIDDLE
-        ) && service != transport::UD
-            && payload > 0
-        {
+        if ib::payload_is_path_mtu(opcode) && payload > 0 {
             let m = payload.min(u32::MAX as u64) as u32;
             let f = &mut self.flows[i];
             f.mtu = f.mtu.max(m);
