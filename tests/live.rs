@@ -634,6 +634,22 @@ fn a_second_tap_on_the_same_interface_fails_and_leaves_the_first_alone() {
             "{mode}: {err}"
         );
     }
+    // New directories are not even created by a tap that cannot attach.
+    let (new_out, new_dataset) = (tmp.path().join("new-out"), tmp.path().join("new-dataset"));
+    let second = veth
+        .rocescope(&[
+            "live",
+            "--iface",
+            &veth.b,
+            "--out",
+            new_out.to_str().unwrap(),
+            "--dataset",
+            new_dataset.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!second.status.success(), "second tap attached");
+    assert!(!new_out.exists() && !new_dataset.exists());
     assert!(xdp_attached(&veth, &veth.b));
     assert_eq!(replay(&veth, &cap, None), n);
     let (ok, stdout, stderr) = first.wait(Duration::from_secs(30));

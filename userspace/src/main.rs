@@ -378,11 +378,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             // Missing privileges are the likelier problem: say so first.
             live::tap::check_privileges()?;
-            std::fs::create_dir_all(&out).map_err(|e| Error::Write {
-                path: out.clone(),
-                detail: format!("cannot create the output directory: {e}"),
-            })?;
-            let outcome = live::run_with(&opts, dataset.writer()?.into_iter().collect())?;
+            let outcome = live::run_with(&opts, || Ok(dataset.writer()?.into_iter().collect()))?;
             let f = &outcome.facts;
             println!(
                 "{}: {} frames, {} records ({} ring-buffer-full drops, {} parse failures), {} flows, {} findings → {} (stopped by {})",

@@ -179,12 +179,19 @@ const DRAIN_BATCH: usize = 1 << 14;
 
 /// Runs the tap until it is told to stop; writes every table to `opts.out`.
 pub fn run(opts: &Options) -> Result<Outcome> {
-    run_with(opts, Vec::new())
+    run_with(opts, || Ok(Vec::new()))
 }
 
 /// [`run`], sending the results to `outputs` too (e.g. a partitioned
 /// dataset, which rotates its files by time or size during a long run).
-pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) -> Result<Outcome> {
+///
+/// `outputs` is called only once the program is attached, like the output
+/// directory is created only then: a run that cannot attach (no
+/// privileges, another tap on the interface) leaves the file system alone.
+pub fn run_with(
+    opts: &Options,
+    outputs: impl FnOnce() -> Result<Vec<Box<dyn crate::pipeline::Output>>>,
+) -> Result<Outcome> {
     if netif::index(&opts.iface).is_none() {
         return Err(Error::Interface {
             iface: opts.iface.clone(),
@@ -202,9 +209,13 @@ pub fn run_with(opts: &Options, outputs: Vec<Box<dyn crate::pipeline::Output>>) 
     let offset = tap::monotonic_to_wall_offset();
     let mode = tap.attach(&opts.iface, opts.mode)?;
     // Only once attached: a run that cannot attach (e.g. another tap holds
-    // the interface) leaves the output directory alone.
+    // the interface) leaves the output directories alone.
+    std::fs::create_dir_all(&opts.out).map_err(|e| Error::Write {
+        path: opts.out.clone(),
+        detail: format!("cannot create the output directory: {e}"),
+    })?;
     let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), Some(&opts.out))?;
-    for o in outputs {
+    for o in outputs()? {
         pipeline.add_output(o);
     }
     let pairings = summary.then(|| pipeline.watch_pairings());
