@@ -44,7 +44,7 @@ use rocescope_common::PacketRecord;
 
 use super::analysis::{EventColumns, FlowColumns, Named, PfcColumns, TimelineColumns};
 use super::packets::{PacketColumns, PacketRow};
-use super::{Columns, ParquetTable, RunFacts, write_json};
+use super::{Columns, ParquetTable, RunFacts, summary_json, write_json};
 use crate::analyze::{self, Analysis, Verdict, fmt_utc};
 use crate::{Error, Result};
 
@@ -314,15 +314,8 @@ impl DatasetWriter {
         let path = ctx
             .partition(start / HOUR_NS)
             .join(format!("_summary-{run}.json"));
-        let mut summary = serde_json::to_value(&analysis.summary).map_err(|e| Error::Write {
-            path: path.clone(),
-            detail: e.to_string(),
-        })?;
+        let mut summary = summary_json(analysis, facts, &path)?;
         if let Some(obj) = summary.as_object_mut() {
-            obj.insert(
-                "input".into(),
-                serde_json::to_value(facts).unwrap_or(serde_json::Value::Null),
-            );
             let relative: Vec<String> = files
                 .iter()
                 .map(|f| f.strip_prefix(&ctx.dir).unwrap_or(f).display().to_string())

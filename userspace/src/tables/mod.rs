@@ -389,6 +389,26 @@ impl<C: Columns> Drop for ParquetTable<C> {
 }
 
 /// Writes `value` as pretty JSON to `path`, through a temporary name.
+/// `summary.json`: the analysis summary with the run's facts as `input`
+/// (`path` only names the file in an error).
+pub(crate) fn summary_json(
+    analysis: &Analysis,
+    facts: &RunFacts,
+    path: &Path,
+) -> Result<serde_json::Value> {
+    let mut summary = serde_json::to_value(&analysis.summary).map_err(|e| Error::Write {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    if let Some(obj) = summary.as_object_mut() {
+        obj.insert(
+            "input".into(),
+            serde_json::to_value(facts).unwrap_or(serde_json::Value::Null),
+        );
+    }
+    Ok(summary)
+}
+
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Write {
         path: path.to_path_buf(),
@@ -554,17 +574,8 @@ impl TableSet {
         self.events.close()?;
         self.timeline.close()?;
 
-        let mut summary = serde_json::to_value(&analysis.summary).map_err(|e| Error::Write {
-            path: self.dir.join("summary.json"),
-            detail: e.to_string(),
-        })?;
-        if let Some(obj) = summary.as_object_mut() {
-            obj.insert(
-                "input".into(),
-                serde_json::to_value(facts).unwrap_or(serde_json::Value::Null),
-            );
-        }
-        write_json(&self.dir.join("summary.json"), &summary)
+        let path = self.dir.join("summary.json");
+        write_json(&path, &summary_json(analysis, facts, &path)?)
     }
 
     fn keep_first_error(&mut self, r: Result<()>) {
