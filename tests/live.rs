@@ -135,6 +135,21 @@ impl Running {
         unsafe { libc::kill(self.child.id() as i32, sig) };
     }
 
+    /// `Cpus_allowed_list` of each of the process's threads.
+    fn threads_allowed_cpus(&self) -> Vec<String> {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        std::fs::read_dir(tasks)
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("status")).ok())
+            .filter_map(|status| {
+                let line = status
+                    .lines()
+                    .find(|l| l.starts_with("Cpus_allowed_list:"))?;
+                Some(line.split(':').nth(1)?.trim().to_string())
+            })
+            .collect()
+    }
+
     /// Waits (bounded) for the exit; returns stdout and whether it succeeded.
     fn wait(mut self, limit: Duration) -> (bool, String, String) {
         let start = std::time::Instant::now();
@@ -338,6 +353,9 @@ fn sigterm_stops_and_writes_every_table() {
         // default); the other tests run the batched default.
         "--wakeup",
         "0",
+        // Every thread of the run on CPU 0 only (checked below).
+        "--cpus",
+        "0",
     ]));
     let sent = veth
         .rocescope(&["replay", cap.to_str().unwrap(), "--iface", &veth.a])
@@ -346,6 +364,13 @@ fn sigterm_stops_and_writes_every_table() {
     assert!(sent.status.success());
     // Give the ring buffer a moment, then stop it the way a service manager would.
     std::thread::sleep(Duration::from_millis(500));
+    // --cpus 0: the records started the pipeline's threads; all are on CPU 0.
+    let allowed = live.threads_allowed_cpus();
+    assert!(allowed.len() >= 3, "threads: {allowed:?}");
+    assert!(
+        allowed.iter().all(|c| c == "0"),
+        "threads' CPUs: {allowed:?}"
+    );
     live.signal(libc::SIGTERM);
     let (ok, stdout, stderr) = live.wait(Duration::from_secs(30));
     assert!(ok, "live failed: {stdout}\n{stderr}");

@@ -27,7 +27,14 @@
 //! at 90 % of the rate the consumer reached, and the run repeated. Ring
 //! bytes per frame = (records × 200 + deltas × 136) / frames analysed.
 //!
+//! The sender runs on CPU 0 and rocescope (`live --cpus 1`, the ring-only
+//! consumer likewise) on CPU 1, as on a capture box where the receive
+//! interrupts, and so the XDP program, have cores of their own;
+//! `ROCESCOPE_BENCH_CPUS=none` lets the scheduler place everything (then
+//! rocescope's threads take time from the sender's CPU, and so from XDP).
+//!
 //! Environment: `ROCESCOPE_BENCH_LIVE_FRAMES` (default 300 000),
+//! `ROCESCOPE_BENCH_CPUS` (`SENDER/TAP` CPU lists, default `0/1`, or `none`),
 //! `ROCESCOPE_BENCH_RING` (ring tunings, `SIZE/WAKEUP,…`, default
 //! `16MiB/0,64MiB/1MiB`: the kernel's wake-ups with the old ring, then the
 //! defaults).
@@ -40,6 +47,7 @@ use std::time::{Duration, Instant};
 use std::hint::black_box;
 use std::net::Ipv4Addr;
 
+use rocescope::live::cpus::CpuList;
 use rocescope::live::replay::RawSender;
 use rocescope::live::{self, Program, RingTuning, Tap, XdpModeArg, tap};
 use rocescope::synth::frame::{IpAddrs, RoceFrame, WireFrame};
@@ -162,6 +170,8 @@ fn main() {
 
     let frames = frames(n);
     let sender = RawSender::open(&a).expect("raw socket");
+    let cpus = Pinning::from_env();
+    cpus.pin_sender();
     println!(
         "live path on veth ({n} frames: RoCE RDMA WRITE of {} bytes, an ACK per 8)",
         frames[0].len()
@@ -185,12 +195,53 @@ fn main() {
     // 2. The ring path alone: the decoding program, the ring, a consumer
     //    that only copies records out (no analysis, no tables).
     for t in &tunings {
-        ring_only(&sender, &b, &frames, *t, base_rate);
+        ring_only(&sender, &b, &frames, *t, base_rate, &cpus);
     }
     // 3. The whole live path in both modes, paced down until no ring-buffer drops.
     for t in &tunings {
         for mode in [live::TapMode::Records, live::TapMode::Summary] {
-            live_rounds(&b, &sender, &frames, mode, *t, base_rate);
+            live_rounds(&b, &sender, &frames, mode, *t, base_rate, &cpus);
+        }
+    }
+}
+
+/// Where the sender and the tap run (`ROCESCOPE_BENCH_CPUS`, see the
+/// module docs): on a veth pair the XDP program runs in the sender's
+/// context, so the sender's CPU stands in for the mirror port's receive
+/// interrupts, which a capture box keeps rocescope off (`live --cpus`).
+struct Pinning {
+    sender: Option<CpuList>,
+    tap: Option<CpuList>,
+}
+
+impl Pinning {
+    fn from_env() -> Self {
+        let spec = std::env::var("ROCESCOPE_BENCH_CPUS").unwrap_or_else(|_| "0/1".into());
+        if spec == "none" {
+            println!("  unpinned: the sender and rocescope share every CPU");
+            return Pinning {
+                sender: None,
+                tap: None,
+            };
+        }
+        let (s, t) = spec
+            .split_once('/')
+            .expect("ROCESCOPE_BENCH_CPUS=SENDER/TAP or none");
+        let p = Pinning {
+            sender: Some(CpuList::parse(s).expect("sender CPUs")),
+            tap: Some(CpuList::parse(t).expect("tap CPUs")),
+        };
+        println!(
+            "  sender (and so the XDP program) on CPU {}, rocescope on CPU {} (live --cpus)",
+            p.sender.as_ref().unwrap(),
+            p.tap.as_ref().unwrap()
+        );
+        p
+    }
+
+    fn pin_sender(&self) {
+        if let Some(c) = &self.sender {
+            c.pin_current_thread().expect("pin the sender");
         }
     }
 }
@@ -225,7 +276,14 @@ fn describe(t: RingTuning) -> String {
 }
 
 /// The decoding program and a busy consumer that copies records off the ring.
-fn ring_only(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning, base_rate: f64) {
+fn ring_only(
+    sender: &RawSender,
+    iface: &str,
+    frames: &[Vec<u8>],
+    t: RingTuning,
+    base_rate: f64,
+    cpus: &Pinning,
+) {
     let mut tap = Tap::load(Program::Decoder, false, t).expect("load");
     tap.attach(iface, XdpModeArg::Auto).expect("attach");
     let mut ring = tap.take_ring().expect("ring");
@@ -233,7 +291,11 @@ fn ring_only(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning,
     let taken = Arc::new(AtomicU64::new(0));
     let consumer = {
         let (stop, taken) = (stop.clone(), taken.clone());
+        let tap_cpus = cpus.tap.clone();
         std::thread::spawn(move || {
+            if let Some(c) = tap_cpus {
+                c.pin_current_thread().expect("pin the consumer");
+            }
             let mut n = 0u64;
             let mut sum = 0u64;
             loop {
@@ -247,7 +309,7 @@ fn ring_only(sender: &RawSender, iface: &str, frames: &[Vec<u8>], t: RingTuning,
                     None if stop.load(Ordering::Relaxed) => break,
                     None => std::thread::sleep(t.poll.min(Duration::from_micros(200))),
                 }
-                if n % 4096 == 0 {
+                if n.is_multiple_of(4096) {
                     taken.store(n, Ordering::Relaxed);
                 }
             }
@@ -278,6 +340,7 @@ fn live_rounds(
     mode: live::TapMode,
     ring: RingTuning,
     base_rate: f64,
+    cpus: &Pinning,
 ) {
     let n = frames.len();
     let label = format!("{} ({})", mode.as_str(), describe(ring));
@@ -299,6 +362,7 @@ fn live_rounds(
             analyzer: Default::default(),
             progress: false,
             ring,
+            cpus: cpus.tap.clone(),
             records_seen: Some(seen.clone()),
         };
         let done = Arc::new(AtomicBool::new(false));

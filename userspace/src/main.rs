@@ -78,6 +78,9 @@ enum Command {
         /// [default: 1MiB]
         #[arg(long, value_name = "SIZE")]
         wakeup: Option<String>,
+        /// Run rocescope's threads only on these CPUs (e.g. 2-3): keep them off the CPUs that take the mirror port's receive interrupts, where the XDP program runs.
+        #[arg(long, value_name = "LIST")]
+        cpus: Option<String>,
         #[command(flatten)]
         analysis: AnalysisArgs,
         #[command(flatten)]
@@ -351,6 +354,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             flush_interval,
             ring_size,
             wakeup,
+            cpus,
             analysis,
             dataset,
         } => {
@@ -374,6 +378,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 analyzer: analysis.config()?,
                 progress: true,
                 ring,
+                cpus: cpus
+                    .as_deref()
+                    .map(live::cpus::CpuList::parse)
+                    .transpose()?,
                 records_seen: None,
             };
             // Missing privileges are the likelier problem: say so first.

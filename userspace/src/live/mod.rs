@@ -87,6 +87,7 @@
 //!   flow's frames are handled one CPU at a time (RSS), so the map needs no
 //!   locks; one shared map rather than per-CPU maps because a delta must
 //!   read its partner's state, whose frames arrive on another queue.
+pub mod cpus;
 pub mod netif;
 pub mod replay;
 pub mod tap;
@@ -151,6 +152,8 @@ pub struct Options {
     pub progress: bool,
     /// Ring buffer size and wake-up batching.
     pub ring: RingTuning,
+    /// The CPUs rocescope's threads run on (`--cpus`); all when `None`.
+    pub cpus: Option<cpus::CpuList>,
     /// Kept equal to the frames analysed so far: records, plus in summary
     /// mode the frames the deltas counted (for monitors and the benchmark).
     pub records_seen: Option<Arc<AtomicU64>>,
@@ -197,6 +200,10 @@ pub fn run_with(
             iface: opts.iface.clone(),
             detail: "no such interface (see `ip link`)".into(),
         });
+    }
+    // Before any thread of the run starts: they all inherit it.
+    if let Some(cpus) = &opts.cpus {
+        cpus.pin_current_thread()?;
     }
     let summary = opts.tap_mode == TapMode::Summary;
     let load = LoadOptions {
