@@ -339,6 +339,36 @@ impl Tap {
         Ok(r.return_value)
     }
 
+    /// Runs the program `repeat` times on `frame` (BPF_PROG_TEST_RUN) and
+    /// returns its verdict and the kernel's mean time per run: what the
+    /// program costs per frame, without a NIC or a sender in the way (the
+    /// live benchmark). Records pile up on the ring buffer meanwhile.
+    pub fn test_run_repeat(
+        &mut self,
+        frame: &[u8],
+        repeat: u32,
+    ) -> Result<(u32, std::time::Duration)> {
+        let program = self.program;
+        let prog = xdp_mut(&mut self.ebpf, program)?;
+        let opts = TestRunOptions {
+            data_in: Some(frame),
+            repeat,
+            ..Default::default()
+        };
+        let r = prog
+            .test_run(opts)
+            .map_err(|e| Error::Live(format!("BPF_PROG_TEST_RUN: {}", chain(&e))))?;
+        Ok((r.return_value, r.duration))
+    }
+
+    /// Instructions the verifier walked to accept the program (its
+    /// complexity; the limit is 1M), if the kernel reports it.
+    pub fn verified_instructions(&mut self) -> Option<u32> {
+        let program = self.program;
+        let prog = xdp_mut(&mut self.ebpf, program).ok()?;
+        prog.info().ok()?.verified_instruction_count()
+    }
+
     /// The ring buffer, taken out to poll it (tokio's AsyncFd owns it).
     pub fn take_ring(&mut self) -> Option<RingBuf<MapData>> {
         self.ring.take()
