@@ -33,8 +33,9 @@ pub const MAP_PAIRS: &str = "PAIRS";
 /// Entries of [`MAP_PAIRS`] (two per pair).
 pub const PAIRS_MAX: u32 = 65_536;
 
-/// `u64` global: wake the consumer only once this many bytes wait on the
-/// ring buffer (0 = a wake-up whenever the consumer has caught up).
+/// `u64` global: wake the consumer only when the bytes waiting on the ring
+/// buffer cross a multiple of this (0 = a wake-up whenever the consumer
+/// has caught up).
 pub const GLOBAL_WAKEUP_BYTES: &str = "WAKEUP_BYTES";
 
 /// Default ring buffer size in bytes (a power of two multiple of the page

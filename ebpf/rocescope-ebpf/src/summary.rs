@@ -45,7 +45,7 @@ use aya_ebpf::macros::map;
 use aya_ebpf::maps::{HashMap, LruHashMap, PerCpuArray};
 use rocescope_common::proto::ib::{self, PSN_MASK, QPN_MASK, aeth, op, psn_diff};
 use rocescope_common::summary::{
-    FlowDelta, FlowKey, FlowState, Pairing, delta_flags, record_marks, state_flags,
+    FLOW_DELTA_SIZE, FlowDelta, FlowKey, FlowState, Pairing, delta_flags, record_marks, state_flags,
 };
 use rocescope_common::{Kind, PacketRecord, flags, live};
 
@@ -245,7 +245,10 @@ fn flush(st: &mut FlowState, now: u64) -> Result<(), ()> {
     d.flags = (d.flags & delta_flags::ACKED) | partner_flags;
     d.partner_acked_psn = partner_acked;
     d.partner_mtu = partner_mtu;
-    if RECORDS.output::<FlowDelta>(&*d, wakeup_flags()).is_err() {
+    if RECORDS
+        .output::<FlowDelta>(&*d, wakeup_flags(FLOW_DELTA_SIZE as u64))
+        .is_err()
+    {
         return Err(());
     }
     bump(live::COUNTER_DELTAS);

@@ -32,9 +32,11 @@
 //!   wakes the reader whenever a record finds it idle — up to one wake-up
 //!   per record when it keeps up, each costing the XDP side an irq_work and
 //!   the reader a poll round trip. The program instead asks for a wake-up
-//!   only once 1 MiB waits (`BPF_RB_FORCE_WAKEUP`, else
-//!   `BPF_RB_NO_WAKEUP`), and the reader drains the ring every 5 ms as
-//!   well, so a trickle still arrives within 5 ms. Figures: README
+//!   only when the bytes waiting cross a multiple of 1 MiB
+//!   (`BPF_RB_FORCE_WAKEUP`, else `BPF_RB_NO_WAKEUP`; not on every record
+//!   past 1 MiB, which made each frame pay an irq_work while the reader
+//!   was busy), and the reader drains the ring every 5 ms as well, so a
+//!   trickle still arrives within 5 ms. Figures: README
 //!   "Benchmarks" (live).
 //!
 //! # Summary mode (`--mode summary`)
