@@ -3,7 +3,9 @@
 //! goes through the XDP program with BPF_PROG_TEST_RUN and through
 //! `decode::decode`; the records must be identical except `ts_ns` (the
 //! kernel's clock) and the ICRC (`icrc`, `ICRC_CHECKED`, `ICRC_OK`: the
-//! kernel does not check it, by design).
+//! kernel does not check it, by design). Corpus frames are also run
+//! split into a linear part and fragments at every header byte, so the
+//! program's reads beyond the linear part are compared too.
 //!
 //! Needs root (loading BPF programs); skipped with a message otherwise.
 mod common;
@@ -62,6 +64,12 @@ impl Checker {
             .test_run(frame)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         self.runs += 1;
+        self.compare(what, frame);
+        verdict
+    }
+
+    /// The kernel's record of `frame` (just run) against userspace's.
+    fn compare(&mut self, what: &str, frame: &[u8]) {
         let want = expected(frame);
         let got = self.tap.next_record();
         if want.kind() == Kind::Other {
@@ -83,6 +91,16 @@ impl Checker {
             );
         }
         assert_eq!(self.tap.next_record(), None, "{what}: one record per frame");
+    }
+
+    /// `check` with the frame's bytes from `linear` on in fragments.
+    fn check_split(&mut self, what: &str, frame: &[u8], linear: usize) -> u32 {
+        let verdict = self
+            .tap
+            .test_run_split(frame, linear as u32)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        self.runs += 1;
+        self.compare(what, frame);
         verdict
     }
 
@@ -166,6 +184,37 @@ fn synth_corpus_matches() {
     assert!(
         counters.parse_failures > 0,
         "cut frames count as parse failures"
+    );
+}
+
+/// Multi-buffer frames: every corpus frame with its linear part ending at
+/// each byte of its headers, so that every read either lies in the linear
+/// part, straddles its end or lies wholly in the fragments (the program's
+/// direct reads and its `bpf_xdp_load_bytes` fallback).
+#[test]
+fn split_frames_match() {
+    if !root() {
+        return;
+    }
+    let corpus = common::corpus::decoder_frames();
+    let mut probe = Checker::new(false);
+    if let Err(e) = probe
+        .tap
+        .test_run_split(&corpus[0].1, proto::ethernet::HEADER_LEN as u32)
+    {
+        eprintln!("SKIPPED: this kernel cannot split a test frame into fragments ({e})");
+        return;
+    }
+    let mut c = Checker::new(false);
+    for (name, frame) in &corpus {
+        for linear in proto::ethernet::HEADER_LEN..frame.len().min(256) {
+            c.check_split(&format!("{name} linear {linear}"), frame, linear);
+        }
+    }
+    let counters = c.tap.counters().unwrap();
+    assert_eq!(
+        (counters.frames, counters.records, counters.ring_full),
+        (c.runs, c.records, 0)
     );
 }
 

@@ -12,12 +12,16 @@
 //!   (same header checks, same "cut header ends the walk" rules, kind
 //!   `Other` records are all zero). The parity test runs every frame of
 //!   several captures through both and requires identical records.
-//! * **Reads** go through `bpf_xdp_load_bytes` into small stack buffers:
-//!   each read is bounds-checked by the helper against the whole frame
-//!   (multi-buffer frames included), so header offsets that depend on
-//!   packet bytes (IHL, IPv6 extension headers, VLAN tags, GRE options)
-//!   need no pointer-range reasoning from the verifier, and the kernel
-//!   reaches every header the userspace decoder reaches.
+//! * **Reads** copy each header into a small stack buffer straight from
+//!   the frame's linear part (`data..data_end`, one bounds check per
+//!   header), and through `bpf_xdp_load_bytes` only where the bytes lie
+//!   beyond it (multi-buffer frames: jumbo frames, header split), so the
+//!   kernel reaches every header the userspace decoder reaches. The direct
+//!   reads replaced a helper call per header: 135 → 100 ns per RDMA WRITE
+//!   frame (live bench, program cost). Each read's offset is passed through
+//!   map memory first (`Pkt::opaque`): offsets that depend on packet bytes
+//!   (IHL, IPv6 extension headers, VLAN tags, GRE options) would otherwise
+//!   be verified once per distinct range and exceed the verifier's budget.
 //! * **ICRC is not checked in the kernel**: it is a CRC-32 over the whole IP
 //!   packet, which costs a loop over up to 4 KiB per frame. Records leave
 //!   `ICRC_CHECKED`/`ICRC_OK` clear and `icrc` 0, exactly as for a frame cut

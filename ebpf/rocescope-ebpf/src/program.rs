@@ -148,9 +148,19 @@ pub(crate) fn bump(slot: u32) {
     }
 }
 
-/// The frame, read through `bpf_xdp_load_bytes`.
+/// Offsets from here on are read through the helper: the verifier gives a
+/// packet pointer a range only while its offset stays below 64 KiB, and a
+/// linear part is at most a few pages anyway.
+const DIRECT_OFFSET_MAX: usize = 0x8000;
+
+/// The frame: read in place where it lies in the linear part, through
+/// `bpf_xdp_load_bytes` beyond it (see the crate docs, "Reads").
 struct Pkt {
     ctx: *mut xdp_md,
+    /// The linear part: `data..data_end` (packet pointers).
+    data: usize,
+    data_end: usize,
+    /// The whole frame's length, fragments included.
     len: usize,
     tmp: *mut u64,
 }
@@ -158,7 +168,16 @@ struct Pkt {
 impl Pkt {
     fn new(ctx: *mut xdp_md, tmp: *mut u64) -> Pkt {
         let len = unsafe { bpf_xdp_get_buff_len(ctx) } as usize;
-        Pkt { ctx, len, tmp }
+        // SAFETY: the context the kernel passed; the verifier turns these
+        // loads into packet pointers.
+        let (data, data_end) = unsafe { ((*ctx).data as usize, (*ctx).data_end as usize) };
+        Pkt {
+            ctx,
+            data,
+            data_end,
+            len,
+            tmp,
+        }
     }
 
     /// `v`, passed through map memory: the verifier tracks no values there,
@@ -183,33 +202,37 @@ impl Pkt {
         }
         // Uninitialised: zeroing it would cost a `memset` call per read.
         let mut buf = core::mem::MaybeUninit::<[u8; N]>::uninit();
-        let r = unsafe {
-            bpf_xdp_load_bytes(
-                self.ctx,
-                at as u32,
-                buf.as_mut_ptr().cast::<c_void>(),
-                N as u32,
-            )
-        };
-        // SAFETY: on success the helper wrote all N bytes.
-        if r == 0 {
+        if self.load_into(at, buf.as_mut_ptr()) {
+            // SAFETY: `load_into` wrote all N bytes.
             Some(unsafe { buf.assume_init() })
         } else {
             None
         }
     }
 
-    /// Fills `dst` from the frame at `at` (the caller checked the bounds).
+    /// Fills `dst` from the frame at `at` (the caller checked that `at`
+    /// lies before `end` and `end` in the frame; `at` is at most 0xFFFF).
+    ///
+    /// Straight from the linear part when the bytes are there (a bounds
+    /// check the verifier follows: the offset is bounded below
+    /// `DIRECT_OFFSET_MAX`, so `data + off` is a packet pointer whose range
+    /// becomes known once compared with `data_end`); `bpf_xdp_load_bytes`
+    /// otherwise, which reaches into a multi-buffer frame's fragments.
+    ///
+    /// The offset goes through [`Pkt::opaque`] first: a scalar added to a
+    /// packet pointer becomes "precise" to the verifier, and every distinct
+    /// offset range the walk can reach (VLAN tags, IHL, extension header
+    /// combinations) would then be verified separately.
     #[inline(always)]
-    fn load_into<const N: usize>(&self, at: usize, dst: &mut [u8; N]) -> bool {
-        let r = unsafe {
-            bpf_xdp_load_bytes(
-                self.ctx,
-                at as u32,
-                dst.as_mut_ptr() as *mut c_void,
-                N as u32,
-            )
-        };
+    fn load_into<const N: usize>(&self, at: usize, dst: *mut [u8; N]) -> bool {
+        let off = self.opaque(at);
+        if off < DIRECT_OFFSET_MAX && self.data + off + N <= self.data_end {
+            let p = self.data + off;
+            // SAFETY: p..p + N lies in the linear part (checked above).
+            unsafe { core::ptr::copy_nonoverlapping(p as *const u8, dst.cast::<u8>(), N) };
+            return true;
+        }
+        let r = unsafe { bpf_xdp_load_bytes(self.ctx, at as u32, dst.cast::<c_void>(), N as u32) };
         r == 0
     }
 }

@@ -339,6 +339,30 @@ impl Tap {
         Ok(r.return_value)
     }
 
+    /// Runs the program once on `frame` with only its first `linear` bytes
+    /// in the linear part and the rest in fragments (a multi-buffer frame,
+    /// as a NIC with jumbo frames or header split hands it over): what the
+    /// program reads beyond `linear` goes through `bpf_xdp_load_bytes`.
+    /// Needs a kernel whose BPF_PROG_TEST_RUN takes the linear size from
+    /// `xdp_md.data_end` (6.18); an error otherwise.
+    pub fn test_run_split(&mut self, frame: &[u8], linear: u32) -> Result<u32> {
+        let program = self.program;
+        let prog = xdp_mut(&mut self.ebpf, program)?;
+        // struct xdp_md: data, data_end, data_meta, ingress_ifindex,
+        // rx_queue_index, egress_ifindex (u32 each).
+        let mut ctx = [0u8; 24];
+        ctx[4..8].copy_from_slice(&linear.to_ne_bytes());
+        let opts = TestRunOptions {
+            data_in: Some(frame),
+            ctx_in: Some(&ctx),
+            ..Default::default()
+        };
+        let r = prog
+            .test_run(opts)
+            .map_err(|e| Error::Live(format!("BPF_PROG_TEST_RUN: {}", chain(&e))))?;
+        Ok(r.return_value)
+    }
+
     /// Runs the program `repeat` times on `frame` (BPF_PROG_TEST_RUN) and
     /// returns its verdict and the kernel's mean time per run: what the
     /// program costs per frame, without a NIC or a sender in the way (the
