@@ -4,7 +4,8 @@
 
 /// `RingBuf` of [`PacketRecord`](crate::PacketRecord)s, kernel → userspace.
 pub const MAP_RECORDS: &str = "RECORDS";
-/// `PerCpuArray<u64>` of counters, indexed by the `COUNTER_*` slots.
+/// `PerCpuArray<CounterSlots>` with one entry: the counters, indexed by
+/// the `COUNTER_*` slots (one map lookup per frame for all of them).
 pub const MAP_COUNTERS: &str = "COUNTERS";
 /// Name of the XDP program in the object file.
 pub const PROGRAM: &str = "rocescope";
@@ -66,3 +67,5 @@ pub const COUNTER_SUMMARIZED: u32 = 4;
 pub const COUNTER_DELTAS: u32 = 5;
 /// Number of counter slots.
 pub const COUNTERS: u32 = 6;
+/// The value of [`MAP_COUNTERS`]: one CPU's counters.
+pub type CounterSlots = [u64; COUNTERS as usize];

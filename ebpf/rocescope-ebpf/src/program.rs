@@ -19,8 +19,10 @@ use crate::summary::{Fate, summarize};
 #[map(name = "RECORDS")]
 pub(crate) static RECORDS: RingBuf = RingBuf::with_byte_size(live::DEFAULT_RING_BYTES, 0);
 
+/// One entry: this CPU's counters side by side, so a frame looks them up
+/// once (see [`Counters`]).
 #[map(name = "COUNTERS")]
-static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(live::COUNTERS, 0);
+static COUNTERS: PerCpuArray<live::CounterSlots> = PerCpuArray::with_max_entries(1, 0);
 
 /// Where a record is built: 200 bytes do not fit the BPF stack comfortably.
 #[map(name = "SCRATCH")]
@@ -53,7 +55,10 @@ static FLUSH_NS: u64 = live::DEFAULT_FLUSH_NS;
 
 #[xdp(frags)]
 pub fn rocescope(ctx: XdpContext) -> u32 {
-    bump(live::COUNTER_FRAMES);
+    let Some(counters) = Counters::get() else {
+        return xdp_action::XDP_PASS;
+    };
+    counters.bump(live::COUNTER_FRAMES);
     let Some(rec) = SCRATCH.get_ptr_mut(0) else {
         return xdp_action::XDP_PASS;
     };
@@ -64,7 +69,7 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
     };
     let pkt = Pkt::new(ctx.ctx, tmp);
     if !decode(&pkt, rec) {
-        bump(live::COUNTER_PARSE_FAILURES);
+        counters.bump(live::COUNTER_PARSE_FAILURES);
     }
     if rec.kind == Kind::Other as u8 {
         return xdp_action::XDP_PASS;
@@ -73,11 +78,11 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
     // SAFETY: read-only globals the loader may have set.
     if unsafe { core::ptr::read_volatile(&SUMMARY) } != 0 {
         let flush_ns = unsafe { core::ptr::read_volatile(&FLUSH_NS) };
-        match summarize(rec, rec.ts_ns, flush_ns) {
+        match summarize(rec, rec.ts_ns, flush_ns, counters) {
             // Captured as a count: as good as recorded.
             Fate::Counted => return captured(),
             Fate::RingFull => {
-                bump(live::COUNTER_RING_FULL);
+                counters.bump(live::COUNTER_RING_FULL);
                 return xdp_action::XDP_PASS;
             }
             Fate::Forward => {}
@@ -87,10 +92,10 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
         .output::<PacketRecord>(&*rec, wakeup_flags(PACKET_RECORD_SIZE as u64))
         .is_err()
     {
-        bump(live::COUNTER_RING_FULL);
+        counters.bump(live::COUNTER_RING_FULL);
         return xdp_action::XDP_PASS;
     }
-    bump(live::COUNTER_RECORDS);
+    counters.bump(live::COUNTER_RECORDS);
     captured()
 }
 
@@ -108,7 +113,9 @@ fn captured() -> u32 {
 /// The benchmark's baseline: `XDP_PASS` and the frames counter, nothing else.
 #[xdp(frags)]
 pub fn rocescope_pass(_ctx: XdpContext) -> u32 {
-    bump(live::COUNTER_FRAMES);
+    if let Some(counters) = Counters::get() {
+        counters.bump(live::COUNTER_FRAMES);
+    }
     xdp_action::XDP_PASS
 }
 
@@ -140,11 +147,22 @@ pub(crate) fn wakeup_flags(size: u64) -> u64 {
     }
 }
 
-#[inline(always)]
-pub(crate) fn bump(slot: u32) {
-    if let Some(p) = COUNTERS.get_ptr_mut(slot) {
-        // SAFETY: this CPU's slot; no other program run touches it meanwhile.
-        unsafe { *p += 1 };
+/// This CPU's counters, looked up once per frame (a lookup per bump cost
+/// up to four per frame).
+#[derive(Clone, Copy)]
+pub(crate) struct Counters(*mut live::CounterSlots);
+
+impl Counters {
+    #[inline(always)]
+    fn get() -> Option<Counters> {
+        COUNTERS.get_ptr_mut(0).map(Counters)
+    }
+
+    #[inline(always)]
+    pub(crate) fn bump(self, slot: u32) {
+        // SAFETY: this CPU's map value; no other program run touches it
+        // meanwhile. `slot` is one of the `live::COUNTER_*` constants.
+        unsafe { (*self.0)[slot as usize] += 1 };
     }
 }
 

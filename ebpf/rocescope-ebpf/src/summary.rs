@@ -49,7 +49,7 @@ use rocescope_common::summary::{
 };
 use rocescope_common::{Kind, PacketRecord, flags, live};
 
-use crate::program::{RECORDS, bump, wakeup_flags};
+use crate::program::{Counters, RECORDS, wakeup_flags};
 
 #[map(name = "FLOWS")]
 static FLOWS: LruHashMap<FlowKey, FlowState> = LruHashMap::with_max_entries(live::FLOWS_MAX, 0);
@@ -75,7 +75,7 @@ pub enum Fate {
 
 /// Decides `rec`'s fate (see the module docs) and keeps its flow's state.
 #[inline(always)]
-pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64) -> Fate {
+pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64, counters: Counters) -> Fate {
     let roce = rec.kind == Kind::Roce as u8;
     let cnp = rec.kind == Kind::Cnp as u8;
     if !(roce || cnp) || !rec.has(flags::HAS_BTH) {
@@ -160,15 +160,15 @@ pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64) -> Fate {
             d.flags |= delta_flags::ACKED;
         }
         d.last_ts_ns = now;
-        bump(live::COUNTER_SUMMARIZED);
+        counters.bump(live::COUNTER_SUMMARIZED);
         if now.saturating_sub(st.last_flush_ns) >= flush_ns {
             // A full ring keeps the counts for the next try.
-            let _ = flush(st, now);
+            let _ = flush(st, now, counters);
         }
         return Fate::Counted;
     }
     // Forwarded: the analyzer first gets the counts so far, then the frame.
-    if flush(st, now).is_err() {
+    if flush(st, now, counters).is_err() {
         return Fate::RingFull;
     }
     if request {
@@ -219,7 +219,7 @@ fn paired(key: &FlowKey) -> bool {
 /// Sends the flow's delta if it has counts, or if the partner values it
 /// carries changed since the last one; then zeroes the counts.
 #[inline(always)]
-fn flush(st: &mut FlowState, now: u64) -> Result<(), ()> {
+fn flush(st: &mut FlowState, now: u64, counters: Counters) -> Result<(), ()> {
     let mut partner_flags = 0;
     let mut partner_acked = 0;
     let mut partner_mtu = 0;
@@ -251,7 +251,7 @@ fn flush(st: &mut FlowState, now: u64) -> Result<(), ()> {
     {
         return Err(());
     }
-    bump(live::COUNTER_DELTAS);
+    counters.bump(live::COUNTER_DELTAS);
     d.first_ts_ns = 0;
     d.first_ce_ts_ns = 0;
     d.max_idle_ns = 0;

@@ -150,7 +150,7 @@ pub struct Tap {
     ebpf: Ebpf,
     program: Program,
     ring: Option<RingBuf<MapData>>,
-    counters: PerCpuArray<MapData, u64>,
+    counters: PerCpuArray<MapData, live::CounterSlots>,
     flows: FlowsMap,
     pairs: PairsMap,
     link: Option<(aya::programs::xdp::XdpLinkId, String, &'static str)>,
@@ -414,13 +414,11 @@ impl Tap {
     }
 
     pub fn counters(&self) -> Result<Counters> {
-        let get = |slot: u32| -> Result<u64> {
-            let v = self
-                .counters
-                .get(&slot, 0)
-                .map_err(|e| Error::Live(format!("reading the counters: {}", chain(&e))))?;
-            Ok(v.iter().sum())
-        };
+        let per_cpu = self
+            .counters
+            .get(&0, 0)
+            .map_err(|e| Error::Live(format!("reading the counters: {}", chain(&e))))?;
+        let get = |slot: u32| -> Result<u64> { Ok(per_cpu.iter().map(|c| c[slot as usize]).sum()) };
         Ok(Counters {
             frames: get(live::COUNTER_FRAMES)?,
             records: get(live::COUNTER_RECORDS)?,
@@ -435,13 +433,11 @@ impl Tap {
     pub fn reset_counters(&mut self) -> Result<()> {
         let cpus = aya::util::nr_cpus()
             .map_err(|(what, e)| Error::Live(format!("counting CPUs ({what}): {e}")))?;
-        for slot in 0..live::COUNTERS {
-            let zero = PerCpuValues::try_from(vec![0u64; cpus])
-                .map_err(|e| Error::Live(format!("resetting the counters: {e}")))?;
-            self.counters
-                .set(slot, zero, 0)
-                .map_err(|e| Error::Live(format!("resetting the counters: {}", chain(&e))))?;
-        }
+        let zero = PerCpuValues::try_from(vec![[0u64; live::COUNTERS as usize]; cpus])
+            .map_err(|e| Error::Live(format!("resetting the counters: {e}")))?;
+        self.counters
+            .set(0, zero, 0)
+            .map_err(|e| Error::Live(format!("resetting the counters: {}", chain(&e))))?;
         Ok(())
     }
 }
