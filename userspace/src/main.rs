@@ -74,7 +74,7 @@ enum Command {
         /// [default: 64MiB]
         #[arg(long, value_name = "SIZE")]
         ring_size: Option<String>,
-        /// Wake rocescope only once this much waits on the ring (0: on every record that finds it idle); the rest is drained every 5 ms.
+        /// Wake rocescope only once this much waits on the ring, and again per further SIZE while it lags (0: on every record that finds it idle); the rest is drained every 5 ms.
         /// [default: 1MiB]
         #[arg(long, value_name = "SIZE")]
         wakeup: Option<String>,

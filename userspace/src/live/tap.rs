@@ -103,8 +103,8 @@ impl Program {
 pub struct RingTuning {
     /// Ring size in bytes: a power of two, a multiple of the page size.
     pub bytes: u32,
-    /// Wake the consumer once this many bytes wait (0: whenever it has
-    /// caught up, the kernel's default).
+    /// Wake the consumer each time the bytes waiting cross a multiple of
+    /// this (0: whenever it has caught up, the kernel's default).
     pub wakeup_bytes: u64,
     /// How often the consumer drains the ring without being woken.
     pub poll: std::time::Duration,
