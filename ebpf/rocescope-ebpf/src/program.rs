@@ -140,7 +140,13 @@ pub(crate) fn wakeup_flags(size: u64) -> u64 {
     let waiting = RECORDS.query(BPF_RB_AVAIL_DATA.into());
     // The ring adds an 8-byte header and rounds to 8 bytes.
     let after = waiting + ((size + 8 + 7) & !7);
-    if after / threshold != waiting / threshold {
+    let crossed = if threshold & (threshold - 1) == 0 {
+        // A power of two (the default): no division (two cost ~5 ns).
+        (after ^ waiting) & !(threshold - 1) != 0
+    } else {
+        after / threshold != waiting / threshold
+    };
+    if crossed {
         BPF_RB_FORCE_WAKEUP.into()
     } else {
         BPF_RB_NO_WAKEUP.into()
