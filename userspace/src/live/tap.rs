@@ -344,7 +344,8 @@ impl Tap {
     /// as a NIC with jumbo frames or header split hands it over): what the
     /// program reads beyond `linear` goes through `bpf_xdp_load_bytes`.
     /// Needs a kernel whose BPF_PROG_TEST_RUN takes the linear size from
-    /// `xdp_md.data_end` (6.18); an error otherwise.
+    /// `xdp_md.data_end` (6.18 does; older ones reject the context, an
+    /// error here).
     pub fn test_run_split(&mut self, frame: &[u8], linear: u32) -> Result<u32> {
         let program = self.program;
         let prog = xdp_mut(&mut self.ebpf, program)?;
