@@ -40,8 +40,43 @@ pub(crate) struct PrioStats {
 struct Closed {
     /// `(start, end, src_mac)`.
     spans: Vec<(u64, u64, [u8; 6])>,
-    /// Longest span: bounds how far back a lookup has to walk.
-    max_len: u64,
+    /// `reach[i]`: the latest end among `spans[..=i]`. A lookup walking
+    /// back from its window's end stops at the first span whose reach is
+    /// before the window's start: nothing earlier overlaps it. (Bounding
+    /// the walk by the longest span instead made one long pause, e.g. a
+    /// storm, send every later lookup back over all spans since.)
+    reach: Vec<u64>,
+}
+
+impl Closed {
+    fn insert(&mut self, start: u64, end: u64, mac: [u8; 6]) {
+        let at = self.spans.partition_point(|s| s.0 <= start);
+        self.spans.insert(at, (start, end, mac));
+        let before = if at == 0 { 0 } else { self.reach[at - 1] };
+        self.reach.insert(at, before.max(end));
+        // Later reaches grow to this end, up to one that already reaches past it.
+        for r in &mut self.reach[at + 1..] {
+            if *r >= end {
+                break;
+            }
+            *r = end;
+        }
+    }
+
+    /// The spans that overlap `[from, to)`, latest start first.
+    fn overlapping(&self, from: u64, to: u64) -> impl Iterator<Item = (u64, u64, [u8; 6])> + '_ {
+        // Windows end at the packet being analysed: usually after every
+        // closed span's start, which spares the binary search.
+        let end = match self.spans.last() {
+            Some(last) if last.0 < to => self.spans.len(),
+            _ => self.spans.partition_point(|s| s.0 < to),
+        };
+        (0..end)
+            .rev()
+            .take_while(move |&i| self.reach[i] > from)
+            .map(|i| self.spans[i])
+            .filter(move |&(s, e, _)| s < to && e > from)
+    }
 }
 
 /// Which pause covered (the most of) a queried window.
@@ -168,10 +203,10 @@ impl PfcTracker {
             frames: o.frames,
             ended_by,
         });
-        let c = self.closed.entry(key).or_default();
-        let at = c.spans.partition_point(|s| s.0 <= o.start);
-        c.spans.insert(at, (o.start, end, mac));
-        c.max_len = c.max_len.max(end - o.start);
+        self.closed
+            .entry(key)
+            .or_default()
+            .insert(o.start, end, mac);
         if end - o.start > self.storm_ns {
             self.stats.entry(key).or_default().storms += 1;
             sink.event(&Event {
@@ -244,13 +279,7 @@ impl PfcTracker {
             (e2 > s2).then_some((s2, e2))
         };
         if let Some(c) = self.closed.get(&key) {
-            let mut i = c.spans.partition_point(|s| s.0 < to);
-            while i > 0 {
-                i -= 1;
-                let (s, e, mac) = c.spans[i];
-                if s.saturating_add(c.max_len) <= from {
-                    break;
-                }
+            for (s, e, mac) in c.overlapping(from, to) {
                 if let Some((a, b)) = clip(s, e) {
                     segs.push((a, b, mac, s));
                 }
@@ -315,5 +344,50 @@ impl PfcTracker {
             total += ce - cs;
         }
         total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spans closed in any order, some long (storms) among many short:
+    /// the spans a window overlaps, found by the `reach` walk, are those
+    /// a scan of every span finds.
+    #[test]
+    fn reach_walk_finds_every_overlapping_span() {
+        let mut c = Closed::default();
+        let mut all = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for k in 0..400 {
+            let start = next(100_000);
+            let len = if k % 50 == 0 { 20_000 } else { next(500) };
+            c.insert(start, start + len, [k as u8; 6]);
+            all.push((start, start + len));
+        }
+        assert!(c.spans.windows(2).all(|w| w[0].0 <= w[1].0));
+        for i in 0..c.spans.len() {
+            let latest = c.spans[..=i].iter().map(|s| s.1).max().unwrap();
+            assert_eq!(c.reach[i], latest, "reach[{i}]");
+        }
+        for _ in 0..2000 {
+            let from = next(110_000);
+            let to = from + 1 + next(3_000);
+            let mut walked: Vec<_> = c.overlapping(from, to).map(|(s, e, _)| (s, e)).collect();
+            let mut scanned: Vec<_> = all
+                .iter()
+                .copied()
+                .filter(|&(s, e)| s < to && e > from)
+                .collect();
+            walked.sort_unstable();
+            scanned.sort_unstable();
+            assert_eq!(walked, scanned, "window {from}..{to}");
+        }
     }
 }
