@@ -36,9 +36,9 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo +nightly install cargo-fuzz --locked
 fi
 
-seeds="${FUZZ_SEEDS:-$root/../shared/captures}"
+seeds="${FUZZ_SEEDS:-${ROCESCOPE_CAPTURES:-$root/../shared/captures}}"
 # From a git worktree at .../wt/NAME the shared folder is one level further up.
-[ -d "$seeds" ] || [ -n "${FUZZ_SEEDS:-}" ] || seeds="$root/../../shared/captures"
+[ -d "$seeds" ] || [ -n "${FUZZ_SEEDS:-}${ROCESCOPE_CAPTURES:-}" ] || seeds="$root/../../shared/captures"
 for target in "${targets[@]}"; do
     corpus="$fuzz_dir/corpus/$target"
     mkdir -p "$corpus"

@@ -12,7 +12,10 @@ bin="$target/debug/rocescope"
 echo "== table contract read back with polars"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-"$bin" analyze ../shared/captures/oferby-proxy-roce.pcap --out "$out" >/dev/null
+# The real captures: ../shared/captures beside the repository, or
+# ROCESCOPE_CAPTURES (which the Rust tests honour too) for a clone elsewhere.
+captures=${ROCESCOPE_CAPTURES:-../shared/captures}
+"$bin" analyze "$captures/oferby-proxy-roce.pcap" --out "$out" >/dev/null
 python3 tests/check_tables.py "$out"
 echo "== notebooks, dataset layout and HTML report (pytest)"
 rc=0

@@ -1,7 +1,7 @@
 //! Helpers for the end-to-end tests: run the binary, read tables back.
 #![allow(dead_code)]
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use arrow_array::cast::AsArray;
@@ -12,18 +12,9 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 pub mod corpus;
 
-/// A real capture from ../shared/captures (never edited). In a git worktree
-/// at /work/wt/NAME the shared folder sits one level further up.
-pub fn shared_capture(name: &str) -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let main = here.join("../../shared/captures").join(name);
-    let worktree = here.join("../../../shared/captures").join(name);
-    if !main.exists() && worktree.exists() {
-        worktree
-    } else {
-        main
-    }
-}
+/// The real captures by others (see `rocescope::testdata`); not every test uses them.
+#[allow(unused_imports)]
+pub use rocescope::testdata::shared_capture;
 
 pub fn rocescope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rocescope"))

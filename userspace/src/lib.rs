@@ -23,6 +23,8 @@ pub mod pipeline;
 pub mod sources;
 pub mod synth;
 pub mod tables;
+#[doc(hidden)]
+pub mod testdata;
 pub mod units;
 
 pub use error::{Error, Result};

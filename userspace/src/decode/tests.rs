@@ -730,14 +730,7 @@ fn pcap_records(file: &[u8]) -> (u32, Vec<(&[u8], u32)>) {
 
 #[test]
 fn oferby_proxy_capture() {
-    // The real captures sit beside the repository (../shared/captures; one
-    // level further up from a worktree at /work/wt/NAME).
-    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = ["../../shared/captures", "../../../shared/captures"]
-        .iter()
-        .map(|d| here.join(d).join("oferby-proxy-roce.pcap"))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| here.join("../../shared/captures/oferby-proxy-roce.pcap"));
+    let path = crate::testdata::shared_capture("oferby-proxy-roce.pcap");
     let file = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let (linktype, records) = pcap_records(&file);
     assert_eq!(records.len(), 123);

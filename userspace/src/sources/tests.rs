@@ -912,28 +912,16 @@ fn assert_only_backwards_warning(warnings: &[Warning], frame: u64) {
     );
 }
 
-fn shared(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/captures")
-        .join(name)
-}
-
+/// A real capture, if this checkout has the captures folder.
 fn shared_capture(name: &str) -> Option<std::path::PathBuf> {
-    // The worktree sits at /work/wt/<name>, main at /work/<repo>: look in
-    // both places the shared folder can be.
-    let candidates = [
-        shared(name),
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/captures")
-            .join(name),
-        Path::new("/work/shared/captures").join(name),
-    ];
-    candidates.into_iter().find(|p| p.exists())
+    Some(crate::testdata::shared_capture(name)).filter(|p| p.exists())
 }
 
 #[test]
 fn real_oferby_proxy_roce() {
-    let path = shared_capture("oferby-proxy-roce.pcap").expect("shared/captures present");
+    let path = shared_capture("oferby-proxy-roce.pcap").expect(
+        "the real captures: ../shared/captures beside the repository, or set ROCESCOPE_CAPTURES",
+    );
     let mut r = CaptureReader::open(&path).unwrap();
     let mut n = 0u64;
     let mut roce = 0;
@@ -961,7 +949,9 @@ fn real_oferby_proxy_roce() {
 
 #[test]
 fn real_connectx4lx_cnp_pcapng() {
-    let path = shared_capture("connectx4lx-cnp.pcap").expect("shared/captures present");
+    let path = shared_capture("connectx4lx-cnp.pcap").expect(
+        "the real captures: ../shared/captures beside the repository, or set ROCESCOPE_CAPTURES",
+    );
     let mut r = CaptureReader::open(&path).unwrap();
     let f = r.next_frame().unwrap().expect("one frame");
     assert_eq!(f.number, 1);
