@@ -271,22 +271,7 @@ fn live_flows_equal_offline_flows() {
         "--count",
         &count,
     ]));
-    let sent = veth
-        .rocescope(&[
-            "replay",
-            cap.to_str().unwrap(),
-            "--iface",
-            &veth.a,
-            "--pps",
-            "20000",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "replay: {}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
+    replay(&veth, &cap, Some("20000"));
     let (ok, stdout, stderr) = live.wait(Duration::from_secs(30));
     assert!(ok, "live failed: {stdout}\n{stderr}");
 
@@ -357,11 +342,7 @@ fn sigterm_stops_and_writes_every_table() {
         "--cpus",
         "0",
     ]));
-    let sent = veth
-        .rocescope(&["replay", cap.to_str().unwrap(), "--iface", &veth.a])
-        .output()
-        .unwrap();
-    assert!(sent.status.success());
+    replay(&veth, &cap, None);
     // Give the ring buffer a moment, then stop it the way a service manager would.
     std::thread::sleep(Duration::from_millis(500));
     // --cpus 0: the records started the pipeline's threads; all are on CPU 0.
