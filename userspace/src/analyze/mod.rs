@@ -822,7 +822,7 @@ impl Analyzer {
     /// seen yet (they came in frames that were only counted).
     ///
     /// Approximate, by design: the timeline spreads the frames evenly over
-    /// `first_ts_ns..=last_ts_ns` (see [`spread_over_bins`]; per-flow sums
+    /// `first_ts_ns..=last_ts_ns` (see `spread_over_bins`; per-flow sums
     /// are exact), and stalls are not looked for in the idle times of
     /// counted frames (only their longest idle
     /// raises `max_idle_us`). A delta for a flow the analyzer has not seen
