@@ -18,7 +18,10 @@
 //!    analyzer and the Parquet tables (`live::run` with `--count`);
 //! 4. **live, summary mode** (`--mode summary`), per ring tuning: the same,
 //!    with the in-kernel per-flow counts; ends when the analysed frames
-//!    stop moving.
+//!    stop moving;
+//! 5. **at a fixed offered rate** (`ROCESCOPE_BENCH_PACED` frames/s,
+//!    default 1 000 000; 0 skips it): the sender paced, `XDP_PASS` and then
+//!    records mode with the default ring, each against the other.
 //!
 //! Before those, each program's cost per frame in the kernel alone
 //! (BPF_PROG_TEST_RUN repeating a WRITE, an ACK and a non-RoCE UDP frame): what the
@@ -39,6 +42,7 @@
 //!
 //! Environment: `ROCESCOPE_BENCH_LIVE_FRAMES` (default 300 000),
 //! `ROCESCOPE_BENCH_CPUS` (`SENDER/TAP` CPU lists, default `0/1`, or `none`),
+//! `ROCESCOPE_BENCH_PACED` (frames/s, default 1 000 000, 0: skipped),
 //! `ROCESCOPE_BENCH_RING` (ring tunings, `SIZE/WAKEUP,…`, default
 //! `16MiB/0,64MiB/1MiB`: the kernel's wake-ups with the old ring, then the
 //! defaults).
@@ -197,18 +201,53 @@ fn main() {
 
     program_cost(&frames);
 
+    let rig = Rig {
+        iface: &b,
+        sender: &sender,
+        frames: &frames,
+        cpus: &cpus,
+    };
     let tunings = tunings();
     // 2. The ring path alone: the decoding program, the ring, a consumer
     //    that only copies records out (no analysis, no tables).
     for t in &tunings {
-        ring_only(&sender, &b, &frames, *t, base_rate, &cpus);
+        ring_only(&rig, *t, base_rate);
     }
     // 3. The whole live path in both modes, paced down until no ring-buffer drops.
     for t in &tunings {
         for mode in [live::TapMode::Records, live::TapMode::Summary] {
-            live_rounds(&b, &sender, &frames, mode, *t, base_rate, &cpus);
+            live_rounds(&rig, mode, *t, base_rate, None);
         }
     }
+    // 5. A fixed offered rate, default ring: does records mode take every
+    //    frame a bare XDP_PASS program sees at that rate?
+    let paced: f64 = std::env::var("ROCESCOPE_BENCH_PACED")
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(1_000_000.0);
+    if paced > 0.0 {
+        let mut base = Tap::load(Program::BarePass, false, RingTuning::default()).expect("load");
+        base.attach(&b, XdpModeArg::Auto).expect("attach");
+        let t0 = Instant::now();
+        send(&sender, &frames, Some(paced));
+        let (seen, span) = settle(&base, t0);
+        drop(base);
+        let paced_rate = seen as f64 / span.as_secs_f64();
+        println!(
+            "  sender paced at {paced:.0} frames/s: XDP_PASS saw {seen} frames at {paced_rate:.0} frames/s"
+        );
+        let t = RingTuning::default();
+        live_rounds(&rig, live::TapMode::Records, t, paced_rate, Some(paced));
+    }
+}
+
+/// What every phase sends and where: the tap's interface, the sender, the
+/// frames, and the CPUs.
+struct Rig<'a> {
+    iface: &'a str,
+    sender: &'a RawSender,
+    frames: &'a [Vec<u8>],
+    cpus: &'a Pinning,
 }
 
 /// Where the sender and the tap run (`ROCESCOPE_BENCH_CPUS`, see the
@@ -325,14 +364,13 @@ fn describe(t: RingTuning) -> String {
 }
 
 /// The decoding program and a busy consumer that copies records off the ring.
-fn ring_only(
-    sender: &RawSender,
-    iface: &str,
-    frames: &[Vec<u8>],
-    t: RingTuning,
-    base_rate: f64,
-    cpus: &Pinning,
-) {
+fn ring_only(rig: &Rig<'_>, t: RingTuning, base_rate: f64) {
+    let Rig {
+        iface,
+        sender,
+        frames,
+        cpus,
+    } = *rig;
     let mut tap = Tap::load(Program::Decoder, false, t).expect("load");
     tap.attach(iface, XdpModeArg::Auto).expect("attach");
     let mut ring = tap.take_ring().expect("ring");
@@ -383,18 +421,22 @@ fn ring_only(
 }
 
 fn live_rounds(
-    b: &str,
-    sender: &RawSender,
-    frames: &[Vec<u8>],
+    rig: &Rig<'_>,
     mode: live::TapMode,
     ring: RingTuning,
     base_rate: f64,
-    cpus: &Pinning,
+    paced: Option<f64>,
 ) {
+    let Rig {
+        iface: b,
+        sender,
+        frames,
+        cpus,
+    } = *rig;
     let n = frames.len();
     let label = format!("{} ({})", mode.as_str(), describe(ring));
     let summary = mode == live::TapMode::Summary;
-    let mut pps: Option<f64> = None;
+    let mut pps: Option<f64> = paced;
     for round in 1..=5 {
         let seen = Arc::new(AtomicU64::new(0));
         let out = tempfile::tempdir().unwrap();
