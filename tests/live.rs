@@ -595,6 +595,99 @@ fn interface_deleted_mid_run_is_a_clear_error_with_tables() {
     assert_eq!(Table::read(&out.join("packets.parquet")).rows() as u64, n);
 }
 
+/// `replay --tap`: one tap of a two-tap sample into the live tap gives that
+/// tap's offline flows, packet for packet and without a resend; the whole
+/// capture would show every frame twice. A tap name not in the file is an
+/// error naming the ones there.
+#[test]
+fn replaying_one_tap_of_a_multi_tap_capture_matches_that_tap_offline() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pcaps/healthy.pcapng");
+    let tap = "leaf0-s0-both";
+    let offline = tmp.path().join("offline");
+    common::rocescope_ok(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        offline.to_str().unwrap(),
+    ]);
+    let t = Table::read(&offline.join("flows.parquet"));
+    let on_tap: Vec<usize> = (0..t.rows())
+        .filter(|&i| t.strings("iface")[i].as_deref() == Some(tap))
+        .collect();
+    let sum = |t: &Table, col: &str, rows: &[usize]| -> i128 {
+        let v = t.ints(col);
+        rows.iter().map(|&i| v[i].unwrap_or(0)).sum()
+    };
+    let want_packets = sum(&t, "packets", &on_tap);
+    assert!(
+        want_packets > 0 && on_tap.len() < t.rows(),
+        "two taps, {tap} among them"
+    );
+
+    let veth = Veth::new();
+    quiet(&veth);
+    let out = tmp.path().join("live");
+    let live = Running::live(veth.rocescope(&[
+        "live",
+        "--iface",
+        &veth.b,
+        "--out",
+        out.to_str().unwrap(),
+        "--count",
+        &want_packets.to_string(),
+    ]));
+    let sent = veth
+        .rocescope(&[
+            "replay",
+            cap.to_str().unwrap(),
+            "--iface",
+            &veth.a,
+            "--tap",
+            tap,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&sent.stdout);
+    assert!(
+        sent.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    assert!(stdout.contains("of other taps left out"), "{stdout}");
+    let (ok, o, e) = live.wait(Duration::from_secs(30));
+    assert!(ok, "live failed: {o}\n{e}");
+
+    let got = Table::read(&out.join("flows.parquet"));
+    let all: Vec<usize> = (0..got.rows()).collect();
+    assert_eq!(got.rows(), on_tap.len(), "flows");
+    for col in ["packets", "data_packets", "payload_bytes", "acks"] {
+        assert_eq!(sum(&got, col, &all), sum(&t, col, &on_tap), "{col}");
+    }
+    assert_eq!(sum(&got, "retrans_packets", &all), 0, "a resend seen live");
+
+    let wrong = veth
+        .rocescope(&[
+            "replay",
+            cap.to_str().unwrap(),
+            "--iface",
+            &veth.a,
+            "--tap",
+            "nope",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(!wrong.status.success());
+    assert!(
+        err.contains("no capture interface is named \"nope\"") && err.contains(tap),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_second_tap_on_the_same_interface_fails_and_leaves_the_first_alone() {
     if !usable() {

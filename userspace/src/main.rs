@@ -97,6 +97,9 @@ enum Command {
         /// Frames per second (default: as fast as the interface takes them).
         #[arg(long, value_name = "N")]
         pps: Option<u64>,
+        /// Only the frames captured on this pcapng interface (one tap of a multi-tap capture, as named in the `iface` column; a name that is not there gets the list): replayed whole, each frame comes once per tap that saw it, which looks like resends.
+        #[arg(long, value_name = "NAME")]
+        tap: Option<String>,
     },
 }
 
@@ -428,17 +431,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             capture,
             iface,
             pps,
+            tap,
         } => {
-            let r = live::replay::replay(&capture, &iface, pps)?;
+            let r = live::replay::replay(&capture, &iface, pps, tap.as_deref())?;
             for w in &r.warnings {
                 eprintln!("rocescope: warning: {w}");
             }
             let rate = r.sent as f64 / r.elapsed.as_secs_f64().max(1e-9);
             println!(
-                "{} frames sent on {iface} in {:.3} s ({rate:.0} frames/s), {} skipped",
+                "{} frames sent on {iface} in {:.3} s ({rate:.0} frames/s), {} skipped{}",
                 r.sent,
                 r.elapsed.as_secs_f64(),
-                r.skipped
+                r.skipped,
+                if r.other_taps > 0 {
+                    format!(", {} of other taps left out", r.other_taps)
+                } else {
+                    String::new()
+                }
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -103,13 +103,23 @@ impl RawSender {
 pub struct ReplayOutcome {
     pub sent: u64,
     pub skipped: u64,
+    /// Frames of other capture interfaces than `--tap` names.
+    pub other_taps: u64,
     pub elapsed: Duration,
     pub warnings: Vec<String>,
 }
 
 /// Sends every frame of `capture` out of `iface`, `pps` frames per second
-/// if given.
-pub fn replay(capture: &Path, iface: &str, pps: Option<u64>) -> Result<ReplayOutcome> {
+/// if given; with `tap`, only the frames captured on the pcapng interface
+/// of that name. A multi-tap capture replayed whole into one interface
+/// shows each frame once per tap that saw it, which the analyzer (rightly)
+/// takes for resends: replay one tap at a time.
+pub fn replay(
+    capture: &Path,
+    iface: &str,
+    pps: Option<u64>,
+    tap: Option<&str>,
+) -> Result<ReplayOutcome> {
     if pps == Some(0) {
         return Err(Error::Usage("--pps must be at least 1".into()));
     }
@@ -117,18 +127,45 @@ pub fn replay(capture: &Path, iface: &str, pps: Option<u64>) -> Result<ReplayOut
     let sender = RawSender::open(iface)?;
     let mut out = ReplayOutcome::default();
     let interval_ns = pps.map(|p| 1e9 / p as f64);
+    // Per capture interface (in the order the file defines them): send its frames?
+    let mut wanted: Vec<bool> = Vec::new();
+    let refresh = |reader: &CaptureReader, wanted: &mut Vec<bool>| {
+        let known = reader.interfaces();
+        wanted.extend(
+            known[wanted.len().min(known.len())..]
+                .iter()
+                .map(|i| tap.is_none_or(|t| i.name.as_deref() == Some(t))),
+        );
+    };
+    let mut owned = Vec::new();
     let start = Instant::now();
     let mut index = 0u64;
-    while let Some(frame) = reader.next_frame()? {
-        if frame.linktype != linktype::ETHERNET {
+    loop {
+        refresh(&reader, &mut wanted);
+        let Some(frame) = reader.next_frame()? else {
+            break;
+        };
+        let (number, linktype, on) = (frame.number, frame.linktype, frame.iface as usize);
+        let data: &[u8] = if on < wanted.len() {
+            frame.data
+        } else {
+            // Its interface was defined while reading it: learn its name first.
+            owned.clear();
+            owned.extend_from_slice(frame.data);
+            refresh(&reader, &mut wanted);
+            &owned
+        };
+        if !wanted.get(on).copied().unwrap_or(tap.is_none()) {
+            out.other_taps += 1;
+            continue;
+        }
+        if linktype != linktype::ETHERNET {
             return Err(Error::Usage(format!(
-                "{}: frame {}: link type {} is not Ethernet; only Ethernet captures can be replayed",
+                "{}: frame {number}: link type {linktype} is not Ethernet; only Ethernet captures can be replayed",
                 capture.display(),
-                frame.number,
-                frame.linktype
             )));
         }
-        if frame.data.len() < ethernet::HEADER_LEN {
+        if data.len() < ethernet::HEADER_LEN {
             out.skipped += 1;
             continue;
         }
@@ -137,20 +174,19 @@ pub fn replay(capture: &Path, iface: &str, pps: Option<u64>) -> Result<ReplayOut
             wait_until(due);
         }
         index += 1;
-        match sender.send(frame.data) {
+        match sender.send(data) {
             Ok(()) => out.sent += 1,
             Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
                 out.skipped += 1;
                 out.warnings.push(format!(
-                    "frame {}: {} bytes is more than {iface} takes (MTU); skipped",
-                    frame.number,
-                    frame.data.len()
+                    "frame {number}: {} bytes is more than {iface} takes (MTU); skipped",
+                    data.len()
                 ));
             }
             Err(e) => {
                 return Err(Error::Interface {
                     iface: iface.into(),
-                    detail: format!("sending frame {}: {e}", frame.number),
+                    detail: format!("sending frame {number}: {e}"),
                 });
             }
         }
@@ -158,6 +194,24 @@ pub fn replay(capture: &Path, iface: &str, pps: Option<u64>) -> Result<ReplayOut
     out.warnings
         .extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
     out.elapsed = start.elapsed();
+    if let Some(t) = tap
+        && !wanted.contains(&true)
+    {
+        let names: Vec<&str> = reader
+            .interfaces()
+            .iter()
+            .filter_map(|i| i.name.as_deref())
+            .collect();
+        return Err(Error::Usage(format!(
+            "{}: no capture interface is named {t:?} (--tap); its interfaces: {}",
+            capture.display(),
+            if names.is_empty() {
+                "none named (a classic pcap has one, unnamed: replay it without --tap)".to_string()
+            } else {
+                names.join(", ")
+            }
+        )));
+    }
     Ok(out)
 }
 
