@@ -834,7 +834,10 @@ fn live_run(cap: &Path, mode: &str, out: &Path, pps: &str) -> serde_json::Value 
 
 /// The sequence events (`rewind`, `gap`, `nak`, `rnr_nak`, `cnp`) as
 /// sorted `(kind, psn, depth, trigger)` rows.
-fn sequence_events(dir: &Path) -> Vec<(String, Option<i128>, Option<i128>, Option<String>)> {
+/// `(kind, psn, depth, trigger)` of one event.
+type SequenceEvent = (String, Option<i128>, Option<i128>, Option<String>);
+
+fn sequence_events(dir: &Path) -> Vec<SequenceEvent> {
     let t = Table::read(&dir.join("events.parquet"));
     let kind = t.strings("kind");
     let psn = t.ints("psn");
