@@ -76,6 +76,13 @@ impl Veth {
     }
 
     /// `rocescope ARGS` inside the namespace.
+    /// Starts `rocescope live` on `b`, writing to `out`, with `extra` options.
+    fn live(&self, out: &Path, extra: &[&str]) -> Running {
+        let mut args = vec!["live", "--iface", &self.b, "--out", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Running::live(self.rocescope(&args))
+    }
+
     fn rocescope(&self, args: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.ns, env!("CARGO_BIN_EXE_rocescope")]);
@@ -258,19 +265,17 @@ fn live_flows_equal_offline_flows() {
     let out = tmp.path().join("live");
     let dataset = tmp.path().join("dataset");
     let count = frames.len().to_string();
-    let live = Running::live(veth.rocescope(&[
-        "live",
-        "--iface",
-        &veth.b,
-        "--out",
-        out.to_str().unwrap(),
-        "--dataset",
-        dataset.to_str().unwrap(),
-        "--host",
-        "tap1",
-        "--count",
-        &count,
-    ]));
+    let live = veth.live(
+        &out,
+        &[
+            "--dataset",
+            dataset.to_str().unwrap(),
+            "--host",
+            "tap1",
+            "--count",
+            &count,
+        ],
+    );
     replay(&veth, &cap, Some("20000"));
     let (ok, stdout, stderr) = live.wait(Duration::from_secs(30));
     assert!(ok, "live failed: {stdout}\n{stderr}");
@@ -326,22 +331,20 @@ fn sigterm_stops_and_writes_every_table() {
     let cap = common::shared_capture("oferby-proxy-roce.pcap");
     let veth = Veth::new();
     let out = tmp.path().join("live");
-    let live = Running::live(veth.rocescope(&[
-        "live",
-        "--iface",
-        &veth.b,
-        "--out",
-        out.to_str().unwrap(),
-        "--xdp-mode",
-        "skb",
-        // Wake on every record that finds the reader idle (the kernel's
-        // default); the other tests run the batched default.
-        "--wakeup",
-        "0",
-        // Every thread of the run on CPU 0 only (checked below).
-        "--cpus",
-        "0",
-    ]));
+    let live = veth.live(
+        &out,
+        &[
+            "--xdp-mode",
+            "skb",
+            // Wake on every record that finds the reader idle (the kernel's
+            // default); the other tests run the batched default.
+            "--wakeup",
+            "0",
+            // Every thread of the run on CPU 0 only (checked below).
+            "--cpus",
+            "0",
+        ],
+    );
     replay(&veth, &cap, None);
     // Give the ring buffer a moment, then stop it the way a service manager would.
     std::thread::sleep(Duration::from_millis(500));
@@ -457,17 +460,7 @@ fn ring_overflow_drops_are_counted_exactly() {
     let veth = Veth::new();
     quiet(&veth);
     let out = tmp.path().join("live");
-    let live = Running::live(veth.rocescope(&[
-        "live",
-        "--iface",
-        &veth.b,
-        "--out",
-        out.to_str().unwrap(),
-        "--xdp-mode",
-        "skb",
-        "--ring-size",
-        "16MiB",
-    ]));
+    let live = veth.live(&out, &["--xdp-mode", "skb", "--ring-size", "16MiB"]);
     // The reader is stopped while the flood arrives: the ring fills up.
     live.signal(libc::SIGSTOP);
     let sent = replay(&veth, &cap, None);
@@ -512,13 +505,7 @@ fn sigint_mid_run_flushes_tables_and_detaches() {
     let veth = Veth::new();
     quiet(&veth);
     let out = tmp.path().join("live");
-    let live = Running::live(veth.rocescope(&[
-        "live",
-        "--iface",
-        &veth.b,
-        "--out",
-        out.to_str().unwrap(),
-    ]));
+    let live = veth.live(&out, &[]);
     // 2 000 frames/s for 2 s; interrupt after about 1 s, mid-stream.
     let sender = {
         let cmd_veth = (veth.ns.clone(), veth.a.clone(), cap.clone());
@@ -572,13 +559,7 @@ fn interface_deleted_mid_run_is_a_clear_error_with_tables() {
     let veth = Veth::new();
     quiet(&veth);
     let out = tmp.path().join("live");
-    let live = Running::live(veth.rocescope(&[
-        "live",
-        "--iface",
-        &veth.b,
-        "--out",
-        out.to_str().unwrap(),
-    ]));
+    let live = veth.live(&out, &[]);
     assert_eq!(replay(&veth, &cap, None), n);
     std::thread::sleep(Duration::from_millis(300));
     ip(&["-n", &veth.ns, "link", "del", &veth.a]); // takes its peer with it
@@ -631,26 +612,19 @@ fn replaying_one_tap_of_a_multi_tap_capture_matches_that_tap_offline() {
     let veth = Veth::new();
     quiet(&veth);
     let out = tmp.path().join("live");
-    let live = Running::live(veth.rocescope(&[
-        "live",
-        "--iface",
-        &veth.b,
-        "--out",
-        out.to_str().unwrap(),
-        "--count",
-        &want_packets.to_string(),
-    ]));
-    let sent = veth
-        .rocescope(&[
+    let live = veth.live(&out, &["--count", &want_packets.to_string()]);
+    let replay_tap = |name: &str| {
+        let args = [
             "replay",
             cap.to_str().unwrap(),
             "--iface",
             &veth.a,
             "--tap",
-            tap,
-        ])
-        .output()
-        .unwrap();
+            name,
+        ];
+        veth.rocescope(&args).output().unwrap()
+    };
+    let sent = replay_tap(tap);
     let stdout = String::from_utf8_lossy(&sent.stdout);
     assert!(
         sent.status.success(),
@@ -669,17 +643,7 @@ fn replaying_one_tap_of_a_multi_tap_capture_matches_that_tap_offline() {
     }
     assert_eq!(sum(&got, "retrans_packets", &all), 0, "a resend seen live");
 
-    let wrong = veth
-        .rocescope(&[
-            "replay",
-            cap.to_str().unwrap(),
-            "--iface",
-            &veth.a,
-            "--tap",
-            "nope",
-        ])
-        .output()
-        .unwrap();
+    let wrong = replay_tap("nope");
     let err = String::from_utf8_lossy(&wrong.stderr);
     assert!(!wrong.status.success());
     assert!(
@@ -699,15 +663,7 @@ fn a_second_tap_on_the_same_interface_fails_and_leaves_the_first_alone() {
     let veth = Veth::new();
     quiet(&veth);
     let first_out = tmp.path().join("first");
-    let first = Running::live(veth.rocescope(&[
-        "live",
-        "--iface",
-        &veth.b,
-        "--out",
-        first_out.to_str().unwrap(),
-        "--count",
-        &n.to_string(),
-    ]));
+    let first = veth.live(&first_out, &["--count", &n.to_string()]);
     for mode in ["auto", "skb", "native"] {
         // Into the same directory: it must not be touched either.
         let second = veth
@@ -807,15 +763,7 @@ fn not_root_is_a_clear_error_naming_the_capabilities() {
 fn live_run(cap: &Path, mode: &str, out: &Path, pps: &str) -> serde_json::Value {
     let veth = Veth::new();
     quiet(&veth);
-    let live = Running::live(veth.rocescope(&[
-        "live",
-        "--iface",
-        &veth.b,
-        "--out",
-        out.to_str().unwrap(),
-        "--mode",
-        mode,
-    ]));
+    let live = veth.live(out, &["--mode", mode]);
     // Let the event loop start: in summary mode, frames that arrive before
     // the analyzer pairs their flows are all forwarded, so a replay into a
     // loop that is not draining yet saves less.
