@@ -152,7 +152,8 @@ mod tests;
 use std::collections::BTreeMap;
 
 use hash::FastMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::fmt::Write as _;
+use std::net::Ipv6Addr;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, aeth, op, transport};
 use rocescope_common::summary::{FlowDelta, delta_flags};
@@ -1310,16 +1311,19 @@ impl Analyzer {
             *r = (r.0 + 1, r.1 + rt, r.2.min(rt), r.3.max(rt));
         }
         let flow_id = target.map(|r| self.flows[r].id);
-        let mut detail = format!(
-            "CNP from {} to QP {qp} on {}",
-            fmt_ip(&rec.src_ip),
-            fmt_ip(&rec.dst_ip)
-        );
+        // Built in place: one CNP event per CNP, tens of thousands a capture.
+        let mut detail = String::with_capacity(96);
+        detail.push_str("CNP from ");
+        push_ip(&mut detail, &rec.src_ip);
+        // Writing to a String cannot fail.
+        let _ = write!(detail, " to QP {qp} on ");
+        push_ip(&mut detail, &rec.dst_ip);
         if let Some(rt) = reaction {
-            detail.push_str(&format!(
-                ", {} µs after the first unanswered CE",
-                fmt_us(rt)
-            ));
+            let _ = write!(
+                detail,
+                ", {:.1} µs after the first unanswered CE",
+                rt as f64 / 1000.0
+            );
         }
         sink.event(&Event {
             ts_ns: now,
@@ -1619,10 +1623,32 @@ pub(crate) fn fmt_mac(m: &[u8; 6]) -> String {
 
 /// An address in its usual form (IPv4-mapped addresses as IPv4).
 pub(crate) fn fmt_ip(a: &[u8; 16]) -> String {
+    let mut s = String::with_capacity(15);
+    push_ip(&mut s, a);
+    s
+}
+
+/// Appends `a` as [`fmt_ip`] writes it. IPv4 digits are written directly,
+/// not through `Display`: every CNP event names two addresses, and the
+/// formatting machinery was ~6 % of `report`'s CPU on a CNP-heavy capture.
+pub(crate) fn push_ip(out: &mut String, a: &[u8; 16]) {
     let v6 = Ipv6Addr::from(*a);
-    match v6.to_ipv4_mapped() {
-        Some(v4) => IpAddr::V4(v4).to_string(),
-        None => IpAddr::V6(v6).to_string(),
+    let Some(v4) = v6.to_ipv4_mapped() else {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{v6}");
+        return;
+    };
+    for (i, octet) in v4.octets().into_iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        if octet >= 100 {
+            out.push(char::from(b'0' + octet / 100));
+        }
+        if octet >= 10 {
+            out.push(char::from(b'0' + octet / 10 % 10));
+        }
+        out.push(char::from(b'0' + octet % 10));
     }
 }
 
