@@ -13,6 +13,7 @@
 //!
 //! `synth` goes the other way: it builds frames (valid ICRCs included) and
 //! writes captures with known ground truth.
+pub mod addr;
 pub mod analyze;
 pub mod decode;
 pub mod error;
