@@ -20,10 +20,10 @@ use std::path::{Path, PathBuf};
 
 use rocescope_common::PacketRecord;
 
+use crate::addr::Mac;
 use crate::analyze::{self, Analysis, Config, FlowRow, TimelineRow, Verdict, fmt_ip, fmt_utc};
 use crate::pipeline::Output;
 use crate::tables::RunFacts;
-use crate::tables::format::Mac;
 use crate::{Error, Result};
 
 mod plots;

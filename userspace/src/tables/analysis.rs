@@ -6,7 +6,7 @@ use arrow_array::builder::{
 };
 
 use super::ColumnEncoding;
-use super::format::{Ip, Mac};
+use crate::addr::{Ip, Mac};
 use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow};
 use crate::columns;
 

@@ -61,5 +61,3 @@ impl<D: Display> AppendValue<D> for StringBuilder {
         }
     }
 }
-
-pub use crate::addr::{Ip, Mac};

@@ -26,8 +26,8 @@ use arrow_array::{ArrayRef, BooleanArray, PrimitiveArray, StringArray, new_null_
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use rocescope_common::{Kind, PacketRecord, flags as f};
 
-use super::format::{Ip, Mac};
 use super::{ColumnEncoding, Columns};
+use crate::addr::{Ip, Mac};
 use crate::analyze::hash::FastState;
 
 /// One `packets.parquet` row: the record, its interface's name, and what the
