@@ -279,11 +279,11 @@ impl PfcTracker {
             (e2 > s2).then_some((s2, e2))
         };
         if let Some(c) = self.closed.get(&key) {
-            for (s, e, mac) in c.overlapping(from, to) {
-                if let Some((a, b)) = clip(s, e) {
-                    segs.push((a, b, mac, s));
-                }
-            }
+            // Overlapping spans: clipped to the window, never empty.
+            segs.extend(
+                c.overlapping(from, to)
+                    .map(|(s, e, mac)| (s.max(from), e.min(to), mac, s)),
+            );
         }
         for m in self.states.get(&key).into_iter().flatten() {
             if let Some(o) = m.open
@@ -292,13 +292,9 @@ impl PfcTracker {
                 segs.push((a, b, m.mac, o.start));
             }
         }
-        if segs.is_empty() {
+        let Some(&best) = segs.iter().max_by_key(|s| (s.1 - s.0, s.3)) else {
             return (0, None);
-        }
-        let best = *segs
-            .iter()
-            .max_by_key(|s| (s.1 - s.0, s.3))
-            .expect("non-empty");
+        };
         let mac = best.2;
         segs.sort_unstable_by_key(|s| s.0);
         let mut total = 0;
