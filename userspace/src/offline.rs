@@ -228,6 +228,8 @@ pub struct IfaceNames {
     prefix: bool,
     index: HashMap<(usize, u32), u16>,
     names: Vec<String>,
+    /// The last lookup: frames come in runs from one interface.
+    last: Option<((usize, u32), u16)>,
 }
 
 impl IfaceNames {
@@ -245,12 +247,18 @@ impl IfaceNames {
             prefix: paths.len() > 1,
             index: HashMap::new(),
             names: Vec::new(),
+            last: None,
         }
     }
 
     /// The run-wide index of `file`'s interface `iface`; `None` past u16.
     pub fn index(&mut self, file: usize, iface: u32, if_name: Option<&str>) -> Option<u16> {
+        match self.last {
+            Some((key, i)) if key == (file, iface) => return Some(i),
+            _ => {}
+        }
         if let Some(&i) = self.index.get(&(file, iface)) {
+            self.last = Some(((file, iface), i));
             return Some(i);
         }
         let i = u16::try_from(self.names.len()).ok()?;

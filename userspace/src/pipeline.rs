@@ -52,6 +52,13 @@ pub trait Output: analyze::Sink + Send {
     /// Names interface `iface` (indices are handed out in order).
     fn name_iface(&mut self, iface: u16, name: &str);
     fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()>;
+    /// A batch of records, `verdicts[i]` for `recs[i]`.
+    fn packets(&mut self, recs: &[PacketRecord], verdicts: &[Verdict]) -> Result<()> {
+        for (rec, v) in recs.iter().zip(verdicts) {
+            self.packet(rec, *v)?;
+        }
+        Ok(())
+    }
     /// Writes whatever is left and completes every file.
     fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
 }
@@ -567,9 +574,7 @@ fn write_loop(
                     all.timeline(row);
                 }
                 for o in &mut outputs {
-                    for (rec, v) in b.records.iter().zip(&b.verdicts) {
-                        o.packet(rec, *v)?;
-                    }
+                    o.packets(&b.records, &b.verdicts)?;
                 }
                 b.records.clear();
                 let _ = spare.send(b.records);

@@ -624,8 +624,13 @@ fn legacy_caplen(data: &[u8], be: bool) -> Option<u32> {
 /// `ts` in `units` per second, plus an offset in seconds, as ns since the
 /// epoch (clamped to the u64 range).
 fn scale_ts(ts: u64, scale: TsScale) -> u64 {
-    let ns = (ts as u128 * NS_PER_SEC as u128 / scale.units.max(1) as u128) as i128
-        + scale.offset_s as i128 * NS_PER_SEC as i128;
+    let units = scale.units.max(1);
+    // The usual resolutions (ns, µs, ms) divide a second: no 128-bit division.
+    let ns = if NS_PER_SEC % units == 0 {
+        i128::from(ts) * i128::from(NS_PER_SEC / units)
+    } else {
+        (u128::from(ts) * u128::from(NS_PER_SEC) / u128::from(units)) as i128
+    } + i128::from(scale.offset_s) * i128::from(NS_PER_SEC);
     ns.clamp(0, u64::MAX as i128) as u64
 }
 
@@ -1004,5 +1009,39 @@ impl State {
         let ts = (u64::from(ts_high) << 32) | u64::from(ts_low);
         let ts_ns = scale_ts(ts, self.scales[iface]);
         self.frame_step(len, data, base, iface, ts_ns, origlen)
+    }
+}
+
+#[cfg(test)]
+mod scale_tests {
+    use super::*;
+
+    /// The multiply-only path gives what the 128-bit division gives, for
+    /// decimal and binary resolutions, offsets and timestamps near the limits.
+    #[test]
+    fn scaled_timestamps_match_the_exact_division() {
+        let exact = |ts: u64, s: TsScale| {
+            let ns = (u128::from(ts) * u128::from(NS_PER_SEC) / u128::from(s.units.max(1))) as i128
+                + i128::from(s.offset_s) * i128::from(NS_PER_SEC);
+            ns.clamp(0, i128::from(u64::MAX)) as u64
+        };
+        let units = (0..=9).chain([12, 19]).filter_map(|r| ts_units(r)).chain([
+            1 << 20,
+            1 << 30,
+            1 << 63,
+            0,
+        ]);
+        for units in units {
+            for offset_s in [0, 1, -1, 1_700_000_000, i64::MIN, i64::MAX] {
+                for ts in [0, 1, 999, 1_700_000_000_123_456_789, u64::MAX / 3, u64::MAX] {
+                    let s = TsScale { units, offset_s };
+                    assert_eq!(
+                        scale_ts(ts, s),
+                        exact(ts, s),
+                        "{ts} at {units}/s + {offset_s} s"
+                    );
+                }
+            }
+        }
     }
 }

@@ -281,8 +281,27 @@ impl<C: Columns> ParquetTable<C> {
         props.build()
     }
 
+    /// Writes rows `build` makes into arrays from the columns' state (after
+    /// the rows buffered so far): a table that can build a whole batch at
+    /// once skips the row-by-row buffer.
+    pub fn push_arrays(
+        &mut self,
+        build: impl FnOnce(&mut C) -> Vec<(&'static str, ArrayRef)>,
+    ) -> Result<()> {
+        if !self.columns.is_empty() {
+            self.flush_batch()?;
+        }
+        let arrays = build(&mut self.columns);
+        self.rows += arrays.first().map_or(0, |(_, a)| a.len() as u64);
+        self.write_arrays(arrays)
+    }
+
     fn flush_batch(&mut self) -> Result<()> {
-        let mut arrays = self.columns.finish();
+        let arrays = self.columns.finish();
+        self.write_arrays(arrays)
+    }
+
+    fn write_arrays(&mut self, mut arrays: Vec<(&'static str, ArrayRef)>) -> Result<()> {
         let rows = arrays.first().map_or(0, |(_, a)| a.len());
         for (name, value) in &self.constants {
             let column: ArrayRef = Arc::new(StringArray::from(vec![value.as_str(); rows]));
@@ -554,6 +573,21 @@ impl TableSet {
         self.failed.take().map_or(Ok(()), Err)
     }
 
+    /// A batch of records with their verdicts: a full batch becomes arrays
+    /// straight from the records, without copying them into the buffer.
+    pub fn packets(&mut self, recs: &[PacketRecord], verdicts: &[Verdict]) -> Result<()> {
+        if recs.len() < PacketColumns::BATCH_ROWS {
+            for (rec, v) in recs.iter().zip(verdicts) {
+                self.packet(rec, *v)?;
+            }
+            return Ok(());
+        }
+        let ifaces = &self.ifaces;
+        self.packets
+            .push_arrays(|columns| columns.arrays_of(recs, verdicts, ifaces))?;
+        self.failed.take().map_or(Ok(()), Err)
+    }
+
     /// Writes the end-of-run tables and completes every file.
     pub fn close(self, analysis: &Analysis, facts: &RunFacts) -> Result<()> {
         if let Some(e) = self.failed {
@@ -606,6 +640,9 @@ impl crate::pipeline::Output for TableSet {
     }
     fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
         TableSet::packet(self, rec, verdict)
+    }
+    fn packets(&mut self, recs: &[PacketRecord], verdicts: &[Verdict]) -> Result<()> {
+        TableSet::packets(self, recs, verdicts)
     }
     fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()> {
         TableSet::close(*self, analysis, facts)

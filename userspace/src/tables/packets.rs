@@ -28,6 +28,7 @@ use rocescope_common::{Kind, PacketRecord, flags as f};
 
 use super::{ColumnEncoding, Columns};
 use crate::addr::{Ip, Mac};
+use crate::analyze::Verdict;
 use crate::analyze::hash::FastState;
 
 /// One `packets.parquet` row: the record, its interface's name, and what the
@@ -41,11 +42,7 @@ pub struct PacketRow<'a> {
 
 impl<'a> PacketRow<'a> {
     /// The row for `rec`, its interface named from the run's `ifaces`.
-    pub fn new(
-        rec: &'a PacketRecord,
-        ifaces: &'a [String],
-        verdict: crate::analyze::Verdict,
-    ) -> Self {
+    pub fn new(rec: &'a PacketRecord, ifaces: &'a [String], verdict: Verdict) -> Self {
         PacketRow {
             rec,
             iface: super::iface_name(ifaces, rec.iface),
@@ -69,6 +66,14 @@ struct RowExtra {
 pub struct PacketColumns {
     recs: Vec<PacketRecord>,
     extra: Vec<RowExtra>,
+    texts: RowTexts,
+    /// [`PacketColumns::arrays_of`]'s key of each interface's name, by index.
+    iface_keys: Vec<Option<u32>>,
+}
+
+/// The string columns' distinct values.
+#[derive(Default)]
+struct RowTexts {
     ifaces: Texts<Box<str>>,
     macs: Texts<Mac>,
     ips: Texts<Ip>,
@@ -89,7 +94,7 @@ impl Columns for PacketColumns {
 
     #[inline]
     fn append(&mut self, row: &PacketRow<'_>) {
-        let iface = self.ifaces.key_str(row.iface);
+        let iface = self.texts.ifaces.key_str(row.iface);
         self.recs.push(*row.rec);
         self.extra.push(RowExtra {
             iface,
@@ -103,12 +108,44 @@ impl Columns for PacketColumns {
     }
 
     fn finish(&mut self) -> Vec<(&'static str, ArrayRef)> {
-        let columns = self.arrays();
+        let columns = self.texts.arrays(&self.recs, &self.extra);
         self.recs.clear();
         self.extra.clear();
-        // Bounded memory on a long run over ever new hosts: start afresh.
-        self.macs.forget_if_over(TEXTS_KEPT);
-        self.ips.forget_if_over(TEXTS_KEPT);
+        self.texts.forget_if_over(TEXTS_KEPT);
+        columns
+    }
+}
+
+impl PacketColumns {
+    /// The columns of `recs` (with their verdicts, interfaces named from
+    /// `ifaces`) built straight from the slice: the pipeline's batches are
+    /// as large as ours, so copying their records into the buffer first
+    /// would only cost time. Nothing buffered is touched.
+    pub fn arrays_of(
+        &mut self,
+        recs: &[PacketRecord],
+        verdicts: &[Verdict],
+        ifaces: &[String],
+    ) -> Vec<(&'static str, ArrayRef)> {
+        let mut extra = Vec::with_capacity(recs.len());
+        // One name lookup per interface and batch, not per row.
+        self.iface_keys.clear();
+        for (rec, v) in recs.iter().zip(verdicts) {
+            let i = usize::from(rec.iface);
+            if self.iface_keys.len() <= i {
+                self.iface_keys.resize(i + 1, None);
+            }
+            let texts = &mut self.texts;
+            let iface = *self.iface_keys[i]
+                .get_or_insert_with(|| texts.ifaces.key_str(super::iface_name(ifaces, rec.iface)));
+            extra.push(RowExtra {
+                iface,
+                flow_id: v.flow_id,
+                retrans: v.retrans,
+            });
+        }
+        let columns = self.texts.arrays(&recs[..extra.len()], &extra);
+        self.texts.forget_if_over(TEXTS_KEPT);
         columns
     }
 }
@@ -150,11 +187,19 @@ const FEW_VALUES: &[&str] = &[
 /// Distinct addresses kept formatted between batches.
 const TEXTS_KEPT: usize = 1 << 16;
 
-impl PacketColumns {
-    /// Every column of the buffered rows, in the table's order.
-    fn arrays(&mut self) -> Vec<(&'static str, ArrayRef)> {
-        let recs = &self.recs[..];
-        let extra = &self.extra[..];
+impl RowTexts {
+    /// Bounded memory on a long run over ever new hosts: start afresh.
+    fn forget_if_over(&mut self, max: usize) {
+        self.macs.forget_if_over(max);
+        self.ips.forget_if_over(max);
+    }
+
+    /// Every column of `recs` (`extra[i]` for `recs[i]`), in the table's order.
+    fn arrays(
+        &mut self,
+        recs: &[PacketRecord],
+        extra: &[RowExtra],
+    ) -> Vec<(&'static str, ArrayRef)> {
         let has = |flag: u32| validity(recs, |r| r.has(flag));
         let vlan = has(f::HAS_VLAN);
         let ip = has(f::HAS_IPV4 | f::HAS_IPV6);
@@ -495,5 +540,52 @@ mod tests {
         assert!(col("frame").nulls().is_none());
         assert_eq!(col("flow_id").null_count(), 1);
         assert_eq!(columns.len(), 57);
+    }
+
+    /// A batch built straight from the pipeline's records holds what the
+    /// same rows appended one by one hold, interfaces named alike.
+    #[test]
+    fn a_batch_of_records_gives_the_rows_appended_one_by_one() {
+        let ifaces = ["eth0".to_string(), "eth1".to_string()];
+        let recs: Vec<PacketRecord> = (0..9u32)
+            .map(|i| PacketRecord {
+                kind: Kind::Roce as u8,
+                flags: f::HAS_IPV4
+                    | f::HAS_UDP
+                    | f::HAS_BTH
+                    | if i % 3 == 0 { f::HAS_AETH } else { 0 },
+                iface: (i % 3 == 1) as u16,
+                frame: u64::from(i) + 1,
+                src_ip: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, i as u8],
+                psn: i,
+                aeth_msn: i * 10,
+                ..PacketRecord::default()
+            })
+            .collect();
+        let verdicts: Vec<Verdict> = (0..9u32)
+            .map(|i| Verdict {
+                flow_id: (i % 2 == 0).then_some(i / 2),
+                retrans: (i % 4 != 3).then_some(i % 4 == 1),
+            })
+            .collect();
+        let mut by_row = PacketColumns::default();
+        for (rec, v) in recs.iter().zip(&verdicts) {
+            by_row.append(&PacketRow::new(rec, &ifaces, *v));
+        }
+        let by_row = by_row.finish();
+        let by_batch = PacketColumns::default().arrays_of(&recs, &verdicts, &ifaces);
+        assert_eq!(by_row.len(), by_batch.len());
+        for ((name, a), (batch_name, b)) in by_row.iter().zip(&by_batch) {
+            assert_eq!(name, batch_name);
+            assert_eq!(a.to_data(), b.to_data(), "column {name}");
+        }
+        let iface = by_batch
+            .iter()
+            .find(|(n, _)| *n == "iface")
+            .unwrap()
+            .1
+            .clone();
+        assert_eq!(iface.as_string::<i32>().value(1), "eth1");
+        assert_eq!(iface.as_string::<i32>().value(2), "eth0");
     }
 }
