@@ -626,7 +626,7 @@ fn legacy_caplen(data: &[u8], be: bool) -> Option<u32> {
 fn scale_ts(ts: u64, scale: TsScale) -> u64 {
     let units = scale.units.max(1);
     // The usual resolutions (ns, µs, ms) divide a second: no 128-bit division.
-    let ns = if NS_PER_SEC % units == 0 {
+    let ns = if NS_PER_SEC.is_multiple_of(units) {
         i128::from(ts) * i128::from(NS_PER_SEC / units)
     } else {
         (u128::from(ts) * u128::from(NS_PER_SEC) / u128::from(units)) as i128
@@ -1025,7 +1025,7 @@ mod scale_tests {
                 + i128::from(s.offset_s) * i128::from(NS_PER_SEC);
             ns.clamp(0, i128::from(u64::MAX)) as u64
         };
-        let units = (0..=9).chain([12, 19]).filter_map(|r| ts_units(r)).chain([
+        let units = (0..=9).chain([12, 19]).filter_map(ts_units).chain([
             1 << 20,
             1 << 30,
             1 << 63,
