@@ -1025,12 +1025,11 @@ mod scale_tests {
                 + i128::from(s.offset_s) * i128::from(NS_PER_SEC);
             ns.clamp(0, i128::from(u64::MAX)) as u64
         };
-        let units = (0..=9).chain([12, 19]).filter_map(ts_units).chain([
-            1 << 20,
-            1 << 30,
-            1 << 63,
-            0,
-        ]);
+        let units =
+            (0..=9)
+                .chain([12, 19])
+                .filter_map(ts_units)
+                .chain([1 << 20, 1 << 30, 1 << 63, 0]);
         for units in units {
             for offset_s in [0, 1, -1, 1_700_000_000, i64::MIN, i64::MAX] {
                 for ts in [0, 1, 999, 1_700_000_000_123_456_789, u64::MAX / 3, u64::MAX] {

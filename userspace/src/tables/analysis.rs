@@ -69,7 +69,7 @@ columns! {
 /// the capture).
 const EVENT_ENCODING: ColumnEncoding = ColumnEncoding {
     dictionary: Some(&["iface", "flow_id", "kind", "depth", "trigger"]),
-    statistics: None,
+    ..ColumnEncoding::DEFAULT
 };
 
 columns! {

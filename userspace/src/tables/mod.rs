@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding as PageEncoding};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
@@ -167,7 +167,8 @@ pub struct Encoding {
     pub thread: bool,
 }
 
-/// Which columns of a table get dictionary pages and min/max statistics.
+/// How a table's columns are encoded: which get dictionary pages, min/max
+/// statistics and delta encoding, and whether pages are compressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ColumnEncoding {
     /// `None`: every column (arrow-rs's default); else only these.
@@ -175,12 +176,19 @@ pub struct ColumnEncoding {
     /// `None`: every column, per page (arrow-rs's default); else only
     /// these, per row group.
     pub statistics: Option<&'static [&'static str]>,
+    /// Integer columns that grow by small steps (frame numbers,
+    /// timestamps): `DELTA_BINARY_PACKED`, a few bits a row.
+    pub delta: &'static [&'static str],
+    /// Snappy on every page (else none).
+    pub snappy: bool,
 }
 
 impl ColumnEncoding {
     pub const DEFAULT: Self = Self {
         dictionary: None,
         statistics: None,
+        delta: &[],
+        snappy: true,
     };
 }
 
@@ -262,16 +270,28 @@ impl<C: Columns> ParquetTable<C> {
     }
 
     fn props(&self) -> WriterProperties {
+        let encoding = C::ENCODING;
+        let compression = if encoding.snappy {
+            Compression::SNAPPY
+        } else {
+            Compression::UNCOMPRESSED
+        };
         let mut props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
+            .set_compression(compression)
             .set_max_row_group_row_count(Some(C::ROW_GROUP_ROWS));
-        if let Some(columns) = C::ENCODING.dictionary {
+
+        if let Some(columns) = encoding.dictionary {
             props = props.set_dictionary_enabled(false);
             for c in columns {
                 props = props.set_column_dictionary_enabled(ColumnPath::from(*c), true);
             }
         }
-        if let Some(columns) = C::ENCODING.statistics {
+        for c in encoding.delta {
+            props = props
+                .set_column_dictionary_enabled(ColumnPath::from(*c), false)
+                .set_column_encoding(ColumnPath::from(*c), PageEncoding::DELTA_BINARY_PACKED);
+        }
+        if let Some(columns) = encoding.statistics {
             props = props.set_statistics_enabled(EnabledStatistics::None);
             for c in columns {
                 props = props

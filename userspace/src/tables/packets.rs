@@ -90,6 +90,8 @@ impl Columns for PacketColumns {
     const ENCODING: ColumnEncoding = ColumnEncoding {
         dictionary: Some(FEW_VALUES),
         statistics: Some(&["frame", "ts_ns"]),
+        delta: &["frame", "ts_ns"],
+        snappy: false,
     };
 
     #[inline]
@@ -152,13 +154,20 @@ impl PacketColumns {
 
 /// Columns with few distinct values in a capture: names, addresses, header
 /// fields that are constant per flow or per host, sizes. Dictionary pages
-/// shrink them to a few bits a row, so encoding and Snappy have less to do
+/// shrink them to a few bits a row, so encoding has less to do
 /// (other columns are plain: the dictionary would only hash every value to
 /// fall back to plain). Statistics only for `frame` and `ts_ns`, the columns
 /// a reader prunes row groups by: min/max of addresses, QPs or PSNs span
 /// every row group of an interleaved capture, and cost a comparison per value.
 /// On the bench capture's 500k rows: encoding 0.214 -> 0.172 s CPU, file
 /// 14.8 -> 9.0 MB (against no dictionary and row-group statistics everywhere).
+///
+/// No Snappy: dictionary indices (a byte or so a row) do not compress, and
+/// the columns it did shrink were mostly `frame` and `ts_ns` (8 of 15 MB
+/// uncompressed, halved), which delta encoding shrinks to a few bits a row
+/// instead (0.45 MB together). File 9.1 -> 7.4 MB, `analyze` 4-7 % less CPU;
+/// `psn` (2 MB, interleaved QPs) is the one column Snappy still shrank by a
+/// third, not worth compressing every page for.
 const FEW_VALUES: &[&str] = &[
     "iface",
     "kind",
