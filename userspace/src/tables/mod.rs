@@ -596,15 +596,18 @@ impl TableSet {
     /// A batch of records with their verdicts: a full batch becomes arrays
     /// straight from the records, without copying them into the buffer.
     pub fn packets(&mut self, recs: &[PacketRecord], verdicts: &[Verdict]) -> Result<()> {
-        if recs.len() < PacketColumns::BATCH_ROWS {
-            for (rec, v) in recs.iter().zip(verdicts) {
-                self.packet(rec, *v)?;
+        let rows = PacketColumns::BATCH_ROWS;
+        for (recs, verdicts) in recs.chunks(rows).zip(verdicts.chunks(rows)) {
+            if recs.len() < rows {
+                for (rec, v) in recs.iter().zip(verdicts) {
+                    self.packet(rec, *v)?;
+                }
+                continue;
             }
-            return Ok(());
+            let ifaces = &self.ifaces;
+            self.packets
+                .push_arrays(|columns| columns.arrays_of(recs, verdicts, ifaces))?;
         }
-        let ifaces = &self.ifaces;
-        self.packets
-            .push_arrays(|columns| columns.arrays_of(recs, verdicts, ifaces))?;
         self.failed.take().map_or(Ok(()), Err)
     }
 
