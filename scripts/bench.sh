@@ -5,6 +5,8 @@
 #   1. analyze (every table) vs. tshark -T fields on a 500k-frame mirror capture
 #      (snaplen 128, 128 connections = 256 QPs, ACKs, CE, CNPs, PFC);
 #      report vs. the capture reader alone (from the stages bench);
+#      analyze with glibc's 4 KiB heap pages (ROCESCOPE_HUGE_PAGES=0) vs.
+#      the huge-page heap it re-executes itself with (userspace/src/heap.rs);
 #   2. pipelined analyze on 2 cores vs. the same on 1 core (taskset);
 #   3. peak RSS: 5M frames vs. 1M frames; 10k QPs;
 #   6. the per-stage bench (cargo bench --bench stages).
@@ -59,7 +61,7 @@ tshark_fields() {
     -e infiniband.aeth.syndrome -e infiniband.aeth.msn -e macc.cbfc.enbv -e macc.cbfc.pause_time.c3
 }
 
-t_tshark=""; t_analyze=""; t_report=""; t_one=""; t_two=""; t_inline=""
+t_tshark=""; t_analyze=""; t_report=""; t_one=""; t_two=""; t_inline=""; t_small=""
 for _ in $(seq "$rounds"); do
   t_tshark=$(min "$t_tshark" "$(seconds tshark_fields)")
   t_analyze=$(min "$t_analyze" "$(seconds "$bin" analyze "$cap" --out "$work/out")")
@@ -67,6 +69,7 @@ for _ in $(seq "$rounds"); do
   t_one=$(min "$t_one" "$(seconds taskset -c 0 "$bin" analyze "$cap" --out "$work/out")")
   t_two=$(min "$t_two" "$(seconds "$bin" analyze "$cap" --out "$work/out")")
   t_inline=$(min "$t_inline" "$(seconds "$bin" analyze "$cap" --out "$work/out" --threads 1)")
+  t_small=$(min "$t_small" "$(seconds env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")")
 done
 t_analyze=$(min "$t_analyze" "$t_two")
 
@@ -77,6 +80,9 @@ echo "== 1. throughput (best of $rounds, wall clock)"
 printf '%-44s %7.3f s %10s frames/s\n' "tshark -T fields (baseline)" "$t_tshark" "$(rate "$t_tshark")"
 printf '%-44s %7.3f s %10s frames/s  %7sx tshark\n' "rocescope analyze (all tables, pipelined)" "$t_analyze" "$(rate "$t_analyze")" "$(ratio "$t_tshark" "$t_analyze")"
 printf '%-44s %7.3f s %10s frames/s  %7sx tshark\n' "rocescope report (pipelined)" "$t_report" "$(rate "$t_report")" "$(ratio "$t_tshark" "$t_report")"
+printf '%-44s %7.3f s %10s frames/s  %7sx tshark, huge pages %sx\n' "analyze, 4 KiB heap pages (HUGE_PAGES=0)" "$t_small" "$(rate "$t_small")" "$(ratio "$t_tshark" "$t_small")" "$(ratio "$t_small" "$t_analyze")"
+faults() { /usr/bin/time -f '%R faults, %M KB' "$@" 2>&1 >/dev/null | tail -1; }
+echo "page faults, peak RSS: huge pages $(faults "$bin" analyze "$cap" --out "$work/out"); 4 KiB pages $(faults env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")"
 echo
 echo "== 2. both cores"
 printf '%-44s %7.3f s\n' "analyze --threads 1" "$t_inline"

@@ -204,3 +204,57 @@ fn report_prints_text_and_json() {
         serde_json::from_slice(&json.stdout).expect("report --json prints JSON");
     assert!(v.get("findings").is_some_and(|f| f.is_array()), "{v}");
 }
+
+/// The binary re-executes itself with glibc's huge-page tunables where the
+/// kernel offers transparent huge pages (`heap.rs`): seen in the running
+/// process's environment while it waits on a FIFO for its capture.
+#[test]
+fn the_binary_runs_with_a_huge_page_heap_where_the_kernel_offers_one() {
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let Some(expected) = rocescope::heap::tunables_to_set(None, None, &thp) else {
+        eprintln!("no transparent huge pages here ({thp:?}): nothing to check");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("capture.pcap");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rocescope"))
+        .args(["report", fifo.to_str().unwrap()])
+        .env_remove("GLIBC_TUNABLES")
+        .env_remove(rocescope::heap::OPT_OUT)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let environ = format!("/proc/{}/environ", child.id());
+    // glibc splits the value it parsed at each `:` (in place), so the
+    // first tunable is what follows the name.
+    let first = expected.to_string_lossy();
+    let first = first.split(':').next().unwrap();
+    let wanted = format!("GLIBC_TUNABLES={first}");
+    // The re-execution comes first thing; the capture is only read after it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let seen = loop {
+        let env = std::fs::read(&environ).unwrap_or_default();
+        if env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()) {
+            break true;
+        }
+        if std::time::Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // Feed the capture either way, so the child ends.
+    std::fs::write(
+        &fifo,
+        std::fs::read(shared_capture("oferby-proxy-roce.pcap")).unwrap(),
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(seen, "{wanted} never appeared in {environ}");
+    assert!(status.success());
+}

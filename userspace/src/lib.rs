@@ -17,6 +17,7 @@ pub mod addr;
 pub mod analyze;
 pub mod decode;
 pub mod error;
+pub mod heap;
 pub mod html;
 pub mod live;
 pub mod offline;

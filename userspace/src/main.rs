@@ -276,6 +276,8 @@ fn parse_dscp_map(text: &str) -> Result<[u8; 64]> {
 }
 
 fn main() -> ExitCode {
+    // Before anything else: may replace this process with itself.
+    rocescope::heap::reexec_with_huge_pages();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
