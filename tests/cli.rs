@@ -248,6 +248,8 @@ fn the_binary_runs_with_a_huge_page_heap_where_the_kernel_offers_one() {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
+    // Re-executed under its own name (`ps`, `top`), not `exe`.
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap_or_default();
     // Feed the capture either way, so the child ends.
     std::fs::write(
         &fifo,
@@ -256,5 +258,6 @@ fn the_binary_runs_with_a_huge_page_heap_where_the_kernel_offers_one() {
     .unwrap();
     let status = child.wait().unwrap();
     assert!(seen, "{wanted} never appeared in {environ}");
+    assert_eq!(comm.trim_end(), "rocescope");
     assert!(status.success());
 }

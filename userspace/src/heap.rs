@@ -42,9 +42,12 @@ pub fn reexec_with_huge_pages() {
         };
         let mut args = std::env::args_os();
         let arg0 = args.next().unwrap_or_else(|| "rocescope".into());
+        // The binary's own path, so that the process keeps its name (`ps`,
+        // `top`): executing `/proc/self/exe` would call it `exe`.
+        let exe = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
         // Same process (pid, open files, signal dispositions), new heap.
         // `exec` returns only on failure: then run on as we are.
-        let _failed = std::process::Command::new("/proc/self/exe")
+        let _failed = std::process::Command::new(exe)
             .arg0(arg0)
             .args(args)
             .env("GLIBC_TUNABLES", tunables)
