@@ -70,6 +70,8 @@ pub fn run_with(
     }
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
     let mut pipeline = RecordPipeline::with_threads(opts.analyzer.clone(), out, opts.threads)?;
+    // A file can wait; the table side cannot.
+    pipeline.source_yields();
     for o in outputs {
         pipeline.add_output(o);
     }
