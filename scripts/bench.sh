@@ -52,7 +52,6 @@ seconds() { # wall time of a command, output discarded
   t1=$(now)
   awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'
 }
-min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
 
 tshark_fields() {
   tshark -n -r "$cap" -T fields -E separator=/t \
@@ -61,33 +60,42 @@ tshark_fields() {
     -e infiniband.aeth.syndrome -e infiniband.aeth.msn -e macc.cbfc.enbv -e macc.cbfc.pause_time.c3
 }
 
-t_tshark=""; t_analyze=""; t_report=""; t_one=""; t_two=""; t_inline=""; t_small=""
+# Every sample is kept: the best (least disturbed) and the median of the
+# rounds are both printed; on a shared host the best alone wanders.
+s_tshark=""; s_analyze=""; s_report=""; s_one=""; s_inline=""; s_small=""
 for _ in $(seq "$rounds"); do
-  t_tshark=$(min "$t_tshark" "$(seconds tshark_fields)")
-  t_analyze=$(min "$t_analyze" "$(seconds "$bin" analyze "$cap" --out "$work/out")")
-  t_report=$(min "$t_report" "$(seconds "$bin" report "$cap")")
-  t_one=$(min "$t_one" "$(seconds taskset -c 0 "$bin" analyze "$cap" --out "$work/out")")
-  t_two=$(min "$t_two" "$(seconds "$bin" analyze "$cap" --out "$work/out")")
-  t_inline=$(min "$t_inline" "$(seconds "$bin" analyze "$cap" --out "$work/out" --threads 1)")
-  t_small=$(min "$t_small" "$(seconds env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")")
+  s_tshark="$s_tshark $(seconds tshark_fields)"
+  s_analyze="$s_analyze $(seconds "$bin" analyze "$cap" --out "$work/out")"
+  s_report="$s_report $(seconds "$bin" report "$cap")"
+  s_one="$s_one $(seconds taskset -c 0 "$bin" analyze "$cap" --out "$work/out")"
+  s_analyze="$s_analyze $(seconds "$bin" analyze "$cap" --out "$work/out")"
+  s_inline="$s_inline $(seconds "$bin" analyze "$cap" --out "$work/out" --threads 1)"
+  s_small="$s_small $(seconds env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")"
 done
-t_analyze=$(min "$t_analyze" "$t_two")
+best() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | head -1; }
+median() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+for job in tshark analyze report one inline small; do
+  samples="s_$job"
+  printf -v "t_$job" '%s' "$(best "${!samples}")"
+  printf -v "m_$job" '%s' "$(median "${!samples}")"
+done
+t_two=$t_analyze; m_two=$m_analyze
 
 rate() { awk -v n="$frames" -v t="$1" 'BEGIN { printf "%.2f M", n / t / 1e6 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo
-echo "== 1. throughput (best of $rounds, wall clock)"
-printf '%-44s %7.3f s %10s frames/s\n' "tshark -T fields (baseline)" "$t_tshark" "$(rate "$t_tshark")"
-printf '%-44s %7.3f s %10s frames/s  %7sx tshark\n' "rocescope analyze (all tables, pipelined)" "$t_analyze" "$(rate "$t_analyze")" "$(ratio "$t_tshark" "$t_analyze")"
-printf '%-44s %7.3f s %10s frames/s  %7sx tshark\n' "rocescope report (pipelined)" "$t_report" "$(rate "$t_report")" "$(ratio "$t_tshark" "$t_report")"
-printf '%-44s %7.3f s %10s frames/s  %7sx tshark, huge pages %sx\n' "analyze, 4 KiB heap pages (HUGE_PAGES=0)" "$t_small" "$(rate "$t_small")" "$(ratio "$t_tshark" "$t_small")" "$(ratio "$t_small" "$t_analyze")"
+echo "== 1. throughput (best of $rounds, wall clock; median of the rounds after the slash)"
+printf '%-44s %7.3f s %10s frames/s                 / %.3f s\n' "tshark -T fields (baseline)" "$t_tshark" "$(rate "$t_tshark")" "$m_tshark"
+printf '%-44s %7.3f s %10s frames/s  %7sx tshark / %.3f s, %sx\n' "rocescope analyze (all tables, pipelined)" "$t_analyze" "$(rate "$t_analyze")" "$(ratio "$t_tshark" "$t_analyze")" "$m_analyze" "$(ratio "$m_tshark" "$m_analyze")"
+printf '%-44s %7.3f s %10s frames/s  %7sx tshark / %.3f s, %sx\n' "rocescope report (pipelined)" "$t_report" "$(rate "$t_report")" "$(ratio "$t_tshark" "$t_report")" "$m_report" "$(ratio "$m_tshark" "$m_report")"
+printf '%-44s %7.3f s %10s frames/s  huge pages %sx / %.3f s, %sx\n' "analyze, 4 KiB heap pages (HUGE_PAGES=0)" "$t_small" "$(rate "$t_small")" "$(ratio "$t_small" "$t_analyze")" "$m_small" "$(ratio "$m_small" "$m_analyze")"
 faults() { /usr/bin/time -f '%R faults, %M KB' "$@" 2>&1 >/dev/null | tail -1; }
 echo "page faults, peak RSS: huge pages $(faults "$bin" analyze "$cap" --out "$work/out"); 4 KiB pages $(faults env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")"
 echo
 echo "== 2. both cores"
-printf '%-44s %7.3f s\n' "analyze --threads 1" "$t_inline"
-printf '%-44s %7.3f s\n' "analyze pipelined, taskset -c 0 (1 core)" "$t_one"
-printf '%-44s %7.3f s  %sx vs 1 core, %sx vs --threads 1\n' "analyze pipelined, 2 cores" "$t_two" "$(ratio "$t_one" "$t_two")" "$(ratio "$t_inline" "$t_two")"
+printf '%-44s %7.3f s                                / %.3f s\n' "analyze --threads 1" "$t_inline" "$m_inline"
+printf '%-44s %7.3f s                                / %.3f s\n' "analyze pipelined, taskset -c 0 (1 core)" "$t_one" "$m_one"
+printf '%-44s %7.3f s  %sx vs 1 core, %sx vs --threads 1 / %.3f s, %sx, %sx\n' "analyze pipelined, 2 cores" "$t_two" "$(ratio "$t_one" "$t_two")" "$(ratio "$t_inline" "$t_two")" "$m_two" "$(ratio "$m_one" "$m_two")" "$(ratio "$m_inline" "$m_two")"
 
 if [ "${SKIP_MEMORY:-0}" != 1 ]; then
   echo
