@@ -261,3 +261,88 @@ fn the_binary_runs_with_a_huge_page_heap_where_the_kernel_offers_one() {
     assert_eq!(comm.trim_end(), "rocescope");
     assert!(status.success());
 }
+
+/// A binary with file capabilities (how `live` runs without root) starts in
+/// glibc's secure mode, which ignores and may erase `GLIBC_TUNABLES`: it
+/// must not re-execute itself there (it would gain nothing, and before the
+/// guard it did so again and again, the tunables string growing, for ~10 s).
+/// Run as `nobody` with a capability and waiting on a FIFO for its capture,
+/// its environment shows no re-execution.
+#[test]
+fn a_file_capability_binary_runs_without_re_executing() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::{Command, Stdio};
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let tools = ["setcap", "setpriv", "mkfifo"].iter().all(|t| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    if !root || !tools {
+        eprintln!("needs root, setcap, setpriv and mkfifo: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("rocescope");
+    std::fs::copy(env!("CARGO_BIN_EXE_rocescope"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let set = Command::new("setcap")
+        .args(["cap_net_raw+ep", bin.to_str().unwrap()])
+        .status()
+        .unwrap();
+    if !set.success() {
+        eprintln!("setcap failed here (no file capabilities on this filesystem?): skipped");
+        return;
+    }
+    let fifo = dir.path().join("capture.pcap");
+    assert!(
+        Command::new("mkfifo")
+            .args(["-m", "666"])
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut child = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .arg("report")
+        .arg(&fifo)
+        .env_remove("GLIBC_TUNABLES")
+        .env_remove(rocescope::heap::OPT_OUT)
+        .env_remove(rocescope::heap::REEXECUTED)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Blocked opening the FIFO: past any re-execution.
+    let proc = format!("/proc/{}", child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let waiting = loop {
+        let wchan = std::fs::read_to_string(format!("{proc}/wchan")).unwrap_or_default();
+        if wchan == "wait_for_partner" {
+            break true;
+        }
+        if std::time::Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let environ = std::fs::read(format!("{proc}/environ")).unwrap_or_default();
+    std::fs::write(
+        &fifo,
+        std::fs::read(shared_capture("oferby-proxy-roce.pcap")).unwrap(),
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(waiting, "never came to wait for its capture");
+    let marker = rocescope::heap::REEXECUTED.as_bytes();
+    assert!(
+        !environ.split(|b| *b == 0).any(|v| v.starts_with(marker)),
+        "it re-executed itself in secure mode"
+    );
+    assert!(status.success(), "{status}");
+}

@@ -15,14 +15,20 @@
 //! Nothing happens when the kernel offers no transparent huge pages
 //! (`/sys/kernel/mm/transparent_hugepage/enabled` is `never`), when
 //! `GLIBC_TUNABLES` already sets `glibc.malloc.hugetlb` (the user's choice
-//! wins), with `ROCESCOPE_HUGE_PAGES=0`, or off glibc. If the re-execution
-//! fails, the run goes on with glibc's defaults.
+//! wins), with `ROCESCOPE_HUGE_PAGES=0`, in a set-user-ID or file-capability
+//! binary (glibc then ignores `GLIBC_TUNABLES`), or off glibc. The
+//! re-executed process carries `ROCESCOPE_HEAP_REEXECUTED=1` and never
+//! re-executes again. If the re-execution fails, the run goes on with
+//! glibc's defaults.
 use std::ffi::{OsStr, OsString};
 
 /// What is added to `GLIBC_TUNABLES`.
 pub const TUNABLES: &str = "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864";
 /// `ROCESCOPE_HUGE_PAGES=0` keeps glibc's defaults.
 pub const OPT_OUT: &str = "ROCESCOPE_HUGE_PAGES";
+/// Set in the re-executed process: never a second time, whatever became of
+/// `GLIBC_TUNABLES` on the way.
+pub const REEXECUTED: &str = "ROCESCOPE_HEAP_REEXECUTED";
 const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 
 /// Re-executes this binary with huge-page tunables when they would take
@@ -32,6 +38,15 @@ pub fn reexec_with_huge_pages() {
     {
         use std::os::unix::process::CommandExt;
 
+        // Set-user-ID or file capabilities (`setcap` for `live`): glibc
+        // runs in secure mode, where it ignores (or erases) GLIBC_TUNABLES.
+        // SAFETY: getauxval reads the process's auxiliary vector.
+        if unsafe { libc::getauxval(libc::AT_SECURE) } != 0 {
+            return;
+        }
+        if std::env::var_os(REEXECUTED).is_some() {
+            return;
+        }
         let thp = std::fs::read_to_string(THP_ENABLED).unwrap_or_default();
         let Some(tunables) = tunables_to_set(
             std::env::var_os("GLIBC_TUNABLES").as_deref(),
@@ -51,6 +66,7 @@ pub fn reexec_with_huge_pages() {
             .arg0(arg0)
             .args(args)
             .env("GLIBC_TUNABLES", tunables)
+            .env(REEXECUTED, "1")
             .exec();
     }
 }
