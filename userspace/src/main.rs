@@ -251,6 +251,8 @@ impl Input {
             filter: self.filter.clone(),
             progress: true,
             threads: rocescope::pipeline::Threads::from_count(self.threads),
+            // The process ends with the run: its reader may yield for good.
+            source_yields: true,
         })
     }
 }

@@ -28,6 +28,12 @@ pub struct Options {
     pub progress: bool,
     /// Reading, analysis and table writing on threads of their own, or all inline.
     pub threads: Threads,
+    /// The calling thread, which reads the files, runs below the stage
+    /// threads once they start ([`RecordPipeline::source_yields`]; for good:
+    /// an unprivileged thread cannot raise its priority back). The command
+    /// line sets it; a library caller whose thread goes on to other work
+    /// may not want it.
+    pub source_yields: bool,
 }
 
 /// What a run produced besides the tables.
@@ -70,8 +76,10 @@ pub fn run_with(
     }
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
     let mut pipeline = RecordPipeline::with_threads(opts.analyzer.clone(), out, opts.threads)?;
-    // A file can wait; the table side cannot.
-    pipeline.source_yields();
+    if opts.source_yields {
+        // A file can wait; the table side cannot.
+        pipeline.source_yields();
+    }
     for o in outputs {
         pipeline.add_output(o);
     }
