@@ -7,7 +7,7 @@
 #                             for the live tap's XDP program: LLVM 22, nightly
 #                             Rust with rust-src, bpf-linker)
 #   scripts/setup.sh --test   also what the test suite uses (tshark, chromium,
-#                             iproute2; Python polars, matplotlib, duckdb,
+#                             iproute2, libcap2-bin; Python polars, matplotlib, duckdb,
 #                             nbclient, pytest)
 set -euo pipefail
 
@@ -68,8 +68,9 @@ if ! command -v bpf-linker >/dev/null; then
 fi
 
 if [ "$want_test" = 1 ]; then
-  # chromium: the HTML report's screenshot test (headless, no network).
-  apt_install tshark chromium iproute2
+  # chromium: the HTML report's screenshot test (headless, no network);
+  # libcap2-bin: setcap, for the test of a file-capability binary.
+  apt_install tshark chromium iproute2 libcap2-bin
   # Python modules the notebooks and their tests import; pip package names
   # differ from module names for none of these.
   py_missing=()

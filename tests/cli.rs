@@ -237,25 +237,14 @@ fn the_binary_runs_with_a_huge_page_heap_where_the_kernel_offers_one() {
     let first = first.split(':').next().unwrap();
     let wanted = format!("GLIBC_TUNABLES={first}");
     // The re-execution comes first thing; the capture is only read after it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let seen = loop {
+    let seen = within_20_s(|| {
         let env = std::fs::read(&environ).unwrap_or_default();
-        if env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()) {
-            break true;
-        }
-        if std::time::Instant::now() > deadline {
-            break false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
+        env.split(|b| *b == 0).any(|v| v == wanted.as_bytes())
+    });
     // Re-executed under its own name (`ps`, `top`), not `exe`.
     let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap_or_default();
     // Feed the capture either way, so the child ends.
-    std::fs::write(
-        &fifo,
-        std::fs::read(shared_capture("oferby-proxy-roce.pcap")).unwrap(),
-    )
-    .unwrap();
+    feed(&fifo);
     let status = child.wait().unwrap();
     assert!(seen, "{wanted} never appeared in {environ}");
     assert_eq!(comm.trim_end(), "rocescope");
@@ -320,23 +309,11 @@ fn a_file_capability_binary_runs_without_re_executing() {
         .unwrap();
     // Blocked opening the FIFO: past any re-execution.
     let proc = format!("/proc/{}", child.id());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let waiting = loop {
-        let wchan = std::fs::read_to_string(format!("{proc}/wchan")).unwrap_or_default();
-        if wchan == "wait_for_partner" {
-            break true;
-        }
-        if std::time::Instant::now() > deadline {
-            break false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
+    let waiting = within_20_s(|| {
+        std::fs::read_to_string(format!("{proc}/wchan")).is_ok_and(|w| w == "wait_for_partner")
+    });
     let environ = std::fs::read(format!("{proc}/environ")).unwrap_or_default();
-    std::fs::write(
-        &fifo,
-        std::fs::read(shared_capture("oferby-proxy-roce.pcap")).unwrap(),
-    )
-    .unwrap();
+    feed(&fifo);
     let status = child.wait().unwrap();
     assert!(waiting, "never came to wait for its capture");
     let marker = rocescope::heap::REEXECUTED.as_bytes();
@@ -345,4 +322,27 @@ fn a_file_capability_binary_runs_without_re_executing() {
         "it re-executed itself in secure mode"
     );
     assert!(status.success(), "{status}");
+}
+
+/// Whether `done` comes true within 20 s (asked every 10 ms).
+fn within_20_s(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Writes a small real capture into the FIFO a waiting `rocescope` reads.
+fn feed(fifo: &std::path::Path) {
+    std::fs::write(
+        fifo,
+        std::fs::read(shared_capture("oferby-proxy-roce.pcap")).unwrap(),
+    )
+    .unwrap();
 }

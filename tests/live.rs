@@ -11,7 +11,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
@@ -238,6 +238,18 @@ fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> 
         .collect()
 }
 
+/// `rocescope analyze CAP --out DIR/offline`; returns that directory.
+fn analyze_offline(cap: &Path, dir: &Path) -> PathBuf {
+    let out = dir.join("offline");
+    common::rocescope_ok(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    out
+}
+
 fn live_facts(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -253,13 +265,7 @@ fn live_flows_equal_offline_flows() {
     let cap = tmp.path().join("conversation.pcap");
     let frames = corpus::conversation();
     corpus::write_pcap(&cap, &frames);
-    let offline = tmp.path().join("offline");
-    common::rocescope_ok(&[
-        "analyze",
-        cap.to_str().unwrap(),
-        "--out",
-        offline.to_str().unwrap(),
-    ]);
+    let offline = analyze_offline(&cap, tmp.path());
 
     let veth = Veth::new();
     let out = tmp.path().join("live");
@@ -588,13 +594,7 @@ fn replaying_one_tap_of_a_multi_tap_capture_matches_that_tap_offline() {
     let tmp = tempfile::tempdir().unwrap();
     let cap = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pcaps/healthy.pcapng");
     let tap = "leaf0-s0-both";
-    let offline = tmp.path().join("offline");
-    common::rocescope_ok(&[
-        "analyze",
-        cap.to_str().unwrap(),
-        "--out",
-        offline.to_str().unwrap(),
-    ]);
+    let offline = analyze_offline(&cap, tmp.path());
     let t = Table::read(&offline.join("flows.parquet"));
     let on_tap: Vec<usize> = (0..t.rows())
         .filter(|&i| t.strings("iface")[i].as_deref() == Some(tap))

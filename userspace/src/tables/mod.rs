@@ -279,7 +279,6 @@ impl<C: Columns> ParquetTable<C> {
         let mut props = WriterProperties::builder()
             .set_compression(compression)
             .set_max_row_group_row_count(Some(C::ROW_GROUP_ROWS));
-
         if let Some(columns) = encoding.dictionary {
             props = props.set_dictionary_enabled(false);
             for c in columns {
