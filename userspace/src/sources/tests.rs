@@ -165,6 +165,20 @@ impl Ng {
         body.extend_from_slice(data);
         self.block(6, body)
     }
+    /// An EPB with an `epb_flags` option (inbound) after its data.
+    fn epb_flagged(self, if_id: u32, ts: u64, data: &[u8], orig: u32) -> Ng {
+        let mut body = Vec::new();
+        body.extend_from_slice(&self.w32(if_id));
+        body.extend_from_slice(&self.w32((ts >> 32) as u32));
+        body.extend_from_slice(&self.w32(ts as u32));
+        body.extend_from_slice(&self.w32(data.len() as u32));
+        body.extend_from_slice(&self.w32(orig));
+        body.extend_from_slice(data);
+        pad4(&mut body);
+        self.opt(&mut body, 2, &self.w32(1));
+        self.opt(&mut body, 0, &[]);
+        self.block(6, body)
+    }
     fn spb(self, data: &[u8], orig: u32) -> Ng {
         let mut body = Vec::new();
         body.extend_from_slice(&self.w32(orig));
@@ -447,6 +461,39 @@ fn pcapng_two_interfaces_with_their_own_resolution_and_name() {
     assert_eq!(frames[1].data, b);
     assert_eq!(frames[2].number, 3);
     assert_eq!(frames[2].ts_ns, T0 * 1_000_000_000 + 13_000);
+    assert_eq!(r.offset(), len);
+}
+
+/// Plain EPBs are read in place, EPBs with options by pcap-parser: one
+/// sequence of frames either way, in both byte orders.
+#[test]
+fn pcapng_plain_and_optioned_packet_blocks_interleaved() {
+    let mut ng = Ng::new(false).idb(1, 0, None, Some(9), None);
+    let mut want = Vec::new();
+    for section in 0..2u64 {
+        if section == 1 {
+            ng = ng.shb(true).idb(1, 0, None, Some(9), None);
+        }
+        for i in 0..6u64 {
+            let data = frame(57 + i as usize, i as u8);
+            let ts = T0 * 1_000_000_000 + section * 100 + i;
+            ng = if i % 2 == 0 {
+                ng.epb(0, ts, &data, 1000 + i as u32)
+            } else {
+                ng.epb_flagged(0, ts, &data, 1000 + i as u32)
+            };
+            want.push((section as u32, ts, 1000 + i as u32, data));
+        }
+    }
+    let bytes = ng.bytes();
+    let len = bytes.len() as u64;
+    let (frames, warnings, r) = read_all(bytes);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let got: Vec<_> = frames
+        .into_iter()
+        .map(|f| (f.iface, f.ts_ns, f.orig_len, f.data))
+        .collect();
+    assert_eq!(got, want);
     assert_eq!(r.offset(), len);
 }
 
