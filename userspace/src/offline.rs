@@ -148,8 +148,9 @@ impl Run {
         mut filter: Option<&mut Filter>,
     ) -> Result<()> {
         let mut warned_iface_limit = false;
-        // The previous record of this file, to spot a frame captured twice.
-        let mut previous: Option<PacketRecord> = None;
+        // A record of this file was pushed: the pipeline's last one is the
+        // previous record, to spot a frame captured twice.
+        let mut pushed = false;
         let mut duplicates = 0u64;
         while let Some(frame) = reader.next_frame()? {
             self.frames_read += 1;
@@ -192,7 +193,13 @@ impl Run {
             // Same bytes, same interface, same timestamp as the record before:
             // a mirror or capture artefact, not a resend (a resend takes time).
             // Analysed all the same (the tap cannot be sure); warned once.
-            if previous.as_ref() == Some(&rec) {
+            rec.frame = number;
+            if pushed
+                && self
+                    .pipeline
+                    .last_pushed()
+                    .is_some_and(|last| same_capture(last, &rec))
+            {
                 duplicates += 1;
                 if duplicates == 1 {
                     self.warnings.push(
@@ -209,8 +216,7 @@ impl Run {
                     );
                 }
             }
-            previous = Some(rec);
-            rec.frame = number;
+            pushed = true;
             if let Some(msg) = cm {
                 self.pipeline.cm(&rec, msg)?;
             }
@@ -224,6 +230,18 @@ impl Run {
         }
         Ok(())
     }
+}
+
+/// `a` and `b` hold the same frame captured at the same time on the same
+/// interface (frame numbers aside).
+fn same_capture(a: &PacketRecord, b: &PacketRecord) -> bool {
+    // Timestamps differ almost always: the whole record only when not.
+    a.ts_ns == b.ts_ns
+        && a.iface == b.iface
+        && PacketRecord {
+            frame: a.frame,
+            ..*b
+        } == *a
 }
 
 /// Names of capture interfaces, unique across all files of a run:
@@ -357,6 +375,67 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::BATCH;
+    use crate::synth::capture_writer::{CaptureWrite, PcapWriter};
+    use crate::synth::frame::{RoceFrame, WireFrame};
+
+    /// A frame written twice (same bytes, same timestamp) is warned about
+    /// once per file, with the count at the end: next to its original in a
+    /// batch and across the pipeline's batch boundary, pipelined or inline;
+    /// the same timestamp with other bytes is no duplicate.
+    #[test]
+    fn frames_captured_twice_are_counted_in_both_layouts() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("dups.pcap");
+        let mut w = PcapWriter::create(&path, 1, 0).expect("a capture");
+        let mut bytes = Vec::new();
+        let mut number = 0u64;
+        let mut write = |psn: u32, ts: u64| {
+            let mut f = RoceFrame::default();
+            f.bth.psn = psn;
+            f.write(&mut bytes);
+            w.write_frame(0, ts, &bytes).expect("written");
+            number += 1;
+            number
+        };
+        let ts = |i: u64| 1_700_000_000_000_000_000 + i * 1000;
+        let mut dups = Vec::new();
+        for i in 0..BATCH as u64 + 10 {
+            // Every frame is a record: the BATCH-th one ends the first batch.
+            let written = write(i as u32, ts(i));
+            // Again, next to it; the last record of the first batch again,
+            // as the first record of the second one.
+            if i == 5 || written == BATCH as u64 {
+                dups.push(write(i as u32, ts(i)));
+            }
+            // Same timestamp, other bytes.
+            if i == 7 {
+                write(1 << 20, ts(i));
+            }
+        }
+        w.finish().expect("flushed");
+        for threads in [Threads::Pipelined, Threads::Inline] {
+            let opts = Options {
+                threads,
+                ..Options::default()
+            };
+            let out = run(std::slice::from_ref(&path), &opts, None).expect("analysed");
+            let warned: Vec<_> = out
+                .warnings
+                .iter()
+                .filter(|w| w.contains("duplicate"))
+                .collect();
+            assert_eq!(warned.len(), 2, "{threads:?}: {warned:?}");
+            assert!(
+                warned[0].contains(&format!("frame {} duplicates", dups[0])),
+                "{warned:?}"
+            );
+            assert!(
+                warned[1].contains("2 frames in all duplicate"),
+                "{threads:?}: {warned:?}"
+            );
+        }
+    }
 
     #[test]
     fn interface_names_are_unique_and_predictable() {

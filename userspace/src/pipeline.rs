@@ -120,6 +120,8 @@ enum Stage {
     Inline {
         analyzer: Box<Analyzer>,
         outputs: Outputs,
+        /// [`RecordPipeline::last_pushed`].
+        last: Option<PacketRecord>,
     },
     Pipelined(Pipelined),
     /// A stage thread failed; its error was returned once.
@@ -134,6 +136,8 @@ struct Pipelined {
     /// Emptied record buffers coming back.
     spare: Receiver<Vec<PacketRecord>>,
     analyzer: JoinHandle<Result<Analysis>>,
+    /// The last record of the batch sent last.
+    sent_last: Option<PacketRecord>,
 }
 
 enum ToAnalyzer {
@@ -235,7 +239,11 @@ impl RecordPipeline {
             return Ok(());
         };
         self.stage = match threads {
-            Threads::Inline => Stage::Inline { analyzer, outputs },
+            Threads::Inline => Stage::Inline {
+                analyzer,
+                outputs,
+                last: None,
+            },
             Threads::Pipelined => {
                 let stage =
                     Stage::Pipelined(Pipelined::start(*analyzer, outputs, self.pairings.clone())?);
@@ -256,7 +264,9 @@ impl RecordPipeline {
         }
         match &mut self.stage {
             Stage::NotStarted { .. } => {}
-            Stage::Inline { analyzer, outputs } => {
+            Stage::Inline {
+                analyzer, outputs, ..
+            } => {
                 analyzer.set_iface_name(iface, name);
                 for o in outputs {
                     o.name_iface(iface, name);
@@ -277,7 +287,12 @@ impl RecordPipeline {
         self.start()?;
         match &mut self.stage {
             Stage::NotStarted { .. } => Ok(()),
-            Stage::Inline { analyzer, outputs } => {
+            Stage::Inline {
+                analyzer,
+                outputs,
+                last,
+            } => {
+                *last = Some(*rec);
                 let verdict = analyzer.push(rec, &mut Fanout(outputs));
                 send_pairings(analyzer, self.pairings.as_ref());
                 for o in outputs.iter_mut() {
@@ -304,7 +319,9 @@ impl RecordPipeline {
         self.start()?;
         match &mut self.stage {
             Stage::NotStarted { .. } => Ok(()),
-            Stage::Inline { analyzer, outputs } => {
+            Stage::Inline {
+                analyzer, outputs, ..
+            } => {
                 analyzer.apply_delta(iface, delta, &mut Fanout(outputs));
                 Ok(())
             }
@@ -347,6 +364,17 @@ impl RecordPipeline {
         Ok(())
     }
 
+    /// The record pushed last, as pushed: for a source to compare the next
+    /// one with, without keeping a copy of every record itself (a 200-byte
+    /// copy per frame was 2 % of `analyze`).
+    pub fn last_pushed(&self) -> Option<&PacketRecord> {
+        match &self.stage {
+            Stage::Inline { last, .. } => last.as_ref(),
+            Stage::Pipelined(p) => p.batch.last().or(p.sent_last.as_ref()),
+            Stage::NotStarted { .. } | Stage::Failed(_) => None,
+        }
+    }
+
     /// Records pushed so far.
     pub fn records(&self) -> u64 {
         self.records
@@ -365,6 +393,7 @@ impl RecordPipeline {
             Stage::Inline {
                 analyzer,
                 mut outputs,
+                ..
             } => {
                 let analysis = analyzer.finish(&mut Fanout(&mut outputs));
                 close_all(outputs, &analysis, &facts)?;
@@ -434,6 +463,7 @@ impl Pipelined {
             tx,
             spare,
             analyzer,
+            sent_last: None,
         })
     }
 
@@ -446,6 +476,9 @@ impl Pipelined {
             .spare
             .try_recv()
             .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        if let Some(last) = self.batch.last() {
+            self.sent_last = Some(*last);
+        }
         let full = std::mem::replace(&mut self.batch, next);
         let deltas = std::mem::take(&mut self.deltas);
         self.tx
