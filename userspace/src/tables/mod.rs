@@ -29,6 +29,7 @@ use std::thread::JoinHandle;
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::basic::{Compression, Encoding as PageEncoding};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
@@ -181,6 +182,11 @@ pub struct ColumnEncoding {
     pub delta: &'static [&'static str],
     /// Snappy on every page (else none).
     pub snappy: bool,
+    /// The Arrow schema in the file's metadata (arrow-rs's default). Off
+    /// for a table whose string columns are handed over as dictionary
+    /// arrays only to save building strings: readers then take the types
+    /// from the Parquet schema and see plain strings.
+    pub arrow_schema: bool,
 }
 
 impl ColumnEncoding {
@@ -189,6 +195,7 @@ impl ColumnEncoding {
         statistics: None,
         delta: &[],
         snappy: true,
+        arrow_schema: true,
     };
 }
 
@@ -337,7 +344,10 @@ impl<C: Columns> ParquetTable<C> {
                 .map_err(|e| self.write_error(e))?;
         if matches!(self.encoder, Encoder::None) {
             let file = File::create(&self.partial).map_err(|e| self.write_error(e))?;
-            let writer = ArrowWriter::try_new(file, schema, Some(self.props()))
+            let options = ArrowWriterOptions::new()
+                .with_properties(self.props())
+                .with_skip_arrow_metadata(!C::ENCODING.arrow_schema);
+            let writer = ArrowWriter::try_new_with_options(file, schema, options)
                 .map_err(|e| self.write_error(e))?;
             self.encoder = if self.encoding.thread {
                 let (tx, rx) = sync_channel::<RecordBatch>(ENCODER_DEPTH);

@@ -13,7 +13,11 @@
 //! calls per row (each with its capacity and null-bitmap bookkeeping). A
 //! column that is all null in a batch costs nothing but its length, one
 //! never null carries no bitmap, and address strings are formatted once per
-//! distinct address.
+//! distinct address. String columns are handed to the writer as Arrow
+//! dictionary arrays (the batch's distinct strings and a key per row), which
+//! spares copying every row's text; the file stores no Arrow schema
+//! ([`ColumnEncoding::arrow_schema`]), so readers see the plain strings the
+//! Parquet schema declares, as before.
 use std::collections::HashMap;
 use std::fmt::Display;
 use std::hash::Hash;
@@ -22,8 +26,12 @@ use std::sync::Arc;
 use arrow_array::types::{
     ArrowPrimitiveType, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{ArrayRef, BooleanArray, PrimitiveArray, StringArray, new_null_array};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_array::{
+    ArrayRef, BooleanArray, DictionaryArray, PrimitiveArray, StringArray, UInt32Array,
+    new_null_array,
+};
+use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_schema::DataType;
 use rocescope_common::{Kind, PacketRecord, flags as f};
 
 use super::{ColumnEncoding, Columns};
@@ -92,6 +100,7 @@ impl Columns for PacketColumns {
         statistics: Some(&["frame", "ts_ns"]),
         delta: &["frame", "ts_ns"],
         snappy: false,
+        arrow_schema: false,
     };
 
     #[inline]
@@ -375,14 +384,19 @@ fn kind_texts() -> Texts<Kind> {
         texts: (0..=Kind::Malformed as u8)
             .map(|v| Kind::from_u8(v).as_str().into())
             .collect(),
+        ..Texts::default()
     }
 }
 
 /// Distinct strings of a column, each formatted once: rows refer to them
-/// by key, and a column is then a copy of each row's bytes.
+/// by key, and a column is a dictionary array of the strings its batch uses.
 struct Texts<K> {
     keys: HashMap<K, u32, FastState>,
     texts: Vec<Box<str>>,
+    /// [`Texts::column`]'s scratch: the batch's index of each key it uses
+    /// (`u32::MAX`: unused), and those keys in order.
+    local: Vec<u32>,
+    used: Vec<u32>,
 }
 
 impl<K> Default for Texts<K> {
@@ -390,8 +404,16 @@ impl<K> Default for Texts<K> {
         Self {
             keys: HashMap::default(),
             texts: Vec::new(),
+            local: Vec::new(),
+            used: Vec::new(),
         }
     }
+}
+
+/// The Arrow type of the string columns: dictionary keys into the batch's
+/// distinct strings (stored as plain UTF8 strings all the same).
+fn text_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
 }
 
 impl Texts<Box<str>> {
@@ -428,7 +450,7 @@ impl<K: Copy + Eq + Hash + Display> Texts<K> {
         value: impl Fn(&PacketRecord) -> K,
     ) -> ArrayRef {
         if all_null(nulls, recs.len()) {
-            return new_null_array(&arrow_schema::DataType::Utf8, recs.len());
+            return new_null_array(&text_type(), recs.len());
         }
         let keys: Vec<Option<u32>> = recs
             .iter()
@@ -450,29 +472,50 @@ impl<K: Copy + Eq + Hash + Display> Texts<K> {
 }
 
 impl<K> Texts<K> {
-    /// A string column of the texts `keys` name (`None`, or an unknown key: null).
-    fn column(&self, keys: impl ExactSizeIterator<Item = Option<u32>>) -> ArrayRef {
+    /// A string column of the texts `keys` name (`None`, or an unknown key:
+    /// null): each distinct text once, in the order the rows first use it,
+    /// and a key per row.
+    fn column(&mut self, keys: impl ExactSizeIterator<Item = Option<u32>>) -> ArrayRef {
         let n = keys.len();
-        let mut offsets = Vec::with_capacity(n + 1);
-        let mut bytes = Vec::with_capacity(n * 16);
-        let mut valid = Vec::with_capacity(n);
-        offsets.push(0i32);
-        for key in keys {
-            let text = key.and_then(|k| self.texts.get(k as usize));
-            if let Some(t) = text {
-                bytes.extend_from_slice(t.as_bytes());
-            }
-            valid.push(text.is_some());
-            // A batch holds at most a few MB of text: far below i32::MAX.
-            offsets.push(bytes.len() as i32);
+        if self.local.len() < self.texts.len() {
+            self.local.resize(self.texts.len(), u32::MAX);
         }
+        let mut rows = Vec::with_capacity(n);
+        let mut valid = Vec::with_capacity(n);
+        for key in keys {
+            let slot = key.and_then(|k| self.local.get_mut(k as usize).map(|l| (k, l)));
+            let row = match slot {
+                Some((_, l)) if *l != u32::MAX => Some(*l),
+                Some((k, l)) => {
+                    *l = self.used.len() as u32;
+                    self.used.push(k);
+                    Some(*l)
+                }
+                None => None,
+            };
+            rows.push(row.unwrap_or(0));
+            valid.push(row.is_some());
+        }
+        let values: StringArray = self
+            .used
+            .iter()
+            .map(|&k| self.texts.get(k as usize).map(|t| &**t))
+            .collect();
+        for &k in &self.used {
+            if let Some(l) = self.local.get_mut(k as usize) {
+                *l = u32::MAX;
+            }
+        }
+        self.used.clear();
         let nulls = NullBuffer::from(valid);
         let nulls = (nulls.null_count() > 0).then_some(nulls);
-        Arc::new(StringArray::new(
-            OffsetBuffer::new(ScalarBuffer::from(offsets)),
-            Buffer::from_vec(bytes),
-            nulls,
-        ))
+        let keys = UInt32Array::new(ScalarBuffer::from(rows), nulls);
+        // Every key indexes `values` (one entry per key handed out), so
+        // this cannot fail; were it to, the column would read as nulls.
+        match DictionaryArray::<UInt32Type>::try_new(keys, Arc::new(values)) {
+            Ok(d) => Arc::new(d),
+            Err(_) => new_null_array(&text_type(), n),
+        }
     }
 }
 
@@ -482,6 +525,13 @@ mod tests {
     use arrow_array::{Array, types::UInt16Type};
 
     use super::*;
+
+    /// A string column's values, row by row.
+    fn texts_of(a: &ArrayRef) -> Vec<Option<String>> {
+        let dict = a.as_dictionary::<UInt32Type>();
+        let values = dict.downcast_dict::<StringArray>().expect("string values");
+        values.into_iter().map(|v| v.map(String::from)).collect()
+    }
 
     /// Nulls follow the `HAS_*` flags whether a column is all null, never
     /// null or mixed in a batch; strings repeat without reformatting.
@@ -519,13 +569,7 @@ mod tests {
                 .map(|(_, a)| a.clone())
                 .unwrap()
         };
-        let strings = |name: &str| -> Vec<Option<String>> {
-            col(name)
-                .as_string::<i32>()
-                .iter()
-                .map(|s| s.map(String::from))
-                .collect()
-        };
+        let strings = |name: &str| texts_of(&col(name));
         let s = |v: &str| Some(v.to_string());
         assert_eq!(strings("iface"), [s("a"), s("b"), s("a")]);
         assert_eq!(strings("kind"), [s("roce"), s("pfc"), s("roce")]);
@@ -594,7 +638,48 @@ mod tests {
             .unwrap()
             .1
             .clone();
-        assert_eq!(iface.as_string::<i32>().value(1), "eth1");
-        assert_eq!(iface.as_string::<i32>().value(2), "eth0");
+        assert_eq!(
+            texts_of(&iface)[1..3],
+            [Some("eth1".into()), Some("eth0".into())]
+        );
+    }
+
+    /// A string column's dictionary holds the strings its batch uses, each
+    /// once, in the order of first use: not every address seen so far.
+    #[test]
+    fn a_batch_dictionary_holds_only_its_own_strings() {
+        let ip = |last: u8| {
+            let mut a = [0u8; 16];
+            a[10..].copy_from_slice(&[0xff, 0xff, 10, 0, 0, last]);
+            a
+        };
+        let rec = |src: u8, dst: u8, has_ip: bool| PacketRecord {
+            kind: Kind::Roce as u8,
+            flags: if has_ip { f::HAS_IPV4 | f::HAS_UDP } else { 0 },
+            src_ip: ip(src),
+            dst_ip: ip(dst),
+            ..PacketRecord::default()
+        };
+        let ifaces = ["eth0".to_string()];
+        let mut cols = PacketColumns::default();
+        let mut arrays = |recs: &[PacketRecord]| {
+            let verdicts = vec![Verdict::default(); recs.len()];
+            let columns = cols.arrays_of(recs, &verdicts, &ifaces);
+            let (_, a) = columns.iter().find(|(n, _)| *n == "src_ip").unwrap();
+            let dict = a.as_dictionary::<UInt32Type>();
+            let values: Vec<&str> = dict.values().as_string::<i32>().iter().flatten().collect();
+            (
+                texts_of(a),
+                values.into_iter().map(String::from).collect::<Vec<_>>(),
+            )
+        };
+        let s = |v: &str| Some(v.to_string());
+        let (rows, values) = arrays(&[rec(1, 2, true), rec(3, 1, true), rec(1, 3, true)]);
+        assert_eq!(rows, [s("10.0.0.1"), s("10.0.0.3"), s("10.0.0.1")]);
+        assert_eq!(values, ["10.0.0.1", "10.0.0.3"]);
+        // Known addresses, a new one and a null: keys start afresh.
+        let (rows, values) = arrays(&[rec(3, 1, true), rec(9, 1, false), rec(4, 1, true)]);
+        assert_eq!(rows, [s("10.0.0.3"), None, s("10.0.0.4")]);
+        assert_eq!(values, ["10.0.0.3", "10.0.0.4"]);
     }
 }
