@@ -4,7 +4,6 @@
 //! interfaces of their own, named as [`IfaceNames`] says. Sequence analysis
 //! is per interface, so giving the captures of two taps in one run never
 //! makes a frame seen at both look retransmitted.
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -254,10 +253,10 @@ fn same_capture(a: &PacketRecord, b: &PacketRecord) -> bool {
 pub struct IfaceNames {
     stems: Vec<String>,
     prefix: bool,
-    index: HashMap<(usize, u32), u16>,
+    /// By file, then by the file's interface index (below the reader's
+    /// `MAX_INTERFACES`): a lookup per frame without hashing.
+    index: Vec<Vec<Option<u16>>>,
     names: Vec<String>,
-    /// The last lookup: frames come in runs from one interface.
-    last: Option<((usize, u32), u16)>,
 }
 
 impl IfaceNames {
@@ -273,20 +272,15 @@ impl IfaceNames {
         Self {
             stems,
             prefix: paths.len() > 1,
-            index: HashMap::new(),
+            index: Vec::new(),
             names: Vec::new(),
-            last: None,
         }
     }
 
     /// The run-wide index of `file`'s interface `iface`; `None` past u16.
     pub fn index(&mut self, file: usize, iface: u32, if_name: Option<&str>) -> Option<u16> {
-        match self.last {
-            Some((key, i)) if key == (file, iface) => return Some(i),
-            _ => {}
-        }
-        if let Some(&i) = self.index.get(&(file, iface)) {
-            self.last = Some(((file, iface), i));
+        let slot = iface as usize;
+        if let Some(&Some(i)) = self.index.get(file).and_then(|f| f.get(slot)) {
             return Some(i);
         }
         let i = u16::try_from(self.names.len()).ok()?;
@@ -308,7 +302,14 @@ impl IfaceNames {
             n += 1;
         }
         self.names.push(name);
-        self.index.insert((file, iface), i);
+        if self.index.len() <= file {
+            self.index.resize_with(file + 1, Vec::new);
+        }
+        let ifaces = &mut self.index[file];
+        if ifaces.len() <= slot {
+            ifaces.resize(slot + 1, None);
+        }
+        ifaces[slot] = Some(i);
         Some(i)
     }
 
