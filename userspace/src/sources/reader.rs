@@ -3,7 +3,10 @@
 //! [`CaptureReader`] reads a capture in blocks through pcap-parser's circular
 //! buffer (the refill / consume loop), so a 10 GB capture never sits in
 //! memory: the reader holds one buffer of [`BUFFER_CAPACITY`] bytes plus one
-//! [`Interface`] per interface the file declares. See the module docs of
+//! [`Interface`] per interface the file declares. The common blocks — an
+//! Enhanced Packet Block without options, a classic pcap record — are read
+//! in place ([`plain_epb`], [`plain_record`]); pcap-parser parses every
+//! other block and decides what is damaged. See the module docs of
 //! [`crate::sources`] for the decisions taken where the brief was silent.
 use std::cell::RefCell;
 use std::fmt;
@@ -646,8 +649,8 @@ const EPB_HEADER_LEN: usize = 28;
 /// The EPB at the start of `data` when it is whole and plain: no options,
 /// the captured bytes padded to the block's end, the trailing length equal
 /// to the leading one. Its length, fixed fields and captured bytes, read
-/// in place: pcap-parser's generic block parsing was a sixth of `report`'s
-/// time. Any other block (options, damage, not all buffered) is `None`
+/// in place (`report` 0.81x the wall clock of parsing it with pcap-parser's
+/// generic block parser). Any other block (options, damage, not all buffered) is `None`
 /// and goes through pcap-parser, which then decides as before.
 fn plain_epb(data: &[u8], be: bool) -> Option<(usize, EpbHeader, &[u8])> {
     let word = |at: usize| -> Option<u32> {
