@@ -155,7 +155,8 @@ impl Ng {
         self.opt(&mut body, 0, &[]);
         self.block(1, body)
     }
-    fn epb(self, if_id: u32, ts: u64, data: &[u8], orig: u32) -> Ng {
+    /// An EPB's fixed fields and data.
+    fn epb_body(&self, if_id: u32, ts: u64, data: &[u8], orig: u32) -> Vec<u8> {
         let mut body = Vec::new();
         body.extend_from_slice(&self.w32(if_id));
         body.extend_from_slice(&self.w32((ts >> 32) as u32));
@@ -163,17 +164,15 @@ impl Ng {
         body.extend_from_slice(&self.w32(data.len() as u32));
         body.extend_from_slice(&self.w32(orig));
         body.extend_from_slice(data);
+        body
+    }
+    fn epb(self, if_id: u32, ts: u64, data: &[u8], orig: u32) -> Ng {
+        let body = self.epb_body(if_id, ts, data, orig);
         self.block(6, body)
     }
     /// An EPB with an `epb_flags` option (inbound) after its data.
     fn epb_flagged(self, if_id: u32, ts: u64, data: &[u8], orig: u32) -> Ng {
-        let mut body = Vec::new();
-        body.extend_from_slice(&self.w32(if_id));
-        body.extend_from_slice(&self.w32((ts >> 32) as u32));
-        body.extend_from_slice(&self.w32(ts as u32));
-        body.extend_from_slice(&self.w32(data.len() as u32));
-        body.extend_from_slice(&self.w32(orig));
-        body.extend_from_slice(data);
+        let mut body = self.epb_body(if_id, ts, data, orig);
         pad4(&mut body);
         self.opt(&mut body, 2, &self.w32(1));
         self.opt(&mut body, 0, &[]);
