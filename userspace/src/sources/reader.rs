@@ -404,7 +404,10 @@ impl CaptureReader {
     }
 
     fn consume(&mut self, n: usize) {
-        self.src.consume(n);
+        // No shift here: pcap-parser's `consume` moves the unread half of the
+        // buffer to its front whenever it passes the middle (a memmove of
+        // half the file in all); `refill` shifts only the last partial block.
+        self.src.consume_noshift(n);
         self.st.pos += n as u64;
     }
 
