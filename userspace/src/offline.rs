@@ -151,6 +151,8 @@ impl Run {
         // previous record, to spot a frame captured twice.
         let mut pushed = false;
         let mut duplicates = 0u64;
+        // Each frame is decoded into this one record.
+        let mut rec = PacketRecord::default();
         while let Some(frame) = reader.next_frame()? {
             self.frames_read += 1;
             if let Some(f) = filter.as_deref_mut()
@@ -158,8 +160,7 @@ impl Run {
             {
                 continue;
             }
-            let (mut rec, payload) =
-                decode::decode_with_payload(frame.linktype, frame.data, frame.orig_len);
+            let payload = decode::decode_into(&mut rec, frame.linktype, frame.data, frame.orig_len);
             // QP1 MADs: connection set-up names both QPs (pairs flows exactly).
             let cm = decode::cm::message(&rec, payload);
             // The frame borrows the reader's buffer: keep what is needed, let it go.
