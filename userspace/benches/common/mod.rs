@@ -76,8 +76,10 @@ pub fn make_capture(dir: &Path, frames: usize) -> PathBuf {
 pub fn read_decode(path: &Path) -> Vec<PacketRecord> {
     let mut r = CaptureReader::open(path).expect("open");
     let mut recs = Vec::new();
+    // One record decoded into frame after frame, as the offline source does.
+    let mut rec = PacketRecord::default();
     while let Some(f) = r.next_frame().expect("read") {
-        let mut rec = decode::decode(f.linktype, f.data, f.orig_len);
+        decode::decode_into(&mut rec, f.linktype, f.data, f.orig_len);
         if rec.kind() == Kind::Other {
             continue;
         }
