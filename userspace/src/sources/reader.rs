@@ -638,6 +638,19 @@ struct EpbHeader {
     origlen: u32,
 }
 
+impl EpbHeader {
+    /// The fields as the block stores them: the timestamp in two words.
+    fn new(if_id: u32, ts_high: u32, ts_low: u32, caplen: u32, origlen: u32) -> Self {
+        let ts = (u64::from(ts_high) << 32) | u64::from(ts_low);
+        EpbHeader {
+            if_id,
+            ts,
+            caplen,
+            origlen,
+        }
+    }
+}
+
 /// Bytes of an EPB before its packet data: type, length, interface,
 /// timestamp (2 words), captured and original length.
 const EPB_HEADER_LEN: usize = 28;
@@ -661,12 +674,7 @@ fn plain_epb(data: &[u8], be: bool) -> Option<(usize, EpbHeader, &[u8])> {
     {
         return None;
     }
-    let hdr = EpbHeader {
-        if_id: word(8)?,
-        ts: (u64::from(word(12)?) << 32) | u64::from(word(16)?),
-        caplen,
-        origlen: word(24)?,
-    };
+    let hdr = EpbHeader::new(word(8)?, word(12)?, word(16)?, caplen, word(24)?);
     let packet = data.get(EPB_HEADER_LEN..EPB_HEADER_LEN + caplen as usize)?;
     Some((len, hdr, packet))
 }
@@ -849,12 +857,8 @@ impl State {
             }
             PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => self.on_idb(len, idb),
             PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                let hdr = EpbHeader {
-                    if_id: epb.if_id,
-                    ts: (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low),
-                    caplen: epb.caplen,
-                    origlen: epb.origlen,
-                };
+                let hdr =
+                    EpbHeader::new(epb.if_id, epb.ts_high, epb.ts_low, epb.caplen, epb.origlen);
                 let caplen = (epb.caplen as usize).min(epb.data.len());
                 self.on_epb(len, &hdr, &epb.data[..caplen], base)
             }
