@@ -74,8 +74,14 @@ pub fn make_capture(dir: &Path, frames: usize) -> PathBuf {
 
 /// Every frame of `path` decoded, frames of no interest left out.
 pub fn read_decode(path: &Path) -> Vec<PacketRecord> {
-    let mut r = CaptureReader::open(path).expect("open");
     let mut recs = Vec::new();
+    decode_each(path, |rec| recs.push(*rec));
+    recs
+}
+
+/// Every frame of `path` decoded, `each` given the records of interest.
+pub fn decode_each(path: &Path, mut each: impl FnMut(&PacketRecord)) {
+    let mut r = CaptureReader::open(path).expect("open");
     // One record decoded into frame after frame, as the offline source does.
     let mut rec = PacketRecord::default();
     while let Some(f) = r.next_frame().expect("read") {
@@ -86,9 +92,8 @@ pub fn read_decode(path: &Path) -> Vec<PacketRecord> {
         rec.frame = f.number;
         rec.ts_ns = f.ts_ns;
         rec.iface = f.iface as u16;
-        recs.push(rec);
+        each(&rec);
     }
-    recs
 }
 
 /// The analyzer over `recs`, events and timeline rows dropped.
