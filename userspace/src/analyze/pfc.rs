@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use super::hash::FastMap;
-
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::mac_control::{BITS_PER_QUANTUM, PRIORITIES};
 
@@ -87,13 +85,31 @@ pub(crate) struct Cover {
     pub start_ns: u64,
 }
 
+/// Pause state of one `(iface, priority)`.
+#[derive(Debug)]
+struct Prio {
+    key: (u16, u8),
+    /// One per sender (source MAC) that paused it.
+    macs: Vec<MacState>,
+    closed: Closed,
+}
+
 pub(crate) struct PfcTracker {
     link_speed_bps: u64,
     storm_ns: u64,
-    states: FastMap<(u16, u8), Vec<MacState>>,
-    closed: FastMap<(u16, u8), Closed>,
+    /// `(iface, priority)` → index into `prios` (`NONE` until its first PFC
+    /// frame), at `iface * PRIORITIES + priority`: the lookup behind every
+    /// stall check and timeline bin, a plain index instead of a hash probe.
+    slots: Vec<u32>,
+    prios: Vec<Prio>,
     pub rows: Vec<PfcInterval>,
     pub stats: BTreeMap<(u16, u8), PrioStats>,
+}
+
+const NONE: u32 = u32::MAX;
+
+fn slot(iface: u16, priority: u8) -> usize {
+    usize::from(iface) * PRIORITIES + usize::from(priority)
 }
 
 impl PfcTracker {
@@ -101,8 +117,8 @@ impl PfcTracker {
         PfcTracker {
             link_speed_bps: link_speed_bps.max(1),
             storm_ns,
-            states: FastMap::default(),
-            closed: FastMap::default(),
+            slots: Vec::new(),
+            prios: Vec::new(),
             rows: Vec::new(),
             stats: BTreeMap::new(),
         }
@@ -129,7 +145,8 @@ impl PfcTracker {
                 st.xon_frames += 1;
             }
             let dur = self.quanta_ns(q);
-            let macs = self.states.entry(key).or_default();
+            let at = self.prio_index(key);
+            let macs = &mut self.prios[at].macs;
             let i = match macs.iter().position(|m| m.mac == rec.src_mac) {
                 Some(i) => i,
                 None => {
@@ -145,21 +162,24 @@ impl PfcTracker {
                 && o.deadline < t
             {
                 macs[i].open = None;
-                self.close(key, rec.src_mac, o, o.deadline, "expiry", sink);
+                self.close(at, rec.src_mac, o, o.deadline, "expiry", sink);
             }
-            let macs = self.states.get_mut(&key).expect("just inserted");
-            match (macs[i].open.as_mut(), q) {
-                (Some(_), 0) => {
-                    let o = macs[i].open.take().expect("open");
-                    self.close(key, rec.src_mac, o, t, "xon", sink);
+            let state = &mut self.prios[at].macs[i];
+            match (state.open, q) {
+                (Some(o), 0) => {
+                    state.open = None;
+                    self.close(at, rec.src_mac, o, t, "xon", sink);
                 }
                 (None, 0) => {}
                 (Some(o), _) => {
-                    o.deadline = t.saturating_add(dur);
-                    o.frames += 1;
+                    state.open = Some(Open {
+                        deadline: t.saturating_add(dur),
+                        frames: o.frames + 1,
+                        ..o
+                    });
                 }
                 (None, _) => {
-                    macs[i].open = Some(Open {
+                    state.open = Some(Open {
                         start: t,
                         deadline: t.saturating_add(dur),
                         frames: 1,
@@ -184,9 +204,33 @@ impl PfcTracker {
         }
     }
 
+    /// The index in `prios` of `key`, created at its first PFC frame.
+    fn prio_index(&mut self, key: (u16, u8)) -> usize {
+        let at = slot(key.0, key.1);
+        if self.slots.len() <= at {
+            self.slots.resize(at + 1, NONE);
+        }
+        if self.slots[at] == NONE {
+            // At most 65 536 interfaces × 8 priorities: fits a u32.
+            self.slots[at] = self.prios.len() as u32;
+            self.prios.push(Prio {
+                key,
+                macs: Vec::new(),
+                closed: Closed::default(),
+            });
+        }
+        self.slots[at] as usize
+    }
+
+    /// The state of `(iface, priority)`, if a PFC frame ever named it.
+    fn prio(&self, iface: u16, priority: u8) -> Option<&Prio> {
+        let at = *self.slots.get(slot(iface, priority))?;
+        self.prios.get(at as usize)
+    }
+
     fn close(
         &mut self,
-        key: (u16, u8),
+        at: usize,
         mac: [u8; 6],
         o: Open,
         end: u64,
@@ -194,6 +238,9 @@ impl PfcTracker {
         sink: &mut impl Sink,
     ) {
         let end = end.max(o.start);
+        let prio = &mut self.prios[at];
+        let key = prio.key;
+        prio.closed.insert(o.start, end, mac);
         self.rows.push(PfcInterval {
             iface: key.0,
             src_mac: mac,
@@ -203,10 +250,6 @@ impl PfcTracker {
             frames: o.frames,
             ended_by,
         });
-        self.closed
-            .entry(key)
-            .or_default()
-            .insert(o.start, end, mac);
         if end - o.start > self.storm_ns {
             self.stats.entry(key).or_default().storms += 1;
             sink.event(&Event {
@@ -233,29 +276,25 @@ impl PfcTracker {
 
     /// End of capture at `last_ts`: close every running pause.
     pub fn finish(&mut self, last_ts: u64, sink: &mut impl Sink) {
-        let mut open: Vec<((u16, u8), [u8; 6], Open)> = Vec::new();
-        for (key, macs) in &mut self.states {
-            for m in macs.iter_mut() {
+        let mut open: Vec<(usize, [u8; 6], Open)> = Vec::new();
+        for (at, prio) in self.prios.iter_mut().enumerate() {
+            for m in prio.macs.iter_mut() {
                 if let Some(o) = m.open.take() {
-                    open.push((*key, m.mac, o));
+                    open.push((at, m.mac, o));
                 }
             }
         }
-        open.sort_by_key(|(k, mac, o)| (o.start, *k, *mac));
-        for (key, mac, o) in open {
+        let prios = &self.prios;
+        open.sort_by_key(|&(at, mac, o)| (o.start, prios[at].key, mac));
+        for (at, mac, o) in open {
             if o.deadline <= last_ts {
-                self.close(key, mac, o, o.deadline, "expiry", sink);
+                self.close(at, mac, o, o.deadline, "expiry", sink);
             } else {
-                self.close(key, mac, o, last_ts, "capture_end", sink);
+                self.close(at, mac, o, last_ts, "capture_end", sink);
             }
         }
         self.rows
             .sort_by_key(|r| (r.start_ns, r.iface, r.priority, r.src_mac));
-    }
-
-    /// Whether any pause was ever seen on `(iface, priority)`.
-    pub fn knows(&self, iface: u16, priority: u8) -> bool {
-        self.states.contains_key(&(iface, priority))
     }
 
     /// Time within `[from, to)` that `priority` was paused on `iface` (by any
@@ -269,23 +308,21 @@ impl PfcTracker {
         to: u64,
         now: u64,
     ) -> (u64, Option<Cover>) {
-        if to <= from || !self.knows(iface, priority) {
+        let Some(prio) = self.prio(iface, priority).filter(|_| to > from) else {
             return (0, None);
-        }
-        let key = (iface, priority);
+        };
         let mut segs: Vec<(u64, u64, [u8; 6], u64)> = Vec::new();
         let clip = |s: u64, e: u64| -> Option<(u64, u64)> {
             let (s2, e2) = (s.max(from), e.min(to));
             (e2 > s2).then_some((s2, e2))
         };
-        if let Some(c) = self.closed.get(&key) {
-            // Overlapping spans: clipped to the window, never empty.
-            segs.extend(
-                c.overlapping(from, to)
-                    .map(|(s, e, mac)| (s.max(from), e.min(to), mac, s)),
-            );
-        }
-        for m in self.states.get(&key).into_iter().flatten() {
+        // Overlapping spans: clipped to the window, never empty.
+        segs.extend(
+            prio.closed
+                .overlapping(from, to)
+                .map(|(s, e, mac)| (s.max(from), e.min(to), mac, s)),
+        );
+        for m in &prio.macs {
             if let Some(o) = m.open
                 && let Some((a, b)) = clip(o.start, o.deadline.min(now))
             {
@@ -321,9 +358,10 @@ impl PfcTracker {
     /// Union of the paused time of `(iface, priority)` over all senders
     /// (after [`PfcTracker::finish`]).
     pub fn paused_total(&self, iface: u16, priority: u8) -> u64 {
-        let Some(c) = self.closed.get(&(iface, priority)) else {
+        let Some(prio) = self.prio(iface, priority) else {
             return 0;
         };
+        let c = &prio.closed;
         let mut total = 0;
         let mut cur: Option<(u64, u64)> = None;
         for &(s, e, _) in &c.spans {
