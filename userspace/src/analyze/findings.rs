@@ -137,11 +137,10 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
         None => detail.push_str("; no PFC pause seen"),
     }
     // The most telling rewind.
-    if let Some(f) = flows
+    if let Some((f, n)) = flows
         .iter()
-        .filter(|f| f.note.is_some())
-        .max_by_key(|f| f.note.expect("filtered").rank())
-        && let Some(n) = f.note
+        .filter_map(|f| Some((f, f.note?)))
+        .max_by_key(|(_, n)| n.rank())
     {
         detail.push_str(&format!(
             ". Worst: {} at {} rewound {} PSNs back to PSN {} after {} µs idle, trigger {}",

@@ -580,7 +580,9 @@ impl Fabric {
                     blocked = blocked.min(port.paused_until[prio]);
                     continue;
                 }
-                let k = port.queues[prio].pop_front().unwrap();
+                let Some(k) = port.queues[prio].pop_front() else {
+                    continue;
+                };
                 port.qbytes[prio] -= k.len as u64;
                 pkt = Some(k);
                 break;
