@@ -224,6 +224,11 @@ impl PfcTracker {
 
     /// The state of `(iface, priority)`, if a PFC frame ever named it.
     fn prio(&self, iface: u16, priority: u8) -> Option<&Prio> {
+        // A priority past 7 (a library caller's DSCP map) would index the
+        // next interface's slots: no PFC frame names it.
+        if usize::from(priority) >= PRIORITIES {
+            return None;
+        }
         let at = *self.slots.get(slot(iface, priority))?;
         self.prios.get(at as usize)
     }
@@ -384,6 +389,32 @@ impl PfcTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each `(iface, priority)` sees only its own pauses, also for a
+    /// priority no PFC frame can carry.
+    #[test]
+    fn pause_lookups_stay_with_their_interface_and_priority() {
+        use crate::analyze::VecSink;
+        let mut t = PfcTracker::new(100_000_000_000, u64::MAX);
+        let mut rec = PacketRecord {
+            iface: 1,
+            ts_ns: 1_000,
+            src_mac: [2; 6],
+            pfc_enable: 1 << 1,
+            ..PacketRecord::default()
+        };
+        rec.pfc_quanta[1] = 0xffff;
+        let mut sink = VecSink::default();
+        t.frame(&rec, &mut sink);
+        let (paused, cover) = t.paused(1, 1, 0, 2_000, 2_000);
+        assert_eq!(paused, 1_000);
+        assert_eq!(cover.map(|c| c.start_ns), Some(1_000));
+        // Slot 9 of interface 0 would be slot 1 of interface 1.
+        assert_eq!(t.paused(0, 9, 0, 2_000, 2_000), (0, None));
+        assert_eq!(t.paused(1, 0, 0, 2_000, 2_000), (0, None));
+        assert_eq!(t.paused(2, 1, 0, 2_000, 2_000), (0, None));
+        assert_eq!(t.paused_total(0, 9), 0);
+    }
 
     /// Spans closed in any order, some long (storms) among many short:
     /// the spans a window overlaps, found by the `reach` walk, are those
