@@ -218,7 +218,10 @@ impl RowTexts {
         recs: &[PacketRecord],
         extra: &[RowExtra],
     ) -> Vec<(&'static str, ArrayRef)> {
-        let has = |flag: u32| validity(recs, |r| r.has(flag));
+        // The batch's flags in one place: the ~25 validity and boolean
+        // passes below read 16 KB instead of striding over 800 KB of records.
+        let flags: Vec<u32> = recs.iter().map(|r| r.flags).collect();
+        let has = |flag: u32| validity(&flags, |fl| fl & flag != 0);
         let vlan = has(f::HAS_VLAN);
         let ip = has(f::HAS_IPV4 | f::HAS_IPV6);
         let bth = has(f::HAS_BTH);
@@ -233,7 +236,7 @@ impl RowTexts {
         let all = None;
 
         let b = Batch(recs);
-        let bits = |nulls: &_, bit: u32| boolean(recs, nulls, |r| r.has(bit));
+        let bits = |nulls: &_, bit: u32| boolean(&flags, nulls, |fl| fl & bit != 0);
         let quanta = |p: usize| b.u16s(&pfc, |r| r.pfc_quanta[p]);
         let iface = self.ifaces.column(extra.iter().map(|e| Some(e.iface)));
         let kind = kind_texts().column(recs.iter().map(|r| Some(u32::from(r.kind() as u8))));
