@@ -536,7 +536,7 @@ fn analyze_loop(
                 ToAnalyzer::Iface(i, name) => analyzer.set_iface_name(i, &name),
                 ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
                 ToAnalyzer::Records(mut recs, deltas) => {
-                    analyze_batch(&mut analyzer, &recs, deltas, &mut Discard, |_| {});
+                    analyze_batch(&mut analyzer, &recs, &deltas, &mut Discard, |_| {});
                     send_pairings(&mut analyzer, pairings.as_ref());
                     recs.clear();
                     let _ = spare.send(recs);
@@ -565,12 +565,9 @@ fn analyze_loop(
             }
             ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
             ToAnalyzer::Records(records, deltas) => {
-                let mut sink = TableBatch {
-                    verdicts: Vec::with_capacity(records.len()),
-                    ..TableBatch::default()
-                };
+                let mut sink = TableBatch::default();
                 let mut verdicts = Vec::with_capacity(records.len());
-                analyze_batch(&mut analyzer, &records, deltas, &mut sink, |v| {
+                analyze_batch(&mut analyzer, &records, &deltas, &mut sink, |v| {
                     verdicts.push(v)
                 });
                 send_pairings(&mut analyzer, pairings.as_ref());
@@ -609,7 +606,7 @@ fn analyze_loop(
 fn analyze_batch(
     analyzer: &mut Analyzer,
     records: &[PacketRecord],
-    deltas: Vec<Delta>,
+    deltas: &[Delta],
     sink: &mut impl analyze::Sink,
     mut verdict: impl FnMut(Verdict),
 ) {
