@@ -9,7 +9,8 @@
 //!
 //! `live` is the other source: an XDP program decodes frames in the kernel
 //! and hands records to the same pipeline; `live::replay` sends captures
-//! out of an interface.
+//! out of an interface. It exists with the `live` cargo feature (the
+//! default), which needs the eBPF toolchain to build (docs/build.md).
 //!
 //! `synth` goes the other way: it builds frames (valid ICRCs included) and
 //! writes captures with known ground truth.
@@ -19,6 +20,7 @@ pub mod decode;
 pub mod error;
 pub mod heap;
 pub mod html;
+#[cfg(feature = "live")]
 pub mod live;
 pub mod offline;
 pub mod pipeline;

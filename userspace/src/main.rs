@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+#[cfg(feature = "live")]
 use rocescope::live::{self, TapMode, XdpModeArg};
 use rocescope::offline::{self, Options};
 use rocescope::{Error, Result, analyze, units};
@@ -44,6 +45,7 @@ enum Command {
     },
     /// Simulate a small RoCE fabric and write what its mirror ports capture, with ground truth.
     Synth(Box<SynthArgs>),
+    #[cfg(feature = "live")]
     /// Tap a mirror port with an XDP program and write every table to --out when stopped (Ctrl-C, SIGTERM, --duration, --count).
     Live {
         /// The interface receiving the mirrored traffic.
@@ -86,6 +88,7 @@ enum Command {
         #[command(flatten)]
         dataset: DatasetArgs,
     },
+    #[cfg(feature = "live")]
     /// Send a capture's frames out of an interface (AF_PACKET), e.g. into a veth pair to test `live`.
     Replay {
         /// An Ethernet pcap or pcapng file.
@@ -101,6 +104,25 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         tap: Option<String>,
     },
+    // A build without the `live` feature hides `live` and `replay` from the
+    // help but still knows them, to say how to get them (not "unrecognized").
+    #[cfg(not(feature = "live"))]
+    #[command(name = "live", hide = true, disable_help_flag = true, about = NOT_BUILT)]
+    LiveNotBuilt(NotBuilt),
+    #[cfg(not(feature = "live"))]
+    #[command(name = "replay", hide = true, disable_help_flag = true, about = NOT_BUILT)]
+    ReplayNotBuilt(NotBuilt),
+}
+
+#[cfg(not(feature = "live"))]
+const NOT_BUILT: &str = "Not in this build (built without the `live` feature): see docs/build.md";
+
+// Whatever follows `live`/`replay` in a build without them.
+#[cfg(not(feature = "live"))]
+#[derive(Args)]
+struct NotBuilt {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    _args: Vec<String>,
 }
 
 #[derive(Args)]
@@ -350,6 +372,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(exit_code(&outcome))
         }
         Command::Synth(args) => synth(*args),
+        #[cfg(feature = "live")]
         Command::Live {
             iface,
             out,
@@ -431,6 +454,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => Ok(ExitCode::SUCCESS),
             }
         }
+        #[cfg(not(feature = "live"))]
+        Command::LiveNotBuilt(_) => Err(not_built("live")),
+        #[cfg(not(feature = "live"))]
+        Command::ReplayNotBuilt(_) => Err(not_built("replay")),
+        #[cfg(feature = "live")]
         Command::Replay {
             capture,
             iface,
@@ -456,6 +484,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+#[cfg(not(feature = "live"))]
+fn not_built(command: &str) -> Error {
+    Error::Usage(format!(
+        "`{command}` is not in this build: it was built without the `live` feature (offline analysis only); \
+         the live tap and replay need a default build, which needs nightly Rust with rust-src and bpf-linker \
+         (cargo install --path userspace; see docs/build.md)"
+    ))
 }
 
 fn synth(a: SynthArgs) -> Result<ExitCode> {
