@@ -9,6 +9,22 @@ cargo test --workspace --locked 2>&1
 # parquet: without dev-dependencies their features unify differently).
 target=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 bin="$target/debug/rocescope"
+echo "== offline build, library and binary unit tests (--no-default-features) without nightly or bpf-linker"
+# Only the stable cargo and rustc on PATH, and no directory holding rustup
+# (the way to nightly) or bpf-linker: analysing captures must not need the
+# eBPF toolchain (docs/build.md). A target dir of its own keeps $bin the
+# default build.
+offline_path=$(dirname "$(rustup which --toolchain stable cargo)")
+IFS=: read -ra path_dirs <<<"$PATH"
+for d in "${path_dirs[@]}"; do
+  [ -e "$d/rustup" ] || [ -e "$d/bpf-linker" ] || offline_path+=":$d"
+done
+offline() {
+  env PATH="$offline_path" CARGO_TARGET_DIR="$target/no-live" \
+    cargo "$@" -p rocescope --locked --no-default-features 2>&1
+}
+offline build
+offline test --lib --bins
 echo "== table contract read back with polars"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -646,4 +646,32 @@ mod tests {
         assert!(parse_dscp_map("64=1").is_err());
         assert!(parse_dscp_map("26:3").is_err());
     }
+
+    /// A build without the `live` feature leaves `live` and `replay` out of
+    /// the help, and typed anyway they name the feature; a default build
+    /// lists and parses them.
+    #[test]
+    fn live_and_replay_need_the_live_feature() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_help().to_string();
+        for name in ["live", "replay"] {
+            let listed = help
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{name} ")));
+            assert_eq!(
+                listed,
+                cfg!(feature = "live"),
+                "{name} in the help:\n{help}"
+            );
+        }
+        let cli = Cli::try_parse_from(["rocescope", "replay", "x.pcap", "--iface", "lo"]).unwrap();
+        #[cfg(feature = "live")]
+        assert!(matches!(cli.command, Command::Replay { .. }));
+        #[cfg(not(feature = "live"))]
+        {
+            let e = run(cli).err().unwrap().to_string();
+            assert!(e.contains("`replay` is not in this build"), "{e}");
+            assert!(e.contains("without the `live` feature"), "{e}");
+        }
+    }
 }
