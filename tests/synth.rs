@@ -116,7 +116,7 @@ fn analyze(capture: &Path, truth: &Value) -> Analysis {
     }
 }
 
-/// The per-flow counters compared exactly (DESIGN.md, "Analysis definitions").
+/// The per-flow counters compared exactly (docs/analysis.md).
 const EXACT: &[&str] = &[
     "data_packets",
     "retrans_packets",
