@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 7 figures, each a ratio against a baseline measured in the same run
-# (interleaved, best of ROUNDS): run as root on an otherwise idle machine.
+# The end-to-end figures of docs/benchmarks.md, each a ratio against a
+# baseline measured in the same run (interleaved, best of ROUNDS, and the
+# median of the rounds): run as root on an otherwise idle machine.
 #
 #   1. analyze (every table) vs. tshark -T fields on a 500k-frame mirror capture
 #      (snaplen 128, 128 connections = 256 QPs, ACKs, CE, CNPs, PFC);
@@ -12,14 +13,25 @@
 #   6. the per-stage bench (cargo bench --bench stages).
 # The live figures (4) come from `cargo bench --bench live` (needs root).
 #
-# Usage: scripts/bench.sh [FRAMES] (default 500000); ROUNDS (default 3);
-# SKIP_MEMORY=1 skips the 5M-frame and 10k-QP captures.
+# Usage: scripts/bench.sh [--docs] [FRAMES] (default 500000); ROUNDS (default 3);
+# SKIP_MEMORY=1 skips the 5M-frame and 10k-QP captures. With --docs the
+# figures also replace the block between the "bench.sh figures" markers of
+# docs/benchmarks.md (commit it with the change it measures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+docs=""
+if [ "${1:-}" = --docs ]; then
+  docs=docs/benchmarks.md
+  shift
+  grep -q '^<!-- bench.sh figures: begin' "$docs" && grep -q '^<!-- bench.sh figures: end' "$docs" ||
+    { echo "bench.sh: $docs has no bench.sh figures markers" >&2; exit 2; }
+fi
 frames=${1:-500000}
 rounds=${ROUNDS:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The markdown block for docs/benchmarks.md, built beside the console output.
+md() { printf '%s\n' "$*" >>"$work/figures.md"; }
 target=${CARGO_TARGET_DIR:-target}
 
 cargo build --release --locked -p rocescope --quiet
@@ -42,6 +54,11 @@ cap="$work/bench.pcapng"
 synth "$cap" "$frames" "$work/flows256.json"
 size=$(stat -c %s "$cap")
 echo "capture: $frames frames (ghost-drop, 256 QPs, snaplen 128), $((size / 1000000)) MB"
+cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+md "Capture: $frames frames (ghost-drop, 256 QPs, snaplen 128), $((size / 1000000)) MB;" \
+  "$(nproc) CPUs${cpu_model:+ ($cpu_model)}; release build; best of $rounds rounds," \
+  "then the median of the rounds ($((2 * rounds)) for \`analyze\`)."
+md ""
 $bin report "$cap" | sed -n '/^Frames/p;/^ECN/p;/^Flows/p'
 
 now() { date +%s.%N; }
@@ -81,21 +98,36 @@ for job in tshark analyze report one inline small; do
 done
 t_two=$t_analyze; m_two=$m_analyze
 
-rate() { awk -v n="$frames" -v t="$1" 'BEGIN { printf "%.2f M", n / t / 1e6 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+rate() { awk -v n="$frames" -v t="$1" 'BEGIN { r = n / t; if (r >= 1e6) printf "%.2f M", r / 1e6; else printf "%.0f k", r / 1e3 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3g", a / b }'; }
 echo
 echo "== 1. throughput (best of $rounds, wall clock; median of the rounds after the slash)"
 printf '%-44s %7.3f s %10s frames/s                 / %.3f s\n' "tshark -T fields (baseline)" "$t_tshark" "$(rate "$t_tshark")" "$m_tshark"
 printf '%-44s %7.3f s %10s frames/s  %7sx tshark / %.3f s, %sx\n' "rocescope analyze (all tables, pipelined)" "$t_analyze" "$(rate "$t_analyze")" "$(ratio "$t_tshark" "$t_analyze")" "$m_analyze" "$(ratio "$m_tshark" "$m_analyze")"
 printf '%-44s %7.3f s %10s frames/s  %7sx tshark / %.3f s, %sx\n' "rocescope report (pipelined)" "$t_report" "$(rate "$t_report")" "$(ratio "$t_tshark" "$t_report")" "$m_report" "$(ratio "$m_tshark" "$m_report")"
 printf '%-44s %7.3f s %10s frames/s  huge pages %sx / %.3f s, %sx\n' "analyze, 4 KiB heap pages (HUGE_PAGES=0)" "$t_small" "$(rate "$t_small")" "$(ratio "$t_small" "$t_analyze")" "$m_small" "$(ratio "$m_small" "$m_analyze")"
-faults() { /usr/bin/time -f '%R faults, %M KB' "$@" 2>&1 >/dev/null | tail -1; }
-echo "page faults, peak RSS: huge pages $(faults "$bin" analyze "$cap" --out "$work/out"); 4 KiB pages $(faults env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")"
+faults() { /usr/bin/time -f '%R %M' "$@" 2>&1 >/dev/null | tail -1 | awk '{ printf "%d faults, %.0f MB", $1, $2 / 1000 }'; }
+f_huge=$(faults "$bin" analyze "$cap" --out "$work/out")
+f_small=$(faults env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")
+echo "page faults, peak RSS: huge pages $f_huge; 4 KiB pages $f_small"
 echo
 echo "== 2. both cores"
 printf '%-44s %7.3f s                                / %.3f s\n' "analyze --threads 1" "$t_inline" "$m_inline"
 printf '%-44s %7.3f s                                / %.3f s\n' "analyze pipelined, taskset -c 0 (1 core)" "$t_one" "$m_one"
 printf '%-44s %7.3f s  %sx vs 1 core, %sx vs --threads 1 / %.3f s, %sx, %sx\n' "analyze pipelined, 2 cores" "$t_two" "$(ratio "$t_one" "$t_two")" "$(ratio "$t_inline" "$t_two")" "$m_two" "$(ratio "$m_one" "$m_two")" "$(ratio "$m_inline" "$m_two")"
+
+s3() { printf '%.3f s' "$1"; }
+md "| job | best | frames/s | ratio | median, ratio |"
+md "|---|---|---|---|---|"
+md "| \`tshark -T fields\` (BTH/AETH/ECN/PFC fields), the baseline | $(s3 "$t_tshark") | $(rate "$t_tshark") | 1x | $(s3 "$m_tshark") |"
+md "| \`rocescope analyze\`, every table, pipelined | $(s3 "$t_analyze") | $(rate "$t_analyze") | **$(ratio "$t_tshark" "$t_analyze")x tshark** | $(s3 "$m_analyze"), $(ratio "$m_tshark" "$m_analyze")x |"
+md "| \`rocescope report\`, pipelined | $(s3 "$t_report") | $(rate "$t_report") | $(ratio "$t_tshark" "$t_report")x tshark | $(s3 "$m_report"), $(ratio "$m_tshark" "$m_report")x |"
+md "| \`analyze\` with glibc's 4 KiB heap pages (\`ROCESCOPE_HUGE_PAGES=0\`) | $(s3 "$t_small") | $(rate "$t_small") | huge pages $(ratio "$t_small" "$t_analyze")x | $(s3 "$m_small"), $(ratio "$m_small" "$m_analyze")x |"
+md "| \`analyze --threads 1\` (all on one thread) | $(s3 "$t_inline") | | | $(s3 "$m_inline") |"
+md "| \`analyze\` pipelined, \`taskset -c 0\` (1 core) | $(s3 "$t_one") | | | $(s3 "$m_one") |"
+md "| \`analyze\` pipelined, 2 cores | $(s3 "$t_two") | | **$(ratio "$t_one" "$t_two")x vs 1 core**, $(ratio "$t_inline" "$t_two")x vs \`--threads 1\` | $(s3 "$m_two"), $(ratio "$m_one" "$m_two")x, $(ratio "$m_inline" "$m_two")x |"
+md ""
+md "Page faults and peak RSS of \`analyze\`: $f_huge with the huge-page heap, $f_small with 4 KiB pages."
 
 if [ "${SKIP_MEMORY:-0}" != 1 ]; then
   echo
@@ -111,10 +143,33 @@ if [ "${SKIP_MEMORY:-0}" != 1 ]; then
   flows 5000 0.08 4096 >"$work/flows10k.json"
   synth "$work/q10k.pcapng" 1000000 "$work/flows10k.json"
   rq=$(rss "$bin" analyze "$work/q10k.pcapng" --out "$work/oq")
-  printf '%-44s %8d KB  (%s flows)\n' "1M frames, 10k QPs" "$rq" "$($bin report "$work/q10k.pcapng" --json | awk -F': ' '/"flows":/ && !n++ { gsub(",", "", $2); print $2 }')"
+  nq=$($bin report "$work/q10k.pcapng" --json | awk -F': ' '/"flows":/ && !n++ { gsub(",", "", $2); print $2 }')
+  printf '%-44s %8d KB  (%s flows)\n' "1M frames, 10k QPs" "$rq" "$nq"
+  md ""
+  md "| peak RSS of \`analyze\`, every table | KB | |"
+  md "|---|---|---|"
+  md "| 1M frames, 256 QPs | $r1 | |"
+  md "| 5M frames, 256 QPs | $r5 | **$(ratio "$r5" "$r1")x** of 1M |"
+  md "| 1M frames, 10k QPs | $rq | $nq flows |"
 fi
 
 echo
 echo "== 6. stages (cargo bench --bench stages, same capture)"
 ROCESCOPE_BENCH_CAPTURE="$cap" ROCESCOPE_BENCH_ROUNDS="$rounds" \
-  cargo bench --locked -p rocescope --bench stages --quiet 2>/dev/null
+  cargo bench --locked -p rocescope --bench stages --quiet 2>/dev/null | tee "$work/stages.txt"
+md ""
+md "Per stage (\`cargo bench --bench stages\` on the same capture, in one process):"
+md ""
+md '```text'
+grep -v '^capture: ' "$work/stages.txt" >>"$work/figures.md"
+md '```'
+
+if [ -n "$docs" ]; then
+  awk -v block="$work/figures.md" '
+    /^<!-- bench.sh figures: begin/ { print; while ((getline l < block) > 0) print l; skip = 1; next }
+    /^<!-- bench.sh figures: end/ { skip = 0 }
+    !skip { print }' "$docs" >"$work/docs.md"
+  cp "$work/docs.md" "$docs"
+  echo
+  echo "bench.sh: figures written to $docs"
+fi

@@ -9,8 +9,8 @@
 # (ignored by git) and makes this script fail; the corpus grows in
 # userspace/fuzz/corpus/TARGET/, which is committed: minimise it before
 # committing (cd userspace && cargo +nightly fuzz cmin TARGET). The real
-# captures in ../shared/captures, when present (or the folder FUZZ_SEEDS
-# names), seed the reader's corpus.
+# captures in tests/data/ (or the folder FUZZ_SEEDS, else ROCESCOPE_CAPTURES,
+# names) seed the reader's corpus.
 set -euo pipefail
 
 secs="${1:-60}"
@@ -36,9 +36,7 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo +nightly install cargo-fuzz --locked
 fi
 
-seeds="${FUZZ_SEEDS:-${ROCESCOPE_CAPTURES:-$root/../shared/captures}}"
-# From a git worktree at .../wt/NAME the shared folder is one level further up.
-[ -d "$seeds" ] || [ -n "${FUZZ_SEEDS:-}${ROCESCOPE_CAPTURES:-}" ] || seeds="$root/../../shared/captures"
+seeds="${FUZZ_SEEDS:-${ROCESCOPE_CAPTURES:-$root/tests/data}}"
 for target in "${targets[@]}"; do
     corpus="$fuzz_dir/corpus/$target"
     mkdir -p "$corpus"

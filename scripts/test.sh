@@ -28,9 +28,9 @@ offline test --lib --bins
 echo "== table contract read back with polars"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# The real captures: ../shared/captures beside the repository, or
-# ROCESCOPE_CAPTURES (which the Rust tests honour too) for a clone elsewhere.
-captures=${ROCESCOPE_CAPTURES:-../shared/captures}
+# The real captures: tests/data/ (provenance in tests/data/README.md), or
+# the folder ROCESCOPE_CAPTURES names (the Rust tests honour it too).
+captures=${ROCESCOPE_CAPTURES:-tests/data}
 "$bin" analyze "$captures/oferby-proxy-roce.pcap" --out "$out" >/dev/null
 python3 tests/check_tables.py "$out"
 echo "== notebooks, dataset layout and HTML report (pytest)"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The seed's before/after table, as the model produces it: `rocescope synth`
-# runs ghost-drop (short minimum RTO, ECN above PFC) and ghost-drop-fixed (the
-# seed's fix: min RTO 1.05 ms, ECN 180 KB / 800 KB / 10 %, PFC XOFF/XON
-# 2800 KB / 2200 KB), captures the victim's sender port (tap 0), and
+# The ghost-drop article's before/after table, as the model produces it:
+# `rocescope synth` runs ghost-drop (short minimum RTO, ECN above PFC) and
+# ghost-drop-fixed (the article's fix: min RTO 1.05 ms, ECN 180 KB / 800 KB /
+# 10 %, PFC XOFF/XON 2800 KB / 2200 KB), captures the victim's sender port (tap 0), and
 # `rocescope report --json` measures it; goodput and NIC timeouts come from
 # the model's truth. Prints a markdown table (tests/synth.rs asserts it).
 #

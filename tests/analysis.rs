@@ -1,6 +1,6 @@
 //! End to end: captures built frame by frame with known contents, analysed by
 //! the `rocescope` binary; every count of the analysis definitions
-//! (DESIGN.md) is asserted exactly.
+//! (docs/analysis.md) is asserted exactly.
 mod common;
 
 use std::net::Ipv4Addr;

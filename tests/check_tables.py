@@ -1,5 +1,5 @@
 """Reads an `analyze --out` directory with polars, as notebooks and users do,
-and checks the output contract of DESIGN.md: every table, every column."""
+and checks the output contract of docs/tables.md: every table, every column."""
 import json
 import sys
 from pathlib import Path

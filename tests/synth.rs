@@ -5,9 +5,9 @@
 //!   `(iface, priority)` paused time within [`paused_tolerance_ns`];
 //! * the committed samples in `pcaps/` are exactly what
 //!   `scripts/make-samples.sh` makes (its table is read from the script);
-//! * the seed's fix, replayed in the model (`ghost-drop` → `ghost-drop-fixed`),
-//!   cuts the retransmission rate and the pause fraction at the victim's tap
-//!   by orders of magnitude and raises goodput.
+//! * the ghost-drop article's fix, replayed in the model (`ghost-drop` →
+//!   `ghost-drop-fixed`), cuts the retransmission rate and the pause
+//!   fraction at the victim's tap by orders of magnitude and raises goodput.
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -116,7 +116,7 @@ fn analyze(capture: &Path, truth: &Value) -> Analysis {
     }
 }
 
-/// The per-flow counters compared exactly (DESIGN.md, "Analysis definitions").
+/// The per-flow counters compared exactly (docs/analysis.md).
 const EXACT: &[&str] = &[
     "data_packets",
     "retrans_packets",
@@ -369,11 +369,11 @@ fn what_if(dir: &Path, scenario: &str) -> WhatIf {
     }
 }
 
-/// The seed's before/after table, in the model: longer minimum RTO, ECN
+/// The ghost-drop article's before/after table, in the model: longer minimum RTO, ECN
 /// below PFC. Retransmissions and pauses at the victim fall by (at least) an
 /// order of magnitude — to nothing, here — and goodput rises.
 #[test]
-fn the_seeds_fix_cuts_ghost_retransmissions_and_pauses() {
+fn the_ghost_drop_fix_cuts_ghost_retransmissions_and_pauses() {
     let dir = tempfile::tempdir().unwrap();
     let before = what_if(dir.path(), "ghost-drop");
     let after = what_if(dir.path(), "ghost-drop-fixed");
@@ -383,7 +383,7 @@ fn the_seeds_fix_cuts_ghost_retransmissions_and_pauses() {
     assert!(before.rewinds_timeout > 0 && before.spurious > 0 && before.model_timeouts > 0);
     assert!(
         (0.01..0.10).contains(&before.retrans_rate),
-        "a few per cent, like the seed's 3.8 %: {}",
+        "a few per cent, like the article's 3.8 %: {}",
         before.retrans_rate
     );
     assert!(before.pause_fraction > 0.05, "{}", before.pause_fraction);

@@ -127,7 +127,7 @@ impl Table {
     }
 }
 
-/// Every column the contract (DESIGN.md) names for packets.parquet.
+/// Every column the contract (docs/tables.md) names for packets.parquet.
 pub const PACKETS_COLUMNS: &[&str] = &[
     "frame",
     "ts_ns",

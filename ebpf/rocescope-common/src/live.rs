@@ -41,7 +41,7 @@ pub const GLOBAL_WAKEUP_BYTES: &str = "WAKEUP_BYTES";
 
 /// Default ring buffer size in bytes (a power of two multiple of the page
 /// size): about 320 000 records, a third of a second at 1 M frames/s, to
-/// ride out a busy consumer (measured: README "Benchmarks", live).
+/// ride out a busy consumer (measured: docs/benchmarks.md, "Live").
 pub const DEFAULT_RING_BYTES: u32 = 64 << 20;
 /// Default wake-up threshold in bytes (see [`GLOBAL_WAKEUP_BYTES`]): about
 /// 5 000 records per wake-up instead of up to one per record.

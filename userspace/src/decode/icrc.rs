@@ -79,7 +79,7 @@ pub fn carried(packet: &[u8]) -> Option<u32> {
 mod tests {
     use super::*;
 
-    /// The CNP from ../shared/captures/connectx4lx-cnp.pcap (ConnectX-4 Lx),
+    /// The CNP from tests/data/connectx4lx-cnp.pcap (ConnectX-4 Lx),
     /// IPv4 header onwards.
     const CX4_CNP_IP: [u8; 60] = [
         0x45, 0xc2, 0x00, 0x3c, 0x71, 0x8c, 0x40, 0x00, 0x40, 0x11, 0x91, 0x61, 0x0a, 0x00, 0x11,

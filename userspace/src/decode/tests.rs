@@ -6,7 +6,7 @@ use rocescope_common::proto::linktype::{ETHERNET, LINUX_SLL, LINUX_SLL2};
 const DST_MAC: [u8; 6] = [0xe4, 0x1d, 0x2d, 0xab, 0x2b, 0xc2];
 const SRC_MAC: [u8; 6] = [0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32];
 
-/// The CNP in ../shared/captures/connectx4lx-cnp.pcap (ConnectX-4 Lx), the
+/// The CNP in tests/data/connectx4lx-cnp.pcap (ConnectX-4 Lx), the
 /// whole Ethernet frame (74 bytes at file offset 0x120).
 const CX4_CNP: [u8; 74] = [
     0xe4, 0x1d, 0x2d, 0xab, 0x2b, 0xc2, 0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32, 0x08,

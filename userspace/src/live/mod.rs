@@ -36,8 +36,8 @@
 //!   (`BPF_RB_FORCE_WAKEUP`, else `BPF_RB_NO_WAKEUP`; not on every record
 //!   past 1 MiB, which made each frame pay an irq_work while the reader
 //!   was busy), and the reader drains the ring every 5 ms as well, so a
-//!   trickle still arrives within 5 ms. Figures: README
-//!   "Benchmarks" (live).
+//!   trickle still arrives within 5 ms. Figures: docs/benchmarks.md
+//!   ("Live").
 //!
 //! # Summary mode (`--mode summary`)
 //!

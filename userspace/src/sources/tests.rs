@@ -958,16 +958,15 @@ fn assert_only_backwards_warning(warnings: &[Warning], frame: u64) {
     );
 }
 
-/// A real capture, if this checkout has the captures folder.
+/// A real capture from `tests/data/`, if it is there.
 fn shared_capture(name: &str) -> Option<std::path::PathBuf> {
     Some(crate::testdata::shared_capture(name)).filter(|p| p.exists())
 }
 
 #[test]
 fn real_oferby_proxy_roce() {
-    let path = shared_capture("oferby-proxy-roce.pcap").expect(
-        "the real captures: ../shared/captures beside the repository, or set ROCESCOPE_CAPTURES",
-    );
+    let path = shared_capture("oferby-proxy-roce.pcap")
+        .expect("the real captures in tests/data/ (or the folder ROCESCOPE_CAPTURES names)");
     let mut r = CaptureReader::open(&path).unwrap();
     let mut n = 0u64;
     let mut roce = 0;
@@ -995,9 +994,8 @@ fn real_oferby_proxy_roce() {
 
 #[test]
 fn real_connectx4lx_cnp_pcapng() {
-    let path = shared_capture("connectx4lx-cnp.pcap").expect(
-        "the real captures: ../shared/captures beside the repository, or set ROCESCOPE_CAPTURES",
-    );
+    let path = shared_capture("connectx4lx-cnp.pcap")
+        .expect("the real captures in tests/data/ (or the folder ROCESCOPE_CAPTURES names)");
     let mut r = CaptureReader::open(&path).unwrap();
     let f = r.next_frame().unwrap().expect("one frame");
     assert_eq!(f.number, 1);

@@ -1,5 +1,5 @@
-//! The analyzer's tables: `flows`, `events`, `pfc`, `timeline` (DESIGN.md
-//! "Output tables"). `iface` columns hold the interface's name.
+//! The analyzer's tables: `flows`, `events`, `pfc`, `timeline`
+//! (docs/tables.md). `iface` columns hold the interface's name.
 use arrow_array::builder::{
     Float64Builder, Int64Builder, StringBuilder, UInt8Builder, UInt16Builder, UInt32Builder,
     UInt64Builder,

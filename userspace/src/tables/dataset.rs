@@ -1,5 +1,5 @@
-//! A Parquet dataset partitioned by host and hour (DESIGN.md, "Beyond one
-//! machine"), for queries over many taps and many runs:
+//! A Parquet dataset partitioned by host and hour (docs/tables.md,
+//! "Dataset layout"), for queries over many taps and many runs:
 //!
 //! ```text
 //! DIR/host=NAME/hour=YYYY-MM-DDTHH/packets-<start>.parquet

@@ -1,6 +1,6 @@
 //! Output tables: Parquet files streamed in row groups, and `summary.json`.
 //!
-//! Column names are a contract (DESIGN.md, "Output tables"); each table
+//! Column names are a contract (docs/tables.md); each table
 //! declares its columns once, with [`columns!`](crate::columns), as `name: Builder = expr`.
 //!
 //! Choices where the contract is silent, made for polars users:
