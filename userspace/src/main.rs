@@ -241,9 +241,14 @@ struct Input {
 /// How records are analysed: shared by `analyze`, `report` and `live`.
 #[derive(Args)]
 struct AnalysisArgs {
-    /// Link speed of the paused ports, to turn PFC quanta into time (e.g. 100G, 400G).
-    #[arg(long, default_value = "100G", value_name = "SPEED")]
-    link_speed: String,
+    /// Link speed of the paused ports, to turn PFC quanta into time (e.g. 100G, 400G);
+    /// TAP=SPEED sets one tap's (interface name as in the tables), repeatable.
+    #[arg(long, default_value = "100G", value_name = "[TAP=]SPEED")]
+    link_speed: Vec<String>,
+    /// A frame recorded again at the same tap within this time is a mirror copy, not a
+    /// retransmission (0 turns the check off).
+    #[arg(long, default_value = "10us", value_name = "DURATION")]
+    dup_window: String,
     /// Width of a timeline bin (e.g. 100us, 1ms).
     #[arg(long, default_value = "100us", value_name = "DURATION")]
     bin: String,
@@ -257,11 +262,34 @@ struct AnalysisArgs {
 
 impl AnalysisArgs {
     fn config(&self) -> Result<analyze::Config> {
+        let mut link_speed_bps = 100_000_000_000;
+        let mut tap_link_speed_bps = Vec::new();
+        for item in &self.link_speed {
+            match item.split_once('=') {
+                Some((tap, speed)) if !tap.trim().is_empty() => {
+                    tap_link_speed_bps
+                        .push((tap.trim().to_string(), units::parse_link_speed(speed)?));
+                }
+                Some(_) => {
+                    return Err(Error::Usage(format!(
+                        "--link-speed {item:?}: name the tap before '=' (e.g. --link-speed eth2=400G), or give a speed alone for every tap"
+                    )));
+                }
+                None => link_speed_bps = units::parse_link_speed(item)?,
+            }
+        }
+        let dup_window_ns = if self.dup_window.trim() == "0" {
+            0
+        } else {
+            units::parse_duration_ns(&self.dup_window)?
+        };
         Ok(analyze::Config {
-            link_speed_bps: units::parse_link_speed(&self.link_speed)?,
+            link_speed_bps,
             bin_ns: units::parse_duration_ns(&self.bin)?,
             storm_ns: self.storm_ms.saturating_mul(1_000_000),
             dscp_to_priority: self.dscp_map.as_deref().map(parse_dscp_map).transpose()?,
+            tap_link_speed_bps,
+            dup_window_ns,
         })
     }
 }

@@ -102,6 +102,11 @@ pub mod flags {
     pub const HAS_PFC: u32 = 1 << 22;
     /// `pause_quanta` is set (kind `pause`).
     pub const HAS_PAUSE: u32 = 1 << 23;
+    /// The RoCE datagram is cut short of the length its IP/UDP headers
+    /// declare (a snap length, a sniffer that records `orig_len == caplen`,
+    /// or a switch's ERSPAN truncation): its ICRC cannot be checked.
+    /// Userspace decoder only.
+    pub const CUT: u32 = 1 << 24;
 }
 
 /// One decoded frame: every field the tables and the analyzer use.

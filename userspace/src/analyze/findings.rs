@@ -12,6 +12,9 @@ pub(crate) struct Input<'a> {
     pub rows: &'a [FlowRow],
     pub pfc: &'a [PfcInterval],
     pub summary: &'a Summary,
+    /// The pauses that covered ghost timeout rewinds: `(iface, priority,
+    /// sender, start)`.
+    pub ghost_covers: &'a std::collections::BTreeSet<(u16, u8, [u8; 6], u64)>,
 }
 
 /// IB local ACK timeout unit: 4.096 µs × 2^T.
@@ -49,9 +52,15 @@ impl Input<'_> {
         fmt_offset(ts_ns.saturating_sub(self.summary.first_ts_ns.unwrap_or(ts_ns)))
     }
 
-    fn longest_pause(&self) -> Option<&PfcInterval> {
+    /// The longest of the pauses that covered ghost timeout rewinds (same
+    /// tap, same priority as the rewinding flow).
+    fn longest_covering_pause(&self) -> Option<&PfcInterval> {
         self.pfc
             .iter()
+            .filter(|p| {
+                self.ghost_covers
+                    .contains(&(p.iface, p.priority, p.src_mac, p.start_ns))
+            })
             .max_by_key(|p| (p.end_ns - p.start_ns, std::cmp::Reverse(p.start_ns)))
     }
 
@@ -80,8 +89,12 @@ impl Input<'_> {
 
 pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     let mut out = Vec::new();
+    capture(x, &mut out);
     ghost(x, &mut out);
     real_loss(x, &mut out);
+    reordering(x, &mut out);
+    corruption(x, &mut out);
+    link_speed(x, &mut out);
     rnr(x, &mut out);
     storms(x, &mut out);
     pressure(x, &mut out);
@@ -101,12 +114,12 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
     let flows: Vec<&Flow> = x
         .flows
         .iter()
-        .filter(|f| f.rewinds_timeout > 0 || f.spurious > 0)
+        .filter(|f| f.rewinds_timeout_ghost > 0 || f.spurious > 0)
         .collect();
     if flows.is_empty() {
         return;
     }
-    let timeouts: u64 = flows.iter().map(|f| f.rewinds_timeout).sum();
+    let timeouts: u64 = flows.iter().map(|f| f.rewinds_timeout_ghost).sum();
     let paused: u64 = flows.iter().map(|f| f.timeout_rewinds_paused).sum();
     let spurious: u64 = flows.iter().map(|f| f.spurious).sum();
     let retrans: u64 = flows.iter().map(|f| f.retrans).sum();
@@ -120,9 +133,9 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
         .map(|f| f.timeout_idle_max_ns)
         .max()
         .unwrap_or(0);
-    let longest = x.longest_pause();
+    let longest = x.longest_covering_pause();
     let mut detail = format!(
-        "{timeouts} Go-Back-N rewinds with no NAK before them (timeout-triggered) on {} flows, {paused} of them while the flow's priority was paused; {spurious} of {retrans} retransmitted packets had already been acknowledged (spurious)",
+        "{timeouts} timeout-triggered Go-Back-N rewinds (no NAK before them) of packets that were delayed, not lost (already acknowledged, acknowledged sooner after the resend than a round trip allows, or paused while the sender waited) on {} flows, {paused} of them while the flow's priority was paused; {spurious} of {retrans} retransmitted packets had already been acknowledged (spurious)",
         flows.len()
     );
     if let Some(m) = idle_min {
@@ -133,8 +146,11 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
         ));
     }
     match longest {
-        Some(p) => detail.push_str(&format!("; longest PFC pause {}", x.pause_text(p))),
-        None => detail.push_str("; no PFC pause seen"),
+        Some(p) => detail.push_str(&format!(
+            "; longest pause covering them {}",
+            x.pause_text(p)
+        )),
+        None => detail.push_str("; no PFC pause covered them"),
     }
     // The most telling rewind.
     if let Some((f, n)) = flows
@@ -177,11 +193,16 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
     }
     let target = match longest {
         Some(p) => p.end_ns - p.start_ns,
-        None => idle_max.saturating_mul(2),
+        None => idle_max.saturating_mul(2).max(1),
     };
     let t = timeout_exponent(target);
+    let against = if longest.is_some() {
+        "the longest pause that covered these rewinds"
+    } else {
+        "twice the longest wait before them"
+    };
     let recommendation = format!(
-        "Packets were delayed, not lost: raise the minimum retransmission timeout above the longest pause ({} µs): the local ACK timeout is 4.096 µs × 2^T, so T ≥ {t} ({} µs) (ibv_modify_qp attr.timeout / NCCL_IB_TIMEOUT, or the NIC's minimum-RTO setting); then shorten the pauses: mark ECN earlier than PFC triggers so DCQCN slows senders first",
+        "Packets were delayed, not lost: raise the minimum retransmission timeout above {against} ({} µs): the local ACK timeout is 4.096 µs × 2^T, so T ≥ {t} ({} µs) (ibv_modify_qp attr.timeout / NCCL_IB_TIMEOUT, or the NIC's minimum-RTO setting); then shorten the pauses: mark ECN earlier than PFC triggers so DCQCN slows senders first",
         fmt_us(target),
         fmt_us(ACK_TIMEOUT_UNIT_NS << t)
     );
@@ -205,39 +226,259 @@ fn real_loss(x: &Input, out: &mut Vec<Finding>) {
     let flows: Vec<&Flow> = x
         .flows
         .iter()
-        .filter(|f| f.rewinds_nak > 0 || f.gaps > 0 || f.naks > 0)
+        .filter(|f| {
+            f.rewinds_nak > 0
+                || f.naks > 0
+                || f.gap_counts.lost() > 0
+                || f.rewinds_timeout_unexplained > 0
+        })
         .collect();
     if flows.is_empty() {
         return;
     }
-    let nak_rewinds: u64 = flows.iter().map(|f| f.rewinds_nak).sum();
-    let naks: u64 = flows.iter().map(|f| f.naks).sum();
-    let gaps: u64 = flows.iter().map(|f| f.gaps).sum();
-    let missing: u64 = flows.iter().map(|f| f.gap_psns).sum();
-    let mut detail = format!(
-        "{naks} NAKs, {nak_rewinds} NAK-triggered rewinds, {gaps} gaps ({missing} PSNs the tap never saw) on {} flows",
-        flows.len()
-    );
-    if let Some(f) = flows
-        .iter()
-        .max_by_key(|f| (f.rewinds_nak + f.gaps, f.max_depth))
-    {
+    let sum = |g: fn(&Flow) -> u64| -> u64 { flows.iter().map(|f| g(f)).sum() };
+    let naks = sum(|f| f.naks);
+    let nak_rewinds = sum(|f| f.rewinds_nak);
+    let nak_lost = sum(|f| f.gap_counts.nak_lost);
+    let before_tap = sum(|f| f.gap_counts.lost_before_tap);
+    let unresolved = sum(|f| f.gap_counts.unresolved);
+    let timeouts = sum(|f| f.rewinds_timeout_unexplained);
+    let mut parts = Vec::new();
+    if naks + nak_rewinds > 0 {
+        parts.push(format!(
+            "NAK-driven loss: {naks} NAKs, {nak_rewinds} NAK-triggered rewinds, {nak_lost} missing PSNs a NAK named"
+        ));
+    }
+    if before_tap > 0 {
+        parts.push(format!(
+            "resends of lost packets: {before_tap} PSNs the tap first saw in a resend (lost before the tap)"
+        ));
+    }
+    if timeouts > 0 {
+        parts.push(format!(
+            "{timeouts} timeout rewinds of packets the tap had seen, with no sign they were only delayed (not acknowledged before the resend, no pause while waiting): lost after the tap"
+        ));
+    }
+    if unresolved > 0 {
+        parts.push(format!(
+            "unresolved gaps: {unresolved} PSNs never seen and never acknowledged (the reverse direction may be missing from the capture)"
+        ));
+    }
+    let mut detail = format!("{} on {} flows", parts.join("; "), flows.len());
+    if let Some(f) = flows.iter().max_by_key(|f| {
+        (
+            f.rewinds_nak + f.gap_counts.lost() + f.rewinds_timeout_unexplained,
+            f.max_depth,
+        )
+    }) {
         detail.push_str(&format!(
-            "; most: {} with {} NAK rewinds (max depth {}) and {} gaps",
+            "; most: {} with {} NAK rewinds (max depth {}), {} PSNs lost before the tap, {} unresolved",
             x.describe(f),
             f.rewinds_nak,
             f.max_depth,
-            f.gaps
+            f.gap_counts.lost_before_tap + f.gap_counts.nak_lost,
+            f.gap_counts.unresolved
         ));
     }
     out.push(Finding {
         id: "real-loss",
         severity: "warning",
-        title: format!("Packets really lost: {nak_rewinds} NAK rewinds, {gaps} gaps"),
+        title: format!(
+            "Packets really lost: {nak_rewinds} NAK rewinds, {} PSNs lost before the tap, {timeouts} unexplained timeouts, {unresolved} unresolved",
+            before_tap + nak_lost
+        ),
         detail,
-        recommendation: "A NAK means the responder saw a PSN hole: find the drop on the path (switch discard, CRC/FCS and buffer counters on the lossless priority, PFC headroom); a gap means the packets never reached the tap (lost upstream of it, or capture drops)".into(),
+        recommendation: "A NAK means the responder saw a PSN hole, a PSN first seen in a resend was lost upstream of the tap: find the drop on the path (switch discard, CRC/FCS and buffer counters on the lossless priority, PFC headroom); unresolved gaps need the reverse direction in the capture to be told apart from capture loss".into(),
         flows: flows.iter().map(|f| f.id).collect(),
     });
+}
+
+/// The capture itself: frames the tap missed and mirror copies.
+fn capture(x: &Input, out: &mut Vec<Finding>) {
+    let lost: Vec<&Flow> = x
+        .flows
+        .iter()
+        .filter(|f| f.gap_counts.capture_lost > 0)
+        .collect();
+    if !lost.is_empty() {
+        let n: u64 = lost.iter().map(|f| f.gap_counts.capture_lost).sum();
+        let taps: Vec<String> = x
+            .summary
+            .taps
+            .iter()
+            .filter(|t| t.capture_lost > 0)
+            .map(|t| format!("{}: {}", t.iface_name, t.capture_lost))
+            .collect();
+        out.push(Finding {
+            id: "capture-loss",
+            severity: "warning",
+            title: format!("The capture missed {n} frames the responders acknowledged"),
+            detail: format!(
+                "{n} PSNs on {} flows never reached the capture, yet the responder acknowledged them with no NAK and the sender never resent them: the tap dropped them, not the network (by tap: {}). Every count in this report is a lower bound",
+                lost.len(),
+                taps.join(", ")
+            ),
+            recommendation: "Check the mirror session's drops (the mirror port is oversubscribed when the mirrored traffic exceeds its speed: mirror one direction, fewer ports, or truncate mirrored frames) and the capture host's drops (`ip -s link`, the capture tool's own counters); do not read these gaps as network loss".into(),
+            flows: lost.iter().map(|f| f.id).collect(),
+        });
+    }
+    let copies = x.summary.frames.mirror_copies;
+    if copies > 0 {
+        let taps: Vec<String> = x
+            .summary
+            .taps
+            .iter()
+            .filter_map(|t| {
+                let d = t.duplicate_gaps.as_ref()?;
+                Some(format!(
+                    "{}: {} copies, typically {} µs after the original ({}–{} µs, {} with the same timestamp)",
+                    t.iface_name,
+                    d.copies,
+                    fmt_us(d.typical_gap_ns),
+                    fmt_us(d.min_gap_ns),
+                    fmt_us(d.max_gap_ns),
+                    d.same_timestamp
+                ))
+            })
+            .collect();
+        let mut flows: Vec<u32> = x
+            .flows
+            .iter()
+            .filter(|f| f.mirror_copies > 0)
+            .map(|f| f.id)
+            .collect();
+        flows.sort_unstable();
+        out.push(Finding {
+            id: "mirror-duplicates",
+            severity: "info",
+            title: format!("{copies} frames recorded twice by the mirror (not retransmissions)"),
+            detail: format!(
+                "{copies} frames were copies of a frame the same tap had recorded moments before (same addresses, QP, PSN, opcode and ICRC): {}. They were left out of every other count",
+                taps.join("; ")
+            ),
+            recommendation: "The mirror copies each frame twice, typically ingress and egress mirroring of the same traffic (or two mirrored ports on one path): mirror one direction of one port per tap; rocescope drops the copies, so the analysis stands".into(),
+            flows,
+        });
+    }
+}
+
+/// Late PSNs: reordering, not loss.
+fn reordering(x: &Input, out: &mut Vec<Finding>) {
+    let flows: Vec<&Flow> = x.flows.iter().filter(|f| f.gap_counts.late > 0).collect();
+    if flows.is_empty() {
+        return;
+    }
+    let n: u64 = flows.iter().map(|f| f.gap_counts.late).sum();
+    let max_ns = flows
+        .iter()
+        .filter_map(|f| f.late_max_ns)
+        .max()
+        .unwrap_or(0);
+    let max_psns = flows.iter().map(|f| f.late_max_psns).max().unwrap_or(0);
+    out.push(Finding {
+        id: "reordering",
+        severity: "warning",
+        title: format!("{n} PSNs arrived out of order (reordering, not loss)"),
+        detail: format!(
+            "{n} PSNs arrived after later ones on {} flows and were never resent: at most {} µs and {max_psns} PSNs late",
+            flows.len(),
+            fmt_us(max_ns)
+        ),
+        recommendation: "Packets of one QP took different paths (adaptive routing, a path change, per-packet spraying): a responder NIC without out-of-order placement answers each with a sequence-error NAK and a Go-Back-N resend; keep a QP on one path (flow-based ECMP, or flowlets with a gap larger than the path skew) or enable the NIC's adaptive-routing / out-of-order support".into(),
+        flows: flows.iter().map(|f| f.id).collect(),
+    });
+}
+
+/// Frames failing their ICRC while others on the same tap pass; a sniffer's
+/// rewritten capture said once, never as corruption.
+fn corruption(x: &Input, out: &mut Vec<Finding>) {
+    for t in x.summary.taps.iter().filter(|t| t.sniffer) {
+        out.push(Finding {
+            id: "sniffer-capture",
+            severity: "info",
+            title: format!("{}: a NIC's RDMA sniffer capture (headers rewritten)", t.iface_name),
+            detail: format!(
+                "every RoCE frame on {} comes from UDP port 4791 and {} of {} fail their ICRC: a NIC's RDMA sniffer (tcpdump -i mlx5_N) rewrites the UDP source port and the source MAC, so the ICRC cannot match; ICRC results are left unknown for these frames and say nothing about corruption",
+                t.iface_name, t.icrc_failed, t.icrc_checked
+            ),
+            recommendation: "Nothing is wrong with the link: to check the ICRC, capture on a mirror port or the host's Ethernet interface instead; sniffer captures may also be cut at a few hundred bytes".into(),
+            flows: x.flows.iter().filter(|f| f.iface == t.iface).map(|f| f.id).collect(),
+        });
+    }
+    for t in x
+        .summary
+        .taps
+        .iter()
+        .filter(|t| !t.sniffer && t.icrc_failed > 0 && t.icrc_failed < t.icrc_checked)
+    {
+        let flows: Vec<&Flow> = x
+            .flows
+            .iter()
+            .filter(|f| f.iface == t.iface && f.icrc_errors > 0)
+            .collect();
+        let followed: Vec<&&Flow> = flows
+            .iter()
+            .filter(|f| {
+                f.rewinds > 0
+                    || f.paired
+                        .is_some_and(|p| x.flows.get(p).is_some_and(|r| r.naks > 0))
+            })
+            .collect();
+        let share = t.icrc_failed as f64 / t.icrc_checked as f64;
+        out.push(Finding {
+            id: "corrupted-frames",
+            severity: "warning",
+            title: format!("{}: {} RoCE frames failed their ICRC (bit errors)", t.iface_name, t.icrc_failed),
+            detail: format!(
+                "{} of {} RoCE frames on {} ({}) failed their ICRC while the others passed: corrupted on the wire before the tap; {} of {} affected flows saw NAKs or rewinds afterwards (a receiver drops a frame with a bad ICRC)",
+                t.icrc_failed,
+                t.icrc_checked,
+                t.iface_name,
+                pct(share),
+                followed.len(),
+                flows.len()
+            ),
+            recommendation: "Bit errors on the link: check the optics and cables of the port (`ethtool -S`: rx_crc_errors_phy, rx_symbol_err_phy, rx_corrected_bits_phy; the switch port's FCS and FEC counters), reseat or replace the transceiver, and check FEC is on".into(),
+            flows: flows.iter().map(|f| f.id).collect(),
+        });
+    }
+}
+
+/// A flow faster than its tap's link speed: the speed is wrong, and with it
+/// every pause duration.
+fn link_speed(x: &Input, out: &mut Vec<Finding>) {
+    for t in &x.summary.taps {
+        let limit = t.link_speed_bps as f64 / 1e9;
+        let fast: Vec<&FlowRow> = x
+            .rows
+            .iter()
+            .filter(|r| r.iface == t.iface && r.packets >= 2 && r.gbps > limit)
+            .collect();
+        let Some(top) = fast.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps)) else {
+            continue;
+        };
+        out.push(Finding {
+            id: "link-speed",
+            severity: "warning",
+            title: format!(
+                "{}: a flow ran at {:.1} Gb/s, above the {:.0} Gb/s link speed assumed",
+                t.iface_name, top.gbps, limit
+            ),
+            detail: format!(
+                "{} flows on {} ran faster than {:.0} Gb/s (flow {} at {:.1} Gb/s): the link is faster than assumed, so every PFC pause duration computed from its quanta is too long by the same factor",
+                fast.len(),
+                t.iface_name,
+                limit,
+                top.flow_id,
+                top.gbps
+            ),
+            recommendation: format!(
+                "Give the tap's real speed: --link-speed {}=400G (or the port's speed)",
+                t.iface_name
+            ),
+            flows: fast.iter().map(|r| r.flow_id).collect(),
+        });
+    }
 }
 
 fn rnr(x: &Input, out: &mut Vec<Finding>) {

@@ -141,7 +141,9 @@
 //! or at the end. A record older than the flow's current bin (timestamps
 //! going backwards) is counted in the current bin.
 
+pub mod dups;
 mod findings;
+pub mod gaps;
 pub mod hash;
 mod pfc;
 pub mod psn;
@@ -156,6 +158,7 @@ use std::fmt::Write as _;
 
 use crate::addr::{Ip, Mac};
 
+use rocescope_common::proto;
 use rocescope_common::proto::ib::{self, PSN_MASK, aeth, op, transport};
 use rocescope_common::summary::{FlowDelta, delta_flags};
 use rocescope_common::{Kind, PacketRecord, flags};
@@ -175,6 +178,12 @@ pub struct Config {
     pub bin_ns: u64,
     /// DSCP → priority for untagged traffic (default: DSCP >> 3).
     pub dscp_to_priority: Option<[u8; 64]>,
+    /// Link speed of particular taps, by interface name (`--link-speed
+    /// TAP=400G`); others use `link_speed_bps`.
+    pub tap_link_speed_bps: Vec<(String, u64)>,
+    /// A BTH frame recorded again at the same tap within this time is a
+    /// mirror copy (see [`dups`]); 0 turns the detection off.
+    pub dup_window_ns: u64,
 }
 
 impl Default for Config {
@@ -184,6 +193,8 @@ impl Default for Config {
             storm_ns: 200_000_000,
             bin_ns: 100_000,
             dscp_to_priority: None,
+            tap_link_speed_bps: Vec::new(),
+            dup_window_ns: dups::DEFAULT_WINDOW_NS,
         }
     }
 }
@@ -219,6 +230,11 @@ pub struct Verdict {
     /// Whether a sequence-analysed request packet was a retransmission;
     /// null for everything else.
     pub retrans: Option<bool>,
+    /// A mirror copy of a frame the tap had just recorded (see [`dups`]).
+    pub mirror_copy: bool,
+    /// The ICRC fails because a sniffer rewrote the frame, not because it
+    /// was corrupted: `icrc_ok` is null (see "ICRC" in `docs/analysis.md`).
+    pub icrc_unknown: bool,
 }
 
 /// A row of `events.parquet`.
@@ -301,6 +317,23 @@ pub struct FlowRow {
     pub gbps: f64,
     pub goodput_gbps: f64,
     pub max_idle_us: f64,
+    /// Timeout rewinds with evidence that the resent packets had been
+    /// delayed, not lost (see "Ghost retransmissions").
+    pub rewinds_timeout_ghost: u64,
+    /// Missing PSNs by what became of them (see [`gaps`]).
+    pub gap_late: u64,
+    pub gap_lost_before_tap: u64,
+    pub gap_nak_lost: u64,
+    pub gap_capture_lost: u64,
+    pub gap_unresolved: u64,
+    /// The latest of the late PSNs: how long after the PSN that overtook it,
+    /// and by how many PSNs.
+    pub late_max_us: Option<f64>,
+    pub late_max_psns: Option<u32>,
+    /// Frames whose ICRC failed (null on a sniffer-rewritten tap).
+    pub icrc_errors: Option<u64>,
+    /// Mirror copies of the flow's frames (not counted anywhere else).
+    pub mirror_copies: u64,
 }
 
 /// Records seen, per kind.
@@ -313,6 +346,11 @@ pub struct FrameCounts {
     /// 802.3x PAUSE (not PFC).
     pub pause: u64,
     pub malformed: u64,
+    /// Of the records above, mirror copies (see [`dups`]).
+    pub mirror_copies: u64,
+    /// RoCE frames cut short of their IP length (by a snap length, a sniffer
+    /// or an ERSPAN truncation): their ICRC cannot be checked.
+    pub cut: u64,
 }
 
 /// Sums over all flows.
@@ -347,6 +385,11 @@ pub struct Totals {
     pub cnps_unattributed: u64,
     pub pfc_intervals: u64,
     pub pfc_storms: u64,
+    pub rewinds_timeout_ghost: u64,
+    /// Missing PSNs by resolution.
+    pub gaps_resolved: gaps::GapCounts,
+    pub icrc_errors: u64,
+    pub mirror_copies: u64,
 }
 
 /// CE → CNP reaction time over all flows.
@@ -405,7 +448,35 @@ pub struct Summary {
     pub totals: Totals,
     pub ce_to_cnp: Option<Reaction>,
     pub pfc: Vec<PfcSummary>,
+    /// Per tap (interface): what the capture itself did.
+    pub taps: Vec<TapSummary>,
+    /// Facts about the capture that limit what it can show, in words.
+    pub capture_facts: Vec<String>,
     pub findings: Vec<Finding>,
+}
+
+/// One tap (capture interface) of `summary.json`'s `taps`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TapSummary {
+    #[serde(rename = "iface_index")]
+    pub iface: u16,
+    #[serde(rename = "iface")]
+    pub iface_name: String,
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
+    /// The speed PFC quanta were timed at on this tap.
+    pub link_speed_bps: u64,
+    /// Mirror copies this tap recorded.
+    pub duplicates: u64,
+    pub duplicate_gaps: Option<dups::TapDuplicates>,
+    /// Missing PSNs the responder acknowledged: frames the tap missed.
+    pub capture_lost: u64,
+    /// RoCE frames with an ICRC checked, and of them failing.
+    pub icrc_checked: u64,
+    pub icrc_failed: u64,
+    /// Every RoCE frame came from UDP port 4791 and failed its ICRC: a NIC's
+    /// RDMA sniffer rewrote the headers (ICRC results are unknown here).
+    pub sniffer: bool,
 }
 
 impl Summary {
@@ -445,6 +516,75 @@ struct Seq {
     /// PSNs that may follow the previous packet: `[prev_lo, prev_hi]`.
     prev_lo: u32,
     prev_hi: u32,
+    /// The previous request packet's PSN: a rewind goes back to or before it.
+    prev_psn: u32,
+    /// The previous request packet was part of a resend (a retransmission or
+    /// a missing PSN filled by one): a forward step continues that resend.
+    resending: bool,
+}
+
+/// A missing PSN that arrived, not yet known to be a late original or the
+/// first packet of a resend (the next request packet tells).
+#[derive(Clone, Copy, Debug)]
+struct Fill {
+    psn: u32,
+    ts: u64,
+    /// When it went missing (the PSN after it was seen).
+    since: u64,
+    /// Later PSNs the tap had seen before it: how late it is in PSNs.
+    psns_late: u32,
+}
+
+/// Consecutive request packets that filled gaps, awaiting the packet that
+/// tells whether they began a resend.
+#[derive(Clone, Debug)]
+struct FillRun {
+    /// What a rewind starting at the first fill would record.
+    idle: u64,
+    paused: u64,
+    cover: Option<Cover>,
+    next: u32,
+    acked: Option<u32>,
+    fills: Vec<Fill>,
+}
+
+/// Most fills one run holds; a longer run is decided as late.
+const MAX_FILLS: usize = 256;
+
+/// A timeout rewind awaiting the evidence that tells delay from loss.
+#[derive(Clone, Copy, Debug)]
+struct TimeoutRewind {
+    ts: u64,
+    psn: u32,
+    /// Already ACKed when resent.
+    spurious: bool,
+    /// The idle time before it overlapped a pause of the flow's priority on
+    /// its tap.
+    cover: Option<Cover>,
+    /// The rewound PSN was never seen before: lost upstream, not delayed.
+    lost: bool,
+    /// First ACK covering the rewound PSN after the rewind.
+    acked_at: Option<u64>,
+}
+
+/// Most timeout rewinds awaiting evidence per flow; the oldest is decided
+/// with what is known when a newer one needs room.
+const MAX_TIMEOUTS_PENDING: usize = 64;
+
+/// What a rewind records.
+#[derive(Clone, Copy, Debug)]
+struct Rewind {
+    /// The PSN resent.
+    q: u32,
+    /// `next` before it: the rewind's depth is `next - q`.
+    next: u32,
+    idle: u64,
+    paused: u64,
+    cover: Option<Cover>,
+    acked: Option<u32>,
+    nak: Option<PendingNak>,
+    /// `q` had never been seen before.
+    lost: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -544,6 +684,26 @@ pub(crate) struct Flow {
     pub note: Option<RewindNote>,
     /// CNPs resolved at the end.
     pub cnps: u64,
+    pending_gaps: gaps::Pending,
+    pub gap_counts: gaps::GapCounts,
+    pub late_max_ns: Option<u64>,
+    pub late_max_psns: u32,
+    fills: Option<FillRun>,
+    timeouts: Vec<TimeoutRewind>,
+    pub rewinds_timeout_ghost: u64,
+    /// Timeout rewinds of PSNs the tap had seen and nothing showed delayed.
+    pub rewinds_timeout_unexplained: u64,
+    /// A first transmission awaiting its ACK, for the round-trip time.
+    rtt_probe: Option<(u32, u64)>,
+    /// Shortest time from a request to the ACK covering it, at this tap.
+    pub min_rtt_ns: Option<u64>,
+    /// When the flow last carried a NAK or RNR NAK.
+    last_nak_ts: Option<u64>,
+    /// Frames whose ICRC failed.
+    pub icrc_errors: u64,
+    /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
+    pub sniffer_tap: bool,
+    pub mirror_copies: u64,
 }
 
 impl Flow {
@@ -595,6 +755,20 @@ impl Flow {
             timeout_idle_max_ns: 0,
             note: None,
             cnps: 0,
+            pending_gaps: gaps::Pending::default(),
+            gap_counts: gaps::GapCounts::default(),
+            late_max_ns: None,
+            late_max_psns: 0,
+            fills: None,
+            timeouts: Vec::new(),
+            rewinds_timeout_ghost: 0,
+            rewinds_timeout_unexplained: 0,
+            rtt_probe: None,
+            min_rtt_ns: None,
+            last_nak_ts: None,
+            icrc_errors: 0,
+            sniffer_tap: false,
+            mirror_copies: 0,
         }
     }
 
@@ -631,6 +805,44 @@ pub struct Analyzer {
     /// Pairings made since [`Analyzer::take_pairings`] last ran, when asked
     /// for with [`Analyzer::log_pairings`] (the live tap's summary mode).
     pairings: Option<Vec<(FlowKey, FlowKey)>>,
+    dups: dups::MirrorDups,
+    /// Per interface index: first and last record, ICRC tallies.
+    taps: Vec<TapState>,
+    /// The pauses that covered ghost timeout rewinds: `(iface, priority,
+    /// sender, start)`, for the timeout advice.
+    ghost_covers: std::collections::BTreeSet<(u16, u8, [u8; 6], u64)>,
+}
+
+/// What the analyzer tallies per tap (interface).
+#[derive(Clone, Copy, Debug, Default)]
+struct TapState {
+    seen: bool,
+    first_ts: u64,
+    last_ts: u64,
+    icrc_checked: u64,
+    icrc_failed: u64,
+    /// Failing frames from UDP source port 4791 (a sniffer's rewrite).
+    failed_from_4791: u64,
+    /// RoCE frames from another UDP source port.
+    other_sport: u64,
+}
+
+impl TapState {
+    /// A frame on a tap that, so far, looks like a sniffer's: every RoCE
+    /// frame from UDP port 4791 with a failing ICRC.
+    fn sniffer_like(&self) -> bool {
+        self.other_sport == 0
+            && self.failed_from_4791 > 0
+            && self.failed_from_4791 == self.icrc_failed
+    }
+
+    /// The verdict at the end: (almost) every checked frame failed, and
+    /// every one came from port 4791.
+    fn is_sniffer(&self) -> bool {
+        self.other_sport == 0
+            && self.icrc_checked > 0
+            && self.failed_from_4791 * 100 >= self.icrc_checked * 95
+    }
 }
 
 impl Analyzer {
@@ -638,6 +850,7 @@ impl Analyzer {
         let pfc = PfcTracker::new(config.link_speed_bps, config.storm_ns);
         let mut config = config;
         config.bin_ns = config.bin_ns.max(1);
+        let dups = dups::MirrorDups::new(config.dup_window_ns);
         Analyzer {
             config,
             flows: Vec::new(),
@@ -653,12 +866,52 @@ impl Analyzer {
             reactions: (0, 0, u64::MAX, 0),
             ifaces: BTreeMap::new(),
             pairings: None,
+            dups,
+            taps: Vec::new(),
+            ghost_covers: Default::default(),
         }
+    }
+
+    fn tap_mut(&mut self, iface: u16) -> &mut TapState {
+        let i = usize::from(iface);
+        if self.taps.len() <= i {
+            self.taps.resize(i + 1, TapState::default());
+        }
+        &mut self.taps[i]
+    }
+
+    /// A RoCE frame's ICRC on its tap: counts it, and says whether the
+    /// failure is a sniffer's rewrite rather than corruption.
+    fn icrc(&mut self, rec: &PacketRecord) -> (bool, bool) {
+        let checked = rec.has(flags::ICRC_CHECKED);
+        let failed = checked && !rec.has(flags::ICRC_OK);
+        let from_4791 = rec.has(flags::HAS_UDP) && rec.udp_sport == proto::udp::ROCEV2_PORT;
+        let t = self.tap_mut(rec.iface);
+        if rec.has(flags::HAS_UDP) && !from_4791 {
+            t.other_sport += 1;
+        }
+        if checked {
+            t.icrc_checked += 1;
+        }
+        if failed {
+            t.icrc_failed += 1;
+            t.failed_from_4791 += u64::from(from_4791);
+        }
+        let rewritten = failed && t.sniffer_like();
+        (failed && !rewritten, rewritten)
     }
 
     /// Names an interface index for the summary and the report.
     pub fn set_iface_name(&mut self, iface: u16, name: &str) {
         self.ifaces.insert(iface, name.to_string());
+        if let Some(&(_, bps)) = self
+            .config
+            .tap_link_speed_bps
+            .iter()
+            .find(|(n, _)| n == name)
+        {
+            self.pfc.set_speed(iface, bps);
+        }
     }
 
     /// A CM REQ or REP seen in `rec` (a QP1 MAD): once a REP answers a REQ,
@@ -800,6 +1053,15 @@ impl Analyzer {
             self.first_ts = Some(now);
         }
         self.last_ts = self.last_ts.max(now);
+        let t = self.tap_mut(rec.iface);
+        if !t.seen {
+            t.seen = true;
+            t.first_ts = now;
+        }
+        t.last_ts = t.last_ts.max(now);
+        if rec.has(flags::CUT) {
+            self.frames.cut += 1;
+        }
         match kind {
             Kind::Pfc if rec.has(flags::HAS_PFC) => {
                 self.pfc.frame(rec, sink);
@@ -921,6 +1183,20 @@ impl Analyzer {
             rec.dest_qp & ib::QPN_MASK,
         );
         let i = self.flow_index(key, now);
+        let last_nak = self.flows[i].paired.and_then(|p| self.flows[p].last_nak_ts);
+        if self.dups.is_copy(rec, last_nak) {
+            self.flows[i].mirror_copies += 1;
+            self.frames.mirror_copies += 1;
+            return Verdict {
+                flow_id: Some(self.flows[i].id),
+                mirror_copy: true,
+                ..Verdict::default()
+            };
+        }
+        let (corrupt, rewritten) = self.icrc(rec);
+        if corrupt {
+            self.flows[i].icrc_errors += 1;
+        }
         let prio = self.priority_of(rec);
         {
             let f = &mut self.flows[i];
@@ -972,7 +1248,8 @@ impl Analyzer {
 
         let mut verdict = Verdict {
             flow_id: Some(self.flows[i].id),
-            retrans: None,
+            icrc_unknown: rewritten,
+            ..Verdict::default()
         };
         let mut rewound = false;
         if ib::is_request(opcode) {
@@ -1002,7 +1279,7 @@ impl Analyzer {
             }
         }
         f.max_idle_ns = f.max_idle_ns.max(idle);
-        if paused > 0 && (rewound || (idle >= STALL_MIN_NS && paused * 2 >= idle)) {
+        if paused > 0 && (rewound || froze(idle, paused, cover, now - idle)) {
             f.stalls += 1;
             f.stall_paused_ns += paused;
         }
@@ -1076,100 +1353,127 @@ impl Analyzer {
                 slack_end: psn::add(q, n_max),
                 prev_lo: psn::add(q, n_min),
                 prev_hi: psn::add(q, n_max),
+                prev_psn: q,
+                resending: false,
             });
+            self.flows[i].rtt_probe = Some((q, now));
             return (false, false);
         };
-        let d = psn::diff(q, s.next);
+        let forward = psn::diff(q, s.prev_psn) > 0;
         let mut result = (false, false);
-        if d < 0 {
-            result.0 = true;
-            let f = &mut self.flows[i];
-            f.retrans += 1;
-            if acked.is_some_and(|a| psn::diff(a, q) >= 0) {
-                f.spurious += 1;
-            }
-            let sequential = psn::diff(q, s.prev_lo) >= 0 && psn::diff(q, s.prev_hi) <= 0;
-            if !sequential {
-                result.1 = true;
-                let depth = psn::diff(s.next, q) as u32;
-                let trigger = match nak {
-                    Some(n) if n.rnr => "rnr",
-                    Some(_) => "nak",
-                    None => "timeout",
-                };
-                let acked_n = acked
-                    .map(|a| psn::diff(a, q) + 1)
-                    .filter(|&k| k > 0)
-                    .map(|k| (k as u32).min(depth))
-                    .unwrap_or(0);
-                f.rewinds += 1;
-                f.max_depth = f.max_depth.max(depth);
-                match trigger {
-                    "nak" => f.rewinds_nak += 1,
-                    "rnr" => f.rewinds_rnr += 1,
-                    _ => {
-                        f.rewinds_timeout += 1;
-                        f.timeout_idle_min_ns = f.timeout_idle_min_ns.min(idle);
-                        f.timeout_idle_max_ns = f.timeout_idle_max_ns.max(idle);
-                        if paused > 0 {
-                            f.timeout_rewinds_paused += 1;
-                        }
+        if psn::diff(q, s.next) < 0 {
+            if let Some((since, nak_named)) = self.flows[i].pending_gaps.take(q) {
+                // A PSN the tap missed, seen for the first time: no copy of
+                // it was seen before, so it is no retransmission here.
+                let continues = s.resending && forward;
+                if nak_named || nak.is_some() {
+                    let class = if nak_named || nak.is_some_and(|n| !n.rnr) {
+                        gaps::GapClass::NakLost
+                    } else {
+                        gaps::GapClass::LostBeforeTap
+                    };
+                    self.decide_fills(i, false, sink);
+                    self.resolved(
+                        i,
+                        gaps::Resolved {
+                            class,
+                            lo: q,
+                            len: 1,
+                            since_ns: since,
+                        },
+                        now,
+                        sink,
+                    );
+                    if !continues {
+                        let r = Rewind {
+                            q,
+                            next: s.next,
+                            idle,
+                            paused,
+                            cover,
+                            acked,
+                            nak,
+                            lost: true,
+                        };
+                        self.rewind(i, rec.iface, now, r, sink);
+                        result.1 = true;
                     }
+                    s.resending = true;
+                } else if continues {
+                    self.resolved(
+                        i,
+                        gaps::Resolved {
+                            class: gaps::GapClass::LostBeforeTap,
+                            lo: q,
+                            len: 1,
+                            since_ns: since,
+                        },
+                        now,
+                        sink,
+                    );
+                } else {
+                    // A late original, or the first packet of a resend: the
+                    // next request packet tells.
+                    let f = &mut self.flows[i];
+                    let run = f.fills.get_or_insert_with(|| FillRun {
+                        idle,
+                        paused,
+                        cover,
+                        next: s.next,
+                        acked,
+                        fills: Vec::new(),
+                    });
+                    run.fills.push(Fill {
+                        psn: q,
+                        ts: now,
+                        since,
+                        psns_late: (psn::diff(s.next, q) - 1).max(0) as u32,
+                    });
+                    if run.fills.len() >= MAX_FILLS {
+                        self.decide_fills(i, false, sink);
+                    }
+                    s.resending = false;
                 }
-                let note = RewindNote {
-                    ts: now,
-                    psn: q,
-                    depth,
-                    trigger,
-                    idle_ns: idle,
-                    acked: acked_n,
-                    paused_ns: paused,
-                    cover,
-                };
-                if f.note.is_none_or(|n| note.rank() > n.rank()) {
-                    f.note = Some(note);
+            } else {
+                // Seen before: a retransmission.
+                result.0 = true;
+                let f = &mut self.flows[i];
+                f.retrans += 1;
+                f.rtt_probe = None;
+                let spurious = acked.is_some_and(|a| psn::diff(a, q) >= 0);
+                if spurious {
+                    f.spurious += 1;
                 }
-                let why = match nak {
-                    Some(n) => format!(
-                        "{} for PSN {q} seen {} µs before",
-                        if n.rnr { "RNR NAK" } else { "NAK" },
-                        fmt_us(now.saturating_sub(n.ts))
-                    ),
-                    None => format!("no NAK for PSN {q} seen"),
-                };
-                let mut detail = format!(
-                    "go-back-N from next PSN {} back to {q} (depth {depth}), {why}; idle {} µs; {acked_n} of the rewound PSNs already acknowledged",
-                    s.next,
-                    fmt_us(idle)
-                );
-                if let (Some(c), true) = (cover, paused > 0) {
-                    detail.push_str(&format!(
-                        "; priority {} paused {} µs of the idle time (pause by {} from {})",
-                        c.priority,
-                        fmt_us(paused),
-                        fmt_mac(&c.src_mac),
-                        c.start_ns
-                    ));
+                let resend_began_at_fills = forward && f.fills.is_some();
+                self.decide_fills(i, resend_began_at_fills, sink);
+                // A rewind goes back: a forward step inside a resend (an ACK
+                // covered the rest, or a PSN was lost upstream) continues it.
+                if !(forward && (s.resending || resend_began_at_fills)) {
+                    let r = Rewind {
+                        q,
+                        next: s.next,
+                        idle,
+                        paused,
+                        cover,
+                        acked,
+                        nak,
+                        lost: false,
+                    };
+                    self.rewind(i, rec.iface, now, r, sink);
+                    result.1 = true;
                 }
-                sink.event(&Event {
-                    ts_ns: now,
-                    iface: rec.iface,
-                    flow_id: Some(f.id),
-                    kind: "rewind",
-                    psn: Some(q),
-                    depth: Some(depth),
-                    trigger: Some(trigger),
-                    idle_us: Some(idle as f64 / 1000.0),
-                    detail,
-                });
+                s.resending = true;
             }
         } else {
+            self.decide_fills(i, false, sink);
+            s.resending = false;
             let bound = psn::max(s.next, s.slack_end);
             let g = psn::diff(q, bound);
             if g > 0 {
                 let f = &mut self.flows[i];
                 f.gaps += 1;
                 f.gap_psns += g as u64;
+                let evicted = f.pending_gaps.add(bound, g as u32, now);
                 sink.event(&Event {
                     ts_ns: now,
                     iface: rec.iface,
@@ -1179,16 +1483,265 @@ impl Analyzer {
                     depth: Some(g as u32),
                     trigger: None,
                     idle_us: Some(idle as f64 / 1000.0),
-                    detail: format!("{g} PSNs never seen: {bound}..={}", psn::add(q, PSN_MASK)),
+                    detail: format!("{g} PSNs missing: {bound}..={}", psn::add(q, PSN_MASK)),
                 });
+                if let Some((lo, len, nak_named)) = evicted {
+                    let class = if nak_named {
+                        gaps::GapClass::NakLost
+                    } else if acked.is_some_and(|a| psn::diff(a, psn::add(lo, len - 1)) >= 0) {
+                        gaps::GapClass::CaptureLost
+                    } else {
+                        gaps::GapClass::Unresolved
+                    };
+                    self.resolved(
+                        i,
+                        gaps::Resolved {
+                            class,
+                            lo,
+                            len,
+                            since_ns: now,
+                        },
+                        now,
+                        sink,
+                    );
+                }
             }
             s.next = psn::add(q, n_min);
             s.slack_end = psn::add(q, n_max);
+            let f = &mut self.flows[i];
+            if f.rtt_probe.is_none() {
+                f.rtt_probe = Some((q, now));
+            }
         }
         s.prev_lo = psn::add(q, n_min);
         s.prev_hi = psn::add(q, n_max);
+        s.prev_psn = q;
         self.flows[i].seq = Some(s);
         result
+    }
+
+    /// The flow's pending fills are decided: the first packet of a resend
+    /// (`resend`: a retransmission continued forward from them), or late
+    /// originals.
+    fn decide_fills(&mut self, i: usize, resend: bool, sink: &mut impl Sink) {
+        let Some(run) = self.flows[i].fills.take() else {
+            return;
+        };
+        let iface = self.flows[i].iface;
+        if resend {
+            let Some(first) = run.fills.first().copied() else {
+                return;
+            };
+            let r = Rewind {
+                q: first.psn,
+                next: run.next,
+                idle: run.idle,
+                paused: run.paused,
+                cover: run.cover,
+                acked: run.acked,
+                nak: None,
+                lost: true,
+            };
+            self.rewind(i, iface, first.ts, r, sink);
+            for fl in &run.fills {
+                let class = gaps::GapClass::LostBeforeTap;
+                self.resolved(
+                    i,
+                    gaps::Resolved {
+                        class,
+                        lo: fl.psn,
+                        len: 1,
+                        since_ns: fl.since,
+                    },
+                    fl.ts,
+                    sink,
+                );
+            }
+            return;
+        }
+        for fl in &run.fills {
+            let late_ns = fl.ts.saturating_sub(fl.since);
+            let f = &mut self.flows[i];
+            f.gap_counts.add(gaps::GapClass::Late, 1);
+            f.late_max_ns = Some(f.late_max_ns.map_or(late_ns, |m| m.max(late_ns)));
+            f.late_max_psns = f.late_max_psns.max(fl.psns_late);
+            sink.event(&Event {
+                ts_ns: fl.ts,
+                iface,
+                flow_id: Some(f.id),
+                kind: "late",
+                psn: Some(fl.psn),
+                depth: Some(fl.psns_late),
+                trigger: None,
+                idle_us: None,
+                detail: format!(
+                    "PSN {} arrived {} µs after it went missing, {} PSNs late, and was not resent: reordered on the path",
+                    fl.psn,
+                    fmt_us(late_ns),
+                    fl.psns_late
+                ),
+            });
+        }
+    }
+
+    /// Missing PSNs resolved (not `late`, which [`Analyzer::decide_fills`]
+    /// writes itself): counted, and an event.
+    fn resolved(&mut self, i: usize, r: gaps::Resolved, now: u64, sink: &mut impl Sink) {
+        let f = &mut self.flows[i];
+        f.gap_counts.add(r.class, u64::from(r.len));
+        let last = psn::add(r.lo, r.len.saturating_sub(1));
+        let why = match r.class {
+            gaps::GapClass::LostBeforeTap => "first seen in a resend: lost before the tap",
+            gaps::GapClass::NakLost => "named by a sequence-error NAK: lost before the responder",
+            gaps::GapClass::CaptureLost => {
+                "never seen, yet acknowledged with no NAK and no resend: the tap missed them"
+            }
+            gaps::GapClass::Unresolved => {
+                "never seen, and nothing in the capture says what became of them"
+            }
+            gaps::GapClass::Late => "arrived late",
+        };
+        sink.event(&Event {
+            ts_ns: now,
+            iface: f.iface,
+            flow_id: Some(f.id),
+            kind: r.class.as_str(),
+            psn: Some(r.lo),
+            depth: Some(r.len),
+            trigger: None,
+            idle_us: None,
+            detail: format!(
+                "{} missing PSN{} {}..={last} {why} (missing since {} µs before)",
+                r.len,
+                if r.len == 1 { "" } else { "s" },
+                r.lo,
+                fmt_us(now.saturating_sub(r.since_ns))
+            ),
+        });
+    }
+
+    /// A Go-Back-N rewind: counted, noted, and an event.
+    fn rewind(&mut self, i: usize, iface: u16, now: u64, r: Rewind, sink: &mut impl Sink) {
+        let Rewind {
+            q,
+            next,
+            idle,
+            paused,
+            cover,
+            acked,
+            nak,
+            lost,
+        } = r;
+        let depth = psn::diff(next, q).max(0) as u32;
+        let trigger = match nak {
+            Some(n) if n.rnr => "rnr",
+            Some(_) => "nak",
+            None => "timeout",
+        };
+        let acked_n = acked
+            .map(|a| psn::diff(a, q) + 1)
+            .filter(|&k| k > 0)
+            .map(|k| (k as u32).min(depth))
+            .unwrap_or(0);
+        let f = &mut self.flows[i];
+        f.rewinds += 1;
+        f.max_depth = f.max_depth.max(depth);
+        match trigger {
+            "nak" => f.rewinds_nak += 1,
+            "rnr" => f.rewinds_rnr += 1,
+            _ => {
+                f.rewinds_timeout += 1;
+                f.timeout_idle_min_ns = f.timeout_idle_min_ns.min(idle);
+                f.timeout_idle_max_ns = f.timeout_idle_max_ns.max(idle);
+                if paused > 0 {
+                    f.timeout_rewinds_paused += 1;
+                }
+                if f.timeouts.len() >= MAX_TIMEOUTS_PENDING {
+                    let t = f.timeouts.remove(0);
+                    self.judge_timeout(i, t);
+                }
+                self.flows[i].timeouts.push(TimeoutRewind {
+                    ts: now,
+                    psn: q,
+                    spurious: acked_n > 0,
+                    cover: cover.filter(|_| paused > 0),
+                    lost,
+                    acked_at: None,
+                });
+            }
+        }
+        let f = &mut self.flows[i];
+        let note = RewindNote {
+            ts: now,
+            psn: q,
+            depth,
+            trigger,
+            idle_ns: idle,
+            acked: acked_n,
+            paused_ns: paused,
+            cover,
+        };
+        if f.note.is_none_or(|n| note.rank() > n.rank()) {
+            f.note = Some(note);
+        }
+        let why = match nak {
+            Some(n) => format!(
+                "{} for PSN {q} seen {} µs before",
+                if n.rnr { "RNR NAK" } else { "NAK" },
+                fmt_us(now.saturating_sub(n.ts))
+            ),
+            None => format!("no NAK for PSN {q} seen"),
+        };
+        let mut detail = format!(
+            "go-back-N from next PSN {next} back to {q} (depth {depth}), {why}; idle {} µs; {acked_n} of the rewound PSNs already acknowledged",
+            fmt_us(idle)
+        );
+        if lost {
+            detail.push_str(&format!(
+                "; PSN {q} was never seen before: lost before the tap"
+            ));
+        }
+        if let (Some(c), true) = (cover, paused > 0) {
+            detail.push_str(&format!(
+                "; priority {} paused {} µs of the idle time (pause by {} from {})",
+                c.priority,
+                fmt_us(paused),
+                fmt_mac(&c.src_mac),
+                c.start_ns
+            ));
+        }
+        sink.event(&Event {
+            ts_ns: now,
+            iface,
+            flow_id: Some(f.id),
+            kind: "rewind",
+            psn: Some(q),
+            depth: Some(depth),
+            trigger: Some(trigger),
+            idle_us: Some(idle as f64 / 1000.0),
+            detail,
+        });
+    }
+
+    /// A timeout rewind decided: delayed (a ghost: already ACKed, ACKed
+    /// sooner after the resend than a round trip allows, or paused while
+    /// idle) or not.
+    fn judge_timeout(&mut self, i: usize, t: TimeoutRewind) {
+        let f = &mut self.flows[i];
+        let acked_late = match (t.acked_at, f.min_rtt_ns) {
+            (Some(at), Some(rtt)) => at.saturating_sub(t.ts) < rtt,
+            _ => false,
+        };
+        let ghost = !t.lost && (t.spurious || acked_late || t.cover.is_some());
+        if ghost {
+            f.rewinds_timeout_ghost += 1;
+            if let Some(c) = t.cover {
+                self.ghost_covers
+                    .insert((f.iface, c.priority, c.src_mac, c.start_ns));
+            }
+        } else if !t.lost {
+            f.rewinds_timeout_unexplained += 1;
+        }
     }
 
     /// A response packet (ACK, atomic ACK, READ response, NAK).
@@ -1204,16 +1757,21 @@ impl Analyzer {
         }
         let syn = rec.aeth_syndrome;
         let o = rec.opcode & 0x1F;
-        let paired = self.flows[i].paired.map(|p| self.flows[p].id);
+        let request = self.flows[i].paired;
+        let paired = request.map(|p| self.flows[p].id);
         let f = &mut self.flows[i];
         if aeth::is_ack(syn) {
             if matches!(o, op::ACKNOWLEDGE | op::ATOMIC_ACKNOWLEDGE) {
                 f.acks += 1;
             }
-            f.acked = Some(match f.acked {
+            let a = match f.acked {
                 Some(a) => psn::max(a, q),
                 None => q,
-            });
+            };
+            f.acked = Some(a);
+            if let Some(r) = request {
+                self.acked(r, a, now, sink);
+            }
         } else if aeth::is_nak(syn) || aeth::is_rnr_nak(syn) {
             let rnr = aeth::is_rnr_nak(syn);
             if rnr {
@@ -1224,6 +1782,14 @@ impl Analyzer {
             if f.pending.len() >= MAX_PENDING_NAKS {
                 f.pending.remove(0);
             }
+            f.last_nak_ts = Some(now);
+            if let (Some(r), false) = (request, rnr) {
+                // A sequence error names the PSN the responder expected.
+                if syn & 0x1F == aeth::NAK_PSN_SEQUENCE_ERROR {
+                    self.flows[r].pending_gaps.nak(q);
+                }
+            }
+            let f = &mut self.flows[i];
             f.pending.push(PendingNak {
                 psn: q,
                 ts: now,
@@ -1249,6 +1815,33 @@ impl Analyzer {
                 idle_us: None,
                 detail: format!("{what}{to}"),
             });
+        }
+    }
+
+    /// The response flow paired with request flow `r` acknowledged up to
+    /// `a`: missing PSNs it covers resolve, timeout rewinds learn when their
+    /// PSN was ACKed, and the round-trip probe completes.
+    fn acked(&mut self, r: usize, a: u32, now: u64, sink: &mut impl Sink) {
+        let f = &mut self.flows[r];
+        for t in &mut f.timeouts {
+            if t.acked_at.is_none() && psn::diff(a, t.psn) >= 0 {
+                t.acked_at = Some(now);
+            }
+        }
+        if let Some((p, t)) = f.rtt_probe
+            && psn::diff(a, p) >= 0
+        {
+            let rtt = now.saturating_sub(t);
+            f.min_rtt_ns = Some(f.min_rtt_ns.map_or(rtt, |m| m.min(rtt)));
+            f.rtt_probe = None;
+        }
+        if f.pending_gaps.is_empty() {
+            return;
+        }
+        let mut out = Vec::new();
+        f.pending_gaps.acked(a, &mut out);
+        for g in out {
+            self.resolved(r, g, now, sink);
         }
     }
 
@@ -1285,6 +1878,14 @@ impl Analyzer {
     fn cnp(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
         let now = rec.ts_ns;
         let qp = rec.dest_qp & ib::QPN_MASK;
+        if self.dups.is_copy(rec, None) {
+            self.frames.mirror_copies += 1;
+            return Verdict {
+                mirror_copy: true,
+                ..Verdict::default()
+            };
+        }
+        let (_, rewritten) = self.icrc(rec);
         *self
             .cnp_counts
             .entry((rec.iface, rec.src_ip, rec.dst_ip, qp))
@@ -1341,14 +1942,55 @@ impl Analyzer {
         });
         Verdict {
             flow_id,
-            retrans: None,
+            icrc_unknown: rewritten,
+            ..Verdict::default()
         }
     }
 
     /// End of input: flush open bins and intervals, return the tables.
     pub fn finish(mut self, sink: &mut impl Sink) -> Analysis {
         let last = self.last_ts;
-        self.pfc.finish(last, sink);
+        // What the capture never settled, settled with what it showed.
+        for i in 0..self.flows.len() {
+            self.decide_fills(i, false, sink);
+            let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
+            let mut out = Vec::new();
+            self.flows[i].pending_gaps.finish(acked, &mut out);
+            for g in out {
+                self.resolved(i, g, last, sink);
+            }
+            for t in std::mem::take(&mut self.flows[i].timeouts) {
+                self.judge_timeout(i, t);
+            }
+        }
+        let taps = self.taps.clone();
+        let tap_end = |iface: u16| taps.get(usize::from(iface)).map_or(last, |t| t.last_ts);
+        // A sniffer's rewrite is no corruption.
+        for f in &mut self.flows {
+            if taps
+                .get(usize::from(f.iface))
+                .is_some_and(TapState::is_sniffer)
+            {
+                f.icrc_errors = 0;
+                f.sniffer_tap = true;
+            }
+        }
+        self.pfc.finish(tap_end, sink);
+        // A flow that went silent as a pause began and stayed so to the end
+        // of its tap's capture was frozen by it.
+        for f in &mut self.flows {
+            let Some(p) = f.priority else { continue };
+            let end = tap_end(f.iface);
+            let idle = end.saturating_sub(f.last_ts);
+            if idle < STALL_MIN_NS || f.packets == 0 {
+                continue;
+            }
+            let (paused, cover) = self.pfc.paused(f.iface, p, f.last_ts, end, end);
+            if froze(idle, paused, cover, f.last_ts) {
+                f.stalls += 1;
+                f.stall_paused_ns += paused;
+            }
+        }
         let bin_ns = self.config.bin_ns;
         for f in &mut self.flows {
             if let Some(b) = f.bin.take() {
@@ -1418,6 +2060,58 @@ impl Analyzer {
         t.cnps_unattributed = self.frames.cnp - attributed;
         t.pfc_intervals = self.pfc.rows.len() as u64;
         t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
+        let mut capture_lost = vec![0u64; self.taps.len()];
+        for f in &self.flows {
+            t.rewinds_timeout_ghost += f.rewinds_timeout_ghost;
+            t.gaps_resolved.sum(&f.gap_counts);
+            t.icrc_errors += f.icrc_errors;
+            t.mirror_copies += f.mirror_copies;
+            if let Some(c) = capture_lost.get_mut(usize::from(f.iface)) {
+                *c += f.gap_counts.capture_lost;
+            }
+        }
+        let tap_rows: Vec<TapSummary> = self
+            .taps
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.seen)
+            .map(|(i, t)| {
+                let iface = i as u16;
+                let dup = self.dups.per_tap.get(&iface).cloned();
+                TapSummary {
+                    iface,
+                    iface_name: iface_name(&self.ifaces, iface),
+                    first_ts_ns: t.first_ts,
+                    last_ts_ns: t.last_ts,
+                    link_speed_bps: self.pfc.speed(iface),
+                    duplicates: dup.as_ref().map_or(0, |d| d.copies),
+                    duplicate_gaps: dup,
+                    capture_lost: capture_lost[i],
+                    icrc_checked: t.icrc_checked,
+                    icrc_failed: t.icrc_failed,
+                    sniffer: t.is_sniffer(),
+                }
+            })
+            .collect();
+        let mut facts = Vec::new();
+        for r in tap_rows.iter().filter(|r| r.sniffer) {
+            facts.push(format!(
+                "{}: a NIC's RDMA sniffer capture (every RoCE frame from UDP port 4791 with a failing ICRC: the sniffer rewrote the headers); ICRC results are unknown for its frames",
+                r.iface_name
+            ));
+        }
+        if self.frames.cut > 0 {
+            facts.push(format!(
+                "{} RoCE frames are cut short of their IP length (snap length, sniffer or ERSPAN truncation): their ICRC could not be checked",
+                self.frames.cut
+            ));
+        }
+        if t.gaps_resolved.capture_lost > 0 {
+            facts.push(format!(
+                "the capture is incomplete: {} PSNs the responders acknowledged never reached the capture; every count is a lower bound",
+                t.gaps_resolved.capture_lost
+            ));
+        }
         let (n, sum, min, max) = self.reactions;
         let ce_to_cnp = (n > 0).then(|| Reaction {
             samples: n,
@@ -1438,6 +2132,8 @@ impl Analyzer {
             totals: t,
             ce_to_cnp,
             pfc: pfc_summary,
+            taps: tap_rows,
+            capture_facts: facts,
             findings: Vec::new(),
         };
         summary.findings = findings::diagnose(&findings::Input {
@@ -1445,6 +2141,7 @@ impl Analyzer {
             rows: &rows,
             pfc: &self.pfc.rows,
             summary: &summary,
+            ghost_covers: &self.ghost_covers,
         });
         Analysis {
             flows: rows,
@@ -1452,6 +2149,18 @@ impl Analyzer {
             summary,
         }
     }
+}
+
+/// Whether an idle time of `idle` ns starting at `from`, of which `paused` ns
+/// were paused (`cover` the pause that covered the most), froze the flow:
+/// most of it paused, or a pause of the flow's priority began right as the
+/// flow went quiet (it was active until then) and lasted a stall's length.
+fn froze(idle: u64, paused: u64, cover: Option<Cover>, from: u64) -> bool {
+    idle >= STALL_MIN_NS
+        && paused > 0
+        && (paused * 2 >= idle
+            || (paused >= STALL_MIN_NS
+                && cover.is_some_and(|c| c.start_ns <= from.saturating_add(STALL_MIN_NS))))
 }
 
 /// The flow's bin for time `now`, flushing the previous one when `now` is
@@ -1591,6 +2300,16 @@ fn flow_row(f: &Flow) -> FlowRow {
         gbps: rate(f.bytes),
         goodput_gbps: rate(f.goodput_bytes),
         max_idle_us: f.max_idle_ns as f64 / 1000.0,
+        rewinds_timeout_ghost: f.rewinds_timeout_ghost,
+        gap_late: f.gap_counts.late,
+        gap_lost_before_tap: f.gap_counts.lost_before_tap,
+        gap_nak_lost: f.gap_counts.nak_lost,
+        gap_capture_lost: f.gap_counts.capture_lost,
+        gap_unresolved: f.gap_counts.unresolved,
+        late_max_us: f.late_max_ns.map(|n| n as f64 / 1000.0),
+        late_max_psns: f.late_max_ns.map(|_| f.late_max_psns),
+        icrc_errors: (!f.sniffer_tap).then_some(f.icrc_errors),
+        mirror_copies: f.mirror_copies,
     }
 }
 

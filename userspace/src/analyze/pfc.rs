@@ -96,6 +96,8 @@ struct Prio {
 
 pub(crate) struct PfcTracker {
     link_speed_bps: u64,
+    /// Per interface index: its own link speed (0: `link_speed_bps`).
+    speeds: Vec<u64>,
     storm_ns: u64,
     /// `(iface, priority)` → index into `prios` (`NONE` until its first PFC
     /// frame), at `iface * PRIORITIES + priority`: the lookup behind every
@@ -116,6 +118,7 @@ impl PfcTracker {
     pub fn new(link_speed_bps: u64, storm_ns: u64) -> Self {
         PfcTracker {
             link_speed_bps: link_speed_bps.max(1),
+            speeds: Vec::new(),
             storm_ns,
             slots: Vec::new(),
             prios: Vec::new(),
@@ -124,9 +127,26 @@ impl PfcTracker {
         }
     }
 
-    /// Pause time of `quanta` at the link speed, in ns (rounded down).
-    pub fn quanta_ns(&self, quanta: u16) -> u64 {
-        (quanta as u128 * BITS_PER_QUANTUM as u128 * 1_000_000_000 / self.link_speed_bps as u128)
+    /// Times the quanta of `iface` at `bps` from now on.
+    pub fn set_speed(&mut self, iface: u16, bps: u64) {
+        let i = usize::from(iface);
+        if self.speeds.len() <= i {
+            self.speeds.resize(i + 1, 0);
+        }
+        self.speeds[i] = bps.max(1);
+    }
+
+    /// The link speed PFC quanta of `iface` are timed at.
+    pub fn speed(&self, iface: u16) -> u64 {
+        match self.speeds.get(usize::from(iface)) {
+            Some(&b) if b > 0 => b,
+            _ => self.link_speed_bps,
+        }
+    }
+
+    /// Pause time of `quanta` at the link speed of `iface`, in ns (rounded down).
+    pub fn quanta_ns(&self, iface: u16, quanta: u16) -> u64 {
+        (quanta as u128 * BITS_PER_QUANTUM as u128 * 1_000_000_000 / self.speed(iface) as u128)
             as u64
     }
 
@@ -144,7 +164,7 @@ impl PfcTracker {
             if q == 0 {
                 st.xon_frames += 1;
             }
-            let dur = self.quanta_ns(q);
+            let dur = self.quanta_ns(rec.iface, q);
             let at = self.prio_index(key);
             let macs = &mut self.prios[at].macs;
             let i = match macs.iter().position(|m| m.mac == rec.src_mac) {
@@ -279,8 +299,9 @@ impl PfcTracker {
         }
     }
 
-    /// End of capture at `last_ts`: close every running pause.
-    pub fn finish(&mut self, last_ts: u64, sink: &mut impl Sink) {
+    /// End of capture: close every running pause at the end of its own
+    /// tap's capture (`tap_end` of its interface), not of the whole run's.
+    pub fn finish(&mut self, tap_end: impl Fn(u16) -> u64, sink: &mut impl Sink) {
         let mut open: Vec<(usize, [u8; 6], Open)> = Vec::new();
         for (at, prio) in self.prios.iter_mut().enumerate() {
             for m in prio.macs.iter_mut() {
@@ -292,6 +313,7 @@ impl PfcTracker {
         let prios = &self.prios;
         open.sort_by_key(|&(at, mac, o)| (o.start, prios[at].key, mac));
         for (at, mac, o) in open {
+            let last_ts = tap_end(self.prios[at].key.0);
             if o.deadline <= last_ts {
                 self.close(at, mac, o, o.deadline, "expiry", sink);
             } else {

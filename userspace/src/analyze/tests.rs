@@ -183,23 +183,28 @@ fn in_order_flow_and_its_acks() {
         vec![
             Verdict {
                 flow_id: Some(0),
-                retrans: Some(false)
+                retrans: Some(false),
+                ..Verdict::default()
             },
             Verdict {
                 flow_id: Some(0),
-                retrans: Some(false)
+                retrans: Some(false),
+                ..Verdict::default()
             },
             Verdict {
                 flow_id: Some(1),
-                retrans: None
+                retrans: None,
+                ..Verdict::default()
             },
             Verdict {
                 flow_id: Some(0),
-                retrans: Some(false)
+                retrans: Some(false),
+                ..Verdict::default()
             },
             Verdict {
                 flow_id: Some(1),
-                retrans: None
+                retrans: None,
+                ..Verdict::default()
             },
         ]
     );
@@ -298,7 +303,7 @@ fn nak_triggers_rewind() {
     assert_eq!(loss.flows, vec![0, 1]);
     assert!(
         loss.detail
-            .contains("1 NAKs, 1 NAK-triggered rewinds, 0 gaps"),
+            .contains("NAK-driven loss: 1 NAKs, 1 NAK-triggered rewinds"),
         "{}",
         loss.detail
     );
@@ -405,24 +410,38 @@ fn gaps_count_missing_psns() {
         req(US, 11),
         req(2 * US, 15),
         req(3 * US, 16),
-        // Back to 14, which was never seen: a retransmission, and a rewind.
+        // Back to 14, which was never seen, and then on with new PSNs: 14
+        // was late (reordered), not resent: no retransmission, no rewind.
         req(4 * US, 14),
         req(5 * US, 20),
     ]);
     let f = r.flow(A, QB);
     assert_eq!(
         (f.gaps, f.retrans_packets, f.rewinds, f.max_rewind_depth),
-        (2, 1, 1, 3)
+        (2, 0, 0, 0)
     );
     let g = r.events("gap");
     assert_eq!(g.len(), 2);
     assert_eq!((g[0].psn, g[0].depth), (Some(12), Some(3)));
     assert_eq!((g[1].psn, g[1].depth), (Some(17), Some(3)));
+    // 12, 13 and 17..=19 were never seen and nothing acknowledged them.
+    assert_eq!(
+        (f.gap_late, f.gap_unresolved, f.gap_capture_lost),
+        (1, 5, 0)
+    );
+    assert_eq!((f.late_max_us, f.late_max_psns), (Some(2.0), Some(2)));
+    let late = r.events("late");
+    assert_eq!(
+        (late.len(), late[0].psn, late[0].ts_ns),
+        (1, Some(14), 4 * US)
+    );
+    assert!(r.finding("reordering").is_some());
+    assert!(r.finding("ghost-retransmissions").is_none());
     assert!(
         r.finding("real-loss")
             .unwrap()
             .detail
-            .contains("2 gaps (6 PSNs the tap never saw)")
+            .contains("unresolved gaps: 5 PSNs never seen and never acknowledged")
     );
 }
 
@@ -489,7 +508,8 @@ fn ghost_drop_under_pfc_pause_is_diagnosed() {
         g.recommendation
     );
     let v = r.finding("pfc-victims").expect("victims");
-    assert_eq!(v.flows, vec![0]);
+    // The ACK flow fell silent as the pause began and stayed so to the end.
+    assert_eq!(v.flows, vec![0, 1]);
     assert!(r.finding("pfc-pressure").is_some());
     let text = render_text(&r.a);
     assert!(text.contains("ghost-retransmissions"), "{text}");
@@ -899,7 +919,8 @@ fn ud_and_qp1_are_flows_without_sequence_analysis() {
         r.verdicts[0],
         Verdict {
             flow_id: Some(0),
-            retrans: None
+            retrans: None,
+            ..Verdict::default()
         }
     );
     assert_eq!(r.verdicts[2], Verdict::default());
@@ -935,8 +956,9 @@ fn dscp_map_gives_untagged_flows_their_priority() {
         .map(|t| (t.bin_start_ns, t.paused_ns))
         .collect();
     assert_eq!(tl, [(0, 50_000), (100_000, 0)]);
-    // 110 µs idle with 50 µs paused: under half, no rewind: no victim.
-    assert!(r.finding("pfc-victims").is_none());
+    // 110 µs idle with 50 µs paused: under half, but the pause began right
+    // after the flow's packet and the flow stayed silent through all of it.
+    assert_eq!(r.finding("pfc-victims").expect("victim").flows, vec![0]);
 }
 
 #[test]

@@ -193,16 +193,22 @@ pub fn decode_into<'a>(
         },
         _ => Next::Done,
     };
-    if let Next::Erspan(inner) = next {
+    if let Next::Erspan(inner, truncated) = next {
         // The mirrored frame is what is analysed: start its record afresh.
         *rec = PacketRecord::default();
         next = ethernet_frame(rec, inner, false);
         rec.flags |= flags::ERSPAN;
+        // The switch cut the mirrored frame: whatever its lengths say, its
+        // ICRC covers bytes the capture does not have.
+        if truncated && rec.has(flags::HAS_UDP) {
+            rec.flags &= !(flags::ICRC_CHECKED | flags::ICRC_OK);
+            rec.flags |= flags::CUT;
+        }
     }
     let mut payload: &[u8] = &[];
     match next {
         Next::Payload(p) => payload = p,
-        Next::Erspan(_) => *rec = PacketRecord::default(),
+        Next::Erspan(..) => *rec = PacketRecord::default(),
         Next::Done => {}
     }
     if rec.kind() == Kind::Other {
@@ -218,8 +224,9 @@ pub fn decode_into<'a>(
 enum Next<'a> {
     /// Finished: `rec.kind` says what the frame is (`Other` if nothing).
     Done,
-    /// An ERSPAN/GRE mirror: this inner Ethernet frame is to be decoded.
-    Erspan(&'a [u8]),
+    /// An ERSPAN/GRE mirror: this inner Ethernet frame is to be decoded;
+    /// `true` when the switch marked it truncated.
+    Erspan(&'a [u8], bool),
     /// Finished at a RoCE frame whose application payload (captured part) is this.
     Payload(&'a [u8]),
 }
@@ -395,13 +402,13 @@ fn gre(bytes: &[u8]) -> Next<'_> {
     }
     match g.protocol_type() {
         // Type I has no sequence number and no ERSPAN header.
-        proto::gre::PROTO_ERSPAN_II if !g.sequence_present() => Next::Erspan(g.payload()),
+        proto::gre::PROTO_ERSPAN_II if !g.sequence_present() => Next::Erspan(g.payload(), false),
         proto::gre::PROTO_ERSPAN_II => match ErspanII::new_checked(g.payload()) {
-            Ok(e) => Next::Erspan(e.payload()),
+            Ok(e) => Next::Erspan(e.payload(), e.truncated()),
             Err(Truncated) => Next::Done,
         },
         proto::gre::PROTO_ERSPAN_III => match ErspanIII::new_checked(g.payload()) {
-            Ok(e) => Next::Erspan(e.payload()),
+            Ok(e) => Next::Erspan(e.payload(), e.truncated()),
             Err(Truncated) => Next::Done,
         },
         _ => Next::Done,
@@ -436,6 +443,9 @@ fn udp<'a>(rec: &mut PacketRecord, l3: &L3<'a>) -> Option<&'a [u8]> {
     // beyond the IP/UDP lengths, are not part of it).
     let datagram = field::head(segment, datagram_len);
     let whole = datagram.len() == datagram_len;
+    if !whole {
+        rec.flags |= flags::CUT;
+    }
     if whole && l3.icrc_computable {
         let ip_packet = field::head(l3.packet, l3.l4_at + datagram_len);
         if let (Some(carried), Some(computed)) =

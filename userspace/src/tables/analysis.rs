@@ -59,6 +59,16 @@ columns! {
         gbps: Float64Builder = |n| Some(n.row.gbps),
         goodput_gbps: Float64Builder = |n| Some(n.row.goodput_gbps),
         max_idle_us: Float64Builder = |n| Some(n.row.max_idle_us),
+        rewinds_timeout_ghost: UInt64Builder = |n| Some(n.row.rewinds_timeout_ghost),
+        gap_late: UInt64Builder = |n| Some(n.row.gap_late),
+        gap_lost_before_tap: UInt64Builder = |n| Some(n.row.gap_lost_before_tap),
+        gap_nak_lost: UInt64Builder = |n| Some(n.row.gap_nak_lost),
+        gap_capture_lost: UInt64Builder = |n| Some(n.row.gap_capture_lost),
+        gap_unresolved: UInt64Builder = |n| Some(n.row.gap_unresolved),
+        late_max_us: Float64Builder = |n| n.row.late_max_us,
+        late_max_psns: UInt32Builder = |n| n.row.late_max_psns,
+        icrc_errors: UInt64Builder = |n| n.row.icrc_errors,
+        mirror_copies: UInt64Builder = |n| Some(n.row.mirror_copies),
     }
 }
 

@@ -46,6 +46,8 @@ pub struct PacketRow<'a> {
     pub iface: &'a str,
     pub flow_id: Option<u32>,
     pub retrans: Option<bool>,
+    pub mirror_copy: bool,
+    pub icrc_unknown: bool,
 }
 
 impl<'a> PacketRow<'a> {
@@ -56,6 +58,8 @@ impl<'a> PacketRow<'a> {
             iface: super::iface_name(ifaces, rec.iface),
             flow_id: verdict.flow_id,
             retrans: verdict.retrans,
+            mirror_copy: verdict.mirror_copy,
+            icrc_unknown: verdict.icrc_unknown,
         }
     }
 }
@@ -67,6 +71,8 @@ struct RowExtra {
     iface: u32,
     flow_id: Option<u32>,
     retrans: Option<bool>,
+    mirror_copy: bool,
+    icrc_unknown: bool,
 }
 
 /// The rows of `packets.parquet` not yet handed over as arrays.
@@ -111,6 +117,8 @@ impl Columns for PacketColumns {
             iface,
             flow_id: row.flow_id,
             retrans: row.retrans,
+            mirror_copy: row.mirror_copy,
+            icrc_unknown: row.icrc_unknown,
         });
     }
 
@@ -153,6 +161,8 @@ impl PacketColumns {
                 iface,
                 flow_id: v.flow_id,
                 retrans: v.retrans,
+                mirror_copy: v.mirror_copy,
+                icrc_unknown: v.icrc_unknown,
             });
         }
         let columns = self.texts.arrays(&recs[..extra.len()], &extra);
@@ -230,7 +240,23 @@ impl RowTexts {
         let pfc = has(f::HAS_PFC);
         let deth = has(f::HAS_DETH);
         let atomic = has(f::HAS_ATOMIC_ETH);
-        let icrc = has(f::ICRC_CHECKED);
+        // A sniffer's rewritten frame: its ICRC result says nothing.
+        let icrc = if extra.iter().any(|e| e.icrc_unknown) {
+            let known: Vec<u32> = flags
+                .iter()
+                .zip(extra)
+                .map(|(&fl, e)| {
+                    if e.icrc_unknown {
+                        fl & !f::ICRC_CHECKED
+                    } else {
+                        fl
+                    }
+                })
+                .collect();
+            validity(&known, |fl| fl & f::ICRC_CHECKED != 0)
+        } else {
+            has(f::ICRC_CHECKED)
+        };
         // Linux cooked captures have no L2 addresses: null rather than zeros.
         let mac = validity(recs, |r| r.src_mac != [0; 6] || r.dst_mac != [0; 6]);
         let all = None;
@@ -251,6 +277,7 @@ impl RowTexts {
         let retrans = boolean(extra, &validity(extra, |e| e.retrans.is_some()), |e| {
             e.retrans == Some(true)
         });
+        let mirror_copy = boolean(extra, &None, |e| e.mirror_copy);
         vec![
             ("frame", b.u64s(&all, |r| r.frame)),
             (
@@ -307,6 +334,7 @@ impl RowTexts {
             ),
             ("flow_id", flow_id),
             ("retrans", retrans),
+            ("mirror_copy", mirror_copy),
             (
                 "outer_vlan",
                 b.u16s(&has(f::HAS_OUTER_VLAN), |r| r.outer_vlan),
@@ -561,6 +589,8 @@ mod tests {
                 iface,
                 flow_id: (rec.kind == Kind::Roce as u8).then_some(3),
                 retrans: None,
+                mirror_copy: false,
+                icrc_unknown: false,
             });
         }
         let columns = cols.finish();
@@ -595,7 +625,50 @@ mod tests {
         assert_eq!(col("retrans").null_count(), 3);
         assert!(col("frame").nulls().is_none());
         assert_eq!(col("flow_id").null_count(), 1);
-        assert_eq!(columns.len(), 57);
+        assert!(col("mirror_copy").nulls().is_none());
+        assert_eq!(columns.len(), 58);
+    }
+
+    /// A sniffer-rewritten frame's ICRC result is unknown (null), a mirror
+    /// copy is marked; the other rows keep theirs.
+    #[test]
+    fn sniffer_frames_have_no_icrc_result_and_copies_are_marked() {
+        let rec = |ok: bool| PacketRecord {
+            kind: Kind::Roce as u8,
+            flags: f::HAS_BTH | f::ICRC_CHECKED | if ok { f::ICRC_OK } else { 0 },
+            ..PacketRecord::default()
+        };
+        let recs = [rec(false), rec(true), rec(false)];
+        let verdicts = [
+            Verdict {
+                icrc_unknown: true,
+                ..Verdict::default()
+            },
+            Verdict::default(),
+            Verdict {
+                mirror_copy: true,
+                ..Verdict::default()
+            },
+        ];
+        let columns = PacketColumns::default().arrays_of(&recs, &verdicts, &["t".to_string()]);
+        let col = |name: &str| {
+            columns
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, a)| a.clone())
+                .unwrap()
+        };
+        let icrc = col("icrc_ok");
+        let icrc = icrc.as_boolean();
+        assert_eq!(
+            icrc.iter().collect::<Vec<_>>(),
+            [None, Some(true), Some(false)]
+        );
+        let copy = col("mirror_copy");
+        assert_eq!(
+            copy.as_boolean().iter().collect::<Vec<_>>(),
+            [Some(false), Some(false), Some(true)]
+        );
     }
 
     /// A batch built straight from the pipeline's records holds what the
@@ -622,6 +695,7 @@ mod tests {
             .map(|i| Verdict {
                 flow_id: (i % 2 == 0).then_some(i / 2),
                 retrans: (i % 4 != 3).then_some(i % 4 == 1),
+                ..Verdict::default()
             })
             .collect();
         let mut by_row = PacketColumns::default();

@@ -446,9 +446,12 @@ fn analyzer_agrees_with_truth() {
                     mismatches.push(format!("{name} {}: flow {} missing", ft.iface, ft.flow));
                     continue;
                 };
+                // A resend whose original the tap never saw is the tap's
+                // first copy of it: no retransmission here, but a missing
+                // PSN resolved as lost before the tap (or NAKed).
                 let got = (
                     row.data_packets,
-                    row.retrans_packets,
+                    row.retrans_packets + row.gap_lost_before_tap + row.gap_nak_lost,
                     row.rewinds_nak,
                     row.rewinds_timeout,
                     row.spurious_retrans,
@@ -456,11 +459,13 @@ fn analyzer_agrees_with_truth() {
                     row.ce,
                     row.cnps,
                 );
+                // Rewinds as the model's requesters made them, not the
+                // definition applied to the tap's frames.
                 let want = (
                     ft.data_packets,
-                    ft.retrans_packets,
-                    ft.rewinds_nak,
-                    ft.rewinds_timeout,
+                    ft.model_retrans,
+                    ft.model_rewinds_nak,
+                    ft.model_rewinds_timeout,
                     ft.spurious_retrans,
                     ft.gaps,
                     ft.ce,

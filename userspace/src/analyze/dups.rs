@@ -1,0 +1,207 @@
+//! Mirror duplicates (`docs/analysis.md`, "Mirror duplicates").
+//!
+//! A port mirrored in both directions, or two mirrored ports on one path,
+//! record the same frame twice, nanoseconds to microseconds apart. A copy
+//! is not a retransmission: a resend comes only after a NAK or a timeout,
+//! which takes at least a round trip. A BTH frame whose ICRC was read is a
+//! **mirror copy** when the same tap recorded a frame with the same
+//! addresses, QP, PSN, opcode, ICRC and payload length at most `window`
+//! earlier and, for a request, no
+//! NAK came back on its paired flow within the window before it (a NAK makes
+//! a fast resend legitimate, also of packets sent after the NAK passed the
+//! tap and before the sender acted on it). Copies are counted per tap and per flow and take no part in
+//! any other analysis.
+//!
+//! Memory is bounded by the frames a tap records within one window.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::hash::FastMap;
+use rocescope_common::{PacketRecord, flags};
+use serde::Serialize;
+
+/// Default copy window: longer than a switch's ingress→egress latency, shorter
+/// than any retransmission timeout a NIC offers in practice (4.096 µs × 2^T
+/// with T ≥ 2, and NAK round trips).
+pub const DEFAULT_WINDOW_NS: u64 = 10_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    iface: u16,
+    opcode: u8,
+    src_ip: [u8; 16],
+    dst_ip: [u8; 16],
+    dest_qp: u32,
+    psn: u32,
+    icrc: u32,
+    payload_len: u32,
+}
+
+impl Key {
+    fn of(rec: &PacketRecord) -> Key {
+        Key {
+            iface: rec.iface,
+            opcode: rec.opcode,
+            src_ip: rec.src_ip,
+            dst_ip: rec.dst_ip,
+            dest_qp: rec.dest_qp,
+            psn: rec.psn,
+            icrc: rec.icrc,
+            payload_len: rec.payload_len,
+        }
+    }
+}
+
+/// Copies one tap recorded.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TapDuplicates {
+    pub copies: u64,
+    /// Time from the original to its copy.
+    pub min_gap_ns: u64,
+    pub max_gap_ns: u64,
+    /// Median of the gaps, from a power-of-two histogram (its bucket's lower bound).
+    pub typical_gap_ns: u64,
+    /// Copies that carried exactly the same timestamp as their original.
+    pub same_timestamp: u64,
+    #[serde(skip)]
+    histogram: [u64; 32],
+}
+
+impl TapDuplicates {
+    fn add(&mut self, gap: u64) {
+        if self.copies == 0 {
+            self.min_gap_ns = gap;
+        }
+        self.copies += 1;
+        self.min_gap_ns = self.min_gap_ns.min(gap);
+        self.max_gap_ns = self.max_gap_ns.max(gap);
+        self.same_timestamp += u64::from(gap == 0);
+        let bucket = (64 - gap.leading_zeros()) as usize;
+        self.histogram[bucket.min(31)] += 1;
+        let mut seen = 0;
+        for (b, &n) in self.histogram.iter().enumerate() {
+            seen += n;
+            if seen * 2 >= self.copies {
+                self.typical_gap_ns = if b == 0 { 0 } else { 1 << (b - 1) };
+                break;
+            }
+        }
+    }
+}
+
+/// The recent frames of every tap.
+#[derive(Debug)]
+pub(crate) struct MirrorDups {
+    window_ns: u64,
+    /// Last time each frame was recorded.
+    seen: FastMap<Key, u64>,
+    order: VecDeque<(Key, u64)>,
+    pub per_tap: BTreeMap<u16, TapDuplicates>,
+}
+
+impl MirrorDups {
+    pub(crate) fn new(window_ns: u64) -> Self {
+        MirrorDups {
+            window_ns,
+            seen: FastMap::default(),
+            order: VecDeque::new(),
+            per_tap: BTreeMap::new(),
+        }
+    }
+
+    /// Whether `rec` is a mirror copy of a frame recorded within the window;
+    /// `last_nak` is when its paired flow last carried a NAK.
+    pub(crate) fn is_copy(&mut self, rec: &PacketRecord, last_nak: Option<u64>) -> bool {
+        // Without its ICRC (a cut frame) a frame's identity is too weak.
+        if self.window_ns == 0 || !rec.has(flags::ICRC_CHECKED) {
+            return false;
+        }
+        let now = rec.ts_ns;
+        while let Some(&(k, t)) = self.order.front() {
+            if now.saturating_sub(t) <= self.window_ns {
+                break;
+            }
+            self.order.pop_front();
+            if self.seen.get(&k).is_some_and(|&last| last == t) {
+                self.seen.remove(&k);
+            }
+        }
+        let key = Key::of(rec);
+        let nak_near = last_nak.is_some_and(|n| now.saturating_sub(n) <= self.window_ns);
+        if let Some(&t) = self.seen.get(&key)
+            && !nak_near
+            && now >= t
+            && now - t <= self.window_ns
+        {
+            self.per_tap.entry(rec.iface).or_default().add(now - t);
+            // The copy does not refresh the original's time: a third record
+            // a window after the original is a resend, not a copy of a copy.
+            return true;
+        }
+        self.seen.insert(key, now);
+        self.order.push_back((key, now));
+        false
+    }
+
+    #[cfg(test)]
+    pub(crate) fn total(&self) -> u64 {
+        self.per_tap.values().map(|d| d.copies).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(ts: u64, psn: u32) -> PacketRecord {
+        PacketRecord {
+            ts_ns: ts,
+            psn,
+            opcode: 0x0A,
+            icrc: 0xABCD_0000 | psn,
+            flags: flags::ICRC_CHECKED,
+            dest_qp: 7,
+            ..PacketRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_copy_within_the_window_is_a_copy_and_a_later_resend_is_not() {
+        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
+        assert!(!d.is_copy(&frame(1_000, 5), None));
+        assert!(d.is_copy(&frame(1_005, 5), None), "5 ns later: SPAN copy");
+        assert!(!d.is_copy(&frame(1_010, 6), None));
+        assert!(
+            d.is_copy(&frame(1_010, 6), None),
+            "exact copy, same timestamp"
+        );
+        // A resend 40 µs later (a timeout) is analysed as such.
+        assert!(!d.is_copy(&frame(41_000, 5), None));
+        let t = &d.per_tap[&0];
+        assert_eq!(
+            (t.copies, t.min_gap_ns, t.max_gap_ns, t.same_timestamp),
+            (2, 0, 5, 1)
+        );
+    }
+
+    #[test]
+    fn a_nak_in_between_makes_a_fast_resend_legitimate() {
+        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
+        assert!(!d.is_copy(&frame(1_000, 5), None));
+        assert!(
+            !d.is_copy(&frame(4_000, 5), Some(3_500)),
+            "resent 3 µs after the original, 0.5 µs after a NAK"
+        );
+        // A window after the NAK, copies are copies again.
+        assert!(!d.is_copy(&frame(20_000, 7), Some(3_500)));
+        assert!(d.is_copy(&frame(20_005, 7), Some(3_500)));
+        assert_eq!(d.total(), 1);
+    }
+
+    #[test]
+    fn a_zero_window_turns_detection_off() {
+        let mut d = MirrorDups::new(0);
+        assert!(!d.is_copy(&frame(1, 5), None));
+        assert!(!d.is_copy(&frame(1, 5), None));
+    }
+}
