@@ -433,7 +433,7 @@ fn timestamps_going_backwards_are_kept_in_file_order_with_a_warning() {
 }
 
 #[test]
-fn a_duplicated_frame_is_analysed_and_warned_about() {
+fn a_duplicated_frame_is_a_mirror_copy_and_warned_about() {
     let mut v = pcap_header(LINKTYPE_ETHERNET, 65535);
     pcap_frame(&mut v, TS0_US, &roce(0));
     let at = v.len() as u64;
@@ -441,11 +441,13 @@ fn a_duplicated_frame_is_analysed_and_warned_about() {
     pcap_frame(&mut v, TS0_US + 1, &roce(1));
     let r = analyze("dup.pcap", &v);
     r.expect_warnings(&[(at, "duplicate")]);
-    // The tap cannot tell a mirror artefact from a resend: the copy is a
-    // row of its own, counted as a retransmission.
+    // A copy at the same instant is the mirror's, not a resend: a row of
+    // its own, marked, and left out of the sequence analysis.
     assert_eq!(r.frames(), [1, 2, 3]);
+    let p = r.packets();
+    assert_eq!(p.bools("retrans"), [Some(false), None, Some(false)]);
     assert_eq!(
-        r.packets().bools("retrans"),
+        p.bools("mirror_copy"),
         [Some(false), Some(true), Some(false)]
     );
 }

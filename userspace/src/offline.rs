@@ -192,7 +192,7 @@ impl Run {
             rec.iface = iface;
             // Same bytes, same interface, same timestamp as the record before:
             // a mirror or capture artefact, not a resend (a resend takes time).
-            // Analysed all the same (the tap cannot be sure); warned once.
+            // Warned once; the analyzer leaves RoCE copies out.
             rec.frame = number;
             if pushed
                 && self
@@ -208,7 +208,7 @@ impl Run {
                             offset: reader.frame_offset(),
                             frames_before: 0,
                             detail: format!(
-                                "frame {number} duplicates the frame before it (same bytes, interface and timestamp): a mirror or capture artefact? analysed as a retransmission (warned once per file)"
+                                "frame {number} duplicates the frame before it (same bytes, interface and timestamp): a mirror or capture artefact, not a resend (RoCE copies are left out of the analysis and counted as mirror copies; warned once per file)"
                             ),
                             stopped: false,
                         }

@@ -12,18 +12,28 @@
 //! tap and before the sender acted on it). Copies are counted per tap and per flow and take no part in
 //! any other analysis.
 //!
+//! Frames without payload (ACKs, NAKs, CNPs) repeat byte for byte by design
+//! — a NIC may send CNPs to a QP every few µs, all alike — so for them the
+//! window is at most [`CONTROL_WINDOW_NS`], the time a switch takes to
+//! forward a small frame.
+//!
 //! Memory is bounded by the frames a tap records within one window.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use super::hash::FastMap;
-use rocescope_common::{PacketRecord, flags};
+use rocescope_common::{Kind, PacketRecord, flags};
 use serde::Serialize;
 
 /// Default copy window: longer than a switch's ingress→egress latency, shorter
 /// than any retransmission timeout a NIC offers in practice (4.096 µs × 2^T
 /// with T ≥ 2, and NAK round trips).
 pub const DEFAULT_WINDOW_NS: u64 = 10_000;
+
+/// Longest copy window for frames without payload: below the smallest CNP
+/// interval NICs offer (a few µs), above a switch's forwarding latency for
+/// a small frame.
+pub const CONTROL_WINDOW_NS: u64 = 500;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
@@ -128,10 +138,15 @@ impl MirrorDups {
         }
         let key = Key::of(rec);
         let nak_near = last_nak.is_some_and(|n| now.saturating_sub(n) <= self.window_ns);
+        let window = if rec.payload_len == 0 || rec.kind() == Kind::Cnp {
+            self.window_ns.min(CONTROL_WINDOW_NS)
+        } else {
+            self.window_ns
+        };
         if let Some(&t) = self.seen.get(&key)
             && !nak_near
             && now >= t
-            && now - t <= self.window_ns
+            && now - t <= window
         {
             self.per_tap.entry(rec.iface).or_default().add(now - t);
             // The copy does not refresh the original's time: a third record
@@ -158,6 +173,7 @@ mod tests {
             ts_ns: ts,
             psn,
             opcode: 0x0A,
+            payload_len: 1024,
             icrc: 0xABCD_0000 | psn,
             flags: flags::ICRC_CHECKED,
             dest_qp: 7,
@@ -196,6 +212,18 @@ mod tests {
         assert!(!d.is_copy(&frame(20_000, 7), Some(3_500)));
         assert!(d.is_copy(&frame(20_005, 7), Some(3_500)));
         assert_eq!(d.total(), 1);
+    }
+
+    #[test]
+    fn frames_without_payload_repeat_by_design() {
+        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
+        let cnp = |ts| PacketRecord {
+            payload_len: 0,
+            ..frame(ts, 0)
+        };
+        assert!(!d.is_copy(&cnp(1_000), None));
+        assert!(d.is_copy(&cnp(1_300), None), "0.3 µs later: a copy");
+        assert!(!d.is_copy(&cnp(5_000), None), "4 µs later: the next CNP");
     }
 
     #[test]
