@@ -532,3 +532,324 @@ fn cm_req_rep_pair_connections_that_psns_cannot() {
     assert_eq!(paired[f.row("tap", 0x100)], None);
     assert_eq!(paired[f.row("tap", 0x101)], None);
 }
+
+// Verdicts that hold on real captures (docs/analysis.md: "Gaps", "Mirror
+// duplicates", "ICRC", "Rewinds", "PFC"). Each capture is built so that what
+// happened is known; the expected counts are that, not the analyzer's output.
+
+fn summary(out: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+}
+
+fn finding_ids(out: &Path) -> Vec<String> {
+    summary(out)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn analyze_with(capture: &Path, out: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "analyze",
+        capture.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    rocescope_ok(&args);
+}
+
+#[test]
+fn psns_the_responder_acknowledged_but_the_tap_never_saw_are_capture_loss() {
+    // The mirror dropped PSNs 4 and 5; the responder ACKed through 9, no
+    // NAK, nothing resent: the network lost nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "taploss.pcapng", &["tap"]);
+    for psn in (0..10).filter(|p| !(4..=5).contains(p)) {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 12.0, &aeth(0x200, 9, 0x1F));
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "gap_capture_lost"), 2);
+    for col in [
+        "gap_late",
+        "gap_lost_before_tap",
+        "gap_nak_lost",
+        "gap_unresolved",
+    ] {
+        assert_eq!(f.get("tap", 0x100, col), 0, "{col}");
+    }
+    assert_eq!(f.get("tap", 0x100, "retrans_packets"), 0);
+    assert_eq!(f.get("tap", 0x100, "rewinds"), 0);
+    let ids = finding_ids(&out);
+    assert!(ids.contains(&"capture-loss".to_string()), "{ids:?}");
+    assert!(!ids.contains(&"real-loss".to_string()), "{ids:?}");
+    assert!(
+        !ids.contains(&"ghost-retransmissions".to_string()),
+        "{ids:?}"
+    );
+    let s = summary(&out);
+    assert_eq!(s["taps"][0]["capture_lost"], 2);
+    assert_eq!(s["totals"]["gaps_resolved"]["capture_lost"], 2);
+    assert!(
+        s["capture_facts"][0]
+            .as_str()
+            .unwrap()
+            .contains("incomplete"),
+        "{}",
+        s["capture_facts"]
+    );
+}
+
+#[test]
+fn psns_arriving_a_few_microseconds_late_are_reordering_not_loss() {
+    // PSNs 3, 4, 5 take a longer path and arrive after 6..=8; nothing is
+    // resent.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "reorder.pcapng", &["tap"]);
+    let order = [0, 1, 2, 6, 7, 8, 3, 4, 5, 9, 10];
+    for (i, psn) in order.iter().enumerate() {
+        c.put(0, i as f64, &write(0x100, *psn));
+    }
+    c.put(0, 12.0, &aeth(0x200, 10, 0x1F));
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "gap_late"), 3);
+    assert_eq!(f.get("tap", 0x100, "retrans_packets"), 0);
+    assert_eq!(f.get("tap", 0x100, "rewinds"), 0);
+    assert_eq!(f.get("tap", 0x100, "gap_capture_lost"), 0);
+    // 3, 4 and 5 went missing when 6 arrived (t = 3 µs); 5, the latest, came
+    // at t = 8 µs; 3 came when 8 was the highest PSN seen, 5 behind.
+    let row = f.row("tap", 0x100);
+    assert_eq!(f.0.floats("late_max_us")[row], Some(5.0));
+    assert_eq!(f.0.ints("late_max_psns")[row], Some(5));
+    let ids = finding_ids(&out);
+    assert!(ids.contains(&"reordering".to_string()), "{ids:?}");
+    for not in ["real-loss", "ghost-retransmissions", "capture-loss"] {
+        assert!(!ids.contains(&not.to_string()), "{not} in {ids:?}");
+    }
+    let e = Table::read(&out.join("events.parquet"));
+    let kinds = e.strings("kind");
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| k.as_deref() == Some("late"))
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn mirror_copies_exact_and_a_few_nanoseconds_apart_are_not_retransmissions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "span.pcapng", &["tap"]);
+    for psn in 0..20u32 {
+        let t = psn as f64;
+        c.put(0, t, &write(0x100, psn));
+        // Ingress and egress mirroring: the same frame again, exactly (even
+        // PSNs) or 5 ns later (odd).
+        c.put(
+            0,
+            t + if psn % 2 == 0 { 0.0 } else { 0.005 },
+            &write(0x100, psn),
+        );
+    }
+    c.put(0, 21.0, &aeth(0x200, 19, 0x1F));
+    c.put(0, 21.3, &aeth(0x200, 19, 0x1F));
+    // A real timeout resend of PSN 19, 100 µs later, still counts.
+    c.put(0, 121.0, &write(0x100, 19));
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "mirror_copies"), 20);
+    assert_eq!(f.get("tap", 0x200, "mirror_copies"), 1);
+    assert_eq!(f.get("tap", 0x100, "data_packets"), 21);
+    assert_eq!(f.get("tap", 0x100, "retrans_packets"), 1);
+    assert_eq!(f.get("tap", 0x100, "rewinds_timeout"), 1);
+    assert_eq!(f.get("tap", 0x100, "spurious_retrans"), 1);
+    assert_eq!(f.get("tap", 0x200, "acks"), 1);
+    let s = summary(&out);
+    assert_eq!(s["frames"]["mirror_copies"], 21);
+    let tap = &s["taps"][0];
+    assert_eq!(tap["duplicates"], 21);
+    assert_eq!(tap["duplicate_gaps"]["same_timestamp"], 10);
+    assert_eq!(tap["duplicate_gaps"]["max_gap_ns"], 300);
+    let copies = Table::read(&out.join("packets.parquet")).bools("mirror_copy");
+    assert_eq!(copies.iter().filter(|c| **c == Some(true)).count(), 21);
+    let ids = finding_ids(&out);
+    assert!(ids.contains(&"mirror-duplicates".to_string()), "{ids:?}");
+}
+
+#[test]
+fn a_resend_that_skips_forward_is_one_rewind() {
+    // 0..=9 sent; after a timeout the sender resends 3, 4, then 7, 8, 9
+    // (5 and 6 were ACKed meanwhile, or lost upstream of the tap on resend).
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "skip.pcapng", &["tap"]);
+    for psn in 0..10 {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    for (i, psn) in [3, 4, 7, 8, 9].iter().enumerate() {
+        c.put(0, 200.0 + i as f64, &write(0x100, *psn));
+    }
+    c.put(0, 210.0, &write(0x100, 10));
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "retrans_packets"), 5);
+    assert_eq!(f.get("tap", 0x100, "rewinds"), 1);
+    assert_eq!(f.get("tap", 0x100, "rewinds_timeout"), 1);
+    assert_eq!(f.get("tap", 0x100, "max_rewind_depth"), 7);
+}
+
+#[test]
+fn a_corrupted_frame_is_named_and_the_nak_that_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "crc.pcapng", &["tap"]);
+    for psn in 0..8 {
+        let mut w = write(0x100, psn);
+        if psn == 3 {
+            w.icrc = rocescope::synth::IcrcMode::Corrupt;
+        }
+        c.put(0, psn as f64, &w);
+    }
+    // The responder dropped PSN 3 (bad ICRC) and NAKs it; the sender resends.
+    c.put(0, 8.0, &aeth(0x200, 3, 0x60));
+    for (i, psn) in (3..8).enumerate() {
+        c.put(0, 10.0 + i as f64, &write(0x100, psn));
+    }
+    c.put(0, 16.0, &aeth(0x200, 7, 0x1F));
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "icrc_errors"), 1);
+    assert_eq!(f.get("tap", 0x200, "icrc_errors"), 0);
+    assert_eq!(f.get("tap", 0x100, "rewinds_nak"), 1);
+    let s = summary(&out);
+    assert_eq!(
+        (
+            s["taps"][0]["icrc_checked"].as_u64(),
+            s["taps"][0]["icrc_failed"].as_u64()
+        ),
+        (Some(15), Some(1))
+    );
+    assert_eq!(s["taps"][0]["sniffer"], false);
+    let corrupt = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "corrupted-frames")
+        .expect("corrupted-frames");
+    let detail = corrupt["detail"].as_str().unwrap();
+    assert!(detail.contains("1 of 15 RoCE frames"), "{detail}");
+    assert!(
+        detail.contains("1 of 1 affected flows saw NAKs or rewinds"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn a_sniffer_rewritten_capture_is_recognised_and_never_called_corruption() {
+    // `tcpdump -i mlx5_0`: the NIC's sniffer rewrites the UDP source port to
+    // 4791 (and the source MAC): every ICRC fails; it also cuts frames while
+    // recording orig_len == caplen.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "sniffer.pcapng", &["mlx5_0"]);
+    let mut buf = Vec::new();
+    for psn in 0..6u32 {
+        let mut w = write(0x100, psn);
+        // The ICRC as computed over the original port, then the rewrite.
+        let original = w.clone();
+        original.write(&mut buf);
+        let carried = u32::from_le_bytes(buf[buf.len() - 4..].try_into().unwrap());
+        w.udp_sport = 4791;
+        w.icrc = rocescope::synth::IcrcMode::Value(carried);
+        c.put(0, psn as f64, &w);
+        buf.clear();
+    }
+    // One frame cut at 128 bytes by the sniffer, lengths claiming it whole.
+    let mut w = write(0x100, 6);
+    w.udp_sport = 4791;
+    w.write(&mut buf);
+    buf.truncate(128);
+    c.writer.write_frame(0, T0 + 6 * US, &buf).unwrap();
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let s = summary(&out);
+    assert_eq!(s["taps"][0]["sniffer"], true);
+    assert_eq!(s["frames"]["cut"], 1);
+    let facts = s["capture_facts"].to_string();
+    assert!(facts.contains("sniffer"), "{facts}");
+    let ids = finding_ids(&out);
+    assert!(ids.contains(&"sniffer-capture".to_string()), "{ids:?}");
+    assert!(!ids.contains(&"corrupted-frames".to_string()), "{ids:?}");
+    let icrc = Table::read(&out.join("packets.parquet")).bools("icrc_ok");
+    assert_eq!(icrc, vec![None; 7], "no ICRC verdict on a sniffer's frames");
+    let f = Flows::read(&out);
+    assert_eq!(f.0.ints("icrc_errors")[f.row("mlx5_0", 0x100)], None);
+}
+
+#[test]
+fn pauses_end_with_their_own_capture_not_the_last_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // a: a pause of 65535 quanta (335 µs at 100G) at t = 0, the capture
+    // ends at t = 50 µs; b goes on to t = 1 ms.
+    let mut a = Capture::new(dir.path(), "a.pcapng", &["tor-a"]);
+    a.put(0, 0.0, &pfc(PRIORITY, 65535));
+    a.put(0, 50.0, &write(0x100, 0));
+    let mut b = Capture::new(dir.path(), "b.pcapng", &["tor-b"]);
+    b.put(0, 0.0, &write(0x101, 0));
+    b.put(0, 1000.0, &write(0x101, 1));
+    let (a, b) = (a.finish(), b.finish());
+    let out = dir.path().join("out");
+    rocescope_ok(&[
+        "analyze",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let p = Table::read(&out.join("pfc.parquet"));
+    assert_eq!(p.ints("duration_ns"), [Some(50_000)]);
+    assert_eq!(p.strings("ended_by"), [Some("capture_end".to_string())]);
+}
+
+#[test]
+fn a_400g_capture_at_the_default_speed_is_warned_about() {
+    // 4 KiB writes every 100 ns: ~330 Gb/s, more than the 100G assumed.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "fast.pcapng", &["leaf1-p3"]);
+    for psn in 0..200u32 {
+        let mut w = write(0x100, psn);
+        w.payload_len = 4096;
+        c.put(0, psn as f64 * 0.1, &w);
+    }
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let s = summary(&out);
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "link-speed")
+        .expect("link-speed");
+    assert!(
+        f["recommendation"]
+            .as_str()
+            .unwrap()
+            .contains("--link-speed leaf1-p3=400G")
+    );
+    let out2 = dir.path().join("out2");
+    analyze_with(&cap, &out2, &["--link-speed", "leaf1-p3=400G"]);
+    assert!(!finding_ids(&out2).contains(&"link-speed".to_string()));
+    assert_eq!(
+        summary(&out2)["taps"][0]["link_speed_bps"],
+        400_000_000_000u64
+    );
+}

@@ -186,7 +186,9 @@ impl Run {
                 continue;
             };
             if self.names.len() > known {
-                self.pipeline.name_iface(iface, self.names.name(iface));
+                let capture = u32::try_from(file_index).unwrap_or(u32::MAX);
+                self.pipeline
+                    .name_iface_of(iface, self.names.name(iface), capture);
             }
             rec.ts_ns = ts_ns;
             rec.iface = iface;

@@ -141,7 +141,8 @@ struct Pipelined {
 }
 
 enum ToAnalyzer {
-    Iface(u16, String),
+    /// Interface index, name, capture file.
+    Iface(u16, String, u32),
     Cm(Box<PacketRecord>, CmMessage),
     Records(Vec<PacketRecord>, Vec<Delta>),
     Finish(Box<RunFacts>),
@@ -259,6 +260,12 @@ impl RecordPipeline {
 
     /// Names interface `iface` for the tables and the findings.
     pub fn name_iface(&mut self, iface: u16, name: &str) {
+        self.name_iface_of(iface, name, 0);
+    }
+
+    /// Names interface `iface`, one of the interfaces of capture file
+    /// `capture` (a capture's pauses end with it, not with the whole run).
+    pub fn name_iface_of(&mut self, iface: u16, name: &str, capture: u32) {
         if let Err(e) = self.start() {
             self.stage = Stage::Failed(e.to_string());
         }
@@ -268,6 +275,7 @@ impl RecordPipeline {
                 analyzer, outputs, ..
             } => {
                 analyzer.set_iface_name(iface, name);
+                analyzer.set_iface_capture(iface, capture);
                 for o in outputs {
                     o.name_iface(iface, name);
                 }
@@ -275,7 +283,8 @@ impl RecordPipeline {
             Stage::Pipelined(p) => {
                 // Records before it go first; a failure shows at the next push.
                 if p.flush().is_ok() {
-                    let _ = p.tx.send(ToAnalyzer::Iface(iface, name.to_string()));
+                    let _ =
+                        p.tx.send(ToAnalyzer::Iface(iface, name.to_string(), capture));
                 }
             }
             Stage::Failed(_) => {}
@@ -533,7 +542,10 @@ fn analyze_loop(
         // No tables: analyse and hand the buffers straight back.
         while let Ok(msg) = rx.recv() {
             match msg {
-                ToAnalyzer::Iface(i, name) => analyzer.set_iface_name(i, &name),
+                ToAnalyzer::Iface(i, name, capture) => {
+                    analyzer.set_iface_name(i, &name);
+                    analyzer.set_iface_capture(i, capture);
+                }
                 ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
                 ToAnalyzer::Records(mut recs, deltas) => {
                     analyze_batch(&mut analyzer, &recs, &deltas, &mut Discard, |_| {});
@@ -557,8 +569,9 @@ fn analyze_loop(
     };
     while let Ok(msg) = rx.recv() {
         match msg {
-            ToAnalyzer::Iface(i, name) => {
+            ToAnalyzer::Iface(i, name, capture) => {
                 analyzer.set_iface_name(i, &name);
+                analyzer.set_iface_capture(i, capture);
                 if wtx.send(ToWriter::Iface(i, name)).is_err() {
                     return Err(writer_failed(whandle));
                 }

@@ -326,8 +326,9 @@ pub struct FlowRow {
     pub gap_nak_lost: u64,
     pub gap_capture_lost: u64,
     pub gap_unresolved: u64,
-    /// The latest of the late PSNs: how long after the PSN that overtook it,
-    /// and by how many PSNs.
+    /// The latest of the late PSNs: how long after it went missing (when the
+    /// PSN after it was seen) it arrived, and how far behind the highest PSN
+    /// seen by then.
     pub late_max_us: Option<f64>,
     pub late_max_psns: Option<u32>,
     /// Frames whose ICRC failed (null on a sniffer-rewritten tap).
@@ -531,7 +532,7 @@ struct Fill {
     ts: u64,
     /// When it went missing (the PSN after it was seen).
     since: u64,
-    /// Later PSNs the tap had seen before it: how late it is in PSNs.
+    /// How far behind the highest PSN seen it arrived.
     psns_late: u32,
 }
 
@@ -816,6 +817,8 @@ pub struct Analyzer {
 /// What the analyzer tallies per tap (interface).
 #[derive(Clone, Copy, Debug, Default)]
 struct TapState {
+    /// The capture file it is an interface of.
+    capture: u32,
     seen: bool,
     first_ts: u64,
     last_ts: u64,
@@ -870,6 +873,12 @@ impl Analyzer {
             taps: Vec::new(),
             ghost_covers: Default::default(),
         }
+    }
+
+    /// Interface `iface` belongs to capture file `capture`: its pauses end
+    /// when that capture ends (by default every interface is of capture 0).
+    pub fn set_iface_capture(&mut self, iface: u16, capture: u32) {
+        self.tap_mut(iface).capture = capture;
     }
 
     fn tap_mut(&mut self, iface: u16) -> &mut TapState {
@@ -1964,7 +1973,18 @@ impl Analyzer {
             }
         }
         let taps = self.taps.clone();
-        let tap_end = |iface: u16| taps.get(usize::from(iface)).map_or(last, |t| t.last_ts);
+        // A capture ends with the last record of any of its interfaces.
+        let mut capture_end: BTreeMap<u32, u64> = BTreeMap::new();
+        for t in taps.iter().filter(|t| t.seen) {
+            let e = capture_end.entry(t.capture).or_default();
+            *e = (*e).max(t.last_ts);
+        }
+        let tap_end = |iface: u16| {
+            taps.get(usize::from(iface))
+                .and_then(|t| capture_end.get(&t.capture))
+                .copied()
+                .unwrap_or(last)
+        };
         // A sniffer's rewrite is no corruption.
         for f in &mut self.flows {
             if taps
