@@ -11,11 +11,13 @@ CONTRACT = {
         dst_ip dscp ecn udp_sport opcode se migreq pad_count tver pkey fecn becn dest_qp ack_req psn
         aeth_syndrome aeth_msn reth_va reth_rkey reth_len imm payload_len icrc_ok pfc_enable
         pfc_quanta_0 pfc_quanta_1 pfc_quanta_2 pfc_quanta_3 pfc_quanta_4 pfc_quanta_5 pfc_quanta_6
-        pfc_quanta_7 pause_quanta flow_id retrans""",
+        pfc_quanta_7 pause_quanta flow_id retrans mirror_copy""",
     "flows.parquet": """flow_id iface src_ip dst_ip dest_qp paired_qp udp_sport pcp dscp first_ts_ns
         last_ts_ns packets bytes data_packets payload_bytes retrans_packets retrans_rate rewinds
         rewinds_nak rewinds_rnr rewinds_timeout max_rewind_depth spurious_retrans gaps acks naks
-        rnr_naks ce cnps gbps goodput_gbps max_idle_us""",
+        rnr_naks ce cnps gbps goodput_gbps max_idle_us rewinds_timeout_ghost gap_late
+        gap_lost_before_tap gap_nak_lost gap_capture_lost gap_unresolved late_max_us late_max_psns
+        icrc_errors mirror_copies""",
     "events.parquet": "ts_ns iface flow_id kind psn depth trigger idle_us detail",
     "pfc.parquet": "iface src_mac priority start_ns end_ns frames ended_by",
     "timeline.parquet": """flow_id bin_start_ns bin_ns packets bytes retrans_packets ce cnps gbps
@@ -36,7 +38,7 @@ def main(out: Path) -> int:
             failures.append(f"{name}: no column {', '.join(missing)}")
         print(f"{name}: {df.height} rows, {len(df.columns)} columns")
     summary = json.loads((out / "summary.json").read_text())
-    for key in ("pfc", "findings"):
+    for key in ("pfc", "findings", "taps", "capture_facts"):
         if key not in summary:
             failures.append(f"summary.json: no {key}")
     for f in summary.get("findings", []):

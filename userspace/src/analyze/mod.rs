@@ -7,139 +7,12 @@
 //! they are final; flows, PFC intervals and the summary come from
 //! [`Analyzer::finish`].
 //!
-//! The definitions are those of `DESIGN.md` ("Analysis definitions"). Where
-//! the design is silent, this module decides as follows.
-//!
-//! # Flows
-//!
-//! * A flow is one direction of one QP's traffic on one capture interface:
-//!   `(iface, src_ip, dst_ip, dest_qp)` of every RoCE packet with a BTH
-//!   (CNPs excepted). RC/UC/XRC **request** packets are sequence-analysed;
-//!   **response** packets (ACK, atomic ACK, READ responses, NAKs) are counted
-//!   (`acks`, `naks`, `rnr_naks`) and their AETHs feed the sequence analysis
-//!   of the paired request flow. A response flow is therefore a flow like
-//!   any other, with its own row: its `data_packets` and retransmission
-//!   columns are 0. When both ends of a connection send requests, the
-//!   requests of one end and the responses to the other end's requests share
-//!   a key and so one flow: a flow can carry both roles.
-//! * `acks` counts ACKNOWLEDGE and ATOMIC ACKNOWLEDGE packets with an ACK
-//!   syndrome; the AETHs of READ responses (First/Last/Only) are not counted
-//!   in `acks`, but do acknowledge (they cover PSNs for spurious detection
-//!   and take part in pairing).
-//! * UD (QP1 / CM MADs included), RD and reserved opcodes make flows without
-//!   sequence analysis: packets, bytes, payload, CE and timeline only
-//!   (UD SENDs count as `data_packets`; `retrans` is null for them).
-//! * `flow_id` is 0-based, in order of first appearance.
-//! * `udp_sport`, `pcp` (null when untagged), `dscp` are the flow's first
-//!   packet's.
-//! * `data_packets` = request packets (and UD sends); `payload_bytes` = all
-//!   payload of the flow (READ response data included); goodput counts the
-//!   payload of packets that are not retransmissions. `bytes` are wire
-//!   lengths (`frame_len`). `gbps` and `goodput_gbps` are over the flow's
-//!   lifetime (first to last packet; 0 when it is a single instant).
-//!   `max_idle_us` is the longest time between two consecutive packets of
-//!   the flow.
-//!
-//! # Pairing
-//!
-//! A response flow `S` and a request flow `R` are paired when a response PSN
-//! of `S` (ACK, NAK, READ response) lies in the PSN range `R` has sent
-//! (`[first PSN seen, next)`, READ slack included), `R` goes the other way
-//! between the same two hosts on the same interface, neither is paired yet,
-//! and exactly one such `R` exists (otherwise the next response decides).
-//! Pairing is symmetric: `R.paired_qp = S.dest_qp` and `S.paired_qp =
-//! R.dest_qp`. A connection manager that knows both QPs (CM REQ/REP, not
-//! decoded here) can tell the analyzer through [`Analyzer::pair_hint`].
-//! AETH state (highest ACKed PSN, outstanding NAKs) is kept on the response
-//! flow, so responses seen before the pairing still count once it is made.
-//!
-//! # Sequence analysis
-//!
-//! * `next` is one past the highest PSN a request packet of the flow has
-//!   carried (for a READ request: see below); a packet before `next` is a
-//!   retransmission, after `next` a gap (one `gap` event; `psn` = first
-//!   missing PSN, `depth` = how many are missing).
-//! * "Previous PSN + 1" is the PSN that follows the previous request packet:
-//!   previous PSN + the PSNs it consumed.
-//! * **READ requests consume one PSN per response packet**,
-//!   `ceil(reth_len / MTU)` (at least 1). The MTU is learned exactly: the
-//!   payload of a First or Middle packet (SEND, WRITE, READ response) is one
-//!   path MTU; a flow uses the largest such payload seen on it or on its
-//!   paired flow. Until an MTU is known a READ consumes between 1 and
-//!   `ceil(reth_len / 256)` PSNs (256 is the smallest IB MTU): `next`
-//!   advances by one and a following request anywhere in that span is in
-//!   order, neither a gap nor a retransmission. A re-issued READ (its PSN
-//!   before `next`) is a retransmission like any request.
-//! * A NAK or RNR NAK for PSN `p` is "seen after `p` was last sent" when no
-//!   request with PSN `p` was sent between the NAK and the rewind: each send
-//!   of `p` consumes the outstanding NAKs for `p` (at most 16 outstanding
-//!   NAKs are kept per flow). When a NAK and an RNR NAK are both
-//!   outstanding, the later one decides.
-//! * `idle_us` is the time from the flow's previous packet (of either role)
-//!   to the rewind.
-//! * Spurious: the retransmitted PSN is at or before the highest PSN ACKed
-//!   (any ACK-syndrome AETH) on the paired flow before the resend.
-//!
-//! # Priority, pauses and victims
-//!
-//! A flow's priority is its VLAN PCP when tagged, else its DSCP through
-//! [`Config::dscp_to_priority`], else `DSCP >> 3` (the default DSCP→priority
-//! map of NVIDIA/Mellanox NICs: DSCP 26 → 3, DSCP 48 → 6). A mirror port
-//! mixes directions and links, so a flow counts as paused whenever its
-//! priority is paused on its interface by any sender. `paused_ns` in the
-//! timeline is the union of those pauses within the bin. A flow **stalls**
-//! when a rewind's idle time overlaps a pause, or when a pause covers at
-//! least half of an idle time of 10 µs or more between two of its packets;
-//! stalled flows are the `pfc-victims`.
-//!
-//! # PFC
-//!
-//! * An interval's `frames` counts the pausing frames (quanta > 0) merged
-//!   into it; the XON that ends it shows in `ended_by`. Pause durations are
-//!   rounded down to whole nanoseconds. A frame arriving exactly at the
-//!   expiry instant still refreshes the pause.
-//! * A `pfc_pause` event is sent at each interval start; a `pfc_storm`
-//!   event when a storm interval closes, stamped `start + storm threshold`
-//!   (the moment the pause became a storm).
-//! * 802.3x PAUSE frames are counted (`frames.pause`) and reported in a
-//!   `link-pause` finding, never as PFC.
-//! * Pause fraction = union of the paused time of `(iface, priority)` over
-//!   all senders / capture duration (first to last record of any kind).
-//!
-//! # CNPs
-//!
-//! A CNP from host B to QP `a` of host A counts for the request flow
-//! A→B whose `paired_qp` is `a`, on the same interface. The per-flow `cnps`
-//! column is resolved at the end (pairing may come after the CNP); the
-//! `cnp` event, the timeline and the CE→CNP reaction time use the pairing
-//! known when the CNP is seen (`flow_id` null otherwise). The reaction time
-//! is from the first CE-marked packet of the flow not yet answered to the
-//! CNP that answers it.
-//!
-//! # Findings
-//!
-//! * `ghost-retransmissions`: any timeout rewind or spurious resend;
-//!   critical when a timeout rewind's idle overlapped a pause or a resend
-//!   was spurious. Recommends a local ACK timeout exponent `T` with
-//!   4.096 µs × 2^T above the longest pause (or twice the longest idle
-//!   before a timeout rewind when no pause was seen).
-//! * `real-loss`: NAKs, NAK rewinds or gaps. `receiver-not-ready`: RNR NAKs.
-//! * `pfc-storm` (critical); `pfc-pressure` for any paused time: critical
-//!   from 10 % of the capture, warning from 1 %, else info.
-//! * `pfc-victims`: flows with stalls (see above).
-//! * `ce-without-cnp`: request flows with CE and no CNP, when they are
-//!   paired (or no CNP at all went unattributed: then an unpaired flow is
-//!   reported too, noting the reverse direction was never seen).
-//!   `cnp-without-ce` (info): CNPs to flows without CE, and unattributed
-//!   CNPs. `link-pause`: 802.3x PAUSE frames.
-//! * Findings are ordered critical, warning, info.
-//!
-//! # Time
-//!
-//! Timeline bins are aligned to multiples of `bin_ns` since the epoch; a
-//! flow's bin is flushed when the flow next shows activity in a later bin,
-//! or at the end. A record older than the flow's current bin (timestamps
-//! going backwards) is counted in the current bin.
+//! Every definition — flows, pairing, retransmissions, rewinds, ghost
+//! retransmissions, gaps and their resolution, mirror duplicates, ICRC and
+//! sniffer captures, PFC, victims, CNPs, findings — is written once, in
+//! `docs/analysis.md`; the columns are in `docs/tables.md`. The rooms:
+//! [`gaps`] (what became of missing PSNs), [`dups`] (mirror copies), `pfc`
+//! (pause intervals), `findings` (the diagnosis), `report` (the text).
 
 pub mod dups;
 mod findings;
@@ -1140,6 +1013,10 @@ impl Analyzer {
         self.frames.total += d.packets;
         self.last_ts = self.last_ts.max(now);
         let bin_ns = self.config.bin_ns;
+        if d.data_packets > 0 {
+            // New data after them: pending fills were late originals.
+            self.decide_fills(i, false, sink);
+        }
         let f = &mut self.flows[i];
         if d.data_packets > 0
             && let Some(s) = &mut f.seq
@@ -1150,6 +1027,8 @@ impl Analyzer {
             s.slack_end = next;
             s.prev_lo = next;
             s.prev_hi = next;
+            s.prev_psn = psn::add(next, PSN_MASK);
+            s.resending = false;
         }
         f.packets += d.packets;
         f.bytes += d.bytes;

@@ -48,6 +48,17 @@ pub fn render_text(a: &Analysis) -> String {
         t.spurious_retrans,
         t.gaps
     );
+    let g = &t.gaps_resolved;
+    if t.gaps > 0 || f.mirror_copies > 0 {
+        let _ = writeln!(
+            o,
+            "Missing PSNs: {} late (reordered), {} lost before the tap, {} NAKed, {} missed by the capture, {} unresolved; {} mirror copies left out",
+            g.late, g.lost_before_tap, g.nak_lost, g.capture_lost, g.unresolved, f.mirror_copies
+        );
+    }
+    for fact in &s.capture_facts {
+        let _ = writeln!(o, "Note: {fact}");
+    }
     let _ = writeln!(
         o,
         "ECN: {} CE-marked, {} CNPs attributed, {} unattributed{}",

@@ -400,7 +400,7 @@ fn signatures_hold_across_seeds() {
 }
 
 /// The bridge's bytes, decoded and analysed by the real pipeline, agree with
-/// the truth (the contract DESIGN.md's "Analysis definitions" set).
+/// the truth (the contract docs/analysis.md sets).
 #[test]
 fn analyzer_agrees_with_truth() {
     use crate::analyze::{Analyzer, Config as AConfig, VecSink};

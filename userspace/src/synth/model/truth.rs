@@ -1,4 +1,4 @@
-//! Ground truth of a run, in the analyzer's vocabulary (DESIGN.md,
+//! Ground truth of a run, in the analyzer's vocabulary (docs/analysis.md,
 //! "Analysis definitions"), per tap: what a capture at that point sees.
 //!
 //! Counters follow the definitions over the frames the tap recorded; the
