@@ -6,11 +6,14 @@
 # every run (tests/synth.rs checks the committed files against this table).
 #
 #   scripts/make-samples.sh [OUTDIR]     (default: pcaps)
+#
+# PROFILE=debug uses the debug build (the same bytes; quicker to build,
+# slower to run). A line's own --snaplen replaces the 128.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 outdir=${1:-pcaps}
 
-# scenario        synth options besides --seed 1 --snaplen 128
+# scenario        synth options besides --seed 1 (and --snaplen 128)
 SAMPLES='
 healthy           --packets 2000
 ghost-drop        --duration 1ms --tap 0
@@ -20,14 +23,25 @@ incast            --packets 3000
 pfc-storm
 ecn-broken        --packets 3000
 ecmp-collision    --packets 3000
+mirror-impaired   --packets 1600
+corruption        --packets 1800 --tap 0 --snaplen 0
 '
 
-cargo build --release --locked -q -p rocescope
-bin=${CARGO_TARGET_DIR:-target}/release/rocescope
+profile=${PROFILE:-release}
+case $profile in
+  release) cargo build --release --locked -q -p rocescope ;;
+  debug) cargo build --locked -q -p rocescope ;;
+  *) echo "PROFILE must be release or debug, not $profile" >&2; exit 2 ;;
+esac
+bin=${CARGO_TARGET_DIR:-target}/$profile/rocescope
 mkdir -p "$outdir"
 while read -r scenario options; do
   [ -n "$scenario" ] || continue
+  case " $options " in
+    *" --snaplen "*) ;;
+    *) options="--snaplen 128 $options" ;;
+  esac
   # shellcheck disable=SC2086 # options are words
-  "$bin" synth "$scenario" --out "$outdir/$scenario.pcapng" --seed 1 --snaplen 128 $options
+  "$bin" synth "$scenario" --out "$outdir/$scenario.pcapng" --seed 1 $options
 done <<<"$SAMPLES"
 du -ch "$outdir"/*.pcapng "$outdir"/*.truth.json | tail -1

@@ -46,7 +46,8 @@ fn scenarios() -> Vec<String> {
 }
 
 /// Runs `rocescope synth SCENARIO --out DIR/NAME --seed 1 --snaplen 128 OPTIONS`
-/// and returns the capture and its truth.
+/// (OPTIONS' own `--snaplen` replaces the 128, as in `make-samples.sh`) and
+/// returns the capture and its truth.
 fn synth(dir: &Path, scenario: &str, name: &str, options: &[String]) -> (PathBuf, Value) {
     let capture = dir.join(name);
     let mut args = vec![
@@ -56,9 +57,10 @@ fn synth(dir: &Path, scenario: &str, name: &str, options: &[String]) -> (PathBuf
         capture.to_str().unwrap(),
         "--seed",
         "1",
-        "--snaplen",
-        "128",
     ];
+    if !options.iter().any(|o| o == "--snaplen") {
+        args.extend(["--snaplen", "128"]);
+    }
     args.extend(options.iter().map(String::as_str));
     rocescope_ok(&args);
     let stem = capture.file_stem().unwrap().to_string_lossy().into_owned();

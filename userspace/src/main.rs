@@ -127,7 +127,8 @@ struct NotBuilt {
 
 #[derive(Args)]
 struct SynthArgs {
-    /// healthy, ghost-drop, ghost-drop-fixed, lossy-link, incast, pfc-storm, ecn-broken, ecmp-collision.
+    /// healthy, ghost-drop, ghost-drop-fixed, lossy-link, incast, pfc-storm, ecn-broken, ecmp-collision,
+    /// mirror-impaired, corruption.
     #[arg(value_name = "SCENARIO")]
     scenario: String,
     /// Capture to write: .pcapng (one interface per tap) or .pcap (one tap).
@@ -179,6 +180,11 @@ struct SynthArgs {
     /// Only these taps (index, repeatable); a .pcap needs exactly one.
     #[arg(long, value_name = "N")]
     tap: Vec<usize>,
+    /// Write as a NIC's RDMA sniffer (tcpdump -i mlx5_N) records: UDP source port 4791 and a
+    /// rewritten source MAC on every RoCE frame (no ICRC matches), frames cut at N bytes
+    /// (default 256; 0: not cut) with the original length recorded as the cut one.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "256")]
+    sniffer: Option<u32>,
 }
 
 /// `analyze`/`live --dataset`: partitions DIR/host=NAME/hour=YYYY-MM-DDTHH/TABLE-<start>.parquet.
@@ -616,8 +622,9 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
         snaplen: a.snaplen,
         erspan,
         taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
+        sniffer: a.sniffer,
     };
-    let truth = Truth::of_taps(&run, opts.taps.as_deref());
+    let truth = Truth::of_capture(&run, &opts);
     let frames = bridge::write_capture(&run, &a.out, &opts)?;
     let truth_path = a.truth.unwrap_or_else(|| {
         let stem = a

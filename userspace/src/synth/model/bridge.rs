@@ -16,6 +16,7 @@ use crate::synth::capture_writer::{PcapWriter, PcapngWriter};
 use crate::synth::frame::{Erspan, ErspanVersion, RawFrame};
 use crate::{Error, Result};
 use rocescope_common::proto::linktype;
+use rocescope_common::proto::udp::ROCEV2_PORT;
 
 /// Model time 0 in a capture: 2026-01-01T00:00:00Z, so timestamps look real.
 pub const EPOCH_NS: u64 = 1_767_225_600_000_000_000;
@@ -48,6 +49,7 @@ pub fn append_frame(spec: &FrameSpec, out: &mut Vec<u8>) {
                     },
                     dscp: r.dscp,
                     ecn: r.ecn,
+                    ttl: r.ttl,
                     ..IpHeader::default()
                 },
                 udp_sport: r.udp_sport,
@@ -87,6 +89,7 @@ pub fn append_frame(spec: &FrameSpec, out: &mut Vec<u8>) {
                 },
                 dscp: c.dscp,
                 ecn: c.ecn,
+                ttl: c.ttl,
                 ..IpHeader::default()
             };
             f.udp_sport = c.udp_sport;
@@ -138,6 +141,72 @@ pub struct CaptureOptions {
     pub erspan: Option<ErspanVersion>,
     /// Only these taps (indices into `run.taps`); `None`: every tap.
     pub taps: Option<Vec<usize>>,
+    /// Write each tap as a NIC's RDMA sniffer (`tcpdump -i mlx5_N`) records
+    /// it: every RoCE frame (CNPs included) with its UDP source port
+    /// rewritten to 4791 and its source MAC to [`sniffer_mac`] — so no ICRC
+    /// matches — and frames longer than this many bytes cut to it, with the
+    /// record's original length saying the cut length (only the IP total
+    /// length shows the cut). `Some(0)` rewrites without cutting.
+    pub sniffer: Option<u32>,
+}
+
+/// The source MAC a sniffer capture of tap `tap` shows on every RoCE frame.
+pub fn sniffer_mac(tap: usize) -> [u8; 6] {
+    [0x02, 0x53, 0x4E, 0x00, (tap >> 8) as u8, tap as u8]
+}
+
+/// What a capture written with `opts` holds of `frame`: the bytes kept of
+/// it (ERSPAN encapsulation included) and whether that is all of it.
+pub fn recorded_len(frame: &FrameSpec, opts: &CaptureOptions) -> (u32, bool) {
+    // frame_len counts the FCS, which captures do not hold.
+    let mut len = frame.frame_len() - 4;
+    let mut whole = true;
+    if let Some(cut) = opts.sniffer.filter(|&c| c > 0 && len > c) {
+        len = cut;
+        whole = false;
+    }
+    if let Some(version) = opts.erspan {
+        len += Erspan {
+            version,
+            ..Erspan::default()
+        }
+        .overhead() as u32;
+    }
+    if opts.snaplen > 0 && len > opts.snaplen {
+        len = opts.snaplen;
+        whole = false;
+    }
+    (len, whole)
+}
+
+/// Whether the ICRC of `frame`, as written with `opts`, fails: a bit error
+/// hit it, or the sniffer rewrote its UDP source port. `None`: not RoCE.
+pub fn icrc_fails(frame: &FrameSpec, opts: &CaptureOptions) -> Option<bool> {
+    let (corrupt, sport) = match frame {
+        FrameSpec::Roce(r) => (r.corrupt, r.udp_sport),
+        FrameSpec::Cnp(c) => (false, c.udp_sport),
+        FrameSpec::Pfc(_) => return None,
+    };
+    Some(corrupt || (opts.sniffer.is_some() && sport != ROCEV2_PORT))
+}
+
+/// Rewrites a RoCE frame `bytes` (as [`append_frame`] wrote it) the way a
+/// NIC's RDMA sniffer records it, and cuts it to `cut` bytes (0: not cut).
+fn sniff(frame: &FrameSpec, tap: usize, bytes: &mut Vec<u8>, cut: u32) {
+    let vlan = match frame {
+        FrameSpec::Roce(r) => r.vlan.is_some(),
+        FrameSpec::Cnp(c) => c.vlan.is_some(),
+        FrameSpec::Pfc(_) => return,
+    };
+    // The model writes IPv4 headers without options.
+    let udp = 14 + if vlan { 4 } else { 0 } + 20;
+    if bytes.len() >= udp + 2 {
+        bytes[6..12].copy_from_slice(&sniffer_mac(tap));
+        bytes[udp..udp + 2].copy_from_slice(&ROCEV2_PORT.to_be_bytes());
+    }
+    if cut > 0 {
+        bytes.truncate(cut as usize);
+    }
 }
 
 /// Writes a run's tap frames to `path`: pcapng (one interface per tap,
@@ -173,6 +242,12 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
         Some(t) => t.clone(),
         None => (0..run.taps.len()).collect(),
     };
+    if opts.sniffer.is_some() && opts.erspan.is_some() {
+        return Err(Error::Usage(
+            "a sniffer capture is a host's, not a mirror session's: choose --sniffer or --erspan"
+                .into(),
+        ));
+    }
     if let Some(&bad) = taps.iter().find(|&&t| t >= run.taps.len()) {
         return Err(Error::Usage(format!(
             "tap {bad} does not exist; this scenario has taps 0..{}",
@@ -224,6 +299,9 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
         };
         inner.clear();
         append_frame(&f.frame, &mut inner);
+        if let Some(cut) = opts.sniffer {
+            sniff(&f.frame, f.tap, &mut inner, cut);
+        }
         let bytes = match opts.erspan {
             Some(version) => {
                 let session = Erspan {

@@ -2,11 +2,11 @@
 //! PFC per ingress port and priority, WRED/ECN, links with serialisation and
 //! propagation delay, and the mirror taps.
 
-use super::qp::{Qp, QpStats};
+use super::qp::{Placed, Qp, QpStats};
 use super::scenario::{Config, Dir};
 use super::spec::{
-    Aeth, CnpSpec, FrameMeta, FrameSpec, MAC_CONTROL_DST, PfcSpec, Reth, RoceSpec, TapFrame,
-    Trigger, Vlan,
+    Aeth, CnpSpec, FrameMeta, FrameSpec, MAC_CONTROL_DST, PfcSpec, Reth, RoceSpec, TapDrop,
+    TapFrame, Trigger, Vlan,
 };
 use super::switch::{Rng, ecmp_pick, ecn_mark_probability};
 use crate::proto::ib::{self, aeth, op};
@@ -21,6 +21,9 @@ pub fn sender_ip(i: usize) -> Ipv4Addr {
 pub fn receiver_ip(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 1, (i + 1) as u8)
 }
+/// IP TTL of every frame a host sends (the model does not decrement it per
+/// hop: only a mirror's L3-egress copy shows a routed TTL).
+pub const IP_TTL: u8 = 64;
 pub fn requester_qpn(flow: usize) -> u32 {
     0x100 + flow as u32
 }
@@ -70,6 +73,8 @@ struct Port {
     // Impairments of the link into this port.
     loss: f64,
     corrupt: f64,
+    reorder: f64,
+    reorder_delay_ns: u64,
     taps_tx: Vec<usize>,
     taps_rx: Vec<usize>,
 }
@@ -108,6 +113,18 @@ enum Ev {
     Rate(usize, f64),
     /// Slowdown `k` starts (`true`) or ends.
     Slow(usize, bool),
+    /// A mirror's delayed second copy of a frame is recorded.
+    Mirror(Box<(TapFrame, FrameMeta)>),
+}
+
+/// A tap's recording impairments, with the tap's own random stream.
+#[derive(Debug)]
+struct Mirror {
+    drop: f64,
+    duplicate: f64,
+    dup_gap_ns: u64,
+    dup_egress: bool,
+    rng: Rng,
 }
 
 struct Entry {
@@ -152,6 +169,12 @@ pub struct FabricStats {
     pub link_drops: u64,
     pub corrupted: u64,
     pub pfc_frames_sent: u64,
+    /// Frames the network delayed on a longer path (`reorder` impairments).
+    pub reordered: u64,
+    /// Frames the taps should have recorded and dropped (their `drop`).
+    pub tap_dropped: u64,
+    /// Second copies the taps recorded (their `duplicate`).
+    pub tap_duplicates: u64,
     /// Stopped early because the taps recorded `max_frames`.
     pub truncated: bool,
 }
@@ -166,6 +189,8 @@ pub struct Run {
     pub frames: Vec<TapFrame>,
     /// `meta[i]` annotates `frames[i]`.
     pub meta: Vec<FrameMeta>,
+    /// Frames a tap should have recorded and did not (time-ordered).
+    pub tap_drops: Vec<TapDrop>,
     pub qps: Vec<QpSummary>,
     pub fabric: FabricStats,
 }
@@ -181,6 +206,12 @@ pub struct QpSummary {
     /// Delivered payload over the run's simulated time (the application's goodput).
     pub goodput_gbps: f64,
     pub stats: QpStats,
+    /// Indices the responder named in sequence-error NAKs.
+    #[serde(skip)]
+    pub nak_named: Vec<u64>,
+    /// One past the highest index the responder acknowledged.
+    #[serde(skip)]
+    pub resp_acked: u64,
 }
 
 pub struct Fabric {
@@ -195,8 +226,10 @@ pub struct Fabric {
     hosts: Vec<Host>,
     qps: Vec<Qp>,
     taps: Vec<TapInfo>,
+    mirrors: Vec<Mirror>,
     frames: Vec<TapFrame>,
     meta: Vec<FrameMeta>,
+    tap_drops: Vec<TapDrop>,
     stats: FabricStats,
 }
 
@@ -224,8 +257,10 @@ impl Fabric {
             hosts: vec![],
             qps: vec![],
             taps: vec![],
+            mirrors: vec![],
             frames: vec![],
             meta: vec![],
+            tap_drops: vec![],
             stats: FabricStats::default(),
             cfg,
         };
@@ -327,6 +362,8 @@ impl Fabric {
             let peer = f.ports[p].peer;
             f.ports[peer].loss = imp.loss;
             f.ports[peer].corrupt = imp.corrupt;
+            f.ports[peer].reorder = imp.reorder;
+            f.ports[peer].reorder_delay_ns = imp.reorder_delay_ns;
         }
         for (t, tp) in c.taps.iter().enumerate() {
             let p = f.port_of(&tp.node, &tp.toward)?;
@@ -336,6 +373,14 @@ impl Fabric {
             if matches!(tp.dir, Dir::Rx | Dir::Both) {
                 f.ports[p].taps_rx.push(t);
             }
+            f.mirrors.push(Mirror {
+                drop: tp.drop,
+                duplicate: tp.duplicate,
+                dup_gap_ns: tp.dup_gap_ns,
+                dup_egress: tp.dup_egress,
+                // Its own stream: a mirror's decisions never shift the fabric's.
+                rng: Rng::new(c.seed ^ 0x4D49_5252_4F52_0000u64.wrapping_add((t as u64 + 1) << 8)),
+            });
             f.taps.push(TapInfo {
                 name: tp.name(),
                 node: tp.node.clone(),
@@ -408,6 +453,8 @@ impl Fabric {
                 pfc_epoch: [0; 8],
                 loss: 0.0,
                 corrupt: 0.0,
+                reorder: 0.0,
+                reorder_delay_ns: 0,
                 taps_tx: vec![],
                 taps_rx: vec![],
             });
@@ -483,6 +530,8 @@ impl Fabric {
                         0.0
                     },
                     stats,
+                    nak_named: q.nak_named.clone(),
+                    resp_acked: q.resp_acked,
                 }
             })
             .collect();
@@ -492,6 +541,7 @@ impl Fabric {
             taps: self.taps,
             frames: self.frames,
             meta: self.meta,
+            tap_drops: self.tap_drops,
             qps,
             fabric: self.stats,
         }
@@ -547,17 +597,60 @@ impl Fabric {
                 }
                 self.start_rx(h);
             }
+            Ev::Mirror(copy) => {
+                let (frame, meta) = *copy;
+                self.frames.push(frame);
+                self.meta.push(meta);
+            }
         }
     }
 
+    /// The taps `taps` see `pkt` pass: each records it (or drops it), and
+    /// may record it a second time.
     fn record(&mut self, taps: &[usize], pkt: &Pkt) {
+        let now = self.now;
         for &t in taps {
+            let m = &mut self.mirrors[t];
+            if m.rng.chance(m.drop) {
+                self.stats.tap_dropped += 1;
+                self.tap_drops.push(TapDrop {
+                    ts_ns: now,
+                    tap: t,
+                    meta: pkt.meta,
+                });
+                continue;
+            }
+            let twice = m.rng.chance(m.duplicate);
+            let (gap, egress) = (m.dup_gap_ns, m.dup_egress);
             self.frames.push(TapFrame {
-                ts_ns: self.now,
+                ts_ns: now,
                 tap: t,
                 frame: pkt.spec.clone(),
             });
             self.meta.push(pkt.meta);
+            if !twice {
+                continue;
+            }
+            self.stats.tap_duplicates += 1;
+            let copy = TapFrame {
+                ts_ns: now + gap,
+                tap: t,
+                frame: if egress {
+                    pkt.spec.routed()
+                } else {
+                    pkt.spec.clone()
+                },
+            };
+            let meta = FrameMeta {
+                copy: true,
+                ..pkt.meta
+            };
+            if gap == 0 {
+                self.frames.push(copy);
+                self.meta.push(meta);
+            } else {
+                self.push(now + gap, Ev::Mirror(Box::new((copy, meta))));
+            }
         }
     }
 
@@ -615,8 +708,20 @@ impl Fabric {
         let taps = std::mem::take(&mut self.ports[p].taps_tx);
         self.record(&taps, &pkt);
         self.ports[p].taps_tx = taps;
+        // A routed frame may take a longer path to the far end (PFC is
+        // link-local and never does).
+        let mut at = now + ser + prop;
+        let (reorder, delay) = (self.ports[peer].reorder, self.ports[peer].reorder_delay_ns);
+        if !matches!(pkt.spec, FrameSpec::Pfc(_)) && self.rng.chance(reorder) {
+            at += delay;
+            pkt.meta.delayed = true;
+            self.stats.reordered += 1;
+            if let Some(q) = pkt.meta.flow {
+                self.qps[q].stats.reordered += 1;
+            }
+        }
         self.push(now + ser, Ev::TxDone(p));
-        self.push(now + ser + prop, Ev::Arrive(peer, Box::new(pkt)));
+        self.push(at, Ev::Arrive(peer, Box::new(pkt)));
     }
 
     fn enqueue(&mut self, p: usize, pkt: Pkt) {
@@ -640,6 +745,9 @@ impl Fabric {
         {
             r.corrupt = true;
             self.stats.corrupted += 1;
+            if let Some(q) = pkt.meta.flow {
+                self.qps[q].stats.corrupted += 1;
+            }
         }
         let taps = std::mem::take(&mut self.ports[p].taps_rx);
         self.record(&taps, &pkt);
@@ -735,12 +843,7 @@ impl Fabric {
             quanta,
         });
         let len = spec.frame_len();
-        let meta = FrameMeta {
-            flow: None,
-            retrans: false,
-            rewind: None,
-            spurious: false,
-        };
+        let meta = FrameMeta::default();
         self.stats.pfc_frames_sent += 1;
         self.ports[p].ctrl.push_back(Pkt {
             spec,
@@ -808,6 +911,10 @@ impl Fabric {
             q.pending_rewind = None;
         }
         let spurious = retrans && idx < q.resp_acked;
+        let send_seq = q.stats.sent_packets;
+        if retrans && (idx < q.epsn || q.ooo.contains_key(&idx)) {
+            q.stats.spurious_received += 1;
+        }
         q.stats.sent_packets += 1;
         if retrans {
             q.stats.retrans_packets += 1;
@@ -829,6 +936,7 @@ impl Fabric {
             dst_ip,
             dscp,
             ecn: if ect { ib_ecn::ECT0 } else { 0 },
+            ttl: IP_TTL,
             udp_sport: q.sport,
             opcode,
             fecn: false,
@@ -863,6 +971,9 @@ impl Fabric {
                 retrans,
                 rewind,
                 spurious,
+                index: Some(idx),
+                send_seq,
+                ..FrameMeta::default()
             },
         }
     }
@@ -1005,6 +1116,11 @@ impl Fabric {
                 }
             }
             FrameSpec::Roce(r) => {
+                if r.corrupt {
+                    // The requester's NIC drops a response whose ICRC fails.
+                    self.qps[qi].stats.corrupt_responses_discarded += 1;
+                    return;
+                }
                 let r = r.clone();
                 self.on_response(qi, &r);
             }
@@ -1046,34 +1162,64 @@ impl Fabric {
     fn respond(&mut self, h: usize, qi: usize, pkt: &Pkt) {
         let Some(r) = pkt.spec.as_roce() else { return };
         let ack_every = self.cfg.nic.ack_every.max(1);
+        let ooo_window = self
+            .cfg
+            .nic
+            .ooo_tolerant
+            .then_some(self.cfg.nic.max_outstanding as i64);
         let q = &mut self.qps[qi];
         if r.corrupt {
             q.stats.corrupt_discarded += 1;
             return;
         }
         let idx = q.index_near(r.psn, q.epsn);
+        let last = matches!(r.opcode & 0x1F, op::WRITE_LAST | op::WRITE_ONLY);
         let reply = if idx == q.epsn as i64 {
             q.epsn += 1;
             q.nak_sent = false;
             q.in_dup_run = false;
             q.stats.delivered_packets += 1;
             q.stats.delivered_bytes += r.payload_len as u64;
-            if matches!(r.opcode & 0x1F, op::WRITE_LAST | op::WRITE_ONLY) {
+            if last {
                 q.msn += 1;
             }
             q.since_ack += 1;
-            if r.ack_req || q.since_ack >= ack_every {
+            let mut ack_req = r.ack_req;
+            // Packets placed ahead of it are in order now, and the ACK covers them.
+            while let Some(p) = q.ooo.remove(&q.epsn) {
+                q.epsn += 1;
+                q.stats.delivered_packets += 1;
+                q.stats.delivered_bytes += p.payload as u64;
+                q.msn += p.last as u64;
+                q.since_ack += 1;
+                ack_req |= p.ack_req;
+            }
+            if ack_req || q.since_ack >= ack_every {
                 q.since_ack = 0;
                 q.resp_acked = q.epsn;
                 Some(0x1F)
             } else {
                 None
             }
+        } else if idx > q.epsn as i64 && ooo_window.is_some_and(|w| idx - (q.epsn as i64) < w) {
+            match q.ooo.entry(idx as u64) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(Placed {
+                        payload: r.payload_len,
+                        last,
+                        ack_req: r.ack_req,
+                    });
+                    q.stats.ooo_received += 1;
+                }
+                std::collections::btree_map::Entry::Occupied(_) => q.stats.duplicate_packets += 1,
+            }
+            None
         } else if idx > q.epsn as i64 {
             if q.nak_sent {
                 None
             } else {
                 q.nak_sent = true;
+                q.nak_named.push(q.epsn);
                 Some(aeth::KIND_NAK | aeth::NAK_PSN_SEQUENCE_ERROR)
             }
         } else {
@@ -1116,6 +1262,7 @@ impl Fabric {
             dst_ip: self.hosts[q.src_host].ip,
             dscp: self.cfg.data_dscp,
             ecn: 0,
+            ttl: IP_TTL,
             udp_sport: q.sport,
             opcode: op::ACKNOWLEDGE,
             fecn: false,
@@ -1134,9 +1281,7 @@ impl Fabric {
         let len = spec.frame_len();
         let meta = FrameMeta {
             flow: Some(qi),
-            retrans: false,
-            rewind: None,
-            spurious: false,
+            ..FrameMeta::default()
         };
         let hp = self.hosts[h].port;
         self.enqueue(
@@ -1163,6 +1308,7 @@ impl Fabric {
             dst_ip: self.hosts[q.src_host].ip,
             dscp: self.cfg.cnp_dscp,
             ecn: 0,
+            ttl: IP_TTL,
             udp_sport: q.sport,
             dest_qp: q.requester_qpn,
             fecn: false,
@@ -1171,9 +1317,7 @@ impl Fabric {
         let len = spec.frame_len();
         let meta = FrameMeta {
             flow: Some(qi),
-            retrans: false,
-            rewind: None,
-            spurious: false,
+            ..FrameMeta::default()
         };
         let hp = self.hosts[h].port;
         self.enqueue(

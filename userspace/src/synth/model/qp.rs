@@ -9,6 +9,7 @@ use super::scenario::FlowCfg;
 use super::spec::Trigger;
 use crate::proto::ib::{PSN_MASK, op};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// What the model itself did on one connection (not tap-relative).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -40,6 +41,27 @@ pub struct QpStats {
     pub done_ns: Option<u64>,
     pub min_rate_gbps: f64,
     pub final_rate_gbps: f64,
+    /// Resends of packets the responder had already received (in order or
+    /// placed out of order) when the resend left the requester.
+    pub spurious_received: u64,
+    /// Packets of this connection (requests and responses) the network
+    /// delayed on a longer path (a link's `reorder` impairment).
+    pub reordered: u64,
+    /// Request packets the responder placed out of order (`ooo_tolerant`).
+    pub ooo_received: u64,
+    /// Packets of this connection a bit error hit on a link.
+    pub corrupted: u64,
+    /// Responses the requester discarded for a bad ICRC.
+    pub corrupt_responses_discarded: u64,
+}
+
+/// A request packet the responder placed ahead of the expected PSN.
+#[derive(Clone, Copy, Debug)]
+pub struct Placed {
+    pub payload: u32,
+    /// Last packet of its message (the MSN counts it once delivered).
+    pub last: bool,
+    pub ack_req: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -79,6 +101,10 @@ pub struct Qp {
     /// One past the highest index the responder has acknowledged.
     pub resp_acked: u64,
     pub msn: u64,
+    /// Packets placed out of order, by index (`ooo_tolerant` only).
+    pub ooo: BTreeMap<u64, Placed>,
+    /// Indices the responder named in sequence-error NAKs, in order.
+    pub nak_named: Vec<u64>,
 
     pub stats: QpStats,
 }
@@ -122,6 +148,8 @@ impl Qp {
             last_cnp_ns: None,
             resp_acked: 0,
             msn: 0,
+            ooo: BTreeMap::new(),
+            nak_named: vec![],
             stats: QpStats {
                 min_rate_gbps: line_gbps,
                 ..QpStats::default()

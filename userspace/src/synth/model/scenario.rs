@@ -14,12 +14,32 @@ pub enum Dir {
     Both,
 }
 
-/// A mirrored point: the port of `node` that faces `toward`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A mirrored point: the port of `node` that faces `toward`, and how well
+/// the mirror session records it. A mirror is passive: its impairments draw
+/// from their own random stream (one per tap), so the fabric does exactly
+/// the same with or without them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TapPoint {
     pub node: String,
     pub toward: String,
     pub dir: Dir,
+    /// Probability the mirror fails to record a frame it should copy (the
+    /// mirrored traffic exceeds the mirror port: mirror congestion).
+    #[serde(default)]
+    pub drop: f64,
+    /// Probability a recorded frame is recorded a second time (a SPAN
+    /// session mirroring the frame both where it enters and where it leaves).
+    #[serde(default)]
+    pub duplicate: f64,
+    /// The copy's delay after the first record: 0 is an exact copy (same
+    /// timestamp, same bytes).
+    #[serde(default)]
+    pub dup_gap_ns: u64,
+    /// The copy is the frame as the switch routes it out (L3 egress): IP TTL
+    /// one less and the IPv4 header checksum updated; the ICRC, which masks
+    /// the TTL, is unchanged. The Ethernet header is kept.
+    #[serde(default)]
+    pub dup_egress: bool,
 }
 
 impl TapPoint {
@@ -28,6 +48,10 @@ impl TapPoint {
             node: node.into(),
             toward: toward.into(),
             dir,
+            drop: 0.0,
+            duplicate: 0.0,
+            dup_gap_ns: 0,
+            dup_egress: false,
         }
     }
     pub fn name(&self) -> String {
@@ -111,6 +135,13 @@ pub struct NicCfg {
     pub rx_xoff: u64,
     pub rx_xon: u64,
     pub pfc_enabled: bool,
+    /// The responder accepts request packets that arrive out of order
+    /// (within `max_outstanding` of the expected PSN) and places them,
+    /// without a sequence-error NAK, as NICs with adaptive-routing support
+    /// do; the ACK covers them once the missing ones have arrived. `false`:
+    /// every PSN past the expected one is a sequence error (one NAK per gap).
+    #[serde(default)]
+    pub ooo_tolerant: bool,
 }
 
 /// Switch buffer, ECN and PFC settings (every switch the same).
@@ -151,14 +182,24 @@ pub struct Slowdown {
 }
 
 /// Random impairment on the link from `node` toward `toward`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Impairment {
     pub node: String,
     pub toward: String,
     /// Probability a frame is lost on the wire.
     pub loss: f64,
-    /// Probability a RoCE frame arrives with a bit error (bad ICRC, discarded by the NIC).
+    /// Probability a RoCE frame arrives with a bit error: its ICRC fails at
+    /// every tap past this link, switches forward it (cut-through) and the
+    /// receiving NIC discards it.
     pub corrupt: f64,
+    /// Probability a routed frame (RoCE, CNP) takes a longer path to the far
+    /// end of this link (adaptive routing, a path change) and arrives
+    /// `reorder_delay_ns` later than it would have: frames sent after it
+    /// overtake it.
+    #[serde(default)]
+    pub reorder: f64,
+    #[serde(default)]
+    pub reorder_delay_ns: u64,
 }
 
 /// A fabric and its traffic. Topology: senders `s0..` on `leaf0`, receivers
@@ -208,6 +249,8 @@ pub const SCENARIOS: &[&str] = &[
     "pfc-storm",
     "ecn-broken",
     "ecmp-collision",
+    "mirror-impaired",
+    "corruption",
 ];
 
 impl Default for Config {
@@ -248,6 +291,7 @@ impl Default for Config {
                 rx_xoff: 256 * 1024,
                 rx_xon: 160 * 1024,
                 pfc_enabled: true,
+                ooo_tolerant: false,
             },
             switch: SwitchCfg {
                 ecn_enabled: true,
@@ -354,6 +398,7 @@ impl Config {
                     toward: "leaf1".into(),
                     loss: 0.002,
                     corrupt: 0.001,
+                    ..Impairment::default()
                 }];
                 c.taps = vec![
                     TapPoint::new("leaf0", "s0", Dir::Both),
@@ -427,6 +472,71 @@ impl Config {
                     TapPoint::new("leaf0", "s0", Dir::Both),
                 ];
                 c.pin_flows(&[0, 0]);
+            }
+            "mirror-impaired" => {
+                // A clean network seen through poor mirrors: each flow has its
+                // own spine (no shared queue, no PFC), both uplinks send one
+                // frame in 100 on a path 2 us longer, and the responders
+                // place out-of-order packets without a NAK. The receiver-side
+                // mirror drops 1 % and records a tenth of the frames twice,
+                // exactly; the sender-side one drops 1 % and records every
+                // frame again 600 ns later as the switch routed it out.
+                c.spines = 2;
+                c.pin_flows(&[0, 1]);
+                c.nic.ooo_tolerant = true;
+                c.impairments = ["spine0", "spine1"]
+                    .iter()
+                    .map(|spine| Impairment {
+                        node: "leaf0".into(),
+                        toward: (*spine).into(),
+                        reorder: 0.01,
+                        reorder_delay_ns: 2_000,
+                        ..Impairment::default()
+                    })
+                    .collect();
+                c.taps = vec![
+                    TapPoint {
+                        drop: 0.01,
+                        duplicate: 0.1,
+                        ..TapPoint::new("leaf1", "r0", Dir::Both)
+                    },
+                    TapPoint {
+                        drop: 0.01,
+                        duplicate: 1.0,
+                        dup_gap_ns: 600,
+                        dup_egress: true,
+                        ..TapPoint::new("leaf0", "s1", Dir::Both)
+                    },
+                ];
+            }
+            "corruption" => {
+                // Bit errors on spine0 -> leaf1: one frame in 50 arrives
+                // with a bad ICRC. Two flows of 256-byte writes share the
+                // link at 40 Gb/s each (no congestion); the receiving NICs
+                // discard the bad frames and NAK the next one, the senders
+                // resend. The tap at r0 sees the bad frames, the one at s0
+                // only the NAKs and the resends.
+                c.spines = 1;
+                c.flows = vec![
+                    FlowCfg {
+                        gbps: Some(40.0),
+                        ..FlowCfg::new(0, 0, 256, Some(2000))
+                    },
+                    FlowCfg {
+                        gbps: Some(40.0),
+                        ..FlowCfg::new(1, 1, 256, Some(2000))
+                    },
+                ];
+                c.impairments = vec![Impairment {
+                    node: "spine0".into(),
+                    toward: "leaf1".into(),
+                    corrupt: 0.02,
+                    ..Impairment::default()
+                }];
+                c.taps = vec![
+                    TapPoint::new("leaf1", "r0", Dir::Both),
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                ];
             }
             _ => return None,
         }

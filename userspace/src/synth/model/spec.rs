@@ -37,6 +37,8 @@ pub struct RoceSpec {
     pub dst_ip: Ipv4Addr,
     pub dscp: u8,
     pub ecn: u8,
+    /// IP TTL.
+    pub ttl: u8,
     pub udp_sport: u16,
     pub opcode: u8,
     pub fecn: bool,
@@ -61,6 +63,8 @@ pub struct CnpSpec {
     pub dst_ip: Ipv4Addr,
     pub dscp: u8,
     pub ecn: u8,
+    /// IP TTL.
+    pub ttl: u8,
     pub udp_sport: u16,
     pub dest_qp: u32,
     pub fecn: bool,
@@ -113,6 +117,18 @@ impl FrameSpec {
         len.max(64)
     }
 
+    /// The frame as a router sends it on: IP TTL one less (PFC frames are
+    /// not routed and stay as they are).
+    pub fn routed(&self) -> FrameSpec {
+        let mut f = self.clone();
+        match &mut f {
+            FrameSpec::Roce(r) => r.ttl = r.ttl.saturating_sub(1),
+            FrameSpec::Cnp(c) => c.ttl = c.ttl.saturating_sub(1),
+            FrameSpec::Pfc(_) => {}
+        }
+        f
+    }
+
     pub fn as_roce(&self) -> Option<&RoceSpec> {
         match self {
             FrameSpec::Roce(r) => Some(r),
@@ -154,7 +170,7 @@ pub enum Trigger {
 }
 
 /// What the model knows about a frame beyond its bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FrameMeta {
     /// Index of the configured flow the frame belongs to (data, ACK/NAK, CNP).
     pub flow: Option<usize>,
@@ -164,4 +180,22 @@ pub struct FrameMeta {
     pub rewind: Option<Trigger>,
     /// A resend of a packet the responder had already acknowledged.
     pub spurious: bool,
+    /// Request packets: the packet's index in its connection (PSN =
+    /// start PSN + index, mod 2^24) and its place in the order the
+    /// requester sent packets (first transmissions and resends alike).
+    pub index: Option<u64>,
+    pub send_seq: u64,
+    /// The network delayed the frame (the `reorder` impairment of a link it
+    /// crossed before this point).
+    pub delayed: bool,
+    /// This record is the mirror's second copy of a frame it had recorded.
+    pub copy: bool,
+}
+
+/// A frame a tap should have recorded and did not (its `drop` impairment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TapDrop {
+    pub ts_ns: u64,
+    pub tap: usize,
+    pub meta: FrameMeta,
 }

@@ -1,19 +1,27 @@
-//! Ground truth of a run, in the analyzer's vocabulary (docs/analysis.md,
-//! "Analysis definitions"), per tap: what a capture at that point sees.
+//! Ground truth of a run, per tap (what a capture at that point holds)
+//! and per connection (what the senders and responders did).
 //!
-//! Counters follow the definitions over the frames the tap recorded; the
-//! model's own annotations (which flow a frame belongs to, whether the
-//! requester was resending, why it rewound, whether the responder had
-//! already acknowledged it) ride along as `model_*` fields so a test can
-//! hold the two views against each other.
+//! Two kinds of per-tap counters, told apart by their doc comments:
+//!
+//! * the analyzer's vocabulary (docs/analysis.md, "Analysis definitions") applied
+//!   to every frame the tap recorded (`data_packets`, `rewinds`, `gaps`, …):
+//!   what an analysis following those definitions must count;
+//! * what happened, counted from the model's own events and the mirror's
+//!   own decisions, never from the frames' order (`model_*`, `tap_*`,
+//!   `late`, `missing_*`, `icrc_bad`, `cut`): what the analysis should
+//!   conclude.
+//!
+//! `connections` holds the model's counters per connection, not
+//! tap-relative. docs/synth-truth.md describes every field.
 
+use super::bridge::{CaptureOptions, icrc_fails, recorded_len};
 use super::fabric::{FabricStats, QpSummary, Run};
 use super::spec::{FrameSpec, Trigger};
 use crate::proto::ib::{self, PSN_MASK, aeth};
 use crate::proto::ip::ECN_CE;
 use crate::proto::mac_control::BITS_PER_QUANTUM;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 /// Default storm threshold: a continuous pause longer than this.
@@ -56,6 +64,49 @@ pub struct FlowTruth {
     pub model_rewinds_timeout: u64,
     /// Resends here of packets the responder had already acknowledged.
     pub model_spurious: u64,
+    /// Frames of this connection (requests, responses, CNPs) the mirror
+    /// should have recorded here and dropped (the tap's `drop`).
+    pub tap_dropped: u64,
+    /// Second copies of this connection's frames the mirror recorded here
+    /// (the tap's `duplicate`); every other count here but the
+    /// definition-based ones leaves them out.
+    pub tap_duplicates: u64,
+    /// Request frames recorded here after a frame of the connection that
+    /// the requester sent after them, because the network delayed them
+    /// (a `reorder` impairment upstream of this tap).
+    pub late: u64,
+    /// Of those, the longest time from the first frame that overtook one to
+    /// the late frame itself, and the largest PSN distance from the highest
+    /// PSN that overtook it.
+    pub max_late_ns: u64,
+    pub max_late_psns: u64,
+    /// First transmissions missing here: the tap recorded a later packet of
+    /// the connection before it recorded them (or never recorded them).
+    /// Nothing before the first request the tap recorded counts. Each is
+    /// exactly one of the five `missing_*` below; `missing_nak` overlaps.
+    pub missing: u64,
+    /// The mirror dropped every copy of it that passed here, and the
+    /// responder acknowledged it: the capture lost it, the network did not.
+    pub missing_tap_dropped_acked: u64,
+    /// The mirror dropped its first transmission and recorded a resend.
+    pub missing_tap_dropped_resent: u64,
+    /// The network lost the first transmission before this tap: the tap
+    /// first recorded it in a resend.
+    pub missing_lost_upstream: u64,
+    /// The network delayed it: the tap recorded the first transmission
+    /// late (by first transmissions, the same as `late`).
+    pub missing_late: u64,
+    /// Neither recorded later nor acknowledged (the capture ended first).
+    pub missing_unresolved: u64,
+    /// Of the missing, those the responder named in a sequence-error NAK.
+    pub missing_nak: u64,
+    /// RoCE frames of this connection (requests, responses, CNPs) recorded
+    /// whole whose ICRC fails: a bit error upstream of this tap, or every
+    /// frame of a sniffer capture.
+    pub icrc_bad: u64,
+    /// Frames of this connection recorded with fewer bytes than the frame
+    /// had (snaplen, or a sniffer's cut).
+    pub cut: u64,
 }
 
 /// PFC pause per `(tap, src_mac, priority)`: one sender's pauses.
@@ -100,6 +151,14 @@ pub struct CaptureTruth {
     pub first_ts_ns: u64,
     pub last_ts_ns: u64,
     pub duration_ns: u64,
+    /// Written as a NIC's RDMA sniffer records (UDP source port 4791 and a
+    /// rewritten source MAC on every RoCE frame), frames cut at
+    /// `sniffer_cut` bytes (0: not cut) with the record's original length
+    /// equal to what it holds.
+    pub sniffer: bool,
+    pub sniffer_cut: u32,
+    /// Record snaplen (0: none); a cut record keeps its original length.
+    pub snaplen: u32,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -115,6 +174,64 @@ pub struct TapTruth {
     pub last_ts_ns: u64,
     /// Speed of the tapped link: PFC quanta to time.
     pub link_gbps: f64,
+    /// Frames (any kind, PFC included) the mirror should have recorded and
+    /// dropped; second copies it recorded.
+    pub tap_dropped: u64,
+    pub tap_duplicates: u64,
+    /// Sums over this tap's flows of `late`, `icrc_bad` and `cut` (`cut`
+    /// counts PFC frames too).
+    pub late: u64,
+    pub icrc_bad: u64,
+    pub cut: u64,
+}
+
+/// One connection: what its requester and responder did, and what the
+/// network did to its packets. Counted by the model, not at a tap.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ConnectionTruth {
+    pub flow: usize,
+    pub src_ip: Option<Ipv4Addr>,
+    pub dst_ip: Option<Ipv4Addr>,
+    pub requester_qpn: u32,
+    pub responder_qpn: u32,
+    pub udp_sport: u16,
+    /// Requester: request packets sent, of them first transmissions and
+    /// resends.
+    pub packets_sent: u64,
+    pub first_transmissions: u64,
+    pub packets_resent: u64,
+    /// Retransmission timer expiries with packets outstanding (each one
+    /// rewinds to the oldest unacknowledged packet).
+    pub timeouts: u64,
+    /// Go-Back-N rewinds, by reason: the first resend after a timeout, a
+    /// sequence-error NAK or an RNR NAK. A resend that skips forward (an
+    /// ACK covered the rest) is part of the same rewind.
+    pub rewinds_timeout: u64,
+    pub rewinds_nak: u64,
+    pub rewinds_rnr: u64,
+    /// Resends of packets the responder had already received (in order or
+    /// placed) when they left the requester; of packets it had already
+    /// acknowledged.
+    pub spurious_resends: u64,
+    pub spurious_resends_acked: u64,
+    pub naks_received: u64,
+    /// Responder: ACKs and sequence-error NAKs sent, request packets
+    /// received again (duplicates), placed out of order, discarded for a
+    /// bad ICRC, and delivered in order.
+    pub acks_sent: u64,
+    pub naks_sent: u64,
+    pub duplicates_received: u64,
+    pub ooo_received: u64,
+    pub corrupt_discarded: u64,
+    pub delivered_packets: u64,
+    /// Network: this connection's packets delayed on a longer path, hit by
+    /// a bit error, lost on a link, discarded by a switch; responses the
+    /// requester discarded for a bad ICRC.
+    pub reordered: u64,
+    pub corrupted: u64,
+    pub link_drops: u64,
+    pub switch_drops: u64,
+    pub corrupt_responses_discarded: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -129,6 +246,136 @@ pub struct Truth {
     /// The model's own per-connection counters (not tap-relative).
     pub qps: Vec<QpSummary>,
     pub fabric: FabricStats,
+    /// What each connection's requester and responder did.
+    pub connections: Vec<ConnectionTruth>,
+}
+
+impl ConnectionTruth {
+    fn of(flow: usize, q: &QpSummary) -> ConnectionTruth {
+        let s = &q.stats;
+        ConnectionTruth {
+            flow,
+            src_ip: Some(q.src_ip),
+            dst_ip: Some(q.dst_ip),
+            requester_qpn: q.requester_qpn,
+            responder_qpn: q.responder_qpn,
+            udp_sport: q.udp_sport,
+            packets_sent: s.sent_packets,
+            first_transmissions: s.sent_packets - s.retrans_packets,
+            packets_resent: s.retrans_packets,
+            timeouts: s.timeouts,
+            rewinds_timeout: s.rewinds_timeout,
+            rewinds_nak: s.rewinds_nak,
+            rewinds_rnr: s.rewinds_rnr,
+            spurious_resends: s.spurious_received,
+            spurious_resends_acked: s.spurious_retrans,
+            naks_received: s.naks_received,
+            acks_sent: s.acks_sent,
+            naks_sent: s.naks_sent,
+            duplicates_received: s.duplicate_packets,
+            ooo_received: s.ooo_received,
+            corrupt_discarded: s.corrupt_discarded,
+            delivered_packets: s.delivered_packets,
+            reordered: s.reordered,
+            corrupted: s.corrupted,
+            link_drops: s.link_drops,
+            switch_drops: s.switch_drops,
+            corrupt_responses_discarded: s.corrupt_responses_discarded,
+        }
+    }
+}
+
+/// What the model's own events say about one connection at one tap.
+#[derive(Default)]
+struct Seen {
+    /// Request records (second copies left out): send order, time, index.
+    recs: Vec<(u64, u64, u64)>,
+    /// Running maximum of the send order over `recs`.
+    max_seq: Vec<u64>,
+    /// Highest index recorded.
+    top: Option<u64>,
+    /// Indices whose first transmission was not recorded before a higher one.
+    holes: BTreeMap<u64, Hole>,
+    /// Indices whose first transmission the mirror dropped.
+    dropped_first: BTreeSet<u64>,
+}
+
+#[derive(Default)]
+struct Hole {
+    /// The first transmission was recorded later.
+    late: bool,
+    /// A resend was recorded.
+    resent: bool,
+}
+
+impl Seen {
+    /// One request frame recorded here. Returns, when the network delayed
+    /// it and a frame sent after it was recorded first, how late it is (ns)
+    /// and how far the highest PSN that overtook it is.
+    fn request(&mut self, ts: u64, m: &super::spec::FrameMeta) -> Option<(u64, u64)> {
+        let i = m.index?;
+        let s = m.send_seq;
+        let mut late = None;
+        if self.max_seq.last().is_some_and(|&top| top > s) {
+            let k = self.max_seq.partition_point(|&x| x <= s);
+            let first_ts = self.recs[k].1;
+            let top = self.recs[k..]
+                .iter()
+                .filter(|r| r.0 > s)
+                .map(|r| r.2)
+                .max()
+                .unwrap_or(i);
+            if m.delayed {
+                late = Some((ts - first_ts, top.saturating_sub(i)));
+            }
+        }
+        let run_max = self.max_seq.last().map_or(s, |&x| x.max(s));
+        self.recs.push((s, ts, i));
+        self.max_seq.push(run_max);
+        match self.top {
+            None => self.top = Some(i),
+            Some(t) if i > t => {
+                for j in t + 1..i {
+                    self.holes.insert(j, Hole::default());
+                }
+                self.top = Some(i);
+            }
+            Some(_) => {
+                if let Some(h) = self.holes.get_mut(&i) {
+                    if m.retrans {
+                        h.resent = true;
+                    } else {
+                        h.late = true;
+                    }
+                }
+            }
+        }
+        late
+    }
+
+    /// Sorts every missing first transmission into its `missing_*` class.
+    fn classify(&self, ft: &mut FlowTruth, q: &QpSummary, naks: &BTreeSet<u64>) {
+        for (&i, h) in &self.holes {
+            ft.missing += 1;
+            ft.missing_nak += naks.contains(&i) as u64;
+            let class = if h.late {
+                &mut ft.missing_late
+            } else if self.dropped_first.contains(&i) {
+                if h.resent {
+                    &mut ft.missing_tap_dropped_resent
+                } else if i < q.resp_acked {
+                    &mut ft.missing_tap_dropped_acked
+                } else {
+                    &mut ft.missing_unresolved
+                }
+            } else if h.resent {
+                &mut ft.missing_lost_upstream
+            } else {
+                &mut ft.missing_unresolved
+            };
+            *class += 1;
+        }
+    }
 }
 
 #[derive(Default)]
@@ -188,12 +435,14 @@ fn union_ns(mut spans: Vec<(u64, u64)>) -> u64 {
     total + cur.map_or(0, |(s, e)| e - s)
 }
 
+type FlowState = (FlowTruth, SeqState, Seen);
+
 fn entry<'a>(
-    flows: &'a mut BTreeMap<(usize, usize), (FlowTruth, SeqState)>,
+    flows: &'a mut BTreeMap<(usize, usize), FlowState>,
     run: &Run,
     t: usize,
     flow: usize,
-) -> &'a mut (FlowTruth, SeqState) {
+) -> &'a mut FlowState {
     flows.entry((t, flow)).or_insert_with(|| {
         let q = &run.qps[flow];
         (
@@ -209,6 +458,7 @@ fn entry<'a>(
                 ..Default::default()
             },
             SeqState::default(),
+            Seen::default(),
         )
     })
 }
@@ -226,8 +476,22 @@ impl Truth {
         Truth::of_taps(run, None)
     }
 
-    /// The truth of a capture holding the taps `only` (`None`: every tap).
+    /// The truth of a capture holding the taps `only` (`None`: every tap),
+    /// written whole.
     pub fn of_taps(run: &Run, only: Option<&[usize]>) -> Truth {
+        Truth::of_capture(
+            run,
+            &CaptureOptions {
+                taps: only.map(<[usize]>::to_vec),
+                ..CaptureOptions::default()
+            },
+        )
+    }
+
+    /// The truth of the capture [`super::bridge::write_capture`] writes of
+    /// `run` with `opts`.
+    pub fn of_capture(run: &Run, opts: &CaptureOptions) -> Truth {
+        let only = opts.taps.as_deref();
         let chosen: Vec<usize> = match only {
             Some(t) => t.iter().copied().filter(|&t| t < run.taps.len()).collect(),
             None => (0..run.taps.len()).collect(),
@@ -239,6 +503,9 @@ impl Truth {
         let mut capture = CaptureTruth {
             taps: chosen,
             epoch_ns: super::bridge::EPOCH_NS,
+            sniffer: opts.sniffer.is_some(),
+            sniffer_cut: opts.sniffer.unwrap_or(0),
+            snaplen: opts.snaplen,
             ..CaptureTruth::default()
         };
         let mut taps: Vec<TapTruth> = run
@@ -252,7 +519,7 @@ impl Truth {
                 ..Default::default()
             })
             .collect();
-        let mut flows: BTreeMap<(usize, usize), (FlowTruth, SeqState)> = BTreeMap::new();
+        let mut flows: BTreeMap<(usize, usize), FlowState> = BTreeMap::new();
         let mut pauses: BTreeMap<(usize, [u8; 6], u8), (PfcTruth, PauseState)> = BTreeMap::new();
         for (f, m) in run.frames.iter().zip(&run.meta) {
             let t = f.tap;
@@ -271,12 +538,31 @@ impl Truth {
             tt.frames += 1;
             tt.last_ts_ns = f.ts_ns;
             tt.bytes += f.frame.frame_len() as u64;
+            let (_, whole) = recorded_len(&f.frame, opts);
+            let icrc_bad = whole && icrc_fails(&f.frame, opts) == Some(true);
+            tt.cut += !whole as u64;
+            tt.icrc_bad += icrc_bad as u64;
+            tt.tap_duplicates += m.copy as u64;
+            if let Some(flow) = m.flow {
+                let (ft, _, seen) = entry(&mut flows, run, t, flow);
+                ft.cut += !whole as u64;
+                ft.icrc_bad += icrc_bad as u64;
+                ft.tap_duplicates += m.copy as u64;
+                if !m.copy
+                    && let Some((ns, psns)) = seen.request(f.ts_ns, m)
+                {
+                    ft.late += 1;
+                    ft.max_late_ns = ft.max_late_ns.max(ns);
+                    ft.max_late_psns = ft.max_late_psns.max(psns);
+                    tt.late += 1;
+                }
+            }
             let iface = &run.taps[t].name;
             match &f.frame {
                 FrameSpec::Roce(r) => {
                     tt.roce += 1;
                     let Some(flow) = m.flow else { continue };
-                    let (ft, st) = entry(&mut flows, run, t, flow);
+                    let (ft, st, _) = entry(&mut flows, run, t, flow);
                     if ib::is_request(r.opcode) {
                         ft.data_packets += 1;
                         ft.payload_bytes += r.payload_len as u64;
@@ -382,6 +668,27 @@ impl Truth {
                 }
             }
         }
+        for d in &run.tap_drops {
+            if !wanted[d.tap] {
+                continue;
+            }
+            taps[d.tap].tap_dropped += 1;
+            if let Some(flow) = d.meta.flow {
+                let (ft, _, seen) = entry(&mut flows, run, d.tap, flow);
+                ft.tap_dropped += 1;
+                if let (Some(i), false) = (d.meta.index, d.meta.retrans) {
+                    seen.dropped_first.insert(i);
+                }
+            }
+        }
+        let naks: Vec<BTreeSet<u64>> = run
+            .qps
+            .iter()
+            .map(|q| q.nak_named.iter().copied().collect())
+            .collect();
+        for (ft, _, seen) in flows.values_mut() {
+            seen.classify(ft, &run.qps[ft.flow], &naks[ft.flow]);
+        }
         // A pause still running when the capture ends is cut there.
         let end = capture.last_ts_ns;
         let dur = capture.last_ts_ns - capture.first_ts_ns;
@@ -429,11 +736,17 @@ impl Truth {
             seed: run.seed,
             capture,
             taps,
-            flows: flows.into_values().map(|(f, _)| f).collect(),
+            flows: flows.into_values().map(|(f, _, _)| f).collect(),
             pfc,
             paused,
             qps: run.qps.clone(),
             fabric: run.fabric.clone(),
+            connections: run
+                .qps
+                .iter()
+                .enumerate()
+                .map(|(flow, q)| ConnectionTruth::of(flow, q))
+                .collect(),
         }
     }
 
