@@ -515,8 +515,11 @@ impl Config {
                 // link at 40 Gb/s each (no congestion); the receiving NICs
                 // discard the bad frames and NAK the next one, the senders
                 // resend. The tap at r0 sees the bad frames, the one at s0
-                // only the NAKs and the resends.
+                // only the NAKs and the resends. A resend hit again draws no
+                // second NAK (one per sequence error): the timeout recovers
+                // it, and the run lasts long enough for a few of those.
                 c.spines = 1;
+                c.duration_ns = 4_000_000;
                 c.flows = vec![
                     FlowCfg {
                         gbps: Some(40.0),

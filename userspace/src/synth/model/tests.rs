@@ -506,3 +506,426 @@ fn writes_a_pcap_per_tap() {
     let bytes = w.finish().unwrap();
     assert!(bytes.len() > 24 + n * 16);
 }
+
+// ---- capture impairments, reordering, corruption, sniffer ------------------
+
+/// One record of a written capture, its timestamp in model time.
+struct Rec {
+    iface: u32,
+    ts_ns: u64,
+    orig_len: u32,
+    data: Vec<u8>,
+}
+
+impl Rec {
+    fn decoded(&self) -> crate::PacketRecord {
+        crate::decode::decode(crate::proto::linktype::ETHERNET, &self.data, self.orig_len)
+    }
+}
+
+/// Writes `run` with `opts` to a pcapng and reads every record back.
+fn written(run: &Run, opts: &bridge::CaptureOptions) -> Vec<Rec> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.pcapng");
+    bridge::write_capture(run, &path, opts).unwrap();
+    let mut r = crate::sources::CaptureReader::open(&path).unwrap();
+    let mut out = vec![];
+    while let Some(f) = r.next_frame().unwrap() {
+        out.push(Rec {
+            iface: f.iface,
+            ts_ns: f.ts_ns - bridge::EPOCH_NS,
+            orig_len: f.orig_len,
+            data: f.data.to_vec(),
+        });
+    }
+    out
+}
+
+/// The bytes of an untagged IPv4 frame with its TTL and header checksum
+/// zeroed: what an L3-egress copy has in common with the frame it copies.
+fn without_ttl(data: &[u8]) -> Vec<u8> {
+    let mut k = data.to_vec();
+    k[14 + 8] = 0;
+    k[14 + 10] = 0;
+    k[14 + 11] = 0;
+    k
+}
+
+/// Splits the records of `iface` into the mirror's first records and the
+/// number of second copies, found by bytes alone: an exact copy follows its
+/// frame with the same timestamp and bytes; an egress copy comes `gap` ns
+/// later with the same bytes but a TTL one less (and its own checksum).
+fn dedup(recs: &[Rec], iface: u32, gap: u64) -> (Vec<&Rec>, u64) {
+    let mut firsts: Vec<&Rec> = vec![];
+    let mut copies = 0;
+    let mut seen: std::collections::HashMap<Vec<u8>, (u64, u8)> = Default::default();
+    for r in recs.iter().filter(|r| r.iface == iface) {
+        let copy = if gap == 0 {
+            firsts
+                .last()
+                .is_some_and(|p| p.ts_ns == r.ts_ns && p.data == r.data)
+        } else {
+            let key = without_ttl(&r.data);
+            let hit = seen
+                .get(&key)
+                .is_some_and(|&(ts, ttl)| ts + gap == r.ts_ns && ttl == r.data[22] + 1);
+            seen.insert(key, (r.ts_ns, r.data[22]));
+            hit
+        };
+        if copy {
+            copies += 1;
+        } else {
+            firsts.push(r);
+        }
+    }
+    (firsts, copies)
+}
+
+/// A mirror is passive: with its impairments the fabric does exactly what it
+/// does without them, and the capture is the unimpaired one minus the
+/// frames the truth says were dropped, plus the copies.
+#[test]
+fn mirror_impairments_never_change_the_fabric() {
+    let cfg = Config::preset("mirror-impaired").unwrap();
+    let mut clean = cfg.clone();
+    for t in &mut clean.taps {
+        t.drop = 0.0;
+        t.duplicate = 0.0;
+    }
+    let (a, b) = (simulate(&cfg).unwrap(), simulate(&clean).unwrap());
+    assert!(!a.tap_drops.is_empty() && a.meta.iter().any(|m| m.copy));
+    assert!(b.tap_drops.is_empty() && !b.meta.iter().any(|m| m.copy));
+    for (x, y) in a.qps.iter().zip(&b.qps) {
+        assert_eq!(x.stats, y.stats);
+    }
+    assert_eq!(a.fabric.end_ns, b.fabric.end_ns);
+    let mut drops = a.tap_drops.iter().peekable();
+    let mut kept = a
+        .frames
+        .iter()
+        .zip(&a.meta)
+        .filter(|(_, m)| !m.copy)
+        .peekable();
+    for (f, m) in b.frames.iter().zip(&b.meta) {
+        if kept.peek() == Some(&(f, m)) {
+            kept.next();
+        } else {
+            let d = drops
+                .next()
+                .expect("a frame missing is one the truth dropped");
+            assert_eq!((d.ts_ns, d.tap, d.meta), (f.ts_ns, f.tap, *m));
+        }
+    }
+    assert!(kept.next().is_none() && drops.next().is_none());
+    let t = Truth::of(&a);
+    assert_eq!(
+        t.taps.iter().map(|t| t.tap_dropped).sum::<u64>(),
+        a.tap_drops.len() as u64
+    );
+}
+
+/// The copies in the written capture, found by their bytes, are exactly the
+/// truth's `tap_duplicates`: exact copies at the receiver-side tap, L3-egress
+/// copies (TTL one less, IPv4 checksum valid, ICRC unchanged and valid)
+/// 600 ns later at the sender-side one.
+#[test]
+fn mirror_duplicates_in_the_capture_are_the_truths() {
+    let (run, t) = run_named("mirror-impaired", 1);
+    let recs = written(&run, &bridge::CaptureOptions::default());
+    let (_, exact) = dedup(&recs, 0, 0);
+    let (_, egress) = dedup(&recs, 1, 600);
+    assert_eq!(exact, t.taps[0].tap_duplicates);
+    assert_eq!(egress, t.taps[1].tap_duplicates);
+    assert!(exact > 50 && egress > 1000, "{exact} {egress}");
+    for tap in 0..2 {
+        let flows: u64 = t
+            .flows
+            .iter()
+            .filter(|f| f.tap == tap)
+            .map(|f| f.tap_duplicates)
+            .sum();
+        assert_eq!(flows, t.taps[tap].tap_duplicates, "no PFC here to copy");
+    }
+    // Every frame at the egress tap, copy or not, has a valid IPv4 header
+    // checksum and ICRC; the copies have TTL 63.
+    let mut ttl63 = 0;
+    for r in recs.iter().filter(|r| r.iface == 1) {
+        assert!(checksum_ok(&r.data[14..34]));
+        assert_eq!(r.decoded().icrc_ok(), Some(true));
+        ttl63 += (r.data[22] == 63) as u64;
+    }
+    assert_eq!(ttl63, egress);
+}
+
+fn checksum_ok(header: &[u8]) -> bool {
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    sum == 0xFFFF
+}
+
+/// Request PSN sequence of every flow at one tap, from the capture's
+/// records: (dest QP, PSN, timestamp).
+fn requests(recs: &[&Rec]) -> BTreeMap<u32, Vec<(u32, u64)>> {
+    let mut out: BTreeMap<u32, Vec<(u32, u64)>> = BTreeMap::new();
+    for r in recs {
+        let d = r.decoded();
+        if d.kind() == crate::Kind::Roce && ib::is_request(d.opcode) {
+            out.entry(d.dest_qp).or_default().push((d.psn, r.ts_ns));
+        }
+    }
+    out
+}
+
+/// Mirror drops and network reordering, counted again from the capture: no
+/// request is ever resent in this scenario, so every PSN below the highest
+/// so far is late, and every PSN never recorded is one the mirror dropped
+/// while the responder acknowledged it.
+#[test]
+fn late_and_missing_in_the_capture_are_the_truths() {
+    let (run, t) = run_named("mirror-impaired", 1);
+    for c in &t.connections {
+        assert_eq!(
+            (c.packets_resent, c.timeouts, c.naks_sent, c.link_drops),
+            (0, 0, 0, 0),
+            "{c:?}"
+        );
+        assert!(c.reordered > 0 && c.ooo_received > 0, "{c:?}");
+        assert_eq!(c.delivered_packets, 64 * 16);
+    }
+    assert_eq!(run.fabric.pfc_frames_sent, 0);
+    let recs = written(&run, &bridge::CaptureOptions::default());
+    let mut late_total = 0;
+    for (tap, gap) in [(0usize, 0u64), (1, 600)] {
+        let (firsts, _) = dedup(&recs, tap as u32, gap);
+        for (qp, seq) in requests(&firsts) {
+            let ft = t
+                .flows
+                .iter()
+                .find(|f| f.tap == tap && f.dest_qp == qp)
+                .unwrap();
+            let (mut top, mut late, mut max_ns, mut max_psns) = (seq[0].0, 0, 0, 0);
+            let mut recorded = std::collections::BTreeSet::new();
+            for (k, &(psn, ts)) in seq.iter().enumerate() {
+                recorded.insert(psn);
+                if psn < top {
+                    late += 1;
+                    max_psns = max_psns.max(top - psn);
+                    let overtook = seq[..k].iter().find(|x| x.0 > psn).unwrap();
+                    max_ns = max_ns.max(ts - overtook.1);
+                }
+                top = top.max(psn);
+            }
+            let never = (seq[0].0..top).filter(|p| !recorded.contains(p)).count() as u64;
+            assert_eq!(
+                (ft.late, ft.max_late_ns, ft.max_late_psns as u32),
+                (late, max_ns, max_psns),
+                "tap {tap} qp {qp:#x}"
+            );
+            assert_eq!(ft.missing_late, late);
+            assert_eq!(ft.missing, late + never);
+            assert_eq!(ft.missing_tap_dropped_acked, never);
+            assert_eq!(
+                ft.missing_lost_upstream + ft.missing_tap_dropped_resent + ft.missing_unresolved,
+                0
+            );
+            assert_eq!(ft.missing_nak, 0);
+            late_total += late;
+        }
+    }
+    // The reordering is between the sender-side tap and the receiver-side one.
+    assert!(late_total > 0 && t.taps[1].late == 0 && t.taps[0].late == late_total);
+    assert!(t.taps.iter().all(|x| x.tap_dropped > 0));
+}
+
+/// The same reordering with a responder that NAKs every PSN past the
+/// expected one: sequence-error NAKs and Go-Back-N resends, nothing lost.
+#[test]
+fn reordering_without_ooo_tolerance_draws_naks() {
+    let mut cfg = Config::preset("mirror-impaired").unwrap();
+    cfg.set("nic.ooo_tolerant", "false").unwrap();
+    let run = simulate(&cfg).unwrap();
+    let t = Truth::of(&run);
+    let c = &t.connections[0];
+    assert!(
+        c.reordered > 0 && c.naks_sent > 0 && c.rewinds_nak > 0,
+        "{c:?}"
+    );
+    assert!(c.packets_resent > 0 && c.duplicates_received > 0, "{c:?}");
+    assert_eq!((c.ooo_received, c.link_drops, c.switch_drops), (0, 0, 0));
+    assert_eq!(c.delivered_packets, 64 * 16);
+    let f = t.flow(0, 0).unwrap();
+    assert!(f.missing_late > 0 && f.missing_nak > 0, "{f:?}");
+    assert!(f.missing_nak <= f.missing);
+}
+
+/// Bit errors on spine0 -> leaf1: at the tap past the link, the frames the
+/// truth calls bad fail the decoder's ICRC check and the rest pass; the tap
+/// before the link sees none; the receivers discard every bad frame and NAK.
+#[test]
+fn corrupted_frames_fail_the_icrc_in_the_capture() {
+    let (run, t) = run_named("corruption", 1);
+    let recs = written(&run, &bridge::CaptureOptions::default());
+    for tap in 0..2u32 {
+        let (mut bad, mut good) = (0, 0);
+        for r in recs.iter().filter(|r| r.iface == tap) {
+            match r.decoded().icrc_ok() {
+                Some(false) => bad += 1,
+                Some(true) => good += 1,
+                None => panic!("nothing is cut"),
+            }
+        }
+        assert_eq!(bad, t.taps[tap as usize].icrc_bad, "tap {tap}");
+        assert!(good > 1000);
+        let flows: u64 = t
+            .flows
+            .iter()
+            .filter(|f| f.tap == tap as usize)
+            .map(|f| f.icrc_bad)
+            .sum();
+        assert_eq!(flows, bad);
+    }
+    assert_eq!(t.taps[1].icrc_bad, 0, "upstream of the bad link");
+    // r0's flow: every bit error it took passed the tap at r0.
+    let c0 = &t.connections[0];
+    assert_eq!(t.taps[0].icrc_bad, c0.corrupted);
+    for c in &t.connections {
+        assert!(c.corrupted > 10, "{c:?}");
+        assert_eq!(c.corrupt_discarded, c.corrupted);
+        assert!(c.naks_sent > 0 && c.rewinds_nak > 0 && c.packets_resent > 0);
+        assert_eq!(c.delivered_packets, 2000);
+    }
+}
+
+/// A sniffer capture: every RoCE frame from UDP port 4791 with the
+/// sniffer's source MAC, long frames cut at 128 bytes with the record's
+/// original length saying 128 (only the IP total length shows the cut),
+/// and no whole RoCE frame with a valid ICRC.
+#[test]
+fn sniffer_captures_rewrite_and_cut() {
+    let (run, _) = run_scenario("healthy", 1, Some(2000)).unwrap();
+    let opts = bridge::CaptureOptions {
+        sniffer: Some(128),
+        ..Default::default()
+    };
+    let t = Truth::of_capture(&run, &opts);
+    assert!(t.capture.sniffer && t.capture.sniffer_cut == 128);
+    let recs = written(&run, &opts);
+    let (mut cut, mut bad) = (vec![0u64; 2], vec![0u64; 2]);
+    for r in &recs {
+        let d = r.decoded();
+        assert!(matches!(d.kind(), crate::Kind::Roce | crate::Kind::Cnp));
+        assert_eq!(d.udp_sport, 4791);
+        assert_eq!(d.src_mac, bridge::sniffer_mac(r.iface as usize));
+        assert_eq!(r.orig_len as usize, r.data.len());
+        assert!(r.data.len() <= 128);
+        let ip_total = u16::from_be_bytes([r.data[16], r.data[17]]) as usize;
+        if 14 + ip_total > r.data.len() {
+            cut[r.iface as usize] += 1;
+        } else {
+            bad[r.iface as usize] += 1;
+            // Recomputed over the rewritten header, the ICRC does not match.
+            let crc = crate::decode::icrc::compute(&r.data[14..14 + ip_total]).unwrap();
+            assert_ne!(crc.to_le_bytes(), r.data[14 + ip_total - 4..14 + ip_total]);
+            assert_eq!(d.icrc_ok(), Some(false));
+        }
+    }
+    for tap in 0..2 {
+        assert_eq!(cut[tap], t.taps[tap].cut, "tap {tap}");
+        assert_eq!(bad[tap], t.taps[tap].icrc_bad, "tap {tap}");
+        assert!(cut[tap] > 500 && bad[tap] > 50);
+    }
+    // Not cut: every RoCE frame is whole and fails its ICRC.
+    let opts = bridge::CaptureOptions {
+        sniffer: Some(0),
+        ..Default::default()
+    };
+    let t = Truth::of_capture(&run, &opts);
+    let recs = written(&run, &opts);
+    assert!(recs.iter().all(|r| r.decoded().icrc_ok() == Some(false)));
+    assert_eq!(
+        t.taps.iter().map(|t| t.icrc_bad).sum::<u64>(),
+        recs.len() as u64
+    );
+    assert_eq!(t.taps.iter().map(|t| t.cut).sum::<u64>(), 0);
+    let err = bridge::write_capture(
+        &run,
+        &tempfile::tempdir().unwrap().path().join("x.pcapng"),
+        &bridge::CaptureOptions {
+            sniffer: Some(0),
+            erspan: Some(crate::synth::ErspanVersion::III),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("sniffer"), "{err}");
+}
+
+/// Packets lost on spine0 -> leaf1 are missing at the receivers' leaf and
+/// first recorded there in a resend: per flow, exactly the first
+/// transmissions the sender-side tap recorded and the receiver-side one
+/// never did.
+#[test]
+fn lost_upstream_are_the_first_transmissions_that_never_got_there() {
+    let (run, t) = run_named("lossy-link", 1);
+    let firsts = |tap: usize, flow: usize| -> std::collections::BTreeSet<u64> {
+        run.frames
+            .iter()
+            .zip(&run.meta)
+            .filter(|(f, m)| f.tap == tap && m.flow == Some(flow) && !m.retrans)
+            .filter_map(|(_, m)| m.index)
+            .collect()
+    };
+    let mut lost_total = 0;
+    for (flow, sender_tap, receiver_tap) in [(0, 0, 2), (1, 1, 3)] {
+        let sent = firsts(sender_tap, flow);
+        let got = firsts(receiver_tap, flow);
+        let top = *got.last().unwrap();
+        let lost = sent.difference(&got).filter(|&&i| i < top).count() as u64;
+        let f = t.flow(receiver_tap, flow).unwrap();
+        assert_eq!(f.missing, lost, "{f:?}");
+        assert_eq!(f.missing_lost_upstream + f.missing_unresolved, lost);
+        assert_eq!(f.missing_late + f.tap_dropped, 0);
+        assert!(f.missing_nak > 0 && f.missing_nak <= f.missing, "{f:?}");
+        // Upstream of the loss nothing is missing.
+        assert_eq!(t.flow(sender_tap, flow).unwrap().missing, 0);
+        lost_total += lost;
+    }
+    assert!(lost_total > 0);
+    assert!(lost_total <= run.fabric.link_drops);
+}
+
+/// The connections section says what the model's QPs counted.
+#[test]
+fn connections_are_the_models_counters() {
+    let (_, t) = run_named("ghost-drop", 1);
+    for (c, q) in t.connections.iter().zip(&t.qps) {
+        let s = &q.stats;
+        assert_eq!(
+            (
+                c.packets_sent,
+                c.packets_resent,
+                c.timeouts,
+                c.rewinds_timeout
+            ),
+            (
+                s.sent_packets,
+                s.retrans_packets,
+                s.timeouts,
+                s.rewinds_timeout
+            )
+        );
+        assert_eq!(c.first_transmissions + c.packets_resent, c.packets_sent);
+        assert!(c.spurious_resends >= c.spurious_resends_acked);
+        assert_eq!(c.duplicates_received, s.duplicate_packets);
+    }
+    let victim = &t.connections[2];
+    assert!(victim.timeouts > 0 && victim.rewinds_timeout > 0 && victim.spurious_resends > 0);
+    // The victim's resends were of packets already delivered: the responder
+    // got each of them twice.
+    assert!(victim.duplicates_received >= victim.spurious_resends);
+}
