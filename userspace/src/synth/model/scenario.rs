@@ -480,7 +480,8 @@ impl Config {
                 // place out-of-order packets without a NAK. The receiver-side
                 // mirror drops 1 % and records a tenth of the frames twice,
                 // exactly; the sender-side one drops 1 % and records every
-                // frame again 600 ns later as the switch routed it out.
+                // frame again 400 ns later (a cut-through switch's latency)
+                // as the switch routed it out.
                 c.spines = 2;
                 c.pin_flows(&[0, 1]);
                 c.nic.ooo_tolerant = true;
@@ -503,7 +504,7 @@ impl Config {
                     TapPoint {
                         drop: 0.01,
                         duplicate: 1.0,
-                        dup_gap_ns: 600,
+                        dup_gap_ns: 400,
                         dup_egress: true,
                         ..TapPoint::new("leaf0", "s1", Dir::Both)
                     },

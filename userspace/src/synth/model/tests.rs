@@ -555,9 +555,9 @@ fn without_ttl(data: &[u8]) -> Vec<u8> {
 /// number of second copies, found by bytes alone: an exact copy follows its
 /// frame with the same timestamp and bytes; an egress copy comes `gap` ns
 /// later with the same bytes but a TTL one less (and its own checksum).
-fn dedup(recs: &[Rec], iface: u32, gap: u64) -> (Vec<&Rec>, u64) {
+fn dedup(recs: &[Rec], iface: u32, gap: u64) -> (Vec<&Rec>, Vec<&Rec>) {
     let mut firsts: Vec<&Rec> = vec![];
-    let mut copies = 0;
+    let mut copies = vec![];
     let mut seen: std::collections::HashMap<Vec<u8>, (u64, u8)> = Default::default();
     for r in recs.iter().filter(|r| r.iface == iface) {
         let copy = if gap == 0 {
@@ -573,7 +573,7 @@ fn dedup(recs: &[Rec], iface: u32, gap: u64) -> (Vec<&Rec>, u64) {
             hit
         };
         if copy {
-            copies += 1;
+            copies.push(r);
         } else {
             firsts.push(r);
         }
@@ -627,25 +627,29 @@ fn mirror_impairments_never_change_the_fabric() {
 /// The copies in the written capture, found by their bytes, are exactly the
 /// truth's `tap_duplicates`: exact copies at the receiver-side tap, L3-egress
 /// copies (TTL one less, IPv4 checksum valid, ICRC unchanged and valid)
-/// 600 ns later at the sender-side one.
+/// 400 ns later at the sender-side one.
 #[test]
 fn mirror_duplicates_in_the_capture_are_the_truths() {
     let (run, t) = run_named("mirror-impaired", 1);
     let recs = written(&run, &bridge::CaptureOptions::default());
     let (_, exact) = dedup(&recs, 0, 0);
-    let (_, egress) = dedup(&recs, 1, 600);
-    assert_eq!(exact, t.taps[0].tap_duplicates);
-    assert_eq!(egress, t.taps[1].tap_duplicates);
-    assert!(exact > 50 && egress > 1000, "{exact} {egress}");
-    for tap in 0..2 {
-        let flows: u64 = t
-            .flows
+    let (_, egress) = dedup(&recs, 1, 400);
+    let (exact, egress) = (exact.as_slice(), egress.as_slice());
+    for (tap, copies) in [exact, egress].into_iter().enumerate() {
+        assert_eq!(copies.len() as u64, t.taps[tap].tap_duplicates, "tap {tap}");
+        let flows = t.flows.iter().filter(|f| f.tap == tap);
+        let all: u64 = flows.clone().map(|f| f.tap_duplicates).sum();
+        assert_eq!(all, copies.len() as u64, "no PFC here to copy");
+        let requests = copies
             .iter()
-            .filter(|f| f.tap == tap)
-            .map(|f| f.tap_duplicates)
-            .sum();
-        assert_eq!(flows, t.taps[tap].tap_duplicates, "no PFC here to copy");
+            .filter(|r| ib::is_request(r.decoded().opcode))
+            .count() as u64;
+        let want: u64 = flows.map(|f| f.tap_duplicate_requests).sum();
+        assert_eq!(requests, want, "tap {tap}");
+        assert!(requests > 0 && requests < copies.len() as u64);
     }
+    let (exact, egress) = (exact.len() as u64, egress.len() as u64);
+    assert!(exact > 50 && egress > 1000, "{exact} {egress}");
     // Every frame at the egress tap, copy or not, has a valid IPv4 header
     // checksum and ICRC; the copies have TTL 63.
     let mut ttl63 = 0;
@@ -700,7 +704,7 @@ fn late_and_missing_in_the_capture_are_the_truths() {
     assert_eq!(run.fabric.pfc_frames_sent, 0);
     let recs = written(&run, &bridge::CaptureOptions::default());
     let mut late_total = 0;
-    for (tap, gap) in [(0usize, 0u64), (1, 600)] {
+    for (tap, gap) in [(0usize, 0u64), (1, 400)] {
         let (firsts, _) = dedup(&recs, tap as u32, gap);
         for (qp, seq) in requests(&firsts) {
             let ft = t

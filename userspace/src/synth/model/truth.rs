@@ -71,6 +71,8 @@ pub struct FlowTruth {
     /// (the tap's `duplicate`); every other count here but the
     /// definition-based ones leaves them out.
     pub tap_duplicates: u64,
+    /// Of those, copies of request frames (`data_packets` counts them).
+    pub tap_duplicate_requests: u64,
     /// Request frames recorded here after a frame of the connection that
     /// the requester sent after them, because the network delayed them
     /// (a `reorder` impairment upstream of this tap).
@@ -548,6 +550,7 @@ impl Truth {
                 ft.cut += !whole as u64;
                 ft.icrc_bad += icrc_bad as u64;
                 ft.tap_duplicates += m.copy as u64;
+                ft.tap_duplicate_requests += (m.copy && m.index.is_some()) as u64;
                 if !m.copy
                     && let Some((ns, psns)) = seen.request(f.ts_ns, m)
                 {
