@@ -7,7 +7,9 @@
 //!   `scripts/make-samples.sh` makes (its table is read from the script);
 //! * the ghost-drop article's fix, replayed in the model (`ghost-drop` →
 //!   `ghost-drop-fixed`), cuts the retransmission rate and the pause
-//!   fraction at the victim's tap by orders of magnitude and raises goodput.
+//!   fraction at the victim's tap by orders of magnitude and raises goodput;
+//! * capture impairments set to zero by hand change no byte, and `--sniffer`
+//!   writes what a NIC's RDMA sniffer records.
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -418,4 +420,80 @@ fn the_ghost_drop_fix_cuts_ghost_retransmissions_and_pauses() {
     // And more gets through.
     assert!(after.victim_goodput_gbps > before.victim_goodput_gbps * 1.1);
     assert!(after.model_goodput_gbps > before.model_goodput_gbps);
+}
+
+/// Setting every capture impairment to its default by hand changes nothing:
+/// the committed sample, byte for byte.
+#[test]
+fn impairments_at_zero_leave_the_capture_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = samples()
+        .into_iter()
+        .find(|(s, _)| s == "healthy")
+        .unwrap()
+        .1;
+    for knob in [
+        "taps.0.drop=0",
+        "taps.0.duplicate=0",
+        "taps.1.dup_gap_ns=0",
+        "taps.1.dup_egress=false",
+        "nic.ooo_tolerant=false",
+    ] {
+        options.extend(["--set".to_string(), knob.to_string()]);
+    }
+    let (capture, _) = synth(dir.path(), "healthy", "healthy.pcapng", &options);
+    let got = std::fs::read(capture).unwrap();
+    let want = std::fs::read(repo().join("pcaps/healthy.pcapng")).unwrap();
+    assert!(got == want, "zero impairments changed the capture");
+}
+
+/// `synth --sniffer`: every RoCE frame from UDP port 4791 with a rewritten
+/// source MAC and a failing ICRC, cut at 256 bytes (or N) with the record's
+/// original length equal to what it holds; the truth says so.
+#[test]
+fn sniffer_flag_writes_a_sniffer_capture() {
+    use rocescope::sources::CaptureReader;
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, cut) in [("--sniffer", 256usize), ("--sniffer=128", 128)] {
+        let options: Vec<String> = ["--packets", "600", "--snaplen", "0", flag]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (capture, truth) = synth(dir.path(), "healthy", "sniffed.pcapng", &options);
+        assert_eq!(truth["capture"]["sniffer"], true);
+        assert_eq!(truth["capture"]["sniffer_cut"], cut);
+        let mut r = CaptureReader::open(&capture).unwrap();
+        let (mut cut_frames, mut whole, mut n) = (0u64, 0u64, 0u64);
+        while let Some(f) = r.next_frame().unwrap() {
+            n += 1;
+            let d = rocescope::decode::decode(f.linktype, f.data, f.orig_len);
+            assert_eq!(d.udp_sport, 4791);
+            assert_eq!(d.src_mac[..3], [0x02, 0x53, 0x4E]);
+            assert_eq!(f.orig_len as usize, f.data.len());
+            assert!(f.data.len() <= cut);
+            let ip_total = u16::from_be_bytes([f.data[16], f.data[17]]) as usize;
+            if 14 + ip_total > f.data.len() {
+                cut_frames += 1;
+            } else {
+                whole += 1;
+                assert_eq!(d.icrc_ok(), Some(false));
+            }
+        }
+        assert_eq!(n, 600);
+        let taps = truth["taps"].as_array().unwrap();
+        let sum = |k: &str| taps.iter().map(|t| t[k].as_u64().unwrap()).sum::<u64>();
+        assert_eq!((sum("cut"), sum("icrc_bad")), (cut_frames, whole));
+        assert!(cut_frames > 0 && whole > 0);
+    }
+    let out = rocescope(&[
+        "synth",
+        "healthy",
+        "--out",
+        dir.path().join("x.pcapng").to_str().unwrap(),
+        "--sniffer",
+        "--erspan",
+        "ii",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sniffer"));
 }
