@@ -212,6 +212,9 @@ pub struct QpSummary {
     /// One past the highest index the responder acknowledged.
     #[serde(skip)]
     pub resp_acked: u64,
+    /// The reason of each Go-Back-N rewind, in order.
+    #[serde(skip)]
+    pub rewinds: Vec<Trigger>,
 }
 
 pub struct Fabric {
@@ -532,6 +535,7 @@ impl Fabric {
                     stats,
                     nak_named: q.nak_named.clone(),
                     resp_acked: q.resp_acked,
+                    rewinds: q.rewinds.clone(),
                 }
             })
             .collect();
@@ -620,7 +624,9 @@ impl Fabric {
                 });
                 continue;
             }
-            let twice = m.rng.chance(m.duplicate);
+            // PFC frames end at the port they arrive on and start at the
+            // one that sends them: no second mirror point sees them.
+            let twice = !matches!(pkt.spec, FrameSpec::Pfc(_)) && m.rng.chance(m.duplicate);
             let (gap, egress) = (m.dup_gap_ns, m.dup_egress);
             self.frames.push(TapFrame {
                 ts_ns: now,
@@ -928,6 +934,12 @@ impl Fabric {
             Some(Trigger::Timeout) => q.stats.rewinds_timeout += 1,
             None => {}
         }
+        q.rewinds.extend(rewind);
+        let rewind_no = if retrans {
+            (q.rewinds.len() as u64).checked_sub(1)
+        } else {
+            None
+        };
         let spec = FrameSpec::Roce(RoceSpec {
             src_mac: [0; 6],
             dst_mac: [0; 6],
@@ -973,6 +985,7 @@ impl Fabric {
                 spurious,
                 index: Some(idx),
                 send_seq,
+                rewind_no,
                 ..FrameMeta::default()
             },
         }

@@ -105,6 +105,8 @@ pub struct Qp {
     pub ooo: BTreeMap<u64, Placed>,
     /// Indices the responder named in sequence-error NAKs, in order.
     pub nak_named: Vec<u64>,
+    /// The reason of each Go-Back-N the requester made, in order.
+    pub rewinds: Vec<Trigger>,
 
     pub stats: QpStats,
 }
@@ -150,6 +152,7 @@ impl Qp {
             msn: 0,
             ooo: BTreeMap::new(),
             nak_named: vec![],
+            rewinds: vec![],
             stats: QpStats {
                 min_rate_gbps: line_gbps,
                 ..QpStats::default()

@@ -185,6 +185,9 @@ pub struct FrameMeta {
     /// requester sent packets (first transmissions and resends alike).
     pub index: Option<u64>,
     pub send_seq: u64,
+    /// Resends: which of the connection's Go-Back-N rewinds (0, 1, …) the
+    /// packet was resent in.
+    pub rewind_no: Option<u64>,
     /// The network delayed the frame (the `reorder` impairment of a link it
     /// crossed before this point).
     pub delayed: bool,

@@ -933,3 +933,37 @@ fn connections_are_the_models_counters() {
     // got each of them twice.
     assert!(victim.duplicates_received >= victim.spurious_resends);
 }
+
+/// A rewind the tap recorded any resent packet of is seen there: without
+/// mirror drops, every rewind whose first packet the tap recorded; with
+/// them, the same rewinds as the run without (the fabric does the same),
+/// although the mirror lost some of their first packets.
+#[test]
+fn rewinds_seen_survive_mirror_drops() {
+    for name in SCENARIOS {
+        let (_, t) = run_short(name, 1, 1_000_000);
+        for f in &t.flows {
+            if f.tap_dropped == 0 {
+                assert_eq!(
+                    (f.model_rewinds_seen_nak, f.model_rewinds_seen_timeout),
+                    (f.model_rewinds_nak, f.model_rewinds_timeout),
+                    "{name} {}",
+                    f.iface
+                );
+            }
+        }
+    }
+    let mut cfg = Config::preset("ghost-drop").unwrap();
+    cfg.duration_ns = 1_000_000;
+    let clean = Truth::of(&simulate(&cfg).unwrap());
+    cfg.set("taps.0.drop", "0.3").unwrap();
+    let lossy = Truth::of(&simulate(&cfg).unwrap());
+    let (c, l) = (clean.flow(0, 2).unwrap(), lossy.flow(0, 2).unwrap());
+    assert!(c.model_rewinds_timeout > 0);
+    assert_eq!(l.model_rewinds_seen_timeout, c.model_rewinds_timeout);
+    assert!(
+        l.model_rewinds_timeout < l.model_rewinds_seen_timeout,
+        "{l:?}"
+    );
+    assert!(l.tap_dropped > 0 && l.missing_tap_dropped_acked > 0);
+}

@@ -64,6 +64,12 @@ pub struct FlowTruth {
     pub model_rewinds_timeout: u64,
     /// Resends here of packets the responder had already acknowledged.
     pub model_spurious: u64,
+    /// The requester's Go-Back-N rewinds of which this tap recorded at
+    /// least one resent packet, by the requester's reason (equal to
+    /// `model_rewinds_*` unless the mirror dropped a rewind's first packet).
+    pub model_rewinds_seen_nak: u64,
+    pub model_rewinds_seen_rnr: u64,
+    pub model_rewinds_seen_timeout: u64,
     /// Frames of this connection (requests, responses, CNPs) the mirror
     /// should have recorded here and dropped (the tap's `drop`).
     pub tap_dropped: u64,
@@ -300,6 +306,8 @@ struct Seen {
     holes: BTreeMap<u64, Hole>,
     /// Indices whose first transmission the mirror dropped.
     dropped_first: BTreeSet<u64>,
+    /// The connection's rewinds of which a resent packet was recorded.
+    rewinds: BTreeSet<u64>,
 }
 
 #[derive(Default)]
@@ -317,6 +325,7 @@ impl Seen {
     fn request(&mut self, ts: u64, m: &super::spec::FrameMeta) -> Option<(u64, u64)> {
         let i = m.index?;
         let s = m.send_seq;
+        self.rewinds.extend(m.rewind_no);
         let mut late = None;
         if self.max_seq.last().is_some_and(|&top| top > s) {
             let k = self.max_seq.partition_point(|&x| x <= s);
@@ -357,6 +366,14 @@ impl Seen {
 
     /// Sorts every missing first transmission into its `missing_*` class.
     fn classify(&self, ft: &mut FlowTruth, q: &QpSummary, naks: &BTreeSet<u64>) {
+        for r in &self.rewinds {
+            match q.rewinds.get(*r as usize) {
+                Some(Trigger::Nak) => ft.model_rewinds_seen_nak += 1,
+                Some(Trigger::Rnr) => ft.model_rewinds_seen_rnr += 1,
+                Some(Trigger::Timeout) => ft.model_rewinds_seen_timeout += 1,
+                None => {}
+            }
+        }
         for (&i, h) in &self.holes {
             ft.missing += 1;
             ft.missing_nak += naks.contains(&i) as u64;
