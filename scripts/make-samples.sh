@@ -23,7 +23,7 @@ incast            --packets 3000
 pfc-storm
 ecn-broken        --packets 3000
 ecmp-collision    --packets 3000
-mirror-impaired   --packets 1600
+mirror-impaired   --packets 850 --snaplen 0 --set mtu=256
 corruption        --packets 1800 --tap 0 --snaplen 0
 '
 

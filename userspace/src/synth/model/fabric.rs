@@ -1294,6 +1294,7 @@ impl Fabric {
         let len = spec.frame_len();
         let meta = FrameMeta {
             flow: Some(qi),
+            acked: aeth::is_ack(syndrome).then_some(q.epsn),
             ..FrameMeta::default()
         };
         let hp = self.hosts[h].port;

@@ -188,6 +188,8 @@ pub struct FrameMeta {
     /// Resends: which of the connection's Go-Back-N rewinds (0, 1, …) the
     /// packet was resent in.
     pub rewind_no: Option<u64>,
+    /// ACKs: one past the highest index the ACK covers.
+    pub acked: Option<u64>,
     /// The network delayed the frame (the `reorder` impairment of a link it
     /// crossed before this point).
     pub delayed: bool,

@@ -3,9 +3,10 @@
 //!
 //! Two kinds of per-tap counters, told apart by their doc comments:
 //!
-//! * the analyzer's vocabulary (docs/analysis.md, "Analysis definitions") applied
-//!   to every frame the tap recorded (`data_packets`, `rewinds`, `gaps`, …):
-//!   what an analysis following those definitions must count;
+//! * the capture read literally, in the analyzer's vocabulary
+//!   (docs/analysis.md), over the frames the tap recorded, the mirror's
+//!   copies left out (`data_packets`, `rewinds`, `gaps`, …); here a rewind is
+//!   a retransmission whose PSN does not follow the previous request's;
 //! * what happened, counted from the model's own events and the mirror's
 //!   own decisions, never from the frames' order (`model_*`, `tap_*`,
 //!   `late`, `missing_*`, `icrc_bad`, `cut`): what the analysis should
@@ -74,10 +75,9 @@ pub struct FlowTruth {
     /// should have recorded here and dropped (the tap's `drop`).
     pub tap_dropped: u64,
     /// Second copies of this connection's frames the mirror recorded here
-    /// (the tap's `duplicate`); every other count here but the
-    /// definition-based ones leaves them out.
+    /// (the tap's `duplicate`); every other count of the flow leaves them out.
     pub tap_duplicates: u64,
-    /// Of those, copies of request frames (`data_packets` counts them).
+    /// Of those, copies of request frames.
     pub tap_duplicate_requests: u64,
     /// Request frames recorded here after a frame of the connection that
     /// the requester sent after them, because the network delayed them
@@ -93,8 +93,8 @@ pub struct FlowTruth {
     /// Nothing before the first request the tap recorded counts. Each is
     /// exactly one of the five `missing_*` below; `missing_nak` overlaps.
     pub missing: u64,
-    /// The mirror dropped every copy of it that passed here, and the
-    /// responder acknowledged it: the capture lost it, the network did not.
+    /// The mirror dropped every copy of it that passed here, and an ACK
+    /// recorded here covers it: the capture lost it, the network did not.
     pub missing_tap_dropped_acked: u64,
     /// The mirror dropped its first transmission and recorded a resend.
     pub missing_tap_dropped_resent: u64,
@@ -104,7 +104,8 @@ pub struct FlowTruth {
     /// The network delayed it: the tap recorded the first transmission
     /// late (by first transmissions, the same as `late`).
     pub missing_late: u64,
-    /// Neither recorded later nor acknowledged (the capture ended first).
+    /// Neither recorded later nor covered by an ACK recorded here (the
+    /// capture ended first, or the tap does not see the responses).
     pub missing_unresolved: u64,
     /// Of the missing, those the responder named in a sequence-error NAK.
     pub missing_nak: u64,
@@ -186,9 +187,10 @@ pub struct TapTruth {
     /// dropped; second copies it recorded.
     pub tap_dropped: u64,
     pub tap_duplicates: u64,
-    /// Sums over this tap's flows of `late`, `icrc_bad` and `cut` (`cut`
-    /// counts PFC frames too).
+    /// The sum of the flows' `late`.
     pub late: u64,
+    /// Records (second copies included) of RoCE frames held whole whose
+    /// ICRC fails, and of frames of any kind held cut.
     pub icrc_bad: u64,
     pub cut: u64,
 }
@@ -308,6 +310,8 @@ struct Seen {
     dropped_first: BTreeSet<u64>,
     /// The connection's rewinds of which a resent packet was recorded.
     rewinds: BTreeSet<u64>,
+    /// One past the highest index an ACK recorded here covers.
+    acked: u64,
 }
 
 #[derive(Default)]
@@ -319,10 +323,14 @@ struct Hole {
 }
 
 impl Seen {
-    /// One request frame recorded here. Returns, when the network delayed
-    /// it and a frame sent after it was recorded first, how late it is (ns)
-    /// and how far the highest PSN that overtook it is.
-    fn request(&mut self, ts: u64, m: &super::spec::FrameMeta) -> Option<(u64, u64)> {
+    /// One frame of the connection recorded here (not a second copy).
+    /// Returns, for a request the network delayed and a frame sent after it
+    /// was recorded first, how late it is (ns) and how far the highest PSN
+    /// that overtook it is.
+    fn record(&mut self, ts: u64, m: &super::spec::FrameMeta) -> Option<(u64, u64)> {
+        if let Some(a) = m.acked {
+            self.acked = self.acked.max(a);
+        }
         let i = m.index?;
         let s = m.send_seq;
         self.rewinds.extend(m.rewind_no);
@@ -366,6 +374,8 @@ impl Seen {
 
     /// Sorts every missing first transmission into its `missing_*` class.
     fn classify(&self, ft: &mut FlowTruth, q: &QpSummary, naks: &BTreeSet<u64>) {
+        // Acknowledged where this capture shows it: by an ACK recorded here.
+        let acked = self.acked.min(q.resp_acked);
         for r in &self.rewinds {
             match q.rewinds.get(*r as usize) {
                 Some(Trigger::Nak) => ft.model_rewinds_seen_nak += 1,
@@ -382,7 +392,7 @@ impl Seen {
             } else if self.dropped_first.contains(&i) {
                 if h.resent {
                     &mut ft.missing_tap_dropped_resent
-                } else if i < q.resp_acked {
+                } else if i < acked {
                     &mut ft.missing_tap_dropped_acked
                 } else {
                     &mut ft.missing_unresolved
@@ -564,12 +574,12 @@ impl Truth {
             tt.tap_duplicates += m.copy as u64;
             if let Some(flow) = m.flow {
                 let (ft, _, seen) = entry(&mut flows, run, t, flow);
-                ft.cut += !whole as u64;
-                ft.icrc_bad += icrc_bad as u64;
+                ft.cut += (!whole && !m.copy) as u64;
+                ft.icrc_bad += (icrc_bad && !m.copy) as u64;
                 ft.tap_duplicates += m.copy as u64;
                 ft.tap_duplicate_requests += (m.copy && m.index.is_some()) as u64;
                 if !m.copy
-                    && let Some((ns, psns)) = seen.request(f.ts_ns, m)
+                    && let Some((ns, psns)) = seen.record(f.ts_ns, m)
                 {
                     ft.late += 1;
                     ft.max_late_ns = ft.max_late_ns.max(ns);
@@ -581,7 +591,10 @@ impl Truth {
             match &f.frame {
                 FrameSpec::Roce(r) => {
                     tt.roce += 1;
-                    let Some(flow) = m.flow else { continue };
+                    // A mirror's copy takes no part in the flow's counters.
+                    let Some(flow) = m.flow.filter(|_| !m.copy) else {
+                        continue;
+                    };
                     let (ft, st, _) = entry(&mut flows, run, t, flow);
                     if ib::is_request(r.opcode) {
                         ft.data_packets += 1;
@@ -643,7 +656,7 @@ impl Truth {
                 }
                 FrameSpec::Cnp(_) => {
                     tt.cnp += 1;
-                    if let Some(flow) = m.flow {
+                    if let Some(flow) = m.flow.filter(|_| !m.copy) {
                         entry(&mut flows, run, t, flow).0.cnps += 1;
                     }
                 }
