@@ -771,6 +771,8 @@ fn reordering_without_ooo_tolerance_draws_naks() {
     let f = t.flow(0, 0).unwrap();
     assert!(f.missing_late > 0 && f.missing_nak > 0, "{f:?}");
     assert!(f.missing_nak <= f.missing);
+    // Nothing is lost: every NAKed PSN was only late.
+    assert_eq!(f.missing_nak_late, f.missing_nak);
 }
 
 /// Bit errors on spine0 -> leaf1: at the tap past the link, the frames the
@@ -901,6 +903,10 @@ fn lost_upstream_are_the_first_transmissions_that_never_got_there() {
         assert_eq!(f.missing_lost_upstream + f.missing_unresolved, lost);
         assert_eq!(f.missing_late + f.tap_dropped, 0);
         assert!(f.missing_nak > 0 && f.missing_nak <= f.missing, "{f:?}");
+        assert_eq!(
+            f.missing_nak_lost_upstream + f.missing_nak_unresolved,
+            f.missing_nak
+        );
         // Upstream of the loss nothing is missing.
         assert_eq!(t.flow(sender_tap, flow).unwrap().missing, 0);
         lost_total += lost;

@@ -107,8 +107,14 @@ pub struct FlowTruth {
     /// Neither recorded later nor covered by an ACK recorded here (the
     /// capture ended first, or the tap does not see the responses).
     pub missing_unresolved: u64,
-    /// Of the missing, those the responder named in a sequence-error NAK.
+    /// Of the missing, those the responder named in a sequence-error NAK,
+    /// and of those how many are late, lost upstream, dropped by the mirror
+    /// (`missing_tap_dropped_*`) and unresolved.
     pub missing_nak: u64,
+    pub missing_nak_late: u64,
+    pub missing_nak_lost_upstream: u64,
+    pub missing_nak_tap_dropped: u64,
+    pub missing_nak_unresolved: u64,
     /// RoCE frames of this connection (requests, responses, CNPs) recorded
     /// whole whose ICRC fails: a bit error upstream of this tap, or every
     /// frame of a sniffer capture.
@@ -386,23 +392,30 @@ impl Seen {
         }
         for (&i, h) in &self.holes {
             ft.missing += 1;
-            ft.missing_nak += naks.contains(&i) as u64;
-            let class = if h.late {
-                &mut ft.missing_late
+            let (class, nak) = if h.late {
+                (&mut ft.missing_late, &mut ft.missing_nak_late)
             } else if self.dropped_first.contains(&i) {
-                if h.resent {
+                let class = if h.resent {
                     &mut ft.missing_tap_dropped_resent
                 } else if i < acked {
                     &mut ft.missing_tap_dropped_acked
                 } else {
                     &mut ft.missing_unresolved
-                }
+                };
+                (class, &mut ft.missing_nak_tap_dropped)
             } else if h.resent {
-                &mut ft.missing_lost_upstream
+                (
+                    &mut ft.missing_lost_upstream,
+                    &mut ft.missing_nak_lost_upstream,
+                )
             } else {
-                &mut ft.missing_unresolved
+                (&mut ft.missing_unresolved, &mut ft.missing_nak_unresolved)
             };
             *class += 1;
+            if naks.contains(&i) {
+                *nak += 1;
+                ft.missing_nak += 1;
+            }
         }
     }
 }
