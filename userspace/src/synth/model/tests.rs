@@ -100,10 +100,12 @@ fn every_preset_builds_and_runs_in_order() {
 
 #[test]
 fn same_seed_same_frames() {
-    for name in ["ghost-drop", "lossy-link"] {
+    for name in ["ghost-drop", "lossy-link", "mirror-impaired", "corruption"] {
         let a = run_named(name, 42).0;
         let b = run_named(name, 42).0;
         assert_eq!(a.frames, b.frames, "{name}");
+        assert_eq!(a.meta, b.meta, "{name}");
+        assert_eq!(a.tap_drops, b.tap_drops, "{name}");
     }
     let a = run_named("lossy-link", 1).0;
     let b = run_named("lossy-link", 2).0;
