@@ -360,6 +360,22 @@ impl Fabric {
             f.push(fc.start_ns, Ev::Wake(f.hosts[fc.src].port));
         }
         // Impairments and taps.
+        let probability = |what: String, p: f64| {
+            if (0.0..=1.0).contains(&p) {
+                Ok(())
+            } else {
+                Err(format!("{what} = {p}: a probability is between 0 and 1"))
+            }
+        };
+        for (k, imp) in c.impairments.iter().enumerate() {
+            probability(format!("impairments.{k}.loss"), imp.loss)?;
+            probability(format!("impairments.{k}.corrupt"), imp.corrupt)?;
+            probability(format!("impairments.{k}.reorder"), imp.reorder)?;
+        }
+        for (t, tp) in c.taps.iter().enumerate() {
+            probability(format!("taps.{t}.drop"), tp.drop)?;
+            probability(format!("taps.{t}.duplicate"), tp.duplicate)?;
+        }
         for imp in &c.impairments {
             let p = f.port_of(&imp.node, &imp.toward)?;
             let peer = f.ports[p].peer;

@@ -277,6 +277,12 @@ fn frame_limit_and_overrides() {
     assert!(c.set("nic.min_rto_ns", "\"soon\"").is_err());
     c.set("taps.0.node", "nowhere").unwrap();
     assert!(simulate(&c).unwrap_err().contains("nowhere"));
+    let mut c = Config::preset("mirror-impaired").unwrap();
+    c.set("taps.1.drop", "1.5").unwrap();
+    assert!(simulate(&c).unwrap_err().contains("taps.1.drop"));
+    let mut c = Config::preset("mirror-impaired").unwrap();
+    c.set("impairments.0.reorder", "-0.1").unwrap();
+    assert!(simulate(&c).unwrap_err().contains("impairments.0.reorder"));
 }
 
 /// Count the truth again, straight from the FrameSpecs (no model
