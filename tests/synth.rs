@@ -125,8 +125,20 @@ fn analyze(capture: &Path, truth: &Value) -> Analysis {
 /// and resends are the model's own (what its requesters did); a resend whose
 /// original the tap never saw is no retransmission at the tap but a missing
 /// PSN resolved as lost before the tap (or named by a NAK).
+///
+/// The tap's impairments, as the model made them: a request the tap copied
+/// counts once (`mirror_copies` the rest), and each first transmission the
+/// tap missed is resolved as what happened to it.
 const EXACT: &[(&[&str], &[&str])] = &[
-    (&["data_packets"], &["data_packets"]),
+    (&["data_packets", "mirror_copies"], &["data_packets"]),
+    (&["mirror_copies"], &["tap_duplicate_requests"]),
+    (&["gap_capture_lost"], &["missing_tap_dropped_acked"]),
+    (&["gap_late"], &["missing_late"]),
+    (
+        &["gap_lost_before_tap", "gap_nak_lost"],
+        &["missing_lost_upstream", "missing_tap_dropped_resent"],
+    ),
+    (&["gap_unresolved"], &["missing_unresolved"]),
     (
         &["retrans_packets", "gap_lost_before_tap", "gap_nak_lost"],
         &["model_retrans"],
@@ -496,4 +508,93 @@ fn sniffer_flag_writes_a_sniffer_capture() {
     ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("sniffer"));
+}
+
+/// The findings the diagnosis gives a sample, by id.
+fn findings_of(a: &Analysis) -> Vec<String> {
+    a.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// What a user must be told about the capture itself, from samples whose
+/// truth says what the model and its taps did.
+#[test]
+fn imperfect_captures_are_diagnosed_as_such_and_not_as_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = |name: &str| {
+        let cap = repo().join("pcaps").join(format!("{name}.pcapng"));
+        let truth = read_json(&repo().join("pcaps").join(format!("{name}.truth.json")));
+        let copy = dir.path().join(format!("{name}.pcapng"));
+        std::fs::copy(&cap, &copy).unwrap();
+        (analyze(&copy, &truth), truth)
+    };
+    // Tap drops, SPAN copies and reordering, but a clean network: the
+    // capture is incomplete and duplicated; no loss, no ghost drop.
+    let (a, truth) = sample("mirror-impaired");
+    let ids = findings_of(&a);
+    for want in ["capture-loss", "mirror-duplicates", "reordering"] {
+        assert!(
+            ids.contains(&want.to_string()),
+            "{want} missing from {ids:?}"
+        );
+    }
+    for not in ["real-loss", "ghost-retransmissions", "corrupted-frames"] {
+        assert!(!ids.contains(&not.to_string()), "{not} in {ids:?}");
+    }
+    let flows = truth["flows"].as_array().unwrap();
+    let sum = |k: &str| flows.iter().map(|f| f[k].as_u64().unwrap()).sum::<u64>();
+    let t = &a.summary["totals"];
+    assert_eq!(
+        t["gaps_resolved"]["capture_lost"],
+        sum("missing_tap_dropped_acked")
+    );
+    assert_eq!(t["gaps_resolved"]["late"], sum("missing_late"));
+    assert_eq!(t["rewinds"], 0);
+
+    // Bit errors on a link before the tap: corruption, and the NAKs and
+    // resends it caused are real loss.
+    let (a, truth) = sample("corruption");
+    let ids = findings_of(&a);
+    for want in ["corrupted-frames", "real-loss"] {
+        assert!(
+            ids.contains(&want.to_string()),
+            "{want} missing from {ids:?}"
+        );
+    }
+    assert!(
+        !ids.contains(&"ghost-retransmissions".to_string()),
+        "{ids:?}"
+    );
+    let taps = truth["taps"].as_array().unwrap();
+    let bad: u64 = taps.iter().map(|t| t["icrc_bad"].as_u64().unwrap()).sum();
+    let failed: u64 = a.summary["taps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["icrc_failed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(failed, bad);
+
+    // A NIC's sniffer capture: said once, never corruption.
+    let options: Vec<String> = ["--packets", "600", "--sniffer"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (capture, truth) = synth(dir.path(), "healthy", "sniffed.pcapng", &options);
+    let a = analyze(&capture, &truth);
+    let ids = findings_of(&a);
+    assert!(ids.contains(&"sniffer-capture".to_string()), "{ids:?}");
+    assert!(!ids.contains(&"corrupted-frames".to_string()), "{ids:?}");
+    assert!(a.summary["capture_facts"].to_string().contains("sniffer"));
+    assert!(
+        a.summary["taps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["sniffer"] == true)
+    );
 }

@@ -3,13 +3,13 @@
 //! A port mirrored in both directions, or two mirrored ports on one path,
 //! record the same frame twice, nanoseconds to microseconds apart. A copy
 //! is not a retransmission: a resend comes only after a NAK or a timeout,
-//! which takes at least a round trip. A BTH frame whose ICRC was read is a
-//! **mirror copy** when the same tap recorded a frame with the same
-//! addresses, QP, PSN, opcode, ICRC and payload length at most `window`
-//! earlier and, for a request, no
-//! NAK came back on its paired flow within the window before it (a NAK makes
-//! a fast resend legitimate, also of packets sent after the NAK passed the
-//! tap and before the sender acted on it). Copies are counted per tap and per flow and take no part in
+//! which takes at least a round trip. A BTH frame is a **mirror copy** when
+//! the same tap recorded a frame with the same addresses, QP, PSN, opcode,
+//! ICRC (when both were captured whole; mirrors often truncate) and payload
+//! length at most `window` earlier and no NAK came back on its paired flow
+//! since a window before that original (a NAK makes a fast resend
+//! legitimate, also of packets sent after the NAK passed the tap and before
+//! the sender acted on it). Copies are counted per tap and per flow and take no part in
 //! any other analysis.
 //!
 //! Frames without payload (ACKs, NAKs, CNPs) repeat byte for byte by design
@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::hash::FastMap;
-use rocescope_common::{Kind, PacketRecord, flags};
+use rocescope_common::{Kind, PacketRecord};
 use serde::Serialize;
 
 /// Default copy window: longer than a switch's ingress→egress latency, shorter
@@ -122,8 +122,7 @@ impl MirrorDups {
     /// Whether `rec` is a mirror copy of a frame recorded within the window;
     /// `last_nak` is when its paired flow last carried a NAK.
     pub(crate) fn is_copy(&mut self, rec: &PacketRecord, last_nak: Option<u64>) -> bool {
-        // Without its ICRC (a cut frame) a frame's identity is too weak.
-        if self.window_ns == 0 || !rec.has(flags::ICRC_CHECKED) {
+        if self.window_ns == 0 {
             return false;
         }
         let now = rec.ts_ns;
@@ -137,14 +136,13 @@ impl MirrorDups {
             }
         }
         let key = Key::of(rec);
-        let nak_near = last_nak.is_some_and(|n| now.saturating_sub(n) <= self.window_ns);
         let window = if rec.payload_len == 0 || rec.kind() == Kind::Cnp {
             self.window_ns.min(CONTROL_WINDOW_NS)
         } else {
             self.window_ns
         };
         if let Some(&t) = self.seen.get(&key)
-            && !nak_near
+            && !last_nak.is_some_and(|n| n.saturating_add(self.window_ns) >= t)
             && now >= t
             && now - t <= window
         {
@@ -175,7 +173,6 @@ mod tests {
             opcode: 0x0A,
             payload_len: 1024,
             icrc: 0xABCD_0000 | psn,
-            flags: flags::ICRC_CHECKED,
             dest_qp: 7,
             ..PacketRecord::default()
         }
@@ -208,6 +205,10 @@ mod tests {
             !d.is_copy(&frame(4_000, 5), Some(3_500)),
             "resent 3 µs after the original, 0.5 µs after a NAK"
         );
+        // Sent just after the NAK passed the tap, resent before the sender
+        // had acted on it 12 µs later: still a resend.
+        assert!(!d.is_copy(&frame(4_100, 8), Some(3_500)));
+        assert!(!d.is_copy(&frame(13_000, 8), Some(3_500)));
         // A window after the NAK, copies are copies again.
         assert!(!d.is_copy(&frame(20_000, 7), Some(3_500)));
         assert!(d.is_copy(&frame(20_005, 7), Some(3_500)));

@@ -859,23 +859,31 @@ fn read_requests_consume_one_psn_per_response_packet() {
         r.payload_len = len;
         r
     };
-    let r = run(&[
-        // MTU unknown: 4096 bytes may take up to 16 PSNs (at 256).
-        read(0, 10, 4096),
-        // The READ took 10..=13 (MTU 1024): 14 is in order.
-        req(US, 14),
-        resp(2 * US, op::READ_RESPONSE_FIRST, 10, 1024),
-        resp(3 * US, op::READ_RESPONSE_MIDDLE, 11, 1024),
-        // Now the MTU is known (1024): 3000 bytes take 3 PSNs.
-        read(4 * US, 15, 3000),
-        req(5 * US, 18),
-        // Re-issued READ: a retransmission, back 9 PSNs.
-        read(6 * US, 10, 4096),
-        // 14 follows the READ's 4 PSNs: sequential.
-        req(7 * US, 14),
-        // 25 is after next (19): a gap of 6.
-        req(8 * US, 25),
-    ]);
+    // Re-issued within microseconds, as no real requester would: no mirror
+    // copies in this sequence test.
+    let r = run_with(
+        Config {
+            dup_window_ns: 0,
+            ..Config::default()
+        },
+        &[
+            // MTU unknown: 4096 bytes may take up to 16 PSNs (at 256).
+            read(0, 10, 4096),
+            // The READ took 10..=13 (MTU 1024): 14 is in order.
+            req(US, 14),
+            resp(2 * US, op::READ_RESPONSE_FIRST, 10, 1024),
+            resp(3 * US, op::READ_RESPONSE_MIDDLE, 11, 1024),
+            // Now the MTU is known (1024): 3000 bytes take 3 PSNs.
+            read(4 * US, 15, 3000),
+            req(5 * US, 18),
+            // Re-issued READ: a retransmission, back 9 PSNs.
+            read(6 * US, 10, 4096),
+            // 14 follows the READ's 4 PSNs: sequential.
+            req(7 * US, 14),
+            // 25 is after next (19): a gap of 6.
+            req(8 * US, 25),
+        ],
+    );
     let f = r.flow(A, QB);
     assert_eq!(f.data_packets, 7);
     assert_eq!(
@@ -1051,9 +1059,11 @@ fn utc_and_offsets_print_readably() {
 #[test]
 fn timestamps_near_u64_max_do_not_overflow() {
     let end = u64::MAX - 10;
+    // Its resend 5 ns after the original is no mirror copy here.
     let config = Config {
         storm_ns: u64::MAX,
         bin_ns: 1_000_000_000,
+        dup_window_ns: 0,
         ..Config::default()
     };
     let r = run_with(
