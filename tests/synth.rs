@@ -598,3 +598,63 @@ fn imperfect_captures_are_diagnosed_as_such_and_not_as_the_network() {
             .all(|t| t["sniffer"] == true)
     );
 }
+
+/// pfc-storm: r0 stops draining (the scenario), its NIC pauses leaf1, and
+/// the congestion spreads back to leaf0's port toward s1. The onsets were
+/// read with tshark (`-Y macc -e frame.time_epoch -e eth.src -e
+/// macc.cbfc.pause_time.c3`): r0's NIC's first XOFF at 72.873 µs, leaf0's
+/// next XOFF (after a short pause of its own at 33.3–49.4 µs, over before
+/// r0's began) at 125.381 µs.
+#[test]
+fn the_pfc_storm_sample_names_the_slow_receiver_as_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("pfc-storm.pcapng");
+    std::fs::copy(repo().join("pcaps/pfc-storm.pcapng"), &cap).unwrap();
+    let truth = read_json(&repo().join("pcaps/pfc-storm.truth.json"));
+    let a = analyze(&cap, &truth);
+    let trees: Vec<&Value> = a.summary["pfc_trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["nodes"].as_array().unwrap().len() > 1)
+        .collect();
+    assert_eq!(trees.len(), 1, "{}", a.summary["pfc_trees"]);
+    let nodes = trees[0]["nodes"].as_array().unwrap();
+    let root = &nodes[0];
+    assert_eq!(
+        (&root["src_mac"], &root["kind"], &root["iface"]),
+        (
+            &Value::from("02:00:00:02:00:01"),
+            &Value::from("host"),
+            &Value::from("leaf1-r0-both")
+        )
+    );
+    let step = &nodes[1];
+    assert_eq!(
+        (
+            &step["src_mac"],
+            &step["kind"],
+            &step["iface"],
+            &step["parent"]
+        ),
+        (
+            &Value::from("02:5a:00:04:01:01"),
+            &Value::from("switch"),
+            &Value::from("leaf0-s1-both"),
+            &Value::from(0)
+        )
+    );
+    assert_eq!(step["delay_ns"], 125_381 - 72_873);
+    let f = a.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "pfc-congestion-tree")
+        .expect("pfc-congestion-tree");
+    let detail = f["detail"].as_str().unwrap();
+    assert!(detail.contains("root: 02:00:00:02:00:01"), "{detail}");
+    assert!(
+        detail.contains("52.5 µs after 02:00:00:02:00:01"),
+        "{detail}"
+    );
+}

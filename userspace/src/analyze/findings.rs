@@ -97,6 +97,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     link_speed(x, &mut out);
     rnr(x, &mut out);
     storms(x, &mut out);
+    congestion_tree(x, &mut out);
     pressure(x, &mut out);
     victims(x, &mut out);
     ce_cnp(x, &mut out);
@@ -542,6 +543,87 @@ fn storms(x: &Input, out: &mut Vec<Finding>) {
         recommendation: "A priority paused this long is stuck (a receiver not draining, a PFC deadlock or a faulty NIC sending pauses): find the port behind the source MAC, enable the PFC watchdog to break storms, and check for cyclic buffer dependencies".into(),
         flows,
     });
+}
+
+/// Pauses that spread: the root and the path (see `tree`).
+fn congestion_tree(x: &Input, out: &mut Vec<Finding>) {
+    for t in x.summary.pfc_trees.iter().filter(|t| t.nodes.len() > 1) {
+        let root = &t.nodes[0];
+        let kind = |k: &str| {
+            if k == "host" {
+                "end host: it sends RoCE traffic too"
+            } else {
+                "switch"
+            }
+        };
+        let steps: Vec<String> = t.nodes[1..]
+            .iter()
+            .map(|n| {
+                let from = n
+                    .parent
+                    .and_then(|p| t.nodes.get(p))
+                    .map_or("?", |p| p.src_mac.as_str());
+                format!(
+                    "{} ({}) on {} paused {} µs after {}",
+                    n.src_mac,
+                    kind(n.kind),
+                    n.iface_name,
+                    fmt_us(n.delay_ns.unwrap_or(0)),
+                    from
+                )
+            })
+            .collect();
+        let mut victims: Vec<String> = Vec::new();
+        let mut flows: Vec<u32> = Vec::new();
+        let mut seen_taps = Vec::new();
+        for n in &t.nodes {
+            if seen_taps.contains(&n.iface) || n.victims.is_empty() {
+                continue;
+            }
+            seen_taps.push(n.iface);
+            let ids: Vec<String> = n.victims.iter().map(u32::to_string).collect();
+            victims.push(format!("{}: flows {}", n.iface_name, ids.join(", ")));
+            flows.extend(&n.victims);
+        }
+        flows.sort_unstable();
+        flows.dedup();
+        let root_is_host = root.kind == "host";
+        out.push(Finding {
+            id: "pfc-congestion-tree",
+            severity: "critical",
+            title: format!(
+                "Pauses on priority {} spread from {} ({}) to {} more {}",
+                t.priority,
+                root.src_mac,
+                if root_is_host { "an end host" } else { "a switch" },
+                t.nodes.len() - 1,
+                if t.nodes.len() == 2 { "port" } else { "ports" }
+            ),
+            detail: format!(
+                "root: {} ({}) seen on {}, first pause at {}, paused {} µs in all; then {}{}",
+                root.src_mac,
+                kind(root.kind),
+                root.iface_name,
+                x.at(root.first_pause_ns),
+                fmt_us(root.paused_ns),
+                steps.join("; then "),
+                if victims.is_empty() {
+                    String::new()
+                } else {
+                    format!(". Victims: {}", victims.join("; "))
+                }
+            ),
+            recommendation: if root_is_host {
+                format!(
+                    "The tree grows from a receiver that does not drain ({}): find out why (host memory or PCIe pressure, an application not posting buffers, the NIC's rx_prio{}_pause_duration and rx_discards_phy counters), and let ECN act before PFC so the senders slow down before the pause spreads; the PFC watchdog caps how long it can freeze the fabric",
+                    root.src_mac, t.priority
+                )
+            } else {
+                "The tree grows from a switch port: find its congested egress (an incast, a slow downstream link or a PFC deadlock), let ECN act before PFC, and enable the PFC watchdog".to_string()
+            },
+            flows,
+        });
+    }
 }
 
 fn pressure(x: &Input, out: &mut Vec<Finding>) {

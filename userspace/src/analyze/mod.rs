@@ -23,6 +23,7 @@ pub mod psn;
 mod report;
 #[cfg(test)]
 mod tests;
+pub mod tree;
 
 use std::collections::BTreeMap;
 
@@ -326,6 +327,8 @@ pub struct Summary {
     pub taps: Vec<TapSummary>,
     /// Facts about the capture that limit what it can show, in words.
     pub capture_facts: Vec<String>,
+    /// The PFC congestion trees: who paused whom (see [`tree`]).
+    pub pfc_trees: Vec<tree::PauseTree>,
     pub findings: Vec<Finding>,
 }
 
@@ -573,6 +576,8 @@ pub(crate) struct Flow {
     pub min_rtt_ns: Option<u64>,
     /// When the flow last carried a NAK or RNR NAK.
     last_nak_ts: Option<u64>,
+    /// The source MAC of its first packet.
+    pub src_mac: [u8; 6],
     /// Frames whose ICRC failed.
     pub icrc_errors: u64,
     /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
@@ -640,6 +645,7 @@ impl Flow {
             rtt_probe: None,
             min_rtt_ns: None,
             last_nak_ts: None,
+            src_mac: [0; 6],
             icrc_errors: 0,
             sniffer_tap: false,
             mirror_copies: 0,
@@ -685,6 +691,8 @@ pub struct Analyzer {
     /// The pauses that covered ghost timeout rewinds: `(iface, priority,
     /// sender, start)`, for the timeout advice.
     ghost_covers: std::collections::BTreeSet<(u16, u8, [u8; 6], u64)>,
+    /// MACs that sent CNPs (end hosts, for the congestion tree).
+    cnp_macs: std::collections::BTreeSet<[u8; 6]>,
 }
 
 /// What the analyzer tallies per tap (interface).
@@ -745,6 +753,7 @@ impl Analyzer {
             dups,
             taps: Vec::new(),
             ghost_covers: Default::default(),
+            cnp_macs: Default::default(),
         }
     }
 
@@ -1089,6 +1098,7 @@ impl Analyzer {
         {
             let f = &mut self.flows[i];
             if f.packets == 0 {
+                f.src_mac = rec.src_mac;
                 f.udp_sport = rec.has(flags::HAS_UDP).then_some(rec.udp_sport);
                 f.pcp = rec.has(flags::HAS_VLAN).then_some(rec.pcp);
                 f.dscp = rec
@@ -1774,6 +1784,7 @@ impl Analyzer {
             };
         }
         let (_, rewritten) = self.icrc(rec);
+        self.cnp_macs.insert(rec.src_mac);
         *self
             .cnp_counts
             .entry((rec.iface, rec.src_ip, rec.dst_ip, qp))
@@ -2018,6 +2029,23 @@ impl Analyzer {
             mean_us: sum as f64 / n as f64 / 1000.0,
             max_us: max as f64 / 1000.0,
         });
+        let mut hosts: std::collections::BTreeSet<[u8; 6]> =
+            self.flows.iter().map(|f| f.src_mac).collect();
+        hosts.extend(&self.cnp_macs);
+        let flows = &self.flows;
+        let names = &self.ifaces;
+        let pfc_trees = tree::build(
+            &self.pfc.rows,
+            &hosts,
+            |i| iface_name(names, i),
+            |i| {
+                flows
+                    .iter()
+                    .filter(|f| f.iface == i && f.stalls > 0)
+                    .map(|f| f.id)
+                    .collect()
+            },
+        );
         let mut summary = Summary {
             first_ts_ns: self.first_ts,
             last_ts_ns: self.first_ts.map(|_| last),
@@ -2033,6 +2061,7 @@ impl Analyzer {
             pfc: pfc_summary,
             taps: tap_rows,
             capture_facts: facts,
+            pfc_trees,
             findings: Vec::new(),
         };
         summary.findings = findings::diagnose(&findings::Input {

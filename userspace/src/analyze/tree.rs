@@ -1,0 +1,214 @@
+//! The PFC congestion tree (`docs/analysis.md`, "Congestion tree"): who
+//! paused whom, in what order, from every pause interval at every tap.
+//!
+//! A pause interval that begins while a pause by another sender on the same
+//! priority is running is a propagation step of that pause: the paused
+//! device's queue filled and it paused its own upstream. Of the running
+//! ones, the one that began last is taken as its cause: pauses spread hop
+//! by hop, each from the one downstream of it, which began just before. A pause no running pause explains
+//! starts a tree of its own: its sender is the tree's **root** (typically a
+//! slow receiver's NIC). Later intervals of a sender already in a running
+//! tree add to its node.
+//!
+//! Host or switch: a pause set off by another pause came from a device that
+//! forwards traffic, so every step is a switch. The root is an end host when
+//! its MAC also sends RoCE frames (requests, ACKs or CNPs), else a switch —
+//! in a routed fabric a switch port's MAC sends the frames it forwards too,
+//! so a root switch port that forwards RoCE is taken for a host.
+
+use std::collections::BTreeSet;
+
+use super::PfcInterval;
+use serde::Serialize;
+
+/// One sender of pauses in a tree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PauseNode {
+    /// The sender's MAC, as in `pfc.parquet`.
+    pub src_mac: String,
+    /// The interface (tap) its pauses were seen on.
+    #[serde(rename = "iface_index")]
+    pub iface: u16,
+    #[serde(rename = "iface")]
+    pub iface_name: String,
+    /// `host` (it sends RoCE traffic too) or `switch`.
+    pub kind: &'static str,
+    /// Its first pause in this tree.
+    pub first_pause_ns: u64,
+    /// Its paused time in this tree (sum of its intervals).
+    pub paused_ns: u64,
+    /// The node whose pause was running when this one began (index into
+    /// the tree's `nodes`; null for the root).
+    pub parent: Option<usize>,
+    /// From the parent's first pause to this one's.
+    pub delay_ns: Option<u64>,
+    /// Flows on this tap that stalled (the victims seen there).
+    pub victims: Vec<u32>,
+}
+
+/// One tree: a root and the pauses it set off, in order of onset.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PauseTree {
+    pub priority: u8,
+    /// `nodes[0]` is the root.
+    pub nodes: Vec<PauseNode>,
+}
+
+/// The trees of a run's pause intervals (sorted by start, as
+/// `PfcTracker::finish` leaves them). `hosts` are the MACs that sent RoCE
+/// frames; `iface_name` names interfaces; `victims_on` lists the stalled
+/// flows of an interface.
+pub(crate) fn build(
+    intervals: &[PfcInterval],
+    hosts: &BTreeSet<[u8; 6]>,
+    iface_name: impl Fn(u16) -> String,
+    victims_on: impl Fn(u16) -> Vec<u32>,
+) -> Vec<PauseTree> {
+    let mut trees: Vec<PauseTree> = Vec::new();
+    // Per tree, the node of each (sender, iface).
+    let mut keys: Vec<Vec<([u8; 6], u16)>> = Vec::new();
+    // Processed intervals still running: (end, tree, node, start).
+    let mut running: Vec<(u64, usize, usize, u64)> = Vec::new();
+    let mut order: Vec<&PfcInterval> = intervals.iter().collect();
+    order.sort_by_key(|p| (p.start_ns, p.iface, p.priority, p.src_mac));
+    for p in order {
+        running.retain(|&(end, ..)| end >= p.start_ns);
+        let key = (p.src_mac, p.iface);
+        let duration = p.end_ns.saturating_sub(p.start_ns);
+        // Running pauses on this priority, by onset.
+        let mut on_prio: Vec<(u64, usize, usize)> = running
+            .iter()
+            .filter(|&&(_, t, ..)| trees[t].priority == p.priority)
+            .map(|&(_, t, n, start)| (start, t, n))
+            .collect();
+        on_prio.sort_unstable();
+        let own = on_prio.iter().find(|&&(_, t, n)| keys[t][n] == key);
+        let (t, n) = if let Some(&(_, t, n)) = own {
+            trees[t].nodes[n].paused_ns += duration;
+            (t, n)
+        } else if let Some(&(_, t, parent)) = on_prio.last() {
+            let n = match keys[t].iter().position(|k| *k == key) {
+                Some(n) => {
+                    trees[t].nodes[n].paused_ns += duration;
+                    n
+                }
+                None => {
+                    let first = trees[t].nodes[parent].first_pause_ns;
+                    // A step: a switch, whatever MAC it forwards with.
+                    trees[t].nodes.push(node(
+                        p,
+                        &BTreeSet::new(),
+                        &iface_name,
+                        Some(parent),
+                        Some(p.start_ns.saturating_sub(first)),
+                    ));
+                    keys[t].push(key);
+                    trees[t].nodes.len() - 1
+                }
+            };
+            (t, n)
+        } else {
+            trees.push(PauseTree {
+                priority: p.priority,
+                nodes: vec![node(p, hosts, &iface_name, None, None)],
+            });
+            keys.push(vec![key]);
+            (trees.len() - 1, 0)
+        };
+        running.push((p.end_ns, t, n, p.start_ns));
+    }
+    for tree in &mut trees {
+        for n in &mut tree.nodes {
+            n.victims = victims_on(n.iface);
+        }
+    }
+    trees
+}
+
+fn node(
+    p: &PfcInterval,
+    hosts: &BTreeSet<[u8; 6]>,
+    iface_name: &impl Fn(u16) -> String,
+    parent: Option<usize>,
+    delay_ns: Option<u64>,
+) -> PauseNode {
+    PauseNode {
+        src_mac: super::fmt_mac(&p.src_mac),
+        iface: p.iface,
+        iface_name: iface_name(p.iface),
+        kind: if hosts.contains(&p.src_mac) {
+            "host"
+        } else {
+            "switch"
+        },
+        first_pause_ns: p.start_ns,
+        paused_ns: p.end_ns.saturating_sub(p.start_ns),
+        parent,
+        delay_ns,
+        victims: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NIC: [u8; 6] = [2, 0, 0, 2, 0, 1];
+    const LEAF: [u8; 6] = [2, 0x5a, 0, 4, 1, 1];
+    const SPINE: [u8; 6] = [2, 0x5a, 0, 9, 0, 1];
+
+    fn pause(iface: u16, mac: [u8; 6], start: u64, end: u64) -> PfcInterval {
+        PfcInterval {
+            iface,
+            src_mac: mac,
+            priority: 3,
+            start_ns: start,
+            end_ns: end,
+            frames: 1,
+            ended_by: "expiry",
+        }
+    }
+
+    #[test]
+    fn a_slow_receiver_is_the_root_and_each_later_pause_a_step() {
+        // The leaf forwards RoCE with its own MAC (a routed fabric): still a
+        // switch, because its pause was set off by another.
+        let hosts = BTreeSet::from([NIC, LEAF]);
+        let trees = build(
+            &[
+                pause(0, NIC, 1_000, 90_000),
+                pause(1, SPINE, 30_000, 80_000),
+                pause(2, LEAF, 53_000, 85_000),
+                // The NIC again, later in the same storm: its own node.
+                pause(0, NIC, 95_000, 99_000),
+                // Long after: a pause of its own, a tree of its own.
+                pause(2, LEAF, 500_000, 510_000),
+            ],
+            &hosts,
+            |i| format!("tap{i}"),
+            |i| if i == 2 { vec![7] } else { vec![] },
+        );
+        assert_eq!(trees.len(), 3, "{trees:#?}");
+        let t = &trees[0];
+        let got: Vec<_> = t
+            .nodes
+            .iter()
+            .map(|n| (n.src_mac.as_str(), n.kind, n.parent, n.delay_ns))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("02:00:00:02:00:01", "host", None, None),
+                ("02:5a:00:09:00:01", "switch", Some(0), Some(29_000)),
+                // Both were running when the leaf paused: the spine's, which
+                // began last, was the step before.
+                ("02:5a:00:04:01:01", "switch", Some(1), Some(23_000)),
+            ]
+        );
+        assert_eq!(t.nodes[2].victims, [7]);
+        // The NIC's second pause began when no pause was running: a tree of
+        // its own, as is the leaf's long after.
+        assert_eq!(trees[1].nodes.len(), 1);
+        assert_eq!(trees[2].nodes[0].first_pause_ns, 500_000);
+    }
+}
