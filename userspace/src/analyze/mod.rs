@@ -1259,11 +1259,28 @@ impl Analyzer {
         };
         let forward = psn::diff(q, s.prev_psn) > 0;
         let mut result = (false, false);
+        // What a rewind starting at this packet records.
+        let rewind_here = |lost| Rewind {
+            q,
+            next: s.next,
+            idle,
+            paused,
+            cover,
+            acked,
+            nak,
+            lost,
+        };
         if psn::diff(q, s.next) < 0 {
             if let Some((since, nak_named)) = self.flows[i].pending_gaps.take(q) {
                 // A PSN the tap missed, seen for the first time: no copy of
                 // it was seen before, so it is no retransmission here.
                 let continues = s.resending && forward;
+                let this_psn = |class| gaps::Resolved {
+                    class,
+                    lo: q,
+                    len: 1,
+                    since_ns: since,
+                };
                 if nak_named || nak.is_some() {
                     let class = if nak_named || nak.is_some_and(|n| !n.rnr) {
                         gaps::GapClass::NakLost
@@ -1271,44 +1288,14 @@ impl Analyzer {
                         gaps::GapClass::LostBeforeTap
                     };
                     self.decide_fills(i, false, sink);
-                    self.resolved(
-                        i,
-                        gaps::Resolved {
-                            class,
-                            lo: q,
-                            len: 1,
-                            since_ns: since,
-                        },
-                        now,
-                        sink,
-                    );
+                    self.resolved(i, this_psn(class), now, sink);
                     if !continues {
-                        let r = Rewind {
-                            q,
-                            next: s.next,
-                            idle,
-                            paused,
-                            cover,
-                            acked,
-                            nak,
-                            lost: true,
-                        };
-                        self.rewind(i, rec.iface, now, r, sink);
+                        self.rewind(i, rec.iface, now, rewind_here(true), sink);
                         result.1 = true;
                     }
                     s.resending = true;
                 } else if continues {
-                    self.resolved(
-                        i,
-                        gaps::Resolved {
-                            class: gaps::GapClass::LostBeforeTap,
-                            lo: q,
-                            len: 1,
-                            since_ns: since,
-                        },
-                        now,
-                        sink,
-                    );
+                    self.resolved(i, this_psn(gaps::GapClass::LostBeforeTap), now, sink);
                 } else {
                     // A late original, or the first packet of a resend: the
                     // next request packet tells.
@@ -1347,17 +1334,7 @@ impl Analyzer {
                 // A rewind goes back: a forward step inside a resend (an ACK
                 // covered the rest, or a PSN was lost upstream) continues it.
                 if !(forward && (s.resending || resend_began_at_fills)) {
-                    let r = Rewind {
-                        q,
-                        next: s.next,
-                        idle,
-                        paused,
-                        cover,
-                        acked,
-                        nak,
-                        lost: false,
-                    };
-                    self.rewind(i, rec.iface, now, r, sink);
+                    self.rewind(i, rec.iface, now, rewind_here(false), sink);
                     result.1 = true;
                 }
                 s.resending = true;
