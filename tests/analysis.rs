@@ -764,7 +764,7 @@ fn a_sniffer_rewritten_capture_is_recognised_and_never_called_corruption() {
     for psn in 0..6u32 {
         let mut w = write(0x100, psn);
         // The ICRC as computed over the original port, then the rewrite.
-        let original = w.clone();
+        let original = w;
         original.write(&mut buf);
         let carried = u32::from_le_bytes(buf[buf.len() - 4..].try_into().unwrap());
         w.udp_sport = 4791;

@@ -464,7 +464,7 @@ fn analyzer_agrees_with_truth() {
                 // first copy of it: no retransmission here, but a missing
                 // PSN resolved as lost before the tap (or NAKed).
                 let got = (
-                    row.data_packets + row.mirror_copies,
+                    row.data_packets,
                     row.retrans_packets + row.gap_lost_before_tap + row.gap_nak_lost,
                     row.rewinds_nak,
                     row.rewinds_timeout,
