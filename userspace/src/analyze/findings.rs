@@ -21,7 +21,7 @@ pub(crate) struct Input<'a> {
 const ACK_TIMEOUT_UNIT_NS: u64 = 4096;
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.
-fn timeout_exponent(ns: u64) -> u32 {
+pub(crate) fn timeout_exponent(ns: u64) -> u32 {
     (0..31)
         .find(|&t| ACK_TIMEOUT_UNIT_NS << t > ns)
         .unwrap_or(31)

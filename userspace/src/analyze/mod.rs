@@ -39,7 +39,8 @@ use rocescope_common::{Kind, PacketRecord, flags};
 use serde::Serialize;
 
 use pfc::{Cover, PfcTracker};
-pub use report::render_text;
+pub(crate) use findings::timeout_exponent;
+pub use report::{render_findings, render_text};
 
 /// Analysis parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
