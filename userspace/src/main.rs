@@ -828,11 +828,10 @@ fn add_to_summary_file(
         path: path.to_path_buf(),
         detail: format!("cannot read back to add the counters: {e}"),
     })?;
-    let mut summary: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| Error::Write {
-            path: path.to_path_buf(),
-            detail: format!("cannot read back to add the counters: {e}"),
-        })?;
+    let mut summary: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Write {
+        path: path.to_path_buf(),
+        detail: format!("cannot read back to add the counters: {e}"),
+    })?;
     if let Some(obj) = summary.as_object_mut() {
         obj.insert(
             "findings".into(),

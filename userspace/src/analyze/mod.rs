@@ -38,8 +38,8 @@ use rocescope_common::summary::{FlowDelta, delta_flags};
 use rocescope_common::{Kind, PacketRecord, flags};
 use serde::Serialize;
 
-use pfc::{Cover, PfcTracker};
 pub(crate) use findings::timeout_exponent;
+use pfc::{Cover, PfcTracker};
 pub use report::{render_findings, render_text};
 
 /// Analysis parameters.

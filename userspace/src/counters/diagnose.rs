@@ -14,12 +14,20 @@ const PRESSURE_CRITICAL: f64 = 0.10;
 const PRESSURE_WARNING: f64 = 0.01;
 
 /// Requester-side retransmissions that no NAK asked for.
-const TIMEOUTS: [&str; 3] = ["local_ack_timeout_err", "roce_adp_retrans", "roce_adp_retrans_to"];
+const TIMEOUTS: [&str; 3] = [
+    "local_ack_timeout_err",
+    "roce_adp_retrans",
+    "roce_adp_retrans_to",
+];
 /// The NIC's own evidence of a frame lost on receive.
 const DISCARDS: [&str; 2] = ["rx_discards_phy", "out_of_buffer"];
 const PRIO_DISCARDS: [&str; 3] = ["discards", "buf_discard", "cong_discard"];
 /// Frames damaged on the wire into this port.
-const CORRUPTION: [&str; 3] = ["rx_crc_errors_phy", "rx_symbol_err_phy", "rx_pcs_symbol_err_phy"];
+const CORRUPTION: [&str; 3] = [
+    "rx_crc_errors_phy",
+    "rx_symbol_err_phy",
+    "rx_pcs_symbol_err_phy",
+];
 /// The responder saw a PSN hole, or the requester was told of one.
 const SEQUENCE: [&str; 3] = ["packet_seq_err", "out_of_sequence", "implied_nak_seq_err"];
 
@@ -110,9 +118,7 @@ impl<'a> View<'a> {
     }
 
     fn prio_names(&self, dir: &str, what: &str) -> Vec<String> {
-        (0..8)
-            .map(|p| format!("{dir}_prio{p}_{what}"))
-            .collect()
+        (0..8).map(|p| format!("{dir}_prio{p}_{what}")).collect()
     }
 
     /// Discards per priority (`rx_prio{p}_discards`, …) that the input has.
@@ -233,7 +239,11 @@ fn ghost(v: &View, out: &mut Vec<Finding>) {
     let (worst_prio, worst_us) = durations
         .iter()
         .enumerate()
-        .flat_map(|(p, n)| v.s.steps(n).into_iter().map(move |s| (p, s.delta.unwrap_or(0))))
+        .flat_map(|(p, n)| {
+            v.s.steps(n)
+                .into_iter()
+                .map(move |s| (p, s.delta.unwrap_or(0)))
+        })
         .max_by_key(|&(p, d)| (d, std::cmp::Reverse(p)))
         .unwrap_or((0, 0));
     let paused_prios: Vec<String> = durations
@@ -358,7 +368,10 @@ fn retries(v: &View, out: &mut Vec<Finding>) {
 /// Pause time close to the interval (storm), storm events, or any pause
 /// time at all (pressure).
 fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
-    let events = ["tx_pause_storm_warning_events", "tx_pause_storm_error_events"];
+    let events = [
+        "tx_pause_storm_warning_events",
+        "tx_pause_storm_error_events",
+    ];
     let storm_events = v.sum(&events);
     let mut storms: Vec<String> = Vec::new();
     let mut stormy: Vec<(String, u8)> = Vec::new();
@@ -378,7 +391,11 @@ fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
                 let max = fractions.iter().cloned().fold(0.0, f64::max);
                 storms.push(format!(
                     "priority {p} {} for ≥ {:.0} % of {hits} of {} intervals (at most {:.1} %), {}",
-                    if dir == "rx" { "paused by the peer" } else { "pausing the peer" },
+                    if dir == "rx" {
+                        "paused by the peer"
+                    } else {
+                        "pausing the peer"
+                    },
                     STORM_FRACTION * 100.0,
                     steps.len(),
                     max * 100.0,

@@ -41,7 +41,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded> {
     let mut snapshots = Vec::new();
     let mut warnings = Vec::new();
     for path in paths {
-        let before = snapshots.len();
+        let (before, warned) = (snapshots.len(), warnings.len());
         if table::is_parquet(path)? {
             snapshots.extend(table::read(path)?);
         } else {
@@ -51,8 +51,12 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded> {
             snapshots.extend(parsed.snapshots);
         }
         if snapshots.len() == before {
+            let first = warnings
+                .get(warned)
+                .map(|w| format!(" (first problem: {w})"))
+                .unwrap_or_default();
             return Err(Error::Usage(format!(
-                "{}: no counter snapshot in it: a counter file is `# ts=<RFC 3339 time> host=… iface=… device=… port=…` lines, each followed by `ethtool -S` and/or `rdma statistic show` output, or a counters.parquet from `rocescope counters collect`",
+                "{}: no counter snapshot in it{first}: a counter file is `# ts=<RFC 3339 time> host=… iface=… device=… port=…` lines, each followed by `ethtool -S` and/or `rdma statistic show` output, or a counters.parquet from `rocescope counters collect`",
                 path.display()
             )));
         }

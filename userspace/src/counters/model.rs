@@ -241,12 +241,10 @@ pub fn into_series(mut snapshots: Vec<Snapshot>) -> Vec<Series> {
     let mut out: Vec<Series> = Vec::new();
     for snap in snapshots {
         match out.last_mut() {
-            Some(series) if series.endpoint == snap.endpoint => {
-                match series.snapshots.last_mut() {
-                    Some(last) if last.ts_ns == snap.ts_ns => last.values.extend(snap.values),
-                    _ => series.snapshots.push(snap),
-                }
-            }
+            Some(series) if series.endpoint == snap.endpoint => match series.snapshots.last_mut() {
+                Some(last) if last.ts_ns == snap.ts_ns => last.values.extend(snap.values),
+                _ => series.snapshots.push(snap),
+            },
             _ => out.push(Series {
                 endpoint: snap.endpoint.clone(),
                 snapshots: vec![snap],
@@ -275,7 +273,13 @@ mod tests {
     fn steps_skip_resets_and_missing_values() {
         let ep = Endpoint::default();
         let mut snaps = Vec::new();
-        for (t, v) in [(0u64, Some(10u64)), (1, Some(15)), (2, None), (3, Some(4)), (4, Some(9))] {
+        for (t, v) in [
+            (0u64, Some(10u64)),
+            (1, Some(15)),
+            (2, None),
+            (3, Some(4)),
+            (4, Some(9)),
+        ] {
             let mut s = Snapshot::new(t * 1_000_000_000, ep.clone());
             if let Some(v) = v {
                 s.set("c", v, Source::Ethtool);

@@ -328,7 +328,10 @@ fn compare(
 fn findings(rows: &[Comparison]) -> Vec<Finding> {
     let mut out = Vec::new();
     let describe = |c: &Comparison| {
-        let prio = c.priority.map(|p| format!(" priority {p}")).unwrap_or_default();
+        let prio = c
+            .priority
+            .map(|p| format!(" priority {p}"))
+            .unwrap_or_default();
         let band = match c.counters_high {
             Some(h) if h != c.counters_low => format!("{}..{}", c.counters_low, h),
             Some(_) => format!("{}", c.counters_low),
@@ -357,7 +360,11 @@ fn findings(rows: &[Comparison]) -> Vec<Finding> {
         let detail = format!(
             "{iface} against {endpoint} over {window:.3} s of counters ({:.0} % covered by the capture): {}; tolerance ±{:.0} % (+{COUNT_SLACK} events, +{PAUSE_SLACK_US} µs of pause)",
             coverage * 100.0,
-            these.iter().map(|c| describe(c)).collect::<Vec<_>>().join("; "),
+            these
+                .iter()
+                .map(|c| describe(c))
+                .collect::<Vec<_>>()
+                .join("; "),
             REL_TOLERANCE * 100.0
         );
         let (id, severity, title, rec) = if verdict == "capture-incomplete" {

@@ -71,7 +71,9 @@ pub fn read(path: &Path) -> Result<Vec<Snapshot>> {
     let bad = |detail: String| Error::BadCapture {
         path: path.to_path_buf(),
         offset: 0,
-        detail: format!("{detail}; give a counters.parquet written by `rocescope counters collect`"),
+        detail: format!(
+            "{detail}; give a counters.parquet written by `rocescope counters collect`"
+        ),
     };
     let file = File::open(path).map_err(|e| Error::Open {
         path: path.to_path_buf(),
@@ -123,7 +125,10 @@ struct Cols<'a> {
 
 impl<'a> Cols<'a> {
     fn of(batch: &'a RecordBatch) -> std::result::Result<Self, String> {
-        fn col<'b, T: 'static>(b: &'b RecordBatch, name: &str) -> std::result::Result<&'b T, String> {
+        fn col<'b, T: 'static>(
+            b: &'b RecordBatch,
+            name: &str,
+        ) -> std::result::Result<&'b T, String> {
             b.column_by_name(name)
                 .ok_or_else(|| format!("no `{name}` column"))?
                 .as_any()

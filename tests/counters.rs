@@ -1,0 +1,460 @@
+//! End to end: `rocescope counters report` on the hand-written fixtures in
+//! tests/data/counters (deltas worked out by hand from the files),
+//! `counters collect` against a fake sysfs tree and a fake `ethtool`, and
+//! the reconciliation of a capture with counters.
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/counters")
+        .join(name)
+}
+
+fn report_json(files: &[PathBuf]) -> Value {
+    let mut args = vec!["counters", "report", "--json"];
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    args.extend(names.iter().map(String::as_str));
+    let out = rocescope_ok(&args);
+    serde_json::from_slice(&out.stdout).expect("the report is JSON")
+}
+
+/// `(id, severity)` of every finding, in order.
+fn ids(report: &Value) -> Vec<(String, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn pair(id: &str, severity: &str) -> (String, String) {
+    (id.to_string(), severity.to_string())
+}
+
+#[test]
+fn ghost_drop_signature_with_its_deltas() {
+    let r = report_json(&[data("ghost-drop.txt")]);
+    assert_eq!(
+        ids(&r),
+        vec![
+            pair("ghost-drop-signature", "critical"),
+            pair("pfc-pressure", "warning")
+        ]
+    );
+    let f = &r["findings"][0];
+    // 12+9 timeouts, 30+21 and 4+3 adaptive retransmissions over 120 s;
+    // 850000+640000 µs of pause on priority 3.
+    assert_eq!(
+        f["title"],
+        "Ghost-drop signature on host node1, iface eth2, device mlx5_0/1: 79 timeouts/adaptive retransmissions while paused 1490000 µs, with no discards or CRC errors"
+    );
+    let detail = f["detail"].as_str().unwrap();
+    for part in [
+        "local_ack_timeout_err +21 (0.175/s)",
+        "roce_adp_retrans +51 (0.425/s)",
+        "roce_adp_retrans_to +7 (0.058/s)",
+        "rx_prio3_pause_duration +1490000 (12417/s)",
+        "could not send for 1.2 % of the 120.0 s",
+        "in 2 of 2 intervals both rose",
+        "rx_discards_phy +0",
+        "rx_crc_errors_phy +0",
+        "rx_symbol_err_phy +0",
+    ] {
+        assert!(detail.contains(part), "{part:?} not in {detail}");
+    }
+    // The worst interval held 850 ms of pause: 4.096 µs × 2^18 = 1.07 s is
+    // the first timeout above it.
+    let rec = f["recommendation"].as_str().unwrap();
+    assert!(
+        rec.contains("(850000 µs on priority 3)") && rec.contains("T ≥ 18"),
+        "{rec}"
+    );
+    // 1490000 µs of 120 s = 1.24 %.
+    assert_eq!(
+        r["findings"][1]["title"],
+        "Priority 3 of host node1, iface eth2, device mlx5_0/1 paused 1.24 % of the time"
+    );
+    let deltas = &r["endpoints"][0]["deltas"];
+    assert_eq!(deltas["local_ack_timeout_err"]["delta"], 21);
+    assert_eq!(deltas["local_ack_timeout_err"]["rate"], 0.175);
+    assert_eq!(r["endpoints"][0]["snapshots"], 3);
+    assert_eq!(r["endpoints"][0]["span_s"], 120.0);
+}
+
+#[test]
+fn ghost_drop_text_report_prints_findings_as_the_capture_report_does() {
+    let out = rocescope_ok(&[
+        "counters",
+        "report",
+        data("ghost-drop.txt").to_str().unwrap(),
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("rocescope counters report\n"));
+    assert!(text.contains(
+        "host node1, iface eth2, device mlx5_0/1: 3 snapshots, 2026-11-30T07:00:00.000000Z .. 2026-11-30T07:02:00.000000Z (120.0 s), 105 counters"
+    ));
+    assert!(text.contains(
+        "Findings:\n  [CRITICAL] ghost-drop-signature: Ghost-drop signature on host node1"
+    ));
+    assert!(text.contains("      → Packets were delayed behind PFC pauses, not lost"));
+}
+
+#[test]
+fn discards_rule_out_the_ghost_drop_signature() {
+    // The same series with 5 receive discards in the last minute.
+    let text = std::fs::read_to_string(data("ghost-drop.txt")).unwrap();
+    let at = text.rfind("     rx_discards_phy: 0").unwrap();
+    let mut changed = text.clone();
+    changed.replace_range(
+        at..at + "     rx_discards_phy: 0".len(),
+        "     rx_discards_phy: 5",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ghost-with-discards.txt");
+    std::fs::write(&path, changed).unwrap();
+    let r = report_json(&[path]);
+    assert_eq!(ids(&r), vec![pair("pfc-pressure", "warning")]);
+}
+
+#[test]
+fn healthy_counters_make_no_finding() {
+    let r = report_json(&[data("healthy.txt")]);
+    assert_eq!(ids(&r), vec![]);
+    assert_eq!(r["warnings"], Value::Array(vec![]));
+}
+
+#[test]
+fn real_loss_names_sequence_errors_and_discards() {
+    let r = report_json(&[data("real-loss.txt")]);
+    assert_eq!(ids(&r), vec![pair("real-loss", "critical")]);
+    assert_eq!(
+        r["findings"][0]["title"],
+        "Real loss on host node3, iface eth2, device mlx5_0/1: 55 sequence errors with 37 discards and 0 corrupted frames"
+    );
+    let detail = r["findings"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("packet_seq_err +15 (0.250/s), out_of_sequence +40 (0.667/s)"));
+    assert!(detail.contains("rx_discards_phy +37 (0.617/s)"));
+    assert!(detail.contains("rx_prio3_discards +37"));
+}
+
+#[test]
+fn pfc_storm_from_pause_duration_and_storm_events() {
+    let r = report_json(&[data("pfc-storm.txt")]);
+    // Storming priorities get no separate pfc-pressure finding.
+    assert_eq!(ids(&r), vec![pair("pfc-storm", "critical")]);
+    let f = &r["findings"][0];
+    assert_eq!(
+        f["title"],
+        "PFC storm on host node4, iface eth2, device mlx5_0/1: priority 3 paused nearly all the time, 3 storm events"
+    );
+    let detail = f["detail"].as_str().unwrap();
+    // 59.4 s and 60 s of pause in two 60 s minutes.
+    assert!(detail.contains("priority 3 paused by the peer for ≥ 90 % of 2 of 2 intervals (at most 100.0 %), rx_prio3_pause_duration +119400000 (995000/s)"), "{detail}");
+    assert!(detail.contains("tx_pause_storm_warning_events +2"));
+    assert!(detail.contains("tx_pause_storm_error_events +1"));
+}
+
+#[test]
+fn ecn_path_broken_between_two_hosts() {
+    let r = report_json(&[data("ecn-np.txt"), data("ecn-rp.txt")]);
+    assert_eq!(ids(&r), vec![pair("ecn-path-broken", "critical")]);
+    assert_eq!(
+        r["findings"][0]["title"],
+        "host node2, iface eth3, device mlx5_1/1 sent 4800 CNPs and none was handled by the other endpoints"
+    );
+    // Alone, the notification point is fine: it answered CE with CNPs.
+    assert_eq!(ids(&report_json(&[data("ecn-np.txt")])), vec![]);
+    // A reaction point that received (and ignored) CNPs: they arrived.
+    assert_eq!(
+        ids(&report_json(&[data("ecn-np.txt"), data("cc-ignored.txt")])),
+        vec![pair("cc-not-reacting", "warning")]
+    );
+}
+
+#[test]
+fn ecn_marks_without_cnps() {
+    let r = report_json(&[data("ecn-np-silent.txt")]);
+    assert_eq!(ids(&r), vec![pair("ecn-path-broken", "critical")]);
+    assert_eq!(
+        r["findings"][0]["detail"],
+        "host node5, iface eth2, device mlx5_0/1: np_ecn_marked_roce_packets +3000 (50.0/s), np_cnp_sent +0"
+    );
+}
+
+#[test]
+fn cnps_ignored_by_the_reaction_point() {
+    let r = report_json(&[data("cc-ignored.txt")]);
+    assert_eq!(ids(&r), vec![pair("cc-not-reacting", "warning")]);
+    assert_eq!(
+        r["findings"][0]["detail"],
+        "host node6, iface eth2, device mlx5_0/1: rp_cnp_ignored +700 (11.7/s), rp_cnp_handled +0"
+    );
+}
+
+#[test]
+fn link_corruption_and_the_loss_it_causes() {
+    let r = report_json(&[data("link-corruption.txt")]);
+    assert_eq!(
+        ids(&r),
+        vec![
+            pair("real-loss", "critical"),
+            pair("link-corruption", "critical")
+        ]
+    );
+    assert_eq!(
+        r["findings"][1]["title"],
+        "Link corruption on host node7, iface eth2, device mlx5_0/1: 28 frames damaged"
+    );
+    // 90000 corrected bits of 6e12 received.
+    assert!(
+        r["findings"][1]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("rx_corrected_bits_phy +90000 (1500/s); corrected bit rate 1.50e-8 of 6000000000000 bits received")
+    );
+}
+
+#[test]
+fn bad_lines_are_reported_with_file_and_line_and_the_rest_is_read() {
+    let path = data("bad-lines.txt");
+    let out = rocescope_ok(&["counters", "report", "--json", path.to_str().unwrap()]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings: Vec<&str> = r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    let lines: Vec<&str> = warnings
+        .iter()
+        .map(|w| {
+            let rest = w.split_once("bad-lines.txt:").unwrap().1;
+            rest.split_once(':').unwrap().0
+        })
+        .collect();
+    assert_eq!(lines, vec!["2", "6", "7", "8", "9"]);
+    assert!(warnings[0].contains("before any `# ts=` header"));
+    assert!(warnings[1].contains("\"lots\" is not a number"));
+    assert!(warnings[2].contains("`roce_adp_retrans` has no value after it"));
+    assert!(warnings[4].contains("not an RFC 3339 time"));
+    // The same warnings on stderr.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bad-lines.txt:6:"));
+    // Two good snapshots: 100 → 160 pause frames, 1 → 4 timeouts.
+    let deltas = &r["endpoints"][0]["deltas"];
+    assert_eq!(r["endpoints"][0]["snapshots"], 2);
+    assert_eq!(deltas["rx_prio3_pause"]["delta"], 60);
+    assert_eq!(deltas["local_ack_timeout_err"]["delta"], 3);
+}
+
+#[test]
+fn a_file_without_snapshots_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bare-ethtool.txt");
+    std::fs::copy(data("ethtool-eth2-0.txt"), &path).unwrap();
+    let out = rocescope(&["counters", "report", path.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bare-ethtool.txt: no counter snapshot in it"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("bare-ethtool.txt:1: counters before any `# ts=` header"));
+    let missing = rocescope(&["counters", "report", "/nonexistent/counters.txt"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/counters.txt: cannot open")
+    );
+}
+
+/// A fake `ethtool`: prints ethtool-IF-N.txt on its Nth run (the last one
+/// again after that).
+fn fake_ethtool(dir: &Path) -> PathBuf {
+    let script = dir.join("ethtool");
+    let fixtures = data("");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nstate={state}\nn=$(cat \"$state\" 2>/dev/null || echo 0)\nf={fix}/ethtool-$2-$n.txt\n[ -f \"$f\" ] || f={fix}/ethtool-$2-2.txt\ncat \"$f\"\necho $((n+1)) > \"$state\"\n",
+            state = dir.join("state").display(),
+            fix = fixtures.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+fn collect(dir: &Path, out: &Path, count: &str) -> std::process::Output {
+    let ethtool = fake_ethtool(dir);
+    rocescope_ok(&[
+        "counters",
+        "collect",
+        "--iface",
+        "eth2",
+        "--rdma-dev",
+        "mlx5_0/1",
+        "--interval",
+        "20ms",
+        "--count",
+        count,
+        "--host",
+        "h1",
+        "--sysfs-root",
+        data("sysfs").to_str().unwrap(),
+        "--ethtool-cmd",
+        ethtool.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+/// The rows of one counter, in time order: (value, delta).
+fn counter_rows(t: &Table, name: &str) -> Vec<(i128, Option<i128>)> {
+    let counter = t.strings("counter");
+    let (values, deltas, ts) = (t.ints("value"), t.ints("delta"), t.ints("ts_ns"));
+    let mut rows: Vec<(i128, i128, Option<i128>)> = (0..t.rows())
+        .filter(|&i| counter[i].as_deref() == Some(name))
+        .map(|i| (ts[i].unwrap(), values[i].unwrap(), deltas[i]))
+        .collect();
+    rows.sort();
+    rows.into_iter().map(|(_, v, d)| (v, d)).collect()
+}
+
+#[test]
+fn collect_samples_a_fake_sysfs_tree_and_ethtool_then_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("counters.parquet");
+    let o = collect(dir.path(), &out, "3");
+    // Per snapshot: 20 ethtool counters, 8 netdev files, 11 port counters
+    // and 23 hw_counters (lifespan is not a counter).
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!(
+            "{}: 3 snapshots, 186 rows (stopped by count)",
+            out.display()
+        )
+    );
+    let t = Table::read(&out);
+    assert_eq!(t.rows(), 186);
+    for col in [
+        "ts_ns", "host", "iface", "device", "port", "counter", "priority", "value", "delta",
+        "rate", "source",
+    ] {
+        assert!(t.column_names().iter().any(|c| c == col), "no {col}");
+    }
+    assert_eq!(
+        counter_rows(&t, "rx_prio3_pause"),
+        vec![(100, None), (150, Some(50)), (230, Some(80))]
+    );
+    assert_eq!(
+        counter_rows(&t, "rx_prio3_pause_duration"),
+        vec![(1000, None), (1600, Some(600)), (2900, Some(1300))]
+    );
+    // sysfs values do not move in the fake tree.
+    assert_eq!(
+        counter_rows(&t, "np_cnp_sent"),
+        vec![(515, None), (515, Some(0)), (515, Some(0))]
+    );
+    assert_eq!(counter_rows(&t, "netdev_rx_packets")[0], (1000, None));
+    let counter = t.strings("counter");
+    let i = counter
+        .iter()
+        .position(|c| c.as_deref() == Some("rx_prio3_pause"))
+        .unwrap();
+    assert_eq!(t.ints("priority")[i], Some(3));
+    assert_eq!(t.strings("host")[i].as_deref(), Some("h1"));
+    assert_eq!(t.strings("iface")[i].as_deref(), Some("eth2"));
+    assert_eq!(t.strings("device")[i].as_deref(), Some("mlx5_0"));
+    assert_eq!(t.ints("port")[i], Some(1));
+    assert_eq!(t.strings("source")[i].as_deref(), Some("ethtool"));
+    let j = counter
+        .iter()
+        .position(|c| c.as_deref() == Some("local_ack_timeout_err"))
+        .unwrap();
+    assert_eq!(t.strings("source")[j].as_deref(), Some("sysfs"));
+    assert_eq!(t.ints("priority")[j], None);
+
+    // Again into the same file: appended, and the deltas go on from the
+    // file's last values (the fake ethtool repeats its last output).
+    let o = collect(dir.path(), &out, "2");
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("2 snapshots, 124 rows appended to 186 already there")
+    );
+    let t = Table::read(&out);
+    assert_eq!(t.rows(), 310);
+    assert_eq!(
+        counter_rows(&t, "rx_prio3_pause"),
+        vec![
+            (100, None),
+            (150, Some(50)),
+            (230, Some(80)),
+            (230, Some(0)),
+            (230, Some(0))
+        ]
+    );
+
+    // The collected file is a counters input like any other.
+    let r = report_json(&[out.clone()]);
+    assert_eq!(r["endpoints"][0]["snapshots"], 5);
+    assert_eq!(r["endpoints"][0]["deltas"]["rx_prio3_pause"]["delta"], 130);
+}
+
+#[test]
+fn collect_warns_about_a_missing_source_and_keeps_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.parquet");
+    let o = rocescope_ok(&[
+        "counters",
+        "collect",
+        "--iface",
+        "eth2",
+        "--rdma-dev",
+        "mlx5_9",
+        "--interval",
+        "10ms",
+        "--count",
+        "2",
+        "--no-ethtool",
+        "--sysfs-root",
+        data("sysfs").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    // Warned once, not once per snapshot.
+    assert_eq!(
+        stderr
+            .matches("no counters/ or hw_counters/ directory")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("class/infiniband/mlx5_9/ports/1"));
+    assert_eq!(Table::read(&out).rows(), 16);
+    let bad = rocescope(&[
+        "counters",
+        "collect",
+        "--iface",
+        "eth2",
+        "--interval",
+        "soon",
+        "--out",
+        "x.parquet",
+    ]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("duration \"soon\" is not understood"));
+}
