@@ -458,3 +458,207 @@ fn collect_warns_about_a_missing_source_and_keeps_the_others() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("duration \"soon\" is not understood"));
 }
+
+/// Two snapshots around the committed ghost-drop capture (its first and
+/// last frame, to the nanosecond), with the counters' deltas as given.
+fn around_ghost_drop_capture(dir: &Path, name: &str, deltas: &[(&str, u64)]) -> PathBuf {
+    let mut text = String::from("# Around pcaps/ghost-drop.pcapng; counters named like its tap.\n");
+    for (ts, end) in [
+        ("2026-01-01T00:00:00.000000584Z", false),
+        ("2026-01-01T00:00:00.000999886Z", true),
+    ] {
+        text.push_str(&format!(
+            "# ts={ts} host=s2 iface=leaf0-s2-both\nNIC statistics:\n"
+        ));
+        for (counter, d) in deltas {
+            text.push_str(&format!(
+                "     {counter}: {}\n",
+                1000 + if end { d } else { &0 }
+            ));
+        }
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn ghost_capture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../pcaps/ghost-drop.pcapng")
+}
+
+/// `(quantity, priority, verdict)` of every comparison.
+fn verdicts(summary: &Value) -> Vec<(String, Option<u64>, String)> {
+    summary["counters_reconciliation"]["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["quantity"].as_str().unwrap().to_string(),
+                c["priority"].as_u64(),
+                c["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn v(q: &str, p: Option<u64>, verdict: &str) -> (String, Option<u64>, String) {
+    (q.to_string(), p, verdict.to_string())
+}
+
+fn report_with_counters(counters: &Path) -> Value {
+    let out = rocescope_ok(&[
+        "report",
+        ghost_capture().to_str().unwrap(),
+        "--counters",
+        counters.to_str().unwrap(),
+        "--json",
+    ]);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+// The capture (see `rocescope report pcaps/ghost-drop.pcapng`): on tap
+// leaf0-s2-both, priority 3 has 8 PFC frames (2 XON) and 200.294 µs of
+// pause; 4030 RoCE packets of DSCP 26 (priority 3) in two flows; 6
+// timeout rewinds; no NAK, no CNP.
+const AGREEING: [(&str, u64); 6] = [
+    ("rx_prio3_pause", 6),
+    ("rx_prio3_pause_duration", 200),
+    ("tx_prio3_pause_duration", 0),
+    ("rx_prio3_packets", 3584),
+    ("tx_prio3_packets", 446),
+    ("local_ack_timeout_err", 6),
+];
+
+#[test]
+fn capture_and_counters_that_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = around_ghost_drop_capture(dir.path(), "agree.txt", &AGREEING);
+    let s = report_with_counters(&c);
+    assert_eq!(
+        verdicts(&s),
+        vec![
+            v("pfc_frames", Some(3), "agree"),
+            v("pfc_paused_us", Some(3), "agree"),
+            v("frames", Some(3), "agree"),
+            v("timeout_rewinds", None, "agree"),
+        ]
+    );
+    let rows = &s["counters_reconciliation"]["comparisons"];
+    assert_eq!(rows[0]["capture"], 8.0);
+    assert_eq!(rows[0]["capture_low"], 6.0);
+    assert_eq!(rows[1]["capture"], 200.294);
+    assert_eq!(rows[1]["coverage"], 1.0);
+    let ids: Vec<&str> = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(!ids.contains(&"capture-incomplete") && !ids.contains(&"counters-mismatch"));
+}
+
+#[test]
+fn counters_that_saw_more_make_the_capture_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut more = AGREEING;
+    more[3] = ("rx_prio3_packets", 4000); // 4446 counted, 4030 captured
+    more[5] = ("local_ack_timeout_err", 9); // 9 timeouts, 6 rewinds seen
+    let c = around_ghost_drop_capture(dir.path(), "more.txt", &more);
+    let s = report_with_counters(&c);
+    assert_eq!(
+        verdicts(&s),
+        vec![
+            v("pfc_frames", Some(3), "agree"),
+            v("pfc_paused_us", Some(3), "agree"),
+            v("frames", Some(3), "capture-incomplete"),
+            v("timeout_rewinds", None, "capture-incomplete"),
+        ]
+    );
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "capture-incomplete")
+        .expect("a capture-incomplete finding");
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(
+        f["title"],
+        "The capture on leaf0-s2-both misses what host s2, iface leaf0-s2-both counted"
+    );
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("frames priority 3: capture 4030, counters 4446 ("),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("timeout_rewinds: capture 6, counters ≥ 9"),
+        "{detail}"
+    );
+
+    // The text report prints the table after the findings.
+    let out = rocescope_ok(&[
+        "report",
+        ghost_capture().to_str().unwrap(),
+        "--counters",
+        c.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("[WARNING] capture-incomplete: The capture on leaf0-s2-both misses"));
+    assert!(text.contains("Capture against counters:"));
+}
+
+#[test]
+fn counters_that_saw_less_are_a_mismatch_and_summary_json_has_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut less = AGREEING;
+    less[1] = ("rx_prio3_pause_duration", 100); // 200.294 µs captured
+    let c = around_ghost_drop_capture(dir.path(), "less.txt", &less);
+    let out = dir.path().join("out");
+    rocescope_ok(&[
+        "analyze",
+        ghost_capture().to_str().unwrap(),
+        "--counters",
+        c.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        verdicts(&s)[1],
+        v("pfc_paused_us", Some(3), "counters-mismatch")
+    );
+    let ids: Vec<(&str, &str)> = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["id"].as_str().unwrap(), f["severity"].as_str().unwrap()))
+        .collect();
+    assert!(ids.contains(&("counters-mismatch", "warning")), "{ids:?}");
+    // Still in severity order after the counters' findings joined.
+    let rank = |s: &str| ["critical", "warning", "info"].iter().position(|x| *x == s);
+    assert!(
+        ids.windows(2).all(|w| rank(w[0].1) <= rank(w[1].1)),
+        "{ids:?}"
+    );
+    // The capture's own tables are all there.
+    assert!(out.join("flows.parquet").exists());
+}
+
+#[test]
+fn counters_that_do_not_surround_the_capture_are_noted_not_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("later.txt");
+    std::fs::write(
+        &path,
+        "# ts=2026-01-01T01:00:00Z host=s2 iface=leaf0-s2-both\n     rx_prio3_pause: 1\n# ts=2026-01-01T01:01:00Z host=s2 iface=leaf0-s2-both\n     rx_prio3_pause: 9\n",
+    )
+    .unwrap();
+    let s = report_with_counters(&path);
+    assert_eq!(verdicts(&s), vec![]);
+    let w = s["counters_reconciliation"]["warnings"][0]
+        .as_str()
+        .unwrap();
+    assert!(w.contains("do not surround the capture"), "{w}");
+}

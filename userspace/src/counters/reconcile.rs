@@ -229,13 +229,14 @@ fn compare(
         let seen_pfc = pfc(p);
         if has(&rxp) || has(&txp) {
             let n = d(&rxp) + d(&txp);
+            // The summary's frames include the XON frames.
             let (frames, xon) = seen_pfc.map_or((0, 0), |x| (x.frames, x.xon_frames));
-            if n > 0.0 || frames + xon > 0 {
+            if n > 0.0 || frames > 0 {
                 row(
                     "pfc_frames",
                     Some(p),
-                    (frames + xon) as f64,
                     frames as f64,
+                    frames.saturating_sub(xon) as f64,
                     n,
                     Some(n),
                     format!("{rxp} + {txp} (XON frames may or may not count)"),
