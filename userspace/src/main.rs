@@ -140,6 +140,9 @@ struct SynthArgs {
     /// Ground truth JSON [default: next to the capture, NAME.truth.json].
     #[arg(long, value_name = "FILE")]
     truth: Option<PathBuf>,
+    /// Also write the counter series its NICs would have shown (ethtool -S / rdma statistic text).
+    #[arg(long, value_name = "FILE")]
+    counters: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Stop once the taps have recorded this many frames (without --duration,
@@ -666,6 +669,10 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
         a.out.with_file_name(format!("{stem}.truth.json"))
     });
     rocescope::tables::write_json(&truth_path, &truth)?;
+    if let Some(path) = &a.counters {
+        let snaps = rocescope::synth::counters::snapshots(&run, &cfg);
+        rocescope::tables::write_text(path, &rocescope::counters::parse::render_series(&snaps))?;
+    }
     let written: Vec<&str> = truth
         .capture
         .taps

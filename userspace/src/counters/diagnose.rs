@@ -267,12 +267,12 @@ fn ghost(v: &View, out: &mut Vec<Finding>) {
         .copied()
         .collect();
     let mut detail = format!(
-        "{}: {} while {} (pause received: the port could not send for {:.1} % of the {:.1} s); in {together} of {intervals} intervals both rose; flat: {}",
+        "{}: {} while {} (pause received: the port could not send for {:.1} % of the {}); in {together} of {intervals} intervals both rose; flat: {}",
         v.prefix(),
         v.show_all(&TIMEOUTS),
         paused_prios.join(", "),
         paused_us as f64 / 1e4 / v.span_s.max(1e-9),
-        v.span_s,
+        super::fmt_seconds(v.span_s),
         if checked.is_empty() {
             "none of the discard/CRC counters is in the input".to_string()
         } else {
@@ -460,12 +460,12 @@ fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
                 fraction * 100.0
             ),
             format!(
-                "{}: {}, {}, {} over {:.1} s",
+                "{}: {}, {}, {} over {}",
                 v.prefix(),
                 v.show(&name),
                 v.show(&format!("rx_prio{p}_pause")),
                 v.show(&format!("rx_prio{p}_pause_transition")),
-                v.span_s
+                super::fmt_seconds(v.span_s)
             ),
             "Pauses received on a lossless priority stop the NIC's sends: tune ECN to mark before the switch's PFC threshold so DCQCN slows senders first",
         ));

@@ -179,12 +179,12 @@ impl Report {
         for e in &self.endpoints {
             let _ = writeln!(
                 o,
-                "{}: {} snapshots, {} .. {} ({:.1} s), {} counters",
+                "{}: {} snapshots, {} .. {} ({}), {} counters",
                 e.endpoint,
                 e.snapshots,
                 e.first_ts_ns.map(fmt_utc).unwrap_or_default(),
                 e.last_ts_ns.map(fmt_utc).unwrap_or_default(),
-                e.span_s,
+                fmt_seconds(e.span_s),
                 e.counters
             );
             let moved: Vec<String> = e
@@ -213,4 +213,13 @@ pub fn reconcile_files(
     let r = reconcile::reconcile(analysis, &loaded.series);
     r.add_findings(analysis);
     r
+}
+
+/// `120.0 s`, or `0.002999 s` for the short series of a synth run.
+pub(crate) fn fmt_seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{s:.6} s")
+    }
 }

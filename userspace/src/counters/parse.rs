@@ -423,12 +423,84 @@ fn read_small(path: &Path) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
+/// Snapshots as series text, the way the cron line of docs/counters.md
+/// writes them: a `# ts=` header, `ethtool -S` lines, then one `rdma
+/// statistic show` line for the counters of the RDMA device.
+pub fn render_series(snapshots: &[Snapshot]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    for s in snapshots {
+        let ts = i64::try_from(s.ts_ns)
+            .map(chrono::DateTime::from_timestamp_nanos)
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
+            .unwrap_or_default();
+        let ep = &s.endpoint;
+        let _ = write!(o, "# ts={ts}");
+        for (k, v) in [
+            ("host", &ep.host),
+            ("iface", &ep.iface),
+            ("device", &ep.device),
+        ] {
+            if let Some(v) = v {
+                let _ = write!(o, " {k}={v}");
+            }
+        }
+        if let Some(p) = ep.port {
+            let _ = write!(o, " port={p}");
+        }
+        o.push('\n');
+        let (rdma, eth): (Vec<_>, Vec<_>) = s
+            .values
+            .iter()
+            .partition(|(_, (_, src))| matches!(src, Source::Rdma | Source::Sysfs));
+        if !eth.is_empty() {
+            o.push_str("NIC statistics:\n");
+            for (name, (v, _)) in eth {
+                let _ = writeln!(o, "     {name}: {v}");
+            }
+        }
+        if !rdma.is_empty() {
+            let _ = write!(
+                o,
+                "link {}/{}",
+                ep.device.as_deref().unwrap_or("rdma0"),
+                ep.port.unwrap_or(1)
+            );
+            for (name, (v, _)) in rdma {
+                let _ = write!(o, " {name} {v}");
+            }
+            o.push('\n');
+        }
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn parse(text: &str) -> Parsed {
         parse_series(Path::new("t.txt"), text)
+    }
+
+    #[test]
+    fn rendered_series_parse_back() {
+        let ep = Endpoint {
+            host: Some("h".into()),
+            iface: Some("eth2".into()),
+            device: Some("mlx5_0".into()),
+            port: Some(1),
+        };
+        let mut s = Snapshot::new(1_500_000_001, ep);
+        s.set("rx_prio3_pause", 7, Source::Ethtool);
+        s.set("np_cnp_sent", 9, Source::Rdma);
+        let text = render_series(std::slice::from_ref(&s));
+        assert!(text.starts_with(
+            "# ts=1970-01-01T00:00:01.500000001Z host=h iface=eth2 device=mlx5_0 port=1\n"
+        ));
+        let p = parse(&text);
+        assert_eq!(p.problems, vec![]);
+        assert_eq!(p.snapshots, vec![s]);
     }
 
     #[test]

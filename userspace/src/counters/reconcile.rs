@@ -60,6 +60,9 @@ pub struct Comparison {
 }
 
 /// Findings and the comparison table.
+///
+/// Timeouts are tabled beside the capture's timeout rewinds but never
+/// judged: no bound holds between them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Reconciliation {
     pub comparisons: Vec<Comparison>,
@@ -184,17 +187,17 @@ fn compare(
                    priority: Option<u8>,
                    capture: f64,
                    capture_low: f64,
-                   low: f64,
+                   low: Option<f64>,
                    high: Option<f64>,
                    from: String,
                    slack: f64| {
-        let incomplete = capture < low * (1.0 - REL_TOLERANCE) - slack;
+        let incomplete = low.is_some_and(|l| capture < l * (1.0 - REL_TOLERANCE) - slack);
         let mismatch = high.is_some_and(|h| capture_low > h * (1.0 + REL_TOLERANCE) + slack);
         let verdict = if mismatch {
             "counters-mismatch"
         } else if incomplete && coverage >= MIN_COVERAGE {
             "capture-incomplete"
-        } else if incomplete {
+        } else if incomplete || (low.is_none() && high.is_none()) {
             "not-judged"
         } else {
             "agree"
@@ -206,7 +209,7 @@ fn compare(
             priority,
             capture,
             capture_low,
-            counters_low: low,
+            counters_low: low.unwrap_or(0.0),
             counters_high: high,
             counters_from: from,
             window_s,
@@ -237,7 +240,7 @@ fn compare(
                     Some(p),
                     frames as f64,
                     frames.saturating_sub(xon) as f64,
-                    n,
+                    Some(n),
                     Some(n),
                     format!("{rxp} + {txp} (XON frames may or may not count)"),
                     COUNT_SLACK,
@@ -253,7 +256,7 @@ fn compare(
                     Some(p),
                     us,
                     us,
-                    rx.max(tx),
+                    Some(rx.max(tx)),
                     Some(rx + tx),
                     format!("max..sum of {rxd}, {txd} (µs; pauses both ways at once count twice)"),
                     PAUSE_SLACK_US,
@@ -271,7 +274,7 @@ fn compare(
                 Some(p),
                 c,
                 c,
-                (n - cnps).max(0.0),
+                Some((n - cnps).max(0.0)),
                 Some(n),
                 format!("{rxk} + {txk}, less the CNPs (other traffic on the priority counts too)"),
                 COUNT_SLACK,
@@ -287,24 +290,36 @@ fn compare(
                 None,
                 seen.cnps as f64,
                 seen.cnps as f64,
-                n,
+                Some(n),
                 Some(n),
                 "np_cnp_sent + rp_cnp_handled + rp_cnp_ignored".into(),
                 COUNT_SLACK,
             );
         }
     }
-    if has("packet_seq_err") || has("out_of_sequence") {
+    if has("packet_seq_err") {
         let (rx, oos) = (d("packet_seq_err"), d("out_of_sequence"));
         if rx + oos > 0.0 || seen.naks > 0 {
+            // Without out_of_sequence the NAKs this NIC sent are unknown.
+            let (high, from) = if has("out_of_sequence") {
+                (
+                    Some(rx + oos),
+                    "packet_seq_err (NAKs received) .. + out_of_sequence (at most one NAK sent per out-of-sequence packet)",
+                )
+            } else {
+                (
+                    None,
+                    "packet_seq_err (NAKs received; the NAKs sent are not counted without out_of_sequence)",
+                )
+            };
             row(
                 "naks",
                 None,
                 seen.naks as f64,
                 seen.naks as f64,
-                rx,
-                Some(rx + oos),
-                "packet_seq_err (NAKs received) .. + out_of_sequence (at most one NAK sent per out-of-sequence packet)".into(),
+                Some(rx),
+                high,
+                from.into(),
                 COUNT_SLACK,
             );
         }
@@ -317,9 +332,11 @@ fn compare(
                 None,
                 seen.timeouts as f64,
                 seen.timeouts as f64,
-                n,
                 None,
-                "local_ack_timeout_err (the link also carries the peers' rewinds)".into(),
+                None,
+                format!(
+                    "local_ack_timeout_err +{n}: shown, not judged (a timeout that fires while the sender is paused resends nothing the tap can see, and the link also carries the peers' rewinds)"
+                ),
                 COUNT_SLACK,
             );
         }
