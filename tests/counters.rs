@@ -835,3 +835,75 @@ fn synth_healthy_counters_make_no_finding() {
     let (_, counters) = synth_with_counters(dir.path(), "healthy");
     assert_eq!(ids(&report_json(&[counters])), vec![]);
 }
+
+#[test]
+fn collect_into_a_dataset_rotates_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("ds");
+    rocescope_ok(&[
+        "counters",
+        "collect",
+        "--iface",
+        "eth2",
+        "--rdma-dev",
+        "mlx5_0",
+        "--no-ethtool",
+        "--sysfs-root",
+        data("sysfs").to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--rotate",
+        "50ms",
+        "--interval",
+        "40ms",
+        "--count",
+        "4",
+        "--host",
+        "h1",
+    ]);
+    // Snapshots at 0, 40, 80, 120 ms: the file started at 0 is closed at
+    // 80 (it would span 80 ≥ 50 ms), the next holds 80 and 120.
+    let host_dir = ds.join("host=h1");
+    let hours: Vec<PathBuf> = std::fs::read_dir(&host_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let mut files: Vec<PathBuf> = hours
+        .iter()
+        .flat_map(|h| std::fs::read_dir(h).unwrap().map(|e| e.unwrap().path()))
+        .collect();
+    files.sort();
+    // (A run across an hour boundary splits there too.)
+    assert!(files.len() == 2 || files.len() == 3, "{files:?}");
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("counters-2") && name.ends_with("Z.parquet"),
+            "{name}"
+        );
+        assert!(
+            f.parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("hour=")
+        );
+    }
+    // 8 netdev + 34 RDMA port counters a snapshot.
+    let rows: usize = files.iter().map(|f| Table::read(f).rows()).sum();
+    assert_eq!(rows, 4 * 42);
+    // Deltas go on across files: only the very first snapshot has none.
+    let nulls: usize = files
+        .iter()
+        .map(|f| {
+            Table::read(f)
+                .ints("delta")
+                .iter()
+                .filter(|d| d.is_none())
+                .count()
+        })
+        .sum();
+    assert_eq!(nulls, 42);
+}

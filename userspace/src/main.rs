@@ -703,8 +703,19 @@ enum CountersCommand {
         #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
         interval: std::time::Duration,
         /// The Parquet file to write; an existing one is appended to.
-        #[arg(long, value_name = "FILE")]
-        out: PathBuf,
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "dataset",
+            conflicts_with = "dataset"
+        )]
+        out: Option<PathBuf>,
+        /// Write DIR/host=NAME/hour=YYYY-MM-DDTHH/counters-<start>.parquet instead: a new file each UTC hour.
+        #[arg(long, value_name = "DIR")]
+        dataset: Option<PathBuf>,
+        /// With --dataset: also start a new file once a file spans this long (e.g. 10m).
+        #[arg(long, value_name = "DURATION", requires = "dataset", value_parser = parse_interval)]
+        rotate: Option<std::time::Duration>,
         /// Stop after this many snapshots.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         count: Option<u64>,
@@ -763,6 +774,8 @@ fn counters(c: CountersCommand) -> Result<ExitCode> {
             rdma_dev,
             interval,
             out,
+            dataset,
+            rotate,
             count,
             host,
             sysfs_root,
@@ -775,14 +788,26 @@ fn counters(c: CountersCommand) -> Result<ExitCode> {
                 rdma: rdma_dev,
                 interval,
                 count,
-                out,
+                out: match (out, dataset) {
+                    (Some(file), _) => collect::Output::File(file),
+                    (None, Some(dir)) => collect::Output::Dataset {
+                        dir,
+                        rotate_ns: rotate.map_or(0, |r| r.as_nanos() as u64),
+                    },
+                    (None, None) => {
+                        return Err(Error::Usage(
+                            "counters collect: give --out FILE or --dataset DIR".into(),
+                        ));
+                    }
+                },
                 sysfs: sysfs_root,
                 ethtool: (!no_ethtool).then_some(ethtool_cmd),
             };
             let o = collect::run(&opts)?;
+            let files: Vec<String> = o.files.iter().map(|f| f.display().to_string()).collect();
             println!(
                 "{}: {} snapshots, {} rows{} (stopped by {})",
-                opts.out.display(),
+                files.join(", "),
                 o.snapshots,
                 o.rows,
                 if o.kept_rows > 0 {

@@ -29,11 +29,23 @@ pub struct Options {
     pub interval: Duration,
     /// Stop after this many snapshots (else at SIGINT/SIGTERM).
     pub count: Option<u64>,
-    pub out: PathBuf,
+    pub out: Output,
     /// Where sysfs is mounted (`/sys`; a fake tree in tests).
     pub sysfs: PathBuf,
     /// The `ethtool` program (run as `PROG -S IF`); `None` skips it.
     pub ethtool: Option<String>,
+}
+
+/// Where the rows go.
+#[derive(Clone, Debug)]
+pub enum Output {
+    /// One file; an existing one is appended to (its rows copied first,
+    /// its last values start the deltas).
+    File(PathBuf),
+    /// `DIR/host=H/hour=YYYY-MM-DDTHH/counters-<start>.parquet`, a new file
+    /// at each UTC hour and once a file spans `rotate_ns` (0: hourly only),
+    /// as `--dataset` partitions the capture tables.
+    Dataset { dir: PathBuf, rotate_ns: u64 },
 }
 
 /// What a collection did.
@@ -46,6 +58,8 @@ pub struct Outcome {
     pub warnings: Vec<String>,
     /// `count` or `signal`.
     pub stopped_by: &'static str,
+    /// The files written.
+    pub files: Vec<PathBuf>,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -59,26 +73,17 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// last values start the deltas.
 pub fn run(opts: &Options) -> Result<Outcome> {
     let mut out = Outcome::default();
-    let previous = if opts.out.exists() {
-        super::table::read(&opts.out)?
-    } else {
-        Vec::new()
-    };
-    let dir = match opts.out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = opts
-        .out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| Error::Usage(format!("--out {}: name a file", opts.out.display())))?;
-    let mut table = ParquetTable::<CounterColumns>::create(&dir, &name)?;
     let mut writer = Writer::default();
-    for snap in &previous {
-        writer.write(&mut table, snap)?;
+    if let Output::File(path) = &opts.out
+        && path.exists()
+    {
+        for snap in super::table::read(path)? {
+            writer.write(opts, &snap)?;
+        }
+        out.kept_rows = writer.rows;
+    } else if let Output::Dataset { .. } = &opts.out {
+        crate::tables::dataset::check_host(&opts.host)?;
     }
-    out.kept_rows = table.rows();
 
     if opts.count.is_none() {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
@@ -104,7 +109,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
             }
         }
         for s in &snaps {
-            writer.write(&mut table, s)?;
+            writer.write(opts, s)?;
         }
         n += 1;
         if opts.count.is_some_and(|c| n >= c) {
@@ -124,20 +129,92 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         }
     }
     out.snapshots = n;
-    out.rows = table.rows() - out.kept_rows;
+    out.rows = writer.rows - out.kept_rows;
     out.warnings = warned;
-    table.close()?;
+    out.files = writer.close(opts)?;
     Ok(out)
 }
 
-/// The deltas of each endpoint's counters since its previous snapshot.
+/// The file being written, and the deltas of each endpoint's counters
+/// since its previous snapshot (across files).
 #[derive(Default)]
 struct Writer {
     last: HashMap<(Endpoint, String), (u64, u64)>,
+    /// The open file, the time of its first row and its hour.
+    table: Option<(ParquetTable<CounterColumns>, u64, String)>,
+    files: Vec<PathBuf>,
+    rows: u64,
 }
 
 impl Writer {
-    fn write(&mut self, table: &mut ParquetTable<CounterColumns>, s: &Snapshot) -> Result<()> {
+    /// The file a snapshot at `ts_ns` goes to: opened (or rotated) as needed.
+    fn table(&mut self, opts: &Options, ts_ns: u64) -> Result<&mut ParquetTable<CounterColumns>> {
+        use crate::tables::dataset::{file_stamp, hour_partition};
+        let hour = hour_partition(ts_ns);
+        let rotate = match (&opts.out, &self.table) {
+            (_, None) => true,
+            (Output::File(_), Some(_)) => false,
+            (Output::Dataset { rotate_ns, .. }, Some((_, start, h))) => {
+                *h != hour || (*rotate_ns > 0 && ts_ns.saturating_sub(*start) >= *rotate_ns)
+            }
+        };
+        if rotate {
+            if let Some((t, _, _)) = self.table.take() {
+                self.files.push(t.close()?);
+            }
+            let (dir, name) = match &opts.out {
+                Output::File(path) => {
+                    let dir = match path.parent() {
+                        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                        _ => PathBuf::from("."),
+                    };
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .ok_or_else(|| {
+                            Error::Usage(format!("--out {}: name a file", path.display()))
+                        })?;
+                    (dir, name)
+                }
+                Output::Dataset { dir, .. } => {
+                    let d = dir
+                        .join(format!("host={}", opts.host))
+                        .join(format!("hour={hour}"));
+                    std::fs::create_dir_all(&d).map_err(|e| Error::Write {
+                        path: d.clone(),
+                        detail: format!("cannot create the dataset directory: {e}"),
+                    })?;
+                    (d, format!("counters-{}.parquet", file_stamp(ts_ns)))
+                }
+            };
+            let t = ParquetTable::<CounterColumns>::create(&dir, &name)?;
+            self.table = Some((t, ts_ns, hour));
+        }
+        match &mut self.table {
+            Some((t, _, _)) => Ok(t),
+            None => Err(Error::Usage("internal: no counters file open".into())),
+        }
+    }
+
+    fn close(mut self, opts: &Options) -> Result<Vec<PathBuf>> {
+        // A file even without rows: a reader always finds the schema.
+        if self.table.is_none() && self.files.is_empty() {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            self.table(opts, now)?;
+        }
+        if let Some((t, _, _)) = self.table.take() {
+            self.files.push(t.close()?);
+        }
+        Ok(self.files)
+    }
+
+    fn write(&mut self, opts: &Options, s: &Snapshot) -> Result<()> {
+        if s.values.is_empty() {
+            return Ok(());
+        }
+        let mut rows = Vec::with_capacity(s.values.len());
         for (name, &(value, source)) in &s.values {
             let key = (s.endpoint.clone(), name.clone());
             let (delta, rate) = match self.last.get(&key) {
@@ -149,7 +226,7 @@ impl Writer {
                 _ => (None, None),
             };
             self.last.insert(key, (s.ts_ns, value));
-            table.push(&CounterRow {
+            rows.push(CounterRow {
                 ts_ns: s.ts_ns,
                 endpoint: &s.endpoint,
                 counter: name,
@@ -157,8 +234,13 @@ impl Writer {
                 delta,
                 rate,
                 source,
-            })?;
+            });
         }
+        let table = self.table(opts, s.ts_ns)?;
+        for row in &rows {
+            table.push(row)?;
+        }
+        self.rows += rows.len() as u64;
         Ok(())
     }
 }
