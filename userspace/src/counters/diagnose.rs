@@ -33,7 +33,7 @@ const SEQUENCE: [&str; 3] = ["packet_seq_err", "out_of_sequence", "implied_nak_s
 
 /// Every counter a finding reads (the report shows their deltas).
 pub fn used_counter(name: &str) -> bool {
-    const FIXED: [&str; 16] = [
+    const FIXED: [&str; 17] = [
         "local_ack_timeout_err",
         "roce_adp_retrans",
         "roce_adp_retrans_to",
@@ -48,6 +48,7 @@ pub fn used_counter(name: &str) -> bool {
         "implied_nak_seq_err",
         "duplicate_request",
         "req_transport_retries_exceeded",
+        "req_rnr_retries_exceeded",
         "tx_pause_storm_warning_events",
         "tx_pause_storm_error_events",
     ];
@@ -349,9 +350,11 @@ fn loss(v: &View, out: &mut Vec<Finding>) {
     out.push(finding("real-loss", severity, title, detail, rec));
 }
 
-/// QPs that gave up: transport or RNR retries exhausted.
+/// Requesters that gave up: transport or RNR retries exhausted.
+/// (`rnr_nak_retry_err` is not one: it counts RNR NAKs that did *not*
+/// exceed the retry limit.)
 fn retries(v: &View, out: &mut Vec<Finding>) {
-    let names = ["req_transport_retries_exceeded", "rnr_nak_retry_err"];
+    let names = ["req_transport_retries_exceeded", "req_rnr_retries_exceeded"];
     let n = v.sum(&names);
     if n == 0 {
         return;
@@ -359,7 +362,7 @@ fn retries(v: &View, out: &mut Vec<Finding>) {
     out.push(finding(
         "retries-exceeded",
         "critical",
-        format!("{n} QPs exhausted their retries on {}", v.prefix()),
+        format!("Requesters on {} exhausted their retries {n} times", v.prefix()),
         format!("{}: {}; {}", v.prefix(), v.show_all(&names), v.show_all(&TIMEOUTS)),
         "A QP that exceeds its retry count goes to the error state and the application sees a failed work request: find the loss or the stall (the other findings) before raising retry_cnt",
     ));
@@ -605,4 +608,68 @@ fn corruption(v: &View, out: &mut Vec<Finding>) {
         detail,
         "A link with rising FCS/symbol errors or FEC corrections has a bad cable, transceiver or dirty connector: check the module (mlxlink, ethtool -m), reseat or replace it; a damaged RoCE frame is a lost frame, recovered only by a NAK or a timeout",
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::model::{Endpoint, Snapshot, Source, into_series};
+
+    /// Two snapshots a minute apart with the given (name, first, last) values.
+    fn series(values: &[(&str, u64, u64)]) -> Vec<Series> {
+        let ep = Endpoint {
+            host: Some("h".into()),
+            ..Endpoint::default()
+        };
+        let mut a = Snapshot::new(0, ep.clone());
+        let mut b = Snapshot::new(60_000_000_000, ep);
+        for &(n, x, y) in values {
+            a.set(n, x, Source::Rdma);
+            b.set(n, y, Source::Rdma);
+        }
+        into_series(vec![a, b])
+    }
+
+    #[test]
+    fn exhausted_retries_but_not_rnr_naks_within_the_limit() {
+        let f = diagnose(&series(&[
+            ("req_transport_retries_exceeded", 1, 4),
+            ("rnr_nak_retry_err", 0, 50),
+        ]));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].id, "retries-exceeded");
+        assert_eq!(
+            f[0].title,
+            "Requesters on host h exhausted their retries 3 times"
+        );
+        assert!(
+            f[0].detail
+                .contains("req_transport_retries_exceeded +3 (0.050/s)")
+        );
+        // RNR NAKs that stayed within the retry limit are no finding.
+        assert!(diagnose(&series(&[("rnr_nak_retry_err", 0, 50)])).is_empty());
+    }
+
+    #[test]
+    fn a_single_snapshot_or_a_reset_makes_no_finding() {
+        let one = into_series(vec![{
+            let mut s = Snapshot::new(0, Endpoint::default());
+            s.set("rx_crc_errors_phy", 9, Source::Ethtool);
+            s
+        }]);
+        assert!(diagnose(&one).is_empty());
+        // 9 → 2: a reset, not -7 errors and not +2.
+        assert!(diagnose(&series(&[("rx_crc_errors_phy", 9, 2)])).is_empty());
+    }
+
+    #[test]
+    fn corrected_bits_alone_are_a_warning() {
+        let f = diagnose(&series(&[("rx_corrected_bits_phy", 0, 600)]));
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].id, f[0].severity), ("link-corruption", "warning"));
+        assert_eq!(
+            f[0].title,
+            "FEC is correcting errors on host h: 600 corrected bits"
+        );
+    }
 }
