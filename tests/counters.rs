@@ -183,23 +183,25 @@ fn ecn_path_broken_between_two_hosts() {
 }
 
 #[test]
-fn ecn_marks_without_cnps() {
-    let r = report_json(&[data("ecn-np-silent.txt")]);
-    assert_eq!(ids(&r), vec![pair("ecn-path-broken", "critical")]);
-    assert_eq!(
-        r["findings"][0]["detail"],
-        "host node5, iface eth2, device mlx5_0/1: np_ecn_marked_roce_packets +3000 (50.0/s), np_cnp_sent +0"
-    );
-}
-
-#[test]
-fn cnps_ignored_by_the_reaction_point() {
-    let r = report_json(&[data("cc-ignored.txt")]);
-    assert_eq!(ids(&r), vec![pair("cc-not-reacting", "warning")]);
-    assert_eq!(
-        r["findings"][0]["detail"],
-        "host node6, iface eth2, device mlx5_0/1: rp_cnp_ignored +700 (11.7/s), rp_cnp_handled +0"
-    );
+fn single_findings_quote_their_deltas() {
+    for (file, id, severity, detail) in [
+        (
+            "ecn-np-silent.txt",
+            "ecn-path-broken",
+            "critical",
+            "host node5, iface eth2, device mlx5_0/1: np_ecn_marked_roce_packets +3000 (50.0/s), np_cnp_sent +0",
+        ),
+        (
+            "cc-ignored.txt",
+            "cc-not-reacting",
+            "warning",
+            "host node6, iface eth2, device mlx5_0/1: rp_cnp_ignored +700 (11.7/s), rp_cnp_handled +0",
+        ),
+    ] {
+        let r = report_json(&[data(file)]);
+        assert_eq!(ids(&r), vec![pair(id, severity)], "{file}");
+        assert_eq!(r["findings"][0]["detail"], detail, "{file}");
+    }
 }
 
 #[test]
@@ -297,13 +299,24 @@ fn fake_ethtool(dir: &Path) -> PathBuf {
     script
 }
 
-fn collect(dir: &Path, out: &Path, count: &str) -> std::process::Output {
-    let ethtool = fake_ethtool(dir);
-    rocescope_ok(&[
+/// `counters collect --iface eth2` on the fake sysfs tree, with `args`.
+fn collect_fake(args: &[&str]) -> std::process::Output {
+    let sysfs = data("sysfs");
+    let mut all = vec![
         "counters",
         "collect",
         "--iface",
         "eth2",
+        "--sysfs-root",
+        sysfs.to_str().unwrap(),
+    ];
+    all.extend(args);
+    rocescope_ok(&all)
+}
+
+fn collect(dir: &Path, out: &Path, count: &str) -> std::process::Output {
+    let ethtool = fake_ethtool(dir);
+    collect_fake(&[
         "--rdma-dev",
         "mlx5_0/1",
         "--interval",
@@ -312,8 +325,6 @@ fn collect(dir: &Path, out: &Path, count: &str) -> std::process::Output {
         count,
         "--host",
         "h1",
-        "--sysfs-root",
-        data("sysfs").to_str().unwrap(),
         "--ethtool-cmd",
         ethtool.to_str().unwrap(),
         "--out",
@@ -417,11 +428,7 @@ fn collect_samples_a_fake_sysfs_tree_and_ethtool_then_appends() {
 fn collect_warns_about_a_missing_source_and_keeps_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c.parquet");
-    let o = rocescope_ok(&[
-        "counters",
-        "collect",
-        "--iface",
-        "eth2",
+    let o = collect_fake(&[
         "--rdma-dev",
         "mlx5_9",
         "--interval",
@@ -429,8 +436,6 @@ fn collect_warns_about_a_missing_source_and_keeps_the_others() {
         "--count",
         "2",
         "--no-ethtool",
-        "--sysfs-root",
-        data("sysfs").to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -530,20 +535,27 @@ const AGREEING: [(&str, u64); 6] = [
     ("local_ack_timeout_err", 6),
 ];
 
-#[test]
-fn capture_and_counters_that_agree() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = around_ghost_drop_capture(dir.path(), "agree.txt", &AGREEING);
+/// Reconciles the ghost-drop capture with `deltas` and checks the verdicts
+/// of its PFC frames, pause time and frames rows (timeouts: never judged).
+fn reconciled(dir: &Path, deltas: &[(&str, u64)], expected: [&str; 3]) -> (PathBuf, Value) {
+    let c = around_ghost_drop_capture(dir, "counters.txt", deltas);
     let s = report_with_counters(&c);
     assert_eq!(
         verdicts(&s),
         vec![
-            v("pfc_frames", Some(3), "agree"),
-            v("pfc_paused_us", Some(3), "agree"),
-            v("frames", Some(3), "agree"),
+            v("pfc_frames", Some(3), expected[0]),
+            v("pfc_paused_us", Some(3), expected[1]),
+            v("frames", Some(3), expected[2]),
             v("timeout_rewinds", None, "not-judged"),
         ]
     );
+    (c, s)
+}
+
+#[test]
+fn capture_and_counters_that_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, s) = reconciled(dir.path(), &AGREEING, ["agree", "agree", "agree"]);
     let rows = &s["counters_reconciliation"]["comparisons"];
     assert_eq!(rows[0]["capture"], 8.0);
     assert_eq!(rows[0]["capture_low"], 6.0);
@@ -564,17 +576,7 @@ fn counters_that_saw_more_make_the_capture_incomplete() {
     let mut more = AGREEING;
     more[3] = ("rx_prio3_packets", 4000); // 4446 counted, 4030 captured
     more[5] = ("local_ack_timeout_err", 9); // tabled, never judged
-    let c = around_ghost_drop_capture(dir.path(), "more.txt", &more);
-    let s = report_with_counters(&c);
-    assert_eq!(
-        verdicts(&s),
-        vec![
-            v("pfc_frames", Some(3), "agree"),
-            v("pfc_paused_us", Some(3), "agree"),
-            v("frames", Some(3), "capture-incomplete"),
-            v("timeout_rewinds", None, "not-judged"),
-        ]
-    );
+    let (c, s) = reconciled(dir.path(), &more, ["agree", "agree", "capture-incomplete"]);
     let f = s["findings"]
         .as_array()
         .unwrap()
@@ -840,16 +842,10 @@ fn synth_healthy_counters_make_no_finding() {
 fn collect_into_a_dataset_rotates_files() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dir.path().join("ds");
-    rocescope_ok(&[
-        "counters",
-        "collect",
-        "--iface",
-        "eth2",
+    collect_fake(&[
         "--rdma-dev",
         "mlx5_0",
         "--no-ethtool",
-        "--sysfs-root",
-        data("sysfs").to_str().unwrap(),
         "--dataset",
         ds.to_str().unwrap(),
         "--rotate",

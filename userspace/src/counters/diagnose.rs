@@ -3,7 +3,7 @@
 //! docs/counters.md defines each one and its thresholds.
 use super::model::{Series, Step};
 use crate::analyze::Finding;
-use crate::analyze::timeout_exponent;
+use crate::analyze::{sort_by_severity, timeout_exponent};
 
 /// A priority is in a storm during an interval when pause time covered at
 /// least this share of it.
@@ -177,12 +177,7 @@ pub fn diagnose(series: &[Series]) -> Vec<Finding> {
         corruption(&v, &mut out);
     }
     cnps_unhandled(series, &mut out);
-    let rank = |s: &str| match s {
-        "critical" => 0,
-        "warning" => 1,
-        _ => 2,
-    };
-    out.sort_by_key(|f| rank(f.severity));
+    sort_by_severity(&mut out);
     out
 }
 

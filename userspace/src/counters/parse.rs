@@ -337,17 +337,11 @@ pub fn read_ib_port(dir: &Path, block: &mut Block) -> Vec<Problem> {
     let mut any = false;
     for sub in ["counters", "hw_counters"] {
         let d = dir.join(sub);
-        let Ok(entries) = std::fs::read_dir(&d) else {
+        let Ok(files) = counter_files(&d) else {
             continue;
         };
         any = true;
-        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        files.sort();
-        for f in files {
-            let name = f
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+        for (name, f) in files {
             // `lifespan` sets how long hw_counters values are cached, in ms.
             if name == "lifespan" || !f.is_file() {
                 continue;
@@ -383,8 +377,8 @@ pub fn read_ib_port(dir: &Path, block: &mut Block) -> Vec<Problem> {
 /// so they never collide with an `ethtool -S` name.
 pub fn read_netdev_stats(dir: &Path, block: &mut Block) -> Vec<Problem> {
     let mut problems = Vec::new();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
+    let files = match counter_files(dir) {
+        Ok(f) => f,
         Err(e) => {
             return vec![Problem {
                 path: dir.to_path_buf(),
@@ -393,13 +387,7 @@ pub fn read_netdev_stats(dir: &Path, block: &mut Block) -> Vec<Problem> {
             }];
         }
     };
-    let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    files.sort();
-    for f in files {
-        let name = f
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    for (name, f) in files {
         match read_small(&f).map(|t| parse_value(&t)) {
             Ok(Some(v)) => block.set(&format!("netdev_{name}"), v, Source::Netdev),
             // Some drivers refuse some files (EINVAL, EOPNOTSUPP): not an error of ours.
@@ -411,6 +399,16 @@ pub fn read_netdev_stats(dir: &Path, block: &mut Block) -> Vec<Problem> {
         }
     }
     problems
+}
+
+/// The files of a sysfs counter directory, by name.
+fn counter_files(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
+    let mut files: Vec<(String, PathBuf)> = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 /// A sysfs counter file is one short line; never read more than a page.

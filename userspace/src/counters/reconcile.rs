@@ -417,12 +417,7 @@ impl Reconciliation {
     pub fn add_findings(&self, a: &mut Analysis) {
         let findings = &mut a.summary.findings;
         findings.extend(self.findings.iter().cloned());
-        let rank = |s: &str| match s {
-            "critical" => 0,
-            "warning" => 1,
-            _ => 2,
-        };
-        findings.sort_by_key(|f| rank(f.severity));
+        crate::analyze::sort_by_severity(findings);
     }
 
     /// `summary` (summary.json as a value) with the comparison table under
