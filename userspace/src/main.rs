@@ -140,7 +140,8 @@ struct SynthArgs {
     /// Ground truth JSON [default: next to the capture, NAME.truth.json].
     #[arg(long, value_name = "FILE")]
     truth: Option<PathBuf>,
-    /// Also write the counter series its NICs would have shown (ethtool -S / rdma statistic text).
+    /// Also write the counter series its NICs would have shown: ethtool -S / rdma statistic
+    /// text, or counters.parquet when FILE ends in .parquet.
     #[arg(long, value_name = "FILE")]
     counters: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
@@ -671,7 +672,12 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
     rocescope::tables::write_json(&truth_path, &truth)?;
     if let Some(path) = &a.counters {
         let snaps = rocescope::synth::counters::snapshots(&run, &cfg);
-        rocescope::tables::write_text(path, &rocescope::counters::parse::render_series(&snaps))?;
+        if path.extension().is_some_and(|e| e == "parquet") {
+            rocescope::counters::collect::write_file(path, &snaps)?;
+        } else {
+            let text = rocescope::counters::parse::render_series(&snaps);
+            rocescope::tables::write_text(path, &text)?;
+        }
     }
     let written: Vec<&str> = truth
         .capture

@@ -73,12 +73,12 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// last values start the deltas.
 pub fn run(opts: &Options) -> Result<Outcome> {
     let mut out = Outcome::default();
-    let mut writer = Writer::default();
+    let mut writer = Writer::new(&opts.out, &opts.host);
     if let Output::File(path) = &opts.out
         && path.exists()
     {
         for snap in super::table::read(path)? {
-            writer.write(opts, &snap)?;
+            writer.write(&snap)?;
         }
         out.kept_rows = writer.rows;
     } else if let Output::Dataset { .. } = &opts.out {
@@ -109,7 +109,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
             }
         }
         for s in &snaps {
-            writer.write(opts, s)?;
+            writer.write(s)?;
         }
         n += 1;
         if opts.count.is_some_and(|c| n >= c) {
@@ -131,14 +131,25 @@ pub fn run(opts: &Options) -> Result<Outcome> {
     out.snapshots = n;
     out.rows = writer.rows - out.kept_rows;
     out.warnings = warned;
-    out.files = writer.close(opts)?;
+    out.files = writer.close()?;
     Ok(out)
+}
+
+/// Writes snapshots to `path` as counters.parquet (deltas from one to the
+/// next of each endpoint), replacing what was there.
+pub fn write_file(path: &Path, snapshots: &[Snapshot]) -> Result<()> {
+    let mut w = Writer::new(&Output::File(path.to_path_buf()), "");
+    for s in snapshots {
+        w.write(s)?;
+    }
+    w.close().map(|_| ())
 }
 
 /// The file being written, and the deltas of each endpoint's counters
 /// since its previous snapshot (across files).
-#[derive(Default)]
 struct Writer {
+    out: Output,
+    host: String,
     last: HashMap<(Endpoint, String), (u64, u64)>,
     /// The open file, the time of its first row and its hour.
     table: Option<(ParquetTable<CounterColumns>, u64, String)>,
@@ -147,11 +158,22 @@ struct Writer {
 }
 
 impl Writer {
+    fn new(out: &Output, host: &str) -> Self {
+        Writer {
+            out: out.clone(),
+            host: host.to_string(),
+            last: HashMap::new(),
+            table: None,
+            files: Vec::new(),
+            rows: 0,
+        }
+    }
+
     /// The file a snapshot at `ts_ns` goes to: opened (or rotated) as needed.
-    fn table(&mut self, opts: &Options, ts_ns: u64) -> Result<&mut ParquetTable<CounterColumns>> {
+    fn table(&mut self, ts_ns: u64) -> Result<&mut ParquetTable<CounterColumns>> {
         use crate::tables::dataset::{file_stamp, hour_partition};
         let hour = hour_partition(ts_ns);
-        let rotate = match (&opts.out, &self.table) {
+        let rotate = match (&self.out, &self.table) {
             (_, None) => true,
             (Output::File(_), Some(_)) => false,
             (Output::Dataset { rotate_ns, .. }, Some((_, start, h))) => {
@@ -162,7 +184,7 @@ impl Writer {
             if let Some((t, _, _)) = self.table.take() {
                 self.files.push(t.close()?);
             }
-            let (dir, name) = match &opts.out {
+            let (dir, name) = match &self.out {
                 Output::File(path) => {
                     let dir = match path.parent() {
                         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -178,7 +200,7 @@ impl Writer {
                 }
                 Output::Dataset { dir, .. } => {
                     let d = dir
-                        .join(format!("host={}", opts.host))
+                        .join(format!("host={}", self.host))
                         .join(format!("hour={hour}"));
                     std::fs::create_dir_all(&d).map_err(|e| Error::Write {
                         path: d.clone(),
@@ -196,13 +218,13 @@ impl Writer {
         }
     }
 
-    fn close(mut self, opts: &Options) -> Result<Vec<PathBuf>> {
+    fn close(mut self) -> Result<Vec<PathBuf>> {
         // A file even without rows: a reader always finds the schema.
         if self.table.is_none() && self.files.is_empty() {
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64);
-            self.table(opts, now)?;
+            self.table(now)?;
         }
         if let Some((t, _, _)) = self.table.take() {
             self.files.push(t.close()?);
@@ -210,7 +232,7 @@ impl Writer {
         Ok(self.files)
     }
 
-    fn write(&mut self, opts: &Options, s: &Snapshot) -> Result<()> {
+    fn write(&mut self, s: &Snapshot) -> Result<()> {
         if s.values.is_empty() {
             return Ok(());
         }
@@ -236,7 +258,7 @@ impl Writer {
                 source,
             });
         }
-        let table = self.table(opts, s.ts_ns)?;
+        let table = self.table(s.ts_ns)?;
         for row in &rows {
             table.push(row)?;
         }
