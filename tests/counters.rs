@@ -903,3 +903,33 @@ fn collect_into_a_dataset_rotates_files() {
         .sum();
     assert_eq!(nulls, 42);
 }
+
+#[test]
+fn counters_pair_with_a_prefixed_interface_of_several_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = around_ghost_drop_capture(dir.path(), "agree.txt", &AGREEING);
+    // Two files: interfaces become `STEM/NAME`; healthy.pcapng has no
+    // leaf0-s2-both of its own, and its frames fall within the same span.
+    let healthy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pcaps/healthy.pcapng");
+    let out = rocescope_ok(&[
+        "report",
+        ghost_capture().to_str().unwrap(),
+        healthy.to_str().unwrap(),
+        "--counters",
+        c.to_str().unwrap(),
+        "--json",
+    ]);
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = s["counters_reconciliation"]["comparisons"]
+        .as_array()
+        .unwrap();
+    assert_eq!(rows.len(), 4);
+    assert!(
+        rows.iter()
+            .all(|r| r["iface"] == "ghost-drop/leaf0-s2-both")
+    );
+    assert_eq!(
+        verdicts(&s).iter().filter(|(_, _, v)| v == "agree").count(),
+        3
+    );
+}

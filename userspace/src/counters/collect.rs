@@ -85,12 +85,12 @@ pub fn run(opts: &Options) -> Result<Outcome> {
         crate::tables::dataset::check_host(&opts.host)?;
     }
 
-    if opts.count.is_none() {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-            libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        }
+    // Ctrl-C and SIGTERM end the sampling, not the process: the file is
+    // completed either way (with --count too).
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
     }
     let mut warned: Vec<String> = Vec::new();
     let start = Instant::now();

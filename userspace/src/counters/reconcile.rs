@@ -114,7 +114,8 @@ fn seen(a: &Analysis, iface: u16) -> Seen {
 
 /// Compares the capture with every counter series that names one of its
 /// interfaces (`iface=`, `host=` or `device=` equal to the capture
-/// interface's name; a lone series and a lone interface pair up anyway).
+/// interface's name, or to what follows its `FILE/` prefix; a lone series
+/// and a lone interface pair up anyway).
 pub fn reconcile(a: &Analysis, all: &[Series]) -> Reconciliation {
     let mut r = Reconciliation::default();
     let s = &a.summary;
@@ -131,10 +132,13 @@ pub fn reconcile(a: &Analysis, all: &[Series]) -> Reconciliation {
     let lone = all.len() == 1 && ifaces.len() == 1;
     for series in all {
         let ep = &series.endpoint;
+        // Several capture files name their interfaces `STEM/NAME`; a pcap
+        // without interface names is named after its file's stem.
         let named = |n: &String| {
+            let bare = n.rsplit_once('/').map_or(n.as_str(), |(_, b)| b);
             [&ep.iface, &ep.host, &ep.device]
                 .iter()
-                .any(|x| x.as_deref() == Some(n.as_str()))
+                .any(|x| x.as_deref().is_some_and(|x| x == n || x == bare))
         };
         let matched: Vec<&(u16, String)> = ifaces.iter().filter(|(_, n)| named(n)).collect();
         let matched = if matched.is_empty() && lone {
