@@ -933,3 +933,38 @@ fn counters_pair_with_a_prefixed_interface_of_several_captures() {
         3
     );
 }
+
+#[test]
+fn the_html_report_draws_the_counters_and_their_reconciliation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut more = AGREEING;
+    more[3] = ("rx_prio3_packets", 4000);
+    let c = around_ghost_drop_capture(dir.path(), "more.txt", &more);
+    let page = dir.path().join("report.html");
+    rocescope_ok(&[
+        "report",
+        ghost_capture().to_str().unwrap(),
+        "--counters",
+        c.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The reconciliation's finding among the capture's.
+    let findings = &html[html.find("<h2>Findings</h2>").unwrap()..];
+    assert!(findings.contains("<code>capture-incomplete</code>"));
+    let at = html
+        .find("<h2>NIC counters</h2>")
+        .expect("a counters section");
+    let section = &html[at..html[at..]
+        .find("<h2>Flows</h2>")
+        .map_or(html.len(), |e| at + e)];
+    // Two plots: the pause share and the timeouts (local_ack_timeout_err
+    // rose); no CNP counter is in the input.
+    assert_eq!(section.matches("<svg").count(), 2, "{section}");
+    assert!(section.contains("rx_prio3_pause_duration"));
+    assert!(section.contains("<td>frames</td><td>3</td><td>4030</td><td>4446</td><td>100 %</td><td>capture-incomplete</td>"), "{section}");
+    assert!(section.contains(
+        "<td>pfc_paused_us</td><td>3</td><td>200.294</td><td>200</td><td>100 %</td><td>agree</td>"
+    ));
+}

@@ -406,14 +406,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Report { input, json, html } => {
             let opts = input.options()?;
+            let counters = load_counters(&input.counters)?;
             let extra: Vec<Box<dyn rocescope::pipeline::Output>> = match &html {
-                Some(path) => vec![Box::new(rocescope::html::HtmlReport::new(
-                    path,
-                    &opts.analyzer,
-                ))],
+                Some(path) => vec![Box::new(
+                    rocescope::html::HtmlReport::new(path, &opts.analyzer).with_counters(
+                        counters
+                            .as_ref()
+                            .map(|c| c.series.clone())
+                            .unwrap_or_default(),
+                    ),
+                )],
                 None => Vec::new(),
             };
-            let counters = load_counters(&input.counters)?;
             let mut outcome = offline::run_with(&input.captures, &opts, None, extra)?;
             let recon = counters
                 .as_ref()

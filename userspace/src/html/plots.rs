@@ -304,3 +304,62 @@ pub fn pause_fraction(bars: &[(String, f64)]) -> Result<String, String> {
         Ok(())
     })
 }
+
+/// Counter rates as flat steps over the intervals between snapshots
+/// (`(from_ns, to_ns, value)`), clipped to the capture's time axis, pauses
+/// shaded.
+pub fn steps(
+    lines: &[(String, Vec<(u64, u64, f64)>)],
+    pauses: &[(u64, u64)],
+    t0: u64,
+    t1: u64,
+    y_desc: &str,
+) -> Result<String, String> {
+    let (x0, x1) = padded(0.0, ms(t1, t0));
+    let clip = |&(a, b, v): &(u64, u64, f64)| {
+        let (a, b) = (ms(a.max(t0), t0), ms(b.min(t1), t0));
+        (b > a).then_some((a, b, v))
+    };
+    let ymax = lines
+        .iter()
+        .flat_map(|(_, s)| s.iter().filter_map(clip).map(|(_, _, v)| v))
+        .fold(0.0, f64::max)
+        .max(1e-9)
+        * 1.15;
+    svg(WIDTH, 260, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, 0.0..ymax)?;
+        chart
+            .configure_mesh()
+            .x_desc("ms since capture start")
+            .y_desc(y_desc)
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        chart.draw_series(
+            shaded(pauses, t0, x0, x1)
+                .into_iter()
+                .map(|(s, e)| Rectangle::new([(s, 0.0), (e, ymax)], PAUSE.mix(0.18).filled())),
+        )?;
+        for (i, (name, steps)) in lines.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(steps.iter().filter_map(clip).map(|(a, b, v)| {
+                    PathElement::new(vec![(a, v), (b, v)], color.stroke_width(2))
+                }))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 14, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()?;
+        Ok(())
+    })
+}
