@@ -305,11 +305,13 @@ pub fn pause_fraction(bars: &[(String, f64)]) -> Result<String, String> {
     })
 }
 
-/// Counter rates as flat steps over the intervals between snapshots
-/// (`(from_ns, to_ns, value)`), clipped to the capture's time axis, pauses
-/// shaded.
+/// A named line of flat steps: `(from_ns, to_ns, value)`.
+pub type StepLine = (String, Vec<(u64, u64, f64)>);
+
+/// Counter rates as flat steps over the intervals between snapshots,
+/// clipped to the capture's time axis, pauses shaded.
 pub fn steps(
-    lines: &[(String, Vec<(u64, u64, f64)>)],
+    lines: &[StepLine],
     pauses: &[(u64, u64)],
     t0: u64,
     t1: u64,
