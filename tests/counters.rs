@@ -968,3 +968,23 @@ fn the_html_report_draws_the_counters_and_their_reconciliation() {
         "<td>pfc_paused_us</td><td>3</td><td>200.294</td><td>200</td><td>100 %</td><td>agree</td>"
     ));
 }
+
+#[test]
+fn a_parquet_file_that_is_not_counters_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    rocescope_ok(&[
+        "analyze",
+        ghost_capture().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let flows = out.join("flows.parquet");
+    let r = rocescope(&["counters", "report", flows.to_str().unwrap()]);
+    assert!(!r.status.success());
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        stderr.contains("flows.parquet: no `ts_ns` column; give a counters.parquet written by `rocescope counters collect`"),
+        "{stderr}"
+    );
+}

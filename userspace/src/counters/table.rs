@@ -68,12 +68,11 @@ pub fn is_parquet(path: &Path) -> Result<bool> {
 /// Reads a `counters.parquet` back into snapshots (deltas are recomputed
 /// from the values).
 pub fn read(path: &Path) -> Result<Vec<Snapshot>> {
-    let bad = |detail: String| Error::BadCapture {
-        path: path.to_path_buf(),
-        offset: 0,
-        detail: format!(
-            "{detail}; give a counters.parquet written by `rocescope counters collect`"
-        ),
+    let bad = |detail: String| {
+        Error::Usage(format!(
+            "{}: {detail}; give a counters.parquet written by `rocescope counters collect`",
+            path.display()
+        ))
     };
     let file = File::open(path).map_err(|e| Error::Open {
         path: path.to_path_buf(),
