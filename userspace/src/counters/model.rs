@@ -26,8 +26,6 @@ pub enum Source {
     Netdev,
     /// A `counters.parquet` written by `rocescope counters collect`.
     Parquet,
-    /// Derived by `rocescope synth` from its fabric model.
-    Synth,
 }
 
 impl Source {
@@ -38,7 +36,6 @@ impl Source {
             Source::Sysfs => "sysfs",
             Source::Netdev => "netdev",
             Source::Parquet => "parquet",
-            Source::Synth => "synth",
         }
     }
 }
