@@ -662,18 +662,20 @@ fn counters_that_do_not_surround_the_capture_are_noted_not_judged() {
     assert!(w.contains("do not surround the capture"), "{w}");
 }
 
-/// `rocescope synth SCENARIO` with the counters its NICs would have shown.
-fn synth_with_counters(dir: &Path, scenario: &str) -> (PathBuf, PathBuf) {
+/// `rocescope synth SCENARIO [ARGS]` with the counters its NICs would have shown.
+fn synth_with_counters(dir: &Path, scenario: &str, args: &[&str]) -> (PathBuf, PathBuf) {
     let cap = dir.join(format!("{scenario}.pcapng"));
     let counters = dir.join(format!("{scenario}.counters.txt"));
-    rocescope_ok(&[
+    let mut all = vec![
         "synth",
         scenario,
         "--out",
         cap.to_str().unwrap(),
         "--counters",
         counters.to_str().unwrap(),
-    ]);
+    ];
+    all.extend(args);
+    rocescope_ok(&all);
     (cap, counters)
 }
 
@@ -689,7 +691,7 @@ fn endpoint<'a>(report: &'a Value, host: &str) -> &'a Value {
 #[test]
 fn synth_ghost_drop_counters_alone_name_the_ghost_drop_signature() {
     let dir = tempfile::tempdir().unwrap();
-    let (cap, counters) = synth_with_counters(dir.path(), "ghost-drop");
+    let (cap, counters) = synth_with_counters(dir.path(), "ghost-drop", &[]);
     let r = report_json(&[counters]);
     // The three writers time out behind PFC pauses; nothing is lost.
     let ghosts: Vec<&Value> = r["findings"]
@@ -754,24 +756,21 @@ fn synth_ghost_drop_counters_alone_name_the_ghost_drop_signature() {
 }
 
 #[test]
-fn synth_capture_and_counters_agree_and_a_lossy_capture_is_incomplete() {
+fn synth_capture_and_counters_agree_and_a_lossy_tap_is_incomplete() {
     let dir = tempfile::tempdir().unwrap();
-    let (cap, counters) = synth_with_counters(dir.path(), "ghost-drop");
-    let run = |filter: Option<&str>| -> Value {
-        let mut args = vec![
+    let (cap, counters) = synth_with_counters(dir.path(), "ghost-drop", &[]);
+    let reconcile = |cap: &Path, counters: &Path| -> Value {
+        let out = rocescope_ok(&[
             "report",
             cap.to_str().unwrap(),
             "--counters",
             counters.to_str().unwrap(),
             "--json",
-        ];
-        if let Some(f) = filter {
-            args.extend(["--filter", f]);
-        }
-        serde_json::from_slice(&rocescope_ok(&args).stdout).unwrap()
+        ]);
+        serde_json::from_slice(&out.stdout).unwrap()
     };
     // Three taps mirror a NIC's link (s0, s2, r0): 4 comparisons each.
-    let s = run(None);
+    let s = reconcile(&cap, &counters);
     let rows = verdicts(&s);
     assert_eq!(rows.len(), 12, "{rows:?}");
     assert!(
@@ -783,35 +782,68 @@ fn synth_capture_and_counters_agree_and_a_lossy_capture_is_incomplete() {
     // s1 and r1 have no tap on their links.
     assert_eq!(warnings.as_array().unwrap().len(), 2, "{warnings}");
 
-    // A capture that lost every RoCE frame whose PSN is a multiple of 8.
-    let lossy = run(Some("not (udp dst port 4791 and udp[19] & 7 == 0)"));
-    let incomplete: Vec<String> = lossy["findings"]
+    // The same run with the mirror of s2's link (tap 0) dropping a fifth of
+    // what it should copy: the NIC's counters are the same, the capture
+    // of that link is incomplete — fewer frames, and pauses that look
+    // longer for the XONs it lost — and only that link.
+    let lossy = dir.path().join("lossy");
+    std::fs::create_dir_all(&lossy).unwrap();
+    let (cap2, counters2) =
+        synth_with_counters(&lossy, "ghost-drop", &["--set", "taps.0.drop=0.2"]);
+    assert_eq!(
+        std::fs::read_to_string(&counters).unwrap(),
+        std::fs::read_to_string(&counters2).unwrap(),
+        "a mirror's drops change nothing the NICs count"
+    );
+    let s = reconcile(&cap2, &counters2);
+    let judged: Vec<(String, String)> = s["counters_reconciliation"]["comparisons"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| f["id"] == "capture-incomplete")
-        .map(|f| f["title"].as_str().unwrap().to_string())
+        .filter(|c| c["verdict"] != "agree" && c["verdict"] != "not-judged")
+        .map(|c| {
+            (
+                format!(
+                    "{} {}",
+                    c["iface"].as_str().unwrap(),
+                    c["quantity"].as_str().unwrap()
+                ),
+                c["verdict"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     assert_eq!(
-        incomplete,
+        judged,
         vec![
-            "The capture on leaf0-s0-both misses what host s0, iface leaf0-s0-both, device mlx5_0/1 counted",
-            "The capture on leaf0-s2-both misses what host s2, iface leaf0-s2-both, device mlx5_0/1 counted",
-            "The capture on leaf1-r0-both misses what host r0, iface leaf1-r0-both, device mlx5_0/1 counted",
+            (
+                "leaf0-s2-both pfc_paused_us".to_string(),
+                "capture-incomplete".to_string()
+            ),
+            (
+                "leaf0-s2-both frames".to_string(),
+                "capture-incomplete".to_string()
+            ),
         ]
     );
-    let frames: Vec<String> = verdicts(&lossy)
-        .into_iter()
-        .filter(|(q, _, _)| q == "frames")
-        .map(|(_, _, v)| v)
+    let titles: Vec<&str> = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "capture-incomplete" || f["id"] == "counters-mismatch")
+        .map(|f| f["title"].as_str().unwrap())
         .collect();
-    assert_eq!(frames, vec!["capture-incomplete"; 3]);
+    assert_eq!(
+        titles,
+        vec![
+            "The capture on leaf0-s2-both misses what host s2, iface leaf0-s2-both, device mlx5_0/1 counted"
+        ]
+    );
 }
 
 #[test]
 fn synth_ecn_broken_counters_show_marks_without_cnps() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, counters) = synth_with_counters(dir.path(), "ecn-broken");
+    let (_, counters) = synth_with_counters(dir.path(), "ecn-broken", &[]);
     let r = report_json(&[counters]);
     let f = r["findings"]
         .as_array()
@@ -834,7 +866,7 @@ fn synth_ecn_broken_counters_show_marks_without_cnps() {
 #[test]
 fn synth_healthy_counters_make_no_finding() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, counters) = synth_with_counters(dir.path(), "healthy");
+    let (_, counters) = synth_with_counters(dir.path(), "healthy", &[]);
     assert_eq!(ids(&report_json(&[counters])), vec![]);
 }
 

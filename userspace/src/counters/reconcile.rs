@@ -12,7 +12,9 @@
 //!   never had a chance to see);
 //! * the capture shows more than the counters' `high` → `counters-mismatch`
 //!   (the window contains the capture, so this is never a matter of time:
-//!   the counters are of another port, or count something else).
+//!   the counters are of another port, or count something else) — except
+//!   for pause time when the capture misses PFC frames: a lost XON leaves
+//!   the capture's pause running, so more is then `capture-incomplete`.
 use serde::Serialize;
 
 use super::model::{Series, sum};
@@ -194,9 +196,14 @@ fn compare(
                    low: Option<f64>,
                    high: Option<f64>,
                    from: String,
-                   slack: f64| {
-        let incomplete = low.is_some_and(|l| capture < l * (1.0 - REL_TOLERANCE) - slack);
-        let mismatch = high.is_some_and(|h| capture_low > h * (1.0 + REL_TOLERANCE) + slack);
+                   slack: f64,
+                   // The capture misses frames that would have cut this
+                   // quantity short (lost XONs lengthen pauses): more than
+                   // the counters is then a sign of loss, not of a mismatch.
+                   over_is_loss: bool| {
+        let under = low.is_some_and(|l| capture < l * (1.0 - REL_TOLERANCE) - slack);
+        let over = high.is_some_and(|h| capture_low > h * (1.0 + REL_TOLERANCE) + slack);
+        let (incomplete, mismatch) = (under || (over && over_is_loss), over && !over_is_loss);
         let verdict = if mismatch {
             "counters-mismatch"
         } else if incomplete && coverage >= MIN_COVERAGE {
@@ -248,9 +255,13 @@ fn compare(
                     Some(n),
                     format!("{rxp} + {txp} (XON frames may or may not count)"),
                     COUNT_SLACK,
+                    false,
                 );
             }
         }
+        // Fewer PFC frames in the capture than the NIC counted.
+        let pfc_lost = (has(&rxp) || has(&txp))
+            && (seen_pfc.map_or(0, |x| x.frames) as f64) < d(&rxp) + d(&txp);
         if has(&rxd) || has(&txd) {
             let (rx, tx) = (d(&rxd), d(&txd));
             let us = seen_pfc.map_or(0, |x| x.paused_ns) as f64 / 1000.0;
@@ -264,6 +275,7 @@ fn compare(
                     Some(rx + tx),
                     format!("max..sum of {rxd}, {txd} (µs; pauses both ways at once count twice)"),
                     PAUSE_SLACK_US,
+                    pfc_lost,
                 );
             }
         }
@@ -282,6 +294,7 @@ fn compare(
                 Some(n),
                 format!("{rxk} + {txk}, less the CNPs (other traffic on the priority counts too)"),
                 COUNT_SLACK,
+                false,
             );
         }
     }
@@ -298,6 +311,7 @@ fn compare(
                 Some(n),
                 "np_cnp_sent + rp_cnp_handled + rp_cnp_ignored".into(),
                 COUNT_SLACK,
+                false,
             );
         }
     }
@@ -325,6 +339,7 @@ fn compare(
                 high,
                 from.into(),
                 COUNT_SLACK,
+                false,
             );
         }
     }
@@ -342,6 +357,7 @@ fn compare(
                     "local_ack_timeout_err +{n}: shown, not judged (a timeout that fires while the sender is paused resends nothing the tap can see, and the link also carries the peers' rewinds)"
                 ),
                 COUNT_SLACK,
+                false,
             );
         }
     }
