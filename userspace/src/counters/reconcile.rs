@@ -73,6 +73,18 @@ pub struct Reconciliation {
     pub warnings: Vec<String>,
 }
 
+/// How a row is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rule {
+    /// Below the band: capture-incomplete; above: counters-mismatch.
+    Band,
+    /// The capture misses frames that would have cut this quantity short
+    /// (lost XONs lengthen pauses): above the band is loss too.
+    OverIsLoss,
+    /// Tabled, never judged.
+    Shown,
+}
+
 /// What the capture shows on one interface.
 #[derive(Default)]
 struct Seen {
@@ -197,18 +209,18 @@ fn compare(
                    high: Option<f64>,
                    from: String,
                    slack: f64,
-                   // The capture misses frames that would have cut this
-                   // quantity short (lost XONs lengthen pauses): more than
-                   // the counters is then a sign of loss, not of a mismatch.
-                   over_is_loss: bool| {
+                   rule: Rule| {
         let under = low.is_some_and(|l| capture < l * (1.0 - REL_TOLERANCE) - slack);
         let over = high.is_some_and(|h| capture_low > h * (1.0 + REL_TOLERANCE) + slack);
+        let over_is_loss = rule == Rule::OverIsLoss;
         let (incomplete, mismatch) = (under || (over && over_is_loss), over && !over_is_loss);
-        let verdict = if mismatch {
+        let verdict = if rule == Rule::Shown {
+            "not-judged"
+        } else if mismatch {
             "counters-mismatch"
         } else if incomplete && coverage >= MIN_COVERAGE {
             "capture-incomplete"
-        } else if incomplete || (low.is_none() && high.is_none()) {
+        } else if incomplete {
             "not-judged"
         } else {
             "agree"
@@ -255,7 +267,7 @@ fn compare(
                     Some(n),
                     format!("{rxp} + {txp} (XON frames may or may not count)"),
                     COUNT_SLACK,
-                    false,
+                    Rule::Band,
                 );
             }
         }
@@ -275,7 +287,11 @@ fn compare(
                     Some(rx + tx),
                     format!("max..sum of {rxd}, {txd} (µs; pauses both ways at once count twice)"),
                     PAUSE_SLACK_US,
-                    pfc_lost,
+                    if pfc_lost {
+                        Rule::OverIsLoss
+                    } else {
+                        Rule::Band
+                    },
                 );
             }
         }
@@ -294,7 +310,7 @@ fn compare(
                 Some(n),
                 format!("{rxk} + {txk}, less the CNPs (other traffic on the priority counts too)"),
                 COUNT_SLACK,
-                false,
+                Rule::Band,
             );
         }
     }
@@ -311,7 +327,7 @@ fn compare(
                 Some(n),
                 "np_cnp_sent + rp_cnp_handled + rp_cnp_ignored".into(),
                 COUNT_SLACK,
-                false,
+                Rule::Band,
             );
         }
     }
@@ -339,7 +355,7 @@ fn compare(
                 high,
                 from.into(),
                 COUNT_SLACK,
-                false,
+                Rule::Band,
             );
         }
     }
@@ -351,13 +367,11 @@ fn compare(
                 None,
                 seen.timeouts as f64,
                 seen.timeouts as f64,
+                Some(n),
                 None,
-                None,
-                format!(
-                    "local_ack_timeout_err +{n}: shown, not judged (a timeout that fires while the sender is paused resends nothing the tap can see, and the link also carries the peers' rewinds)"
-                ),
+                "local_ack_timeout_err: shown, not judged (a timeout that fires while the sender is paused resends nothing the tap can see, and the link also carries the peers' rewinds)".into(),
                 COUNT_SLACK,
-                false,
+                Rule::Shown,
             );
         }
     }
