@@ -398,8 +398,9 @@ fn collect_samples_a_fake_sysfs_tree_and_ethtool_then_appends() {
     assert_eq!(t.strings("source")[j].as_deref(), Some("sysfs"));
     assert_eq!(t.ints("priority")[j], None);
 
-    // Again into the same file: appended, and the deltas go on from the
-    // file's last values (the fake ethtool repeats its last output).
+    // Again into the same file: appended (the rows there keep their
+    // source), and the deltas go on from the file's last values (the fake
+    // ethtool repeats its last output).
     let o = collect(dir.path(), &out, "2");
     assert!(
         String::from_utf8_lossy(&o.stdout)
@@ -407,6 +408,10 @@ fn collect_samples_a_fake_sysfs_tree_and_ethtool_then_appends() {
     );
     let t = Table::read(&out);
     assert_eq!(t.rows(), 310);
+    let mut sources: Vec<String> = t.strings("source").into_iter().flatten().collect();
+    sources.sort();
+    sources.dedup();
+    assert_eq!(sources, vec!["ethtool", "netdev", "sysfs"]);
     assert_eq!(
         counter_rows(&t, "rx_prio3_pause"),
         vec![

@@ -29,6 +29,18 @@ pub enum Source {
 }
 
 impl Source {
+    /// The source a `counters.parquet` row names (`Parquet` for none or an
+    /// unknown one).
+    pub fn from_name(name: Option<&str>) -> Source {
+        match name {
+            Some("ethtool") => Source::Ethtool,
+            Some("rdma") => Source::Rdma,
+            Some("sysfs") => Source::Sysfs,
+            Some("netdev") => Source::Netdev,
+            _ => Source::Parquet,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Ethtool => "ethtool",

@@ -101,10 +101,12 @@ pub fn read(path: &Path) -> Result<Vec<Snapshot>> {
                 device: text(cols.device),
                 port: cols.port.is_valid(i).then(|| cols.port.value(i)),
             };
+            let source =
+                Source::from_name(cols.source.and_then(|a| a.is_valid(i).then(|| a.value(i))));
             snaps
                 .entry((ts, endpoint.clone()))
                 .or_insert_with(|| Snapshot::new(ts, endpoint))
-                .set(name, value, Source::Parquet);
+                .set(name, value, source);
         }
     }
     let mut out: Vec<Snapshot> = snaps.into_values().collect();
@@ -120,6 +122,8 @@ struct Cols<'a> {
     port: &'a UInt32Array,
     counter: &'a StringArray,
     value: &'a UInt64Array,
+    /// Optional: where each value was read.
+    source: Option<&'a StringArray>,
 }
 
 impl<'a> Cols<'a> {
@@ -142,6 +146,7 @@ impl<'a> Cols<'a> {
             port: col(batch, "port")?,
             counter: col(batch, "counter")?,
             value: col(batch, "value")?,
+            source: col(batch, "source").ok(),
         })
     }
 }
