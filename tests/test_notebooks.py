@@ -104,7 +104,7 @@ def mimetypes(outputs):
 
 
 def test_notebooks_have_a_parameters_cell():
-    for name in ("ghost_drops.ipynb", "fabric.ipynb"):
+    for name in ("ghost_drops.ipynb", "fabric.ipynb", "counters.ipynb"):
         nb = nbformat.read(NOTEBOOKS / name, as_version=4)
         nbformat.validate(nb)
         params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
@@ -139,6 +139,22 @@ def test_ghost_drops_notebook_honours_the_runs_dscp_map(sample, tmp_path):
     assert {r[at] for r in rows[2:]} == {"5"}, rows
     # Without a map, summary.json says so (null) and DSCP / 8 applies.
     assert json.loads((sample["out"] / "summary.json").read_text())["dscp_to_priority"] is None
+
+
+def test_counters_notebook_draws_counters_on_the_capture_timeline(sample, tmp_path):
+    # The sample's ghost-drop run again (synth is deterministic), with the
+    # counters its NICs would have shown, analysed against them.
+    cap, counters, out = tmp_path / "g.pcapng", tmp_path / "counters.parquet", tmp_path / "out"
+    run("synth", "ghost-drop", "--out", cap, "--packets", GHOST_FRAMES, "--snaplen", 128,
+        "--counters", counters)
+    run("analyze", cap, "--out", out, "--counters", counters)
+    nb = execute("counters.ipynb", {"ROCESCOPE_OUT": str(out), "ROCESCOPE_COUNTERS": str(counters)})
+    tagged = outputs_by_tag(nb)
+    assert "image/png" in mimetypes(tagged["fig-counters"]), "fig-counters: no figure"
+    table = "".join(o["data"]["text/plain"] for o in tagged["counters-table"] if "data" in o)
+    assert "local_ack_timeout_err" in table and "rx_prio3_pause_duration" in table
+    rec = "".join(o["data"]["text/plain"] for o in tagged["reconciliation"] if "data" in o)
+    assert "pfc_paused_us" in rec and "agree" in rec
 
 
 def test_fabric_notebook_queries_the_dataset(sample):

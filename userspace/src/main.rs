@@ -45,6 +45,9 @@ enum Command {
     },
     /// Simulate a small RoCE fabric and write what its mirror ports capture, with ground truth.
     Synth(Box<SynthArgs>),
+    /// NIC counters (ethtool -S, rdma statistic, sysfs): sample them, or diagnose from them alone.
+    #[command(subcommand)]
+    Counters(CountersCommand),
     #[cfg(feature = "live")]
     /// Tap a mirror port with an XDP program and write every table to --out when stopped (Ctrl-C, SIGTERM, --duration, --count).
     Live {
@@ -137,6 +140,10 @@ struct SynthArgs {
     /// Ground truth JSON [default: next to the capture, NAME.truth.json].
     #[arg(long, value_name = "FILE")]
     truth: Option<PathBuf>,
+    /// Also write the counter series its NICs would have shown: ethtool -S / rdma statistic
+    /// text, or counters.parquet when FILE ends in .parquet.
+    #[arg(long, value_name = "FILE")]
+    counters: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Stop once the taps have recorded this many frames (without --duration,
@@ -238,6 +245,10 @@ struct Input {
     /// Only frames matching this tcpdump-syntax filter (compiled by libpcap).
     #[arg(long, value_name = "EXPR")]
     filter: Option<String>,
+    /// Counter snapshots of the same minutes (series text or counters.parquet): compared with the
+    /// capture (capture-incomplete, counters-mismatch) and tabled in summary.json.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    counters: Vec<PathBuf>,
     /// 1: read, analyse and write on one thread; otherwise reading, analysis
     /// and table writing run on threads of their own (bounded queues between).
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -361,7 +372,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 })?;
             }
             let extra = dataset.writer()?.into_iter().collect();
-            let outcome = offline::run_with(&input.captures, &opts, out.as_deref(), extra)?;
+            let counters = load_counters(&input.counters)?;
+            let mut outcome = offline::run_with(&input.captures, &opts, out.as_deref(), extra)?;
+            if let Some(loaded) = &counters {
+                let r = rocescope::counters::reconcile_files(&mut outcome.analysis, loaded);
+                if let Some(out) = &out {
+                    add_to_summary_file(
+                        &out.join("summary.json"),
+                        &r,
+                        &outcome.analysis.summary.findings,
+                    )?;
+                }
+            }
             let to = [out.as_deref(), dataset.dataset.as_deref()]
                 .into_iter()
                 .flatten()
@@ -384,28 +406,45 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Report { input, json, html } => {
             let opts = input.options()?;
+            let counters = load_counters(&input.counters)?;
             let extra: Vec<Box<dyn rocescope::pipeline::Output>> = match &html {
-                Some(path) => vec![Box::new(rocescope::html::HtmlReport::new(
-                    path,
-                    &opts.analyzer,
-                ))],
+                Some(path) => vec![Box::new(
+                    rocescope::html::HtmlReport::new(path, &opts.analyzer).with_counters(
+                        counters
+                            .as_ref()
+                            .map(|c| c.series.clone())
+                            .unwrap_or_default(),
+                    ),
+                )],
                 None => Vec::new(),
             };
-            let outcome = offline::run_with(&input.captures, &opts, None, extra)?;
+            let mut outcome = offline::run_with(&input.captures, &opts, None, extra)?;
+            let recon = counters
+                .as_ref()
+                .map(|c| rocescope::counters::reconcile_files(&mut outcome.analysis, c));
             if let Some(path) = &html {
                 eprintln!("rocescope: HTML report → {}", path.display());
             }
             print_warnings(&outcome);
             if json {
-                let text = serde_json::to_string_pretty(&outcome.analysis.summary)
+                let mut summary = serde_json::to_value(&outcome.analysis.summary)
+                    .map_err(|e| Error::Usage(format!("cannot print the summary: {e}")))?;
+                if let Some(r) = &recon {
+                    r.add_to_json(&mut summary);
+                }
+                let text = serde_json::to_string_pretty(&summary)
                     .map_err(|e| Error::Usage(format!("cannot print the summary: {e}")))?;
                 println!("{text}");
             } else {
                 print!("{}", analyze::render_text(&outcome.analysis));
+                if let Some(r) = &recon {
+                    print!("{}", r.render_text());
+                }
             }
             Ok(exit_code(&outcome))
         }
         Command::Synth(args) => synth(*args),
+        Command::Counters(c) => counters(c),
         #[cfg(feature = "live")]
         Command::Live {
             iface,
@@ -635,6 +674,15 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
         a.out.with_file_name(format!("{stem}.truth.json"))
     });
     rocescope::tables::write_json(&truth_path, &truth)?;
+    if let Some(path) = &a.counters {
+        let snaps = rocescope::synth::counters::snapshots(&run, &cfg);
+        if path.extension().is_some_and(|e| e == "parquet") {
+            rocescope::counters::collect::write_file(path, &snaps)?;
+        } else {
+            let text = rocescope::counters::parse::render_series(&snaps);
+            rocescope::tables::write_text(path, &text)?;
+        }
+    }
     let written: Vec<&str> = truth
         .capture
         .taps
@@ -649,6 +697,191 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
         truth_path.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Subcommand)]
+enum CountersCommand {
+    /// Sample a host's counters every --interval and write counters.parquet (Ctrl-C or --count stops it).
+    Collect {
+        /// The network interface (ethtool -S IF, /sys/class/net/IF/statistics).
+        #[arg(long, value_name = "IF")]
+        iface: String,
+        /// The RDMA device and port on it, e.g. mlx5_0 or mlx5_0/2 [port: 1].
+        #[arg(long, value_name = "DEV[/PORT]", value_parser = parse_rdma_dev)]
+        rdma_dev: Option<(String, u32)>,
+        /// Time between snapshots (e.g. 1s, 500ms, 1m).
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
+        interval: std::time::Duration,
+        /// The Parquet file to write; an existing one is appended to.
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "dataset",
+            conflicts_with = "dataset"
+        )]
+        out: Option<PathBuf>,
+        /// Write DIR/host=NAME/hour=YYYY-MM-DDTHH/counters-<start>.parquet instead: a new file each UTC hour.
+        #[arg(long, value_name = "DIR")]
+        dataset: Option<PathBuf>,
+        /// With --dataset: also start a new file once a file spans this long (e.g. 10m).
+        #[arg(long, value_name = "DURATION", requires = "dataset", value_parser = parse_interval)]
+        rotate: Option<std::time::Duration>,
+        /// Stop after this many snapshots.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        count: Option<u64>,
+        /// The host column [default: this machine's host name].
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
+        /// Where sysfs is mounted (a copy of it for tests).
+        #[arg(long, value_name = "DIR", default_value = "/sys")]
+        sysfs_root: PathBuf,
+        /// The ethtool program, run as PROG -S IF.
+        #[arg(long, value_name = "PROG", default_value = "ethtool")]
+        ethtool_cmd: String,
+        /// Do not run ethtool (sysfs counters only).
+        #[arg(long)]
+        no_ethtool: bool,
+    },
+    /// Diagnose from counters alone: ghost-drop signature, real loss, PFC storm, broken ECN, link corruption.
+    Report {
+        /// Snapshot series (`# ts=… host=… iface=… device=… port=…` then ethtool -S / rdma statistic
+        /// output) or counters.parquet files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Print the report as JSON (endpoints, deltas, findings, warnings).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_interval(text: &str) -> std::result::Result<std::time::Duration, String> {
+    units::parse_duration_ns(text)
+        .map(std::time::Duration::from_nanos)
+        .map_err(|e| e.to_string())
+}
+
+/// `mlx5_0` or `mlx5_0/2`.
+fn parse_rdma_dev(text: &str) -> std::result::Result<(String, u32), String> {
+    let (dev, port) = match text.split_once('/') {
+        Some((d, p)) => (
+            d,
+            p.parse::<u32>()
+                .map_err(|_| format!("{text:?}: the port after / is a number, e.g. mlx5_0/1"))?,
+        ),
+        None => (text, 1),
+    };
+    if dev.is_empty() || dev.contains(['/', '.']) {
+        return Err(format!("{text:?}: write DEV or DEV/PORT, e.g. mlx5_0/1"));
+    }
+    Ok((dev.to_string(), port))
+}
+
+fn counters(c: CountersCommand) -> Result<ExitCode> {
+    use rocescope::counters::{self, collect};
+    match c {
+        CountersCommand::Collect {
+            iface,
+            rdma_dev,
+            interval,
+            out,
+            dataset,
+            rotate,
+            count,
+            host,
+            sysfs_root,
+            ethtool_cmd,
+            no_ethtool,
+        } => {
+            let opts = collect::Options {
+                host: host.unwrap_or_else(rocescope::tables::dataset::local_host_name),
+                iface,
+                rdma: rdma_dev,
+                interval,
+                count,
+                out: match (out, dataset) {
+                    (Some(file), _) => collect::Output::File(file),
+                    (None, Some(dir)) => collect::Output::Dataset {
+                        dir,
+                        rotate_ns: rotate.map_or(0, |r| r.as_nanos() as u64),
+                    },
+                    (None, None) => {
+                        return Err(Error::Usage(
+                            "counters collect: give --out FILE or --dataset DIR".into(),
+                        ));
+                    }
+                },
+                sysfs: sysfs_root,
+                ethtool: (!no_ethtool).then_some(ethtool_cmd),
+            };
+            let o = collect::run(&opts)?;
+            let files: Vec<String> = o.files.iter().map(|f| f.display().to_string()).collect();
+            println!(
+                "{}: {} snapshots, {} rows{} (stopped by {})",
+                files.join(", "),
+                o.snapshots,
+                o.rows,
+                if o.kept_rows > 0 {
+                    format!(" appended to {} already there", o.kept_rows)
+                } else {
+                    String::new()
+                },
+                o.stopped_by
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        CountersCommand::Report { files, json } => {
+            let loaded = counters::load(&files)?;
+            for w in &loaded.warnings {
+                eprintln!("rocescope: warning: {w}");
+            }
+            let report = counters::Report::new(&loaded);
+            if json {
+                let text = serde_json::to_string_pretty(&report)
+                    .map_err(|e| Error::Usage(format!("cannot print the report: {e}")))?;
+                println!("{text}");
+            } else {
+                print!("{}", report.render_text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `--counters`: read before the captures, so a bad file fails at once.
+fn load_counters(files: &[PathBuf]) -> Result<Option<rocescope::counters::Loaded>> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let loaded = rocescope::counters::load(files)?;
+    for w in &loaded.warnings {
+        eprintln!("rocescope: warning: {w}");
+    }
+    Ok(Some(loaded))
+}
+
+/// summary.json gets every finding (the capture's and the
+/// reconciliation's, in severity order) and the comparison table.
+fn add_to_summary_file(
+    path: &std::path::Path,
+    r: &rocescope::counters::reconcile::Reconciliation,
+    findings: &[analyze::Finding],
+) -> Result<()> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Write {
+        path: path.to_path_buf(),
+        detail: format!("cannot read back to add the counters: {e}"),
+    })?;
+    let mut summary: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Write {
+        path: path.to_path_buf(),
+        detail: format!("cannot read back to add the counters: {e}"),
+    })?;
+    if let Some(obj) = summary.as_object_mut() {
+        obj.insert(
+            "findings".into(),
+            serde_json::to_value(findings).unwrap_or_default(),
+        );
+    }
+    r.add_to_json(&mut summary);
+    rocescope::tables::write_json(path, &summary)
 }
 
 fn print_warnings(outcome: &offline::Outcome) {

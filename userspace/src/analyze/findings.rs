@@ -21,7 +21,7 @@ pub(crate) struct Input<'a> {
 const ACK_TIMEOUT_UNIT_NS: u64 = 4096;
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.
-fn timeout_exponent(ns: u64) -> u32 {
+pub(crate) fn timeout_exponent(ns: u64) -> u32 {
     (0..31)
         .find(|&t| ACK_TIMEOUT_UNIT_NS << t > ns)
         .unwrap_or(31)
@@ -102,13 +102,18 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     victims(x, &mut out);
     ce_cnp(x, &mut out);
     link_pause(x, &mut out);
+    sort_by_severity(&mut out);
+    out
+}
+
+/// Critical, warning, info; the order within a severity is kept.
+pub(crate) fn sort_by_severity(findings: &mut [Finding]) {
     let rank = |s: &str| match s {
         "critical" => 0,
         "warning" => 1,
         _ => 2,
     };
-    out.sort_by_key(|f| rank(f.severity));
-    out
+    findings.sort_by_key(|f| rank(f.severity));
 }
 
 fn ghost(x: &Input, out: &mut Vec<Finding>) {

@@ -38,8 +38,9 @@ use rocescope_common::summary::{FlowDelta, delta_flags};
 use rocescope_common::{Kind, PacketRecord, flags};
 use serde::Serialize;
 
+pub(crate) use findings::{sort_by_severity, timeout_exponent};
 use pfc::{Cover, PfcTracker};
-pub use report::render_text;
+pub use report::{render_findings, render_text};
 
 /// Analysis parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]

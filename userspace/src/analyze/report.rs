@@ -90,27 +90,7 @@ pub fn render_text(a: &Analysis) -> String {
         }
     }
     let _ = writeln!(o);
-    if s.findings.is_empty() {
-        let _ = writeln!(o, "Findings: none");
-    } else {
-        let _ = writeln!(o, "Findings:");
-        for fd in &s.findings {
-            let _ = writeln!(
-                o,
-                "  [{}] {}: {}",
-                fd.severity.to_uppercase(),
-                fd.id,
-                fd.title
-            );
-            let _ = writeln!(o, "      {}", fd.detail);
-            let _ = writeln!(o, "      → {}", fd.recommendation);
-            if !fd.flows.is_empty() {
-                let ids: Vec<String> = fd.flows.iter().take(20).map(|i| i.to_string()).collect();
-                let more = if fd.flows.len() > 20 { ", …" } else { "" };
-                let _ = writeln!(o, "      flows: {}{more}", ids.join(", "));
-            }
-        }
-    }
+    render_findings(&mut o, &s.findings);
     let mut top: Vec<_> = a.flows.iter().filter(|r| r.retrans_packets > 0).collect();
     top.sort_by_key(|r| (std::cmp::Reverse(r.retrans_packets), r.flow_id));
     if !top.is_empty() {
@@ -174,4 +154,30 @@ pub fn render_text(a: &Analysis) -> String {
         }
     }
     o
+}
+
+/// The findings block of a report (`Findings:` and one entry per finding),
+/// shared by the capture report and `rocescope counters report`.
+pub fn render_findings(o: &mut String, findings: &[super::Finding]) {
+    if findings.is_empty() {
+        let _ = writeln!(o, "Findings: none");
+    } else {
+        let _ = writeln!(o, "Findings:");
+        for fd in findings {
+            let _ = writeln!(
+                o,
+                "  [{}] {}: {}",
+                fd.severity.to_uppercase(),
+                fd.id,
+                fd.title
+            );
+            let _ = writeln!(o, "      {}", fd.detail);
+            let _ = writeln!(o, "      → {}", fd.recommendation);
+            if !fd.flows.is_empty() {
+                let ids: Vec<String> = fd.flows.iter().take(20).map(|i| i.to_string()).collect();
+                let more = if fd.flows.len() > 20 { ", …" } else { "" };
+                let _ = writeln!(o, "      flows: {}{more}", ids.join(", "));
+            }
+        }
+    }
 }

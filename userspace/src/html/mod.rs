@@ -26,7 +26,7 @@ use crate::pipeline::Output;
 use crate::tables::RunFacts;
 use crate::{Error, Result};
 
-mod plots;
+pub(crate) mod plots;
 
 /// Request flows whose packets are kept for PSN plots.
 pub const MAX_FLOWS: usize = 512;
@@ -169,6 +169,8 @@ pub struct HtmlReport {
     timeline: HashMap<u32, Series>,
     /// A rewind event just seen, for the record that follows it.
     pending_rewind: Option<(u32, u32)>,
+    /// NIC counters of the same minutes (`--counters`).
+    counters: Vec<crate::counters::Series>,
 }
 
 impl HtmlReport {
@@ -179,7 +181,14 @@ impl HtmlReport {
             points: HashMap::new(),
             timeline: HashMap::new(),
             pending_rewind: None,
+            counters: Vec::new(),
         }
+    }
+
+    /// Also draws these counters and reconciles them with the capture.
+    pub fn with_counters(mut self, series: Vec<crate::counters::Series>) -> Self {
+        self.counters = series;
+        self
     }
 
     /// The flow's priority as the analyzer assigns it (PCP, else DSCP map).
@@ -237,11 +246,18 @@ impl HtmlReport {
             );
         }
 
+        let recon = (!self.counters.is_empty())
+            .then(|| crate::counters::reconcile::reconcile(analysis, &self.counters));
+        let mut findings = s.findings.clone();
+        if let Some(r) = &recon {
+            findings.extend(r.findings.iter().cloned());
+            analyze::sort_by_severity(&mut findings);
+        }
         h.push_str("<h2>Findings</h2>\n");
-        if s.findings.is_empty() {
+        if findings.is_empty() {
             h.push_str("<p>No findings: nothing looks wrong in this capture.</p>\n");
         }
-        for f in &s.findings {
+        for f in &findings {
             let flows = if f.flows.is_empty() {
                 String::new()
             } else {
@@ -387,6 +403,11 @@ impl HtmlReport {
             }
         }
 
+        if let Some(r) = &recon {
+            crate::counters::html::section(&mut h, &self.counters, r, &all_pauses, t0, t1)
+                .map_err(err)?;
+        }
+
         // The flow table.
         let _ = write!(
             h,
@@ -475,7 +496,7 @@ fn top_flows_by_bytes(analysis: &Analysis, n: usize) -> Vec<&FlowRow> {
     flows
 }
 
-fn figure(h: &mut String, class: &str, svg: &str, caption: &str) {
+pub(crate) fn figure(h: &mut String, class: &str, svg: &str, caption: &str) {
     let _ = writeln!(
         h,
         "<figure class=\"plot {class}\">{svg}<figcaption>{}</figcaption></figure>",

@@ -6,6 +6,7 @@
 use std::error::Error as StdError;
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::{FlowPoints, Mark, Series};
@@ -64,6 +65,41 @@ fn shaded(pauses: &[(u64, u64)], t0: u64, lo: f64, hi: f64) -> Vec<(f64, f64)> {
         }
     }
     out
+}
+
+type TimeChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart with ms since the capture's start on x and `y_desc` on y.
+fn time_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    y_desc: impl Into<String>,
+) -> std::result::Result<TimeChart<'a, 'b>, Box<dyn StdError>> {
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x, y)?;
+    chart
+        .configure_mesh()
+        .x_desc("ms since capture start")
+        .y_desc(y_desc)
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    Ok(chart)
+}
+
+/// The series' labels, top right.
+fn legend<'a, 'b: 'a>(chart: &mut TimeChart<'a, 'b>) -> DrawResult {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .draw()?;
+    Ok(())
 }
 
 fn padded(lo: f64, hi: f64) -> (f64, f64) {
@@ -159,17 +195,7 @@ pub fn throughput(
         * 1.1;
     let shade = shaded(pauses, t0, x0, x1);
     svg(WIDTH, 360, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, 0.0..ymax)?;
-        chart
-            .configure_mesh()
-            .x_desc("ms since capture start")
-            .y_desc("Gb/s")
-            .light_line_style(WHITE.mix(0.0))
-            .draw()?;
+        let mut chart = time_chart(root, x0..x1, 0.0..ymax, "Gb/s")?;
         chart
             .draw_series(
                 shade
@@ -195,13 +221,7 @@ pub fn throughput(
                     PathElement::new([(x, y), (x + 14, y)], color.stroke_width(2))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()?;
-        Ok(())
+        legend(&mut chart)
     })
 }
 
@@ -226,17 +246,12 @@ pub fn ce_cnp(all: &[&Series], t0: u64, t1: u64) -> Result<String, String> {
         * 1.1;
     let half = width as f64 / 2e6;
     svg(WIDTH, 300, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, 0.0..ymax)?;
-        chart
-            .configure_mesh()
-            .x_desc("ms since capture start")
-            .y_desc(format!("per {:.0} µs", width as f64 / 1e3))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()?;
+        let mut chart = time_chart(
+            root,
+            x0..x1,
+            0.0..ymax,
+            format!("per {:.0} µs", width as f64 / 1e3),
+        )?;
         let orange = RGBColor(0xe6, 0x7e, 0x22);
         let green = RGBColor(0x2c, 0xa0, 0x2c);
         chart
@@ -253,13 +268,7 @@ pub fn ce_cnp(all: &[&Series], t0: u64, t1: u64) -> Result<String, String> {
             ))?
             .label("CNPs")
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], green.stroke_width(2)));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()?;
-        Ok(())
+        legend(&mut chart)
     })
 }
 
@@ -302,5 +311,50 @@ pub fn pause_fraction(bars: &[(String, f64)]) -> Result<String, String> {
             )
         }))?;
         Ok(())
+    })
+}
+
+/// A named line of flat steps: `(from_ns, to_ns, value)`.
+pub type StepLine = (String, Vec<(u64, u64, f64)>);
+
+/// Counter rates as flat steps over the intervals between snapshots,
+/// clipped to the capture's time axis, pauses shaded.
+pub fn steps(
+    lines: &[StepLine],
+    pauses: &[(u64, u64)],
+    t0: u64,
+    t1: u64,
+    y_desc: &str,
+) -> Result<String, String> {
+    let (x0, x1) = padded(0.0, ms(t1, t0));
+    let clip = |&(a, b, v): &(u64, u64, f64)| {
+        let (a, b) = (ms(a.max(t0), t0), ms(b.min(t1), t0));
+        (b > a).then_some((a, b, v))
+    };
+    let ymax = lines
+        .iter()
+        .flat_map(|(_, s)| s.iter().filter_map(clip).map(|(_, _, v)| v))
+        .fold(0.0, f64::max)
+        .max(1e-9)
+        * 1.15;
+    svg(WIDTH, 260, |root| {
+        let mut chart = time_chart(root, x0..x1, 0.0..ymax, y_desc)?;
+        chart.draw_series(
+            shaded(pauses, t0, x0, x1)
+                .into_iter()
+                .map(|(s, e)| Rectangle::new([(s, 0.0), (e, ymax)], PAUSE.mix(0.18).filled())),
+        )?;
+        for (i, (name, steps)) in lines.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(steps.iter().filter_map(clip).map(|(a, b, v)| {
+                    PathElement::new(vec![(a, v), (b, v)], color.stroke_width(2))
+                }))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 14, y)], color.stroke_width(2))
+                });
+        }
+        legend(&mut chart)
     })
 }

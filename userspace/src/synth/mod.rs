@@ -5,9 +5,11 @@
 //!   CNPs, PFC and PAUSE frames, ERSPAN II/III encapsulation.
 //! * [`capture_writer`] streams them into pcap or pcapng files.
 //! * [`model`] simulates a small RoCE fabric and says what its mirror taps saw.
+//! * [`counters`] says what its NICs' counters would have shown.
 //!
 //! Nothing here depends on the decoder or the capture reader.
 pub mod capture_writer;
+pub mod counters;
 pub mod frame;
 pub mod model;
 

@@ -77,6 +77,27 @@ struct Port {
     reorder_delay_ns: u64,
     taps_tx: Vec<usize>,
     taps_rx: Vec<usize>,
+    counters: PortCounters,
+}
+
+/// What a port's own hardware counters would show (synth::counters turns
+/// them into NIC counter names).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PortCounters {
+    pub node: String,
+    pub toward: String,
+    /// The host's address, when the port is a host's NIC.
+    pub ip: Option<Ipv4Addr>,
+    /// Frames put on the link into this port by its peer, per priority.
+    pub sent: [u64; 8],
+    /// Of those, frames that arrived intact.
+    pub received: [u64; 8],
+    /// Frames that arrived corrupted.
+    pub corrupted: u64,
+    /// PFC frames received per priority (XON included).
+    pub pfc_received: [u64; 8],
+    /// Time this port's transmitter was held by received PFC, per priority.
+    pub paused_ns: [u64; 8],
 }
 
 #[derive(Debug)]
@@ -193,6 +214,8 @@ pub struct Run {
     pub tap_drops: Vec<TapDrop>,
     pub qps: Vec<QpSummary>,
     pub fabric: FabricStats,
+    /// Every port's counters.
+    pub ports: Vec<PortCounters>,
 }
 
 /// One connection as configured, with what the model did on it.
@@ -476,6 +499,7 @@ impl Fabric {
                 reorder_delay_ns: 0,
                 taps_tx: vec![],
                 taps_rx: vec![],
+                counters: PortCounters::default(),
             });
         }
         (pa, pb)
@@ -555,7 +579,25 @@ impl Fabric {
                 }
             })
             .collect();
+        let end = self.now;
+        let ports = (0..self.ports.len())
+            .map(|p| {
+                let port = &self.ports[p];
+                let mut c = port.counters.clone();
+                c.node = self.names[port.node].clone();
+                c.toward = self.names[self.ports[port.peer].node].clone();
+                if let NodeKind::Host(h) = self.kinds[port.node] {
+                    c.ip = Some(self.hosts[h].ip);
+                }
+                // A pause running past the end was counted whole.
+                for (ns, until) in c.paused_ns.iter_mut().zip(port.paused_until) {
+                    *ns -= until.saturating_sub(end).min(*ns);
+                }
+                c
+            })
+            .collect();
         Run {
+            ports,
             scenario: self.cfg.name.clone(),
             seed: self.cfg.seed,
             taps: self.taps,
@@ -755,6 +797,10 @@ impl Fabric {
 
     fn arrive(&mut self, p: usize, mut pkt: Pkt) {
         let (loss, corrupt) = (self.ports[p].loss, self.ports[p].corrupt);
+        let data = !matches!(pkt.spec, FrameSpec::Pfc(_));
+        if data {
+            self.ports[p].counters.sent[pkt.prio as usize & 7] += 1;
+        }
         if self.rng.chance(loss) {
             self.stats.link_drops += 1;
             if let Some(q) = pkt.meta.flow {
@@ -774,12 +820,25 @@ impl Fabric {
         let taps = std::mem::take(&mut self.ports[p].taps_rx);
         self.record(&taps, &pkt);
         self.ports[p].taps_rx = taps;
+        let c = &mut self.ports[p].counters;
+        match &pkt.spec {
+            FrameSpec::Roce(r) if r.corrupt => c.corrupted += 1,
+            _ if data => c.received[pkt.prio as usize & 7] += 1,
+            _ => {}
+        }
         if let FrameSpec::Pfc(pfc) = &pkt.spec {
-            let gbps = self.ports[p].gbps;
+            let (gbps, now) = (self.ports[p].gbps, self.now);
             for prio in 0..8 {
                 if pfc.enable_vector & (1 << prio) != 0 {
                     let q = pfc.quanta[prio];
-                    self.ports[p].paused_until[prio] = self.now + quanta_ns(q, gbps);
+                    let port = &mut self.ports[p];
+                    let (old, new) = (port.paused_until[prio], now + quanta_ns(q, gbps));
+                    port.paused_until[prio] = new;
+                    // Counted whole when set, less what a refresh or XON cuts off.
+                    let c = &mut port.counters;
+                    c.pfc_received[prio] += 1;
+                    c.paused_ns[prio] =
+                        (c.paused_ns[prio] + (new - now)).saturating_sub(old.saturating_sub(now));
                 }
             }
             self.try_tx(p);

@@ -28,7 +28,7 @@ pub mod truth;
 #[cfg(test)]
 mod tests;
 
-pub use fabric::{FabricStats, QpSummary, Run, TapInfo};
+pub use fabric::{FabricStats, PortCounters, QpSummary, Run, TapInfo};
 pub use qp::QpStats;
 pub use scenario::{
     Config, Dcqcn, Dir, FlowCfg, Impairment, NicCfg, RateChange, SCENARIOS, Slowdown, SwitchCfg,
