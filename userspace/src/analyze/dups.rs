@@ -142,7 +142,7 @@ impl MirrorDups {
             self.window_ns
         };
         if let Some(&t) = self.seen.get(&key)
-            && !last_nak.is_some_and(|n| n.saturating_add(self.window_ns) >= t)
+            && last_nak.is_none_or(|n| n.saturating_add(self.window_ns) < t)
             && now >= t
             && now - t <= window
         {
