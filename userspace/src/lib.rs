@@ -18,6 +18,7 @@ pub mod addr;
 pub mod analyze;
 pub mod counters;
 pub mod decode;
+pub mod diff;
 pub mod error;
 pub mod heap;
 pub mod html;
@@ -31,6 +32,7 @@ pub mod tables;
 #[doc(hidden)]
 pub mod testdata;
 pub mod units;
+pub mod wireshark;
 
 pub use error::{Error, Result};
 pub use rocescope_common::{Kind, PacketRecord, flags, proto, summary};

@@ -48,6 +48,27 @@ enum Command {
     /// NIC counters (ethtool -S, rdma statistic, sysfs): sample them, or diagnose from them alone.
     #[command(subcommand)]
     Counters(CountersCommand),
+    /// Write the frames of one finding or flow to a pcapng for Wireshark (docs/wireshark.md).
+    Extract {
+        #[command(flatten)]
+        input: Input,
+        /// A finding's id, as `report` and summary.json name it (e.g. ghost-retransmissions).
+        #[arg(
+            long,
+            value_name = "ID",
+            required_unless_present = "flow",
+            conflicts_with = "flow"
+        )]
+        finding: Option<String>,
+        /// A flow_id, as in flows.parquet of the same captures.
+        #[arg(long, value_name = "N")]
+        flow: Option<u32>,
+        /// The pcapng to write (replaced if it exists).
+        #[arg(long, value_name = "FILE.pcapng")]
+        out: PathBuf,
+    },
+    /// Compare two runs (captures or `analyze --out` directories): the before/after table of a fix.
+    Diff(Box<DiffArgs>),
     #[cfg(feature = "live")]
     /// Tap a mirror port with an XDP program and write every table to --out when stopped (Ctrl-C, SIGTERM, --duration, --count).
     Live {
@@ -192,6 +213,27 @@ struct SynthArgs {
     /// (default 256; 0: not cut) with the original length recorded as the cut one.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "256")]
     sniffer: Option<u32>,
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    /// The run before the fix: a capture, or a directory written by `analyze --out`.
+    #[arg(value_name = "BEFORE")]
+    before: PathBuf,
+    /// The run after it.
+    #[arg(value_name = "AFTER")]
+    after: PathBuf,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write it as a self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Captures only: frames matching this tcpdump-syntax filter.
+    #[arg(long, value_name = "EXPR")]
+    filter: Option<String>,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
 }
 
 /// `analyze`/`live --dataset`: partitions DIR/host=NAME/hour=YYYY-MM-DDTHH/TABLE-<start>.parquet.
@@ -445,6 +487,71 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Synth(args) => synth(*args),
         Command::Counters(c) => counters(c),
+        Command::Extract {
+            input,
+            finding,
+            flow,
+            out,
+        } => {
+            use rocescope::wireshark::{self, Selection};
+            let what = match (finding, flow) {
+                (Some(id), _) => Selection::Finding(id),
+                (None, Some(n)) => Selection::Flow(n),
+                (None, None) => {
+                    return Err(Error::Usage(
+                        "extract: give --finding ID or --flow N".into(),
+                    ));
+                }
+            };
+            let mut opts = input.options()?;
+            opts.source_yields = false;
+            let x = wireshark::extract(&input.captures, &opts, &what, &out)?;
+            println!(
+                "{}: {} frames of {} {} from {} ({})",
+                out.display(),
+                x.frames,
+                x.flows.len(),
+                if x.flows.len() == 1 { "flow" } else { "flows" },
+                if x.interfaces.len() == 1 {
+                    "1 interface".to_string()
+                } else {
+                    format!("{} interfaces", x.interfaces.len())
+                },
+                x.interfaces.join(", ")
+            );
+            println!("  display filter: {}", x.display_filter);
+            println!(
+                "  decode as: {}",
+                x.decode_as
+                    .iter()
+                    .map(|d| format!("-d {d}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Diff(args) => {
+            let opts = Options {
+                analyzer: args.analysis.config()?,
+                filter: args.filter.clone(),
+                progress: true,
+                threads: rocescope::pipeline::Threads::default(),
+                source_yields: false,
+            };
+            let d = rocescope::diff::Diff::of(&args.before, &args.after, &opts)?;
+            if let Some(path) = &args.html {
+                rocescope::diff::write_html(&d, path)?;
+                eprintln!("rocescope: HTML diff → {}", path.display());
+            }
+            if args.json {
+                let text = serde_json::to_string_pretty(&d)
+                    .map_err(|e| Error::Usage(format!("cannot print the diff: {e}")))?;
+                println!("{text}");
+            } else {
+                print!("{}", d.render_text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         #[cfg(feature = "live")]
         Command::Live {
             iface,

@@ -188,7 +188,7 @@ impl Run {
             if self.names.len() > known {
                 let capture = u32::try_from(file_index).unwrap_or(u32::MAX);
                 self.pipeline
-                    .name_iface_of(iface, self.names.name(iface), capture);
+                    .name_iface_of(iface, self.names.name(iface), capture, file_iface);
             }
             rec.ts_ns = ts_ns;
             rec.iface = iface;

@@ -142,7 +142,7 @@ struct Pipelined {
 
 enum ToAnalyzer {
     /// Interface index, name, capture file.
-    Iface(u16, String, u32),
+    Iface(u16, String, u32, u32),
     Cm(Box<PacketRecord>, CmMessage),
     Records(Vec<PacketRecord>, Vec<Delta>),
     Finish(Box<RunFacts>),
@@ -260,12 +260,13 @@ impl RecordPipeline {
 
     /// Names interface `iface` for the tables and the findings.
     pub fn name_iface(&mut self, iface: u16, name: &str) {
-        self.name_iface_of(iface, name, 0);
+        self.name_iface_of(iface, name, 0, 0);
     }
 
     /// Names interface `iface`, one of the interfaces of capture file
-    /// `capture` (a capture's pauses end with it, not with the whole run).
-    pub fn name_iface_of(&mut self, iface: u16, name: &str, capture: u32) {
+    /// `capture` (a capture's pauses end with it, not with the whole run),
+    /// where it is interface `local`.
+    pub fn name_iface_of(&mut self, iface: u16, name: &str, capture: u32, local: u32) {
         if let Err(e) = self.start() {
             self.stage = Stage::Failed(e.to_string());
         }
@@ -275,7 +276,7 @@ impl RecordPipeline {
                 analyzer, outputs, ..
             } => {
                 analyzer.set_iface_name(iface, name);
-                analyzer.set_iface_capture(iface, capture);
+                analyzer.set_iface_capture(iface, capture, local);
                 for o in outputs {
                     o.name_iface(iface, name);
                 }
@@ -284,7 +285,7 @@ impl RecordPipeline {
                 // Records before it go first; a failure shows at the next push.
                 if p.flush().is_ok() {
                     let _ =
-                        p.tx.send(ToAnalyzer::Iface(iface, name.to_string(), capture));
+                        p.tx.send(ToAnalyzer::Iface(iface, name.to_string(), capture, local));
                 }
             }
             Stage::Failed(_) => {}
@@ -542,9 +543,9 @@ fn analyze_loop(
         // No tables: analyse and hand the buffers straight back.
         while let Ok(msg) = rx.recv() {
             match msg {
-                ToAnalyzer::Iface(i, name, capture) => {
+                ToAnalyzer::Iface(i, name, capture, local) => {
                     analyzer.set_iface_name(i, &name);
-                    analyzer.set_iface_capture(i, capture);
+                    analyzer.set_iface_capture(i, capture, local);
                 }
                 ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
                 ToAnalyzer::Records(mut recs, deltas) => {
@@ -569,9 +570,9 @@ fn analyze_loop(
     };
     while let Ok(msg) = rx.recv() {
         match msg {
-            ToAnalyzer::Iface(i, name, capture) => {
+            ToAnalyzer::Iface(i, name, capture, local) => {
                 analyzer.set_iface_name(i, &name);
-                analyzer.set_iface_capture(i, capture);
+                analyzer.set_iface_capture(i, capture, local);
                 if wtx.send(ToWriter::Iface(i, name)).is_err() {
                     return Err(writer_failed(whandle));
                 }

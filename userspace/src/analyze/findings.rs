@@ -213,6 +213,7 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
         fmt_us(ACK_TIMEOUT_UNIT_NS << t)
     );
     out.push(Finding {
+        wireshark: None,
         id: "ghost-retransmissions",
         severity: if paused > 0 || spurious > 0 {
             "critical"
@@ -287,6 +288,7 @@ fn real_loss(x: &Input, out: &mut Vec<Finding>) {
         ));
     }
     out.push(Finding {
+        wireshark: None,
         id: "real-loss",
         severity: "warning",
         title: format!(
@@ -316,6 +318,7 @@ fn capture(x: &Input, out: &mut Vec<Finding>) {
             .map(|t| format!("{}: {}", t.iface_name, t.capture_lost))
             .collect();
         out.push(Finding {
+            wireshark: None,
             id: "capture-loss",
             severity: "warning",
             title: format!("The capture missed {n} frames the responders acknowledged"),
@@ -355,6 +358,7 @@ fn capture(x: &Input, out: &mut Vec<Finding>) {
             .collect();
         flows.sort_unstable();
         out.push(Finding {
+            wireshark: None,
             id: "mirror-duplicates",
             severity: "info",
             title: format!("{copies} frames recorded twice by the mirror (not retransmissions)"),
@@ -382,6 +386,7 @@ fn reordering(x: &Input, out: &mut Vec<Finding>) {
         .unwrap_or(0);
     let max_psns = flows.iter().map(|f| f.late_max_psns).max().unwrap_or(0);
     out.push(Finding {
+        wireshark: None,
         id: "reordering",
         severity: "warning",
         title: format!("{n} PSNs arrived out of order (reordering, not loss)"),
@@ -400,6 +405,7 @@ fn reordering(x: &Input, out: &mut Vec<Finding>) {
 fn corruption(x: &Input, out: &mut Vec<Finding>) {
     for t in x.summary.taps.iter().filter(|t| t.sniffer) {
         out.push(Finding {
+            wireshark: None,
             id: "sniffer-capture",
             severity: "info",
             title: format!("{}: a NIC's RDMA sniffer capture (headers rewritten)", t.iface_name),
@@ -432,6 +438,7 @@ fn corruption(x: &Input, out: &mut Vec<Finding>) {
             .collect();
         let share = t.icrc_failed as f64 / t.icrc_checked as f64;
         out.push(Finding {
+            wireshark: None,
             id: "corrupted-frames",
             severity: "warning",
             title: format!("{}: {} RoCE frames failed their ICRC (bit errors)", t.iface_name, t.icrc_failed),
@@ -464,6 +471,7 @@ fn link_speed(x: &Input, out: &mut Vec<Finding>) {
             continue;
         };
         out.push(Finding {
+            wireshark: None,
             id: "link-speed",
             severity: "warning",
             title: format!(
@@ -499,6 +507,7 @@ fn rnr(x: &Input, out: &mut Vec<Finding>) {
     let n: u64 = flows.iter().map(|f| f.rnr_naks).sum();
     let r: u64 = flows.iter().map(|f| f.rewinds_rnr).sum();
     out.push(Finding {
+        wireshark: None,
         id: "receiver-not-ready",
         severity: "warning",
         title: format!("{n} RNR NAKs: receivers ran out of posted receive buffers"),
@@ -538,6 +547,7 @@ fn storms(x: &Input, out: &mut Vec<Finding>) {
     flows.sort_unstable();
     flows.dedup();
     out.push(Finding {
+        wireshark: None,
         id: "pfc-storm",
         severity: "critical",
         title: format!(
@@ -656,6 +666,7 @@ fn pressure(x: &Input, out: &mut Vec<Finding>) {
     flows.sort_unstable();
     flows.dedup();
     out.push(Finding {
+        wireshark: None,
         id: "pfc-pressure",
         severity: if worst >= 0.10 {
             "critical"
@@ -693,6 +704,7 @@ fn victims(x: &Input, out: &mut Vec<Finding>) {
     let mut ids: Vec<u32> = flows.iter().map(|f| f.id).collect();
     ids.sort_unstable();
     out.push(Finding {
+        wireshark: None,
         id: "pfc-victims",
         severity: "warning",
         title: format!("{} flows stalled while their priority was paused", flows.len()),
@@ -740,6 +752,7 @@ fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             })
             .collect();
         out.push(Finding {
+            wireshark: None,
             id: "ce-without-cnp",
             severity: "warning",
             title: format!("{ce} CE-marked packets on {} flows got no CNP back", silent.len()),
@@ -761,6 +774,7 @@ fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             ));
         }
         out.push(Finding {
+            wireshark: None,
             id: "cnp-without-ce",
             severity: "info",
             title: format!("{} CNPs without CE seen at the tap", cnps + unattributed),
@@ -777,6 +791,7 @@ fn link_pause(x: &Input, out: &mut Vec<Finding>) {
         return;
     }
     out.push(Finding {
+        wireshark: None,
         id: "link-pause",
         severity: "warning",
         title: format!("{n} 802.3x PAUSE frames (link-level, not PFC)"),

@@ -210,6 +210,10 @@ pub struct FlowRow {
     pub icrc_errors: Option<u64>,
     /// Mirror copies of the flow's frames (not counted anywhere else).
     pub mirror_copies: u64,
+    /// Wireshark display filter showing the flow's frames, and the Decode
+    /// As mapping it needs ([`crate::wireshark`]).
+    pub display_filter: String,
+    pub decode_as: String,
 }
 
 /// Records seen, per kind.
@@ -304,6 +308,9 @@ pub struct Finding {
     pub detail: String,
     pub recommendation: String,
     pub flows: Vec<u32>,
+    /// Its frames in Wireshark, filled once every finding is made.
+    #[serde(flatten)]
+    pub wireshark: Option<crate::wireshark::Handoff>,
 }
 
 /// `summary.json`.
@@ -699,8 +706,9 @@ pub struct Analyzer {
 /// What the analyzer tallies per tap (interface).
 #[derive(Clone, Copy, Debug, Default)]
 struct TapState {
-    /// The capture file it is an interface of.
+    /// The capture file it is an interface of, and its index there.
     capture: u32,
+    local: u32,
     seen: bool,
     first_ts: u64,
     last_ts: u64,
@@ -760,8 +768,10 @@ impl Analyzer {
 
     /// Interface `iface` belongs to capture file `capture`: its pauses end
     /// when that capture ends (by default every interface is of capture 0).
-    pub fn set_iface_capture(&mut self, iface: u16, capture: u32) {
-        self.tap_mut(iface).capture = capture;
+    pub fn set_iface_capture(&mut self, iface: u16, capture: u32, local: u32) {
+        let t = self.tap_mut(iface);
+        t.capture = capture;
+        t.local = local;
     }
 
     fn tap_mut(&mut self, iface: u16) -> &mut TapState {
@@ -1899,7 +1909,7 @@ impl Analyzer {
                 attributed += f.cnps;
             }
         }
-        let rows: Vec<FlowRow> = self.flows.iter().map(flow_row).collect();
+        let mut rows: Vec<FlowRow> = self.flows.iter().map(flow_row).collect();
         let duration = self.first_ts.map(|f| last - f).unwrap_or(0);
         let pfc_summary: Vec<PfcSummary> = self
             .pfc
@@ -2049,6 +2059,19 @@ impl Analyzer {
             summary: &summary,
             ghost_covers: &self.ghost_covers,
         });
+        let taps = &self.taps;
+        let origin = |iface: u16| {
+            let t = taps.get(usize::from(iface)).copied().unwrap_or_default();
+            crate::wireshark::IfaceOrigin {
+                local: t.local,
+                shared_file: taps
+                    .iter()
+                    .filter(|o| o.seen && o.capture == t.capture)
+                    .count()
+                    > 1,
+            }
+        };
+        crate::wireshark::annotate(&mut rows, &mut summary.findings, origin);
         Analysis {
             flows: rows,
             pfc: std::mem::take(&mut self.pfc.rows),
@@ -2216,6 +2239,8 @@ fn flow_row(f: &Flow) -> FlowRow {
         late_max_psns: f.late_max_ns.map(|_| f.late_max_psns),
         icrc_errors: (!f.sniffer_tap).then_some(f.icrc_errors),
         mirror_copies: f.mirror_copies,
+        display_filter: String::new(),
+        decode_as: String::new(),
     }
 }
 

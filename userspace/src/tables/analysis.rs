@@ -69,6 +69,8 @@ columns! {
         late_max_psns: UInt32Builder = |n| n.row.late_max_psns,
         icrc_errors: UInt64Builder = |n| n.row.icrc_errors,
         mirror_copies: UInt64Builder = |n| Some(n.row.mirror_copies),
+        display_filter: StringBuilder = |n| Some(n.row.display_filter.as_str()),
+        decode_as: StringBuilder = |n| Some(n.row.decode_as.as_str()),
     }
 }
 

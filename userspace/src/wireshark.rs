@@ -1,0 +1,364 @@
+//! Wireshark hand-off: display filters that show a flow's or a finding's
+//! frames, and `extract`, which writes those frames to a pcapng of their own
+//! (docs/wireshark.md).
+//!
+//! A flow is `(iface, src_ip, dst_ip, dest_qp)` of RoCE frames with a BTH,
+//! CNPs excepted (docs/analysis.md, "Flows"), so its filter is the IP pair,
+//! `infiniband.bth.destqp` and "not a CNP" (opcode 0x81), plus the
+//! interface when its capture file has more than one. Mirror copies match
+//! too: they are the flow's frames, only left out of its counts, so a
+//! flow's filter shows `packets + mirror_copies` frames.
+//!
+//! Wireshark hands UDP to RoCEv2 by port, trying the lower port of the pair
+//! first: a frame from a source port below 4791 that another dissector owns
+//! (69 is TFTP) is not decoded as InfiniBand, and `infiniband.*` fields
+//! never match it, unless "Decode As" maps that port too. Each filter comes
+//! with that hint.
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::net::Ipv6Addr;
+use std::path::{Path, PathBuf};
+
+use rocescope_common::{Kind, PacketRecord, flags, proto::ib};
+use serde::Serialize;
+
+use crate::analyze::{Analysis, Finding, FlowKey, FlowRow};
+use crate::decode;
+use crate::offline::{self, IfaceNames, Options};
+use crate::sources::{CaptureReader, Filter};
+use crate::synth::capture_writer::{CaptureWrite, PcapngWriter};
+use crate::{Error, Result};
+
+/// The RoCEv2 UDP port.
+const ROCE_PORT: u16 = 4791;
+/// BTH opcode of a CNP: not part of any flow.
+const CNP_OPCODE: u8 = 0x81;
+/// A finding's filter stops growing past this many characters (Wireshark
+/// takes longer ones, but a filter is for reading and pasting): the flows
+/// left out are counted in [`Handoff::flows_left_out`].
+pub const MAX_FILTER_CHARS: usize = 4000;
+
+/// Where a capture interface comes from, for its `frame.interface_id`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IfaceOrigin {
+    /// The interface's index in its own file.
+    pub local: u32,
+    /// Its file has other interfaces with RoCE too: the filter must name it.
+    pub shared_file: bool,
+}
+
+/// What a finding carries for Wireshark (flattened into its summary.json
+/// object).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Handoff {
+    /// Shows the finding's frames: its flows', or for `link-pause` the
+    /// PAUSE frames.
+    pub display_filter: String,
+    /// `tshark -d` arguments (Wireshark: Analyze → Decode As…, UDP port →
+    /// InfiniBand) the filter needs to match every frame.
+    pub decode_as: Vec<String>,
+    /// Flows the filter leaves out to stay under [`MAX_FILTER_CHARS`].
+    pub flows_left_out: usize,
+}
+
+/// A flow's filter.
+pub fn flow_filter(row: &FlowRow, origin: IfaceOrigin) -> String {
+    let mut s = String::new();
+    push_flow_clause(&mut s, row, origin, &[row.dest_qp]);
+    s
+}
+
+/// The Decode As mapping a flow needs: its source port when Wireshark would
+/// try it before 4791, else 4791 itself (harmless, and what a capture with
+/// other port mappings needs).
+pub fn flow_decode_as(row: &FlowRow) -> String {
+    let port = match row.udp_sport {
+        Some(p) if p < ROCE_PORT => p,
+        _ => ROCE_PORT,
+    };
+    format!("udp.port=={port},infiniband")
+}
+
+/// `ip.src==… && ip.dst==… && infiniband.bth.destqp…` for `qps` of `row`'s
+/// IP pair on its interface.
+fn push_flow_clause(s: &mut String, row: &FlowRow, origin: IfaceOrigin, qps: &[u32]) {
+    // Writing to a String cannot fail.
+    if origin.shared_file {
+        let _ = write!(s, "frame.interface_id=={} && ", origin.local);
+    }
+    let (proto, src, dst) = ip_text(row.src_ip, row.dst_ip);
+    let _ = write!(s, "{proto}.src=={src} && {proto}.dst=={dst} && ");
+    match qps {
+        [qp] => {
+            let _ = write!(s, "infiniband.bth.destqp=={qp}");
+        }
+        _ => {
+            s.push_str("infiniband.bth.destqp in {");
+            for (i, qp) in qps.iter().enumerate() {
+                if i > 0 {
+                    s.push(' ');
+                }
+                let _ = write!(s, "{qp}");
+            }
+            s.push('}');
+        }
+    }
+    let _ = write!(s, " && infiniband.bth.opcode!={CNP_OPCODE}");
+}
+
+/// `("ip", a, b)` for IPv4-mapped addresses, `("ipv6", a, b)` otherwise.
+fn ip_text(src: [u8; 16], dst: [u8; 16]) -> (&'static str, String, String) {
+    let (s, d) = (Ipv6Addr::from(src), Ipv6Addr::from(dst));
+    match (s.to_ipv4_mapped(), d.to_ipv4_mapped()) {
+        (Some(s), Some(d)) => ("ip", s.to_string(), d.to_string()),
+        _ => ("ipv6", s.to_string(), d.to_string()),
+    }
+}
+
+/// A finding's filter: the OR of its flows' (the QPs of one IP pair on one
+/// interface merged into one `in {…}`), at most [`MAX_FILTER_CHARS`] long.
+pub fn finding_handoff(
+    finding: &Finding,
+    rows: &[FlowRow],
+    origin: impl Fn(u16) -> IfaceOrigin,
+) -> Handoff {
+    if finding.flows.is_empty() {
+        // Findings without flows are about the link: PAUSE frames.
+        return if finding.id == "link-pause" {
+            Handoff {
+                display_filter: "macc.opcode==0x0001".into(),
+                ..Handoff::default()
+            }
+        } else {
+            Handoff::default()
+        };
+    }
+    // Flow ids are indices into the rows (0-based, in order of appearance).
+    let flows: Vec<&FlowRow> = finding
+        .flows
+        .iter()
+        .filter_map(|&id| rows.get(id as usize).filter(|r| r.flow_id == id))
+        .collect();
+    let mut groups: BTreeMap<(u16, [u8; 16], [u8; 16]), Vec<&FlowRow>> = BTreeMap::new();
+    for r in &flows {
+        groups
+            .entry((r.iface, r.src_ip, r.dst_ip))
+            .or_default()
+            .push(r);
+    }
+    let mut h = Handoff::default();
+    let mut clause = String::new();
+    for group in groups.values() {
+        let qps: Vec<u32> = group.iter().map(|r| r.dest_qp).collect();
+        clause.clear();
+        push_flow_clause(&mut clause, group[0], origin(group[0].iface), &qps);
+        // 8: " || " and the parentheses around two clauses.
+        if !h.display_filter.is_empty()
+            && h.display_filter.len() + clause.len() + 8 > MAX_FILTER_CHARS
+        {
+            h.flows_left_out += group.len();
+            continue;
+        }
+        if h.display_filter.is_empty() {
+            h.display_filter = clause.clone();
+        } else {
+            if !h.display_filter.starts_with('(') {
+                h.display_filter = format!("({})", h.display_filter);
+            }
+            let _ = write!(h.display_filter, " || ({clause})");
+        }
+        for r in group {
+            let d = flow_decode_as(r);
+            if !h.decode_as.contains(&d) {
+                h.decode_as.push(d);
+            }
+        }
+    }
+    h.decode_as.sort();
+    h
+}
+
+/// Fills every flow's and finding's filter (called once the findings are
+/// made; `origin` says where each interface comes from).
+pub fn annotate(
+    rows: &mut [FlowRow],
+    findings: &mut [Finding],
+    origin: impl Fn(u16) -> IfaceOrigin,
+) {
+    for r in rows.iter_mut() {
+        r.display_filter = flow_filter(r, origin(r.iface));
+        r.decode_as = flow_decode_as(r);
+    }
+    for f in findings.iter_mut() {
+        f.wireshark = Some(finding_handoff(f, rows, &origin));
+    }
+}
+
+/// What `extract` takes out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// A `flow_id` as in flows.parquet.
+    Flow(u32),
+    /// A finding's `id` as in summary.json.
+    Finding(String),
+}
+
+/// What `extract` wrote.
+#[derive(Debug)]
+pub struct Extracted {
+    pub frames: u64,
+    pub flows: Vec<u32>,
+    /// The interfaces written, by name.
+    pub interfaces: Vec<String>,
+    pub display_filter: String,
+    pub decode_as: Vec<String>,
+}
+
+/// Analyses `paths` as `analyze` would, then copies the selected flows'
+/// frames (original bytes, timestamps and interfaces) to `out` (pcapng).
+pub fn extract(
+    paths: &[PathBuf],
+    opts: &Options,
+    what: &Selection,
+    out: &Path,
+) -> Result<Extracted> {
+    let outcome = offline::run(paths, opts, None)?;
+    let analysis = &outcome.analysis;
+    let (flows, display_filter, decode_as) = select(analysis, what)?;
+    let rows = flows
+        .iter()
+        .filter_map(|&id| analysis.flows.get(id as usize));
+    let keys: HashSet<FlowKey> = rows
+        .clone()
+        .map(|r| (r.iface, r.src_ip, r.dst_ip, r.dest_qp))
+        .collect();
+    let hosts: HashSet<([u8; 16], [u8; 16], u32)> =
+        rows.map(|r| (r.src_ip, r.dst_ip, r.dest_qp)).collect();
+    let mut writer = PcapngWriter::create(out)?;
+    let write_err = |e: std::io::Error| Error::Write {
+        path: out.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
+    // Run-wide interface indices, handed out as the analysis did: to the
+    // interfaces of records, in order of their first record.
+    let mut names = IfaceNames::new(paths);
+    // (file, interface in the file) → interface in `out`.
+    let mut written: BTreeMap<(usize, u32), u32> = BTreeMap::new();
+    let mut interfaces = Vec::new();
+    let mut frames = 0u64;
+    let mut rec = PacketRecord::default();
+    for (file, path) in paths.iter().enumerate() {
+        let mut reader = CaptureReader::open(path)?;
+        // The selected frame's bytes: the frame borrows the reader, whose
+        // interface list is read after it.
+        let mut data = Vec::new();
+        while let Some(frame) = reader.next_frame()? {
+            if let Some(f) = filter.as_mut()
+                && !f.matches(&frame)?
+            {
+                continue;
+            }
+            decode::decode_into(&mut rec, frame.linktype, frame.data, frame.orig_len);
+            let kind = rec.kind();
+            if kind == Kind::Other {
+                continue;
+            }
+            let (file_iface, ts_ns, orig_len) = (frame.iface, frame.ts_ns, frame.orig_len);
+            let wanted = kind == Kind::Roce
+                && rec.has(flags::HAS_BTH)
+                && hosts.contains(&(rec.src_ip, rec.dst_ip, rec.dest_qp & ib::QPN_MASK));
+            if wanted {
+                data.clear();
+                data.extend_from_slice(frame.data);
+            }
+            let Some(info) = reader.interfaces().get(file_iface as usize) else {
+                continue;
+            };
+            // Every record's interface gets its index, selected or not.
+            let Some(iface) = names.index(file, file_iface, info.name.as_deref()) else {
+                continue;
+            };
+            if !wanted
+                || !keys.contains(&(iface, rec.src_ip, rec.dst_ip, rec.dest_qp & ib::QPN_MASK))
+            {
+                continue;
+            }
+            let id = match written.get(&(file, file_iface)) {
+                Some(&id) => id,
+                None => {
+                    let name = names.name(iface).to_string();
+                    let linktype = u16::try_from(info.linktype).map_err(|_| {
+                        Error::Usage(format!(
+                            "{}: interface {file_iface} has link type {}, which pcapng cannot hold",
+                            path.display(),
+                            info.linktype
+                        ))
+                    })?;
+                    let id = writer
+                        .add_interface(&name, linktype, info.snaplen)
+                        .map_err(write_err)?;
+                    written.insert((file, file_iface), id);
+                    interfaces.push(name);
+                    id
+                }
+            };
+            writer
+                .write_frame_orig(id, ts_ns, &data, orig_len)
+                .map_err(write_err)?;
+            frames += 1;
+        }
+    }
+    writer.finish().map_err(write_err)?;
+    Ok(Extracted {
+        frames,
+        flows,
+        interfaces,
+        display_filter,
+        decode_as,
+    })
+}
+
+/// The flows of `what`, with its filter and Decode As hint; an unknown id
+/// is an error listing the ones there are.
+fn select(analysis: &Analysis, what: &Selection) -> Result<(Vec<u32>, String, Vec<String>)> {
+    match what {
+        Selection::Flow(id) => {
+            let Some(row) = analysis.flows.get(*id as usize) else {
+                return Err(Error::Usage(match analysis.flows.len() {
+                    0 => format!("--flow {id}: these captures have no flows"),
+                    n => format!(
+                        "--flow {id}: no such flow; these captures have {n} flows, 0 to {} (flow_id in flows.parquet)",
+                        n - 1
+                    ),
+                }));
+            };
+            Ok((
+                vec![*id],
+                row.display_filter.clone(),
+                vec![row.decode_as.clone()],
+            ))
+        }
+        Selection::Finding(name) => {
+            let findings = &analysis.summary.findings;
+            let Some(f) = findings.iter().find(|f| f.id == name) else {
+                let ids: Vec<&str> = findings.iter().map(|f| f.id).collect();
+                return Err(Error::Usage(if ids.is_empty() {
+                    format!("--finding {name:?}: nothing was diagnosed in these captures")
+                } else {
+                    format!(
+                        "--finding {name:?}: not diagnosed here; the findings are {}",
+                        ids.join(", ")
+                    )
+                }));
+            };
+            if f.flows.is_empty() {
+                return Err(Error::Usage(format!(
+                    "--finding {name}: it names no flows (it is about the link, not a QP): use its display filter in Wireshark instead"
+                )));
+            }
+            let h = f.wireshark.clone().unwrap_or_default();
+            Ok((f.flows.clone(), h.display_filter, h.decode_as))
+        }
+    }
+}
