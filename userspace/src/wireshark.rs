@@ -64,7 +64,7 @@ pub struct Handoff {
 /// A flow's filter.
 pub fn flow_filter(row: &FlowRow, origin: IfaceOrigin) -> String {
     let mut s = String::new();
-    push_flow_clause(&mut s, row, origin, &[row.dest_qp]);
+    push_flow_clause(&mut s, row, origin, &[row.dest_qp], false);
     s
 }
 
@@ -81,7 +81,8 @@ pub fn flow_decode_as(row: &FlowRow) -> String {
 
 /// `ip.src==… && ip.dst==… && infiniband.bth.destqp…` for `qps` of `row`'s
 /// IP pair on its interface.
-fn push_flow_clause(s: &mut String, row: &FlowRow, origin: IfaceOrigin, qps: &[u32]) {
+/// `cnp`: the CNPs of that key instead of the flow's frames.
+fn push_flow_clause(s: &mut String, row: &FlowRow, origin: IfaceOrigin, qps: &[u32], cnp: bool) {
     // Writing to a String cannot fail.
     if origin.shared_file {
         let _ = write!(s, "frame.interface_id=={} && ", origin.local);
@@ -103,7 +104,8 @@ fn push_flow_clause(s: &mut String, row: &FlowRow, origin: IfaceOrigin, qps: &[u
             s.push('}');
         }
     }
-    let _ = write!(s, " && infiniband.bth.opcode!={CNP_OPCODE}");
+    let op = if cnp { "==" } else { "!=" };
+    let _ = write!(s, " && infiniband.bth.opcode{op}{CNP_OPCODE}");
 }
 
 /// `("ip", a, b)` for IPv4-mapped addresses, `("ipv6", a, b)` otherwise.
@@ -117,22 +119,14 @@ fn ip_text(src: [u8; 16], dst: [u8; 16]) -> (&'static str, String, String) {
 
 /// A finding's filter: the OR of its flows' (the QPs of one IP pair on one
 /// interface merged into one `in {…}`), at most [`MAX_FILTER_CHARS`] long.
+/// `cnp-without-ce` adds the CNPs its flows' senders got (all CNPs when it
+/// names no flow: then none could be attributed), `link-pause` is the PAUSE
+/// frames.
 pub fn finding_handoff(
     finding: &Finding,
     rows: &[FlowRow],
     origin: impl Fn(u16) -> IfaceOrigin,
 ) -> Handoff {
-    if finding.flows.is_empty() {
-        // Findings without flows are about the link: PAUSE frames.
-        return if finding.id == "link-pause" {
-            Handoff {
-                display_filter: "macc.opcode==0x0001".into(),
-                ..Handoff::default()
-            }
-        } else {
-            Handoff::default()
-        };
-    }
     // Flow ids are indices into the rows (0-based, in order of appearance).
     let flows: Vec<&FlowRow> = finding
         .flows
@@ -146,33 +140,62 @@ pub fn finding_handoff(
             .or_default()
             .push(r);
     }
+    // (clause, flows it covers, the Decode As mappings it needs)
+    let mut clauses: Vec<(String, Vec<&FlowRow>)> = groups
+        .values()
+        .map(|group| {
+            let qps: Vec<u32> = group.iter().map(|r| r.dest_qp).collect();
+            let mut c = String::new();
+            push_flow_clause(&mut c, group[0], origin(group[0].iface), &qps, false);
+            (c, group.clone())
+        })
+        .collect();
+    match finding.id {
+        "cnp-without-ce" if flows.is_empty() => {
+            clauses.push((format!("infiniband.bth.opcode=={CNP_OPCODE}"), Vec::new()));
+        }
+        "cnp-without-ce" => {
+            for r in &flows {
+                let Some(qp) = r.paired_qp else { continue };
+                let reverse = FlowRow {
+                    src_ip: r.dst_ip,
+                    dst_ip: r.src_ip,
+                    ..(*r).clone()
+                };
+                let mut c = String::new();
+                push_flow_clause(&mut c, &reverse, origin(r.iface), &[qp], true);
+                clauses.push((c, Vec::new()));
+            }
+        }
+        "link-pause" => clauses.push(("macc.opcode==0x0001".into(), Vec::new())),
+        _ => {}
+    }
     let mut h = Handoff::default();
-    let mut clause = String::new();
-    for group in groups.values() {
-        let qps: Vec<u32> = group.iter().map(|r| r.dest_qp).collect();
-        clause.clear();
-        push_flow_clause(&mut clause, group[0], origin(group[0].iface), &qps);
+    let mut kept = 0;
+    for (clause, covered) in &clauses {
         // 8: " || " and the parentheses around two clauses.
-        if !h.display_filter.is_empty()
-            && h.display_filter.len() + clause.len() + 8 > MAX_FILTER_CHARS
-        {
-            h.flows_left_out += group.len();
+        if kept > 0 && h.display_filter.len() + clause.len() + 8 > MAX_FILTER_CHARS {
+            h.flows_left_out += covered.len();
             continue;
         }
-        if h.display_filter.is_empty() {
-            h.display_filter = clause.clone();
-        } else {
-            if !h.display_filter.starts_with('(') {
-                h.display_filter = format!("({})", h.display_filter);
+        kept += 1;
+        match kept {
+            1 => h.display_filter = clause.clone(),
+            2 => h.display_filter = format!("({}) || ({clause})", h.display_filter),
+            _ => {
+                let _ = write!(h.display_filter, " || ({clause})");
             }
-            let _ = write!(h.display_filter, " || ({clause})");
         }
-        for r in group {
+        for r in covered {
             let d = flow_decode_as(r);
             if !h.decode_as.contains(&d) {
                 h.decode_as.push(d);
             }
         }
+    }
+    if kept > 0 && h.decode_as.is_empty() {
+        h.decode_as
+            .push(format!("udp.port=={ROCE_PORT},infiniband"));
     }
     h.decode_as.sort();
     h
