@@ -564,3 +564,41 @@ fn diff_says_what_it_cannot_read() {
         "{e}"
     );
 }
+
+/// Flows of one IP pair share a clause (their QPs OR-ed): on a real
+/// capture whose six flows are two hosts' QPs, a finding naming them all
+/// shows every frame of them in tshark.
+#[test]
+fn a_finding_over_many_qps_of_one_host_pair_shows_them_all() {
+    use rocescope::analyze::Finding;
+    use rocescope::wireshark::{IfaceOrigin, finding_handoff};
+    let cap = shared_capture("softroce-rdma_cm.pcap");
+    let out = rocescope::offline::run(
+        std::slice::from_ref(&cap),
+        &rocescope::offline::Options::default(),
+        None,
+    )
+    .unwrap();
+    let flows = &out.analysis.flows;
+    let all = Finding {
+        id: "all",
+        severity: "info",
+        title: String::new(),
+        detail: String::new(),
+        recommendation: String::new(),
+        flows: flows.iter().map(|f| f.flow_id).collect(),
+        wireshark: None,
+    };
+    let h = finding_handoff(&all, flows, |_| IfaceOrigin::default());
+    assert!(
+        h.display_filter.contains(" || infiniband.bth.destqp=="),
+        "{}",
+        h.display_filter
+    );
+    let expected: u64 = flows.iter().map(|f| f.packets + f.mirror_copies).sum();
+    assert_eq!(
+        count(&cap, &h.decode_as, &h.display_filter) as u64,
+        expected
+    );
+    assert_eq!(expected, out.analysis.summary.frames.roce);
+}

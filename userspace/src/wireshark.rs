@@ -61,6 +61,40 @@ pub struct Handoff {
     pub flows_left_out: usize,
 }
 
+/// Longest filter the terminal report prints whole.
+const REPORT_FILTER_CHARS: usize = 240;
+
+impl Handoff {
+    /// The report's line for finding `id`: the filter when it is short
+    /// (with the Decode As it needs beyond 4791's), else where to get it.
+    pub fn report_line(&self, id: &str) -> Option<String> {
+        if self.display_filter.is_empty() {
+            return None;
+        }
+        if self.display_filter.len() > REPORT_FILTER_CHARS {
+            return Some(format!(
+                "Wireshark: a {}-character filter (report --json: display_filter), or its frames alone: rocescope extract CAPTURE… --finding {id} --out {id}.pcapng",
+                self.display_filter.len()
+            ));
+        }
+        let default = format!("udp.port=={ROCE_PORT},infiniband");
+        let extra: Vec<String> = self
+            .decode_as
+            .iter()
+            .filter(|d| **d != default)
+            .map(|d| format!("-d {d}"))
+            .collect();
+        let mut line = format!("Wireshark: {}", self.display_filter);
+        if !extra.is_empty() {
+            let _ = write!(line, " (Decode As, tshark {})", extra.join(" "));
+        }
+        if self.flows_left_out > 0 {
+            let _ = write!(line, " ({} flows left out)", self.flows_left_out);
+        }
+        Some(line)
+    }
+}
+
 /// A flow's filter.
 pub fn flow_filter(row: &FlowRow, origin: IfaceOrigin) -> String {
     let mut s = String::new();
@@ -93,15 +127,17 @@ fn push_flow_clause(s: &mut String, row: &FlowRow, origin: IfaceOrigin, qps: &[u
         [qp] => {
             let _ = write!(s, "infiniband.bth.destqp=={qp}");
         }
+        // Sets (`in {…}`) changed syntax between Wireshark 3 and 4: an OR
+        // reads the same in both.
         _ => {
-            s.push_str("infiniband.bth.destqp in {");
+            s.push('(');
             for (i, qp) in qps.iter().enumerate() {
                 if i > 0 {
-                    s.push(' ');
+                    s.push_str(" || ");
                 }
-                let _ = write!(s, "{qp}");
+                let _ = write!(s, "infiniband.bth.destqp=={qp}");
             }
-            s.push('}');
+            s.push(')');
         }
     }
     let op = if cnp { "==" } else { "!=" };
@@ -118,7 +154,7 @@ fn ip_text(src: [u8; 16], dst: [u8; 16]) -> (&'static str, String, String) {
 }
 
 /// A finding's filter: the OR of its flows' (the QPs of one IP pair on one
-/// interface merged into one `in {…}`), at most [`MAX_FILTER_CHARS`] long.
+/// interface merged into one clause), at most [`MAX_FILTER_CHARS`] long.
 /// `cnp-without-ce` adds the CNPs its flows' senders got (all CNPs when it
 /// names no flow: then none could be attributed), `link-pause` is the PAUSE
 /// frames.
@@ -383,5 +419,106 @@ fn select(analysis: &Analysis, what: &Selection) -> Result<(Vec<u32>, String, Ve
             let h = f.wireshark.clone().unwrap_or_default();
             Ok((f.flows.clone(), h.display_filter, h.decode_as))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(a: [u8; 4]) -> [u8; 16] {
+        std::net::Ipv4Addr::from(a).to_ipv6_mapped().octets()
+    }
+
+    fn row(id: u32, src: [u8; 16], dst: [u8; 16], qp: u32) -> FlowRow {
+        FlowRow {
+            flow_id: id,
+            src_ip: src,
+            dst_ip: dst,
+            dest_qp: qp,
+            udp_sport: Some(50_000),
+            ..FlowRow::default()
+        }
+    }
+
+    fn finding(id: &'static str, flows: Vec<u32>) -> Finding {
+        Finding {
+            id,
+            severity: "warning",
+            title: String::new(),
+            detail: String::new(),
+            recommendation: String::new(),
+            flows,
+            wireshark: None,
+        }
+    }
+
+    #[test]
+    fn flows_of_one_ip_pair_share_a_clause_and_ipv6_is_ipv6() {
+        let (a, b) = (v4([10, 0, 0, 1]), v4([10, 0, 0, 2]));
+        let six: [u8; 16] = "fd00::1".parse::<Ipv6Addr>().unwrap().octets();
+        let mut rows = vec![row(0, a, b, 17), row(1, a, b, 18), row(2, six, six, 5)];
+        rows[2].udp_sport = Some(69);
+        rows[1].iface = 0;
+        let h = finding_handoff(&finding("x", vec![0, 1, 2]), &rows, |_| {
+            IfaceOrigin::default()
+        });
+        assert_eq!(
+            h.display_filter,
+            "(ip.src==10.0.0.1 && ip.dst==10.0.0.2 && (infiniband.bth.destqp==17 || infiniband.bth.destqp==18) && infiniband.bth.opcode!=129) \
+             || (ipv6.src==fd00::1 && ipv6.dst==fd00::1 && infiniband.bth.destqp==5 && infiniband.bth.opcode!=129)"
+        );
+        assert_eq!(
+            h.decode_as,
+            ["udp.port==4791,infiniband", "udp.port==69,infiniband"]
+        );
+        let shared = IfaceOrigin {
+            local: 3,
+            shared_file: true,
+        };
+        assert!(flow_filter(&rows[0], shared).starts_with("frame.interface_id==3 && ip.src"));
+    }
+
+    #[test]
+    fn a_long_filter_is_capped_and_says_how_many_flows_it_leaves_out() {
+        let rows: Vec<FlowRow> = (0..1000u32)
+            .map(|i| {
+                let [_, _, x, y] = i.to_be_bytes();
+                row(i, v4([10, 1, x, y]), v4([10, 2, x, y]), i)
+            })
+            .collect();
+        let h = finding_handoff(&finding("x", (0..1000).collect()), &rows, |_| {
+            IfaceOrigin::default()
+        });
+        assert!(
+            h.display_filter.len() <= MAX_FILTER_CHARS,
+            "{}",
+            h.display_filter.len()
+        );
+        let shown = h.display_filter.matches(" || ").count() + 1;
+        assert_eq!(shown + h.flows_left_out, 1000);
+        assert!(h.flows_left_out > 900);
+        let line = h.report_line("x").unwrap();
+        assert!(
+            line.contains("rocescope extract CAPTURE… --finding x"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn findings_about_the_link_show_its_pause_frames_or_nothing() {
+        let h = finding_handoff(&finding("link-pause", Vec::new()), &[], |_| {
+            IfaceOrigin::default()
+        });
+        assert_eq!(h.display_filter, "macc.opcode==0x0001");
+        let h = finding_handoff(&finding("cnp-without-ce", Vec::new()), &[], |_| {
+            IfaceOrigin::default()
+        });
+        assert_eq!(h.display_filter, "infiniband.bth.opcode==129");
+        let h = finding_handoff(&finding("pfc-storm", Vec::new()), &[], |_| {
+            IfaceOrigin::default()
+        });
+        assert_eq!(h, Handoff::default());
+        assert_eq!(h.report_line("pfc-storm"), None);
     }
 }

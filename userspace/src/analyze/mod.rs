@@ -158,7 +158,7 @@ pub struct PfcInterval {
 }
 
 /// A row of `flows.parquet`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FlowRow {
     pub flow_id: u32,
     pub iface: u16,

@@ -178,6 +178,9 @@ pub fn render_findings(o: &mut String, findings: &[super::Finding]) {
                 let more = if fd.flows.len() > 20 { ", …" } else { "" };
                 let _ = writeln!(o, "      flows: {}{more}", ids.join(", "));
             }
+            if let Some(line) = fd.wireshark.as_ref().and_then(|w| w.report_line(fd.id)) {
+                let _ = writeln!(o, "      {line}");
+            }
         }
     }
 }
