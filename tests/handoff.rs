@@ -266,8 +266,12 @@ fn check_extract(capture: &Path, selector: &[&str], iface_names: &[&str]) -> usi
     let extracted = tshark_fields(&out, &decode_as, "", FRAME_FIELDS);
     assert!(!extracted.is_empty(), "{printed}");
     assert_eq!(extracted, original, "{selector:?}: {printed}");
+    let frames = match extracted.len() {
+        1 => "1 frame of".to_string(),
+        n => format!("{n} frames of"),
+    };
     assert!(
-        printed.starts_with(&format!("{}: {} frames", out.display(), extracted.len())),
+        printed.starts_with(&format!("{}: {frames}", out.display())),
         "{printed}"
     );
     let names = tshark_fields(&out, &[], "", &["frame.interface_name"]);
@@ -601,4 +605,56 @@ fn a_finding_over_many_qps_of_one_host_pair_shows_them_all() {
         expected
     );
     assert_eq!(expected, out.analysis.summary.frames.roce);
+}
+
+/// A finding about CNPs takes its CNPs along; one naming no flow takes
+/// every CNP (a real capture of a single unattributed CNP).
+#[test]
+fn extract_of_a_cnp_finding_takes_the_cnps() {
+    let n = check_extract(
+        &shared_capture("connectx4lx-cnp.pcap"),
+        &["--finding", "cnp-without-ce"],
+        &["Fake IF, text2pcap"],
+    );
+    assert_eq!(n, 1);
+    let cap = sample("lossy-link.pcapng");
+    let summary: Value =
+        serde_json::from_slice(&rocescope_ok(&["report", cap.to_str().unwrap(), "--json"]).stdout)
+            .unwrap();
+    let f = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "cnp-without-ce")
+        .unwrap();
+    let names: Vec<String> = serde_json::from_value::<std::collections::BTreeMap<String, String>>(
+        summary["ifaces"].clone(),
+    )
+    .unwrap()
+    .into_values()
+    .collect();
+    // The interfaces of its flows only.
+    let dir = tempfile::tempdir().unwrap();
+    rocescope_ok(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let flow_ifaces = Table::read(&dir.path().join("flows.parquet")).strings("iface");
+    let mut ifaces: Vec<&str> = f["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            flow_ifaces[i.as_u64().unwrap() as usize]
+                .as_deref()
+                .unwrap()
+        })
+        .collect();
+    ifaces.sort();
+    ifaces.dedup();
+    assert!(ifaces.iter().all(|i| names.iter().any(|n| n == i)));
+    let n = check_extract(&cap, &["--finding", "cnp-without-ce"], &ifaces);
+    assert_eq!(n, 1747);
 }

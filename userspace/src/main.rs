@@ -506,17 +506,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut opts = input.options()?;
             opts.source_yields = false;
             let x = wireshark::extract(&input.captures, &opts, &what, &out)?;
+            let count = |n: usize, one: &str, many: &str| match n {
+                1 => format!("1 {one}"),
+                n => format!("{n} {many}"),
+            };
+            let of = match &what {
+                Selection::Flow(n) => format!("flow {n}"),
+                Selection::Finding(id) => {
+                    format!("finding {id} ({})", count(x.flows.len(), "flow", "flows"))
+                }
+            };
             println!(
-                "{}: {} frames of {} {} from {} ({})",
+                "{}: {} of {of} from {} ({})",
                 out.display(),
-                x.frames,
-                x.flows.len(),
-                if x.flows.len() == 1 { "flow" } else { "flows" },
-                if x.interfaces.len() == 1 {
-                    "1 interface".to_string()
-                } else {
-                    format!("{} interfaces", x.interfaces.len())
-                },
+                count(x.frames as usize, "frame", "frames"),
+                count(x.interfaces.len(), "interface", "interfaces"),
                 x.interfaces.join(", ")
             );
             println!("  display filter: {}", x.display_filter);

@@ -273,8 +273,57 @@ pub struct Extracted {
     pub decode_as: Vec<String>,
 }
 
-/// Analyses `paths` as `analyze` would, then copies the selected flows'
-/// frames (original bytes, timestamps and interfaces) to `out` (pcapng).
+/// The frames a selection's filter shows, as the analysis keys them.
+#[derive(Debug, Default)]
+struct Wanted {
+    /// RoCE frames (CNPs excepted) of these flows.
+    flows: HashSet<FlowKey>,
+    /// CNPs of these keys, or all of them.
+    cnps: HashSet<FlowKey>,
+    all_cnps: bool,
+    /// 802.3x PAUSE frames.
+    pauses: bool,
+    /// `(src_ip, dst_ip, dest_qp)` of `flows` and `cnps`: looked up for
+    /// every record, before its interface is known.
+    triples: HashSet<([u8; 16], [u8; 16], u32)>,
+}
+
+impl Wanted {
+    fn with_triples(mut self) -> Self {
+        self.triples = self
+            .flows
+            .iter()
+            .chain(&self.cnps)
+            .map(|k| (k.1, k.2, k.3))
+            .collect();
+        self
+    }
+
+    /// Whether `rec` can be wanted, before its interface is known.
+    fn maybe(&self, rec: &PacketRecord) -> bool {
+        let triple = (rec.src_ip, rec.dst_ip, rec.dest_qp & ib::QPN_MASK);
+        match rec.kind() {
+            Kind::Roce if rec.has(flags::HAS_BTH) => self.triples.contains(&triple),
+            Kind::Cnp if rec.has(flags::HAS_BTH) => self.all_cnps || self.triples.contains(&triple),
+            Kind::Pause => self.pauses,
+            _ => false,
+        }
+    }
+
+    fn matches(&self, rec: &PacketRecord, iface: u16) -> bool {
+        let key = (iface, rec.src_ip, rec.dst_ip, rec.dest_qp & ib::QPN_MASK);
+        match rec.kind() {
+            Kind::Roce => self.flows.contains(&key),
+            Kind::Cnp => self.all_cnps || self.cnps.contains(&key),
+            Kind::Pause => self.pauses,
+            _ => false,
+        }
+    }
+}
+
+/// Analyses `paths` as `analyze` would, then copies the frames the
+/// selection's display filter shows (original bytes, timestamps and
+/// interfaces) to `out` (pcapng).
 pub fn extract(
     paths: &[PathBuf],
     opts: &Options,
@@ -282,17 +331,8 @@ pub fn extract(
     out: &Path,
 ) -> Result<Extracted> {
     let outcome = offline::run(paths, opts, None)?;
-    let analysis = &outcome.analysis;
-    let (flows, display_filter, decode_as) = select(analysis, what)?;
-    let rows = flows
-        .iter()
-        .filter_map(|&id| analysis.flows.get(id as usize));
-    let keys: HashSet<FlowKey> = rows
-        .clone()
-        .map(|r| (r.iface, r.src_ip, r.dst_ip, r.dest_qp))
-        .collect();
-    let hosts: HashSet<([u8; 16], [u8; 16], u32)> =
-        rows.map(|r| (r.src_ip, r.dst_ip, r.dest_qp)).collect();
+    let (flows, wanted, handoff) = select(&outcome.analysis, what)?;
+    let wanted = wanted.with_triples();
     let mut writer = PcapngWriter::create(out)?;
     let write_err = |e: std::io::Error| Error::Write {
         path: out.to_path_buf(),
@@ -319,15 +359,12 @@ pub fn extract(
                 continue;
             }
             decode::decode_into(&mut rec, frame.linktype, frame.data, frame.orig_len);
-            let kind = rec.kind();
-            if kind == Kind::Other {
+            if rec.kind() == Kind::Other {
                 continue;
             }
             let (file_iface, ts_ns, orig_len) = (frame.iface, frame.ts_ns, frame.orig_len);
-            let wanted = kind == Kind::Roce
-                && rec.has(flags::HAS_BTH)
-                && hosts.contains(&(rec.src_ip, rec.dst_ip, rec.dest_qp & ib::QPN_MASK));
-            if wanted {
+            let maybe = wanted.maybe(&rec);
+            if maybe {
                 data.clear();
                 data.extend_from_slice(frame.data);
             }
@@ -338,9 +375,7 @@ pub fn extract(
             let Some(iface) = names.index(file, file_iface, info.name.as_deref()) else {
                 continue;
             };
-            if !wanted
-                || !keys.contains(&(iface, rec.src_ip, rec.dst_ip, rec.dest_qp & ib::QPN_MASK))
-            {
+            if !maybe || !wanted.matches(&rec, iface) {
                 continue;
             }
             let id = match written.get(&(file, file_iface)) {
@@ -373,14 +408,15 @@ pub fn extract(
         frames,
         flows,
         interfaces,
-        display_filter,
-        decode_as,
+        display_filter: handoff.display_filter,
+        decode_as: handoff.decode_as,
     })
 }
 
-/// The flows of `what`, with its filter and Decode As hint; an unknown id
-/// is an error listing the ones there are.
-fn select(analysis: &Analysis, what: &Selection) -> Result<(Vec<u32>, String, Vec<String>)> {
+/// The flows of `what`, the frames its filter shows and the filter; an
+/// unknown id is an error listing the ones there are.
+fn select(analysis: &Analysis, what: &Selection) -> Result<(Vec<u32>, Wanted, Handoff)> {
+    let key = |r: &FlowRow| (r.iface, r.src_ip, r.dst_ip, r.dest_qp);
     match what {
         Selection::Flow(id) => {
             let Some(row) = analysis.flows.get(*id as usize) else {
@@ -392,11 +428,16 @@ fn select(analysis: &Analysis, what: &Selection) -> Result<(Vec<u32>, String, Ve
                     ),
                 }));
             };
-            Ok((
-                vec![*id],
-                row.display_filter.clone(),
-                vec![row.decode_as.clone()],
-            ))
+            let wanted = Wanted {
+                flows: HashSet::from([key(row)]),
+                ..Wanted::default()
+            };
+            let handoff = Handoff {
+                display_filter: row.display_filter.clone(),
+                decode_as: vec![row.decode_as.clone()],
+                flows_left_out: 0,
+            };
+            Ok((vec![*id], wanted, handoff))
         }
         Selection::Finding(name) => {
             let findings = &analysis.summary.findings;
@@ -411,13 +452,34 @@ fn select(analysis: &Analysis, what: &Selection) -> Result<(Vec<u32>, String, Ve
                     )
                 }));
             };
-            if f.flows.is_empty() {
+            let h = f.wireshark.clone().unwrap_or_default();
+            if h.display_filter.is_empty() {
                 return Err(Error::Usage(format!(
-                    "--finding {name}: it names no flows (it is about the link, not a QP): use its display filter in Wireshark instead"
+                    "--finding {name}: it names no flows and no frames of its own (see its detail in `rocescope report`)"
                 )));
             }
-            let h = f.wireshark.clone().unwrap_or_default();
-            Ok((f.flows.clone(), h.display_filter, h.decode_as))
+            let rows: Vec<&FlowRow> = f
+                .flows
+                .iter()
+                .filter_map(|&id| analysis.flows.get(id as usize))
+                .collect();
+            // As in `finding_handoff`.
+            let mut wanted = Wanted {
+                flows: rows.iter().map(|r| key(r)).collect(),
+                ..Wanted::default()
+            };
+            match f.id {
+                "cnp-without-ce" if rows.is_empty() => wanted.all_cnps = true,
+                "cnp-without-ce" => {
+                    wanted.cnps = rows
+                        .iter()
+                        .filter_map(|r| r.paired_qp.map(|qp| (r.iface, r.dst_ip, r.src_ip, qp)))
+                        .collect();
+                }
+                "link-pause" => wanted.pauses = true,
+                _ => {}
+            }
+            Ok((f.flows.clone(), wanted, h))
         }
     }
 }
