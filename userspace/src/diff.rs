@@ -6,7 +6,7 @@
 //! the table can be checked against either run.
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -192,7 +192,7 @@ fn read_goodput(path: &Path) -> Result<f64> {
 
 impl Diff {
     /// Loads both sides and lines them up.
-    pub fn of(before: &PathBuf, after: &PathBuf, opts: &Options) -> Result<Diff> {
+    pub fn of(before: &Path, after: &Path, opts: &Options) -> Result<Diff> {
         let (b, a) = (Side::load(before, opts)?, Side::load(after, opts)?);
         let mut rows = Vec::new();
         let mut row = |metric: String, key: &str, unit: Unit, before: f64, after: f64| {

@@ -169,7 +169,8 @@ pub fn finding_handoff(
         .iter()
         .filter_map(|&id| rows.get(id as usize).filter(|r| r.flow_id == id))
         .collect();
-    let mut groups: BTreeMap<(u16, [u8; 16], [u8; 16]), Vec<&FlowRow>> = BTreeMap::new();
+    // By (interface, source, destination).
+    let mut groups: BTreeMap<_, Vec<&FlowRow>> = BTreeMap::new();
     for r in &flows {
         groups
             .entry((r.iface, r.src_ip, r.dst_ip))
