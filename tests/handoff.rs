@@ -68,6 +68,21 @@ fn count(capture: &Path, decode_as: &[String], filter: &str) -> usize {
     counts(capture, decode_as, &[filter.to_string()])[0]
 }
 
+/// `analyze CAPTURE --out DIR EXTRA…`: the directory and its flows table.
+fn analyzed(capture: &Path, extra: &[&str]) -> (tempfile::TempDir, Table) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "analyze",
+        capture.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    rocescope_ok(&args);
+    let flows = Table::read(&dir.path().join("flows.parquet"));
+    (dir, flows)
+}
+
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .into_iter()
@@ -128,10 +143,7 @@ fn counts(capture: &Path, decode_as: &[String], filters: &[String]) -> Vec<usize
 fn display_filters_show_exactly_each_flows_and_findings_frames() {
     let (mut flows_checked, mut findings_checked) = (0, 0);
     for cap in captures() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().to_str().unwrap();
-        rocescope_ok(&["analyze", cap.to_str().unwrap(), "--out", out]);
-        let flows = Table::read(&dir.path().join("flows.parquet"));
+        let (dir, flows) = analyzed(&cap, &[]);
         let packets = flows.ints("packets");
         let copies = flows.ints("mirror_copies");
         let cnps = flows.ints("cnps");
@@ -209,14 +221,7 @@ fn display_filters_show_exactly_each_flows_and_findings_frames() {
 #[test]
 fn decode_as_names_a_low_source_port() {
     let cap = shared_capture("oferby-proxy-roce.pcap");
-    let dir = tempfile::tempdir().unwrap();
-    rocescope_ok(&[
-        "analyze",
-        cap.to_str().unwrap(),
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
-    let flows = Table::read(&dir.path().join("flows.parquet"));
+    let (_dir, flows) = analyzed(&cap, &[]);
     let sport = flows.ints("udp_sport");
     let i = sport
         .iter()
@@ -286,14 +291,7 @@ fn check_extract(capture: &Path, selector: &[&str], iface_names: &[&str]) -> usi
 fn extract_writes_the_frames_wireshark_shows_with_the_filter() {
     // A flow of a real capture (classic pcap: named after its file).
     let cap = shared_capture("softroce-rdma_read_bw.pcap");
-    let dir = tempfile::tempdir().unwrap();
-    rocescope_ok(&[
-        "analyze",
-        cap.to_str().unwrap(),
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
-    let flows = Table::read(&dir.path().join("flows.parquet"));
+    let (_dir, flows) = analyzed(&cap, &[]);
     let packets = flows.ints("packets");
     for (flow, packets) in packets.iter().enumerate() {
         let n = check_extract(
@@ -459,16 +457,8 @@ fn diff_of_ghost_drop_and_its_fix_is_the_what_if_table() {
     assert_eq!(x, pause["paused_ns"].as_f64().unwrap());
     // Goodput: the flows' sum, up after the fix.
     let goodput = |s: &Path| {
-        let dir = tempfile::tempdir().unwrap();
-        rocescope_ok(&[
-            "analyze",
-            s.to_str().unwrap(),
-            "--out",
-            dir.path().to_str().unwrap(),
-            "--link-speed",
-            "400G",
-        ]);
-        Table::read(&dir.path().join("flows.parquet"))
+        analyzed(s, &["--link-speed", "400G"])
+            .1
             .floats("goodput_gbps")
             .into_iter()
             .map(Option::unwrap)
@@ -528,17 +518,8 @@ fn diff_of_ghost_drop_and_its_fix_is_the_what_if_table() {
     );
 
     // From `analyze --out` directories: the same rows.
-    let (db, da) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    for (cap, out) in [(&b, &db), (&a, &da)] {
-        rocescope_ok(&[
-            "analyze",
-            cap.to_str().unwrap(),
-            "--out",
-            out.path().to_str().unwrap(),
-            "--link-speed",
-            "400G",
-        ]);
-    }
+    let (db, _) = analyzed(&b, &["--link-speed", "400G"]);
+    let (da, _) = analyzed(&a, &["--link-speed", "400G"]);
     let from_dirs: Value = serde_json::from_slice(
         &rocescope_ok(&[
             "diff",
@@ -634,14 +615,8 @@ fn extract_of_a_cnp_finding_takes_the_cnps() {
     .into_values()
     .collect();
     // The interfaces of its flows only.
-    let dir = tempfile::tempdir().unwrap();
-    rocescope_ok(&[
-        "analyze",
-        cap.to_str().unwrap(),
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
-    let flow_ifaces = Table::read(&dir.path().join("flows.parquet")).strings("iface");
+    let (_dir, flow_ifaces) = analyzed(&cap, &[]);
+    let flow_ifaces = flow_ifaces.strings("iface");
     let mut ifaces: Vec<&str> = f["flows"]
         .as_array()
         .unwrap()

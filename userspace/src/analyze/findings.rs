@@ -604,6 +604,7 @@ fn congestion_tree(x: &Input, out: &mut Vec<Finding>) {
         flows.dedup();
         let root_is_host = root.kind == "host";
         out.push(Finding {
+            wireshark: None,
             id: "pfc-congestion-tree",
             severity: "critical",
             title: format!(

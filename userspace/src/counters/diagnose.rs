@@ -189,6 +189,7 @@ fn finding(
     recommendation: &str,
 ) -> Finding {
     Finding {
+        wireshark: None,
         id,
         severity,
         title,

@@ -435,6 +435,7 @@ fn findings(rows: &[Comparison]) -> Vec<Finding> {
             )
         };
         out.push(Finding {
+            wireshark: None,
             id,
             severity,
             title,
