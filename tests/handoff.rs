@@ -256,7 +256,10 @@ fn check_extract(capture: &Path, selector: &[&str], iface_names: &[&str]) -> usi
     let printed = String::from_utf8(rocescope_ok(&args).stdout).unwrap();
     let filter = printed
         .lines()
-        .find_map(|l| l.trim().strip_prefix("display filter: "))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("display filter (for the original captures): ")
+        })
         .unwrap_or_else(|| panic!("{printed}"))
         .to_string();
     let decode_as: Vec<String> = printed

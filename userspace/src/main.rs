@@ -523,7 +523,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 count(x.interfaces.len(), "interface", "interfaces"),
                 x.interfaces.join(", ")
             );
-            println!("  display filter: {}", x.display_filter);
+            println!(
+                "  display filter (for the original captures): {}",
+                x.display_filter
+            );
             println!(
                 "  decode as: {}",
                 x.decode_as
