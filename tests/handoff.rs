@@ -282,6 +282,19 @@ fn check_extract(capture: &Path, selector: &[&str], iface_names: &[&str]) -> usi
         printed.starts_with(&format!("{}: {frames}", out.display())),
         "{printed}"
     );
+    // The timestamps' resolution too (µs in a classic pcap, ns in the samples).
+    let precision = |p: &Path| {
+        let out = Command::new("capinfos")
+            .arg(p)
+            .output()
+            .expect("capinfos runs (with tshark)");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with("File timestamp precision"))
+            .map(str::to_string)
+    };
+    assert_eq!(precision(&out), precision(capture));
+    assert!(precision(&out).is_some());
     let names = tshark_fields(&out, &[], "", &["frame.interface_name"]);
     let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
     names.sort();

@@ -390,8 +390,11 @@ pub fn extract(
                             info.linktype
                         ))
                     })?;
+                    let units = reader
+                        .ts_units(file_iface as usize)
+                        .unwrap_or(1_000_000_000);
                     let id = writer
-                        .add_interface(&name, linktype, info.snaplen)
+                        .add_interface_with_units(&name, linktype, info.snaplen, units)
                         .map_err(write_err)?;
                     written.insert((file, file_iface), id);
                     interfaces.push(name);

@@ -382,6 +382,12 @@ impl CaptureReader {
         &self.st.interfaces
     }
 
+    /// Timestamp units per second of interface `iface` (`if_tsresol`, or
+    /// a classic pcap's µs or ns), as its timestamps were read.
+    pub fn ts_units(&self, iface: usize) -> Option<u64> {
+        self.st.scales.get(iface).map(|s| s.units)
+    }
+
     /// Warnings since the last call.
     pub fn take_warnings(&mut self) -> Vec<Warning> {
         std::mem::take(&mut self.st.warnings)

@@ -144,7 +144,11 @@ impl<W: Write> CaptureWrite for PcapWriter<W> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Interface {
     snaplen: u32,
+    /// Timestamp units per second.
+    units: u64,
 }
+
+const NS_PER_SEC: u64 = 1_000_000_000;
 
 /// pcapng writer: a section header, interfaces added with
 /// [`PcapngWriter::add_interface`] (an IDB with `if_name` and
@@ -208,15 +212,40 @@ impl<W: Write> PcapngWriter<W> {
     /// Adds an interface (IDB) named `name` and returns its id (0, 1, …).
     /// Its frames are cut to `snaplen` bytes (0: no limit).
     pub fn add_interface(&mut self, name: &str, linktype: u16, snaplen: u32) -> io::Result<u32> {
+        self.add_interface_with_units(name, linktype, snaplen, NS_PER_SEC)
+    }
+
+    /// [`PcapngWriter::add_interface`] with timestamps in `units` per
+    /// second (`if_tsresol`): a power of 10 or of 2 up to 10^9; anything
+    /// else is written in nanoseconds.
+    pub fn add_interface_with_units(
+        &mut self,
+        name: &str,
+        linktype: u16,
+        snaplen: u32,
+        units: u64,
+    ) -> io::Result<u32> {
+        let resol = (0..=9u32)
+            .find(|&n| 10u64.pow(n) == units)
+            .map(|n| n as u8)
+            .or_else(|| {
+                // Up to 2^28: a ns timestamp read from it rounds back.
+                (units.is_power_of_two() && units <= 1 << 28)
+                    .then(|| 0x80 | units.trailing_zeros() as u8)
+            });
+        let (resol, units) = match resol {
+            Some(r) => (r, units),
+            None => (9, NS_PER_SEC),
+        };
         let mut body = Vec::with_capacity(32 + name.len());
         body.extend_from_slice(&linktype.to_le_bytes());
         body.extend_from_slice(&0u16.to_le_bytes());
         body.extend_from_slice(&snaplen.to_le_bytes());
         push_option(&mut body, 2, name.as_bytes()); // if_name
-        push_option(&mut body, 9, &[9]); // if_tsresol: 10^-9 s
+        push_option(&mut body, 9, &[resol]); // if_tsresol
         push_option(&mut body, 0, &[]);
         write_block(&mut self.out, PCAPNG_IDB, &body)?;
-        self.interfaces.push(Interface { snaplen });
+        self.interfaces.push(Interface { snaplen, units });
         Ok((self.interfaces.len() - 1) as u32)
     }
 
@@ -239,8 +268,8 @@ impl<W: Write> CaptureWrite for PcapngWriter<W> {
         data: &[u8],
         orig_len: u32,
     ) -> io::Result<()> {
-        let snaplen = match self.interfaces.get(iface as usize) {
-            Some(i) => i.snaplen,
+        let (snaplen, units) = match self.interfaces.get(iface as usize) {
+            Some(i) => (i.snaplen, i.units),
             None => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -256,8 +285,16 @@ impl<W: Write> CaptureWrite for PcapngWriter<W> {
         head[0..4].copy_from_slice(&PCAPNG_EPB.to_le_bytes());
         head[4..8].copy_from_slice(&total.to_le_bytes());
         head[8..12].copy_from_slice(&iface.to_le_bytes());
-        head[12..16].copy_from_slice(&((ts_ns >> 32) as u32).to_le_bytes());
-        head[16..20].copy_from_slice(&(ts_ns as u32).to_le_bytes());
+        // Back to the interface's units, to the nearest (a reader's
+        // conversion to ns rounded by less than half a unit).
+        let ts = if units == NS_PER_SEC {
+            ts_ns
+        } else {
+            ((u128::from(ts_ns) * u128::from(units) + u128::from(NS_PER_SEC / 2))
+                / u128::from(NS_PER_SEC)) as u64
+        };
+        head[12..16].copy_from_slice(&((ts >> 32) as u32).to_le_bytes());
+        head[16..20].copy_from_slice(&(ts as u32).to_le_bytes());
         head[20..24].copy_from_slice(&incl.to_le_bytes());
         head[24..28].copy_from_slice(&orig_len.max(incl).to_le_bytes());
         self.out.write_all(&head)?;
