@@ -52,17 +52,8 @@ enum Command {
     Extract {
         #[command(flatten)]
         input: Input,
-        /// A finding's id, as `report` and summary.json name it (e.g. ghost-retransmissions).
-        #[arg(
-            long,
-            value_name = "ID",
-            required_unless_present = "flow",
-            conflicts_with = "flow"
-        )]
-        finding: Option<String>,
-        /// A flow_id, as in flows.parquet of the same captures.
-        #[arg(long, value_name = "N")]
-        flow: Option<u32>,
+        #[command(flatten)]
+        select: ExtractWhat,
         /// The pcapng to write (replaced if it exists).
         #[arg(long, value_name = "FILE.pcapng")]
         out: PathBuf,
@@ -213,6 +204,18 @@ struct SynthArgs {
     /// (default 256; 0: not cut) with the original length recorded as the cut one.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "256")]
     sniffer: Option<u32>,
+}
+
+/// `extract`: one finding or one flow.
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct ExtractWhat {
+    /// A finding's id, as `report` and summary.json name it (e.g. ghost-retransmissions).
+    #[arg(long, value_name = "ID")]
+    finding: Option<String>,
+    /// A flow_id, as in flows.parquet of the same captures.
+    #[arg(long, value_name = "N")]
+    flow: Option<u32>,
 }
 
 #[derive(Args)]
@@ -487,21 +490,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Synth(args) => synth(*args),
         Command::Counters(c) => counters(c),
-        Command::Extract {
-            input,
-            finding,
-            flow,
-            out,
-        } => {
+        Command::Extract { input, select, out } => {
             use rocescope::wireshark::{self, Selection};
-            let what = match (finding, flow) {
+            // clap requires exactly one of the two.
+            let what = match (select.finding, select.flow) {
                 (Some(id), _) => Selection::Finding(id),
-                (None, Some(n)) => Selection::Flow(n),
-                (None, None) => {
-                    return Err(Error::Usage(
-                        "extract: give --finding ID or --flow N".into(),
-                    ));
-                }
+                (None, n) => Selection::Flow(n.unwrap_or_default()),
             };
             let mut opts = input.options()?;
             opts.source_yields = false;
@@ -550,13 +544,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 rocescope::diff::write_html(&d, path)?;
                 eprintln!("rocescope: HTML diff → {}", path.display());
             }
-            if args.json {
-                let text = serde_json::to_string_pretty(&d)
-                    .map_err(|e| Error::Usage(format!("cannot print the diff: {e}")))?;
-                println!("{text}");
-            } else {
-                print!("{}", d.render_text());
-            }
+            print_json_or_text(args.json, &d, "diff", || d.render_text())?;
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "live")]
@@ -949,13 +937,7 @@ fn counters(c: CountersCommand) -> Result<ExitCode> {
                 eprintln!("rocescope: warning: {w}");
             }
             let report = counters::Report::new(&loaded);
-            if json {
-                let text = serde_json::to_string_pretty(&report)
-                    .map_err(|e| Error::Usage(format!("cannot print the report: {e}")))?;
-                println!("{text}");
-            } else {
-                print!("{}", report.render_text());
-            }
+            print_json_or_text(json, &report, "report", || report.render_text())?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -996,6 +978,23 @@ fn add_to_summary_file(
     }
     r.add_to_json(&mut summary);
     rocescope::tables::write_json(path, &summary)
+}
+
+/// Prints `value` as JSON with `json`, else `text()`.
+fn print_json_or_text(
+    json: bool,
+    value: &impl serde::Serialize,
+    what: &str,
+    text: impl FnOnce() -> String,
+) -> Result<()> {
+    if json {
+        let text = serde_json::to_string_pretty(value)
+            .map_err(|e| Error::Usage(format!("cannot print the {what}: {e}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", text());
+    }
+    Ok(())
 }
 
 fn print_warnings(outcome: &offline::Outcome) {
