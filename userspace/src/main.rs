@@ -282,7 +282,8 @@ impl DatasetArgs {
 
 #[derive(Args)]
 struct Input {
-    /// pcap or pcapng files (Ethernet, Linux cooked v1/v2).
+    /// pcap or pcapng files (Ethernet, Linux cooked v1/v2, raw IP, BSD loopback; gzip, zstd or lz4
+    /// compressed or not), directories of them, or - for standard input.
     #[arg(required = true, value_name = "CAPTURE")]
     captures: Vec<PathBuf>,
     #[command(flatten)]
@@ -1001,13 +1002,17 @@ fn print_warnings(outcome: &offline::Outcome) {
     for w in &outcome.warnings {
         eprintln!("rocescope: warning: {w}");
     }
+    for n in &outcome.notes {
+        eprintln!("rocescope: note: {n}");
+    }
 }
 
-/// A run stopped by a read error still wrote what it had, but fails.
+/// A run stopped by a read error, or one of which nothing could be
+/// decoded, still wrote what it had, but fails.
 fn exit_code(outcome: &offline::Outcome) -> ExitCode {
-    match &outcome.stopped_by {
+    match outcome.failure() {
         Some(e) => {
-            eprintln!("rocescope: error: {e} (the tables hold every frame before it)");
+            eprintln!("rocescope: error: {e}");
             ExitCode::FAILURE
         }
         None => ExitCode::SUCCESS,

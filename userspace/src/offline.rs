@@ -4,18 +4,23 @@
 //! interfaces of their own, named as [`IfaceNames`] says. Sequence analysis
 //! is per interface, so giving the captures of two taps in one run never
 //! makes a frame seen at both look retransmitted.
+//!
+//! Nothing is dropped silently: every frame read either becomes a record
+//! or is counted by the reason it did not ([`DecodeTally`]), in
+//! `summary.json` (`input.decode`) and in one note on stderr; a run in
+//! which no frame became a record fails ([`Outcome::failure`]).
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rocescope_common::{Kind, PacketRecord};
 
-use crate::Result;
 use crate::analyze::{self, Analysis};
-use crate::decode;
+use crate::decode::{self, DecodeTally, Undecoded};
 use crate::pipeline::{Output, RecordPipeline, Threads};
-use crate::sources::{CaptureReader, Filter, Warning};
+use crate::sources::{CaptureReader, Filter, Input, Inputs, Warning, capture_stem};
 use crate::tables::RunFacts;
+use crate::{Error, Result};
 
 /// What `analyze` and `report` were asked to do.
 #[derive(Clone, Debug, Default)]
@@ -47,6 +52,35 @@ pub struct Outcome {
     /// A fatal error that stopped reading after some frames had been
     /// analysed: the tables hold everything before it.
     pub stopped_by: Option<String>,
+    /// Frames read but not decoded, by reason.
+    pub decode: DecodeTally,
+    /// Things worth saying that are no fault: frames not decoded, files of
+    /// a directory that are no captures.
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    /// Why the run failed although the tables were written: a fatal error
+    /// part-way, or no frame of the captures became a record.
+    pub fn failure(&self) -> Option<String> {
+        if let Some(e) = &self.stopped_by {
+            return Some(format!("{e} (the tables hold every frame before it)"));
+        }
+        if self.records > 0 {
+            return None;
+        }
+        Some(if self.frames_read == 0 {
+            "the captures hold no frames: nothing to analyse".to_string()
+        } else {
+            let why = self
+                .decode
+                .note(self.frames_read)
+                .unwrap_or_else(|| format!("{} frames read", self.frames_read));
+            format!(
+                "no frame could be decoded as RoCE, CNP, PFC or PAUSE ({why}); check the capture point, the --filter, or docs/inputs.md for what rocescope reads"
+            )
+        })
+    }
 }
 
 /// Reads every capture, analyses it and, with `out`, writes every table.
@@ -67,12 +101,26 @@ pub fn run_with(
     out: Option<&Path>,
     outputs: Vec<Box<dyn Output>>,
 ) -> Result<Outcome> {
-    // Open everything first: a typo in the third file name should not cost
-    // the time of reading the first two.
-    let mut readers = Vec::with_capacity(paths.len());
-    for path in paths {
-        readers.push(CaptureReader::open(path)?);
-    }
+    // Probe everything first: a typo in the third file name should not
+    // cost the time of reading the first two. Each capture is opened when
+    // its turn comes (one read buffer at a time), the first one before
+    // anything is written, so that a lone bad file fails cleanly.
+    let Inputs {
+        captures,
+        warnings,
+        notes,
+    } = Inputs::expand(paths)?;
+    let names: Vec<PathBuf> = captures.iter().map(Input::name).collect();
+    let several = captures.len() > 1;
+    let mut warnings = warnings;
+    let mut first = match captures[0].open() {
+        Ok(r) => Some(r),
+        Err(e) if several => {
+            warnings.push(skipped(&e));
+            None
+        }
+        Err(e) => return Err(e),
+    };
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
     let mut pipeline = RecordPipeline::with_threads(opts.analyzer.clone(), out, opts.threads)?;
     if opts.source_yields {
@@ -84,14 +132,28 @@ pub fn run_with(
     }
     let mut run = Run {
         pipeline,
-        names: IfaceNames::new(paths),
-        warnings: Vec::new(),
+        names: IfaceNames::new(&names),
+        warnings,
         frames_read: 0,
+        decode: DecodeTally::default(),
         progress: Progress::new(opts.progress),
     };
     let mut stopped_by = None;
-    for (file_index, (path, reader)) in paths.iter().zip(readers.iter_mut()).enumerate() {
-        let result = run.read_file(file_index, path, reader, filter.as_mut());
+    for (file_index, (input, path)) in captures.iter().zip(&names).enumerate() {
+        let opened = match first.take() {
+            Some(r) => Ok(r),
+            None if file_index == 0 => continue,
+            None => input.open(),
+        };
+        let mut reader = match opened {
+            Ok(r) => r,
+            // Several inputs: one that cannot be read does not end the run.
+            Err(e) => {
+                run.warnings.push(skipped(&e));
+                continue;
+            }
+        };
+        let result = run.read_file(file_index, path, &mut reader, filter.as_mut());
         run.warnings
             .extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
         // Whatever stops the run mid-way, what was read so far is still analysed and written.
@@ -103,29 +165,40 @@ pub fn run_with(
     run.progress.done();
     let Run {
         pipeline,
-        names,
+        names: iface_names,
         warnings,
         frames_read,
+        decode,
         ..
     } = run;
 
     let records = pipeline.records();
+    let mut notes = notes;
+    notes.extend(decode.note(frames_read));
     let analysis = pipeline.finish(RunFacts {
-        captures: paths.iter().map(|p| p.display().to_string()).collect(),
+        captures: names.iter().map(|p| p.display().to_string()).collect(),
         frames_read,
         records,
         warnings: warnings.clone(),
         stopped_by: stopped_by.clone(),
+        decode: Some(decode.facts()),
         live: None,
     })?;
     Ok(Outcome {
         analysis,
-        ifaces: names.into_names(),
+        ifaces: iface_names.into_names(),
         warnings,
         frames_read,
         records,
         stopped_by,
+        decode,
+        notes,
     })
+}
+
+/// The warning for an input skipped because it could not be read.
+fn skipped(e: &Error) -> String {
+    format!("{e}; skipped it, read the other inputs")
 }
 
 /// The state of one offline run across its files.
@@ -134,6 +207,7 @@ struct Run {
     names: IfaceNames,
     warnings: Vec<String>,
     frames_read: u64,
+    decode: DecodeTally,
     progress: Progress,
 }
 
@@ -158,9 +232,12 @@ impl Run {
             if let Some(f) = filter.as_deref_mut()
                 && !f.matches(&frame)?
             {
+                self.decode.not_decoded(Undecoded::FilteredOut);
                 continue;
             }
-            let payload = decode::decode_into(&mut rec, frame.linktype, frame.data, frame.orig_len);
+            let walk = decode::decode_walk(&mut rec, frame.linktype, frame.data, frame.orig_len);
+            self.decode.frame(&rec, walk.stop, frame.linktype);
+            let payload = walk.payload;
             // QP1 MADs: connection set-up names both QPs (pairs flows exactly).
             let cm = decode::cm::message(&rec, payload);
             // The frame borrows the reader's buffer: keep what is needed, let it go.
@@ -175,6 +252,7 @@ impl Run {
                 .and_then(|i| i.name.as_deref());
             let known = self.names.len();
             let Some(iface) = self.names.index(file_index, file_iface, if_name) else {
+                self.decode.not_decoded(Undecoded::InterfaceLimit);
                 if !warned_iface_limit {
                     warned_iface_limit = true;
                     self.warnings.push(format!(
@@ -213,6 +291,7 @@ impl Run {
                                 "frame {number} duplicates the frame before it (same bytes, interface and timestamp): a mirror or capture artefact, not a resend (RoCE copies are left out of the analysis and counted as mirror copies; warned once per file)"
                             ),
                             stopped: false,
+                            decompressed: reader.compression(),
                         }
                         .to_string(),
                     );
@@ -264,14 +343,7 @@ pub struct IfaceNames {
 
 impl IfaceNames {
     pub fn new(paths: &[PathBuf]) -> Self {
-        let stems = paths
-            .iter()
-            .map(|p| {
-                p.file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "capture".into())
-            })
-            .collect();
+        let stems = paths.iter().map(|p| capture_stem(p)).collect();
         Self {
             stems,
             prefix: paths.len() > 1,

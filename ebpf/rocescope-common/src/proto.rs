@@ -356,7 +356,28 @@ pub mod cm {
 
 /// Link types of the capture formats (tcpdump.org LINKTYPE_*).
 pub mod linktype {
+    /// BSD loopback: a 4-byte address family in the capturing host's byte order.
+    pub const NULL: u32 = 0;
     pub const ETHERNET: u32 = 1;
+    /// DLT_RAW's value on most systems, which some tools write as the
+    /// link type (raw IP).
+    pub const RAW_DLT: u32 = 12;
+    /// DLT_RAW's value on OpenBSD, written the same way (raw IP).
+    pub const RAW_OPENBSD: u32 = 14;
+    /// Raw IP: the packet starts with an IPv4 or IPv6 header.
+    pub const RAW: u32 = 101;
+    /// OpenBSD loopback: like `NULL`, the address family in network byte order.
+    pub const LOOP: u32 = 108;
+    /// Raw IPv4 only.
+    pub const IPV4: u32 = 228;
+    /// Raw IPv6 only.
+    pub const IPV6: u32 = 229;
+    /// Length of the `NULL` / `LOOP` address-family header.
+    pub const NULL_HEADER_LEN: usize = 4;
+    /// BSD address families of IPv4 and IPv6 (AF_INET6 differs: NetBSD,
+    /// OpenBSD and BSD/OS 24, FreeBSD 28, macOS 30).
+    pub const AF_INET: u32 = 2;
+    pub const AF_INET6: [u32; 3] = [24, 28, 30];
     pub const LINUX_SLL: u32 = 113;
     pub const LINUX_SLL2: u32 = 276;
     /// Linux cooked header v1: protocol (EtherType) at bytes 14..16.

@@ -51,8 +51,21 @@
 //!   least UDP + BTH + ICRC long, whatever the opcode; `icrc` is written only
 //!   then (with `ICRC_CHECKED`), otherwise it stays 0.
 //! * **Linux cooked captures** (SLL, SLL2) carry one link-layer address, not
-//!   an Ethernet header: `src_mac`/`dst_mac` stay zero. Their protocol field
-//!   is treated as an EtherType (VLAN tags included).
+//!   an Ethernet header: `src_mac`/`dst_mac` stay zero (null in the
+//!   tables). Their protocol field is treated as an EtherType (VLAN tags
+//!   included).
+//! * **Raw IP** (LINKTYPE_RAW 101, and 12 / 14, DLT_RAW's values on most systems and on
+//!   OpenBSD, as some tools write it; 228 IPv4 only, 229 IPv6 only) starts at the IP header, the
+//!   version nibble choosing IPv4 or IPv6 for 101/12/14. **BSD null /
+//!   loopback** (0, 108) has a 4-byte address family first: AF_INET 2,
+//!   AF_INET6 24, 28 or 30 (the BSDs differ); in the capturing host's byte
+//!   order for 0 (read either way: a family fits in 16 bits), network order
+//!   for 108. No MACs, no VLAN, no PFC/PAUSE on these: `src_mac`/`dst_mac`
+//!   stay zero (null in the tables).
+//! * **Stop reasons**: [`decode_walk`] says why the walk ended before the
+//!   end of the headers ([`Stop`]): cut or invalid header (by layer), a
+//!   decoder limit, or a field naming another protocol. Frames of kind
+//!   `Other` always have one; records may too (a BTH cut by the snaplen).
 //! * **MAC Control**: a frame cut before its opcode is `Other`; cut after the
 //!   opcode but before the end of the PAUSE/PFC fields keeps the kind with
 //!   `HAS_PAUSE`/`HAS_PFC` clear. MAC Control behind VLAN tags (or inside
@@ -66,6 +79,7 @@ use self::ib::{Aeth, AtomicAckEth, AtomicEth, Bth, Deth, Ieth, ImmDt, Rdeth, Ret
 use self::ip::{Ipv4Packet, Ipv6ExtHeader, Ipv6FragmentHeader, Ipv6Packet};
 use self::mac_control::{MacControl, Pause, Pfc};
 use self::sll::{Sll, Sll2};
+pub use self::stop::{DecodeFacts, DecodeTally, Foreign, Layer, Limit, Stop, Undecoded};
 use self::udp::UdpHeader;
 
 /// Defines a fixed-length header view: the struct, `LEN`, `new_checked`,
@@ -127,7 +141,9 @@ pub mod ib;
 pub mod icrc;
 pub mod ip;
 pub mod mac_control;
+pub mod null;
 pub mod sll;
+mod stop;
 pub mod udp;
 
 #[cfg(test)]
@@ -145,19 +161,32 @@ impl core::fmt::Display for Truncated {
 
 impl std::error::Error for Truncated {}
 
+/// Whether [`decode`] reads frames of this LINKTYPE_* (Ethernet, Linux SLL,
+/// SLL2, raw IP, BSD null/loopback); frames of any other link type are `Other`.
+pub const fn decodes_linktype(linktype: u32) -> bool {
+    use proto::linktype as lt;
+    matches!(
+        linktype,
+        lt::ETHERNET
+            | lt::LINUX_SLL
+            | lt::LINUX_SLL2
+            | lt::RAW
+            | lt::RAW_DLT
+            | lt::RAW_OPENBSD
+            | lt::IPV4
+            | lt::IPV6
+            | lt::NULL
+            | lt::LOOP
+    )
+}
+
+/// The link types [`decode`] reads, for messages.
+pub const DECODED_LINKTYPES: &str = "Ethernet, Linux SLL and SLL2, raw IP, BSD null/loopback";
+
 /// Decode one captured frame. `linktype` is the capture's LINKTYPE_* (proto::linktype),
 /// `data` the captured bytes (may be cut by snaplen), `frame_len` the original length on the wire.
 /// Returns a record with kind Other when the frame is not RoCE/CNP/PFC/PAUSE (callers drop those).
 /// frame, ts_ns and iface are left 0 for the caller to fill.
-/// Whether [`decode`] reads frames of this LINKTYPE_* (Ethernet, Linux SLL,
-/// Linux SLL2); frames of any other link type are `Other`.
-pub const fn decodes_linktype(linktype: u32) -> bool {
-    matches!(
-        linktype,
-        proto::linktype::ETHERNET | proto::linktype::LINUX_SLL | proto::linktype::LINUX_SLL2
-    )
-}
-
 pub fn decode(linktype: u32, data: &[u8], frame_len: u32) -> PacketRecord {
     decode_with_payload(linktype, data, frame_len).0
 }
@@ -180,18 +209,50 @@ pub fn decode_into<'a>(
     data: &'a [u8],
     frame_len: u32,
 ) -> &'a [u8] {
+    decode_walk(rec, linktype, data, frame_len).payload
+}
+
+/// What [`decode_walk`] found besides the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Walk<'a> {
+    /// The application payload of a RoCE frame (see [`decode_with_payload`]).
+    pub payload: &'a [u8],
+    /// Why the walk ended before the end of the headers (always set when
+    /// the record's kind is `Other`).
+    pub stop: Option<Stop>,
+}
+
+/// [`decode_into`], and why the walk stopped where it did.
+pub fn decode_walk<'a>(
+    rec: &mut PacketRecord,
+    linktype: u32,
+    data: &'a [u8],
+    frame_len: u32,
+) -> Walk<'a> {
+    use proto::linktype as lt;
     *rec = PacketRecord::default();
     let mut next = match linktype {
-        proto::linktype::ETHERNET => ethernet_frame(rec, data, true),
-        proto::linktype::LINUX_SLL => match Sll::new_checked(data) {
+        lt::ETHERNET => ethernet_frame(rec, data, true),
+        lt::LINUX_SLL => match Sll::new_checked(data) {
             Ok(sll) => link_payload(rec, sll.protocol(), sll.payload(), true),
-            Err(Truncated) => Next::Done,
+            Err(Truncated) => Next::Stop(Stop::Cut(Layer::Link)),
         },
-        proto::linktype::LINUX_SLL2 => match Sll2::new_checked(data) {
+        lt::LINUX_SLL2 => match Sll2::new_checked(data) {
             Ok(sll) => link_payload(rec, sll.protocol(), sll.payload(), true),
-            Err(Truncated) => Next::Done,
+            Err(Truncated) => Next::Stop(Stop::Cut(Layer::Link)),
         },
-        _ => Next::Done,
+        lt::RAW | lt::RAW_DLT | lt::RAW_OPENBSD => raw_ip(rec, data),
+        lt::IPV4 => ipv4(rec, data, true),
+        lt::IPV6 => ipv6(rec, data, true),
+        lt::NULL | lt::LOOP => match null::Null::new_checked(data) {
+            Ok(h) => match h.family(linktype == lt::LOOP) {
+                Some(null::Family::Ipv4) => ipv4(rec, h.payload(), true),
+                Some(null::Family::Ipv6) => ipv6(rec, h.payload(), true),
+                None => Next::Stop(Stop::Foreign(Foreign::AddressFamily)),
+            },
+            Err(Truncated) => Next::Stop(Stop::Cut(Layer::Link)),
+        },
+        _ => Next::Stop(Stop::LinkType),
     };
     if let Next::Erspan(inner, truncated) = next {
         // The mirrored frame is what is analysed: start its record afresh.
@@ -206,9 +267,15 @@ pub fn decode_into<'a>(
         }
     }
     let mut payload: &[u8] = &[];
+    let mut stop = None;
     match next {
         Next::Payload(p) => payload = p,
-        Next::Erspan(..) => *rec = PacketRecord::default(),
+        // Unreachable: the inner frame is walked without ERSPAN.
+        Next::Erspan(..) => {
+            *rec = PacketRecord::default();
+            stop = Some(Stop::Limit(Limit::NestedEncapsulation));
+        }
+        Next::Stop(s) => stop = Some(s),
         Next::Done => {}
     }
     if rec.kind() == Kind::Other {
@@ -217,13 +284,25 @@ pub fn decode_into<'a>(
     }
     rec.frame_len = frame_len;
     rec.cap_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-    payload
+    Walk { payload, stop }
+}
+
+/// Raw IP: the version nibble says which.
+fn raw_ip<'a>(rec: &mut PacketRecord, data: &'a [u8]) -> Next<'a> {
+    match data.first().map(|b| b >> 4) {
+        Some(4) => ipv4(rec, data, true),
+        Some(6) => ipv6(rec, data, true),
+        Some(_) => Next::Stop(Stop::Foreign(Foreign::AddressFamily)),
+        None => Next::Stop(Stop::Cut(Layer::Link)),
+    }
 }
 
 /// Where a layer left the walk.
 enum Next<'a> {
-    /// Finished: `rec.kind` says what the frame is (`Other` if nothing).
+    /// Finished: `rec.kind` says what the frame is.
     Done,
+    /// Ended early, for this reason (`rec.kind` may still be set).
+    Stop(Stop),
     /// An ERSPAN/GRE mirror: this inner Ethernet frame is to be decoded;
     /// `true` when the switch marked it truncated.
     Erspan(&'a [u8], bool),
@@ -233,7 +312,7 @@ enum Next<'a> {
 
 fn ethernet_frame<'a>(rec: &mut PacketRecord, data: &'a [u8], allow_erspan: bool) -> Next<'a> {
     let Ok(eth) = EthernetFrame::new_checked(data) else {
-        return Next::Done;
+        return Next::Stop(Stop::Cut(Layer::Link));
     };
     rec.dst_mac = eth.dst_addr();
     rec.src_mac = eth.src_addr();
@@ -250,10 +329,10 @@ fn link_payload<'a>(
     let mut tags = 0;
     while ethernet::is_vlan_tpid(ethertype) {
         if tags == proto::ethernet::MAX_VLAN_TAGS {
-            return Next::Done;
+            return Next::Stop(Stop::Limit(Limit::VlanDepth));
         }
         let Ok(tag) = VlanTag::new_checked(rest) else {
-            return Next::Done;
+            return Next::Stop(Stop::Cut(Layer::Vlan));
         };
         if tags == 0 {
             rec.outer_vlan = tag.vid();
@@ -275,11 +354,8 @@ fn link_payload<'a>(
     match ethertype {
         proto::ethernet::ETHERTYPE_IPV4 => ipv4(rec, rest, allow_erspan),
         proto::ethernet::ETHERTYPE_IPV6 => ipv6(rec, rest, allow_erspan),
-        proto::ethernet::ETHERTYPE_MAC_CONTROL => {
-            mac_control(rec, rest);
-            Next::Done
-        }
-        _ => Next::Done,
+        proto::ethernet::ETHERTYPE_MAC_CONTROL => mac_control(rec, rest),
+        _ => Next::Stop(Stop::Foreign(Foreign::EtherType)),
     }
 }
 
@@ -302,11 +378,14 @@ struct L3<'a> {
 
 fn ipv4<'a>(rec: &mut PacketRecord, bytes: &'a [u8], allow_erspan: bool) -> Next<'a> {
     let Ok(ip) = Ipv4Packet::new_checked(bytes) else {
-        return Next::Done;
+        return Next::Stop(Stop::Cut(Layer::Ipv4));
     };
+    if !ip.is_valid() {
+        return Next::Stop(Stop::Invalid(Layer::Ipv4));
+    }
     // A non-first fragment has no UDP header: nothing to recognise it by.
-    if !ip.is_valid() || ip.frag_offset() != 0 {
-        return Next::Done;
+    if ip.frag_offset() != 0 {
+        return Next::Stop(Stop::Foreign(Foreign::IpFragment));
     }
     rec.src_ip = ip::ipv4_mapped(ip.src_addr());
     rec.dst_ip = ip::ipv4_mapped(ip.dst_addr());
@@ -325,10 +404,10 @@ fn ipv4<'a>(rec: &mut PacketRecord, bytes: &'a [u8], allow_erspan: bool) -> Next
 
 fn ipv6<'a>(rec: &mut PacketRecord, bytes: &'a [u8], allow_erspan: bool) -> Next<'a> {
     let Ok(ip) = Ipv6Packet::new_checked(bytes) else {
-        return Next::Done;
+        return Next::Stop(Stop::Cut(Layer::Ipv6));
     };
     if ip.version() != 6 {
-        return Next::Done;
+        return Next::Stop(Stop::Invalid(Layer::Ipv6));
     }
     rec.src_ip = ip.src_addr();
     rec.dst_ip = ip.dst_addr();
@@ -347,17 +426,17 @@ fn ipv6<'a>(rec: &mut PacketRecord, bytes: &'a [u8], allow_erspan: bool) -> Next
         let len = match next_header {
             proto::ip::IPV6_HOP_BY_HOP | proto::ip::IPV6_ROUTING | proto::ip::IPV6_DEST_OPTS => {
                 let Ok(h) = Ipv6ExtHeader::new_checked(here) else {
-                    return Next::Done;
+                    return Next::Stop(Stop::Cut(Layer::Ipv6Ext));
                 };
                 next_header = h.next_header();
                 h.header_len()
             }
             proto::ip::IPV6_FRAGMENT => {
                 let Ok(h) = Ipv6FragmentHeader::new_checked(here) else {
-                    return Next::Done;
+                    return Next::Stop(Stop::Cut(Layer::Ipv6Ext));
                 };
                 if h.frag_offset() != 0 {
-                    return Next::Done;
+                    return Next::Stop(Stop::Foreign(Foreign::IpFragment));
                 }
                 first_fragment = h.more_frags();
                 next_header = h.next_header();
@@ -367,8 +446,11 @@ fn ipv6<'a>(rec: &mut PacketRecord, bytes: &'a [u8], allow_erspan: bool) -> Next
         };
         ext_headers += 1;
         at += len;
-        if ext_headers > proto::ip::MAX_IPV6_EXT_HEADERS || at > end {
-            return Next::Done;
+        if ext_headers > proto::ip::MAX_IPV6_EXT_HEADERS {
+            return Next::Stop(Stop::Limit(Limit::Ipv6ExtHeaders));
+        }
+        if at > end {
+            return Next::Stop(Stop::Invalid(Layer::Ipv6Ext));
         }
     }
     let l3 = L3 {
@@ -383,45 +465,44 @@ fn ipv6<'a>(rec: &mut PacketRecord, bytes: &'a [u8], allow_erspan: bool) -> Next
 
 fn transport<'a>(rec: &mut PacketRecord, protocol: u8, l3: L3<'a>, allow_erspan: bool) -> Next<'a> {
     match protocol {
-        proto::ip::PROTO_UDP => match udp(rec, &l3) {
-            Some(payload) => Next::Payload(payload),
-            None => Next::Done,
-        },
+        proto::ip::PROTO_UDP => udp(rec, &l3),
         proto::gre::IP_PROTO if allow_erspan => gre(field::tail(l3.packet, l3.l4_at)),
-        _ => Next::Done,
+        proto::gre::IP_PROTO => Next::Stop(Stop::Limit(Limit::NestedEncapsulation)),
+        _ => Next::Stop(Stop::Foreign(Foreign::IpProtocol)),
     }
 }
 
 /// GRE carrying ERSPAN I/II/III: the mirrored frame inside, if whole headers survived.
 fn gre(bytes: &[u8]) -> Next<'_> {
     let Ok(g) = Gre::new_checked(bytes) else {
-        return Next::Done;
+        return Next::Stop(Stop::Cut(Layer::Gre));
     };
     if g.version() != 0 || g.routing_present() {
-        return Next::Done;
+        return Next::Stop(Stop::Foreign(Foreign::GreProtocol));
     }
+    let cut = Next::Stop(Stop::Cut(Layer::Erspan));
     match g.protocol_type() {
         // Type I has no sequence number and no ERSPAN header.
         proto::gre::PROTO_ERSPAN_II if !g.sequence_present() => Next::Erspan(g.payload(), false),
         proto::gre::PROTO_ERSPAN_II => match ErspanII::new_checked(g.payload()) {
             Ok(e) => Next::Erspan(e.payload(), e.truncated()),
-            Err(Truncated) => Next::Done,
+            Err(Truncated) => cut,
         },
         proto::gre::PROTO_ERSPAN_III => match ErspanIII::new_checked(g.payload()) {
             Ok(e) => Next::Erspan(e.payload(), e.truncated()),
-            Err(Truncated) => Next::Done,
+            Err(Truncated) => cut,
         },
-        _ => Next::Done,
+        _ => Next::Stop(Stop::Foreign(Foreign::GreProtocol)),
     }
 }
 
-fn udp<'a>(rec: &mut PacketRecord, l3: &L3<'a>) -> Option<&'a [u8]> {
+fn udp<'a>(rec: &mut PacketRecord, l3: &L3<'a>) -> Next<'a> {
     let segment = field::tail(l3.packet, l3.l4_at);
     let Ok(header) = UdpHeader::new_checked(segment) else {
-        return None;
+        return Next::Stop(Stop::Cut(Layer::Udp));
     };
     if header.dst_port() != proto::udp::ROCEV2_PORT {
-        return None;
+        return Next::Stop(Stop::Foreign(Foreign::UdpPort));
     }
     rec.udp_sport = header.src_port();
     rec.flags |= flags::HAS_UDP;
@@ -435,7 +516,7 @@ fn udp<'a>(rec: &mut PacketRecord, l3: &L3<'a>) -> Option<&'a [u8]> {
     const MIN_DATAGRAM: usize = proto::udp::HEADER_LEN + proto::ib::BTH_LEN + proto::ib::ICRC_LEN;
     if datagram_len < MIN_DATAGRAM {
         rec.kind = Kind::Malformed as u8;
-        return None;
+        return Next::Stop(Stop::Invalid(Layer::Udp));
     }
     rec.kind = Kind::Roce as u8;
 
@@ -460,12 +541,13 @@ fn udp<'a>(rec: &mut PacketRecord, l3: &L3<'a>) -> Option<&'a [u8]> {
     }
 
     let Ok(bth) = Bth::new_checked(field::tail(datagram, proto::udp::HEADER_LEN)) else {
-        return None;
+        return Next::Stop(Stop::Cut(Layer::Bth));
     };
     bth_fields(rec, &bth);
     let ext = bth.ext_headers();
     if ext & proto::ib::ext::UNKNOWN != 0 {
-        return None;
+        // A RoCE record all the same; what follows the BTH is unknown.
+        return Next::Done;
     }
     let overhead = proto::udp::HEADER_LEN
         + proto::ib::BTH_LEN
@@ -477,12 +559,14 @@ fn udp<'a>(rec: &mut PacketRecord, l3: &L3<'a>) -> Option<&'a [u8]> {
 
     // Extension headers live between the BTH and the ICRC.
     let before_icrc = field::head(datagram, datagram_len - proto::ib::ICRC_LEN);
-    let after_headers = ext_headers(
+    let Some(after_headers) = ext_headers(
         rec,
         ext,
         field::tail(before_icrc, proto::udp::HEADER_LEN + proto::ib::BTH_LEN),
-    )?;
-    Some(field::head(after_headers, rec.payload_len as usize))
+    ) else {
+        return Next::Stop(Stop::Cut(Layer::ExtHeaders));
+    };
+    Next::Payload(field::head(after_headers, rec.payload_len as usize))
 }
 
 fn bth_fields(rec: &mut PacketRecord, bth: &Bth<&[u8]>) {
@@ -564,27 +648,31 @@ fn ext_headers<'a>(rec: &mut PacketRecord, mask: u16, mut rest: &'a [u8]) -> Opt
     Some(rest)
 }
 
-fn mac_control(rec: &mut PacketRecord, bytes: &[u8]) {
+fn mac_control<'a>(rec: &mut PacketRecord, bytes: &[u8]) -> Next<'a> {
+    let cut = Next::Stop(Stop::Cut(Layer::MacControl));
     let Ok(mc) = MacControl::new_checked(bytes) else {
-        return;
+        return cut;
     };
     match mc.opcode() {
         proto::mac_control::OPCODE_PFC => {
             rec.kind = Kind::Pfc as u8;
-            if let Ok(pfc) = Pfc::new_checked(bytes) {
-                // The top byte of the vector is reserved.
-                rec.pfc_enable = pfc.class_enable_vector() as u8;
-                rec.pfc_quanta = pfc.times();
-                rec.flags |= flags::HAS_PFC;
-            }
+            let Ok(pfc) = Pfc::new_checked(bytes) else {
+                return cut;
+            };
+            // The top byte of the vector is reserved.
+            rec.pfc_enable = pfc.class_enable_vector() as u8;
+            rec.pfc_quanta = pfc.times();
+            rec.flags |= flags::HAS_PFC;
         }
         proto::mac_control::OPCODE_PAUSE => {
             rec.kind = Kind::Pause as u8;
-            if let Ok(pause) = Pause::new_checked(bytes) {
-                rec.pause_quanta = pause.pause_time();
-                rec.flags |= flags::HAS_PAUSE;
-            }
+            let Ok(pause) = Pause::new_checked(bytes) else {
+                return cut;
+            };
+            rec.pause_quanta = pause.pause_time();
+            rec.flags |= flags::HAS_PAUSE;
         }
-        _ => {}
+        _ => return Next::Stop(Stop::Foreign(Foreign::MacControlOpcode)),
     }
+    Next::Done
 }

@@ -314,6 +314,7 @@ pub fn run_with(
         records,
         warnings: Vec::new(),
         stopped_by: stopped_by_error.as_ref().map(|e| e.to_string()),
+        decode: None,
         live: Some(facts.clone()),
     })?;
     Ok(Outcome {

@@ -32,6 +32,13 @@ impl std::fmt::Debug for Filter {
 }
 
 fn compile(expr: &str, linktype: u32) -> std::result::Result<BpfProgram, String> {
+    use rocescope_common::proto::linktype as lt;
+    // libpcap compiles for a DLT_* value: raw IP is DLT_RAW (12 on Linux),
+    // whichever LINKTYPE_* number (101, or 12/14 from the BSDs) the file has.
+    let linktype = match linktype {
+        lt::RAW | lt::RAW_OPENBSD => lt::RAW_DLT,
+        other => other,
+    };
     let lt =
         i32::try_from(linktype).map_err(|_| format!("link type {linktype} is out of range"))?;
     let dead = Capture::dead(Linktype(lt)).map_err(|e| e.to_string())?;

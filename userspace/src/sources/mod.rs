@@ -50,7 +50,10 @@
 //!   sections in file order (a section's interface ids are local to it).
 //! * **Timestamps**: classic pcap's `thiszone` is ignored (every tool writes
 //!   0, as libpcap does); pcapng `if_tsresol` 10^-n and 2^-n and `if_tsoffset`
-//!   (seconds) are applied; results are clamped to the u64 ns range. An SPB
+//!   (seconds) are applied; a result before 1970 or past the u64 ns range
+//!   (2554) is an error ([`crate::Error::BadCapture`]) naming the file,
+//!   interface and byte offset, from `next_frame` (the frames before it
+//!   were returned): a made-up time would misplace every interval. An SPB
 //!   has no timestamp: it gets the previous frame's (0 for the first).
 //!   Timestamps going backwards are passed through, with one warning per
 //!   file (at the first frame earlier than the one before it).
@@ -67,10 +70,14 @@
 //!   error after some bytes is reported once those bytes are used up.
 //! * **Memory** is one [`BUFFER_CAPACITY`] buffer plus one [`Interface`] per
 //!   declared interface; no allocation follows a length read from the file.
+mod compress;
 mod filter;
+mod input;
 mod reader;
 
+pub use compress::Compression;
 pub use filter::Filter;
+pub use input::{Input, Inputs, capture_stem};
 pub use reader::{
     BUFFER_CAPACITY, CaptureReader, Frame, Interface, MAX_CAPLEN, MAX_INTERFACES, MAX_WARNINGS,
     Warning,

@@ -21,6 +21,7 @@ use pcap_parser::{
     PcapBlockOwned, PcapError, PcapHeader, PcapNGReader, SimplePacketBlock, UnknownBlock,
 };
 
+use super::compress::{Compression, Decompressed, Progress};
 use crate::error::{Error, Result};
 
 /// Largest captured length accepted for one frame (libpcap's
@@ -86,17 +87,17 @@ pub struct Warning {
     pub detail: String,
     /// True when the reader stopped there (the rest of the file is unread).
     pub stopped: bool,
+    /// The file is compressed: `offset` is in the decompressed data.
+    pub decompressed: Option<Compression>,
 }
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: at byte {}: {}",
-            self.path.display(),
-            self.offset,
-            self.detail
-        )?;
+        write!(f, "{}: at byte {}", self.path.display(), self.offset)?;
+        if let Some(codec) = self.decompressed {
+            write!(f, " of the {codec}-decompressed data")?;
+        }
+        write!(f, ": {}", self.detail)?;
         if self.stopped {
             write!(
                 f,
@@ -113,6 +114,8 @@ impl fmt::Display for Warning {
 pub struct CaptureReader {
     src: Box<dyn PcapReaderIterator>,
     io_error: Rc<RefCell<Option<io::Error>>>,
+    /// The stream's compression, and how far the decoder got.
+    compression: Option<(Compression, Progress)>,
     st: State,
 }
 
@@ -127,6 +130,8 @@ struct TsScale {
 
 struct State {
     path: PathBuf,
+    /// The stream is decompressed (offsets are in the decompressed data).
+    decompressed: Option<Compression>,
     interfaces: Vec<Interface>,
     scales: Vec<TsScale>,
     /// Classic pcap: timestamps' fraction is in ns (else µs).
@@ -174,6 +179,8 @@ enum Step {
     Stop,
     TooLarge,
     Corrupt(String),
+    /// A fault that ends the run: an error naming the block at the front.
+    Fatal(String),
     Io,
 }
 
@@ -218,7 +225,7 @@ impl<R: Read> Read for FullRead<R> {
 
 /// Reads until `buf` is full, the reader ends, or an error (returned with
 /// the count of bytes read before it).
-fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+pub(super) fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
@@ -229,6 +236,88 @@ fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
         }
     }
     (n, None)
+}
+
+/// The capture format of stream `r` (decompressing it if it is
+/// compressed), and the stream from the start of the capture again.
+fn sniff(
+    path: &Path,
+    r: Box<dyn Read>,
+) -> Result<(Format, Box<dyn Read>, Option<(Compression, Progress)>)> {
+    let (magic, r) = read_magic(path, r, None)?;
+    let (magic, inner, compression) = match Compression::detect(magic) {
+        None => (magic, r, None),
+        Some(codec) => {
+            let d = Decompressed::new(codec, r).map_err(|source| Error::Read {
+                path: path.to_path_buf(),
+                offset: 0,
+                source,
+            })?;
+            let progress = d.progress();
+            let (magic, r) = match read_magic(path, Box::new(d), Some(codec)) {
+                Err(Error::NotACapture { .. }) if progress.take_cut() => {
+                    return Err(Error::NotACapture {
+                        path: path.to_path_buf(),
+                        detail: format!(
+                            "the {codec}-compressed data ends after {} bytes, before the capture's file header could be decompressed: the file was cut",
+                            progress.compressed_bytes()
+                        ),
+                    });
+                }
+                other => other?,
+            };
+            (magic, r, Some((codec, progress)))
+        }
+    };
+    let format = detect(magic).map_err(|detail| Error::NotACapture {
+        path: path.to_path_buf(),
+        detail: match &compression {
+            Some((codec, _)) => format!("{codec}-compressed, and what it holds has {detail}"),
+            None => detail,
+        },
+    })?;
+    Ok((format, inner, compression))
+}
+
+/// Whether the stream starts like a capture (plain or compressed): reads
+/// only its first bytes (and the first block of compressed data).
+pub(super) fn probe(path: &Path, r: Box<dyn Read>) -> Result<()> {
+    sniff(path, r).map(|_| ())
+}
+
+/// The first 4 bytes of `r`, and `r` from its start again. `codec`: `r`
+/// is the decompressed data of such a stream (for messages).
+fn read_magic(
+    path: &Path,
+    mut r: Box<dyn Read>,
+    codec: Option<Compression>,
+) -> Result<([u8; 4], Box<dyn Read>)> {
+    let mut magic = [0u8; 4];
+    let (n, err) = read_fully(&mut r, &mut magic);
+    if let Some(source) = err {
+        return Err(Error::Read {
+            path: path.to_path_buf(),
+            offset: n as u64,
+            source,
+        });
+    }
+    let what = match codec {
+        Some(c) => format!("the {c}-compressed data"),
+        None => "the file".to_string(),
+    };
+    let not_a_capture = |detail: String| Error::NotACapture {
+        path: path.to_path_buf(),
+        detail,
+    };
+    if n == 0 {
+        return Err(not_a_capture(format!("{what} is empty")));
+    }
+    if n < 4 {
+        return Err(not_a_capture(format!(
+            "{what} is only {n} bytes long, too short for a file header"
+        )));
+    }
+    Ok((magic, Box::new(Cursor::new(magic).chain(r))))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -243,9 +332,8 @@ fn detect(magic: [u8; 4]) -> std::result::Result<Format, String> {
         SHB_TYPE => Ok(Format::PcapNg),
         _ => {
             let hint = match magic {
-                [0x1f, 0x8b, ..] => "; it is gzip-compressed: gunzip it first",
-                [0x28, 0xb5, 0x2f, 0xfd] => "; it is zstd-compressed: unzstd it first",
                 [0xfd, b'7', b'z', b'X'] => "; it is xz-compressed: unxz it first",
+                [0x02, 0x21, 0x4c, 0x18] => "; it is in lz4's legacy format: lz4 -d it first",
                 [b'B', b'Z', b'h', _] => "; it is bzip2-compressed: bunzip2 it first",
                 _ => "",
             };
@@ -268,33 +356,11 @@ impl CaptureReader {
     }
 
     /// Reads a capture from any byte stream; `name` names it in messages.
+    /// A gzip, zstd or lz4 (frame format) stream is decompressed on the fly.
     pub fn from_reader(name: impl Into<PathBuf>, r: impl Read + 'static) -> Result<Self> {
         let path = name.into();
-        let mut r = r;
-        let mut magic = [0u8; 4];
-        let (n, err) = read_fully(&mut r, &mut magic);
-        if let Some(source) = err {
-            return Err(Error::Read {
-                path,
-                offset: n as u64,
-                source,
-            });
-        }
-        let not_a_capture = |detail: String| Error::NotACapture {
-            path: path.clone(),
-            detail,
-        };
-        if n == 0 {
-            return Err(not_a_capture("the file is empty".into()));
-        }
-        if n < 4 {
-            return Err(not_a_capture(format!(
-                "the file is only {n} bytes long, too short for a file header"
-            )));
-        }
-        let format = detect(magic).map_err(not_a_capture)?;
+        let (format, inner, compression) = sniff(&path, Box::new(r))?;
         let io_error = Rc::new(RefCell::new(None));
-        let inner: Box<dyn Read> = Box::new(Cursor::new(magic).chain(r));
         let stream = FullRead {
             inner,
             held: None,
@@ -335,11 +401,14 @@ impl CaptureReader {
                     .map_err(|e| header_error(e, "pcapng section header block"))?,
             ),
         };
+        let decompressed = compression.as_ref().map(|(c, _)| *c);
         let mut reader = CaptureReader {
             src,
             io_error,
+            compression,
             st: State {
                 path,
+                decompressed,
                 interfaces: Vec::new(),
                 scales: Vec::new(),
                 legacy_ns: false,
@@ -441,6 +510,7 @@ impl CaptureReader {
         }
         loop {
             if self.st.done {
+                self.note_cut_stream();
                 return Ok(None);
             }
             // pcap-parser 0.17 subtracts 12 from a block's length before
@@ -523,9 +593,47 @@ impl CaptureReader {
                 Step::Stop => {}
                 Step::TooLarge => self.too_large()?,
                 Step::Corrupt(detail) => self.st.stop(detail),
+                Step::Fatal(detail) => {
+                    self.st.done = true;
+                    return Err(Error::BadCapture {
+                        path: self.st.path.clone(),
+                        offset: self.st.pos,
+                        detail,
+                    });
+                }
                 Step::Io => return Err(self.io_err()),
             }
         }
+    }
+
+    /// The compressed stream ended mid-way: say so once (the capture
+    /// reader has warned about the record it cut, if any).
+    fn note_cut_stream(&mut self) {
+        let Some((codec, progress)) = &self.compression else {
+            return;
+        };
+        if !progress.take_cut() {
+            return;
+        }
+        let codec = *codec;
+        let detail = format!(
+            "the {codec}-compressed data ends mid-stream after {} compressed bytes (the compressor was stopped or the file cut): analysed every frame before",
+            progress.compressed_bytes()
+        );
+        // Past the warning limit too: it explains the cut record's warning.
+        self.st.warnings.push(Warning {
+            path: self.st.path.clone(),
+            offset: self.st.pos,
+            frames_before: self.st.delivered,
+            detail,
+            stopped: true,
+            decompressed: Some(codec),
+        });
+    }
+
+    /// The compression of the stream (`None`: a plain capture).
+    pub fn compression(&self) -> Option<Compression> {
+        self.compression.as_ref().map(|(c, _)| *c)
     }
 
     /// What to do with the next block, parsed by pcap-parser (`base`: the
@@ -727,8 +835,8 @@ fn u32_at(data: &[u8], at: usize, be: bool) -> Option<u32> {
 }
 
 /// `ts` in `units` per second, plus an offset in seconds, as ns since the
-/// epoch (clamped to the u64 range).
-fn scale_ts(ts: u64, scale: TsScale) -> u64 {
+/// epoch; `None` when that is before 1970 or past the u64 ns range (2554).
+fn scale_ts(ts: u64, scale: TsScale) -> Option<u64> {
     let units = scale.units.max(1);
     // The usual resolutions (ns, µs, ms) divide a second: no 128-bit division.
     let ns = if NS_PER_SEC.is_multiple_of(units) {
@@ -736,7 +844,7 @@ fn scale_ts(ts: u64, scale: TsScale) -> u64 {
     } else {
         (u128::from(ts) * u128::from(NS_PER_SEC) / u128::from(units)) as i128
     } + i128::from(scale.offset_s) * i128::from(NS_PER_SEC);
-    ns.clamp(0, u64::MAX as i128) as u64
+    u64::try_from(ns).ok()
 }
 
 /// Units per second of an `if_tsresol` byte: 10^n, or 2^n with the top bit.
@@ -770,8 +878,11 @@ impl State {
             self.warn(
                 self.pos,
                 format!(
-                    "frame {} (interface {}) has link type {}, which rocescope does not decode (it reads Ethernet, Linux SLL and SLL2): frames of this link type are skipped",
-                    meta.number, meta.iface, meta.linktype
+                    "frame {} (interface {}) has link type {}, which rocescope does not decode (it reads {}): frames of this link type are skipped",
+                    meta.number,
+                    meta.iface,
+                    meta.linktype,
+                    crate::decode::DECODED_LINKTYPES
                 ),
             );
         }
@@ -789,6 +900,7 @@ impl State {
             frames_before: self.delivered,
             detail,
             stopped: false,
+            decompressed: self.decompressed,
         });
     }
 
@@ -804,6 +916,7 @@ impl State {
             frames_before: self.delivered,
             detail,
             stopped: true,
+            decompressed: self.decompressed,
         });
         self.finish();
     }
@@ -823,6 +936,7 @@ impl State {
                     self.warnings_dropped
                 ),
                 stopped: false,
+                decompressed: self.decompressed,
             });
         }
     }
@@ -1036,6 +1150,29 @@ impl State {
         }
     }
 
+    fn timestamp(&self, ts: u64, iface: usize) -> Option<u64> {
+        scale_ts(ts, *self.scales.get(iface)?)
+    }
+
+    /// A pcapng timestamp that is no time since 1970 in u64 nanoseconds:
+    /// an error (saturating would put the frame at a made-up time).
+    fn bad_timestamp(&self, ts: u64, iface: usize) -> Step {
+        let scale = self.scales.get(iface).copied().unwrap_or(TsScale {
+            units: 1_000_000,
+            offset_s: 0,
+        });
+        let name = self
+            .interfaces
+            .get(iface)
+            .and_then(|i| i.name.as_deref())
+            .map(|n| format!(" {n:?}"))
+            .unwrap_or_default();
+        Step::Fatal(format!(
+            "frame {} (interface {iface}{name}): timestamp {ts} at {} units per second plus if_tsoffset {} s is before 1970 or after 2554, which no capture can be: the interface's if_tsresol or if_tsoffset is wrong; fix them (e.g. rewrite the file with editcap) or capture again",
+            self.number, scale.units, scale.offset_s
+        ))
+    }
+
     fn on_epb(&mut self, len: usize, hdr: &EpbHeader, data: &[u8], base: usize) -> Step {
         self.number += 1;
         let Some(iface) = self.iface_index(hdr.if_id, "enhanced packet block") else {
@@ -1044,7 +1181,9 @@ impl State {
         if self.oversized(hdr.caplen) {
             return Step::Consume(len);
         }
-        let ts_ns = scale_ts(hdr.ts, self.scales[iface]);
+        let Some(ts_ns) = self.timestamp(hdr.ts, iface) else {
+            return self.bad_timestamp(hdr.ts, iface);
+        };
         self.frame_step(len, data, base, iface, ts_ns, hdr.origlen)
     }
 
@@ -1116,7 +1255,9 @@ impl State {
             return Step::Consume(len);
         };
         let ts = (u64::from(ts_high) << 32) | u64::from(ts_low);
-        let ts_ns = scale_ts(ts, self.scales[iface]);
+        let Some(ts_ns) = self.timestamp(ts, iface) else {
+            return self.bad_timestamp(ts, iface);
+        };
         self.frame_step(len, data, base, iface, ts_ns, origlen)
     }
 }
@@ -1132,7 +1273,7 @@ mod scale_tests {
         let exact = |ts: u64, s: TsScale| {
             let ns = (u128::from(ts) * u128::from(NS_PER_SEC) / u128::from(s.units.max(1))) as i128
                 + i128::from(s.offset_s) * i128::from(NS_PER_SEC);
-            ns.clamp(0, i128::from(u64::MAX)) as u64
+            u64::try_from(ns).ok()
         };
         let units =
             (0..=9)

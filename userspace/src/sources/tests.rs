@@ -508,13 +508,39 @@ fn pcapng_power_of_two_resolution_and_offset() {
     assert_eq!(r.interfaces()[0].name, None);
     assert_eq!(frames[0].ts_ns, 103_500_000_000);
 
-    // A negative offset cannot go below the epoch.
-    let bytes = Ng::new(false)
-        .idb(1, 0, None, None, Some(-10))
-        .epb(0, 5_000_000, &frame(60, 0), 60)
-        .bytes();
-    let (frames, _, _) = read_all(bytes);
-    assert_eq!(frames[0].ts_ns, 0);
+    // A timestamp before the epoch (a negative offset) or past 2554 (1 s
+    // units): an error naming the file, interface and block, after the
+    // frames before it.
+    for (resol, offset_s, good, bad) in [
+        (None, -10, 20_000_000, 5_000_000),
+        (Some(0), 0, 1_700_000_000, u64::MAX / 1000),
+    ] {
+        let before = Ng::new(false)
+            .idb(1, 0, Some("eth7"), resol, Some(offset_s))
+            .epb(0, good, &frame(60, 0), 60)
+            .bytes();
+        let at = before.len() as u64;
+        let bytes = Ng::new(false)
+            .idb(1, 0, Some("eth7"), resol, Some(offset_s))
+            .epb(0, good, &frame(60, 0), 60)
+            .epb(0, bad, &frame(60, 1), 60)
+            .bytes();
+        let mut r = reader(bytes);
+        assert!(r.next_frame().expect("the first frame").is_some());
+        let err = r.next_frame().expect_err("a timestamp that does not fit");
+        assert!(
+            matches!(err, Error::BadCapture { offset, .. } if offset == at),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.starts_with("test.pcap: at byte ")
+                && text.contains("frame 2 (interface 0 \"eth7\")")
+                && text.contains(&format!("if_tsoffset {offset_s} s")),
+            "{text}"
+        );
+        assert!(r.next_frame().expect("at the end").is_none());
+    }
 
     // An unusable resolution: µs, with a warning.
     let bytes = Ng::new(false)
@@ -803,7 +829,11 @@ fn empty_file_and_wrong_magic_name_the_file() {
     let err = CaptureReader::from_reader("z.pcap.gz", io::Cursor::new(vec![0x1f, 0x8b, 8, 0, 0]))
         .err()
         .unwrap();
-    assert!(err.to_string().contains("gunzip"), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("gzip-compressed") && text.contains("cut"),
+        "{err}"
+    );
 
     let err = CaptureReader::from_reader("short", io::Cursor::new(vec![0xd4, 0xc3]))
         .err()

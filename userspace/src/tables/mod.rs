@@ -495,6 +495,10 @@ pub struct RunFacts {
     pub warnings: Vec<String>,
     /// A read error that ended the run early (the tables hold what came before).
     pub stopped_by: Option<String>,
+    /// Frames read but not decoded, by reason, and parse failures by layer
+    /// (captures; the live tap counts in `live`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode: Option<crate::decode::DecodeFacts>,
     /// The live tap's facts (`rocescope live`); absent for captures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<LiveFacts>,
