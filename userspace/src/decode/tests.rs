@@ -1,7 +1,9 @@
 //! Whole-frame tests of [`decode`](super::decode): real hardware bytes, frames
 //! built here layer by layer, snaplen cuts, and a real capture.
 use super::*;
-use rocescope_common::proto::linktype::{ETHERNET, LINUX_SLL, LINUX_SLL2};
+use rocescope_common::proto::linktype::{
+    ETHERNET, IPV4, IPV6, LINUX_SLL, LINUX_SLL2, LOOP, NULL, RAW, RAW_DLT, RAW_OPENBSD,
+};
 
 const DST_MAC: [u8; 6] = [0xe4, 0x1d, 0x2d, 0xab, 0x2b, 0xc2];
 const SRC_MAC: [u8; 6] = [0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32];
@@ -697,11 +699,13 @@ fn hostile_bytes_never_panic() {
     }
     for f in &frames {
         for cut in 0..=f.len() {
-            for lt in [ETHERNET, LINUX_SLL, LINUX_SLL2] {
-                let r = decode(lt, &f[..cut], f.len() as u32);
+            for lt in [ETHERNET, LINUX_SLL, LINUX_SLL2, RAW, NULL, LOOP, IPV4, IPV6] {
+                let mut r = PacketRecord::default();
+                let walk = decode_walk(&mut r, lt, &f[..cut], f.len() as u32);
                 assert_eq!(r.cap_len as usize, cut);
                 if r.kind() == Kind::Other {
                     assert_eq!(r.flags, 0);
+                    assert!(walk.stop.is_some(), "a frame of kind other says why");
                 }
             }
         }
@@ -762,4 +766,304 @@ fn oferby_proxy_capture() {
         }
     }
     assert_eq!((roce, from_69, acks, icrc_ok), (105, 37, 37, 105));
+}
+
+fn walk(linktype: u32, frame: &[u8]) -> (PacketRecord, Option<Stop>) {
+    let mut r = PacketRecord::default();
+    let w = decode_walk(&mut r, linktype, frame, frame.len() as u32);
+    (r, w.stop)
+}
+
+/// The record of an Ethernet frame, as a link type without MACs gives it.
+fn without_macs(mut r: PacketRecord, frame_len: usize) -> PacketRecord {
+    r.src_mac = [0; 6];
+    r.dst_mac = [0; 6];
+    r.frame_len = frame_len as u32;
+    r.cap_len = frame_len as u32;
+    r
+}
+
+#[test]
+fn raw_ip_and_bsd_loopback() {
+    let v4 = &CX4_CNP[ETH_LEN..];
+    let v4_want = without_macs(dec(&CX4_CNP), v4.len());
+    assert_eq!(v4_want.kind(), Kind::Cnp);
+    assert_eq!(v4_want.icrc_ok(), Some(true));
+    let v6_eth = eth(
+        0x86DD,
+        &seal(ipv6(17, &roce_udp(0xC001, bth(0x04), &[], &[7; 32]))),
+    );
+    let v6 = &v6_eth[ETH_LEN..];
+    let v6_want = without_macs(dec(&v6_eth), v6.len());
+    assert_eq!(v6_want.kind(), Kind::Roce);
+    assert_eq!(v6_want.icrc_ok(), Some(true));
+
+    for lt in [RAW, RAW_DLT, RAW_OPENBSD] {
+        assert_eq!(walk(lt, v4), (v4_want, None), "raw IPv4, link type {lt}");
+        assert_eq!(walk(lt, v6), (v6_want, None), "raw IPv6, link type {lt}");
+    }
+    assert_eq!(walk(IPV4, v4), (v4_want, None));
+    assert_eq!(walk(IPV6, v6), (v6_want, None));
+    // The version nibble decides for 101; 228 and 229 say it themselves.
+    assert_eq!(walk(IPV4, v6).1, Some(Stop::Invalid(Layer::Ipv4)));
+    assert_eq!(walk(IPV6, v4).1, Some(Stop::Invalid(Layer::Ipv6)));
+    let mut v5 = v4.to_vec();
+    v5[0] = 0x55;
+    assert_eq!(
+        walk(RAW, &v5).1,
+        Some(Stop::Foreign(Foreign::AddressFamily))
+    );
+    assert_eq!(walk(RAW, &[]).1, Some(Stop::Cut(Layer::Link)));
+
+    let with_family = |af: [u8; 4], ip: &[u8]| [&af[..], ip].concat();
+    // NULL: the writer's byte order; LOOP: network order.
+    for (lt, af, ip, want) in [
+        (NULL, [2, 0, 0, 0], v4, v4_want),
+        (NULL, [0, 0, 0, 2], v4, v4_want),
+        (LOOP, [0, 0, 0, 2], v4, v4_want),
+        (NULL, [24, 0, 0, 0], v6, v6_want),
+        (NULL, [28, 0, 0, 0], v6, v6_want),
+        (NULL, [0, 0, 0, 30], v6, v6_want),
+        (LOOP, [0, 0, 0, 24], v6, v6_want),
+    ] {
+        let f = with_family(af, ip);
+        let want = PacketRecord {
+            frame_len: f.len() as u32,
+            cap_len: f.len() as u32,
+            ..want
+        };
+        assert_eq!(walk(lt, &f), (want, None), "link type {lt}, family {af:?}");
+    }
+    let f = with_family([2, 0, 0, 0], v4);
+    assert_eq!(
+        walk(LOOP, &f).1,
+        Some(Stop::Foreign(Foreign::AddressFamily))
+    );
+    let f = with_family([10, 0, 0, 0], v6);
+    assert_eq!(
+        walk(NULL, &f).1,
+        Some(Stop::Foreign(Foreign::AddressFamily))
+    );
+    assert_eq!(walk(NULL, &[2, 0, 0]).1, Some(Stop::Cut(Layer::Link)));
+    assert!(decodes_linktype(NULL) && decodes_linktype(229) && !decodes_linktype(105));
+}
+
+#[test]
+fn stop_reasons_name_the_layer() {
+    let cnp = CX4_CNP.to_vec();
+    let at = |n: usize| cnp[..n].to_vec();
+    let with = |at: usize, bytes: &[u8]| {
+        let mut f = cnp.clone();
+        f[at..at + bytes.len()].copy_from_slice(bytes);
+        f
+    };
+    let tagged = |tags: usize| {
+        let mut f = cnp[..12].to_vec();
+        for _ in 0..tags {
+            f.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
+        }
+        f.extend_from_slice(&cnp[12..]);
+        f
+    };
+    let cases: Vec<(&str, Vec<u8>, Option<Stop>, Kind)> = vec![
+        ("whole", cnp.clone(), None, Kind::Cnp),
+        (
+            "ethernet cut",
+            at(13),
+            Some(Stop::Cut(Layer::Link)),
+            Kind::Other,
+        ),
+        (
+            "ARP",
+            with(12, &[0x08, 0x06]),
+            Some(Stop::Foreign(Foreign::EtherType)),
+            Kind::Other,
+        ),
+        (
+            "IPv4 cut",
+            at(IP_AT + 19),
+            Some(Stop::Cut(Layer::Ipv4)),
+            Kind::Other,
+        ),
+        (
+            "IPv4 IHL 4",
+            with(IP_AT, &[0x44]),
+            Some(Stop::Invalid(Layer::Ipv4)),
+            Kind::Other,
+        ),
+        (
+            "TCP",
+            with(IP_AT + 9, &[6]),
+            Some(Stop::Foreign(Foreign::IpProtocol)),
+            Kind::Other,
+        ),
+        (
+            "fragment",
+            with(IP_AT + 6, &[0x00, 0x10]),
+            Some(Stop::Foreign(Foreign::IpFragment)),
+            Kind::Other,
+        ),
+        (
+            "UDP cut",
+            at(UDP_AT + 7),
+            Some(Stop::Cut(Layer::Udp)),
+            Kind::Other,
+        ),
+        (
+            "UDP 4790",
+            with(UDP_AT + 2, &[0x12, 0xB6]),
+            Some(Stop::Foreign(Foreign::UdpPort)),
+            Kind::Other,
+        ),
+        (
+            "UDP length 20",
+            with(UDP_AT + 4, &[0, 20]),
+            Some(Stop::Invalid(Layer::Udp)),
+            Kind::Malformed,
+        ),
+        (
+            "BTH cut",
+            at(BTH_AT + 11),
+            Some(Stop::Cut(Layer::Bth)),
+            Kind::Roce,
+        ),
+        (
+            "5 VLAN tags",
+            tagged(5),
+            Some(Stop::Limit(Limit::VlanDepth)),
+            Kind::Other,
+        ),
+        ("4 VLAN tags", tagged(4), None, Kind::Cnp),
+        (
+            "VLAN cut",
+            tagged(1)[..17].to_vec(),
+            Some(Stop::Cut(Layer::Vlan)),
+            Kind::Other,
+        ),
+        (
+            "MAC Control opcode 2",
+            eth(0x8808, &[0x00, 0x02, 0, 0]),
+            Some(Stop::Foreign(Foreign::MacControlOpcode)),
+            Kind::Other,
+        ),
+        (
+            "PFC cut",
+            eth(0x8808, &[0x01, 0x01, 0, 0xFF]),
+            Some(Stop::Cut(Layer::MacControl)),
+            Kind::Pfc,
+        ),
+        (
+            "GRE, not ERSPAN",
+            eth(0x0800, &ipv4(47, &[0, 0, 0x65, 0x58, 0, 0, 0, 0])),
+            Some(Stop::Foreign(Foreign::GreProtocol)),
+            Kind::Other,
+        ),
+        (
+            "GRE cut",
+            eth(0x0800, &ipv4(47, &[0, 0])),
+            Some(Stop::Cut(Layer::Gre)),
+            Kind::Other,
+        ),
+        (
+            "ERSPAN II cut",
+            eth(0x0800, &ipv4(47, &[0x10, 0, 0x88, 0xBE, 0, 0, 0, 1, 0x10])),
+            Some(Stop::Cut(Layer::Erspan)),
+            Kind::Other,
+        ),
+        (
+            "IPv6 version 4",
+            {
+                let mut f = eth(0x86DD, &ipv6(17, &[0; 8]));
+                f[ETH_LEN] = 0x4B;
+                f
+            },
+            Some(Stop::Invalid(Layer::Ipv6)),
+            Kind::Other,
+        ),
+        (
+            "IPv6 extension cut",
+            eth(0x86DD, &ipv6(0, &[17, 0])),
+            Some(Stop::Cut(Layer::Ipv6Ext)),
+            Kind::Other,
+        ),
+        (
+            "5 IPv6 extension headers",
+            eth(0x86DD, &ipv6(0, &[[60, 0, 0, 0, 0, 0, 0, 0]; 5].concat())),
+            Some(Stop::Limit(Limit::Ipv6ExtHeaders)),
+            Kind::Other,
+        ),
+    ];
+    for (what, frame, stop, kind) in cases {
+        let (r, got) = walk(ETHERNET, &frame);
+        assert_eq!((got, r.kind()), (stop, kind), "{what}");
+    }
+    // GRE inside a mirrored frame: one level of encapsulation only.
+    let ii = [
+        0x10, 0x00, 0x88, 0xBE, 0x00, 0x00, 0x00, 0x01, // GRE S, seq 1
+        0x10, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, // ERSPAN II, session 1
+    ];
+    let inner = eth(0x0800, &ipv4(47, &ii));
+    let outer = eth(0x0800, &ipv4(47, &[&ii[..], &inner].concat()));
+    assert_eq!(
+        walk(ETHERNET, &outer).1,
+        Some(Stop::Limit(Limit::NestedEncapsulation))
+    );
+    assert_eq!(
+        walk(105, &cnp),
+        (assert_other_record(&cnp), Some(Stop::LinkType))
+    );
+}
+
+fn assert_other_record(frame: &[u8]) -> PacketRecord {
+    PacketRecord {
+        frame_len: frame.len() as u32,
+        cap_len: frame.len() as u32,
+        ..PacketRecord::default()
+    }
+}
+
+#[test]
+fn the_tally_counts_by_reason_and_layer() {
+    let mut t = DecodeTally::default();
+    let mut add = |lt: u32, f: &[u8]| {
+        let (r, stop) = walk(lt, f);
+        t.frame(&r, stop, lt);
+    };
+    add(ETHERNET, &CX4_CNP);
+    add(ETHERNET, &CX4_CNP[..30]);
+    add(ETHERNET, &CX4_CNP[..BTH_AT + 4]);
+    add(105, &CX4_CNP);
+    add(105, &CX4_CNP);
+    add(ETHERNET, &eth(0x0806, &[0; 28]));
+    t.not_decoded(Undecoded::FilteredOut);
+    let f = t.facts();
+    assert_eq!(f.not_decoded, 5);
+    let reasons: Vec<(&str, u64)> = f
+        .not_decoded_by_reason
+        .iter()
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("cut.ipv4", 1),
+            ("filtered_out", 1),
+            ("link_type_not_supported", 2),
+            ("not_roce.ethertype", 1)
+        ]
+    );
+    assert_eq!(f.link_types_not_supported.get("105"), Some(&2));
+    // The cut IPv4 header and the cut BTH (a record all the same).
+    assert_eq!(f.parse_failures, 2);
+    assert_eq!(f.parse_failures_by_layer.get("ipv4"), Some(&1));
+    assert_eq!(f.parse_failures_by_layer.get("bth"), Some(&1));
+    let note = t.note(7).expect("a note");
+    assert!(
+        note.starts_with("5 of 7 frames read were not decoded: 1 filtered out"),
+        "{note}"
+    );
+    assert!(
+        note.contains("2 of a link type rocescope does not decode (105)"),
+        "{note}"
+    );
 }
