@@ -7,7 +7,12 @@
 //!   byte offset of the record concerned; every frame before it analysed and
 //!   written (row counts in `packets.parquet` checked), exit 0.
 //! * Odd frames (bad GRE, IPv4 options, fragments): an exact per-frame
-//!   decode (kept, or not recorded), no warning.
+//!   decode (kept, or not recorded), no warning; the frames not recorded
+//!   counted by reason in `summary.json` (`input.decode`) and in one note
+//!   line on stderr.
+//! * A run of which no frame could be decoded (no frames, nothing RoCE, a
+//!   filter matching nothing): every table written, one error line saying
+//!   so, non-zero exit.
 //!
 //! Every run is under an address-space limit (`RLIMIT_AS`), so an
 //! allocation sized by a length field from the file would abort the run;
@@ -157,11 +162,15 @@ impl Run {
 
     /// Requires a clean exit whose stderr is exactly `warnings` lines, each
     /// `rocescope: warning: FILE: at byte N: ...` with the offsets given
-    /// and containing the matching text.
+    /// and containing the matching text (and notes, see
+    /// [`Run::expect_not_decoded`]).
     fn expect_warnings(&self, want: &[(u64, &str)]) {
         let err = self.stderr();
         assert!(self.ok(), "run failed: {err}");
-        let lines: Vec<&str> = err.lines().collect();
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.starts_with("rocescope: note: "))
+            .collect();
         assert_eq!(lines.len(), want.len(), "warnings: {err}");
         for (line, (offset, text)) in lines.iter().zip(want) {
             let head = format!(
@@ -171,6 +180,59 @@ impl Run {
             assert!(line.starts_with(&head), "want {head:?}…, got {line:?}");
             assert!(line.contains(text), "want {text:?} in {line:?}");
         }
+        self.expect_every_table();
+    }
+
+    /// `summary.json`'s `input.decode`.
+    fn decode(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.out.join("summary.json")).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+        summary["input"]["decode"].clone()
+    }
+
+    /// Requires `summary.json` to count exactly these frames not decoded,
+    /// by reason, and stderr to say so in one note (none when `want` is
+    /// empty).
+    fn expect_not_decoded(&self, want: &[(&str, u64)]) {
+        let d = self.decode();
+        let got: Vec<(String, u64)> = d["not_decoded_by_reason"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .collect();
+        let want_owned: Vec<(String, u64)> =
+            want.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        assert_eq!(got, want_owned, "{d}");
+        let total: u64 = want.iter().map(|(_, n)| n).sum();
+        assert_eq!(d["not_decoded"], total);
+        let err = self.stderr();
+        let notes: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("rocescope: note: ") && l.contains("not decoded"))
+            .collect();
+        if total == 0 {
+            assert!(notes.is_empty(), "{err}");
+        } else {
+            assert_eq!(notes.len(), 1, "{err}");
+            assert!(
+                notes[0].contains(&format!("rocescope: note: {total} of ")),
+                "{err}"
+            );
+        }
+    }
+
+    /// Requires the run to have written every table and failed with one
+    /// error line containing `text`.
+    fn expect_failure_after_writing(&self, text: &str) {
+        let err = self.stderr();
+        assert!(!self.ok(), "should fail: {err}");
+        let errors: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("rocescope: error: "))
+            .collect();
+        assert_eq!(errors.len(), 1, "{err}");
+        assert!(errors[0].contains(text), "want {text:?} in {err}");
         self.expect_every_table();
     }
 
@@ -210,6 +272,11 @@ fn assert_no_partials(dir: &Path) {
 /// `rocescope analyze FILE --out DIR` on `content` saved as `name`, with
 /// the address space limited to [`AS_LIMIT`].
 fn analyze(name: &str, content: &[u8]) -> Run {
+    analyze_with(name, content, &[])
+}
+
+/// [`analyze`] with more arguments.
+fn analyze_with(name: &str, content: &[u8], args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join(name);
     std::fs::write(&cap, content).unwrap();
@@ -221,6 +288,7 @@ fn analyze(name: &str, content: &[u8]) -> Run {
         "--out",
         out.to_str().unwrap(),
     ]);
+    cmd.args(args);
     // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
     unsafe {
         cmd.pre_exec(|| {
@@ -274,13 +342,14 @@ fn wrong_magic_is_an_error() {
 }
 
 #[test]
-fn header_only_captures_are_empty_runs() {
+fn header_only_captures_fail_as_empty_runs() {
     let r = analyze("header.pcap", &pcap_header(LINKTYPE_ETHERNET, 65535));
-    r.expect_warnings(&[]);
+    r.expect_failure_after_writing("the captures hold no frames");
     assert_eq!(r.rows(), 0);
     let r = analyze("header.pcapng", &[shb(), idb(1, 0)].concat());
-    r.expect_warnings(&[]);
+    r.expect_failure_after_writing("the captures hold no frames");
     assert_eq!(r.rows(), 0);
+    r.expect_not_decoded(&[]);
 }
 
 #[test]
@@ -313,6 +382,8 @@ fn zero_length_record_is_read_past() {
     r.expect_warnings(&[]);
     // The empty record is frame 2 (numbers match Wireshark's): no row.
     assert_eq!(r.frames(), [1, 3]);
+    r.expect_not_decoded(&[("cut.link", 1)]);
+    assert_eq!(r.decode()["parse_failures"], 1);
 }
 
 #[test]
@@ -410,6 +481,8 @@ fn mixed_link_types_decode_what_they_can() {
     let r = analyze("mixed.pcapng", &v);
     r.expect_warnings(&[(wifi_at, "link type 105")]);
     assert_eq!(r.frames(), [1, 2, 4]);
+    r.expect_not_decoded(&[("link_type_not_supported", 1)]);
+    assert_eq!(r.decode()["link_types_not_supported"]["105"], 1);
     let ifaces = r.packets().strings("iface");
     assert_eq!(ifaces[0], ifaces[2]);
     assert_ne!(ifaces[0], ifaces[1]);
@@ -484,6 +557,8 @@ fn erspan_with_a_bad_gre_header_is_not_recorded() {
     let r = analyze("erspan.pcap", &v);
     r.expect_warnings(&[]);
     assert_eq!(r.frames(), [1]);
+    r.expect_not_decoded(&[("cut.gre", 1), ("not_roce.gre_protocol", 3)]);
+    assert_eq!(r.decode()["parse_failures_by_layer"]["gre"], 1);
     assert_eq!(r.packets().bools("erspan"), [Some(true)]);
 }
 
@@ -537,6 +612,7 @@ fn ipv4_options_and_fragments_to_4791() {
     r.expect_warnings(&[]);
     let p = r.packets();
     assert_eq!(r.frames(), [1, 2]);
+    r.expect_not_decoded(&[("not_roce.ip_fragment", 1)]);
     assert_eq!(
         p.strings("kind"),
         [Some("roce".into()), Some("roce".into())]
@@ -545,4 +621,142 @@ fn ipv4_options_and_fragments_to_4791() {
     assert_eq!(p.ints("payload_len"), [Some(64), Some(64)]);
     // The first fragment is decoded like a capture cut: ICRC unchecked.
     assert_eq!(p.bools("icrc_ok")[1], None);
+}
+
+/// An ARP request (42 bytes).
+fn arp() -> Vec<u8> {
+    let mut f = vec![0xff; 6];
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 1, 0x08, 0x06]);
+    f.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 1, 10, 0, 0, 1]);
+    f.extend_from_slice(&[0, 0, 0, 0, 0, 0, 10, 0, 0, 2]);
+    f
+}
+
+/// `frame` (Ethernet + IPv4 to UDP 4791) as TCP.
+fn as_tcp(frame: &[u8]) -> Vec<u8> {
+    let mut v = frame.to_vec();
+    v[14 + 9] = 6;
+    fix_ipv4_checksum(&mut v, 14);
+    v
+}
+
+#[test]
+fn nothing_decodable_fails_loudly() {
+    let mut v = pcap_header(LINKTYPE_ETHERNET, 65535);
+    pcap_frame(&mut v, TS0_US, &arp());
+    pcap_frame(&mut v, TS0_US + 1, &as_tcp(&roce(0)));
+    pcap_frame(&mut v, TS0_US + 2, &as_tcp(&roce(1)));
+    let r = analyze("tcp.pcap", &v);
+    r.expect_failure_after_writing("no frame could be decoded as RoCE, CNP, PFC or PAUSE");
+    r.expect_not_decoded(&[("not_roce.ethertype", 1), ("not_roce.ip_protocol", 2)]);
+    assert_eq!(r.rows(), 0);
+    assert!(
+        r.stderr()
+            .contains("1 not IP (another EtherType), 2 IP but neither UDP nor GRE"),
+        "{}",
+        r.stderr()
+    );
+
+    // Raw IP of the same frames: as much a capture, as little RoCE.
+    let mut v = pcap_header(101, 65535);
+    pcap_frame(&mut v, TS0_US, &as_tcp(&roce(0))[14..]);
+    let r = analyze("tcp-raw.pcap", &v);
+    r.expect_failure_after_writing("no frame could be decoded");
+    r.expect_not_decoded(&[("not_roce.ip_protocol", 1)]);
+
+    // A filter that matches nothing: every frame filtered out.
+    let r = analyze_with("filtered.pcap", &pcap_with(4), &["--filter", "udp port 9"]);
+    r.expect_failure_after_writing("no frame could be decoded");
+    r.expect_not_decoded(&[("filtered_out", 4)]);
+
+    // Frames of a link type rocescope does not read.
+    let mut v = pcap_header(LINKTYPE_IEEE802_11, 65535);
+    pcap_frame(&mut v, TS0_US, &roce(0));
+    pcap_frame(&mut v, TS0_US + 1, &roce(1));
+    let r = analyze("wifi.pcap", &v);
+    r.expect_failure_after_writing("2 of a link type rocescope does not decode (105)");
+    r.expect_not_decoded(&[("link_type_not_supported", 2)]);
+
+    // One RoCE frame among them is enough for a run.
+    let mut v = pcap_header(LINKTYPE_ETHERNET, 65535);
+    pcap_frame(&mut v, TS0_US, &arp());
+    pcap_frame(&mut v, TS0_US + 1, &roce(0));
+    let r = analyze("one.pcap", &v);
+    r.expect_warnings(&[]);
+    r.expect_not_decoded(&[("not_roce.ethertype", 1)]);
+}
+
+#[test]
+fn decoder_limits_are_counted_by_layer() {
+    let f = roce(3);
+    // 5 VLAN tags, one more than the decoder steps over (4 are fine).
+    let tagged = |n: usize| {
+        let mut v = f[..12].to_vec();
+        for _ in 0..n {
+            v.extend_from_slice(&[0x81, 0x00, 0x60, 0x05]);
+        }
+        v.extend_from_slice(&f[12..]);
+        v
+    };
+    let mut v = pcap_header(LINKTYPE_ETHERNET, 65535);
+    pcap_frame(&mut v, TS0_US, &tagged(4));
+    pcap_frame(&mut v, TS0_US + 1, &tagged(5));
+    // Cut inside the IPv4 header by the snaplen (caplen 30 of 98).
+    pcap_record(&mut v, TS0_US + 2, 30, f.len() as u32, &f[..30]);
+    // Cut inside the BTH: a RoCE row all the same, counted as a parse failure.
+    pcap_record(
+        &mut v,
+        TS0_US + 3,
+        14 + 20 + 8 + 6,
+        f.len() as u32,
+        &f[..48],
+    );
+    let r = analyze("limits.pcap", &v);
+    r.expect_warnings(&[]);
+    assert_eq!(r.frames(), [1, 4]);
+    r.expect_not_decoded(&[("cut.ipv4", 1), ("decoder_limit.vlan_depth", 1)]);
+    let d = r.decode();
+    assert_eq!(d["parse_failures"], 3, "{d}");
+    assert_eq!(d["parse_failures_by_layer"]["vlan"], 1);
+    assert_eq!(d["parse_failures_by_layer"]["ipv4"], 1);
+    assert_eq!(d["parse_failures_by_layer"]["bth"], 1);
+}
+
+/// An IDB with `if_name` and `if_tsoffset`.
+fn idb_with_offset(linktype: u16, name: &str, offset_s: i64) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&linktype.to_le_bytes());
+    body.extend_from_slice(&0u16.to_le_bytes());
+    body.extend_from_slice(&0u32.to_le_bytes());
+    let padded = name.len().div_ceil(4) * 4;
+    body.extend_from_slice(&2u16.to_le_bytes());
+    body.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    body.extend_from_slice(name.as_bytes());
+    body.resize(body.len() + padded - name.len(), 0);
+    body.extend_from_slice(&14u16.to_le_bytes());
+    body.extend_from_slice(&8u16.to_le_bytes());
+    body.extend_from_slice(&offset_s.to_le_bytes());
+    body.extend_from_slice(&[0; 4]);
+    block(1, &body)
+}
+
+#[test]
+fn a_timestamp_that_does_not_fit_is_an_error() {
+    // if_tsoffset -1700000000 s: the first frame (at 1.7e9 + 1 s) is at 1 s
+    // after the epoch, the second (1 µs before 1.7e9 s) before it.
+    let mut v = [shb(), idb_with_offset(1, "mirror0", -1_700_000_000)].concat();
+    v.extend(epb(0, 1_700_000_001_000_000, &roce(0)));
+    let at = v.len();
+    v.extend(epb(0, 1_699_999_999_999_999, &roce(1)));
+    v.extend(epb(0, 1_700_000_002_000_000, &roce(2)));
+    let r = analyze("offset.pcapng", &v);
+    let err = r.stderr();
+    r.expect_failure_after_writing(&format!(
+        "offset.pcapng: at byte {at}: frame 2 (interface 0 \"mirror0\"): timestamp 1699999999999999"
+    ));
+    assert!(err.contains("if_tsoffset -1700000000 s"), "{err}");
+    // The frame before it is analysed and written.
+    assert_eq!(r.frames(), [1]);
+    assert_eq!(r.packets().ints("ts_ns"), [Some(1_000_000_000)]);
 }
