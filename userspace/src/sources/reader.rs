@@ -701,6 +701,13 @@ impl CaptureReader {
             ));
             return Ok(());
         }
+        if (blen as usize) < BUFFER_CAPACITY {
+            // It would fit: what pcap-parser found too large is inside it.
+            self.st.stop(format!(
+                "damaged block (type {btype:#x}, {blen} bytes): its contents overrun its length"
+            ));
+            return Ok(());
+        }
         if matches!(btype, SHB_TYPE | IDB_TYPE | PB_TYPE | SPB_TYPE | EPB_TYPE) {
             self.st.stop(format!(
                 "block of type {btype:#x} claims {blen} bytes, more than this reader's {BUFFER_CAPACITY}-byte limit: the file is damaged"
