@@ -69,8 +69,9 @@ fi
 
 if [ "$want_test" = 1 ]; then
   # chromium: the HTML report's screenshot test (headless, no network);
-  # libcap2-bin: setcap, for the test of a file-capability binary.
-  apt_install tshark chromium iproute2 libcap2-bin
+  # libcap2-bin: setcap, for the test of a file-capability binary;
+  # gzip, zstd, lz4: the compressed-capture tests pipe through the tools.
+  apt_install tshark chromium iproute2 libcap2-bin gzip zstd lz4
   # Python modules the notebooks and their tests import; pip package names
   # differ from module names for none of these.
   py_missing=()
