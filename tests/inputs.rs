@@ -19,6 +19,22 @@ fn sample() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../pcaps/ghost-drop.pcapng")
 }
 
+/// `rocescope analyze INPUT --out OUT`.
+fn analyze(input: &Path, out: &Path) -> Output {
+    rocescope(&[
+        "analyze",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+/// Requires success, showing stderr otherwise.
+fn ok(o: Output) -> Output {
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -182,12 +198,7 @@ fn a_cut_compressed_capture_is_analysed_up_to_the_cut() {
     let file = dir.path().join("cut.pcapng.gz");
     std::fs::write(&file, &gz[..gz.len() / 2]).unwrap();
     let out = dir.path().join("out");
-    let r = rocescope_ok(&[
-        "analyze",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let r = ok(analyze(&file, &out));
     let err = stderr(&r);
     assert!(
         err.contains("cut.pcapng.gz: at byte ")
@@ -207,12 +218,7 @@ fn a_cut_compressed_capture_is_analysed_up_to_the_cut() {
     damaged[crc] ^= 0xA5;
     let file = dir.path().join("damaged.pcapng.gz");
     std::fs::write(&file, &damaged).unwrap();
-    let r = rocescope(&[
-        "analyze",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let r = analyze(&file, &out);
     assert!(!r.status.success());
     let err = stderr(&r);
     assert!(
@@ -240,12 +246,7 @@ fn a_directory_means_its_captures() {
     std::fs::write(root.join("notes/x.txt"), "nothing here").unwrap();
     std::fs::write(root.join("zero.pcap"), b"").unwrap();
     let out = dir.path().join("out");
-    let r = rocescope_ok(&[
-        "analyze",
-        root.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let r = ok(analyze(&root, &out));
     let err = stderr(&r);
     let notes: Vec<&str> = err.lines().filter(|l| l.contains("not captures")).collect();
     assert_eq!(
@@ -335,15 +336,12 @@ const LOOP: u16 = 108;
 /// `cap` rewritten with every interface's link type replaced by
 /// `linktype`: the Ethernet header stripped and `prefix(frame)` put before
 /// the IP packet. Interface names are kept.
-fn rewrite(cap: &Path, to: &Path, linktype: u16, prefix: impl Fn(&[u8]) -> Vec<u8>) -> usize {
+fn rewrite(cap: &Path, to: &Path, linktype: u16, prefix: fn(&[u8]) -> Vec<u8>) -> usize {
     let mut r = CaptureReader::open(cap).unwrap();
     let mut w = PcapngWriter::create(to).unwrap();
     let mut ids = Vec::new();
     let mut n = 0;
-    loop {
-        let Some(f) = r.next_frame().unwrap() else {
-            break;
-        };
+    while let Some(f) = r.next_frame().unwrap() {
         let (iface, ts_ns, orig_len, frame) =
             (f.iface as usize, f.ts_ns, f.orig_len, f.data.to_vec());
         while ids.len() <= iface {
@@ -380,12 +378,7 @@ fn link_independent(t: &Table) -> Vec<(String, Vec<arrow_array::ArrayRef>)> {
 }
 
 fn analyze_to(cap: &Path, out: &Path) -> Table {
-    rocescope_ok(&[
-        "analyze",
-        cap.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    ok(analyze(cap, out));
     Table::read(&out.join("packets.parquet"))
 }
 
@@ -400,13 +393,13 @@ fn raw_ip_and_loopback_captures_give_the_ethernet_rows() {
     let want_cols = link_independent(&want);
     assert!(want.strings("src_mac").iter().all(Option::is_some));
     let frame_len = want.ints("frame_len");
-    let none = |_: &[u8]| Vec::new();
-    let cases: [(&str, u16, &dyn Fn(&[u8]) -> Vec<u8>, i128); 5] = [
-        ("raw", RAW, &none, 14),
-        ("ipv4", IPV4, &none, 14),
-        ("null-le", NULL, &|_| 2u32.to_le_bytes().to_vec(), 10),
-        ("null-be", NULL, &|_| 2u32.to_be_bytes().to_vec(), 10),
-        ("loop", LOOP, &|_| 2u32.to_be_bytes().to_vec(), 10),
+    type Prefix = fn(&[u8]) -> Vec<u8>;
+    let cases: [(&str, u16, Prefix, i128); 5] = [
+        ("raw", RAW, |_| Vec::new(), 14),
+        ("ipv4", IPV4, |_| Vec::new(), 14),
+        ("null-le", NULL, |_| 2u32.to_le_bytes().to_vec(), 10),
+        ("null-be", NULL, |_| 2u32.to_be_bytes().to_vec(), 10),
+        ("loop", LOOP, |_| 2u32.to_be_bytes().to_vec(), 10),
     ];
     for (name, linktype, prefix, shorter) in cases {
         let cap = dir.path().join(format!("{name}.pcapng"));

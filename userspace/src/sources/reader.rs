@@ -238,12 +238,17 @@ pub(super) fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io
     (n, None)
 }
 
+/// What [`sniff`] found at the start of a stream.
+struct Sniffed {
+    format: Format,
+    /// The (decompressed) stream from the start of the capture.
+    stream: Box<dyn Read>,
+    compression: Option<(Compression, Progress)>,
+}
+
 /// The capture format of stream `r` (decompressing it if it is
 /// compressed), and the stream from the start of the capture again.
-fn sniff(
-    path: &Path,
-    r: Box<dyn Read>,
-) -> Result<(Format, Box<dyn Read>, Option<(Compression, Progress)>)> {
+fn sniff(path: &Path, r: Box<dyn Read>) -> Result<Sniffed> {
     let (magic, r) = read_magic(path, r, None)?;
     let (magic, inner, compression) = match Compression::detect(magic) {
         None => (magic, r, None),
@@ -276,7 +281,11 @@ fn sniff(
             None => detail,
         },
     })?;
-    Ok((format, inner, compression))
+    Ok(Sniffed {
+        format,
+        stream: inner,
+        compression,
+    })
 }
 
 /// Whether the stream starts like a capture (plain or compressed): reads
@@ -359,7 +368,11 @@ impl CaptureReader {
     /// A gzip, zstd or lz4 (frame format) stream is decompressed on the fly.
     pub fn from_reader(name: impl Into<PathBuf>, r: impl Read + 'static) -> Result<Self> {
         let path = name.into();
-        let (format, inner, compression) = sniff(&path, Box::new(r))?;
+        let Sniffed {
+            format,
+            stream: inner,
+            compression,
+        } = sniff(&path, Box::new(r))?;
         let io_error = Rc::new(RefCell::new(None));
         let stream = FullRead {
             inner,
