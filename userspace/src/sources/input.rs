@@ -15,7 +15,7 @@
 //!   other special files (`<(zstd -dc x.zst)`) are not probed: reading
 //!   their first bytes would lose them.
 use std::fs::{self, File};
-use std::io;
+use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 
 use super::reader::{CaptureReader, probe};
@@ -52,6 +52,10 @@ impl Input {
     /// Starts reading the capture.
     pub fn open(&self) -> Result<CaptureReader> {
         match self {
+            // Waiting for a capture typed at a terminal would look like a hang.
+            Input::Stdin if io::stdin().is_terminal() => Err(Error::Usage(
+                "- reads a capture from standard input, which is a terminal here: pipe one in, e.g. tcpdump -w - | rocescope report -".into(),
+            )),
             Input::Stdin => CaptureReader::from_reader(STDIN_NAME, io::stdin().lock()),
             Input::File(p) => CaptureReader::open(p),
         }
