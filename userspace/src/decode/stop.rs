@@ -287,7 +287,7 @@ impl Default for DecodeTally {
 
 impl DecodeTally {
     /// One decoded frame: `rec` is what the walk made of it, `stop` why it
-    /// ended early (if it did). Returns the reason when it gave no record.
+    /// ended early (if it did), `linktype` its capture's.
     pub fn frame(&mut self, rec: &PacketRecord, stop: Option<Stop>, linktype: u32) {
         let kind = rec.kind();
         if kind == Kind::Malformed {

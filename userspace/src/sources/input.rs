@@ -138,10 +138,13 @@ impl Inputs {
             if skipped.len() > NAMES_LISTED {
                 names.push(format!("and {} more", skipped.len() - NAMES_LISTED));
             }
+            let what = match skipped.len() {
+                1 => "1 file that is not a capture".to_string(),
+                n => format!("{n} files that are not captures"),
+            };
             self.notes.push(format!(
-                "{}: skipped {} files that are not captures: {}",
+                "{}: skipped {what}: {}",
                 dir.display(),
-                skipped.len(),
                 names.join(", ")
             ));
         }
@@ -245,5 +248,60 @@ pub fn capture_stem(name: &Path) -> String {
         "capture".into()
     } else {
         stem
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pcap_header() -> Vec<u8> {
+        let mut v = 0xA1B2_C3D4u32.to_le_bytes().to_vec();
+        v.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        v.extend_from_slice(&65535u32.to_le_bytes());
+        v.extend_from_slice(&1u32.to_le_bytes());
+        v
+    }
+
+    /// Name order across levels, captures by magic, a link to a directory
+    /// not followed, a FIFO passed on unprobed (probing would block or eat
+    /// its bytes), `-` once.
+    #[test]
+    fn expansion_order_links_and_special_files() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("d/sub")).unwrap();
+        std::fs::write(root.join("d/b.pcap"), pcap_header()).unwrap();
+        std::fs::write(root.join("d/a.txt"), "text").unwrap();
+        std::fs::write(root.join("d/sub/c"), pcap_header()).unwrap();
+        std::fs::write(root.join("d/z.pcap"), pcap_header()).unwrap();
+        std::os::unix::fs::symlink(root.join("d/sub"), root.join("d/link")).unwrap();
+        std::os::unix::fs::symlink(root.join("d/z.pcap"), root.join("d/y")).unwrap();
+        let fifo = root.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+
+        let args = [root.join("d"), fifo.clone(), PathBuf::from("-")];
+        let inputs = Inputs::expand(&args).expect("captures");
+        let files: Vec<Input> = ["d/b.pcap", "d/sub/c", "d/y", "d/z.pcap", "fifo"]
+            .iter()
+            .map(|p| Input::File(root.join(p)))
+            .chain([Input::Stdin])
+            .collect();
+        assert_eq!(inputs.captures, files);
+        assert_eq!(inputs.notes.len(), 2, "{:?}", inputs.notes);
+        assert!(inputs.notes[0].contains("link") && inputs.notes[0].contains("not followed"));
+        assert!(inputs.notes[1].ends_with("skipped 1 file that is not a capture: a.txt"));
+        assert!(inputs.warnings.is_empty(), "{:?}", inputs.warnings);
+
+        let twice = Inputs::expand(&[PathBuf::from("-"), PathBuf::from("-")]);
+        assert!(matches!(twice, Err(Error::Usage(_))));
+        let missing = Inputs::expand(&[root.join("nope")]);
+        assert!(matches!(missing, Err(Error::Open { .. })));
+        assert_eq!(capture_stem(Path::new("/x/tap1.pcapng.zst")), "tap1");
+        assert_eq!(capture_stem(Path::new("tap2.pcap")), "tap2");
+        assert_eq!(capture_stem(Path::new(STDIN_NAME)), "stdin");
+        assert_eq!(capture_stem(Path::new("mirror.gz")), "mirror");
     }
 }
