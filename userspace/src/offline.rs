@@ -18,7 +18,7 @@ use rocescope_common::{Kind, PacketRecord};
 use crate::analyze::{self, Analysis};
 use crate::decode::{self, DecodeTally, Undecoded};
 use crate::pipeline::{Output, RecordPipeline, Threads};
-use crate::sources::{CaptureReader, Filter, Input, Inputs, Warning, capture_stem};
+use crate::sources::{CaptureReader, Filter, Input, Inputs, Warning, capture_stem, skipped};
 use crate::tables::RunFacts;
 use crate::{Error, Result};
 
@@ -113,7 +113,10 @@ pub fn run_with(
     let names: Vec<PathBuf> = captures.iter().map(Input::name).collect();
     let several = captures.len() > 1;
     let mut warnings = warnings;
-    let mut first = match captures[0].open() {
+    let Some(first_input) = captures.first() else {
+        return Err(Error::Usage("no capture to read".into()));
+    };
+    let mut first = match first_input.open() {
         Ok(r) => Some(r),
         Err(e) if several => {
             warnings.push(skipped(&e));
@@ -194,11 +197,6 @@ pub fn run_with(
         decode,
         notes,
     })
-}
-
-/// The warning for an input skipped because it could not be read.
-fn skipped(e: &Error) -> String {
-    format!("{e}; skipped it, read the other inputs")
 }
 
 /// The state of one offline run across its files.

@@ -25,9 +25,10 @@ fn read(bytes: Vec<u8>) -> Option<Frames> {
     loop {
         match r.next_frame() {
             Ok(Some(f)) => {
-                assert!((f.iface as usize) < r.interfaces().len());
                 assert!(f.data.len() <= f.orig_len as usize);
-                frames.push((f.number, f.iface, f.ts_ns, f.data.to_vec()));
+                let iface = f.iface;
+                frames.push((f.number, iface, f.ts_ns, f.data.to_vec()));
+                assert!((iface as usize) < r.interfaces().len());
             }
             Ok(None) => break,
             Err(_) => {

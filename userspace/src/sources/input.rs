@@ -104,9 +104,7 @@ impl Inputs {
             } else {
                 match probe_file(&path) {
                     Ok(()) => inputs.captures.push(Input::File(path)),
-                    Err(e) if several && skippable(&e) => inputs
-                        .warnings
-                        .push(format!("{e}; skipped it, read the other inputs")),
+                    Err(e) if several && skippable(&e) => inputs.warnings.push(skipped(&e)),
                     Err(e) => return Err(e),
                 }
             }
@@ -126,19 +124,19 @@ impl Inputs {
 
     /// The captures under `dir`, recursively, in name order.
     fn directory(&mut self, dir: &Path) -> Result<()> {
-        let mut skipped = Vec::new();
+        let mut not_captures = Vec::new();
         let found = self.captures.len();
-        self.walk(dir, &mut skipped)?;
-        if !skipped.is_empty() {
-            let mut names: Vec<String> = skipped
+        self.walk(dir, &mut not_captures)?;
+        if !not_captures.is_empty() {
+            let mut names: Vec<String> = not_captures
                 .iter()
                 .take(NAMES_LISTED)
                 .map(|p: &PathBuf| p.strip_prefix(dir).unwrap_or(p).display().to_string())
                 .collect();
-            if skipped.len() > NAMES_LISTED {
-                names.push(format!("and {} more", skipped.len() - NAMES_LISTED));
+            if not_captures.len() > NAMES_LISTED {
+                names.push(format!("and {} more", not_captures.len() - NAMES_LISTED));
             }
-            let what = match skipped.len() {
+            let what = match not_captures.len() {
                 1 => "1 file that is not a capture".to_string(),
                 n => format!("{n} files that are not captures"),
             };
@@ -157,7 +155,7 @@ impl Inputs {
         Ok(())
     }
 
-    fn walk(&mut self, dir: &Path, skipped: &mut Vec<PathBuf>) -> Result<()> {
+    fn walk(&mut self, dir: &Path, not_captures: &mut Vec<PathBuf>) -> Result<()> {
         let open_err = |source| Error::Open {
             path: dir.to_path_buf(),
             source,
@@ -174,7 +172,7 @@ impl Inputs {
                 source,
             })?;
             if kind.is_dir() {
-                self.walk(&path, skipped)?;
+                self.walk(&path, not_captures)?;
                 continue;
             }
             if kind.is_symlink() {
@@ -188,25 +186,28 @@ impl Inputs {
                         continue;
                     }
                     _ => {
-                        skipped.push(path);
+                        not_captures.push(path);
                         continue;
                     }
                 }
             } else if !kind.is_file() {
                 // FIFOs, sockets, devices inside a directory: not captures.
-                skipped.push(path);
+                not_captures.push(path);
                 continue;
             }
             match probe_file(&path) {
                 Ok(()) => self.captures.push(Input::File(path)),
-                Err(e) if skippable(&e) => skipped.push(path),
-                Err(e) => self
-                    .warnings
-                    .push(format!("{e}; skipped it, read the other captures")),
+                Err(e) if skippable(&e) => not_captures.push(path),
+                Err(e) => self.warnings.push(skipped(&e)),
             }
         }
         Ok(())
     }
+}
+
+/// The warning for an input skipped because it could not be read.
+pub fn skipped(e: &Error) -> String {
+    format!("{e}; skipped it, read the other inputs")
 }
 
 fn probe_file(path: &Path) -> Result<()> {

@@ -77,7 +77,7 @@ mod reader;
 
 pub use compress::Compression;
 pub use filter::Filter;
-pub use input::{Input, Inputs, capture_stem};
+pub use input::{Input, Inputs, capture_stem, skipped};
 pub use reader::{
     BUFFER_CAPACITY, CaptureReader, Frame, Interface, MAX_CAPLEN, MAX_INTERFACES, MAX_WARNINGS,
     Warning,
