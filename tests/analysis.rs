@@ -853,3 +853,94 @@ fn a_400g_capture_at_the_default_speed_is_warned_about() {
         400_000_000_000u64
     );
 }
+
+/// A pcapng Interface Statistics Block (little-endian section): `isb_ifdrop`
+/// and `isb_osdrop` for interface `iface`.
+fn isb(iface: u32, ifdrop: u64, osdrop: u64) -> Vec<u8> {
+    let mut b = Vec::new();
+    for w in [5u32, 52, iface, 0, 0] {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    for (code, v) in [(5u16, ifdrop), (7, osdrop)] {
+        b.extend_from_slice(&code.to_le_bytes());
+        b.extend_from_slice(&8u16.to_le_bytes());
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.extend_from_slice(&[0; 4]); // opt_endofopt
+    b.extend_from_slice(&52u32.to_le_bytes());
+    b
+}
+
+#[test]
+fn the_captures_own_drop_counters_are_part_of_capture_loss() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    // Tap loss as before (4 and 5 missing, ACKed), and the capture's
+    // statistics say it dropped 3 frames at the interface.
+    let mut c = Capture::new(dir.path(), "isb.pcapng", &["tap"]);
+    for psn in (0..10).filter(|p| !(4..=5).contains(p)) {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 12.0, &aeth(0x200, 9, 0x1F));
+    let cap = c.finish();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&cap)
+        .unwrap()
+        .write_all(&isb(0, 3, 0))
+        .unwrap();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let s = summary(&out);
+    assert_eq!(
+        (
+            s["taps"][0]["isb_ifdrop"].as_u64(),
+            s["taps"][0]["isb_osdrop"].as_u64()
+        ),
+        (Some(3), Some(0))
+    );
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "capture-loss")
+        .expect("capture-loss");
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("2 PSNs on 1 flows never reached the capture"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("tap: 3 dropped by the interface, 0 by the capture host"),
+        "{detail}"
+    );
+
+    // No gap at all, but the counters say 7 frames were dropped by the host.
+    let mut c = Capture::new(dir.path(), "isb-only.pcapng", &["tap"]);
+    for psn in 0..4 {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    let cap = c.finish();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&cap)
+        .unwrap()
+        .write_all(&isb(0, 0, 7))
+        .unwrap();
+    let out = dir.path().join("out2");
+    analyze(&cap, &out);
+    let s = summary(&out);
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "capture-loss")
+        .expect("capture-loss");
+    assert_eq!(f["title"], "The capture says it dropped frames");
+    assert!(
+        f["detail"]
+            .as_str()
+            .unwrap()
+            .contains("0 dropped by the interface, 7 by the capture host")
+    );
+}

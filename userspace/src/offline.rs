@@ -159,6 +159,16 @@ pub fn run_with(
         let result = run.read_file(file_index, path, &mut reader, filter.as_mut());
         run.warnings
             .extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
+        // The capture's own drop counters, for the interfaces that had
+        // frames (what it read up to a stop included).
+        for (i, ifc) in reader.interfaces().iter().enumerate() {
+            let (Some(d), Ok(i)) = (ifc.drops, u32::try_from(i)) else {
+                continue;
+            };
+            if let Some(iface) = run.names.get(file_index, i) {
+                run.pipeline.tap_drops(iface, d.ifdrop, d.osdrop);
+            }
+        }
         // Whatever stops the run mid-way, what was read so far is still analysed and written.
         if let Err(e) = result {
             stopped_by = Some(e.to_string());
@@ -384,6 +394,11 @@ impl IfaceNames {
         }
         ifaces[slot] = Some(i);
         Some(i)
+    }
+
+    /// The run-wide index of `file`'s interface `iface`, if it had frames.
+    pub fn get(&self, file: usize, iface: u32) -> Option<u16> {
+        *self.index.get(file)?.get(iface as usize)?
     }
 
     pub fn name(&self, index: u16) -> &str {

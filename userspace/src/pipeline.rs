@@ -143,6 +143,8 @@ struct Pipelined {
 enum ToAnalyzer {
     /// Interface index, name, capture file.
     Iface(u16, String, u32, u32),
+    /// Interface index, frames its capture says it dropped (interface, host).
+    Drops(u16, Option<u64>, Option<u64>),
     Cm(Box<PacketRecord>, CmMessage),
     Records(Vec<PacketRecord>, Vec<Delta>),
     Finish(Box<RunFacts>),
@@ -289,6 +291,20 @@ impl RecordPipeline {
                 }
             }
             Stage::Failed(_) => {}
+        }
+    }
+
+    /// The capture of interface `iface` says it dropped frames (pcapng
+    /// interface statistics: by the interface, by the capture host).
+    pub fn tap_drops(&mut self, iface: u16, ifdrop: Option<u64>, osdrop: Option<u64>) {
+        match &mut self.stage {
+            Stage::Inline { analyzer, .. } => analyzer.set_tap_drops(iface, ifdrop, osdrop),
+            Stage::Pipelined(p) => {
+                if p.flush().is_ok() {
+                    let _ = p.tx.send(ToAnalyzer::Drops(iface, ifdrop, osdrop));
+                }
+            }
+            Stage::NotStarted { .. } | Stage::Failed(_) => {}
         }
     }
 
@@ -547,6 +563,7 @@ fn analyze_loop(
                     analyzer.set_iface_name(i, &name);
                     analyzer.set_iface_capture(i, capture, local);
                 }
+                ToAnalyzer::Drops(i, ifdrop, osdrop) => analyzer.set_tap_drops(i, ifdrop, osdrop),
                 ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
                 ToAnalyzer::Records(mut recs, deltas) => {
                     analyze_batch(&mut analyzer, &recs, &deltas, &mut Discard, |_| {});
@@ -577,6 +594,7 @@ fn analyze_loop(
                     return Err(writer_failed(whandle));
                 }
             }
+            ToAnalyzer::Drops(i, ifdrop, osdrop) => analyzer.set_tap_drops(i, ifdrop, osdrop),
             ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
             ToAnalyzer::Records(records, deltas) => {
                 let mut sink = TableBatch::default();

@@ -308,7 +308,22 @@ fn capture(x: &Input, out: &mut Vec<Finding>) {
         .iter()
         .filter(|f| f.gap_counts.capture_lost > 0)
         .collect();
-    if !lost.is_empty() {
+    // What the capture says of itself (pcapng interface statistics).
+    let counted: Vec<String> = x
+        .summary
+        .taps
+        .iter()
+        .filter(|t| t.isb_ifdrop.unwrap_or(0) + t.isb_osdrop.unwrap_or(0) > 0)
+        .map(|t| {
+            format!(
+                "{}: {} dropped by the interface, {} by the capture host",
+                t.iface_name,
+                t.isb_ifdrop.map_or("?".into(), |n| n.to_string()),
+                t.isb_osdrop.map_or("?".into(), |n| n.to_string())
+            )
+        })
+        .collect();
+    if !lost.is_empty() || !counted.is_empty() {
         let n: u64 = lost.iter().map(|f| f.gap_counts.capture_lost).sum();
         let taps: Vec<String> = x
             .summary
@@ -317,16 +332,33 @@ fn capture(x: &Input, out: &mut Vec<Finding>) {
             .filter(|t| t.capture_lost > 0)
             .map(|t| format!("{}: {}", t.iface_name, t.capture_lost))
             .collect();
+        let mut detail = if lost.is_empty() {
+            "No PSN gap shows it, but the capture's own counters say frames were dropped"
+                .to_string()
+        } else {
+            format!(
+                "{n} PSNs on {} flows never reached the capture, yet the responder acknowledged them with no NAK and the sender never resent them: the tap dropped them, not the network (by tap: {})",
+                lost.len(),
+                taps.join(", ")
+            )
+        };
+        if !counted.is_empty() {
+            detail.push_str(&format!(
+                "; the capture's interface statistics count drops ({})",
+                counted.join("; ")
+            ));
+        }
+        detail.push_str(". Every count in this report is a lower bound");
         out.push(Finding {
             wireshark: None,
             id: "capture-loss",
             severity: "warning",
-            title: format!("The capture missed {n} frames the responders acknowledged"),
-            detail: format!(
-                "{n} PSNs on {} flows never reached the capture, yet the responder acknowledged them with no NAK and the sender never resent them: the tap dropped them, not the network (by tap: {}). Every count in this report is a lower bound",
-                lost.len(),
-                taps.join(", ")
-            ),
+            title: if lost.is_empty() {
+                "The capture says it dropped frames".to_string()
+            } else {
+                format!("The capture missed {n} frames the responders acknowledged")
+            },
+            detail,
             recommendation: "Check the mirror session's drops (the mirror port is oversubscribed when the mirrored traffic exceeds its speed: mirror one direction, fewer ports, or truncate mirrored frames) and the capture host's drops (`ip -s link`, the capture tool's own counters); do not read these gaps as network loss".into(),
             flows: lost.iter().map(|f| f.id).collect(),
         });

@@ -362,6 +362,10 @@ pub struct TapSummary {
     /// Every RoCE frame came from UDP port 4791 and failed its ICRC: a NIC's
     /// RDMA sniffer rewrote the headers (ICRC results are unknown here).
     pub sniffer: bool,
+    /// The capture's own counters (pcapng Interface Statistics Block):
+    /// frames dropped by the interface and by the capture host.
+    pub isb_ifdrop: Option<u64>,
+    pub isb_osdrop: Option<u64>,
 }
 
 impl Summary {
@@ -709,6 +713,9 @@ struct TapState {
     /// The capture file it is an interface of, and its index there.
     capture: u32,
     local: u32,
+    /// The capture's own drop counters (pcapng ISB), when it wrote them.
+    isb_ifdrop: Option<u64>,
+    isb_osdrop: Option<u64>,
     seen: bool,
     first_ts: u64,
     last_ts: u64,
@@ -772,6 +779,15 @@ impl Analyzer {
         let t = self.tap_mut(iface);
         t.capture = capture;
         t.local = local;
+    }
+
+    /// The capture of interface `iface` says it dropped frames: `ifdrop` by
+    /// the interface, `osdrop` by the capture host (pcapng interface
+    /// statistics, cumulative).
+    pub fn set_tap_drops(&mut self, iface: u16, ifdrop: Option<u64>, osdrop: Option<u64>) {
+        let t = self.tap_mut(iface);
+        t.isb_ifdrop = ifdrop.or(t.isb_ifdrop);
+        t.isb_osdrop = osdrop.or(t.isb_osdrop);
     }
 
     fn tap_mut(&mut self, iface: u16) -> &mut TapState {
@@ -1988,6 +2004,8 @@ impl Analyzer {
                     icrc_checked: t.icrc_checked,
                     icrc_failed: t.icrc_failed,
                     sniffer: t.is_sniffer(),
+                    isb_ifdrop: t.isb_ifdrop,
+                    isb_osdrop: t.isb_osdrop,
                 }
             })
             .collect();

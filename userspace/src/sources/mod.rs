@@ -79,8 +79,8 @@ pub use compress::Compression;
 pub use filter::Filter;
 pub use input::{Input, Inputs, capture_stem, skipped};
 pub use reader::{
-    BUFFER_CAPACITY, CaptureReader, Frame, Interface, MAX_CAPLEN, MAX_INTERFACES, MAX_WARNINGS,
-    Warning,
+    BUFFER_CAPACITY, CaptureReader, Frame, Interface, InterfaceDrops, MAX_CAPLEN, MAX_INTERFACES,
+    MAX_WARNINGS, Warning,
 };
 
 #[cfg(test)]

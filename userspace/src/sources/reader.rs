@@ -40,6 +40,8 @@ const SHB_TYPE: u32 = 0x0A0D_0D0A;
 const IDB_TYPE: u32 = 1;
 const PB_TYPE: u32 = 2;
 const SPB_TYPE: u32 = 3;
+/// Interface Statistics: its drop counters say what the capture lost.
+const ISB_TYPE: u32 = 5;
 const EPB_TYPE: u32 = 6;
 const BOM: u32 = 0x1A2B_3C4D;
 const NS_PER_SEC: u64 = 1_000_000_000;
@@ -53,6 +55,18 @@ pub struct Interface {
     pub linktype: u32,
     /// Snapshot length; 0 means "no limit".
     pub snaplen: u32,
+    /// The capture's own drop counters from the last Interface Statistics
+    /// Block for it (pcapng `isb_ifdrop`: dropped by the interface;
+    /// `isb_osdrop`: dropped by the capture host), when it wrote any.
+    pub drops: Option<InterfaceDrops>,
+}
+
+/// Frames an interface's capture says it dropped (pcapng ISB counters,
+/// cumulative since the capture began).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InterfaceDrops {
+    pub ifdrop: Option<u64>,
+    pub osdrop: Option<u64>,
 }
 
 /// One captured frame, borrowed from the reader's buffer until the next
@@ -539,7 +553,10 @@ impl CaptureReader {
                     ));
                     continue;
                 }
-                let wanted = matches!(btype, SHB_TYPE | IDB_TYPE | PB_TYPE | SPB_TYPE | EPB_TYPE);
+                let wanted = matches!(
+                    btype,
+                    SHB_TYPE | IDB_TYPE | PB_TYPE | SPB_TYPE | ISB_TYPE | EPB_TYPE
+                );
                 if !wanted && self.src.data().len() >= blen as usize {
                     self.consume(blen as usize);
                     continue;
@@ -970,6 +987,7 @@ impl State {
             name: None,
             linktype: (h.network.0 as u32) & 0xFFFF,
             snaplen: h.snaplen,
+            drops: None,
         });
         self.scales.push(TsScale {
             units: if self.legacy_ns {
@@ -1003,6 +1021,10 @@ impl State {
                 self.on_epb(len, &hdr, &epb.data[..caplen], base)
             }
             PcapBlockOwned::NG(Block::SimplePacket(spb)) => self.on_spb(len, spb, base),
+            PcapBlockOwned::NG(Block::InterfaceStatistics(isb)) => {
+                self.on_isb(&isb);
+                Step::Consume(len)
+            }
             PcapBlockOwned::NG(Block::Unknown(ub)) => {
                 let btype = if self.section_be {
                     ub.block_type.swap_bytes()
@@ -1082,6 +1104,31 @@ impl State {
         self.frame_step(len, b.data, base, 0, ts_ns, b.origlen)
     }
 
+    /// An Interface Statistics Block: its drop counters replace the
+    /// interface's earlier ones (they count from the capture's start). An
+    /// ISB for an undeclared interface, or a counter that does not parse, is
+    /// left out.
+    fn on_isb(&mut self, isb: &pcap_parser::pcapng::InterfaceStatisticsBlock<'_>) {
+        // pcap-parser reads the option as little-endian whatever the
+        // section's byte order.
+        let be = self.section_be;
+        let value = |v: Option<Result<u64, _>>| {
+            v.and_then(Result::ok)
+                .map(|x: u64| if be { x.swap_bytes() } else { x })
+        };
+        let drops = InterfaceDrops {
+            ifdrop: value(isb.isb_ifdrop()),
+            osdrop: value(isb.isb_osdrop()),
+        };
+        if drops == InterfaceDrops::default() {
+            return;
+        }
+        let index = self.section_base.saturating_add(isb.if_id as usize);
+        if let Some(i) = self.interfaces.get_mut(index) {
+            i.drops = Some(drops);
+        }
+    }
+
     fn on_idb(&mut self, len: usize, idb: &InterfaceDescriptionBlock<'_>) -> Step {
         if self.interfaces.len() >= MAX_INTERFACES {
             self.stop(format!(
@@ -1133,6 +1180,7 @@ impl State {
             name,
             linktype: (idb.linktype.0 as u32) & 0xFFFF,
             snaplen: idb.snaplen,
+            drops: None,
         });
         self.scales.push(TsScale { units, offset_s });
         Step::Consume(len)

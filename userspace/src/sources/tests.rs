@@ -263,7 +263,8 @@ fn pcap_microseconds_little_endian() {
         &[Interface {
             name: None,
             linktype: linktype::ETHERNET,
-            snaplen: 65535
+            snaplen: 65535,
+            drops: None,
         }]
     );
     assert_eq!(frames.len(), 2);
@@ -440,12 +441,14 @@ fn pcapng_two_interfaces_with_their_own_resolution_and_name() {
             Interface {
                 name: Some("eth0".into()),
                 linktype: 1,
-                snaplen: 65535
+                snaplen: 65535,
+                drops: None,
             },
             Interface {
                 name: Some("mirror1".into()),
                 linktype: linktype::LINUX_SLL2,
-                snaplen: 262144
+                snaplen: 262144,
+                drops: None,
             },
         ]
     );
@@ -1134,4 +1137,62 @@ fn filter_not_applicable_to_a_link_type() {
     assert!(f.matches(&fr(linktype::ETHERNET, &roce, 82)).unwrap());
     let err = f.matches(&fr(101, &roce[14..], 68)).unwrap_err();
     assert!(matches!(err, Error::Filter { .. }), "{err:?}");
+}
+
+/// An ISB's drop counters reach the interface, in either byte order; the
+/// latest ISB of an interface replaces the earlier one.
+#[test]
+fn pcapng_interface_statistics_give_the_captures_drops() {
+    use crate::sources::InterfaceDrops;
+    for be in [false, true] {
+        let ng = Ng::new(be);
+        let isb = |ng: &Ng, iface: u32, ifdrop: u64, osdrop: Option<u64>| {
+            let w64 = |v: u64| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+            let w16 = |v: u16| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+            let mut v = Vec::new();
+            for w in [iface, 0, 0] {
+                v.extend_from_slice(&ng.w32(w));
+            }
+            let mut opts = vec![(5u16, ifdrop)];
+            opts.extend(osdrop.map(|o| (7u16, o)));
+            for (code, x) in opts {
+                v.extend_from_slice(&w16(code));
+                v.extend_from_slice(&w16(8));
+                v.extend_from_slice(&w64(x));
+            }
+            v.extend_from_slice(&[0; 4]);
+            v
+        };
+        let (first, second, other) = (
+            isb(&ng, 0, 5, Some(1)),
+            isb(&ng, 0, 9, None),
+            isb(&ng, 1, 2, Some(0)),
+        );
+        let bytes = ng
+            .idb(1, 0, None, None, None)
+            .idb(1, 0, None, None, None)
+            .epb(0, 1, &frame(60, 0), 60)
+            .block(5, first)
+            .block(5, second)
+            .block(5, other)
+            .bytes();
+        let (frames, warnings, r) = read_all(bytes);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(frames.len(), 1);
+        let drops: Vec<_> = r.interfaces().iter().map(|i| i.drops).collect();
+        assert_eq!(
+            drops,
+            [
+                Some(InterfaceDrops {
+                    ifdrop: Some(9),
+                    osdrop: None
+                }),
+                Some(InterfaceDrops {
+                    ifdrop: Some(2),
+                    osdrop: Some(0)
+                }),
+            ],
+            "big-endian: {be}"
+        );
+    }
 }
