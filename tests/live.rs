@@ -206,6 +206,8 @@ fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> 
         "iface",
         "first_ts_ns",
         "last_ts_ns",
+        "first_ts",
+        "last_ts",
         "gbps",
         "goodput_gbps",
         "max_idle_us",
@@ -322,14 +324,16 @@ fn live_flows_equal_offline_flows() {
     let packets = Table::read(&out.join("packets.parquet"));
     assert_eq!(packets.rows(), frames.len());
 
-    // The same run as a host/hour-partitioned dataset.
+    // The same run as a dataset: DIR/TABLE/host=…/date=…/hour=…/part-….parquet
+    // (docs/tables.md, "Dataset layout").
     let rows_in = |table: &str| -> usize {
         let mut rows = 0;
-        for hour in std::fs::read_dir(dataset.join("host=tap1")).unwrap() {
-            for f in std::fs::read_dir(hour.unwrap().path()).unwrap() {
-                let f = f.unwrap().path();
-                let name = f.file_name().unwrap().to_string_lossy().into_owned();
-                if name.starts_with(&format!("{table}-")) && name.ends_with(".parquet") {
+        for date in std::fs::read_dir(dataset.join(table).join("host=tap1")).unwrap() {
+            for hour in std::fs::read_dir(date.unwrap().path()).unwrap() {
+                for f in std::fs::read_dir(hour.unwrap().path()).unwrap() {
+                    let f = f.unwrap().path();
+                    let name = f.file_name().unwrap().to_string_lossy().into_owned();
+                    assert!(name.starts_with("part-") && name.ends_with(".parquet"), "{name}");
                     rows += Table::read(&f).rows();
                 }
             }

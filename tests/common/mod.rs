@@ -89,6 +89,7 @@ impl Table {
                     DataType::UInt16 => a.as_primitive::<UInt16Type>().value(i).into(),
                     DataType::UInt32 => a.as_primitive::<UInt32Type>().value(i).into(),
                     DataType::UInt64 => a.as_primitive::<UInt64Type>().value(i).into(),
+                    DataType::Int16 => a.as_primitive::<Int16Type>().value(i).into(),
                     DataType::Int32 => a.as_primitive::<Int32Type>().value(i).into(),
                     DataType::Int64 => a.as_primitive::<Int64Type>().value(i).into(),
                     t => panic!("{name} is {t}, not an integer"),

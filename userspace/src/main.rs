@@ -239,10 +239,10 @@ struct DiffArgs {
     analysis: AnalysisArgs,
 }
 
-/// `analyze`/`live --dataset`: partitions DIR/host=NAME/hour=YYYY-MM-DDTHH/TABLE-<start>.parquet.
+/// `analyze`/`live --dataset`: DIR/TABLE/host=NAME/date=YYYY-MM-DD/hour=HH/part-<run>-<start>.parquet.
 #[derive(Args)]
 struct DatasetArgs {
-    /// Also write the tables into this hive-partitioned dataset (by host and UTC hour).
+    /// Also write the tables into this hive-partitioned dataset (a root per table; by host, UTC date and hour).
     #[arg(long, value_name = "DIR")]
     dataset: Option<PathBuf>,
     /// The host= partition [default: this machine's host name].
@@ -262,7 +262,9 @@ struct DatasetArgs {
 }
 
 impl DatasetArgs {
-    fn writer(&self) -> Result<Option<Box<dyn rocescope::pipeline::Output>>> {
+    /// `identity`: what names the run in the dataset besides its start
+    /// (docs/tables.md, "Dataset layout").
+    fn writer(&self, identity: String) -> Result<Option<Box<dyn rocescope::pipeline::Output>>> {
         use rocescope::tables::dataset::{DatasetOptions, DatasetWriter, local_host_name};
         let Some(dir) = &self.dataset else {
             return Ok(None);
@@ -276,6 +278,7 @@ impl DatasetArgs {
             .transpose()?
             .unwrap_or(0);
         opts.rotate_bytes = units::parse_bytes(&self.rotate_size)?;
+        opts.identity = identity;
         Ok(Some(Box::new(DatasetWriter::create(&opts)?)))
     }
 }
@@ -417,7 +420,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     detail: format!("cannot create the output directory: {e}"),
                 })?;
             }
-            let extra = dataset.writer()?.into_iter().collect();
+            let identity = rocescope::tables::dataset::capture_identity(
+                &input.captures,
+                &format!("{:?} {:?}", opts.analyzer, opts.filter),
+            );
+            let extra = dataset.writer(identity)?.into_iter().collect();
             let counters = load_counters(&input.counters)?;
             let mut outcome = offline::run_with(&input.captures, &opts, out.as_deref(), extra)?;
             if let Some(loaded) = &counters {
@@ -592,7 +599,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             // Missing privileges are the likelier problem: say so first.
             live::tap::check_privileges()?;
-            let outcome = live::run_with(&opts, || Ok(dataset.writer()?.into_iter().collect()))?;
+            let identity = format!(
+                "live {} {:?} {:?} {:?}",
+                opts.iface, opts.mode, opts.tap_mode, opts.analyzer
+            );
+            let outcome = live::run_with(&opts, || {
+                Ok(dataset.writer(identity.clone())?.into_iter().collect())
+            })?;
             let f = &outcome.facts;
             println!(
                 "{}: {} frames, {} records ({} ring-buffer-full drops, {} parse failures), {} flows, {} findings → {} (stopped by {})",

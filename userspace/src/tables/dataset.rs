@@ -1,19 +1,31 @@
-//! A Parquet dataset partitioned by host and hour (docs/tables.md,
-//! "Dataset layout"), for queries over many taps and many runs:
+//! A Parquet dataset of many taps and runs (docs/tables.md, "Dataset
+//! layout"): one root per table, partitioned by host, UTC date and hour.
 //!
 //! ```text
-//! DIR/host=NAME/hour=YYYY-MM-DDTHH/packets-<start>.parquet
-//!                                  flows-<start>.parquet
-//!                                  events-<start>.parquet
-//!                                  pfc-<start>.parquet
-//!                                  timeline-<start>.parquet
-//!                                  _summary-<run>.json
+//! DIR/packets/host=NAME/date=YYYY-MM-DD/hour=HH/part-<run>-<start>.parquet
+//! DIR/flows/…, DIR/events/…, DIR/pfc/…, DIR/timeline/…   (the same)
+//! DIR/summaries/host=NAME/date=YYYY-MM-DD/hour=HH/summary-<run>.json
+//! DIR/.partial/…                                         (files being written)
 //! ```
 //!
+//! * **One root per table, only Parquet in it**, so an engine pointed at
+//!   `DIR/flows` (Spark, pyarrow, pandas, polars) or at
+//!   `DIR/flows/**/*.parquet` (DuckDB) reads that table alone, with `host`,
+//!   `date` and `hour` from the directory names, and no option.
+//! * **Partitions are typed by their look**: `date=2026-01-01` reads as a
+//!   date and `hour=07` as an integer in DuckDB, polars and Spark (an
+//!   `hour=2026-01-01T07` could only ever be a string).
 //! * **Schemas** are the `--out` tables' (same columns, same types), plus one
-//!   string column `run` at the end: the run's start (below), so `flow_id`s
-//!   of different runs of a host stay apart (join on `host, run, flow_id`).
-//!   `host` and `hour` come from the directory names (hive partitioning).
+//!   string column `run` at the end.
+//! * **Runs**: `run` is `<start>-<hash>`: the run's first record time to the
+//!   second (`YYYYMMDDTHHMMSSZ`) and 12 hex digits of a hash of what
+//!   identifies the run ([`DatasetOptions::identity`]: the captures, the
+//!   options that change the tables) with the host and the exact start. Two
+//!   captures that start at the same instant (synthetic samples do) or two
+//!   runs starting within one timeline bin get different runs, hence
+//!   different file names; the same capture analysed again with the same
+//!   options gets the same names and replaces its earlier files (and those
+//!   of its earlier files it did not write again are removed at the end).
 //! * **Hours** are UTC. A row goes to the hour of its own time: `ts_ns` for
 //!   packets and events, `bin_start_ns` for timeline rows, `start_ns` for
 //!   pause intervals and `first_ts_ns` for flows (a flow or pause spanning
@@ -24,33 +36,36 @@
 //!   take it). A file is closed and a new one started at an hour boundary,
 //!   once its rows span `rotate_ns` of capture time, or once it holds about
 //!   `rotate_bytes`: a long live run never holds one ever-growing file. Each
-//!   file is written as `.NAME.partial` and renamed when complete; engines
-//!   skip dot- and underscore-files, so they never see half a file, nor the
-//!   `_summary-<run>.json` files (the run's `summary.json`, in the hour the
-//!   run began).
-//! * **Runs**: `run` is the `<start>` of the run's first record. Names depend
-//!   only on the data, so analysing the same capture again with the same
-//!   options replaces its files instead of adding duplicates.
+//!   file is written under `DIR/.partial/` (the same relative path) and
+//!   renamed into its table when complete, so no reader ever sees half a
+//!   file, whatever glob it uses.
 //! * A table with no rows in a run still gets one (empty) file in the run's
 //!   first hour, so a glob over it always finds a schema.
-//! * Tables share partition directories: read one table with a glob such as
-//!   `DIR/*/*/flows-*.parquet` (DuckDB `read_parquet(..., hive_partitioning
-//!   = true)`, polars `scan_parquet(..., hive_partitioning=True)`, Spark
-//!   `pathGlobFilter`).
+//! * **Summaries**: the run's `summary.json` plus `dataset` (host, run, the
+//!   files written), on one line (JSON Lines, which Spark, DuckDB, polars
+//!   and pyarrow read without options), under their own root.
 use std::collections::HashSet;
+use std::hash::Hasher as _;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use rocescope_common::PacketRecord;
 
 use super::analysis::{EventColumns, FlowColumns, Named, PfcColumns, TimelineColumns};
 use super::packets::{PacketColumns, PacketRow};
-use super::{Columns, ParquetTable, RunFacts, summary_json, write_json};
+use super::{Columns, Encoding, ParquetTable, RunFacts, summary_json, write_text_at};
 use crate::analyze::{self, Analysis, Verdict, fmt_utc};
 use crate::{Error, Result};
 
 pub const HOUR_NS: u64 = 3_600_000_000_000;
 /// Hours a table keeps open at once (rows near a boundary arrive late).
 const MAX_OPEN_HOURS: usize = 2;
+/// Where files are written until complete, relative to the dataset.
+pub const PARTIAL_DIR: &str = ".partial";
+/// The root of the run summaries, relative to the dataset.
+pub const SUMMARIES_DIR: &str = "summaries";
+/// Bytes of each capture's beginning that go into its identity.
+const IDENTITY_PREFIX: u64 = 1 << 20;
 
 /// Where and how a dataset is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +78,10 @@ pub struct DatasetOptions {
     pub rotate_ns: u64,
     /// Start a new file once a file holds about this many bytes (0: no limit).
     pub rotate_bytes: u64,
+    /// What identifies the run besides its start: its input and the
+    /// options that change the tables ([`capture_identity`], or the live
+    /// tap's interface and options). Hashed into the run id.
+    pub identity: String,
 }
 
 impl DatasetOptions {
@@ -74,8 +93,50 @@ impl DatasetOptions {
             host: host.to_string(),
             rotate_ns: 0,
             rotate_bytes: 512 << 20,
+            identity: String::new(),
         })
     }
+}
+
+/// The identity of a run over capture files: each file's name, size and a
+/// hash of its first MiB (the same capture copied elsewhere keeps it, two
+/// captures that merely start at the same instant do not share it), then
+/// `options` (the analysis options, as text). A file that cannot be read
+/// counts by its path; reading it fails the run later, with the reason.
+pub fn capture_identity(captures: &[PathBuf], options: &str) -> String {
+    let mut identity = String::new();
+    for path in captures {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        let head = std::fs::File::open(path).and_then(|f| {
+            let len = f.metadata()?.len();
+            let mut prefix = Vec::new();
+            f.take(IDENTITY_PREFIX).read_to_end(&mut prefix)?;
+            Ok((len, hash(&prefix)))
+        });
+        match head {
+            Ok((len, h)) => identity.push_str(&format!("{name}\0{len}\0{h:016x}\n")),
+            Err(_) => identity.push_str(&format!("{}\n", path.display())),
+        }
+    }
+    identity.push_str(options);
+    identity
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    let mut h = twox_hash::XxHash64::with_seed(0);
+    h.write(bytes);
+    h.finish()
+}
+
+/// A run's id: its start to the second and 12 hex digits of the hash of
+/// its identity, host and exact start.
+pub fn run_id(identity: &str, host: &str, start_ns: u64) -> String {
+    let h = hash(format!("{identity}\0{host}\0{start_ns}").as_bytes());
+    let stamp = file_stamp(start_ns);
+    format!("{}Z-{:012x}", &stamp[..15], h >> 16)
 }
 
 /// A host name is a partition value: letters, digits, `.`, `-` and `_`,
@@ -120,9 +181,10 @@ pub fn local_host_name() -> String {
     }
 }
 
-/// The `hour=` partition value of a time: `YYYY-MM-DDTHH` (UTC).
+/// The `date=…/hour=…` partition of a time: `date=YYYY-MM-DD/hour=HH` (UTC).
 pub fn hour_partition(ns: u64) -> String {
-    fmt_utc(ns)[..13].to_string()
+    let iso = fmt_utc(ns);
+    format!("date={}/hour={}", &iso[..10], &iso[11..13])
 }
 
 /// A time as it appears in file names: `YYYYMMDDTHHMMSS.nnnnnnnnnZ` (UTC).
@@ -139,21 +201,44 @@ pub fn file_stamp(ns: u64) -> String {
 struct Ctx {
     dir: PathBuf,
     host: String,
+    identity: String,
     rotate_ns: u64,
     rotate_bytes: u64,
-    /// The run's start (`file_stamp` of its first row), once there is one.
+    /// The run's start and id, once there is a first row.
     run: Option<(u64, String)>,
+    /// Partition directories this run wrote into.
+    dirs: HashSet<PathBuf>,
 }
 
 impl Ctx {
-    fn partition(&self, hour: u64) -> PathBuf {
-        self.dir
+    /// `ROOT/host=…/date=…/hour=…`, relative to the dataset.
+    fn partition(&self, root: &str, hour: u64) -> PathBuf {
+        Path::new(root)
             .join(format!("host={}", self.host))
-            .join(format!("hour={}", hour_partition(hour * HOUR_NS)))
+            .join(hour_partition(hour * HOUR_NS))
     }
 
     fn run_id(&mut self, ts_ns: u64) -> &str {
-        &self.run.get_or_insert_with(|| (ts_ns, file_stamp(ts_ns))).1
+        let (identity, host) = (&self.identity, &self.host);
+        &self
+            .run
+            .get_or_insert_with(|| (ts_ns, run_id(identity, host, ts_ns)))
+            .1
+    }
+
+    /// Makes `relative`'s directory in the dataset and under `.partial/`;
+    /// returns the final and the partial path of `relative/name`.
+    fn prepare(&mut self, relative: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
+        let dir = self.dir.join(relative);
+        let partial_dir = self.dir.join(PARTIAL_DIR).join(relative);
+        for d in [&dir, &partial_dir] {
+            std::fs::create_dir_all(d).map_err(|e| Error::Write {
+                path: d.clone(),
+                detail: format!("cannot create the partition directory: {e}"),
+            })?;
+        }
+        self.dirs.insert(dir.clone());
+        Ok((dir.join(name), partial_dir.join(format!("{name}.partial"))))
     }
 }
 
@@ -216,19 +301,16 @@ impl<C: Columns> Partitioned<C> {
 
     fn create(&mut self, ctx: &mut Ctx, hour: u64, start_ns: u64) -> Result<ParquetTable<C>> {
         let run = ctx.run_id(start_ns).to_string();
-        let dir = ctx.partition(hour);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::Write {
-            path: dir.clone(),
-            detail: format!("cannot create the partition directory: {e}"),
-        })?;
+        let relative = ctx.partition(self.table, hour);
         let stamp = file_stamp(start_ns);
-        let mut name = format!("{}-{stamp}.parquet", self.table);
+        let mut name = format!("part-{run}-{stamp}.parquet");
         let mut n = 2;
-        while !self.names.insert(dir.join(&name)) {
-            name = format!("{}-{stamp}-{n}.parquet", self.table);
+        while !self.names.insert(relative.join(&name)) {
+            name = format!("part-{run}-{stamp}-{n}.parquet");
             n += 1;
         }
-        Ok(ParquetTable::create(&dir, &name)?.with_constant("run", &run))
+        let (path, partial) = ctx.prepare(&relative, &name)?;
+        Ok(ParquetTable::create_at(path, partial, Encoding::default()).with_constant("run", &run))
     }
 
     /// Completes every open file; a table that had no row at all gets an
@@ -273,9 +355,11 @@ impl DatasetWriter {
             ctx: Ctx {
                 dir: opts.dir.clone(),
                 host: opts.host.clone(),
+                identity: opts.identity.clone(),
                 rotate_ns: opts.rotate_ns,
                 rotate_bytes: opts.rotate_bytes,
                 run: None,
+                dirs: HashSet::new(),
             },
             ifaces: Vec::new(),
             packets: Partitioned::new("packets"),
@@ -311,9 +395,9 @@ impl DatasetWriter {
             // No record at all: nothing to partition by.
             return Ok(files);
         };
-        let path = ctx
-            .partition(start / HOUR_NS)
-            .join(format!("_summary-{run}.json"));
+        remove_replaced(ctx, &run, &files)?;
+        let relative = ctx.partition(SUMMARIES_DIR, start / HOUR_NS);
+        let (path, partial) = ctx.prepare(&relative, &format!("summary-{run}.json"))?;
         let mut summary = summary_json(analysis, facts, &path)?;
         if let Some(obj) = summary.as_object_mut() {
             let relative: Vec<String> = files
@@ -325,7 +409,13 @@ impl DatasetWriter {
                 serde_json::json!({ "host": ctx.host, "run": run, "files": relative }),
             );
         }
-        write_json(&path, &summary)?;
+        // One line: JSON Lines, which engines read without a multi-line option.
+        let mut line = serde_json::to_string(&summary).map_err(|e| Error::Write {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+        line.push('\n');
+        write_text_at(&path, &partial, &line)?;
         files.push(path);
         Ok(files)
     }
@@ -335,6 +425,34 @@ impl DatasetWriter {
             self.failed.get_or_insert(e);
         }
     }
+}
+
+/// Removes the files an earlier run with the same id (the same capture and
+/// options, analysed again) wrote into this run's partitions and this run
+/// did not write again (it rotated differently): the run's rows are then
+/// in the dataset once.
+fn remove_replaced(ctx: &Ctx, run: &str, written: &[PathBuf]) -> Result<()> {
+    let prefix = format!("part-{run}-");
+    let written: HashSet<&PathBuf> = written.iter().collect();
+    for dir in &ctx.dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let ours = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".parquet"));
+            if ours && !written.contains(&path) {
+                std::fs::remove_file(&path).map_err(|e| Error::Write {
+                    path: path.clone(),
+                    detail: format!("cannot remove an earlier copy of this run's table: {e}"),
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 impl analyze::Sink for DatasetWriter {
@@ -385,14 +503,55 @@ mod tests {
     fn names_and_partitions() {
         // 2026-01-01T00:00:00.000025292Z
         let ns = 1_767_225_600_000_025_292;
-        assert_eq!(hour_partition(ns), "2026-01-01T00");
+        assert_eq!(hour_partition(ns), "date=2026-01-01/hour=00");
         assert_eq!(file_stamp(ns), "20260101T000000.000025292Z");
-        assert_eq!(hour_partition(ns + 25 * HOUR_NS), "2026-01-02T01");
+        assert_eq!(
+            hour_partition(ns + 25 * HOUR_NS),
+            "date=2026-01-02/hour=01"
+        );
         assert!(check_host("tap-leaf1.dc_2").is_ok());
         for bad in ["", "a/b", "x=y", ".hidden", "_x", "a b"] {
             assert!(check_host(bad).is_err(), "{bad:?}");
         }
         assert!(check_host(&local_host_name()).is_ok());
+        // The start to the second, then a hash of identity, host and start.
+        let id = run_id("a.pcap", "tap1", ns);
+        assert!(id.starts_with("20260101T000000Z-"), "{id}");
+        assert_eq!(id.len(), "20260101T000000Z-".len() + 12, "{id}");
+        assert_eq!(id, run_id("a.pcap", "tap1", ns), "names depend on the data");
+        for other in [
+            run_id("b.pcap", "tap1", ns),
+            run_id("a.pcap", "tap2", ns),
+            run_id("a.pcap", "tap1", ns + 1),
+        ] {
+            assert_ne!(id, other);
+        }
+    }
+
+    /// Two captures that differ only after their first bytes, or in name,
+    /// have different identities; a copy of one elsewhere has the same.
+    #[test]
+    fn capture_identity_follows_the_files_not_their_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, bytes: &[u8]| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            p
+        };
+        let a = write("a.pcap", b"same start, then one");
+        let b = write("b.pcap", b"same start, then two");
+        std::fs::create_dir(dir.path().join("copy")).unwrap();
+        let a2 = write("copy/a.pcap", b"same start, then one");
+        let ids: Vec<String> = [&a, &b, &a2]
+            .iter()
+            .map(|p| capture_identity(&[(*p).clone()], "opts"))
+            .collect();
+        assert_ne!(ids[0], ids[1]);
+        assert_eq!(ids[0], ids[2]);
+        assert_ne!(ids[0], capture_identity(&[a.clone()], "other opts"));
+        // Unreadable: named by its path (the run then fails on reading it).
+        let missing = dir.path().join("missing.pcap");
+        assert!(capture_identity(&[missing], "").contains("missing.pcap"));
     }
 
     fn row(flow_id: u32, bin_start_ns: u64) -> TimelineRow {
@@ -418,97 +577,127 @@ mod tests {
         a.finish(&mut sink)
     }
 
+    /// A run of `rows` timeline rows, `minute` apart from `t0`, into `dir`.
+    fn timeline_run(opts: &DatasetOptions, t0: u64, rows: u32) -> Vec<PathBuf> {
+        use crate::analyze::Sink;
+        let mut w = DatasetWriter::create(opts).unwrap();
+        w.name_iface(0, "tap");
+        for m in 0..rows {
+            w.timeline(&row(m, t0 + u64::from(m) * MINUTE));
+        }
+        w.finish(&empty_analysis(), &RunFacts::default()).unwrap()
+    }
+
+    const MINUTE: u64 = 60 * 1_000_000_000;
+    const T0: u64 = 1_767_225_600_000_000_000; // 2026-01-01T00:00:00Z
+
+    fn rows_of(p: &Path) -> usize {
+        use parquet::file::reader::FileReader;
+        let f = std::fs::File::open(p).unwrap();
+        parquet::file::reader::SerializedFileReader::new(f)
+            .unwrap()
+            .metadata()
+            .file_metadata()
+            .num_rows() as usize
+    }
+
+    fn table_rows(dir: &Path, table: &str) -> usize {
+        walk(&dir.join(table))
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+            .map(|p| rows_of(p))
+            .sum()
+    }
+
     #[test]
     fn rotates_at_hours_by_time_and_keeps_every_row() {
         use crate::analyze::Sink;
         let dir = tempfile::tempdir().unwrap();
         let mut opts = DatasetOptions::new(dir.path(), "tap1").unwrap();
-        opts.rotate_ns = 10 * 60 * 1_000_000_000; // 10 minutes
+        opts.rotate_ns = 10 * MINUTE;
         let mut w = DatasetWriter::create(&opts).unwrap();
         w.name_iface(0, "tap");
-        let t0 = 1_767_225_600_000_000_000 + 50 * 60 * 1_000_000_000; // 00:50
-        let minute = 60 * 1_000_000_000;
+        let t0 = T0 + 50 * MINUTE; // 00:50
         // 00:50 .. 01:29, one row a minute, with a late row for 00:59 at 01:01.
         for m in 0..40 {
-            w.timeline(&row(m, t0 + u64::from(m) * minute));
+            w.timeline(&row(m, t0 + u64::from(m) * MINUTE));
             if m == 11 {
-                w.timeline(&row(999, t0 + 9 * minute));
+                w.timeline(&row(999, t0 + 9 * MINUTE));
             }
         }
         let files = w.finish(&empty_analysis(), &RunFacts::default()).unwrap();
-        let timeline: Vec<_> = files
-            .iter()
-            .filter(|f| {
-                f.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .starts_with("timeline-")
-            })
-            .collect();
+        let run = run_id("", "tap1", t0);
         let rel = |p: &PathBuf| p.strip_prefix(dir.path()).unwrap().display().to_string();
-        let names: Vec<String> = timeline.iter().map(|p| rel(p)).collect();
+        let names: Vec<String> = files
+            .iter()
+            .map(rel)
+            .filter(|f| f.starts_with("timeline/"))
+            .collect();
         // 00:50-00:59 in one file; 01:00-01:09, 01:10-01:19, 01:20-01:29.
-        assert!(
-            names.contains(
-                &"host=tap1/hour=2026-01-01T00/timeline-20260101T005000.000000000Z.parquet"
-                    .to_string()
-            ),
-            "{names:?}"
-        );
-        assert!(
-            names.contains(
-                &"host=tap1/hour=2026-01-01T01/timeline-20260101T010000.000000000Z.parquet"
-                    .to_string()
-            ),
-            "{names:?}"
-        );
-        assert!(
-            names.contains(
-                &"host=tap1/hour=2026-01-01T01/timeline-20260101T012000.000000000Z.parquet"
-                    .to_string()
-            ),
-            "{names:?}"
-        );
+        for (hour, start) in [("00", "005000"), ("01", "010000"), ("01", "012000")] {
+            let want = format!(
+                "timeline/host=tap1/date=2026-01-01/hour={hour}/part-{run}-20260101T{start}.000000000Z.parquet"
+            );
+            assert!(names.contains(&want), "{want} not in {names:?}");
+        }
         assert_eq!(names.len(), 4, "{names:?}");
         // Every row is somewhere, and nothing half-written is left behind.
-        let rows: usize = timeline
-            .iter()
-            .map(|p| {
-                let f = std::fs::File::open(p).unwrap();
-                parquet::file::reader::SerializedFileReader::new(f)
-                    .map(|r| {
-                        use parquet::file::reader::FileReader;
-                        r.metadata().file_metadata().num_rows() as usize
-                    })
-                    .unwrap()
-            })
-            .sum();
-        assert_eq!(rows, 41);
-        let partial = walk(dir.path())
-            .into_iter()
-            .filter(|p| p.to_string_lossy().contains(".partial"))
-            .count();
-        assert_eq!(partial, 0);
-        // Tables without rows still have a file; the summary names the run.
+        assert_eq!(table_rows(dir.path(), "timeline"), 41);
+        assert!(walk(&dir.path().join(PARTIAL_DIR)).is_empty());
+        // Tables without rows still have a file; only Parquet in the table roots.
         for table in ["packets", "flows", "events", "pfc"] {
-            assert!(
-                files
-                    .iter()
-                    .any(|f| rel(f).starts_with(&format!("host=tap1/hour=2026-01-01T00/{table}-"))),
-                "{table}"
-            );
+            let prefix = format!("{table}/host=tap1/date=2026-01-01/hour=00/part-{run}-");
+            assert!(files.iter().any(|f| rel(f).starts_with(&prefix)), "{table}");
+            for f in walk(&dir.path().join(table)) {
+                assert_eq!(f.extension().unwrap(), "parquet", "{}", f.display());
+            }
         }
+        // The summary: its own root, one line of JSON naming the run.
         let summary = files.last().unwrap();
         assert_eq!(
             rel(summary),
-            "host=tap1/hour=2026-01-01T00/_summary-20260101T005000.000000000Z.json"
+            format!("summaries/host=tap1/date=2026-01-01/hour=00/summary-{run}.json")
         );
+        let text = std::fs::read_to_string(summary).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["dataset"]["run"], run.as_str());
+        assert_eq!(json["dataset"]["files"].as_array().unwrap().len(), 8);
+    }
+
+    /// Captures that start at the same instant on one host (the synthetic
+    /// samples do) keep their files apart; the same capture analysed again
+    /// replaces its files, however it rotated before.
+    #[test]
+    fn runs_with_one_start_add_up_and_a_rerun_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = DatasetOptions::new(dir.path(), "tap1").unwrap();
+        a.identity = "ghost-drop.pcapng".into();
+        let mut b = a.clone();
+        b.identity = "incast.pcapng".into();
+        timeline_run(&a, T0, 30);
+        timeline_run(&b, T0, 20);
+        assert_eq!(table_rows(dir.path(), "timeline"), 50);
+        // Again, rotating every 5 minutes: 6 files instead of 1, rows once.
+        a.rotate_ns = 5 * MINUTE;
+        let files = timeline_run(&a, T0, 30);
+        assert_eq!(
+            files
+                .iter()
+                .filter(|f| f.starts_with(dir.path().join("timeline")))
+                .count(),
+            6
+        );
+        assert_eq!(table_rows(dir.path(), "timeline"), 50);
+        assert_eq!(walk(&dir.path().join(SUMMARIES_DIR)).len(), 2);
     }
 
     fn walk(dir: &Path) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        for e in std::fs::read_dir(dir).unwrap() {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return out;
+        };
+        for e in entries {
             let p = e.unwrap().path();
             if p.is_dir() {
                 out.extend(walk(&p));

@@ -7,10 +7,13 @@
 //! * every column is nullable; a field of a header the frame did not carry
 //!   (or that a snaplen cut away) is null, never 0;
 //! * times are `Int64` nanoseconds since the Unix epoch (`*_ns`), so
-//!   differences never wrap: `pl.from_epoch("ts_ns", time_unit="ns")`;
+//!   differences never wrap, each beside a `TIMESTAMP(MICROS, UTC)` column
+//!   (`ts`, `first_ts`, …) that every engine reads as a time;
 //! * addresses are strings as Wireshark and Zeek print them (`10.0.0.1`,
 //!   `fe80::1`, `aa:bb:cc:dd:ee:ff`);
-//! * protocol numbers keep their wire width (`UInt8` opcode, `UInt32` QPN).
+//! * integers are signed, one width up from the field's (`Int16` opcode,
+//!   `Int64` QPN): engines without unsigned types read them, and
+//!   differences of two columns never overflow ([`format`]).
 //!
 //! Every file is written under a temporary name (`.NAME.partial`) and renamed
 //! when complete, so a directory never holds a half-written table. A table
@@ -233,15 +236,25 @@ impl<C: Columns> ParquetTable<C> {
     }
 
     pub fn create_with(dir: &Path, name: &str, encoding: Encoding) -> Result<Self> {
-        Ok(Self {
-            path: dir.join(name),
-            partial: dir.join(partial_name(name)),
+        Ok(Self::create_at(
+            dir.join(name),
+            dir.join(partial_name(name)),
+            encoding,
+        ))
+    }
+
+    /// Starts `path`, written as `partial` until [`Self::close`] renames it
+    /// (both on one file system; `partial`'s directory must exist).
+    pub fn create_at(path: PathBuf, partial: PathBuf, encoding: Encoding) -> Self {
+        Self {
+            path,
+            partial,
             columns: C::default(),
             encoding,
             encoder: Encoder::None,
             rows: 0,
             constants: Vec::new(),
-        })
+        }
     }
 
     /// Appends a string column holding `value` in every row, after `C`'s columns.
@@ -468,18 +481,22 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
 
 /// Writes `text` to `path` through a temporary name (`.NAME.partial`).
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
-    let err = |e: &dyn std::fmt::Display| Error::Write {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    };
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let partial = path.with_file_name(partial_name(&name));
-    let written = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, path));
+    write_text_at(path, &path.with_file_name(partial_name(&name)), text)
+}
+
+/// Writes `text` to `partial`, then renames it to `path`.
+pub fn write_text_at(path: &Path, partial: &Path, text: &str) -> Result<()> {
+    let err = |e: &dyn std::fmt::Display| Error::Write {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let written = std::fs::write(partial, text).and_then(|()| std::fs::rename(partial, path));
     written.map_err(|e| {
-        let _ = std::fs::remove_file(&partial);
+        let _ = std::fs::remove_file(partial);
         err(&format_args!(
             "{e}; check the output directory's free space and permissions"
         ))

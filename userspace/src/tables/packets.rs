@@ -24,7 +24,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 use arrow_array::types::{
-    ArrowPrimitiveType, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    ArrowPrimitiveType, Int16Type, Int32Type, Int64Type, TimestampMicrosecondType, UInt32Type,
 };
 use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, PrimitiveArray, StringArray, UInt32Array,
@@ -34,6 +34,7 @@ use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 use rocescope_common::{Kind, PacketRecord, flags as f};
 
+use super::format::{Widen, micros, timestamp_type};
 use super::{ColumnEncoding, Columns};
 use crate::addr::{Ip, Mac};
 use crate::analyze::Verdict;
@@ -103,8 +104,8 @@ impl Columns for PacketColumns {
     const ROW_GROUP_ROWS: usize = 256 * 1024;
     const ENCODING: ColumnEncoding = ColumnEncoding {
         dictionary: Some(FEW_VALUES),
-        statistics: Some(&["frame", "ts_ns"]),
-        delta: &["frame", "ts_ns"],
+        statistics: Some(&["frame", "ts_ns", "ts"]),
+        delta: &["frame", "ts_ns", "ts"],
         snappy: false,
         arrow_schema: false,
     };
@@ -271,8 +272,8 @@ impl RowTexts {
         let src_ip = self.ips.column_of(recs, &ip, |r| Ip(r.src_ip));
         let dst_ip = self.ips.column_of(recs, &ip, |r| Ip(r.dst_ip));
         let flow_id =
-            primitive::<UInt32Type, _>(extra, &validity(extra, |e| e.flow_id.is_some()), |e| {
-                e.flow_id.unwrap_or(0)
+            primitive::<Int64Type, _>(extra, &validity(extra, |e| e.flow_id.is_some()), |e| {
+                e.flow_id.unwrap_or(0).widen()
             });
         let retrans = boolean(extra, &validity(extra, |e| e.retrans.is_some()), |e| {
             e.retrans == Some(true)
@@ -284,6 +285,7 @@ impl RowTexts {
                 "ts_ns",
                 primitive::<Int64Type, _>(recs, &all, |r| r.ts_ns as i64),
             ),
+            ("ts", timestamps(recs)),
             ("iface", iface),
             ("kind", kind),
             ("frame_len", b.u32s(&all, |r| r.frame_len)),
@@ -390,21 +392,31 @@ fn boolean<R>(rows: &[R], nulls: &Option<NullBuffer>, value: impl Fn(&R) -> bool
     Arc::new(BooleanArray::new(values, nulls.clone()))
 }
 
-/// Number columns of a batch of records, by width.
+/// The `ts` column: `ts_ns` as a UTC microsecond timestamp.
+fn timestamps(recs: &[PacketRecord]) -> ArrayRef {
+    let values = ScalarBuffer::from(recs.iter().map(|r| micros(r.ts_ns)).collect::<Vec<_>>());
+    Arc::new(
+        PrimitiveArray::<TimestampMicrosecondType>::new(values, None)
+            .with_data_type(timestamp_type()),
+    )
+}
+
+/// Number columns of a batch of records, by the field's width: each goes
+/// into the signed type one width up ([`Widen`], docs/tables.md "Numbers").
 struct Batch<'a>(&'a [PacketRecord]);
 
 impl Batch<'_> {
     fn u8s(&self, nulls: &Option<NullBuffer>, v: impl Fn(&PacketRecord) -> u8) -> ArrayRef {
-        primitive::<UInt8Type, _>(self.0, nulls, v)
+        primitive::<Int16Type, _>(self.0, nulls, |r| v(r).widen())
     }
     fn u16s(&self, nulls: &Option<NullBuffer>, v: impl Fn(&PacketRecord) -> u16) -> ArrayRef {
-        primitive::<UInt16Type, _>(self.0, nulls, v)
+        primitive::<Int32Type, _>(self.0, nulls, |r| v(r).widen())
     }
     fn u32s(&self, nulls: &Option<NullBuffer>, v: impl Fn(&PacketRecord) -> u32) -> ArrayRef {
-        primitive::<UInt32Type, _>(self.0, nulls, v)
+        primitive::<Int64Type, _>(self.0, nulls, |r| v(r).widen())
     }
     fn u64s(&self, nulls: &Option<NullBuffer>, v: impl Fn(&PacketRecord) -> u64) -> ArrayRef {
-        primitive::<UInt64Type, _>(self.0, nulls, v)
+        primitive::<Int64Type, _>(self.0, nulls, |r| v(r).widen())
     }
 }
 
@@ -553,7 +565,7 @@ impl<K> Texts<K> {
 #[cfg(test)]
 mod tests {
     use arrow_array::cast::AsArray;
-    use arrow_array::{Array, types::UInt16Type};
+    use arrow_array::Array;
 
     use super::*;
 
@@ -614,10 +626,10 @@ mod tests {
         );
         let psn = col("psn");
         assert_eq!(psn.null_count(), 1);
-        assert_eq!(psn.as_primitive::<UInt32Type>().value(2), 7);
+        assert_eq!(psn.as_primitive::<Int64Type>().value(2), 7);
         let q3 = col("pfc_quanta_3");
         assert_eq!(
-            q3.as_primitive::<UInt16Type>().iter().collect::<Vec<_>>(),
+            q3.as_primitive::<Int32Type>().iter().collect::<Vec<_>>(),
             [None, Some(65535), None]
         );
         // Never set in this batch: all null; set in every row: no bitmap.
@@ -626,7 +638,11 @@ mod tests {
         assert!(col("frame").nulls().is_none());
         assert_eq!(col("flow_id").null_count(), 1);
         assert!(col("mirror_copy").nulls().is_none());
-        assert_eq!(columns.len(), 58);
+        assert_eq!(columns.len(), 59);
+        // Signed types one width up; `ts` a UTC microsecond timestamp.
+        assert_eq!(col("pcp").data_type(), &DataType::Int16);
+        assert_eq!(col("frame").data_type(), &DataType::Int64);
+        assert_eq!(col("ts").data_type(), &timestamp_type());
     }
 
     /// A sniffer-rewritten frame's ICRC result is unknown (null), a mirror
