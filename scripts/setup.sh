@@ -70,12 +70,14 @@ fi
 if [ "$want_test" = 1 ]; then
   # chromium: the HTML report's screenshot test (headless, no network);
   # libcap2-bin: setcap, for the test of a file-capability binary;
-  # gzip, zstd, lz4: the compressed-capture tests pipe through the tools.
-  apt_install tshark chromium iproute2 libcap2-bin gzip zstd lz4
+  # gzip, zstd, lz4: the compressed-capture tests pipe through the tools;
+  # openjdk-17-jre-headless: Spark, which tests/test_dataset.py reads the
+  # dataset with (pyspark in local mode).
+  apt_install tshark chromium iproute2 libcap2-bin gzip zstd lz4 openjdk-17-jre-headless
   # Python modules the notebooks and their tests import; pip package names
   # differ from module names for none of these.
   py_missing=()
-  for m in polars matplotlib duckdb nbformat nbclient ipykernel pytest; do
+  for m in polars matplotlib duckdb nbformat nbclient ipykernel pytest pyarrow pandas pyspark; do
     python3 -c "import $m" 2>/dev/null || py_missing+=("$m")
   done
   if [ ${#py_missing[@]} -gt 0 ]; then

@@ -33,11 +33,11 @@ trap 'rm -rf "$out"' EXIT
 captures=${ROCESCOPE_CAPTURES:-tests/data}
 "$bin" analyze "$captures/oferby-proxy-roce.pcap" --out "$out" >/dev/null
 python3 tests/check_tables.py "$out"
-echo "== notebooks, dataset layout and HTML report (pytest)"
+echo "== notebooks, the dataset read by DuckDB, polars, pyarrow/pandas and Spark, HTML report (pytest)"
 rc=0
-ROCESCOPE_BIN="$bin" python3 -m pytest -q -p no:cacheprovider tests/test_notebooks.py || rc=$?
+ROCESCOPE_BIN="$bin" python3 -m pytest -q -p no:cacheprovider tests/test_notebooks.py tests/test_dataset.py || rc=$?
 if [ "$rc" -eq 5 ]; then
-  echo "test.sh: pytest collected no tests from tests/test_notebooks.py" >&2
+  echo "test.sh: pytest collected no tests from tests/test_notebooks.py tests/test_dataset.py" >&2
   exit 1
 fi
 exit "$rc"

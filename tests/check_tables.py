@@ -1,5 +1,6 @@
 """Reads an `analyze --out` directory with polars, as notebooks and users do,
-and checks the output contract of docs/tables.md: every table, every column."""
+and checks the output contract of docs/tables.md: every table, every column,
+signed integers only and UTC microsecond timestamps beside the `*_ns` times."""
 import json
 import sys
 from pathlib import Path
@@ -7,21 +8,29 @@ from pathlib import Path
 import polars as pl
 
 CONTRACT = {
-    "packets.parquet": """frame ts_ns iface kind frame_len cap_len vlan pcp src_mac dst_mac src_ip
+    "packets.parquet": """frame ts_ns ts iface kind frame_len cap_len vlan pcp src_mac dst_mac src_ip
         dst_ip dscp ecn udp_sport opcode se migreq pad_count tver pkey fecn becn dest_qp ack_req psn
         aeth_syndrome aeth_msn reth_va reth_rkey reth_len imm payload_len icrc_ok pfc_enable
         pfc_quanta_0 pfc_quanta_1 pfc_quanta_2 pfc_quanta_3 pfc_quanta_4 pfc_quanta_5 pfc_quanta_6
         pfc_quanta_7 pause_quanta flow_id retrans mirror_copy""",
     "flows.parquet": """flow_id iface src_ip dst_ip dest_qp paired_qp udp_sport pcp dscp first_ts_ns
-        last_ts_ns packets bytes data_packets payload_bytes retrans_packets retrans_rate rewinds
+        last_ts_ns first_ts last_ts packets bytes data_packets payload_bytes retrans_packets retrans_rate rewinds
         rewinds_nak rewinds_rnr rewinds_timeout max_rewind_depth spurious_retrans gaps acks naks
         rnr_naks ce cnps gbps goodput_gbps max_idle_us rewinds_timeout_ghost gap_late
         gap_lost_before_tap gap_nak_lost gap_capture_lost gap_unresolved late_max_us late_max_psns
         icrc_errors mirror_copies display_filter decode_as""",
-    "events.parquet": "ts_ns iface flow_id kind psn depth trigger idle_us detail",
-    "pfc.parquet": "iface src_mac priority start_ns end_ns frames ended_by",
-    "timeline.parquet": """flow_id bin_start_ns bin_ns packets bytes retrans_packets ce cnps gbps
+    "events.parquet": "ts_ns ts iface flow_id kind psn depth trigger idle_us detail",
+    "pfc.parquet": "iface src_mac priority start_ns end_ns start_ts end_ts frames ended_by",
+    "timeline.parquet": """flow_id bin_start_ns bin_start bin_ns packets bytes retrans_packets ce cnps gbps
         goodput_gbps paused_ns""",
+}
+
+TIMESTAMPS = {
+    "packets.parquet": ("ts",),
+    "flows.parquet": ("first_ts", "last_ts"),
+    "events.parquet": ("ts",),
+    "pfc.parquet": ("start_ts", "end_ts"),
+    "timeline.parquet": ("bin_start",),
 }
 
 
@@ -36,6 +45,13 @@ def main(out: Path) -> int:
         missing = [c for c in cols.split() if c not in df.columns]
         if missing:
             failures.append(f"{name}: no column {', '.join(missing)}")
+        # docs/tables.md, "Conventions": no unsigned type; times beside *_ns.
+        unsigned = [c for c, t in df.schema.items() if t.is_unsigned_integer()]
+        if unsigned:
+            failures.append(f"{name}: unsigned {', '.join(unsigned)}")
+        for c in TIMESTAMPS.get(name, ()):
+            if c in df.columns and df.schema[c] != pl.Datetime("us", "UTC"):
+                failures.append(f"{name}: {c} is {df.schema[c]}, not Datetime(us, UTC)")
         print(f"{name}: {df.height} rows, {len(df.columns)} columns")
     summary = json.loads((out / "summary.json").read_text())
     for key in ("pfc", "findings", "taps", "capture_facts"):

@@ -1,8 +1,9 @@
-"""The notebooks, the dataset layout and the HTML report, end to end.
+"""The notebooks and the HTML report, end to end.
 
 Sample output is generated here: `rocescope synth ghost-drop` and `incast`
 (small), `analyze --out` and `--dataset` (two hosts, one with rotation),
-`report --html`. The binary is $ROCESCOPE_BIN, else built with cargo.
+`report --html`. The binary is $ROCESCOPE_BIN, else built with cargo
+(tests/conftest.py). The dataset itself is checked in tests/test_dataset.py.
 
 Run: python3 -m pytest tests/test_notebooks.py
 """
@@ -14,7 +15,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import duckdb
 import nbformat
 import polars as pl
 import pytest
@@ -22,39 +22,13 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-TABLES = ("packets", "flows", "events", "pfc", "timeline")
 GHOST_FRAMES = 8000
-FILE_RE = re.compile(
-    r"host=(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*)/hour=(?P<hour>\d{4}-\d{2}-\d{2}T\d{2})/"
-    r"(?:(?P<table>packets|flows|events|pfc|timeline)-\d{8}T\d{6}\.\d{9}Z(?:-\d+)?\.parquet"
-    r"|_summary-\d{8}T\d{6}\.\d{9}Z\.json)"
-)
-
-
-def binary() -> Path:
-    if os.environ.get("ROCESCOPE_BIN"):
-        return Path(os.environ["ROCESCOPE_BIN"])
-    subprocess.run(["cargo", "build", "--quiet", "--locked", "-p", "rocescope", "--bin", "rocescope"],
-                   cwd=ROOT, check=True)
-    meta = json.loads(subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"],
-                                     cwd=ROOT, check=True, capture_output=True, text=True).stdout)
-    return Path(meta["target_directory"]) / "debug" / "rocescope"
-
-
-def run(*args):
-    out = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
-    assert out.returncode == 0, f"rocescope {args}: {out.stderr}\n{out.stdout}"
-    return out
-
-
-BIN = None
 
 
 @pytest.fixture(scope="session")
-def sample():
+def sample(rocescope):
     """Captures, an --out directory and a two-host dataset."""
-    global BIN
-    BIN = binary()
+    run = rocescope
     tmp = Path(tempfile.mkdtemp(prefix="rocescope-nb-"))
     ghost, incast = tmp / "ghost.pcapng", tmp / "incast.pcapng"
     # Enough of the ghost-drop fabric for its first receiver stalls to fire
@@ -124,10 +98,10 @@ def test_ghost_drops_notebook_draws_every_figure(sample):
     assert "text/html" in mimetypes(tagged["flows"])
 
 
-def test_ghost_drops_notebook_honours_the_runs_dscp_map(sample, tmp_path):
+def test_ghost_drops_notebook_honours_the_runs_dscp_map(sample, tmp_path, rocescope):
     # The sample's flows are untagged DSCP 26: priority 3 by default, 5 here.
     out = tmp_path / "mapped"
-    run("analyze", sample["ghost"], "--out", out, "--dscp-map", "26=5")
+    rocescope("analyze", sample["ghost"], "--out", out, "--dscp-map", "26=5")
     assert json.loads((out / "summary.json").read_text())["dscp_to_priority"][26] == 5
     nb = execute("ghost_drops.ipynb", {"ROCESCOPE_OUT": str(out)})
     tagged = outputs_by_tag(nb)
@@ -167,65 +141,9 @@ def test_fabric_notebook_queries_the_dataset(sample):
     assert "tap-a" in hosts and "tap-b" in hosts
 
 
-def test_dataset_layout_reads_back_with_duckdb_and_polars(sample):
-    ds, out = sample["dataset"], sample["out"]
-    files = [p.relative_to(ds).as_posix() for p in ds.rglob("*") if p.is_file()]
-    assert not [f for f in files if ".partial" in f], "half-written files left"
-    bad = [f for f in files if not FILE_RE.fullmatch(f)]
-    assert not bad, f"unexpected names: {bad}"
-    per_table = {t: [f for f in files if f.split("/")[-1].startswith(t + "-")] for t in TABLES}
-    for t in TABLES:
-        assert {f.split("/")[0] for f in per_table[t]} == {"host=tap-a", "host=tap-b"}, t
-    # tap-b rotated every 200 µs: several packets files in one hour.
-    assert len([f for f in per_table["packets"] if f.startswith("host=tap-b/")]) >= 3
-
-    con = duckdb.connect()
-    for t in TABLES:
-        glob = f"{ds}/*/*/{t}-*.parquet"
-        # tap-a holds exactly what --out holds, column for column, plus run/host/hour.
-        direct = pl.read_parquet(out / f"{t}.parquet")
-        rel = con.sql(f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true)")
-        cols = rel.columns
-        assert cols == direct.columns + ["run", "host", "hour"], t
-        counts = dict(con.sql(
-            f"SELECT host, count(*) FROM read_parquet('{glob}', hive_partitioning = true) GROUP BY host"
-        ).fetchall())
-        assert counts.get("tap-a", 0) == direct.height, t
-        lazy = pl.scan_parquet(glob, hive_partitioning=True)
-        assert lazy.collect_schema().names() == cols, t
-        by_host = lazy.group_by("host").agg(pl.len()).collect()
-        assert dict(by_host.iter_rows()) == {h: n for h, n in counts.items()}, t
-        hours = lazy.select(pl.col("hour").unique()).collect()["hour"].to_list()
-        assert hours == ["2026-01-01T00"], t
-
-    # Same packets as --out, in order, for tap-a.
-    a = (pl.scan_parquet(f"{ds}/*/*/packets-*.parquet", hive_partitioning=True)
-         .filter(pl.col("host") == "tap-a").sort("frame").select("frame", "ts_ns", "psn").collect())
-    assert a.equals(pl.read_parquet(out / "packets.parquet", columns=["frame", "ts_ns", "psn"]))
-    # tap-b's rotated packets add up to its capture's frames.
-    b = con.execute(f"SELECT count(*), count(DISTINCT frame) FROM read_parquet('{ds}/host=tap-b/*/packets-*.parquet')")
-    assert b.fetchone() == (3000, 3000)
-    # Summaries sit beside the tables and name the run and every file.
-    summaries = list(ds.glob("host=*/hour=*/_summary-*.json"))
-    assert len(summaries) == 2
-    for s in summaries:
-        j = json.loads(s.read_text())
-        assert j["dataset"]["host"] in ("tap-a", "tap-b")
-        assert all((ds / f).exists() for f in j["dataset"]["files"])
-        assert j["findings"]
-
-
-def test_dataset_rerun_replaces_instead_of_duplicating(sample, tmp_path):
-    ds = tmp_path / "ds"
-    for _ in range(2):
-        run("analyze", sample["ghost"], "--dataset", ds, "--host", "tap-a")
-    n = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{ds}/*/*/packets-*.parquet')").fetchone()[0]
-    assert n == GHOST_FRAMES
-
-
-def test_html_report_is_self_contained_and_renders(sample, tmp_path):
+def test_html_report_is_self_contained_and_renders(sample, tmp_path, rocescope):
     html = tmp_path / "report.html"
-    run("report", sample["ghost"], "--html", html)
+    rocescope("report", sample["ghost"], "--html", html)
     text = html.read_text()
     assert text.count("<svg") >= 4, "PSN, throughput and pause-fraction plots"
     assert "http" not in text.lower(), "the page must not reference any URL"

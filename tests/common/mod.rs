@@ -132,6 +132,7 @@ impl Table {
 pub const PACKETS_COLUMNS: &[&str] = &[
     "frame",
     "ts_ns",
+    "ts",
     "iface",
     "kind",
     "frame_len",

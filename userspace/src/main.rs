@@ -239,7 +239,7 @@ struct DiffArgs {
     analysis: AnalysisArgs,
 }
 
-/// `analyze`/`live --dataset`: DIR/TABLE/host=NAME/date=YYYY-MM-DD/hour=HH/part-<run>-<start>.parquet.
+/// `analyze`/`live --dataset`: DIR/TABLE/host=NAME/date=YYYY-MM-DD/hour=H/part-<run>-<start>.parquet.
 #[derive(Args)]
 struct DatasetArgs {
     /// Also write the tables into this hive-partitioned dataset (a root per table; by host, UTC date and hour).

@@ -2,9 +2,9 @@
 //! layout"): one root per table, partitioned by host, UTC date and hour.
 //!
 //! ```text
-//! DIR/packets/host=NAME/date=YYYY-MM-DD/hour=HH/part-<run>-<start>.parquet
+//! DIR/packets/host=NAME/date=YYYY-MM-DD/hour=H/part-<run>-<start>.parquet
 //! DIR/flows/…, DIR/events/…, DIR/pfc/…, DIR/timeline/…   (the same)
-//! DIR/summaries/host=NAME/date=YYYY-MM-DD/hour=HH/summary-<run>.json
+//! DIR/summaries/host=NAME/date=YYYY-MM-DD/hour=H/summary-<run>.json
 //! DIR/.partial/…                                         (files being written)
 //! ```
 //!
@@ -13,8 +13,8 @@
 //!   `DIR/flows/**/*.parquet` (DuckDB) reads that table alone, with `host`,
 //!   `date` and `hour` from the directory names, and no option.
 //! * **Partitions are typed by their look**: `date=2026-01-01` reads as a
-//!   date and `hour=07` as an integer in DuckDB, polars and Spark (an
-//!   `hour=2026-01-01T07` could only ever be a string).
+//!   date and `hour=7` (0-23, no leading zero) as an integer in DuckDB,
+//!   polars and Spark (an `hour=2026-01-01T07` could only ever be a string).
 //! * **Schemas** are the `--out` tables' (same columns, same types), plus one
 //!   string column `run` at the end.
 //! * **Runs**: `run` is `<start>-<hash>`: the run's first record time to the
@@ -36,9 +36,8 @@
 //!   take it). A file is closed and a new one started at an hour boundary,
 //!   once its rows span `rotate_ns` of capture time, or once it holds about
 //!   `rotate_bytes`: a long live run never holds one ever-growing file. Each
-//!   file is written under `DIR/.partial/` (the same relative path) and
-//!   renamed into its table when complete, so no reader ever sees half a
-//!   file, whatever glob it uses.
+//!   file is written into `DIR/.partial/` and renamed into its table when
+//!   complete, so no reader ever sees half a file, whatever glob it uses.
 //! * A table with no rows in a run still gets one (empty) file in the run's
 //!   first hour, so a glob over it always finds a schema.
 //! * **Summaries**: the run's `summary.json` plus `dataset` (host, run, the
@@ -181,10 +180,13 @@ pub fn local_host_name() -> String {
     }
 }
 
-/// The `date=…/hour=…` partition of a time: `date=YYYY-MM-DD/hour=HH` (UTC).
+/// The `date=…/hour=…` partition of a time: `date=YYYY-MM-DD/hour=H` (UTC,
+/// the hour 0-23 without a leading zero: DuckDB reads `07` as a string,
+/// `7` as an integer).
 pub fn hour_partition(ns: u64) -> String {
     let iso = fmt_utc(ns);
-    format!("date={}/hour={}", &iso[..10], &iso[11..13])
+    let hour = (ns / HOUR_NS) % 24;
+    format!("date={}/hour={hour}", &iso[..10])
 }
 
 /// A time as it appears in file names: `YYYYMMDDTHHMMSS.nnnnnnnnnZ` (UTC).
@@ -226,11 +228,17 @@ impl Ctx {
             .1
     }
 
-    /// Makes `relative`'s directory in the dataset and under `.partial/`;
-    /// returns the final and the partial path of `relative/name`.
+    /// Makes `relative`'s directory in the dataset, and `.partial/`;
+    /// returns the final and the partial path of `relative/name` (the
+    /// partial one flat: `TABLE.host=….date=….hour=….NAME.partial`).
     fn prepare(&mut self, relative: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
         let dir = self.dir.join(relative);
-        let partial_dir = self.dir.join(PARTIAL_DIR).join(relative);
+        let partial_dir = self.dir.join(PARTIAL_DIR);
+        let flat: Vec<String> = relative
+            .join(name)
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect();
         for d in [&dir, &partial_dir] {
             std::fs::create_dir_all(d).map_err(|e| Error::Write {
                 path: d.clone(),
@@ -238,7 +246,8 @@ impl Ctx {
             })?;
         }
         self.dirs.insert(dir.clone());
-        Ok((dir.join(name), partial_dir.join(format!("{name}.partial"))))
+        let partial = partial_dir.join(format!("{}.partial", flat.join(".")));
+        Ok((dir.join(name), partial))
     }
 }
 
@@ -503,11 +512,15 @@ mod tests {
     fn names_and_partitions() {
         // 2026-01-01T00:00:00.000025292Z
         let ns = 1_767_225_600_000_025_292;
-        assert_eq!(hour_partition(ns), "date=2026-01-01/hour=00");
+        assert_eq!(hour_partition(ns), "date=2026-01-01/hour=0");
         assert_eq!(file_stamp(ns), "20260101T000000.000025292Z");
         assert_eq!(
             hour_partition(ns + 25 * HOUR_NS),
-            "date=2026-01-02/hour=01"
+            "date=2026-01-02/hour=1"
+        );
+        assert_eq!(
+            hour_partition(ns + 47 * HOUR_NS),
+            "date=2026-01-02/hour=23"
         );
         assert!(check_host("tap-leaf1.dc_2").is_ok());
         for bad in ["", "a/b", "x=y", ".hidden", "_x", "a b"] {
@@ -634,7 +647,7 @@ mod tests {
             .filter(|f| f.starts_with("timeline/"))
             .collect();
         // 00:50-00:59 in one file; 01:00-01:09, 01:10-01:19, 01:20-01:29.
-        for (hour, start) in [("00", "005000"), ("01", "010000"), ("01", "012000")] {
+        for (hour, start) in [("0", "005000"), ("1", "010000"), ("1", "012000")] {
             let want = format!(
                 "timeline/host=tap1/date=2026-01-01/hour={hour}/part-{run}-20260101T{start}.000000000Z.parquet"
             );
@@ -646,7 +659,7 @@ mod tests {
         assert!(walk(&dir.path().join(PARTIAL_DIR)).is_empty());
         // Tables without rows still have a file; only Parquet in the table roots.
         for table in ["packets", "flows", "events", "pfc"] {
-            let prefix = format!("{table}/host=tap1/date=2026-01-01/hour=00/part-{run}-");
+            let prefix = format!("{table}/host=tap1/date=2026-01-01/hour=0/part-{run}-");
             assert!(files.iter().any(|f| rel(f).starts_with(&prefix)), "{table}");
             for f in walk(&dir.path().join(table)) {
                 assert_eq!(f.extension().unwrap(), "parquet", "{}", f.display());
@@ -656,7 +669,7 @@ mod tests {
         let summary = files.last().unwrap();
         assert_eq!(
             rel(summary),
-            format!("summaries/host=tap1/date=2026-01-01/hour=00/summary-{run}.json")
+            format!("summaries/host=tap1/date=2026-01-01/hour=0/summary-{run}.json")
         );
         let text = std::fs::read_to_string(summary).unwrap();
         assert_eq!(text.lines().count(), 1);

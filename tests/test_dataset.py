@@ -1,0 +1,196 @@
+"""The `analyze --dataset` layout read back by the engines people use, with
+no options: DuckDB, polars, pyarrow/pandas and Spark (docs/tables.md,
+"Dataset layout").
+
+Two synthetic captures that start at the same instant go into one host's
+partitions, one after the other (the second run must not replace the first),
+and one of them into a second host with rotation. The expected row counts
+are the captures' frame counts and the `--out` tables of each run, read file
+by file.
+
+Run: python3 -m pytest tests/test_dataset.py (Spark needs Java 17 and
+pyspark: scripts/setup.sh --test)
+"""
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import polars as pl
+import pyarrow.json as pj
+import pyarrow.parquet as pq
+import pytest
+
+TABLES = ("packets", "flows", "events", "pfc", "timeline")
+# Each table's TIMESTAMP(MICROS, UTC) columns and the *_ns column each mirrors.
+TIMESTAMPS = {
+    "packets": {"ts": "ts_ns"},
+    "flows": {"first_ts": "first_ts_ns", "last_ts": "last_ts_ns"},
+    "events": {"ts": "ts_ns"},
+    "pfc": {"start_ts": "start_ns", "end_ts": "end_ns"},
+    "timeline": {"bin_start": "bin_start_ns"},
+}
+GHOST, INCAST = 3000, 2000
+RUN = r"\d{8}T\d{6}Z-[0-9a-f]{12}"
+START = r"\d{8}T\d{6}\.\d{9}Z"
+TABLE_FILE = re.compile(
+    rf"(?P<table>{'|'.join(TABLES)})/host=(?P<host>tap-[ab])/date=2026-01-01/hour=0/"
+    rf"part-(?P<run>{RUN})-{START}(?:-\d+)?\.parquet"
+)
+SUMMARY_FILE = re.compile(rf"summaries/host=(?P<host>tap-[ab])/date=2026-01-01/hour=0/summary-(?P<run>{RUN})\.json")
+
+
+@pytest.fixture(scope="module")
+def ds(rocescope, tmp_path_factory):
+    """The dataset, and what each table must hold per host."""
+    tmp = tmp_path_factory.mktemp("dataset")
+    ghost, incast = tmp / "ghost.pcapng", tmp / "incast.pcapng"
+    # The synthetic fabric starts every capture at 2026-01-01T00:00:00Z.
+    rocescope("synth", "ghost-drop", "--out", ghost, "--packets", GHOST, "--snaplen", 128)
+    rocescope("synth", "incast", "--out", incast, "--packets", INCAST)
+    root = tmp / "ds"
+    rocescope("analyze", ghost, "--out", tmp / "ghost", "--dataset", root, "--host", "tap-a")
+    rocescope("analyze", incast, "--out", tmp / "incast", "--dataset", root, "--host", "tap-a")
+    # The second host rotates its files every 200 µs of capture time.
+    rocescope("analyze", incast, "--dataset", root, "--host", "tap-b", "--rotate", "200us")
+
+    def rows(run, table):
+        return pq.ParquetFile(tmp / run / f"{table}.parquet").metadata.num_rows
+
+    want = {t: {"tap-a": rows("ghost", t) + rows("incast", t), "tap-b": rows("incast", t)} for t in TABLES}
+    assert want["packets"] == {"tap-a": GHOST + INCAST, "tap-b": INCAST}
+    for t in ("flows", "events", "pfc", "timeline"):
+        assert want[t]["tap-b"] > 0, f"the incast sample has {t} rows"
+    # `retrans_packets - packets` over every flow: negative, exactly.
+    flows = [pl.read_parquet(tmp / run / "flows.parquet") for run in ("ghost", "incast")]
+    diff = min(min(r - p for r, p in zip(f["retrans_packets"], f["packets"])) for f in flows)
+    assert diff < 0
+    return {"root": root, "want": want, "min_diff": diff, "out": tmp / "ghost"}
+
+
+def test_one_root_per_table_and_nothing_else_in_it(ds):
+    root = ds["root"]
+    files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+    assert not [f for f in files if f.startswith(".partial/")], "files left half-written"
+    assert {p.name for p in root.iterdir()} <= set(TABLES) | {"summaries", ".partial"}
+    runs = {}
+    for f in files:
+        m = TABLE_FILE.fullmatch(f) or SUMMARY_FILE.fullmatch(f)
+        assert m, f"unexpected file {f}"
+        runs.setdefault(m["host"], set()).add(m["run"])
+    # tap-a: two runs that start in the same second (and 100 µs bin) stay apart.
+    assert {h: len(r) for h, r in runs.items()} == {"tap-a": 2, "tap-b": 1}
+    summaries = [f for f in files if f.startswith("summaries/")]
+    assert len(summaries) == 3
+    for f in summaries:
+        text = (root / f).read_text()
+        assert text.count("\n") == 1, "one JSON object per line"
+        s = json.loads(text)
+        assert all((root / p).is_file() for p in s["dataset"]["files"])
+        assert s["dataset"]["run"] in f
+    # tap-b rotated: several packets files.
+    assert len([f for f in files if f.startswith("packets/host=tap-b/")]) >= 3
+
+
+def test_duckdb_reads_each_table_with_no_options(ds):
+    root, con = ds["root"], duckdb.connect()
+    for t in TABLES:
+        glob = f"{root}/{t}/**/*.parquet"
+        by_host = dict(con.sql(f"SELECT host, count(*) FROM '{glob}' GROUP BY host").fetchall())
+        assert by_host == ds["want"][t], t
+        types = {c: ty for c, ty, *_ in con.sql(f"DESCRIBE SELECT * FROM read_parquet('{glob}')").fetchall()}
+        assert (types["host"], types["date"], types["hour"]) == ("VARCHAR", "DATE", "BIGINT"), (t, types)
+        for ts, ns in TIMESTAMPS[t].items():
+            assert types[ts] == "TIMESTAMP WITH TIME ZONE", (t, ts, types[ts])
+            off = con.sql(f"SELECT count(*) FROM '{glob}' WHERE epoch_us({ts}) <> {ns} // 1000").fetchall()
+            assert off == [(0,)], (t, ts)
+        assert not [c for c, ty in types.items() if ty.startswith(("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"))]
+    flows = f"{root}/flows/**/*.parquet"
+    assert con.sql(f"SELECT min(retrans_packets - packets) FROM '{flows}'").fetchall() == [(ds["min_diff"],)]
+    summaries = con.sql(f"SELECT host, dataset.run FROM read_json('{root}/summaries/**/*.json')").fetchall()
+    assert sorted(h for h, _ in summaries) == ["tap-a", "tap-a", "tap-b"] and len({r for _, r in summaries}) == 3
+
+
+def test_polars_reads_each_table_directory_with_no_options(ds):
+    root = ds["root"]
+    for t in TABLES:
+        lazy = pl.scan_parquet(root / t)
+        schema = lazy.collect_schema()
+        assert (schema["host"], schema["date"], schema["hour"]) == (pl.String, pl.Date, pl.Int64), t
+        for ts in TIMESTAMPS[t]:
+            assert schema[ts] == pl.Datetime("us", "UTC"), (t, ts)
+        assert not [c for c, ty in schema.items() if ty.is_unsigned_integer()], t
+        by_host = dict(lazy.group_by("host").agg(pl.len()).collect().iter_rows())
+        assert by_host == ds["want"][t], t
+    diff = pl.scan_parquet(root / "flows").select((pl.col("retrans_packets") - pl.col("packets")).min()).collect()
+    assert diff.item() == ds["min_diff"]
+    summaries = pl.scan_ndjson(root / "summaries" / "**" / "*.json").select(pl.col("dataset")).collect()
+    assert summaries.height == 3
+
+
+def test_pyarrow_and_pandas_read_each_table_directory_with_no_options(ds):
+    root = ds["root"]
+    for t in TABLES:
+        table = pq.read_table(root / t)
+        assert table.num_rows == sum(ds["want"][t].values()), t
+        df = pd.read_parquet(root / t)
+        assert df.groupby("host", observed=True).size().to_dict() == ds["want"][t], t
+        for ts in TIMESTAMPS[t]:
+            assert str(df[ts].dtype) == "datetime64[us, UTC]", (t, ts, df[ts].dtype)
+        # --out and the dataset: one schema (the dataset adds `run`).
+        out = pq.read_schema(ds["out"] / f"{t}.parquet")
+        part = pq.read_schema(next((root / t).rglob("*.parquet")))
+        assert [(f.name, f.type) for f in part][:-1] == [(f.name, f.type) for f in out], t
+        assert part.names[-1] == "run"
+    flows = pd.read_parquet(root / "flows")
+    assert int((flows["retrans_packets"] - flows["packets"]).min()) == ds["min_diff"]
+    for path in (root / "summaries").rglob("*.json"):
+        assert pj.read_json(path).num_rows == 1
+
+
+def test_spark_reads_each_table_directory_with_no_options(ds):
+    from pyspark.sql import SparkSession, functions as F, types as T
+
+    spark = (SparkSession.builder.master("local[1]").appName("rocescope-dataset")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+             .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
+             .getOrCreate())
+    try:
+        root = ds["root"]
+        for t in TABLES:
+            df = spark.read.parquet(str(root / t))
+            types = {f.name: f.dataType for f in df.schema.fields}
+            assert isinstance(types["date"], T.DateType) and isinstance(types["hour"], T.IntegerType), (t, types)
+            for ts, ns in TIMESTAMPS[t].items():
+                assert isinstance(types[ts], T.TimestampType), (t, ts, types[ts])
+                assert df.filter(f"unix_micros({ts}) != {ns} div 1000").count() == 0, (t, ts)
+            assert not [c for c, ty in types.items() if isinstance(ty, T.DecimalType)], t
+            by_host = {r["host"]: r["count"] for r in df.groupBy("host").count().collect()}
+            assert by_host == ds["want"][t], t
+        flows = spark.read.parquet(str(root / "flows"))
+        assert flows.select(F.min(F.col("retrans_packets") - F.col("packets"))).first()[0] == ds["min_diff"]
+        assert isinstance(flows.schema["udp_sport"].dataType, T.IntegerType)
+        summaries = spark.read.json(str(root / "summaries"))
+        assert sorted(r["host"] for r in summaries.select("host").collect()) == ["tap-a", "tap-a", "tap-b"]
+        assert summaries.select("dataset.run").distinct().count() == 3
+    finally:
+        spark.stop()
+
+
+def test_a_rerun_replaces_its_files_and_other_options_add_a_run(rocescope, tmp_path):
+    cap, root = tmp_path / "ghost.pcapng", tmp_path / "ds"
+    rocescope("synth", "ghost-drop", "--out", cap, "--packets", GHOST, "--snaplen", 128)
+
+    def packets():
+        return duckdb.sql(f"SELECT count(*), count(DISTINCT run) FROM '{root}/packets/**/*.parquet'").fetchall()[0]
+
+    rocescope("analyze", cap, "--dataset", root, "--host", "tap-a")
+    # The same capture and options again, rotating differently: the same run, replaced.
+    rocescope("analyze", cap, "--dataset", root, "--host", "tap-a", "--rotate", "100us")
+    assert packets() == (GHOST, 1)
+    assert len(list((root / "packets").rglob("*.parquet"))) > 1
+    # Other analysis options: another run beside it, nothing lost.
+    rocescope("analyze", cap, "--dataset", root, "--host", "tap-a", "--bin", "1ms")
+    assert packets() == (2 * GHOST, 2)
+    assert len(list((root / "summaries").rglob("*.json"))) == 2
