@@ -35,10 +35,25 @@ macro_rules! native {
 native!(Int16Type => i16, Int32Type => i32, Int64Type => i64, Float64Type => f64,
     TimestampMicrosecondType => i64);
 
-/// An unsigned value into the signed builder one width up.
+/// The signed type an unsigned field is stored as (docs/tables.md, "Numbers").
+pub trait Widen: Copy {
+    type Signed;
+    fn widen(self) -> Self::Signed;
+}
+
+/// Each unsigned type: its signed type one width up (`as` zero-extends;
+/// `u64` keeps its 64 bits, see the module's doc) and its builder.
 macro_rules! widen {
-    ($($from:ty => $to:ty),*) => {$(
-        impl AppendValue<$from> for PrimitiveBuilder<$to> {
+    ($($from:ty => $signed:ty, $builder:ty);*) => {$(
+        impl Widen for $from {
+            type Signed = $signed;
+            #[inline]
+            fn widen(self) -> $signed {
+                self as $signed
+            }
+        }
+
+        impl AppendValue<$from> for PrimitiveBuilder<$builder> {
             #[inline]
             fn append_value_opt(&mut self, value: Option<$from>) {
                 self.append_option(value.map(Widen::widen));
@@ -46,46 +61,7 @@ macro_rules! widen {
         }
     )*};
 }
-widen!(u8 => Int16Type, u16 => Int32Type, u32 => Int64Type, u64 => Int64Type);
-
-/// The signed type an unsigned field is stored as (docs/tables.md, "Numbers").
-pub trait Widen: Copy {
-    type Signed;
-    fn widen(self) -> Self::Signed;
-}
-
-impl Widen for u8 {
-    type Signed = i16;
-    #[inline]
-    fn widen(self) -> i16 {
-        i16::from(self)
-    }
-}
-
-impl Widen for u16 {
-    type Signed = i32;
-    #[inline]
-    fn widen(self) -> i32 {
-        i32::from(self)
-    }
-}
-
-impl Widen for u32 {
-    type Signed = i64;
-    #[inline]
-    fn widen(self) -> i64 {
-        i64::from(self)
-    }
-}
-
-impl Widen for u64 {
-    type Signed = i64;
-    /// The same 64 bits (see the module's doc).
-    #[inline]
-    fn widen(self) -> i64 {
-        self as i64
-    }
-}
+widen!(u8 => i16, Int16Type; u16 => i32, Int32Type; u32 => i64, Int64Type; u64 => i64, Int64Type);
 
 /// A `*_ns` time as its `TIMESTAMP(MICROS, UTC)` companion: microseconds
 /// since the epoch, rounded down (the exact time stays in the `*_ns` column).
