@@ -895,35 +895,53 @@ fn collect_into_a_dataset_rotates_files() {
         "h1",
     ]);
     // Snapshots at 0, 40, 80, 120 ms: the file started at 0 is closed at
-    // 80 (it would span 80 ≥ 50 ms), the next holds 80 and 120.
-    let host_dir = ds.join("host=h1");
-    let hours: Vec<PathBuf> = std::fs::read_dir(&host_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    let mut files: Vec<PathBuf> = hours
-        .iter()
-        .flat_map(|h| std::fs::read_dir(h).unwrap().map(|e| e.unwrap().path()))
-        .collect();
+    // 80 (it would span 80 ≥ 50 ms), the next holds 80 and 120. The layout
+    // is the capture tables' (docs/tables.md, "Dataset layout"):
+    // DIR/counters/host=H/date=…/hour=…/part-<run>-<start>.parquet.
+    let host_dir = ds.join("counters").join("host=h1");
+    let mut files: Vec<PathBuf> = Vec::new();
+    for date in std::fs::read_dir(&host_dir).unwrap() {
+        let date = date.unwrap().path();
+        assert!(
+            date.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("date=")
+        );
+        for hour in std::fs::read_dir(&date).unwrap() {
+            let hour = hour.unwrap().path();
+            assert!(
+                hour.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("hour=")
+            );
+            files.extend(std::fs::read_dir(&hour).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
     files.sort();
     // (A run across an hour boundary splits there too.)
     assert!(files.len() == 2 || files.len() == 3, "{files:?}");
     for f in &files {
         let name = f.file_name().unwrap().to_str().unwrap();
         assert!(
-            name.starts_with("counters-2") && name.ends_with("Z.parquet"),
+            name.starts_with("part-2") && name.ends_with("Z.parquet"),
             "{name}"
         );
-        assert!(
-            f.parent()
-                .unwrap()
-                .file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("hour=")
-        );
+        // The host is the directory's; every file names the run.
+        let t = Table::read(f);
+        assert!(!t.column_names().contains(&"host".to_string()), "{name}");
+        assert_eq!(t.column_names().last().map(String::as_str), Some("run"));
     }
+    assert!(
+        !ds.join(".partial").exists()
+            || std::fs::read_dir(ds.join(".partial"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
     // 8 netdev + 34 RDMA port counters a snapshot.
     let rows: usize = files.iter().map(|f| Table::read(f).rows()).sum();
     assert_eq!(rows, 4 * 42);

@@ -333,7 +333,10 @@ fn live_flows_equal_offline_flows() {
                 for f in std::fs::read_dir(hour.unwrap().path()).unwrap() {
                     let f = f.unwrap().path();
                     let name = f.file_name().unwrap().to_string_lossy().into_owned();
-                    assert!(name.starts_with("part-") && name.ends_with(".parquet"), "{name}");
+                    assert!(
+                        name.starts_with("part-") && name.ends_with(".parquet"),
+                        "{name}"
+                    );
                     rows += Table::read(&f).rows();
                 }
             }

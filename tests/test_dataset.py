@@ -4,9 +4,10 @@ no options: DuckDB, polars, pyarrow/pandas and Spark (docs/tables.md,
 
 Two synthetic captures that start at the same instant go into one host's
 partitions, one after the other (the second run must not replace the first),
-and one of them into a second host with rotation. The expected row counts
-are the captures' frame counts and the `--out` tables of each run, read file
-by file.
+and one of them into a second host with rotation; `counters collect` adds
+NIC counters from the fake sysfs tree of tests/data/counters. The expected
+row counts are the captures' frame counts, the `--out` tables of each run
+read file by file, and 42 counters a snapshot (tests/counters.rs).
 
 Run: python3 -m pytest tests/test_dataset.py (Spark needs Java 17 and
 pyspark: scripts/setup.sh --test)
@@ -22,7 +23,8 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 import pytest
 
-TABLES = ("packets", "flows", "events", "pfc", "timeline")
+CAPTURE_TABLES = ("packets", "flows", "events", "pfc", "timeline")
+TABLES = CAPTURE_TABLES + ("counters",)
 # Each table's TIMESTAMP(MICROS, UTC) columns and the *_ns column each mirrors.
 TIMESTAMPS = {
     "packets": {"ts": "ts_ns"},
@@ -30,13 +32,16 @@ TIMESTAMPS = {
     "events": {"ts": "ts_ns"},
     "pfc": {"start_ts": "start_ns", "end_ts": "end_ns"},
     "timeline": {"bin_start": "bin_start_ns"},
+    "counters": {"ts": "ts_ns"},
 }
+SYSFS = Path(__file__).resolve().parent / "data" / "counters" / "sysfs"
+SNAPSHOTS, COUNTERS_PER_SNAPSHOT = 3, 42
 GHOST, INCAST = 3000, 2000
 RUN = r"\d{8}T\d{6}Z-[0-9a-f]{12}"
 START = r"\d{8}T\d{6}\.\d{9}Z"
 TABLE_FILE = re.compile(
-    rf"(?P<table>{'|'.join(TABLES)})/host=(?P<host>tap-[ab])/date=2026-01-01/hour=0/"
-    rf"part-(?P<run>{RUN})-{START}(?:-\d+)?\.parquet"
+    rf"(?P<table>{'|'.join(TABLES)})/host=(?P<host>tap-[ab])/date=(?P<date>\d{{4}}-\d\d-\d\d)/"
+    rf"hour=(?P<hour>\d|1\d|2[0-3])/part-(?P<run>{RUN})-{START}(?:-\d+)?\.parquet"
 )
 SUMMARY_FILE = re.compile(rf"summaries/host=(?P<host>tap-[ab])/date=2026-01-01/hour=0/summary-(?P<run>{RUN})\.json")
 
@@ -54,11 +59,17 @@ def ds(rocescope, tmp_path_factory):
     rocescope("analyze", incast, "--out", tmp / "incast", "--dataset", root, "--host", "tap-a")
     # The second host rotates its files every 200 µs of capture time.
     rocescope("analyze", incast, "--dataset", root, "--host", "tap-b", "--rotate", "200us")
+    # NIC counters of tap-a, sampled now (their date and hour are today's).
+    rocescope("counters", "collect", "--iface", "eth2", "--rdma-dev", "mlx5_0", "--no-ethtool",
+              "--sysfs-root", SYSFS, "--dataset", root, "--host", "tap-a", "--interval", "20ms",
+              "--count", SNAPSHOTS)
 
     def rows(run, table):
         return pq.ParquetFile(tmp / run / f"{table}.parquet").metadata.num_rows
 
-    want = {t: {"tap-a": rows("ghost", t) + rows("incast", t), "tap-b": rows("incast", t)} for t in TABLES}
+    want = {t: {"tap-a": rows("ghost", t) + rows("incast", t), "tap-b": rows("incast", t)}
+            for t in CAPTURE_TABLES}
+    want["counters"] = {"tap-a": SNAPSHOTS * COUNTERS_PER_SNAPSHOT}
     assert want["packets"] == {"tap-a": GHOST + INCAST, "tap-b": INCAST}
     for t in ("flows", "events", "pfc", "timeline"):
         assert want[t]["tap-b"] > 0, f"the incast sample has {t} rows"
@@ -78,7 +89,9 @@ def test_one_root_per_table_and_nothing_else_in_it(ds):
     for f in files:
         m = TABLE_FILE.fullmatch(f) or SUMMARY_FILE.fullmatch(f)
         assert m, f"unexpected file {f}"
-        runs.setdefault(m["host"], set()).add(m["run"])
+        if not f.startswith("counters/"):
+            assert m.group(0).count("date=2026-01-01/hour=0/") == 1, f
+            runs.setdefault(m["host"], set()).add(m["run"])
     # tap-a: two runs that start in the same second (and 100 µs bin) stay apart.
     assert {h: len(r) for h, r in runs.items()} == {"tap-a": 2, "tap-b": 1}
     summaries = [f for f in files if f.startswith("summaries/")]
@@ -138,6 +151,8 @@ def test_pyarrow_and_pandas_read_each_table_directory_with_no_options(ds):
         assert df.groupby("host", observed=True).size().to_dict() == ds["want"][t], t
         for ts in TIMESTAMPS[t]:
             assert str(df[ts].dtype) == "datetime64[us, UTC]", (t, ts, df[ts].dtype)
+        if t == "counters":
+            continue
         # --out and the dataset: one schema (the dataset adds `run`).
         out = pq.read_schema(ds["out"] / f"{t}.parquet")
         part = pq.read_schema(next((root / t).rglob("*.parquet")))

@@ -115,7 +115,8 @@ def test_ghost_drops_notebook_honours_the_runs_dscp_map(sample, tmp_path, rocesc
     assert json.loads((sample["out"] / "summary.json").read_text())["dscp_to_priority"] is None
 
 
-def test_counters_notebook_draws_counters_on_the_capture_timeline(sample, tmp_path):
+def test_counters_notebook_draws_counters_on_the_capture_timeline(sample, tmp_path, rocescope):
+    run = rocescope
     # The sample's ghost-drop run again (synth is deterministic), with the
     # counters its NICs would have shown, analysed against them.
     cap, counters, out = tmp_path / "g.pcapng", tmp_path / "counters.parquet", tmp_path / "out"

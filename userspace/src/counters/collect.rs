@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::model::{Endpoint, Snapshot};
 use super::parse::{self, Block};
 use super::table::{CounterColumns, CounterRow};
-use crate::tables::ParquetTable;
+use crate::tables::{Encoding, ParquetTable, dataset};
 use crate::{Error, Result};
 
 /// What to sample and where to write it.
@@ -42,9 +42,11 @@ pub enum Output {
     /// One file; an existing one is appended to (its rows copied first,
     /// its last values start the deltas).
     File(PathBuf),
-    /// `DIR/host=H/hour=YYYY-MM-DDTHH/counters-<start>.parquet`, a new file
-    /// at each UTC hour and once a file spans `rotate_ns` (0: hourly only),
-    /// as `--dataset` partitions the capture tables.
+    /// `DIR/counters/host=H/date=YYYY-MM-DD/hour=H/part-<run>-<start>.parquet`,
+    /// a new file at each UTC hour and once a file spans `rotate_ns` (0:
+    /// hourly only), as `--dataset` lays out the capture tables
+    /// (docs/tables.md, "Dataset layout"; the `host` column is the
+    /// directory's).
     Dataset { dir: PathBuf, rotate_ns: u64 },
 }
 
@@ -153,6 +155,8 @@ struct Writer {
     last: HashMap<(Endpoint, String), (u64, u64)>,
     /// The open file, the time of its first row and its hour.
     table: Option<(ParquetTable<CounterColumns>, u64, String)>,
+    /// The dataset run id, from the first file's time on.
+    run: Option<String>,
     files: Vec<PathBuf>,
     rows: u64,
 }
@@ -164,6 +168,7 @@ impl Writer {
             host: host.to_string(),
             last: HashMap::new(),
             table: None,
+            run: None,
             files: Vec::new(),
             rows: 0,
         }
@@ -171,8 +176,7 @@ impl Writer {
 
     /// The file a snapshot at `ts_ns` goes to: opened (or rotated) as needed.
     fn table(&mut self, ts_ns: u64) -> Result<&mut ParquetTable<CounterColumns>> {
-        use crate::tables::dataset::{file_stamp, hour_partition};
-        let hour = hour_partition(ts_ns);
+        let hour = dataset::hour_partition(ts_ns);
         let rotate = match (&self.out, &self.table) {
             (_, None) => true,
             (Output::File(_), Some(_)) => false,
@@ -184,7 +188,7 @@ impl Writer {
             if let Some((t, _, _)) = self.table.take() {
                 self.files.push(t.close()?);
             }
-            let (dir, name) = match &self.out {
+            let t = match &self.out {
                 Output::File(path) => {
                     let dir = match path.parent() {
                         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -196,20 +200,23 @@ impl Writer {
                         .ok_or_else(|| {
                             Error::Usage(format!("--out {}: name a file", path.display()))
                         })?;
-                    (dir, name)
+                    ParquetTable::<CounterColumns>::create(&dir, &name)?
                 }
                 Output::Dataset { dir, .. } => {
-                    let d = dir
-                        .join(format!("host={}", self.host))
-                        .join(format!("hour={hour}"));
-                    std::fs::create_dir_all(&d).map_err(|e| Error::Write {
-                        path: d.clone(),
-                        detail: format!("cannot create the dataset directory: {e}"),
-                    })?;
-                    (d, format!("counters-{}.parquet", file_stamp(ts_ns)))
+                    // The run: this host's collection started at the first file's time.
+                    let host = &self.host;
+                    let run = self
+                        .run
+                        .get_or_insert_with(|| dataset::run_id("counters collect", host, ts_ns))
+                        .clone();
+                    let relative = dataset::partition("counters", host, ts_ns);
+                    let (path, partial) =
+                        dataset::prepare(dir, &relative, &dataset::part_name(&run, ts_ns))?;
+                    ParquetTable::create_at(path, partial, Encoding::default())
+                        .without("host")
+                        .with_constant("run", &run)
                 }
             };
-            let t = ParquetTable::<CounterColumns>::create(&dir, &name)?;
             self.table = Some((t, ts_ns, hour));
         }
         match &mut self.table {

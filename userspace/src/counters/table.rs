@@ -1,25 +1,30 @@
 //! `counters.parquet`: one row per counter per snapshot.
 //!
-//! Columns (all nullable, as the other tables): `ts_ns` (Int64, ns since
-//! the epoch), `host`, `iface`, `device`, `port` (UInt32), `counter`,
-//! `priority` (UInt8, when the name carries one), `value` (UInt64),
-//! `delta` (UInt64, since the endpoint's previous snapshot; null for the
-//! first one and after a counter reset), `rate` (Float64, delta per
-//! second), `source` (`ethtool`, `rdma`, `sysfs`, `netdev`, …).
+//! Columns (all nullable, signed, as the other tables: docs/tables.md,
+//! "Conventions"): `ts_ns` (Int64, ns since the epoch), `ts` (its UTC
+//! microsecond timestamp), `host`, `iface`, `device`, `port` (Int64),
+//! `counter`, `priority` (Int16, when the name carries one), `value`
+//! (Int64), `delta` (Int64, since the endpoint's previous snapshot; null
+//! for the first one and after a counter reset), `rate` (Float64, delta per
+//! second), `source` (`ethtool`, `rdma`, `sysfs`, `netdev`, …). Files of
+//! earlier versions (unsigned `port` and `value`) still read.
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
 use arrow_array::builder::{
-    Float64Builder, Int64Builder, StringBuilder, UInt8Builder, UInt32Builder, UInt64Builder,
+    Float64Builder, Int16Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
 };
-use arrow_array::{Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{
+    Array, ArrayRef, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::model::{Endpoint, Snapshot, Source, priority_of};
 use crate::columns;
 use crate::tables::ColumnEncoding;
+use crate::tables::format::micros;
 use crate::{Error, Result};
 
 /// One row: a counter of a snapshot, with its change since the last one.
@@ -42,14 +47,15 @@ const ENCODING: ColumnEncoding = ColumnEncoding {
 columns! {
     pub struct CounterColumns for CounterRow<'a>, encoding = ENCODING {
         ts_ns: Int64Builder = |r| i64::try_from(r.ts_ns).ok(),
+        ts: TimestampMicrosecondBuilder = |r| Some(micros(r.ts_ns)),
         host: StringBuilder = |r| r.endpoint.host.as_deref(),
         iface: StringBuilder = |r| r.endpoint.iface.as_deref(),
         device: StringBuilder = |r| r.endpoint.device.as_deref(),
-        port: UInt32Builder = |r| r.endpoint.port,
+        port: Int64Builder = |r| r.endpoint.port,
         counter: StringBuilder = |r| Some(r.counter),
-        priority: UInt8Builder = |r| priority_of(r.counter),
-        value: UInt64Builder = |r| Some(r.value),
-        delta: UInt64Builder = |r| r.delta,
+        priority: Int16Builder = |r| priority_of(r.counter),
+        value: Int64Builder = |r| Some(r.value),
+        delta: Int64Builder = |r| r.delta,
         rate: Float64Builder = |r| r.rate,
         source: StringBuilder = |r| Some(r.source.as_str()),
     }
@@ -89,17 +95,17 @@ pub fn read(path: &Path) -> Result<Vec<Snapshot>> {
             let (Some(ts), Some(name), Some(value)) = (
                 cols.ts.is_valid(i).then(|| cols.ts.value(i)),
                 cols.counter.is_valid(i).then(|| cols.counter.value(i)),
-                cols.value.is_valid(i).then(|| cols.value.value(i)),
+                cols.value[i],
             ) else {
                 continue;
             };
             let Ok(ts) = u64::try_from(ts) else { continue };
             let text = |a: &StringArray| a.is_valid(i).then(|| a.value(i).to_string());
             let endpoint = Endpoint {
-                host: text(cols.host),
+                host: cols.host.and_then(text),
                 iface: text(cols.iface),
                 device: text(cols.device),
-                port: cols.port.is_valid(i).then(|| cols.port.value(i)),
+                port: cols.port[i].and_then(|p| u32::try_from(p).ok()),
             };
             let source =
                 Source::from_name(cols.source.and_then(|a| a.is_valid(i).then(|| a.value(i))));
@@ -116,12 +122,13 @@ pub fn read(path: &Path) -> Result<Vec<Snapshot>> {
 
 struct Cols<'a> {
     ts: &'a Int64Array,
-    host: &'a StringArray,
+    /// Absent in a dataset's files (the `host=` directory names it).
+    host: Option<&'a StringArray>,
     iface: &'a StringArray,
     device: &'a StringArray,
-    port: &'a UInt32Array,
+    port: Vec<Option<u64>>,
     counter: &'a StringArray,
-    value: &'a UInt64Array,
+    value: Vec<Option<u64>>,
     /// Optional: where each value was read.
     source: Option<&'a StringArray>,
 }
@@ -138,15 +145,38 @@ impl<'a> Cols<'a> {
                 .downcast_ref::<T>()
                 .ok_or_else(|| format!("column `{name}` has an unexpected type"))
         }
+        let ints = |name: &str| {
+            batch
+                .column_by_name(name)
+                .ok_or_else(|| format!("no `{name}` column"))
+                .and_then(|a| {
+                    unsigned(a).ok_or_else(|| format!("column `{name}` has an unexpected type"))
+                })
+        };
         Ok(Cols {
             ts: col(batch, "ts_ns")?,
-            host: col(batch, "host")?,
+            host: col(batch, "host").ok(),
             iface: col(batch, "iface")?,
             device: col(batch, "device")?,
-            port: col(batch, "port")?,
+            port: ints("port")?,
             counter: col(batch, "counter")?,
-            value: col(batch, "value")?,
+            value: ints("value")?,
             source: col(batch, "source").ok(),
         })
     }
+}
+
+/// An integer column's values as the unsigned numbers they were: `Int64`
+/// (the same 64 bits, docs/tables.md "Numbers"), or `UInt32`/`UInt64` as
+/// files of earlier versions hold them.
+fn unsigned(a: &ArrayRef) -> Option<Vec<Option<u64>>> {
+    let any = a.as_any();
+    if let Some(a) = any.downcast_ref::<Int64Array>() {
+        return Some(a.iter().map(|v| v.map(|v| v as u64)).collect());
+    }
+    if let Some(a) = any.downcast_ref::<UInt64Array>() {
+        return Some(a.iter().collect());
+    }
+    any.downcast_ref::<UInt32Array>()
+        .map(|a| a.iter().map(|v| v.map(u64::from)).collect())
 }

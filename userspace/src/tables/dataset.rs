@@ -212,12 +212,45 @@ struct Ctx {
     dirs: HashSet<PathBuf>,
 }
 
+/// The partition of a row of `table` at `ts_ns` from `host`, relative to
+/// the dataset: `TABLE/host=…/date=…/hour=…`.
+pub fn partition(table: &str, host: &str, ts_ns: u64) -> PathBuf {
+    Path::new(table)
+        .join(format!("host={host}"))
+        .join(hour_partition(ts_ns))
+}
+
+/// Makes the directory of `relative` (a [`partition`]) in the dataset `dir`,
+/// and `dir/.partial/`; returns the final and the partial path of
+/// `relative/name` (the partial one flat:
+/// `TABLE.host=….date=….hour=….NAME.partial`, outside every table's root).
+pub fn prepare(dir: &Path, relative: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
+    let final_dir = dir.join(relative);
+    let partial_dir = dir.join(PARTIAL_DIR);
+    for d in [&final_dir, &partial_dir] {
+        std::fs::create_dir_all(d).map_err(|e| Error::Write {
+            path: d.clone(),
+            detail: format!("cannot create the partition directory: {e}"),
+        })?;
+    }
+    let flat: Vec<String> = relative
+        .join(name)
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    let partial = partial_dir.join(format!("{}.partial", flat.join(".")));
+    Ok((final_dir.join(name), partial))
+}
+
+/// The name of a file of run `run` whose first row is at `start_ns`.
+pub fn part_name(run: &str, start_ns: u64) -> String {
+    format!("part-{run}-{}.parquet", file_stamp(start_ns))
+}
+
 impl Ctx {
     /// `ROOT/host=…/date=…/hour=…`, relative to the dataset.
     fn partition(&self, root: &str, hour: u64) -> PathBuf {
-        Path::new(root)
-            .join(format!("host={}", self.host))
-            .join(hour_partition(hour * HOUR_NS))
+        partition(root, &self.host, hour * HOUR_NS)
     }
 
     fn run_id(&mut self, ts_ns: u64) -> &str {
@@ -228,26 +261,10 @@ impl Ctx {
             .1
     }
 
-    /// Makes `relative`'s directory in the dataset, and `.partial/`;
-    /// returns the final and the partial path of `relative/name` (the
-    /// partial one flat: `TABLE.host=….date=….hour=….NAME.partial`).
+    /// [`prepare`], remembering the directory (for [`remove_replaced`]).
     fn prepare(&mut self, relative: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
-        let dir = self.dir.join(relative);
-        let partial_dir = self.dir.join(PARTIAL_DIR);
-        let flat: Vec<String> = relative
-            .join(name)
-            .iter()
-            .map(|c| c.to_string_lossy().into_owned())
-            .collect();
-        for d in [&dir, &partial_dir] {
-            std::fs::create_dir_all(d).map_err(|e| Error::Write {
-                path: d.clone(),
-                detail: format!("cannot create the partition directory: {e}"),
-            })?;
-        }
-        self.dirs.insert(dir.clone());
-        let partial = partial_dir.join(format!("{}.partial", flat.join(".")));
-        Ok((dir.join(name), partial))
+        self.dirs.insert(self.dir.join(relative));
+        prepare(&self.dir, relative, name)
     }
 }
 
@@ -311,11 +328,11 @@ impl<C: Columns> Partitioned<C> {
     fn create(&mut self, ctx: &mut Ctx, hour: u64, start_ns: u64) -> Result<ParquetTable<C>> {
         let run = ctx.run_id(start_ns).to_string();
         let relative = ctx.partition(self.table, hour);
-        let stamp = file_stamp(start_ns);
-        let mut name = format!("part-{run}-{stamp}.parquet");
+        let first = part_name(&run, start_ns);
+        let mut name = first.clone();
         let mut n = 2;
         while !self.names.insert(relative.join(&name)) {
-            name = format!("part-{run}-{stamp}-{n}.parquet");
+            name = first.replace(".parquet", &format!("-{n}.parquet"));
             n += 1;
         }
         let (path, partial) = ctx.prepare(&relative, &name)?;
@@ -514,14 +531,8 @@ mod tests {
         let ns = 1_767_225_600_000_025_292;
         assert_eq!(hour_partition(ns), "date=2026-01-01/hour=0");
         assert_eq!(file_stamp(ns), "20260101T000000.000025292Z");
-        assert_eq!(
-            hour_partition(ns + 25 * HOUR_NS),
-            "date=2026-01-02/hour=1"
-        );
-        assert_eq!(
-            hour_partition(ns + 47 * HOUR_NS),
-            "date=2026-01-02/hour=23"
-        );
+        assert_eq!(hour_partition(ns + 25 * HOUR_NS), "date=2026-01-02/hour=1");
+        assert_eq!(hour_partition(ns + 47 * HOUR_NS), "date=2026-01-02/hour=23");
         assert!(check_host("tap-leaf1.dc_2").is_ok());
         for bad in ["", "a/b", "x=y", ".hidden", "_x", "a b"] {
             assert!(check_host(bad).is_err(), "{bad:?}");
@@ -561,7 +572,10 @@ mod tests {
             .collect();
         assert_ne!(ids[0], ids[1]);
         assert_eq!(ids[0], ids[2]);
-        assert_ne!(ids[0], capture_identity(&[a.clone()], "other opts"));
+        assert_ne!(
+            ids[0],
+            capture_identity(std::slice::from_ref(&a), "other opts")
+        );
         // Unreadable: named by its path (the run then fails on reading it).
         let missing = dir.path().join("missing.pcap");
         assert!(capture_identity(&[missing], "").contains("missing.pcap"));

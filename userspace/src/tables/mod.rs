@@ -227,6 +227,9 @@ pub struct ParquetTable<C: Columns> {
     rows: u64,
     /// Columns appended after `C`'s with one value in every row (a dataset's `run`).
     constants: Vec<(&'static str, String)>,
+    /// Columns of `C` left out of the file (a dataset's `host`, which the
+    /// partition directory names: engines refuse a file column of its name).
+    omitted: Vec<&'static str>,
 }
 
 impl<C: Columns> ParquetTable<C> {
@@ -254,12 +257,19 @@ impl<C: Columns> ParquetTable<C> {
             encoder: Encoder::None,
             rows: 0,
             constants: Vec::new(),
+            omitted: Vec::new(),
         }
     }
 
     /// Appends a string column holding `value` in every row, after `C`'s columns.
     pub fn with_constant(mut self, name: &'static str, value: &str) -> Self {
         self.constants.push((name, value.to_string()));
+        self
+    }
+
+    /// Leaves `C`'s column `name` out of the file.
+    pub fn without(mut self, name: &'static str) -> Self {
+        self.omitted.push(name);
         self
     }
 
@@ -342,6 +352,7 @@ impl<C: Columns> ParquetTable<C> {
 
     fn write_arrays(&mut self, mut arrays: Vec<(&'static str, ArrayRef)>) -> Result<()> {
         let rows = arrays.first().map_or(0, |(_, a)| a.len());
+        arrays.retain(|(name, _)| !self.omitted.contains(name));
         for (name, value) in &self.constants {
             let column: ArrayRef = Arc::new(StringArray::from(vec![value.as_str(); rows]));
             arrays.push((*name, column));

@@ -567,8 +567,8 @@ impl<K> Texts<K> {
 
 #[cfg(test)]
 mod tests {
-    use arrow_array::cast::AsArray;
     use arrow_array::Array;
+    use arrow_array::cast::AsArray;
 
     use super::*;
 
