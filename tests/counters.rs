@@ -898,27 +898,22 @@ fn collect_into_a_dataset_rotates_files() {
     // 80 (it would span 80 ≥ 50 ms), the next holds 80 and 120. The layout
     // is the capture tables' (docs/tables.md, "Dataset layout"):
     // DIR/counters/host=H/date=…/hour=…/part-<run>-<start>.parquet.
-    let host_dir = ds.join("counters").join("host=h1");
+    // The entries of `dir`, each named `prefix…`.
+    let entries = |dir: &Path, prefix: &str| -> Vec<PathBuf> {
+        let paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        for p in &paths {
+            let name = p.file_name().unwrap().to_string_lossy();
+            assert!(name.starts_with(prefix), "{} in {}", name, dir.display());
+        }
+        paths
+    };
     let mut files: Vec<PathBuf> = Vec::new();
-    for date in std::fs::read_dir(&host_dir).unwrap() {
-        let date = date.unwrap().path();
-        assert!(
-            date.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("date=")
-        );
-        for hour in std::fs::read_dir(&date).unwrap() {
-            let hour = hour.unwrap().path();
-            assert!(
-                hour.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .starts_with("hour=")
-            );
-            files.extend(std::fs::read_dir(&hour).unwrap().map(|e| e.unwrap().path()));
+    for date in entries(&ds.join("counters").join("host=h1"), "date=") {
+        for hour in entries(&date, "hour=") {
+            files.extend(entries(&hour, "part-"));
         }
     }
     files.sort();

@@ -101,7 +101,9 @@ impl DatasetOptions {
 /// hash of its first MiB (the same capture copied elsewhere keeps it, two
 /// captures that merely start at the same instant do not share it), then
 /// `options` (the analysis options, as text). A file that cannot be read
-/// counts by its path; reading it fails the run later, with the reason.
+/// counts by its path (reading it fails the run later, with the reason), and
+/// so does anything but a regular file: the beginning of a pipe read here
+/// would be missing from the analysis.
 pub fn capture_identity(captures: &[PathBuf], options: &str) -> String {
     let mut identity = String::new();
     for path in captures {
@@ -109,15 +111,19 @@ pub fn capture_identity(captures: &[PathBuf], options: &str) -> String {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
-        let head = std::fs::File::open(path).and_then(|f| {
-            let len = f.metadata()?.len();
-            let mut prefix = Vec::new();
-            f.take(IDENTITY_PREFIX).read_to_end(&mut prefix)?;
-            Ok((len, hash(&prefix)))
+        // Not even opened unless regular: opening a FIFO waits for a writer.
+        let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+        let head = regular.then(|| {
+            std::fs::File::open(path).and_then(|f| {
+                let len = f.metadata()?.len();
+                let mut prefix = Vec::new();
+                f.take(IDENTITY_PREFIX).read_to_end(&mut prefix)?;
+                Ok((len, hash(&prefix)))
+            })
         });
         match head {
-            Ok((len, h)) => identity.push_str(&format!("{name}\0{len}\0{h:016x}\n")),
-            Err(_) => identity.push_str(&format!("{}\n", path.display())),
+            Some(Ok((len, h))) => identity.push_str(&format!("{name}\0{len}\0{h:016x}\n")),
+            _ => identity.push_str(&format!("{}\n", path.display())),
         }
     }
     identity.push_str(options);
@@ -579,6 +585,14 @@ mod tests {
         // Unreadable: named by its path (the run then fails on reading it).
         let missing = dir.path().join("missing.pcap");
         assert!(capture_identity(&[missing], "").contains("missing.pcap"));
+        // A pipe is named by its path, not opened (that would wait for a
+        // writer) nor read (its first MiB would be lost to the analysis).
+        use std::os::unix::ffi::OsStrExt;
+        let fifo = dir.path().join("pipe.pcap");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(capture_identity(&[fifo], "").ends_with("pipe.pcap\n"));
     }
 
     fn row(flow_id: u32, bin_start_ns: u64) -> TimelineRow {
