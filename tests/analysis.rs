@@ -748,7 +748,7 @@ fn a_corrupted_frame_is_named_and_the_nak_that_followed() {
     let detail = corrupt["detail"].as_str().unwrap();
     assert!(detail.contains("1 of 15 RoCE frames"), "{detail}");
     assert!(
-        detail.contains("1 of 1 affected flows saw NAKs or rewinds"),
+        detail.contains("1 affected flow: 1 followed by NAKs or rewinds"),
         "{detail}"
     );
 }

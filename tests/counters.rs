@@ -105,9 +105,9 @@ fn ghost_drop_text_report_prints_findings_as_the_capture_report_does() {
         "host node1, iface eth2, device mlx5_0/1: 3 snapshots, 2026-11-30T07:00:00.000000Z .. 2026-11-30T07:02:00.000000Z (120.0 s), 105 counters"
     ));
     assert!(text.contains(
-        "Findings:\n  [CRITICAL] ghost-drop-signature: Ghost-drop signature on host node1"
+        "Findings\n\n  1. CRITICAL (ghost-drop-signature): Ghost-drop signature on host node1"
     ));
-    assert!(text.contains("      → Packets were delayed behind PFC pauses, not lost"));
+    assert!(text.contains("     → Packets were delayed behind PFC pauses, not lost"));
 }
 
 #[test]
@@ -466,7 +466,11 @@ fn collect_warns_about_a_missing_source_and_keeps_the_others() {
         "x.parquet",
     ]);
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("duration \"soon\" is not understood"));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("'soon'") && err.contains("--interval") && err.contains("a number and a unit"),
+        "{err}"
+    );
 }
 
 /// Two snapshots around the committed ghost-drop capture (its first and
@@ -608,7 +612,7 @@ fn counters_that_saw_more_make_the_capture_incomplete() {
         c.to_str().unwrap(),
     ]);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("[WARNING] capture-incomplete: The capture on leaf0-s2-both misses"));
+    assert!(text.contains("WARNING (capture-incomplete): The capture on leaf0-s2-both misses"));
     assert!(text.contains("Capture against counters:"));
 }
 

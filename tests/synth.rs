@@ -39,11 +39,16 @@ fn samples() -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// Every scenario `rocescope synth` knows, from its own error message.
+/// Every scenario `rocescope synth` knows, from its own error message
+/// (`[possible values: healthy, ghost-drop, …]`).
 fn scenarios() -> Vec<String> {
     let out = rocescope(&["synth", "no-such", "--out", "/nonexistent/x.pcapng"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    let known = err.split("known: ").nth(1).expect("lists the scenarios");
+    let known = err
+        .split("possible values: ")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .expect("lists the scenarios");
     known.trim().split(", ").map(String::from).collect()
 }
 
@@ -653,7 +658,7 @@ fn the_pfc_storm_sample_names_the_slow_receiver_as_the_root() {
         .find(|f| f["id"] == "pfc-congestion-tree")
         .expect("pfc-congestion-tree");
     let detail = f["detail"].as_str().unwrap();
-    assert!(detail.contains("root: 02:00:00:02:00:01"), "{detail}");
+    assert!(detail.contains("Root: 02:00:00:02:00:01"), "{detail}");
     assert!(
         detail.contains("52.5 µs after 02:00:00:02:00:01"),
         "{detail}"

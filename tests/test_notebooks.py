@@ -152,20 +152,8 @@ def test_html_report_is_self_contained_and_renders(sample, tmp_path, rocescope):
         assert fetch not in text.lower(), fetch
     assert "ghost-retransmissions" in text and "<table" in text
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "chromium is installed by scripts/setup.sh --test"
     shot = tmp_path / "shot.png"
-    profile = tempfile.mkdtemp(prefix="rocescope-chromium-")
-    try:
-        subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", f"--screenshot={shot}", "--window-size=1200,3200",
-             html.as_uri()],
-            check=True, capture_output=True, timeout=120,
-        )
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
+    screenshot(html, shot, "1200,3200")
     from PIL import Image  # Pillow comes with matplotlib
 
     img = Image.open(shot).convert("RGB")
@@ -197,3 +185,108 @@ def test_html_report_is_self_contained_and_renders(sample, tmp_path, rocescope):
     assert counts["pause"] > 5000, counts  # shaded pauses
     assert counts["ink"] > 0.02 * (w // 2) * (h // 2), counts  # not a blank page
     assert len(rows_with_plot) >= 10, sorted(rows_with_plot)  # plots down the page, not one blob
+
+
+def screenshot(html: Path, shot: Path, size: str = "1200,4000"):
+    """Headless Chromium's picture of the page (nothing fetched: no network)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is installed by scripts/setup.sh --test"
+    profile = tempfile.mkdtemp(prefix="rocescope-chromium-")
+    try:
+        subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", f"--screenshot={shot}", f"--window-size={size}",
+             html.as_uri()],
+            check=True, capture_output=True, timeout=120,
+        )
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.mark.parametrize("name,duration_ms", [("ghost-drop", 1.0), ("pfc-storm", 250.0)])
+def test_html_report_reads_well_at_two_capture_lengths(name, duration_ms, tmp_path):
+    """The bundled 1 ms and 250 ms samples (docs/report.md): legible axes,
+    one section per finding with its plot, PSN plots over the flow's whole
+    life, throughput bins chosen from the capture's length, the flow table
+    scrolling inside the page; and the page renders."""
+    global BIN
+    BIN = BIN or binary()
+    cap = ROOT / "pcaps" / f"{name}.pcapng"
+    html, out = tmp_path / "report.html", tmp_path / "out"
+    run("report", cap, "--link-speed", "400G", "--html", html)
+    run("analyze", cap, "--link-speed", "400G", "--out", out)
+    text = html.read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert abs(summary["duration_ns"] / 1e6 - duration_ms) < 0.01 * duration_ms
+
+    # Legible axes: every label of every plot at least 15 px.
+    sizes = [float(s) for s in re.findall(r'<text[^>]*font-size="([0-9.]+)"', text)]
+    assert len(sizes) > 20, sizes
+    assert min(sizes) >= 15, sorted(set(sizes))
+    for label in ("ms since capture start", "PSN − 0"):
+        assert label in text, label
+
+    # One section per finding (the first five of an id; the rest counted),
+    # each with a plot.
+    shown, per_id = [], {}
+    for f in summary["findings"]:
+        per_id[f["id"]] = per_id.get(f["id"], 0) + 1
+        if per_id[f["id"]] <= 5:
+            shown.append(f)
+    sections = re.findall(r'<section class="finding (\w+)" id="finding-\d+">(.*?)</section>', text, re.S)
+    assert [s for s, _ in sections] == [f["severity"] for f in shown]
+    for id, n in per_id.items():
+        if n > 5:
+            assert f"and {n - 5} more {id} findings" in text, id
+    for (_, body), f in zip(sections, shown):
+        drawn = "<figure" in body and "<svg" in body
+        assert f["id"] in body and (drawn or "is drawn above" in body), f["id"]
+
+    # PSN plots span the flow's whole life, as flows.parquet has it.
+    flows = {r["flow_id"]: r for r in pl.read_parquet(out / "flows.parquet").to_dicts()}
+    psn = re.findall(r'<figure class="plot psn" data-flow="(\d+)" data-from-ns="(\d+)" data-to-ns="(\d+)">', text)
+    assert psn, "a PSN plot"
+    for flow, lo, hi in psn:
+        f = flows[int(flow)]
+        assert int(lo) <= f["first_ts_ns"] and int(hi) >= f["last_ts_ns"], (f, lo, hi)
+        assert f["last_ts_ns"] > f["first_ts_ns"]
+
+    # Throughput bins from the capture's length: about 200 of them, never
+    # finer than the 100 µs timeline.
+    bins = [int(b) for b in re.findall(r'<figure class="plot throughput" data-bin-ns="(\d+)"', text)]
+    assert bins
+    for b in bins:
+        assert b >= 100_000
+        assert summary["duration_ns"] / b <= 400
+        if duration_ms > 100:
+            assert summary["duration_ns"] / b >= 100, b
+
+    # The flow table scrolls inside its box instead of widening the page.
+    assert re.search(r"\.scroll\{overflow:auto;", text)
+    assert re.search(r'<div class=scroll id=flow-table><table class=flows>', text)
+
+    # The page renders: not blank, plots down the page, pauses shaded.
+    shot = tmp_path / "shot.png"
+    screenshot(html, shot)
+    from PIL import Image  # Pillow comes with matplotlib
+
+    img = Image.open(shot).convert("RGB")
+    w, h = img.size
+    px = img.load()
+    ink = rows = shaded = 0
+    for y in range(0, h, 4):
+        row_ink = 0
+        for x in range(0, w, 4):
+            c = px[x, y]
+            if sum(c) < 600:
+                row_ink += 1
+            # The pause shading: orange at 25 % (PSN plots) or 20 % (throughput).
+            if any(all(abs(a - b) <= 8 for a, b in zip(c, tint))
+                   for tint in ((0xff, 0xe9, 0xbf), (0xff, 0xed, 0xcc))):
+                shaded += 1
+        ink += row_ink
+        rows += row_ink > 0
+    assert ink > 0.01 * (w // 4) * (h // 4), ink
+    assert rows > 0.15 * (h // 4), rows  # text and plots down the page
+    assert shaded > 200, shaded

@@ -342,8 +342,8 @@ fn tunings() -> Vec<RingTuning> {
         .map(|one| {
             let (size, wakeup) = one.split_once('/').expect("SIZE/WAKEUP");
             RingTuning::new(
-                Some(units::parse_bytes(size).expect("ring size")),
-                Some(units::parse_bytes(wakeup).expect("wake-up bytes")),
+                Some(units::bytes(size).expect("ring size")),
+                Some(units::bytes(wakeup).expect("wake-up bytes")),
             )
             .expect("ring tuning")
         })

@@ -26,6 +26,7 @@ pub mod html;
 pub mod live;
 pub mod offline;
 pub mod pipeline;
+pub mod progress;
 pub mod sources;
 pub mod synth;
 pub mod tables;

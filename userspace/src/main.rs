@@ -6,7 +6,8 @@ use clap::{Args, Parser, Subcommand};
 #[cfg(feature = "live")]
 use rocescope::live::{self, TapMode, XdpModeArg};
 use rocescope::offline::{self, Options};
-use rocescope::{Error, Result, analyze, units};
+use rocescope::units::{self, TapSpeed};
+use rocescope::{Error, Result, analyze};
 
 #[derive(Parser)]
 #[command(
@@ -36,9 +37,14 @@ enum Command {
     Report {
         #[command(flatten)]
         input: Input,
-        /// Print summary.json (findings included) instead of text.
+        /// Print summary.json (findings with their machine-readable `params`) and every
+        /// flow's row as JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Wrap the text at this many columns [default: the terminal's width; not wrapped
+        /// when stdout is not a terminal].
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(20..=10000))]
+        width: Option<u16>,
         /// Also write a self-contained HTML report (findings, flows, inline SVG plots).
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
@@ -70,10 +76,10 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         /// Stop after this long (e.g. 30s, 5m).
-        #[arg(long, value_name = "DURATION")]
-        duration: Option<String>,
+        #[arg(long, value_name = "DURATION", value_parser = units::positive_duration)]
+        duration: Option<u64>,
         /// Stop after this many records (RoCE, CNP, PFC, PAUSE or malformed frames).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = units::positive_count)]
         count: Option<u64>,
         /// native: driver XDP only; skb: generic XDP; auto: native where the driver supports it.
         #[arg(long, value_enum, default_value_t = XdpModeArg::Auto, value_name = "MODE")]
@@ -85,16 +91,16 @@ enum Command {
         #[arg(long, value_enum, default_value_t = TapMode::Records, value_name = "MODE")]
         mode: TapMode,
         /// Summary mode: the longest an active flow's counts wait in the kernel (e.g. 10ms); also the timeline's resolution for counted frames (shorter: more deltas).
-        #[arg(long, value_name = "DURATION", default_value = "10ms")]
-        flush_interval: String,
+        #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = units::positive_duration)]
+        flush_interval: u64,
         /// Ring buffer between the XDP program and rocescope (a power of two, e.g. 64MiB): what absorbs a burst while rocescope is busy.
         /// [default: 64MiB]
-        #[arg(long, value_name = "SIZE")]
-        ring_size: Option<String>,
+        #[arg(long, value_name = "SIZE", value_parser = units::bytes)]
+        ring_size: Option<u64>,
         /// Wake rocescope only once this much waits on the ring, and again per further SIZE while it lags (0: on every record that finds it idle); the rest is drained every 5 ms.
         /// [default: 1MiB]
-        #[arg(long, value_name = "SIZE")]
-        wakeup: Option<String>,
+        #[arg(long, value_name = "SIZE", value_parser = units::bytes)]
+        wakeup: Option<u64>,
         /// Run rocescope's threads only on these CPUs (e.g. 2-3): keep them off the CPUs that take the mirror port's receive interrupts, where the XDP program runs.
         #[arg(long, value_name = "LIST")]
         cpus: Option<String>,
@@ -113,7 +119,7 @@ enum Command {
         #[arg(long, value_name = "IF")]
         iface: String,
         /// Frames per second (default: as fast as the interface takes them).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = units::positive_count)]
         pps: Option<u64>,
         /// Only the frames captured on this pcapng interface (one tap of a multi-tap capture, as named in the `iface` column; a name that is not there gets the list): replayed whole, each frame comes once per tap that saw it, which looks like resends.
         #[arg(long, value_name = "NAME")]
@@ -142,9 +148,8 @@ struct NotBuilt {
 
 #[derive(Args)]
 struct SynthArgs {
-    /// healthy, ghost-drop, ghost-drop-fixed, lossy-link, incast, pfc-storm, ecn-broken, ecmp-collision,
-    /// mirror-impaired, corruption.
-    #[arg(value_name = "SCENARIO")]
+    /// The scenario to model.
+    #[arg(value_name = "SCENARIO", value_parser = clap::builder::PossibleValuesParser::new(rocescope::synth::model::SCENARIOS))]
     scenario: String,
     /// Capture to write: .pcapng (one interface per tap) or .pcap (one tap).
     #[arg(long, value_name = "FILE")]
@@ -160,32 +165,32 @@ struct SynthArgs {
     seed: u64,
     /// Stop once the taps have recorded this many frames (without --duration,
     /// the scenario's own time limit is lifted: big captures for benchmarks).
-    #[arg(long, value_name = "N")]
-    packets: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = units::positive_count)]
+    packets: Option<u64>,
     /// Simulated time (e.g. 5ms) [default: the scenario's].
-    #[arg(long, value_name = "DURATION")]
-    duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::positive_duration)]
+    duration: Option<u64>,
     /// NIC minimum retransmission timeout (e.g. 40us, 1.05ms).
-    #[arg(long, value_name = "DURATION")]
-    min_rto: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = units::positive_duration)]
+    min_rto: Option<u64>,
     /// WRED/ECN: start marking at this queue depth (e.g. 180KB).
-    #[arg(long, value_name = "BYTES")]
-    ecn_min: Option<String>,
+    #[arg(long, value_name = "BYTES", value_parser = units::bytes)]
+    ecn_min: Option<u64>,
     /// WRED/ECN: mark everything above this depth (e.g. 800KB).
-    #[arg(long, value_name = "BYTES")]
-    ecn_max: Option<String>,
+    #[arg(long, value_name = "BYTES", value_parser = units::bytes)]
+    ecn_max: Option<u64>,
     /// WRED/ECN: marking probability at ecn-max (e.g. 0.1).
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", value_parser = units::probability)]
     ecn_pmax: Option<f64>,
     /// PFC XOFF threshold per ingress port and priority (e.g. 2800KB).
-    #[arg(long, value_name = "BYTES")]
-    pfc_xoff: Option<String>,
+    #[arg(long, value_name = "BYTES", value_parser = units::bytes)]
+    pfc_xoff: Option<u64>,
     /// PFC XON threshold (e.g. 2200KB).
-    #[arg(long, value_name = "BYTES")]
-    pfc_xon: Option<String>,
+    #[arg(long, value_name = "BYTES", value_parser = units::bytes)]
+    pfc_xon: Option<u64>,
     /// Speed of every link (e.g. 100G, 400G).
-    #[arg(long, value_name = "SPEED")]
-    link_speed: Option<String>,
+    #[arg(long, value_name = "SPEED", value_parser = units::link_speed)]
+    link_speed: Option<u64>,
     /// Any other knob by its dotted path, e.g. nic.ack_every=4 or flows.0.messages=10 (repeatable);
     /// KEY=@FILE takes the value (JSON) from FILE.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -193,9 +198,9 @@ struct SynthArgs {
     /// Keep at most this many bytes of each frame.
     #[arg(long, default_value_t = 0)]
     snaplen: u32,
-    /// Deliver the mirrored frames inside ERSPAN (ii or iii) over GRE.
-    #[arg(long, value_name = "TYPE")]
-    erspan: Option<String>,
+    /// Deliver the mirrored frames inside ERSPAN (type II or III) over GRE.
+    #[arg(long, value_name = "TYPE", value_enum)]
+    erspan: Option<ErspanArg>,
     /// Only these taps (index, repeatable); a .pcap needs exactly one.
     #[arg(long, value_name = "N")]
     tap: Vec<usize>,
@@ -239,6 +244,15 @@ struct DiffArgs {
     analysis: AnalysisArgs,
 }
 
+/// `synth --erspan`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ErspanArg {
+    #[value(alias = "2")]
+    Ii,
+    #[value(alias = "3")]
+    Iii,
+}
+
 /// `analyze`/`live --dataset`: DIR/TABLE/host=NAME/date=YYYY-MM-DD/hour=H/part-<run>-<start>.parquet.
 #[derive(Args)]
 struct DatasetArgs {
@@ -249,16 +263,17 @@ struct DatasetArgs {
     #[arg(long, value_name = "NAME", requires = "dataset")]
     host: Option<String>,
     /// Start a new dataset file once a file spans this much capture time (e.g. 10m) [default: hourly].
-    #[arg(long, value_name = "DURATION", requires = "dataset")]
-    rotate: Option<String>,
+    #[arg(long, value_name = "DURATION", requires = "dataset", value_parser = units::positive_duration)]
+    rotate: Option<u64>,
     /// Start a new dataset file once a file holds about this much (e.g. 256MB).
     #[arg(
         long,
         value_name = "BYTES",
         default_value = "512MB",
-        requires = "dataset"
+        requires = "dataset",
+        value_parser = units::bytes
     )]
-    rotate_size: String,
+    rotate_size: u64,
 }
 
 impl DatasetArgs {
@@ -271,13 +286,8 @@ impl DatasetArgs {
         };
         let host = self.host.clone().unwrap_or_else(local_host_name);
         let mut opts = DatasetOptions::new(dir, &host)?;
-        opts.rotate_ns = self
-            .rotate
-            .as_deref()
-            .map(units::parse_duration_ns)
-            .transpose()?
-            .unwrap_or(0);
-        opts.rotate_bytes = units::parse_bytes(&self.rotate_size)?;
+        opts.rotate_ns = self.rotate.unwrap_or(0);
+        opts.rotate_bytes = self.rotate_size;
         opts.identity = identity;
         Ok(Some(Box::new(DatasetWriter::create(&opts)?)))
     }
@@ -309,61 +319,51 @@ struct Input {
 struct AnalysisArgs {
     /// Link speed of the paused ports, to turn PFC quanta into time (e.g. 100G, 400G);
     /// TAP=SPEED sets one tap's (interface name as in the tables), repeatable.
-    #[arg(long, default_value = "100G", value_name = "[TAP=]SPEED")]
-    link_speed: Vec<String>,
+    #[arg(long, default_value = "100G", value_name = "[TAP=]SPEED", value_parser = units::tap_link_speed)]
+    link_speed: Vec<TapSpeed>,
     /// A frame recorded again at the same tap within this time is a mirror copy, not a
     /// retransmission (0 turns the check off).
-    #[arg(long, default_value = "10us", value_name = "DURATION")]
-    dup_window: String,
+    #[arg(long, default_value = "10us", value_name = "DURATION", value_parser = units::duration_or_off)]
+    dup_window: u64,
     /// Width of a timeline bin (e.g. 100us, 1ms).
-    #[arg(long, default_value = "100us", value_name = "DURATION")]
-    bin: String,
-    /// A continuous pause longer than this is a PFC storm (SONiC's watchdog default: 200 ms).
-    #[arg(long, default_value_t = 200, value_name = "MS")]
-    storm_ms: u64,
+    #[arg(long, default_value = "100us", value_name = "DURATION", value_parser = units::positive_duration)]
+    bin: u64,
+    /// A continuous pause longer than this is a PFC storm (e.g. 200ms, SONiC's watchdog default).
+    #[arg(long, default_value = "200ms", value_name = "DURATION", value_parser = units::positive_duration)]
+    storm: u64,
+    /// The same as --storm; a bare number is milliseconds.
+    #[arg(long, value_name = "MS", value_parser = units::milliseconds, conflicts_with = "storm")]
+    storm_ms: Option<u64>,
     /// DSCP to priority for untagged frames, e.g. "26=3,48=6"; DSCPs not listed map to DSCP/8.
-    #[arg(long, value_name = "MAP")]
-    dscp_map: Option<String>,
+    #[arg(long, value_name = "MAP", value_parser = parse_dscp_map)]
+    dscp_map: Option<[u8; 64]>,
 }
 
 impl AnalysisArgs {
-    fn config(&self) -> Result<analyze::Config> {
+    fn config(&self) -> analyze::Config {
         let mut link_speed_bps = 100_000_000_000;
         let mut tap_link_speed_bps = Vec::new();
         for item in &self.link_speed {
-            match item.split_once('=') {
-                Some((tap, speed)) if !tap.trim().is_empty() => {
-                    tap_link_speed_bps
-                        .push((tap.trim().to_string(), units::parse_link_speed(speed)?));
-                }
-                Some(_) => {
-                    return Err(Error::Usage(format!(
-                        "--link-speed {item:?}: name the tap before '=' (e.g. --link-speed eth2=400G), or give a speed alone for every tap"
-                    )));
-                }
-                None => link_speed_bps = units::parse_link_speed(item)?,
+            match &item.tap {
+                Some(tap) => tap_link_speed_bps.push((tap.clone(), item.bps)),
+                None => link_speed_bps = item.bps,
             }
         }
-        let dup_window_ns = if self.dup_window.trim() == "0" {
-            0
-        } else {
-            units::parse_duration_ns(&self.dup_window)?
-        };
-        Ok(analyze::Config {
+        analyze::Config {
             link_speed_bps,
-            bin_ns: units::parse_duration_ns(&self.bin)?,
-            storm_ns: self.storm_ms.saturating_mul(1_000_000),
-            dscp_to_priority: self.dscp_map.as_deref().map(parse_dscp_map).transpose()?,
+            bin_ns: self.bin,
+            storm_ns: self.storm_ms.unwrap_or(self.storm),
+            dscp_to_priority: self.dscp_map,
             tap_link_speed_bps,
-            dup_window_ns,
-        })
+            dup_window_ns: self.dup_window,
+        }
     }
 }
 
 impl Input {
     fn options(&self) -> Result<Options> {
         Ok(Options {
-            analyzer: self.analysis.config()?,
+            analyzer: self.analysis.config(),
             filter: self.filter.clone(),
             progress: true,
             threads: rocescope::pipeline::Threads::from_count(self.threads),
@@ -374,12 +374,12 @@ impl Input {
 }
 
 /// `26=3,48=6` → a 64-entry DSCP → priority table (unlisted: DSCP / 8).
-fn parse_dscp_map(text: &str) -> Result<[u8; 64]> {
+fn parse_dscp_map(text: &str) -> std::result::Result<[u8; 64], String> {
     let mut map: [u8; 64] = std::array::from_fn(|dscp| (dscp / 8) as u8);
     let bad = |item: &str| {
-        Error::Usage(format!(
-            "--dscp-map entry {item:?}: write DSCP=PRIORITY pairs separated by commas, DSCP 0-63, priority 0-7 (e.g. 26=3,48=6)"
-        ))
+        format!(
+            "entry {item:?}: write DSCP=PRIORITY pairs separated by commas, DSCP 0-63, priority 0-7 (e.g. 26=3,48=6)"
+        )
     };
     for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (d, p) = item.split_once('=').ok_or_else(|| bad(item))?;
@@ -445,11 +445,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .join(" and ");
             print_warnings(&outcome);
             println!(
-                "{} frames read, {} RoCE/CNP/PFC/PAUSE records, {} flows, {} findings → {}",
-                outcome.frames_read,
-                outcome.records,
-                outcome.analysis.flows.len(),
-                outcome.analysis.summary.findings.len(),
+                "{}; {}, {} → {}",
+                analyze::frames_line(outcome.frames_read, &outcome.analysis.summary.frames),
+                analyze::fmt_count(outcome.analysis.flows.len() as u64, "flow"),
+                analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
                 to
             );
             for f in &outcome.analysis.summary.findings {
@@ -457,7 +456,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(exit_code(&outcome))
         }
-        Command::Report { input, json, html } => {
+        Command::Report {
+            input,
+            json,
+            width,
+            html,
+        } => {
             let opts = input.options()?;
             let counters = load_counters(&input.counters)?;
             let extra: Vec<Box<dyn rocescope::pipeline::Output>> = match &html {
@@ -480,8 +484,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             print_warnings(&outcome);
             if json {
-                let mut summary = serde_json::to_value(&outcome.analysis.summary)
-                    .map_err(|e| Error::Usage(format!("cannot print the summary: {e}")))?;
+                let mut summary = analyze::render_json(&outcome.analysis);
                 if let Some(r) = &recon {
                     r.add_to_json(&mut summary);
                 }
@@ -489,7 +492,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .map_err(|e| Error::Usage(format!("cannot print the summary: {e}")))?;
                 println!("{text}");
             } else {
-                print!("{}", analyze::render_text(&outcome.analysis));
+                let width = width.map(usize::from).or_else(terminal_width);
+                print!(
+                    "{}",
+                    analyze::render_text(&outcome.analysis, outcome.frames_read, width)
+                );
                 if let Some(r) = &recon {
                     print!("{}", r.render_text());
                 }
@@ -541,7 +548,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Diff(args) => {
             let opts = Options {
-                analyzer: args.analysis.config()?,
+                analyzer: args.analysis.config(),
                 filter: args.filter.clone(),
                 progress: true,
                 threads: rocescope::pipeline::Threads::default(),
@@ -571,24 +578,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             analysis,
             dataset,
         } => {
-            let ring = live::RingTuning::new(
-                ring_size.as_deref().map(units::parse_bytes).transpose()?,
-                wakeup.as_deref().map(units::parse_bytes).transpose()?,
-            )?;
+            let ring = live::RingTuning::new(ring_size, wakeup)?;
             let opts = live::Options {
                 iface,
                 out: out.clone(),
-                duration: duration
-                    .as_deref()
-                    .map(units::parse_duration_ns)
-                    .transpose()?
-                    .map(std::time::Duration::from_nanos),
+                duration: duration.map(std::time::Duration::from_nanos),
                 count,
                 mode: xdp_mode,
                 tap_mode: mode,
-                flush_ns: Some(units::parse_duration_ns(&flush_interval)?),
+                flush_ns: Some(flush_interval),
                 drop_after_capture,
-                analyzer: analysis.config()?,
+                analyzer: analysis.config(),
                 progress: true,
                 ring,
                 cpus: cpus
@@ -608,14 +608,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             })?;
             let f = &outcome.facts;
             println!(
-                "{}: {} frames, {} records ({} ring-buffer-full drops, {} parse failures), {} flows, {} findings → {} (stopped by {})",
+                "{}: {}, {} ({} ring-buffer-full drops, {} parse failures), {}, {} → {} (stopped by {})",
                 f.iface,
-                f.frames,
-                outcome.records,
+                analyze::fmt_count(f.frames, "frame"),
+                analyze::fmt_count(outcome.records, "record"),
                 f.ring_full_drops,
                 f.parse_failures,
-                outcome.analysis.flows.len(),
-                outcome.analysis.summary.findings.len(),
+                analyze::fmt_count(outcome.analysis.flows.len() as u64, "flow"),
+                analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
                 out.display(),
                 f.stopped_by
             );
@@ -701,44 +701,17 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
             knobs.push((key.into(), v.to_string()));
         }
     };
-    knob(
-        "duration_ns",
-        a.duration
-            .as_deref()
-            .map(units::parse_duration_ns)
-            .transpose()?,
-    );
-    knob(
-        "nic.min_rto_ns",
-        a.min_rto
-            .as_deref()
-            .map(units::parse_duration_ns)
-            .transpose()?,
-    );
-    knob(
-        "switch.ecn_min",
-        a.ecn_min.as_deref().map(units::parse_bytes).transpose()?,
-    );
-    knob(
-        "switch.ecn_max",
-        a.ecn_max.as_deref().map(units::parse_bytes).transpose()?,
-    );
-    knob(
-        "switch.pfc_xoff",
-        a.pfc_xoff.as_deref().map(units::parse_bytes).transpose()?,
-    );
-    knob(
-        "switch.pfc_xon",
-        a.pfc_xon.as_deref().map(units::parse_bytes).transpose()?,
-    );
+    knob("duration_ns", a.duration);
+    knob("nic.min_rto_ns", a.min_rto);
+    knob("switch.ecn_min", a.ecn_min);
+    knob("switch.ecn_max", a.ecn_max);
+    knob("switch.pfc_xoff", a.pfc_xoff);
+    knob("switch.pfc_xon", a.pfc_xon);
     if let Some(p) = a.ecn_pmax {
         knobs.push(("switch.ecn_pmax".into(), p.to_string()));
     }
-    if let Some(speed) = a.link_speed.as_deref() {
-        knobs.push((
-            "link_gbps".into(),
-            (units::parse_link_speed(speed)? as f64 / 1e9).to_string(),
-        ));
+    if let Some(bps) = a.link_speed {
+        knobs.push(("link_gbps".into(), (bps as f64 / 1e9).to_string()));
     }
     if let Some(n) = a.packets {
         knobs.push(("max_frames".into(), n.to_string()));
@@ -764,12 +737,10 @@ fn synth(a: SynthArgs) -> Result<ExitCode> {
         cfg.set(k, v)
             .map_err(|e| Error::Usage(format!("synth {}: {e}", a.scenario)))?;
     }
-    let erspan = match a.erspan.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        None => None,
-        Some("ii" | "2") => Some(ErspanVersion::II),
-        Some("iii" | "3") => Some(ErspanVersion::III),
-        Some(other) => return Err(Error::Usage(format!("--erspan {other:?}: write ii or iii"))),
-    };
+    let erspan = a.erspan.map(|e| match e {
+        ErspanArg::Ii => ErspanVersion::II,
+        ErspanArg::Iii => ErspanVersion::III,
+    });
 
     let run =
         model::simulate(&cfg).map_err(|e| Error::Usage(format!("synth {}: {e}", a.scenario)))?;
@@ -871,9 +842,7 @@ enum CountersCommand {
 }
 
 fn parse_interval(text: &str) -> std::result::Result<std::time::Duration, String> {
-    units::parse_duration_ns(text)
-        .map(std::time::Duration::from_nanos)
-        .map_err(|e| e.to_string())
+    units::positive_duration(text).map(std::time::Duration::from_nanos)
 }
 
 /// `mlx5_0` or `mlx5_0/2`.
@@ -1009,6 +978,18 @@ fn print_json_or_text(
         print!("{}", text());
     }
     Ok(())
+}
+
+/// The terminal's width when stdout is one; `None` (no wrapping) for a
+/// pipe or a file, where the reader's tools do their own.
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    console::Term::stdout()
+        .size_checked()
+        .map(|(_, cols)| usize::from(cols))
 }
 
 fn print_warnings(outcome: &offline::Outcome) {

@@ -9,15 +9,14 @@
 //! or is counted by the reason it did not ([`DecodeTally`]), in
 //! `summary.json` (`input.decode`) and in one note on stderr; a run in
 //! which no frame became a record fails ([`Outcome::failure`]).
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use rocescope_common::{Kind, PacketRecord};
 
 use crate::analyze::{self, Analysis};
 use crate::decode::{self, DecodeTally, Undecoded};
 use crate::pipeline::{Output, RecordPipeline, Threads};
+use crate::progress::FileProgress;
 use crate::sources::{CaptureReader, Filter, Input, Inputs, Warning, capture_stem, skipped};
 use crate::tables::RunFacts;
 use crate::{Error, Result};
@@ -139,7 +138,7 @@ pub fn run_with(
         warnings,
         frames_read: 0,
         decode: DecodeTally::default(),
-        progress: Progress::new(opts.progress),
+        progress: FileProgress::new(opts.progress, &names),
     };
     let mut stopped_by = None;
     for (file_index, (input, path)) in captures.iter().zip(&names).enumerate() {
@@ -216,7 +215,7 @@ struct Run {
     warnings: Vec<String>,
     frames_read: u64,
     decode: DecodeTally,
-    progress: Progress,
+    progress: FileProgress,
 }
 
 impl Run {
@@ -250,7 +249,8 @@ impl Run {
             let cm = decode::cm::message(&rec, payload);
             // The frame borrows the reader's buffer: keep what is needed, let it go.
             let (number, file_iface, ts_ns) = (frame.number, frame.iface, frame.ts_ns);
-            self.progress.tick(path, reader.offset(), self.frames_read);
+            self.progress
+                .tick(file_index, reader.file_offset(), self.frames_read);
             if rec.kind() == Kind::Other {
                 continue;
             }
@@ -418,46 +418,6 @@ impl IfaceNames {
 
     pub fn into_names(self) -> Vec<String> {
         self.names
-    }
-}
-
-/// A one-line progress display on stderr, refreshed twice a second.
-struct Progress {
-    enabled: bool,
-    last: Instant,
-    shown: bool,
-}
-
-impl Progress {
-    fn new(wanted: bool) -> Self {
-        Self {
-            enabled: wanted && std::io::stderr().is_terminal(),
-            last: Instant::now(),
-            shown: false,
-        }
-    }
-
-    fn tick(&mut self, path: &Path, offset: u64, frames: u64) {
-        if !self.enabled
-            || !frames.is_multiple_of(4096)
-            || self.last.elapsed() < Duration::from_millis(500)
-        {
-            return;
-        }
-        self.last = Instant::now();
-        self.shown = true;
-        eprint!(
-            "\r{}: {} frames, {} MB read   ",
-            path.display(),
-            frames,
-            offset / 1_000_000
-        );
-    }
-
-    fn done(&mut self) {
-        if self.shown {
-            eprint!("\r\x1b[K");
-        }
     }
 }
 

@@ -136,6 +136,6 @@ fuzz_target!(|data: &[u8]| {
     let analysis = pipe
         .finish(RunFacts::default())
         .expect("no tables, no write error");
-    std::hint::black_box(render_text(&analysis));
+    std::hint::black_box(render_text(&analysis, analysis.summary.frames.total, Some(80)));
     std::hint::black_box(serde_json::to_vec(&analysis.summary).expect("summary serialises"));
 });

@@ -3,9 +3,28 @@
 //! Severities: `critical` (the fabric is losing throughput to it now),
 //! `warning` (it costs throughput or will), `info` (worth knowing).
 
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
 use super::{
-    Finding, Flow, FlowRow, PfcInterval, Summary, fmt_ip, fmt_mac, fmt_offset, fmt_us, iface_name,
+    Finding, Flow, FlowRow, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by, fmt_gbps,
+    fmt_ip, fmt_mac, fmt_offset, fmt_pct as pct, fmt_pfc, iface_name,
 };
+
+/// A finding's `params`.
+fn params<const N: usize>(items: [(&'static str, Value); N]) -> BTreeMap<&'static str, Value> {
+    items.into_iter().collect()
+}
+
+/// A rewind's trigger (`events.parquet`'s `trigger`), in words.
+fn trigger_words(trigger: &str) -> &'static str {
+    match trigger {
+        "nak" => "after a NAK",
+        "rnr" => "after an RNR NAK",
+        _ => "on a timeout",
+    }
+}
 
 pub(crate) struct Input<'a> {
     pub flows: &'a [Flow],
@@ -25,10 +44,6 @@ pub(crate) fn timeout_exponent(ns: u64) -> u32 {
     (0..31)
         .find(|&t| ACK_TIMEOUT_UNIT_NS << t > ns)
         .unwrap_or(31)
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.2} %", x * 100.0)
 }
 
 impl Input<'_> {
@@ -66,14 +81,14 @@ impl Input<'_> {
 
     fn pause_text(&self, p: &PfcInterval) -> String {
         format!(
-            "{} µs on {} priority {} by {} (from {}, {} frames, ended by {})",
-            fmt_us(p.end_ns - p.start_ns),
+            "{} on {} priority {} by {} (from {}, {}, {})",
+            fmt_duration(p.end_ns - p.start_ns),
             self.iface(p.iface),
             p.priority,
             fmt_mac(&p.src_mac),
             self.at(p.start_ns),
-            p.frames,
-            p.ended_by
+            fmt_count(p.frames, "frame"),
+            fmt_ended_by(p.ended_by)
         )
     }
 
@@ -141,22 +156,28 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
         .unwrap_or(0);
     let longest = x.longest_covering_pause();
     let mut detail = format!(
-        "{timeouts} timeout-triggered Go-Back-N rewinds (no NAK before them) of packets that were delayed, not lost (already acknowledged, acknowledged sooner after the resend than a round trip allows, or paused while the sender waited) on {} flows, {paused} of them while the flow's priority was paused; {spurious} of {retrans} retransmitted packets had already been acknowledged (spurious)",
-        flows.len()
+        "{} with no NAK before them on {}, {paused} of them while the flow's priority was paused: the packets were delayed, not lost (already acknowledged, acknowledged sooner after the resend than a round trip allows, or paused while the sender waited).\n{spurious} of {} had already been acknowledged (spurious).",
+        fmt_count(timeouts, "timeout-triggered Go-Back-N rewind"),
+        fmt_count(flows.len() as u64, "flow"),
+        fmt_count(retrans, "retransmitted packet"),
     );
     if let Some(m) = idle_min {
-        detail.push_str(&format!(
-            "; idle before the rewinds {}–{} µs",
-            fmt_us(m),
-            fmt_us(idle_max),
-        ));
+        detail.push_str(&if m == idle_max {
+            format!("\nIdle before the rewinds: {}.", fmt_duration(m))
+        } else {
+            format!(
+                "\nIdle before the rewinds: {} to {}.",
+                fmt_duration(m),
+                fmt_duration(idle_max)
+            )
+        });
     }
     match longest {
         Some(p) => detail.push_str(&format!(
-            "; longest pause covering them {}",
+            "\nLongest pause covering them: {}.",
             x.pause_text(p)
         )),
-        None => detail.push_str("; no PFC pause covered them"),
+        None => detail.push_str("\nNo PFC pause covered them."),
     }
     // The most telling rewind.
     if let Some((f, n)) = flows
@@ -165,20 +186,20 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
         .max_by_key(|(_, n)| n.rank())
     {
         detail.push_str(&format!(
-            ". Worst: {} at {} rewound {} PSNs back to PSN {} after {} µs idle, trigger {}",
+            "\nWorst: {} at {} rewound {} back to PSN {} after {} idle, {}",
             x.describe(f),
             x.at(n.ts),
-            n.depth,
+            fmt_count(n.depth, "PSN"),
             n.psn,
-            fmt_us(n.idle_ns),
-            n.trigger
+            fmt_duration(n.idle_ns),
+            trigger_words(n.trigger)
         ));
         if n.trigger == "timeout" {
             detail.push_str(" (no NAK preceded it)");
         }
         detail.push_str(&format!(
-            "; {} of the {} rewound PSNs had already been acknowledged; the flow resent {} packets in all, {} of them already acknowledged",
-            n.acked, n.depth, f.retrans, f.spurious
+            "; {} of the {} rewound PSNs had already been acknowledged; the flow resent {} in all, {} of them already acknowledged",
+            n.acked, n.depth, fmt_count(f.retrans, "packet"), f.spurious
         ));
         if let Some(c) = n.cover.filter(|_| n.paused_ns > 0) {
             let p = x.pfc.iter().find(|p| {
@@ -188,14 +209,15 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
                     && p.start_ns == c.start_ns
             });
             detail.push_str(&format!(
-                "; priority {} was paused for {} µs of that idle time",
+                "; priority {} was paused for {} of that idle time",
                 c.priority,
-                fmt_us(n.paused_ns)
+                fmt_duration(n.paused_ns)
             ));
             if let Some(p) = p {
                 detail.push_str(&format!(", covered by the pause of {}", x.pause_text(p)));
             }
         }
+        detail.push('.');
     }
     let target = match longest {
         Some(p) => p.end_ns - p.start_ns,
@@ -207,10 +229,11 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
     } else {
         "twice the longest wait before them"
     };
+    let timeout_ns = ACK_TIMEOUT_UNIT_NS << t;
     let recommendation = format!(
-        "Packets were delayed, not lost: raise the minimum retransmission timeout above {against} ({} µs): the local ACK timeout is 4.096 µs × 2^T, so T ≥ {t} ({} µs) (ibv_modify_qp attr.timeout / NCCL_IB_TIMEOUT, or the NIC's minimum-RTO setting); then shorten the pauses: mark ECN earlier than PFC triggers so DCQCN slows senders first",
-        fmt_us(target),
-        fmt_us(ACK_TIMEOUT_UNIT_NS << t)
+        "Packets were delayed, not lost: raise the minimum retransmission timeout above {against} ({}): the local ACK timeout is 4.096 µs × 2^T, so T ≥ {t} ({}) (ibv_modify_qp attr.timeout / NCCL_IB_TIMEOUT, or the NIC's minimum-RTO setting). Then shorten the pauses: mark ECN earlier than PFC triggers so DCQCN slows senders first.",
+        fmt_duration(target),
+        fmt_duration(timeout_ns)
     );
     out.push(Finding {
         wireshark: None,
@@ -221,11 +244,27 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
             "warning"
         },
         title: format!(
-            "{timeouts} timeout-triggered Go-Back-N rewinds without NAK, {spurious} resent packets already acknowledged"
+            "{} without a NAK: packets delayed, not lost ({spurious} resent though acknowledged)",
+            fmt_count(timeouts, "timeout rewind")
         ),
         detail,
         recommendation,
         flows: flows.iter().map(|f| f.id).collect(),
+        params: params([
+            ("timeout_rewinds", json!(timeouts)),
+            ("timeout_rewinds_paused", json!(paused)),
+            ("spurious_retrans", json!(spurious)),
+            ("retrans_packets", json!(retrans)),
+            ("idle_min_ns", json!(idle_min)),
+            ("idle_max_ns", json!(idle_max)),
+            (
+                "longest_covering_pause_ns",
+                json!(longest.map(|p| p.end_ns - p.start_ns)),
+            ),
+            ("timeout_must_exceed_ns", json!(target)),
+            ("recommended_timeout_exponent", json!(t)),
+            ("recommended_timeout_ns", json!(timeout_ns)),
+        ]),
     });
 }
 
@@ -250,28 +289,34 @@ fn real_loss(x: &Input, out: &mut Vec<Finding>) {
     let before_tap = sum(|f| f.gap_counts.lost_before_tap);
     let unresolved = sum(|f| f.gap_counts.unresolved);
     let timeouts = sum(|f| f.rewinds_timeout_unexplained);
-    let mut parts = Vec::new();
+    let mut parts = vec![format!("On {}:", fmt_count(flows.len() as u64, "flow"))];
     if naks + nak_rewinds > 0 {
         parts.push(format!(
-            "NAK-driven loss: {naks} NAKs, {nak_rewinds} NAK-triggered rewinds, {nak_lost} missing PSNs a NAK named"
+            "NAK-driven loss: {}, {}, {} a NAK named.",
+            fmt_count(naks, "NAK"),
+            fmt_count(nak_rewinds, "NAK-triggered rewind"),
+            fmt_count(nak_lost, "missing PSN")
         ));
     }
     if before_tap > 0 {
         parts.push(format!(
-            "resends of lost packets: {before_tap} PSNs the tap first saw in a resend (lost before the tap)"
+            "Resends of lost packets: {} the tap first saw in a resend (lost before the tap).",
+            fmt_count(before_tap, "PSN")
         ));
     }
     if timeouts > 0 {
         parts.push(format!(
-            "{timeouts} timeout rewinds of packets the tap had seen, with no sign they were only delayed (not acknowledged before the resend, no pause while waiting): lost after the tap"
+            "{} of packets the tap had seen, with no sign they were only delayed (not acknowledged before the resend, no pause while waiting): lost after the tap.",
+            fmt_count(timeouts, "timeout rewind")
         ));
     }
     if unresolved > 0 {
         parts.push(format!(
-            "unresolved gaps: {unresolved} PSNs never seen and never acknowledged (the reverse direction may be missing from the capture)"
+            "Unresolved gaps: {} never seen and never acknowledged (the reverse direction may be missing from the capture).",
+            fmt_count(unresolved, "PSN")
         ));
     }
-    let mut detail = format!("{} on {} flows", parts.join("; "), flows.len());
+    let mut detail = parts.join("\n");
     if let Some(f) = flows.iter().max_by_key(|f| {
         (
             f.rewinds_nak + f.gap_counts.lost() + f.rewinds_timeout_unexplained,
@@ -279,25 +324,47 @@ fn real_loss(x: &Input, out: &mut Vec<Finding>) {
         )
     }) {
         detail.push_str(&format!(
-            "; most: {} with {} NAK rewinds (max depth {}), {} PSNs lost before the tap, {} unresolved",
+            "\nMost: {} with {} (deepest {}), {} lost before the tap, {} unresolved.",
             x.describe(f),
-            f.rewinds_nak,
-            f.max_depth,
-            f.gap_counts.lost_before_tap + f.gap_counts.nak_lost,
+            fmt_count(f.rewinds_nak, "NAK rewind"),
+            fmt_count(f.max_depth, "PSN"),
+            fmt_count(f.gap_counts.lost_before_tap + f.gap_counts.nak_lost, "PSN"),
             f.gap_counts.unresolved
         ));
+    }
+    let lost = before_tap + nak_lost;
+    let mut headline = Vec::new();
+    for (n, what) in [
+        (nak_rewinds, fmt_count(nak_rewinds, "NAK rewind")),
+        (
+            lost,
+            format!("{} lost before the tap", fmt_count(lost, "PSN")),
+        ),
+        (timeouts, fmt_count(timeouts, "unexplained timeout")),
+        (
+            unresolved,
+            format!("{} unresolved", fmt_count(unresolved, "PSN")),
+        ),
+    ] {
+        if n > 0 {
+            headline.push(what);
+        }
     }
     out.push(Finding {
         wireshark: None,
         id: "real-loss",
         severity: "warning",
-        title: format!(
-            "Packets really lost: {nak_rewinds} NAK rewinds, {} PSNs lost before the tap, {timeouts} unexplained timeouts, {unresolved} unresolved",
-            before_tap + nak_lost
-        ),
+        title: format!("Packets really lost: {}", headline.join(", ")),
         detail,
-        recommendation: "A NAK means the responder saw a PSN hole, a PSN first seen in a resend was lost upstream of the tap: find the drop on the path (switch discard, CRC/FCS and buffer counters on the lossless priority, PFC headroom); unresolved gaps need the reverse direction in the capture to be told apart from capture loss".into(),
+        recommendation: "A NAK means the responder saw a PSN hole; a PSN first seen in a resend was lost upstream of the tap. Find the drop on the path (switch discard, CRC/FCS and buffer counters on the lossless priority, PFC headroom). Unresolved gaps need the reverse direction in the capture to be told apart from capture loss.".into(),
         flows: flows.iter().map(|f| f.id).collect(),
+        params: params([
+            ("naks", json!(naks)),
+            ("nak_rewinds", json!(nak_rewinds)),
+            ("psns_lost_before_tap", json!(lost)),
+            ("unexplained_timeouts", json!(timeouts)),
+            ("unresolved_psns", json!(unresolved)),
+        ]),
     });
 }
 
@@ -333,22 +400,23 @@ fn capture(x: &Input, out: &mut Vec<Finding>) {
             .map(|t| format!("{}: {}", t.iface_name, t.capture_lost))
             .collect();
         let mut detail = if lost.is_empty() {
-            "No PSN gap shows it, but the capture's own counters say frames were dropped"
+            "No PSN gap shows it, but the capture's own counters say frames were dropped."
                 .to_string()
         } else {
             format!(
-                "{n} PSNs on {} flows never reached the capture, yet the responder acknowledged them with no NAK and the sender never resent them: the tap dropped them, not the network (by tap: {})",
-                lost.len(),
+                "{} on {} never reached the capture, yet the responder acknowledged them with no NAK and the sender never resent them: the tap dropped them, not the network (by tap: {}).",
+                fmt_count(n, "PSN"),
+                fmt_count(lost.len() as u64, "flow"),
                 taps.join(", ")
             )
         };
         if !counted.is_empty() {
             detail.push_str(&format!(
-                "; the capture's interface statistics count drops ({})",
+                "\nThe capture's interface statistics count drops: {}.",
                 counted.join("; ")
             ));
         }
-        detail.push_str(". Every count in this report is a lower bound");
+        detail.push_str("\nEvery count in this report is a lower bound.");
         out.push(Finding {
             wireshark: None,
             id: "capture-loss",
@@ -356,11 +424,27 @@ fn capture(x: &Input, out: &mut Vec<Finding>) {
             title: if lost.is_empty() {
                 "The capture says it dropped frames".to_string()
             } else {
-                format!("The capture missed {n} frames the responders acknowledged")
+                format!(
+                    "The capture missed {} the responders acknowledged",
+                    fmt_count(n, "frame")
+                )
             },
             detail,
-            recommendation: "Check the mirror session's drops (the mirror port is oversubscribed when the mirrored traffic exceeds its speed: mirror one direction, fewer ports, or truncate mirrored frames) and the capture host's drops (`ip -s link`, the capture tool's own counters); do not read these gaps as network loss".into(),
+            recommendation: "Check the mirror session's drops (the mirror port is oversubscribed when the mirrored traffic exceeds its speed: mirror one direction, fewer ports, or truncate mirrored frames) and the capture host's drops (`ip -s link`, the capture tool's own counters). Do not read these gaps as network loss.".into(),
             flows: lost.iter().map(|f| f.id).collect(),
+            params: params([
+                ("frames_missed", json!(n)),
+                (
+                    "capture_drops_counted",
+                    json!(
+                        x.summary
+                            .taps
+                            .iter()
+                            .map(|t| t.isb_ifdrop.unwrap_or(0) + t.isb_osdrop.unwrap_or(0))
+                            .sum::<u64>()
+                    ),
+                ),
+            ]),
         });
     }
     let copies = x.summary.frames.mirror_copies;
@@ -372,16 +456,22 @@ fn capture(x: &Input, out: &mut Vec<Finding>) {
             .filter_map(|t| {
                 let d = t.duplicate_gaps.as_ref()?;
                 Some(format!(
-                    "{}: {} copies, typically {} µs after the original ({}–{} µs, {} with the same timestamp)",
+                    "{}: {}, typically {} after the original ({} to {}, {} with the same timestamp)",
                     t.iface_name,
-                    d.copies,
-                    fmt_us(d.typical_gap_ns),
-                    fmt_us(d.min_gap_ns),
-                    fmt_us(d.max_gap_ns),
+                    fmt_count(d.copies, "copy"),
+                    fmt_duration(d.typical_gap_ns),
+                    fmt_duration(d.min_gap_ns),
+                    fmt_duration(d.max_gap_ns),
                     d.same_timestamp
                 ))
             })
             .collect();
+        let max_gap = x
+            .summary
+            .taps
+            .iter()
+            .filter_map(|t| t.duplicate_gaps.as_ref().map(|d| d.max_gap_ns))
+            .max();
         let mut flows: Vec<u32> = x
             .flows
             .iter()
@@ -393,13 +483,25 @@ fn capture(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "mirror-duplicates",
             severity: "info",
-            title: format!("{copies} frames recorded twice by the mirror (not retransmissions)"),
+            title: format!(
+                "{} recorded twice by the mirror (not retransmissions)",
+                fmt_count(copies, "frame")
+            ),
             detail: format!(
-                "{copies} frames were copies of a frame the same tap had recorded moments before (same addresses, QP, PSN, opcode and ICRC): {}. They were left out of every other count",
+                "{} of a frame the same tap had recorded moments before (same addresses, QP, PSN, opcode and ICRC).\n{}.\nThey were left out of every other count.",
+                if copies == 1 {
+                    "1 frame was a copy".to_string()
+                } else {
+                    format!("{copies} frames were copies")
+                },
                 taps.join("; ")
             ),
-            recommendation: "The mirror copies each frame twice, typically ingress and egress mirroring of the same traffic (or two mirrored ports on one path): mirror one direction of one port per tap; rocescope drops the copies, so the analysis stands".into(),
+            recommendation: "The mirror copies each frame twice, typically ingress and egress mirroring of the same traffic (or two mirrored ports on one path): mirror one direction of one port per tap. rocescope drops the copies, so the analysis stands.".into(),
             flows,
+            params: params([
+                ("mirror_copies", json!(copies)),
+                ("max_copy_gap_ns", json!(max_gap)),
+            ]),
         });
     }
 }
@@ -421,14 +523,25 @@ fn reordering(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "reordering",
         severity: "warning",
-        title: format!("{n} PSNs arrived out of order (reordering, not loss)"),
-        detail: format!(
-            "{n} PSNs arrived after later ones on {} flows and were never resent: at most {} µs and {max_psns} PSNs late",
-            flows.len(),
-            fmt_us(max_ns)
+        title: format!(
+            "{} arrived out of order (reordering, not loss)",
+            fmt_count(n, "PSN")
         ),
-        recommendation: "Packets of one QP took different paths (adaptive routing, a path change, per-packet spraying): a responder NIC without out-of-order placement answers each with a sequence-error NAK and a Go-Back-N resend; keep a QP on one path (flow-based ECMP, or flowlets with a gap larger than the path skew) or enable the NIC's adaptive-routing / out-of-order support".into(),
+        detail: format!(
+            "{} arrived after later ones on {} and {} never resent: at most {} and {} late.",
+            fmt_count(n, "PSN"),
+            fmt_count(flows.len() as u64, "flow"),
+            if n == 1 { "was" } else { "were" },
+            fmt_duration(max_ns),
+            fmt_count(max_psns, "PSN")
+        ),
+        recommendation: "Packets of one QP took different paths (adaptive routing, a path change, per-packet spraying): a responder NIC without out-of-order placement answers each with a sequence-error NAK and a Go-Back-N resend. Keep a QP on one path (flow-based ECMP, or flowlets with a gap larger than the path skew) or enable the NIC's adaptive-routing / out-of-order support.".into(),
         flows: flows.iter().map(|f| f.id).collect(),
+        params: params([
+            ("late_psns", json!(n)),
+            ("max_late_ns", json!(max_ns)),
+            ("max_late_psns", json!(max_psns)),
+        ]),
     });
 }
 
@@ -442,11 +555,12 @@ fn corruption(x: &Input, out: &mut Vec<Finding>) {
             severity: "info",
             title: format!("{}: a NIC's RDMA sniffer capture (headers rewritten)", t.iface_name),
             detail: format!(
-                "every RoCE frame on {} comes from UDP port 4791 and {} of {} fail their ICRC: a NIC's RDMA sniffer (tcpdump -i mlx5_N) rewrites the UDP source port and the source MAC, so the ICRC cannot match; ICRC results are left unknown for these frames and say nothing about corruption",
+                "Every RoCE frame on {} comes from UDP port 4791 and {} of {} fail their ICRC: a NIC's RDMA sniffer (tcpdump -i mlx5_N) rewrites the UDP source port and the source MAC, so the ICRC cannot match.\nICRC results are left unknown for these frames and say nothing about corruption.",
                 t.iface_name, t.icrc_failed, t.icrc_checked
             ),
-            recommendation: "Nothing is wrong with the link: to check the ICRC, capture on a mirror port or the host's Ethernet interface instead; sniffer captures may also be cut at a few hundred bytes".into(),
+            recommendation: "Nothing is wrong with the link. To check the ICRC, capture on a mirror port or the host's Ethernet interface instead; sniffer captures may also be cut at a few hundred bytes.".into(),
             flows: x.flows.iter().filter(|f| f.iface == t.iface).map(|f| f.id).collect(),
+            params: params([("icrc_failed", json!(t.icrc_failed)), ("icrc_checked", json!(t.icrc_checked))]),
         });
     }
     for t in x
@@ -473,18 +587,27 @@ fn corruption(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "corrupted-frames",
             severity: "warning",
-            title: format!("{}: {} RoCE frames failed their ICRC (bit errors)", t.iface_name, t.icrc_failed),
+            title: format!(
+                "{}: {} failed their ICRC (bit errors)",
+                t.iface_name,
+                fmt_count(t.icrc_failed, "RoCE frame")
+            ),
             detail: format!(
-                "{} of {} RoCE frames on {} ({}) failed their ICRC while the others passed: corrupted on the wire before the tap; {} of {} affected flows saw NAKs or rewinds afterwards (a receiver drops a frame with a bad ICRC)",
+                "{} of {} RoCE frames on {} ({}) failed their ICRC while the others passed: corrupted on the wire before the tap.\n{}: {} followed by NAKs or rewinds (a receiver drops a frame with a bad ICRC).",
                 t.icrc_failed,
                 t.icrc_checked,
                 t.iface_name,
                 pct(share),
+                fmt_count(flows.len() as u64, "affected flow"),
                 followed.len(),
-                flows.len()
             ),
-            recommendation: "Bit errors on the link: check the optics and cables of the port (`ethtool -S`: rx_crc_errors_phy, rx_symbol_err_phy, rx_corrected_bits_phy; the switch port's FCS and FEC counters), reseat or replace the transceiver, and check FEC is on".into(),
+            recommendation: "Bit errors on the link: check the optics and cables of the port (`ethtool -S`: rx_crc_errors_phy, rx_symbol_err_phy, rx_corrected_bits_phy; the switch port's FCS and FEC counters), reseat or replace the transceiver, and check FEC is on.".into(),
             flows: flows.iter().map(|f| f.id).collect(),
+            params: params([
+                ("icrc_failed", json!(t.icrc_failed)),
+                ("icrc_checked", json!(t.icrc_checked)),
+                ("failed_fraction", json!(share)),
+            ]),
         });
     }
 }
@@ -507,22 +630,28 @@ fn link_speed(x: &Input, out: &mut Vec<Finding>) {
             id: "link-speed",
             severity: "warning",
             title: format!(
-                "{}: a flow ran at {:.1} Gb/s, above the {:.0} Gb/s link speed assumed",
-                t.iface_name, top.gbps, limit
+                "{}: a flow ran at {}, above the {} link speed assumed",
+                t.iface_name,
+                fmt_gbps(top.gbps),
+                fmt_gbps(limit)
             ),
             detail: format!(
-                "{} flows on {} ran faster than {:.0} Gb/s (flow {} at {:.1} Gb/s): the link is faster than assumed, so every PFC pause duration computed from its quanta is too long by the same factor",
-                fast.len(),
+                "{} on {} ran faster than {} (flow {} at {}): the link is faster than assumed, so every PFC pause duration computed from its quanta is too long by the same factor.",
+                fmt_count(fast.len() as u64, "flow"),
                 t.iface_name,
-                limit,
+                fmt_gbps(limit),
                 top.flow_id,
-                top.gbps
+                fmt_gbps(top.gbps)
             ),
             recommendation: format!(
-                "Give the tap's real speed: --link-speed {}=400G (or the port's speed)",
+                "Give the tap's real speed: --link-speed {}=400G (or the port's speed).",
                 t.iface_name
             ),
             flows: fast.iter().map(|r| r.flow_id).collect(),
+            params: params([
+                ("assumed_link_speed_bps", json!(t.link_speed_bps)),
+                ("max_flow_gbps", json!(top.gbps)),
+            ]),
         });
     }
 }
@@ -542,10 +671,19 @@ fn rnr(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "receiver-not-ready",
         severity: "warning",
-        title: format!("{n} RNR NAKs: receivers ran out of posted receive buffers"),
-        detail: format!("{n} RNR NAKs, {r} RNR-triggered rewinds on {} flows", flows.len()),
-        recommendation: "Post receive buffers earlier or deepen the receive queue / SRQ; RNR retries wait the RNR timer each time".into(),
+        title: format!(
+            "{}: receivers ran out of posted receive buffers",
+            fmt_count(n, "RNR NAK")
+        ),
+        detail: format!(
+            "{} and {} on {}.",
+            fmt_count(n, "RNR NAK"),
+            fmt_count(r, "RNR-triggered rewind"),
+            fmt_count(flows.len() as u64, "flow")
+        ),
+        recommendation: "Post receive buffers earlier or deepen the receive queue / SRQ; RNR retries wait the RNR timer each time.".into(),
         flows: flows.iter().map(|f| f.id).collect(),
+        params: params([("rnr_naks", json!(n)), ("rnr_rewinds", json!(r))]),
     });
 }
 
@@ -557,6 +695,7 @@ fn storms(x: &Input, out: &mut Vec<Finding>) {
     let total: u64 = stormy.iter().map(|p| p.storms).sum();
     let mut parts = Vec::new();
     let mut flows = Vec::new();
+    let mut longest_ns = 0;
     for p in &stormy {
         let longest = x
             .pfc
@@ -564,16 +703,17 @@ fn storms(x: &Input, out: &mut Vec<Finding>) {
             .filter(|i| i.iface == p.iface && i.priority == p.priority)
             .max_by_key(|i| i.end_ns - i.start_ns);
         let mut s = format!(
-            "{} priority {}: {} storms, paused {} of the capture",
+            "{} priority {}: {}, paused {} of the capture",
             x.iface(p.iface),
             p.priority,
-            p.storms,
+            fmt_count(p.storms, "storm"),
             pct(p.fraction)
         );
         if let Some(l) = longest {
-            s.push_str(&format!(", longest {}", x.pause_text(l)));
+            longest_ns = longest_ns.max(l.end_ns - l.start_ns);
+            s.push_str(&format!("; longest {}", x.pause_text(l)));
         }
-        parts.push(s);
+        parts.push(s + ".");
         flows.extend(x.flows_on(p.iface, p.priority));
     }
     flows.sort_unstable();
@@ -583,12 +723,19 @@ fn storms(x: &Input, out: &mut Vec<Finding>) {
         id: "pfc-storm",
         severity: "critical",
         title: format!(
-            "{total} PFC pause storms (continuous pause > {} ms)",
-            x.summary.storm_ns as f64 / 1e6
+            "{} (a continuous pause over {}), the longest {}",
+            fmt_count(total, "PFC pause storm"),
+            fmt_duration(x.summary.storm_ns),
+            fmt_duration(longest_ns)
         ),
-        detail: parts.join("; "),
-        recommendation: "A priority paused this long is stuck (a receiver not draining, a PFC deadlock or a faulty NIC sending pauses): find the port behind the source MAC, enable the PFC watchdog to break storms, and check for cyclic buffer dependencies".into(),
+        detail: parts.join("\n"),
+        recommendation: "A priority paused this long is stuck (a receiver not draining, a PFC deadlock or a faulty NIC sending pauses): find the port behind the source MAC, enable the PFC watchdog to break storms, and check for cyclic buffer dependencies.".into(),
         flows,
+        params: params([
+            ("storms", json!(total)),
+            ("storm_threshold_ns", json!(x.summary.storm_ns)),
+            ("longest_pause_ns", json!(longest_ns)),
+        ]),
     });
 }
 
@@ -611,11 +758,11 @@ fn congestion_tree(x: &Input, out: &mut Vec<Finding>) {
                     .and_then(|p| t.nodes.get(p))
                     .map_or("?", |p| p.src_mac.as_str());
                 format!(
-                    "{} ({}) on {} paused {} µs after {}",
+                    "Then {} ({}) on {} paused {} after {}.",
                     n.src_mac,
                     kind(n.kind),
                     n.iface_name,
-                    fmt_us(n.delay_ns.unwrap_or(0)),
+                    fmt_duration(n.delay_ns.unwrap_or(0)),
                     from
                 )
             })
@@ -629,7 +776,12 @@ fn congestion_tree(x: &Input, out: &mut Vec<Finding>) {
             }
             seen_taps.push(n.iface);
             let ids: Vec<String> = n.victims.iter().map(u32::to_string).collect();
-            victims.push(format!("{}: flows {}", n.iface_name, ids.join(", ")));
+            victims.push(format!(
+                "{}: {} {}",
+                n.iface_name,
+                if ids.len() == 1 { "flow" } else { "flows" },
+                ids.join(", ")
+            ));
             flows.extend(&n.victims);
         }
         flows.sort_unstable();
@@ -648,52 +800,53 @@ fn congestion_tree(x: &Input, out: &mut Vec<Finding>) {
                 if t.nodes.len() == 2 { "port" } else { "ports" }
             ),
             detail: format!(
-                "root: {} ({}) seen on {}, first pause at {}, paused {} µs in all; then {}{}",
+                "Root: {} ({}) seen on {}, first pause at {}, paused {} in all.\n{}{}",
                 root.src_mac,
                 kind(root.kind),
                 root.iface_name,
                 x.at(root.first_pause_ns),
-                fmt_us(root.paused_ns),
-                steps.join("; then "),
+                fmt_duration(root.paused_ns),
+                steps.join("\n"),
                 if victims.is_empty() {
                     String::new()
                 } else {
-                    format!(". Victims: {}", victims.join("; "))
+                    format!("\nVictims: {}.", victims.join("; "))
                 }
             ),
             recommendation: if root_is_host {
                 format!(
-                    "The tree grows from a receiver that does not drain ({}): find out why (host memory or PCIe pressure, an application not posting buffers, the NIC's rx_prio{}_pause_duration and rx_discards_phy counters), and let ECN act before PFC so the senders slow down before the pause spreads; the PFC watchdog caps how long it can freeze the fabric",
+                    "The tree grows from a receiver that does not drain ({}): find out why (host memory or PCIe pressure, an application not posting buffers, the NIC's rx_prio{}_pause_duration and rx_discards_phy counters), and let ECN act before PFC so the senders slow down before the pause spreads. The PFC watchdog caps how long it can freeze the fabric.",
                     root.src_mac, t.priority
                 )
             } else {
-                "The tree grows from a switch port: find its congested egress (an incast, a slow downstream link or a PFC deadlock), let ECN act before PFC, and enable the PFC watchdog".to_string()
+                "The tree grows from a switch port: find its congested egress (an incast, a slow downstream link or a PFC deadlock), let ECN act before PFC, and enable the PFC watchdog.".to_string()
             },
             flows,
+            params: params([
+                ("priority", json!(t.priority)),
+                ("root_src_mac", json!(root.src_mac)),
+                ("root_kind", json!(root.kind)),
+                ("ports", json!(t.nodes.len())),
+                ("root_paused_ns", json!(root.paused_ns)),
+            ]),
         });
     }
 }
 
 fn pressure(x: &Input, out: &mut Vec<Finding>) {
     let paused: Vec<_> = x.summary.pfc.iter().filter(|p| p.paused_ns > 0).collect();
-    if paused.is_empty() {
+    let Some(worst) = paused
+        .iter()
+        .max_by(|a, b| a.fraction.total_cmp(&b.fraction))
+    else {
         return;
-    }
-    let worst = paused.iter().map(|p| p.fraction).fold(0.0_f64, f64::max);
+    };
     let mut flows = Vec::new();
     let parts: Vec<String> = paused
         .iter()
         .map(|p| {
             flows.extend(x.flows_on(p.iface, p.priority));
-            format!(
-                "{} priority {}: {} frames ({} XON), paused {} µs = {} of the capture",
-                x.iface(p.iface),
-                p.priority,
-                p.frames,
-                p.xon_frames,
-                fmt_us(p.paused_ns),
-                pct(p.fraction)
-            )
+            format!("{}.", fmt_pfc(&x.iface(p.iface), p))
         })
         .collect();
     flows.sort_unstable();
@@ -701,17 +854,29 @@ fn pressure(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         wireshark: None,
         id: "pfc-pressure",
-        severity: if worst >= 0.10 {
+        severity: if worst.fraction >= 0.10 {
             "critical"
-        } else if worst >= 0.01 {
+        } else if worst.fraction >= 0.01 {
             "warning"
         } else {
             "info"
         },
-        title: format!("PFC paused up to {} of the capture", pct(worst)),
-        detail: parts.join("; "),
-        recommendation: "Let ECN act before PFC: set the ECN marking thresholds (WRED min/max) well below the PFC XOFF threshold so DCQCN slows senders before queues pause the link, and check the PFC headroom; a paused priority freezes every flow that shares it".into(),
+        title: format!(
+            "PFC paused {} priority {} {} of the capture ({})",
+            x.iface(worst.iface),
+            worst.priority,
+            pct(worst.fraction),
+            fmt_duration(worst.paused_ns)
+        ),
+        detail: parts.join("\n"),
+        recommendation: "Let ECN act before PFC: set the ECN marking thresholds (WRED min/max) well below the PFC XOFF threshold so DCQCN slows senders before queues pause the link, and check the PFC headroom. A paused priority freezes every flow that shares it.".into(),
         flows,
+        params: params([
+            ("max_paused_fraction", json!(worst.fraction)),
+            ("max_paused_ns", json!(worst.paused_ns)),
+            ("iface", json!(x.iface(worst.iface))),
+            ("priority", json!(worst.priority)),
+        ]),
     });
 }
 
@@ -721,16 +886,17 @@ fn victims(x: &Input, out: &mut Vec<Finding>) {
         return;
     }
     flows.sort_by_key(|f| std::cmp::Reverse(f.stall_paused_ns));
+    let most = flows.first().map_or(0, |f| f.stall_paused_ns);
     let parts: Vec<String> = flows
         .iter()
         .take(5)
         .map(|f| {
             format!(
-                "{} priority {}: {} stalls, {} µs paused while stalled",
+                "{} priority {}: {}, {} paused while stalled.",
                 x.describe(f),
                 f.priority.unwrap_or(0),
-                f.stalls,
-                fmt_us(f.stall_paused_ns)
+                fmt_count(f.stalls, "stall"),
+                fmt_duration(f.stall_paused_ns)
             )
         })
         .collect();
@@ -740,10 +906,19 @@ fn victims(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "pfc-victims",
         severity: "warning",
-        title: format!("{} flows stalled while their priority was paused", flows.len()),
-        detail: parts.join("; "),
-        recommendation: "These flows were frozen by pauses (head-of-line blocking, a congestion tree): fix the congested port that sends the pauses, not the victims — ECN-mark earlier, spread elephant flows (ECMP entropy), or move bulk traffic to another priority".into(),
+        title: format!(
+            "{} stalled while {} priority was paused, up to {} each",
+            fmt_count(flows.len() as u64, "flow"),
+            if flows.len() == 1 { "its" } else { "their" },
+            fmt_duration(most)
+        ),
+        detail: parts.join("\n"),
+        recommendation: "These flows were frozen by pauses (head-of-line blocking, a congestion tree): fix the congested port that sends the pauses, not the victims — ECN-mark earlier, spread elephant flows (ECMP entropy), or move bulk traffic to another priority.".into(),
         flows: ids,
+        params: params([
+            ("victim_flows", json!(flows.len())),
+            ("max_stall_paused_ns", json!(most)),
+        ]),
     });
 }
 
@@ -751,8 +926,11 @@ fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
     let unattributed = x.summary.totals.cnps_unattributed;
     let reaction = x.summary.ce_to_cnp.as_ref().map(|r| {
         format!(
-            "; CE→CNP reaction {}–{} µs (mean {:.1} µs over {} CNPs)",
-            r.min_us, r.max_us, r.mean_us, r.samples
+            "\nCE→CNP reaction {} to {} (mean {} over {}).",
+            fmt_duration((r.min_us * 1e3).round() as u64),
+            fmt_duration((r.max_us * 1e3).round() as u64),
+            fmt_duration((r.mean_us * 1e3).round() as u64),
+            fmt_count(r.samples, "CNP")
         )
     });
     let silent: Vec<&FlowRow> = x
@@ -769,13 +947,13 @@ fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             .take(5)
             .map(|r| {
                 format!(
-                    "flow {} ({} → {} QP {}, DSCP {}): {} CE, 0 CNPs{}",
+                    "flow {} ({} → {} QP {}, DSCP {}): {}, 0 CNPs{}.",
                     r.flow_id,
                     fmt_ip(&r.src_ip),
                     fmt_ip(&r.dst_ip),
                     r.dest_qp,
                     r.dscp.map(|d| d.to_string()).unwrap_or("-".into()),
-                    r.ce,
+                    fmt_count(r.ce, "CE mark"),
                     if r.paired_qp.is_none() {
                         " (reverse direction never seen)"
                     } else {
@@ -788,32 +966,46 @@ fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "ce-without-cnp",
             severity: "warning",
-            title: format!("{ce} CE-marked packets on {} flows got no CNP back", silent.len()),
-            detail: parts.join("; ") + reaction.as_deref().unwrap_or(""),
-            recommendation: "The ECN→CNP path is broken: enable DCQCN's notification point (CNP generation) for this priority on the receiving NICs, check the DSCP of data packets maps to the ECN-enabled queue and priority, and that CNPs get a DSCP/priority the fabric forwards (and the tap sees)".into(),
+            title: format!(
+                "{} on {} got no CNP back",
+                fmt_count(ce, "CE-marked packet"),
+                fmt_count(silent.len() as u64, "flow")
+            ),
+            detail: parts.join("\n") + reaction.as_deref().unwrap_or(""),
+            recommendation: "The ECN→CNP path is broken: enable DCQCN's notification point (CNP generation) for this priority on the receiving NICs, check the DSCP of data packets maps to the ECN-enabled queue and priority, and that CNPs get a DSCP/priority the fabric forwards (and the tap sees).".into(),
             flows: silent.iter().map(|r| r.flow_id).collect(),
+            params: params([("ce_packets", json!(ce)), ("silent_flows", json!(silent.len()))]),
         });
     }
     let loud: Vec<&FlowRow> = x.rows.iter().filter(|r| r.cnps > 0 && r.ce == 0).collect();
     if !loud.is_empty() || unattributed > 0 {
         let cnps: u64 = loud.iter().map(|r| r.cnps).sum();
         let mut detail = format!(
-            "{cnps} CNPs to {} flows that carried no CE mark",
-            loud.len()
+            "{} to {} that carried no CE mark.",
+            fmt_count(cnps, "CNP"),
+            fmt_count(loud.len() as u64, "flow")
         );
         if unattributed > 0 {
             detail.push_str(&format!(
-                "; {unattributed} CNPs matched no flow (no request flow paired with their QP)"
+                "\n{} matched no flow (no request flow paired with their QP).",
+                fmt_count(unattributed, "CNP")
             ));
         }
         out.push(Finding {
             wireshark: None,
             id: "cnp-without-ce",
             severity: "info",
-            title: format!("{} CNPs without CE seen at the tap", cnps + unattributed),
+            title: format!(
+                "{} without a CE mark seen at the tap",
+                fmt_count(cnps + unattributed, "CNP")
+            ),
             detail: detail + reaction.as_deref().unwrap_or(""),
-            recommendation: "Usually the tap sits upstream of the marking queue (the CE mark was set after it); otherwise check which device sends these CNPs and whether their QPs match live connections".into(),
+            recommendation: "Usually the tap sits upstream of the marking queue (the CE mark was set after it); otherwise check which device sends these CNPs and whether their QPs match live connections.".into(),
             flows: loud.iter().map(|r| r.flow_id).collect(),
+            params: params([
+                ("cnps_without_ce", json!(cnps)),
+                ("cnps_unattributed", json!(unattributed)),
+            ]),
         });
     }
 }
@@ -827,12 +1019,17 @@ fn link_pause(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "link-pause",
         severity: "warning",
-        title: format!("{n} 802.3x PAUSE frames (link-level, not PFC)"),
-        detail: format!(
-            "{n} 802.3x PAUSE frames: a global pause stops every priority of the link, lossy traffic included; they are not counted as PFC"
+        title: format!(
+            "{} (link-level, not PFC)",
+            fmt_count(n, "802.3x PAUSE frame")
         ),
-        recommendation: "Disable global flow control on ports that run PFC (ethtool -A <iface> rx off tx off; the switch's flowcontrol setting)".into(),
+        detail: format!(
+            "{}: a global pause stops every priority of the link, lossy traffic included; they are not counted as PFC.",
+            fmt_count(n, "802.3x PAUSE frame")
+        ),
+        recommendation: "Disable global flow control on ports that run PFC (ethtool -A <iface> rx off tx off; the switch's flowcontrol setting).".into(),
         flows: Vec::new(),
+        params: params([("pause_frames", json!(n))]),
     });
 }
 

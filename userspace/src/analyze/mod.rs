@@ -40,7 +40,10 @@ use serde::Serialize;
 
 pub(crate) use findings::{sort_by_severity, timeout_exponent};
 use pfc::{Cover, PfcTracker};
-pub use report::{render_findings, render_text};
+pub use report::{
+    flow_json, frames_line, more_findings, render_findings, render_json, render_text,
+    shown_findings,
+};
 
 /// Analysis parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -308,6 +311,10 @@ pub struct Finding {
     pub detail: String,
     pub recommendation: String,
     pub flows: Vec<u32>,
+    /// The finding's numbers and recommended settings for a program to
+    /// act on, by name (docs/report.md lists them per finding), e.g.
+    /// `recommended_timeout_exponent` for ghost retransmissions.
+    pub params: BTreeMap<&'static str, serde_json::Value>,
     /// Its frames in Wireshark, filled once every finding is made.
     #[serde(flatten)]
     pub wireshark: Option<crate::wireshark::Handoff>,
@@ -1477,9 +1484,9 @@ impl Analyzer {
                 trigger: None,
                 idle_us: None,
                 detail: format!(
-                    "PSN {} arrived {} µs after it went missing, {} PSNs late, and was not resent: reordered on the path",
+                    "PSN {} arrived {} after it went missing, {} PSNs late, and was not resent: reordered on the path",
                     fl.psn,
-                    fmt_us(late_ns),
+                    fmt_duration(late_ns),
                     fl.psns_late
                 ),
             });
@@ -1513,11 +1520,11 @@ impl Analyzer {
             trigger: None,
             idle_us: None,
             detail: format!(
-                "{} missing PSN{} {}..={last} {why} (missing since {} µs before)",
+                "{} missing PSN{} {}..={last} {why} (missing since {} before)",
                 r.len,
                 if r.len == 1 { "" } else { "s" },
                 r.lo,
-                fmt_us(now.saturating_sub(r.since_ns))
+                fmt_duration(now.saturating_sub(r.since_ns))
             ),
         });
     }
@@ -1588,15 +1595,15 @@ impl Analyzer {
         }
         let why = match nak {
             Some(n) => format!(
-                "{} for PSN {q} seen {} µs before",
+                "{} for PSN {q} seen {} before",
                 if n.rnr { "RNR NAK" } else { "NAK" },
-                fmt_us(now.saturating_sub(n.ts))
+                fmt_duration(now.saturating_sub(n.ts))
             ),
             None => format!("no NAK for PSN {q} seen"),
         };
         let mut detail = format!(
-            "go-back-N from next PSN {next} back to {q} (depth {depth}), {why}; idle {} µs; {acked_n} of the rewound PSNs already acknowledged",
-            fmt_us(idle)
+            "go-back-N from next PSN {next} back to {q} (depth {depth}), {why}; idle {}; {acked_n} of the rewound PSNs already acknowledged",
+            fmt_duration(idle)
         );
         if lost {
             detail.push_str(&format!(
@@ -1605,9 +1612,9 @@ impl Analyzer {
         }
         if let (Some(c), true) = (cover, paused > 0) {
             detail.push_str(&format!(
-                "; priority {} paused {} µs of the idle time (pause by {} from {})",
+                "; priority {} paused {} of the idle time (pause by {} from {})",
                 c.priority,
-                fmt_us(paused),
+                fmt_duration(paused),
                 fmt_mac(&c.src_mac),
                 c.start_ns
             ));
@@ -2294,10 +2301,89 @@ pub(crate) fn fmt_ip(a: &[u8; 16]) -> String {
     Ip(*a).to_string()
 }
 
-/// Nanoseconds as microseconds with one decimal.
-/// A time since the capture's first frame, as `t+1.234567 ms`.
-pub(crate) fn fmt_offset(ns: u64) -> String {
-    format!("t+{:.6} ms", ns as f64 / 1e6)
+/// A value scaled to the unit its size calls for: ns below 1 µs, µs below
+/// 1 ms, ms below 1 s, s above, with `decimals[i]` decimals in unit `i`
+/// (a value that rounds up to 1000 of a unit moves to the next one).
+fn scaled(ns: u64, decimals: [usize; 4]) -> String {
+    const UNITS: [(&str, f64); 4] = [("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9)];
+    let x = ns as f64;
+    let mut i = UNITS
+        .iter()
+        .rposition(|&(_, scale)| x >= scale)
+        .unwrap_or(0);
+    // 999.96 µs is 1.00 ms, not "1000.0 µs".
+    if i < 3 {
+        let shown = format!("{:.*}", decimals[i], x / UNITS[i].1);
+        if shown.parse::<f64>().is_ok_and(|v| v >= 1000.0) {
+            i += 1;
+        }
+    }
+    let (unit, scale) = UNITS[i];
+    format!("{:.*} {unit}", decimals[i], x / scale)
+}
+
+/// A duration for a person, in the unit its size calls for: `850 ns`,
+/// `100.3 µs`, `249.81 ms`, `12.50 s`. Every duration the report, the
+/// findings and the events' `detail` print goes through here.
+pub fn fmt_duration(ns: u64) -> String {
+    scaled(ns, [0, 1, 2, 2])
+}
+
+/// A time since the capture's first frame, to the microsecond:
+/// `t+700.5 µs`, `t+124.568 ms`, `t+12.345678 s`.
+pub fn fmt_offset(ns: u64) -> String {
+    format!("t+{}", scaled(ns, [0, 1, 3, 6]))
+}
+
+/// A rate in Gb/s (`119.19 Gb/s`; below 1 Gb/s, Mb/s).
+pub fn fmt_gbps(gbps: f64) -> String {
+    if gbps > 0.0 && gbps < 1.0 {
+        format!("{:.1} Mb/s", gbps * 1e3)
+    } else {
+        format!("{gbps:.2} Gb/s")
+    }
+}
+
+/// `n` and the noun, plural unless `n` is 1: `1 flow`, `2 flows`,
+/// `3 copies`, `1 CNP`, `0 NAKs`.
+pub fn fmt_count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        return format!("1 {noun}");
+    }
+    let plural = match noun.strip_suffix('y') {
+        Some(stem) if !stem.ends_with(['a', 'e', 'o', 'u']) => format!("{stem}ies"),
+        _ => format!("{noun}s"),
+    };
+    format!("{n} {plural}")
+}
+
+/// A fraction as a percentage with two decimals: `20.04 %`.
+pub fn fmt_pct(x: f64) -> String {
+    format!("{:.2} %", x * 100.0)
+}
+
+/// A port and priority's PFC in one phrase: `leaf0 priority 3: 8 PFC
+/// frames (2 XON), paused 200.3 µs = 20.04 % of the capture`.
+pub(crate) fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
+    format!(
+        "{iface} priority {}: {} ({} XON), paused {} = {} of the capture",
+        p.priority,
+        fmt_count(p.frames, "PFC frame"),
+        p.xon_frames,
+        fmt_duration(p.paused_ns),
+        fmt_pct(p.fraction)
+    )
+}
+
+/// How a pause interval ended (`pfc.parquet`'s `ended_by`), in words.
+pub fn fmt_ended_by(ended_by: &str) -> &'static str {
+    match ended_by {
+        "xon" => "ended by an XON",
+        "expiry" => "ran out without a refresh",
+        "capture_end" => "still paused when the capture ended",
+        _ => "ended",
+    }
 }
 
 /// Nanoseconds since the Unix epoch as ISO 8601 UTC with microseconds.
@@ -2321,8 +2407,4 @@ pub(crate) fn fmt_utc(ns: u64) -> String {
         rem % 60,
         ns % 1_000_000_000 / 1000
     )
-}
-
-pub(crate) fn fmt_us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1000.0)
 }

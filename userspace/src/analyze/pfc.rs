@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::mac_control::{BITS_PER_QUANTUM, PRIORITIES};
 
-use super::{Event, PfcInterval, Sink, fmt_mac, fmt_us};
+use super::{Event, PfcInterval, Sink, fmt_duration, fmt_ended_by, fmt_mac};
 
 /// A pause that is still running (its end may still be refreshed or cut by XON).
 #[derive(Clone, Copy, Debug)]
@@ -214,9 +214,9 @@ impl PfcTracker {
                         trigger: None,
                         idle_us: None,
                         detail: format!(
-                            "priority {prio} paused by {} ({q} quanta = {} µs)",
+                            "priority {prio} paused by {} ({q} quanta = {})",
                             fmt_mac(&rec.src_mac),
-                            fmt_us(dur)
+                            fmt_duration(dur)
                         ),
                     });
                 }
@@ -287,13 +287,14 @@ impl PfcTracker {
                 trigger: None,
                 idle_us: None,
                 detail: format!(
-                    "priority {} paused by {} continuously for {} µs from {} (storm threshold {} µs, {} frames, ended by {ended_by})",
+                    "priority {} paused by {} continuously for {} from {} (storm threshold {}, {} frames, {})",
                     key.1,
                     fmt_mac(&mac),
-                    fmt_us(end - o.start),
+                    fmt_duration(end - o.start),
                     o.start,
-                    fmt_us(self.storm_ns),
-                    o.frames
+                    fmt_duration(self.storm_ns),
+                    o.frames,
+                    fmt_ended_by(ended_by)
                 ),
             });
         }

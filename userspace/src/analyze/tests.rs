@@ -303,7 +303,7 @@ fn nak_triggers_rewind() {
     assert_eq!(loss.flows, vec![0, 1]);
     assert!(
         loss.detail
-            .contains("NAK-driven loss: 1 NAKs, 1 NAK-triggered rewinds"),
+            .contains("NAK-driven loss: 1 NAK, 1 NAK-triggered rewind"),
         "{}",
         loss.detail
     );
@@ -441,7 +441,7 @@ fn gaps_count_missing_psns() {
         r.finding("real-loss")
             .unwrap()
             .detail
-            .contains("unresolved gaps: 5 PSNs never seen and never acknowledged")
+            .contains("Unresolved gaps: 5 PSNs never seen and never acknowledged")
     );
 }
 
@@ -494,10 +494,10 @@ fn ghost_drop_under_pfc_pause_is_diagnosed() {
     assert_eq!(g.severity, "critical");
     for want in [
         "flow 0 (10.0.0.1 → 10.0.0.2 QP 256, if0)",
-        "rewound 6 PSNs back to PSN 1002 after 250.0 µs idle, trigger timeout (no NAK preceded it)",
+        "rewound 6 PSNs back to PSN 1002 after 250.0 µs idle, on a timeout (no NAK preceded it)",
         "2 of the 6 rewound PSNs had already been acknowledged",
         "priority 3 was paused for 247.0 µs of that idle time",
-        "covered by the pause of 335.5 µs on if0 priority 3 by 02:00:00:00:00:0b (from t+0.010000 ms, 1 frames, ended by expiry)",
+        "covered by the pause of 335.5 µs on if0 priority 3 by 02:00:00:00:00:0b (from t+10.0 µs, 1 frame, ran out without a refresh)",
         "1 of them while the flow's priority was paused",
     ] {
         assert!(g.detail.contains(want), "missing {want:?} in {}", g.detail);
@@ -511,7 +511,7 @@ fn ghost_drop_under_pfc_pause_is_diagnosed() {
     // The ACK flow fell silent as the pause began and stayed so to the end.
     assert_eq!(v.flows, vec![0, 1]);
     assert!(r.finding("pfc-pressure").is_some());
-    let text = render_text(&r.a);
+    let text = render_text(&r.a, r.a.summary.frames.total, None);
     assert!(text.contains("ghost-retransmissions"), "{text}");
     assert!(text.contains("rewound 6 PSNs back to PSN 1002"), "{text}");
     assert!(text.contains("Top flows by retransmissions"), "{text}");
@@ -559,7 +559,7 @@ fn two_qps_between_one_host_pair_get_their_own_cnps() {
     assert_eq!((rt.samples, rt.min_us, rt.max_us), (1, 15.0, 15.0));
     let c = r.finding("cnp-without-ce").expect("cnp-without-ce");
     assert_eq!(c.flows, vec![1]);
-    assert!(c.detail.contains("1 CNPs matched no flow"), "{}", c.detail);
+    assert!(c.detail.contains("1 CNP matched no flow"), "{}", c.detail);
     assert!(r.finding("ce-without-cnp").is_none());
 }
 
@@ -574,7 +574,7 @@ fn ce_without_cnp_on_a_paired_flow() {
     assert_eq!(f.flows, vec![0]);
     assert!(
         f.detail
-            .contains("flow 0 (10.0.0.1 → 10.0.0.2 QP 256, DSCP 26): 2 CE, 0 CNPs"),
+            .contains("flow 0 (10.0.0.1 → 10.0.0.2 QP 256, DSCP 26): 2 CE marks, 0 CNPs"),
         "{}",
         f.detail
     );
@@ -1032,7 +1032,7 @@ fn a_long_idle_mostly_paused_is_a_stall() {
     let v = r.finding("pfc-victims").expect("victims");
     assert_eq!(v.flows, vec![0]);
     assert!(
-        v.detail.contains("1 stalls, 25.0 µs paused while stalled"),
+        v.detail.contains("1 stall, 25.0 µs paused while stalled"),
         "{}",
         v.detail
     );
@@ -1050,7 +1050,32 @@ fn utc_and_offsets_print_readably() {
         super::fmt_utc(951_782_400_123_456_789),
         "2000-02-29T00:00:00.123456Z"
     );
-    assert_eq!(super::fmt_offset(700_525), "t+0.700525 ms");
+    assert_eq!(super::fmt_offset(700_525), "t+700.5 µs");
+    assert_eq!(super::fmt_offset(124_567_891), "t+124.568 ms");
+    assert_eq!(super::fmt_offset(12_345_678_901), "t+12.345679 s");
+}
+
+/// One formatter for every duration: the unit its size calls for, so a
+/// 250 ms pause never prints as "249808.0 µs"; counts take their plural.
+#[test]
+fn durations_counts_and_rates_print_in_human_units() {
+    use super::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps};
+    assert_eq!(fmt_duration(850), "850 ns");
+    assert_eq!(fmt_duration(100_300), "100.3 µs");
+    assert_eq!(fmt_duration(249_808_000), "249.81 ms");
+    assert_eq!(fmt_duration(999_960), "1.00 ms");
+    assert_eq!(fmt_duration(12_500_000_000), "12.50 s");
+    assert_eq!(fmt_count(1u64, "flow"), "1 flow");
+    assert_eq!(fmt_count(2u64, "flow"), "2 flows");
+    assert_eq!(fmt_count(1u64, "CNP"), "1 CNP");
+    assert_eq!(fmt_count(0u64, "NAK"), "0 NAKs");
+    assert_eq!(fmt_count(3u64, "mirror copy"), "3 mirror copies");
+    assert_eq!(fmt_gbps(119.191), "119.19 Gb/s");
+    assert_eq!(fmt_gbps(0.22), "220.0 Mb/s");
+    assert_eq!(
+        fmt_ended_by("capture_end"),
+        "still paused when the capture ended"
+    );
 }
 
 /// Found by the `analyzer` fuzz target: a pause starting near the end of
@@ -1081,7 +1106,7 @@ fn timestamps_near_u64_max_do_not_overflow() {
     assert_eq!(r.a.pfc[0].end_ns, end);
     assert_eq!(r.a.pfc[0].ended_by, "capture_end");
     assert_eq!(r.a.flows[0].retrans_packets, 1);
-    assert!(render_text(&r.a).contains("rewind"));
+    assert!(render_text(&r.a, r.a.summary.frames.total, Some(80)).contains("rewind"));
 }
 
 /// Summary mode: the frames the kernel counted, as one delta, leave the

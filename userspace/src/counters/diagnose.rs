@@ -196,6 +196,7 @@ fn finding(
         detail,
         recommendation: recommendation.to_string(),
         flows: Vec::new(),
+        params: Default::default(),
     }
 }
 

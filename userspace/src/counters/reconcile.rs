@@ -442,6 +442,7 @@ fn findings(rows: &[Comparison]) -> Vec<Finding> {
             detail,
             recommendation: rec.into(),
             flows: Vec::new(),
+            params: Default::default(),
         });
     }
     out

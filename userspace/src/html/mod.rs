@@ -21,7 +21,10 @@ use std::path::{Path, PathBuf};
 use rocescope_common::PacketRecord;
 
 use crate::addr::Mac;
-use crate::analyze::{self, Analysis, Config, FlowRow, TimelineRow, Verdict, fmt_ip, fmt_utc};
+use crate::analyze::{
+    self, Analysis, Config, Finding, FlowRow, TimelineRow, Verdict, fmt_count, fmt_duration,
+    fmt_ip, fmt_offset, fmt_utc,
+};
 use crate::pipeline::Output;
 use crate::tables::RunFacts;
 use crate::{Error, Result};
@@ -34,8 +37,10 @@ pub const MAX_FLOWS: usize = 512;
 pub const MAX_POINTS: usize = 4096;
 /// Timeline bins kept per flow.
 pub const MAX_BINS: usize = 1024;
-/// Flows drawn in the PSN plots.
-const PSN_PLOTS: usize = 3;
+/// Bins a throughput or CE/CNP plot aims for over the capture.
+pub const PLOT_BINS: u64 = 200;
+/// Flows drawn in a throughput plot.
+const THROUGHPUT_FLOWS: usize = 6;
 /// Rows of the flow table.
 const TABLE_ROWS: usize = 50;
 
@@ -130,6 +135,56 @@ pub(crate) struct Series {
     pub bins: BTreeMap<u64, Bin>,
 }
 
+impl Bin {
+    fn add(&mut self, o: &Bin) {
+        self.bits += o.bits;
+        self.goodput_bits += o.goodput_bits;
+        self.ce += o.ce;
+        self.cnps += o.cnps;
+        self.retrans += o.retrans;
+    }
+}
+
+/// A bin width for drawing `span_ns`: about [`PLOT_BINS`] bins, a 1-2-5
+/// multiple of `base` (the timelines' width, which it cannot go below).
+pub(crate) fn plot_bin_ns(span_ns: u64, base: u64) -> u64 {
+    let base = base.max(1);
+    let want = span_ns / PLOT_BINS;
+    let mut decade = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            let w = base.saturating_mul(decade.saturating_mul(m));
+            if w >= want || w == u64::MAX {
+                return w;
+            }
+        }
+        decade = decade.saturating_mul(10);
+    }
+}
+
+/// `bins` re-cut `width` wide over `[t0, t1]`: every bin, empty ones at 0
+/// (a line drawn through the bins with traffic alone would bridge a pause).
+fn rebin<'a>(
+    bins: impl IntoIterator<Item = (&'a u64, &'a Bin)>,
+    width: u64,
+    t0: u64,
+    t1: u64,
+) -> Vec<(u64, Bin)> {
+    let width = width.max(1);
+    let first = t0 / width * width;
+    let n = (t1.saturating_sub(first) / width).saturating_add(1);
+    let mut out: Vec<(u64, Bin)> = (0..n.min(4 * PLOT_BINS))
+        .map(|i| (first + i * width, Bin::default()))
+        .collect();
+    for (&k, b) in bins {
+        let i = (k.saturating_sub(first) / width) as usize;
+        if let Some(slot) = out.get_mut(i) {
+            slot.1.add(b);
+        }
+    }
+    out
+}
+
 impl Series {
     fn add(&mut self, row: &TimelineRow) {
         if self.width_ns == 0 {
@@ -146,15 +201,10 @@ impl Series {
             self.width_ns *= 2;
             let old = std::mem::take(&mut self.bins);
             for (k, v) in old {
-                let b = self
-                    .bins
+                self.bins
                     .entry(k / self.width_ns * self.width_ns)
-                    .or_default();
-                b.bits += v.bits;
-                b.goodput_bits += v.goodput_bits;
-                b.ce += v.ce;
-                b.cnps += v.cnps;
-                b.retrans += v.retrans;
+                    .or_default()
+                    .add(&v);
             }
         }
     }
@@ -206,9 +256,13 @@ impl HtmlReport {
         let s = &analysis.summary;
         let t0 = s.first_ts_ns.unwrap_or(0);
         let t1 = s.last_ts_ns.unwrap_or(t0).max(t0 + 1);
-        let err = |e: String| Error::Write {
-            path: self.path.clone(),
-            detail: format!("cannot draw a plot: {e}"),
+        let page = Page {
+            report: self,
+            analysis,
+            t0,
+            t1,
+            path: &self.path,
+            drawn: Default::default(),
         };
 
         let mut h = String::with_capacity(256 * 1024);
@@ -225,17 +279,12 @@ impl HtmlReport {
         );
         let _ = writeln!(
             h,
-            "<p class=facts>{} → {} ({:.3} ms) · {} frames read · {} RoCE, {} CNP, {} PFC, {} PAUSE, {} malformed · {} flows · link {} Gb/s</p>",
+            "<p class=facts>{} to {} ({}) · {} · {} · link {} Gb/s</p>",
             esc(&fmt_utc(t0)),
             esc(&fmt_utc(t1)),
-            s.duration_ns as f64 / 1e6,
-            facts.frames_read,
-            s.frames.roce,
-            s.frames.cnp,
-            s.frames.pfc,
-            s.frames.pause,
-            s.frames.malformed,
-            s.totals.flows,
+            esc(&fmt_duration(s.duration_ns)),
+            esc(&analyze::frames_line(facts.frames_read, &s.frames)),
+            fmt_count(s.totals.flows, "flow"),
             s.link_speed_bps as f64 / 1e9,
         );
         if let Some(stop) = &facts.stopped_by {
@@ -253,125 +302,70 @@ impl HtmlReport {
             findings.extend(r.findings.iter().cloned());
             analyze::sort_by_severity(&mut findings);
         }
+        // The headline: one line per finding, worst first, linked to its
+        // section (the first few of each id; the rest counted).
+        let (shown, more) = analyze::shown_findings(&findings);
         h.push_str("<h2>Findings</h2>\n");
         if findings.is_empty() {
             h.push_str("<p>No findings: nothing looks wrong in this capture.</p>\n");
+        } else {
+            h.push_str("<ul class=headline>\n");
+            for (i, f) in shown.iter().enumerate() {
+                let _ = writeln!(
+                    h,
+                    "<li><span class=\"sev {sev}\">{sev}</span> <a href=\"#finding-{i}\">{}</a></li>",
+                    esc(&f.title),
+                    sev = esc(f.severity),
+                );
+            }
+            for (id, n) in &more {
+                let _ = writeln!(h, "<li>{}</li>", esc(&analyze::more_findings(id, *n)));
+            }
+            h.push_str("</ul>\n");
         }
-        for f in &findings {
-            let flows = if f.flows.is_empty() {
-                String::new()
-            } else {
-                let shown: Vec<String> = f.flows.iter().take(20).map(u32::to_string).collect();
-                let more = if f.flows.len() > 20 { ", …" } else { "" };
-                format!("<p class=flows>Flows: {}{more}</p>", shown.join(", "))
-            };
-            let _ = write!(
-                h,
-                "<div class=\"finding {sev}\"><p><span class=sev>{sev}</span> <b>{title}</b> <code>{id}</code></p>\n<p>{detail}</p>\n<p class=rec>→ {rec}</p>{flows}</div>\n",
-                sev = esc(f.severity),
-                title = esc(&f.title),
-                id = esc(f.id),
-                detail = esc(&f.detail),
-                rec = esc(&f.recommendation),
-            );
-        }
-
-        // PSN vs time of the worst flows.
-        let worst = self.worst_flows(analysis);
-        if !worst.is_empty() {
-            h.push_str("<h2>Sequence (PSN) over time</h2>\n<p class=note>Each dot is a request packet as the tap saw it: <span style=\"color:#1f77b4\">●</span> first transmission, <span style=\"color:#d62728\">●</span> retransmission, <span style=\"color:#000\">▲</span> start of a Go-Back-N rewind. Shaded: PFC pause of the flow's priority on its interface.</p>\n");
-        }
-        for f in worst {
-            let Some(points) = self.points.get(&f.flow_id) else {
-                continue;
-            };
-            let pauses: Vec<(u64, u64)> = analysis
-                .pfc
-                .iter()
-                .filter(|p| p.iface == f.iface && Some(p.priority) == self.priority(f))
-                .map(|p| (p.start_ns, p.end_ns))
-                .collect();
-            let caption = format!(
-                "flow {} · {} → {} QP {} · {} · {} rewinds, {} retransmitted of {} data packets{}",
-                f.flow_id,
-                fmt_ip(&f.src_ip),
-                fmt_ip(&f.dst_ip),
-                f.dest_qp,
-                s.iface_name(f.iface),
-                f.rewinds,
-                f.retrans_packets,
-                f.data_packets,
-                if points.thinned {
-                    " (first transmissions thinned for drawing)"
-                } else {
-                    ""
-                }
-            );
-            let svg = plots::psn(points, &pauses, t0, t1).map_err(err)?;
-            figure(&mut h, "psn", &svg, &caption);
+        for (i, f) in shown.iter().enumerate() {
+            page.finding(&mut h, i, f)?;
         }
 
-        // Throughput, goodput, CE/CNP over time.
-        let top = top_flows_by_bytes(analysis, 6);
-        let all_pauses: Vec<(u64, u64)> = analysis
-            .pfc
-            .iter()
-            .map(|p| (p.start_ns, p.end_ns))
-            .collect();
-        if !top.is_empty() {
-            let series: Vec<(String, &Series)> = top
-                .iter()
-                .filter_map(|f| {
-                    self.timeline
-                        .get(&f.flow_id)
-                        .map(|ser| (format!("flow {} QP {}", f.flow_id, f.dest_qp), ser))
-                })
-                .collect();
-            h.push_str("<h2>Throughput over time</h2>\n");
-            let svg = plots::throughput(&series, &all_pauses, t0, t1).map_err(err)?;
-            figure(
+        // The overview: the worst flow's PSN (unless a finding drew it),
+        // throughput, CE/CNP, PFC per port.
+        h.push_str("<h2>Overview</h2>\n");
+        let request: Vec<&FlowRow> = analysis.flows.iter().collect();
+        if let Some(worst) = self.worst_flow(&request)
+            && !page.drawn(&format!("psn {}", worst.flow_id))
+        {
+            page.psn(&mut h, worst)?;
+        }
+        let top = top_flows_by_bytes(analysis, THROUGHPUT_FLOWS);
+        if top.is_empty() {
+            h.push_str("<p class=note>No request flow carried data.</p>\n");
+        } else {
+            page.throughput(
                 &mut h,
-                "throughput",
-                &svg,
-                "Gb/s sent per flow (first transmissions and retransmissions), the six busiest request flows; shaded: a PFC pause on any interface",
-            );
+                &top,
+                &format!(
+                    "Gb/s sent per flow (first transmissions and retransmissions), the {} busiest request flows; shaded: a PFC pause on any interface",
+                    top.len()
+                ),
+            )?;
         }
-        if s.totals.ce + s.totals.cnps > 0 {
-            let all: Vec<&Series> = self.timeline.values().collect();
-            let svg = plots::ce_cnp(&all, t0, t1).map_err(err)?;
-            figure(
-                &mut h,
-                "ecn",
-                &svg,
-                "CE-marked data packets and CNPs per bin, all flows",
-            );
+        if s.totals.ce + s.totals.cnps > 0 && !page.drawn("ecn") {
+            page.ce_cnp(&mut h)?;
         }
-
-        // Pause fraction per port and priority.
         if !s.pfc.is_empty() {
-            h.push_str("<h2>PFC pause fraction per port and priority</h2>\n");
-            let bars: Vec<(String, f64)> = s
-                .pfc
-                .iter()
-                .map(|p| (format!("{} prio {}", p.iface_name, p.priority), p.fraction))
-                .collect();
-            let svg = plots::pause_fraction(&bars).map_err(err)?;
-            figure(
-                &mut h,
-                "pause",
-                &svg,
-                "Paused time over the capture's duration",
-            );
-            h.push_str("<table><tr><th>interface</th><th>priority</th><th>PFC frames</th><th>XON</th><th>paused ms</th><th>fraction</th><th>storms</th></tr>\n");
+            if !page.drawn("pause") {
+                page.pause_fraction(&mut h)?;
+            }
+            h.push_str("<table><tr><th>interface</th><th>priority</th><th>PFC frames</th><th>XON</th><th>paused</th><th>fraction</th><th>storms</th></tr>\n");
             for p in &s.pfc {
                 let _ = writeln!(
                     h,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.2} %</td><td>{}</td></tr>",
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} %</td><td>{}</td></tr>",
                     esc(&p.iface_name),
                     p.priority,
                     p.frames,
                     p.xon_frames,
-                    p.paused_ns as f64 / 1e6,
+                    esc(&fmt_duration(p.paused_ns)),
                     p.fraction * 100.0,
                     p.storms
                 );
@@ -390,13 +384,13 @@ impl HtmlReport {
                 e.1 += p.end_ns.saturating_sub(p.start_ns);
             }
             if !senders.is_empty() {
-                h.push_str("<p class=note>Who sent the pauses:</p><table><tr><th>interface</th><th>priority</th><th>from MAC</th><th>intervals</th><th>paused ms</th></tr>\n");
+                h.push_str("<p class=note>Who sent the pauses:</p><table><tr><th>interface</th><th>priority</th><th>from MAC</th><th>intervals</th><th>paused</th></tr>\n");
                 for ((iface, prio, mac), (n, ns)) in senders.iter().take(TABLE_ROWS) {
                     let _ = writeln!(
                         h,
-                        "<tr><td>{}</td><td>{prio}</td><td>{mac}</td><td>{n}</td><td>{:.3}</td></tr>",
+                        "<tr><td>{}</td><td>{prio}</td><td>{mac}</td><td>{n}</td><td>{}</td></tr>",
                         esc(iface),
-                        *ns as f64 / 1e6
+                        esc(&fmt_duration(*ns))
                     );
                 }
                 h.push_str("</table>\n");
@@ -404,18 +398,24 @@ impl HtmlReport {
         }
 
         if let Some(r) = &recon {
-            crate::counters::html::section(&mut h, &self.counters, r, &all_pauses, t0, t1)
-                .map_err(err)?;
+            let pauses: Vec<(u64, u64)> = analysis
+                .pfc
+                .iter()
+                .map(|p| (p.start_ns, p.end_ns))
+                .collect();
+            crate::counters::html::section(&mut h, &self.counters, r, &pauses, t0, t1)
+                .map_err(|e| page.err(e))?;
         }
 
-        // The flow table.
+        // The flow table, in a box of its own: wide and long, it scrolls
+        // inside the page instead of widening it.
         let _ = write!(
             h,
-            "<h2>Flows</h2>\n<p class=note>{} flows; the {} with the most retransmissions first.</p>\n",
-            analysis.flows.len(),
+            "<h2>Flows</h2>\n<p class=note>{}; the {} with the most retransmissions first.</p>\n",
+            fmt_count(analysis.flows.len() as u64, "flow"),
             analysis.flows.len().min(TABLE_ROWS)
         );
-        h.push_str("<table class=flows><tr><th>id</th><th>interface</th><th>src → dst</th><th>QP</th><th>pair</th><th>prio</th><th>packets</th><th>retrans</th><th>rate</th><th>rewinds (nak/rnr/timeout)</th><th>spurious</th><th>gaps</th><th>CE</th><th>CNPs</th><th>Gb/s</th><th>goodput</th><th>max idle µs</th></tr>\n");
+        h.push_str("<div class=scroll id=flow-table><table class=flows><thead><tr><th>id</th><th>interface</th><th>src → dst</th><th>QP</th><th>pair</th><th>prio</th><th>packets</th><th>retrans</th><th>rate</th><th>rewinds (nak/rnr/timeout)</th><th>spurious</th><th>gaps</th><th>CE</th><th>CNPs</th><th>Gb/s</th><th>goodput</th><th>max idle</th></tr></thead><tbody>\n");
         let mut flows: Vec<&FlowRow> = analysis.flows.iter().collect();
         flows.sort_by(|a, b| {
             b.retrans_packets
@@ -426,7 +426,7 @@ impl HtmlReport {
         for f in flows.into_iter().take(TABLE_ROWS) {
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} %</td><td>{} ({}/{}/{})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} %</td><td>{} ({}/{}/{})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td></tr>",
                 f.flow_id,
                 esc(&s.iface_name(f.iface)),
                 fmt_ip(&f.src_ip),
@@ -447,10 +447,10 @@ impl HtmlReport {
                 f.cnps,
                 f.gbps,
                 f.goodput_gbps,
-                f.max_idle_us
+                esc(&fmt_duration((f.max_idle_us * 1e3).round() as u64))
             );
         }
-        h.push_str("</table>\n");
+        h.push_str("</tbody></table></div>\n");
         let _ = write!(
             h,
             "<p class=foot>rocescope {} · captures: {}</p>\n</body>\n</html>\n",
@@ -460,28 +460,323 @@ impl HtmlReport {
         Ok(h)
     }
 
-    /// Request flows with points, most rewinds then most retransmissions
-    /// first; with none retransmitting, the busiest one.
-    fn worst_flows<'a>(&self, analysis: &'a Analysis) -> Vec<&'a FlowRow> {
-        let mut flows: Vec<&FlowRow> = analysis
-            .flows
+    /// Of `flows`, the request flow with points with the most rewinds,
+    /// then retransmissions, then data.
+    fn worst_flow<'a>(&self, flows: &[&'a FlowRow]) -> Option<&'a FlowRow> {
+        flows
             .iter()
+            .copied()
             .filter(|f| {
                 self.points
                     .get(&f.flow_id)
                     .is_some_and(|p| !p.points.is_empty())
             })
+            .max_by_key(|f| {
+                (
+                    f.rewinds,
+                    f.retrans_packets,
+                    f.data_packets,
+                    std::cmp::Reverse(f.flow_id),
+                )
+            })
+    }
+}
+
+/// What the page's sections draw from.
+struct Page<'a> {
+    report: &'a HtmlReport,
+    analysis: &'a Analysis,
+    t0: u64,
+    t1: u64,
+    path: &'a Path,
+    /// The plots on the page already (`psn <flow>`, `ecn`, `pause`): the
+    /// overview leaves out what a finding's section drew.
+    drawn: std::cell::RefCell<std::collections::BTreeSet<String>>,
+}
+
+/// The plot that shows a finding best.
+enum Plot {
+    /// The PSN over time of the finding's worst flow.
+    Psn,
+    /// The PSN over time of the flow that stalled longest.
+    Stalled,
+    /// Throughput of the finding's flows, pauses shaded.
+    Throughput,
+    /// Pause fraction per port and priority.
+    Pauses,
+    /// CE marks and CNPs over time.
+    Ecn,
+}
+
+fn plot_for(id: &str) -> Plot {
+    match id {
+        "ghost-retransmissions"
+        | "real-loss"
+        | "reordering"
+        | "receiver-not-ready"
+        | "capture-loss"
+        | "corrupted-frames" => Plot::Psn,
+        "pfc-storm" | "pfc-pressure" => Plot::Pauses,
+        "pfc-victims" | "pfc-congestion-tree" => Plot::Stalled,
+        "ce-without-cnp" | "cnp-without-ce" => Plot::Ecn,
+        _ => Plot::Throughput,
+    }
+}
+
+impl Page<'_> {
+    fn drawn(&self, plot: &str) -> bool {
+        self.drawn.borrow().contains(plot)
+    }
+
+    fn drew(&self, plot: String) {
+        self.drawn.borrow_mut().insert(plot);
+    }
+
+    fn err(&self, e: String) -> Error {
+        Error::Write {
+            path: self.path.to_path_buf(),
+            detail: format!("cannot draw a plot: {e}"),
+        }
+    }
+
+    /// A finding's section: its evidence, what to change, its plot.
+    fn finding(&self, h: &mut String, i: usize, f: &Finding) -> Result<()> {
+        let _ = writeln!(
+            h,
+            "<section class=\"finding {sev}\" id=\"finding-{i}\"><h3><span class=sev>{sev}</span> {title} <code>{id}</code></h3>",
+            sev = esc(f.severity),
+            title = esc(&f.title),
+            id = esc(f.id),
+        );
+        for line in f.detail.lines().filter(|l| !l.trim().is_empty()) {
+            let _ = writeln!(h, "<p>{}</p>", esc(line));
+        }
+        let _ = writeln!(h, "<p class=rec>→ {}</p>", esc(&f.recommendation));
+        if !f.flows.is_empty() {
+            let shown: Vec<String> = f.flows.iter().take(20).map(u32::to_string).collect();
+            let more = if f.flows.len() > 20 { ", …" } else { "" };
+            let _ = writeln!(
+                h,
+                "<p class=flows>{}: {}{more}</p>",
+                if f.flows.len() == 1 { "Flow" } else { "Flows" },
+                shown.join(", ")
+            );
+        }
+        if let Some(line) = f.wireshark.as_ref().and_then(|w| w.report_line(f.id)) {
+            let _ = writeln!(h, "<p class=flows><code>{}</code></p>", esc(&line));
+        }
+        let flows: Vec<&FlowRow> = self
+            .analysis
+            .flows
+            .iter()
+            .filter(|r| f.flows.contains(&r.flow_id))
             .collect();
-        flows.sort_by(|a, b| {
-            (b.rewinds, b.retrans_packets, b.data_packets).cmp(&(
-                a.rewinds,
-                a.retrans_packets,
-                a.data_packets,
-            ))
-        });
-        let bad = flows.iter().filter(|f| f.retrans_packets > 0).count();
-        flows.truncate(bad.clamp(1, PSN_PLOTS));
-        flows
+        match plot_for(f.id) {
+            Plot::Psn => match self.report.worst_flow(&flows) {
+                Some(worst) => self.psn(h, worst)?,
+                None => self.throughput(h, &flows, "Gb/s sent by the finding's flows")?,
+            },
+            Plot::Stalled => {
+                let with_points: Vec<&FlowRow> = flows
+                    .iter()
+                    .copied()
+                    .filter(|r| self.report.points.contains_key(&r.flow_id))
+                    .collect();
+                match with_points
+                    .iter()
+                    .max_by_key(|r| self.paused_since_start(r))
+                {
+                    Some(f) => self.psn(h, f)?,
+                    None => self.throughput(h, &flows, "Gb/s sent by the finding's flows")?,
+                }
+            }
+            Plot::Pauses => self.pause_fraction(h)?,
+            Plot::Ecn => self.ce_cnp(h)?,
+            Plot::Throughput if flows.is_empty() => self.throughput(
+                h,
+                &top_flows_by_bytes(self.analysis, THROUGHPUT_FLOWS),
+                "Gb/s sent by the busiest request flows; shaded: a PFC pause on any interface",
+            )?,
+            Plot::Throughput => self.throughput(
+                h,
+                &flows,
+                "Gb/s sent by the finding's flows; shaded: a PFC pause on any interface",
+            )?,
+        }
+        h.push_str("</section>\n");
+        Ok(())
+    }
+
+    /// Pauses of `f`'s priority on its interface from its first packet
+    /// to the capture's end (a victim's stall may outlast its last packet).
+    fn paused_since_start(&self, f: &FlowRow) -> u64 {
+        let prio = self.report.priority(f);
+        self.analysis
+            .pfc
+            .iter()
+            .filter(|p| p.iface == f.iface && Some(p.priority) == prio)
+            .map(|p| p.end_ns.saturating_sub(p.start_ns.max(f.first_ts_ns)))
+            .sum()
+    }
+
+    /// The PSN of `f` over its whole life, its priority's pauses shaded.
+    fn psn(&self, h: &mut String, f: &FlowRow) -> Result<()> {
+        let Some(points) = self.report.points.get(&f.flow_id) else {
+            return Ok(());
+        };
+        // One picture of a flow per page: a finding raised again for the
+        // same flow points back to it.
+        if self.drawn(&format!("psn {}", f.flow_id)) {
+            let _ = writeln!(
+                h,
+                "<p class=\"note seeabove\">The PSN of flow {} is drawn above.</p>",
+                f.flow_id
+            );
+            return Ok(());
+        }
+        let s = &self.analysis.summary;
+        let prio = self.report.priority(f);
+        let pauses: Vec<(u64, u64)> = self
+            .analysis
+            .pfc
+            .iter()
+            .filter(|p| p.iface == f.iface && Some(p.priority) == prio)
+            .map(|p| (p.start_ns, p.end_ns))
+            .collect();
+        let (from, to) = (f.first_ts_ns, f.last_ts_ns.max(f.first_ts_ns + 1));
+        let mut caption = format!(
+            "PSN of flow {} ({} → {} QP {}, {}) over its whole life, {} to {}: {}, {} retransmitted of {}",
+            f.flow_id,
+            fmt_ip(&f.src_ip),
+            fmt_ip(&f.dst_ip),
+            f.dest_qp,
+            s.iface_name(f.iface),
+            fmt_offset(from - self.t0),
+            fmt_offset(to - self.t0),
+            fmt_count(f.rewinds, "rewind"),
+            f.retrans_packets,
+            fmt_count(f.data_packets, "data packet"),
+        );
+        // A flow that fell silent under pauses that go on off the plot's
+        // right edge: say how much of the rest of the capture was paused.
+        let after: u64 = pauses
+            .iter()
+            .map(|&(start, end)| end.saturating_sub(start.max(f.last_ts_ns)))
+            .sum();
+        if after > 0 {
+            let _ = write!(
+                caption,
+                "; after its last packet its priority was paused for {} of the {} left in the capture",
+                fmt_duration(after),
+                fmt_duration(self.t1.saturating_sub(f.last_ts_ns))
+            );
+        }
+        if to - from < (self.t1 - self.t0) / 2 {
+            let _ = write!(
+                caption,
+                "; the capture lasts {}",
+                fmt_duration(self.t1 - self.t0)
+            );
+        }
+        if points.thinned {
+            caption.push_str(" (first transmissions thinned for drawing)");
+        }
+        let svg = plots::psn(points, &pauses, self.t0, (from, to)).map_err(|e| self.err(e))?;
+        self.drew(format!("psn {}", f.flow_id));
+        let _ = writeln!(
+            h,
+            "<figure class=\"plot psn\" data-flow=\"{}\" data-from-ns=\"{from}\" data-to-ns=\"{to}\">{svg}<figcaption>{}</figcaption></figure>",
+            f.flow_id,
+            esc(&caption)
+        );
+        Ok(())
+    }
+
+    /// Gb/s of `flows` over the whole capture, in bins chosen from its length.
+    fn throughput(&self, h: &mut String, flows: &[&FlowRow], caption: &str) -> Result<()> {
+        let series: Vec<(&FlowRow, &Series)> = flows
+            .iter()
+            .take(THROUGHPUT_FLOWS)
+            .filter_map(|f| Some((*f, self.report.timeline.get(&f.flow_id)?)))
+            .collect();
+        if series.is_empty() {
+            return Ok(());
+        }
+        let base = series.iter().map(|(_, s)| s.width_ns).max().unwrap_or(1);
+        let width = plot_bin_ns(self.t1 - self.t0, base);
+        let cut: Vec<(String, Vec<(u64, Bin)>)> = series
+            .iter()
+            .map(|(f, ser)| {
+                (
+                    format!("flow {} QP {}", f.flow_id, f.dest_qp),
+                    rebin(&ser.bins, width, self.t0, self.t1),
+                )
+            })
+            .collect();
+        let pauses: Vec<(u64, u64)> = self
+            .analysis
+            .pfc
+            .iter()
+            .map(|p| (p.start_ns, p.end_ns))
+            .collect();
+        let svg =
+            plots::throughput(&cut, width, &pauses, self.t0, self.t1).map_err(|e| self.err(e))?;
+        let _ = writeln!(
+            h,
+            "<figure class=\"plot throughput\" data-bin-ns=\"{width}\">{svg}<figcaption>{} (bins of {} over the capture's {})</figcaption></figure>",
+            esc(caption),
+            esc(&fmt_duration(width)),
+            esc(&fmt_duration(self.t1 - self.t0))
+        );
+        Ok(())
+    }
+
+    /// CE-marked packets and CNPs over the capture, all flows.
+    fn ce_cnp(&self, h: &mut String) -> Result<()> {
+        let all: Vec<&Series> = self.report.timeline.values().collect();
+        let base = all.iter().map(|s| s.width_ns).max().unwrap_or(1);
+        let width = plot_bin_ns(self.t1 - self.t0, base);
+        let sum = rebin(
+            all.iter().flat_map(|s| s.bins.iter()),
+            width,
+            self.t0,
+            self.t1,
+        );
+        let svg = plots::ce_cnp(&sum, width, self.t0, self.t1).map_err(|e| self.err(e))?;
+        self.drew("ecn".into());
+        let _ = writeln!(
+            h,
+            "<figure class=\"plot ecn\" data-bin-ns=\"{width}\">{svg}<figcaption>CE-marked data packets and CNPs per {}, all flows</figcaption></figure>",
+            esc(&fmt_duration(width))
+        );
+        Ok(())
+    }
+
+    /// Paused fraction per port and priority.
+    fn pause_fraction(&self, h: &mut String) -> Result<()> {
+        let bars: Vec<(String, f64)> = self
+            .analysis
+            .summary
+            .pfc
+            .iter()
+            .map(|p| {
+                (
+                    format!("{} priority {}", p.iface_name, p.priority),
+                    p.fraction,
+                )
+            })
+            .collect();
+        if bars.is_empty() {
+            return Ok(());
+        }
+        let svg = plots::pause_fraction(&bars).map_err(|e| self.err(e))?;
+        self.drew("pause".into());
+        let _ = writeln!(
+            h,
+            "<figure class=\"plot pause\">{svg}<figcaption>Paused time per port and priority, over the capture's {}</figcaption></figure>",
+            esc(&fmt_duration(self.t1 - self.t0))
+        );
+        Ok(())
     }
 }
 
@@ -529,7 +824,9 @@ h1{font-size:1.4em;margin-bottom:4px}h2{font-size:1.15em;margin-top:28px;border-
 .finding{border-left:6px solid #888;background:#f7f7f7;padding:6px 12px;margin:10px 0}
 .finding p{margin:4px 0}.finding.critical{border-color:#c0392b}.finding.warning{border-color:#e67e22}.finding.info{border-color:#2980b9}
 .sev{display:inline-block;text-transform:uppercase;font-size:.75em;font-weight:bold;color:#fff;background:#888;padding:1px 6px;border-radius:3px}
-.critical .sev{background:#c0392b}.warning .sev{background:#e67e22}.info .sev{background:#2980b9}
+.critical .sev,.sev.critical{background:#c0392b}.warning .sev,.sev.warning{background:#e67e22}.info .sev,.sev.info{background:#2980b9}
+.headline{list-style:none;padding:0}.headline li{margin:4px 0}.finding h3{font-size:1em;margin:4px 0 8px}
+.scroll{overflow:auto;max-width:100%;max-height:32em;border:1px solid #ddd}.scroll table{margin:0}.scroll thead th{position:sticky;top:0}
 .rec{color:#145a32}.flows{color:#555;font-size:.85em}
 figure{margin:12px 0}figure svg{max-width:100%;height:auto;display:block}figcaption{color:#555;font-size:.85em}
 table{border-collapse:collapse;font-size:.82em;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}

@@ -2,18 +2,33 @@
 //!
 //! Times are milliseconds since the capture's first frame. Text is laid out
 //! with plotters' built-in estimate (no font files are read) and drawn by
-//! the browser in its sans-serif font.
+//! the browser in its sans-serif font, at sizes that stay legible when the
+//! page scales the 1000-pixel-wide plots down to a laptop's width
+//! ([`TICK_PX`], [`DESC_PX`]).
 use std::error::Error as StdError;
 
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::{FlowPoints, Mark, Series};
+use super::{Bin, FlowPoints, Mark};
+
+fn tick_font() -> TextStyle<'static> {
+    ("sans-serif", TICK_PX).into_font().color(&BLACK)
+}
+
+fn desc_font() -> TextStyle<'static> {
+    ("sans-serif", DESC_PX).into_font().color(&BLACK)
+}
 
 type DrawResult = std::result::Result<(), Box<dyn StdError>>;
 
 const WIDTH: u32 = 1000;
+/// Tick labels and legends, in points: plotters writes `font-size` in SVG
+/// pixels as points / 1.24, so 20 is 16 px.
+pub const TICK_PX: u32 = 20;
+/// Axis descriptions (18 px).
+pub const DESC_PX: u32 = 22;
 const BLUE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const RED_: RGBColor = RGBColor(0xd6, 0x27, 0x28);
 const PAUSE: RGBColor = RGBColor(0xff, 0xa5, 0x00);
@@ -43,6 +58,46 @@ fn svg(
     Ok(buf.replace(" xmlns=\"http://www.w3.org/2000/svg\"", ""))
 }
 
+type TimeChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart with ms since the capture's start on x and `y_desc` on y, the
+/// mesh drawn with legible labels.
+fn time_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    y_desc: impl Into<String>,
+) -> std::result::Result<TimeChart<'a, 'b>, Box<dyn StdError>> {
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .margin_right(36)
+        .x_label_area_size(56)
+        .y_label_area_size(76)
+        .build_cartesian_2d(x, y)?;
+    chart
+        .configure_mesh()
+        .x_desc("ms since capture start")
+        .y_desc(y_desc)
+        .label_style(tick_font())
+        .axis_desc_style(desc_font())
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    Ok(chart)
+}
+
+/// The series' labels, top right.
+fn legend<'a, 'b: 'a>(chart: &mut TimeChart<'a, 'b>) -> DrawResult {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(tick_font())
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .draw()?;
+    Ok(())
+}
+
 fn ms(ts_ns: u64, t0: u64) -> f64 {
     ts_ns.saturating_sub(t0) as f64 / 1e6
 }
@@ -67,72 +122,43 @@ fn shaded(pauses: &[(u64, u64)], t0: u64, lo: f64, hi: f64) -> Vec<(f64, f64)> {
     out
 }
 
-type TimeChart<'a, 'b> =
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
-
-/// A chart with ms since the capture's start on x and `y_desc` on y.
-fn time_chart<'a, 'b>(
-    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
-    x: std::ops::Range<f64>,
-    y: std::ops::Range<f64>,
-    y_desc: impl Into<String>,
-) -> std::result::Result<TimeChart<'a, 'b>, Box<dyn StdError>> {
-    let mut chart = ChartBuilder::on(root)
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x, y)?;
-    chart
-        .configure_mesh()
-        .x_desc("ms since capture start")
-        .y_desc(y_desc)
-        .light_line_style(WHITE.mix(0.0))
-        .draw()?;
-    Ok(chart)
-}
-
-/// The series' labels, top right.
-fn legend<'a, 'b: 'a>(chart: &mut TimeChart<'a, 'b>) -> DrawResult {
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .draw()?;
-    Ok(())
-}
-
 fn padded(lo: f64, hi: f64) -> (f64, f64) {
     let span = (hi - lo).abs().max(1e-9);
     (lo - span * 0.02, hi + span * 0.02)
 }
 
-/// PSN over time (the tcptrace picture): first sends, retransmissions,
-/// rewinds, and the flow's paused intervals shaded.
-pub fn psn(flow: &FlowPoints, pauses: &[(u64, u64)], t0: u64, _t1: u64) -> Result<String, String> {
+/// PSN over time (the tcptrace picture) over `[from, to]` (capture
+/// nanoseconds): first sends, retransmissions, rewinds, and the flow's
+/// paused intervals shaded.
+pub fn psn(
+    flow: &FlowPoints,
+    pauses: &[(u64, u64)],
+    t0: u64,
+    (from, to): (u64, u64),
+) -> Result<String, String> {
     let pts = &flow.points;
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, i64::MAX, i64::MIN);
+    let (mut y0, mut y1) = (i64::MAX, i64::MIN);
     for p in pts {
-        let x = ms(p.ts_ns, t0);
-        x0 = x0.min(x);
-        x1 = x1.max(x);
         y0 = y0.min(p.psn);
         y1 = y1.max(p.psn);
     }
-    let (x0, x1) = padded(x0, x1);
+    let (x0, x1) = padded(ms(from, t0), ms(to, t0));
     let (y0, y1) = padded(y0 as f64, y1 as f64);
     let shade = shaded(pauses, t0, x0, x1);
     svg(WIDTH, 420, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
+            .margin_right(36)
+            .x_label_area_size(56)
+            .y_label_area_size(84)
             .build_cartesian_2d(x0..x1, y0..y1)?;
         chart
             .configure_mesh()
             .x_desc("ms since capture start")
             .y_desc(format!("PSN − {}", flow.first_psn))
             .y_label_formatter(&|v| format!("{v:.0}"))
+            .label_style(tick_font())
+            .axis_desc_style(desc_font())
             .light_line_style(WHITE.mix(0.0))
             .draw()?;
         chart
@@ -171,6 +197,7 @@ pub fn psn(flow: &FlowPoints, pauses: &[(u64, u64)], t0: u64, _t1: u64) -> Resul
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
+            .label_font(tick_font())
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))
             .draw()?;
@@ -178,24 +205,27 @@ pub fn psn(flow: &FlowPoints, pauses: &[(u64, u64)], t0: u64, _t1: u64) -> Resul
     })
 }
 
-/// Gb/s sent per flow over time, pauses shaded.
+/// Gb/s sent per flow over the capture, `width_ns`-wide bins (every bin
+/// from the first to the last, empty ones at 0), pauses shaded.
 pub fn throughput(
-    series: &[(String, &Series)],
+    series: &[(String, Vec<(u64, Bin)>)],
+    width_ns: u64,
     pauses: &[(u64, u64)],
     t0: u64,
     t1: u64,
 ) -> Result<String, String> {
     let (x0, x1) = padded(0.0, ms(t1, t0));
-    let gbps = |s: &Series, bits: f64| bits / s.width_ns.max(1) as f64;
+    let gbps = |bits: f64| bits / width_ns.max(1) as f64;
     let ymax = series
         .iter()
-        .flat_map(|(_, s)| s.bins.values().map(move |b| gbps(s, b.bits)))
+        .flat_map(|(_, s)| s.iter().map(|(_, b)| gbps(b.bits)))
         .fold(0.0f64, f64::max)
         .max(1e-3)
         * 1.1;
     let shade = shaded(pauses, t0, x0, x1);
     svg(WIDTH, 360, |root| {
-        let mut chart = time_chart(root, x0..x1, 0.0..ymax, "Gb/s")?;
+        let y_desc = format!("Gb/s per {}", crate::analyze::fmt_duration(width_ns));
+        let mut chart = time_chart(root, x0..x1, 0.0..ymax, y_desc)?;
         chart
             .draw_series(
                 shade
@@ -206,14 +236,13 @@ pub fn throughput(
             .legend(|(x, y)| {
                 Rectangle::new([(x, y - 5), (x + 12, y + 5)], PAUSE.mix(0.4).filled())
             });
+        let half = width_ns as f64 / 2.0;
         for (i, (name, s)) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            let half = s.width_ns as f64 / 2.0;
             chart
                 .draw_series(LineSeries::new(
-                    s.bins
-                        .iter()
-                        .map(|(&k, b)| (ms(k, t0) + half / 1e6, gbps(s, b.bits))),
+                    s.iter()
+                        .map(|(k, b)| (ms(*k, t0) + half / 1e6, gbps(b.bits))),
                     color.stroke_width(2),
                 ))?
                 .label(name.as_str())
@@ -225,45 +254,32 @@ pub fn throughput(
     })
 }
 
-/// CE-marked packets and CNPs per bin, summed over flows.
-pub fn ce_cnp(all: &[&Series], t0: u64, t1: u64) -> Result<String, String> {
-    let width = all.iter().map(|s| s.width_ns).max().unwrap_or(1).max(1);
-    let mut sum: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
-    for s in all {
-        for (&k, b) in &s.bins {
-            let e = sum.entry(k / width * width).or_default();
-            e.0 += b.ce;
-            e.1 += b.cnps;
-        }
-    }
+/// CE-marked packets and CNPs per `width`-wide bin, summed over flows.
+pub fn ce_cnp(sum: &[(u64, Bin)], width: u64, t0: u64, t1: u64) -> Result<String, String> {
     let (x0, x1) = padded(0.0, ms(t1, t0));
     let ymax = sum
-        .values()
-        .map(|&(c, n)| c.max(n))
+        .iter()
+        .map(|(_, b)| b.ce.max(b.cnps))
         .max()
         .unwrap_or(1)
         .max(1) as f64
         * 1.1;
     let half = width as f64 / 2e6;
     svg(WIDTH, 300, |root| {
-        let mut chart = time_chart(
-            root,
-            x0..x1,
-            0.0..ymax,
-            format!("per {:.0} µs", width as f64 / 1e3),
-        )?;
+        let y_desc = format!("per {}", crate::analyze::fmt_duration(width));
+        let mut chart = time_chart(root, x0..x1, 0.0..ymax, y_desc)?;
         let orange = RGBColor(0xe6, 0x7e, 0x22);
         let green = RGBColor(0x2c, 0xa0, 0x2c);
         chart
             .draw_series(LineSeries::new(
-                sum.iter().map(|(&k, &(c, _))| (ms(k, t0) + half, c as f64)),
+                sum.iter().map(|(k, b)| (ms(*k, t0) + half, b.ce as f64)),
                 orange.stroke_width(2),
             ))?
             .label("CE-marked packets")
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], orange.stroke_width(2)));
         chart
             .draw_series(LineSeries::new(
-                sum.iter().map(|(&k, &(_, n))| (ms(k, t0) + half, n as f64)),
+                sum.iter().map(|(k, b)| (ms(*k, t0) + half, b.cnps as f64)),
                 green.stroke_width(2),
             ))?
             .label("CNPs")
@@ -275,16 +291,19 @@ pub fn ce_cnp(all: &[&Series], t0: u64, t1: u64) -> Result<String, String> {
 /// Horizontal bars: paused fraction per port and priority, labelled.
 pub fn pause_fraction(bars: &[(String, f64)]) -> Result<String, String> {
     let n = bars.len().max(1);
-    let h = 70 + 26 * n as u32;
+    let h = 90 + 34 * n as u32;
     svg(WIDTH, h, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin(12)
-            .x_label_area_size(36)
+            .margin_right(36)
+            .x_label_area_size(56)
             .y_label_area_size(10)
             .build_cartesian_2d(0.0..100.0, 0.0..n as f64)?;
         chart
             .configure_mesh()
             .x_desc("% of the capture paused")
+            .label_style(tick_font())
+            .axis_desc_style(desc_font())
             .disable_y_mesh()
             .disable_y_axis()
             .light_line_style(WHITE.mix(0.0))
@@ -299,7 +318,7 @@ pub fn pause_fraction(bars: &[(String, f64)]) -> Result<String, String> {
                 PAUSE.mix(0.8).filled(),
             )
         }))?;
-        let style = ("sans-serif", 13).into_font().color(&BLACK);
+        let style = tick_font();
         chart.draw_series(bars.iter().enumerate().map(|(i, (name, f))| {
             // Inside a long bar's left end, else just after a short one.
             let pct = f * 100.0;

@@ -661,6 +661,16 @@ impl CaptureReader {
         });
     }
 
+    /// Bytes of the file itself consumed so far: the compressed bytes of a
+    /// compressed capture, else [`Self::offset`] (a progress display
+    /// measures them against the file's size).
+    pub fn file_offset(&self) -> u64 {
+        match &self.compression {
+            Some((_, progress)) => progress.compressed_bytes(),
+            None => self.offset(),
+        }
+    }
+
     /// The compression of the stream (`None`: a plain capture).
     pub fn compression(&self) -> Option<Compression> {
         self.compression.as_ref().map(|(c, _)| *c)
