@@ -589,6 +589,7 @@ fn a_finding_over_many_qps_of_one_host_pair_shows_them_all() {
         recommendation: String::new(),
         flows: flows.iter().map(|f| f.flow_id).collect(),
         wireshark: None,
+        params: Default::default(),
     };
     let h = finding_handoff(&all, flows, |_| IfaceOrigin::default());
     assert!(

@@ -53,12 +53,18 @@ fn internal_names(text: &str, allowed: &[String]) -> Vec<String> {
         "rx_crc_errors_phy",
         "rx_symbol_err_phy",
         "rx_corrected_bits_phy",
+        // The field of `report --json` a long Wireshark filter is left to.
+        "display_filter",
     ];
     let mut text = text.to_string();
     for name in allowed {
         text = text.replace(name.as_str(), " ");
     }
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map(|w| w.trim_matches('.'))
+        // Dotted paths are Wireshark's display-filter fields
+        // (`frame.interface_id`), not names from rocescope's code.
+        .filter(|w| !w.contains('.'))
         .filter(|w| w.contains('_') && w.chars().any(|c| c.is_ascii_lowercase()))
         // NIC counters as `ethtool -S` names them.
         .filter(|w| !EXTERNAL.contains(w) && !w.starts_with("rx_") && !w.starts_with("tx_"))

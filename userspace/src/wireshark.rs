@@ -516,6 +516,7 @@ mod tests {
             recommendation: String::new(),
             flows,
             wireshark: None,
+            params: Default::default(),
         }
     }
 
