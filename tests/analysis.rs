@@ -907,7 +907,7 @@ fn the_captures_own_drop_counters_are_part_of_capture_loss() {
         .expect("capture-loss");
     let detail = f["detail"].as_str().unwrap();
     assert!(
-        detail.contains("2 PSNs on 1 flows never reached the capture"),
+        detail.contains("2 PSNs on 1 flow never reached the capture"),
         "{detail}"
     );
     assert!(
@@ -937,6 +937,8 @@ fn the_captures_own_drop_counters_are_part_of_capture_loss() {
         .find(|f| f["id"] == "capture-loss")
         .expect("capture-loss");
     assert_eq!(f["title"], "The capture says it dropped frames");
+    assert_eq!(f["params"]["capture_drops_counted"], 7);
+    assert_eq!(f["params"]["frames_missed"], 0);
     assert!(
         f["detail"]
             .as_str()
