@@ -205,13 +205,12 @@ def screenshot(html: Path, shot: Path, size: str = "1200,4000"):
 
 
 @pytest.mark.parametrize("name,duration_ms", [("ghost-drop", 1.0), ("pfc-storm", 250.0)])
-def test_html_report_reads_well_at_two_capture_lengths(name, duration_ms, tmp_path):
+def test_html_report_reads_well_at_two_capture_lengths(name, duration_ms, tmp_path, rocescope):
     """The bundled 1 ms and 250 ms samples (docs/report.md): legible axes,
     one section per finding with its plot, PSN plots over the flow's whole
     life, throughput bins chosen from the capture's length, the flow table
     scrolling inside the page; and the page renders."""
-    global BIN
-    BIN = BIN or binary()
+    run = rocescope
     cap = ROOT / "pcaps" / f"{name}.pcapng"
     html, out = tmp_path / "report.html", tmp_path / "out"
     run("report", cap, "--link-speed", "400G", "--html", html)
