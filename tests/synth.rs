@@ -659,6 +659,23 @@ fn the_pfc_storm_sample_names_the_slow_receiver_as_the_root() {
         .expect("pfc-congestion-tree");
     let detail = f["detail"].as_str().unwrap();
     assert!(detail.contains("Root: 02:00:00:02:00:01"), "{detail}");
+    // At too high a link speed each XOFF runs out before its refresh: the
+    // pauses fragment, and the storm is still one tree.
+    let out = rocescope_ok(&[
+        "report",
+        cap.to_str().unwrap(),
+        "--json",
+        "--link-speed",
+        "400G",
+    ]);
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spread = s["pfc_trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["nodes"].as_array().unwrap().len() > 1)
+        .count();
+    assert_eq!(spread, 1, "{}", s["pfc_trees"]);
     assert!(
         detail.contains("52.5 µs after 02:00:00:02:00:01"),
         "{detail}"

@@ -72,7 +72,11 @@ pub(crate) fn build(
     let mut order: Vec<&PfcInterval> = intervals.iter().collect();
     order.sort_by_key(|p| (p.start_ns, p.iface, p.priority, p.src_mac));
     for p in order {
-        running.retain(|&(end, ..)| end >= p.start_ns);
+        // A pause counts as running for as long again after it ended: a
+        // sender that pauses again that soon is in the same episode (its
+        // refreshes came late, or the link speed given is too high and
+        // each XOFF ran out before the next).
+        running.retain(|&(end, _, _, start)| end.saturating_add(end - start) >= p.start_ns);
         let key = (p.src_mac, p.iface);
         let duration = p.end_ns.saturating_sub(p.start_ns);
         // Running pauses on this priority, by onset.
@@ -188,7 +192,7 @@ mod tests {
             |i| format!("tap{i}"),
             |i| if i == 2 { vec![7] } else { vec![] },
         );
-        assert_eq!(trees.len(), 3, "{trees:#?}");
+        assert_eq!(trees.len(), 2, "{trees:#?}");
         let t = &trees[0];
         let got: Vec<_> = t
             .nodes
@@ -206,9 +210,11 @@ mod tests {
             ]
         );
         assert_eq!(t.nodes[2].victims, [7]);
-        // The NIC's second pause began when no pause was running: a tree of
-        // its own, as is the leaf's long after.
+        // The NIC paused again 5 µs after its first pause ended: the same
+        // episode, its own node; the leaf's pause long after is a tree of
+        // its own.
+        assert_eq!(t.nodes[0].paused_ns, 89_000 + 4_000);
         assert_eq!(trees[1].nodes.len(), 1);
-        assert_eq!(trees[2].nodes[0].first_pause_ns, 500_000);
+        assert_eq!(trees[1].nodes[0].first_pause_ns, 500_000);
     }
 }
