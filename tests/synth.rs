@@ -681,3 +681,130 @@ fn the_pfc_storm_sample_names_the_slow_receiver_as_the_root() {
         "{detail}"
     );
 }
+
+/// The NIC's retransmission timeout, from its own timeout rewinds.
+///
+/// nic-timeout: every loss waits out the requester's timer and is resent at
+/// the expiry instant; each such expiry is one exact measurement of the
+/// model's `rto_ns` (65.536 µs, IB T = 4) at the taps beside the senders.
+///
+/// ghost-drop: every timeout rewind waited out a pause, so the capture only
+/// bounds the timeout. The bounds were read with tshark (`-d
+/// udp.port==4791,infiniband -e frame.time_epoch -e infiniband.bth.psn`):
+/// the ACKs of PSN 519 at 119.607 µs and of PSN 2255 at 618.038 µs were the
+/// last ACK progress before the sender went quiet (its last packets at
+/// 133.502 µs and 633.477 µs) and rewound (to PSN 544 at 233.833 µs, to PSN
+/// 2288 at 733.828 µs): above 633.477 − 618.038 = 15.439 µs, at most
+/// 233.833 − 119.607 = 114.226 µs; the model's 40 µs lies between.
+///
+/// Every other sample has no timeout rewind: no timeout is claimed.
+#[test]
+fn the_nics_retransmission_timeout_is_measured_from_its_timeout_rewinds() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = |name: &str| {
+        let copy = dir.path().join(format!("{name}.pcapng"));
+        std::fs::copy(repo().join("pcaps").join(format!("{name}.pcapng")), &copy).unwrap();
+        let truth = read_json(&repo().join("pcaps").join(format!("{name}.truth.json")));
+        (analyze(&copy, &truth), truth)
+    };
+
+    let (a, truth) = sample("nic-timeout");
+    let nics = a.summary["nic_timeouts"].as_array().unwrap();
+    let conns = truth["connections"].as_array().unwrap();
+    assert_eq!(nics.len(), conns.len(), "{nics:?}");
+    for (n, c) in nics.iter().zip(conns) {
+        assert_eq!(n["src_ip"], c["src_ip"]);
+        assert_eq!(c["rto_ns"], 65_536);
+        // Every expiry was resent at once and seen at its sender's tap.
+        assert_eq!(c["timeouts_resent_later"], 0);
+        assert_eq!(n["samples"], c["timeouts_resent_at_once"]);
+        assert_eq!(n["samples"], c["rewinds_timeout"]);
+        assert_eq!(n["timeout_us"], 65.536);
+        assert_eq!(n["max_wait_us"], 65.536);
+        assert_eq!(n["exponent"], 4);
+        assert_eq!(n["bounded"], 0);
+    }
+    assert_eq!(
+        nics.iter()
+            .map(|n| n["samples"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [10, 13]
+    );
+    let samples = a.flows.ints("nic_timeout_samples");
+    let exps = a.flows.ints("nic_timeout_exponent");
+    let us = a.flows.floats("nic_timeout_us");
+    let data = a.flows.ints("data_packets");
+    for i in 0..a.flows.rows() {
+        if data[i] > Some(0) {
+            assert_eq!((exps[i], us[i]), (Some(4), Some(65.536)));
+            assert!(samples[i] > Some(0));
+        } else {
+            assert_eq!((samples[i], exps[i], us[i]), (Some(0), None, None));
+        }
+    }
+    let ids = findings_of(&a);
+    assert!(ids.contains(&"real-loss".to_string()), "{ids:?}");
+    assert!(
+        !ids.contains(&"ghost-retransmissions".to_string()),
+        "{ids:?}"
+    );
+
+    let (a, truth) = sample("ghost-drop");
+    let nics = a.summary["nic_timeouts"].as_array().unwrap();
+    assert_eq!(nics.len(), 1, "{nics:?}");
+    let n = &nics[0];
+    assert_eq!(n["src_ip"], "10.0.0.3");
+    assert_eq!(
+        (&n["samples"], &n["bounded"]),
+        (&Value::from(0), &Value::from(2))
+    );
+    assert_eq!(
+        (&n["lower_us"], &n["upper_us"]),
+        (&Value::from(15.439), &Value::from(114.226))
+    );
+    assert_eq!(n["timeout_us"], Value::Null);
+    let rto_us = truth["connections"][2]["rto_ns"].as_f64().unwrap() / 1000.0;
+    assert!(15.439 < rto_us && rto_us <= 114.226, "{rto_us}");
+    assert_eq!(truth["connections"][2]["timeouts_resent_at_once"], 0);
+    let f = a.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "ghost-retransmissions")
+        .expect("ghost-retransmissions");
+    let rec = f["recommendation"].as_str().unwrap();
+    assert!(
+        rec.contains("10.0.0.3's NIC times out after more than 15.4 µs and at most 114.2 µs"),
+        "{rec}"
+    );
+    assert!(
+        rec.contains("pauses on these flows' priorities last up to 100.2 µs"),
+        "{rec}"
+    );
+
+    for name in [
+        "healthy",
+        "ghost-drop-fixed",
+        "lossy-link",
+        "incast",
+        "pfc-storm",
+        "ecn-broken",
+        "ecmp-collision",
+        "mirror-impaired",
+        "corruption",
+    ] {
+        let (a, _) = sample(name);
+        assert_eq!(a.summary["nic_timeouts"], Value::Array(vec![]), "{name}");
+        assert!(
+            a.flows
+                .ints("nic_timeout_samples")
+                .iter()
+                .all(|s| *s == Some(0))
+                && a.flows
+                    .ints("nic_timeout_bounded")
+                    .iter()
+                    .all(|s| *s == Some(0)),
+            "{name}"
+        );
+    }
+}

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::rto::{ACK_TIMEOUT_UNIT_NS, NicTimeout};
+
 use super::{
     Finding, Flow, FlowRow, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by, fmt_gbps,
     fmt_ip, fmt_mac, fmt_offset, fmt_pct as pct, fmt_pfc, iface_name,
@@ -36,8 +38,6 @@ pub(crate) struct Input<'a> {
     pub ghost_covers: &'a std::collections::BTreeSet<(u16, u8, [u8; 6], u64)>,
 }
 
-/// IB local ACK timeout unit: 4.096 µs × 2^T.
-const ACK_TIMEOUT_UNIT_NS: u64 = 4096;
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.
 pub(crate) fn timeout_exponent(ns: u64) -> u32 {
@@ -229,12 +229,38 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
     } else {
         "twice the longest wait before them"
     };
+    let pause_max = flows
+        .iter()
+        .flat_map(|f| {
+            x.pfc
+                .iter()
+                .filter(move |p| p.iface == f.iface && Some(p.priority) == f.priority)
+        })
+        .map(|p| p.end_ns - p.start_ns)
+        .max();
+    let ids: Vec<u32> = flows.iter().map(|f| f.id).collect();
+    let nics: Vec<&NicTimeout> = x
+        .summary
+        .nic_timeouts
+        .iter()
+        .filter(|n| n.flows.iter().any(|id| ids.contains(id)))
+        .collect();
+    let mut recommendation = match nic_timeout_text(&nics) {
+        Some(t) => format!("{t}; "),
+        None => String::new(),
+    };
+    if let Some(p) = pause_max {
+        recommendation.push_str(&format!(
+            "pauses on these flows' priorities last up to {}. ",
+            fmt_duration(p)
+        ));
+    }
     let timeout_ns = ACK_TIMEOUT_UNIT_NS << t;
-    let recommendation = format!(
+    recommendation.push_str(&format!(
         "Packets were delayed, not lost: raise the minimum retransmission timeout above {against} ({}): the local ACK timeout is 4.096 µs × 2^T, so T ≥ {t} ({}) (ibv_modify_qp attr.timeout / NCCL_IB_TIMEOUT, or the NIC's minimum-RTO setting). Then shorten the pauses: mark ECN earlier than PFC triggers so DCQCN slows senders first.",
         fmt_duration(target),
         fmt_duration(timeout_ns)
-    );
+    ));
     out.push(Finding {
         wireshark: None,
         id: "ghost-retransmissions",
@@ -264,8 +290,31 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
             ("timeout_must_exceed_ns", json!(target)),
             ("recommended_timeout_exponent", json!(t)),
             ("recommended_timeout_ns", json!(timeout_ns)),
+            ("longest_pause_on_their_priorities_ns", json!(pause_max)),
         ]),
     });
+}
+
+/// What the senders' own timeout rewinds say about their NICs' timeout:
+/// measured where a rewind no pause held up shows it, else bounded.
+fn nic_timeout_text(nics: &[&NicTimeout]) -> Option<String> {
+    let parts: Vec<String> = nics
+        .iter()
+        .filter_map(|n| match (n.timeout_us, n.exponent, n.lower_us, n.upper_us) {
+            (Some(us), Some(t), ..) => Some(format!(
+                "{}'s NIC times out after ≈ {us:.1} µs (T≈{t}; {} timeout rewinds no pause held up, waits up to {:.1} µs)",
+                n.src_ip,
+                n.samples,
+                n.max_wait_us.unwrap_or(us)
+            )),
+            (None, _, Some(lo), Some(hi)) => Some(format!(
+                "{}'s NIC times out after more than {lo:.1} µs and at most {hi:.1} µs (each of its {} timeout rewinds waited out a pause, so the timer fired during it)",
+                n.src_ip, n.bounded
+            )),
+            _ => None,
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn real_loss(x: &Input, out: &mut Vec<Finding>) {

@@ -12,7 +12,8 @@
 //! sniffer captures, PFC, victims, CNPs, findings — is written once, in
 //! `docs/analysis.md`; the columns are in `docs/tables.md`. The rooms:
 //! [`gaps`] (what became of missing PSNs), [`dups`] (mirror copies), `pfc`
-//! (pause intervals), `findings` (the diagnosis), `report` (the text).
+//! (pause intervals), [`rto`] (the NIC's retransmission timeout), `findings`
+//! (the diagnosis), `report` (the text).
 
 pub mod dups;
 mod findings;
@@ -21,6 +22,7 @@ pub mod hash;
 mod pfc;
 pub mod psn;
 mod report;
+pub mod rto;
 #[cfg(test)]
 mod tests;
 pub mod tree;
@@ -217,6 +219,17 @@ pub struct FlowRow {
     /// As mapping it needs ([`crate::wireshark`]).
     pub display_filter: String,
     pub decode_as: String,
+    /// The NIC's retransmission timeout measured from the flow's timeout
+    /// rewinds (see [`rto`]): rewinds no pause held up, the shortest and
+    /// longest wait, the IB exponent T nearest to the shortest; rewinds a
+    /// pause held up, and the bounds they put on the timeout.
+    pub nic_timeout_samples: u64,
+    pub nic_timeout_us: Option<f64>,
+    pub nic_timeout_max_us: Option<f64>,
+    pub nic_timeout_exponent: Option<u8>,
+    pub nic_timeout_bounded: u64,
+    pub nic_timeout_lower_us: Option<f64>,
+    pub nic_timeout_upper_us: Option<f64>,
 }
 
 /// Records seen, per kind.
@@ -344,6 +357,9 @@ pub struct Summary {
     pub capture_facts: Vec<String>,
     /// The PFC congestion trees: who paused whom (see [`tree`]).
     pub pfc_trees: Vec<tree::PauseTree>,
+    /// Per sender with timeout rewinds: its NIC's retransmission timeout
+    /// (see [`rto`]).
+    pub nic_timeouts: Vec<rto::NicTimeout>,
     pub findings: Vec<Finding>,
 }
 
@@ -602,6 +618,8 @@ pub(crate) struct Flow {
     /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
     pub sniffer_tap: bool,
     pub mirror_copies: u64,
+    /// The requester's transport timer and what its timeout rewinds measured.
+    pub rto: rto::Timer,
 }
 
 impl Flow {
@@ -668,6 +686,7 @@ impl Flow {
             icrc_errors: 0,
             sniffer_tap: false,
             mirror_copies: 0,
+            rto: rto::Timer::default(),
         }
     }
 
@@ -1014,8 +1033,11 @@ impl Analyzer {
     /// `first_ts_ns..=last_ts_ns` (see `spread_over_bins`; per-flow sums
     /// are exact), and stalls are not looked for in the idle times of
     /// counted frames (only their longest idle
-    /// raises `max_idle_us`). A delta for a flow the analyzer has not seen
-    /// (its first record was lost) is ignored.
+    /// raises `max_idle_us`); the requester's transport timer (see [`rto`])
+    /// starts at a delta's first request when it was stopped and restarts at
+    /// an ACK delta's last frame when the delta raised the highest ACKed PSN.
+    /// A delta for a flow the analyzer has not seen (its first record was
+    /// lost) is ignored.
     pub fn apply_delta(&mut self, iface: u16, d: &FlowDelta, sink: &mut impl Sink) {
         let key = (
             iface,
@@ -1042,6 +1064,11 @@ impl Analyzer {
         };
         if d.has(delta_flags::ACKED) {
             raise_acked(&mut self.flows[i], d.acked_psn & PSN_MASK);
+            if let Some(p) = paired {
+                self.flows[p]
+                    .rto
+                    .acked_counted(d.acked_psn & PSN_MASK, d.last_ts_ns);
+            }
         }
         if let Some(p) = paired
             && d.has(delta_flags::PARTNER_ACKED)
@@ -1088,6 +1115,10 @@ impl Analyzer {
         }
         f.max_idle_ns = f.max_idle_ns.max(d.max_idle_ns);
         f.last_ts = f.last_ts.max(now);
+        if d.data_packets > 0 {
+            f.rto.sent(d.first_ts_ns);
+        }
+        f.rto.packet_done();
         spread_over_bins(f, &self.pfc, d, bin_ns, sink);
     }
 
@@ -1188,6 +1219,7 @@ impl Analyzer {
             let (retrans, rw) = self.request(i, rec, idle, paused, cover, sink);
             verdict.retrans = Some(retrans);
             rewound = rw;
+            self.flows[i].rto.sent(now);
         } else if ib::is_response(opcode) {
             self.response(i, rec, sink);
         } else if service == transport::UD {
@@ -1216,6 +1248,7 @@ impl Analyzer {
             f.stall_paused_ns += paused;
         }
         f.last_ts = f.last_ts.max(now);
+        f.rto.packet_done();
         let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
         b.packets += 1;
         b.bytes += rec.frame_len as u64;
@@ -1565,6 +1598,7 @@ impl Analyzer {
                 if paused > 0 {
                     f.timeout_rewinds_paused += 1;
                 }
+                f.rto.timeout_rewind(now, idle, paused);
                 if f.timeouts.len() >= MAX_TIMEOUTS_PENDING {
                     let t = f.timeouts.remove(0);
                     self.judge_timeout(i, t);
@@ -1692,6 +1726,9 @@ impl Analyzer {
                 f.pending.remove(0);
             }
             f.last_nak_ts = Some(now);
+            if let Some(r) = request {
+                self.flows[r].rto.nak(now);
+            }
             if let (Some(r), false) = (request, rnr) {
                 // A sequence error names the PSN the responder expected.
                 if syn & 0x1F == aeth::NAK_PSN_SEQUENCE_ERROR {
@@ -1732,6 +1769,8 @@ impl Analyzer {
     /// PSN was ACKed, and the round-trip probe completes.
     fn acked(&mut self, r: usize, a: u32, now: u64, sink: &mut impl Sink) {
         let f = &mut self.flows[r];
+        let next = f.seq.map(|s| s.next);
+        f.rto.acked(a, next, now);
         for t in &mut f.timeouts {
             if t.acked_at.is_none() && psn::diff(a, t.psn) >= 0 {
                 t.acked_at = Some(now);
@@ -2075,6 +2114,7 @@ impl Analyzer {
             taps: tap_rows,
             capture_facts: facts,
             pfc_trees,
+            nic_timeouts: nic_timeouts(&self.flows),
             findings: Vec::new(),
         };
         summary.findings = findings::diagnose(&findings::Input {
@@ -2214,6 +2254,9 @@ fn flush_bin(f: &Flow, b: &Bin, pfc: &PfcTracker, bin_ns: u64, now: u64, sink: &
 
 fn flow_row(f: &Flow) -> FlowRow {
     let dur = f.last_ts - f.first_ts;
+    let w = f.rto.waits;
+    let measured = w.samples > 0;
+    let us = |ns: u64| ns as f64 / 1000.0;
     let rate = |bytes: u64| {
         if dur == 0 {
             0.0
@@ -2266,7 +2309,33 @@ fn flow_row(f: &Flow) -> FlowRow {
         mirror_copies: f.mirror_copies,
         display_filter: String::new(),
         decode_as: String::new(),
+        nic_timeout_samples: w.samples,
+        nic_timeout_us: measured.then(|| us(w.min_ns)),
+        nic_timeout_max_us: measured.then(|| us(w.max_ns)),
+        nic_timeout_exponent: measured.then(|| rto::nearest_exponent(w.min_ns)),
+        nic_timeout_bounded: w.bounded,
+        nic_timeout_lower_us: (w.bounded > 0).then(|| us(w.lower_ns)),
+        nic_timeout_upper_us: (w.bounded > 0).then(|| us(w.upper_ns)),
     }
+}
+
+/// Per sender (source address) with timeout rewinds, its NIC's timeout over
+/// all its request flows, in order of the sender's first flow.
+fn nic_timeouts(flows: &[Flow]) -> Vec<rto::NicTimeout> {
+    let mut by_sender: Vec<([u8; 16], Vec<u32>, rto::Waits)> = Vec::new();
+    for f in flows.iter().filter(|f| f.rewinds_timeout > 0) {
+        match by_sender.iter_mut().find(|(ip, ..)| *ip == f.src_ip) {
+            Some((_, ids, w)) => {
+                ids.push(f.id);
+                w.merge(&f.rto.waits);
+            }
+            None => by_sender.push((f.src_ip, vec![f.id], f.rto.waits)),
+        }
+    }
+    by_sender
+        .into_iter()
+        .map(|(ip, ids, w)| rto::NicTimeout::new(fmt_ip(&ip), ids, &w))
+        .collect()
 }
 
 fn ratio(a: u64, b: u64) -> f64 {

@@ -78,6 +78,13 @@ columns! {
         mirror_copies: Int64Builder = |n| Some(n.row.mirror_copies),
         display_filter: StringBuilder = |n| Some(n.row.display_filter.as_str()),
         decode_as: StringBuilder = |n| Some(n.row.decode_as.as_str()),
+        nic_timeout_samples: Int64Builder = |n| Some(n.row.nic_timeout_samples),
+        nic_timeout_us: Float64Builder = |n| n.row.nic_timeout_us,
+        nic_timeout_max_us: Float64Builder = |n| n.row.nic_timeout_max_us,
+        nic_timeout_exponent: Int16Builder = |n| n.row.nic_timeout_exponent,
+        nic_timeout_bounded: Int64Builder = |n| Some(n.row.nic_timeout_bounded),
+        nic_timeout_lower_us: Float64Builder = |n| n.row.nic_timeout_lower_us,
+        nic_timeout_upper_us: Float64Builder = |n| n.row.nic_timeout_upper_us,
     }
 }
 

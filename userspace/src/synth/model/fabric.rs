@@ -216,6 +216,8 @@ pub struct Run {
     pub fabric: FabricStats,
     /// Every port's counters.
     pub ports: Vec<PortCounters>,
+    /// The requesters' retransmission timeout (`nic.min_rto_ns`).
+    pub rto_ns: u64,
 }
 
 /// One connection as configured, with what the model did on it.
@@ -238,6 +240,9 @@ pub struct QpSummary {
     /// The reason of each Go-Back-N rewind, in order.
     #[serde(skip)]
     pub rewinds: Vec<Trigger>,
+    /// Every expiry of the retransmission timer with packets outstanding.
+    #[serde(skip)]
+    pub timer_fires: Vec<super::qp::TimerFire>,
 }
 
 pub struct Fabric {
@@ -576,6 +581,7 @@ impl Fabric {
                     nak_named: q.nak_named.clone(),
                     resp_acked: q.resp_acked,
                     rewinds: q.rewinds.clone(),
+                    timer_fires: q.timer_fires.clone(),
                 }
             })
             .collect();
@@ -598,6 +604,7 @@ impl Fabric {
             .collect();
         Run {
             ports,
+            rto_ns: self.cfg.nic.min_rto_ns,
             scenario: self.cfg.name.clone(),
             seed: self.cfg.seed,
             taps: self.taps,
@@ -1006,7 +1013,12 @@ impl Fabric {
         match rewind {
             Some(Trigger::Nak) => q.stats.rewinds_nak += 1,
             Some(Trigger::Rnr) => q.stats.rewinds_rnr += 1,
-            Some(Trigger::Timeout) => q.stats.rewinds_timeout += 1,
+            Some(Trigger::Timeout) => {
+                q.stats.rewinds_timeout += 1;
+                if let Some(f) = q.timer_fires.last_mut() {
+                    f.resent_ns = Some(now);
+                }
+            }
             None => {}
         }
         q.rewinds.extend(rewind);
@@ -1070,6 +1082,7 @@ impl Fabric {
         let q = &mut self.qps[qi];
         q.rto_armed = true;
         q.rto_epoch += 1;
+        q.rto_armed_ns = self.now;
         let e = q.rto_epoch;
         let t = self.now + self.cfg.nic.min_rto_ns;
         self.push(t, Ev::Rto(qi, e));
@@ -1090,6 +1103,12 @@ impl Fabric {
             q.snd_nxt = q.snd_una;
             q.pending_rewind = Some(Trigger::Timeout);
             q.stats.timeouts += 1;
+            let armed_ns = q.rto_armed_ns;
+            q.timer_fires.push(super::qp::TimerFire {
+                armed_ns,
+                fired_ns: self.now,
+                resent_ns: None,
+            });
             self.arm_rto(qi);
             let hp = self.hosts[self.qps[qi].src_host].port;
             self.try_tx(hp);

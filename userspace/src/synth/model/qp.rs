@@ -55,6 +55,17 @@ pub struct QpStats {
     pub corrupt_responses_discarded: u64,
 }
 
+/// One expiry of the retransmission timer with packets outstanding: when
+/// the timer that fired had (re)started, when it fired, and when the first
+/// resend of the rewind it began left the NIC (`None` when the timer fired
+/// again before the requester could send: a pause held it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimerFire {
+    pub armed_ns: u64,
+    pub fired_ns: u64,
+    pub resent_ns: Option<u64>,
+}
+
 /// A request packet the responder placed ahead of the expected PSN.
 #[derive(Clone, Copy, Debug)]
 pub struct Placed {
@@ -85,6 +96,9 @@ pub struct Qp {
     pub pending_rewind: Option<Trigger>,
     pub rto_armed: bool,
     pub rto_epoch: u64,
+    /// When the retransmission timer last (re)started.
+    pub rto_armed_ns: u64,
+    pub timer_fires: Vec<TimerFire>,
     pub rate_gbps: f64,
     pub target_gbps: f64,
     pub alpha: f64,
@@ -137,6 +151,8 @@ impl Qp {
             pending_rewind: None,
             rto_armed: false,
             rto_epoch: 0,
+            rto_armed_ns: 0,
+            timer_fires: vec![],
             rate_gbps: line_gbps,
             target_gbps: line_gbps,
             alpha: 1.0,

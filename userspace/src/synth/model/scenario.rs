@@ -251,6 +251,7 @@ pub const SCENARIOS: &[&str] = &[
     "ecmp-collision",
     "mirror-impaired",
     "corruption",
+    "nic-timeout",
 ];
 
 impl Default for Config {
@@ -540,6 +541,31 @@ impl Config {
                 c.taps = vec![
                     TapPoint::new("leaf1", "r0", Dir::Both),
                     TapPoint::new("leaf0", "s0", Dir::Both),
+                ];
+            }
+            "nic-timeout" => {
+                // A request-response workload: one 4 KB write outstanding
+                // per connection, over a link that loses one frame in 20. A
+                // lost write has no successor to reveal the hole, so every
+                // loss is recovered by the requester's timer (65.536 µs: IB
+                // local ACK timeout T = 4) with no pause to hold the resend
+                // up: the taps at the senders see the NIC's timeout itself.
+                c.duration_ns = 2_000_000;
+                c.nic.min_rto_ns = 65_536;
+                c.nic.max_outstanding = 1;
+                c.flows = vec![
+                    FlowCfg::new(0, 0, 4096, None),
+                    FlowCfg::new(1, 1, 4096, None),
+                ];
+                c.impairments = vec![Impairment {
+                    node: "spine0".into(),
+                    toward: "leaf1".into(),
+                    loss: 0.05,
+                    ..Impairment::default()
+                }];
+                c.taps = vec![
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("leaf0", "s1", Dir::Both),
                 ];
             }
             _ => return None,

@@ -248,6 +248,16 @@ pub struct ConnectionTruth {
     pub link_drops: u64,
     pub switch_drops: u64,
     pub corrupt_responses_discarded: u64,
+    /// The requester's retransmission timeout (`nic.min_rto_ns`: each
+    /// expiry came exactly this long after the timer's last start), and its
+    /// expiries with packets outstanding by what followed: the rewind's first
+    /// resend left at the expiry instant (nothing held the requester), left
+    /// later (a pause or the rate limit held it), or the timer fired again
+    /// first.
+    pub rto_ns: u64,
+    pub timeouts_resent_at_once: u64,
+    pub timeouts_resent_later: u64,
+    pub timeouts_fired_again: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -267,8 +277,11 @@ pub struct Truth {
 }
 
 impl ConnectionTruth {
-    fn of(flow: usize, q: &QpSummary) -> ConnectionTruth {
+    fn of(flow: usize, q: &QpSummary, rto_ns: u64) -> ConnectionTruth {
         let s = &q.stats;
+        let count = |p: fn(&super::qp::TimerFire) -> bool| {
+            q.timer_fires.iter().filter(|f| p(f)).count() as u64
+        };
         ConnectionTruth {
             flow,
             src_ip: Some(q.src_ip),
@@ -297,6 +310,10 @@ impl ConnectionTruth {
             link_drops: s.link_drops,
             switch_drops: s.switch_drops,
             corrupt_responses_discarded: s.corrupt_responses_discarded,
+            rto_ns,
+            timeouts_resent_at_once: count(|f| f.resent_ns == Some(f.fired_ns)),
+            timeouts_resent_later: count(|f| f.resent_ns.is_some_and(|r| r > f.fired_ns)),
+            timeouts_fired_again: count(|f| f.resent_ns.is_none()),
         }
     }
 }
@@ -791,7 +808,7 @@ impl Truth {
                 .qps
                 .iter()
                 .enumerate()
-                .map(|(flow, q)| ConnectionTruth::of(flow, q))
+                .map(|(flow, q)| ConnectionTruth::of(flow, q, run.rto_ns))
                 .collect(),
         }
     }
