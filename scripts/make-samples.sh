@@ -26,6 +26,7 @@ ecmp-collision    --packets 3000
 mirror-impaired   --packets 850 --snaplen 0 --set mtu=256
 corruption        --packets 1800 --tap 0 --snaplen 0
 nic-timeout
+mtu-blackhole
 '
 
 profile=${PROFILE:-release}

@@ -517,6 +517,15 @@ fn sniffer_flag_writes_a_sniffer_capture() {
 }
 
 /// The findings the diagnosis gives a sample, by id.
+/// The committed sample `pcaps/NAME.pcapng`, copied to `dir` and analysed,
+/// and its truth.
+fn analyse_sample(dir: &Path, name: &str) -> (Analysis, Value) {
+    let copy = dir.join(format!("{name}.pcapng"));
+    std::fs::copy(repo().join("pcaps").join(format!("{name}.pcapng")), &copy).unwrap();
+    let truth = read_json(&repo().join("pcaps").join(format!("{name}.truth.json")));
+    (analyze(&copy, &truth), truth)
+}
+
 fn findings_of(a: &Analysis) -> Vec<String> {
     a.summary["findings"]
         .as_array()
@@ -531,13 +540,7 @@ fn findings_of(a: &Analysis) -> Vec<String> {
 #[test]
 fn imperfect_captures_are_diagnosed_as_such_and_not_as_the_network() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = |name: &str| {
-        let cap = repo().join("pcaps").join(format!("{name}.pcapng"));
-        let truth = read_json(&repo().join("pcaps").join(format!("{name}.truth.json")));
-        let copy = dir.path().join(format!("{name}.pcapng"));
-        std::fs::copy(&cap, &copy).unwrap();
-        (analyze(&copy, &truth), truth)
-    };
+    let sample = |name: &str| analyse_sample(dir.path(), name);
     // Tap drops, SPAN copies and reordering, but a clean network: the
     // capture is incomplete and duplicated; no loss, no ghost drop.
     let (a, truth) = sample("mirror-impaired");
@@ -697,16 +700,12 @@ fn the_pfc_storm_sample_names_the_slow_receiver_as_the_root() {
 /// 2288 at 733.828 µs): above 633.477 − 618.038 = 15.439 µs, at most
 /// 233.833 − 119.607 = 114.226 µs; the model's 40 µs lies between.
 ///
-/// Every other sample has no timeout rewind: no timeout is claimed.
+/// Every other sample but mtu-blackhole has no timeout rewind: no timeout
+/// is claimed.
 #[test]
 fn the_nics_retransmission_timeout_is_measured_from_its_timeout_rewinds() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = |name: &str| {
-        let copy = dir.path().join(format!("{name}.pcapng"));
-        std::fs::copy(repo().join("pcaps").join(format!("{name}.pcapng")), &copy).unwrap();
-        let truth = read_json(&repo().join("pcaps").join(format!("{name}.truth.json")));
-        (analyze(&copy, &truth), truth)
-    };
+    let sample = |name: &str| analyse_sample(dir.path(), name);
 
     let (a, truth) = sample("nic-timeout");
     let nics = a.summary["nic_timeouts"].as_array().unwrap();
@@ -782,8 +781,25 @@ fn the_nics_retransmission_timeout_is_measured_from_its_timeout_rewinds() {
         "{rec}"
     );
 
+    // mtu-blackhole: nothing is ever acknowledged, every expiry is resent at
+    // once: the default 1.05 ms (T = 8), five times.
+    let (a, truth) = sample("mtu-blackhole");
+    let c = &truth["connections"][0];
+    let n = &a.summary["nic_timeouts"][0];
+    assert_eq!(a.summary["nic_timeouts"].as_array().unwrap().len(), 1);
+    assert_eq!(n["samples"], c["timeouts_resent_at_once"]);
+    assert_eq!(n["samples"], 5);
+    assert_eq!(
+        n["timeout_us"].as_f64().unwrap() * 1000.0,
+        c["rto_ns"].as_f64().unwrap()
+    );
+    assert_eq!(
+        (&n["exponent"], &n["max_wait_us"]),
+        (&Value::from(8), &Value::from(1050.0))
+    );
+
     for (name, _) in samples() {
-        if name == "nic-timeout" || name == "ghost-drop" {
+        if ["nic-timeout", "ghost-drop", "mtu-blackhole"].contains(&name.as_str()) {
             continue;
         }
         let (a, _) = sample(&name);
@@ -797,6 +813,66 @@ fn the_nics_retransmission_timeout_is_measured_from_its_timeout_rewinds() {
                     .ints("nic_timeout_bounded")
                     .iter()
                     .all(|s| *s == Some(0)),
+            "{name}"
+        );
+    }
+}
+
+/// mtu-blackhole: a 1500-byte MTU hop drops s0's 4 KB frames every time.
+/// With tshark (`-Y "ip.src==10.0.0.1 && infiniband.bth.psn==0" -e
+/// frame.time_epoch -e frame.len`): PSN 0, 4170 bytes, sent at 0.836 µs and
+/// again at 1.050836, 2.100836, 3.150836, 4.200836 and 5.250836 ms — five
+/// rewinds — and no frame from 10.0.1.1 (nothing acknowledged). Every other
+/// sample has no livelock.
+#[test]
+fn a_packet_dropped_every_time_is_a_retransmission_livelock() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = |name: &str| analyse_sample(dir.path(), name);
+    let (a, truth) = sample("mtu-blackhole");
+    let c = &truth["connections"][0];
+    assert_eq!(
+        (&c["max_rewinds_same_psn"], &c["stuck_psn"]),
+        (&Value::from(5), &Value::from(0))
+    );
+    assert_eq!(c["oversize_drops"], c["link_drops"]);
+    assert_eq!(truth["connections"][1]["max_rewinds_same_psn"], 0);
+    let src = a.flows.strings("src_ip");
+    let runs = a.flows.ints("max_rewinds_one_psn");
+    let psns = a.flows.ints("livelock_psn");
+    let ids = a.flows.ints("flow_id");
+    let stuck: Vec<usize> = (0..a.flows.rows()).filter(|&i| psns[i].is_some()).collect();
+    assert_eq!(stuck.len(), 1);
+    let i = stuck[0];
+    assert_eq!(src[i].as_deref(), Some("10.0.0.1"));
+    assert_eq!((runs[i], psns[i]), (Some(5), Some(0)));
+    let f = a.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "retransmission-livelock")
+        .expect("retransmission-livelock");
+    assert_eq!(f["severity"], "critical");
+    assert_eq!(f["flows"], Value::from(vec![ids[i].unwrap() as u64]));
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(
+            "went back to PSN 0 5 times from t+1.050246 ms to t+5.250246 ms (4200.0 µs) with nothing acknowledged between; its largest frame was 4170 bytes"
+        ),
+        "{detail}"
+    );
+
+    for (name, _) in samples() {
+        if name == "mtu-blackhole" {
+            continue;
+        }
+        let (a, _) = sample(&name);
+        let ids = findings_of(&a);
+        assert!(
+            !ids.contains(&"retransmission-livelock".to_string()),
+            "{name}: {ids:?}"
+        );
+        assert!(
+            a.flows.ints("livelock_psn").iter().all(Option::is_none),
             "{name}"
         );
     }

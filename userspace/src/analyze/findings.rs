@@ -51,7 +51,7 @@ impl Input<'_> {
         iface_name(&self.summary.ifaces, i)
     }
 
-    fn describe(&self, f: &Flow) -> String {
+    pub(crate) fn describe(&self, f: &Flow) -> String {
         format!(
             "flow {} ({} → {} QP {}, {})",
             f.id,
@@ -63,7 +63,7 @@ impl Input<'_> {
     }
 
     /// A capture time as an offset from the capture's first frame.
-    fn at(&self, ts_ns: u64) -> String {
+    pub(crate) fn at(&self, ts_ns: u64) -> String {
         fmt_offset(ts_ns.saturating_sub(self.summary.first_ts_ns.unwrap_or(ts_ns)))
     }
 
@@ -106,6 +106,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     let mut out = Vec::new();
     capture(x, &mut out);
     ghost(x, &mut out);
+    super::livelock::finding(x, &mut out);
     real_loss(x, &mut out);
     reordering(x, &mut out);
     corruption(x, &mut out);

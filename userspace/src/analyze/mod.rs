@@ -12,13 +12,15 @@
 //! sniffer captures, PFC, victims, CNPs, findings — is written once, in
 //! `docs/analysis.md`; the columns are in `docs/tables.md`. The rooms:
 //! [`gaps`] (what became of missing PSNs), [`dups`] (mirror copies), `pfc`
-//! (pause intervals), [`rto`] (the NIC's retransmission timeout), `findings`
+//! (pause intervals), [`rto`] (the NIC's retransmission timeout), `livelock` (the same PSN
+//! resent over and over), `findings`
 //! (the diagnosis), `report` (the text).
 
 pub mod dups;
 mod findings;
 pub mod gaps;
 pub mod hash;
+mod livelock;
 mod pfc;
 pub mod psn;
 mod report;
@@ -230,6 +232,10 @@ pub struct FlowRow {
     pub nic_timeout_bounded: u64,
     pub nic_timeout_lower_us: Option<f64>,
     pub nic_timeout_upper_us: Option<f64>,
+    /// The most rewinds to one PSN with no ACK progress between, and that
+    /// PSN when they make a livelock (3 or more; see `livelock`).
+    pub max_rewinds_one_psn: u64,
+    pub livelock_psn: Option<u32>,
 }
 
 /// Records seen, per kind.
@@ -620,6 +626,10 @@ pub(crate) struct Flow {
     pub mirror_copies: u64,
     /// The requester's transport timer and what its timeout rewinds measured.
     pub rto: rto::Timer,
+    /// Rewinds to the same PSN without ACK progress.
+    pub livelock: livelock::Livelock,
+    /// The longest request frame (wire length): what an MTU drops.
+    pub max_frame_len: u32,
 }
 
 impl Flow {
@@ -687,6 +697,8 @@ impl Flow {
             sniffer_tap: false,
             mirror_copies: 0,
             rto: rto::Timer::default(),
+            livelock: livelock::Livelock::default(),
+            max_frame_len: 0,
         }
     }
 
@@ -1230,6 +1242,9 @@ impl Analyzer {
         let ce = ib::is_request(opcode) && rec.is_ce();
         let bin_ns = self.config.bin_ns;
         let f = &mut self.flows[i];
+        if ib::is_request(opcode) {
+            f.max_frame_len = f.max_frame_len.max(rec.frame_len);
+        }
         f.packets += 1;
         f.bytes += rec.frame_len as u64;
         f.payload_bytes += payload;
@@ -1587,6 +1602,7 @@ impl Analyzer {
             .unwrap_or(0);
         let f = &mut self.flows[i];
         f.rewinds += 1;
+        f.livelock.rewind(q, now);
         f.max_depth = f.max_depth.max(depth);
         match trigger {
             "nak" => f.rewinds_nak += 1,
@@ -1771,6 +1787,7 @@ impl Analyzer {
         let f = &mut self.flows[r];
         let next = f.seq.map(|s| s.next);
         f.rto.acked(a, next, now);
+        f.livelock.acked(a);
         for t in &mut f.timeouts {
             if t.acked_at.is_none() && psn::diff(a, t.psn) >= 0 {
                 t.acked_at = Some(now);
@@ -2316,6 +2333,8 @@ fn flow_row(f: &Flow) -> FlowRow {
         nic_timeout_bounded: w.bounded,
         nic_timeout_lower_us: (w.bounded > 0).then(|| us(w.lower_ns)),
         nic_timeout_upper_us: (w.bounded > 0).then(|| us(w.upper_ns)),
+        max_rewinds_one_psn: f.livelock.worst.map_or(0, |r| r.rewinds),
+        livelock_psn: f.livelock.livelock().map(|r| r.psn),
     }
 }
 

@@ -85,6 +85,8 @@ columns! {
         nic_timeout_bounded: Int64Builder = |n| Some(n.row.nic_timeout_bounded),
         nic_timeout_lower_us: Float64Builder = |n| n.row.nic_timeout_lower_us,
         nic_timeout_upper_us: Float64Builder = |n| n.row.nic_timeout_upper_us,
+        max_rewinds_one_psn: Int64Builder = |n| Some(n.row.max_rewinds_one_psn),
+        livelock_psn: Int64Builder = |n| n.row.livelock_psn,
     }
 }
 

@@ -75,6 +75,7 @@ struct Port {
     corrupt: f64,
     reorder: f64,
     reorder_delay_ns: u64,
+    max_frame: u32,
     taps_tx: Vec<usize>,
     taps_rx: Vec<usize>,
     counters: PortCounters,
@@ -243,6 +244,10 @@ pub struct QpSummary {
     /// Every expiry of the retransmission timer with packets outstanding.
     #[serde(skip)]
     pub timer_fires: Vec<super::qp::TimerFire>,
+    /// The most rewinds to one packet with no ACK progress between: its PSN
+    /// and how many.
+    #[serde(skip)]
+    pub max_rewind_run: Option<(u32, u64)>,
 }
 
 pub struct Fabric {
@@ -411,6 +416,7 @@ impl Fabric {
             f.ports[peer].corrupt = imp.corrupt;
             f.ports[peer].reorder = imp.reorder;
             f.ports[peer].reorder_delay_ns = imp.reorder_delay_ns;
+            f.ports[peer].max_frame = imp.max_frame;
         }
         for (t, tp) in c.taps.iter().enumerate() {
             let p = f.port_of(&tp.node, &tp.toward)?;
@@ -502,6 +508,7 @@ impl Fabric {
                 corrupt: 0.0,
                 reorder: 0.0,
                 reorder_delay_ns: 0,
+                max_frame: 0,
                 taps_tx: vec![],
                 taps_rx: vec![],
                 counters: PortCounters::default(),
@@ -582,6 +589,7 @@ impl Fabric {
                     resp_acked: q.resp_acked,
                     rewinds: q.rewinds.clone(),
                     timer_fires: q.timer_fires.clone(),
+                    max_rewind_run: q.max_rewind_run.map(|(i, n)| (q.psn(i), n)),
                 }
             })
             .collect();
@@ -808,6 +816,15 @@ impl Fabric {
         if data {
             self.ports[p].counters.sent[pkt.prio as usize & 7] += 1;
         }
+        let max_frame = self.ports[p].max_frame;
+        if max_frame > 0 && pkt.len > max_frame {
+            self.stats.link_drops += 1;
+            if let Some(q) = pkt.meta.flow {
+                self.qps[q].stats.link_drops += 1;
+                self.qps[q].stats.oversize_drops += 1;
+            }
+            return;
+        }
         if self.rng.chance(loss) {
             self.stats.link_drops += 1;
             if let Some(q) = pkt.meta.flow {
@@ -1021,6 +1038,17 @@ impl Fabric {
             }
             None => {}
         }
+        if rewind.is_some() {
+            // Rewinds to one packet with no ACK progress between.
+            let run = match q.rewind_run {
+                Some((i, n)) if i == idx => (idx, n + 1),
+                _ => (idx, 1),
+            };
+            q.rewind_run = Some(run);
+            if q.max_rewind_run.is_none_or(|(_, n)| run.1 > n) {
+                q.max_rewind_run = Some(run);
+            }
+        }
         q.rewinds.extend(rewind);
         let rewind_no = if retrans {
             (q.rewinds.len() as u64).checked_sub(1)
@@ -1143,6 +1171,9 @@ impl Fabric {
         q.stats.messages_completed = q.snd_una / q.ppm;
         if q.done() && q.stats.done_ns.is_none() {
             q.stats.done_ns = Some(self.now);
+        }
+        if q.snd_una > before {
+            q.rewind_run = None;
         }
         if q.snd_una > before || q.pending_rewind == Some(Trigger::Nak) {
             if q.snd_una < q.snd_max {

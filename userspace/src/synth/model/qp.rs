@@ -37,6 +37,8 @@ pub struct QpStats {
     pub switch_drops: u64,
     /// Packets of this connection lost on a link.
     pub link_drops: u64,
+    /// Of those, frames longer than a link carries (`max_frame`).
+    pub oversize_drops: u64,
     pub messages_completed: u64,
     pub done_ns: Option<u64>,
     pub min_rate_gbps: f64,
@@ -99,6 +101,10 @@ pub struct Qp {
     /// When the retransmission timer last (re)started.
     pub rto_armed_ns: u64,
     pub timer_fires: Vec<TimerFire>,
+    /// Rewinds to one packet since the last ACK progress: `(index, count)`,
+    /// and the most of them.
+    pub rewind_run: Option<(u64, u64)>,
+    pub max_rewind_run: Option<(u64, u64)>,
     pub rate_gbps: f64,
     pub target_gbps: f64,
     pub alpha: f64,
@@ -153,6 +159,8 @@ impl Qp {
             rto_epoch: 0,
             rto_armed_ns: 0,
             timer_fires: vec![],
+            rewind_run: None,
+            max_rewind_run: None,
             rate_gbps: line_gbps,
             target_gbps: line_gbps,
             alpha: 1.0,

@@ -200,6 +200,10 @@ pub struct Impairment {
     pub reorder: f64,
     #[serde(default)]
     pub reorder_delay_ns: u64,
+    /// Frames longer than this (bytes on the wire) are dropped: a hop whose
+    /// MTU is smaller than the frames, an MTU black hole. 0: no limit.
+    #[serde(default)]
+    pub max_frame: u32,
 }
 
 /// A fabric and its traffic. Topology: senders `s0..` on `leaf0`, receivers
@@ -252,6 +256,7 @@ pub const SCENARIOS: &[&str] = &[
     "mirror-impaired",
     "corruption",
     "nic-timeout",
+    "mtu-blackhole",
 ];
 
 impl Default for Config {
@@ -561,6 +566,32 @@ impl Config {
                     node: "spine0".into(),
                     toward: "leaf1".into(),
                     loss: 0.05,
+                    ..Impairment::default()
+                }];
+                c.taps = vec![
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("leaf0", "s1", Dir::Both),
+                ];
+            }
+            "mtu-blackhole" => {
+                // spine0 -> leaf1 carries frames of at most 1522 bytes (a
+                // 1500-byte MTU hop) while the NICs use RoCE MTU 4096: s0's
+                // 64 KB writes (4 KB frames) vanish there every time, s1's
+                // 1 KB writes pass. s0's requester times out and resends
+                // the same first packet again and again.
+                c.duration_ns = 6_000_000;
+                c.nic.max_outstanding = 16;
+                c.flows = vec![
+                    FlowCfg::new(0, 0, 65536, None),
+                    FlowCfg {
+                        gbps: Some(0.5),
+                        ..FlowCfg::new(1, 1, 1024, None)
+                    },
+                ];
+                c.impairments = vec![Impairment {
+                    node: "spine0".into(),
+                    toward: "leaf1".into(),
+                    max_frame: 1522,
                     ..Impairment::default()
                 }];
                 c.taps = vec![

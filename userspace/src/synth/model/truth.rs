@@ -258,6 +258,12 @@ pub struct ConnectionTruth {
     pub timeouts_resent_at_once: u64,
     pub timeouts_resent_later: u64,
     pub timeouts_fired_again: u64,
+    /// Of `link_drops`, frames longer than the link carries (`max_frame`).
+    pub oversize_drops: u64,
+    /// The most Go-Back-N rewinds to one packet with no ACK progress
+    /// between, and that packet's PSN (null without a rewind).
+    pub max_rewinds_same_psn: u64,
+    pub stuck_psn: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -314,6 +320,9 @@ impl ConnectionTruth {
             timeouts_resent_at_once: count(|f| f.resent_ns == Some(f.fired_ns)),
             timeouts_resent_later: count(|f| f.resent_ns.is_some_and(|r| r > f.fired_ns)),
             timeouts_fired_again: count(|f| f.resent_ns.is_none()),
+            oversize_drops: s.oversize_drops,
+            max_rewinds_same_psn: q.max_rewind_run.map_or(0, |r| r.1),
+            stuck_psn: q.max_rewind_run.map(|r| r.0),
         }
     }
 }
