@@ -785,18 +785,23 @@ fn the_nics_retransmission_timeout_is_measured_from_its_timeout_rewinds() {
     // once: the default 1.05 ms (T = 8), five times.
     let (a, truth) = sample("mtu-blackhole");
     let c = &truth["connections"][0];
-    let n = &a.summary["nic_timeouts"][0];
-    assert_eq!(a.summary["nic_timeouts"].as_array().unwrap().len(), 1);
-    assert_eq!(n["samples"], c["timeouts_resent_at_once"]);
-    assert_eq!(n["samples"], 5);
-    assert_eq!(
-        n["timeout_us"].as_f64().unwrap() * 1000.0,
-        c["rto_ns"].as_f64().unwrap()
-    );
-    assert_eq!(
-        (&n["exponent"], &n["max_wait_us"]),
-        (&Value::from(8), &Value::from(1050.0))
-    );
+    // Seen at s0's tap and at the spine's: the same rewinds, measured twice.
+    let nics = a.summary["nic_timeouts"].as_array().unwrap();
+    let taps: Vec<&str> = nics.iter().map(|n| n["iface"].as_str().unwrap()).collect();
+    assert_eq!(taps, ["leaf0-s0-both", "spine0-leaf1-both"]);
+    for n in nics {
+        assert_eq!(n["src_ip"], "10.0.0.1");
+        assert_eq!(n["samples"], c["timeouts_resent_at_once"]);
+        assert_eq!(n["samples"], 5);
+        assert_eq!(
+            n["timeout_us"].as_f64().unwrap() * 1000.0,
+            c["rto_ns"].as_f64().unwrap()
+        );
+        assert_eq!(
+            (&n["exponent"], &n["max_wait_us"]),
+            (&Value::from(8), &Value::from(1050.0))
+        );
+    }
 
     for (name, _) in samples() {
         if ["nic-timeout", "ghost-drop", "mtu-blackhole"].contains(&name.as_str()) {
@@ -820,7 +825,7 @@ fn the_nics_retransmission_timeout_is_measured_from_its_timeout_rewinds() {
 
 /// mtu-blackhole: a 1500-byte MTU hop drops s0's 4 KB frames every time.
 /// With tshark (`-Y "ip.src==10.0.0.1 && infiniband.bth.psn==0" -e
-/// frame.time_epoch -e frame.len`): PSN 0, 4170 bytes, sent at 0.836 µs and
+/// frame.time_epoch -e frame.len`) at leaf0-s0-both: PSN 0, 4170 bytes, sent at 0.836 µs and
 /// again at 1.050836, 2.100836, 3.150836, 4.200836 and 5.250836 ms — five
 /// rewinds — and no frame from 10.0.1.1 (nothing acknowledged). Every other
 /// sample has no livelock.
@@ -840,11 +845,13 @@ fn a_packet_dropped_every_time_is_a_retransmission_livelock() {
     let runs = a.flows.ints("max_rewinds_one_psn");
     let psns = a.flows.ints("livelock_psn");
     let ids = a.flows.ints("flow_id");
+    // At s0's tap and at the spine's port toward leaf1 (before the drop).
     let stuck: Vec<usize> = (0..a.flows.rows()).filter(|&i| psns[i].is_some()).collect();
-    assert_eq!(stuck.len(), 1);
-    let i = stuck[0];
-    assert_eq!(src[i].as_deref(), Some("10.0.0.1"));
-    assert_eq!((runs[i], psns[i]), (Some(5), Some(0)));
+    assert_eq!(stuck.len(), 2);
+    for &i in &stuck {
+        assert_eq!(src[i].as_deref(), Some("10.0.0.1"));
+        assert_eq!((runs[i], psns[i]), (Some(5), Some(0)));
+    }
     let f = a.summary["findings"]
         .as_array()
         .unwrap()
@@ -852,7 +859,8 @@ fn a_packet_dropped_every_time_is_a_retransmission_livelock() {
         .find(|f| f["id"] == "retransmission-livelock")
         .expect("retransmission-livelock");
     assert_eq!(f["severity"], "critical");
-    assert_eq!(f["flows"], Value::from(vec![ids[i].unwrap() as u64]));
+    let stuck_ids: Vec<u64> = stuck.iter().map(|&i| ids[i].unwrap() as u64).collect();
+    assert_eq!(f["flows"], Value::from(stuck_ids));
     let detail = f["detail"].as_str().unwrap();
     assert!(
         detail.contains(
@@ -874,6 +882,59 @@ fn a_packet_dropped_every_time_is_a_retransmission_livelock() {
         assert!(
             a.flows.ints("livelock_psn").iter().all(Option::is_none),
             "{name}"
+        );
+    }
+}
+
+/// mtu-blackhole at the spine's port toward leaf1: s0's requests go out for
+/// 5.255 ms and nothing comes back from r0, while s1's writes are answered
+/// on the same tap. With tshark on that interface (`-Y
+/// "frame.interface_name==spine0-leaf1-both && ip.src==10.0.0.1"`): 96
+/// request frames, the first at 1.672 µs and the last at 5256.698 µs; no
+/// frame from 10.0.1.1 (335 from 10.0.1.2). The tap at s0 records no response (nothing
+/// comes back to s0): it says nothing. No other sample has an unanswered
+/// flow.
+#[test]
+fn requests_nothing_answers_are_unanswered_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, truth) = analyse_sample(dir.path(), "mtu-blackhole");
+    assert_eq!(truth["connections"][0]["acks_sent"], 0);
+    let f = a.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "unanswered-flows")
+        .expect("unanswered-flows");
+    assert_eq!(f["severity"], "critical");
+    let ifaces = a.flows.strings("iface");
+    let src = a.flows.strings("src_ip");
+    let ids = a.flows.ints("flow_id");
+    let want: Vec<u64> = (0..a.flows.rows())
+        .filter(|&i| {
+            ifaces[i].as_deref() == Some("spine0-leaf1-both")
+                && src[i].as_deref() == Some("10.0.0.1")
+        })
+        .map(|i| ids[i].unwrap() as u64)
+        .collect();
+    assert_eq!(f["flows"], Value::from(want));
+    assert_eq!(
+        f["title"],
+        "1 flows between 1 host pairs got no answer at all (10.0.0.1 → 10.0.1.1)"
+    );
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("spine0-leaf1-both) sent 96 request packets over 5255.0 µs and got no ACK, NAK or response"),
+        "{detail}"
+    );
+    for (name, _) in samples() {
+        if name == "mtu-blackhole" {
+            continue;
+        }
+        let (a, _) = analyse_sample(dir.path(), &name);
+        let ids = findings_of(&a);
+        assert!(
+            !ids.contains(&"unanswered-flows".to_string()),
+            "{name}: {ids:?}"
         );
     }
 }

@@ -107,6 +107,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     capture(x, &mut out);
     ghost(x, &mut out);
     super::livelock::finding(x, &mut out);
+    super::unanswered::finding(x, &mut out);
     real_loss(x, &mut out);
     reordering(x, &mut out);
     corruption(x, &mut out);
@@ -299,7 +300,16 @@ fn ghost(x: &Input, out: &mut Vec<Finding>) {
 /// What the senders' own timeout rewinds say about their NICs' timeout:
 /// measured where a rewind no pause held up shows it, else bounded.
 fn nic_timeout_text(nics: &[&NicTimeout]) -> Option<String> {
-    let parts: Vec<String> = nics
+    // A sender seen at several taps: the tap with the most to say.
+    let mut best: Vec<&NicTimeout> = Vec::new();
+    for n in nics {
+        match best.iter_mut().find(|b| b.src_ip == n.src_ip) {
+            Some(b) if (n.samples, n.bounded) > (b.samples, b.bounded) => *b = n,
+            Some(_) => {}
+            None => best.push(n),
+        }
+    }
+    let parts: Vec<String> = best
         .iter()
         .filter_map(|n| match (n.timeout_us, n.exponent, n.lower_us, n.upper_us) {
             (Some(us), Some(t), ..) => Some(format!(

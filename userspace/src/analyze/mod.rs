@@ -13,7 +13,7 @@
 //! `docs/analysis.md`; the columns are in `docs/tables.md`. The rooms:
 //! [`gaps`] (what became of missing PSNs), [`dups`] (mirror copies), `pfc`
 //! (pause intervals), [`rto`] (the NIC's retransmission timeout), `livelock` (the same PSN
-//! resent over and over), `findings`
+//! resent over and over), `unanswered` (requests nothing answers), `findings`
 //! (the diagnosis), `report` (the text).
 
 pub mod dups;
@@ -28,6 +28,7 @@ pub mod rto;
 #[cfg(test)]
 mod tests;
 pub mod tree;
+mod unanswered;
 
 use std::collections::BTreeMap;
 
@@ -2131,7 +2132,7 @@ impl Analyzer {
             taps: tap_rows,
             capture_facts: facts,
             pfc_trees,
-            nic_timeouts: nic_timeouts(&self.flows),
+            nic_timeouts: nic_timeouts(&self.flows, &self.ifaces),
             findings: Vec::new(),
         };
         summary.findings = findings::diagnose(&findings::Input {
@@ -2338,22 +2339,26 @@ fn flow_row(f: &Flow) -> FlowRow {
     }
 }
 
-/// Per sender (source address) with timeout rewinds, its NIC's timeout over
-/// all its request flows, in order of the sender's first flow.
-fn nic_timeouts(flows: &[Flow]) -> Vec<rto::NicTimeout> {
-    let mut by_sender: Vec<([u8; 16], Vec<u32>, rto::Waits)> = Vec::new();
+/// Per tap and sender (source address) with timeout rewinds, its NIC's
+/// timeout over all its request flows there, in order of the first flow (a
+/// sender seen at two taps is measured twice, by the same rewinds).
+fn nic_timeouts(flows: &[Flow], names: &BTreeMap<u16, String>) -> Vec<rto::NicTimeout> {
+    let mut by_sender: Vec<(u16, [u8; 16], Vec<u32>, rto::Waits)> = Vec::new();
     for f in flows.iter().filter(|f| f.rewinds_timeout > 0) {
-        match by_sender.iter_mut().find(|(ip, ..)| *ip == f.src_ip) {
-            Some((_, ids, w)) => {
+        match by_sender
+            .iter_mut()
+            .find(|(t, ip, ..)| *t == f.iface && *ip == f.src_ip)
+        {
+            Some((.., ids, w)) => {
                 ids.push(f.id);
                 w.merge(&f.rto.waits);
             }
-            None => by_sender.push((f.src_ip, vec![f.id], f.rto.waits)),
+            None => by_sender.push((f.iface, f.src_ip, vec![f.id], f.rto.waits)),
         }
     }
     by_sender
         .into_iter()
-        .map(|(ip, ids, w)| rto::NicTimeout::new(fmt_ip(&ip), ids, &w))
+        .map(|(t, ip, ids, w)| rto::NicTimeout::new(iface_name(names, t), fmt_ip(&ip), ids, &w))
         .collect()
 }
 

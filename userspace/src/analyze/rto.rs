@@ -148,10 +148,11 @@ impl Timer {
     }
 }
 
-/// One sender's timeout, over its request flows (`summary.json`
-/// `nic_timeouts`).
+/// One sender's timeout as one tap shows it, over its request flows there
+/// (`summary.json` `nic_timeouts`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NicTimeout {
+    pub iface: String,
     pub src_ip: String,
     /// Request flows with timeout rewinds from this sender.
     pub flows: Vec<u32>,
@@ -170,11 +171,12 @@ pub struct NicTimeout {
 }
 
 impl NicTimeout {
-    pub(crate) fn new(src_ip: String, flows: Vec<u32>, w: &Waits) -> Self {
+    pub(crate) fn new(iface: String, src_ip: String, flows: Vec<u32>, w: &Waits) -> Self {
         let us = |ns: u64| ns as f64 / 1000.0;
         let measured = w.samples > 0;
         let bounded = w.bounded > 0;
         NicTimeout {
+            iface,
             src_ip,
             flows,
             samples: w.samples,

@@ -594,9 +594,12 @@ impl Config {
                     max_frame: 1522,
                     ..Impairment::default()
                 }];
+                // The spine's port toward leaf1 sees both connections: s0's
+                // requests with nothing coming back, s1's and its ACKs.
                 c.taps = vec![
                     TapPoint::new("leaf0", "s0", Dir::Both),
                     TapPoint::new("leaf0", "s1", Dir::Both),
+                    TapPoint::new("spine0", "leaf1", Dir::Both),
                 ];
             }
             _ => return None,

@@ -1,0 +1,84 @@
+//! Unanswered flows: requests sent for a long time with nothing coming back
+//! from their destination at all, on a tap that does record responses of
+//! other flows (see "Unanswered flows" in `docs/analysis.md`).
+//!
+//! A reliable connection's responder answers within a round trip (an ACK, a
+//! NAK, a READ response); a requester that keeps sending with no answer for
+//! a millisecond reaches no responder: no route back, an ACL dropping UDP
+//! 4791, a VLAN missing on a trunk, or its frames vanishing on the way (an
+//! MTU black hole). A tap that records no responses at all is a one-way
+//! mirror, and says nothing about answers.
+//!
+//! Computed at the end from the flows: nothing per packet.
+
+use std::collections::BTreeSet;
+
+use super::findings::Input;
+use super::{Finding, Flow, fmt_ip, fmt_us};
+
+/// Requests sent for at least this long with no answer make a flow
+/// unanswered: far beyond any round trip and any NIC's ACK coalescing.
+pub(crate) const UNANSWERED_NS: u64 = 1_000_000;
+
+/// `unanswered-flows`: request flows sending for [`UNANSWERED_NS`] or more
+/// whose destination sent nothing back to their source on their tap, on a
+/// tap that recorded responses of other flows.
+pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
+    // (tap, from, to) of every response seen, and taps that saw any.
+    let answered: BTreeSet<(u16, [u8; 16], [u8; 16])> = x
+        .flows
+        .iter()
+        .filter(|f| f.responses > 0)
+        .map(|f| (f.iface, f.src_ip, f.dst_ip))
+        .collect();
+    let two_way: BTreeSet<u16> = answered.iter().map(|k| k.0).collect();
+    let silent: Vec<&Flow> = x
+        .flows
+        .iter()
+        .filter(|f| {
+            f.data_packets > 0
+                && f.paired_qp.is_none()
+                && f.last_ts - f.first_ts >= UNANSWERED_NS
+                && two_way.contains(&f.iface)
+                && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))
+        })
+        .collect();
+    if silent.is_empty() {
+        return;
+    }
+    let mut pairs: Vec<([u8; 16], [u8; 16])> =
+        silent.iter().map(|f| (f.src_ip, f.dst_ip)).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let names: Vec<String> = pairs
+        .iter()
+        .map(|(s, d)| format!("{} → {}", fmt_ip(s), fmt_ip(d)))
+        .collect();
+    let parts: Vec<String> = silent
+        .iter()
+        .map(|f| {
+            format!(
+                "{} sent {} request packets over {} µs and got no ACK, NAK or response",
+                x.describe(f),
+                f.data_packets,
+                fmt_us(f.last_ts - f.first_ts)
+            )
+        })
+        .collect();
+    out.push(Finding {
+        id: "unanswered-flows",
+        severity: "critical",
+        title: format!(
+            "{} flows between {} host pairs got no answer at all ({})",
+            silent.len(),
+            pairs.len(),
+            names.join(", ")
+        ),
+        detail: format!(
+            "{}; the same taps recorded the responses of other flows, so the capture does see answers",
+            parts.join("; ")
+        ),
+        recommendation: "The requests reach no responder, or its answers no requester: check L3 reachability between these hosts over the RoCE interfaces both ways (the route back, ARP/ND), that UDP port 4791 passes every ACL on the path, the VLAN on every trunk and the routing between the switches (works within a switch, fails across: the inter-switch path); if full-size frames vanish while small ones pass, a hop's MTU is too small".into(),
+        flows: silent.iter().map(|f| f.id).collect(),
+    });
+}
