@@ -27,6 +27,7 @@ mirror-impaired   --packets 850 --snaplen 0 --set mtu=256
 corruption        --packets 1800 --tap 0 --snaplen 0
 nic-timeout
 mtu-blackhole
+mtu-mismatch      --packets 1500
 '
 
 profile=${PROFILE:-release}

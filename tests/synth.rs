@@ -938,3 +938,76 @@ fn requests_nothing_answers_are_unanswered_flows() {
         );
     }
 }
+
+/// mtu-mismatch: the second QP from s0 to r0 was set up with RoCE MTU 1024.
+/// With tshark at leaf0-s0-both (`-Y "infiniband.bth.destqp==514" -e
+/// infiniband.bth.opcode -e udp.length`): 14 WRITE First of UDP length 1064
+/// and 819 Middle and 13 Last of 1048 (8 + 12 BTH + 1024 payload + 4 ICRC),
+/// 846 packets; QP 512's Middles are 4120 long (4096 payload).
+/// mtu-blackhole, at the spine's port toward leaf1: s0's 4170-byte frames
+/// get no answer while s1's 1098-byte frames are answered. No other sample
+/// has an MTU mismatch.
+#[test]
+fn a_smaller_path_mtu_or_frames_too_large_for_the_path_are_an_mtu_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let mtu_finding = |a: &Analysis| {
+        a.summary["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "mtu-mismatch")
+            .cloned()
+            .expect("mtu-mismatch")
+    };
+    let (a, truth) = analyse_sample(dir.path(), "mtu-mismatch");
+    let mtus: Vec<u64> = truth["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["mtu"].as_u64().unwrap())
+        .collect();
+    assert_eq!(mtus, [4096, 4096, 1024]);
+    let f = mtu_finding(&a);
+    assert_eq!(f["severity"], "warning");
+    let qps = a.flows.ints("dest_qp");
+    let ids = a.flows.ints("flow_id");
+    let data = a.flows.ints("data_packets");
+    let small: Vec<u64> = (0..a.flows.rows())
+        .filter(|&i| qps[i] == Some(514) && data[i] > Some(0))
+        .map(|i| ids[i].unwrap() as u64)
+        .collect();
+    assert_eq!(f["flows"], Value::from(small.clone()));
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!(
+            "flow {} (10.0.0.1 → 10.0.1.1 QP 514, leaf0-s0-both) uses path MTU 1024 (846 request packets) while 2 of 3 flows use 4096; flow ",
+            small[0]
+        )),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("between the same hosts uses 4096"),
+        "{detail}"
+    );
+
+    let (a, _) = analyse_sample(dir.path(), "mtu-blackhole");
+    let f = mtu_finding(&a);
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("spine0-leaf1-both) sends frames of up to 4170 bytes and gets nothing through, while flows on the same tap with frames of up to 1098 bytes are answered: a hop on the path from 10.0.0.1 to 10.0.1.1 drops frames of 4170 bytes (it carries 1098)"),
+        "{detail}"
+    );
+    assert_eq!(f["flows"].as_array().unwrap().len(), 1);
+
+    for (name, _) in samples() {
+        if name.starts_with("mtu-") {
+            continue;
+        }
+        let (a, _) = analyse_sample(dir.path(), &name);
+        let ids = findings_of(&a);
+        assert!(
+            !ids.contains(&"mtu-mismatch".to_string()),
+            "{name}: {ids:?}"
+        );
+    }
+}

@@ -108,6 +108,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     ghost(x, &mut out);
     super::livelock::finding(x, &mut out);
     super::unanswered::finding(x, &mut out);
+    super::mtu::finding(x, &mut out);
     real_loss(x, &mut out);
     reordering(x, &mut out);
     corruption(x, &mut out);

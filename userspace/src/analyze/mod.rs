@@ -13,7 +13,8 @@
 //! `docs/analysis.md`; the columns are in `docs/tables.md`. The rooms:
 //! [`gaps`] (what became of missing PSNs), [`dups`] (mirror copies), `pfc`
 //! (pause intervals), [`rto`] (the NIC's retransmission timeout), `livelock` (the same PSN
-//! resent over and over), `unanswered` (requests nothing answers), `findings`
+//! resent over and over), `unanswered` (requests nothing answers), `mtu`
+//! (path MTU mismatches), `findings`
 //! (the diagnosis), `report` (the text).
 
 pub mod dups;
@@ -21,6 +22,7 @@ mod findings;
 pub mod gaps;
 pub mod hash;
 mod livelock;
+mod mtu;
 mod pfc;
 pub mod psn;
 mod report;

@@ -20,10 +20,10 @@ use super::{Finding, Flow, fmt_ip, fmt_us};
 /// unanswered: far beyond any round trip and any NIC's ACK coalescing.
 pub(crate) const UNANSWERED_NS: u64 = 1_000_000;
 
-/// `unanswered-flows`: request flows sending for [`UNANSWERED_NS`] or more
-/// whose destination sent nothing back to their source on their tap, on a
-/// tap that recorded responses of other flows.
-pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
+/// Request flows sending for [`UNANSWERED_NS`] or more whose destination
+/// sent nothing back to their source on their tap, on a tap that recorded
+/// responses of other flows.
+pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
     // (tap, from, to) of every response seen, and taps that saw any.
     let answered: BTreeSet<(u16, [u8; 16], [u8; 16])> = x
         .flows
@@ -32,8 +32,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         .map(|f| (f.iface, f.src_ip, f.dst_ip))
         .collect();
     let two_way: BTreeSet<u16> = answered.iter().map(|k| k.0).collect();
-    let silent: Vec<&Flow> = x
-        .flows
+    x.flows
         .iter()
         .filter(|f| {
             f.data_packets > 0
@@ -42,7 +41,14 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
                 && two_way.contains(&f.iface)
                 && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))
         })
-        .collect();
+        .collect()
+}
+
+/// `unanswered-flows`: request flows sending for [`UNANSWERED_NS`] or more
+/// whose destination sent nothing back to their source on their tap, on a
+/// tap that recorded responses of other flows.
+pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
+    let silent = unanswered(x);
     if silent.is_empty() {
         return;
     }

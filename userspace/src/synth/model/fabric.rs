@@ -248,6 +248,9 @@ pub struct QpSummary {
     /// and how many.
     #[serde(skip)]
     pub max_rewind_run: Option<(u32, u64)>,
+    /// The connection's RoCE path MTU.
+    #[serde(skip)]
+    pub mtu: u32,
 }
 
 pub struct Fabric {
@@ -381,9 +384,12 @@ impl Fabric {
             let sport = fc
                 .udp_sport
                 .unwrap_or(0xC000 + (i as u16).wrapping_mul(0x1F3));
+            if fc.mtu == Some(0) {
+                return Err(format!("flows.{i}.mtu must be positive"));
+            }
             f.qps.push(Qp::new(
                 fc.clone(),
-                c.mtu,
+                fc.mtu.unwrap_or(c.mtu),
                 c.link_gbps,
                 requester_qpn(i),
                 responder_qpn(i),
@@ -590,6 +596,7 @@ impl Fabric {
                     rewinds: q.rewinds.clone(),
                     timer_fires: q.timer_fires.clone(),
                     max_rewind_run: q.max_rewind_run.map(|(i, n)| (q.psn(i), n)),
+                    mtu: q.mtu,
                 }
             })
             .collect();
@@ -995,7 +1002,7 @@ impl Fabric {
 
     fn make_data(&mut self, qi: usize) -> Pkt {
         let now = self.now;
-        let (mtu, prio, dscp) = (self.cfg.mtu, self.cfg.data_prio, self.cfg.data_dscp);
+        let (mtu, prio, dscp) = (self.qps[qi].mtu, self.cfg.data_prio, self.cfg.data_dscp);
         let ack_req_every = self.cfg.nic.ack_req_every.max(1) as u64;
         let ect = self.cfg.nic.ect;
         let vlan = self.vlan(prio);

@@ -85,6 +85,8 @@ pub struct Qp {
     pub requester_qpn: u32,
     pub responder_qpn: u32,
     pub sport: u16,
+    /// The connection's RoCE path MTU.
+    pub mtu: u32,
     /// Packets per message.
     pub ppm: u64,
     /// Total packets to write (None: unbounded).
@@ -147,6 +149,7 @@ impl Qp {
             requester_qpn,
             responder_qpn,
             sport,
+            mtu,
             ppm,
             total: cfg.messages.map(|m| m * ppm),
             next_tx_ns: cfg.start_ns,

@@ -81,6 +81,10 @@ pub struct FlowCfg {
     /// Offered load cap in Gb/s (the application's rate); `None`: line rate.
     #[serde(default)]
     pub gbps: Option<f64>,
+    /// This connection's RoCE path MTU, when its NICs were configured apart
+    /// from the fabric's `mtu`.
+    #[serde(default)]
+    pub mtu: Option<u32>,
 }
 
 impl FlowCfg {
@@ -94,6 +98,7 @@ impl FlowCfg {
             udp_sport: None,
             start_psn: 0,
             gbps: None,
+            mtu: None,
         }
     }
 }
@@ -257,6 +262,7 @@ pub const SCENARIOS: &[&str] = &[
     "corruption",
     "nic-timeout",
     "mtu-blackhole",
+    "mtu-mismatch",
 ];
 
 impl Default for Config {
@@ -600,6 +606,33 @@ impl Config {
                     TapPoint::new("leaf0", "s0", Dir::Both),
                     TapPoint::new("leaf0", "s1", Dir::Both),
                     TapPoint::new("spine0", "leaf1", Dir::Both),
+                ];
+            }
+            "mtu-mismatch" => {
+                // Three writers of 64 KB messages; the second QP from s0 to
+                // r0 was set up with RoCE MTU 1024 while the fabric and the
+                // other QPs use 4096 (a NIC or an application that asked for
+                // less): it needs four packets where the others need one.
+                c.senders = 2;
+                c.receivers = 2;
+                c.flows = vec![
+                    FlowCfg {
+                        gbps: Some(20.0),
+                        ..FlowCfg::new(0, 0, 65536, None)
+                    },
+                    FlowCfg {
+                        gbps: Some(20.0),
+                        ..FlowCfg::new(1, 1, 65536, None)
+                    },
+                    FlowCfg {
+                        gbps: Some(20.0),
+                        mtu: Some(1024),
+                        ..FlowCfg::new(0, 0, 65536, None)
+                    },
+                ];
+                c.taps = vec![
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("leaf0", "s1", Dir::Both),
                 ];
             }
             _ => return None,

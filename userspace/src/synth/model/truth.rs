@@ -211,6 +211,8 @@ pub struct ConnectionTruth {
     pub requester_qpn: u32,
     pub responder_qpn: u32,
     pub udp_sport: u16,
+    /// The connection's RoCE path MTU (`flows.N.mtu`, else `mtu`).
+    pub mtu: u32,
     /// Requester: request packets sent, of them first transmissions and
     /// resends.
     pub packets_sent: u64,
@@ -295,6 +297,7 @@ impl ConnectionTruth {
             requester_qpn: q.requester_qpn,
             responder_qpn: q.responder_qpn,
             udp_sport: q.udp_sport,
+            mtu: q.mtu,
             packets_sent: s.sent_packets,
             first_transmissions: s.sent_packets - s.retrans_packets,
             packets_resent: s.retrans_packets,
