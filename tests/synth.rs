@@ -526,6 +526,16 @@ fn analyse_sample(dir: &Path, name: &str) -> (Analysis, Value) {
     (analyze(&copy, &truth), truth)
 }
 
+/// The finding `id` of an analysis.
+fn finding<'a>(a: &'a Analysis, id: &str) -> &'a Value {
+    a.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} finding in {}", a.summary["findings"]))
+}
+
 fn findings_of(a: &Analysis) -> Vec<String> {
     a.summary["findings"]
         .as_array()
@@ -654,12 +664,7 @@ fn the_pfc_storm_sample_names_the_slow_receiver_as_the_root() {
         )
     );
     assert_eq!(step["delay_ns"], 125_381 - 72_873);
-    let f = a.summary["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "pfc-congestion-tree")
-        .expect("pfc-congestion-tree");
+    let f = finding(&a, "pfc-congestion-tree");
     let detail = f["detail"].as_str().unwrap();
     assert!(detail.contains("Root: 02:00:00:02:00:01"), "{detail}");
     // At too high a link speed each XOFF runs out before its refresh: the
@@ -765,12 +770,7 @@ fn the_nics_retransmission_timeout_is_measured_from_its_timeout_rewinds() {
     let rto_us = truth["connections"][2]["rto_ns"].as_f64().unwrap() / 1000.0;
     assert!(15.439 < rto_us && rto_us <= 114.226, "{rto_us}");
     assert_eq!(truth["connections"][2]["timeouts_resent_at_once"], 0);
-    let f = a.summary["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "ghost-retransmissions")
-        .expect("ghost-retransmissions");
+    let f = finding(&a, "ghost-retransmissions");
     let rec = f["recommendation"].as_str().unwrap();
     assert!(
         rec.contains("10.0.0.3's NIC times out after more than 15.4 µs and at most 114.2 µs"),
@@ -852,12 +852,7 @@ fn a_packet_dropped_every_time_is_a_retransmission_livelock() {
         assert_eq!(src[i].as_deref(), Some("10.0.0.1"));
         assert_eq!((runs[i], psns[i]), (Some(5), Some(0)));
     }
-    let f = a.summary["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "retransmission-livelock")
-        .expect("retransmission-livelock");
+    let f = finding(&a, "retransmission-livelock");
     assert_eq!(f["severity"], "critical");
     let stuck_ids: Vec<u64> = stuck.iter().map(|&i| ids[i].unwrap() as u64).collect();
     assert_eq!(f["flows"], Value::from(stuck_ids));
@@ -899,12 +894,7 @@ fn requests_nothing_answers_are_unanswered_flows() {
     let dir = tempfile::tempdir().unwrap();
     let (a, truth) = analyse_sample(dir.path(), "mtu-blackhole");
     assert_eq!(truth["connections"][0]["acks_sent"], 0);
-    let f = a.summary["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "unanswered-flows")
-        .expect("unanswered-flows");
+    let f = finding(&a, "unanswered-flows");
     assert_eq!(f["severity"], "critical");
     let ifaces = a.flows.strings("iface");
     let src = a.flows.strings("src_ip");
@@ -950,15 +940,6 @@ fn requests_nothing_answers_are_unanswered_flows() {
 #[test]
 fn a_smaller_path_mtu_or_frames_too_large_for_the_path_are_an_mtu_mismatch() {
     let dir = tempfile::tempdir().unwrap();
-    let mtu_finding = |a: &Analysis| {
-        a.summary["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["id"] == "mtu-mismatch")
-            .cloned()
-            .expect("mtu-mismatch")
-    };
     let (a, truth) = analyse_sample(dir.path(), "mtu-mismatch");
     let mtus: Vec<u64> = truth["connections"]
         .as_array()
@@ -967,7 +948,7 @@ fn a_smaller_path_mtu_or_frames_too_large_for_the_path_are_an_mtu_mismatch() {
         .map(|c| c["mtu"].as_u64().unwrap())
         .collect();
     assert_eq!(mtus, [4096, 4096, 1024]);
-    let f = mtu_finding(&a);
+    let f = finding(&a, "mtu-mismatch");
     assert_eq!(f["severity"], "warning");
     let qps = a.flows.ints("dest_qp");
     let ids = a.flows.ints("flow_id");
@@ -991,7 +972,7 @@ fn a_smaller_path_mtu_or_frames_too_large_for_the_path_are_an_mtu_mismatch() {
     );
 
     let (a, _) = analyse_sample(dir.path(), "mtu-blackhole");
-    let f = mtu_finding(&a);
+    let f = finding(&a, "mtu-mismatch");
     let detail = f["detail"].as_str().unwrap();
     assert!(
         detail.contains("spine0-leaf1-both) sends frames of up to 4170 bytes and gets nothing through, while flows on the same tap with frames of up to 1098 bytes are answered: a hop on the path from 10.0.0.1 to 10.0.1.1 drops frames of 4170 bytes (it carries 1098)"),
