@@ -108,6 +108,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         detail: parts.join("; "),
         recommendation: "Something drops this packet every time, not by chance: compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface; a smaller one silently drops full-size frames while small messages pass), then check ACLs and the switches' discard counters for the flow's UDP port; the requester will spend its retry count (retry_cnt) on it and move the QP to the error state".into(),
         flows: stuck.iter().map(|(f, _)| f.id).collect(),
+        wireshark: None,
     });
 }
 

@@ -110,5 +110,6 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         detail: parts.join("; "),
         recommendation: "Use RoCE MTU 4096 on every NIC (ibv_devinfo active_mtu follows the netdev MTU: 4096 needs an Ethernet MTU above 4200 bytes, so set 9000), and the same Ethernet MTU on every hop — NIC ports, switch ports, VLAN and routed interfaces; an application or NCCL setting (NCCL_IB_MTU) asking for less lowers it per connection".into(),
         flows,
+        wireshark: None,
     });
 }

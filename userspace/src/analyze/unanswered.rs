@@ -86,5 +86,6 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         ),
         recommendation: "The requests reach no responder, or its answers no requester: check L3 reachability between these hosts over the RoCE interfaces both ways (the route back, ARP/ND), that UDP port 4791 passes every ACL on the path, the VLAN on every trunk and the routing between the switches (works within a switch, fails across: the inter-switch path); if full-size frames vanish while small ones pass, a hop's MTU is too small".into(),
         flows: silent.iter().map(|f| f.id).collect(),
+        wireshark: None,
     });
 }
