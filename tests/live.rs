@@ -211,6 +211,12 @@ fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> 
         "gbps",
         "goodput_gbps",
         "max_idle_us",
+        // Times between a timer's start and a rewind: the replay's.
+        "nic_timeout_us",
+        "nic_timeout_max_us",
+        "nic_timeout_exponent",
+        "nic_timeout_lower_us",
+        "nic_timeout_upper_us",
     ];
     let columns: Vec<String> = t
         .column_names()

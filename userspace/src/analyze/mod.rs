@@ -2334,8 +2334,8 @@ fn flow_row(f: &Flow) -> FlowRow {
         nic_timeout_max_us: measured.then(|| us(w.max_ns)),
         nic_timeout_exponent: measured.then(|| rto::nearest_exponent(w.min_ns)),
         nic_timeout_bounded: w.bounded,
-        nic_timeout_lower_us: (w.bounded > 0).then(|| us(w.lower_ns)),
-        nic_timeout_upper_us: (w.bounded > 0).then(|| us(w.upper_ns)),
+        nic_timeout_lower_us: w.bounds().map(|b| us(b.0)),
+        nic_timeout_upper_us: w.bounds().map(|b| us(b.1)),
         max_rewinds_one_psn: f.livelock.worst.map_or(0, |r| r.rewinds),
         livelock_psn: f.livelock.livelock().map(|r| r.psn),
     }

@@ -76,6 +76,14 @@ impl Waits {
         self.bounded += 1;
     }
 
+    /// The bounds, when they agree: rewinds whose bounds contradict each
+    /// other (a replay's timing, a timer restarted by something the tap did
+    /// not see) bound nothing.
+    pub fn bounds(&self) -> Option<(u64, u64)> {
+        (self.bounded > 0 && self.lower_ns < self.upper_ns)
+            .then_some((self.lower_ns, self.upper_ns))
+    }
+
     /// Merges another flow's waits (one sender's flows).
     pub fn merge(&mut self, o: &Waits) {
         if o.samples > 0 {
@@ -174,7 +182,7 @@ impl NicTimeout {
     pub(crate) fn new(iface: String, src_ip: String, flows: Vec<u32>, w: &Waits) -> Self {
         let us = |ns: u64| ns as f64 / 1000.0;
         let measured = w.samples > 0;
-        let bounded = w.bounded > 0;
+        let bounds = w.bounds();
         NicTimeout {
             iface,
             src_ip,
@@ -184,8 +192,8 @@ impl NicTimeout {
             max_wait_us: measured.then(|| us(w.max_ns)),
             exponent: measured.then(|| nearest_exponent(w.min_ns)),
             bounded: w.bounded,
-            lower_us: bounded.then(|| us(w.lower_ns)),
-            upper_us: bounded.then(|| us(w.upper_ns)),
+            lower_us: bounds.map(|b| us(b.0)),
+            upper_us: bounds.map(|b| us(b.1)),
         }
     }
 }
@@ -240,5 +248,11 @@ mod tests {
             (t.waits.lower_ns, t.waits.upper_ns),
             (233_833 - 100_331 - 119_607, 233_833 - 119_607)
         );
+        assert_eq!(t.waits.bounds(), Some((13_895, 114_226)));
+        // A second rewind whose bounds contradict the first's: no bound.
+        t.packet_done();
+        t.timeout_rewind(400_000, 10_000, 5_000);
+        assert_eq!(t.waits.bounded, 2);
+        assert_eq!(t.waits.bounds(), None);
     }
 }
