@@ -859,10 +859,17 @@ fn a_packet_dropped_every_time_is_a_retransmission_livelock() {
     let detail = f["detail"].as_str().unwrap();
     assert!(
         detail.contains(
-            "went back to PSN 0 5 times from t+1.050246 ms to t+5.250246 ms (4200.0 µs) with nothing acknowledged between; its largest frame was 4170 bytes"
+            "leaf0-s0-both) went back to PSN 0 5 times from t+1.050 ms to t+5.250 ms (4.20 ms) with nothing acknowledged between; its largest frame was 4170 bytes"
         ),
         "{detail}"
     );
+    let p = &f["params"];
+    assert_eq!(
+        (&p["psn"], &p["rewinds"], &p["max_frame_len"]),
+        (&Value::from(0), &Value::from(5), &Value::from(4170))
+    );
+    assert_eq!(p["first_rewind_ns"], 1_767_225_600_001_050_836_u64);
+    assert_eq!(p["last_rewind_ns"], 1_767_225_600_005_250_836_u64);
 
     for (name, _) in samples() {
         if name == "mtu-blackhole" {
@@ -913,9 +920,14 @@ fn requests_nothing_answers_are_unanswered_flows() {
     );
     let detail = f["detail"].as_str().unwrap();
     assert!(
-        detail.contains("spine0-leaf1-both) sent 96 request packets over 5255.0 µs and got no ACK, NAK or response"),
+        detail.contains("spine0-leaf1-both) sent 96 request packets over 5.26 ms and got no ACK, NAK or response"),
         "{detail}"
     );
+    assert_eq!(
+        f["params"]["host_pairs"],
+        Value::from(vec!["10.0.0.1 → 10.0.1.1"])
+    );
+    assert_eq!(f["params"]["flows"], 1);
     for (name, _) in samples() {
         if name == "mtu-blackhole" {
             continue;

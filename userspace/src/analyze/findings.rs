@@ -15,7 +15,9 @@ use super::{
 };
 
 /// A finding's `params`.
-fn params<const N: usize>(items: [(&'static str, Value); N]) -> BTreeMap<&'static str, Value> {
+pub(crate) fn params<const N: usize>(
+    items: [(&'static str, Value); N],
+) -> BTreeMap<&'static str, Value> {
     items.into_iter().collect()
 }
 
@@ -37,7 +39,6 @@ pub(crate) struct Input<'a> {
     /// sender, start)`.
     pub ghost_covers: &'a std::collections::BTreeSet<(u16, u8, [u8; 6], u64)>,
 }
-
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.
 pub(crate) fn timeout_exponent(ns: u64) -> u32 {

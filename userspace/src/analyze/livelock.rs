@@ -11,7 +11,10 @@
 //! O(1) per rewind and per ACK, a few words per flow.
 
 use super::findings::Input;
-use super::{Finding, Flow, fmt_us, psn};
+use serde_json::json;
+
+use super::findings::params;
+use super::{Finding, Flow, fmt_duration, psn};
 
 /// Rewinds to one PSN, with no ACK progress between, from which on a flow is
 /// in a livelock.
@@ -83,13 +86,13 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         .iter()
         .map(|(f, r)| {
             format!(
-                "{} went back to PSN {} {} times from {} to {} ({} µs) with nothing acknowledged between; its largest frame was {} bytes",
+                "{} went back to PSN {} {} times from {} to {} ({}) with nothing acknowledged between; its largest frame was {} bytes",
                 x.describe(f),
                 r.psn,
                 r.rewinds,
                 x.at(r.first_ts),
                 x.at(r.last_ts),
-                fmt_us(r.last_ts - r.first_ts),
+                fmt_duration(r.last_ts - r.first_ts),
                 f.max_frame_len
             )
         })
@@ -108,6 +111,15 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         detail: parts.join("; "),
         recommendation: "Something drops this packet every time, not by chance: compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface; a smaller one silently drops full-size frames while small messages pass), then check ACLs and the switches' discard counters for the flow's UDP port; the requester will spend its retry count (retry_cnt) on it and move the QP to the error state".into(),
         flows: stuck.iter().map(|(f, _)| f.id).collect(),
+        params: params([
+            ("flows", json!(stuck.len())),
+            ("worst_flow", json!(f.id)),
+            ("psn", json!(r.psn)),
+            ("rewinds", json!(r.rewinds)),
+            ("first_rewind_ns", json!(r.first_ts)),
+            ("last_rewind_ns", json!(r.last_ts)),
+            ("max_frame_len", json!(f.max_frame_len)),
+        ]),
         wireshark: None,
     });
 }

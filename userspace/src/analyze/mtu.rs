@@ -12,7 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use super::findings::Input;
+use serde_json::json;
+
+use super::findings::{Input, params};
 use super::{Finding, Flow, fmt_ip};
 
 /// `mtu-mismatch`.
@@ -110,6 +112,11 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         detail: parts.join("; "),
         recommendation: "Use RoCE MTU 4096 on every NIC (ibv_devinfo active_mtu follows the netdev MTU: 4096 needs an Ethernet MTU above 4200 bytes, so set 9000), and the same Ethernet MTU on every hop — NIC ports, switch ports, VLAN and routed interfaces; an application or NCCL setting (NCCL_IB_MTU) asking for less lowers it per connection".into(),
         flows,
+        params: params([
+            ("fabric_mtu", json!(majority)),
+            ("smaller_mtu_flows", json!(small)),
+            ("too_large_flows", json!(too_big)),
+        ]),
         wireshark: None,
     });
 }

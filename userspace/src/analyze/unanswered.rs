@@ -14,7 +14,10 @@
 use std::collections::BTreeSet;
 
 use super::findings::Input;
-use super::{Finding, Flow, fmt_ip, fmt_us};
+use serde_json::json;
+
+use super::findings::params;
+use super::{Finding, Flow, fmt_duration, fmt_ip};
 
 /// Requests sent for at least this long with no answer make a flow
 /// unanswered: far beyond any round trip and any NIC's ACK coalescing.
@@ -64,10 +67,10 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         .iter()
         .map(|f| {
             format!(
-                "{} sent {} request packets over {} µs and got no ACK, NAK or response",
+                "{} sent {} request packets over {} and got no ACK, NAK or response",
                 x.describe(f),
                 f.data_packets,
-                fmt_us(f.last_ts - f.first_ts)
+                fmt_duration(f.last_ts - f.first_ts)
             )
         })
         .collect();
@@ -86,6 +89,11 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         ),
         recommendation: "The requests reach no responder, or its answers no requester: check L3 reachability between these hosts over the RoCE interfaces both ways (the route back, ARP/ND), that UDP port 4791 passes every ACL on the path, the VLAN on every trunk and the routing between the switches (works within a switch, fails across: the inter-switch path); if full-size frames vanish while small ones pass, a hop's MTU is too small".into(),
         flows: silent.iter().map(|f| f.id).collect(),
+        params: params([
+            ("flows", json!(silent.len())),
+            ("host_pairs", json!(names)),
+            ("threshold_ns", json!(UNANSWERED_NS)),
+        ]),
         wireshark: None,
     });
 }
