@@ -1032,7 +1032,7 @@ impl State {
             }
             PcapBlockOwned::NG(Block::SimplePacket(spb)) => self.on_spb(len, spb, base),
             PcapBlockOwned::NG(Block::InterfaceStatistics(isb)) => {
-                self.on_isb(&isb);
+                self.on_isb(isb);
                 Step::Consume(len)
             }
             PcapBlockOwned::NG(Block::Unknown(ub)) => {
