@@ -561,18 +561,22 @@ fn analyze_with(capture: &Path, out: &Path, extra: &[&str]) {
     rocescope_ok(&args);
 }
 
-#[test]
-fn psns_the_responder_acknowledged_but_the_tap_never_saw_are_capture_loss() {
-    // The mirror dropped PSNs 4 and 5; the responder ACKed through 9, no
-    // NAK, nothing resent: the network lost nothing.
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = Capture::new(dir.path(), "taploss.pcapng", &["tap"]);
+/// The mirror dropped PSNs 4 and 5 of 0..=9; the responder ACKed through 9,
+/// no NAK, nothing resent: the network lost nothing.
+fn tap_loss_capture(dir: &Path, name: &str) -> PathBuf {
+    let mut c = Capture::new(dir, name, &["tap"]);
     for psn in (0..10).filter(|p| !(4..=5).contains(p)) {
         c.put(0, psn as f64, &write(0x100, psn));
     }
     c.put(0, 12.0, &aeth(0x200, 9, 0x1F));
+    c.finish()
+}
+
+#[test]
+fn psns_the_responder_acknowledged_but_the_tap_never_saw_are_capture_loss() {
+    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    analyze(&c.finish(), &out);
+    analyze(&tap_loss_capture(dir.path(), "taploss.pcapng"), &out);
     let f = Flows::read(&out);
     assert_eq!(f.get("tap", 0x100, "gap_capture_lost"), 2);
     for col in [
@@ -877,12 +881,7 @@ fn the_captures_own_drop_counters_are_part_of_capture_loss() {
     let dir = tempfile::tempdir().unwrap();
     // Tap loss as before (4 and 5 missing, ACKed), and the capture's
     // statistics say it dropped 3 frames at the interface.
-    let mut c = Capture::new(dir.path(), "isb.pcapng", &["tap"]);
-    for psn in (0..10).filter(|p| !(4..=5).contains(p)) {
-        c.put(0, psn as f64, &write(0x100, psn));
-    }
-    c.put(0, 12.0, &aeth(0x200, 9, 0x1F));
-    let cap = c.finish();
+    let cap = tap_loss_capture(dir.path(), "isb.pcapng");
     std::fs::OpenOptions::new()
         .append(true)
         .open(&cap)

@@ -573,6 +573,15 @@ mod tests {
     use super::*;
 
     /// A string column's values, row by row.
+    /// The array of column `name` among a batch's columns.
+    fn column(columns: &[(&'static str, ArrayRef)], name: &str) -> ArrayRef {
+        columns
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, a)| a.clone())
+            .unwrap_or_else(|| panic!("no column {name}"))
+    }
+
     fn texts_of(a: &ArrayRef) -> Vec<Option<String>> {
         let dict = a.as_dictionary::<UInt32Type>();
         let values = dict.downcast_dict::<StringArray>().expect("string values");
@@ -610,13 +619,7 @@ mod tests {
         }
         let columns = cols.finish();
         assert_eq!(cols.len(), 0);
-        let col = |name: &str| {
-            columns
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, a)| a.clone())
-                .unwrap()
-        };
+        let col = |name: &str| column(&columns, name);
         let strings = |name: &str| texts_of(&col(name));
         let s = |v: &str| Some(v.to_string());
         assert_eq!(strings("iface"), [s("a"), s("b"), s("a")]);
@@ -670,13 +673,7 @@ mod tests {
             },
         ];
         let columns = PacketColumns::default().arrays_of(&recs, &verdicts, &["t".to_string()]);
-        let col = |name: &str| {
-            columns
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, a)| a.clone())
-                .unwrap()
-        };
+        let col = |name: &str| column(&columns, name);
         let icrc = col("icrc_ok");
         let icrc = icrc.as_boolean();
         assert_eq!(
