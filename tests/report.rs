@@ -50,6 +50,10 @@ fn report_json(cap: &Path, extra: &[&str]) -> serde_json::Value {
 fn internal_names(text: &str, allowed: &[String]) -> Vec<String> {
     const EXTERNAL: &[&str] = &[
         "ibv_modify_qp",
+        // A QP attribute, a tool and its field, named in recommendations.
+        "retry_cnt",
+        "ibv_devinfo",
+        "active_mtu",
         "rx_crc_errors_phy",
         "rx_symbol_err_phy",
         "rx_corrected_bits_phy",
@@ -76,7 +80,7 @@ fn internal_names(text: &str, allowed: &[String]) -> Vec<String> {
 fn wrong_plurals(text: &str) -> Vec<String> {
     const NOUNS: &[&str] = &[
         "flows", "CNPs", "frames", "PSNs", "rewinds", "NAKs", "stalls", "storms", "packets",
-        "findings", "copies", "gaps", "marks", "timeouts",
+        "findings", "copies", "gaps", "marks", "timeouts", "pairs",
     ];
     let words: Vec<&str> = text.split_whitespace().collect();
     words

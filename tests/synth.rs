@@ -916,7 +916,7 @@ fn requests_nothing_answers_are_unanswered_flows() {
     assert_eq!(f["flows"], Value::from(want));
     assert_eq!(
         f["title"],
-        "1 flows between 1 host pairs got no answer at all (10.0.0.1 → 10.0.1.1)"
+        "1 flow between 1 host pair got no answer at all (10.0.0.1 → 10.0.1.1)"
     );
     let detail = f["detail"].as_str().unwrap();
     assert!(

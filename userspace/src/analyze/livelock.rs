@@ -102,11 +102,11 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         id: "retransmission-livelock",
         severity: "critical",
         title: format!(
-            "{} flows resend the same PSN over and over (flow {} PSN {}: {} rewinds, no progress)",
-            stuck.len(),
+            "{} resend the same PSN over and over (flow {} PSN {}: {}, no progress)",
+            super::fmt_count(stuck.len() as u64, "flow"),
             f.id,
             r.psn,
-            r.rewinds
+            super::fmt_count(r.rewinds, "rewind")
         ),
         detail: parts.join("; "),
         recommendation: "Something drops this packet every time, not by chance: compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface; a smaller one silently drops full-size frames while small messages pass), then check ACLs and the switches' discard counters for the flow's UDP port; the requester will spend its retry count (retry_cnt) on it and move the QP to the error state".into(),

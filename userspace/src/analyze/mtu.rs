@@ -107,7 +107,9 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         id: "mtu-mismatch",
         severity: "warning",
         title: format!(
-            "MTU mismatch: {small} flows with a smaller path MTU than their peers, {too_big} flows whose frames are too large for their path"
+            "MTU mismatch: {} with a smaller path MTU than their peers, {} whose frames are too large for their path",
+            super::fmt_count(small as u64, "flow"),
+            super::fmt_count(too_big as u64, "flow")
         ),
         detail: parts.join("; "),
         recommendation: "Use RoCE MTU 4096 on every NIC (ibv_devinfo active_mtu follows the netdev MTU: 4096 needs an Ethernet MTU above 4200 bytes, so set 9000), and the same Ethernet MTU on every hop — NIC ports, switch ports, VLAN and routed interfaces; an application or NCCL setting (NCCL_IB_MTU) asking for less lowers it per connection".into(),

@@ -78,9 +78,9 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         id: "unanswered-flows",
         severity: "critical",
         title: format!(
-            "{} flows between {} host pairs got no answer at all ({})",
-            silent.len(),
-            pairs.len(),
+            "{} between {} got no answer at all ({})",
+            super::fmt_count(silent.len() as u64, "flow"),
+            super::fmt_count(pairs.len() as u64, "host pair"),
             names.join(", ")
         ),
         detail: format!(
