@@ -1,0 +1,88 @@
+//! CNP attribution: a CNP counts for the request flow it answers
+//! (`docs/analysis.md`, *CNPs*).
+
+use std::fmt::Write as _;
+
+use rocescope_common::PacketRecord;
+use rocescope_common::proto::ib::{self};
+
+use crate::addr::Ip;
+
+use super::rows::{Event, Verdict};
+use super::timeline::bin_mut;
+use super::{Analyzer, Sink};
+
+impl Analyzer {
+    pub(super) fn cnp(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
+        let now = rec.ts_ns;
+        let qp = rec.dest_qp & ib::QPN_MASK;
+        if self.dups.is_copy(rec, None) {
+            self.frames.mirror_copies += 1;
+            return Verdict {
+                mirror_copy: true,
+                ..Verdict::default()
+            };
+        }
+        let (_, rewritten) = self.icrc(rec);
+        self.cnp_macs.insert(rec.src_mac);
+        *self
+            .cnp_counts
+            .entry((rec.iface, rec.src_ip, rec.dst_ip, qp))
+            .or_default() += 1;
+        let target = self
+            .by_hosts
+            .get(&(rec.iface, rec.dst_ip, rec.src_ip))
+            .and_then(|c| {
+                c.iter()
+                    .copied()
+                    .find(|&r| self.flows[r].paired_qp == Some(qp) && self.flows[r].seq.is_some())
+            });
+        let mut reaction = None;
+        if let Some(r) = target {
+            let bin_ns = self.config.bin_ns;
+            let f = &mut self.flows[r];
+            if let Some(t) = f.ce_unanswered.take() {
+                reaction = Some(now.saturating_sub(t));
+            }
+            let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
+            b.cnps += 1;
+        }
+        if let Some(rt) = reaction {
+            let r = &mut self.reactions;
+            *r = (r.0 + 1, r.1 + rt, r.2.min(rt), r.3.max(rt));
+        }
+        let flow_id = target.map(|r| self.flows[r].id);
+        // Built in place: one CNP event per CNP, tens of thousands a capture.
+        let mut detail = String::with_capacity(96);
+        // Writing to a String cannot fail.
+        let _ = write!(
+            detail,
+            "CNP from {} to QP {qp} on {}",
+            Ip(rec.src_ip),
+            Ip(rec.dst_ip)
+        );
+        if let Some(rt) = reaction {
+            let _ = write!(
+                detail,
+                ", {:.1} µs after the first unanswered CE",
+                rt as f64 / 1000.0
+            );
+        }
+        sink.event(&Event {
+            ts_ns: now,
+            iface: rec.iface,
+            flow_id,
+            kind: "cnp",
+            psn: None,
+            depth: None,
+            trigger: None,
+            idle_us: None,
+            detail,
+        });
+        Verdict {
+            flow_id,
+            icrc_unknown: rewritten,
+            ..Verdict::default()
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Summary-mode deltas: frames the live tap counted in the kernel instead of
+//! sending them as records (`docs/live.md`, summary mode).
+
+use rocescope_common::proto::ib::{self, PSN_MASK};
+use rocescope_common::summary::{FlowDelta, delta_flags};
+
+use super::flows::Flow;
+use super::psn;
+use super::timeline::spread_over_bins;
+use super::{Analyzer, Sink};
+
+impl Analyzer {
+    /// Frames of one flow the live tap counted in the kernel instead of
+    /// sending them as records (`live --mode summary`; see
+    /// `rocescope_common::summary`), in their place in the record order.
+    ///
+    /// They are what [`Analyzer::push`] would have made of those frames,
+    /// which the kernel only counts when that is a plain sum: in-order
+    /// requests (never retransmissions: payload is goodput; `next` moves to
+    /// the delta's `next_psn`) and plain ACKs (their highest PSN raises the
+    /// flow's `acked`). The delta also carries the flow's path MTU and its
+    /// partner's highest ACKed PSN and MTU, which the analyzer may not have
+    /// seen yet (they came in frames that were only counted).
+    ///
+    /// Approximate, by design: the timeline spreads the frames evenly over
+    /// `first_ts_ns..=last_ts_ns` (see `spread_over_bins`; per-flow sums
+    /// are exact), and stalls are not looked for in the idle times of
+    /// counted frames (only their longest idle
+    /// raises `max_idle_us`); the requester's transport timer (see [`rto`])
+    /// starts at a delta's first request when it was stopped and restarts at
+    /// an ACK delta's last frame when the delta raised the highest ACKed PSN.
+    /// A delta for a flow the analyzer has not seen (its first record was
+    /// lost) is ignored.
+    pub fn apply_delta(&mut self, iface: u16, d: &FlowDelta, sink: &mut impl Sink) {
+        let key = (
+            iface,
+            d.key.src_ip,
+            d.key.dst_ip,
+            d.key.dest_qp & ib::QPN_MASK,
+        );
+        let Some(&i) = self.by_key.get(&key) else {
+            return;
+        };
+        let paired = self.flows[i].paired;
+        // State first: the path MTU and the highest ACKed PSNs.
+        let raise_mtu = |f: &mut Flow, m: u32| f.mtu = f.mtu.max(m);
+        raise_mtu(&mut self.flows[i], d.mtu);
+        if let Some(p) = paired {
+            raise_mtu(&mut self.flows[p], d.mtu);
+            if d.has(delta_flags::PARTNER) {
+                raise_mtu(&mut self.flows[p], d.partner_mtu);
+                raise_mtu(&mut self.flows[i], d.partner_mtu);
+            }
+        }
+        let raise_acked = |f: &mut Flow, q: u32| {
+            f.acked = Some(f.acked.map_or(q, |a| psn::max(a, q)));
+        };
+        if d.has(delta_flags::ACKED) {
+            raise_acked(&mut self.flows[i], d.acked_psn & PSN_MASK);
+            if let Some(p) = paired {
+                self.flows[p]
+                    .rto
+                    .acked_counted(d.acked_psn & PSN_MASK, d.last_ts_ns);
+            }
+        }
+        if let Some(p) = paired
+            && d.has(delta_flags::PARTNER_ACKED)
+        {
+            raise_acked(&mut self.flows[p], d.partner_acked_psn & PSN_MASK);
+        }
+        if d.packets == 0 {
+            return;
+        }
+        let now = d.last_ts_ns;
+        self.frames.roce += d.packets;
+        self.frames.total += d.packets;
+        self.last_ts = self.last_ts.max(now);
+        let bin_ns = self.config.bin_ns;
+        if d.data_packets > 0 {
+            // New data after them: pending fills were late originals.
+            self.decide_fills(i, false, sink);
+        }
+        let f = &mut self.flows[i];
+        if d.data_packets > 0
+            && let Some(s) = &mut f.seq
+        {
+            // Every counted request was in order and none was a READ.
+            let next = d.next_psn & PSN_MASK;
+            s.next = next;
+            s.slack_end = next;
+            s.prev_lo = next;
+            s.prev_hi = next;
+            s.prev_psn = psn::add(next, PSN_MASK);
+            s.resending = false;
+        }
+        f.packets += d.packets;
+        f.bytes += d.bytes;
+        f.payload_bytes += d.payload_bytes;
+        f.goodput_bytes += d.payload_bytes;
+        f.data_packets += u64::from(d.data_packets);
+        f.acks += u64::from(d.acks);
+        f.responses += u64::from(d.responses);
+        if d.ce > 0 {
+            f.ce += u64::from(d.ce);
+            if f.ce_unanswered.is_none() {
+                f.ce_unanswered = Some(d.first_ce_ts_ns);
+            }
+        }
+        f.max_idle_ns = f.max_idle_ns.max(d.max_idle_ns);
+        f.last_ts = f.last_ts.max(now);
+        if d.data_packets > 0 {
+            f.rto.sent(d.first_ts_ns);
+        }
+        f.rto.packet_done();
+        spread_over_bins(f, &self.pfc, d, bin_ns, sink);
+    }
+}

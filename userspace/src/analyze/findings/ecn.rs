@@ -1,0 +1,96 @@
+//! ECN findings: CE marks without CNPs and CNPs without CE marks
+//! (`docs/analysis.md`, *CNPs*).
+
+use serde_json::json;
+
+use crate::analyze::{Finding, FlowRow, fmt_count, fmt_duration, fmt_ip};
+
+use super::{Input, params};
+
+pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
+    let unattributed = x.summary.totals.cnps_unattributed;
+    let reaction = x.summary.ce_to_cnp.as_ref().map(|r| {
+        format!(
+            "\nCE→CNP reaction {} to {} (mean {} over {}).",
+            fmt_duration((r.min_us * 1e3).round() as u64),
+            fmt_duration((r.max_us * 1e3).round() as u64),
+            fmt_duration((r.mean_us * 1e3).round() as u64),
+            fmt_count(r.samples, "CNP")
+        )
+    });
+    let silent: Vec<&FlowRow> = x
+        .rows
+        .iter()
+        .zip(x.flows)
+        .filter(|(r, f)| r.ce > 0 && r.cnps == 0 && (f.paired_qp.is_some() || unattributed == 0))
+        .map(|(r, _)| r)
+        .collect();
+    if !silent.is_empty() {
+        let ce: u64 = silent.iter().map(|r| r.ce).sum();
+        let parts: Vec<String> = silent
+            .iter()
+            .take(5)
+            .map(|r| {
+                format!(
+                    "flow {} ({} → {} QP {}, DSCP {}): {}, 0 CNPs{}.",
+                    r.flow_id,
+                    fmt_ip(&r.src_ip),
+                    fmt_ip(&r.dst_ip),
+                    r.dest_qp,
+                    r.dscp.map(|d| d.to_string()).unwrap_or("-".into()),
+                    fmt_count(r.ce, "CE mark"),
+                    if r.paired_qp.is_none() {
+                        " (reverse direction never seen)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        out.push(Finding {
+            wireshark: None,
+            id: "ce-without-cnp",
+            severity: "warning",
+            title: format!(
+                "{} on {} got no CNP back",
+                fmt_count(ce, "CE-marked packet"),
+                fmt_count(silent.len() as u64, "flow")
+            ),
+            detail: parts.join("\n") + reaction.as_deref().unwrap_or(""),
+            recommendation: "The ECN→CNP path is broken: enable DCQCN's notification point (CNP generation) for this priority on the receiving NICs, check the DSCP of data packets maps to the ECN-enabled queue and priority, and that CNPs get a DSCP/priority the fabric forwards (and the tap sees).".into(),
+            flows: silent.iter().map(|r| r.flow_id).collect(),
+            params: params([("ce_packets", json!(ce)), ("silent_flows", json!(silent.len()))]),
+        });
+    }
+    let loud: Vec<&FlowRow> = x.rows.iter().filter(|r| r.cnps > 0 && r.ce == 0).collect();
+    if !loud.is_empty() || unattributed > 0 {
+        let cnps: u64 = loud.iter().map(|r| r.cnps).sum();
+        let mut detail = format!(
+            "{} to {} that carried no CE mark.",
+            fmt_count(cnps, "CNP"),
+            fmt_count(loud.len() as u64, "flow")
+        );
+        if unattributed > 0 {
+            detail.push_str(&format!(
+                "\n{} matched no flow (no request flow paired with their QP).",
+                fmt_count(unattributed, "CNP")
+            ));
+        }
+        out.push(Finding {
+            wireshark: None,
+            id: "cnp-without-ce",
+            severity: "info",
+            title: format!(
+                "{} without a CE mark seen at the tap",
+                fmt_count(cnps + unattributed, "CNP")
+            ),
+            detail: detail + reaction.as_deref().unwrap_or(""),
+            recommendation: "Usually the tap sits upstream of the marking queue (the CE mark was set after it); otherwise check which device sends these CNPs and whether their QPs match live connections.".into(),
+            flows: loud.iter().map(|r| r.flow_id).collect(),
+            params: params([
+                ("cnps_without_ce", json!(cnps)),
+                ("cnps_unattributed", json!(unattributed)),
+            ]),
+        });
+    }
+}

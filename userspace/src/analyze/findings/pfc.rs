@@ -1,0 +1,312 @@
+//! PFC findings: link speed, storms, the congestion tree, pressure, victims,
+//! 802.3x pauses (`docs/analysis.md`, *PFC*, *Victims*, *Congestion tree*).
+
+use serde_json::json;
+
+use crate::analyze::{
+    Finding, Flow, FlowRow, fmt_count, fmt_duration, fmt_gbps, fmt_pct as pct, fmt_pfc,
+};
+
+use super::{Input, params};
+
+/// A flow faster than its tap's link speed: the speed is wrong, and with it
+/// every pause duration.
+pub(super) fn link_speed(x: &Input, out: &mut Vec<Finding>) {
+    for t in &x.summary.taps {
+        let limit = t.link_speed_bps as f64 / 1e9;
+        let fast: Vec<&FlowRow> = x
+            .rows
+            .iter()
+            .filter(|r| r.iface == t.iface && r.packets >= 2 && r.gbps > limit)
+            .collect();
+        let Some(top) = fast.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps)) else {
+            continue;
+        };
+        out.push(Finding {
+            wireshark: None,
+            id: "link-speed",
+            severity: "warning",
+            title: format!(
+                "{}: a flow ran at {}, above the {} link speed assumed",
+                t.iface_name,
+                fmt_gbps(top.gbps),
+                fmt_gbps(limit)
+            ),
+            detail: format!(
+                "{} on {} ran faster than {} (flow {} at {}): the link is faster than assumed, so every PFC pause duration computed from its quanta is too long by the same factor.",
+                fmt_count(fast.len() as u64, "flow"),
+                t.iface_name,
+                fmt_gbps(limit),
+                top.flow_id,
+                fmt_gbps(top.gbps)
+            ),
+            recommendation: format!(
+                "Give the tap's real speed: --link-speed {}=400G (or the port's speed).",
+                t.iface_name
+            ),
+            flows: fast.iter().map(|r| r.flow_id).collect(),
+            params: params([
+                ("assumed_link_speed_bps", json!(t.link_speed_bps)),
+                ("max_flow_gbps", json!(top.gbps)),
+            ]),
+        });
+    }
+}
+
+pub(super) fn storms(x: &Input, out: &mut Vec<Finding>) {
+    let stormy: Vec<_> = x.summary.pfc.iter().filter(|p| p.storms > 0).collect();
+    if stormy.is_empty() {
+        return;
+    }
+    let total: u64 = stormy.iter().map(|p| p.storms).sum();
+    let mut parts = Vec::new();
+    let mut flows = Vec::new();
+    let mut longest_ns = 0;
+    for p in &stormy {
+        let longest = x
+            .pfc
+            .iter()
+            .filter(|i| i.iface == p.iface && i.priority == p.priority)
+            .max_by_key(|i| i.end_ns - i.start_ns);
+        let mut s = format!(
+            "{} priority {}: {}, paused {} of the capture",
+            x.iface(p.iface),
+            p.priority,
+            fmt_count(p.storms, "storm"),
+            pct(p.fraction)
+        );
+        if let Some(l) = longest {
+            longest_ns = longest_ns.max(l.end_ns - l.start_ns);
+            s.push_str(&format!("; longest {}", x.pause_text(l)));
+        }
+        parts.push(s + ".");
+        flows.extend(x.flows_on(p.iface, p.priority));
+    }
+    flows.sort_unstable();
+    flows.dedup();
+    out.push(Finding {
+        wireshark: None,
+        id: "pfc-storm",
+        severity: "critical",
+        title: format!(
+            "{} (a continuous pause over {}), the longest {}",
+            fmt_count(total, "PFC pause storm"),
+            fmt_duration(x.summary.storm_ns),
+            fmt_duration(longest_ns)
+        ),
+        detail: parts.join("\n"),
+        recommendation: "A priority paused this long is stuck (a receiver not draining, a PFC deadlock or a faulty NIC sending pauses): find the port behind the source MAC, enable the PFC watchdog to break storms, and check for cyclic buffer dependencies.".into(),
+        flows,
+        params: params([
+            ("storms", json!(total)),
+            ("storm_threshold_ns", json!(x.summary.storm_ns)),
+            ("longest_pause_ns", json!(longest_ns)),
+        ]),
+    });
+}
+
+/// Pauses that spread: the root and the path (see `tree`).
+pub(super) fn congestion_tree(x: &Input, out: &mut Vec<Finding>) {
+    for t in x.summary.pfc_trees.iter().filter(|t| t.nodes.len() > 1) {
+        let root = &t.nodes[0];
+        let kind = |k: &str| {
+            if k == "host" {
+                "end host: it sends RoCE traffic too"
+            } else {
+                "switch"
+            }
+        };
+        let steps: Vec<String> = t.nodes[1..]
+            .iter()
+            .map(|n| {
+                let from = n
+                    .parent
+                    .and_then(|p| t.nodes.get(p))
+                    .map_or("?", |p| p.src_mac.as_str());
+                format!(
+                    "Then {} ({}) on {} paused {} after {}.",
+                    n.src_mac,
+                    kind(n.kind),
+                    n.iface_name,
+                    fmt_duration(n.delay_ns.unwrap_or(0)),
+                    from
+                )
+            })
+            .collect();
+        let mut victims: Vec<String> = Vec::new();
+        let mut flows: Vec<u32> = Vec::new();
+        let mut seen_taps = Vec::new();
+        for n in &t.nodes {
+            if seen_taps.contains(&n.iface) || n.victims.is_empty() {
+                continue;
+            }
+            seen_taps.push(n.iface);
+            let ids: Vec<String> = n.victims.iter().map(u32::to_string).collect();
+            victims.push(format!(
+                "{}: {} {}",
+                n.iface_name,
+                if ids.len() == 1 { "flow" } else { "flows" },
+                ids.join(", ")
+            ));
+            flows.extend(&n.victims);
+        }
+        flows.sort_unstable();
+        flows.dedup();
+        let root_is_host = root.kind == "host";
+        out.push(Finding {
+            wireshark: None,
+            id: "pfc-congestion-tree",
+            severity: "critical",
+            title: format!(
+                "Pauses on priority {} spread from {} ({}) to {} more {}",
+                t.priority,
+                root.src_mac,
+                if root_is_host { "an end host" } else { "a switch" },
+                t.nodes.len() - 1,
+                if t.nodes.len() == 2 { "port" } else { "ports" }
+            ),
+            detail: format!(
+                "Root: {} ({}) seen on {}, first pause at {}, paused {} in all.\n{}{}",
+                root.src_mac,
+                kind(root.kind),
+                root.iface_name,
+                x.at(root.first_pause_ns),
+                fmt_duration(root.paused_ns),
+                steps.join("\n"),
+                if victims.is_empty() {
+                    String::new()
+                } else {
+                    format!("\nVictims: {}.", victims.join("; "))
+                }
+            ),
+            recommendation: if root_is_host {
+                format!(
+                    "The tree grows from a receiver that does not drain ({}): find out why (host memory or PCIe pressure, an application not posting buffers, the NIC's rx_prio{}_pause_duration and rx_discards_phy counters), and let ECN act before PFC so the senders slow down before the pause spreads. The PFC watchdog caps how long it can freeze the fabric.",
+                    root.src_mac, t.priority
+                )
+            } else {
+                "The tree grows from a switch port: find its congested egress (an incast, a slow downstream link or a PFC deadlock), let ECN act before PFC, and enable the PFC watchdog.".to_string()
+            },
+            flows,
+            params: params([
+                ("priority", json!(t.priority)),
+                ("root_src_mac", json!(root.src_mac)),
+                ("root_kind", json!(root.kind)),
+                ("ports", json!(t.nodes.len())),
+                ("root_paused_ns", json!(root.paused_ns)),
+            ]),
+        });
+    }
+}
+
+pub(super) fn pressure(x: &Input, out: &mut Vec<Finding>) {
+    let paused: Vec<_> = x.summary.pfc.iter().filter(|p| p.paused_ns > 0).collect();
+    let Some(worst) = paused
+        .iter()
+        .max_by(|a, b| a.fraction.total_cmp(&b.fraction))
+    else {
+        return;
+    };
+    let mut flows = Vec::new();
+    let parts: Vec<String> = paused
+        .iter()
+        .map(|p| {
+            flows.extend(x.flows_on(p.iface, p.priority));
+            format!("{}.", fmt_pfc(&x.iface(p.iface), p))
+        })
+        .collect();
+    flows.sort_unstable();
+    flows.dedup();
+    out.push(Finding {
+        wireshark: None,
+        id: "pfc-pressure",
+        severity: if worst.fraction >= 0.10 {
+            "critical"
+        } else if worst.fraction >= 0.01 {
+            "warning"
+        } else {
+            "info"
+        },
+        title: format!(
+            "PFC paused {} priority {} {} of the capture ({})",
+            x.iface(worst.iface),
+            worst.priority,
+            pct(worst.fraction),
+            fmt_duration(worst.paused_ns)
+        ),
+        detail: parts.join("\n"),
+        recommendation: "Let ECN act before PFC: set the ECN marking thresholds (WRED min/max) well below the PFC XOFF threshold so DCQCN slows senders before queues pause the link, and check the PFC headroom. A paused priority freezes every flow that shares it.".into(),
+        flows,
+        params: params([
+            ("max_paused_fraction", json!(worst.fraction)),
+            ("max_paused_ns", json!(worst.paused_ns)),
+            ("iface", json!(x.iface(worst.iface))),
+            ("priority", json!(worst.priority)),
+        ]),
+    });
+}
+
+pub(super) fn victims(x: &Input, out: &mut Vec<Finding>) {
+    let mut flows: Vec<&Flow> = x.flows.iter().filter(|f| f.stalls > 0).collect();
+    if flows.is_empty() {
+        return;
+    }
+    flows.sort_by_key(|f| std::cmp::Reverse(f.stall_paused_ns));
+    let most = flows.first().map_or(0, |f| f.stall_paused_ns);
+    let parts: Vec<String> = flows
+        .iter()
+        .take(5)
+        .map(|f| {
+            format!(
+                "{} priority {}: {}, {} paused while stalled.",
+                x.describe(f),
+                f.priority.unwrap_or(0),
+                fmt_count(f.stalls, "stall"),
+                fmt_duration(f.stall_paused_ns)
+            )
+        })
+        .collect();
+    let mut ids: Vec<u32> = flows.iter().map(|f| f.id).collect();
+    ids.sort_unstable();
+    out.push(Finding {
+        wireshark: None,
+        id: "pfc-victims",
+        severity: "warning",
+        title: format!(
+            "{} stalled while {} priority was paused, up to {} each",
+            fmt_count(flows.len() as u64, "flow"),
+            if flows.len() == 1 { "its" } else { "their" },
+            fmt_duration(most)
+        ),
+        detail: parts.join("\n"),
+        recommendation: "These flows were frozen by pauses (head-of-line blocking, a congestion tree): fix the congested port that sends the pauses, not the victims — ECN-mark earlier, spread elephant flows (ECMP entropy), or move bulk traffic to another priority.".into(),
+        flows: ids,
+        params: params([
+            ("victim_flows", json!(flows.len())),
+            ("max_stall_paused_ns", json!(most)),
+        ]),
+    });
+}
+
+pub(super) fn link_pause(x: &Input, out: &mut Vec<Finding>) {
+    let n = x.summary.frames.pause;
+    if n == 0 {
+        return;
+    }
+    out.push(Finding {
+        wireshark: None,
+        id: "link-pause",
+        severity: "warning",
+        title: format!(
+            "{} (link-level, not PFC)",
+            fmt_count(n, "802.3x PAUSE frame")
+        ),
+        detail: format!(
+            "{}: a global pause stops every priority of the link, lossy traffic included; they are not counted as PFC.",
+            fmt_count(n, "802.3x PAUSE frame")
+        ),
+        recommendation: "Disable global flow control on ports that run PFC (ethtool -A <iface> rx off tx off; the switch's flowcontrol setting).".into(),
+        flows: Vec::new(),
+        params: params([("pause_frames", json!(n))]),
+    });
+}

@@ -1,0 +1,288 @@
+//! The end of input: what the capture never settled, settled; flows, PFC
+//! intervals, the summary and the findings.
+
+use std::collections::BTreeMap;
+
+use super::flows::Flow;
+use super::fmt::{fmt_ip, iface_name};
+use super::rewind::{STALL_MIN_NS, froze};
+use super::rows::{
+    Analysis, FlowRow, PfcSummary, Reaction, Summary, TapSummary, Totals, flow_row, ratio,
+};
+use super::taps::TapState;
+use super::timeline::flush_bin;
+use super::{Analyzer, Sink};
+use super::{findings, rto, tree};
+
+/// Per tap and sender (source address) with timeout rewinds, its NIC's
+/// timeout over all its request flows there, in order of the first flow (a
+/// sender seen at two taps is measured twice, by the same rewinds).
+pub(super) fn nic_timeouts(flows: &[Flow], names: &BTreeMap<u16, String>) -> Vec<rto::NicTimeout> {
+    let mut by_sender: Vec<(u16, [u8; 16], Vec<u32>, rto::Waits)> = Vec::new();
+    for f in flows.iter().filter(|f| f.rewinds_timeout > 0) {
+        match by_sender
+            .iter_mut()
+            .find(|(t, ip, ..)| *t == f.iface && *ip == f.src_ip)
+        {
+            Some((.., ids, w)) => {
+                ids.push(f.id);
+                w.merge(&f.rto.waits);
+            }
+            None => by_sender.push((f.iface, f.src_ip, vec![f.id], f.rto.waits)),
+        }
+    }
+    by_sender
+        .into_iter()
+        .map(|(t, ip, ids, w)| rto::NicTimeout::new(iface_name(names, t), fmt_ip(&ip), ids, &w))
+        .collect()
+}
+
+impl Analyzer {
+    /// End of input: flush open bins and intervals, return the tables.
+    pub fn finish(mut self, sink: &mut impl Sink) -> Analysis {
+        let last = self.last_ts;
+        // What the capture never settled, settled with what it showed.
+        for i in 0..self.flows.len() {
+            self.decide_fills(i, false, sink);
+            let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
+            let mut out = Vec::new();
+            self.flows[i].pending_gaps.finish(acked, &mut out);
+            for g in out {
+                self.resolved(i, g, last, sink);
+            }
+            for t in std::mem::take(&mut self.flows[i].timeouts) {
+                self.judge_timeout(i, t);
+            }
+        }
+        let taps = self.taps.clone();
+        // A capture ends with the last record of any of its interfaces.
+        let mut capture_end: BTreeMap<u32, u64> = BTreeMap::new();
+        for t in taps.iter().filter(|t| t.seen) {
+            let e = capture_end.entry(t.capture).or_default();
+            *e = (*e).max(t.last_ts);
+        }
+        let tap_end = |iface: u16| {
+            taps.get(usize::from(iface))
+                .and_then(|t| capture_end.get(&t.capture))
+                .copied()
+                .unwrap_or(last)
+        };
+        // A sniffer's rewrite is no corruption.
+        for f in &mut self.flows {
+            if taps
+                .get(usize::from(f.iface))
+                .is_some_and(TapState::is_sniffer)
+            {
+                f.icrc_errors = 0;
+                f.sniffer_tap = true;
+            }
+        }
+        self.pfc.finish(tap_end, sink);
+        // A flow that went silent as a pause began and stayed so to the end
+        // of its tap's capture was frozen by it.
+        for f in &mut self.flows {
+            let Some(p) = f.priority else { continue };
+            let end = tap_end(f.iface);
+            let idle = end.saturating_sub(f.last_ts);
+            if idle < STALL_MIN_NS || f.packets == 0 {
+                continue;
+            }
+            let (paused, cover) = self.pfc.paused(f.iface, p, f.last_ts, end, end);
+            if froze(idle, paused, cover, f.last_ts) {
+                f.stalls += 1;
+                f.stall_paused_ns += paused;
+            }
+        }
+        let bin_ns = self.config.bin_ns;
+        for f in &mut self.flows {
+            if let Some(b) = f.bin.take() {
+                flush_bin(f, &b, &self.pfc, bin_ns, u64::MAX, sink);
+            }
+        }
+        // CNPs by pairing as known at the end.
+        let mut attributed = 0;
+        for f in &mut self.flows {
+            if f.seq.is_some()
+                && let Some(qp) = f.paired_qp
+            {
+                f.cnps = self
+                    .cnp_counts
+                    .get(&(f.iface, f.dst_ip, f.src_ip, qp))
+                    .copied()
+                    .unwrap_or(0);
+                attributed += f.cnps;
+            }
+        }
+        let mut rows: Vec<FlowRow> = self.flows.iter().map(flow_row).collect();
+        let duration = self.first_ts.map(|f| last - f).unwrap_or(0);
+        let pfc_summary: Vec<PfcSummary> = self
+            .pfc
+            .stats
+            .iter()
+            .map(|(&(iface, priority), st)| {
+                let paused_ns = self.pfc.paused_total(iface, priority);
+                PfcSummary {
+                    iface,
+                    iface_name: iface_name(&self.ifaces, iface),
+                    priority,
+                    frames: st.frames,
+                    xon_frames: st.xon_frames,
+                    paused_ns,
+                    fraction: ratio(paused_ns, duration),
+                    storms: st.storms,
+                }
+            })
+            .collect();
+        let mut t = Totals {
+            flows: rows.len() as u64,
+            ..Totals::default()
+        };
+        for (f, r) in self.flows.iter().zip(&rows) {
+            t.request_flows += f.seq.is_some() as u64;
+            t.response_flows += (f.responses > 0) as u64;
+            t.paired_flows += (f.seq.is_some() && f.paired_qp.is_some()) as u64;
+            t.packets += r.packets;
+            t.bytes += r.bytes;
+            t.data_packets += r.data_packets;
+            t.payload_bytes += r.payload_bytes;
+            t.retrans_packets += r.retrans_packets;
+            t.rewinds += r.rewinds;
+            t.rewinds_nak += r.rewinds_nak;
+            t.rewinds_rnr += r.rewinds_rnr;
+            t.rewinds_timeout += r.rewinds_timeout;
+            t.spurious_retrans += r.spurious_retrans;
+            t.gaps += r.gaps;
+            t.acks += r.acks;
+            t.naks += r.naks;
+            t.rnr_naks += r.rnr_naks;
+            t.ce += r.ce;
+        }
+        t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
+        t.cnps = attributed;
+        t.cnps_unattributed = self.frames.cnp - attributed;
+        t.pfc_intervals = self.pfc.rows.len() as u64;
+        t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
+        let mut capture_lost = vec![0u64; self.taps.len()];
+        for f in &self.flows {
+            t.rewinds_timeout_ghost += f.rewinds_timeout_ghost;
+            t.gaps_resolved.sum(&f.gap_counts);
+            t.icrc_errors += f.icrc_errors;
+            t.mirror_copies += f.mirror_copies;
+            if let Some(c) = capture_lost.get_mut(usize::from(f.iface)) {
+                *c += f.gap_counts.capture_lost;
+            }
+        }
+        let tap_rows: Vec<TapSummary> = self
+            .taps
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.seen)
+            .map(|(i, t)| {
+                let iface = i as u16;
+                let dup = self.dups.per_tap.get(&iface).cloned();
+                TapSummary {
+                    iface,
+                    iface_name: iface_name(&self.ifaces, iface),
+                    first_ts_ns: t.first_ts,
+                    last_ts_ns: t.last_ts,
+                    link_speed_bps: self.pfc.speed(iface),
+                    duplicates: dup.as_ref().map_or(0, |d| d.copies),
+                    duplicate_gaps: dup,
+                    capture_lost: capture_lost[i],
+                    icrc_checked: t.icrc_checked,
+                    icrc_failed: t.icrc_failed,
+                    sniffer: t.is_sniffer(),
+                    isb_ifdrop: t.isb_ifdrop,
+                    isb_osdrop: t.isb_osdrop,
+                }
+            })
+            .collect();
+        let mut facts = Vec::new();
+        for r in tap_rows.iter().filter(|r| r.sniffer) {
+            facts.push(format!(
+                "{}: a NIC's RDMA sniffer capture (every RoCE frame from UDP port 4791 with a failing ICRC: the sniffer rewrote the headers); ICRC results are unknown for its frames",
+                r.iface_name
+            ));
+        }
+        if self.frames.cut > 0 {
+            facts.push(format!(
+                "{} RoCE frames are cut short of their IP length (snap length, sniffer or ERSPAN truncation): their ICRC could not be checked",
+                self.frames.cut
+            ));
+        }
+        if t.gaps_resolved.capture_lost > 0 {
+            facts.push(format!(
+                "the capture is incomplete: {} PSNs the responders acknowledged never reached the capture; every count is a lower bound",
+                t.gaps_resolved.capture_lost
+            ));
+        }
+        let (n, sum, min, max) = self.reactions;
+        let ce_to_cnp = (n > 0).then(|| Reaction {
+            samples: n,
+            min_us: min as f64 / 1000.0,
+            mean_us: sum as f64 / n as f64 / 1000.0,
+            max_us: max as f64 / 1000.0,
+        });
+        let mut hosts: std::collections::BTreeSet<[u8; 6]> =
+            self.flows.iter().map(|f| f.src_mac).collect();
+        hosts.extend(&self.cnp_macs);
+        let flows = &self.flows;
+        let names = &self.ifaces;
+        let pfc_trees = tree::build(
+            &self.pfc.rows,
+            &hosts,
+            |i| iface_name(names, i),
+            |i| {
+                flows
+                    .iter()
+                    .filter(|f| f.iface == i && f.stalls > 0)
+                    .map(|f| f.id)
+                    .collect()
+            },
+        );
+        let mut summary = Summary {
+            first_ts_ns: self.first_ts,
+            last_ts_ns: self.first_ts.map(|_| last),
+            duration_ns: duration,
+            frames: self.frames.clone(),
+            ifaces: self.ifaces.clone(),
+            link_speed_bps: self.config.link_speed_bps,
+            bin_ns,
+            storm_ns: self.config.storm_ns,
+            dscp_to_priority: self.config.dscp_to_priority.map(|m| m.to_vec()),
+            totals: t,
+            ce_to_cnp,
+            pfc: pfc_summary,
+            taps: tap_rows,
+            capture_facts: facts,
+            pfc_trees,
+            nic_timeouts: nic_timeouts(&self.flows, &self.ifaces),
+            findings: Vec::new(),
+        };
+        summary.findings = findings::diagnose(&findings::Input {
+            flows: &self.flows,
+            rows: &rows,
+            pfc: &self.pfc.rows,
+            summary: &summary,
+            ghost_covers: &self.ghost_covers,
+        });
+        let taps = &self.taps;
+        let origin = |iface: u16| {
+            let t = taps.get(usize::from(iface)).copied().unwrap_or_default();
+            crate::wireshark::IfaceOrigin {
+                local: t.local,
+                shared_file: taps
+                    .iter()
+                    .filter(|o| o.seen && o.capture == t.capture)
+                    .count()
+                    > 1,
+            }
+        };
+        crate::wireshark::annotate(&mut rows, &mut summary.findings, origin);
+        Analysis {
+            flows: rows,
+            pfc: std::mem::take(&mut self.pfc.rows),
+            summary,
+        }
+    }
+}

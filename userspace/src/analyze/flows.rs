@@ -1,0 +1,415 @@
+//! The flow table: a flow per `(tap, source, destination, destination QP)`,
+//! the per-frame counters of a BTH frame, and pairing a request flow with its
+//! response flow (`docs/analysis.md`, *Flows*, *Pairing*, *Priority*).
+
+use rocescope_common::proto::ib::{self, PSN_MASK, transport};
+use rocescope_common::{PacketRecord, flags};
+
+use super::responses::PendingNak;
+use super::rewind::{RewindNote, STALL_MIN_NS, TimeoutRewind, froze};
+use super::rows::Verdict;
+use super::sequence::{FillRun, Seq};
+use super::timeline::{Bin, bin_mut};
+use super::{Analyzer, Sink};
+use super::{gaps, livelock, psn, rto};
+
+/// `(iface, src_ip, dst_ip, dest_qp)`.
+pub type FlowKey = (u16, [u8; 16], [u8; 16], u32);
+
+pub(super) type HostPair = (u16, [u8; 16], [u8; 16]);
+
+#[derive(Clone, Debug)]
+pub(crate) struct Flow {
+    pub id: u32,
+    pub iface: u16,
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    pub dest_qp: u32,
+    pub(super) paired: Option<usize>,
+    pub paired_qp: Option<u32>,
+    pub udp_sport: Option<u16>,
+    pub pcp: Option<u8>,
+    pub dscp: Option<u8>,
+    pub priority: Option<u8>,
+    pub first_ts: u64,
+    pub last_ts: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub data_packets: u64,
+    pub payload_bytes: u64,
+    pub goodput_bytes: u64,
+    pub retrans: u64,
+    pub rewinds: u64,
+    pub rewinds_nak: u64,
+    pub rewinds_rnr: u64,
+    pub rewinds_timeout: u64,
+    pub max_depth: u32,
+    pub spurious: u64,
+    pub gaps: u64,
+    /// PSNs missing over all gaps.
+    pub gap_psns: u64,
+    pub acks: u64,
+    pub naks: u64,
+    pub rnr_naks: u64,
+    pub ce: u64,
+    pub responses: u64,
+    pub max_idle_ns: u64,
+    pub(super) mtu: u32,
+    pub(super) seq: Option<Seq>,
+    /// Highest PSN ACKed by the AETHs this flow carries.
+    pub(super) acked: Option<u32>,
+    pub(super) pending: Vec<PendingNak>,
+    pub(super) ce_unanswered: Option<u64>,
+    pub(super) bin: Option<Bin>,
+    /// Stalls overlapping a pause of the flow's priority.
+    pub stalls: u64,
+    pub stall_paused_ns: u64,
+    /// Timeout rewinds whose idle time overlapped a pause.
+    pub timeout_rewinds_paused: u64,
+    pub timeout_idle_min_ns: u64,
+    pub timeout_idle_max_ns: u64,
+    pub note: Option<RewindNote>,
+    /// CNPs resolved at the end.
+    pub cnps: u64,
+    pub(super) pending_gaps: gaps::Pending,
+    pub gap_counts: gaps::GapCounts,
+    pub late_max_ns: Option<u64>,
+    pub late_max_psns: u32,
+    pub(super) fills: Option<FillRun>,
+    pub(super) timeouts: Vec<TimeoutRewind>,
+    pub rewinds_timeout_ghost: u64,
+    /// Timeout rewinds of PSNs the tap had seen and nothing showed delayed.
+    pub rewinds_timeout_unexplained: u64,
+    /// A first transmission awaiting its ACK, for the round-trip time.
+    pub(super) rtt_probe: Option<(u32, u64)>,
+    /// Shortest time from a request to the ACK covering it, at this tap.
+    pub min_rtt_ns: Option<u64>,
+    /// When the flow last carried a NAK or RNR NAK.
+    pub(super) last_nak_ts: Option<u64>,
+    /// The source MAC of its first packet.
+    pub src_mac: [u8; 6],
+    /// Frames whose ICRC failed.
+    pub icrc_errors: u64,
+    /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
+    pub sniffer_tap: bool,
+    pub mirror_copies: u64,
+    /// The requester's transport timer and what its timeout rewinds measured.
+    pub rto: rto::Timer,
+    /// Rewinds to the same PSN without ACK progress.
+    pub livelock: livelock::Livelock,
+    /// The longest request frame (wire length): what an MTU drops.
+    pub max_frame_len: u32,
+}
+
+impl Flow {
+    pub(super) fn new(id: u32, key: FlowKey, ts: u64) -> Self {
+        Flow {
+            id,
+            iface: key.0,
+            src_ip: key.1,
+            dst_ip: key.2,
+            dest_qp: key.3,
+            paired: None,
+            paired_qp: None,
+            udp_sport: None,
+            pcp: None,
+            dscp: None,
+            priority: None,
+            first_ts: ts,
+            last_ts: ts,
+            packets: 0,
+            bytes: 0,
+            data_packets: 0,
+            payload_bytes: 0,
+            goodput_bytes: 0,
+            retrans: 0,
+            rewinds: 0,
+            rewinds_nak: 0,
+            rewinds_rnr: 0,
+            rewinds_timeout: 0,
+            max_depth: 0,
+            spurious: 0,
+            gaps: 0,
+            gap_psns: 0,
+            acks: 0,
+            naks: 0,
+            rnr_naks: 0,
+            ce: 0,
+            responses: 0,
+            max_idle_ns: 0,
+            mtu: 0,
+            seq: None,
+            acked: None,
+            pending: Vec::new(),
+            ce_unanswered: None,
+            bin: None,
+            stalls: 0,
+            stall_paused_ns: 0,
+            timeout_rewinds_paused: 0,
+            timeout_idle_min_ns: u64::MAX,
+            timeout_idle_max_ns: 0,
+            note: None,
+            cnps: 0,
+            pending_gaps: gaps::Pending::default(),
+            gap_counts: gaps::GapCounts::default(),
+            late_max_ns: None,
+            late_max_psns: 0,
+            fills: None,
+            timeouts: Vec::new(),
+            rewinds_timeout_ghost: 0,
+            rewinds_timeout_unexplained: 0,
+            rtt_probe: None,
+            min_rtt_ns: None,
+            last_nak_ts: None,
+            src_mac: [0; 6],
+            icrc_errors: 0,
+            sniffer_tap: false,
+            mirror_copies: 0,
+            rto: rto::Timer::default(),
+            livelock: livelock::Livelock::default(),
+            max_frame_len: 0,
+        }
+    }
+
+    pub(super) fn key(&self) -> FlowKey {
+        (self.iface, self.src_ip, self.dst_ip, self.dest_qp)
+    }
+
+    /// PSNs `[lo, hi)` the flow's requests have covered (READ slack included).
+    pub(super) fn sent_range(&self) -> Option<(u32, u32)> {
+        self.seq
+            .map(|s| (s.first_psn, psn::max(s.next, s.slack_end)))
+    }
+}
+
+impl Analyzer {
+    pub(super) fn flow_index(&mut self, key: FlowKey, ts: u64) -> usize {
+        if let Some(&i) = self.by_key.get(&key) {
+            return i;
+        }
+        let i = self.flows.len();
+        self.flows.push(Flow::new(i as u32, key, ts));
+        self.by_key.insert(key, i);
+        self.by_hosts
+            .entry((key.0, key.1, key.2))
+            .or_default()
+            .push(i);
+        // A hint may name this flow as the request or the response side.
+        self.apply_hint(i);
+        let reverse: Vec<FlowKey> = self
+            .hints
+            .iter()
+            .filter(|(k, qp)| k.0 == key.0 && k.1 == key.2 && k.2 == key.1 && **qp == key.3)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in reverse {
+            if let Some(&r) = self.by_key.get(&k) {
+                self.apply_hint(r);
+            }
+        }
+        i
+    }
+
+    pub(super) fn link(&mut self, r: usize, s: usize) {
+        if let Some(log) = &mut self.pairings {
+            log.push((self.flows[r].key(), self.flows[s].key()));
+        }
+        let mtu = self.flows[r].mtu.max(self.flows[s].mtu);
+        let (rq, sq) = (self.flows[r].dest_qp, self.flows[s].dest_qp);
+        let fr = &mut self.flows[r];
+        fr.paired = Some(s);
+        fr.paired_qp = Some(sq);
+        fr.mtu = mtu;
+        let fs = &mut self.flows[s];
+        fs.paired = Some(r);
+        fs.paired_qp = Some(rq);
+        fs.mtu = mtu;
+    }
+
+    /// Pair response flow `s` by its response PSN `q`.
+    pub(super) fn try_pair(&mut self, s: usize, q: u32) {
+        let f = &self.flows[s];
+        let Some(cands) = self.by_hosts.get(&(f.iface, f.dst_ip, f.src_ip)) else {
+            return;
+        };
+        let mut found = None;
+        for &r in cands {
+            if r == s {
+                continue;
+            }
+            let fr = &self.flows[r];
+            if fr.paired.is_some() || fr.paired_qp.is_some() {
+                continue;
+            }
+            let Some((lo, hi)) = fr.sent_range() else {
+                continue;
+            };
+            if psn::diff(q, lo) >= 0 && psn::diff(q, hi) < 0 {
+                if found.is_some() {
+                    return; // ambiguous: wait for another response
+                }
+                found = Some(r);
+            }
+        }
+        if let Some(r) = found {
+            self.link(r, s);
+        }
+    }
+
+    /// From now on, remember every pairing for [`Analyzer::take_pairings`].
+    pub fn log_pairings(&mut self) {
+        self.pairings.get_or_insert_with(Vec::new);
+    }
+
+    /// The pairings (request flow, response flow) made since the last call.
+    pub fn take_pairings(&mut self) -> Vec<(FlowKey, FlowKey)> {
+        self.pairings
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    pub(super) fn priority_of(&self, rec: &PacketRecord) -> Option<u8> {
+        if rec.has(flags::HAS_VLAN) {
+            Some(rec.pcp & 7)
+        } else if rec.has(flags::HAS_IPV4 | flags::HAS_IPV6) {
+            let d = (rec.dscp & 63) as usize;
+            Some(match &self.config.dscp_to_priority {
+                Some(m) => m[d] & 7,
+                None => (d >> 3) as u8,
+            })
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn roce(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
+        let now = rec.ts_ns;
+        let key = (
+            rec.iface,
+            rec.src_ip,
+            rec.dst_ip,
+            rec.dest_qp & ib::QPN_MASK,
+        );
+        let i = self.flow_index(key, now);
+        let last_nak = self.flows[i].paired.and_then(|p| self.flows[p].last_nak_ts);
+        if self.dups.is_copy(rec, last_nak) {
+            self.flows[i].mirror_copies += 1;
+            self.frames.mirror_copies += 1;
+            return Verdict {
+                flow_id: Some(self.flows[i].id),
+                mirror_copy: true,
+                ..Verdict::default()
+            };
+        }
+        let (corrupt, rewritten) = self.icrc(rec);
+        if corrupt {
+            self.flows[i].icrc_errors += 1;
+        }
+        let prio = self.priority_of(rec);
+        {
+            let f = &mut self.flows[i];
+            if f.packets == 0 {
+                f.src_mac = rec.src_mac;
+                f.udp_sport = rec.has(flags::HAS_UDP).then_some(rec.udp_sport);
+                f.pcp = rec.has(flags::HAS_VLAN).then_some(rec.pcp);
+                f.dscp = rec
+                    .has(flags::HAS_IPV4 | flags::HAS_IPV6)
+                    .then_some(rec.dscp);
+            }
+            if f.priority.is_none() {
+                f.priority = prio;
+            }
+        }
+        let idle = if self.flows[i].packets == 0 {
+            0
+        } else {
+            now.saturating_sub(self.flows[i].last_ts)
+        };
+        // Pause overlap of the idle time before this packet: wanted for
+        // stalls (long idles) and rewinds (retransmissions).
+        let maybe_rewind = ib::is_request(rec.opcode)
+            && self.flows[i]
+                .seq
+                .is_some_and(|s| psn::diff(rec.psn & PSN_MASK, s.next) < 0);
+        let (paused, cover) = match self.flows[i].priority {
+            Some(p) if idle > 0 && (idle >= STALL_MIN_NS || maybe_rewind) => {
+                self.pfc.paused(rec.iface, p, now - idle, now, now)
+            }
+            _ => (0, None),
+        };
+
+        let opcode = rec.opcode;
+        let service = opcode >> 5;
+        let payload = if rec.has(flags::HAS_PAYLOAD_LEN) {
+            rec.payload_len as u64
+        } else {
+            0
+        };
+        // Path MTU: a First or Middle packet carries exactly one.
+        if ib::payload_is_path_mtu(opcode) && payload > 0 {
+            let m = payload.min(u32::MAX as u64) as u32;
+            let f = &mut self.flows[i];
+            f.mtu = f.mtu.max(m);
+            if let Some(p) = f.paired {
+                self.flows[p].mtu = self.flows[p].mtu.max(m);
+            }
+        }
+
+        let mut verdict = Verdict {
+            flow_id: Some(self.flows[i].id),
+            icrc_unknown: rewritten,
+            ..Verdict::default()
+        };
+        let mut rewound = false;
+        if ib::is_request(opcode) {
+            let (retrans, rw) = self.request(i, rec, idle, paused, cover, sink);
+            verdict.retrans = Some(retrans);
+            rewound = rw;
+            self.flows[i].rto.sent(now);
+        } else if ib::is_response(opcode) {
+            self.response(i, rec, sink);
+        } else if service == transport::UD {
+            self.flows[i].data_packets += 1;
+        }
+
+        let retrans = verdict.retrans == Some(true);
+        let ce = ib::is_request(opcode) && rec.is_ce();
+        let bin_ns = self.config.bin_ns;
+        let f = &mut self.flows[i];
+        if ib::is_request(opcode) {
+            f.max_frame_len = f.max_frame_len.max(rec.frame_len);
+        }
+        f.packets += 1;
+        f.bytes += rec.frame_len as u64;
+        f.payload_bytes += payload;
+        if !retrans {
+            f.goodput_bytes += payload;
+        }
+        if ce {
+            f.ce += 1;
+            if f.ce_unanswered.is_none() {
+                f.ce_unanswered = Some(now);
+            }
+        }
+        f.max_idle_ns = f.max_idle_ns.max(idle);
+        if paused > 0 && (rewound || froze(idle, paused, cover, now - idle)) {
+            f.stalls += 1;
+            f.stall_paused_ns += paused;
+        }
+        f.last_ts = f.last_ts.max(now);
+        f.rto.packet_done();
+        let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
+        b.packets += 1;
+        b.bytes += rec.frame_len as u64;
+        if retrans {
+            b.retrans += 1;
+        } else {
+            b.goodput_bytes += payload;
+        }
+        if ce {
+            b.ce += 1;
+        }
+        verdict
+    }
+}

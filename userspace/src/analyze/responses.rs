@@ -1,0 +1,139 @@
+//! Response flows: ACKs, NAKs and RNR NAKs, and what they settle on the paired
+//! request flow (`docs/analysis.md`, *NAKs*).
+
+use rocescope_common::proto::ib::{PSN_MASK, aeth, op};
+use rocescope_common::{PacketRecord, flags};
+
+use super::psn;
+use super::rows::Event;
+use super::{Analyzer, Sink};
+
+/// Most outstanding NAKs kept per response flow.
+pub(super) const MAX_PENDING_NAKS: usize = 16;
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PendingNak {
+    pub(super) psn: u32,
+    pub(super) ts: u64,
+    pub(super) rnr: bool,
+}
+
+pub(super) fn nak_name(syndrome: u8) -> &'static str {
+    match syndrome & 0x1F {
+        aeth::NAK_PSN_SEQUENCE_ERROR => "PSN sequence error",
+        aeth::NAK_INVALID_REQUEST => "invalid request",
+        aeth::NAK_REMOTE_ACCESS_ERROR => "remote access error",
+        aeth::NAK_REMOTE_OPERATIONAL_ERROR => "remote operational error",
+        aeth::NAK_INVALID_RD_REQUEST => "invalid RD request",
+        _ => "reserved code",
+    }
+}
+
+impl Analyzer {
+    /// A response packet (ACK, atomic ACK, READ response, NAK).
+    pub(super) fn response(&mut self, i: usize, rec: &PacketRecord, sink: &mut impl Sink) {
+        let now = rec.ts_ns;
+        let q = rec.psn & PSN_MASK;
+        self.flows[i].responses += 1;
+        if self.flows[i].paired.is_none() {
+            self.try_pair(i, q);
+        }
+        if !rec.has(flags::HAS_AETH) {
+            return;
+        }
+        let syn = rec.aeth_syndrome;
+        let o = rec.opcode & 0x1F;
+        let request = self.flows[i].paired;
+        let paired = request.map(|p| self.flows[p].id);
+        let f = &mut self.flows[i];
+        if aeth::is_ack(syn) {
+            if matches!(o, op::ACKNOWLEDGE | op::ATOMIC_ACKNOWLEDGE) {
+                f.acks += 1;
+            }
+            let a = match f.acked {
+                Some(a) => psn::max(a, q),
+                None => q,
+            };
+            f.acked = Some(a);
+            if let Some(r) = request {
+                self.acked(r, a, now, sink);
+            }
+        } else if aeth::is_nak(syn) || aeth::is_rnr_nak(syn) {
+            let rnr = aeth::is_rnr_nak(syn);
+            if rnr {
+                f.rnr_naks += 1;
+            } else {
+                f.naks += 1;
+            }
+            if f.pending.len() >= MAX_PENDING_NAKS {
+                f.pending.remove(0);
+            }
+            f.last_nak_ts = Some(now);
+            if let Some(r) = request {
+                self.flows[r].rto.nak(now);
+            }
+            if let (Some(r), false) = (request, rnr) {
+                // A sequence error names the PSN the responder expected.
+                if syn & 0x1F == aeth::NAK_PSN_SEQUENCE_ERROR {
+                    self.flows[r].pending_gaps.nak(q);
+                }
+            }
+            let f = &mut self.flows[i];
+            f.pending.push(PendingNak {
+                psn: q,
+                ts: now,
+                rnr,
+            });
+            let what = if rnr {
+                format!("RNR NAK (timer code {}) for PSN {q}", syn & 0x1F)
+            } else {
+                format!("NAK {} for PSN {q}", nak_name(syn))
+            };
+            let to = match paired {
+                Some(id) => format!(" to request flow {id}"),
+                None => String::new(),
+            };
+            sink.event(&Event {
+                ts_ns: now,
+                iface: rec.iface,
+                flow_id: Some(f.id),
+                kind: if rnr { "rnr_nak" } else { "nak" },
+                psn: Some(q),
+                depth: None,
+                trigger: None,
+                idle_us: None,
+                detail: format!("{what}{to}"),
+            });
+        }
+    }
+
+    /// The response flow paired with request flow `r` acknowledged up to
+    /// `a`: missing PSNs it covers resolve, timeout rewinds learn when their
+    /// PSN was ACKed, and the round-trip probe completes.
+    pub(super) fn acked(&mut self, r: usize, a: u32, now: u64, sink: &mut impl Sink) {
+        let f = &mut self.flows[r];
+        let next = f.seq.map(|s| s.next);
+        f.rto.acked(a, next, now);
+        f.livelock.acked(a);
+        for t in &mut f.timeouts {
+            if t.acked_at.is_none() && psn::diff(a, t.psn) >= 0 {
+                t.acked_at = Some(now);
+            }
+        }
+        if let Some((p, t)) = f.rtt_probe
+            && psn::diff(a, p) >= 0
+        {
+            let rtt = now.saturating_sub(t);
+            f.min_rtt_ns = Some(f.min_rtt_ns.map_or(rtt, |m| m.min(rtt)));
+            f.rtt_probe = None;
+        }
+        if f.pending_gaps.is_empty() {
+            return;
+        }
+        let mut out = Vec::new();
+        f.pending_gaps.acked(a, &mut out);
+        for g in out {
+            self.resolved(r, g, now, sink);
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Rewinds and what they record: trigger, depth, idle and pause cover, and the
+//! timeout rewinds awaiting the evidence that tells a ghost from a loss
+//! (`docs/analysis.md`, *Rewinds*, *Ghost retransmissions*, *Spurious
+//! retransmissions*).
+
+use super::fmt::{fmt_duration, fmt_mac};
+use super::pfc::Cover;
+use super::psn;
+use super::responses::PendingNak;
+use super::rows::Event;
+use super::{Analyzer, Sink};
+
+/// Shortest idle time that can make a stall without a rewind.
+pub(super) const STALL_MIN_NS: u64 = 10_000;
+
+/// A timeout rewind awaiting the evidence that tells delay from loss.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TimeoutRewind {
+    pub(super) ts: u64,
+    pub(super) psn: u32,
+    /// Already ACKed when resent.
+    pub(super) spurious: bool,
+    /// The idle time before it overlapped a pause of the flow's priority on
+    /// its tap.
+    pub(super) cover: Option<Cover>,
+    /// The rewound PSN was never seen before: lost upstream, not delayed.
+    pub(super) lost: bool,
+    /// First ACK covering the rewound PSN after the rewind.
+    pub(super) acked_at: Option<u64>,
+}
+
+/// Most timeout rewinds awaiting evidence per flow; the oldest is decided
+/// with what is known when a newer one needs room.
+pub(super) const MAX_TIMEOUTS_PENDING: usize = 64;
+
+/// What a rewind records.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Rewind {
+    /// The PSN resent.
+    pub(super) q: u32,
+    /// `next` before it: the rewind's depth is `next - q`.
+    pub(super) next: u32,
+    pub(super) idle: u64,
+    pub(super) paused: u64,
+    pub(super) cover: Option<Cover>,
+    pub(super) acked: Option<u32>,
+    pub(super) nak: Option<PendingNak>,
+    /// `q` had never been seen before.
+    pub(super) lost: bool,
+}
+
+/// The rewind a finding quotes for a flow.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RewindNote {
+    pub ts: u64,
+    pub psn: u32,
+    pub depth: u32,
+    pub trigger: &'static str,
+    pub idle_ns: u64,
+    /// Of the `depth` rewound PSNs, how many were already ACKed.
+    pub acked: u32,
+    /// Pause time within the idle window.
+    pub paused_ns: u64,
+    pub cover: Option<Cover>,
+}
+
+impl RewindNote {
+    pub(super) fn rank(&self) -> (bool, bool, u32, std::cmp::Reverse<u64>) {
+        (
+            self.trigger == "timeout" && self.paused_ns > 0,
+            self.trigger == "timeout",
+            self.depth,
+            std::cmp::Reverse(self.ts),
+        )
+    }
+}
+
+/// Whether an idle time of `idle` ns starting at `from`, of which `paused` ns
+/// were paused (`cover` the pause that covered the most), froze the flow:
+/// most of it paused, or a pause of the flow's priority began right as the
+/// flow went quiet (it was active until then) and lasted a stall's length.
+pub(super) fn froze(idle: u64, paused: u64, cover: Option<Cover>, from: u64) -> bool {
+    idle >= STALL_MIN_NS
+        && paused > 0
+        && (paused * 2 >= idle
+            || (paused >= STALL_MIN_NS
+                && cover.is_some_and(|c| c.start_ns <= from.saturating_add(STALL_MIN_NS))))
+}
+
+impl Analyzer {
+    /// A Go-Back-N rewind: counted, noted, and an event.
+    pub(super) fn rewind(
+        &mut self,
+        i: usize,
+        iface: u16,
+        now: u64,
+        r: Rewind,
+        sink: &mut impl Sink,
+    ) {
+        let Rewind {
+            q,
+            next,
+            idle,
+            paused,
+            cover,
+            acked,
+            nak,
+            lost,
+        } = r;
+        let depth = psn::diff(next, q).max(0) as u32;
+        let trigger = match nak {
+            Some(n) if n.rnr => "rnr",
+            Some(_) => "nak",
+            None => "timeout",
+        };
+        let acked_n = acked
+            .map(|a| psn::diff(a, q) + 1)
+            .filter(|&k| k > 0)
+            .map(|k| (k as u32).min(depth))
+            .unwrap_or(0);
+        let f = &mut self.flows[i];
+        f.rewinds += 1;
+        f.livelock.rewind(q, now);
+        f.max_depth = f.max_depth.max(depth);
+        match trigger {
+            "nak" => f.rewinds_nak += 1,
+            "rnr" => f.rewinds_rnr += 1,
+            _ => {
+                f.rewinds_timeout += 1;
+                f.timeout_idle_min_ns = f.timeout_idle_min_ns.min(idle);
+                f.timeout_idle_max_ns = f.timeout_idle_max_ns.max(idle);
+                if paused > 0 {
+                    f.timeout_rewinds_paused += 1;
+                }
+                f.rto.timeout_rewind(now, idle, paused);
+                if f.timeouts.len() >= MAX_TIMEOUTS_PENDING {
+                    let t = f.timeouts.remove(0);
+                    self.judge_timeout(i, t);
+                }
+                self.flows[i].timeouts.push(TimeoutRewind {
+                    ts: now,
+                    psn: q,
+                    spurious: acked_n > 0,
+                    cover: cover.filter(|_| paused > 0),
+                    lost,
+                    acked_at: None,
+                });
+            }
+        }
+        let f = &mut self.flows[i];
+        let note = RewindNote {
+            ts: now,
+            psn: q,
+            depth,
+            trigger,
+            idle_ns: idle,
+            acked: acked_n,
+            paused_ns: paused,
+            cover,
+        };
+        if f.note.is_none_or(|n| note.rank() > n.rank()) {
+            f.note = Some(note);
+        }
+        let why = match nak {
+            Some(n) => format!(
+                "{} for PSN {q} seen {} before",
+                if n.rnr { "RNR NAK" } else { "NAK" },
+                fmt_duration(now.saturating_sub(n.ts))
+            ),
+            None => format!("no NAK for PSN {q} seen"),
+        };
+        let mut detail = format!(
+            "go-back-N from next PSN {next} back to {q} (depth {depth}), {why}; idle {}; {acked_n} of the rewound PSNs already acknowledged",
+            fmt_duration(idle)
+        );
+        if lost {
+            detail.push_str(&format!(
+                "; PSN {q} was never seen before: lost before the tap"
+            ));
+        }
+        if let (Some(c), true) = (cover, paused > 0) {
+            detail.push_str(&format!(
+                "; priority {} paused {} of the idle time (pause by {} from {})",
+                c.priority,
+                fmt_duration(paused),
+                fmt_mac(&c.src_mac),
+                c.start_ns
+            ));
+        }
+        sink.event(&Event {
+            ts_ns: now,
+            iface,
+            flow_id: Some(f.id),
+            kind: "rewind",
+            psn: Some(q),
+            depth: Some(depth),
+            trigger: Some(trigger),
+            idle_us: Some(idle as f64 / 1000.0),
+            detail,
+        });
+    }
+
+    /// A timeout rewind decided: delayed (a ghost: already ACKed, ACKed
+    /// sooner after the resend than a round trip allows, or paused while
+    /// idle) or not.
+    pub(super) fn judge_timeout(&mut self, i: usize, t: TimeoutRewind) {
+        let f = &mut self.flows[i];
+        let acked_late = match (t.acked_at, f.min_rtt_ns) {
+            (Some(at), Some(rtt)) => at.saturating_sub(t.ts) < rtt,
+            _ => false,
+        };
+        let ghost = !t.lost && (t.spurious || acked_late || t.cover.is_some());
+        if ghost {
+            f.rewinds_timeout_ghost += 1;
+            if let Some(c) = t.cover {
+                self.ghost_covers
+                    .insert((f.iface, c.priority, c.src_mac, c.start_ns));
+            }
+        } else if !t.lost {
+            f.rewinds_timeout_unexplained += 1;
+        }
+    }
+}

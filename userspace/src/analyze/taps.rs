@@ -1,0 +1,106 @@
+//! Per-tap state: interface names, capture files and their drop counters, ICRC
+//! tallies and the sniffer verdict (`docs/analysis.md`, *ICRC*).
+
+use rocescope_common::proto;
+use rocescope_common::{PacketRecord, flags};
+
+use super::Analyzer;
+
+/// What the analyzer tallies per tap (interface).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct TapState {
+    /// The capture file it is an interface of, and its index there.
+    pub(super) capture: u32,
+    pub(super) local: u32,
+    /// The capture's own drop counters (pcapng ISB), when it wrote them.
+    pub(super) isb_ifdrop: Option<u64>,
+    pub(super) isb_osdrop: Option<u64>,
+    pub(super) seen: bool,
+    pub(super) first_ts: u64,
+    pub(super) last_ts: u64,
+    pub(super) icrc_checked: u64,
+    pub(super) icrc_failed: u64,
+    /// Failing frames from UDP source port 4791 (a sniffer's rewrite).
+    pub(super) failed_from_4791: u64,
+    /// RoCE frames from another UDP source port.
+    pub(super) other_sport: u64,
+}
+
+impl TapState {
+    /// A frame on a tap that, so far, looks like a sniffer's: every RoCE
+    /// frame from UDP port 4791 with a failing ICRC.
+    pub(super) fn sniffer_like(&self) -> bool {
+        self.other_sport == 0
+            && self.failed_from_4791 > 0
+            && self.failed_from_4791 == self.icrc_failed
+    }
+
+    /// The verdict at the end: (almost) every checked frame failed, and
+    /// every one came from port 4791.
+    pub(super) fn is_sniffer(&self) -> bool {
+        self.other_sport == 0
+            && self.icrc_checked > 0
+            && self.failed_from_4791 * 100 >= self.icrc_checked * 95
+    }
+}
+
+impl Analyzer {
+    /// Interface `iface` belongs to capture file `capture`: its pauses end
+    /// when that capture ends (by default every interface is of capture 0).
+    pub fn set_iface_capture(&mut self, iface: u16, capture: u32, local: u32) {
+        let t = self.tap_mut(iface);
+        t.capture = capture;
+        t.local = local;
+    }
+
+    /// The capture of interface `iface` says it dropped frames: `ifdrop` by
+    /// the interface, `osdrop` by the capture host (pcapng interface
+    /// statistics, cumulative).
+    pub fn set_tap_drops(&mut self, iface: u16, ifdrop: Option<u64>, osdrop: Option<u64>) {
+        let t = self.tap_mut(iface);
+        t.isb_ifdrop = ifdrop.or(t.isb_ifdrop);
+        t.isb_osdrop = osdrop.or(t.isb_osdrop);
+    }
+
+    pub(super) fn tap_mut(&mut self, iface: u16) -> &mut TapState {
+        let i = usize::from(iface);
+        if self.taps.len() <= i {
+            self.taps.resize(i + 1, TapState::default());
+        }
+        &mut self.taps[i]
+    }
+
+    /// A RoCE frame's ICRC on its tap: counts it, and says whether the
+    /// failure is a sniffer's rewrite rather than corruption.
+    pub(super) fn icrc(&mut self, rec: &PacketRecord) -> (bool, bool) {
+        let checked = rec.has(flags::ICRC_CHECKED);
+        let failed = checked && !rec.has(flags::ICRC_OK);
+        let from_4791 = rec.has(flags::HAS_UDP) && rec.udp_sport == proto::udp::ROCEV2_PORT;
+        let t = self.tap_mut(rec.iface);
+        if rec.has(flags::HAS_UDP) && !from_4791 {
+            t.other_sport += 1;
+        }
+        if checked {
+            t.icrc_checked += 1;
+        }
+        if failed {
+            t.icrc_failed += 1;
+            t.failed_from_4791 += u64::from(from_4791);
+        }
+        let rewritten = failed && t.sniffer_like();
+        (failed && !rewritten, rewritten)
+    }
+
+    /// Names an interface index for the summary and the report.
+    pub fn set_iface_name(&mut self, iface: u16, name: &str) {
+        self.ifaces.insert(iface, name.to_string());
+        if let Some(&(_, bps)) = self
+            .config
+            .tap_link_speed_bps
+            .iter()
+            .find(|(n, _)| n == name)
+        {
+            self.pfc.set_speed(iface, bps);
+        }
+    }
+}

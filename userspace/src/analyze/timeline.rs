@@ -1,0 +1,122 @@
+//! Timeline bins: per-flow rows of `timeline.parquet`, and how a summary-mode
+//! delta is spread over them (`docs/tables.md`, *timeline.parquet*).
+
+use rocescope_common::summary::FlowDelta;
+
+use super::Sink;
+use super::flows::Flow;
+use super::pfc::PfcTracker;
+use super::rows::TimelineRow;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Bin {
+    pub(super) start: u64,
+    pub(super) packets: u64,
+    pub(super) bytes: u64,
+    pub(super) retrans: u64,
+    pub(super) ce: u64,
+    pub(super) cnps: u64,
+    pub(super) goodput_bytes: u64,
+}
+
+/// The flow's bin for time `now`, flushing the previous one when `now` is
+/// in a later bin.
+pub(super) fn bin_mut<'a>(
+    f: &'a mut Flow,
+    pfc: &PfcTracker,
+    now: u64,
+    bin_ns: u64,
+    sink: &mut impl Sink,
+) -> &'a mut Bin {
+    let start = now - now % bin_ns;
+    if let Some(b) = f.bin
+        && b.start < start
+    {
+        flush_bin(f, &b, pfc, bin_ns, now, sink);
+        f.bin = None;
+    }
+    f.bin.get_or_insert(Bin {
+        start,
+        ..Bin::default()
+    })
+}
+
+/// Most timeline bins one delta's frames are spread over; a longer span
+/// (a flush interval far above the bin width) goes into its last bin.
+pub(super) const MAX_SPREAD_BINS: u64 = 4096;
+
+/// A delta's frames into the flow's timeline, spread evenly over the time
+/// they were counted in (`first_ts_ns..=last_ts_ns`): each bin gets the
+/// share of the packets its part of that span holds (rounded so the shares
+/// add up exactly), and bytes, goodput and CE marks in proportion to its
+/// packets. Exact per flow; the shape within the span is an estimate.
+pub(super) fn spread_over_bins(
+    f: &mut Flow,
+    pfc: &PfcTracker,
+    d: &FlowDelta,
+    bin_ns: u64,
+    sink: &mut impl Sink,
+) {
+    let last = d.last_ts_ns;
+    let mut first = d.first_ts_ns.min(last).max(f.bin.map_or(0, |b| b.start));
+    if (last - first) / bin_ns >= MAX_SPREAD_BINS {
+        first = last;
+    }
+    let span = u128::from(last - first) + 1;
+    let share = |total: u64, of: u128, whole: u128| (u128::from(total) * of / whole) as u64;
+    let (mut packets, mut bytes, mut goodput, mut ce) = (0u64, 0u64, 0u64, 0u64);
+    let mut start = first - first % bin_ns;
+    loop {
+        let end = start.saturating_add(bin_ns).min(last.saturating_add(1));
+        // Cumulative shares up to the end of this bin.
+        let p = share(d.packets, u128::from(end - first), span);
+        let by_packets = |total: u64| share(total, u128::from(p), u128::from(d.packets));
+        let (b_, g_, c_) = (
+            by_packets(d.bytes),
+            by_packets(d.payload_bytes),
+            by_packets(u64::from(d.ce)),
+        );
+        if p > packets {
+            let b = bin_mut(f, pfc, start.max(first), bin_ns, sink);
+            b.packets += p - packets;
+            b.bytes += b_ - bytes;
+            b.goodput_bytes += g_ - goodput;
+            b.ce += c_ - ce;
+            (packets, bytes, goodput, ce) = (p, b_, g_, c_);
+        }
+        if end > last {
+            break;
+        }
+        start += bin_ns;
+    }
+}
+
+pub(super) fn flush_bin(
+    f: &Flow,
+    b: &Bin,
+    pfc: &PfcTracker,
+    bin_ns: u64,
+    now: u64,
+    sink: &mut impl Sink,
+) {
+    let paused_ns = f
+        .priority
+        .map(|p| {
+            pfc.paused(f.iface, p, b.start, b.start.saturating_add(bin_ns), now)
+                .0
+        })
+        .unwrap_or(0);
+    sink.timeline(&TimelineRow {
+        flow_id: f.id,
+        bin_start_ns: b.start,
+        bin_ns,
+        packets: b.packets,
+        bytes: b.bytes,
+        retrans_packets: b.retrans,
+        ce: b.ce,
+        cnps: b.cnps,
+        gbps: b.bytes as f64 * 8.0 / bin_ns as f64,
+        goodput_gbps: b.goodput_bytes as f64 * 8.0 / bin_ns as f64,
+        paused_ns,
+    });
+}
