@@ -1,6 +1,6 @@
 //! What the kernel decoder (XDP) and the userspace decoder agree on: the
-//! fixed-layout [`PacketRecord`] both produce, and the protocol constants
-//! both parse with.
+//! fixed-layout [`PacketRecord`] both produce, the protocol constants
+//! both parse with, and the frame walk itself ([`wire`]).
 //!
 //! `no_std`, no dependencies, no padding: a record is plain bytes, so it can
 //! cross a BPF ring buffer as is and two records compare byte for byte.
@@ -9,6 +9,7 @@
 pub mod live;
 pub mod proto;
 pub mod summary;
+pub mod wire;
 
 /// What a frame turned out to be. Frames of no interest produce no record.
 #[repr(u8)]

@@ -46,12 +46,6 @@ pub(crate) fn tail(buf: &[u8], from: usize) -> &[u8] {
     buf.get(from..).unwrap_or(&[])
 }
 
-/// `buf[..len]`, or all of `buf` when it is shorter.
-#[inline]
-pub(crate) fn head(buf: &[u8], len: usize) -> &[u8] {
-    buf.get(..len).unwrap_or(buf)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,7 +62,5 @@ mod tests {
         assert_eq!(u8_at(&b, 8), 0);
         assert_eq!(be16(&b, usize::MAX), 0);
         assert_eq!(tail(&b, 9), &[] as &[u8]);
-        assert_eq!(head(&b, 20), &b[..]);
-        assert_eq!(head(&b, 2), &b[..2]);
     }
 }

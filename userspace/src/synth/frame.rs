@@ -1,6 +1,9 @@
 //! Frame builder: complete Ethernet frames with RoCEv2 (valid ICRC), CNP,
 //! PFC, 802.3x PAUSE, optionally wrapped in ERSPAN II/III over GRE.
 //!
+//! Each header is written at the offsets of [`rocescope_common::wire::field`],
+//! the ones the decoder's walk reads at.
+//!
 //! Every frame type is a small plain struct with public fields and a
 //! [`Default`]; [`WireFrame::write`] puts the frame into a caller's buffer
 //! (cleared first, capacity reused), [`WireFrame::append`] adds it at the end
@@ -20,6 +23,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use rocescope_common::proto::{ethernet, gre, ib, ip, mac_control, udp};
+use rocescope_common::wire::field;
 
 use crate::decode::icrc;
 
@@ -77,7 +81,9 @@ impl VlanTag {
     }
 
     fn tci(&self) -> u16 {
-        (u16::from(self.pcp & 7) << 13) | (u16::from(self.dei) << 12) | (self.vid & 0x0FFF)
+        (u16::from(self.pcp & 7) << field::vlan::PCP_SHIFT)
+            | if self.dei { field::vlan::DEI } else { 0 }
+            | (self.vid & field::vlan::VID_MASK)
     }
 }
 
@@ -113,13 +119,25 @@ impl EthHeader {
     }
 
     fn append(&self, out: &mut Vec<u8>, ethertype: u16) {
-        out.extend_from_slice(&self.dst);
-        out.extend_from_slice(&self.src);
-        for tag in [self.outer_vlan, self.vlan].into_iter().flatten() {
-            out.extend_from_slice(&tag.tpid.to_be_bytes());
-            out.extend_from_slice(&tag.tci().to_be_bytes());
+        use field::{ethernet as fe, vlan as fv};
+        let mut tags = [self.outer_vlan, self.vlan]
+            .into_iter()
+            .flatten()
+            .peekable();
+        // Each EtherType field names what follows: the next tag's TPID, or
+        // `ethertype` after the last tag.
+        let next = |tag: Option<&VlanTag>| tag.map_or(ethertype, |t| t.tpid);
+        let mut h = [0u8; ethernet::HEADER_LEN];
+        put(&mut h, fe::DESTINATION, &self.dst);
+        put(&mut h, fe::SOURCE, &self.src);
+        put(&mut h, fe::ETHERTYPE, &next(tags.peek()).to_be_bytes());
+        out.extend_from_slice(&h);
+        while let Some(tag) = tags.next() {
+            let mut t = [0u8; ethernet::VLAN_TAG_LEN];
+            put(&mut t, fv::TCI, &tag.tci().to_be_bytes());
+            put(&mut t, fv::ETHERTYPE, &next(tags.peek()).to_be_bytes());
+            out.extend_from_slice(&t);
         }
-        out.extend_from_slice(&ethertype.to_be_bytes());
     }
 }
 
@@ -189,30 +207,43 @@ impl IpHeader {
     fn append(&self, out: &mut Vec<u8>, proto: u8, payload_len: usize) {
         match self.addrs {
             IpAddrs::V4 { src, dst } => {
-                let start = out.len();
+                use field::ipv4 as f4;
+                let mut h = [0u8; ip::IPV4_MIN_HEADER_LEN];
                 let total = (ip::IPV4_MIN_HEADER_LEN + payload_len) as u16;
-                let frag: u16 = if self.dont_fragment { 0x4000 } else { 0 };
-                out.extend_from_slice(&[0x45, self.tos()]);
-                out.extend_from_slice(&total.to_be_bytes());
-                out.extend_from_slice(&self.id.to_be_bytes());
-                out.extend_from_slice(&frag.to_be_bytes());
-                out.extend_from_slice(&[self.ttl, proto, 0, 0]);
-                out.extend_from_slice(&src.octets());
-                out.extend_from_slice(&dst.octets());
-                let sum = ipv4_checksum(&out[start..]);
-                out[start + 10..start + 12].copy_from_slice(&sum.to_be_bytes());
+                let frag = if self.dont_fragment { f4::FLAG_DF } else { 0 };
+                h[f4::VER_IHL] = 0x45;
+                h[f4::TOS] = self.tos();
+                put(&mut h, f4::LENGTH, &total.to_be_bytes());
+                put(&mut h, f4::IDENT, &self.id.to_be_bytes());
+                put(&mut h, f4::FLG_OFF, &frag.to_be_bytes());
+                h[f4::TTL] = self.ttl;
+                h[f4::PROTOCOL] = proto;
+                put(&mut h, f4::SRC_ADDR, &src.octets());
+                put(&mut h, f4::DST_ADDR, &dst.octets());
+                let sum = ipv4_checksum(&h);
+                put(&mut h, f4::CHECKSUM, &sum.to_be_bytes());
+                out.extend_from_slice(&h);
             }
             IpAddrs::V6 { src, dst } => {
+                use field::ipv6 as f6;
+                let mut h = [0u8; ip::IPV6_HEADER_LEN];
                 let word =
                     (6u32 << 28) | (u32::from(self.tos()) << 20) | (self.flow_label & 0xF_FFFF);
-                out.extend_from_slice(&word.to_be_bytes());
-                out.extend_from_slice(&(payload_len as u16).to_be_bytes());
-                out.extend_from_slice(&[proto, self.ttl]);
-                out.extend_from_slice(&src.octets());
-                out.extend_from_slice(&dst.octets());
+                put(&mut h, f6::VER_TC_FLOW, &word.to_be_bytes());
+                put(&mut h, f6::PAYLOAD_LEN, &(payload_len as u16).to_be_bytes());
+                h[f6::NXT_HDR] = proto;
+                h[f6::HOP_LIMIT] = self.ttl;
+                put(&mut h, f6::SRC_ADDR, &src.octets());
+                put(&mut h, f6::DST_ADDR, &dst.octets());
+                out.extend_from_slice(&h);
             }
         }
     }
+}
+
+/// Writes `bytes` into `header` at the field offset `at`.
+fn put(header: &mut [u8], at: usize, bytes: &[u8]) {
+    header[at..at + bytes.len()].copy_from_slice(bytes);
 }
 
 /// RFC 1071 one's-complement sum of `data`, folded, not inverted.
@@ -278,18 +309,20 @@ impl Default for Bth {
 
 impl Bth {
     fn append(&self, out: &mut Vec<u8>, pad_count: u8) {
-        out.push(self.opcode);
-        out.push(
-            (u8::from(self.se) << 7)
-                | (u8::from(self.migreq) << 6)
-                | ((pad_count & 3) << 4)
-                | (self.tver & 0x0F),
-        );
-        out.extend_from_slice(&self.pkey.to_be_bytes());
-        out.push((u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6));
-        out.extend_from_slice(&u24(self.dest_qp));
-        out.push(u8::from(self.ack_req) << 7);
-        out.extend_from_slice(&u24(self.psn));
+        use field::bth as fb;
+        let bit = |set: bool, mask: u8| if set { mask } else { 0 };
+        let mut h = [0u8; ib::BTH_LEN];
+        h[fb::OPCODE] = self.opcode;
+        h[fb::SE_M_PAD_TVER] = bit(self.se, fb::SE)
+            | bit(self.migreq, fb::MIGREQ)
+            | ((pad_count & fb::PAD_MASK) << fb::PAD_SHIFT)
+            | (self.tver & fb::TVER_MASK);
+        put(&mut h, fb::P_KEY, &self.pkey.to_be_bytes());
+        h[fb::FECN_BECN] = bit(self.fecn, fb::FECN) | bit(self.becn, fb::BECN);
+        put(&mut h, fb::DEST_QP, &u24(self.dest_qp));
+        h[fb::ACKREQ] = bit(self.ack_req, fb::ACK_REQ);
+        put(&mut h, fb::PSN, &u24(self.psn));
+        out.extend_from_slice(&h);
     }
 }
 
@@ -333,43 +366,63 @@ impl ExtHeaders {
         if mask & ext::UNKNOWN != 0 {
             return;
         }
-        if mask & ext::RDETH != 0 {
-            out.push(0);
-            out.extend_from_slice(&u24(self.rdeth_eecnxt));
+        // Each header that `mask` names, in spec order, its fields at their offsets.
+        macro_rules! emit {
+            ($bit:expr, $len:expr, |$h:ident| $fill:block) => {
+                if mask & $bit != 0 {
+                    let mut $h = [0u8; $len];
+                    $fill
+                    out.extend_from_slice(&$h);
+                }
+            };
         }
-        if mask & ext::DETH != 0 {
-            out.extend_from_slice(&self.deth_qkey.to_be_bytes());
-            out.push(0);
-            out.extend_from_slice(&u24(self.deth_src_qp));
-        }
-        if mask & ext::XRCETH != 0 {
-            out.push(0);
-            out.extend_from_slice(&u24(self.xrc_srq));
-        }
-        if mask & ext::RETH != 0 {
-            out.extend_from_slice(&self.reth_va.to_be_bytes());
-            out.extend_from_slice(&self.reth_rkey.to_be_bytes());
-            out.extend_from_slice(&self.reth_len.to_be_bytes());
-        }
-        if mask & ext::ATOMIC_ETH != 0 {
-            out.extend_from_slice(&self.atomic_va.to_be_bytes());
-            out.extend_from_slice(&self.atomic_rkey.to_be_bytes());
-            out.extend_from_slice(&self.atomic_swap_add.to_be_bytes());
-            out.extend_from_slice(&self.atomic_compare.to_be_bytes());
-        }
-        if mask & ext::AETH != 0 {
-            out.push(self.aeth_syndrome);
-            out.extend_from_slice(&u24(self.aeth_msn));
-        }
-        if mask & ext::ATOMIC_ACK_ETH != 0 {
-            out.extend_from_slice(&self.atomic_orig.to_be_bytes());
-        }
-        if mask & ext::IMMDT != 0 {
-            out.extend_from_slice(&self.imm.to_be_bytes());
-        }
-        if mask & ext::IETH != 0 {
-            out.extend_from_slice(&self.ieth_rkey.to_be_bytes());
-        }
+        emit!(ext::RDETH, ib::RDETH_LEN, |h| {
+            put(&mut h, field::rdeth::EE_CNXT, &u24(self.rdeth_eecnxt));
+        });
+        emit!(ext::DETH, ib::DETH_LEN, |h| {
+            put(&mut h, field::deth::Q_KEY, &self.deth_qkey.to_be_bytes());
+            put(&mut h, field::deth::SRC_QP, &u24(self.deth_src_qp));
+        });
+        emit!(ext::XRCETH, ib::XRCETH_LEN, |h| {
+            put(&mut h, field::xrceth::XRC_SRQ, &u24(self.xrc_srq));
+        });
+        emit!(ext::RETH, ib::RETH_LEN, |h| {
+            put(&mut h, field::reth::VA, &self.reth_va.to_be_bytes());
+            put(&mut h, field::reth::R_KEY, &self.reth_rkey.to_be_bytes());
+            put(&mut h, field::reth::DMA_LEN, &self.reth_len.to_be_bytes());
+        });
+        emit!(ext::ATOMIC_ETH, ib::ATOMIC_ETH_LEN, |h| {
+            use field::atomic_eth as fa;
+            put(&mut h, fa::VA, &self.atomic_va.to_be_bytes());
+            put(&mut h, fa::R_KEY, &self.atomic_rkey.to_be_bytes());
+            put(
+                &mut h,
+                fa::SWAP_ADD_DATA,
+                &self.atomic_swap_add.to_be_bytes(),
+            );
+            put(&mut h, fa::COMPARE_DATA, &self.atomic_compare.to_be_bytes());
+        });
+        emit!(ext::AETH, ib::AETH_LEN, |h| {
+            h[field::aeth::SYNDROME] = self.aeth_syndrome;
+            put(&mut h, field::aeth::MSN, &u24(self.aeth_msn));
+        });
+        emit!(ext::ATOMIC_ACK_ETH, ib::ATOMIC_ACK_ETH_LEN, |h| {
+            put(
+                &mut h,
+                field::atomic_ack_eth::ORIG_REM_DT,
+                &self.atomic_orig.to_be_bytes(),
+            );
+        });
+        emit!(ext::IMMDT, ib::IMMDT_LEN, |h| {
+            put(
+                &mut h,
+                field::immdt::IMMEDIATE_DATA,
+                &self.imm.to_be_bytes(),
+            );
+        });
+        emit!(ext::IETH, ib::IETH_LEN, |h| {
+            put(&mut h, field::ieth::R_KEY, &self.ieth_rkey.to_be_bytes());
+        });
     }
 }
 
@@ -497,10 +550,11 @@ impl WireFrame for RoceFrame {
         let ip_start = out.len();
         self.ip.append(out, ip::PROTO_UDP, udp_len);
         let udp_start = out.len();
-        out.extend_from_slice(&self.udp_sport.to_be_bytes());
-        out.extend_from_slice(&self.udp_dport.to_be_bytes());
-        out.extend_from_slice(&(udp_len as u16).to_be_bytes());
-        out.extend_from_slice(&[0, 0]);
+        let mut h = [0u8; udp::HEADER_LEN];
+        put(&mut h, field::udp::SRC_PORT, &self.udp_sport.to_be_bytes());
+        put(&mut h, field::udp::DST_PORT, &self.udp_dport.to_be_bytes());
+        put(&mut h, field::udp::LENGTH, &(udp_len as u16).to_be_bytes());
+        out.extend_from_slice(&h);
         let pad = self.effective_pad_count();
         self.bth.append(out, pad);
         self.ext.append(out, self.ext_mask());
@@ -526,12 +580,20 @@ impl WireFrame for RoceFrame {
         if let Some(cut) = self.udp_truncate.filter(|&n| n < udp_len) {
             out.truncate(udp_start + cut);
             let cut16 = cut as u16;
-            out[udp_start + 4..udp_start + 6].copy_from_slice(&cut16.to_be_bytes());
+            put(
+                &mut out[udp_start..],
+                field::udp::LENGTH,
+                &cut16.to_be_bytes(),
+            );
             rewrite_ip_len(&mut out[ip_start..udp_start], cut);
         }
         if self.udp_checksum {
             let sum = udp_checksum(&out[ip_start..udp_start], &out[udp_start..]);
-            out[udp_start + 6..udp_start + 8].copy_from_slice(&sum.to_be_bytes());
+            put(
+                &mut out[udp_start..],
+                field::udp::CHECKSUM,
+                &sum.to_be_bytes(),
+            );
         }
         pad_min(out, start);
     }
@@ -541,13 +603,18 @@ impl WireFrame for RoceFrame {
 /// `payload_len` bytes of payload.
 fn rewrite_ip_len(header: &mut [u8], payload_len: usize) {
     if header[0] >> 4 == 4 {
+        use field::ipv4 as f4;
         let total = (header.len() + payload_len) as u16;
-        header[2..4].copy_from_slice(&total.to_be_bytes());
-        header[10..12].copy_from_slice(&[0, 0]);
+        put(header, f4::LENGTH, &total.to_be_bytes());
+        put(header, f4::CHECKSUM, &[0, 0]);
         let sum = ipv4_checksum(header);
-        header[10..12].copy_from_slice(&sum.to_be_bytes());
+        put(header, f4::CHECKSUM, &sum.to_be_bytes());
     } else {
-        header[4..6].copy_from_slice(&(payload_len as u16).to_be_bytes());
+        put(
+            header,
+            field::ipv6::PAYLOAD_LEN,
+            &(payload_len as u16).to_be_bytes(),
+        );
     }
 }
 
@@ -557,9 +624,15 @@ fn udp_checksum(ip_header: &[u8], datagram: &[u8]) -> u16 {
     let len = datagram.len() as u32;
     let mut acc = u32::from(ip::PROTO_UDP) + (len & 0xFFFF) + (len >> 16);
     acc = if ip_header[0] >> 4 == 4 {
-        ones_sum(&ip_header[12..20], acc)
+        ones_sum(
+            &ip_header[field::ipv4::SRC_ADDR..field::ipv4::DST_ADDR + 4],
+            acc,
+        )
     } else {
-        ones_sum(&ip_header[8..40], acc)
+        ones_sum(
+            &ip_header[field::ipv6::SRC_ADDR..field::ipv6::DST_ADDR + 16],
+            acc,
+        )
     };
     let sum = !(ones_sum(datagram, acc) as u16);
     if sum == 0 { 0xFFFF } else { sum }
@@ -619,11 +692,18 @@ impl WireFrame for PfcFrame {
             vlan: self.vlan,
         };
         eth.append(out, ethernet::ETHERTYPE_MAC_CONTROL);
-        out.extend_from_slice(&mac_control::OPCODE_PFC.to_be_bytes());
-        out.extend_from_slice(&u16::from(self.enable).to_be_bytes());
-        for q in self.quanta {
-            out.extend_from_slice(&q.to_be_bytes());
+        use field::mac_control as fm;
+        let mut h = [0u8; mac_control::PFC_LEN];
+        put(&mut h, fm::OPCODE, &mac_control::OPCODE_PFC.to_be_bytes());
+        put(
+            &mut h,
+            fm::CLASS_ENABLE_VECTOR,
+            &u16::from(self.enable).to_be_bytes(),
+        );
+        for (i, q) in self.quanta.iter().enumerate() {
+            put(&mut h, fm::TIMES + 2 * i, &q.to_be_bytes());
         }
+        out.extend_from_slice(&h);
         pad_min(out, start);
     }
 }
@@ -660,8 +740,11 @@ impl WireFrame for PauseFrame {
             vlan: self.vlan,
         };
         eth.append(out, ethernet::ETHERTYPE_MAC_CONTROL);
-        out.extend_from_slice(&mac_control::OPCODE_PAUSE.to_be_bytes());
-        out.extend_from_slice(&self.quanta.to_be_bytes());
+        use field::mac_control as fm;
+        let mut h = [0u8; mac_control::PAUSE_LEN];
+        put(&mut h, fm::OPCODE, &mac_control::OPCODE_PAUSE.to_be_bytes());
+        put(&mut h, fm::PAUSE_TIME, &self.quanta.to_be_bytes());
+        out.extend_from_slice(&h);
         pad_min(out, start);
     }
 }
@@ -792,8 +875,14 @@ impl Erspan {
             ErspanVersion::II => gre::PROTO_ERSPAN_II,
             ErspanVersion::III => gre::PROTO_ERSPAN_III,
         };
-        out.extend_from_slice(&gre::FLAG_SEQUENCE.to_be_bytes());
-        out.extend_from_slice(&proto.to_be_bytes());
+        let mut h = [0u8; gre::BASE_LEN];
+        put(
+            &mut h,
+            field::gre::FLAGS_VERSION,
+            &gre::FLAG_SEQUENCE.to_be_bytes(),
+        );
+        put(&mut h, field::gre::PROTOCOL, &proto.to_be_bytes());
+        out.extend_from_slice(&h);
         out.extend_from_slice(&self.gre_seq.to_be_bytes());
         let ver: u16 = match self.version {
             ErspanVersion::II => 1,

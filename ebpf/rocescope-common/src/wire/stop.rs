@@ -1,0 +1,168 @@
+//! Why the frame walk ended before the end of a frame's headers.
+
+/// A protocol layer of the walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Layer {
+    /// The link-layer header: Ethernet, Linux SLL/SLL2, BSD null/loopback.
+    Link,
+    /// An 802.1Q/802.1ad tag.
+    Vlan,
+    Ipv4,
+    Ipv6,
+    /// An IPv6 hop-by-hop, routing, destination-options or fragment header.
+    Ipv6Ext,
+    Gre,
+    /// The ERSPAN II/III header after GRE.
+    Erspan,
+    Udp,
+    /// The InfiniBand Base Transport Header.
+    Bth,
+    /// The BTH's extension headers (RETH, AETH, DETH, …).
+    ExtHeaders,
+    /// The MAC Control (PAUSE/PFC) fields.
+    MacControl,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 11] = [
+        Layer::Link,
+        Layer::Vlan,
+        Layer::Ipv4,
+        Layer::Ipv6,
+        Layer::Ipv6Ext,
+        Layer::Gre,
+        Layer::Erspan,
+        Layer::Udp,
+        Layer::Bth,
+        Layer::ExtHeaders,
+        Layer::MacControl,
+    ];
+
+    /// The name used in `summary.json` and messages.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Layer::Link => "link",
+            Layer::Vlan => "vlan",
+            Layer::Ipv4 => "ipv4",
+            Layer::Ipv6 => "ipv6",
+            Layer::Ipv6Ext => "ipv6_ext",
+            Layer::Gre => "gre",
+            Layer::Erspan => "erspan",
+            Layer::Udp => "udp",
+            Layer::Bth => "bth",
+            Layer::ExtHeaders => "ext_headers",
+            Layer::MacControl => "mac_control",
+        }
+    }
+}
+
+/// A limit of the decoder, not of the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Limit {
+    /// More than `MAX_VLAN_TAGS` VLAN tags.
+    VlanDepth,
+    /// More than `MAX_IPV6_EXT_HEADERS` IPv6 extension headers.
+    Ipv6ExtHeaders,
+    /// GRE inside a frame already unwrapped from ERSPAN (one level only).
+    NestedEncapsulation,
+}
+
+impl Limit {
+    pub const ALL: [Limit; 3] = [
+        Limit::VlanDepth,
+        Limit::Ipv6ExtHeaders,
+        Limit::NestedEncapsulation,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Limit::VlanDepth => "vlan_depth",
+            Limit::Ipv6ExtHeaders => "ipv6_extension_headers",
+            Limit::NestedEncapsulation => "nested_encapsulation",
+        }
+    }
+}
+
+/// The field that says a whole, valid frame is something else than RoCE,
+/// CNP, PFC or PAUSE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Foreign {
+    /// The EtherType is neither IPv4, IPv6 nor MAC Control (ARP, LLDP, …).
+    EtherType,
+    /// A BSD null/loopback address family other than IPv4/IPv6, or a
+    /// raw-IP packet whose version nibble is neither 4 nor 6.
+    AddressFamily,
+    /// The IP protocol is neither UDP nor GRE (TCP, ICMP, …).
+    IpProtocol,
+    /// UDP to another port than 4791.
+    UdpPort,
+    /// GRE carrying something other than ERSPAN (or a GRE version/routing
+    /// header rocescope does not unwrap).
+    GreProtocol,
+    /// MAC Control with an opcode other than PAUSE or PFC.
+    MacControlOpcode,
+    /// A non-first IP fragment: it has no UDP header to recognise it by.
+    IpFragment,
+}
+
+impl Foreign {
+    pub const ALL: [Foreign; 7] = [
+        Foreign::EtherType,
+        Foreign::AddressFamily,
+        Foreign::IpProtocol,
+        Foreign::UdpPort,
+        Foreign::GreProtocol,
+        Foreign::MacControlOpcode,
+        Foreign::IpFragment,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Foreign::EtherType => "ethertype",
+            Foreign::AddressFamily => "address_family",
+            Foreign::IpProtocol => "ip_protocol",
+            Foreign::UdpPort => "udp_port",
+            Foreign::GreProtocol => "gre_protocol",
+            Foreign::MacControlOpcode => "mac_control_opcode",
+            Foreign::IpFragment => "ip_fragment",
+        }
+    }
+}
+
+/// Why the walk ended before the end of the frame's headers. A frame with
+/// no stop was decoded as far as the protocols go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stop {
+    /// The capture's link type is not one rocescope decodes.
+    LinkType,
+    /// A header was cut short (by the snaplen, or the frame is too short).
+    Cut(Layer),
+    /// A header's fields cannot be believed (IP version, IHL, lengths; a
+    /// UDP datagram to 4791 too short for a BTH).
+    Invalid(Layer),
+    /// A decoder limit was reached.
+    Limit(Limit),
+    /// Whole and valid, but not RoCE, CNP, PFC or PAUSE.
+    Foreign(Foreign),
+}
+
+impl Stop {
+    /// A parse failure as the live tap counts them: a header cut short or
+    /// invalid, or a VLAN / IPv6 extension chain past the decoder's limit.
+    pub const fn is_parse_failure(self) -> bool {
+        matches!(
+            self,
+            Stop::Cut(_) | Stop::Invalid(_) | Stop::Limit(Limit::VlanDepth | Limit::Ipv6ExtHeaders)
+        )
+    }
+
+    /// The layer a parse failure is counted at.
+    pub const fn layer(self) -> Option<Layer> {
+        match self {
+            Stop::Cut(l) | Stop::Invalid(l) => Some(l),
+            Stop::Limit(Limit::VlanDepth) => Some(Layer::Vlan),
+            Stop::Limit(Limit::Ipv6ExtHeaders) => Some(Layer::Ipv6Ext),
+            _ => None,
+        }
+    }
+}

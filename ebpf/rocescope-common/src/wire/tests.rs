@@ -1,0 +1,189 @@
+//! Host tests of the walk over byte slices, with frames written byte by
+//! byte here (the userspace decoder's tests cover every layer's decisions).
+use super::*;
+
+/// Records every header the walk reports.
+#[derive(Default)]
+struct Spans {
+    seen: [(Option<Layer>, usize, usize); 16],
+    n: usize,
+}
+
+impl Visit for Spans {
+    fn header(&mut self, layer: Layer, at: usize, end: usize) {
+        if self.n < self.seen.len() {
+            self.seen[self.n] = (Some(layer), at, end);
+            self.n += 1;
+        }
+    }
+}
+
+impl Spans {
+    fn list(&self) -> &[(Option<Layer>, usize, usize)] {
+        &self.seen[..self.n]
+    }
+}
+
+/// Ethernet + 802.1Q (VID 100, PCP 3) + IPv4 + UDP 4791 + BTH (RC RDMA
+/// WRITE Only: a RETH) + 8 bytes of payload + ICRC (zero: not checked here).
+const FRAME: [u8; 14 + 4 + 20 + 8 + 12 + 16 + 8 + 4] = {
+    let mut f = [0u8; 86];
+    let head: [u8; 18] = [
+        2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x81, 0x00, 0x60, 100, 0x08, 0x00,
+    ];
+    let mut i = 0;
+    while i < head.len() {
+        f[i] = head[i];
+        i += 1;
+    }
+    // IPv4: IHL 5, DSCP 26 / ECT(0), total 68, DF, TTL 64, UDP, 10.0.0.1 -> 10.0.0.2
+    let ip: [u8; 20] = [
+        0x45, 0x6A, 0, 68, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ];
+    i = 0;
+    while i < 20 {
+        f[18 + i] = ip[i];
+        i += 1;
+    }
+    // UDP 0xC000 -> 4791, length 48.
+    let udp: [u8; 8] = [0xC0, 0x00, 0x12, 0xB7, 0, 48, 0, 0];
+    i = 0;
+    while i < 8 {
+        f[38 + i] = udp[i];
+        i += 1;
+    }
+    // BTH: opcode 0x0A, SE, pad 0, P_Key 0xFFFF, FECN, QP 0x000102, AckReq, PSN 0x030405.
+    let bth: [u8; 12] = [0x0A, 0x80, 0xFF, 0xFF, 0x80, 0, 1, 2, 0x80, 3, 4, 5];
+    i = 0;
+    while i < 12 {
+        f[46 + i] = bth[i];
+        i += 1;
+    }
+    // RETH: VA 0x1122334455667788, R_Key 0xAABBCCDD, DMA length 8.
+    let reth: [u8; 16] = [
+        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0xAA, 0xBB, 0xCC, 0xDD, 0, 0, 0, 8,
+    ];
+    i = 0;
+    while i < 16 {
+        f[58 + i] = reth[i];
+        i += 1;
+    }
+    f
+};
+
+#[test]
+fn walks_every_header_of_a_tagged_rocev2_write() {
+    let mut rec = PacketRecord::default();
+    let mut spans = Spans::default();
+    let w = walk(&FRAME[..], lt::ETHERNET, &mut rec, &mut spans);
+    assert_eq!(w.stop, None);
+    assert_eq!(
+        spans.list(),
+        &[
+            (Some(Layer::Link), 0, 14),
+            (Some(Layer::Vlan), 14, 18),
+            (Some(Layer::Ipv4), 18, 38),
+            (Some(Layer::Udp), 38, 46),
+            (Some(Layer::Bth), 46, 58),
+            (Some(Layer::ExtHeaders), 58, 74),
+        ]
+    );
+    assert_eq!(w.payload, Span { at: 74, end: 82 });
+    assert_eq!(w.icrc, Some(Span { at: 18, end: 86 }));
+    assert!(!w.cut);
+    assert_eq!(rec.kind(), Kind::Roce);
+    assert_eq!((rec.vlan, rec.pcp, rec.outer_vlan), (100, 3, 0));
+    assert_eq!(
+        rec.src_ip,
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 1]
+    );
+    assert_eq!((rec.dscp, rec.ecn, rec.udp_sport), (26, 2, 0xC000));
+    assert_eq!(
+        (rec.opcode, rec.pkey, rec.dest_qp, rec.psn),
+        (0x0A, 0xFFFF, 0x102, 0x030405)
+    );
+    assert_eq!(
+        (rec.reth_va, rec.reth_rkey, rec.reth_len),
+        (0x1122_3344_5566_7788, 0xAABB_CCDD, 8)
+    );
+    assert_eq!(rec.payload_len, 8);
+    let want = flags::HAS_VLAN
+        | flags::HAS_IPV4
+        | flags::HAS_UDP
+        | flags::HAS_BTH
+        | flags::HAS_RETH
+        | flags::HAS_PAYLOAD_LEN
+        | flags::SE
+        | flags::FECN
+        | flags::ACK_REQ;
+    assert_eq!(rec.flags, want);
+}
+
+#[test]
+fn every_cut_stops_at_the_layer_it_cuts() {
+    let mut rec = PacketRecord::default();
+    for len in 0..FRAME.len() {
+        let w = walk(&FRAME[..len], lt::ETHERNET, &mut rec, &mut ());
+        let want = match len {
+            0..14 => Some(Stop::Cut(Layer::Link)),
+            14..18 => Some(Stop::Cut(Layer::Vlan)),
+            18..38 => Some(Stop::Cut(Layer::Ipv4)),
+            38..46 => Some(Stop::Cut(Layer::Udp)),
+            46..58 => Some(Stop::Cut(Layer::Bth)),
+            58..74 => Some(Stop::Cut(Layer::ExtHeaders)),
+            _ => None,
+        };
+        assert_eq!(w.stop, want, "cut to {len}");
+        // Past the UDP header the datagram is known to be cut.
+        assert_eq!(w.cut, len >= 46, "cut to {len}");
+        assert_eq!(w.icrc, None, "cut to {len}");
+    }
+}
+
+#[test]
+fn raw_ip_and_loopback_start_at_the_ip_header() {
+    let ip = &FRAME[18..];
+    for (linktype, prefix) in [
+        (lt::RAW, &[][..]),
+        (lt::RAW_DLT, &[][..]),
+        (lt::RAW_OPENBSD, &[][..]),
+        (lt::IPV4, &[][..]),
+        (lt::NULL, &[2, 0, 0, 0][..]),
+        (lt::NULL, &[0, 0, 0, 2][..]),
+        (lt::LOOP, &[0, 0, 0, 2][..]),
+    ] {
+        let mut frame = [0u8; 72];
+        frame[..prefix.len()].copy_from_slice(prefix);
+        frame[prefix.len()..prefix.len() + ip.len()].copy_from_slice(ip);
+        let frame = &frame[..prefix.len() + ip.len()];
+        let mut rec = PacketRecord::default();
+        let w = walk(frame, linktype, &mut rec, &mut ());
+        assert_eq!(w.stop, None, "link type {linktype}");
+        assert_eq!(
+            w.icrc,
+            Some(Span {
+                at: prefix.len(),
+                end: frame.len()
+            })
+        );
+        assert_eq!(
+            (rec.kind(), rec.psn, rec.dst_mac),
+            (Kind::Roce, 0x030405, [0; 6])
+        );
+    }
+    let mut rec = PacketRecord::default();
+    let w = walk(&FRAME[18..], lt::IPV6, &mut rec, &mut ());
+    assert_eq!(w.stop, Some(Stop::Invalid(Layer::Ipv6)));
+    let w = walk(&FRAME[..], 9999, &mut rec, &mut ());
+    assert_eq!(w.stop, Some(Stop::LinkType));
+}
+
+#[test]
+fn slice_loads_stay_in_bounds() {
+    let b = [1u8, 2, 3, 4];
+    assert_eq!(b[..].load::<2>(2, 4), Some([3, 4]));
+    assert_eq!(b[..].load::<2>(3, 4), None);
+    assert_eq!(b[..].load::<2>(0, 5), None);
+    assert_eq!(b[..].load::<1>(3, 2), None);
+    assert_eq!(b[..].load::<0>(usize::MAX, usize::MAX), None);
+}
