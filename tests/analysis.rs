@@ -10,7 +10,7 @@ use common::*;
 use rocescope::proto::ib::op;
 use rocescope::synth::{
     Bth, CaptureWrite, EthHeader, ExtHeaders, IpAddrs, IpHeader, PauseFrame, PcapngWriter,
-    PfcFrame, RoceFrame, VlanTag, WireFrame,
+    PfcFrame, RoceFrame, RoceVersion, VlanTag, WireFrame,
 };
 
 const US: u64 = 1_000;
@@ -944,4 +944,157 @@ fn the_captures_own_drop_counters_are_part_of_capture_loss() {
             .unwrap()
             .contains("0 dropped by the interface, 7 by the capture host")
     );
+}
+
+/// RoCEv1 frames between GIDs `src` → `dst` (IPv6 ones, or IPv4 ones the
+/// builder writes IPv4-mapped).
+fn v1(mut f: RoceFrame, addrs: IpAddrs) -> RoceFrame {
+    f.version = RoceVersion::V1;
+    f.ip.addrs = addrs;
+    f
+}
+
+const GID_A: &str = "fe80::a";
+const GID_B: &str = "fe80::b";
+
+/// RoCEv1 traffic: QP 0x300 (GID A → B) writes PSNs 100..=105, B's QP
+/// 0x400 ACKs 100, NAKs 103 (PSN sequence error), A resends 103..=105; QP
+/// 0x302 between IPv4-mapped GIDs 10.0.0.3 → 10.0.0.4 writes 7 and 8. With
+/// `with_v2`, a RoCEv2 exchange between 10.0.0.1 and 10.0.0.2 as well (QP
+/// 0x100 writes 2000..=2003, QP 0x200 ACKs 2003), interleaved.
+fn rocev1_capture(dir: &Path, name: &str, with_v2: bool) -> PathBuf {
+    let ab = IpAddrs::V6 {
+        src: GID_A.parse().unwrap(),
+        dst: GID_B.parse().unwrap(),
+    };
+    let ba = IpAddrs::V6 {
+        src: GID_B.parse().unwrap(),
+        dst: GID_A.parse().unwrap(),
+    };
+    let cd = IpAddrs::V4 {
+        src: Ipv4Addr::new(10, 0, 0, 3),
+        dst: Ipv4Addr::new(10, 0, 0, 4),
+    };
+    let mut c = Capture::new(dir, name, &["tap"]);
+    for (i, psn) in (100..=105).enumerate() {
+        c.put(0, i as f64 * 2.0, &v1(write(0x300, psn), ab));
+        if with_v2 && i < 4 {
+            c.put(0, i as f64 * 2.0 + 1.0, &write(0x100, 2000 + psn - 100));
+        }
+    }
+    c.put(0, 12.0, &v1(aeth(0x400, 100, 0x1F), ba));
+    c.put(0, 13.0, &v1(aeth(0x400, 103, 0x60), ba));
+    for (i, psn) in (103..=105).enumerate() {
+        c.put(0, 14.0 + i as f64, &v1(write(0x300, psn), ab));
+    }
+    if with_v2 {
+        c.put(0, 17.5, &aeth(0x200, 2003, 0x1F));
+    }
+    c.put(0, 20.0, &v1(write(0x302, 7), cd));
+    c.put(0, 21.0, &v1(write(0x302, 8), cd));
+    c.finish()
+}
+
+/// docs/tables.md: `roce_version`, GIDs as addresses; docs/analysis.md: the
+/// same sequence analysis over RoCEv1 as over RoCEv2.
+#[test]
+fn rocev1_alone_and_mixed_with_rocev2_are_fully_analysed() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, with_v2) in [("rocev1.pcapng", false), ("mixed.pcapng", true)] {
+        let cap = rocev1_capture(dir.path(), name, with_v2);
+        let out = dir.path().join(format!("{name}.out"));
+        analyze(&cap, &out);
+        let (v1_frames, v2_frames) = (13, if with_v2 { 5 } else { 0 });
+
+        let p = Table::read(&out.join("packets.parquet"));
+        assert_eq!(p.rows(), v1_frames + v2_frames, "{name}");
+        let versions = p.ints("roce_version");
+        let count = |v: i128| versions.iter().filter(|x| **x == Some(v)).count();
+        assert_eq!((count(1), count(2)), (v1_frames, v2_frames), "{name}");
+        let (src, sport, dscp) = (p.strings("src_ip"), p.ints("udp_sport"), p.ints("dscp"));
+        let icrc = p.bools("icrc_ok");
+        for i in 0..p.rows() {
+            assert_eq!(icrc[i], Some(true), "{name} row {i}");
+            if versions[i] == Some(1) {
+                assert_eq!((sport[i], dscp[i]), (None, None), "{name} row {i}");
+            }
+        }
+        // The first frame is RoCEv1 from GID A; the IPv4-mapped GID prints as IPv4.
+        assert_eq!(src[0].as_deref(), Some(GID_A));
+        assert_eq!(src[p.rows() - 1].as_deref(), Some("10.0.0.3"));
+
+        let f = Flows::read(&out);
+        assert_eq!(f.0.rows(), if with_v2 { 5 } else { 3 }, "{name}");
+        for (qp, version, packets) in [(0x300, 1, 9), (0x400, 1, 2), (0x302, 1, 2)] {
+            assert_eq!(
+                f.get("tap", qp, "roce_version"),
+                version,
+                "{name} QP {qp:#x}"
+            );
+            assert_eq!(f.get("tap", qp, "packets"), packets, "{name} QP {qp:#x}");
+        }
+        assert_eq!(
+            f.0.strings("src_ip")[f.row("tap", 0x302)].as_deref(),
+            Some("10.0.0.3")
+        );
+        assert_eq!(
+            f.0.strings("dst_ip")[f.row("tap", 0x300)].as_deref(),
+            Some(GID_B)
+        );
+        assert_eq!(f.get("tap", 0x300, "rewinds_nak"), 1);
+        assert_eq!(f.get("tap", 0x300, "retrans_packets"), 3);
+        assert_eq!(f.get("tap", 0x300, "max_rewind_depth"), 3);
+        assert_eq!(f.get("tap", 0x300, "paired_qp"), 0x400);
+        assert_eq!(f.get("tap", 0x400, "naks"), 1);
+        assert_eq!(f.get("tap", 0x400, "acks"), 1);
+        if with_v2 {
+            assert_eq!(f.get("tap", 0x100, "roce_version"), 2);
+            assert_eq!(f.get("tap", 0x100, "packets"), 4);
+            assert_eq!(f.get("tap", 0x100, "retrans_packets"), 0);
+            assert_eq!(f.get("tap", 0x200, "acks"), 1);
+        }
+        let s = summary(&out);
+        assert_eq!(s["input"]["decode"]["not_decoded"], 0, "{name}");
+
+        // Wireshark counts the same: RoCEv1 frames by EtherType (decoded as
+        // InfiniBand GRH + BTH), RoCEv2 by UDP port, and each flow's display
+        // filter shows exactly its packets.
+        assert_eq!(
+            tshark_count(&cap, &[], "infiniband.grh && vlan.etype==0x8915"),
+            v1_frames
+        );
+        assert_eq!(tshark_count(&cap, &[], "udp.dstport==4791"), v2_frames);
+        let packets = f.0.ints("packets");
+        for (i, (filter, decode_as)) in
+            f.0.strings("display_filter")
+                .into_iter()
+                .zip(f.0.strings("decode_as"))
+                .enumerate()
+        {
+            let (filter, decode_as) = (filter.unwrap(), decode_as.unwrap());
+            let n = tshark_count(&cap, &[&decode_as], &filter);
+            assert_eq!(n as i128, packets[i].unwrap(), "{name}: {filter}");
+        }
+    }
+}
+
+/// Frames of `capture` tshark shows with display filter `filter` (tshark is
+/// part of the test set-up, scripts/setup.sh --test).
+fn tshark_count(capture: &Path, decode_as: &[&str], filter: &str) -> usize {
+    let mut cmd = std::process::Command::new("tshark");
+    cmd.arg("-r")
+        .arg(capture)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"]);
+    for d in decode_as {
+        cmd.args(["-d", d]);
+    }
+    let out = cmd
+        .output()
+        .expect("tshark runs (scripts/setup.sh --test installs it)");
+    assert!(
+        out.status.success(),
+        "tshark {filter}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).lines().count()
 }

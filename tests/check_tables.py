@@ -9,11 +9,11 @@ import polars as pl
 
 CONTRACT = {
     "packets.parquet": """frame ts_ns ts iface kind frame_len cap_len vlan pcp src_mac dst_mac src_ip
-        dst_ip dscp ecn udp_sport opcode se migreq pad_count tver pkey fecn becn dest_qp ack_req psn
+        dst_ip dscp ecn roce_version udp_sport opcode se migreq pad_count tver pkey fecn becn dest_qp ack_req psn
         aeth_syndrome aeth_msn reth_va reth_rkey reth_len imm payload_len icrc_ok pfc_enable
         pfc_quanta_0 pfc_quanta_1 pfc_quanta_2 pfc_quanta_3 pfc_quanta_4 pfc_quanta_5 pfc_quanta_6
         pfc_quanta_7 pause_quanta flow_id retrans mirror_copy""",
-    "flows.parquet": """flow_id iface src_ip dst_ip dest_qp paired_qp udp_sport pcp dscp first_ts_ns
+    "flows.parquet": """flow_id iface src_ip dst_ip dest_qp paired_qp roce_version udp_sport pcp dscp first_ts_ns
         last_ts_ns first_ts last_ts packets bytes data_packets payload_bytes retrans_packets retrans_rate rewinds
         rewinds_nak rewinds_rnr rewinds_timeout max_rewind_depth spurious_retrans gaps acks naks
         rnr_naks ce cnps gbps goodput_gbps max_idle_us rewinds_timeout_ghost gap_late

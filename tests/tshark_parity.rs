@@ -5,6 +5,9 @@
 //! dissect (FECN/BECN in Wireshark 4.0, ICRC verdicts, ERSPAN unwrapping,
 //! malformed datagrams) are held against what the builder was asked to build.
 //!
+//! RoCEv1 frames (EtherType 0x8915: GRH, BTH, …) are among them; Wireshark
+//! dissects that EtherType as InfiniBand by default, GRH included.
+//!
 //! Wireshark dissects UDP port 4791 as RoCEv2 ("RRoCE", protocol
 //! `infiniband`) by default; the test still passes `-d udp.port==4791,infiniband`
 //! so a site preference cannot turn that off. `-E occurrence=l` picks the
@@ -17,7 +20,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::process::Command;
 
-use rocescope::proto::{ib, ip, linktype};
+use rocescope::proto::{ib, ip, linktype, udp};
 use rocescope::synth::frame::*;
 use rocescope::synth::{CaptureWrite, PcapWriter};
 use rocescope::{Kind, PacketRecord, flags};
@@ -59,6 +62,8 @@ const FIELDS: &[&str] = &[
     "ipv6.tclass.ecn",
     "udp.srcport",
     "udp.dstport",
+    "infiniband.grh.sgid",
+    "infiniband.grh.dgid",
     "infiniband.bth.opcode",
     "infiniband.bth.se",
     "infiniband.bth.m",
@@ -254,6 +259,32 @@ fn cases() -> Vec<Case> {
         f.ip.ttl = 3;
         push(roce_spec(f));
     }
+    // RoCEv1 (GRH over Ethernet) across services and opcodes, IPv4-mapped
+    // and IPv6 GIDs, tagged, a CNP, a bad ICRC.
+    for opcode in [
+        0x04, 0x0A, 0x0B, 0x0C, 0x10, 0x11, 0x12, 0x13, 0x24, 0x64, 0x65,
+    ] {
+        let mut f = roce(next(), opcode);
+        f.version = RoceVersion::V1;
+        if opcode & 1 == 1 {
+            f.ip.addrs = IpAddrs::V6 {
+                src: v6("fe80::211:22ff:fe33:4455"),
+                dst: v6("fe80::266:77ff:fe88:99aa"),
+            };
+            f.ip.flow_label = 0xABCDE;
+        }
+        if opcode == 0x0C {
+            f.eth.vlan = Some(VlanTag::dot1q(20, 4));
+        }
+        push(roce_spec(f));
+    }
+    let mut f = RoceFrame::cnp(0x00_0777);
+    f.version = RoceVersion::V1;
+    push(roce_spec(f));
+    let mut f = roce(next(), 0x0A);
+    f.version = RoceVersion::V1;
+    f.icrc = IcrcMode::Corrupt;
+    push(roce_spec(f));
     // Shortest frame (Ethernet padding), UDP checksum set, a bad ICRC.
     let mut f = roce(next(), 0x04);
     f.payload_len = 0;
@@ -516,6 +547,15 @@ fn check_against_tshark(c: &mut Checker<'_>, rec: &PacketRecord, optional: &[(&s
         c.field("ipv6.tclass.dscp", rec.dscp.into());
         c.field("ipv6.tclass.ecn", rec.ecn.into());
     }
+    if let (Some(s), Some(d)) = (
+        row.get("infiniband.grh.sgid"),
+        row.get("infiniband.grh.dgid"),
+    ) {
+        c.flag("HAS_GRH", rec.has(flags::HAS_GRH));
+        c.flag("no IP", !rec.has(flags::HAS_IPV4 | flags::HAS_IPV6));
+        c.flag("grh.sgid", rec.src_ip == ip16(s.parse().unwrap()));
+        c.flag("grh.dgid", rec.dst_ip == ip16(d.parse().unwrap()));
+    }
     if row.get("udp.dstport").map(|p| num(p)) == Some(4791) {
         c.field("udp.srcport", rec.udp_sport.into());
     }
@@ -637,9 +677,17 @@ fn check_against_spec(c: &mut Checker<'_>, rec: &PacketRecord, case: &Case, wire
             c.eq("dest_qp", rec.dest_qp.into(), frame.bth.dest_qp.into());
             c.flag("FECN", rec.has(flags::FECN) == frame.bth.fecn);
             c.flag("BECN", rec.has(flags::BECN) == frame.bth.becn);
-            c.eq("ecn", rec.ecn.into(), frame.ip.ecn.into());
-            c.eq("dscp", rec.dscp.into(), frame.ip.dscp.into());
-            c.eq("udp_sport", rec.udp_sport.into(), frame.udp_sport.into());
+            if frame.version == RoceVersion::V1 {
+                // No IP or UDP header: no DSCP, ECN or source port.
+                c.flag("HAS_GRH", rec.has(flags::HAS_GRH));
+                c.eq("roce_version", rec.roce_version().unwrap_or(0).into(), 1);
+                c.eq("udp_sport", rec.udp_sport.into(), 0);
+            } else {
+                c.eq("roce_version", rec.roce_version().unwrap_or(0).into(), 2);
+                c.eq("ecn", rec.ecn.into(), frame.ip.ecn.into());
+                c.eq("dscp", rec.dscp.into(), frame.ip.dscp.into());
+                c.eq("udp_sport", rec.udp_sport.into(), frame.udp_sport.into());
+            }
             match frame.eth.vlan {
                 Some(tag) => {
                     c.flag("HAS_VLAN", rec.has(flags::HAS_VLAN));
@@ -761,21 +809,24 @@ fn truth_record(case: &Case, bytes: &[u8]) -> PacketRecord {
         Spec::Roce { frame: f, erspan } => {
             r.kind = if f.is_cnp() { Kind::Cnp } else { Kind::Roce } as u8;
             set_eth(&mut r, &f.eth);
+            let v1 = f.version == RoceVersion::V1;
             match f.ip.addrs {
                 IpAddrs::V4 { src, dst } => {
-                    r.flags |= flags::HAS_IPV4;
+                    r.flags |= if v1 { flags::HAS_GRH } else { flags::HAS_IPV4 };
                     r.src_ip = ip16(src.into());
                     r.dst_ip = ip16(dst.into());
                 }
                 IpAddrs::V6 { src, dst } => {
-                    r.flags |= flags::HAS_IPV6;
+                    r.flags |= if v1 { flags::HAS_GRH } else { flags::HAS_IPV6 };
                     r.src_ip = ip16(src.into());
                     r.dst_ip = ip16(dst.into());
                 }
             }
-            r.dscp = f.ip.dscp;
-            r.ecn = f.ip.ecn;
-            r.udp_sport = f.udp_sport;
+            if !v1 {
+                r.dscp = f.ip.dscp;
+                r.ecn = f.ip.ecn;
+                r.udp_sport = f.udp_sport;
+            }
             let b = &f.bth;
             r.flags |= flags::HAS_BTH;
             for (on, flag) in [
@@ -832,7 +883,12 @@ fn truth_record(case: &Case, bytes: &[u8]) -> PacketRecord {
             if case.cut.is_none() {
                 r.flags |= flags::ICRC_CHECKED;
                 let offset = erspan.map_or(0, |e| e.overhead());
-                let end = offset + f.eth.header_len() + f.ip.header_len() + f.udp_len();
+                let network = if v1 {
+                    ib::GRH_LEN - udp::HEADER_LEN
+                } else {
+                    f.ip.header_len()
+                };
+                let end = offset + f.eth.header_len() + network + f.udp_len();
                 r.icrc = u32::from_le_bytes(bytes[end - 4..end].try_into().unwrap());
             }
         }

@@ -3,7 +3,8 @@
 //! goes through the XDP program with BPF_PROG_TEST_RUN and through
 //! `decode::decode`; the records must be identical except `ts_ns` (the
 //! kernel's clock) and the ICRC (`icrc`, `ICRC_CHECKED`, `ICRC_OK`: the
-//! kernel does not check it, by design). Corpus frames are also run
+//! kernel does not check it, by design). The corpus has RoCEv1 (GRH)
+//! frames next to RoCEv2 ones. Corpus frames are also run
 //! split into a linear part and fragments at every header byte, so the
 //! program's reads beyond the linear part are compared too.
 //!
@@ -177,6 +178,13 @@ fn synth_corpus_matches() {
     ] {
         assert!(kinds.contains(&k), "corpus lacks {k:?}");
     }
+    // RoCEv1 records (GRH): 12 opcodes, IPv6 GIDs, a CNP, ERSPAN, a
+    // datagram too short for a BTH, a GRH payload length past the frame.
+    let v1 = corpus
+        .iter()
+        .filter(|(_, f)| expected(f).roce_version() == Some(1))
+        .count();
+    assert_eq!(v1, 17, "RoCEv1 records in the corpus");
     let counters = c.tap.counters().unwrap();
     assert_eq!(
         (counters.frames, counters.records, counters.ring_full),

@@ -1,14 +1,15 @@
 //! Frames built with the synth frame builder for the live-tap tests: every
 //! layer the decoders walk (VLAN, QinQ, IPv6 and its extension headers,
 //! ERSPAN II/III, CNP, PFC, PAUSE, ACK/NAK/RNR NAK, RETH, atomics, DETH,
-//! IETH, RD, XRC, unknown opcodes, malformed datagrams) and a RoCE
+//! IETH, RD, XRC, unknown opcodes, malformed datagrams, RoCEv1's GRH) and a RoCE
 //! conversation with a Go-Back-N rewind for the end-to-end test.
 #![allow(dead_code)]
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use rocescope::synth::frame::{
-    Erspan, ErspanVersion, IpAddrs, PauseFrame, PfcFrame, RoceFrame, VlanTag, WireFrame,
+    Erspan, ErspanVersion, IpAddrs, PauseFrame, PfcFrame, RoceFrame, RoceVersion, VlanTag,
+    WireFrame,
 };
 use rocescope::synth::{CaptureWrite, PcapWriter};
 
@@ -196,6 +197,43 @@ pub fn decoder_frames() -> Vec<(String, Vec<u8>)> {
         e.write(&ipv6_cnp, &mut out);
         add(&format!("{name} ipv6 cnp"), out);
     }
+    // RoCEv1: the GRH (IPv4-mapped and IPv6 GIDs), every transport's
+    // opcodes after it, a CNP, tagged, inside ERSPAN; a GRH naming another
+    // next header, a payload length too short for a BTH, a bad IPVer.
+    for opcode in [
+        0x04u8, 0x0A, 0x0C, 0x11, 0x12, 0x13, 0x24, 0x4A, 0x64, 0x65, 0xAA, 0xFF,
+    ] {
+        let mut f = roce(opcode);
+        f.version = RoceVersion::V1;
+        add(&format!("rocev1 opcode {opcode:#04x}"), bytes(&f));
+    }
+    let mut v1 = roce(0x0A);
+    v1.version = RoceVersion::V1;
+    v1.ip.addrs = v6();
+    v1.ip.flow_label = 0x12345;
+    v1.eth.vlan = Some(VlanTag::dot1q(42, 5));
+    let v1_bytes = bytes(&v1);
+    add("rocev1 ipv6 gid vlan", v1_bytes.clone());
+    let mut v1_cnp = RoceFrame::cnp(0x99);
+    v1_cnp.version = RoceVersion::V1;
+    add("rocev1 cnp", bytes(&v1_cnp));
+    let mut out = Vec::new();
+    Erspan::default().write(&v1, &mut out);
+    add("erspan ii rocev1", out);
+    // GRH at 18 (one tag): NxtHdr at +6, PayLen at +4, IPVer at +0.
+    let mut other = v1_bytes.clone();
+    other[18 + 6] = 0x3B;
+    add("rocev1 grh next header 0x3b", other);
+    let mut short = v1_bytes.clone();
+    short[18 + 4..18 + 6].copy_from_slice(&15u16.to_be_bytes());
+    add("rocev1 grh paylen 15", short);
+    let mut long = v1_bytes.clone();
+    long[18 + 4..18 + 6].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    add("rocev1 grh paylen past the frame", long);
+    let mut ipver = v1_bytes;
+    ipver[18] = 0x40 | (ipver[18] & 0x0F);
+    add("rocev1 grh ipver 4", ipver);
+
     // Four tags decode; five are too many.
     let mut tags4 = bytes(&qinq);
     let tag = [0x81, 0x00, 0x00, 0x07];

@@ -36,4 +36,4 @@ pub mod units;
 pub mod wireshark;
 
 pub use error::{Error, Result};
-pub use rocescope_common::{Kind, PacketRecord, flags, proto, summary};
+pub use rocescope_common::{Kind, PacketRecord, flags, proto, summary, wire};

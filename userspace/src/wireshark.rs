@@ -19,7 +19,8 @@ use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 use std::path::{Path, PathBuf};
 
-use rocescope_common::{Kind, PacketRecord, flags, proto::ib};
+use rocescope_common::proto::{self, ib};
+use rocescope_common::{Kind, PacketRecord, flags};
 use serde::Serialize;
 
 use crate::analyze::{Analysis, Finding, FlowKey, FlowRow};
@@ -106,6 +107,12 @@ pub fn flow_filter(row: &FlowRow, origin: IfaceOrigin) -> String {
 /// try it before 4791, else 4791 itself (harmless, and what a capture with
 /// other port mappings needs).
 pub fn flow_decode_as(row: &FlowRow) -> String {
+    if row.roce_version == Some(1) {
+        return format!(
+            "ethertype==0x{:04x},infiniband",
+            proto::ethernet::ETHERTYPE_ROCE
+        );
+    }
     let port = match row.udp_sport {
         Some(p) if p < ROCE_PORT => p,
         _ => ROCE_PORT,
@@ -121,8 +128,17 @@ fn push_flow_clause(s: &mut String, row: &FlowRow, origin: IfaceOrigin, qps: &[u
     if origin.shared_file {
         let _ = write!(s, "frame.interface_id=={} && ", origin.local);
     }
-    let (proto, src, dst) = ip_text(row.src_ip, row.dst_ip);
-    let _ = write!(s, "{proto}.src=={src} && {proto}.dst=={dst} && ");
+    if row.roce_version == Some(1) {
+        // RoCEv1 has no IP header: the GRH's GIDs (IPv6 fields to Wireshark).
+        let (src, dst) = (Ipv6Addr::from(row.src_ip), Ipv6Addr::from(row.dst_ip));
+        let _ = write!(
+            s,
+            "infiniband.grh.sgid=={src} && infiniband.grh.dgid=={dst} && "
+        );
+    } else {
+        let (proto, src, dst) = ip_text(row.src_ip, row.dst_ip);
+        let _ = write!(s, "{proto}.src=={src} && {proto}.dst=={dst} && ");
+    }
     match qps {
         [qp] => {
             let _ = write!(s, "infiniband.bth.destqp=={qp}");

@@ -18,15 +18,17 @@ pub enum Kind {
     /// Not RoCE, CNP, PFC or PAUSE: not recorded.
     #[default]
     Other = 0,
-    /// RoCEv2 (UDP destination port 4791) with any BTH opcode but CNP.
+    /// RoCEv2 (UDP destination port 4791) or RoCEv1 (EtherType 0x8915, a
+    /// GRH naming a BTH) with any BTH opcode but CNP.
     Roce = 1,
-    /// RoCEv2 Congestion Notification Packet (BTH opcode 0x81).
+    /// Congestion Notification Packet (BTH opcode 0x81).
     Cnp = 2,
     /// 802.1Qbb priority flow control (MAC Control opcode 0x0101).
     Pfc = 3,
     /// 802.3x PAUSE (MAC Control opcode 0x0001).
     Pause = 4,
-    /// To UDP port 4791 but its UDP datagram is too short for a BTH.
+    /// To UDP port 4791 but its UDP datagram is too short for a BTH (or a
+    /// RoCEv1 GRH whose payload length is).
     Malformed = 5,
 }
 
@@ -108,6 +110,10 @@ pub mod flags {
     /// or a switch's ERSPAN truncation): its ICRC cannot be checked.
     /// Userspace decoder only.
     pub const CUT: u32 = 1 << 24;
+    /// RoCEv1: `src_ip`, `dst_ip` hold the GRH's source and destination
+    /// GIDs (there is no IP or UDP header; `dscp`, `ecn`, `udp_sport` are
+    /// unset).
+    pub const HAS_GRH: u32 = 1 << 25;
 }
 
 /// One decoded frame: every field the tables and the analyzer use.
@@ -156,7 +162,8 @@ pub struct PacketRecord {
     /// The ICRC as carried on the wire, read as a little-endian u32 (the
     /// CRC-32 value itself: RoCE transmits it least significant byte first).
     pub icrc: u32,
-    /// IPv6 address, or IPv4-mapped (`::ffff:a.b.c.d`) for IPv4.
+    /// IPv6 address, or IPv4-mapped (`::ffff:a.b.c.d`) for IPv4; the
+    /// source GID for RoCEv1 (`HAS_GRH`).
     pub src_ip: [u8; 16],
     pub dst_ip: [u8; 16],
     /// PFC pause quanta per priority 0..7.
@@ -217,8 +224,21 @@ impl PacketRecord {
         }
     }
 
+    /// RoCE version of a RoCE, CNP or malformed record: 1 for a GRH
+    /// straight in Ethernet (EtherType 0x8915), 2 for UDP to port 4791.
+    pub const fn roce_version(&self) -> Option<u8> {
+        if self.has(flags::HAS_GRH) {
+            Some(1)
+        } else if self.has(flags::HAS_UDP) {
+            Some(2)
+        } else {
+            None
+        }
+    }
+
     /// CE-marked (IP ECN = 11).
     pub const fn is_ce(&self) -> bool {
+        // RoCEv1 has no IP header, so no ECN.
         self.has(flags::HAS_IPV4 | flags::HAS_IPV6) && self.ecn == proto::ip::ECN_CE
     }
 }

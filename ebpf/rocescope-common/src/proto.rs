@@ -15,6 +15,9 @@ pub mod ethernet {
     /// Pre-standard QinQ outer tag still sent by some switches.
     pub const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
     pub const ETHERTYPE_MAC_CONTROL: u16 = 0x8808;
+    /// RoCE (v1, IBA Annex A16): a GRH and the InfiniBand transport
+    /// headers straight in the Ethernet frame.
+    pub const ETHERTYPE_ROCE: u16 = 0x8915;
     /// Length of one 802.1Q tag (TCI + inner EtherType).
     pub const VLAN_TAG_LEN: usize = 4;
     /// More tags than this and the frame is not decoded further.
@@ -87,6 +90,12 @@ pub mod udp {
 
 /// InfiniBand transport headers (IBA Vol. 1, ch. 9) as carried by RoCEv2.
 pub mod ib {
+    /// Global Route Header (RoCEv1's network header).
+    pub const GRH_LEN: usize = 40;
+    /// GRH IPVer: the GRH is laid out like an IPv6 header.
+    pub const GRH_IPVER: u8 = 6;
+    /// GRH NxtHdr of an IBA transport header (a BTH follows).
+    pub const GRH_NXTHDR_BTH: u8 = 0x1B;
     /// Base Transport Header.
     pub const BTH_LEN: usize = 12;
     pub const RDETH_LEN: usize = 4;

@@ -27,6 +27,7 @@ pub(crate) struct Flow {
     pub dest_qp: u32,
     pub(super) paired: Option<usize>,
     pub paired_qp: Option<u32>,
+    pub roce_version: Option<u8>,
     pub udp_sport: Option<u16>,
     pub pcp: Option<u8>,
     pub dscp: Option<u8>,
@@ -111,6 +112,7 @@ impl Flow {
             dest_qp: key.3,
             paired: None,
             paired_qp: None,
+            roce_version: None,
             udp_sport: None,
             pcp: None,
             dscp: None,
@@ -311,6 +313,7 @@ impl Analyzer {
             let f = &mut self.flows[i];
             if f.packets == 0 {
                 f.src_mac = rec.src_mac;
+                f.roce_version = rec.roce_version();
                 f.udp_sport = rec.has(flags::HAS_UDP).then_some(rec.udp_sport);
                 f.pcp = rec.has(flags::HAS_VLAN).then_some(rec.pcp);
                 f.dscp = rec

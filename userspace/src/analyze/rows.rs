@@ -79,6 +79,8 @@ pub struct FlowRow {
     pub dst_ip: [u8; 16],
     pub dest_qp: u32,
     pub paired_qp: Option<u32>,
+    /// 1 (GRH over Ethernet) or 2 (UDP), from the flow's first packet.
+    pub roce_version: Option<u8>,
     pub udp_sport: Option<u16>,
     pub pcp: Option<u8>,
     pub dscp: Option<u8>,
@@ -337,6 +339,7 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         dst_ip: f.dst_ip,
         dest_qp: f.dest_qp,
         paired_qp: f.paired_qp,
+        roce_version: f.roce_version,
         udp_sport: f.udp_sport,
         pcp: f.pcp,
         dscp: f.dscp,

@@ -12,7 +12,14 @@
 //! It covers everything from the IP header to the end of the payload and pad
 //! and is carried in the last four bytes of the UDP datagram, least
 //! significant byte first.
+//!
+//! RoCEv1 (Annex A16) computes it the InfiniBand way over the GRH and what
+//! follows ([`compute_grh`]): the same 64 one-bits for the absent LRH, the
+//! GRH's Traffic Class, Flow Label and Hop Limit masked (the variant fields
+//! of IBA Vol. 1 §7.8.1, at the bytes IPv6 has them), the BTH's `resv8a`
+//! masked; there is no UDP header.
 use rocescope_common::proto::{ib, ip, udp};
+use rocescope_common::wire::field;
 
 /// Longest IP header we mask in place (IPv4 with options: 60; IPv6: 40).
 const MAX_IP_HEADER: usize = 60;
@@ -49,22 +56,47 @@ pub fn compute(packet: &[u8]) -> Option<u32> {
         header[10] = 0xFF; // header checksum
         header[11] = 0xFF;
     } else {
-        header[0] |= 0x0F; // traffic class, high nibble
-        header[1] = 0xFF; // traffic class low nibble, flow label
-        header[2] = 0xFF;
-        header[3] = 0xFF;
-        header[7] = 0xFF; // hop limit
+        mask_tclass_flow_hop(header);
     }
     hasher.update(header);
 
     let mut udp_bth = [0u8; udp::HEADER_LEN + ib::BTH_LEN];
     udp_bth.copy_from_slice(&covered[ip_len..ip_len + udp::HEADER_LEN + ib::BTH_LEN]);
-    udp_bth[6] = 0xFF; // UDP checksum
-    udp_bth[7] = 0xFF;
-    udp_bth[udp::HEADER_LEN + 4] = 0xFF; // BTH resv8a
+    udp_bth[field::udp::CHECKSUM] = 0xFF;
+    udp_bth[field::udp::CHECKSUM + 1] = 0xFF;
+    udp_bth[udp::HEADER_LEN + field::bth::FECN_BECN] = 0xFF; // BTH resv8a
     hasher.update(&udp_bth);
 
     hasher.update(&covered[ip_len + udp::HEADER_LEN + ib::BTH_LEN..]);
+    Some(hasher.finalize())
+}
+
+/// Traffic class, flow label and hop limit of an IPv6 header or a GRH
+/// (the same bytes in both) set to ones.
+fn mask_tclass_flow_hop(header: &mut [u8]) {
+    header[field::ipv6::VER_TC_FLOW] |= 0x0F; // traffic class, high nibble
+    header[1] = 0xFF; // traffic class low nibble, flow label
+    header[2] = 0xFF;
+    header[3] = 0xFF;
+    header[field::ipv6::HOP_LIMIT] = 0xFF;
+}
+
+/// The ICRC of one RoCEv1 packet: `packet` runs from the first byte of the
+/// GRH to the end of the ICRC (its last 4 bytes, not covered). `None` when
+/// it is too short for GRH + BTH + ICRC. Allocates nothing.
+pub fn compute_grh(packet: &[u8]) -> Option<u32> {
+    if packet.len() < ib::GRH_LEN + ib::BTH_LEN + ib::ICRC_LEN {
+        return None;
+    }
+    let covered = &packet[..packet.len() - ib::ICRC_LEN];
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&[0xFF; 8]);
+    let mut grh_bth = [0u8; ib::GRH_LEN + ib::BTH_LEN];
+    grh_bth.copy_from_slice(&covered[..ib::GRH_LEN + ib::BTH_LEN]);
+    mask_tclass_flow_hop(&mut grh_bth);
+    grh_bth[ib::GRH_LEN + field::bth::FECN_BECN] = 0xFF; // BTH resv8a
+    hasher.update(&grh_bth);
+    hasher.update(&covered[ib::GRH_LEN + ib::BTH_LEN..]);
     Some(hasher.finalize())
 }
 

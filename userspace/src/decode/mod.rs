@@ -38,6 +38,12 @@
 //!   packet is not believed); for a first fragment, the UDP length alone.
 //!   Shorter than UDP + BTH + ICRC (24 bytes): `Malformed`, keeping the L2, L3
 //!   and UDP fields.
+//! * **RoCEv1** (EtherType 0x8915, also behind VLAN tags or in ERSPAN): a
+//!   GRH whose IPVer is not 6 is invalid, one whose next header is not a
+//!   BTH (0x1B) is `Other`; the GRH payload length plays the UDP length's
+//!   part (shorter than BTH + ICRC: `Malformed`), the GIDs the addresses'
+//!   (`HAS_GRH`). The traffic class is not read as DSCP/ECN: RoCEv1 defines
+//!   no ECN. The ICRC is checked as [`icrc::compute_grh`] says.
 //! * **BTH cut by the snaplen**: the opcode is unknown, so the kind is `Roce`
 //!   (never `Cnp`), `HAS_BTH` and `HAS_PAYLOAD_LEN` are clear.
 //! * **Extension headers**: read in spec order while each is whole in the
@@ -217,8 +223,13 @@ pub fn decode_walk<'a>(
     frame_len: u32,
 ) -> Walk<'a> {
     let w = wire::walk(data, linktype, rec, &mut ());
+    let compute = if rec.has(flags::HAS_GRH) {
+        icrc::compute_grh
+    } else {
+        icrc::compute
+    };
     if let Some(packet) = w.icrc.and_then(|s| data.get(s.at..s.end))
-        && let (Some(carried), Some(computed)) = (icrc::carried(packet), icrc::compute(packet))
+        && let (Some(carried), Some(computed)) = (icrc::carried(packet), compute(packet))
     {
         rec.icrc = carried;
         rec.flags |= flags::ICRC_CHECKED;

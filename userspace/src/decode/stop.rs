@@ -56,6 +56,7 @@ impl Undecoded {
                 Foreign::GreProtocol => "GRE but not ERSPAN".into(),
                 Foreign::MacControlOpcode => "MAC Control but neither PAUSE nor PFC".into(),
                 Foreign::IpFragment => "non-first IP fragments".into(),
+                Foreign::GrhNextHeader => "RoCEv1 GRH naming no BTH".into(),
             },
         }
     }

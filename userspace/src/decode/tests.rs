@@ -1072,3 +1072,86 @@ fn the_tally_counts_by_reason_and_layer() {
         "{note}"
     );
 }
+
+/// RoCEv1: EtherType 0x8915, a GRH naming a BTH, the transport as over
+/// UDP; the ICRC over the GRH with its variant fields masked.
+#[test]
+fn rocev1_grh_bth_and_icrc() {
+    use crate::synth::frame::{IpAddrs, RoceFrame, RoceVersion, WireFrame};
+    let (sgid, dgid): (std::net::Ipv6Addr, std::net::Ipv6Addr) = (
+        "fe80::211:22ff:fe33:4455".parse().unwrap(),
+        "fe80::2".parse().unwrap(),
+    );
+    let mut f = RoceFrame::default();
+    f.version = RoceVersion::V1;
+    f.ip.addrs = IpAddrs::V6 {
+        src: sgid,
+        dst: dgid,
+    };
+    f.bth.opcode = 0x0A; // RC RDMA WRITE Only: RETH
+    f.bth.psn = 0x12_3456;
+    f.bth.dest_qp = 0xABC;
+    f.ext.reth_len = 64;
+    f.payload_len = 64;
+    let mut b = Vec::new();
+    f.write(&mut b);
+    // The layout by hand: EtherType, IPVer, NxtHdr, PayLen (BTH 12 + RETH
+    // 16 + 64 + ICRC 4), the SGID.
+    assert_eq!(b.len(), 14 + 40 + 96);
+    assert_eq!(&b[12..14], &[0x89, 0x15]);
+    assert_eq!(b[14] >> 4, 6);
+    assert_eq!(b[20], 0x1B);
+    assert_eq!(u16::from_be_bytes([b[18], b[19]]), 96);
+    assert_eq!(b[22..38], sgid.octets());
+    let r = dec(&b);
+    assert_eq!(r.kind(), Kind::Roce);
+    assert_eq!(
+        r.flags,
+        flags::HAS_GRH
+            | flags::HAS_BTH
+            | flags::HAS_RETH
+            | flags::HAS_PAYLOAD_LEN
+            | flags::ICRC_CHECKED
+            | flags::ICRC_OK
+    );
+    assert_eq!((r.src_ip, r.dst_ip), (sgid.octets(), dgid.octets()));
+    assert_eq!((r.opcode, r.psn, r.dest_qp), (0x0A, 0x12_3456, 0xABC));
+    assert_eq!((r.reth_len, r.payload_len), (64, 64));
+    assert_eq!((r.dscp, r.ecn, r.udp_sport), (0, 0, 0));
+    assert_eq!(r.roce_version(), Some(1));
+
+    // Traffic class, flow label and hop limit are not covered; a GID is.
+    let mut v = b.clone();
+    v[14] |= 0x0F;
+    v[15] = 0xAB;
+    v[17] = 0x55;
+    v[21] = 1;
+    assert_eq!(dec(&v).icrc_ok(), Some(true));
+    v[22] ^= 1;
+    assert_eq!(dec(&v).icrc_ok(), Some(false));
+
+    // Where the walk stops.
+    assert_eq!(walk(ETHERNET, &b[..14 + 39]).1, Some(Stop::Cut(Layer::Grh)));
+    let mut other = b.clone();
+    other[20] = 0x3B;
+    let (r, stop) = walk(ETHERNET, &other);
+    assert_eq!(
+        (r.kind(), stop),
+        (Kind::Other, Some(Stop::Foreign(Foreign::GrhNextHeader)))
+    );
+    let mut short = b.clone();
+    short[18..20].copy_from_slice(&15u16.to_be_bytes());
+    let (r, stop) = walk(ETHERNET, &short);
+    assert_eq!(
+        (r.kind(), stop),
+        (Kind::Malformed, Some(Stop::Invalid(Layer::Grh)))
+    );
+    assert_eq!(r.roce_version(), Some(1));
+    let mut ipver = b.clone();
+    ipver[14] = 0x40;
+    assert_eq!(walk(ETHERNET, &ipver).1, Some(Stop::Invalid(Layer::Grh)));
+    // Cut inside the payload: the headers are there, the ICRC is not checked.
+    let (r, stop) = walk(ETHERNET, &b[..14 + 40 + 12 + 16 + 10]);
+    assert_eq!((r.kind(), stop, r.icrc_ok()), (Kind::Roce, None, None));
+    assert!(r.has(flags::CUT | flags::HAS_RETH));
+}

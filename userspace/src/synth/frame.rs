@@ -1,5 +1,6 @@
-//! Frame builder: complete Ethernet frames with RoCEv2 (valid ICRC), CNP,
-//! PFC, 802.3x PAUSE, optionally wrapped in ERSPAN II/III over GRE.
+//! Frame builder: complete Ethernet frames with RoCEv2 or RoCEv1 (valid
+//! ICRC), CNP, PFC, 802.3x PAUSE, optionally wrapped in ERSPAN II/III over
+//! GRE.
 //!
 //! Each header is written at the offsets of [`rocescope_common::wire::field`],
 //! the ones the decoder's walk reads at.
@@ -438,7 +439,20 @@ pub enum IcrcMode {
     Value(u32),
 }
 
-/// A RoCEv2 packet (or CNP) in an Ethernet frame.
+/// Which RoCE carries the transport headers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RoceVersion {
+    /// IP / UDP to port 4791 (Annex A17).
+    #[default]
+    V2,
+    /// EtherType 0x8915 / GRH (Annex A16). The GRH takes its GIDs from the
+    /// IP addresses (an IPv4 address as its IPv4-mapped GID), its traffic
+    /// class from DSCP and ECN, its flow label and hop limit from the IP
+    /// header's; there is no UDP header (`udp_*` are not written).
+    V1,
+}
+
+/// A RoCE packet (or CNP) in an Ethernet frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RoceFrame {
     pub eth: EthHeader,
@@ -460,8 +474,9 @@ pub struct RoceFrame {
     pub icrc: IcrcMode,
     /// Cut the UDP datagram to this many bytes (IP and UDP lengths follow)
     /// after the ICRC was computed: a datagram too short for its headers
-    /// (a `malformed` frame) when below 8 + 12 + 4.
+    /// (a `malformed` frame) when below 8 + 12 + 4. RoCEv2 only.
     pub udp_truncate: Option<usize>,
+    pub version: RoceVersion,
 }
 
 impl Default for RoceFrame {
@@ -478,6 +493,7 @@ impl Default for RoceFrame {
             payload_seed: 0,
             icrc: IcrcMode::Valid,
             udp_truncate: None,
+            version: RoceVersion::V2,
         }
     }
 }
@@ -533,6 +549,10 @@ impl RoceFrame {
 
     /// Length of the frame on the wire (without FCS), Ethernet padding included.
     pub fn frame_len(&self) -> usize {
+        if self.version == RoceVersion::V1 {
+            let transport = self.udp_len() - udp::HEADER_LEN;
+            return (self.eth.header_len() + ib::GRH_LEN + transport).max(MIN_FRAME_LEN);
+        }
         let udp_len = match self.udp_truncate {
             Some(n) => n.min(self.udp_len()),
             None => self.udp_len(),
@@ -541,8 +561,68 @@ impl RoceFrame {
     }
 }
 
+impl RoceFrame {
+    /// The BTH, its extension headers, the payload (or a CNP's reserved
+    /// bytes), the pad and a zero ICRC.
+    fn append_transport(&self, out: &mut Vec<u8>) {
+        let pad = self.effective_pad_count();
+        self.bth.append(out, pad);
+        self.ext.append(out, self.ext_mask());
+        if self.is_cnp() {
+            out.resize(out.len() + ib::CNP_RESERVED_LEN, 0);
+        } else {
+            let seed = self.payload_seed;
+            out.extend((0..self.payload_len).map(|i| seed.wrapping_add(i as u8)));
+        }
+        out.resize(out.len() + usize::from(pad), 0);
+        out.extend_from_slice(&[0; ib::ICRC_LEN]);
+    }
+
+    /// The ICRC `icrc` asks for, given the correct one.
+    fn icrc_value(&self, crc: u32) -> u32 {
+        match self.icrc {
+            IcrcMode::Valid => crc,
+            IcrcMode::Corrupt => !crc,
+            IcrcMode::Value(v) => v,
+        }
+    }
+
+    /// RoCEv1: Ethernet (EtherType 0x8915), GRH, transport headers.
+    fn append_v1(&self, out: &mut Vec<u8>) {
+        use field::grh as fg;
+        let start = out.len();
+        let transport = self.udp_len() - udp::HEADER_LEN;
+        self.eth.append(out, ethernet::ETHERTYPE_ROCE);
+        let grh_start = out.len();
+        let (sgid, dgid) = match self.ip.addrs {
+            IpAddrs::V4 { src, dst } => (src.to_ipv6_mapped(), dst.to_ipv6_mapped()),
+            IpAddrs::V6 { src, dst } => (src, dst),
+        };
+        let mut h = [0u8; ib::GRH_LEN];
+        let word = (u32::from(ib::GRH_IPVER) << 28)
+            | (u32::from(self.ip.tos()) << 20)
+            | (self.ip.flow_label & 0xF_FFFF);
+        put(&mut h, fg::IPVER_TCLASS_FLOWLABEL, &word.to_be_bytes());
+        put(&mut h, fg::PAYLEN, &(transport as u16).to_be_bytes());
+        h[fg::NXTHDR] = ib::GRH_NXTHDR_BTH;
+        h[fg::HOPLMT] = self.ip.ttl;
+        put(&mut h, fg::SGID, &sgid.octets());
+        put(&mut h, fg::DGID, &dgid.octets());
+        out.extend_from_slice(&h);
+        self.append_transport(out);
+        debug_assert_eq!(out.len() - grh_start, ib::GRH_LEN + transport);
+        let crc = icrc::compute_grh(&out[grh_start..]).expect("a built RoCEv1 packet is whole");
+        let end = out.len();
+        out[end - ib::ICRC_LEN..].copy_from_slice(&self.icrc_value(crc).to_le_bytes());
+        pad_min(out, start);
+    }
+}
+
 impl WireFrame for RoceFrame {
     fn append(&self, out: &mut Vec<u8>) {
+        if self.version == RoceVersion::V1 {
+            return self.append_v1(out);
+        }
         let start = out.len();
         let udp_len = self.udp_len();
         out.reserve(self.eth.header_len() + self.ip.header_len() + udp_len + MIN_FRAME_LEN);
@@ -555,27 +635,12 @@ impl WireFrame for RoceFrame {
         put(&mut h, field::udp::DST_PORT, &self.udp_dport.to_be_bytes());
         put(&mut h, field::udp::LENGTH, &(udp_len as u16).to_be_bytes());
         out.extend_from_slice(&h);
-        let pad = self.effective_pad_count();
-        self.bth.append(out, pad);
-        self.ext.append(out, self.ext_mask());
-        if self.is_cnp() {
-            out.resize(out.len() + ib::CNP_RESERVED_LEN, 0);
-        } else {
-            let seed = self.payload_seed;
-            out.extend((0..self.payload_len).map(|i| seed.wrapping_add(i as u8)));
-        }
-        out.resize(out.len() + usize::from(pad), 0);
-        out.extend_from_slice(&[0; ib::ICRC_LEN]);
+        self.append_transport(out);
         debug_assert_eq!(out.len() - udp_start, udp_len);
 
         let crc = icrc::compute(&out[ip_start..]).expect("a built RoCE packet has every header");
-        let crc = match self.icrc {
-            IcrcMode::Valid => crc,
-            IcrcMode::Corrupt => !crc,
-            IcrcMode::Value(v) => v,
-        };
         let end = out.len();
-        out[end - ib::ICRC_LEN..].copy_from_slice(&crc.to_le_bytes());
+        out[end - ib::ICRC_LEN..].copy_from_slice(&self.icrc_value(crc).to_le_bytes());
 
         if let Some(cut) = self.udp_truncate.filter(|&n| n < udp_len) {
             out.truncate(udp_start + cut);

@@ -16,7 +16,7 @@ pub mod model;
 pub use capture_writer::{CaptureWrite, PcapWriter, PcapngWriter};
 pub use frame::{
     Bth, Erspan, ErspanVersion, EthHeader, ExtHeaders, IcrcMode, IpAddrs, IpHeader, PauseFrame,
-    PfcFrame, RawFrame, RoceFrame, VlanTag, WireFrame,
+    PfcFrame, RawFrame, RoceFrame, RoceVersion, VlanTag, WireFrame,
 };
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ columns! {
         dst_ip: StringBuilder = |n| Some(Ip(n.row.dst_ip)),
         dest_qp: Int64Builder = |n| Some(n.row.dest_qp),
         paired_qp: Int64Builder = |n| n.row.paired_qp,
+        roce_version: Int16Builder = |n| n.row.roce_version,
         udp_sport: Int32Builder = |n| n.row.udp_sport,
         pcp: Int16Builder = |n| n.row.pcp,
         dscp: Int16Builder = |n| n.row.dscp,

@@ -204,6 +204,7 @@ const FEW_VALUES: &[&str] = &[
     "dst_ip",
     "dscp",
     "ecn",
+    "roce_version",
     "udp_sport",
     "opcode",
     "pad_count",
@@ -272,8 +273,10 @@ impl RowTexts {
         let kind = kind_texts().column(recs.iter().map(|r| Some(u32::from(r.kind() as u8))));
         let src_mac = self.macs.column_of(recs, &mac, |r| Mac(r.src_mac));
         let dst_mac = self.macs.column_of(recs, &mac, |r| Mac(r.dst_mac));
-        let src_ip = self.ips.column_of(recs, &ip, |r| Ip(r.src_ip));
-        let dst_ip = self.ips.column_of(recs, &ip, |r| Ip(r.dst_ip));
+        // RoCEv1's GIDs are its addresses.
+        let addrs = has(f::HAS_IPV4 | f::HAS_IPV6 | f::HAS_GRH);
+        let src_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.src_ip));
+        let dst_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.dst_ip));
         let flow_id =
             primitive::<Int64Type, _>(extra, &validity(extra, |e| e.flow_id.is_some()), |e| {
                 e.flow_id.unwrap_or(0).widen()
@@ -301,6 +304,12 @@ impl RowTexts {
             ("dst_ip", dst_ip),
             ("dscp", b.u8s(&ip, |r| r.dscp)),
             ("ecn", b.u8s(&ip, |r| r.ecn)),
+            (
+                "roce_version",
+                b.u8s(&has(f::HAS_GRH | f::HAS_UDP), |r| {
+                    r.roce_version().unwrap_or(0)
+                }),
+            ),
             ("udp_sport", b.u16s(&has(f::HAS_UDP), |r| r.udp_sport)),
             ("opcode", b.u8s(&bth, |r| r.opcode)),
             ("se", bits(&bth, f::SE)),
@@ -638,13 +647,20 @@ mod tests {
             q3.as_primitive::<Int32Type>().iter().collect::<Vec<_>>(),
             [None, Some(65535), None]
         );
+        assert_eq!(
+            col("roce_version")
+                .as_primitive::<Int16Type>()
+                .iter()
+                .collect::<Vec<_>>(),
+            [Some(2), None, Some(2)]
+        );
         // Never set in this batch: all null; set in every row: no bitmap.
         assert_eq!(col("atomic_va").null_count(), 3);
         assert_eq!(col("retrans").null_count(), 3);
         assert!(col("frame").nulls().is_none());
         assert_eq!(col("flow_id").null_count(), 1);
         assert!(col("mirror_copy").nulls().is_none());
-        assert_eq!(columns.len(), 59);
+        assert_eq!(columns.len(), 60);
         // Signed types one width up; `ts` a UTC microsecond timestamp.
         assert_eq!(col("pcp").data_type(), &DataType::Int16);
         assert_eq!(col("frame").data_type(), &DataType::Int64);

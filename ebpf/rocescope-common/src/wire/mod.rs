@@ -99,8 +99,9 @@ pub struct Walked {
     /// a header was cut.
     pub payload: Span,
     /// The bytes the ICRC is computed over, from the first byte of the IP
-    /// header to the end of the ICRC: set when the whole datagram was
-    /// captured and its header chain is one the ICRC is defined for.
+    /// header (RoCEv1: of the GRH, `HAS_GRH`) to the end of the ICRC: set
+    /// when the whole datagram was captured and its header chain is one the
+    /// ICRC is defined for.
     pub icrc: Option<Span>,
     /// The RoCE datagram is cut short of the length its headers declare.
     pub cut: bool,
@@ -325,8 +326,62 @@ fn link_payload<F: Frame + ?Sized, V: Visit>(
         ethernet::ETHERTYPE_IPV4 => ipv4(f, rec, v, w, at, end, allow_erspan),
         ethernet::ETHERTYPE_IPV6 => ipv6(f, rec, v, w, at, end, allow_erspan),
         ethernet::ETHERTYPE_MAC_CONTROL => mac_control(f, rec, v, at, end),
+        ethernet::ETHERTYPE_ROCE => grh(f, rec, v, w, at, end),
         _ => Next::Stop(Stop::Foreign(Foreign::EtherType)),
     }
+}
+
+/// RoCEv1: the GRH, then the BTH and all after it, as RoCEv2 has them after
+/// UDP. The GRH payload length bounds the transport headers the way the UDP
+/// length does for RoCEv2.
+#[inline(always)]
+fn grh<F: Frame + ?Sized, V: Visit>(
+    f: &F,
+    rec: &mut PacketRecord,
+    v: &mut V,
+    w: &mut Walked,
+    at: usize,
+    end: usize,
+) -> Next {
+    use field::grh as fg;
+    let cut = Next::Stop(Stop::Cut(Layer::Grh));
+    let Some(h) = f.load::<8>(at, end) else {
+        return cut;
+    };
+    if end - at < ib::GRH_LEN {
+        return cut;
+    }
+    if h[fg::IPVER_TCLASS_FLOWLABEL] >> 4 != ib::GRH_IPVER {
+        return Next::Stop(Stop::Invalid(Layer::Grh));
+    }
+    if !f.load_into(at + fg::SGID, end, &mut rec.src_ip)
+        || !f.load_into(at + fg::DGID, end, &mut rec.dst_ip)
+    {
+        return cut;
+    }
+    v.header(Layer::Grh, at, at + ib::GRH_LEN);
+    rec.flags |= flags::HAS_GRH;
+    if h[fg::NXTHDR] != ib::GRH_NXTHDR_BTH {
+        return Next::Stop(Stop::Foreign(Foreign::GrhNextHeader));
+    }
+    let declared = usize::from(be16(&h, fg::PAYLEN));
+    if declared < ib::BTH_LEN + ib::ICRC_LEN {
+        rec.kind = Kind::Malformed as u8;
+        return Next::Stop(Stop::Invalid(Layer::Grh));
+    }
+    rec.kind = Kind::Roce as u8;
+    let bth = at + ib::GRH_LEN;
+    let captured_end = end.min(bth + declared);
+    if captured_end - bth == declared {
+        w.icrc = Some(Span {
+            at,
+            end: captured_end,
+        });
+    } else {
+        w.cut = true;
+    }
+    let (bth, captured_end, declared) = (f.opaque(bth), f.opaque(captured_end), f.opaque(declared));
+    transport_headers(f, rec, v, w, bth, captured_end, declared)
 }
 
 /// What the IP layer hands to UDP (and GRE): the packet is `at..end`, the
@@ -590,10 +645,10 @@ fn udp<F: Frame + ?Sized, V: Visit>(
     let Some(u) = f.load::<{ udp::HEADER_LEN }>(seg, l3.end) else {
         return Next::Stop(Stop::Cut(Layer::Udp));
     };
+    v.header(Layer::Udp, seg, seg + udp::HEADER_LEN);
     if be16(&u, fu::DST_PORT) != udp::ROCEV2_PORT {
         return Next::Stop(Stop::Foreign(Foreign::UdpPort));
     }
-    v.header(Layer::Udp, seg, seg + udp::HEADER_LEN);
     rec.udp_sport = be16(&u, fu::SRC_PORT);
     rec.flags |= flags::HAS_UDP;
 

@@ -15,6 +15,8 @@ pub enum Layer {
     /// The ERSPAN II/III header after GRE.
     Erspan,
     Udp,
+    /// RoCEv1's InfiniBand Global Route Header.
+    Grh,
     /// The InfiniBand Base Transport Header.
     Bth,
     /// The BTH's extension headers (RETH, AETH, DETH, …).
@@ -24,7 +26,7 @@ pub enum Layer {
 }
 
 impl Layer {
-    pub const ALL: [Layer; 11] = [
+    pub const ALL: [Layer; 12] = [
         Layer::Link,
         Layer::Vlan,
         Layer::Ipv4,
@@ -33,6 +35,7 @@ impl Layer {
         Layer::Gre,
         Layer::Erspan,
         Layer::Udp,
+        Layer::Grh,
         Layer::Bth,
         Layer::ExtHeaders,
         Layer::MacControl,
@@ -49,6 +52,7 @@ impl Layer {
             Layer::Gre => "gre",
             Layer::Erspan => "erspan",
             Layer::Udp => "udp",
+            Layer::Grh => "grh",
             Layer::Bth => "bth",
             Layer::ExtHeaders => "ext_headers",
             Layer::MacControl => "mac_control",
@@ -103,10 +107,12 @@ pub enum Foreign {
     MacControlOpcode,
     /// A non-first IP fragment: it has no UDP header to recognise it by.
     IpFragment,
+    /// A RoCEv1 GRH whose next header is not a BTH (raw IPv6 over IB, …).
+    GrhNextHeader,
 }
 
 impl Foreign {
-    pub const ALL: [Foreign; 7] = [
+    pub const ALL: [Foreign; 8] = [
         Foreign::EtherType,
         Foreign::AddressFamily,
         Foreign::IpProtocol,
@@ -114,6 +120,7 @@ impl Foreign {
         Foreign::GreProtocol,
         Foreign::MacControlOpcode,
         Foreign::IpFragment,
+        Foreign::GrhNextHeader,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -125,6 +132,7 @@ impl Foreign {
             Foreign::GreProtocol => "gre_protocol",
             Foreign::MacControlOpcode => "mac_control_opcode",
             Foreign::IpFragment => "ip_fragment",
+            Foreign::GrhNextHeader => "grh_next_header",
         }
     }
 }
