@@ -328,6 +328,9 @@ fn a_non_capture_among_captures_is_a_warning() {
 // ---- raw IP and BSD loopback ----
 
 const RAW: u16 = 101;
+/// DLT_RAW's values as some tools write them (most systems, OpenBSD).
+const RAW_DLT: u16 = 12;
+const RAW_OPENBSD: u16 = 14;
 const IPV4: u16 = 228;
 const IPV6: u16 = 229;
 const NULL: u16 = 0;
@@ -394,8 +397,10 @@ fn raw_ip_and_loopback_captures_give_the_ethernet_rows() {
     assert!(want.strings("src_mac").iter().all(Option::is_some));
     let frame_len = want.ints("frame_len");
     type Prefix = fn(&[u8]) -> Vec<u8>;
-    let cases: [(&str, u16, Prefix, i128); 5] = [
+    let cases: [(&str, u16, Prefix, i128); 7] = [
         ("raw", RAW, |_| Vec::new(), 14),
+        ("raw-12", RAW_DLT, |_| Vec::new(), 14),
+        ("raw-14", RAW_OPENBSD, |_| Vec::new(), 14),
         ("ipv4", IPV4, |_| Vec::new(), 14),
         ("null-le", NULL, |_| 2u32.to_le_bytes().to_vec(), 10),
         ("null-be", NULL, |_| 2u32.to_be_bytes().to_vec(), 10),

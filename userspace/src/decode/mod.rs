@@ -29,7 +29,8 @@
 //!   header in it, `payload_len` from the UDP length, ICRC unchecked.
 //! * **IPv6**: hop-by-hop, routing, destination-options and fragment headers
 //!   are stepped over (at most `MAX_IPV6_EXT_HEADERS`; a non-first fragment is
-//!   `Other`). When any was present the ICRC is not checked: Annex A17 defines
+//!   `Other`; a hop-by-hop header anywhere but first is invalid, RFC 8200
+//!   §4.1). When any was present the ICRC is not checked: Annex A17 defines
 //!   the ICRC for an IPv6 header followed by UDP, and [`icrc::compute`] relies
 //!   on that layout.
 //! * **UDP**: a UDP header cut by the snaplen is `Other` (the destination port

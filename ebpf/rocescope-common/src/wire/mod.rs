@@ -424,12 +424,12 @@ fn ipv4<F: Frame + ?Sized, V: Visit>(
     if h[f4::VER_IHL] >> 4 != 4 || header_len < ip::IPV4_MIN_HEADER_LEN || total_len < header_len {
         return Next::Stop(Stop::Invalid(Layer::Ipv4));
     }
+    v.header(Layer::Ipv4, at, at + header_len);
     let flg_off = be16(&h, f4::FLG_OFF);
     // A non-first fragment has no UDP header: nothing to recognise it by.
     if flg_off & f4::FRAG_OFFSET_MASK != 0 {
         return Next::Stop(Stop::Foreign(Foreign::IpFragment));
     }
-    v.header(Layer::Ipv4, at, at + header_len);
     // IPv4-mapped (::ffff:a.b.c.d); bytes 0..10 are still zero.
     rec.src_ip[10] = 0xFF;
     rec.src_ip[11] = 0xFF;
@@ -501,6 +501,10 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
     // At most MAX_IPV6_EXT_HEADERS are stepped over; one more stops below.
     for _ in 0..=ip::MAX_IPV6_EXT_HEADERS {
         let len = match next_header {
+            // RFC 8200 §4.1: hop-by-hop options only right after the fixed header.
+            ip::IPV6_HOP_BY_HOP if ext_headers > 0 => {
+                return Next::Stop(Stop::Invalid(Layer::Ipv6Ext));
+            }
             ip::IPV6_HOP_BY_HOP | ip::IPV6_ROUTING | ip::IPV6_DEST_OPTS => {
                 let Some(e) = f.load::<2>(at + off, packet_end) else {
                     return cut;
@@ -509,6 +513,7 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
                 if packet_end - (at + off) < len {
                     return cut;
                 }
+                v.header(Layer::Ipv6Ext, at + off, at + off + len);
                 next_header = e[field::ipv6_ext::NXT_HDR];
                 len
             }
@@ -517,6 +522,7 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
                 let Some(e) = f.load::<{ ip::IPV6_FRAGMENT_LEN }>(at + off, packet_end) else {
                     return cut;
                 };
+                v.header(Layer::Ipv6Ext, at + off, at + off + ip::IPV6_FRAGMENT_LEN);
                 let frag_off = be16(&e, ff::FRAG_OFF);
                 if frag_off >> ff::OFFSET_SHIFT != 0 {
                     return Next::Stop(Stop::Foreign(Foreign::IpFragment));
@@ -527,7 +533,6 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
             }
             _ => break,
         };
-        v.header(Layer::Ipv6Ext, at + off, at + off + len);
         ext_headers += 1;
         off += len;
         if ext_headers > ip::MAX_IPV6_EXT_HEADERS {
