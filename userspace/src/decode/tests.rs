@@ -1082,8 +1082,10 @@ fn rocev1_grh_bth_and_icrc() {
         "fe80::211:22ff:fe33:4455".parse().unwrap(),
         "fe80::2".parse().unwrap(),
     );
-    let mut f = RoceFrame::default();
-    f.version = RoceVersion::V1;
+    let mut f = RoceFrame {
+        version: RoceVersion::V1,
+        ..RoceFrame::default()
+    };
     f.ip.addrs = IpAddrs::V6 {
         src: sgid,
         dst: dgid,

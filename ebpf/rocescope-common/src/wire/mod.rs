@@ -344,22 +344,10 @@ fn grh<F: Frame + ?Sized, V: Visit>(
     end: usize,
 ) -> Next {
     use field::grh as fg;
-    let cut = Next::Stop(Stop::Cut(Layer::Grh));
-    let Some(h) = f.load::<8>(at, end) else {
-        return cut;
+    let h = match ipv6_like(f, rec, v, Layer::Grh, at, end) {
+        Ok(h) => h,
+        Err(stop) => return stop,
     };
-    if end - at < ib::GRH_LEN {
-        return cut;
-    }
-    if h[fg::IPVER_TCLASS_FLOWLABEL] >> 4 != ib::GRH_IPVER {
-        return Next::Stop(Stop::Invalid(Layer::Grh));
-    }
-    if !f.load_into(at + fg::SGID, end, &mut rec.src_ip)
-        || !f.load_into(at + fg::DGID, end, &mut rec.dst_ip)
-    {
-        return cut;
-    }
-    v.header(Layer::Grh, at, at + ib::GRH_LEN);
     rec.flags |= flags::HAS_GRH;
     if h[fg::NXTHDR] != ib::GRH_NXTHDR_BTH {
         return Next::Stop(Stop::Foreign(Foreign::GrhNextHeader));
@@ -458,6 +446,38 @@ const fn is_ipv6_ext(h: u8) -> bool {
     )
 }
 
+/// An IPv6 header or a GRH (the same 40-byte layout, version 6): its first
+/// 8 bytes, the addresses (GIDs) already in `rec`.
+#[inline(always)]
+fn ipv6_like<F: Frame + ?Sized, V: Visit>(
+    f: &F,
+    rec: &mut PacketRecord,
+    v: &mut V,
+    layer: Layer,
+    at: usize,
+    end: usize,
+) -> Result<[u8; 8], Next> {
+    use field::ipv6 as f6;
+    const _: () = assert!(ip::IPV6_HEADER_LEN == ib::GRH_LEN && ib::GRH_IPVER == 6);
+    const _: () = assert!(f6::SRC_ADDR == field::grh::SGID && f6::DST_ADDR == field::grh::DGID);
+    let cut = || Next::Stop(Stop::Cut(layer));
+    let h = f.load::<8>(at, end).ok_or_else(cut)?;
+    if end - at < ip::IPV6_HEADER_LEN {
+        return Err(cut());
+    }
+    if h[f6::VER_TC_FLOW] >> 4 != 6 {
+        return Err(Next::Stop(Stop::Invalid(layer)));
+    }
+    // The addresses go straight into the record.
+    if !f.load_into(at + f6::SRC_ADDR, end, &mut rec.src_ip)
+        || !f.load_into(at + f6::DST_ADDR, end, &mut rec.dst_ip)
+    {
+        return Err(cut());
+    }
+    v.header(layer, at, at + ip::IPV6_HEADER_LEN);
+    Ok(h)
+}
+
 #[inline(always)]
 fn ipv6<F: Frame + ?Sized, V: Visit>(
     f: &F,
@@ -469,23 +489,10 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
     allow_erspan: bool,
 ) -> Next {
     use field::ipv6 as f6;
-    let cut = Next::Stop(Stop::Cut(Layer::Ipv6));
-    let Some(h) = f.load::<8>(at, end) else {
-        return cut;
+    let h = match ipv6_like(f, rec, v, Layer::Ipv6, at, end) {
+        Ok(h) => h,
+        Err(stop) => return stop,
     };
-    if end - at < ip::IPV6_HEADER_LEN {
-        return cut;
-    }
-    if h[f6::VER_TC_FLOW] >> 4 != 6 {
-        return Next::Stop(Stop::Invalid(Layer::Ipv6));
-    }
-    // The addresses go straight into the record.
-    if !f.load_into(at + f6::SRC_ADDR, end, &mut rec.src_ip)
-        || !f.load_into(at + f6::DST_ADDR, end, &mut rec.dst_ip)
-    {
-        return cut;
-    }
-    v.header(Layer::Ipv6, at, at + ip::IPV6_HEADER_LEN);
     let tclass = (be16(&h, f6::VER_TC_FLOW) >> 4) as u8;
     rec.dscp = tclass >> 2;
     rec.ecn = tclass & 0x03;
