@@ -584,6 +584,7 @@ fn a_finding_over_many_qps_of_one_host_pair_shows_them_all() {
     let all = Finding {
         id: "all",
         severity: "info",
+        impact: 0.0,
         title: String::new(),
         detail: String::new(),
         recommendation: String::new(),

@@ -1004,3 +1004,116 @@ fn a_smaller_path_mtu_or_frames_too_large_for_the_path_are_an_mtu_mismatch() {
         );
     }
 }
+
+/// `(severity, id, impact)` of each finding, in summary.json's order.
+fn ranked(a: &Analysis) -> Vec<(String, String, f64)> {
+    a.summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["severity"].as_str().unwrap().to_string(),
+                f["id"].as_str().unwrap().to_string(),
+                f["impact"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Request packets of the truth's flows that pass `pick`, over all of the
+/// capture's (the traffic share of docs/analysis.md, "Findings").
+fn truth_share(truth: &Value, pick: impl Fn(&Value) -> bool) -> f64 {
+    let flows = truth["flows"].as_array().unwrap();
+    let data = |f: &&Value| f["data_packets"].as_u64().unwrap();
+    let of: u64 = flows.iter().filter(|f| pick(f)).map(|f| data(&f)).sum();
+    of as f64 / flows.iter().map(|f| data(&f)).sum::<u64>() as f64
+}
+
+/// Findings are ranked by severity, then impact (docs/analysis.md,
+/// "Findings"), the same order in summary.json, `report` and `report
+/// --json`. mtu-blackhole: connection 0 (s0 → r0, stuck on PSN 0 by the
+/// truth) livelocks at the two taps that see it, leaf0-s0-both and
+/// spine0-leaf1-both, and goes unanswered at the spine; real loss is those
+/// same two flows (their unexplained timeouts), the MTU mismatch the spine's
+/// one. So the livelock's and the loss's impact is connection 0's request
+/// packets over all, the others' its packets at the spine: real-loss now
+/// comes before mtu-mismatch, the reverse of the order they are made in.
+/// pfc-storm: the storm, tree and pressure all measure r0's port paused
+/// 99.97 % of the capture (the truth's paused fraction; the tree's root is
+/// r0's NIC, its pauses the same span), equal impacts keep their order.
+#[test]
+fn findings_are_ranked_by_severity_then_impact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, truth) = analyse_sample(dir.path(), "mtu-blackhole");
+    assert_eq!(truth["connections"][0]["stuck_psn"], 0);
+    let conn0 = truth_share(&truth, |f| f["flow"] == 0);
+    let conn0_spine = truth_share(&truth, |f| {
+        f["flow"] == 0 && f["iface"] == "spine0-leaf1-both"
+    });
+    let want = [
+        ("critical", "retransmission-livelock", conn0),
+        ("critical", "unanswered-flows", conn0_spine),
+        ("warning", "real-loss", conn0),
+        ("warning", "mtu-mismatch", conn0_spine),
+    ];
+    let got = ranked(&a);
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    for ((s, id, impact), (ws, wid, wimpact)) in got.iter().zip(want) {
+        assert_eq!((s.as_str(), id.as_str()), (ws, wid), "{got:?}");
+        assert!(
+            (impact - wimpact).abs() < 1e-12,
+            "{id}: {impact} != {wimpact}"
+        );
+    }
+    assert!(conn0 > conn0_spine, "{conn0} {conn0_spine}");
+
+    let (a, truth) = analyse_sample(dir.path(), "pfc-storm");
+    let paused = truth["paused"].as_array().unwrap();
+    let most = paused
+        .iter()
+        .map(|p| p["fraction"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let stormy = paused
+        .iter()
+        .filter(|p| p["storms"].as_u64().unwrap() > 0)
+        .map(|p| p["fraction"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let got = ranked(&a);
+    let ids: Vec<&str> = got.iter().map(|(_, id, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "pfc-storm",
+            "pfc-congestion-tree",
+            "pfc-pressure",
+            "pfc-victims",
+            "cnp-without-ce"
+        ]
+    );
+    assert!((got[0].2 - stormy).abs() < 1e-12, "{got:?} {stormy}");
+    assert!((got[2].2 - most).abs() < 1e-12, "{got:?} {most}");
+    // Every request flow froze: all of the traffic.
+    assert_eq!(got[3].2, 1.0);
+
+    // The terminal report: the headline and the numbered findings in the
+    // same order, each numbered one with its impact.
+    let text = String::from_utf8(
+        rocescope_ok(&[
+            "report",
+            repo().join("pcaps/mtu-blackhole.pcapng").to_str().unwrap(),
+        ])
+        .stdout,
+    )
+    .unwrap();
+    let (a, _) = analyse_sample(dir.path(), "mtu-blackhole");
+    for (rank, (s, id, impact)) in ranked(&a).iter().enumerate() {
+        let line = format!(
+            "  {}. {} ({id}, impact {:.2} %): ",
+            rank + 1,
+            s.to_uppercase(),
+            impact * 100.0
+        );
+        assert!(text.contains(&line), "{line}\n{text}");
+    }
+}

@@ -95,6 +95,10 @@ def test_ghost_drops_notebook_draws_every_figure(sample):
     assert "text/html" in mimetypes(tagged["findings"])
     findings = "".join(o["data"]["text/plain"] for o in tagged["findings"] if "data" in o)
     assert "ghost-retransmissions" in findings
+    # The table keeps summary.json's ranking (severity, then impact).
+    summary = json.loads((sample["out"] / "summary.json").read_text())
+    at = [findings.index(f["id"]) for f in summary["findings"]]
+    assert at == sorted(at) and "impact" in findings, findings
     assert "text/html" in mimetypes(tagged["flows"])
 
 

@@ -527,6 +527,7 @@ mod tests {
         Finding {
             id,
             severity: "warning",
+            impact: 0.0,
             title: String::new(),
             detail: String::new(),
             recommendation: String::new(),

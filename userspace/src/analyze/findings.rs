@@ -68,6 +68,18 @@ impl Input<'_> {
         iface_name(&self.summary.ifaces, i)
     }
 
+    /// The impact of a finding about `flows` (ids): the share of the
+    /// capture's request packets they carry (docs/analysis.md, "Findings").
+    pub(crate) fn traffic_share(&self, flows: &[u32]) -> f64 {
+        // A flow's id is its index.
+        let of: u64 = flows
+            .iter()
+            .filter_map(|&id| self.flows.get(id as usize))
+            .map(|f| f.data_packets)
+            .sum();
+        share(of, self.summary.totals.data_packets)
+    }
+
     pub(crate) fn describe(&self, f: &Flow) -> String {
         format!(
             "flow {} ({} → {} QP {}, {})",
@@ -137,18 +149,33 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     victims(x, &mut out);
     ce_cnp(x, &mut out);
     link_pause(x, &mut out);
-    sort_by_severity(&mut out);
+    rank_findings(&mut out);
     out
 }
 
-/// Critical, warning, info; the order within a severity is kept.
-pub(crate) fn sort_by_severity(findings: &mut [Finding]) {
+/// Critical, warning, info; within a severity the larger impact first, and
+/// on equal impact the order they were made in (docs/analysis.md,
+/// "Findings").
+pub(crate) fn rank_findings(findings: &mut [Finding]) {
     let rank = |s: &str| match s {
         "critical" => 0,
         "warning" => 1,
         _ => 2,
     };
-    findings.sort_by_key(|f| rank(f.severity));
+    findings.sort_by(|a, b| {
+        rank(a.severity)
+            .cmp(&rank(b.severity))
+            .then(b.impact.total_cmp(&a.impact))
+    });
+}
+
+/// A share in [0, 1]: `part` of `whole`, 0 of nothing.
+pub(crate) fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (part as f64 / whole as f64).min(1.0)
+    }
 }
 
 #[cfg(test)]

@@ -100,6 +100,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     let (f, r) = stuck[0];
     out.push(Finding {
         id: "retransmission-livelock",
+        impact: x.traffic_share(&stuck.iter().map(|(f, _)| f.id).collect::<Vec<_>>()),
         severity: "critical",
         title: format!(
             "{} resend the same PSN over and over (flow {} PSN {}: {}, no progress)",

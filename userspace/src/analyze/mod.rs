@@ -66,7 +66,7 @@ use hash::FastMap;
 use rocescope_common::{Kind, PacketRecord, flags};
 
 pub(crate) use date::fmt_utc;
-pub(crate) use findings::{sort_by_severity, timeout_exponent};
+pub(crate) use findings::{rank_findings, share, timeout_exponent};
 pub(crate) use flows::Flow;
 pub use flows::FlowKey;
 use flows::HostPair;
@@ -74,7 +74,7 @@ pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_p
 pub(crate) use fmt::{fmt_ip, fmt_mac, fmt_pfc, iface_name};
 use pfc::PfcTracker;
 pub use report::{
-    flow_json, frames_line, more_findings, render_findings, render_json, render_text,
+    flow_json, frames_line, impact_words, more_findings, render_findings, render_json, render_text,
     shown_findings,
 };
 pub use rows::{

@@ -105,6 +105,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     flows.dedup();
     out.push(Finding {
         id: "mtu-mismatch",
+        impact: x.traffic_share(&flows),
         severity: "warning",
         title: format!(
             "MTU mismatch: {} with a smaller path MTU than their peers, {} whose frames are too large for their path",

@@ -49,6 +49,12 @@ pub fn more_findings(id: &str, n: usize) -> String {
     )
 }
 
+/// A finding's impact as the report and the HTML page print it:
+/// `impact 20.04 %`.
+pub fn impact_words(f: &Finding) -> String {
+    format!("impact {}", fmt_pct(f.impact))
+}
+
 /// The frame counts every command prints the same way: what was read, what
 /// was decoded into records (by kind) and what was neither.
 pub fn frames_line(frames_read: u64, f: &FrameCounts) -> String {
@@ -269,10 +275,11 @@ fn findings(p: &mut Page, list: &[Finding]) {
             "  ",
             "     ",
             &format!(
-                "{}. {} ({}): {}",
+                "{}. {} ({}, {}): {}",
                 i + 1,
                 f.severity.to_uppercase(),
                 f.id,
+                impact_words(f),
                 f.title
             ),
         );

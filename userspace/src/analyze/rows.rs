@@ -229,11 +229,15 @@ pub struct PfcSummary {
 }
 
 /// One diagnosis.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
     pub id: &'static str,
     /// `critical`, `warning` or `info`.
     pub severity: &'static str,
+    /// How much of the capture it concerns, in [0, 1]: the share of the
+    /// traffic or of the time affected, defined per finding (docs/analysis.md,
+    /// "Findings"). Findings of one severity are ranked by it.
+    pub impact: f64,
     pub title: String,
     pub detail: String,
     pub recommendation: String,

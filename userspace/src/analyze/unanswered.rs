@@ -76,6 +76,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         .collect();
     out.push(Finding {
         id: "unanswered-flows",
+        impact: x.traffic_share(&silent.iter().map(|f| f.id).collect::<Vec<_>>()),
         severity: "critical",
         title: format!(
             "{} between {} got no answer at all ({})",

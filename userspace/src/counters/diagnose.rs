@@ -3,7 +3,7 @@
 //! docs/counters.md defines each one and its thresholds.
 use super::model::{Series, Step};
 use crate::analyze::Finding;
-use crate::analyze::{sort_by_severity, timeout_exponent};
+use crate::analyze::{rank_findings, share, timeout_exponent};
 
 /// A priority is in a storm during an interval when pause time covered at
 /// least this share of it.
@@ -139,6 +139,21 @@ impl<'a> View<'a> {
         self.d("rx_discards_phy").max(prio) + self.d("out_of_buffer")
     }
 
+    /// The share of the series' intervals in which any of `names` rose:
+    /// a counter finding's impact.
+    fn rose_share<S: AsRef<str>>(&self, names: &[S]) -> f64 {
+        let mut at: Vec<u64> = names
+            .iter()
+            .flat_map(|n| rising_at(&self.s.steps(n.as_ref())))
+            .collect();
+        at.sort_unstable();
+        at.dedup();
+        share(
+            at.len() as u64,
+            self.s.snapshots.len().saturating_sub(1) as u64,
+        )
+    }
+
     fn prefix(&self) -> String {
         self.s.endpoint.to_string()
     }
@@ -163,7 +178,7 @@ fn rising_at(steps: &[Step]) -> Vec<u64> {
         .collect()
 }
 
-/// Findings from every series, ordered critical, warning, info.
+/// Findings from every series, ranked by severity, then impact.
 pub fn diagnose(series: &[Series]) -> Vec<Finding> {
     let mut out = Vec::new();
     for s in series.iter().filter(|s| s.snapshots.len() >= 2) {
@@ -177,13 +192,16 @@ pub fn diagnose(series: &[Series]) -> Vec<Finding> {
         corruption(&v, &mut out);
     }
     cnps_unhandled(series, &mut out);
-    sort_by_severity(&mut out);
+    rank_findings(&mut out);
     out
 }
 
+/// `impact`: the share of the series' intervals (or of its time) the
+/// evidence covers (docs/counters.md).
 fn finding(
     id: &'static str,
     severity: &'static str,
+    impact: f64,
     title: String,
     detail: String,
     recommendation: &str,
@@ -192,6 +210,7 @@ fn finding(
         wireshark: None,
         id,
         severity,
+        impact,
         title,
         detail,
         recommendation: recommendation.to_string(),
@@ -293,6 +312,7 @@ fn ghost(v: &View, out: &mut Vec<Finding>) {
     out.push(finding(
         "ghost-drop-signature",
         "critical",
+        share(together as u64, intervals as u64),
         format!(
             "Ghost-drop signature on {}: {retrans} timeouts/adaptive retransmissions while paused {paused_us} µs, with no discards or CRC errors",
             v.prefix()
@@ -344,7 +364,14 @@ fn loss(v: &View, out: &mut Vec<Finding>) {
             "The PSN holes were made upstream: check the switches' discard and FCS counters on the RoCE priority along the path, and the peer's receive counters",
         )
     };
-    out.push(finding("real-loss", severity, title, detail, rec));
+    out.push(finding(
+        "real-loss",
+        severity,
+        v.rose_share(&SEQUENCE),
+        title,
+        detail,
+        rec,
+    ));
 }
 
 /// Requesters that gave up: transport or RNR retries exhausted.
@@ -359,6 +386,7 @@ fn retries(v: &View, out: &mut Vec<Finding>) {
     out.push(finding(
         "retries-exceeded",
         "critical",
+        v.rose_share(&names),
         format!("Requesters on {} exhausted their retries {n} times", v.prefix()),
         format!("{}: {}; {}", v.prefix(), v.show_all(&names), v.show_all(&TIMEOUTS)),
         "A QP that exceeds its retry count goes to the error state and the application sees a failed work request: find the loss or the stall (the other findings) before raising retry_cnt",
@@ -375,6 +403,8 @@ fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
     let storm_events = v.sum(&events);
     let mut storms: Vec<String> = Vec::new();
     let mut stormy: Vec<(String, u8)> = Vec::new();
+    // The most intervals one priority spent in a storm, as a share.
+    let mut storm_share: f64 = 0.0;
     for dir in ["rx", "tx"] {
         for p in 0..8u8 {
             let name = format!("{dir}_prio{p}_pause_duration");
@@ -388,6 +418,7 @@ fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
                 .collect();
             let hits = fractions.iter().filter(|&&f| f >= STORM_FRACTION).count();
             if hits > 0 {
+                storm_share = storm_share.max(share(hits as u64, steps.len() as u64));
                 let max = fractions.iter().cloned().fold(0.0, f64::max);
                 storms.push(format!(
                     "priority {p} {} for ≥ {:.0} % of {hits} of {} intervals (at most {:.1} %), {}",
@@ -410,6 +441,7 @@ fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
         out.push(finding(
             "pfc-storm",
             "critical",
+            storm_share.min(1.0),
             format!(
                 "PFC storm on {}: {}{storm_events} storm events",
                 v.prefix(),
@@ -454,6 +486,7 @@ fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
         out.push(finding(
             "pfc-pressure",
             severity,
+            fraction.min(1.0),
             format!(
                 "Priority {p} of {} paused {:.2} % of the time",
                 v.prefix(),
@@ -481,6 +514,7 @@ fn np_silent(v: &View, out: &mut Vec<Finding>) {
     out.push(finding(
         "ecn-path-broken",
         "critical",
+        v.rose_share(&["np_ecn_marked_roce_packets"]),
         format!(
             "{marked} CE-marked RoCE packets reached {} and no CNP was sent back",
             v.prefix()
@@ -504,6 +538,7 @@ fn cc_ignored(v: &View, out: &mut Vec<Finding>) {
     out.push(finding(
         "cc-not-reacting",
         "warning",
+        v.rose_share(&["rp_cnp_ignored"]),
         format!("{} ignored {ignored} CNPs", v.prefix()),
         format!(
             "{}: {}, {}",
@@ -548,6 +583,7 @@ fn cnps_unhandled(series: &[Series], out: &mut Vec<Finding>) {
         out.push(finding(
             "ecn-path-broken",
             "critical",
+            v.rose_share(&["np_cnp_sent"]),
             format!(
                 "{} sent {sent} CNPs and none was handled by the other endpoints",
                 v.prefix()
@@ -601,6 +637,7 @@ fn corruption(v: &View, out: &mut Vec<Finding>) {
     out.push(finding(
         "link-corruption",
         severity,
+        v.rose_share(&[&CORRUPTION[..], &["rx_corrected_bits_phy"]].concat()),
         title,
         detail,
         "A link with rising FCS/symbol errors or FEC corrections has a bad cable, transceiver or dirty connector: check the module (mlxlink, ethtool -m), reseat or replace it; a damaged RoCE frame is a lost frame, recovered only by a NAK or a timeout",

@@ -434,10 +434,25 @@ fn findings(rows: &[Comparison]) -> Vec<Finding> {
                 "The counters are not of the link this capture saw (check the host/iface/device/port mapping), or the capture mixes more links than one NIC port carries",
             )
         };
+        // The largest share of an event count one side lacks.
+        let impact = these
+            .iter()
+            .map(|c| {
+                if verdict == "capture-incomplete" {
+                    (c.counters_low - c.capture) / c.counters_low
+                } else {
+                    c.counters_high
+                        .map_or(0.0, |high| (c.capture_low - high) / c.capture_low)
+                }
+            })
+            .filter(|x| x.is_finite())
+            .fold(0.0, f64::max)
+            .clamp(0.0, 1.0);
         out.push(Finding {
             wireshark: None,
             id,
             severity,
+            impact,
             title,
             detail,
             recommendation: rec.into(),
@@ -449,11 +464,11 @@ fn findings(rows: &[Comparison]) -> Vec<Finding> {
 }
 
 impl Reconciliation {
-    /// Adds the findings to the analysis' (critical, warning, info order kept).
+    /// Adds the findings to the analysis', ranked (severity, then impact).
     pub fn add_findings(&self, a: &mut Analysis) {
         let findings = &mut a.summary.findings;
         findings.extend(self.findings.iter().cloned());
-        crate::analyze::sort_by_severity(findings);
+        crate::analyze::rank_findings(findings);
     }
 
     /// `summary` (summary.json as a value) with the comparison table under

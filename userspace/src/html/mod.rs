@@ -300,7 +300,7 @@ impl HtmlReport {
         let mut findings = s.findings.clone();
         if let Some(r) = &recon {
             findings.extend(r.findings.iter().cloned());
-            analyze::sort_by_severity(&mut findings);
+            analyze::rank_findings(&mut findings);
         }
         // The headline: one line per finding, worst first, linked to its
         // section (the first few of each id; the rest counted).
@@ -543,10 +543,11 @@ impl Page<'_> {
     fn finding(&self, h: &mut String, i: usize, f: &Finding) -> Result<()> {
         let _ = writeln!(
             h,
-            "<section class=\"finding {sev}\" id=\"finding-{i}\"><h3><span class=sev>{sev}</span> {title} <code>{id}</code></h3>",
+            "<section class=\"finding {sev}\" id=\"finding-{i}\"><h3><span class=sev>{sev}</span> {title} <code>{id}</code> <span class=impact>{impact}</span></h3>",
             sev = esc(f.severity),
             title = esc(&f.title),
             id = esc(f.id),
+            impact = esc(&analyze::impact_words(f)),
         );
         for line in f.detail.lines().filter(|l| !l.trim().is_empty()) {
             let _ = writeln!(h, "<p>{}</p>", esc(line));

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_pct as pct};
 
-use super::{Input, params};
+use super::{Input, params, share};
 
 /// The capture itself: frames the tap missed and mirror copies.
 pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
@@ -32,6 +32,12 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
         .collect();
     if !lost.is_empty() || !counted.is_empty() {
         let n: u64 = lost.iter().map(|f| f.gap_counts.capture_lost).sum();
+        let counted_drops: u64 = x
+            .summary
+            .taps
+            .iter()
+            .map(|t| t.isb_ifdrop.unwrap_or(0) + t.isb_osdrop.unwrap_or(0))
+            .sum();
         let taps: Vec<String> = x
             .summary
             .taps
@@ -60,6 +66,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             wireshark: None,
             id: "capture-loss",
+            impact: share(n + counted_drops, x.summary.frames.total + counted_drops),
             severity: "warning",
             title: if lost.is_empty() {
                 "The capture says it dropped frames".to_string()
@@ -76,13 +83,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
                 ("frames_missed", json!(n)),
                 (
                     "capture_drops_counted",
-                    json!(
-                        x.summary
-                            .taps
-                            .iter()
-                            .map(|t| t.isb_ifdrop.unwrap_or(0) + t.isb_osdrop.unwrap_or(0))
-                            .sum::<u64>()
-                    ),
+                    json!(counted_drops),
                 ),
             ]),
         });
@@ -122,6 +123,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             wireshark: None,
             id: "mirror-duplicates",
+            impact: share(copies, x.summary.frames.total),
             severity: "info",
             title: format!(
                 "{} recorded twice by the mirror (not retransmissions)",
@@ -162,6 +164,7 @@ pub(super) fn reordering(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         wireshark: None,
         id: "reordering",
+        impact: x.traffic_share(&flows.iter().map(|f| f.id).collect::<Vec<_>>()),
         severity: "warning",
         title: format!(
             "{} arrived out of order (reordering, not loss)",
@@ -192,6 +195,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             wireshark: None,
             id: "sniffer-capture",
+            impact: share(t.icrc_failed, t.icrc_checked),
             severity: "info",
             title: format!("{}: a NIC's RDMA sniffer capture (headers rewritten)", t.iface_name),
             detail: format!(
@@ -226,6 +230,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             wireshark: None,
             id: "corrupted-frames",
+            impact: share,
             severity: "warning",
             title: format!(
                 "{}: {} failed their ICRC (bit errors)",

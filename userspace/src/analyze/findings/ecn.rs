@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::analyze::{Finding, FlowRow, fmt_count, fmt_duration, fmt_ip};
 
-use super::{Input, params};
+use super::{Input, params, share};
 
 pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
     let unattributed = x.summary.totals.cnps_unattributed;
@@ -50,6 +50,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             wireshark: None,
             id: "ce-without-cnp",
+            impact: x.traffic_share(&silent.iter().map(|r| r.flow_id).collect::<Vec<_>>()),
             severity: "warning",
             title: format!(
                 "{} on {} got no CNP back",
@@ -79,6 +80,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             wireshark: None,
             id: "cnp-without-ce",
+            impact: share(cnps + unattributed, x.summary.frames.cnp),
             severity: "info",
             title: format!(
                 "{} without a CE mark seen at the tap",

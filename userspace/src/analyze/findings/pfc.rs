@@ -7,7 +7,7 @@ use crate::analyze::{
     Finding, Flow, FlowRow, fmt_count, fmt_duration, fmt_gbps, fmt_pct as pct, fmt_pfc,
 };
 
-use super::{Input, params};
+use super::{Input, params, share};
 
 /// A flow faster than its tap's link speed: the speed is wrong, and with it
 /// every pause duration.
@@ -25,6 +25,7 @@ pub(super) fn link_speed(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             wireshark: None,
             id: "link-speed",
+            impact: x.traffic_share(&fast.iter().map(|r| r.flow_id).collect::<Vec<_>>()),
             severity: "warning",
             title: format!(
                 "{}: a flow ran at {}, above the {} link speed assumed",
@@ -87,6 +88,7 @@ pub(super) fn storms(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         wireshark: None,
         id: "pfc-storm",
+        impact: stormy.iter().map(|p| p.fraction).fold(0.0, f64::max).min(1.0),
         severity: "critical",
         title: format!(
             "{} (a continuous pause over {}), the longest {}",
@@ -156,6 +158,7 @@ pub(super) fn congestion_tree(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             wireshark: None,
             id: "pfc-congestion-tree",
+            impact: share(root.paused_ns, x.summary.duration_ns),
             severity: "critical",
             title: format!(
                 "Pauses on priority {} spread from {} ({}) to {} more {}",
@@ -220,6 +223,7 @@ pub(super) fn pressure(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         wireshark: None,
         id: "pfc-pressure",
+        impact: worst.fraction.min(1.0),
         severity: if worst.fraction >= 0.10 {
             "critical"
         } else if worst.fraction >= 0.01 {
@@ -271,6 +275,7 @@ pub(super) fn victims(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         wireshark: None,
         id: "pfc-victims",
+        impact: x.traffic_share(&ids),
         severity: "warning",
         title: format!(
             "{} stalled while {} priority was paused, up to {} each",
@@ -296,6 +301,7 @@ pub(super) fn link_pause(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         wireshark: None,
         id: "link-pause",
+        impact: share(n, x.summary.frames.total),
         severity: "warning",
         title: format!(
             "{} (link-level, not PFC)",

@@ -142,6 +142,7 @@ pub(super) fn ghost(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         wireshark: None,
         id: "ghost-retransmissions",
+        impact: x.traffic_share(&ids),
         severity: if paused > 0 || spurious > 0 {
             "critical"
         } else {
@@ -289,6 +290,7 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         wireshark: None,
         id: "real-loss",
+        impact: x.traffic_share(&flows.iter().map(|f| f.id).collect::<Vec<_>>()),
         severity: "warning",
         title: format!("Packets really lost: {}", headline.join(", ")),
         detail,
@@ -318,6 +320,7 @@ pub(super) fn rnr(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         wireshark: None,
         id: "receiver-not-ready",
+        impact: x.traffic_share(&flows.iter().map(|f| f.id).collect::<Vec<_>>()),
         severity: "warning",
         title: format!(
             "{}: receivers ran out of posted receive buffers",
