@@ -108,15 +108,23 @@ impl Analysis {
 }
 
 fn analyze(capture: &Path, truth: &Value) -> Analysis {
+    analyze_with(capture, truth, &[])
+}
+
+/// [`analyze`] with more options.
+fn analyze_with(capture: &Path, truth: &Value, extra: &[&str]) -> Analysis {
     let out = capture.with_extension("out");
-    rocescope_ok(&[
+    let speed = link_speed(truth);
+    let mut args = vec![
         "analyze",
         capture.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
         "--link-speed",
-        &link_speed(truth),
-    ]);
+        &speed,
+    ];
+    args.extend(extra);
+    rocescope_ok(&args);
     let classic = capture.extension().is_some_and(|e| e == "pcap");
     Analysis {
         flows: Table::read(&out.join("flows.parquet")),
@@ -1116,4 +1124,187 @@ fn findings_are_ranked_by_severity_then_impact() {
         );
         assert!(text.contains(&line), "{line}\n{text}");
     }
+}
+
+/// ecmp-collision: the model hashed both elephants (s0 → r0 and s1 → r1,
+/// one QP and one UDP source port each) onto leaf0's uplink to spine0 (the
+/// truth's `requests_via`); the tap on the uplink to spine1 recorded
+/// nothing. With the two uplinks named as a group every loaded bin is
+/// imbalanced; the busiest member's bytes are the truth's bytes at that tap
+/// (it recorded RoCE frames only) less their FCS; the loaded bins are counted here from
+/// packets.parquet's rows (bins of 100 µs since the epoch holding at least
+/// 10 % of a 100G link, 125000 bytes). A group that is balanced — healthy
+/// with both QPs from s0 to r0, one per uplink — is no finding, and without
+/// a group the capture facts say a group must be named; no other sample
+/// says either (docs/analysis.md, "ECMP imbalance").
+#[test]
+fn elephants_hashed_onto_one_uplink_are_an_ecmp_imbalance() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = ["--ecmp-group", "leaf0-spine0-tx,leaf0-spine1-tx"];
+    let copy = dir.path().join("ecmp-collision.pcapng");
+    std::fs::copy(repo().join("pcaps/ecmp-collision.pcapng"), &copy).unwrap();
+    let truth = read_json(&repo().join("pcaps/ecmp-collision.truth.json"));
+    let conns = truth["connections"].as_array().unwrap();
+    for c in conns {
+        assert_eq!(c["requests_via"][0], "leaf0-spine0", "{c}");
+    }
+    let taps = truth["taps"].as_array().unwrap();
+    let tap = |name: &str| taps.iter().find(|t| t["iface"] == name).unwrap();
+    let busy = tap("leaf0-spine0-tx");
+    assert_eq!(
+        (
+            busy["pfc"].as_u64(),
+            tap("leaf0-spine1-tx")["frames"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    let a = analyze_with(&copy, &truth, &group);
+    let f = finding(&a, "ecmp-imbalance");
+    assert_eq!(f["severity"], "warning");
+    let p = &f["params"];
+    assert_eq!(
+        p["members"],
+        serde_json::json!(["leaf0-spine0-tx", "leaf0-spine1-tx"])
+    );
+    // The truth's bytes run to each frame's FCS; a capture's frame length
+    // stops before it (4 bytes).
+    let wire = busy["bytes"].as_u64().unwrap() - 4 * busy["frames"].as_u64().unwrap();
+    assert_eq!(p["member_bytes"], serde_json::json!([wire, 0]));
+    assert_eq!(p["member_shares"], serde_json::json!([1.0, 0.0]));
+    assert_eq!(
+        (p["busiest"].as_str(), p["idlest"].as_str()),
+        (Some("leaf0-spine0-tx"), Some("leaf0-spine1-tx"))
+    );
+    // The loaded bins, from the packets.
+    let packets = Table::read(&copy.with_extension("out").join("packets.parquet"));
+    let (ts, iface, kind, len, copies) = (
+        packets.ints("ts_ns"),
+        packets.strings("iface"),
+        packets.strings("kind"),
+        packets.ints("frame_len"),
+        packets.bools("mirror_copy"),
+    );
+    let mut bins: std::collections::BTreeMap<i128, i128> = Default::default();
+    for i in 0..packets.rows() {
+        if iface[i].as_deref() == Some("leaf0-spine0-tx")
+            && matches!(kind[i].as_deref(), Some("roce" | "cnp"))
+            && copies[i] != Some(true)
+        {
+            *bins.entry(ts[i].unwrap() / 100_000).or_default() += len[i].unwrap();
+        }
+    }
+    let loaded = bins.values().filter(|&&b| b >= 125_000).count() as u64;
+    assert!(loaded >= 5, "{bins:?}");
+    assert_eq!(
+        (p["loaded_bins"].as_u64(), p["imbalanced_bins"].as_u64()),
+        (Some(loaded), Some(loaded))
+    );
+    assert_eq!(f["impact"], 1.0);
+    // The elephants: both connections' request flows at the busy uplink.
+    let (fi, fiface, fdata, fsrc, fsport) = (
+        a.flows.ints("flow_id"),
+        a.flows.strings("iface"),
+        a.flows.ints("data_packets"),
+        a.flows.strings("src_ip"),
+        a.flows.ints("udp_sport"),
+    );
+    let on_busy: Vec<usize> = (0..a.flows.rows())
+        .filter(|&i| fiface[i].as_deref() == Some("leaf0-spine0-tx") && fdata[i] > Some(0))
+        .collect();
+    let ids: Vec<u64> = on_busy.iter().map(|&i| fi[i].unwrap() as u64).collect();
+    assert_eq!(p["collided_flows"], Value::from(ids.clone()));
+    assert_eq!(f["flows"], Value::from(ids));
+    let mut seen: Vec<(String, i128)> = on_busy
+        .iter()
+        .map(|&i| (fsrc[i].clone().unwrap(), fsport[i].unwrap()))
+        .collect();
+    let mut want: Vec<(String, i128)> = conns
+        .iter()
+        .map(|c| {
+            (
+                c["src_ip"].as_str().unwrap().to_string(),
+                c["udp_sport"].as_i64().unwrap() as i128,
+            )
+        })
+        .collect();
+    seen.sort();
+    want.sort();
+    assert_eq!(seen, want);
+    assert_eq!(p["source_ports_per_host_pair"], serde_json::json!([1, 1]));
+    assert_eq!(p["shared_source_ports"], 0);
+    let detail = f["detail"].as_str().unwrap();
+    for c in conns {
+        let port = format!("UDP source port {}", c["udp_sport"]);
+        assert!(detail.contains(&port), "{port}\n{detail}");
+    }
+    assert!(
+        detail.contains("leaf0-spine1-tx: no frame recorded"),
+        "{detail}"
+    );
+    assert_eq!(
+        f["title"],
+        "ECMP imbalance: leaf0-spine0-tx carried 100.00 % of its group's traffic, leaf0-spine1-tx 0.00 % (2 elephant flows collided)"
+    );
+
+    // Balanced: two QPs from s0 to r0, one per uplink (the model's hash of
+    // source ports 49152 and 49156).
+    let capture = dir.path().join("balanced.pcapng");
+    rocescope_ok(&[
+        "synth",
+        "healthy",
+        "--out",
+        capture.to_str().unwrap(),
+        "--seed",
+        "1",
+        "--set",
+        "flows.1.src=0",
+        "--set",
+        "flows.1.dst=0",
+        "--set",
+        "flows.1.udp_sport=49156",
+        "--set",
+        r#"taps=[{"node":"leaf0","toward":"spine0","dir":"tx"},{"node":"leaf0","toward":"spine1","dir":"tx"}]"#,
+    ]);
+    let truth = read_json(&dir.path().join("balanced.truth.json"));
+    let vias: Vec<&Value> = truth["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["requests_via"][0])
+        .collect();
+    assert_eq!(vias, ["leaf0-spine0", "leaf0-spine1"]);
+    let a = analyze_with(&capture, &truth, &group);
+    assert!(
+        !findings_of(&a).contains(&"ecmp-imbalance".to_string()),
+        "{}",
+        a.summary["findings"]
+    );
+    let a = analyze(&capture, &truth);
+    assert_eq!(
+        ecmp_facts(&a),
+        [
+            "leaf0-spine0-tx and leaf0-spine1-tx carry different QPs between the same hosts (10.0.0.1 → 10.0.1.1): if they are parallel paths, name them with --ecmp-group leaf0-spine0-tx,leaf0-spine1-tx; ECMP balance is judged only for named groups"
+        ]
+    );
+
+    for (name, _) in samples() {
+        let (a, _) = analyse_sample(dir.path(), &name);
+        assert!(
+            !findings_of(&a).contains(&"ecmp-imbalance".to_string()),
+            "{name}"
+        );
+        assert!(ecmp_facts(&a).is_empty(), "{name}: {:?}", ecmp_facts(&a));
+    }
+}
+
+/// The capture facts about ECMP groups.
+fn ecmp_facts(a: &Analysis) -> Vec<String> {
+    a.summary["capture_facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .filter(|f| f.contains("ECMP") || f.contains("--ecmp-group"))
+        .map(String::from)
+        .collect()
 }

@@ -337,6 +337,10 @@ struct AnalysisArgs {
     /// DSCP to priority for untagged frames, e.g. "26=3,48=6"; DSCPs not listed map to DSCP/8.
     #[arg(long, value_name = "MAP", value_parser = parse_dscp_map)]
     dscp_map: Option<[u8; 64]>,
+    /// Interfaces that are parallel paths (an ECMP group), by name as in the tables, e.g.
+    /// "leaf0-spine0,leaf0-spine1": their load balance is judged; repeatable.
+    #[arg(long = "ecmp-group", value_name = "IF,IF…")]
+    ecmp_group: Vec<analyze::EcmpGroup>,
 }
 
 impl AnalysisArgs {
@@ -356,6 +360,7 @@ impl AnalysisArgs {
             dscp_to_priority: self.dscp_map,
             tap_link_speed_bps,
             dup_window_ns: self.dup_window,
+            ecmp_groups: self.ecmp_group.clone(),
         }
     }
 }

@@ -72,6 +72,7 @@ impl Analyzer {
             return;
         }
         let now = d.last_ts_ns;
+        self.ecmp.frame(iface, now, d.bytes);
         self.frames.roce += d.packets;
         self.frames.total += d.packets;
         self.last_ts = self.last_ts.max(now);

@@ -54,6 +54,8 @@ pub(crate) struct Input<'a> {
     /// The pauses that covered ghost timeout rewinds: `(iface, priority,
     /// sender, start)`.
     pub ghost_covers: &'a std::collections::BTreeSet<(u16, u8, [u8; 6], u64)>,
+    /// The ECMP groups' load.
+    pub ecmp: &'a super::ecmp::EcmpLoad,
 }
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.
@@ -138,6 +140,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     super::livelock::finding(x, &mut out);
     super::unanswered::finding(x, &mut out);
     super::mtu::finding(x, &mut out);
+    super::ecmp::finding(x, x.ecmp, &mut out);
     real_loss(x, &mut out);
     reordering(x, &mut out);
     corruption(x, &mut out);

@@ -12,7 +12,7 @@ use super::rows::{
 use super::taps::TapState;
 use super::timeline::flush_bin;
 use super::{Analyzer, Sink};
-use super::{findings, rto, tree};
+use super::{ecmp, findings, rto, tree};
 
 /// Per tap and sender (source address) with timeout rewinds, its NIC's
 /// timeout over all its request flows there, in order of the first flow (a
@@ -210,6 +210,11 @@ impl Analyzer {
                 self.frames.cut
             ));
         }
+        self.ecmp.finish();
+        facts.extend(self.ecmp.silent_groups());
+        if self.config.ecmp_groups.is_empty() {
+            facts.extend(ecmp::unnamed_fact(&self.flows, &self.ifaces));
+        }
         if t.gaps_resolved.capture_lost > 0 {
             facts.push(format!(
                 "the capture is incomplete: {} PSNs the responders acknowledged never reached the capture; every count is a lower bound",
@@ -265,6 +270,7 @@ impl Analyzer {
             pfc: &self.pfc.rows,
             summary: &summary,
             ghost_covers: &self.ghost_covers,
+            ecmp: &self.ecmp,
         });
         let taps = &self.taps;
         let origin = |iface: u16| {

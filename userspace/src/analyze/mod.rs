@@ -36,6 +36,7 @@ mod cnp;
 mod date;
 mod delta;
 pub mod dups;
+mod ecmp;
 mod findings;
 mod finish;
 mod flows;
@@ -66,6 +67,7 @@ use hash::FastMap;
 use rocescope_common::{Kind, PacketRecord, flags};
 
 pub(crate) use date::fmt_utc;
+pub use ecmp::EcmpGroup;
 pub(crate) use findings::{rank_findings, share, timeout_exponent};
 pub(crate) use flows::Flow;
 pub use flows::FlowKey;
@@ -100,6 +102,9 @@ pub struct Config {
     /// A BTH frame recorded again at the same tap within this time is a
     /// mirror copy (see [`dups`]); 0 turns the detection off.
     pub dup_window_ns: u64,
+    /// Interfaces that are parallel paths (`--ecmp-group`, a topology
+    /// file's groups): their balance is judged (see `ecmp`).
+    pub ecmp_groups: Vec<EcmpGroup>,
 }
 
 impl Default for Config {
@@ -111,6 +116,7 @@ impl Default for Config {
             dscp_to_priority: None,
             tap_link_speed_bps: Vec::new(),
             dup_window_ns: dups::DEFAULT_WINDOW_NS,
+            ecmp_groups: Vec::new(),
         }
     }
 }
@@ -167,6 +173,8 @@ pub struct Analyzer {
     ghost_covers: std::collections::BTreeSet<(u16, u8, [u8; 6], u64)>,
     /// MACs that sent CNPs (end hosts, for the congestion tree).
     cnp_macs: std::collections::BTreeSet<[u8; 6]>,
+    /// The load of the ECMP groups' members.
+    ecmp: ecmp::EcmpLoad,
 }
 
 impl Analyzer {
@@ -175,6 +183,13 @@ impl Analyzer {
         let mut config = config;
         config.bin_ns = config.bin_ns.max(1);
         let dups = dups::MirrorDups::new(config.dup_window_ns);
+        let ecmp = ecmp::EcmpLoad::new(&config.ecmp_groups, config.bin_ns, |name| {
+            config
+                .tap_link_speed_bps
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(config.link_speed_bps, |&(_, bps)| bps)
+        });
         Analyzer {
             config,
             flows: Vec::new(),
@@ -194,6 +209,7 @@ impl Analyzer {
             taps: Vec::new(),
             ghost_covers: Default::default(),
             cnp_macs: Default::default(),
+            ecmp,
         }
     }
 
@@ -223,7 +239,7 @@ impl Analyzer {
         if rec.has(flags::CUT) {
             self.frames.cut += 1;
         }
-        match kind {
+        let verdict = match kind {
             Kind::Pfc if rec.has(flags::HAS_PFC) => {
                 self.pfc.frame(rec, sink);
                 Verdict::default()
@@ -231,6 +247,11 @@ impl Analyzer {
             Kind::Cnp if rec.has(flags::HAS_BTH) => self.cnp(rec, sink),
             Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, sink),
             _ => Verdict::default(),
+        };
+        // What the switches route: RoCE and CNPs, mirror copies left out.
+        if matches!(kind, Kind::Roce | Kind::Cnp) && !verdict.mirror_copy {
+            self.ecmp.frame(rec.iface, now, u64::from(rec.frame_len));
         }
+        verdict
     }
 }

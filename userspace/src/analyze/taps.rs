@@ -102,5 +102,6 @@ impl Analyzer {
         {
             self.pfc.set_speed(iface, bps);
         }
+        self.ecmp.set_iface(iface, name);
     }
 }

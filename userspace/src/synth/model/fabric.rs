@@ -251,6 +251,9 @@ pub struct QpSummary {
     /// The connection's RoCE path MTU.
     #[serde(skip)]
     pub mtu: u32,
+    /// The switch ports its requests left by (`NODE-TOWARD`), in path order.
+    #[serde(skip)]
+    pub requests_via: Vec<String>,
 }
 
 pub struct Fabric {
@@ -270,6 +273,9 @@ pub struct Fabric {
     meta: Vec<FrameMeta>,
     tap_drops: Vec<TapDrop>,
     stats: FabricStats,
+    /// Per connection: the switch ports its requests left by, in first-use
+    /// order (the ECMP choices the model made).
+    requests_via: Vec<Vec<usize>>,
 }
 
 impl Fabric {
@@ -301,6 +307,7 @@ impl Fabric {
             meta: vec![],
             tap_drops: vec![],
             stats: FabricStats::default(),
+            requests_via: vec![],
             cfg,
         };
         let c = f.cfg.clone();
@@ -396,6 +403,7 @@ impl Fabric {
                 sport,
             ));
             f.hosts[fc.src].flows.push(i);
+            f.requests_via.push(vec![]);
             f.push(fc.start_ns, Ev::Wake(f.hosts[fc.src].port));
         }
         // Impairments and taps.
@@ -576,7 +584,8 @@ impl Fabric {
         let qps = self
             .qps
             .iter()
-            .map(|q| {
+            .enumerate()
+            .map(|(qi, q)| {
                 let mut stats = q.stats.clone();
                 stats.final_rate_gbps = q.rate_gbps;
                 QpSummary {
@@ -597,6 +606,16 @@ impl Fabric {
                     timer_fires: q.timer_fires.clone(),
                     max_rewind_run: q.max_rewind_run.map(|(i, n)| (q.psn(i), n)),
                     mtu: q.mtu,
+                    requests_via: self.requests_via[qi]
+                        .iter()
+                        .map(|&p| {
+                            let port = &self.ports[p];
+                            format!(
+                                "{}-{}",
+                                self.names[port.node], self.names[self.ports[port.peer].node]
+                            )
+                        })
+                        .collect(),
                 }
             })
             .collect();
@@ -894,6 +913,13 @@ impl Fabric {
             return;
         };
         let e = members[ecmp_pick(src, dst, sport, qp, members.len())];
+        if let (FrameSpec::Roce(r), Some(q)) = (&pkt.spec, pkt.meta.flow)
+            && ib::is_request(r.opcode)
+            && let Some(via) = self.requests_via.get_mut(q)
+            && !via.contains(&e)
+        {
+            via.push(e);
+        }
         let prio = pkt.prio as usize;
         let depth = self.ports[e].qbytes[prio];
         let sw = &self.cfg.switch;

@@ -266,6 +266,10 @@ pub struct ConnectionTruth {
     /// between, and that packet's PSN (null without a rewind).
     pub max_rewinds_same_psn: u64,
     pub stuck_psn: Option<u32>,
+    /// The switch ports its request packets left by, in path order, as
+    /// `NODE-TOWARD` (`leaf0-spine0`): where each switch's ECMP hash put
+    /// the connection.
+    pub requests_via: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -326,6 +330,7 @@ impl ConnectionTruth {
             oversize_drops: s.oversize_drops,
             max_rewinds_same_psn: q.max_rewind_run.map_or(0, |r| r.1),
             stuck_psn: q.max_rewind_run.map(|r| r.0),
+            requests_via: q.requests_via.clone(),
         }
     }
 }
