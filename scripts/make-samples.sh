@@ -28,6 +28,7 @@ corruption        --packets 1800 --tap 0 --snaplen 0
 nic-timeout
 mtu-blackhole
 mtu-mismatch      --packets 1500
+qos-mismatch      --packets 3000
 '
 
 profile=${PROFILE:-release}

@@ -1308,3 +1308,115 @@ fn ecmp_facts(a: &Analysis) -> Vec<String> {
         .map(String::from)
         .collect()
 }
+
+/// qos-mismatch: PFC runs on priority 3 alone; s2's NIC sends on DSCP 0 /
+/// priority 0 (the truth's connection 2), which no pause covers, and spine0
+/// rewrites DSCP 26 to 10 toward leaf1 (the truth's `dscp_rewrites`), so
+/// 10.0.0.1 → 10.0.1.1 QP 512 carries 26 at leaf0-s0-both and 10 at
+/// leaf1-r0-both. The DSCP and PCP pairs seen are counted here from
+/// packets.parquet's rows. No other sample has a QoS mismatch
+/// (docs/analysis.md, "QoS mismatch").
+#[test]
+fn data_on_an_unpaused_priority_or_remarked_on_the_path_is_a_qos_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, truth) = analyse_sample(dir.path(), "qos-mismatch");
+    let conns = truth["connections"].as_array().unwrap();
+    assert_eq!(
+        (conns[2]["priority"].as_u64(), conns[2]["dscp"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(conns[0]["dscp"], 26);
+    assert_eq!(
+        conns[0]["dscp_rewrites"],
+        serde_json::json!(["spine0-leaf1: 26 → 10"])
+    );
+    let paused: std::collections::BTreeSet<u64> = truth["paused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["paused_ns"].as_u64().unwrap() > 0)
+        .map(|p| p["priority"].as_u64().unwrap())
+        .collect();
+    assert_eq!(paused.iter().copied().collect::<Vec<_>>(), [3]);
+    let f = finding(&a, "qos-mismatch");
+    assert_eq!(f["severity"], "warning");
+    let p = &f["params"];
+    assert_eq!(p["paused_priorities"], serde_json::json!([3]));
+    let (ids, iface, src, data, qp) = (
+        a.flows.ints("flow_id"),
+        a.flows.strings("iface"),
+        a.flows.strings("src_ip"),
+        a.flows.ints("data_packets"),
+        a.flows.ints("dest_qp"),
+    );
+    let id_of = |tap: &str, ip: &str| -> u64 {
+        let i = (0..a.flows.rows())
+            .find(|&i| {
+                iface[i].as_deref() == Some(tap)
+                    && src[i].as_deref() == Some(ip)
+                    && data[i] > Some(0)
+            })
+            .unwrap();
+        ids[i].unwrap() as u64
+    };
+    let unprotected = id_of("leaf0-s2-both", "10.0.0.3");
+    assert_eq!(p["unprotected_flows"], serde_json::json!([unprotected]));
+    assert_eq!(p["remarked_connections"], 1);
+    let (before, after) = (
+        id_of("leaf0-s0-both", "10.0.0.1"),
+        id_of("leaf1-r0-both", "10.0.0.1"),
+    );
+    let mut flows = vec![unprotected, before, after];
+    flows.sort_unstable();
+    assert_eq!(f["flows"], Value::from(flows));
+    let qp0 = truth["connections"][0]["responder_qpn"].as_i64().unwrap() as i128;
+    assert!(qp.contains(&Some(qp0)));
+    let detail = f["detail"].as_str().unwrap();
+    let remark = format!(
+        "10.0.0.1 → 10.0.1.1 QP {qp0} is marked differently at its taps: DSCP 26 PCP 3 at leaf0-s0-both (flow {before}), DSCP 10 PCP 3 at leaf1-r0-both (flow {after})"
+    );
+    assert!(detail.contains(&remark), "{remark}\n{detail}");
+    assert!(
+        detail.contains(&format!("flow {unprotected} (10.0.0.3 → 10.0.1.2 QP 514, leaf0-s2-both) sends its RoCE data on priority 0 (DSCP 0 PCP 0)")),
+        "{detail}"
+    );
+    // The pairs seen, from the packets.
+    let out = dir.path().join("qos-mismatch.out");
+    let packets = Table::read(&out.join("packets.parquet"));
+    let (pi, kind, dscp, pcp, copy) = (
+        packets.strings("iface"),
+        packets.strings("kind"),
+        packets.ints("dscp"),
+        packets.ints("pcp"),
+        packets.bools("mirror_copy"),
+    );
+    let mut want: std::collections::BTreeSet<(String, i128, Option<i128>)> = Default::default();
+    for i in 0..packets.rows() {
+        if matches!(kind[i].as_deref(), Some("roce" | "cnp")) && copy[i] != Some(true) {
+            want.insert((pi[i].clone().unwrap(), dscp[i].unwrap(), pcp[i]));
+        }
+    }
+    let got: std::collections::BTreeSet<(String, i128, Option<i128>)> = p["dscp_pcp_seen"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["iface"].as_str().unwrap().to_string(),
+                e["dscp"].as_i64().unwrap() as i128,
+                e["pcp"].as_i64().map(i128::from),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    for (name, _) in samples() {
+        if name == "qos-mismatch" {
+            continue;
+        }
+        let (a, _) = analyse_sample(dir.path(), &name);
+        assert!(
+            !findings_of(&a).contains(&"qos-mismatch".to_string()),
+            "{name}"
+        );
+    }
+}

@@ -56,6 +56,8 @@ pub(crate) struct Input<'a> {
     pub ghost_covers: &'a std::collections::BTreeSet<(u16, u8, [u8; 6], u64)>,
     /// The ECMP groups' load.
     pub ecmp: &'a super::ecmp::EcmpLoad,
+    /// The DSCP and PCP pairs seen per tap.
+    pub qos: &'a super::qos::Marks,
 }
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.
@@ -66,7 +68,7 @@ pub(crate) fn timeout_exponent(ns: u64) -> u32 {
 }
 
 impl Input<'_> {
-    fn iface(&self, i: u16) -> String {
+    pub(crate) fn iface(&self, i: u16) -> String {
         iface_name(&self.summary.ifaces, i)
     }
 
@@ -141,6 +143,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     super::unanswered::finding(x, &mut out);
     super::mtu::finding(x, &mut out);
     super::ecmp::finding(x, x.ecmp, &mut out);
+    super::qos::finding(x, x.qos, &mut out);
     real_loss(x, &mut out);
     reordering(x, &mut out);
     corruption(x, &mut out);

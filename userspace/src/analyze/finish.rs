@@ -271,6 +271,7 @@ impl Analyzer {
             summary: &summary,
             ghost_covers: &self.ghost_covers,
             ecmp: &self.ecmp,
+            qos: &self.qos,
         });
         let taps = &self.taps;
         let origin = |iface: u16| {

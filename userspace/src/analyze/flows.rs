@@ -11,7 +11,7 @@ use super::rows::Verdict;
 use super::sequence::{FillRun, Seq};
 use super::timeline::{Bin, bin_mut};
 use super::{Analyzer, Sink};
-use super::{gaps, livelock, psn, rto};
+use super::{gaps, livelock, psn, qos, rto};
 
 /// `(iface, src_ip, dst_ip, dest_qp)`.
 pub type FlowKey = (u16, [u8; 16], [u8; 16], u32);
@@ -100,6 +100,8 @@ pub(crate) struct Flow {
     pub livelock: livelock::Livelock,
     /// The longest request frame (wire length): what an MTU drops.
     pub max_frame_len: u32,
+    /// The DSCPs and PCPs of its frames.
+    pub marks: qos::FlowMarks,
 }
 
 impl Flow {
@@ -170,6 +172,7 @@ impl Flow {
             rto: rto::Timer::default(),
             livelock: livelock::Livelock::default(),
             max_frame_len: 0,
+            marks: qos::FlowMarks::default(),
         }
     }
 
@@ -323,6 +326,11 @@ impl Analyzer {
             if f.priority.is_none() {
                 f.priority = prio;
             }
+            f.marks.frame(
+                rec.has(flags::HAS_IPV4 | flags::HAS_IPV6)
+                    .then_some(rec.dscp),
+                rec.has(flags::HAS_VLAN).then_some(rec.pcp),
+            );
         }
         let idle = if self.flows[i].packets == 0 {
             0

@@ -47,6 +47,7 @@ mod livelock;
 mod mtu;
 mod pfc;
 pub mod psn;
+mod qos;
 mod report;
 mod responses;
 mod rewind;
@@ -175,6 +176,8 @@ pub struct Analyzer {
     cnp_macs: std::collections::BTreeSet<[u8; 6]>,
     /// The load of the ECMP groups' members.
     ecmp: ecmp::EcmpLoad,
+    /// DSCP and PCP pairs per tap.
+    qos: qos::Marks,
 }
 
 impl Analyzer {
@@ -210,6 +213,7 @@ impl Analyzer {
             ghost_covers: Default::default(),
             cnp_macs: Default::default(),
             ecmp,
+            qos: qos::Marks::default(),
         }
     }
 
@@ -251,6 +255,10 @@ impl Analyzer {
         // What the switches route: RoCE and CNPs, mirror copies left out.
         if matches!(kind, Kind::Roce | Kind::Cnp) && !verdict.mirror_copy {
             self.ecmp.frame(rec.iface, now, u64::from(rec.frame_len));
+            if rec.has(flags::HAS_IPV4 | flags::HAS_IPV6) {
+                let pcp = rec.has(flags::HAS_VLAN).then_some(rec.pcp);
+                self.qos.frame(rec.iface, rec.dscp, pcp);
+            }
         }
         verdict
     }

@@ -76,6 +76,8 @@ struct Port {
     reorder: f64,
     reorder_delay_ns: u64,
     max_frame: u32,
+    /// DSCP rewrites `[from, to]` of what this port sends.
+    remark_dscp: Vec<[u8; 2]>,
     taps_tx: Vec<usize>,
     taps_rx: Vec<usize>,
     counters: PortCounters,
@@ -254,6 +256,14 @@ pub struct QpSummary {
     /// The switch ports its requests left by (`NODE-TOWARD`), in path order.
     #[serde(skip)]
     pub requests_via: Vec<String>,
+    /// Its data and ACKs' priority and DSCP as sent, and the DSCP rewrites
+    /// its frames met (`NODE-TOWARD: FROM → TO`).
+    #[serde(skip)]
+    pub priority: u8,
+    #[serde(skip)]
+    pub dscp: u8,
+    #[serde(skip)]
+    pub dscp_rewrites: Vec<String>,
 }
 
 pub struct Fabric {
@@ -276,6 +286,8 @@ pub struct Fabric {
     /// Per connection: the switch ports its requests left by, in first-use
     /// order (the ECMP choices the model made).
     requests_via: Vec<Vec<usize>>,
+    /// Per connection: the DSCP rewrites its frames met, `(port, from, to)`.
+    dscp_rewrites: Vec<Vec<(usize, u8, u8)>>,
 }
 
 impl Fabric {
@@ -308,6 +320,7 @@ impl Fabric {
             tap_drops: vec![],
             stats: FabricStats::default(),
             requests_via: vec![],
+            dscp_rewrites: vec![],
             cfg,
         };
         let c = f.cfg.clone();
@@ -394,6 +407,9 @@ impl Fabric {
             if fc.mtu == Some(0) {
                 return Err(format!("flows.{i}.mtu must be positive"));
             }
+            if fc.prio.is_some_and(|p| p > 7) || fc.dscp.is_some_and(|d| d > 63) {
+                return Err(format!("flows.{i}: prio is 0 to 7 and dscp 0 to 63"));
+            }
             f.qps.push(Qp::new(
                 fc.clone(),
                 fc.mtu.unwrap_or(c.mtu),
@@ -404,6 +420,7 @@ impl Fabric {
             ));
             f.hosts[fc.src].flows.push(i);
             f.requests_via.push(vec![]);
+            f.dscp_rewrites.push(vec![]);
             f.push(fc.start_ns, Ev::Wake(f.hosts[fc.src].port));
         }
         // Impairments and taps.
@@ -418,6 +435,9 @@ impl Fabric {
             probability(format!("impairments.{k}.loss"), imp.loss)?;
             probability(format!("impairments.{k}.corrupt"), imp.corrupt)?;
             probability(format!("impairments.{k}.reorder"), imp.reorder)?;
+            if imp.remark_dscp.iter().flatten().any(|&d| d > 63) {
+                return Err(format!("impairments.{k}.remark_dscp: a DSCP is 0 to 63"));
+            }
         }
         for (t, tp) in c.taps.iter().enumerate() {
             probability(format!("taps.{t}.drop"), tp.drop)?;
@@ -431,6 +451,7 @@ impl Fabric {
             f.ports[peer].reorder = imp.reorder;
             f.ports[peer].reorder_delay_ns = imp.reorder_delay_ns;
             f.ports[peer].max_frame = imp.max_frame;
+            f.ports[p].remark_dscp = imp.remark_dscp.clone();
         }
         for (t, tp) in c.taps.iter().enumerate() {
             let p = f.port_of(&tp.node, &tp.toward)?;
@@ -523,6 +544,7 @@ impl Fabric {
                 reorder: 0.0,
                 reorder_delay_ns: 0,
                 max_frame: 0,
+                remark_dscp: vec![],
                 taps_tx: vec![],
                 taps_rx: vec![],
                 counters: PortCounters::default(),
@@ -606,6 +628,18 @@ impl Fabric {
                     timer_fires: q.timer_fires.clone(),
                     max_rewind_run: q.max_rewind_run.map(|(i, n)| (q.psn(i), n)),
                     mtu: q.mtu,
+                    priority: self.data_prio(qi),
+                    dscp: self.data_dscp(qi),
+                    dscp_rewrites: self.dscp_rewrites[qi]
+                        .iter()
+                        .map(|&(p, from, to)| {
+                            let port = &self.ports[p];
+                            format!(
+                                "{}-{}: {from} → {to}",
+                                self.names[port.node], self.names[self.ports[port.peer].node]
+                            )
+                        })
+                        .collect(),
                     requests_via: self.requests_via[qi]
                         .iter()
                         .map(|&p| {
@@ -806,6 +840,7 @@ impl Fabric {
         }
         let peer = self.ports[p].peer;
         pkt.spec.set_macs(self.ports[p].mac, self.ports[peer].mac);
+        self.remark(p, &mut pkt);
         let port = &mut self.ports[p];
         port.busy = true;
         let ser = wire_ns(pkt.len, port.gbps);
@@ -827,6 +862,24 @@ impl Fabric {
         }
         self.push(now + ser, Ev::TxDone(p));
         self.push(at, Ev::Arrive(peer, Box::new(pkt)));
+    }
+
+    /// The DSCP rewrite of port `p`, if one applies to `pkt`.
+    fn remark(&mut self, p: usize, pkt: &mut Pkt) {
+        let dscp = match &mut pkt.spec {
+            FrameSpec::Roce(r) => &mut r.dscp,
+            FrameSpec::Cnp(c) => &mut c.dscp,
+            FrameSpec::Pfc(_) => return,
+        };
+        let Some(&[from, to]) = self.ports[p].remark_dscp.iter().find(|r| r[0] == *dscp) else {
+            return;
+        };
+        *dscp = to;
+        if let Some(seen) = pkt.meta.flow.and_then(|q| self.dscp_rewrites.get_mut(q))
+            && !seen.contains(&(p, from, to))
+        {
+            seen.push((p, from, to));
+        }
     }
 
     fn enqueue(&mut self, p: usize, pkt: Pkt) {
@@ -947,10 +1000,15 @@ impl Fabric {
     // ---- PFC ---------------------------------------------------------------
 
     fn ingress_add(&mut self, p: usize, prio: u8, len: u32) {
+        let lossless = self
+            .cfg
+            .pfc_priorities
+            .as_ref()
+            .is_none_or(|l| l.contains(&prio));
         let port = &mut self.ports[p];
         let i = prio as usize;
         port.in_bytes[i] += len as u64;
-        if port.pfc_enabled && !port.pfc_on[i] && port.in_bytes[i] > port.xoff {
+        if lossless && port.pfc_enabled && !port.pfc_on[i] && port.in_bytes[i] > port.xoff {
             port.pfc_on[i] = true;
             port.pfc_epoch[i] += 1;
             let epoch = port.pfc_epoch[i];
@@ -1003,15 +1061,16 @@ impl Fabric {
     /// ones), or the time to look again.
     fn pull(&mut self, h: usize) -> Result<Pkt, u64> {
         let now = self.now;
-        let prio = self.cfg.data_prio;
         let hp = self.hosts[h].port;
-        if self.ports[hp].paused_until[prio as usize] > now {
-            return Err(self.ports[hp].paused_until[prio as usize]);
-        }
         let n = self.hosts[h].flows.len();
         let mut wake = u64::MAX;
         for k in 0..n {
             let qi = self.hosts[h].flows[(self.hosts[h].rr + k) % n];
+            let paused_until = self.ports[hp].paused_until[self.data_prio(qi) as usize];
+            if paused_until > now {
+                wake = wake.min(paused_until);
+                continue;
+            }
             let q = &self.qps[qi];
             if !q.has_data() || q.snd_nxt - q.snd_una >= self.cfg.nic.max_outstanding as u64 {
                 continue;
@@ -1026,9 +1085,18 @@ impl Fabric {
         Err(wake)
     }
 
+    /// Connection `qi`'s priority and DSCP for data and ACKs.
+    fn data_prio(&self, qi: usize) -> u8 {
+        self.qps[qi].cfg.prio.unwrap_or(self.cfg.data_prio)
+    }
+
+    fn data_dscp(&self, qi: usize) -> u8 {
+        self.qps[qi].cfg.dscp.unwrap_or(self.cfg.data_dscp)
+    }
+
     fn make_data(&mut self, qi: usize) -> Pkt {
         let now = self.now;
-        let (mtu, prio, dscp) = (self.qps[qi].mtu, self.cfg.data_prio, self.cfg.data_dscp);
+        let (mtu, prio, dscp) = (self.qps[qi].mtu, self.data_prio(qi), self.data_dscp(qi));
         let ack_req_every = self.cfg.nic.ack_req_every.max(1) as u64;
         let ect = self.cfg.nic.ect;
         let vlan = self.vlan(prio);
@@ -1411,7 +1479,7 @@ impl Fabric {
     }
 
     fn send_aeth(&mut self, h: usize, qi: usize, syndrome: u8) {
-        let prio = self.cfg.data_prio;
+        let (prio, dscp) = (self.data_prio(qi), self.data_dscp(qi));
         let vlan = self.vlan(prio);
         let q = &mut self.qps[qi];
         // ACK: the last in-order PSN; NAK: the expected PSN.
@@ -1431,7 +1499,7 @@ impl Fabric {
             vlan,
             src_ip: self.hosts[h].ip,
             dst_ip: self.hosts[q.src_host].ip,
-            dscp: self.cfg.data_dscp,
+            dscp,
             ecn: 0,
             ttl: IP_TTL,
             udp_sport: q.sport,

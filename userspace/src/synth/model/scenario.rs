@@ -85,6 +85,13 @@ pub struct FlowCfg {
     /// from the fabric's `mtu`.
     #[serde(default)]
     pub mtu: Option<u32>,
+    /// This connection's priority (PCP) and DSCP for its data and ACKs,
+    /// when its NICs were configured apart from the fabric's `data_prio` and
+    /// `data_dscp` (a NIC left at TOS 0).
+    #[serde(default)]
+    pub prio: Option<u8>,
+    #[serde(default)]
+    pub dscp: Option<u8>,
 }
 
 impl FlowCfg {
@@ -99,6 +106,8 @@ impl FlowCfg {
             start_psn: 0,
             gbps: None,
             mtu: None,
+            prio: None,
+            dscp: None,
         }
     }
 }
@@ -209,6 +218,12 @@ pub struct Impairment {
     /// MTU is smaller than the frames, an MTU black hole. 0: no limit.
     #[serde(default)]
     pub max_frame: u32,
+    /// DSCP rewrites `[from, to]` the switch `node` applies to the RoCE
+    /// frames and CNPs it sends toward `toward` (a QoS policy remarking on
+    /// the path). The model's switches keep queueing a frame on the priority
+    /// its sender gave it.
+    #[serde(default)]
+    pub remark_dscp: Vec<[u8; 2]>,
 }
 
 /// A fabric and its traffic. Topology: senders `s0..` on `leaf0`, receivers
@@ -237,6 +252,10 @@ pub struct Config {
     pub vlan: Option<u16>,
     /// PFC quanta sent in XOFF frames (refreshed at half their duration).
     pub pfc_quanta: u16,
+    /// The priorities PFC runs on (the lossless ones), at NICs and
+    /// switches alike; `None`: every priority.
+    #[serde(default)]
+    pub pfc_priorities: Option<Vec<u8>>,
     pub nic: NicCfg,
     pub switch: SwitchCfg,
     /// Receiver processing rates in Gb/s, one per receiver; missing or 0 entries = line rate.
@@ -263,6 +282,7 @@ pub const SCENARIOS: &[&str] = &[
     "nic-timeout",
     "mtu-blackhole",
     "mtu-mismatch",
+    "qos-mismatch",
 ];
 
 impl Default for Config {
@@ -284,6 +304,7 @@ impl Default for Config {
             cnp_dscp: 48,
             vlan: None,
             pfc_quanta: 0xFFFF,
+            pfc_priorities: None,
             nic: NicCfg {
                 min_rto_ns: 1_050_000,
                 ack_every: 8,
@@ -634,6 +655,45 @@ impl Config {
                     TapPoint::new("leaf0", "s0", Dir::Both),
                     TapPoint::new("leaf0", "s1", Dir::Both),
                 ];
+            }
+            "qos-mismatch" => {
+                // PFC runs on priority 3 (DSCP 26), where two writers into
+                // r0 congest leaf1's port toward r0 and pause the fabric;
+                // s2's NIC was left at TOS 0: its writes to r1 go on DSCP 0,
+                // priority 0, which nothing ever pauses (PFC is on for
+                // priority 3 alone). spine0 remarks DSCP 26 to 10 toward leaf1. Tagged frames (VLAN 100) carry the
+                // priority in their PCP.
+                c.senders = 3;
+                c.receivers = 2;
+                c.spines = 2;
+                c.duration_ns = 1_000_000;
+                c.vlan = Some(100);
+                c.flows = vec![
+                    FlowCfg::new(0, 0, 131_072, None),
+                    FlowCfg::new(1, 0, 131_072, None),
+                    FlowCfg {
+                        prio: Some(0),
+                        dscp: Some(0),
+                        gbps: Some(20.0),
+                        ..FlowCfg::new(2, 1, 65536, None)
+                    },
+                ];
+                c.switch.pfc_xoff = 64 * 1024;
+                c.switch.pfc_xon = 40 * 1024;
+                c.pfc_priorities = Some(vec![3]);
+                c.impairments = vec![Impairment {
+                    node: "spine0".into(),
+                    toward: "leaf1".into(),
+                    remark_dscp: vec![[26, 10]],
+                    ..Impairment::default()
+                }];
+                c.taps = vec![
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("leaf0", "s2", Dir::Both),
+                    TapPoint::new("leaf1", "r0", Dir::Both),
+                ];
+                // The writers share spine0, s2's flow has spine1.
+                c.pin_flows(&[0, 0, 1]);
             }
             _ => return None,
         }

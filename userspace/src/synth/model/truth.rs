@@ -270,6 +270,12 @@ pub struct ConnectionTruth {
     /// `NODE-TOWARD` (`leaf0-spine0`): where each switch's ECMP hash put
     /// the connection.
     pub requests_via: Vec<String>,
+    /// The priority (PCP) and DSCP its data and ACKs were sent with
+    /// (`flows.N.prio`/`dscp`, else `data_prio`/`data_dscp`), and the DSCP
+    /// rewrites its frames met on the path, `NODE-TOWARD: FROM → TO`.
+    pub priority: u8,
+    pub dscp: u8,
+    pub dscp_rewrites: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -331,6 +337,9 @@ impl ConnectionTruth {
             max_rewinds_same_psn: q.max_rewind_run.map_or(0, |r| r.1),
             stuck_psn: q.max_rewind_run.map(|r| r.0),
             requests_via: q.requests_via.clone(),
+            priority: q.priority,
+            dscp: q.dscp,
+            dscp_rewrites: q.dscp_rewrites.clone(),
         }
     }
 }
