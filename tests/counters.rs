@@ -105,8 +105,10 @@ fn ghost_drop_text_report_prints_findings_as_the_capture_report_does() {
         "host node1, iface eth2, device mlx5_0/1: 3 snapshots, 2026-11-30T07:00:00.000000Z .. 2026-11-30T07:02:00.000000Z (120.0 s), 105 counters"
     ));
     assert!(text.contains(
-        "Findings\n\n  1. CRITICAL (ghost-drop-signature): Ghost-drop signature on host node1"
+        "Findings\n\n  1. CRITICAL (ghost-drop-signature, impact 100.00 %): Ghost-drop signature on host node1"
     ));
+    // The impact: both of the series' intervals show timeouts while paused.
+    assert!(text.contains("in 2 of 2 intervals both rose"));
     assert!(text.contains("     → Packets were delayed behind PFC pauses, not lost"));
 }
 
@@ -612,7 +614,11 @@ fn counters_that_saw_more_make_the_capture_incomplete() {
         c.to_str().unwrap(),
     ]);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("WARNING (capture-incomplete): The capture on leaf0-s2-both misses"));
+    // The impact: the share of the counted frames the capture lacks.
+    assert_eq!(f["impact"], (4446.0 - 4030.0) / 4446.0);
+    assert!(text.contains(
+        "WARNING (capture-incomplete, impact 9.36 %): The capture on leaf0-s2-both misses"
+    ));
     assert!(text.contains("Capture against counters:"));
 }
 

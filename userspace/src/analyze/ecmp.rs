@@ -19,6 +19,12 @@ use serde_json::json;
 use super::findings::{Input, params, share};
 use super::{Finding, Flow, fmt_count, fmt_duration, fmt_ip, fmt_pct};
 
+/// Source and destination address.
+type HostPair = ([u8; 16], [u8; 16]);
+/// A source address and UDP source port; a destination address and QP.
+type SourcePort = ([u8; 16], u16);
+type Qp = ([u8; 16], u32);
+
 /// A loaded bin is imbalanced when its busiest member carries at least this
 /// many times its fair share (1 / members)…
 pub(crate) const BUSY_FACTOR: f64 = 1.5;
@@ -253,7 +259,7 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
             .unwrap_or(0)
             .min(x.summary.last_ts_ns.unwrap_or(u64::MAX))),
     )];
-    for m in 0..n {
+    for (m, member_share) in shares.iter().enumerate() {
         if g.ifaces[m].is_none() {
             lines.push(format!(
                 "{}: no frame recorded — an idle path, or a name that is none of the capture's interfaces (those that recorded frames: {}).",
@@ -267,7 +273,7 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
             "{}: {} bytes, {} of the group's, up to {} of its link in one bin; {}.",
             g.members[m],
             g.bytes[m],
-            fmt_pct(shares[m]),
+            fmt_pct(*member_share),
             fmt_pct(if link > 0.0 {
                 g.peak_bin_bytes[m] as f64 / link
             } else {
@@ -318,8 +324,9 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
         ));
     }
     // The entropy the hash had: the group's QPs by host pair.
-    let mut pairs: BTreeMap<([u8; 16], [u8; 16]), (BTreeSet<u16>, BTreeSet<u32>)> = BTreeMap::new();
-    let mut by_port: BTreeMap<([u8; 16], u16), BTreeSet<([u8; 16], u32)>> = BTreeMap::new();
+    // Per host pair its source ports and QPs; per source port its QPs.
+    let mut pairs: BTreeMap<HostPair, (BTreeSet<u16>, BTreeSet<u32>)> = BTreeMap::new();
+    let mut by_port: BTreeMap<SourcePort, BTreeSet<Qp>> = BTreeMap::new();
     for m in 0..n {
         for f in on(m).into_iter().filter(|f| f.data_packets > 0) {
             let e = pairs.entry((f.src_ip, f.dst_ip)).or_default();
@@ -396,7 +403,7 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
 /// two hosts may be parallel paths, but nothing in a capture says they are
 /// (an idle member carries nothing to compare). Said once, as a capture fact.
 pub(crate) fn unnamed_fact(flows: &[Flow], names: &BTreeMap<u16, String>) -> Option<String> {
-    let mut by_pair: BTreeMap<([u8; 16], [u8; 16]), BTreeMap<u16, BTreeSet<u32>>> = BTreeMap::new();
+    let mut by_pair: BTreeMap<HostPair, BTreeMap<u16, BTreeSet<u32>>> = BTreeMap::new();
     for f in flows.iter().filter(|f| f.data_packets > 0) {
         by_pair
             .entry((f.src_ip, f.dst_ip))

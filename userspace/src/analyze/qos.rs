@@ -119,7 +119,9 @@ pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
         ids.push(f.id);
     }
     // The same connection at several taps: its marks at each.
-    let mut by_conn: BTreeMap<([u8; 16], [u8; 16], u32), Vec<&Flow>> = BTreeMap::new();
+    // By (source, destination, destination QP).
+    type Conn = ([u8; 16], [u8; 16], u32);
+    let mut by_conn: BTreeMap<Conn, Vec<&Flow>> = BTreeMap::new();
     for f in &requests {
         by_conn
             .entry((f.src_ip, f.dst_ip, f.dest_qp))
