@@ -57,6 +57,9 @@ fn internal_names(text: &str, allowed: &[String]) -> Vec<String> {
         "rx_crc_errors_phy",
         "rx_symbol_err_phy",
         "rx_corrected_bits_phy",
+        // The tools that set a NIC's RoCE traffic class and trust mode.
+        "cma_roce_tos",
+        "mlnx_qos",
         // The field of `report --json` a long Wireshark filter is left to.
         "display_filter",
     ];
