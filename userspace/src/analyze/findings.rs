@@ -6,7 +6,7 @@
 //! Here the input every finding reads, their `params`, the order they are
 //! built in and their ranking; the findings themselves, one file per family,
 //! in `findings/` (retransmissions, the capture, PFC, ECN), and in
-//! `livelock`, `unanswered` and `mtu`. Their definitions: `docs/analysis.md`,
+//! `livelock`, `unanswered`, `mtu`, `ecmp` and `qos`. Their definitions: `docs/analysis.md`,
 //! *Findings*; their text and `params`: `docs/report.md`.
 
 mod capture;

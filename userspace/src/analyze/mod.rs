@@ -27,7 +27,8 @@
 //!   congestion tree; `timeline`: timeline bins; `delta`: the live tap's
 //!   summary-mode deltas;
 //! * `finish`: the end of input; `rows`: the output rows; `findings` (one
-//!   file per finding family under `findings/`), `unanswered`, `mtu`: the
+//!   file per finding family under `findings/`), `unanswered`, `mtu`,
+//!   `ecmp` (ECMP group balance), `qos` (priorities and remarking): the
 //!   diagnosis; `report`: the text, JSON and HTML report; `fmt` and `date`:
 //!   values and times as they are printed.
 
