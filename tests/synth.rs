@@ -1201,16 +1201,12 @@ fn elephants_hashed_onto_one_uplink_are_an_ecmp_imbalance() {
     );
     assert_eq!(f["impact"], 1.0);
     // The elephants: both connections' request flows at the busy uplink.
-    let (fi, fiface, fdata, fsrc, fsport) = (
+    let (fi, fsrc, fsport) = (
         a.flows.ints("flow_id"),
-        a.flows.strings("iface"),
-        a.flows.ints("data_packets"),
         a.flows.strings("src_ip"),
         a.flows.ints("udp_sport"),
     );
-    let on_busy: Vec<usize> = (0..a.flows.rows())
-        .filter(|&i| fiface[i].as_deref() == Some("leaf0-spine0-tx") && fdata[i] > Some(0))
-        .collect();
+    let on_busy = request_rows(&a, "leaf0-spine0-tx");
     let ids: Vec<u64> = on_busy.iter().map(|&i| fi[i].unwrap() as u64).collect();
     assert_eq!(p["collided_flows"], Value::from(ids.clone()));
     assert_eq!(f["flows"], Value::from(ids));
@@ -1342,20 +1338,15 @@ fn data_on_an_unpaused_priority_or_remarked_on_the_path_is_a_qos_mismatch() {
     assert_eq!(f["severity"], "warning");
     let p = &f["params"];
     assert_eq!(p["paused_priorities"], serde_json::json!([3]));
-    let (ids, iface, src, data, qp) = (
+    let (ids, src, qp) = (
         a.flows.ints("flow_id"),
-        a.flows.strings("iface"),
         a.flows.strings("src_ip"),
-        a.flows.ints("data_packets"),
         a.flows.ints("dest_qp"),
     );
     let id_of = |tap: &str, ip: &str| -> u64 {
-        let i = (0..a.flows.rows())
-            .find(|&i| {
-                iface[i].as_deref() == Some(tap)
-                    && src[i].as_deref() == Some(ip)
-                    && data[i] > Some(0)
-            })
+        let i = request_rows(&a, tap)
+            .into_iter()
+            .find(|&i| src[i].as_deref() == Some(ip))
             .unwrap();
         ids[i].unwrap() as u64
     };
@@ -1419,4 +1410,12 @@ fn data_on_an_unpaused_priority_or_remarked_on_the_path_is_a_qos_mismatch() {
             "{name}"
         );
     }
+}
+
+/// The rows of flows.parquet of the request flows (with data) at `tap`.
+fn request_rows(a: &Analysis, tap: &str) -> Vec<usize> {
+    let (iface, data) = (a.flows.strings("iface"), a.flows.ints("data_packets"));
+    (0..a.flows.rows())
+        .filter(|&i| iface[i].as_deref() == Some(tap) && data[i] > Some(0))
+        .collect()
 }
