@@ -1309,7 +1309,8 @@ fn ecmp_facts(a: &Analysis) -> Vec<String> {
 /// priority 0 (the truth's connection 2), which no pause covers, and spine0
 /// rewrites DSCP 26 to 10 toward leaf1 (the truth's `dscp_rewrites`), so
 /// 10.0.0.1 → 10.0.1.1 QP 512 carries 26 at leaf0-s0-both and 10 at
-/// leaf1-r0-both. The DSCP and PCP pairs seen are counted here from
+/// leaf1-r0-both; it is CE-marked, and leaf0 rewrites its CNPs' DSCP 48 to
+/// 0 toward s0 (also in `dscp_rewrites`). The DSCP and PCP pairs seen are counted here from
 /// packets.parquet's rows. No other sample has a QoS mismatch
 /// (docs/analysis.md, "QoS mismatch").
 #[test]
@@ -1324,7 +1325,7 @@ fn data_on_an_unpaused_priority_or_remarked_on_the_path_is_a_qos_mismatch() {
     assert_eq!(conns[0]["dscp"], 26);
     assert_eq!(
         conns[0]["dscp_rewrites"],
-        serde_json::json!(["spine0-leaf1: 26 → 10"])
+        serde_json::json!(["spine0-leaf1: 26 → 10", "leaf0-s0: 48 → 0"])
     );
     let paused: std::collections::BTreeSet<u64> = truth["paused"]
         .as_array()
@@ -1353,6 +1354,14 @@ fn data_on_an_unpaused_priority_or_remarked_on_the_path_is_a_qos_mismatch() {
     let unprotected = id_of("leaf0-s2-both", "10.0.0.3");
     assert_eq!(p["unprotected_flows"], serde_json::json!([unprotected]));
     assert_eq!(p["remarked_connections"], 1);
+    assert_eq!(p["cnp_remarked_connections"], 1);
+    assert!(
+        truth["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["flow"] == 0 && f["ce"].as_u64() > Some(0))
+    );
     let (before, after) = (
         id_of("leaf0-s0-both", "10.0.0.1"),
         id_of("leaf1-r0-both", "10.0.0.1"),
@@ -1367,6 +1376,10 @@ fn data_on_an_unpaused_priority_or_remarked_on_the_path_is_a_qos_mismatch() {
         "10.0.0.1 → 10.0.1.1 QP {qp0} is marked differently at its taps: DSCP 26 PCP 3 at leaf0-s0-both (flow {before}), DSCP 10 PCP 3 at leaf1-r0-both (flow {after})"
     );
     assert!(detail.contains(&remark), "{remark}\n{detail}");
+    let cnps = format!(
+        "10.0.0.1 → 10.0.1.1 QP {qp0} carries CE marks, and its CNPs come back marked differently at its taps: DSCP 0 PCP 6 at leaf0-s0-both, DSCP 48 PCP 6 at leaf1-r0-both"
+    );
+    assert!(detail.contains(&cnps), "{cnps}\n{detail}");
     assert!(
         detail.contains(&format!("flow {unprotected} (10.0.0.3 → 10.0.1.2 QP 514, leaf0-s2-both) sends its RoCE data on priority 0 (DSCP 0 PCP 0)")),
         "{detail}"

@@ -259,6 +259,15 @@ impl Analyzer {
             if rec.has(flags::HAS_IPV4 | flags::HAS_IPV6) {
                 let pcp = rec.has(flags::HAS_VLAN).then_some(rec.pcp);
                 self.qos.frame(rec.iface, rec.dscp, pcp);
+                if kind == Kind::Cnp {
+                    let key = (
+                        rec.iface,
+                        rec.src_ip,
+                        rec.dst_ip,
+                        rec.dest_qp & rocescope_common::proto::ib::QPN_MASK,
+                    );
+                    self.qos.cnp(key, rec.dscp, pcp);
+                }
             }
         }
         verdict

@@ -15,13 +15,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::json;
 
 use super::findings::{Input, params};
-use super::{Finding, Flow, fmt_count, fmt_ip};
+use super::hash::FastMap;
+use super::{Finding, Flow, FlowKey, fmt_count, fmt_ip};
 
 /// DSCP values seen per tap and PCP: index 0-7 the PCP of tagged frames, 8
 /// untagged frames; bit N is DSCP N.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Marks {
     per_tap: Vec<[u64; 9]>,
+    /// The marks of the CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
+    cnps: FastMap<FlowKey, FlowMarks>,
 }
 
 impl Marks {
@@ -33,6 +36,11 @@ impl Marks {
         }
         let slot = pcp.map_or(8, |p| usize::from(p & 7));
         self.per_tap[i][slot] |= 1 << (dscp & 63);
+    }
+
+    /// A CNP to `key`'s QP with DSCP `dscp` and, when tagged, PCP `pcp`.
+    pub fn cnp(&mut self, key: FlowKey, dscp: u8, pcp: Option<u8>) {
+        self.cnps.entry(key).or_default().frame(Some(dscp), pcp);
     }
 
     /// `(iface, dscp, pcp)` seen, in order; `pcp` `None` for untagged.
@@ -153,6 +161,38 @@ pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
         ));
         ids.extend(at.iter().map(|f| f.id));
     }
+    // CE-marked connections whose CNPs come back marked differently at two
+    // taps: the CNPs' DSCP or priority is rewritten on their way.
+    let mut cnps_remarked = 0u64;
+    for ((s, d, qp), at) in &by_conn {
+        if at.iter().all(|f| f.ce == 0) {
+            continue;
+        }
+        let cnp: Vec<(&Flow, FlowMarks)> = at
+            .iter()
+            .filter_map(|f| {
+                let m = *marks
+                    .cnps
+                    .get(&(f.iface, f.dst_ip, f.src_ip, f.paired_qp?))?;
+                Some((*f, m))
+            })
+            .collect();
+        if cnp.len() < 2 || cnp.iter().all(|(_, m)| *m == cnp[0].1) {
+            continue;
+        }
+        cnps_remarked += 1;
+        let seen: Vec<String> = cnp
+            .iter()
+            .map(|(f, m)| format!("{} at {}", m.words(), x.iface(f.iface)))
+            .collect();
+        lines.push(format!(
+            "{} → {} QP {qp} carries CE marks, and its CNPs come back marked differently at its taps: {}: a hop rewrites the CNPs' DSCP or priority, so they may land in a queue that drops or delays them.",
+            fmt_ip(s),
+            fmt_ip(d),
+            seen.join(", ")
+        ));
+        ids.extend(at.iter().map(|f| f.id));
+    }
     if lines.is_empty() {
         return;
     }
@@ -180,9 +220,10 @@ pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
         severity: "warning",
         impact: x.traffic_share(&ids),
         title: format!(
-            "QoS mismatch: {} on a priority PFC never pauses, {} remarked on the path",
+            "QoS mismatch: {} on a priority PFC never pauses, {} remarked on the path, {} whose CNPs are remarked",
             fmt_count(unprotected.len() as u64, "flow"),
-            fmt_count(remarked, "connection")
+            fmt_count(remarked, "connection"),
+            fmt_count(cnps_remarked, "connection")
         ),
         detail: lines.join("\n"),
         recommendation: "Put RoCE on the lossless priority end to end: set the NICs' RoCE traffic class (cma_roce_tos -d DEV -t 106 for DSCP 26 with ECN, or the NIC's default TOS; NCCL_IB_TC) so every host sends the DSCP the fabric maps to the PFC priority; trust DSCP on the NIC ports (mlnx_qos -i IF --trust dscp, PFC on that priority: --pfc 0,0,0,1,0,0,0,0); give every switch the same DSCP → queue map with PFC and ECN on that queue, and remove DSCP rewrites (remarking) on the path".into(),
@@ -191,6 +232,7 @@ pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
             ("unprotected_flows", json!(unprotected.iter().map(|f| f.id).collect::<Vec<_>>())),
             ("paused_priorities", json!(paused)),
             ("remarked_connections", json!(remarked)),
+            ("cnp_remarked_connections", json!(cnps_remarked)),
             (
                 "dscp_pcp_seen",
                 json!(pairs

@@ -661,7 +661,8 @@ impl Config {
                 // r0 congest leaf1's port toward r0 and pause the fabric;
                 // s2's NIC was left at TOS 0: its writes to r1 go on DSCP 0,
                 // priority 0, which nothing ever pauses (PFC is on for
-                // priority 3 alone). spine0 remarks DSCP 26 to 10 toward leaf1. Tagged frames (VLAN 100) carry the
+                // priority 3 alone). spine0 remarks DSCP 26 to 10 toward leaf1,
+                // leaf0 the CNPs' DSCP 48 to 0 toward s0. Tagged frames (VLAN 100) carry the
                 // priority in their PCP.
                 c.senders = 3;
                 c.receivers = 2;
@@ -680,13 +681,25 @@ impl Config {
                 ];
                 c.switch.pfc_xoff = 64 * 1024;
                 c.switch.pfc_xon = 40 * 1024;
+                // ECN marks before PFC fires: CNPs come back.
+                c.switch.ecn_min = 16 * 1024;
+                c.switch.ecn_max = 48 * 1024;
                 c.pfc_priorities = Some(vec![3]);
-                c.impairments = vec![Impairment {
-                    node: "spine0".into(),
-                    toward: "leaf1".into(),
-                    remark_dscp: vec![[26, 10]],
-                    ..Impairment::default()
-                }];
+                c.impairments = vec![
+                    Impairment {
+                        node: "spine0".into(),
+                        toward: "leaf1".into(),
+                        remark_dscp: vec![[26, 10]],
+                        ..Impairment::default()
+                    },
+                    // leaf0 rewrites the CNPs' DSCP 48 to 0 toward s0.
+                    Impairment {
+                        node: "leaf0".into(),
+                        toward: "s0".into(),
+                        remark_dscp: vec![[48, 0]],
+                        ..Impairment::default()
+                    },
+                ];
                 c.taps = vec![
                     TapPoint::new("leaf0", "s0", Dir::Both),
                     TapPoint::new("leaf0", "s2", Dir::Both),
