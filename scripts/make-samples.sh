@@ -29,6 +29,8 @@ nic-timeout
 mtu-blackhole
 mtu-mismatch      --packets 1500
 qos-mismatch      --packets 3000
+ecn-overmark
+dcqcn-off
 '
 
 profile=${PROFILE:-release}

@@ -60,6 +60,10 @@ fn internal_names(text: &str, allowed: &[String]) -> Vec<String> {
         // The tools that set a NIC's RoCE traffic class and trust mode.
         "cma_roce_tos",
         "mlnx_qos",
+        // The DCQCN reaction point's sysfs switch and counters (mlx5).
+        "roce_rp",
+        "np_cnp_sent",
+        "rp_cnp_handled",
         // The field of `report --json` a long Wireshark filter is left to.
         "display_filter",
     ];

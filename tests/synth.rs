@@ -544,6 +544,16 @@ fn finding<'a>(a: &'a Analysis, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {id} finding in {}", a.summary["findings"]))
 }
 
+/// The negative test of finding `id`: no sample but those `raises` names
+/// has it.
+fn no_other_sample_raises(dir: &Path, id: &str, raises: impl Fn(&str) -> bool) {
+    for (name, _) in samples().into_iter().filter(|(n, _)| !raises(n)) {
+        let (a, _) = analyse_sample(dir, &name);
+        let ids = findings_of(&a);
+        assert!(!ids.iter().any(|i| i == id), "{name}: {ids:?}");
+    }
+}
+
 fn findings_of(a: &Analysis) -> Vec<String> {
     a.summary["findings"]
         .as_array()
@@ -936,17 +946,7 @@ fn requests_nothing_answers_are_unanswered_flows() {
         Value::from(vec!["10.0.0.1 → 10.0.1.1"])
     );
     assert_eq!(f["params"]["flows"], 1);
-    for (name, _) in samples() {
-        if name == "mtu-blackhole" {
-            continue;
-        }
-        let (a, _) = analyse_sample(dir.path(), &name);
-        let ids = findings_of(&a);
-        assert!(
-            !ids.contains(&"unanswered-flows".to_string()),
-            "{name}: {ids:?}"
-        );
-    }
+    no_other_sample_raises(dir.path(), "unanswered-flows", |n| n == "mtu-blackhole");
 }
 
 /// mtu-mismatch: the second QP from s0 to r0 was set up with RoCE MTU 1024.
@@ -1000,17 +1000,208 @@ fn a_smaller_path_mtu_or_frames_too_large_for_the_path_are_an_mtu_mismatch() {
     );
     assert_eq!(f["flows"].as_array().unwrap().len(), 1);
 
-    for (name, _) in samples() {
-        if name.starts_with("mtu-") {
-            continue;
-        }
-        let (a, _) = analyse_sample(dir.path(), &name);
-        let ids = findings_of(&a);
-        assert!(
-            !ids.contains(&"mtu-mismatch".to_string()),
-            "{name}: {ids:?}"
-        );
+    no_other_sample_raises(dir.path(), "mtu-mismatch", |n| n.starts_with("mtu-"));
+}
+
+/// The analyzer's flows of connection `c` (its source address and
+/// responder QP in the truth) that carry requests, as (row, tap name).
+fn request_rows(a: &Analysis, c: &Value) -> Vec<(usize, String)> {
+    let src = a.flows.strings("src_ip");
+    let qps = a.flows.ints("dest_qp");
+    let data = a.flows.ints("data_packets");
+    let ifaces = a.flows.strings("iface");
+    (0..a.flows.rows())
+        .filter(|&i| {
+            src[i].as_deref() == c["src_ip"].as_str()
+                && qps[i] == Some(c["responder_qpn"].as_i64().unwrap() as i128)
+                && data[i] > Some(0)
+        })
+        .map(|i| (i, ifaces[i].clone().unwrap()))
+        .collect()
+}
+
+/// ecn-overmark (docs/analysis.md, "CNP overload"): four writers offering
+/// 88 Gb/s into r0 under ECN thresholds of 2 KB / 8 KB. The truth counts
+/// the CE marks and CNPs the model made and what each connection delivered:
+/// the connections held below 75 % of their 25 Gb/s share (the fourth of
+/// r0's link) are the finding's, with the CNPs their taps recorded. No other
+/// sample has a CNP overload.
+#[test]
+fn cnps_on_links_far_from_full_are_a_cnp_overload() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, truth) = analyse_sample(dir.path(), "ecn-overmark");
+    let conns = truth["connections"].as_array().unwrap();
+    let qps = truth["qps"].as_array().unwrap();
+    let goodput: Vec<f64> = qps
+        .iter()
+        .map(|q| q["goodput_gbps"].as_f64().unwrap())
+        .collect();
+    // What the model did: every connection marked and answered by CNPs,
+    // r0's link far from full, no pause anywhere.
+    for (c, q) in conns.iter().zip(qps) {
+        assert!(c["ce_received"].as_u64().unwrap() > 0, "{c}");
+        assert_eq!(c["cnps_received"], q["stats"]["cnps_sent"]);
     }
+    assert!(goodput.iter().sum::<f64>() < 0.75 * 100.0, "{goodput:?}");
+    assert_eq!(truth["paused"], Value::Array(vec![]));
+    let held: Vec<usize> = (0..conns.len())
+        .filter(|&k| goodput[k] < 0.75 * 100.0 / 4.0)
+        .collect();
+    assert_eq!(held, [0, 2, 3], "{goodput:?}");
+    let ids = a.flows.ints("flow_id");
+    let mut want_flows = Vec::new();
+    let mut want_cnps = 0;
+    for &k in &held {
+        for (i, tap) in request_rows(&a, &conns[k]) {
+            want_flows.push(ids[i].unwrap() as u64);
+            let t = truth["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["flow"] == k && f["iface"] == tap.as_str())
+                .unwrap();
+            want_cnps += t["cnps"].as_u64().unwrap();
+        }
+    }
+    want_flows.sort_unstable();
+    assert_eq!(want_cnps, 42);
+    let f = finding(&a, "cnp-overload");
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["flows"], Value::from(want_flows.clone()));
+    assert_eq!(f["params"]["cnps"], want_cnps);
+    assert_eq!(f["params"]["destinations"], Value::from(vec!["10.0.1.1"]));
+    let title = f["title"].as_str().unwrap();
+    assert!(
+        title.starts_with(&format!("{} flows got {want_cnps} CNPs", want_flows.len())),
+        "{title}"
+    );
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("Into 10.0.1.1: 4 connections carried "),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("(10.0.0.1 → 10.0.1.1 QP 512, leaf1-r0-both): 15 CNPs in 1.49 ms"),
+        "{detail}"
+    );
+    assert!(
+        f["recommendation"]
+            .as_str()
+            .unwrap()
+            .contains("Kmin, Kmax, Pmax")
+    );
+    no_other_sample_raises(dir.path(), "cnp-overload", |n| n == "ecn-overmark");
+}
+
+/// dcqcn-off (docs/analysis.md, "DCQCN reaction"): s1's NIC runs no DCQCN.
+/// The truth's rate steps say what each requester did at each CNP: s1's
+/// never changed its 60 Gb/s (every one of its CNPs is without reaction,
+/// exactly), s0's halved its rate every time. The model cuts the rate when
+/// the CNP reaches the NIC; seen from the tap at the sender's port that is
+/// one propagation later (500 ns), and the first packet at the lower rate
+/// leaves within one gap at the old rate and is seen another propagation
+/// later: the reaction times lie within that bound. s0's recovery runs from
+/// its first cut to the timer step that brought it back to 90 % of its rate
+/// before, give or take the reaction bound and the 8-gap window the
+/// analyzer measures the rate over. No other sample has a sender that
+/// ignores its CNPs.
+#[test]
+fn a_sender_whose_rate_ignores_its_cnps_is_a_dcqcn_reaction_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, truth) = analyse_sample(dir.path(), "dcqcn-off");
+    let conns = truth["connections"].as_array().unwrap();
+    let steps = |k: usize| conns[k]["rate_steps"].as_array().unwrap().clone();
+    let gbps = |s: &Value, key: &str| s[key].as_f64().unwrap();
+    let cnp_steps = |k: usize| -> Vec<Value> {
+        steps(k)
+            .into_iter()
+            .filter(|s| s["cause"] == "cnp")
+            .collect()
+    };
+    assert_eq!(conns[1]["dcqcn"], false);
+    assert_eq!(conns[0]["dcqcn"], true);
+    let deaf = cnp_steps(1);
+    assert!(
+        deaf.iter()
+            .all(|s| gbps(s, "before_gbps") == gbps(s, "after_gbps"))
+    );
+    assert_eq!(
+        deaf.len() as u64,
+        conns[1]["cnps_received"].as_u64().unwrap()
+    );
+    assert_eq!(deaf.len(), 5);
+    let cuts: Vec<Value> = cnp_steps(0)
+        .into_iter()
+        .filter(|s| gbps(s, "after_gbps") <= 0.75 * gbps(s, "before_gbps"))
+        .collect();
+    assert_eq!(cuts.len(), cnp_steps(0).len());
+    assert_eq!(cuts.len(), 6);
+
+    let reactions = a.flows.ints("dcqcn_reactions");
+    let without = a.flows.ints("dcqcn_cnps_without_reaction");
+    let mean = a.flows.floats("dcqcn_reaction_us");
+    let max = a.flows.floats("dcqcn_reaction_max_us");
+    let recovery = a.flows.floats("dcqcn_recovery_us");
+    let ids = a.flows.ints("flow_id");
+    let rows1 = request_rows(&a, &conns[1]);
+    assert_eq!(rows1.len(), 1);
+    let (r1, tap1) = &rows1[0];
+    assert_eq!(tap1, "leaf0-s1-both");
+    assert_eq!(without[*r1], Some(deaf.len() as i128));
+    assert_eq!(reactions[*r1], Some(0));
+    assert_eq!(mean[*r1], None);
+
+    let rows0 = request_rows(&a, &conns[0]);
+    assert_eq!(rows0.len(), 1);
+    let (r0, tap0) = &rows0[0];
+    assert_eq!(tap0, "leaf0-s0-both");
+    assert_eq!(reactions[*r0], Some(cuts.len() as i128));
+    assert_eq!(without[*r0], Some(0));
+    // A full-size frame (4170 bytes at most) at 100 Gb/s and at the lowest
+    // rate a cut started from.
+    let frame_bits = 4170.0 * 8.0;
+    let slowest = cuts
+        .iter()
+        .map(|s| gbps(s, "before_gbps"))
+        .fold(f64::INFINITY, f64::min);
+    let bound_us = (2.0 * 500.0 + 2.0 * frame_bits / 100.0 + frame_bits / slowest) / 1e3;
+    let (m, x) = (mean[*r0].unwrap(), max[*r0].unwrap());
+    assert!(0.5 < m && m <= x && x <= bound_us, "{m} {x} {bound_us}");
+    let first = &cuts[0];
+    let base = gbps(first, "before_gbps");
+    let back = steps(0)
+        .into_iter()
+        .find(|s| gbps(s, "after_gbps") >= 0.9 * base)
+        .unwrap();
+    let want_us = (back["at_ns"].as_u64().unwrap() - first["at_ns"].as_u64().unwrap()) as f64 / 1e3;
+    let window_us = 8.0 * frame_bits / (0.9 * base) / 1e3;
+    let got = recovery[*r0].unwrap();
+    assert!(
+        (got - want_us).abs() <= bound_us + window_us,
+        "{got} µs against {want_us} µs"
+    );
+
+    let f = finding(&a, "dcqcn-reaction");
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["flows"], Value::from(vec![ids[*r1].unwrap() as u64]));
+    assert_eq!(
+        f["title"],
+        "1 flow (10.0.0.2) did not slow down for 5 CNPs: congestion control is not acting on them"
+    );
+    assert_eq!(f["params"]["cnps_without_reaction"], 5);
+    assert_eq!(f["params"]["reacting_flows"], 1);
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("(10.0.0.2 → 10.0.1.1 QP 513, leaf0-s1-both) got 5 CNPs; after 5 of them its next 16 packets kept the rate it had before"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains(
+            "(10.0.0.1 → 10.0.1.1 QP 512, leaf0-s0-both) slowed down after 6 of its CNPs"
+        ),
+        "{detail}"
+    );
+    no_other_sample_raises(dir.path(), "dcqcn-reaction", |n| n == "dcqcn-off");
 }
 
 /// `(severity, id, impact)` of each finding, in summary.json's order.

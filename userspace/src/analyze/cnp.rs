@@ -44,6 +44,7 @@ impl Analyzer {
             if let Some(t) = f.ce_unanswered.take() {
                 reaction = Some(now.saturating_sub(t));
             }
+            f.dcqcn.cnp(now);
             let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
             b.cnps += 1;
         }

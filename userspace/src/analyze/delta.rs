@@ -28,7 +28,9 @@ impl Analyzer {
     /// counted frames (only their longest idle
     /// raises `max_idle_us`); the requester's transport timer (see [`rto`])
     /// starts at a delta's first request when it was stopped and restarts at
-    /// an ACK delta's last frame when the delta raised the highest ACKed PSN.
+    /// an ACK delta's last frame when the delta raised the highest ACKed PSN;
+    /// the DCQCN reaction measurement (see `dcqcn`) starts over after
+    /// counted requests, which have no times of their own.
     /// A delta for a flow the analyzer has not seen (its first record was
     /// lost) is ignored.
     pub fn apply_delta(&mut self, iface: u16, d: &FlowDelta, sink: &mut impl Sink) {
@@ -111,6 +113,7 @@ impl Analyzer {
         f.last_ts = f.last_ts.max(now);
         if d.data_packets > 0 {
             f.rto.sent(d.first_ts_ns);
+            f.dcqcn.counted();
         }
         f.rto.packet_done();
         spread_over_bins(f, &self.pfc, d, bin_ns, sink);

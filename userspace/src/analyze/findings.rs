@@ -144,6 +144,8 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     super::mtu::finding(x, &mut out);
     super::ecmp::finding(x, x.ecmp, &mut out);
     super::qos::finding(x, x.qos, &mut out);
+    super::cnp_overload::finding(x, &mut out);
+    super::dcqcn::finding(x, &mut out);
     real_loss(x, &mut out);
     reordering(x, &mut out);
     corruption(x, &mut out);

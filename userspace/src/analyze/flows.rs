@@ -11,7 +11,7 @@ use super::rows::Verdict;
 use super::sequence::{FillRun, Seq};
 use super::timeline::{Bin, bin_mut};
 use super::{Analyzer, Sink};
-use super::{gaps, livelock, psn, qos, rto};
+use super::{dcqcn, gaps, livelock, psn, qos, rto};
 
 /// `(iface, src_ip, dst_ip, dest_qp)`.
 pub type FlowKey = (u16, [u8; 16], [u8; 16], u32);
@@ -102,6 +102,8 @@ pub(crate) struct Flow {
     pub max_frame_len: u32,
     /// The DSCPs and PCPs of its frames.
     pub marks: qos::FlowMarks,
+    /// How the sender's rate answered its CNPs.
+    pub dcqcn: dcqcn::Reaction,
 }
 
 impl Flow {
@@ -173,6 +175,7 @@ impl Flow {
             livelock: livelock::Livelock::default(),
             max_frame_len: 0,
             marks: qos::FlowMarks::default(),
+            dcqcn: dcqcn::Reaction::default(),
         }
     }
 
@@ -390,6 +393,10 @@ impl Analyzer {
         let f = &mut self.flows[i];
         if ib::is_request(opcode) {
             f.max_frame_len = f.max_frame_len.max(rec.frame_len);
+            let (pfc, iface, prio) = (&self.pfc, f.iface, f.priority);
+            f.dcqcn.request(now, rec.frame_len, |from, to| {
+                prio.is_some_and(|p| pfc.paused(iface, p, from, to, now).0 > 0)
+            });
         }
         f.packets += 1;
         f.bytes += rec.frame_len as u64;

@@ -26,15 +26,18 @@
 //! * `cnp`: CNP attribution; `pfc`: pause intervals; [`tree`]: the
 //!   congestion tree; `timeline`: timeline bins; `delta`: the live tap's
 //!   summary-mode deltas;
+//! * `dcqcn`: how a sender's rate answers its CNPs;
 //! * `finish`: the end of input; `rows`: the output rows; `findings` (one
 //!   file per finding family under `findings/`), `unanswered`, `mtu`,
-//!   `ecmp` (ECMP group balance), `qos` (priorities and remarking): the
-//!   diagnosis; `report`: the text, JSON and HTML report; `fmt` and `date`:
+//!   `ecmp` (ECMP group balance), `qos` (priorities and remarking),
+//!   `cnp_overload` (CNPs on links far from full): the diagnosis; `report`: the text, JSON and HTML report; `fmt` and `date`:
 //!   values and times as they are printed.
 
 mod cm;
 mod cnp;
+mod cnp_overload;
 mod date;
+mod dcqcn;
 mod delta;
 pub mod dups;
 mod ecmp;

@@ -144,6 +144,15 @@ pub struct FlowRow {
     /// PSN when they make a livelock (3 or more; see `livelock`).
     pub max_rewinds_one_psn: u64,
     pub livelock_psn: Option<u32>,
+    /// How the sender's rate answered its CNPs (see "DCQCN reaction"): CNPs
+    /// it slowed down after, the mean and longest time from the CNP to the
+    /// first packet at the lower rate, the mean time from a first drop back
+    /// to the rate before; CNPs after which its rate did not drop.
+    pub dcqcn_reactions: u64,
+    pub dcqcn_reaction_us: Option<f64>,
+    pub dcqcn_reaction_max_us: Option<f64>,
+    pub dcqcn_recovery_us: Option<f64>,
+    pub dcqcn_cnps_without_reaction: u64,
 }
 
 /// Records seen, per kind.
@@ -391,6 +400,11 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         nic_timeout_upper_us: w.bounds().map(|b| us(b.1)),
         max_rewinds_one_psn: f.livelock.worst.map_or(0, |r| r.rewinds),
         livelock_psn: f.livelock.livelock().map(|r| r.psn),
+        dcqcn_reactions: f.dcqcn.reactions,
+        dcqcn_reaction_us: f.dcqcn.reaction_us(),
+        dcqcn_reaction_max_us: (f.dcqcn.reactions > 0).then(|| us(f.dcqcn.reaction_max_ns)),
+        dcqcn_recovery_us: f.dcqcn.recovery_us(),
+        dcqcn_cnps_without_reaction: f.dcqcn.without,
     }
 }
 

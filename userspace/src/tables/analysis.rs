@@ -88,6 +88,11 @@ columns! {
         nic_timeout_upper_us: Float64Builder = |n| n.row.nic_timeout_upper_us,
         max_rewinds_one_psn: Int64Builder = |n| Some(n.row.max_rewinds_one_psn),
         livelock_psn: Int64Builder = |n| n.row.livelock_psn,
+        dcqcn_reactions: Int64Builder = |n| Some(n.row.dcqcn_reactions),
+        dcqcn_reaction_us: Float64Builder = |n| n.row.dcqcn_reaction_us,
+        dcqcn_reaction_max_us: Float64Builder = |n| n.row.dcqcn_reaction_max_us,
+        dcqcn_recovery_us: Float64Builder = |n| n.row.dcqcn_recovery_us,
+        dcqcn_cnps_without_reaction: Int64Builder = |n| Some(n.row.dcqcn_cnps_without_reaction),
     }
 }
 

@@ -2,7 +2,7 @@
 //! PFC per ingress port and priority, WRED/ECN, links with serialisation and
 //! propagation delay, and the mirror taps.
 
-use super::qp::{Placed, Qp, QpStats};
+use super::qp::{Placed, Qp, QpStats, RateStep};
 use super::scenario::{Config, Dir};
 use super::spec::{
     Aeth, CnpSpec, FrameMeta, FrameSpec, MAC_CONTROL_DST, PfcSpec, Reth, RoceSpec, TapDrop,
@@ -264,6 +264,12 @@ pub struct QpSummary {
     pub dscp: u8,
     #[serde(skip)]
     pub dscp_rewrites: Vec<String>,
+    /// Its requester's rate steps.
+    #[serde(skip)]
+    pub rate_log: Vec<RateStep>,
+    /// Its requester runs DCQCN.
+    #[serde(skip)]
+    pub dcqcn: bool,
 }
 
 pub struct Fabric {
@@ -650,6 +656,8 @@ impl Fabric {
                             )
                         })
                         .collect(),
+                    rate_log: q.rate_log.clone(),
+                    dcqcn: q.cfg.dcqcn.unwrap_or(self.cfg.nic.dcqcn.enabled),
                 }
             })
             .collect();
@@ -1184,7 +1192,7 @@ impl Fabric {
         q.snd_nxt += 1;
         q.snd_max = q.snd_max.max(q.snd_nxt);
         let len = spec.frame_len();
-        q.next_tx_ns = now + wire_ns(len, q.rate_gbps.min(q.cfg.gbps.unwrap_or(f64::INFINITY)));
+        q.next_tx_ns = now + wire_ns(len, q.send_gbps());
         let arm = !q.rto_armed;
         if arm {
             self.arm_rto(qi);
@@ -1291,7 +1299,14 @@ impl Fabric {
         let d = self.cfg.nic.dcqcn.clone();
         let q = &mut self.qps[qi];
         q.stats.cnps_received += 1;
-        if !d.enabled {
+        let before = q.send_gbps();
+        if !q.cfg.dcqcn.unwrap_or(d.enabled) {
+            q.rate_log.push(RateStep {
+                at_ns: self.now,
+                cause: "cnp",
+                before_gbps: before,
+                after_gbps: before,
+            });
             return;
         }
         q.target_gbps = q.rate_gbps;
@@ -1300,6 +1315,12 @@ impl Fabric {
         q.stage = 0;
         q.cnp_in_period = true;
         q.stats.min_rate_gbps = q.stats.min_rate_gbps.min(q.rate_gbps);
+        q.rate_log.push(RateStep {
+            at_ns: self.now,
+            cause: "cnp",
+            before_gbps: before,
+            after_gbps: q.send_gbps(),
+        });
         if !q.dcqcn_timer {
             q.dcqcn_timer = true;
             self.push(self.now + d.timer_ns, Ev::Dcqcn(qi));
@@ -1310,6 +1331,7 @@ impl Fabric {
         let d = &self.cfg.nic.dcqcn;
         let line = self.cfg.link_gbps;
         let q = &mut self.qps[qi];
+        let before = q.send_gbps();
         if !q.cnp_in_period {
             q.alpha *= 1.0 - d.g;
         }
@@ -1319,8 +1341,19 @@ impl Fabric {
             q.target_gbps = (q.target_gbps + d.rai_gbps).min(line);
         }
         q.rate_gbps = ((q.rate_gbps + q.target_gbps) / 2.0).min(line);
-        if q.rate_gbps >= line * 0.999 {
+        let full = q.rate_gbps >= line * 0.999;
+        if full {
             q.rate_gbps = line;
+        }
+        if q.send_gbps() != before {
+            q.rate_log.push(RateStep {
+                at_ns: self.now,
+                cause: "timer",
+                before_gbps: before,
+                after_gbps: q.send_gbps(),
+            });
+        }
+        if full {
             q.dcqcn_timer = false;
         } else {
             let t = self.now + d.timer_ns;

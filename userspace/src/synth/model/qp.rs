@@ -68,6 +68,18 @@ pub struct TimerFire {
     pub resent_ns: Option<u64>,
 }
 
+/// A step of a requester's sending rate (the DCQCN rate, capped by the
+/// flow's offered `gbps`): a CNP it received (a cut, or no change with
+/// DCQCN off) or a DCQCN timer's increase.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RateStep {
+    pub at_ns: u64,
+    /// `cnp` or `timer`.
+    pub cause: &'static str,
+    pub before_gbps: f64,
+    pub after_gbps: f64,
+}
+
 /// A request packet the responder placed ahead of the expected PSN.
 #[derive(Clone, Copy, Debug)]
 pub struct Placed {
@@ -113,6 +125,8 @@ pub struct Qp {
     pub stage: u32,
     pub cnp_in_period: bool,
     pub dcqcn_timer: bool,
+    /// Every change of the requester's sending rate and every CNP it got.
+    pub rate_log: Vec<RateStep>,
 
     // Responder.
     pub epsn: u64,
@@ -170,6 +184,7 @@ impl Qp {
             stage: 0,
             cnp_in_period: false,
             dcqcn_timer: false,
+            rate_log: vec![],
             epsn: 0,
             nak_sent: false,
             in_dup_run: false,
@@ -185,6 +200,11 @@ impl Qp {
                 ..QpStats::default()
             },
         }
+    }
+
+    /// The rate the requester paces its packets at.
+    pub fn send_gbps(&self) -> f64 {
+        self.rate_gbps.min(self.cfg.gbps.unwrap_or(f64::INFINITY))
     }
 
     pub fn psn(&self, index: u64) -> u32 {

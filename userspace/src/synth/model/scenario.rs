@@ -92,6 +92,11 @@ pub struct FlowCfg {
     pub prio: Option<u8>,
     #[serde(default)]
     pub dscp: Option<u8>,
+    /// This connection's requester runs DCQCN (`nic.dcqcn.enabled`) unless
+    /// `false` here: a NIC with congestion control off, whose rate CNPs do
+    /// not change (`--set flows.N.dcqcn=false`).
+    #[serde(default)]
+    pub dcqcn: Option<bool>,
 }
 
 impl FlowCfg {
@@ -108,6 +113,7 @@ impl FlowCfg {
             mtu: None,
             prio: None,
             dscp: None,
+            dcqcn: None,
         }
     }
 }
@@ -283,6 +289,8 @@ pub const SCENARIOS: &[&str] = &[
     "mtu-blackhole",
     "mtu-mismatch",
     "qos-mismatch",
+    "ecn-overmark",
+    "dcqcn-off",
 ];
 
 impl Default for Config {
@@ -707,6 +715,58 @@ impl Config {
                 ];
                 // The writers share spine0, s2's flow has spine1.
                 c.pin_flows(&[0, 0, 1]);
+            }
+            "ecn-overmark" => {
+                // Four writers into r0 at 20, 21, 23 and 24 Gb/s: 88 % of
+                // r0's link, no congestion. Their packets drift past each
+                // other at leaf1's port toward r0 and now and then queue a
+                // packet or two behind each other. The switches' ECN profile
+                // marks from 2 KB of queue (everything from 8 KB): less than
+                // one packet. r0 returns CNPs for these meetings and DCQCN
+                // holds the writers well below what they offer and the link
+                // carries; no queue comes near PFC. 1.5 ms, seen at r0's
+                // port (where all four pass).
+                c.duration_ns = 1_500_000;
+                c.senders = 4;
+                c.receivers = 1;
+                c.flows = [20.0, 21.0, 23.0, 24.0]
+                    .iter()
+                    .enumerate()
+                    .map(|(s, &gbps)| FlowCfg {
+                        gbps: Some(gbps),
+                        ..FlowCfg::new(s, 0, 65536, None)
+                    })
+                    .collect();
+                c.switch.ecn_min = 2 * 1024;
+                c.switch.ecn_max = 8 * 1024;
+                c.switch.ecn_pmax = 1.0;
+                c.taps = vec![TapPoint::new("leaf1", "r0", Dir::Both)];
+            }
+            "dcqcn-off" => {
+                // Two writers into r0: s0 at line rate with DCQCN, s1 at
+                // 60 Gb/s from a NIC with congestion control off
+                // (flows.1.dcqcn=false) for 40 messages (about 0.35 ms).
+                // The queue at leaf1's port toward r0 marks both; s0 halves
+                // its rate at each CNP, s1 keeps sending at 60 Gb/s whatever
+                // comes back; once s1 is done s0 climbs back to line rate,
+                // by 20 Gb/s per DCQCN period (an additive increase that
+                // fits the climb into a 1 ms run).
+                c.duration_ns = 1_000_000;
+                c.nic.dcqcn.rai_gbps = 20.0;
+                c.senders = 2;
+                c.receivers = 1;
+                c.flows = vec![
+                    FlowCfg::new(0, 0, 65536, None),
+                    FlowCfg {
+                        gbps: Some(60.0),
+                        dcqcn: Some(false),
+                        ..FlowCfg::new(1, 0, 65536, Some(40))
+                    },
+                ];
+                c.taps = vec![
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("leaf0", "s1", Dir::Both),
+                ];
             }
             _ => return None,
         }

@@ -276,6 +276,17 @@ pub struct ConnectionTruth {
     pub priority: u8,
     pub dscp: u8,
     pub dscp_rewrites: Vec<String>,
+    /// Its requester runs DCQCN (`nic.dcqcn.enabled`, `flows.N.dcqcn`);
+    /// CNPs it received and marked packets its responder received.
+    pub dcqcn: bool,
+    pub cnps_received: u64,
+    pub ce_received: u64,
+    /// Every step of the requester's sending rate, in order: each CNP it
+    /// received (`cause` `cnp`: the cut, or no change with DCQCN off) and
+    /// each increase of the DCQCN timer (`timer`), with the rate it paced
+    /// its packets at before and after, in Gb/s (the DCQCN rate capped by
+    /// the flow's offered `gbps`).
+    pub rate_steps: Vec<super::qp::RateStep>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -340,6 +351,10 @@ impl ConnectionTruth {
             priority: q.priority,
             dscp: q.dscp,
             dscp_rewrites: q.dscp_rewrites.clone(),
+            dcqcn: q.dcqcn,
+            cnps_received: s.cnps_received,
+            ce_received: s.ce_received,
+            rate_steps: q.rate_log.clone(),
         }
     }
 }

@@ -1,0 +1,368 @@
+//! DCQCN reaction: how a sender's rate answers the CNPs it gets, measured
+//! from its own request packets at the tap (see "DCQCN reaction" in
+//! `docs/analysis.md`).
+//!
+//! A DCQCN reaction point cuts its rate when a CNP arrives and climbs back
+//! on its timer; a NIC with congestion control off (or a CNP that never
+//! reaches the reaction point) keeps sending as before. The sender's rate is
+//! the one its packets show: the frame bits of a window of [`WINDOW`] gaps
+//! before a CNP against each gap after it. The pacing of the packet after a
+//! gap was chosen when the packet before it left, so the first packet sent
+//! at a lower rate is the one before the first long gap.
+//!
+//! O(1) per request packet and per CNP, a few words per flow.
+
+use serde_json::json;
+
+use super::findings::{Input, params};
+use super::{Finding, Flow, fmt_count, fmt_duration, fmt_gbps};
+
+/// Gaps the rate before a CNP (and the recovered rate) is measured over.
+pub(crate) const WINDOW: usize = 8;
+/// A gap at this fraction of the rate before the CNP or less is a drop.
+pub(crate) const DROP: f64 = 0.75;
+/// Back to this fraction of the rate before the first CNP is recovered.
+pub(crate) const RECOVERED: f64 = 0.9;
+/// Request packets after a CNP with no drop among them: no reaction.
+pub(crate) const DECIDE_PACKETS: u32 = 16;
+
+/// The last `WINDOW + 1` request packets: time and frame length.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ring {
+    ts: [u64; WINDOW + 1],
+    len: [u32; WINDOW + 1],
+    /// Packets held (up to `WINDOW + 1`) and the slot of the newest.
+    n: usize,
+    head: usize,
+}
+
+impl Ring {
+    fn push(&mut self, ts: u64, len: u32) {
+        self.head = (self.head + 1) % (WINDOW + 1);
+        self.ts[self.head] = ts;
+        self.len[self.head] = len;
+        self.n = (self.n + 1).min(WINDOW + 1);
+    }
+
+    /// Slot `back` packets before the newest.
+    fn at(&self, back: usize) -> usize {
+        (self.head + WINDOW + 1 - back) % (WINDOW + 1)
+    }
+
+    /// Gb/s over the window's gaps, and when its oldest packet left.
+    fn rate(&self) -> Option<(f64, u64)> {
+        if self.n < WINDOW + 1 {
+            return None;
+        }
+        let oldest = self.at(WINDOW);
+        let span = self.ts[self.head].checked_sub(self.ts[oldest])?;
+        let bits: u64 = (1..=WINDOW)
+            .map(|b| u64::from(self.len[self.at(b)]) * 8)
+            .sum();
+        (span > 0).then(|| (bits as f64 / span as f64, self.ts[oldest]))
+    }
+
+    /// The newest gap: the packet before it (time) and its rate in Gb/s.
+    fn last_gap(&self) -> Option<(u64, f64)> {
+        if self.n < 2 {
+            return None;
+        }
+        let prev = self.at(1);
+        let gap = self.ts[self.head].saturating_sub(self.ts[prev]);
+        let bits = u64::from(self.len[prev]) * 8;
+        Some((
+            self.ts[prev],
+            if gap == 0 {
+                f64::INFINITY
+            } else {
+                bits as f64 / gap as f64
+            },
+        ))
+    }
+}
+
+/// A CNP awaiting the sender's answer.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    cnp_ts: u64,
+    before_gbps: f64,
+    packets: u32,
+}
+
+/// CNPs from the first one until the rate is back.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    base_gbps: f64,
+    first_drop: Option<u64>,
+}
+
+/// One request flow's DCQCN reaction: what its packets did after its CNPs.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Reaction {
+    ring: Ring,
+    pending: Option<Pending>,
+    run: Option<Run>,
+    /// CNPs the rate dropped after: how many, total and longest time from
+    /// the CNP to the first packet sent at the lower rate.
+    pub reactions: u64,
+    pub reaction_sum_ns: u64,
+    pub reaction_max_ns: u64,
+    /// Runs whose rate came back: how many, total and longest time from the
+    /// first drop to the rate back at [`RECOVERED`] of the rate before.
+    pub recoveries: u64,
+    pub recovery_sum_ns: u64,
+    pub recovery_max_ns: u64,
+    /// CNPs followed by [`DECIDE_PACKETS`] request packets none of which
+    /// left after a drop, and the sum of the rates before them.
+    pub without: u64,
+    pub without_gbps_sum: f64,
+}
+
+impl Reaction {
+    /// A CNP attributed to the flow at `now`. One CNP is measured at a time:
+    /// one arriving while another awaits its answer is part of it.
+    pub fn cnp(&mut self, now: u64) {
+        if self.pending.is_some() {
+            return;
+        }
+        let Some((before, _)) = self.ring.rate() else {
+            return;
+        };
+        self.pending = Some(Pending {
+            cnp_ts: now,
+            before_gbps: before,
+            packets: 0,
+        });
+        if self.run.is_none() {
+            self.run = Some(Run {
+                base_gbps: before,
+                first_drop: None,
+            });
+        }
+    }
+
+    /// A request packet of `len` bytes at `now`; `paused(from, to)` says
+    /// whether a pause of the flow's priority on its tap overlapped that
+    /// time (a gap a pause explains says nothing about the rate).
+    pub fn request(&mut self, now: u64, len: u32, paused: impl Fn(u64, u64) -> bool) {
+        self.ring.push(now, len);
+        if let Some(mut p) = self.pending {
+            p.packets += 1;
+            self.pending = Some(p);
+            // Packets that left before the CNP was seen at the tap (a tap
+            // far from the sender) do not count.
+            if let Some((prev_ts, gbps)) = self.ring.last_gap().filter(|g| g.0 >= p.cnp_ts) {
+                if gbps <= DROP * p.before_gbps {
+                    self.pending = None;
+                    if paused(prev_ts, now) {
+                        self.run = None;
+                    } else {
+                        let t = prev_ts - p.cnp_ts;
+                        self.reactions += 1;
+                        self.reaction_sum_ns += t;
+                        self.reaction_max_ns = self.reaction_max_ns.max(t);
+                        if let Some(r) = &mut self.run {
+                            r.first_drop.get_or_insert(prev_ts);
+                        }
+                    }
+                } else if p.packets >= DECIDE_PACKETS {
+                    self.pending = None;
+                    self.without += 1;
+                    self.without_gbps_sum += p.before_gbps;
+                    if self.run.is_some_and(|r| r.first_drop.is_none()) {
+                        self.run = None;
+                    }
+                }
+            }
+        }
+        if let Some(r) = self.run
+            && let Some(drop) = r.first_drop
+            && let Some((gbps, oldest)) = self.ring.rate()
+            && oldest >= drop
+            && gbps >= RECOVERED * r.base_gbps
+        {
+            let t = now.saturating_sub(drop);
+            self.recoveries += 1;
+            self.recovery_sum_ns += t;
+            self.recovery_max_ns = self.recovery_max_ns.max(t);
+            self.run = None;
+        }
+    }
+
+    /// Requests the live tap only counted (`live --mode summary`): their
+    /// times are unknown, so what was being measured starts over.
+    pub fn counted(&mut self) {
+        *self = Reaction {
+            ring: Ring::default(),
+            pending: None,
+            run: None,
+            ..*self
+        };
+    }
+
+    /// Mean time from a CNP to the drop, µs.
+    pub fn reaction_us(&self) -> Option<f64> {
+        (self.reactions > 0).then(|| self.reaction_sum_ns as f64 / self.reactions as f64 / 1e3)
+    }
+
+    /// Mean time from a run's first drop to the rate back, µs.
+    pub fn recovery_us(&self) -> Option<f64> {
+        (self.recoveries > 0).then(|| self.recovery_sum_ns as f64 / self.recoveries as f64 / 1e3)
+    }
+
+    /// The sender does not slow down for CNPs: at least two went without a
+    /// reaction and none had one.
+    pub fn ignored(&self) -> bool {
+        self.without >= 2 && self.reactions == 0
+    }
+}
+
+/// `dcqcn-reaction`: request flows whose sender never slowed down for its
+/// CNPs, with how the loop worked on the others.
+pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
+    // A connection seen at several taps reacts when any of them shows it: a
+    // tap past a congested queue sees that queue's pacing, not the sender's.
+    let conn = |f: &Flow| (f.src_ip, f.dst_ip, f.dest_qp);
+    let reacted: std::collections::BTreeSet<_> = x
+        .flows
+        .iter()
+        .filter(|f| f.dcqcn.reactions > 0)
+        .map(conn)
+        .collect();
+    let deaf: Vec<&Flow> = x
+        .flows
+        .iter()
+        .filter(|f| f.dcqcn.ignored() && !reacted.contains(&conn(f)))
+        .collect();
+    if deaf.is_empty() {
+        return;
+    }
+    let mut parts: Vec<String> = deaf
+        .iter()
+        .map(|f| {
+            let d = &f.dcqcn;
+            format!(
+                "{} got {}; after {} of them its next {} packets kept the rate it had before (mean {}): none left at {:.0} % of it or less",
+                x.describe(f),
+                fmt_count(f.cnps, "CNP"),
+                d.without,
+                DECIDE_PACKETS,
+                fmt_gbps(d.without_gbps_sum / d.without as f64),
+                DROP * 100.0
+            )
+        })
+        .collect();
+    let working: Vec<&Flow> = x.flows.iter().filter(|f| f.dcqcn.reactions > 0).collect();
+    let ns = |us: f64| (us * 1e3).round() as u64;
+    for f in &working {
+        let d = &f.dcqcn;
+        let mut s = format!(
+            "{} slowed down after {} of its CNPs, {} after the CNP on average (at most {})",
+            x.describe(f),
+            d.reactions,
+            fmt_duration(ns(d.reaction_us().unwrap_or(0.0))),
+            fmt_duration(d.reaction_max_ns)
+        );
+        match d.recovery_us() {
+            Some(us) => s.push_str(&format!(
+                " and was back at its rate {} after the first drop on average ({}, at most {})",
+                fmt_duration(ns(us)),
+                fmt_count(d.recoveries, "recovery"),
+                fmt_duration(d.recovery_max_ns)
+            )),
+            None => s.push_str(" and never got back to its rate before the CNPs"),
+        }
+        parts.push(s);
+    }
+    let cnps: u64 = deaf.iter().map(|f| f.cnps).sum();
+    let reaction_max = working.iter().map(|f| f.dcqcn.reaction_max_ns).max();
+    let recovery_max = working.iter().map(|f| f.dcqcn.recovery_max_ns).max();
+    let ids: Vec<u32> = deaf.iter().map(|f| f.id).collect();
+    let mut senders: Vec<String> = deaf.iter().map(|f| super::fmt_ip(&f.src_ip)).collect();
+    senders.sort();
+    senders.dedup();
+    out.push(Finding {
+        id: "dcqcn-reaction",
+        severity: "warning",
+        title: format!(
+            "{} ({}) did not slow down for {}: congestion control is not acting on them",
+            fmt_count(deaf.len() as u64, "flow"),
+            senders.join(", "),
+            fmt_count(cnps, "CNP")
+        ),
+        detail: parts.join("; "),
+        recommendation: "Enable the DCQCN reaction point on these senders' NICs for the RoCE priority (mlx5: echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/<prio>; the reaction point and notification point are enabled per priority, on both ends) and check the CNPs reach it: the DSCP and priority the receiving NIC gives its CNPs must be ones the fabric forwards and the sender trusts. A sender whose application sends below the rate DCQCN allows shows no change either: compare with its NIC's counters (np_cnp_sent at the receiver, rp_cnp_handled at the sender).".into(),
+        impact: x.traffic_share(&ids),
+        flows: ids,
+        params: params([
+            ("flows", json!(deaf.len())),
+            ("cnps", json!(cnps)),
+            (
+                "cnps_without_reaction",
+                json!(deaf.iter().map(|f| f.dcqcn.without).sum::<u64>()),
+            ),
+            ("reacting_flows", json!(working.len())),
+            ("reaction_max_ns", json!(reaction_max)),
+            ("recovery_max_ns", json!(recovery_max.filter(|&n| n > 0))),
+            ("drop_fraction", json!(DROP)),
+            ("decide_packets", json!(DECIDE_PACKETS)),
+        ]),
+        wireshark: None,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Packets of 1000 bytes every `gap` ns from `from`, `n` of them.
+    fn send(r: &mut Reaction, from: u64, gap: u64, n: u64) -> u64 {
+        for k in 0..n {
+            r.request(from + k * gap, 1000, |_, _| false);
+        }
+        from + n * gap
+    }
+
+    #[test]
+    fn a_halved_rate_is_a_reaction_and_its_climb_back_a_recovery() {
+        let mut r = Reaction::default();
+        // 8000 bits per 100 ns: 80 Gb/s.
+        let t = send(&mut r, 0, 100, 20);
+        r.cnp(t - 50);
+        // Two more packets at the old pace, then 200 ns gaps (40 Gb/s).
+        let t = send(&mut r, t, 100, 2);
+        assert_eq!(r.reactions, 0);
+        let t = send(&mut r, t, 200, 4);
+        // The packet before the first long gap (2200 → 2400) left at 2200.
+        assert_eq!(r.reactions, 1);
+        assert_eq!(r.reaction_max_ns, 2200 - 1950);
+        assert_eq!(r.recoveries, 0);
+        // Back at 80 Gb/s: recovered once a whole window is at that pace.
+        let end = send(&mut r, t, 100, 9);
+        assert_eq!(r.recoveries, 1);
+        assert_eq!(r.recovery_max_ns, end - 100 - 2200);
+        assert!(!r.ignored());
+    }
+
+    #[test]
+    fn cnps_the_rate_ignores_are_counted() {
+        let mut r = Reaction::default();
+        let mut t = send(&mut r, 0, 100, 10);
+        for _ in 0..3 {
+            r.cnp(t);
+            t = send(&mut r, t, 100, u64::from(DECIDE_PACKETS) + 4);
+        }
+        assert_eq!((r.reactions, r.without), (0, 3));
+        assert!(r.ignored());
+        assert_eq!(r.without_gbps_sum, 3.0 * 80.0);
+    }
+
+    #[test]
+    fn a_gap_a_pause_explains_is_no_reaction() {
+        let mut r = Reaction::default();
+        let t = send(&mut r, 0, 100, 10);
+        r.cnp(t - 100);
+        r.request(t + 5000, 1000, |_, _| true);
+        assert_eq!((r.reactions, r.without), (0, 0));
+    }
+}
