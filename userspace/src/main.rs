@@ -312,6 +312,10 @@ struct Input {
     /// and table writing run on threads of their own (bounded queues between).
     #[arg(long, default_value_t = 0, value_name = "N")]
     threads: usize,
+    /// These capture files are one tap called NAME, whatever their interfaces and times
+    /// (repeatable; files not named are grouped as docs/inputs.md says).
+    #[arg(long = "tap", value_name = "NAME=FILE,FILE…")]
+    taps: Vec<rocescope::sources::TapSpec>,
 }
 
 /// How records are analysed: shared by `analyze`, `report` and `live`.
@@ -374,6 +378,7 @@ impl Input {
             threads: rocescope::pipeline::Threads::from_count(self.threads),
             // The process ends with the run: its reader may yield for good.
             source_yields: true,
+            taps: self.taps.clone(),
         })
     }
 }
@@ -558,6 +563,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 progress: true,
                 threads: rocescope::pipeline::Threads::default(),
                 source_yields: false,
+                taps: Vec::new(),
             };
             let d = rocescope::diff::Diff::of(&args.before, &args.after, &opts)?;
             if let Some(path) = &args.html {

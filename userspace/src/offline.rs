@@ -1,9 +1,10 @@
 //! The offline job: capture files → decode → analyze → tables.
 //!
-//! Files are read one after another; each file's interfaces become capture
-//! interfaces of their own, named as [`IfaceNames`] says. Sequence analysis
-//! is per interface, so giving the captures of two taps in one run never
-//! makes a frame seen at both look retransmitted.
+//! Several files are one stream in timestamp order ([`Merge`]); files are
+//! grouped into taps, and their interfaces named, as [`Taps`] says (a
+//! rotation set is one tap, as if unsplit). Sequence analysis is per
+//! interface, so giving the captures of two taps in one run never makes a
+//! frame seen at both look retransmitted.
 //!
 //! Nothing is dropped silently: every frame read either becomes a record
 //! or is counted by the reason it did not ([`DecodeTally`]), in
@@ -17,7 +18,9 @@ use crate::analyze::{self, Analysis};
 use crate::decode::{self, DecodeTally, Undecoded};
 use crate::pipeline::{Output, RecordPipeline, Threads};
 use crate::progress::FileProgress;
-use crate::sources::{CaptureReader, Filter, Input, Inputs, Warning, capture_stem, skipped};
+use crate::sources::{
+    CaptureReader, Filter, Frame, Inputs, Merge, Next, TapSpec, Taps, Warning, skipped,
+};
 use crate::tables::RunFacts;
 use crate::{Error, Result};
 
@@ -37,12 +40,16 @@ pub struct Options {
     /// line sets it; a library caller whose thread goes on to other work
     /// may not want it.
     pub source_yields: bool,
+    /// `--tap NAME=FILE,…`: files that are one tap.
+    pub taps: Vec<TapSpec>,
 }
 
 /// What a run produced besides the tables.
 pub struct Outcome {
     pub analysis: Analysis,
     pub ifaces: Vec<String>,
+    /// The taps the files were grouped into, and their interfaces.
+    pub taps: Taps,
     pub warnings: Vec<String>,
     /// Frames read from the files (filtered out or not).
     pub frames_read: u64,
@@ -101,28 +108,25 @@ pub fn run_with(
     outputs: Vec<Box<dyn Output>>,
 ) -> Result<Outcome> {
     // Probe everything first: a typo in the third file name should not
-    // cost the time of reading the first two. Each capture is opened when
-    // its turn comes (one read buffer at a time), the first one before
-    // anything is written, so that a lone bad file fails cleanly.
+    // cost the time of reading the first two. Then every capture's first
+    // frame, for the merge by time, before anything is written, so that a
+    // lone bad file fails cleanly.
     let Inputs {
         captures,
         warnings,
         notes,
     } = Inputs::expand(paths)?;
-    let names: Vec<PathBuf> = captures.iter().map(Input::name).collect();
-    let several = captures.len() > 1;
+    if captures.len() > usize::from(u16::MAX) + 1 {
+        return Err(Error::Usage(format!(
+            "{} captures: at most {} are read in one run; merge some first (mergecap -w)",
+            captures.len(),
+            usize::from(u16::MAX) + 1
+        )));
+    }
     let mut warnings = warnings;
-    let Some(first_input) = captures.first() else {
-        return Err(Error::Usage("no capture to read".into()));
-    };
-    let mut first = match first_input.open() {
-        Ok(r) => Some(r),
-        Err(e) if several => {
-            warnings.push(skipped(&e));
-            None
-        }
-        Err(e) => return Err(e),
-    };
+    let mut merge = Merge::open(&captures, &mut warnings)?;
+    let names: Vec<PathBuf> = merge.slots.iter().map(|s| s.name.clone()).collect();
+    let taps = Taps::new(&names, &opts.taps)?;
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
     let mut pipeline = RecordPipeline::with_threads(opts.analyzer.clone(), out, opts.threads)?;
     if opts.source_yields {
@@ -132,63 +136,36 @@ pub fn run_with(
     for o in outputs {
         pipeline.add_output(o);
     }
+    let file_names: Vec<String> = names.iter().map(|p| p.display().to_string()).collect();
+    pipeline.name_captures(&file_names);
     let mut run = Run {
         pipeline,
-        names: IfaceNames::new(&names),
+        taps,
         warnings,
         frames_read: 0,
         decode: DecodeTally::default(),
         progress: FileProgress::new(opts.progress, &names),
+        files: vec![FileState::default(); names.len()],
     };
-    let mut stopped_by = None;
-    for (file_index, (input, path)) in captures.iter().zip(&names).enumerate() {
-        let opened = match first.take() {
-            Some(r) => Ok(r),
-            None if file_index == 0 => continue,
-            None => input.open(),
-        };
-        let mut reader = match opened {
-            Ok(r) => r,
-            // Several inputs: one that cannot be read does not end the run.
-            Err(e) => {
-                run.warnings.push(skipped(&e));
-                continue;
-            }
-        };
-        let result = run.read_file(file_index, path, &mut reader, filter.as_mut());
-        run.warnings
-            .extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
-        // The capture's own drop counters, for the interfaces that had
-        // frames (what it read up to a stop included).
-        for (i, ifc) in reader.interfaces().iter().enumerate() {
-            let (Some(d), Ok(i)) = (ifc.drops, u32::try_from(i)) else {
-                continue;
-            };
-            if let Some(iface) = run.names.get(file_index, i) {
-                run.pipeline.tap_drops(iface, d.ifdrop, d.osdrop);
-            }
-        }
-        // Whatever stops the run mid-way, what was read so far is still analysed and written.
-        if let Err(e) = result {
-            stopped_by = Some(e.to_string());
-            break;
-        }
-    }
+    let stopped_by = run.merge(&mut merge, filter.as_mut()).err().map(|e| e.to_string());
     run.progress.done();
     let Run {
         pipeline,
-        names: iface_names,
-        warnings,
+        taps,
+        mut warnings,
         frames_read,
         decode,
         ..
     } = run;
-
+    let mut taps = taps;
+    warnings.extend(taps.take_warnings());
     let records = pipeline.records();
     let mut notes = notes;
+    notes.extend(taps.note());
     notes.extend(decode.note(frames_read));
     let analysis = pipeline.finish(RunFacts {
-        captures: names.iter().map(|p| p.display().to_string()).collect(),
+        captures: file_names,
+        taps: taps.facts(),
         frames_read,
         records,
         warnings: warnings.clone(),
@@ -198,7 +175,8 @@ pub fn run_with(
     })?;
     Ok(Outcome {
         analysis,
-        ifaces: iface_names.into_names(),
+        ifaces: taps.names().to_vec(),
+        taps,
         warnings,
         frames_read,
         records,
@@ -211,113 +189,222 @@ pub fn run_with(
 /// The state of one offline run across its files.
 struct Run {
     pipeline: RecordPipeline,
-    names: IfaceNames,
+    taps: Taps,
     warnings: Vec<String>,
     frames_read: u64,
     decode: DecodeTally,
     progress: FileProgress,
+    files: Vec<FileState>,
+}
+
+/// What is remembered of each file while it is read.
+#[derive(Clone, Copy, Default)]
+struct FileState {
+    warned_iface_limit: bool,
+    /// The last record pushed, to spot a frame captured twice.
+    last: Option<(u64, u16)>,
+    duplicates: u64,
+    last_ts: u64,
+}
+
+/// A frame decoded, before the reader is asked about it.
+struct Decoded {
+    number: u64,
+    file_iface: u32,
+    ts_ns: u64,
+    cm: Option<decode::cm::CmMessage>,
 }
 
 impl Run {
-    /// Reads one file to its end (or to a fault the reader warned about).
-    fn read_file(
-        &mut self,
-        file_index: usize,
-        path: &Path,
-        reader: &mut CaptureReader,
-        mut filter: Option<&mut Filter>,
-    ) -> Result<()> {
-        let mut warned_iface_limit = false;
-        // A record of this file was pushed: the pipeline's last one is the
-        // previous record, to spot a frame captured twice.
-        let mut pushed = false;
-        let mut duplicates = 0u64;
+    /// Reads every file, frames in timestamp order across them.
+    fn merge(&mut self, merge: &mut Merge, mut filter: Option<&mut Filter>) -> Result<()> {
         // Each frame is decoded into this one record.
         let mut rec = PacketRecord::default();
-        while let Some(frame) = reader.next_frame()? {
-            self.frames_read += 1;
-            if let Some(f) = filter.as_deref_mut()
-                && !f.matches(&frame)?
-            {
-                self.decode.not_decoded(Undecoded::FilteredOut);
-                continue;
-            }
-            let walk = decode::decode_walk(&mut rec, frame.linktype, frame.data, frame.orig_len);
-            self.decode.frame(&rec, walk.stop, frame.linktype);
-            let payload = walk.payload;
-            // QP1 MADs: connection set-up names both QPs (pairs flows exactly).
-            let cm = decode::cm::message(&rec, payload);
-            // The frame borrows the reader's buffer: keep what is needed, let it go.
-            let (number, file_iface, ts_ns) = (frame.number, frame.iface, frame.ts_ns);
-            self.progress
-                .tick(file_index, reader.file_offset(), self.frames_read);
-            if rec.kind() == Kind::Other {
-                continue;
-            }
-            let if_name = reader
-                .interfaces()
-                .get(file_iface as usize)
-                .and_then(|i| i.name.as_deref());
-            let known = self.names.len();
-            let Some(iface) = self.names.index(file_index, file_iface, if_name) else {
-                self.decode.not_decoded(Undecoded::InterfaceLimit);
-                if !warned_iface_limit {
-                    warned_iface_limit = true;
-                    self.warnings.push(format!(
-                        "{}: frame {number}: more than {} capture interfaces in this run; frames of further interfaces skipped",
-                        path.display(),
-                        u16::MAX
-                    ));
+        while let Some((slot, opened)) = merge.pop() {
+            if let Err(e) = opened {
+                // Readable at the first look, not now: gone or changed.
+                if matches!(e, Error::Open { .. }) {
+                    self.warnings.push(skipped(&e));
+                    merge.close(slot);
+                    continue;
                 }
-                continue;
-            };
-            if self.names.len() > known {
-                let capture = u32::try_from(file_index).unwrap_or(u32::MAX);
-                self.pipeline
-                    .name_iface_of(iface, self.names.name(iface), capture, file_iface);
+                return Err(e);
             }
-            rec.ts_ns = ts_ns;
-            rec.iface = iface;
-            // Same bytes, same interface, same timestamp as the record before:
-            // a mirror or capture artefact, not a resend (a resend takes time).
-            // Warned once; the analyzer leaves RoCE copies out.
-            rec.frame = number;
-            if pushed
-                && self
-                    .pipeline
-                    .last_pushed()
-                    .is_some_and(|last| same_capture(last, &rec))
-            {
-                duplicates += 1;
-                if duplicates == 1 {
-                    self.warnings.push(
-                        Warning {
-                            path: path.to_path_buf(),
-                            offset: reader.frame_offset(),
-                            frames_before: 0,
-                            detail: format!(
-                                "frame {number} duplicates the frame before it (same bytes, interface and timestamp): a mirror or capture artefact, not a resend (RoCE copies are left out of the analysis and counted as mirror copies; warned once per file)"
-                            ),
-                            stopped: false,
-                            decompressed: reader.compression(),
-                        }
-                        .to_string(),
-                    );
+            if self.taps.tap_of(slot).is_none() {
+                self.taps.open(slot, &merge.slots[slot].look);
+            }
+            if let Some(held) = merge.take_held(slot) {
+                let d = self.decode(slot, &held.frame(), &mut rec, filter.as_deref_mut())?;
+                if let (Some(d), Some(reader)) = (d, merge.reader(slot)) {
+                    self.record(slot, d, held.offset, reader, &mut rec)?;
+                }
+                merge.release(slot, held);
+            }
+            loop {
+                let (d, offset) = match merge.next(slot) {
+                    Ok(Next::Frame(frame)) => (
+                        self.decode(slot, &frame, &mut rec, filter.as_deref_mut())?,
+                        frame.offset,
+                    ),
+                    Ok(Next::Later) => break,
+                    Ok(Next::End) => {
+                        self.end_file(slot, merge);
+                        break;
+                    }
+                    Err(e) => {
+                        self.end_file(slot, merge);
+                        return Err(e);
+                    }
+                };
+                if let (Some(d), Some(reader)) = (d, merge.reader(slot)) {
+                    self.record(slot, d, offset, reader, &mut rec)?;
                 }
             }
-            pushed = true;
-            if let Some(msg) = cm {
-                self.pipeline.cm(&rec, msg)?;
-            }
-            self.pipeline.push(&rec)?;
-        }
-        if duplicates > 1 {
-            self.warnings.push(format!(
-                "{}: {duplicates} frames in all duplicate the frame before them",
-                path.display()
-            ));
         }
         Ok(())
+    }
+
+    /// File `slot` ended (or stopped): its warnings, its drop counters, its tap.
+    fn end_file(&mut self, slot: usize, merge: &mut Merge) {
+        let Some(mut reader) = merge.close(slot) else {
+            return;
+        };
+        self.warnings
+            .extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
+        // The capture's own drop counters, for the interfaces that had
+        // frames (what it read up to a stop included).
+        for (i, ifc) in reader.interfaces().iter().enumerate() {
+            let (Some(d), Ok(i)) = (ifc.drops, u32::try_from(i)) else {
+                continue;
+            };
+            if let Some(iface) = self.taps.get(slot, i) {
+                self.pipeline.tap_drops(iface, d.ifdrop, d.osdrop);
+            }
+        }
+        let state = self.files[slot];
+        if state.duplicates > 1 {
+            self.warnings.push(format!(
+                "{}: {} frames in all duplicate the frame before them",
+                reader.path().display(),
+                state.duplicates
+            ));
+        }
+        self.taps.ended(slot, state.last_ts);
+    }
+
+    /// The frame's part of the work that needs its bytes: the filter and
+    /// the decoder. None when it is no record.
+    fn decode(
+        &mut self,
+        slot: usize,
+        frame: &Frame<'_>,
+        rec: &mut PacketRecord,
+        filter: Option<&mut Filter>,
+    ) -> Result<Option<Decoded>> {
+        self.frames_read += 1;
+        let file = &mut self.files[slot];
+        file.last_ts = file.last_ts.max(frame.ts_ns);
+        if let Some(f) = filter
+            && !f.matches(frame)?
+        {
+            self.decode.not_decoded(Undecoded::FilteredOut);
+            return Ok(None);
+        }
+        let walk = decode::decode_walk(rec, frame.linktype, frame.data, frame.orig_len);
+        self.decode.frame(rec, walk.stop, frame.linktype);
+        if rec.kind() == Kind::Other {
+            return Ok(None);
+        }
+        // QP1 MADs: connection set-up names both QPs (pairs flows exactly).
+        let cm = decode::cm::message(rec, walk.payload);
+        Ok(Some(Decoded {
+            number: frame.number,
+            file_iface: frame.iface,
+            ts_ns: frame.ts_ns,
+            cm,
+        }))
+    }
+
+    /// The rest of a record's work: its interface, the duplicate check, the
+    /// pipeline.
+    fn record(
+        &mut self,
+        slot: usize,
+        d: Decoded,
+        offset: u64,
+        reader: &CaptureReader,
+        rec: &mut PacketRecord,
+    ) -> Result<()> {
+        let Decoded {
+            number,
+            file_iface,
+            ts_ns,
+            cm,
+        } = d;
+        self.progress
+            .tick(slot, reader.file_offset(), self.frames_read);
+        let path = reader.path();
+        let if_name = reader
+            .interfaces()
+            .get(file_iface as usize)
+            .and_then(|i| i.name.as_deref());
+        let Some((iface, new)) = self.taps.index(slot, file_iface, if_name) else {
+            self.decode.not_decoded(Undecoded::InterfaceLimit);
+            if !self.files[slot].warned_iface_limit {
+                self.files[slot].warned_iface_limit = true;
+                self.warnings.push(format!(
+                    "{}: frame {number}: more than {} capture interfaces in this run; frames of further interfaces skipped",
+                    path.display(),
+                    u16::MAX
+                ));
+            }
+            return Ok(());
+        };
+        if new {
+            let capture = self
+                .taps
+                .tap_of(slot)
+                .and_then(|t| u32::try_from(t).ok())
+                .unwrap_or(u32::MAX);
+            self.pipeline
+                .name_iface_of(iface, self.taps.name(iface), capture, file_iface);
+        }
+        rec.ts_ns = ts_ns;
+        rec.iface = iface;
+        rec.frame = number;
+        rec.capture = u16::try_from(slot).unwrap_or(u16::MAX);
+        // Same bytes, same interface, same timestamp as the file's record
+        // before: a mirror or capture artefact, not a resend (a resend takes
+        // time). Warned once per file; the analyzer leaves RoCE copies out.
+        let file = &mut self.files[slot];
+        let again = file.last == Some((ts_ns, iface))
+            && self
+                .pipeline
+                .last_pushed()
+                .is_some_and(|last| same_capture(last, rec));
+        file.last = Some((ts_ns, iface));
+        if again {
+            file.duplicates += 1;
+            if file.duplicates == 1 {
+                self.warnings.push(
+                    Warning {
+                        path: path.to_path_buf(),
+                        offset,
+                        frames_before: 0,
+                        detail: format!(
+                            "frame {number} duplicates the frame before it (same bytes, interface and timestamp): a mirror or capture artefact, not a resend (RoCE copies are left out of the analysis and counted as mirror copies; warned once per file)"
+                        ),
+                        stopped: false,
+                        decompressed: reader.compression(),
+                    }
+                    .to_string(),
+                );
+            }
+        }
+        if let Some(msg) = cm {
+            self.pipeline.cm(rec, msg)?;
+        }
+        self.pipeline.push(rec)
     }
 }
 
@@ -331,94 +418,6 @@ fn same_capture(a: &PacketRecord, b: &PacketRecord) -> bool {
             frame: a.frame,
             ..*b
         } == *a
-}
-
-/// Names of capture interfaces, unique across all files of a run:
-///
-/// * a pcapng interface with `if_name` keeps it;
-/// * one without (and a classic pcap) is named after its file's stem,
-///   with `#N` for interface N > 0;
-/// * with several files, names are prefixed `STEM/` so taps stay apart;
-/// * a name already taken gets `#2`, `#3`, … appended.
-pub struct IfaceNames {
-    stems: Vec<String>,
-    prefix: bool,
-    /// By file, then by the file's interface index (below the reader's
-    /// `MAX_INTERFACES`): a lookup per frame without hashing.
-    index: Vec<Vec<Option<u16>>>,
-    names: Vec<String>,
-}
-
-impl IfaceNames {
-    pub fn new(paths: &[PathBuf]) -> Self {
-        let stems = paths.iter().map(|p| capture_stem(p)).collect();
-        Self {
-            stems,
-            prefix: paths.len() > 1,
-            index: Vec::new(),
-            names: Vec::new(),
-        }
-    }
-
-    /// The run-wide index of `file`'s interface `iface`; `None` past u16.
-    pub fn index(&mut self, file: usize, iface: u32, if_name: Option<&str>) -> Option<u16> {
-        let slot = iface as usize;
-        if let Some(&Some(i)) = self.index.get(file).and_then(|f| f.get(slot)) {
-            return Some(i);
-        }
-        let i = u16::try_from(self.names.len()).ok()?;
-        let stem = self
-            .stems
-            .get(file)
-            .map(String::as_str)
-            .unwrap_or("capture");
-        let base = match (if_name, self.prefix) {
-            (Some(n), false) => n.to_string(),
-            (Some(n), true) => format!("{stem}/{n}"),
-            (None, _) if iface == 0 => stem.to_string(),
-            (None, _) => format!("{stem}#{iface}"),
-        };
-        let mut name = base.clone();
-        let mut n = 2;
-        while self.names.contains(&name) {
-            name = format!("{base}#{n}");
-            n += 1;
-        }
-        self.names.push(name);
-        if self.index.len() <= file {
-            self.index.resize_with(file + 1, Vec::new);
-        }
-        let ifaces = &mut self.index[file];
-        if ifaces.len() <= slot {
-            ifaces.resize(slot + 1, None);
-        }
-        ifaces[slot] = Some(i);
-        Some(i)
-    }
-
-    /// The run-wide index of `file`'s interface `iface`, if it had frames.
-    pub fn get(&self, file: usize, iface: u32) -> Option<u16> {
-        *self.index.get(file)?.get(iface as usize)?
-    }
-
-    pub fn name(&self, index: u16) -> &str {
-        self.names
-            .get(usize::from(index))
-            .map(String::as_str)
-            .unwrap_or("?")
-    }
-
-    pub fn len(&self) -> usize {
-        self.names.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
-
-    pub fn into_names(self) -> Vec<String> {
-        self.names
-    }
 }
 
 #[cfg(test)]
@@ -484,20 +483,5 @@ mod tests {
                 "{threads:?}: {warned:?}"
             );
         }
-    }
-
-    #[test]
-    fn interface_names_are_unique_and_predictable() {
-        let mut one = IfaceNames::new(&[PathBuf::from("/x/tap1.pcapng")]);
-        assert_eq!(one.index(0, 0, Some("eth0")), Some(0));
-        assert_eq!(one.index(0, 1, None), Some(1));
-        assert_eq!(one.index(0, 2, Some("eth0")), Some(2));
-        assert_eq!(one.index(0, 0, Some("eth0")), Some(0));
-        assert_eq!(one.into_names(), ["eth0", "tap1#1", "eth0#2"]);
-
-        let mut two = IfaceNames::new(&[PathBuf::from("a.pcap"), PathBuf::from("b.pcapng")]);
-        two.index(0, 0, None);
-        two.index(1, 0, Some("eth0"));
-        assert_eq!(two.into_names(), ["a", "b/eth0"]);
     }
 }

@@ -54,6 +54,9 @@ use crate::{Error, Result};
 pub trait Output: analyze::Sink + Send {
     /// Names interface `iface` (indices are handed out in order).
     fn name_iface(&mut self, iface: u16, name: &str);
+    /// Names the run's capture files, by [`PacketRecord::capture`]
+    /// (before the first record).
+    fn name_captures(&mut self, _files: &[String]) {}
     fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()>;
     /// A batch of records, `verdicts[i]` for `recs[i]`.
     fn packets(&mut self, recs: &[PacketRecord], verdicts: &[Verdict]) -> Result<()> {
@@ -225,6 +228,15 @@ impl RecordPipeline {
     pub fn add_output(&mut self, output: Box<dyn Output>) {
         if let Stage::NotStarted { outputs, .. } = &mut self.stage {
             outputs.push(output);
+        }
+    }
+
+    /// Names the run's capture files for the outputs (before the first record).
+    pub fn name_captures(&mut self, files: &[String]) {
+        if let Stage::NotStarted { outputs, .. } = &mut self.stage {
+            for o in outputs {
+                o.name_captures(files);
+            }
         }
     }
 

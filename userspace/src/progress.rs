@@ -16,8 +16,9 @@ const REFRESH: Duration = Duration::from_millis(200);
 
 pub struct FileProgress {
     bar: Option<ProgressBar>,
-    /// Bytes of the files before each file (the bar's position at its start).
-    starts: Vec<u64>,
+    /// Bytes read of each file so far (files are read merged by time: the
+    /// bar's position is their sum).
+    read: Vec<u64>,
     last: Instant,
 }
 
@@ -34,14 +35,7 @@ impl FileProgress {
                     .map(|m| m.len())
             })
             .collect();
-        let starts = sizes
-            .iter()
-            .scan(0u64, |at, s| {
-                let start = *at;
-                *at += s.unwrap_or(0);
-                Some(start)
-            })
-            .collect();
+        let read = vec![0; sizes.len()];
         let bar = (wanted && std::io::stderr().is_terminal()).then(|| {
             match sizes.iter().copied().sum::<Option<u64>>() {
                 Some(total) => ProgressBar::new(total).with_style(
@@ -58,7 +52,7 @@ impl FileProgress {
         });
         Self {
             bar,
-            starts,
+            read,
             last: Instant::now(),
         }
     }
@@ -68,12 +62,14 @@ impl FileProgress {
         let Some(bar) = &self.bar else {
             return;
         };
+        if let Some(r) = self.read.get_mut(file_index) {
+            *r = offset;
+        }
         if !frames.is_multiple_of(EVERY_FRAMES) || self.last.elapsed() < REFRESH {
             return;
         }
         self.last = Instant::now();
-        let start = self.starts.get(file_index).copied().unwrap_or(0);
-        bar.set_position(start + offset);
+        bar.set_position(self.read.iter().sum());
         bar.set_message(format!("{frames} frames"));
     }
 

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::analyze::{Analysis, Finding, FlowKey, FlowRow};
 use crate::decode;
-use crate::offline::{self, IfaceNames, Options};
+use crate::offline::{self, Options};
 use crate::sources::{CaptureReader, Filter};
 use crate::synth::capture_writer::{CaptureWrite, PcapngWriter};
 use crate::{Error, Result};
@@ -356,15 +356,17 @@ pub fn extract(
         detail: e.to_string(),
     };
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
-    // Run-wide interface indices, handed out as the analysis did: to the
-    // interfaces of records, in order of their first record.
-    let mut names = IfaceNames::new(paths);
+    // Run-wide interface indices, as the analysis handed them out.
+    let taps = &outcome.taps;
     // (file, interface in the file) → interface in `out`.
     let mut written: BTreeMap<(usize, u32), u32> = BTreeMap::new();
     let mut interfaces = Vec::new();
     let mut frames = 0u64;
     let mut rec = PacketRecord::default();
     for (file, path) in paths.iter().enumerate() {
+        let Some(slot) = taps.file_index(path) else {
+            continue;
+        };
         let mut reader = CaptureReader::open(path)?;
         // The selected frame's bytes: the frame borrows the reader, whose
         // interface list is read after it.
@@ -388,8 +390,7 @@ pub fn extract(
             let Some(info) = reader.interfaces().get(file_iface as usize) else {
                 continue;
             };
-            // Every record's interface gets its index, selected or not.
-            let Some(iface) = names.index(file, file_iface, info.name.as_deref()) else {
+            let Some(iface) = taps.get(slot, file_iface) else {
                 continue;
             };
             if !maybe || !wanted.matches(&rec, iface) {
@@ -398,7 +399,7 @@ pub fn extract(
             let id = match written.get(&(file, file_iface)) {
                 Some(&id) => id,
                 None => {
-                    let name = names.name(iface).to_string();
+                    let name = taps.name(iface).to_string();
                     let linktype = u16::try_from(info.linktype).map_err(|_| {
                         Error::Usage(format!(
                             "{}: interface {file_iface} has link type {}, which pcapng cannot hold",

@@ -178,6 +178,9 @@ pub struct PacketRecord {
     pub pkey: u16,
     /// 802.3x PAUSE quanta.
     pub pause_quanta: u16,
+    /// Index of the capture file among the run's inputs (source-assigned;
+    /// 0 for the live tap).
+    pub capture: u16,
     pub src_mac: [u8; 6],
     pub dst_mac: [u8; 6],
     /// [`Kind`] as u8.
@@ -196,7 +199,7 @@ pub struct PacketRecord {
     /// PFC class-enable vector (low 8 bits; one bit per priority).
     pub pfc_enable: u8,
     /// Keeps the size a multiple of 8 with every byte named.
-    pub _reserved: [u8; 3],
+    pub _reserved: [u8; 1],
 }
 
 /// Size of a record on the ring buffer and in memory.
@@ -204,7 +207,7 @@ pub const PACKET_RECORD_SIZE: usize = 200;
 
 // No hidden padding: the named fields add up to the size.
 const _: () = assert!(core::mem::size_of::<PacketRecord>() == PACKET_RECORD_SIZE);
-const _: () = assert!(7 * 8 + 15 * 4 + 2 * 16 + 16 + 6 * 2 + 2 * 6 + 9 + 3 == PACKET_RECORD_SIZE);
+const _: () = assert!(7 * 8 + 15 * 4 + 2 * 16 + 16 + 7 * 2 + 2 * 6 + 9 + 1 == PACKET_RECORD_SIZE);
 
 impl PacketRecord {
     pub const fn kind(&self) -> Kind {

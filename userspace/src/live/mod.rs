@@ -310,6 +310,7 @@ pub fn run_with(
     let records = feeder.pipeline.records();
     let analysis = feeder.pipeline.finish(RunFacts {
         captures: Vec::new(),
+        taps: Vec::new(),
         frames_read: counters.frames,
         records,
         warnings: Vec::new(),
@@ -407,7 +408,7 @@ impl Feeder {
                 self.evicted_flows += 1;
             }
         }
-        rec._reserved = [0; 3];
+        rec._reserved = [0; 1];
         rec.frame = self.next_frame;
         self.next_frame += 1;
         rec.ts_ns = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);

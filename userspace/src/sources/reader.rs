@@ -84,6 +84,9 @@ pub struct Frame<'a> {
     pub linktype: u32,
     /// Length on the wire (never less than `data.len()`).
     pub orig_len: u32,
+    /// Byte offset of its record (pcap) or block (pcapng) in the file
+    /// (in the decompressed data of a compressed one).
+    pub offset: u64,
     /// Captured bytes.
     pub data: &'a [u8],
 }
@@ -601,6 +604,7 @@ impl CaptureReader {
                         ts_ns: meta.ts_ns,
                         linktype: meta.linktype,
                         orig_len: meta.orig_len.max(caplen as u32),
+                        offset: self.st.pos,
                         data,
                     }));
                 }

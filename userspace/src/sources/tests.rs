@@ -1069,6 +1069,7 @@ fn fr(linktype: u32, data: &[u8], orig_len: u32) -> Frame<'_> {
         ts_ns: 0,
         linktype,
         orig_len,
+        offset: 0,
         data,
     }
 }

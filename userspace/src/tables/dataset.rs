@@ -369,6 +369,8 @@ impl<C: Columns> Partitioned<C> {
 pub struct DatasetWriter {
     ctx: Ctx,
     ifaces: Vec<String>,
+    /// The run's capture files, by [`PacketRecord::capture`].
+    files: Vec<String>,
     packets: Partitioned<PacketColumns>,
     events: Partitioned<EventColumns>,
     timeline: Partitioned<TimelineColumns>,
@@ -394,6 +396,7 @@ impl DatasetWriter {
                 dirs: HashSet::new(),
             },
             ifaces: Vec::new(),
+            files: Vec::new(),
             packets: Partitioned::new("packets"),
             events: Partitioned::new("events"),
             timeline: Partitioned::new("timeline"),
@@ -512,11 +515,15 @@ impl crate::pipeline::Output for DatasetWriter {
         self.ifaces[i] = name.to_string();
     }
 
+    fn name_captures(&mut self, files: &[String]) {
+        self.files = files.to_vec();
+    }
+
     fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let row = PacketRow::new(rec, &self.ifaces, verdict);
+        let row = PacketRow::new(rec, &self.ifaces, &self.files, verdict);
         self.packets.push(&mut self.ctx, rec.ts_ns, &row)
     }
 

@@ -518,6 +518,10 @@ pub fn write_text_at(path: &Path, partial: &Path, text: &str) -> Result<()> {
 #[derive(Debug, Default, serde::Serialize)]
 pub struct RunFacts {
     pub captures: Vec<String>,
+    /// How the captures were grouped into taps (docs/inputs.md, "Taps
+    /// across files"); empty for the live tap.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub taps: Vec<crate::sources::TapFacts>,
     pub frames_read: u64,
     pub records: u64,
     pub warnings: Vec<String>,
@@ -574,6 +578,8 @@ pub struct LiveFacts {
 pub struct TableSet {
     dir: PathBuf,
     ifaces: Vec<String>,
+    /// The run's capture files, by [`PacketRecord::capture`].
+    files: Vec<String>,
     packets: ParquetTable<PacketColumns>,
     events: ParquetTable<EventColumns>,
     timeline: ParquetTable<TimelineColumns>,
@@ -612,6 +618,7 @@ impl TableSet {
         Ok(Self {
             dir: dir.to_path_buf(),
             ifaces: Vec::new(),
+            files: Vec::new(),
             packets: ParquetTable::create_with(dir, "packets.parquet", packets)?,
             events: ParquetTable::create(dir, "events.parquet")?,
             timeline: ParquetTable::create(dir, "timeline.parquet")?,
@@ -629,7 +636,7 @@ impl TableSet {
     }
 
     pub fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
-        let row = PacketRow::new(rec, &self.ifaces, verdict);
+        let row = PacketRow::new(rec, &self.ifaces, &self.files, verdict);
         self.packets.push(&row)?;
         self.failed.take().map_or(Ok(()), Err)
     }
@@ -645,9 +652,9 @@ impl TableSet {
                 }
                 continue;
             }
-            let ifaces = &self.ifaces;
+            let (ifaces, files) = (&self.ifaces, &self.files);
             self.packets
-                .push_arrays(|columns| columns.arrays_of(recs, verdicts, ifaces))?;
+                .push_arrays(|columns| columns.arrays_of(recs, verdicts, ifaces, files))?;
         }
         self.failed.take().map_or(Ok(()), Err)
     }
@@ -701,6 +708,9 @@ impl analyze::Sink for TableSet {
 impl crate::pipeline::Output for TableSet {
     fn name_iface(&mut self, iface: u16, name: &str) {
         self.set_iface_name(iface, name);
+    }
+    fn name_captures(&mut self, files: &[String]) {
+        self.files = files.to_vec();
     }
     fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
         TableSet::packet(self, rec, verdict)

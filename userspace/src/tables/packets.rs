@@ -45,6 +45,8 @@ use crate::analyze::hash::FastState;
 pub struct PacketRow<'a> {
     pub rec: &'a PacketRecord,
     pub iface: &'a str,
+    /// The capture file it was read from (None for the live tap).
+    pub file: Option<&'a str>,
     pub flow_id: Option<u32>,
     pub retrans: Option<bool>,
     pub mirror_copy: bool,
@@ -52,11 +54,18 @@ pub struct PacketRow<'a> {
 }
 
 impl<'a> PacketRow<'a> {
-    /// The row for `rec`, its interface named from the run's `ifaces`.
-    pub fn new(rec: &'a PacketRecord, ifaces: &'a [String], verdict: Verdict) -> Self {
+    /// The row for `rec`, its interface named from the run's `ifaces`, its
+    /// file from its `files`.
+    pub fn new(
+        rec: &'a PacketRecord,
+        ifaces: &'a [String],
+        files: &'a [String],
+        verdict: Verdict,
+    ) -> Self {
         PacketRow {
             rec,
             iface: super::iface_name(ifaces, rec.iface),
+            file: files.get(usize::from(rec.capture)).map(String::as_str),
             flow_id: verdict.flow_id,
             retrans: verdict.retrans,
             mirror_copy: verdict.mirror_copy,
@@ -70,6 +79,8 @@ impl<'a> PacketRow<'a> {
 struct RowExtra {
     /// Key of the interface's name in [`PacketColumns::ifaces`].
     iface: u32,
+    /// Key of the file's name in [`RowTexts::files`].
+    file: Option<u32>,
     flow_id: Option<u32>,
     retrans: Option<bool>,
     mirror_copy: bool,
@@ -84,12 +95,15 @@ pub struct PacketColumns {
     texts: RowTexts,
     /// [`PacketColumns::arrays_of`]'s key of each interface's name, by index.
     iface_keys: Vec<Option<u32>>,
+    /// The same for the files.
+    file_keys: Vec<Option<Option<u32>>>,
 }
 
 /// The string columns' distinct values.
 #[derive(Default)]
 struct RowTexts {
     ifaces: Texts<Box<str>>,
+    files: Texts<Box<str>>,
     macs: Texts<Mac>,
     ips: Texts<Ip>,
 }
@@ -113,9 +127,11 @@ impl Columns for PacketColumns {
     #[inline]
     fn append(&mut self, row: &PacketRow<'_>) {
         let iface = self.texts.ifaces.key_str(row.iface);
+        let file = row.file.map(|f| self.texts.files.key_str(f));
         self.recs.push(*row.rec);
         self.extra.push(RowExtra {
             iface,
+            file,
             flow_id: row.flow_id,
             retrans: row.retrans,
             mirror_copy: row.mirror_copy,
@@ -146,10 +162,12 @@ impl PacketColumns {
         recs: &[PacketRecord],
         verdicts: &[Verdict],
         ifaces: &[String],
+        files: &[String],
     ) -> Vec<(&'static str, ArrayRef)> {
         let mut extra = Vec::with_capacity(recs.len());
         // One name lookup per interface and batch, not per row.
         self.iface_keys.clear();
+        self.file_keys.clear();
         for (rec, v) in recs.iter().zip(verdicts) {
             let i = usize::from(rec.iface);
             if self.iface_keys.len() <= i {
@@ -158,8 +176,18 @@ impl PacketColumns {
             let texts = &mut self.texts;
             let iface = *self.iface_keys[i]
                 .get_or_insert_with(|| texts.ifaces.key_str(super::iface_name(ifaces, rec.iface)));
+            let c = usize::from(rec.capture);
+            if self.file_keys.len() <= c {
+                self.file_keys.resize(c + 1, None);
+            }
+            let file = *self.file_keys[c].get_or_insert_with(|| {
+                files
+                    .get(c)
+                    .map(|f| texts.files.key_str(f))
+            });
             extra.push(RowExtra {
                 iface,
+                file,
                 flow_id: v.flow_id,
                 retrans: v.retrans,
                 mirror_copy: v.mirror_copy,
@@ -193,6 +221,7 @@ impl PacketColumns {
 /// from 4.0 to ~0.9 MB on the bench capture.
 const FEW_VALUES: &[&str] = &[
     "iface",
+    "file",
     "kind",
     "frame_len",
     "cap_len",
@@ -270,6 +299,7 @@ impl RowTexts {
         let bits = |nulls: &_, bit: u32| boolean(&flags, nulls, |fl| fl & bit != 0);
         let quanta = |p: usize| b.u16s(&pfc, |r| r.pfc_quanta[p]);
         let iface = self.ifaces.column(extra.iter().map(|e| Some(e.iface)));
+        let file = self.files.column(extra.iter().map(|e| e.file));
         let kind = kind_texts().column(recs.iter().map(|r| Some(u32::from(r.kind() as u8))));
         let src_mac = self.macs.column_of(recs, &mac, |r| Mac(r.src_mac));
         let dst_mac = self.macs.column_of(recs, &mac, |r| Mac(r.dst_mac));
@@ -293,6 +323,7 @@ impl RowTexts {
             ),
             ("ts", timestamps(recs)),
             ("iface", iface),
+            ("file", file),
             ("kind", kind),
             ("frame_len", b.u32s(&all, |r| r.frame_len)),
             ("cap_len", b.u32s(&all, |r| r.cap_len)),
@@ -620,6 +651,7 @@ mod tests {
             cols.append(&PacketRow {
                 rec,
                 iface,
+                file: (iface == "a").then_some("x.pcap"),
                 flow_id: (rec.kind == Kind::Roce as u8).then_some(3),
                 retrans: None,
                 mirror_copy: false,
@@ -632,6 +664,7 @@ mod tests {
         let strings = |name: &str| texts_of(&col(name));
         let s = |v: &str| Some(v.to_string());
         assert_eq!(strings("iface"), [s("a"), s("b"), s("a")]);
+        assert_eq!(strings("file"), [s("x.pcap"), None, s("x.pcap")]);
         assert_eq!(strings("kind"), [s("roce"), s("pfc"), s("roce")]);
         assert_eq!(strings("src_ip"), [s("10.0.0.1"), None, s("10.0.0.1")]);
         // One MAC set: both columns hold a value (the other is all zeros).
@@ -688,7 +721,7 @@ mod tests {
                 ..Verdict::default()
             },
         ];
-        let columns = PacketColumns::default().arrays_of(&recs, &verdicts, &["t".to_string()]);
+        let columns = PacketColumns::default().arrays_of(&recs, &verdicts, &["t".to_string()], &[]);
         let col = |name: &str| column(&columns, name);
         let icrc = col("icrc_ok");
         let icrc = icrc.as_boolean();
@@ -732,10 +765,10 @@ mod tests {
             .collect();
         let mut by_row = PacketColumns::default();
         for (rec, v) in recs.iter().zip(&verdicts) {
-            by_row.append(&PacketRow::new(rec, &ifaces, *v));
+            by_row.append(&PacketRow::new(rec, &ifaces, &[], *v));
         }
         let by_row = by_row.finish();
-        let by_batch = PacketColumns::default().arrays_of(&recs, &verdicts, &ifaces);
+        let by_batch = PacketColumns::default().arrays_of(&recs, &verdicts, &ifaces, &[]);
         assert_eq!(by_row.len(), by_batch.len());
         for ((name, a), (batch_name, b)) in by_row.iter().zip(&by_batch) {
             assert_eq!(name, batch_name);
@@ -773,7 +806,7 @@ mod tests {
         let mut cols = PacketColumns::default();
         let mut arrays = |recs: &[PacketRecord]| {
             let verdicts = vec![Verdict::default(); recs.len()];
-            let columns = cols.arrays_of(recs, &verdicts, &ifaces);
+            let columns = cols.arrays_of(recs, &verdicts, &ifaces, &[]);
             let (_, a) = columns.iter().find(|(n, _)| *n == "src_ip").unwrap();
             let dict = a.as_dictionary::<UInt32Type>();
             let values: Vec<&str> = dict.values().as_string::<i32>().iter().flatten().collect();
