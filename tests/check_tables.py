@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 CONTRACT = {
-    "packets.parquet": """frame ts_ns ts iface kind frame_len cap_len vlan pcp src_mac dst_mac src_ip
+    "packets.parquet": """frame ts_ns ts iface file kind frame_len cap_len vlan pcp src_mac dst_mac src_ip
         dst_ip dscp ecn roce_version udp_sport opcode se migreq pad_count tver pkey fecn becn dest_qp ack_req psn
         aeth_syndrome aeth_msn reth_va reth_rkey reth_len imm payload_len icrc_ok pfc_enable
         pfc_quanta_0 pfc_quanta_1 pfc_quanta_2 pfc_quanta_3 pfc_quanta_4 pfc_quanta_5 pfc_quanta_6

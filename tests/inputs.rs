@@ -113,10 +113,22 @@ fn outcome(args_before: &[&str], input: Option<&[u8]>, dir: &Path) -> (String, V
     analyze.extend(["--out", out.to_str().unwrap()]);
     let a = run(analyze);
     assert!(a.status.success(), "{args_before:?}: {}", stderr(&a));
-    let tables = ["packets", "flows", "events", "pfc", "timeline"]
-        .iter()
-        .map(|t| std::fs::read(out.join(format!("{t}.parquet"))).unwrap())
-        .collect();
+    // packets.parquet's `file` names the input: the rest must agree.
+    let packets = Table::read(&out.join("packets.parquet"));
+    let name = match input {
+        Some(_) => "<stdin>".to_string(),
+        None => args_before[0].to_string(),
+    };
+    assert!(
+        packets.strings("file").iter().all(|f| f.as_deref() == Some(&name)),
+        "{name}"
+    );
+    let mut tables = vec![format!("{:?}", columns_but(&packets, &["file"])).into_bytes()];
+    tables.extend(
+        ["flows", "events", "pfc", "timeline"]
+            .iter()
+            .map(|t| std::fs::read(out.join(format!("{t}.parquet"))).unwrap()),
+    );
     (stdout(&r), tables)
 }
 
@@ -366,9 +378,14 @@ fn rewrite(cap: &Path, to: &Path, linktype: u16, prefix: fn(&[u8]) -> Vec<u8>) -
 /// The columns that must not change with the link layer: everything but
 /// the MACs and the lengths.
 fn link_independent(t: &Table) -> Vec<(String, Vec<arrow_array::ArrayRef>)> {
+    columns_but(t, &["src_mac", "dst_mac", "frame_len", "cap_len", "file"])
+}
+
+/// Every column of `t` but those `left_out`.
+fn columns_but(t: &Table, left_out: &[&str]) -> Vec<(String, Vec<arrow_array::ArrayRef>)> {
     t.column_names()
         .into_iter()
-        .filter(|c| !matches!(c.as_str(), "src_mac" | "dst_mac" | "frame_len" | "cap_len"))
+        .filter(|c| !left_out.contains(&c.as_str()))
         .map(|c| {
             let data = t
                 .batches
