@@ -345,6 +345,10 @@ struct AnalysisArgs {
     /// "leaf0-spine0,leaf0-spine1": their load balance is judged; repeatable.
     #[arg(long = "ecmp-group", value_name = "IF,IF…")]
     ecmp_group: Vec<analyze::EcmpGroup>,
+    /// A JSON file naming the fabric: tap → device and port, MAC → device, ECMP groups
+    /// (docs/topology.md); findings then name devices beside MACs and taps.
+    #[arg(long, value_name = "FILE", value_parser = |p: &str| analyze::topology::Topology::load(std::path::Path::new(p)))]
+    topology: Option<analyze::topology::Topology>,
 }
 
 impl AnalysisArgs {
@@ -364,7 +368,14 @@ impl AnalysisArgs {
             dscp_to_priority: self.dscp_map,
             tap_link_speed_bps,
             dup_window_ns: self.dup_window,
-            ecmp_groups: self.ecmp_group.clone(),
+            // --ecmp-group and the topology file's groups alike.
+            ecmp_groups: self
+                .ecmp_group
+                .iter()
+                .cloned()
+                .chain(self.topology.iter().flat_map(|t| t.ecmp_groups.clone()))
+                .collect(),
+            topology: self.topology.clone(),
         }
     }
 }

@@ -22,7 +22,7 @@ use super::rto::ACK_TIMEOUT_UNIT_NS;
 
 use capture::{capture, corruption, reordering};
 use ecn::ce_cnp;
-use pfc::{congestion_tree, link_pause, link_speed, pressure, storms, victims};
+use pfc::{link_pause, link_speed, pressure, storms, victims};
 use retrans::{ghost, real_loss, rnr};
 
 use super::{
@@ -152,7 +152,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     link_speed(x, &mut out);
     rnr(x, &mut out);
     storms(x, &mut out);
-    congestion_tree(x, &mut out);
+    super::episodes::finding(x, &mut out);
     pressure(x, &mut out);
     victims(x, &mut out);
     ce_cnp(x, &mut out);

@@ -233,7 +233,7 @@ impl Analyzer {
         hosts.extend(&self.cnp_macs);
         let flows = &self.flows;
         let names = &self.ifaces;
-        let pfc_trees = tree::build(
+        let mut pfc_trees = tree::build(
             &self.pfc.rows,
             &hosts,
             |i| iface_name(names, i),
@@ -245,6 +245,9 @@ impl Analyzer {
                     .collect()
             },
         );
+        if let Some(t) = &self.config.topology {
+            t.name_trees(&mut pfc_trees);
+        }
         let mut summary = Summary {
             first_ts_ns: self.first_ts,
             last_ts_ns: self.first_ts.map(|_| last),

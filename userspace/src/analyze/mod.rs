@@ -41,6 +41,7 @@ mod dcqcn;
 mod delta;
 pub mod dups;
 mod ecmp;
+mod episodes;
 mod findings;
 mod finish;
 mod flows;
@@ -62,6 +63,7 @@ mod taps;
 #[cfg(test)]
 mod tests;
 mod timeline;
+pub mod topology;
 pub mod tree;
 mod unanswered;
 
@@ -110,6 +112,8 @@ pub struct Config {
     /// Interfaces that are parallel paths (`--ecmp-group`, a topology
     /// file's groups): their balance is judged (see `ecmp`).
     pub ecmp_groups: Vec<EcmpGroup>,
+    /// `--topology`: names of devices, taps' places, ECMP groups.
+    pub topology: Option<topology::Topology>,
 }
 
 impl Default for Config {
@@ -122,6 +126,7 @@ impl Default for Config {
             tap_link_speed_bps: Vec::new(),
             dup_window_ns: dups::DEFAULT_WINDOW_NS,
             ecmp_groups: Vec::new(),
+            topology: None,
         }
     }
 }

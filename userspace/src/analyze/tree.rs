@@ -44,6 +44,32 @@ pub struct PauseNode {
     pub delay_ns: Option<u64>,
     /// Flows on this tap that stalled (the victims seen there).
     pub victims: Vec<u32>,
+    /// The sender's device, from `--topology` (`macs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Where the tap is, from `--topology` (`taps`): `device port`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<String>,
+}
+
+impl PauseNode {
+    /// The sender as findings name it: its MAC, after its device when the
+    /// topology file names it (`r0 [02:00:00:02:00:01]`).
+    pub fn sender_name(&self) -> String {
+        match &self.device {
+            Some(d) => format!("{d} [{}]", self.src_mac),
+            None => self.src_mac.clone(),
+        }
+    }
+
+    /// The tap as findings name it: the interface, and its place when the
+    /// topology file gives it (`leaf1-r0-both [leaf1 Ethernet0]`).
+    pub fn tap_name(&self) -> String {
+        match &self.place {
+            Some(p) => format!("{} [{p}]", self.iface_name),
+            None => self.iface_name.clone(),
+        }
+    }
 }
 
 /// One tree: a root and the pauses it set off, in order of onset.
@@ -150,6 +176,8 @@ fn node(
         parent,
         delay_ns,
         victims: Vec::new(),
+        device: None,
+        place: None,
     }
 }
 

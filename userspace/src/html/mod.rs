@@ -30,6 +30,7 @@ use crate::tables::RunFacts;
 use crate::{Error, Result};
 
 pub(crate) mod plots;
+mod tree;
 
 /// Request flows whose packets are kept for PSN plots.
 pub const MAX_FLOWS: usize = 512;
@@ -506,6 +507,8 @@ enum Plot {
     Pauses,
     /// CE marks and CNPs over time.
     Ecn,
+    /// The congestion tree, then the flow that stalled longest.
+    Tree,
 }
 
 fn plot_for(id: &str) -> Plot {
@@ -517,7 +520,8 @@ fn plot_for(id: &str) -> Plot {
         | "capture-loss"
         | "corrupted-frames" => Plot::Psn,
         "pfc-storm" | "pfc-pressure" => Plot::Pauses,
-        "pfc-victims" | "pfc-congestion-tree" => Plot::Stalled,
+        "pfc-victims" => Plot::Stalled,
+        "pfc-congestion-tree" => Plot::Tree,
         "ce-without-cnp" | "cnp-without-ce" => Plot::Ecn,
         _ => Plot::Throughput,
     }
@@ -572,12 +576,16 @@ impl Page<'_> {
             .iter()
             .filter(|r| f.flows.contains(&r.flow_id))
             .collect();
-        match plot_for(f.id) {
+        let plot = plot_for(f.id);
+        match plot {
             Plot::Psn => match self.report.worst_flow(&flows) {
                 Some(worst) => self.psn(h, worst)?,
                 None => self.throughput(h, &flows, "Gb/s sent by the finding's flows")?,
             },
-            Plot::Stalled => {
+            Plot::Stalled | Plot::Tree => {
+                if matches!(plot, Plot::Tree) {
+                    self.tree(h, f)?;
+                }
                 let with_points: Vec<&FlowRow> = flows
                     .iter()
                     .copied()

@@ -377,3 +377,82 @@ pub fn steps(
         legend(&mut chart)
     })
 }
+
+/// One port of a congestion tree: its label, its first pause and its
+/// paused intervals, in µs since the root's first pause.
+pub struct TreeRow {
+    pub label: String,
+    pub onset_us: f64,
+    pub paused_us: Vec<(f64, f64)>,
+}
+
+/// A congestion tree on one time axis: a row per port (pauses as bars, the
+/// first pause marked), an arrow from each port's parent's first pause to
+/// its own, labelled with the delay. `arrows` are `(parent row, row,
+/// label)`; the axis spans `0..span_us`, bars running past it are cut.
+pub fn tree(rows: &[TreeRow], arrows: &[(usize, usize, String)], span_us: f64) -> Result<String, String> {
+    let n = rows.len().max(1);
+    let h = 110 + 70 * n as u32;
+    let (x0, x1) = padded(0.0, span_us.max(1e-3));
+    svg(WIDTH, h, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .margin_right(36)
+            .x_label_area_size(56)
+            .y_label_area_size(10)
+            .build_cartesian_2d(x0..x1, 0.0..n as f64)?;
+        chart
+            .configure_mesh()
+            .x_desc("µs since the root's first pause")
+            .label_style(tick_font())
+            .axis_desc_style(desc_font())
+            .disable_y_mesh()
+            .disable_y_axis()
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        let y = |i: usize| (n - 1 - i) as f64;
+        for (i, r) in rows.iter().enumerate() {
+            chart.draw_series(r.paused_us.iter().filter_map(|&(a, b)| {
+                let (a, b) = (a.max(x0), b.min(x1));
+                (b > a).then(|| {
+                    Rectangle::new([(a, y(i) + 0.2), (b, y(i) + 0.5)], PAUSE.mix(0.8).filled())
+                })
+            }))?;
+            chart.draw_series([Circle::new((r.onset_us, y(i) + 0.35), 6, RED_.filled())])?;
+            chart.draw_series([Text::new(
+                r.label.clone(),
+                (x0 + (x1 - x0) * 0.005, y(i) + 0.88),
+                tick_font(),
+            )])?;
+        }
+        // An arrowhead a few pixels long whatever the axes' scales.
+        let (px_x, px_y) = ((x1 - x0) / 900.0, n as f64 / (h as f64 - 80.0));
+        for (from, to, label) in arrows {
+            let (Some(a), Some(b)) = (rows.get(*from), rows.get(*to)) else {
+                continue;
+            };
+            // Along the parent's row to the step's onset, then down to it:
+            // the arrow crosses no other row's bars.
+            let start = (a.onset_us, y(*from) + 0.35);
+            let corner = (b.onset_us, start.1);
+            let end = (b.onset_us, y(*to) + 0.35);
+            chart.draw_series([PathElement::new(vec![start, corner, end], BLUE.stroke_width(2))])?;
+            let (dx, dy) = ((end.0 - corner.0) / px_x, (end.1 - corner.1) / px_y);
+            let len = (dx * dx + dy * dy).sqrt().max(1e-9);
+            let (ux, uy) = (dx / len, dy / len);
+            let back = |side: f64| {
+                (
+                    end.0 - (ux * 14.0 - uy * side) * px_x,
+                    end.1 - (uy * 14.0 + ux * side) * px_y,
+                )
+            };
+            chart.draw_series([Polygon::new(vec![end, back(6.0), back(-6.0)], BLUE.filled())])?;
+            chart.draw_series([Text::new(
+                label.clone(),
+                (end.0 + 10.0 * px_x, end.1 - 0.02),
+                tick_font().color(&BLUE),
+            )])?;
+        }
+        Ok(())
+    })
+}
