@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::input::capture_stem;
+use super::input::{STDIN_NAME, capture_stem};
 use super::merge::FirstLook;
 use crate::error::{Error, Result};
 
@@ -123,7 +123,11 @@ impl Taps {
     /// looks); `specs` are the `--tap` options, each file of which must be
     /// among the inputs.
     pub fn new(paths: &[PathBuf], specs: &[TapSpec]) -> Result<Taps> {
-        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        // `-` in a --tap is standard input, as among the captures.
+        let canon = |p: &Path| match p.as_os_str() == "-" {
+            true => PathBuf::from(STDIN_NAME),
+            false => std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()),
+        };
         let keys: Vec<PathBuf> = paths.iter().map(|p| canon(p)).collect();
         let mut forced = vec![None; paths.len()];
         for (g, spec) in specs.iter().enumerate() {
