@@ -216,6 +216,35 @@ fn a_rotation_set_analyses_as_the_capture_it_was_split_from() {
             String::from_utf8_lossy(&rocescope_ok(&args).stdout).into_owned()
         };
         assert_eq!(report(&[&whole]), report(&reversed), "{name} {format}");
+
+        // The first part on standard input, the second zstd-compressed,
+        // grouped with --tap under the unsplit pcap's name: the same tables.
+        if format == "pcap" {
+            let zst = case.join("second.pcap.zst");
+            run("zstd", &["-q", "-f", parts[1].to_str().unwrap(), "-o", zst.to_str().unwrap()]);
+            let mut rest: Vec<String> = vec![zst.display().to_string()];
+            rest.extend(parts[2..].iter().map(|p| p.display().to_string()));
+            let out = case.join("piped");
+            let mut args = vec!["analyze".to_string(), "-".to_string()];
+            args.extend(rest.iter().cloned());
+            args.extend([
+                "--tap".to_string(),
+                format!("{name}=-,{}", rest.join(",")),
+                "--out".to_string(),
+                out.display().to_string(),
+            ]);
+            let r = Command::new(env!("CARGO_BIN_EXE_rocescope"))
+                .args(&args)
+                .stdin(std::fs::File::open(&parts[0]).unwrap())
+                .output()
+                .unwrap();
+            assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+            same_tables(&case.join("whole"), &out);
+            let files = Table::read(&out.join("packets.parquet")).strings("file");
+            assert_eq!(files[0].as_deref(), Some("<stdin>"));
+            assert_eq!(files.last().unwrap().as_deref(), Some(rest.last().unwrap().as_str()));
+            assert!(files.iter().any(|f| f.as_deref() == Some(rest[0].as_str())));
+        }
     }
 }
 
