@@ -13,7 +13,9 @@ use common::{rocescope, rocescope_ok};
 use serde_json::Value;
 
 fn pcaps(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../pcaps").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../pcaps")
+        .join(name)
 }
 
 /// (time in ns since the epoch, source MAC) of every MAC Control frame
@@ -99,12 +101,16 @@ fn the_storm_tree_names_r0_and_the_spread_to_s1_with_its_delay() {
     );
     // The picture: one row per port, the arrow's label the delay.
     let page = std::fs::read_to_string(&html).unwrap();
-    let at = page.find("<figure class=\"plot tree\">").expect("a tree figure");
+    let at = page
+        .find("<figure class=\"plot tree\">")
+        .expect("a tree figure");
     let figure = &page[at..at + page[at..].find("</figure>").unwrap()];
     assert_eq!(figure.matches("<circle").count(), 2, "{figure}");
     assert!(figure.contains(&format!("+{delay_us}")), "{figure}");
     assert!(figure.contains("r0 [02:00:00:02:00:01] (host) on leaf1-r0-both [leaf1 Ethernet0]"));
-    assert!(figure.contains("leaf0 Ethernet4 [02:5a:00:04:01:01] (switch) on leaf0-s1-both [leaf0 Ethernet4]"));
+    assert!(figure.contains(
+        "leaf0 Ethernet4 [02:5a:00:04:01:01] (switch) on leaf0-s1-both [leaf0 Ethernet4]"
+    ));
 
     // Without the file: MACs and tap names, the same tree.
     let out = rocescope_ok(&["report", cap.to_str().unwrap(), "--json"]);
@@ -120,7 +126,9 @@ fn the_storm_tree_names_r0_and_the_spread_to_s1_with_its_delay() {
     assert_eq!(f["params"]["episodes"], 1);
     let detail = f["detail"].as_str().unwrap();
     assert!(
-        detail.contains(&format!("Then {leaf} (switch) on leaf0-s1-both paused {delay_us} after {nic}.")),
+        detail.contains(&format!(
+            "Then {leaf} (switch) on leaf0-s1-both paused {delay_us} after {nic}."
+        )),
         "{detail}"
     );
 }
@@ -193,7 +201,10 @@ fn a_root_that_pauses_again_and_again_is_one_finding() {
     assert_eq!(frames[0].1, root);
     let first = (frames[0].0 - first_frame_ns(&cap)) as f64 / 1e3;
     let title = f["title"].as_str().unwrap();
-    assert!(title.ends_with(&format!(", {} times", spread.len())), "{title}");
+    assert!(
+        title.ends_with(&format!(", {} times", spread.len())),
+        "{title}"
+    );
     let detail = f["detail"].as_str().unwrap();
     assert!(
         detail.contains(&format!(
@@ -217,9 +228,15 @@ fn a_topology_file_with_a_mistake_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let cap = pcaps("pfc-storm.pcapng");
     for (text, says) in [
-        (r#"{"macs": {"02:00:00:02:00": "r0"}}"#, "\"02:00:00:02:00\" is no MAC address"),
+        (
+            r#"{"macs": {"02:00:00:02:00": "r0"}}"#,
+            "\"02:00:00:02:00\" is no MAC address",
+        ),
         (r#"{"tap": {}}"#, "unknown field `tap`"),
-        (r#"{"ecmp_groups": [["a", "a"]]}"#, "ecmp_groups[0]: a group is two or more distinct interface names"),
+        (
+            r#"{"ecmp_groups": [["a", "a"]]}"#,
+            "ecmp_groups[0]: a group is two or more distinct interface names",
+        ),
     ] {
         let file = dir.path().join("t.json");
         std::fs::write(&file, text).unwrap();

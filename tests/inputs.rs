@@ -120,7 +120,10 @@ fn outcome(args_before: &[&str], input: Option<&[u8]>, dir: &Path) -> (String, V
         None => args_before[0].to_string(),
     };
     assert!(
-        packets.strings("file").iter().all(|f| f.as_deref() == Some(&name)),
+        packets
+            .strings("file")
+            .iter()
+            .all(|f| f.as_deref() == Some(&name)),
         "{name}"
     );
     let mut tables = vec![format!("{:?}", columns_but(&packets, &["file"])).into_bytes()];

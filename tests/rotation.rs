@@ -78,7 +78,10 @@ fn same_tables(a: &Path, b: &Path) {
         let names = ta.column_names();
         assert_eq!(names, tb.column_names(), "{table}");
         assert_eq!(ta.rows(), tb.rows(), "{table}");
-        for name in names.iter().filter(|n| !matches!(n.as_str(), "file" | "frame")) {
+        for name in names
+            .iter()
+            .filter(|n| !matches!(n.as_str(), "file" | "frame"))
+        {
             let col = |t: &Table| {
                 t.batches
                     .iter()
@@ -160,7 +163,11 @@ fn a_rotation_set_analyses_as_the_capture_it_was_split_from() {
             out.join("packets.parquet")
         })
         .rows();
-        assert_eq!(parts.len(), frames.div_ceil(n), "{name} {format}: {parts:?}");
+        assert_eq!(
+            parts.len(),
+            frames.div_ceil(n),
+            "{name} {format}: {parts:?}"
+        );
         let (pauses, rewinds) = pauses_and_rewinds(&case.join("whole"));
         let cut = |ranges: &[(i128, i128)]| {
             (1..parts.len()).any(|k| {
@@ -179,7 +186,12 @@ fn a_rotation_set_analyses_as_the_capture_it_was_split_from() {
         let p = Table::read(&case.join("split/packets.parquet"));
         let whole_frames = Table::read(&case.join("whole/packets.parquet")).ints("frame");
         let names: Vec<String> = parts.iter().map(|p| p.display().to_string()).collect();
-        for ((file, frame), whole_frame) in p.strings("file").iter().zip(p.ints("frame")).zip(whole_frames) {
+        for ((file, frame), whole_frame) in p
+            .strings("file")
+            .iter()
+            .zip(p.ints("frame"))
+            .zip(whole_frames)
+        {
             let k = names
                 .iter()
                 .position(|n| Some(n) == file.as_ref())
@@ -221,7 +233,16 @@ fn a_rotation_set_analyses_as_the_capture_it_was_split_from() {
         // grouped with --tap under the unsplit pcap's name: the same tables.
         if format == "pcap" {
             let zst = case.join("second.pcap.zst");
-            run("zstd", &["-q", "-f", parts[1].to_str().unwrap(), "-o", zst.to_str().unwrap()]);
+            run(
+                "zstd",
+                &[
+                    "-q",
+                    "-f",
+                    parts[1].to_str().unwrap(),
+                    "-o",
+                    zst.to_str().unwrap(),
+                ],
+            );
             let mut rest: Vec<String> = vec![zst.display().to_string()];
             rest.extend(parts[2..].iter().map(|p| p.display().to_string()));
             let out = case.join("piped");
@@ -242,7 +263,10 @@ fn a_rotation_set_analyses_as_the_capture_it_was_split_from() {
             same_tables(&case.join("whole"), &out);
             let files = Table::read(&out.join("packets.parquet")).strings("file");
             assert_eq!(files[0].as_deref(), Some("<stdin>"));
-            assert_eq!(files.last().unwrap().as_deref(), Some(rest.last().unwrap().as_str()));
+            assert_eq!(
+                files.last().unwrap().as_deref(),
+                Some(rest.last().unwrap().as_str())
+            );
             assert!(files.iter().any(|f| f.as_deref() == Some(rest[0].as_str())));
         }
     }
@@ -267,10 +291,16 @@ fn captures_that_overlap_are_taps_of_their_own() {
         .iter()
         .map(|t| {
             assert_eq!(t["files"].as_array().unwrap().len(), 1);
-            (t["name"].as_str().unwrap().into(), t["grouped_by"].as_str().unwrap().into())
+            (
+                t["name"].as_str().unwrap().into(),
+                t["grouped_by"].as_str().unwrap().into(),
+            )
         })
         .collect();
-    assert_eq!(taps, [("a".into(), "file".into()), ("b".into(), "file".into())]);
+    assert_eq!(
+        taps,
+        [("a".into(), "file".into()), ("b".into(), "file".into())]
+    );
     let p = Table::read(&out.join("packets.parquet"));
     let ts = p.ints("ts_ns");
     assert!(ts.windows(2).all(|w| w[0] <= w[1]), "rows in time order");
@@ -294,7 +324,12 @@ fn tap_option_groups_files_and_checks_them() {
     std::fs::copy(sample("ghost-drop"), &a).unwrap();
     std::fs::copy(sample("ghost-drop-fixed"), &b).unwrap();
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
-    let r = rocescope(&["report", a, "--tap", &format!("t={a},{}/c.pcap", dir.path().display())]);
+    let r = rocescope(&[
+        "report",
+        a,
+        "--tap",
+        &format!("t={a},{}/c.pcap", dir.path().display()),
+    ]);
     assert!(!r.status.success());
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(
@@ -307,7 +342,8 @@ fn tap_option_groups_files_and_checks_them() {
     let r = rocescope(&["report", a, "--tap", "t"]);
     assert!(!r.status.success());
     assert!(
-        String::from_utf8_lossy(&r.stderr).contains("invalid value 't' for '--tap <NAME=FILE,FILE…>'"),
+        String::from_utf8_lossy(&r.stderr)
+            .contains("invalid value 't' for '--tap <NAME=FILE,FILE…>'"),
         "{}",
         String::from_utf8_lossy(&r.stderr)
     );
@@ -323,7 +359,10 @@ fn tap_option_groups_files_and_checks_them() {
         out.to_str().unwrap(),
     ]);
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(err.contains(&format!("--tap t: {b} starts before {a} ends")), "{err}");
+    assert!(
+        err.contains(&format!("--tap t: {b} starts before {a} ends")),
+        "{err}"
+    );
     let s = summary(&out);
     assert_eq!(s["input"]["taps"][0]["name"], "t");
     assert_eq!(s["input"]["taps"][0]["grouped_by"], "option");

@@ -147,7 +147,10 @@ pub fn run_with(
         progress: FileProgress::new(opts.progress, &names),
         files: vec![FileState::default(); names.len()],
     };
-    let stopped_by = run.merge(&mut merge, filter.as_mut()).err().map(|e| e.to_string());
+    let stopped_by = run
+        .merge(&mut merge, filter.as_mut())
+        .err()
+        .map(|e| e.to_string());
     run.progress.done();
     let Run {
         pipeline,

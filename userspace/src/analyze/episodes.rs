@@ -66,7 +66,9 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         let root = &t.nodes[0];
         let same = |g: &Episodes| {
             let r = g.root();
-            g.trees[0].1.priority == t.priority && r.src_mac == root.src_mac && r.iface == root.iface
+            g.trees[0].1.priority == t.priority
+                && r.src_mac == root.src_mac
+                && r.iface == root.iface
         };
         match groups.iter_mut().find(|g| same(g)) {
             Some(g) => g.trees.push((i, t)),
@@ -115,7 +117,10 @@ fn one(x: &Input, g: &Episodes) -> Finding {
                 format!("{} to {}", fmt_duration(lo), fmt_duration(hi))
             };
             let times = if episodes > 1 {
-                format!(" (in {} of {episodes})", fmt_count(delays.len() as u64, "episode"))
+                format!(
+                    " (in {} of {episodes})",
+                    fmt_count(delays.len() as u64, "episode")
+                )
             } else {
                 String::new()
             };
@@ -148,7 +153,11 @@ fn one(x: &Input, g: &Episodes) -> Finding {
         victims.push(format!(
             "{}: {} {}{more}",
             n.tap_name(),
-            if n.victims.len() == 1 { "flow" } else { "flows" },
+            if n.victims.len() == 1 {
+                "flow"
+            } else {
+                "flows"
+            },
             ids.join(", ")
         ));
         flows.extend(&n.victims);
@@ -178,7 +187,11 @@ fn one(x: &Input, g: &Episodes) -> Finding {
         title: format!(
             "Pauses on priority {priority} spread from {} ({}) to {} more {}{}",
             root.sender_name(),
-            if root_is_host { "an end host" } else { "a switch" },
+            if root_is_host {
+                "an end host"
+            } else {
+                "a switch"
+            },
             ports - 1,
             if ports == 2 { "port" } else { "ports" },
             if episodes > 1 {

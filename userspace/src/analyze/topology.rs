@@ -83,7 +83,9 @@ impl Topology {
         let mut macs = BTreeMap::new();
         for (key, device) in file.macs {
             let mac = parse_mac(&key).ok_or_else(|| {
-                format!("macs: {key:?} is no MAC address; write six hex bytes, e.g. 02:00:00:02:00:01")
+                format!(
+                    "macs: {key:?} is no MAC address; write six hex bytes, e.g. 02:00:00:02:00:01"
+                )
             })?;
             if device.trim().is_empty() {
                 return Err(format!("macs: {key}: the device name is empty"));
@@ -101,8 +103,7 @@ impl Topology {
             let mut names: Vec<&String> = group.iter().collect();
             names.sort();
             names.dedup();
-            if names.len() != group.len() || group.len() < 2 || group.iter().any(|m| m.is_empty())
-            {
+            if names.len() != group.len() || group.len() < 2 || group.iter().any(|m| m.is_empty()) {
                 return Err(format!(
                     "ecmp_groups[{i}]: a group is two or more distinct interface names, e.g. [\"leaf0-spine0\", \"leaf0-spine1\"]"
                 ));
@@ -161,7 +162,10 @@ mod tests {
         assert_eq!(t.ecmp_groups.len(), 1);
 
         let err = Topology::parse(r#"{"macs": {"02:00:00:02:00": "r0"}}"#).unwrap_err();
-        assert!(err.contains("\"02:00:00:02:00\" is no MAC address"), "{err}");
+        assert!(
+            err.contains("\"02:00:00:02:00\" is no MAC address"),
+            "{err}"
+        );
         let err = Topology::parse(r#"{"mac": {}}"#).unwrap_err();
         assert!(err.contains("unknown field `mac`"), "{err}");
         let err = Topology::parse(r#"{"ecmp_groups": [["a"]]}"#).unwrap_err();

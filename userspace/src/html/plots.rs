@@ -288,26 +288,37 @@ pub fn ce_cnp(sum: &[(u64, Bin)], width: u64, t0: u64, t1: u64) -> Result<String
     })
 }
 
+/// A chart of `rows` labelled rows (no y axis) over `x`, described `x_desc`.
+fn row_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    x: std::ops::Range<f64>,
+    rows: usize,
+    x_desc: &str,
+) -> std::result::Result<TimeChart<'a, 'b>, Box<dyn StdError>> {
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .margin_right(36)
+        .x_label_area_size(56)
+        .y_label_area_size(10)
+        .build_cartesian_2d(x, 0.0..rows as f64)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .label_style(tick_font())
+        .axis_desc_style(desc_font())
+        .disable_y_mesh()
+        .disable_y_axis()
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    Ok(chart)
+}
+
 /// Horizontal bars: paused fraction per port and priority, labelled.
 pub fn pause_fraction(bars: &[(String, f64)]) -> Result<String, String> {
     let n = bars.len().max(1);
     let h = 90 + 34 * n as u32;
     svg(WIDTH, h, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(56)
-            .y_label_area_size(10)
-            .build_cartesian_2d(0.0..100.0, 0.0..n as f64)?;
-        chart
-            .configure_mesh()
-            .x_desc("% of the capture paused")
-            .label_style(tick_font())
-            .axis_desc_style(desc_font())
-            .disable_y_mesh()
-            .disable_y_axis()
-            .light_line_style(WHITE.mix(0.0))
-            .draw()?;
+        let mut chart = row_chart(root, 0.0..100.0, n, "% of the capture paused")?;
         let y = |i: usize| (n - 1 - i) as f64;
         chart.draw_series(bars.iter().enumerate().map(|(i, (_, f))| {
             Rectangle::new(
@@ -390,26 +401,16 @@ pub struct TreeRow {
 /// first pause marked), an arrow from each port's parent's first pause to
 /// its own, labelled with the delay. `arrows` are `(parent row, row,
 /// label)`; the axis spans `0..span_us`, bars running past it are cut.
-pub fn tree(rows: &[TreeRow], arrows: &[(usize, usize, String)], span_us: f64) -> Result<String, String> {
+pub fn tree(
+    rows: &[TreeRow],
+    arrows: &[(usize, usize, String)],
+    span_us: f64,
+) -> Result<String, String> {
     let n = rows.len().max(1);
     let h = 110 + 70 * n as u32;
     let (x0, x1) = padded(0.0, span_us.max(1e-3));
     svg(WIDTH, h, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(56)
-            .y_label_area_size(10)
-            .build_cartesian_2d(x0..x1, 0.0..n as f64)?;
-        chart
-            .configure_mesh()
-            .x_desc("µs since the root's first pause")
-            .label_style(tick_font())
-            .axis_desc_style(desc_font())
-            .disable_y_mesh()
-            .disable_y_axis()
-            .light_line_style(WHITE.mix(0.0))
-            .draw()?;
+        let mut chart = row_chart(root, x0..x1, n, "µs since the root's first pause")?;
         let y = |i: usize| (n - 1 - i) as f64;
         for (i, r) in rows.iter().enumerate() {
             chart.draw_series(r.paused_us.iter().filter_map(|&(a, b)| {
@@ -436,7 +437,10 @@ pub fn tree(rows: &[TreeRow], arrows: &[(usize, usize, String)], span_us: f64) -
             let start = (a.onset_us, y(*from) + 0.35);
             let corner = (b.onset_us, start.1);
             let end = (b.onset_us, y(*to) + 0.35);
-            chart.draw_series([PathElement::new(vec![start, corner, end], BLUE.stroke_width(2))])?;
+            chart.draw_series([PathElement::new(
+                vec![start, corner, end],
+                BLUE.stroke_width(2),
+            )])?;
             let (dx, dy) = ((end.0 - corner.0) / px_x, (end.1 - corner.1) / px_y);
             let len = (dx * dx + dy * dy).sqrt().max(1e-9);
             let (ux, uy) = (dx / len, dy / len);
@@ -446,7 +450,10 @@ pub fn tree(rows: &[TreeRow], arrows: &[(usize, usize, String)], span_us: f64) -
                     end.1 - (uy * 14.0 + ux * side) * px_y,
                 )
             };
-            chart.draw_series([Polygon::new(vec![end, back(6.0), back(-6.0)], BLUE.filled())])?;
+            chart.draw_series([Polygon::new(
+                vec![end, back(6.0), back(-6.0)],
+                BLUE.filled(),
+            )])?;
             chart.draw_series([Text::new(
                 label.clone(),
                 (end.0 + 10.0 * px_x, end.1 - 0.02),

@@ -22,7 +22,12 @@ impl Page<'_> {
             return Ok(());
         };
         let t_root = root.first_pause_ns;
-        let last_onset = t.nodes.iter().map(|n| n.first_pause_ns).max().unwrap_or(t_root);
+        let last_onset = t
+            .nodes
+            .iter()
+            .map(|n| n.first_pause_ns)
+            .max()
+            .unwrap_or(t_root);
         // The onsets fill most of the axis; a long pause runs off its end.
         let span_ns = (last_onset - t_root).max(1_000) * 3 / 2;
         let us = |ns: u64| (ns as f64 - t_root as f64) / 1e3;
@@ -44,12 +49,7 @@ impl Page<'_> {
                     .map(|p| (us(p.start_ns), us(p.end_ns)))
                     .collect();
                 plots::TreeRow {
-                    label: format!(
-                        "{} ({}) on {}",
-                        n.sender_name(),
-                        n.kind,
-                        n.tap_name()
-                    ),
+                    label: format!("{} ({}) on {}", n.sender_name(), n.kind, n.tap_name()),
                     onset_us: us(n.first_pause_ns),
                     paused_us,
                 }
@@ -61,11 +61,19 @@ impl Page<'_> {
             .enumerate()
             .filter_map(|(i, n)| {
                 let parent = n.parent?;
-                Some((parent, i, format!("+{}", fmt_duration(n.delay_ns.unwrap_or(0)))))
+                Some((
+                    parent,
+                    i,
+                    format!("+{}", fmt_duration(n.delay_ns.unwrap_or(0))),
+                ))
             })
             .collect();
         let svg = plots::tree(&rows, &arrows, span_ns as f64 / 1e3).map_err(|e| self.err(e))?;
-        let episodes = f.params.get("episodes").and_then(|v| v.as_u64()).unwrap_or(1);
+        let episodes = f
+            .params
+            .get("episodes")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(1);
         let which = if episodes > 1 {
             format!(
                 "the widest of its {episodes} episodes, from {}",

@@ -15,9 +15,9 @@
 //!   earlier input), so a rotation set's frames come in their files' order.
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::path::PathBuf;
 #[cfg(test)]
 use std::path::Path;
+use std::path::PathBuf;
 
 use super::input::{Input, skipped};
 use super::reader::{CaptureReader, Frame};

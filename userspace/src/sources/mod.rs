@@ -81,11 +81,11 @@ pub use compress::Compression;
 pub use filter::Filter;
 pub use input::{Input, Inputs, capture_stem, skipped};
 pub use merge::{FirstLook, HeldFrame, Merge, Next};
-pub use taps::{Grouping, TapFacts, TapSpec, Taps};
 pub use reader::{
     BUFFER_CAPACITY, CaptureReader, Frame, Interface, InterfaceDrops, MAX_CAPLEN, MAX_INTERFACES,
     MAX_WARNINGS, Warning,
 };
+pub use taps::{Grouping, TapFacts, TapSpec, Taps};
 
 #[cfg(test)]
 mod tests;

@@ -36,9 +36,9 @@ impl std::str::FromStr for TapSpec {
     type Err = String;
 
     fn from_str(text: &str) -> std::result::Result<Self, String> {
-        let (name, files) = text
-            .split_once('=')
-            .ok_or_else(|| format!("{text:?}: write NAME=FILE,FILE… (e.g. spine1=a.pcap,b.pcap)"))?;
+        let (name, files) = text.split_once('=').ok_or_else(|| {
+            format!("{text:?}: write NAME=FILE,FILE… (e.g. spine1=a.pcap,b.pcap)")
+        })?;
         let name = name.trim();
         if name.is_empty() || name.contains('/') || name.contains('#') {
             return Err(format!(
@@ -432,10 +432,22 @@ mod tests {
         assert_eq!(series_stem("node1"), None);
         let spec: TapSpec = "spine=a.pcap, b.pcap".parse().unwrap();
         assert_eq!(spec.name, "spine");
-        assert_eq!(spec.files, [PathBuf::from("a.pcap"), PathBuf::from("b.pcap")]);
-        assert!("spine".parse::<TapSpec>().unwrap_err().contains("NAME=FILE"));
+        assert_eq!(
+            spec.files,
+            [PathBuf::from("a.pcap"), PathBuf::from("b.pcap")]
+        );
+        assert!(
+            "spine"
+                .parse::<TapSpec>()
+                .unwrap_err()
+                .contains("NAME=FILE")
+        );
         assert!("a/b=x".parse::<TapSpec>().unwrap_err().contains("/ or #"));
-        assert!("a=".parse::<TapSpec>().unwrap_err().contains("at least one file"));
+        assert!(
+            "a=".parse::<TapSpec>()
+                .unwrap_err()
+                .contains("at least one file")
+        );
     }
 
     /// Two rotation sets interleaved in name order, a file overlapping its
@@ -494,7 +506,10 @@ mod tests {
         let looks = [look(0, &[None]), look(0, &[None])];
         let spec: TapSpec = "t=a.pcap,c.pcap".parse().unwrap();
         let err = Taps::new(&paths, &[spec]).err().unwrap().to_string();
-        assert!(err.contains("--tap t=a.pcap,c.pcap: c.pcap is not among the inputs"), "{err}");
+        assert!(
+            err.contains("--tap t=a.pcap,c.pcap: c.pcap is not among the inputs"),
+            "{err}"
+        );
         let spec: TapSpec = "t=a.pcap,b.pcap".parse().unwrap();
         let mut taps = Taps::new(&paths, &[spec]).unwrap();
         taps.open(0, &looks[0]);
@@ -502,7 +517,10 @@ mod tests {
         assert_eq!(taps.tap_of(0), taps.tap_of(1));
         let warnings = taps.take_warnings();
         assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].contains("b.pcap starts before a.pcap ends"), "{warnings:?}");
+        assert!(
+            warnings[0].contains("b.pcap starts before a.pcap ends"),
+            "{warnings:?}"
+        );
         assert_eq!(taps.facts()[0].overlapping, ["b.pcap"]);
     }
 }

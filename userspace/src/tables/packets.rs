@@ -180,11 +180,8 @@ impl PacketColumns {
             if self.file_keys.len() <= c {
                 self.file_keys.resize(c + 1, None);
             }
-            let file = *self.file_keys[c].get_or_insert_with(|| {
-                files
-                    .get(c)
-                    .map(|f| texts.files.key_str(f))
-            });
+            let file = *self.file_keys[c]
+                .get_or_insert_with(|| files.get(c).map(|f| texts.files.key_str(f)));
             extra.push(RowExtra {
                 iface,
                 file,
