@@ -97,7 +97,10 @@ fn same_tables(a: &Path, b: &Path) {
 /// The whole capture's pauses and rewinds as frame ranges: (first, last)
 /// frame of every pause (PFC frames from its start to its end, one tap)
 /// and of every run of retransmitted frames.
-fn pauses_and_rewinds(whole: &Path) -> (Vec<(i128, i128)>, Vec<(i128, i128)>) {
+/// First and last frame of a stretch of frames.
+type Frames = (i128, i128);
+
+fn pauses_and_rewinds(whole: &Path) -> (Vec<Frames>, Vec<Frames>) {
     let p = Table::read(&whole.join("packets.parquet"));
     let (frames, ts, retrans) = (p.ints("frame"), p.ints("ts_ns"), p.bools("retrans"));
     let pfc = Table::read(&whole.join("pfc.parquet"));
@@ -115,7 +118,7 @@ fn pauses_and_rewinds(whole: &Path) -> (Vec<(i128, i128)>, Vec<(i128, i128)>) {
             (inside[0], *inside.last().unwrap())
         })
         .collect();
-    let mut rewinds: Vec<(i128, i128)> = Vec::new();
+    let mut rewinds: Vec<Frames> = Vec::new();
     for (f, r) in frames.iter().zip(&retrans) {
         let f = f.unwrap();
         if *r != Some(true) {
@@ -169,7 +172,7 @@ fn a_rotation_set_analyses_as_the_capture_it_was_split_from() {
             "{name} {format}: {parts:?}"
         );
         let (pauses, rewinds) = pauses_and_rewinds(&case.join("whole"));
-        let cut = |ranges: &[(i128, i128)]| {
+        let cut = |ranges: &[Frames]| {
             (1..parts.len()).any(|k| {
                 let last = (k * n) as i128;
                 ranges.iter().any(|&(a, b)| a <= last && last < b)

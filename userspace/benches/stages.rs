@@ -101,13 +101,13 @@ fn main() {
     let write = |thread: bool| write_tables(&out, &recs, &analysed, thread);
     // As the pipeline builds them: a batch of records at a time, straight
     // from the batch.
-    let ifaces = ["if0".to_string()];
+    let (ifaces, files) = (["if0".to_string()], ["bench.pcapng".to_string()]);
     let (t_arrays, _) = best(rounds, || {
         let mut cols = PacketColumns::default();
         let rows = PacketColumns::BATCH_ROWS;
         recs.chunks(rows)
             .zip(verdicts.chunks(rows))
-            .map(|(r, v)| black_box(cols.arrays_of(r, v, &ifaces)).len())
+            .map(|(r, v)| black_box(cols.arrays_of(r, v, &ifaces, &files)).len())
             .sum::<usize>()
     });
     let (t_write, _) = best(rounds, || write(false));
