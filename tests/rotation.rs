@@ -286,7 +286,14 @@ fn captures_that_overlap_are_taps_of_their_own() {
     std::fs::copy(sample("ghost-drop-fixed"), &b).unwrap();
     let out = dir.path().join("out");
     let stderr = analyze(&[&a, &b], &out);
-    assert!(!stderr.contains("merged by time"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "rocescope: note: 2 files read as 2 taps, merged by time: a = {}; b = {}\n",
+            a.display(),
+            b.display()
+        )),
+        "{stderr}"
+    );
     let s = summary(&out);
     let taps: Vec<(String, String)> = s["input"]["taps"]
         .as_array()
@@ -378,4 +385,42 @@ fn tap_option_groups_files_and_checks_them() {
     names.sort();
     names.dedup();
     assert_eq!(names, ["t"]);
+}
+
+/// A file named as part of a rotation set that overlaps the set's file
+/// before it is a tap of its own, with a warning, and summary.json says
+/// which set it overlaps.
+#[test]
+fn a_file_of_a_set_that_overlaps_it_is_a_tap_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = split(&sample("ghost-drop"), 2000, "pcapng", &dir.path().join("x"));
+    assert_eq!(parts.len(), 3);
+    // ghost-drop-fixed starts at the same instant as ghost-drop's first part.
+    let odd = dir.path().join("x/ghost-drop_00003_20260101000000.pcapng");
+    std::fs::copy(sample("ghost-drop-fixed"), &odd).unwrap();
+    let out = dir.path().join("out");
+    let stderr = analyze(&[&dir.path().join("x")], &out);
+    assert!(
+        stderr.contains(&format!(
+            "{}: looks like a file of the rotation set ghost-drop but starts before {} ends: read as a tap of its own",
+            odd.display(),
+            parts[0].display()
+        )),
+        "{stderr}"
+    );
+    let s = summary(&out);
+    let taps = s["input"]["taps"].as_array().unwrap();
+    assert_eq!(taps.len(), 2, "{taps:?}");
+    assert_eq!(taps[0]["files"].as_array().unwrap().len(), 3);
+    assert_eq!(taps[0]["grouped_by"], "rotation");
+    assert_eq!(
+        taps[1]["files"],
+        serde_json::json!([odd.display().to_string()])
+    );
+    assert_eq!(taps[1]["overlaps_set"], "ghost-drop");
+    assert!(s["input"]["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str()
+            .unwrap()
+            .contains("looks like a file of the rotation set")
+    }));
 }

@@ -84,6 +84,10 @@ pub struct TapFacts {
     /// continued by a file that overlaps it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overlapping: Vec<String>,
+    /// The rotation set this tap's file is named as part of, which it
+    /// overlaps in time (so it was read as a tap of its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlaps_set: Option<String>,
 }
 
 struct Tap {
@@ -96,6 +100,7 @@ struct Tap {
     /// The last timestamp of the tap's files that ended.
     ended_at: u64,
     overlapping: Vec<usize>,
+    overlaps_set: Option<String>,
     /// Run-wide interface index of each of the tap's interfaces.
     ifaces: Vec<Option<u16>>,
 }
@@ -235,17 +240,19 @@ impl Taps {
                     let overlapped = self.taps.iter().find(|t| {
                         t.grouped_by != Grouping::Option && t.open > 0 && t.name == label
                     });
-                    if let Some(t) = overlapped
-                        && label != capture_stem(&self.paths[file])
-                    {
-                        let last = t.files.last().map(|&f| self.paths[f].display().to_string());
+                    let overlapped = overlapped
+                        .filter(|_| label != capture_stem(&self.paths[file]))
+                        .map(|t| t.files.last().map(|&f| self.paths[f].display().to_string()));
+                    if let Some(last) = &overlapped {
                         self.warnings.push(format!(
                             "{}: looks like a file of the rotation set {label} but starts before {} ends: read as a tap of its own",
                             self.paths[file].display(),
-                            last.unwrap_or_default()
+                            last.as_deref().unwrap_or_default()
                         ));
                     }
-                    self.new_tap(label, Grouping::File, look)
+                    let t = self.new_tap(label.clone(), Grouping::File, look);
+                    self.taps[t].overlaps_set = overlapped.map(|_| label);
+                    t
                 }
             }
         };
@@ -263,6 +270,7 @@ impl Taps {
             open: 0,
             ended_at: 0,
             overlapping: Vec::new(),
+            overlaps_set: None,
             ifaces: Vec::new(),
         });
         self.taps.len() - 1
@@ -352,13 +360,14 @@ impl Taps {
                 files: t.files.iter().map(name).collect(),
                 grouped_by: t.grouped_by,
                 overlapping: t.overlapping.iter().map(name).collect(),
+                overlaps_set: t.overlaps_set.clone(),
             })
             .collect()
     }
 
-    /// How files were grouped, for stderr: None when every tap is one file.
+    /// How files were grouped, for stderr: None for one file.
     pub fn note(&self) -> Option<String> {
-        if self.taps.iter().all(|t| t.files.len() < 2) {
+        if self.paths.len() < 2 {
             return None;
         }
         let taps: Vec<String> = self
