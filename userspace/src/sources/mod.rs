@@ -1,4 +1,6 @@
-//! Frame sources: the pcap / pcapng capture reader and the BPF filter.
+//! Frame sources: the pcap / pcapng capture reader, the BPF filter, and for
+//! several captures the merge by time ([`Merge`]) and their grouping into
+//! taps ([`Taps`], `--tap`; docs/inputs.md, "Several inputs").
 //!
 //! ```no_run
 //! use rocescope::sources::{CaptureReader, Filter};
