@@ -219,52 +219,76 @@ struct Decoded {
 }
 
 impl Run {
-    /// Reads every file, frames in timestamp order across them.
+    /// Reads every file, frames in timestamp order across them. When an
+    /// error stops the run, the files open then still say their warnings
+    /// and drop counters.
     fn merge(&mut self, merge: &mut Merge, mut filter: Option<&mut Filter>) -> Result<()> {
         // Each frame is decoded into this one record.
         let mut rec = PacketRecord::default();
         while let Some((slot, opened)) = merge.pop() {
-            if let Err(e) = opened {
+            let turn = match opened {
                 // Readable at the first look, not now: gone or changed.
-                if matches!(e, Error::Open { .. }) {
+                Err(e @ Error::Open { .. }) => {
                     self.warnings.push(skipped(&e));
                     merge.close(slot);
                     continue;
                 }
+                Err(e) => Err(e),
+                Ok(()) => self.turn(slot, merge, filter.as_deref_mut(), &mut rec),
+            };
+            if let Err(e) = turn {
+                for open in 0..merge.slots.len() {
+                    self.end_file(open, merge);
+                }
                 return Err(e);
-            }
-            if self.taps.tap_of(slot).is_none() {
-                self.taps.open(slot, &merge.slots[slot].look);
-            }
-            if let Some(held) = merge.take_held(slot) {
-                let d = self.decode(slot, &held.frame(), &mut rec, filter.as_deref_mut())?;
-                if let (Some(d), Some(reader)) = (d, merge.reader(slot)) {
-                    self.record(slot, d, held.offset, reader, &mut rec)?;
-                }
-                merge.release(slot, held);
-            }
-            loop {
-                let (d, offset) = match merge.next(slot) {
-                    Ok(Next::Frame(frame)) => (
-                        self.decode(slot, &frame, &mut rec, filter.as_deref_mut())?,
-                        frame.offset,
-                    ),
-                    Ok(Next::Later) => break,
-                    Ok(Next::End) => {
-                        self.end_file(slot, merge);
-                        break;
-                    }
-                    Err(e) => {
-                        self.end_file(slot, merge);
-                        return Err(e);
-                    }
-                };
-                if let (Some(d), Some(reader)) = (d, merge.reader(slot)) {
-                    self.record(slot, d, offset, reader, &mut rec)?;
-                }
             }
         }
         Ok(())
+    }
+
+    /// File `slot`'s turn: its held frame, then its frames for as long as
+    /// they come before every other file's.
+    fn turn(
+        &mut self,
+        slot: usize,
+        merge: &mut Merge,
+        mut filter: Option<&mut Filter>,
+        rec: &mut PacketRecord,
+    ) -> Result<()> {
+        if self.taps.tap_of(slot).is_none() {
+            self.taps.open(slot, &merge.slots[slot].look);
+        }
+        if let Some(held) = merge.take_held(slot) {
+            let d = self.decode(slot, &held.frame(), rec, filter.as_deref_mut())?;
+            if let Some(reader) = merge.reader(slot) {
+                self.progress
+                    .tick(slot, reader.file_offset(), self.frames_read);
+                if let Some(d) = d {
+                    self.record(slot, d, held.offset, reader, rec)?;
+                }
+            }
+            merge.release(slot, held);
+        }
+        loop {
+            let (d, offset) = match merge.next(slot)? {
+                Next::Frame(frame) => (
+                    self.decode(slot, &frame, rec, filter.as_deref_mut())?,
+                    frame.offset,
+                ),
+                Next::Later => return Ok(()),
+                Next::End => {
+                    self.end_file(slot, merge);
+                    return Ok(());
+                }
+            };
+            if let Some(reader) = merge.reader(slot) {
+                self.progress
+                    .tick(slot, reader.file_offset(), self.frames_read);
+                if let Some(d) = d {
+                    self.record(slot, d, offset, reader, rec)?;
+                }
+            }
+        }
     }
 
     /// File `slot` ended (or stopped): its warnings, its drop counters, its tap.
@@ -344,8 +368,6 @@ impl Run {
             ts_ns,
             cm,
         } = d;
-        self.progress
-            .tick(slot, reader.file_offset(), self.frames_read);
         let path = reader.path();
         let if_name = reader
             .interfaces()
