@@ -31,9 +31,9 @@ impl Episodes<'_> {
         self.trees.iter().map(|(_, t)| t.nodes[0].paused_ns).sum()
     }
 
-    /// The episode drawn and detailed: the most ports, then the longest
+    /// The episode the HTML page draws: the most ports, then the longest
     /// root pause, then the first.
-    fn worst(&self) -> (usize, &PauseTree) {
+    fn widest(&self) -> (usize, &PauseTree) {
         let mut best = self.trees[0];
         for &(i, t) in &self.trees[1..] {
             let key = |t: &PauseTree| (t.nodes.len(), t.nodes[0].paused_ns);
@@ -165,7 +165,7 @@ fn one(x: &Input, g: &Episodes) -> Finding {
     flows.sort_unstable();
     flows.dedup();
     let root_is_host = root.kind == "host";
-    let (worst_index, worst) = g.worst();
+    let (widest_index, widest) = g.widest();
     let ports = steps.len() + 1;
     let when = if episodes == 1 {
         format!("first pause at {}", x.at(root.first_pause_ns))
@@ -175,8 +175,8 @@ fn one(x: &Input, g: &Episodes) -> Finding {
             "{episodes} episodes from {} to {}; the widest reached {} from {}",
             x.at(root.first_pause_ns),
             x.at(last),
-            fmt_count(worst.nodes.len() as u64 - 1, "port"),
-            x.at(worst.nodes[0].first_pause_ns)
+            fmt_count(widest.nodes.len() as u64 - 1, "port"),
+            x.at(widest.nodes[0].first_pause_ns)
         )
     };
     Finding {
@@ -234,7 +234,7 @@ fn one(x: &Input, g: &Episodes) -> Finding {
                 "trees",
                 json!(g.trees.iter().map(|(i, _)| *i).collect::<Vec<_>>()),
             ),
-            ("widest_tree", json!(worst_index)),
+            ("widest_tree", json!(widest_index)),
         ]),
     }
 }
