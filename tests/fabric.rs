@@ -83,7 +83,7 @@ fn the_storm_tree_names_r0_and_the_spread_to_s1_with_its_delay() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
-            "CRITICAL (pfc-congestion-tree): Pauses on priority 3 spread from r0 [02:00:00:02:00:01] (an end host) to 1 more port\n"
+            "CRITICAL (pfc-congestion-tree, impact 99.97 %): Pauses on priority 3 spread from r0 [02:00:00:02:00:01] (an end host) to 1 more port\n"
         ),
         "{text}"
     );
@@ -251,4 +251,26 @@ fn a_topology_file_with_a_mistake_is_an_error_naming_it() {
         assert!(err.contains(&format!("{}: ", file.display())), "{err}");
         assert!(err.contains(says), "{err}");
     }
+}
+
+/// A topology file's ECMP groups are judged as `--ecmp-group`s are: the
+/// same report, word for word.
+#[test]
+fn topology_ecmp_groups_are_ecmp_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = pcaps("ecmp-collision.pcapng");
+    let file = dir.path().join("t.json");
+    std::fs::write(
+        &file,
+        r#"{"ecmp_groups": [["leaf0-spine0-tx", "leaf0-spine1-tx"]]}"#,
+    )
+    .unwrap();
+    let report = |extra: &[&str]| {
+        let mut args = vec!["report", cap.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        String::from_utf8_lossy(&rocescope_ok(&args).stdout).into_owned()
+    };
+    let by_option = report(&["--ecmp-group", "leaf0-spine0-tx,leaf0-spine1-tx"]);
+    assert!(by_option.contains("(ecmp-imbalance, impact"), "{by_option}");
+    assert_eq!(report(&["--topology", file.to_str().unwrap()]), by_option);
 }
