@@ -690,7 +690,7 @@ mod tests {
         assert!(col("frame").nulls().is_none());
         assert_eq!(col("flow_id").null_count(), 1);
         assert!(col("mirror_copy").nulls().is_none());
-        assert_eq!(columns.len(), 60);
+        assert_eq!(columns.len(), 61);
         // Signed types one width up; `ts` a UTC microsecond timestamp.
         assert_eq!(col("pcp").data_type(), &DataType::Int16);
         assert_eq!(col("frame").data_type(), &DataType::Int64);
