@@ -25,6 +25,7 @@ pub mod html;
 #[cfg(feature = "live")]
 pub mod live;
 pub mod offline;
+pub mod output;
 pub mod pipeline;
 pub mod progress;
 pub mod sources;

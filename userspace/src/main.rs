@@ -279,7 +279,7 @@ struct DatasetArgs {
 impl DatasetArgs {
     /// `identity`: what names the run in the dataset besides its start
     /// (docs/tables.md, "Dataset layout").
-    fn writer(&self, identity: String) -> Result<Option<Box<dyn rocescope::pipeline::Output>>> {
+    fn writer(&self, identity: String) -> Result<Option<Box<dyn rocescope::output::Output>>> {
         use rocescope::tables::dataset::{DatasetOptions, DatasetWriter, local_host_name};
         let Some(dir) = &self.dataset else {
             return Ok(None);
@@ -469,7 +469,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let opts = input.options()?;
             let counters = load_counters(&input.counters)?;
-            let extra: Vec<Box<dyn rocescope::pipeline::Output>> = match &html {
+            let extra: Vec<Box<dyn rocescope::output::Output>> = match &html {
                 Some(path) => vec![Box::new(
                     rocescope::html::HtmlReport::new(path, &opts.analyzer).with_counters(
                         counters

@@ -44,27 +44,9 @@ use rocescope_common::summary::FlowDelta;
 
 use crate::analyze::{self, Analysis, Analyzer, Event, FlowKey, TimelineRow, Verdict};
 use crate::decode::cm::CmMessage;
-use crate::tables::{RunFacts, TableSet};
+use crate::output::{Output, RunFacts};
+use crate::tables::TableSet;
 use crate::{Error, Result};
-
-/// Somewhere the analysis goes: it sees every record with the analyzer's
-/// verdict, every event and timeline row as it becomes final (through
-/// [`analyze::Sink`]), and the finished analysis at the end. Outputs run on
-/// the writer thread, hence `Send`.
-pub trait Output: analyze::Sink + Send {
-    /// Names interface `iface` (indices are handed out in order).
-    fn name_iface(&mut self, iface: u16, name: &str);
-    fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()>;
-    /// A batch of records, `verdicts[i]` for `recs[i]`.
-    fn packets(&mut self, recs: &[PacketRecord], verdicts: &[Verdict]) -> Result<()> {
-        for (rec, v) in recs.iter().zip(verdicts) {
-            self.packet(rec, *v)?;
-        }
-        Ok(())
-    }
-    /// Writes whatever is left and completes every file.
-    fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
-}
 
 type Outputs = Vec<Box<dyn Output>>;
 

@@ -64,6 +64,7 @@ mod tests;
 mod timeline;
 pub mod tree;
 mod unanswered;
+pub mod wireshark;
 
 use std::collections::BTreeMap;
 

@@ -52,8 +52,9 @@ use rocescope_common::PacketRecord;
 
 use super::analysis::{EventColumns, FlowColumns, Named, PfcColumns, TimelineColumns};
 use super::packets::{PacketColumns, PacketRow};
-use super::{Columns, Encoding, ParquetTable, RunFacts, summary_json, write_text_at};
+use super::{Columns, Encoding, ParquetTable, summary_json, write_text_at};
 use crate::analyze::{self, Analysis, Verdict, fmt_utc};
+use crate::output::RunFacts;
 use crate::{Error, Result};
 
 pub const HOUR_NS: u64 = 3_600_000_000_000;
@@ -363,7 +364,7 @@ impl<C: Columns> Partitioned<C> {
 }
 
 /// Writes one run's tables into a dataset. The offline `analyze --dataset`
-/// and the live tap use it through [`crate::pipeline::Output`]; packets,
+/// and the live tap use it through [`crate::output::Output`]; packets,
 /// events and timeline rows stream into rotating files as they come,
 /// flows and pause intervals are written when the run ends.
 pub struct DatasetWriter {
@@ -503,7 +504,7 @@ impl analyze::Sink for DatasetWriter {
     }
 }
 
-impl crate::pipeline::Output for DatasetWriter {
+impl crate::output::Output for DatasetWriter {
     fn name_iface(&mut self, iface: u16, name: &str) {
         let i = usize::from(iface);
         if self.ifaces.len() <= i {
@@ -529,7 +530,7 @@ impl crate::pipeline::Output for DatasetWriter {
 mod tests {
     use super::*;
     use crate::analyze::TimelineRow;
-    use crate::pipeline::Output;
+    use crate::output::Output;
 
     #[test]
     fn names_and_partitions() {
