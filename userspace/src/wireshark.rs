@@ -96,9 +96,10 @@ pub fn extract(
     let (flows, wanted, handoff) = select(&outcome.analysis, what)?;
     let wanted = wanted.with_triples();
     let mut writer = PcapngWriter::create(out)?;
-    let write_err = |e: std::io::Error| Error::Write {
+    let write_err = |e: std::io::Error| Error::WriteIo {
         path: out.to_path_buf(),
         detail: e.to_string(),
+        source: e,
     };
     let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
     // Run-wide interface indices, handed out as the analysis did: to the

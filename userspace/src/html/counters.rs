@@ -3,9 +3,9 @@
 //! capture-against-counters table.
 use std::fmt::Write as _;
 
+use super::{esc, figure, plots};
 use crate::counters::model::Series;
 use crate::counters::reconcile::Reconciliation;
-use super::{esc, figure, plots};
 
 /// What each plot draws: its axis, the counters, and a factor on their rates.
 const PLOTS: [(&str, &str, &[&str], f64); 3] = [

@@ -219,9 +219,10 @@ pub fn run_with(
     let mode = tap.attach(&opts.iface, opts.mode)?;
     // Only once attached: a run that cannot attach (e.g. another tap holds
     // the interface) leaves the output directories alone.
-    std::fs::create_dir_all(&opts.out).map_err(|e| Error::Write {
+    std::fs::create_dir_all(&opts.out).map_err(|e| Error::WriteIo {
         path: opts.out.clone(),
         detail: format!("cannot create the output directory: {e}"),
+        source: e,
     })?;
     let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), Some(&opts.out))?;
     for o in outputs()? {

@@ -18,7 +18,6 @@ use std::fmt;
 use std::io::{self, Read};
 use std::rc::Rc;
 
-
 /// A compression format rocescope reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {

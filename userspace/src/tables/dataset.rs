@@ -235,9 +235,10 @@ pub fn prepare(dir: &Path, relative: &Path, name: &str) -> Result<(PathBuf, Path
     let final_dir = dir.join(relative);
     let partial_dir = dir.join(PARTIAL_DIR);
     for d in [&final_dir, &partial_dir] {
-        std::fs::create_dir_all(d).map_err(|e| Error::Write {
+        std::fs::create_dir_all(d).map_err(|e| Error::WriteIo {
             path: d.clone(),
             detail: format!("cannot create the partition directory: {e}"),
+            source: e,
         })?;
     }
     let flat: Vec<String> = relative
@@ -380,9 +381,10 @@ pub struct DatasetWriter {
 impl DatasetWriter {
     pub fn create(opts: &DatasetOptions) -> Result<Self> {
         check_host(&opts.host)?;
-        std::fs::create_dir_all(&opts.dir).map_err(|e| Error::Write {
+        std::fs::create_dir_all(&opts.dir).map_err(|e| Error::WriteIo {
             path: opts.dir.clone(),
             detail: format!("cannot create the dataset directory: {e}"),
+            source: e,
         })?;
         Ok(Self {
             ctx: Ctx {
@@ -478,9 +480,10 @@ fn remove_replaced(ctx: &Ctx, run: &str, written: &[PathBuf]) -> Result<()> {
                 .to_str()
                 .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".parquet"));
             if ours && !written.contains(&path) {
-                std::fs::remove_file(&path).map_err(|e| Error::Write {
+                std::fs::remove_file(&path).map_err(|e| Error::WriteIo {
                     path: path.clone(),
                     detail: format!("cannot remove an earlier copy of this run's table: {e}"),
+                    source: e,
                 })?;
             }
         }

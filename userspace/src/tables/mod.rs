@@ -502,16 +502,14 @@ pub fn write_text(path: &Path, text: &str) -> Result<()> {
 
 /// Writes `text` to `partial`, then renames it to `path`.
 pub fn write_text_at(path: &Path, partial: &Path, text: &str) -> Result<()> {
-    let err = |e: &dyn std::fmt::Display| Error::Write {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    };
     let written = std::fs::write(partial, text).and_then(|()| std::fs::rename(partial, path));
     written.map_err(|e| {
         let _ = std::fs::remove_file(partial);
-        err(&format_args!(
-            "{e}; check the output directory's free space and permissions"
-        ))
+        Error::WriteIo {
+            path: path.to_path_buf(),
+            detail: format!("{e}; check the output directory's free space and permissions"),
+            source: e,
+        }
     })
 }
 
@@ -545,9 +543,10 @@ impl TableSet {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => {
-                        return Err(Error::Write {
+                        return Err(Error::WriteIo {
                             path: file,
                             detail: format!("cannot remove the previous run's file: {e}"),
+                            source: e,
                         });
                     }
                 }
