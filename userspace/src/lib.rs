@@ -16,6 +16,7 @@
 //! writes captures with known ground truth.
 pub mod addr;
 pub mod analyze;
+pub mod cli;
 pub mod counters;
 pub mod decode;
 pub mod diff;
