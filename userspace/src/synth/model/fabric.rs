@@ -394,7 +394,7 @@ impl Fabric {
             }
             let sport = fc
                 .udp_sport
-                .unwrap_or(0xC000 + (i as u16).wrapping_mul(0x1F3));
+                .unwrap_or(0xC000u16.wrapping_add((i as u16).wrapping_mul(0x1F3)));
             if fc.mtu == Some(0) {
                 return Err(format!("flows.{i}.mtu must be positive"));
             }
