@@ -3,9 +3,12 @@
 //!
 //! std's default SipHash-1-3 costs more than the rest of a flow lookup: the
 //! keys here are short fixed-size tuples (interface, two addresses, a QPN)
-//! looked up once or twice per packet. foldhash seeds every map from a
-//! random per-process seed and a per-map one (stack address, thread-local
-//! state), so a crafted capture cannot pick colliding keys in advance.
+//! looked up once or twice per packet. foldhash (without its `std`
+//! feature, as hashbrown has it) seeds every map from the address-space
+//! layout, randomised per process, and a per-map counter: a capture crafted
+//! in advance cannot know the hash. The multiply-rotate hasher it replaces
+//! drew its seed from std's `RandomState`; neither resists an attacker who
+//! can watch the process.
 
 /// Builds the hashers of a [`FastMap`] (a per-map random seed).
 pub type FastState = foldhash::fast::RandomState;
