@@ -94,12 +94,32 @@ def main(argv):
                         continue
                     files[mod] = strip(open(p, encoding="utf-8").read())
         modules = set(files)
-        # Re-exports: item name in module M -> the child module it comes from.
+        # Imports: item name in module M -> the module it comes from (a
+        # child's item, or a `use crate::…`/`super::…` one), followed below
+        # when another module names the item through M.
         reexport = defaultdict(dict)
         for mod, text in files.items():
             for path in use_trees(text):
-                if len(path) >= 2 and mod + (path[0],) in modules:
+                if len(path) < 2 or path[-1] in ("self", "*"):
+                    continue
+                if mod + (path[0],) in modules:
                     reexport[mod][path[-1]] = mod + (path[0],)
+                elif path[0] in ("crate", "super", "self"):
+                    reexport[mod][path[-1]] = tuple(path[:-1])  # resolved later
+        for mod in list(reexport):
+            for name, target in list(reexport[mod].items()):
+                if target and target[0] in ("crate", "super", "self"):
+                    cur = () if target[0] == "crate" else mod
+                    for part in target:
+                        if part == "super":
+                            cur = cur[:-1]
+                        elif part in ("crate", "self"):
+                            continue
+                        elif cur + (part,) in modules:
+                            cur = cur + (part,)
+                        else:
+                            break
+                    reexport[mod][name] = cur
 
         def resolve(mod, path):
             if not path:
@@ -117,7 +137,7 @@ def main(argv):
             for name in rest:
                 if cur + (name,) in modules:
                     cur = cur + (name,)
-                elif name in reexport.get(cur, {}):
+                elif name in reexport.get(cur, {}) and reexport[cur][name] != cur:
                     return reexport[cur][name]
                 else:
                     break
