@@ -217,6 +217,13 @@ fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> 
         "nic_timeout_exponent",
         "nic_timeout_lower_us",
         "nic_timeout_upper_us",
+        // Rates from request packets' times, which counted frames lack: the
+        // measurement starts over after them (docs/analysis.md, "DCQCN reaction").
+        "dcqcn_reactions",
+        "dcqcn_reaction_us",
+        "dcqcn_reaction_max_us",
+        "dcqcn_recovery_us",
+        "dcqcn_cnps_without_reaction",
     ];
     let columns: Vec<String> = t
         .column_names()

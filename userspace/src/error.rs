@@ -1,6 +1,7 @@
 //! One error type for the library. Every variant names the file (and byte
 //! offset) or interface, and its message says what to do.
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -35,12 +36,38 @@ pub enum Error {
     Filter { expr: String, detail: String },
     #[error("{path}: cannot write: {detail}")]
     Write { path: PathBuf, detail: String },
+    /// A write the file system refused: `detail` says what was being done
+    /// (and quotes `source`), `source` is kept for the caller.
+    #[error("{path}: cannot write: {detail}")]
+    WriteIo {
+        path: PathBuf,
+        detail: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// What the user asked for cannot be done as asked.
     #[error("{0}")]
     Usage(String),
+    /// A bug: a thread panicked, a stage ended without a reason. Not the
+    /// user's doing.
+    #[error("internal error: {0}")]
+    Internal(String),
+    /// A pipeline stage failed earlier (its error, the source here, was
+    /// returned then); every later call says so.
+    #[error("the analysis stopped earlier: {}", stopped_text(.0))]
+    Stopped(#[source] Option<Arc<Error>>),
+    /// The first report of an error that is kept for later calls (see
+    /// [`Error::Stopped`]): shown as the error itself.
+    #[error(transparent)]
+    Shared(Arc<Error>),
     /// A network interface the live tap or replay was given.
     #[error("interface {iface}: {detail}")]
     Interface { iface: String, detail: String },
     /// The live tap could not load or run its XDP program.
     #[error("{0}")]
     Live(String),
+}
+
+fn stopped_text(cause: &Option<Arc<Error>>) -> String {
+    cause.as_ref().map(|e| e.to_string()).unwrap_or_default()
 }

@@ -16,6 +16,7 @@
 //! writes captures with known ground truth.
 pub mod addr;
 pub mod analyze;
+pub mod cli;
 pub mod counters;
 pub mod decode;
 pub mod diff;
@@ -25,6 +26,7 @@ pub mod html;
 #[cfg(feature = "live")]
 pub mod live;
 pub mod offline;
+pub mod output;
 pub mod pipeline;
 pub mod progress;
 pub mod sources;

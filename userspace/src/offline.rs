@@ -16,12 +16,13 @@ use rocescope_common::{Kind, PacketRecord};
 
 use crate::analyze::{self, Analysis};
 use crate::decode::{self, DecodeTally, Undecoded};
-use crate::pipeline::{Output, RecordPipeline, Threads};
+use crate::output::Output;
+use crate::output::RunFacts;
+use crate::pipeline::{RecordPipeline, Threads};
 use crate::progress::FileProgress;
 use crate::sources::{
     CaptureReader, Filter, Frame, Inputs, Merge, Next, TapSpec, Taps, Warning, skipped,
 };
-use crate::tables::RunFacts;
 use crate::{Error, Result};
 
 /// What `analyze` and `report` were asked to do.

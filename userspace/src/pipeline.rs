@@ -36,6 +36,7 @@
 //!   a few nice levels below the stages ([`RecordPipeline::source_yields`]),
 //!   so that on a busy core the table side, the critical path, goes first.
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
@@ -44,30 +45,9 @@ use rocescope_common::summary::FlowDelta;
 
 use crate::analyze::{self, Analysis, Analyzer, Event, FlowKey, TimelineRow, Verdict};
 use crate::decode::cm::CmMessage;
-use crate::tables::{RunFacts, TableSet};
+use crate::output::{Output, RunFacts};
+use crate::tables::TableSet;
 use crate::{Error, Result};
-
-/// Somewhere the analysis goes: it sees every record with the analyzer's
-/// verdict, every event and timeline row as it becomes final (through
-/// [`analyze::Sink`]), and the finished analysis at the end. Outputs run on
-/// the writer thread, hence `Send`.
-pub trait Output: analyze::Sink + Send {
-    /// Names interface `iface` (indices are handed out in order).
-    fn name_iface(&mut self, iface: u16, name: &str);
-    /// Names the run's capture files, by [`PacketRecord::capture`]
-    /// (before the first record).
-    fn name_captures(&mut self, _files: &[String]) {}
-    fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()>;
-    /// A batch of records, `verdicts[i]` for `recs[i]`.
-    fn packets(&mut self, recs: &[PacketRecord], verdicts: &[Verdict]) -> Result<()> {
-        for (rec, v) in recs.iter().zip(verdicts) {
-            self.packet(rec, *v)?;
-        }
-        Ok(())
-    }
-    /// Writes whatever is left and completes every file.
-    fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
-}
 
 type Outputs = Vec<Box<dyn Output>>;
 
@@ -127,8 +107,9 @@ enum Stage {
         last: Option<PacketRecord>,
     },
     Pipelined(Pipelined),
-    /// A stage thread failed; its error was returned once.
-    Failed(String),
+    /// A stage thread failed; its error was returned once (kept as the
+    /// source of the errors of later calls).
+    Failed(Option<Arc<Error>>),
 }
 
 struct Pipelined {
@@ -249,7 +230,7 @@ impl RecordPipeline {
             analyzer,
             outputs,
             threads,
-        } = std::mem::replace(&mut self.stage, Stage::Failed(String::new()))
+        } = std::mem::replace(&mut self.stage, Stage::Failed(None))
         else {
             return Ok(());
         };
@@ -282,7 +263,7 @@ impl RecordPipeline {
     /// where it is interface `local`.
     pub fn name_iface_of(&mut self, iface: u16, name: &str, capture: u32, local: u32) {
         if let Err(e) = self.start() {
-            self.stage = Stage::Failed(e.to_string());
+            self.stage = Stage::Failed(Some(Arc::new(e)));
         }
         match &mut self.stage {
             Stage::NotStarted { .. } => {}
@@ -345,7 +326,7 @@ impl RecordPipeline {
                 }
                 Ok(())
             }
-            Stage::Failed(msg) => Err(Error::Usage(format!("the analysis stopped earlier: {msg}"))),
+            Stage::Failed(cause) => Err(Error::Stopped(cause.clone())),
         }
     }
 
@@ -370,7 +351,7 @@ impl RecordPipeline {
                 }
                 Ok(())
             }
-            Stage::Failed(msg) => Err(Error::Usage(format!("the analysis stopped earlier: {msg}"))),
+            Stage::Failed(cause) => Err(Error::Stopped(cause.clone())),
         }
     }
 
@@ -424,10 +405,8 @@ impl RecordPipeline {
     pub fn finish(mut self, mut facts: RunFacts) -> Result<Analysis> {
         facts.records = self.records;
         self.start()?;
-        match std::mem::replace(&mut self.stage, Stage::Failed(String::new())) {
-            Stage::NotStarted { .. } => Err(Error::Usage(
-                "internal error: the pipeline never started".into(),
-            )),
+        match std::mem::replace(&mut self.stage, Stage::Failed(None)) {
+            Stage::NotStarted { .. } => Err(Error::Internal("the pipeline never started".into())),
             Stage::Inline {
                 analyzer,
                 mut outputs,
@@ -443,29 +422,30 @@ impl RecordPipeline {
                 drop(p.tx);
                 let result = join(p.analyzer);
                 if result.is_ok() && !sent {
-                    return Err(Error::Usage("the analyzer thread stopped early".into()));
+                    return Err(Error::Internal("the analyzer thread stopped early".into()));
                 }
                 result
             }
-            Stage::Failed(msg) => Err(Error::Usage(format!("the analysis stopped earlier: {msg}"))),
+            Stage::Failed(cause) => Err(Error::Stopped(cause.clone())),
         }
     }
 
     /// A stage thread is gone: collect its error, remember that it failed.
     fn fail(&mut self) -> Error {
-        let stage = std::mem::replace(&mut self.stage, Stage::Failed(String::new()));
+        let stage = std::mem::replace(&mut self.stage, Stage::Failed(None));
         let err = match stage {
             Stage::Pipelined(p) => {
                 drop(p.tx);
                 match join(p.analyzer) {
                     Err(e) => e,
-                    Ok(_) => Error::Usage("the analyzer thread stopped early".into()),
+                    Ok(_) => Error::Internal("the analyzer thread stopped early".into()),
                 }
             }
-            _ => Error::Usage("the analysis stopped earlier".into()),
+            _ => return Error::Stopped(None),
         };
-        self.stage = Stage::Failed(err.to_string());
-        err
+        let err = Arc::new(err);
+        self.stage = Stage::Failed(Some(err.clone()));
+        Error::Shared(err)
     }
 }
 
@@ -551,11 +531,9 @@ fn lower_current_thread_priority(by: i32) {
 }
 
 fn join(handle: JoinHandle<Result<Analysis>>) -> Result<Analysis> {
-    handle.join().unwrap_or_else(|_| {
-        Err(Error::Usage(
-            "internal error: a pipeline thread panicked".into(),
-        ))
-    })
+    handle
+        .join()
+        .unwrap_or_else(|_| Err(Error::Internal("a pipeline thread panicked".into())))
 }
 
 /// The analyzer thread: records in, verdicts (and events, timeline rows)
@@ -586,7 +564,7 @@ fn analyze_loop(
                 ToAnalyzer::Finish(_) => return Ok(analyzer.finish(&mut Discard)),
             }
         }
-        return Err(Error::Usage(
+        return Err(Error::Internal(
             "the record source stopped without finishing".into(),
         ));
     };
@@ -594,7 +572,7 @@ fn analyze_loop(
     let writer_failed = |whandle: JoinHandle<Result<Analysis>>| -> Error {
         match whandle.join() {
             Ok(Err(e)) => e,
-            _ => Error::Usage("internal error: the table writer thread stopped".into()),
+            _ => Error::Internal("the table writer thread stopped".into()),
         }
     };
     while let Ok(msg) = rx.recv() {
@@ -633,14 +611,12 @@ fn analyze_loop(
                 }
                 drop(wtx);
                 return whandle.join().unwrap_or_else(|_| {
-                    Err(Error::Usage(
-                        "internal error: the table writer thread panicked".into(),
-                    ))
+                    Err(Error::Internal("the table writer thread panicked".into()))
                 });
             }
         }
     }
-    Err(Error::Usage(
+    Err(Error::Internal(
         "the record source stopped without finishing".into(),
     ))
 }
@@ -714,7 +690,7 @@ fn write_loop(
             }
         }
     }
-    Err(Error::Usage(
+    Err(Error::Internal(
         "the analyzer stopped without finishing".into(),
     ))
 }

@@ -6,6 +6,11 @@
 //! Errors say why the value was refused and what to write; clap prints
 //! them after the option and the value given (`invalid value '0us' for
 //! '--bin <DURATION>': must be more than 0 …`).
+//!
+//! Hand-written rather than a crate's: `humantime` takes no decimals
+//! (`1.05ms`) and no bare Gb/s; `bytesize` and `parse-size` parse sizes but
+//! with their own messages, not ones that say which units to write. Each
+//! parser here is a few lines over one unit table.
 
 /// The duration units, for error messages.
 const DURATION_UNITS: &str = "ns, us (or µs), ms, s, m, h";
@@ -191,6 +196,26 @@ pub fn positive_count(text: &str) -> Result<u64, String> {
     }
 }
 
+/// `26=3,48=6` → a 64-entry DSCP → priority table (unlisted: DSCP / 8).
+pub fn dscp_map(text: &str) -> Result<[u8; 64], String> {
+    let mut map: [u8; 64] = std::array::from_fn(|dscp| (dscp / 8) as u8);
+    let bad = |item: &str| {
+        format!(
+            "entry {item:?}: write DSCP=PRIORITY pairs separated by commas, DSCP 0-63, priority 0-7 (e.g. 26=3,48=6)"
+        )
+    };
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (d, p) = item.split_once('=').ok_or_else(|| bad(item))?;
+        let d: usize = d.trim().parse().map_err(|_| bad(item))?;
+        let p: u8 = p.trim().parse().map_err(|_| bad(item))?;
+        if d > 63 || p > 7 {
+            return Err(bad(item));
+        }
+        map[d] = p;
+    }
+    Ok(map)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,5 +286,15 @@ mod tests {
         assert!(probability("1.5").unwrap_err().contains("0 to 1"));
         assert!(positive_count("0").is_err());
         assert_eq!(positive_count("12").unwrap(), 12);
+    }
+
+    #[test]
+    fn dscp_map_parses_and_defaults() {
+        let m = dscp_map("26=3, 48=6").unwrap();
+        assert_eq!(m[26], 3);
+        assert_eq!(m[48], 6);
+        assert_eq!(m[46], 5);
+        assert!(dscp_map("64=1").is_err());
+        assert!(dscp_map("26:3").is_err());
     }
 }

@@ -51,6 +51,8 @@
 #[cfg(target_arch = "bpf")]
 mod program;
 #[cfg(target_arch = "bpf")]
+mod ring;
+#[cfg(target_arch = "bpf")]
 mod summary;
 
 #[cfg(not(target_arch = "bpf"))]

@@ -3,25 +3,16 @@
 //! the value laundering the verifier needs.
 use core::ffi::c_void;
 
-use aya_ebpf::bindings::{
-    BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, xdp_action, xdp_md,
-};
+use aya_ebpf::bindings::{xdp_action, xdp_md};
 use aya_ebpf::helpers::generated::{bpf_ktime_get_ns, bpf_xdp_get_buff_len, bpf_xdp_load_bytes};
 use aya_ebpf::macros::{map, xdp};
-use aya_ebpf::maps::{PerCpuArray, RingBuf};
+use aya_ebpf::maps::PerCpuArray;
 use aya_ebpf::programs::XdpContext;
 use rocescope_common::wire::{self, Frame};
 use rocescope_common::{Kind, PACKET_RECORD_SIZE, PacketRecord, live, proto};
 
+use crate::ring::{Counters, RECORDS, wakeup_flags};
 use crate::summary::{Fate, summarize};
-
-#[map(name = "RECORDS")]
-pub(crate) static RECORDS: RingBuf = RingBuf::with_byte_size(live::DEFAULT_RING_BYTES, 0);
-
-/// One entry: this CPU's counters side by side, so a frame looks them up
-/// once (see [`Counters`]).
-#[map(name = "COUNTERS")]
-static COUNTERS: PerCpuArray<live::CounterSlots> = PerCpuArray::with_max_entries(1, 0);
 
 /// Where a record is built: 200 bytes do not fit the BPF stack comfortably.
 #[map(name = "SCRATCH")]
@@ -35,14 +26,6 @@ static OPAQUE: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 /// Set by the loader (`--drop-after-capture`).
 #[unsafe(no_mangle)]
 static DROP_AFTER_CAPTURE: u8 = 0;
-
-/// Set by the loader: wake the consumer only when the bytes waiting on the
-/// ring cross a multiple of this (0: the kernel's default, a wake-up
-/// whenever the consumer has caught up — up to one per record when it
-/// keeps up). The consumer polls on a short timer as well, so records
-/// below the threshold still arrive.
-#[unsafe(no_mangle)]
-static WAKEUP_BYTES: u64 = 0;
 
 /// Set by the loader (`--mode summary`): see [`crate::summary`].
 #[unsafe(no_mangle)]
@@ -116,59 +99,6 @@ pub fn rocescope_pass(_ctx: XdpContext) -> u32 {
         counters.bump(live::COUNTER_FRAMES);
     }
     xdp_action::XDP_PASS
-}
-
-/// Ring-buffer output flags for an item of `size` bytes: batch the
-/// consumer's wake-ups (see `WAKEUP_BYTES`).
-///
-/// A wake-up is forced only by the item that makes the bytes waiting cross
-/// a multiple of the threshold, not by every item once the threshold is
-/// reached: each forced wake-up queues an irq_work (a self-IPI, ~6.5 µs in
-/// this VM, measured with the live bench's program cost), and a consumer
-/// that is busy elsewhere (a row-group flush) would otherwise make every
-/// frame pay it until it drains. A consumer that stays behind is woken
-/// again each further threshold of bytes; a crossing missed by two CPUs
-/// racing is caught at the next one or by the consumer's poll timer.
-#[inline(always)]
-pub(crate) fn wakeup_flags(size: u64) -> u64 {
-    // SAFETY: a read-only global the loader may have set.
-    let threshold = unsafe { core::ptr::read_volatile(&WAKEUP_BYTES) };
-    if threshold == 0 {
-        return 0;
-    }
-    let waiting = RECORDS.query(BPF_RB_AVAIL_DATA.into());
-    // The ring adds an 8-byte header and rounds to 8 bytes.
-    let after = waiting + ((size + 8 + 7) & !7);
-    let crossed = if threshold & (threshold - 1) == 0 {
-        // A power of two (the default): no division (two cost ~5 ns).
-        (after ^ waiting) & !(threshold - 1) != 0
-    } else {
-        after / threshold != waiting / threshold
-    };
-    if crossed {
-        BPF_RB_FORCE_WAKEUP.into()
-    } else {
-        BPF_RB_NO_WAKEUP.into()
-    }
-}
-
-/// This CPU's counters, looked up once per frame (a lookup per bump cost
-/// up to four per frame).
-#[derive(Clone, Copy)]
-pub(crate) struct Counters(*mut live::CounterSlots);
-
-impl Counters {
-    #[inline(always)]
-    fn get() -> Option<Counters> {
-        COUNTERS.get_ptr_mut(0).map(Counters)
-    }
-
-    #[inline(always)]
-    pub(crate) fn bump(self, slot: u32) {
-        // SAFETY: this CPU's map value; no other program run touches it
-        // meanwhile. `slot` is one of the `live::COUNTER_*` constants.
-        unsafe { (*self.0)[slot as usize] += 1 };
-    }
 }
 
 /// Offsets from here on are read through the helper: the verifier gives a

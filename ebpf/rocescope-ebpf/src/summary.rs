@@ -49,7 +49,7 @@ use rocescope_common::summary::{
 };
 use rocescope_common::{Kind, PacketRecord, flags, live};
 
-use crate::program::{Counters, RECORDS, wakeup_flags};
+use crate::ring::{Counters, RECORDS, wakeup_flags};
 
 #[map(name = "FLOWS")]
 static FLOWS: LruHashMap<FlowKey, FlowState> = LruHashMap::with_max_entries(live::FLOWS_MAX, 0);

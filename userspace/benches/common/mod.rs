@@ -9,8 +9,9 @@ use std::process::Command;
 
 use rocescope::analyze::{self, Analysis, Analyzer, Event, Sink, TimelineRow, VecSink, Verdict};
 use rocescope::decode;
+use rocescope::output::RunFacts;
 use rocescope::sources::CaptureReader;
-use rocescope::tables::{RunFacts, TableSet};
+use rocescope::tables::TableSet;
 use rocescope::{Kind, PacketRecord};
 
 /// A sink that drops events and timeline rows.

@@ -13,7 +13,7 @@
 use libfuzzer_sys::fuzz_target;
 use rocescope::analyze::{Config, render_text};
 use rocescope::pipeline::RecordPipeline;
-use rocescope::tables::RunFacts;
+use rocescope::output::RunFacts;
 use rocescope::{PacketRecord, flags};
 
 const REC: usize = 24;

@@ -4,19 +4,19 @@
 use std::fmt::Write as _;
 
 use rocescope_common::PacketRecord;
-use rocescope_common::proto::ib::{self};
+use rocescope_common::proto::ib;
 
 use crate::addr::Ip;
 
 use super::rows::{Event, Verdict};
 use super::timeline::bin_mut;
-use super::{Analyzer, Sink};
+use super::{Analyzer, Sink, dups};
 
 impl Analyzer {
     pub(super) fn cnp(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
         let now = rec.ts_ns;
         let qp = rec.dest_qp & ib::QPN_MASK;
-        if self.dups.is_copy(rec, None) {
+        if self.dups.is_copy(rec, dups::Owner::Cnp, None) {
             self.frames.mirror_copies += 1;
             return Verdict {
                 mirror_copy: true,

@@ -1,24 +1,14 @@
-//! Capture times as calendar dates.
+//! Capture times as calendar dates (chrono, already the counters' RFC 3339
+//! parser and printer: one calendar in the program).
 
-/// Nanoseconds since the Unix epoch as ISO 8601 UTC with microseconds.
+/// Nanoseconds since the Unix epoch as ISO 8601 UTC with microseconds
+/// (`2026-01-01T00:00:00.000000Z`).
 pub(crate) fn fmt_utc(ns: u64) -> String {
-    let secs = ns / 1_000_000_000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ns % 1_000_000_000 / 1000
-    )
+    // Any u64 of nanoseconds (up to the year 2554) is a valid chrono time.
+    let secs = (ns / 1_000_000_000) as i64;
+    let sub = (ns % 1_000_000_000) as u32;
+    chrono::DateTime::from_timestamp(secs, sub)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
 }

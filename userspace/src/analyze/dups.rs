@@ -22,6 +22,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::hash::FastMap;
+use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{Kind, PacketRecord};
 use serde::Serialize;
 
@@ -35,31 +36,34 @@ pub const DEFAULT_WINDOW_NS: u64 = 10_000;
 /// a small frame.
 pub const CONTROL_WINDOW_NS: u64 = 500;
 
+/// A frame as the copy check compares it. The addresses, interface and QP
+/// are the frame's [`Owner`]: a flow index (the flow table has already
+/// looked them up) or, for a CNP, an index of its own, so a key is 20
+/// bytes, not the 51 of the fields it stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
-    iface: u16,
+    /// A flow index, or a CNP key's index with [`CNP_OWNER`] set.
+    owner: u32,
     opcode: u8,
-    src_ip: [u8; 16],
-    dst_ip: [u8; 16],
-    dest_qp: u32,
+    /// The destination QP's bits above the 24 a flow key keeps (0 for
+    /// every decoded frame): frames that differ there are not copies.
+    qp_high: u8,
     psn: u32,
     icrc: u32,
     payload_len: u32,
 }
 
-impl Key {
-    fn of(rec: &PacketRecord) -> Key {
-        Key {
-            iface: rec.iface,
-            opcode: rec.opcode,
-            src_ip: rec.src_ip,
-            dst_ip: rec.dst_ip,
-            dest_qp: rec.dest_qp,
-            psn: rec.psn,
-            icrc: rec.icrc,
-            payload_len: rec.payload_len,
-        }
-    }
+/// Marks a [`Key::owner`] that indexes CNP keys, not flows.
+const CNP_OWNER: u32 = 1 << 31;
+
+/// Whose frame it is: the owner part of its [`Key`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Owner {
+    /// A RoCE frame of the flow with this index (`(iface, src, dst,
+    /// dest_qp & QPN_MASK)`).
+    Flow(usize),
+    /// A CNP: keyed by its own `(iface, src, dst, dest_qp & QPN_MASK)`.
+    Cnp,
 }
 
 /// Copies one tap recorded.
@@ -106,6 +110,8 @@ pub(crate) struct MirrorDups {
     /// Last time each frame was recorded.
     seen: FastMap<Key, u64>,
     order: VecDeque<(Key, u64)>,
+    /// The owner index of every CNP key seen.
+    cnp_owners: FastMap<(u16, [u8; 16], [u8; 16], u32), u32>,
     pub per_tap: BTreeMap<u16, TapDuplicates>,
 }
 
@@ -115,13 +121,20 @@ impl MirrorDups {
             window_ns,
             seen: FastMap::default(),
             order: VecDeque::new(),
+            cnp_owners: FastMap::default(),
             per_tap: BTreeMap::new(),
         }
     }
 
-    /// Whether `rec` is a mirror copy of a frame recorded within the window;
-    /// `last_nak` is when its paired flow last carried a NAK.
-    pub(crate) fn is_copy(&mut self, rec: &PacketRecord, last_nak: Option<u64>) -> bool {
+    /// Whether `rec`, a frame of `owner`, is a mirror copy of a frame
+    /// recorded within the window; `last_nak` is when its paired flow last
+    /// carried a NAK.
+    pub(crate) fn is_copy(
+        &mut self,
+        rec: &PacketRecord,
+        owner: Owner,
+        last_nak: Option<u64>,
+    ) -> bool {
         if self.window_ns == 0 {
             return false;
         }
@@ -135,7 +148,7 @@ impl MirrorDups {
                 self.seen.remove(&k);
             }
         }
-        let key = Key::of(rec);
+        let key = self.key(rec, owner);
         let window = if rec.payload_len == 0 || rec.kind() == Kind::Cnp {
             self.window_ns.min(CONTROL_WINDOW_NS)
         } else {
@@ -154,6 +167,26 @@ impl MirrorDups {
         self.seen.insert(key, now);
         self.order.push_back((key, now));
         false
+    }
+
+    fn key(&mut self, rec: &PacketRecord, owner: Owner) -> Key {
+        let owner = match owner {
+            // A flow index is below 2^31: one flow per frame at most.
+            Owner::Flow(i) => i as u32,
+            Owner::Cnp => {
+                let next = self.cnp_owners.len() as u32 | CNP_OWNER;
+                let k = (rec.iface, rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK);
+                *self.cnp_owners.entry(k).or_insert(next)
+            }
+        };
+        Key {
+            owner,
+            opcode: rec.opcode,
+            qp_high: (rec.dest_qp >> 24) as u8,
+            psn: rec.psn,
+            icrc: rec.icrc,
+            payload_len: rec.payload_len,
+        }
     }
 
     #[cfg(test)]
@@ -178,18 +211,28 @@ mod tests {
         }
     }
 
+    impl MirrorDups {
+        /// A frame of flow 0.
+        fn is_copy_of0(&mut self, rec: &PacketRecord, last_nak: Option<u64>) -> bool {
+            self.is_copy(rec, Owner::Flow(0), last_nak)
+        }
+    }
+
     #[test]
     fn a_copy_within_the_window_is_a_copy_and_a_later_resend_is_not() {
         let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        assert!(!d.is_copy(&frame(1_000, 5), None));
-        assert!(d.is_copy(&frame(1_005, 5), None), "5 ns later: SPAN copy");
-        assert!(!d.is_copy(&frame(1_010, 6), None));
+        assert!(!d.is_copy_of0(&frame(1_000, 5), None));
         assert!(
-            d.is_copy(&frame(1_010, 6), None),
+            d.is_copy_of0(&frame(1_005, 5), None),
+            "5 ns later: SPAN copy"
+        );
+        assert!(!d.is_copy_of0(&frame(1_010, 6), None));
+        assert!(
+            d.is_copy_of0(&frame(1_010, 6), None),
             "exact copy, same timestamp"
         );
         // A resend 40 µs later (a timeout) is analysed as such.
-        assert!(!d.is_copy(&frame(41_000, 5), None));
+        assert!(!d.is_copy_of0(&frame(41_000, 5), None));
         let t = &d.per_tap[&0];
         assert_eq!(
             (t.copies, t.min_gap_ns, t.max_gap_ns, t.same_timestamp),
@@ -200,18 +243,18 @@ mod tests {
     #[test]
     fn a_nak_in_between_makes_a_fast_resend_legitimate() {
         let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        assert!(!d.is_copy(&frame(1_000, 5), None));
+        assert!(!d.is_copy_of0(&frame(1_000, 5), None));
         assert!(
-            !d.is_copy(&frame(4_000, 5), Some(3_500)),
+            !d.is_copy_of0(&frame(4_000, 5), Some(3_500)),
             "resent 3 µs after the original, 0.5 µs after a NAK"
         );
         // Sent just after the NAK passed the tap, resent before the sender
         // had acted on it 12 µs later: still a resend.
-        assert!(!d.is_copy(&frame(4_100, 8), Some(3_500)));
-        assert!(!d.is_copy(&frame(13_000, 8), Some(3_500)));
+        assert!(!d.is_copy_of0(&frame(4_100, 8), Some(3_500)));
+        assert!(!d.is_copy_of0(&frame(13_000, 8), Some(3_500)));
         // A window after the NAK, copies are copies again.
-        assert!(!d.is_copy(&frame(20_000, 7), Some(3_500)));
-        assert!(d.is_copy(&frame(20_005, 7), Some(3_500)));
+        assert!(!d.is_copy_of0(&frame(20_000, 7), Some(3_500)));
+        assert!(d.is_copy_of0(&frame(20_005, 7), Some(3_500)));
         assert_eq!(d.total(), 1);
     }
 
@@ -222,15 +265,18 @@ mod tests {
             payload_len: 0,
             ..frame(ts, 0)
         };
-        assert!(!d.is_copy(&cnp(1_000), None));
-        assert!(d.is_copy(&cnp(1_300), None), "0.3 µs later: a copy");
-        assert!(!d.is_copy(&cnp(5_000), None), "4 µs later: the next CNP");
+        assert!(!d.is_copy_of0(&cnp(1_000), None));
+        assert!(d.is_copy_of0(&cnp(1_300), None), "0.3 µs later: a copy");
+        assert!(
+            !d.is_copy_of0(&cnp(5_000), None),
+            "4 µs later: the next CNP"
+        );
     }
 
     #[test]
     fn a_zero_window_turns_detection_off() {
         let mut d = MirrorDups::new(0);
-        assert!(!d.is_copy(&frame(1, 5), None));
-        assert!(!d.is_copy(&frame(1, 5), None));
+        assert!(!d.is_copy_of0(&frame(1, 5), None));
+        assert!(!d.is_copy_of0(&frame(1, 5), None));
     }
 }

@@ -279,7 +279,7 @@ impl Analyzer {
         let taps = &self.taps;
         let origin = |iface: u16| {
             let t = taps.get(usize::from(iface)).copied().unwrap_or_default();
-            crate::wireshark::IfaceOrigin {
+            super::wireshark::IfaceOrigin {
                 local: t.local,
                 shared_file: taps
                     .iter()
@@ -288,7 +288,7 @@ impl Analyzer {
                     > 1,
             }
         };
-        crate::wireshark::annotate(&mut rows, &mut summary.findings, origin);
+        super::wireshark::annotate(&mut rows, &mut summary.findings, origin);
         Analysis {
             flows: rows,
             pfc: std::mem::take(&mut self.pfc.rows),

@@ -11,7 +11,7 @@ use super::rows::Verdict;
 use super::sequence::{FillRun, Seq};
 use super::timeline::{Bin, bin_mut};
 use super::{Analyzer, Sink};
-use super::{dcqcn, gaps, livelock, psn, qos, rto};
+use super::{dcqcn, dups, gaps, livelock, psn, qos, rto};
 
 /// `(iface, src_ip, dst_ip, dest_qp)`.
 pub type FlowKey = (u16, [u8; 16], [u8; 16], u32);
@@ -301,7 +301,7 @@ impl Analyzer {
         );
         let i = self.flow_index(key, now);
         let last_nak = self.flows[i].paired.and_then(|p| self.flows[p].last_nak_ts);
-        if self.dups.is_copy(rec, last_nak) {
+        if self.dups.is_copy(rec, dups::Owner::Flow(i), last_nak) {
             self.flows[i].mirror_copies += 1;
             self.frames.mirror_copies += 1;
             return Verdict {

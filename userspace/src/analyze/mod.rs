@@ -66,6 +66,7 @@ mod timeline;
 pub mod topology;
 pub mod tree;
 mod unanswered;
+pub mod wireshark;
 
 use std::collections::BTreeMap;
 

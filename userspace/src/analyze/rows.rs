@@ -126,7 +126,7 @@ pub struct FlowRow {
     /// Mirror copies of the flow's frames (not counted anywhere else).
     pub mirror_copies: u64,
     /// Wireshark display filter showing the flow's frames, and the Decode
-    /// As mapping it needs ([`crate::wireshark`]).
+    /// As mapping it needs ([`super::wireshark`]).
     pub display_filter: String,
     pub decode_as: String,
     /// The NIC's retransmission timeout measured from the flow's timeout
@@ -257,7 +257,7 @@ pub struct Finding {
     pub params: BTreeMap<&'static str, serde_json::Value>,
     /// Its frames in Wireshark, filled once every finding is made.
     #[serde(flatten)]
-    pub wireshark: Option<crate::wireshark::Handoff>,
+    pub wireshark: Option<super::wireshark::Handoff>,
 }
 
 /// `summary.json`.

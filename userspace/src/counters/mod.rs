@@ -6,7 +6,6 @@
 //! reconciliation's tolerances.
 pub mod collect;
 pub mod diagnose;
-pub mod html;
 pub mod model;
 pub mod parse;
 pub mod reconcile;

@@ -25,10 +25,10 @@ use crate::analyze::{
     self, Analysis, Config, Finding, FlowRow, TimelineRow, Verdict, fmt_count, fmt_duration,
     fmt_ip, fmt_offset, fmt_utc,
 };
-use crate::pipeline::Output;
-use crate::tables::RunFacts;
+use crate::output::{Output, RunFacts};
 use crate::{Error, Result};
 
+mod counters;
 pub(crate) mod plots;
 mod tree;
 
@@ -404,7 +404,7 @@ impl HtmlReport {
                 .iter()
                 .map(|p| (p.start_ns, p.end_ns))
                 .collect();
-            crate::counters::html::section(&mut h, &self.counters, r, &pauses, t0, t1)
+            counters::section(&mut h, &self.counters, r, &pauses, t0, t1)
                 .map_err(|e| page.err(e))?;
         }
 

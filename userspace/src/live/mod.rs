@@ -109,9 +109,9 @@ use tokio::signal::unix::{SignalKind, signal};
 
 pub use self::tap::{Counters, LoadOptions, Program, RingItem, RingTuning, Tap, XdpModeArg};
 use crate::analyze::{self, Analysis};
+use crate::output::{LiveFacts, RunFacts};
 use crate::pipeline::Pairing;
 use crate::pipeline::RecordPipeline;
-use crate::tables::{LiveFacts, RunFacts};
 use crate::{Error, Result};
 
 /// `--mode`: what the XDP program sends up.
@@ -195,7 +195,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
 /// privileges, another tap on the interface) leaves the file system alone.
 pub fn run_with(
     opts: &Options,
-    outputs: impl FnOnce() -> Result<Vec<Box<dyn crate::pipeline::Output>>>,
+    outputs: impl FnOnce() -> Result<Vec<Box<dyn crate::output::Output>>>,
 ) -> Result<Outcome> {
     if netif::index(&opts.iface).is_none() {
         return Err(Error::Interface {
@@ -219,9 +219,10 @@ pub fn run_with(
     let mode = tap.attach(&opts.iface, opts.mode)?;
     // Only once attached: a run that cannot attach (e.g. another tap holds
     // the interface) leaves the output directories alone.
-    std::fs::create_dir_all(&opts.out).map_err(|e| Error::Write {
+    std::fs::create_dir_all(&opts.out).map_err(|e| Error::WriteIo {
         path: opts.out.clone(),
         detail: format!("cannot create the output directory: {e}"),
+        source: e,
     })?;
     let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), Some(&opts.out))?;
     for o in outputs()? {

@@ -18,8 +18,6 @@ use std::fmt;
 use std::io::{self, Read};
 use std::rc::Rc;
 
-use super::reader::read_fully;
-
 /// A compression format rocescope reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
@@ -210,6 +208,21 @@ impl Read for Lz4Frames {
 /// The decoders' ways of saying the compressed data ended mid-stream.
 fn is_cut(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::UnexpectedEof
+}
+
+/// Reads until `buf` is full, the reader ends, or an error (returned with
+/// the count of bytes read before it).
+pub(super) fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k.min(buf.len() - n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (n, Some(e)),
+        }
+    }
+    (n, None)
 }
 
 #[cfg(test)]

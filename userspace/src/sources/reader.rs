@@ -21,7 +21,7 @@ use pcap_parser::{
     PcapBlockOwned, PcapError, PcapHeader, PcapNGReader, SimplePacketBlock, UnknownBlock,
 };
 
-use super::compress::{Compression, Decompressed, Progress};
+use super::compress::{Compression, Decompressed, Progress, read_fully};
 use crate::error::{Error, Result};
 
 /// Largest captured length accepted for one frame (libpcap's
@@ -238,21 +238,6 @@ impl<R: Read> Read for FullRead<R> {
         *self.error.borrow_mut() = Some(e);
         Err(io::Error::new(kind, "read failed"))
     }
-}
-
-/// Reads until `buf` is full, the reader ends, or an error (returned with
-/// the count of bytes read before it).
-pub(super) fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k.min(buf.len() - n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return (n, Some(e)),
-        }
-    }
-    (n, None)
 }
 
 /// What [`sniff`] found at the start of a stream.

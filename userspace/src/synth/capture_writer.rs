@@ -3,6 +3,13 @@
 //!
 //! Both write through a [`BufWriter`] record by record; nothing of the
 //! capture is kept in memory. Both little-endian.
+//!
+//! Kept rather than a crate's writer: pcap-parser's serializer (its
+//! `serialize` feature) builds every block in a `Vec` of its own, one
+//! allocation per frame on captures of millions, and `pcap-file` would be a
+//! second pcap crate for the same ~150 lines; the committed samples
+//! (`pcaps/`, byte for byte reproducible) pin the layout written here: SHB
+//! with `shb_userappl`, an IDB per tap with `if_name` and `if_tsresol`, EPBs.
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -56,9 +63,10 @@ fn create_file(path: &Path) -> Result<File> {
 }
 
 fn write_error(path: &Path, e: io::Error) -> Error {
-    Error::Write {
+    Error::WriteIo {
         path: path.to_path_buf(),
         detail: e.to_string(),
+        source: e,
     }
 }
 

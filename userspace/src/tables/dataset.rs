@@ -52,8 +52,9 @@ use rocescope_common::PacketRecord;
 
 use super::analysis::{EventColumns, FlowColumns, Named, PfcColumns, TimelineColumns};
 use super::packets::{PacketColumns, PacketRow};
-use super::{Columns, Encoding, ParquetTable, RunFacts, summary_json, write_text_at};
+use super::{Columns, Encoding, ParquetTable, summary_json, write_text_at};
 use crate::analyze::{self, Analysis, Verdict, fmt_utc};
+use crate::output::RunFacts;
 use crate::{Error, Result};
 
 pub const HOUR_NS: u64 = 3_600_000_000_000;
@@ -234,9 +235,10 @@ pub fn prepare(dir: &Path, relative: &Path, name: &str) -> Result<(PathBuf, Path
     let final_dir = dir.join(relative);
     let partial_dir = dir.join(PARTIAL_DIR);
     for d in [&final_dir, &partial_dir] {
-        std::fs::create_dir_all(d).map_err(|e| Error::Write {
+        std::fs::create_dir_all(d).map_err(|e| Error::WriteIo {
             path: d.clone(),
             detail: format!("cannot create the partition directory: {e}"),
+            source: e,
         })?;
     }
     let flat: Vec<String> = relative
@@ -363,7 +365,7 @@ impl<C: Columns> Partitioned<C> {
 }
 
 /// Writes one run's tables into a dataset. The offline `analyze --dataset`
-/// and the live tap use it through [`crate::pipeline::Output`]; packets,
+/// and the live tap use it through [`crate::output::Output`]; packets,
 /// events and timeline rows stream into rotating files as they come,
 /// flows and pause intervals are written when the run ends.
 pub struct DatasetWriter {
@@ -381,9 +383,10 @@ pub struct DatasetWriter {
 impl DatasetWriter {
     pub fn create(opts: &DatasetOptions) -> Result<Self> {
         check_host(&opts.host)?;
-        std::fs::create_dir_all(&opts.dir).map_err(|e| Error::Write {
+        std::fs::create_dir_all(&opts.dir).map_err(|e| Error::WriteIo {
             path: opts.dir.clone(),
             detail: format!("cannot create the dataset directory: {e}"),
+            source: e,
         })?;
         Ok(Self {
             ctx: Ctx {
@@ -480,9 +483,10 @@ fn remove_replaced(ctx: &Ctx, run: &str, written: &[PathBuf]) -> Result<()> {
                 .to_str()
                 .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".parquet"));
             if ours && !written.contains(&path) {
-                std::fs::remove_file(&path).map_err(|e| Error::Write {
+                std::fs::remove_file(&path).map_err(|e| Error::WriteIo {
                     path: path.clone(),
                     detail: format!("cannot remove an earlier copy of this run's table: {e}"),
+                    source: e,
                 })?;
             }
         }
@@ -506,7 +510,7 @@ impl analyze::Sink for DatasetWriter {
     }
 }
 
-impl crate::pipeline::Output for DatasetWriter {
+impl crate::output::Output for DatasetWriter {
     fn name_iface(&mut self, iface: u16, name: &str) {
         let i = usize::from(iface);
         if self.ifaces.len() <= i {
@@ -536,7 +540,7 @@ impl crate::pipeline::Output for DatasetWriter {
 mod tests {
     use super::*;
     use crate::analyze::TimelineRow;
-    use crate::pipeline::Output;
+    use crate::output::Output;
 
     #[test]
     fn names_and_partitions() {

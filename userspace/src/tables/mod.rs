@@ -45,6 +45,7 @@ pub mod format;
 pub mod packets;
 
 use crate::analyze::{self, Analysis, Verdict};
+use crate::output::{Output, RunFacts};
 use analysis::{EventColumns, FlowColumns, Named, PfcColumns, TimelineColumns};
 use packets::{PacketColumns, PacketRow};
 use rocescope_common::PacketRecord;
@@ -501,75 +502,15 @@ pub fn write_text(path: &Path, text: &str) -> Result<()> {
 
 /// Writes `text` to `partial`, then renames it to `path`.
 pub fn write_text_at(path: &Path, partial: &Path, text: &str) -> Result<()> {
-    let err = |e: &dyn std::fmt::Display| Error::Write {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    };
     let written = std::fs::write(partial, text).and_then(|()| std::fs::rename(partial, path));
     written.map_err(|e| {
         let _ = std::fs::remove_file(partial);
-        err(&format_args!(
-            "{e}; check the output directory's free space and permissions"
-        ))
+        Error::WriteIo {
+            path: path.to_path_buf(),
+            detail: format!("{e}; check the output directory's free space and permissions"),
+            source: e,
+        }
     })
-}
-
-/// Facts about the run that `summary.json` reports beside the analysis.
-#[derive(Debug, Default, serde::Serialize)]
-pub struct RunFacts {
-    pub captures: Vec<String>,
-    /// How the captures were grouped into taps (docs/inputs.md, "Taps
-    /// across files"); empty for the live tap.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub taps: Vec<crate::sources::TapFacts>,
-    pub frames_read: u64,
-    pub records: u64,
-    pub warnings: Vec<String>,
-    /// A read error that ended the run early (the tables hold what came before).
-    pub stopped_by: Option<String>,
-    /// Frames read but not decoded, by reason, and parse failures by layer
-    /// (captures; the live tap counts in `live`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decode: Option<crate::decode::DecodeFacts>,
-    /// The live tap's facts (`rocescope live`); absent for captures.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub live: Option<LiveFacts>,
-}
-
-/// What `rocescope live` reports in `summary.json` under `input.live`: the
-/// XDP program's counters (summed over CPUs) and how the run ended.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct LiveFacts {
-    pub iface: String,
-    /// `native` or `skb`: how the program ended up attached.
-    pub xdp_mode: String,
-    /// Frames the XDP program ran on.
-    pub frames: u64,
-    /// Records it put on the ring buffer.
-    pub records: u64,
-    /// Records lost because the ring buffer was full.
-    pub ring_full_drops: u64,
-    /// Frames whose walk stopped at a cut or invalid header (malformed included).
-    pub parse_failures: u64,
-    /// `count`, `duration`, `signal` or `interface`.
-    pub stopped_by: String,
-    /// `records` (one record per frame of interest) or `summary`.
-    #[serde(default)]
-    pub mode: String,
-    /// Summary mode: frames counted in the kernel instead of recorded.
-    #[serde(default)]
-    pub summarized: u64,
-    /// Summary mode: flow deltas put on the ring buffer.
-    #[serde(default)]
-    pub deltas: u64,
-    /// Bytes of records and deltas put on the ring buffer.
-    #[serde(default)]
-    pub ring_bytes: u64,
-    /// Summary mode: flows whose kernel state started again after it had
-    /// been evicted from the kernel's flow map (their counts since the
-    /// previous delta are lost).
-    #[serde(default)]
-    pub evicted_flows: u64,
 }
 
 /// Every table of one `--out` directory. Packets, events and timeline rows
@@ -604,9 +545,10 @@ impl TableSet {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => {
-                        return Err(Error::Write {
+                        return Err(Error::WriteIo {
                             path: file,
                             detail: format!("cannot remove the previous run's file: {e}"),
+                            source: e,
                         });
                     }
                 }
@@ -705,7 +647,7 @@ impl analyze::Sink for TableSet {
     }
 }
 
-impl crate::pipeline::Output for TableSet {
+impl Output for TableSet {
     fn name_iface(&mut self, iface: u16, name: &str) {
         self.set_iface_name(iface, name);
     }

@@ -224,9 +224,10 @@ pub fn write_capture(run: &Run, path: &Path, opts: &CaptureOptions) -> Result<u6
         .unwrap_or_default();
     let partial = path.with_file_name(format!(".{name}.partial"));
     let written = write_capture_to(run, path, &partial, opts).and_then(|n| {
-        std::fs::rename(&partial, path).map_err(|e| Error::Write {
+        std::fs::rename(&partial, path).map_err(|e| Error::WriteIo {
             path: path.to_path_buf(),
             detail: e.to_string(),
+            source: e,
         })?;
         Ok(n)
     });
@@ -257,9 +258,10 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
     let pcapng = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("pcapng"));
-    let io_err = |e: io::Error| Error::Write {
+    let io_err = |e: io::Error| Error::WriteIo {
         path: path.to_path_buf(),
         detail: e.to_string(),
+        source: e,
     };
     // iface id in the file for each tap of the run.
     let mut iface_of = vec![None; run.taps.len()];

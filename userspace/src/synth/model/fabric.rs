@@ -2,6 +2,7 @@
 //! PFC per ingress port and priority, WRED/ECN, links with serialisation and
 //! propagation delay, and the mirror taps.
 
+use super::hosts::{IP_TTL, receiver_ip, requester_qpn, responder_qpn, sender_ip};
 use super::qp::{Placed, Qp, QpStats, RateStep};
 use super::scenario::{Config, Dir};
 use super::spec::{
@@ -14,22 +15,6 @@ use serde::Serialize;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::net::Ipv4Addr;
-
-pub fn sender_ip(i: usize) -> Ipv4Addr {
-    Ipv4Addr::new(10, 0, 0, (i + 1) as u8)
-}
-pub fn receiver_ip(i: usize) -> Ipv4Addr {
-    Ipv4Addr::new(10, 0, 1, (i + 1) as u8)
-}
-/// IP TTL of every frame a host sends (the model does not decrement it per
-/// hop: only a mirror's L3-egress copy shows a routed TTL).
-pub const IP_TTL: u8 = 64;
-pub fn requester_qpn(flow: usize) -> u32 {
-    0x100 + flow as u32
-}
-pub fn responder_qpn(flow: usize) -> u32 {
-    0x200 + flow as u32
-}
 
 /// Nanoseconds to put `len` bytes (plus preamble and inter-frame gap) on a link.
 fn wire_ns(len: u32, gbps: f64) -> u64 {

@@ -5,6 +5,7 @@
 //! * [`scenario`] — [`Config`] (every knob) and the named presets.
 //! * [`fabric`] — the event loop: ports with per-priority queues, PFC,
 //!   WRED/ECN, links, taps.
+//! * [`hosts`] — the addressing plan: host IPs and QP numbers.
 //! * [`qp`] — RC requester (Go-Back-N, RTO, DCQCN) and responder state.
 //! * [`spec`] — [`FrameSpec`]: the plain data a frame builder turns into bytes.
 //! * [`truth`] — [`Truth`]: per-tap counters in the analyzer's vocabulary.
@@ -19,6 +20,7 @@
 //! ```
 pub mod bridge;
 pub mod fabric;
+pub mod hosts;
 pub mod qp;
 pub mod scenario;
 pub mod spec;

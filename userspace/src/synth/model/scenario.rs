@@ -781,10 +781,10 @@ impl Config {
             let mut sport = 0xC000u16 + (i as u16) * 97;
             for _ in 0..0x4000 {
                 let pick = super::switch::ecmp_pick(
-                    super::fabric::sender_ip(src),
-                    super::fabric::receiver_ip(dst),
+                    super::hosts::sender_ip(src),
+                    super::hosts::receiver_ip(dst),
                     sport,
-                    super::fabric::responder_qpn(i),
+                    super::hosts::responder_qpn(i),
                     self.spines,
                 );
                 if pick == uplink {

@@ -3,9 +3,9 @@
 //! capture-against-counters table.
 use std::fmt::Write as _;
 
-use super::model::Series;
-use super::reconcile::Reconciliation;
-use crate::html::{esc, figure, plots};
+use super::{esc, figure, plots};
+use crate::counters::model::Series;
+use crate::counters::reconcile::Reconciliation;
 
 /// What each plot draws: its axis, the counters, and a factor on their rates.
 const PLOTS: [(&str, &str, &[&str], f64); 3] = [

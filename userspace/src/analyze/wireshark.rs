@@ -1,0 +1,367 @@
+//! Wireshark hand-off: display filters that show a flow's or a finding's
+//! frames (docs/wireshark.md); `crate::wireshark::extract` writes those
+//! frames to a pcapng of their own.
+//!
+//! A flow is `(iface, src_ip, dst_ip, dest_qp)` of RoCE frames with a BTH,
+//! CNPs excepted (docs/analysis.md, "Flows"), so its filter is the IP pair,
+//! `infiniband.bth.destqp` and "not a CNP" (opcode 0x81), plus the
+//! interface when its capture file has more than one. Mirror copies match
+//! too: they are the flow's frames, only left out of its counts, so a
+//! flow's filter shows `packets + mirror_copies` frames.
+//!
+//! Wireshark hands UDP to RoCEv2 by port, trying the lower port of the pair
+//! first: a frame from a source port below 4791 that another dissector owns
+//! (69 is TFTP) is not decoded as InfiniBand, and `infiniband.*` fields
+//! never match it, unless "Decode As" maps that port too. Each filter comes
+//! with that hint.
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::Ipv6Addr;
+
+use rocescope_common::proto;
+use serde::Serialize;
+
+use crate::analyze::{Finding, FlowRow};
+
+/// The RoCEv2 UDP port.
+const ROCE_PORT: u16 = 4791;
+/// BTH opcode of a CNP: not part of any flow.
+const CNP_OPCODE: u8 = 0x81;
+/// A finding's filter stops growing past this many characters (Wireshark
+/// takes longer ones, but a filter is for reading and pasting): the flows
+/// left out are counted in [`Handoff::flows_left_out`].
+pub const MAX_FILTER_CHARS: usize = 4000;
+
+/// Where a capture interface comes from, for its `frame.interface_id`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IfaceOrigin {
+    /// The interface's index in its own file.
+    pub local: u32,
+    /// Its file has other interfaces with RoCE too: the filter must name it.
+    pub shared_file: bool,
+}
+
+/// What a finding carries for Wireshark (flattened into its summary.json
+/// object).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Handoff {
+    /// Shows the finding's frames: its flows', or for `link-pause` the
+    /// PAUSE frames.
+    pub display_filter: String,
+    /// `tshark -d` arguments (Wireshark: Analyze → Decode As…, UDP port →
+    /// InfiniBand) the filter needs to match every frame.
+    pub decode_as: Vec<String>,
+    /// Flows the filter leaves out to stay under [`MAX_FILTER_CHARS`].
+    pub flows_left_out: usize,
+}
+
+/// Longest filter the terminal report prints whole.
+const REPORT_FILTER_CHARS: usize = 240;
+
+impl Handoff {
+    /// The report's line for finding `id`: the filter when it is short
+    /// (with the Decode As it needs beyond 4791's), else where to get it.
+    pub fn report_line(&self, id: &str) -> Option<String> {
+        if self.display_filter.is_empty() {
+            return None;
+        }
+        if self.display_filter.len() > REPORT_FILTER_CHARS {
+            return Some(format!(
+                "Wireshark: a {}-character filter (report --json: display_filter), or its frames alone: rocescope extract CAPTURE… --finding {id} --out {id}.pcapng",
+                self.display_filter.len()
+            ));
+        }
+        let default = format!("udp.port=={ROCE_PORT},infiniband");
+        let extra: Vec<String> = self
+            .decode_as
+            .iter()
+            .filter(|d| **d != default)
+            .map(|d| format!("-d {d}"))
+            .collect();
+        let mut line = format!("Wireshark: {}", self.display_filter);
+        if !extra.is_empty() {
+            let _ = write!(line, " (Decode As, tshark {})", extra.join(" "));
+        }
+        if self.flows_left_out > 0 {
+            let _ = write!(line, " ({} flows left out)", self.flows_left_out);
+        }
+        Some(line)
+    }
+}
+
+/// A flow's filter.
+pub fn flow_filter(row: &FlowRow, origin: IfaceOrigin) -> String {
+    let mut s = String::new();
+    push_flow_clause(&mut s, row, origin, &[row.dest_qp], false);
+    s
+}
+
+/// The Decode As mapping a flow needs: its source port when Wireshark would
+/// try it before 4791, else 4791 itself (harmless, and what a capture with
+/// other port mappings needs).
+pub fn flow_decode_as(row: &FlowRow) -> String {
+    if row.roce_version == Some(1) {
+        return format!(
+            "ethertype==0x{:04x},infiniband",
+            proto::ethernet::ETHERTYPE_ROCE
+        );
+    }
+    let port = match row.udp_sport {
+        Some(p) if p < ROCE_PORT => p,
+        _ => ROCE_PORT,
+    };
+    format!("udp.port=={port},infiniband")
+}
+
+/// `ip.src==… && ip.dst==… && infiniband.bth.destqp…` for `qps` of `row`'s
+/// IP pair on its interface.
+/// `cnp`: the CNPs of that key instead of the flow's frames.
+fn push_flow_clause(s: &mut String, row: &FlowRow, origin: IfaceOrigin, qps: &[u32], cnp: bool) {
+    // Writing to a String cannot fail.
+    if origin.shared_file {
+        let _ = write!(s, "frame.interface_id=={} && ", origin.local);
+    }
+    if row.roce_version == Some(1) {
+        // RoCEv1 has no IP header: the GRH's GIDs (IPv6 fields to Wireshark).
+        let (src, dst) = (Ipv6Addr::from(row.src_ip), Ipv6Addr::from(row.dst_ip));
+        let _ = write!(
+            s,
+            "infiniband.grh.sgid=={src} && infiniband.grh.dgid=={dst} && "
+        );
+    } else {
+        let (proto, src, dst) = ip_text(row.src_ip, row.dst_ip);
+        let _ = write!(s, "{proto}.src=={src} && {proto}.dst=={dst} && ");
+    }
+    match qps {
+        [qp] => {
+            let _ = write!(s, "infiniband.bth.destqp=={qp}");
+        }
+        // Sets (`in {…}`) changed syntax between Wireshark 3 and 4: an OR
+        // reads the same in both.
+        _ => {
+            s.push('(');
+            for (i, qp) in qps.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(" || ");
+                }
+                let _ = write!(s, "infiniband.bth.destqp=={qp}");
+            }
+            s.push(')');
+        }
+    }
+    let op = if cnp { "==" } else { "!=" };
+    let _ = write!(s, " && infiniband.bth.opcode{op}{CNP_OPCODE}");
+}
+
+/// `("ip", a, b)` for IPv4-mapped addresses, `("ipv6", a, b)` otherwise.
+fn ip_text(src: [u8; 16], dst: [u8; 16]) -> (&'static str, String, String) {
+    let (s, d) = (Ipv6Addr::from(src), Ipv6Addr::from(dst));
+    match (s.to_ipv4_mapped(), d.to_ipv4_mapped()) {
+        (Some(s), Some(d)) => ("ip", s.to_string(), d.to_string()),
+        _ => ("ipv6", s.to_string(), d.to_string()),
+    }
+}
+
+/// A finding's filter: the OR of its flows' (the QPs of one IP pair on one
+/// interface merged into one clause), at most [`MAX_FILTER_CHARS`] long.
+/// `cnp-without-ce` adds the CNPs its flows' senders got (all CNPs when it
+/// names no flow: then none could be attributed), `link-pause` is the PAUSE
+/// frames.
+pub fn finding_handoff(
+    finding: &Finding,
+    rows: &[FlowRow],
+    origin: impl Fn(u16) -> IfaceOrigin,
+) -> Handoff {
+    // Flow ids are indices into the rows (0-based, in order of appearance).
+    let flows: Vec<&FlowRow> = finding
+        .flows
+        .iter()
+        .filter_map(|&id| rows.get(id as usize).filter(|r| r.flow_id == id))
+        .collect();
+    // By (interface, source, destination).
+    let mut groups: BTreeMap<_, Vec<&FlowRow>> = BTreeMap::new();
+    for r in &flows {
+        groups
+            .entry((r.iface, r.src_ip, r.dst_ip))
+            .or_default()
+            .push(r);
+    }
+    // (clause, flows it covers, the Decode As mappings it needs)
+    let mut clauses: Vec<(String, Vec<&FlowRow>)> = groups
+        .values()
+        .map(|group| {
+            let qps: Vec<u32> = group.iter().map(|r| r.dest_qp).collect();
+            let mut c = String::new();
+            push_flow_clause(&mut c, group[0], origin(group[0].iface), &qps, false);
+            (c, group.clone())
+        })
+        .collect();
+    match finding.id {
+        "cnp-without-ce" if flows.is_empty() => {
+            clauses.push((format!("infiniband.bth.opcode=={CNP_OPCODE}"), Vec::new()));
+        }
+        "cnp-without-ce" => {
+            for r in &flows {
+                let Some(qp) = r.paired_qp else { continue };
+                let reverse = FlowRow {
+                    src_ip: r.dst_ip,
+                    dst_ip: r.src_ip,
+                    ..(*r).clone()
+                };
+                let mut c = String::new();
+                push_flow_clause(&mut c, &reverse, origin(r.iface), &[qp], true);
+                clauses.push((c, Vec::new()));
+            }
+        }
+        "link-pause" => clauses.push(("macc.opcode==0x0001".into(), Vec::new())),
+        _ => {}
+    }
+    let mut h = Handoff::default();
+    let mut kept = 0;
+    for (clause, covered) in &clauses {
+        // 8: " || " and the parentheses around two clauses.
+        if kept > 0 && h.display_filter.len() + clause.len() + 8 > MAX_FILTER_CHARS {
+            h.flows_left_out += covered.len();
+            continue;
+        }
+        kept += 1;
+        match kept {
+            1 => h.display_filter = clause.clone(),
+            2 => h.display_filter = format!("({}) || ({clause})", h.display_filter),
+            _ => {
+                let _ = write!(h.display_filter, " || ({clause})");
+            }
+        }
+        for r in covered {
+            let d = flow_decode_as(r);
+            if !h.decode_as.contains(&d) {
+                h.decode_as.push(d);
+            }
+        }
+    }
+    if kept > 0 && h.decode_as.is_empty() {
+        h.decode_as
+            .push(format!("udp.port=={ROCE_PORT},infiniband"));
+    }
+    h.decode_as.sort();
+    h
+}
+
+/// Fills every flow's and finding's filter (called once the findings are
+/// made; `origin` says where each interface comes from).
+pub fn annotate(
+    rows: &mut [FlowRow],
+    findings: &mut [Finding],
+    origin: impl Fn(u16) -> IfaceOrigin,
+) {
+    for r in rows.iter_mut() {
+        r.display_filter = flow_filter(r, origin(r.iface));
+        r.decode_as = flow_decode_as(r);
+    }
+    for f in findings.iter_mut() {
+        f.wireshark = Some(finding_handoff(f, rows, &origin));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(a: [u8; 4]) -> [u8; 16] {
+        std::net::Ipv4Addr::from(a).to_ipv6_mapped().octets()
+    }
+
+    fn row(id: u32, src: [u8; 16], dst: [u8; 16], qp: u32) -> FlowRow {
+        FlowRow {
+            flow_id: id,
+            src_ip: src,
+            dst_ip: dst,
+            dest_qp: qp,
+            udp_sport: Some(50_000),
+            ..FlowRow::default()
+        }
+    }
+
+    fn finding(id: &'static str, flows: Vec<u32>) -> Finding {
+        Finding {
+            id,
+            severity: "warning",
+            impact: 0.0,
+            title: String::new(),
+            detail: String::new(),
+            recommendation: String::new(),
+            flows,
+            wireshark: None,
+            params: Default::default(),
+        }
+    }
+
+    #[test]
+    fn flows_of_one_ip_pair_share_a_clause_and_ipv6_is_ipv6() {
+        let (a, b) = (v4([10, 0, 0, 1]), v4([10, 0, 0, 2]));
+        let six: [u8; 16] = "fd00::1".parse::<Ipv6Addr>().unwrap().octets();
+        let mut rows = vec![row(0, a, b, 17), row(1, a, b, 18), row(2, six, six, 5)];
+        rows[2].udp_sport = Some(69);
+        rows[1].iface = 0;
+        let h = finding_handoff(&finding("x", vec![0, 1, 2]), &rows, |_| {
+            IfaceOrigin::default()
+        });
+        assert_eq!(
+            h.display_filter,
+            "(ip.src==10.0.0.1 && ip.dst==10.0.0.2 && (infiniband.bth.destqp==17 || infiniband.bth.destqp==18) && infiniband.bth.opcode!=129) \
+             || (ipv6.src==fd00::1 && ipv6.dst==fd00::1 && infiniband.bth.destqp==5 && infiniband.bth.opcode!=129)"
+        );
+        assert_eq!(
+            h.decode_as,
+            ["udp.port==4791,infiniband", "udp.port==69,infiniband"]
+        );
+        let shared = IfaceOrigin {
+            local: 3,
+            shared_file: true,
+        };
+        assert!(flow_filter(&rows[0], shared).starts_with("frame.interface_id==3 && ip.src"));
+    }
+
+    #[test]
+    fn a_long_filter_is_capped_and_says_how_many_flows_it_leaves_out() {
+        let rows: Vec<FlowRow> = (0..1000u32)
+            .map(|i| {
+                let [_, _, x, y] = i.to_be_bytes();
+                row(i, v4([10, 1, x, y]), v4([10, 2, x, y]), i)
+            })
+            .collect();
+        let h = finding_handoff(&finding("x", (0..1000).collect()), &rows, |_| {
+            IfaceOrigin::default()
+        });
+        assert!(
+            h.display_filter.len() <= MAX_FILTER_CHARS,
+            "{}",
+            h.display_filter.len()
+        );
+        let shown = h.display_filter.matches(" || ").count() + 1;
+        assert_eq!(shown + h.flows_left_out, 1000);
+        assert!(h.flows_left_out > 900);
+        let line = h.report_line("x").unwrap();
+        assert!(
+            line.contains("rocescope extract CAPTURE… --finding x"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn findings_about_the_link_show_its_pause_frames_or_nothing() {
+        let h = finding_handoff(&finding("link-pause", Vec::new()), &[], |_| {
+            IfaceOrigin::default()
+        });
+        assert_eq!(h.display_filter, "macc.opcode==0x0001");
+        let h = finding_handoff(&finding("cnp-without-ce", Vec::new()), &[], |_| {
+            IfaceOrigin::default()
+        });
+        assert_eq!(h.display_filter, "infiniband.bth.opcode==129");
+        let h = finding_handoff(&finding("pfc-storm", Vec::new()), &[], |_| {
+            IfaceOrigin::default()
+        });
+        assert_eq!(h, Handoff::default());
+        assert_eq!(h.report_line("pfc-storm"), None);
+    }
+}

@@ -1,0 +1,155 @@
+//! The options several subcommands share: the captures and how they are read
+//! (`Input`), how records are analysed (`AnalysisArgs`), the dataset
+//! (`DatasetArgs`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::offline::Options;
+use crate::units::{self, TapSpeed};
+use crate::{Result, analyze};
+
+/// `analyze`/`live --dataset`: DIR/TABLE/host=NAME/date=YYYY-MM-DD/hour=H/part-<run>-<start>.parquet.
+#[derive(Args)]
+pub(crate) struct DatasetArgs {
+    /// Also write the tables into this hive-partitioned dataset (a root per table; by host, UTC date and hour).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dataset: Option<PathBuf>,
+    /// The host= partition [default: this machine's host name].
+    #[arg(long, value_name = "NAME", requires = "dataset")]
+    pub(crate) host: Option<String>,
+    /// Start a new dataset file once a file spans this much capture time (e.g. 10m) [default: hourly].
+    #[arg(long, value_name = "DURATION", requires = "dataset", value_parser = units::positive_duration)]
+    pub(crate) rotate: Option<u64>,
+    /// Start a new dataset file once a file holds about this much (e.g. 256MB).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value = "512MB",
+        requires = "dataset",
+        value_parser = units::bytes
+    )]
+    pub(crate) rotate_size: u64,
+}
+
+impl DatasetArgs {
+    /// `identity`: what names the run in the dataset besides its start
+    /// (docs/tables.md, "Dataset layout").
+    pub(crate) fn writer(
+        &self,
+        identity: String,
+    ) -> Result<Option<Box<dyn crate::output::Output>>> {
+        use crate::tables::dataset::{DatasetOptions, DatasetWriter, local_host_name};
+        let Some(dir) = &self.dataset else {
+            return Ok(None);
+        };
+        let host = self.host.clone().unwrap_or_else(local_host_name);
+        let mut opts = DatasetOptions::new(dir, &host)?;
+        opts.rotate_ns = self.rotate.unwrap_or(0);
+        opts.rotate_bytes = self.rotate_size;
+        opts.identity = identity;
+        Ok(Some(Box::new(DatasetWriter::create(&opts)?)))
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct Input {
+    /// pcap or pcapng files (Ethernet, Linux cooked v1/v2, raw IP, BSD loopback; gzip, zstd or lz4
+    /// compressed or not), directories of them, or - for standard input.
+    #[arg(required = true, value_name = "CAPTURE")]
+    pub(crate) captures: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) analysis: AnalysisArgs,
+    /// Only frames matching this tcpdump-syntax filter (compiled by libpcap).
+    #[arg(long, value_name = "EXPR")]
+    pub(crate) filter: Option<String>,
+    /// Counter snapshots of the same minutes (series text or counters.parquet): compared with the
+    /// capture (capture-incomplete, counters-mismatch) and tabled in summary.json.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub(crate) counters: Vec<PathBuf>,
+    /// 1: read, analyse and write on one thread; otherwise reading, analysis
+    /// and table writing run on threads of their own (bounded queues between).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub(crate) threads: usize,
+    /// These capture files are one tap called NAME, whatever their interfaces and times
+    /// (repeatable; files not named are grouped as docs/inputs.md says).
+    #[arg(long = "tap", value_name = "NAME=FILE,FILE…")]
+    pub(crate) taps: Vec<crate::sources::TapSpec>,
+}
+
+impl Input {
+    pub(crate) fn options(&self) -> Result<Options> {
+        Ok(Options {
+            analyzer: self.analysis.config(),
+            filter: self.filter.clone(),
+            progress: true,
+            threads: crate::pipeline::Threads::from_count(self.threads),
+            // The process ends with the run: its reader may yield for good.
+            source_yields: true,
+            taps: self.taps.clone(),
+        })
+    }
+}
+
+/// How records are analysed: shared by `analyze`, `report` and `live`.
+#[derive(Args)]
+pub(crate) struct AnalysisArgs {
+    /// Link speed of the paused ports, to turn PFC quanta into time (e.g. 100G, 400G);
+    /// TAP=SPEED sets one tap's (interface name as in the tables), repeatable.
+    #[arg(long, default_value = "100G", value_name = "[TAP=]SPEED", value_parser = units::tap_link_speed)]
+    pub(crate) link_speed: Vec<TapSpeed>,
+    /// A frame recorded again at the same tap within this time is a mirror copy, not a
+    /// retransmission (0 turns the check off).
+    #[arg(long, default_value = "10us", value_name = "DURATION", value_parser = units::duration_or_off)]
+    pub(crate) dup_window: u64,
+    /// Width of a timeline bin (e.g. 100us, 1ms).
+    #[arg(long, default_value = "100us", value_name = "DURATION", value_parser = units::positive_duration)]
+    pub(crate) bin: u64,
+    /// A continuous pause longer than this is a PFC storm (e.g. 200ms, SONiC's watchdog default).
+    #[arg(long, default_value = "200ms", value_name = "DURATION", value_parser = units::positive_duration)]
+    pub(crate) storm: u64,
+    /// The same as --storm; a bare number is milliseconds.
+    #[arg(long, value_name = "MS", value_parser = units::milliseconds, conflicts_with = "storm")]
+    pub(crate) storm_ms: Option<u64>,
+    /// DSCP to priority for untagged frames, e.g. "26=3,48=6"; DSCPs not listed map to DSCP/8.
+    #[arg(long, value_name = "MAP", value_parser = units::dscp_map)]
+    pub(crate) dscp_map: Option<[u8; 64]>,
+    /// Interfaces that are parallel paths (an ECMP group), by name as in the tables, e.g.
+    /// "leaf0-spine0,leaf0-spine1": their load balance is judged; repeatable.
+    #[arg(long = "ecmp-group", value_name = "IF,IF…")]
+    pub(crate) ecmp_group: Vec<analyze::EcmpGroup>,
+    /// A JSON file naming the fabric: tap → device and port, MAC → device, ECMP groups
+    /// (docs/topology.md); findings then name devices beside MACs and taps.
+    #[arg(long, value_name = "FILE", value_parser = |p: &str| analyze::topology::Topology::load(std::path::Path::new(p)))]
+    pub(crate) topology: Option<analyze::topology::Topology>,
+}
+
+impl AnalysisArgs {
+    pub(crate) fn config(&self) -> analyze::Config {
+        let mut link_speed_bps = 100_000_000_000;
+        let mut tap_link_speed_bps = Vec::new();
+        for item in &self.link_speed {
+            match &item.tap {
+                Some(tap) => tap_link_speed_bps.push((tap.clone(), item.bps)),
+                None => link_speed_bps = item.bps,
+            }
+        }
+        analyze::Config {
+            link_speed_bps,
+            bin_ns: self.bin,
+            storm_ns: self.storm_ms.unwrap_or(self.storm),
+            dscp_to_priority: self.dscp_map,
+            tap_link_speed_bps,
+            dup_window_ns: self.dup_window,
+            // --ecmp-group and the topology file's groups alike.
+            ecmp_groups: self
+                .ecmp_group
+                .iter()
+                .cloned()
+                .chain(self.topology.iter().flat_map(|t| t.ecmp_groups.clone()))
+                .collect(),
+            topology: self.topology.clone(),
+        }
+    }
+}

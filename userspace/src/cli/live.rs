@@ -1,0 +1,183 @@
+//! `live` (the XDP tap) and `replay` (a capture sent out of an interface).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::live::{self, TapMode, XdpModeArg};
+use crate::units::{self};
+use crate::{Result, analyze};
+
+use super::args::{AnalysisArgs, DatasetArgs};
+
+/// `live`.
+#[derive(Args)]
+pub(crate) struct LiveArgs {
+    /// The interface receiving the mirrored traffic.
+    #[arg(long, value_name = "IF")]
+    pub(crate) iface: String,
+    /// Directory for the tables and summary.json (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: PathBuf,
+    /// Stop after this long (e.g. 30s, 5m).
+    #[arg(long, value_name = "DURATION", value_parser = units::positive_duration)]
+    pub(crate) duration: Option<u64>,
+    /// Stop after this many records (RoCE, CNP, PFC, PAUSE or malformed frames).
+    #[arg(long, value_name = "N", value_parser = units::positive_count)]
+    pub(crate) count: Option<u64>,
+    /// native: driver XDP only; skb: generic XDP; auto: native where the driver supports it.
+    #[arg(long, value_enum, default_value_t = XdpModeArg::Auto, value_name = "MODE")]
+    pub(crate) xdp_mode: XdpModeArg,
+    /// Drop the frames that were recorded (XDP_DROP) instead of passing them to the kernel stack.
+    #[arg(long)]
+    pub(crate) drop_after_capture: bool,
+    /// records: one record per frame of interest; summary: per-flow counts in the kernel, records only for anomalies (retransmissions, gaps, NAKs, CNPs, PFC, …) — for rates records cannot keep up with.
+    #[arg(long, value_enum, default_value_t = TapMode::Records, value_name = "MODE")]
+    pub(crate) mode: TapMode,
+    /// Summary mode: the longest an active flow's counts wait in the kernel (e.g. 10ms); also the timeline's resolution for counted frames (shorter: more deltas).
+    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = units::positive_duration)]
+    pub(crate) flush_interval: u64,
+    /// Ring buffer between the XDP program and rocescope (a power of two, e.g. 64MiB): what absorbs a burst while rocescope is busy.
+    /// [default: 64MiB]
+    #[arg(long, value_name = "SIZE", value_parser = units::bytes)]
+    pub(crate) ring_size: Option<u64>,
+    /// Wake rocescope only once this much waits on the ring, and again per further SIZE while it lags (0: on every record that finds it idle); the rest is drained every 5 ms.
+    /// [default: 1MiB]
+    #[arg(long, value_name = "SIZE", value_parser = units::bytes)]
+    pub(crate) wakeup: Option<u64>,
+    /// Run rocescope's threads only on these CPUs (e.g. 2-3): keep them off the CPUs that take the mirror port's receive interrupts, where the XDP program runs.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) cpus: Option<String>,
+    #[command(flatten)]
+    pub(crate) analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub(crate) dataset: DatasetArgs,
+}
+
+/// `replay`.
+#[derive(Args)]
+pub(crate) struct ReplayArgs {
+    /// An Ethernet pcap or pcapng file.
+    #[arg(value_name = "CAPTURE")]
+    pub(crate) capture: PathBuf,
+    /// The interface to send on.
+    #[arg(long, value_name = "IF")]
+    pub(crate) iface: String,
+    /// Frames per second (default: as fast as the interface takes them).
+    #[arg(long, value_name = "N", value_parser = units::positive_count)]
+    pub(crate) pps: Option<u64>,
+    /// Only the frames captured on this pcapng interface (one tap of a multi-tap capture, as named in the `iface` column; a name that is not there gets the list): replayed whole, each frame comes once per tap that saw it, which looks like resends.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) tap: Option<String>,
+}
+
+/// `live`: tap a mirror port until stopped, then write every table.
+pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
+    let LiveArgs {
+        iface,
+        out,
+        duration,
+        count,
+        xdp_mode,
+        drop_after_capture,
+        mode,
+        flush_interval,
+        ring_size,
+        wakeup,
+        cpus,
+        analysis,
+        dataset,
+    } = args;
+    let ring = live::RingTuning::new(ring_size, wakeup)?;
+    let opts = live::Options {
+        iface,
+        out: out.clone(),
+        duration: duration.map(std::time::Duration::from_nanos),
+        count,
+        mode: xdp_mode,
+        tap_mode: mode,
+        flush_ns: Some(flush_interval),
+        drop_after_capture,
+        analyzer: analysis.config(),
+        progress: true,
+        ring,
+        cpus: cpus
+            .as_deref()
+            .map(live::cpus::CpuList::parse)
+            .transpose()?,
+        records_seen: None,
+    };
+    // Missing privileges are the likelier problem: say so first.
+    live::tap::check_privileges()?;
+    let identity = format!(
+        "live {} {:?} {:?} {:?}",
+        opts.iface, opts.mode, opts.tap_mode, opts.analyzer
+    );
+    let outcome = live::run_with(&opts, || {
+        Ok(dataset.writer(identity.clone())?.into_iter().collect())
+    })?;
+    let f = &outcome.facts;
+    println!(
+        "{}: {}, {} ({} ring-buffer-full drops, {} parse failures), {}, {} → {} (stopped by {})",
+        f.iface,
+        analyze::fmt_count(f.frames, "frame"),
+        analyze::fmt_count(outcome.records, "record"),
+        f.ring_full_drops,
+        f.parse_failures,
+        analyze::fmt_count(outcome.analysis.flows.len() as u64, "flow"),
+        analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
+        out.display(),
+        f.stopped_by
+    );
+    if mode == TapMode::Summary {
+        let c = live::Counters {
+            records: f.records,
+            summarized: f.summarized,
+            deltas: f.deltas,
+            ..live::Counters::default()
+        };
+        println!("  summary mode{}", live::summary_counts(&c));
+        if f.evicted_flows > 0 {
+            eprintln!(
+                "rocescope: warning: {} flows were evicted from the kernel's flow map ({} flows) and lost their unsent counts",
+                f.evicted_flows,
+                rocescope_common::live::FLOWS_MAX
+            );
+        }
+    }
+    for finding in &outcome.analysis.summary.findings {
+        println!("  [{}] {}", finding.severity, finding.title);
+    }
+    match outcome.stopped_by_error {
+        Some(e) => Err(e),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `replay`: send a capture's frames out of an interface.
+pub(crate) fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    let ReplayArgs {
+        capture,
+        iface,
+        pps,
+        tap,
+    } = args;
+    let r = live::replay::replay(&capture, &iface, pps, tap.as_deref())?;
+    for w in &r.warnings {
+        eprintln!("rocescope: warning: {w}");
+    }
+    let rate = r.sent as f64 / r.elapsed.as_secs_f64().max(1e-9);
+    println!(
+        "{} frames sent on {iface} in {:.3} s ({rate:.0} frames/s), {} skipped{}",
+        r.sent,
+        r.elapsed.as_secs_f64(),
+        r.skipped,
+        if r.other_taps > 0 {
+            format!(", {} of other taps left out", r.other_taps)
+        } else {
+            String::new()
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,195 @@
+//! `synth`: a scenario of the fabric model to a capture and its ground truth.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::units::{self};
+use crate::{Error, Result};
+
+#[derive(Args)]
+pub(crate) struct SynthArgs {
+    /// The scenario to model.
+    #[arg(value_name = "SCENARIO", value_parser = clap::builder::PossibleValuesParser::new(crate::synth::model::SCENARIOS))]
+    pub(crate) scenario: String,
+    /// Capture to write: .pcapng (one interface per tap) or .pcap (one tap).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: PathBuf,
+    /// Ground truth JSON [default: next to the capture, NAME.truth.json].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) truth: Option<PathBuf>,
+    /// Also write the counter series its NICs would have shown: ethtool -S / rdma statistic
+    /// text, or counters.parquet when FILE ends in .parquet.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) counters: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Stop once the taps have recorded this many frames (without --duration,
+    /// the scenario's own time limit is lifted: big captures for benchmarks).
+    #[arg(long, value_name = "N", value_parser = units::positive_count)]
+    pub(crate) packets: Option<u64>,
+    /// Simulated time (e.g. 5ms) [default: the scenario's].
+    #[arg(long, value_name = "DURATION", value_parser = units::positive_duration)]
+    pub(crate) duration: Option<u64>,
+    /// NIC minimum retransmission timeout (e.g. 40us, 1.05ms).
+    #[arg(long, value_name = "DURATION", value_parser = units::positive_duration)]
+    pub(crate) min_rto: Option<u64>,
+    /// WRED/ECN: start marking at this queue depth (e.g. 180KB).
+    #[arg(long, value_name = "BYTES", value_parser = units::bytes)]
+    pub(crate) ecn_min: Option<u64>,
+    /// WRED/ECN: mark everything above this depth (e.g. 800KB).
+    #[arg(long, value_name = "BYTES", value_parser = units::bytes)]
+    pub(crate) ecn_max: Option<u64>,
+    /// WRED/ECN: marking probability at ecn-max (e.g. 0.1).
+    #[arg(long, value_name = "P", value_parser = units::probability)]
+    pub(crate) ecn_pmax: Option<f64>,
+    /// PFC XOFF threshold per ingress port and priority (e.g. 2800KB).
+    #[arg(long, value_name = "BYTES", value_parser = units::bytes)]
+    pub(crate) pfc_xoff: Option<u64>,
+    /// PFC XON threshold (e.g. 2200KB).
+    #[arg(long, value_name = "BYTES", value_parser = units::bytes)]
+    pub(crate) pfc_xon: Option<u64>,
+    /// Speed of every link (e.g. 100G, 400G).
+    #[arg(long, value_name = "SPEED", value_parser = units::link_speed)]
+    pub(crate) link_speed: Option<u64>,
+    /// Any other knob by its dotted path, e.g. nic.ack_every=4 or flows.0.messages=10 (repeatable);
+    /// KEY=@FILE takes the value (JSON) from FILE.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub(crate) set: Vec<String>,
+    /// Keep at most this many bytes of each frame.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) snaplen: u32,
+    /// Deliver the mirrored frames inside ERSPAN (type II or III) over GRE.
+    #[arg(long, value_name = "TYPE", value_enum)]
+    pub(crate) erspan: Option<ErspanArg>,
+    /// Only these taps (index, repeatable); a .pcap needs exactly one.
+    #[arg(long, value_name = "N")]
+    pub(crate) tap: Vec<usize>,
+    /// Write as a NIC's RDMA sniffer (tcpdump -i mlx5_N) records: UDP source port 4791 and a
+    /// rewritten source MAC on every RoCE frame (no ICRC matches), frames cut at N bytes
+    /// (default 256; 0: not cut) with the original length recorded as the cut one.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "256")]
+    pub(crate) sniffer: Option<u32>,
+}
+
+/// `synth --erspan`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ErspanArg {
+    #[value(alias = "2")]
+    Ii,
+    #[value(alias = "3")]
+    Iii,
+}
+
+pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
+    use crate::synth::ErspanVersion;
+    use crate::synth::model::{self, Config, SCENARIOS, Truth, bridge};
+
+    let mut cfg = Config::preset(&a.scenario).ok_or_else(|| {
+        Error::Usage(format!(
+            "unknown scenario {:?}; known: {}",
+            a.scenario,
+            SCENARIOS.join(", ")
+        ))
+    })?;
+    // The options' typed values go straight into the configuration; only
+    // --set's dotted paths go through `Config::set`, after them.
+    cfg.seed = a.seed;
+    if let Some(ns) = a.duration {
+        cfg.duration_ns = ns;
+    }
+    if let Some(ns) = a.min_rto {
+        cfg.nic.min_rto_ns = ns;
+    }
+    let switch = &mut cfg.switch;
+    for (value, field) in [
+        (a.ecn_min, &mut switch.ecn_min),
+        (a.ecn_max, &mut switch.ecn_max),
+        (a.pfc_xoff, &mut switch.pfc_xoff),
+        (a.pfc_xon, &mut switch.pfc_xon),
+    ] {
+        if let Some(v) = value {
+            *field = v;
+        }
+    }
+    if let Some(p) = a.ecn_pmax {
+        switch.ecn_pmax = p;
+    }
+    if let Some(bps) = a.link_speed {
+        cfg.link_gbps = bps as f64 / 1e9;
+    }
+    if let Some(n) = a.packets {
+        cfg.max_frames = Some(usize::try_from(n).unwrap_or(usize::MAX));
+        if a.duration.is_none() {
+            cfg.duration_ns = u64::MAX;
+        }
+    }
+    // Every --set read (and its syntax checked) before any is applied.
+    let mut knobs: Vec<(String, String)> = Vec::with_capacity(a.set.len());
+    for item in &a.set {
+        let (k, v) = item.split_once('=').ok_or_else(|| {
+            Error::Usage(format!(
+                "--set {item:?}: write KEY=VALUE, e.g. nic.ack_every=4"
+            ))
+        })?;
+        // KEY=@FILE: the value is the file's contents (e.g. a long flows list).
+        let v = match v.trim().strip_prefix('@') {
+            Some(file) => std::fs::read_to_string(file)
+                .map_err(|e| Error::Usage(format!("--set {k}=@{file}: cannot read {file}: {e}")))?,
+            None => v.trim().to_string(),
+        };
+        knobs.push((k.trim().into(), v));
+    }
+    for (k, v) in &knobs {
+        cfg.set(k, v)
+            .map_err(|e| Error::Usage(format!("synth {}: {e}", a.scenario)))?;
+    }
+    let erspan = a.erspan.map(|e| match e {
+        ErspanArg::Ii => ErspanVersion::II,
+        ErspanArg::Iii => ErspanVersion::III,
+    });
+
+    let run =
+        model::simulate(&cfg).map_err(|e| Error::Usage(format!("synth {}: {e}", a.scenario)))?;
+    let opts = bridge::CaptureOptions {
+        snaplen: a.snaplen,
+        erspan,
+        taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
+        sniffer: a.sniffer,
+    };
+    let truth = Truth::of_capture(&run, &opts);
+    let frames = bridge::write_capture(&run, &a.out, &opts)?;
+    let truth_path = a.truth.unwrap_or_else(|| {
+        let stem = a
+            .out
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        a.out.with_file_name(format!("{stem}.truth.json"))
+    });
+    crate::tables::write_json(&truth_path, &truth)?;
+    if let Some(path) = &a.counters {
+        let snaps = crate::synth::counters::snapshots(&run, &cfg);
+        if path.extension().is_some_and(|e| e == "parquet") {
+            crate::counters::collect::write_file(path, &snaps)?;
+        } else {
+            let text = crate::counters::parse::render_series(&snaps);
+            crate::tables::write_text(path, &text)?;
+        }
+    }
+    let written: Vec<&str> = truth
+        .capture
+        .taps
+        .iter()
+        .map(|&t| run.taps[t].name.as_str())
+        .collect();
+    println!(
+        "{}: {frames} frames from {} taps ({}), truth in {}",
+        a.out.display(),
+        written.len(),
+        written.join(", "),
+        truth_path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

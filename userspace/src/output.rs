@@ -1,0 +1,90 @@
+//! What the pipeline hands its outputs: the [`Output`] trait every
+//! destination implements (the `--out` tables, a dataset, the HTML report)
+//! and the [`RunFacts`] `summary.json` reports beside the analysis. A module
+//! of its own so that the pipeline and its outputs both depend on it and
+//! not on each other: sources → decode → analyze → pipeline → outputs.
+
+use rocescope_common::PacketRecord;
+
+use crate::Result;
+use crate::analyze::{self, Analysis, Verdict};
+
+/// Somewhere the analysis goes: it sees every record with the analyzer's
+/// verdict, every event and timeline row as it becomes final (through
+/// [`analyze::Sink`]), and the finished analysis at the end. Outputs run on
+/// the writer thread, hence `Send`.
+pub trait Output: analyze::Sink + Send {
+    /// Names interface `iface` (indices are handed out in order).
+    fn name_iface(&mut self, iface: u16, name: &str);
+    /// Names the run's capture files, by [`PacketRecord::capture`]
+    /// (before the first record).
+    fn name_captures(&mut self, _files: &[String]) {}
+    fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()>;
+    /// A batch of records, `verdicts[i]` for `recs[i]`.
+    fn packets(&mut self, recs: &[PacketRecord], verdicts: &[Verdict]) -> Result<()> {
+        for (rec, v) in recs.iter().zip(verdicts) {
+            self.packet(rec, *v)?;
+        }
+        Ok(())
+    }
+    /// Writes whatever is left and completes every file.
+    fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
+}
+
+/// Facts about the run that `summary.json` reports beside the analysis.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct RunFacts {
+    pub captures: Vec<String>,
+    /// How the captures were grouped into taps (docs/inputs.md, "Taps
+    /// across files"); empty for the live tap.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub taps: Vec<crate::sources::TapFacts>,
+    pub frames_read: u64,
+    pub records: u64,
+    pub warnings: Vec<String>,
+    /// A read error that ended the run early (the tables hold what came before).
+    pub stopped_by: Option<String>,
+    /// Frames read but not decoded, by reason, and parse failures by layer
+    /// (captures; the live tap counts in `live`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode: Option<crate::decode::DecodeFacts>,
+    /// The live tap's facts (`rocescope live`); absent for captures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveFacts>,
+}
+
+/// What `rocescope live` reports in `summary.json` under `input.live`: the
+/// XDP program's counters (summed over CPUs) and how the run ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LiveFacts {
+    pub iface: String,
+    /// `native` or `skb`: how the program ended up attached.
+    pub xdp_mode: String,
+    /// Frames the XDP program ran on.
+    pub frames: u64,
+    /// Records it put on the ring buffer.
+    pub records: u64,
+    /// Records lost because the ring buffer was full.
+    pub ring_full_drops: u64,
+    /// Frames whose walk stopped at a cut or invalid header (malformed included).
+    pub parse_failures: u64,
+    /// `count`, `duration`, `signal` or `interface`.
+    pub stopped_by: String,
+    /// `records` (one record per frame of interest) or `summary`.
+    #[serde(default)]
+    pub mode: String,
+    /// Summary mode: frames counted in the kernel instead of recorded.
+    #[serde(default)]
+    pub summarized: u64,
+    /// Summary mode: flow deltas put on the ring buffer.
+    #[serde(default)]
+    pub deltas: u64,
+    /// Bytes of records and deltas put on the ring buffer.
+    #[serde(default)]
+    pub ring_bytes: u64,
+    /// Summary mode: flows whose kernel state started again after it had
+    /// been evicted from the kernel's flow map (their counts since the
+    /// previous delta are lost).
+    #[serde(default)]
+    pub evicted_flows: u64,
+}
