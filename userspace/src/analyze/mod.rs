@@ -47,6 +47,8 @@ mod flows;
 mod fmt;
 pub mod gaps;
 pub mod hash;
+mod hop_findings;
+pub mod hops;
 mod livelock;
 mod mtu;
 mod pfc;
@@ -85,8 +87,8 @@ pub use report::{
     shown_findings,
 };
 pub use rows::{
-    Analysis, Event, Finding, FlowRow, FrameCounts, PfcInterval, PfcSummary, Reaction, Summary,
-    TapSummary, TimelineRow, Totals, Verdict,
+    Analysis, Event, Finding, FlowRow, FrameCounts, MatchingSummary, PfcInterval, PfcSummary,
+    Reaction, Summary, TapSummary, TimelineRow, Totals, Verdict,
 };
 use taps::TapState;
 
@@ -110,6 +112,10 @@ pub struct Config {
     /// Interfaces that are parallel paths (`--ecmp-group`, a topology
     /// file's groups): their balance is judged (see `ecmp`).
     pub ecmp_groups: Vec<EcmpGroup>,
+    /// Cross-tap matching window (see [`hops`]).
+    pub match_window_ns: u64,
+    /// `--clock-offset TAP=±DURATION`: a tap's clock minus the others'.
+    pub clock_offsets: Vec<(String, i64)>,
 }
 
 impl Default for Config {
@@ -122,6 +128,8 @@ impl Default for Config {
             tap_link_speed_bps: Vec::new(),
             dup_window_ns: dups::DEFAULT_WINDOW_NS,
             ecmp_groups: Vec::new(),
+            match_window_ns: hops::DEFAULT_WINDOW_NS,
+            clock_offsets: Vec::new(),
         }
     }
 }
@@ -182,6 +190,8 @@ pub struct Analyzer {
     ecmp: ecmp::EcmpLoad,
     /// DSCP and PCP pairs per tap.
     qos: qos::Marks,
+    /// Cross-tap matching.
+    matcher: hops::Matcher,
 }
 
 impl Analyzer {
@@ -197,6 +207,7 @@ impl Analyzer {
                 .find(|(n, _)| n == name)
                 .map_or(config.link_speed_bps, |&(_, bps)| bps)
         });
+        let matcher = hops::Matcher::new(config.match_window_ns);
         Analyzer {
             config,
             flows: Vec::new(),
@@ -218,6 +229,7 @@ impl Analyzer {
             cnp_macs: Default::default(),
             ecmp,
             qos: qos::Marks::default(),
+            matcher,
         }
     }
 

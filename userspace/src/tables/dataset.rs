@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 
 use rocescope_common::PacketRecord;
 
-use super::analysis::{EventColumns, FlowColumns, Named, PfcColumns, TimelineColumns};
+use super::analysis::{EventColumns, FlowColumns, HopColumns, Named, PfcColumns, TimelineColumns};
 use super::packets::{PacketColumns, PacketRow};
 use super::{Columns, Encoding, ParquetTable, RunFacts, summary_json, write_text_at};
 use crate::analyze::{self, Analysis, Verdict, fmt_utc};
@@ -417,8 +417,13 @@ impl DatasetWriter {
         for row in &analysis.pfc {
             pfc.push(ctx, row.start_ns, &Named { row, ifaces })?;
         }
+        let mut hops = Partitioned::<HopColumns>::new("hops");
+        for row in &analysis.hops {
+            hops.push(ctx, row.first_ts_ns, &Named { row, ifaces })?;
+        }
         let mut files = self.packets.close(ctx)?;
         files.extend(flows.close(ctx)?);
+        files.extend(hops.close(ctx)?);
         files.extend(self.events.close(ctx)?);
         files.extend(pfc.close(ctx)?);
         files.extend(self.timeline.close(ctx)?);

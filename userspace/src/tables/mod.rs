@@ -45,7 +45,7 @@ pub mod format;
 pub mod packets;
 
 use crate::analyze::{self, Analysis, Verdict};
-use analysis::{EventColumns, FlowColumns, Named, PfcColumns, TimelineColumns};
+use analysis::{EventColumns, FlowColumns, HopColumns, Named, PfcColumns, TimelineColumns};
 use packets::{PacketColumns, PacketRow};
 use rocescope_common::PacketRecord;
 
@@ -149,12 +149,13 @@ macro_rules! columns {
 }
 
 /// Every file a [`TableSet`] writes.
-pub const OUTPUT_FILES: [&str; 6] = [
+pub const OUTPUT_FILES: [&str; 7] = [
     "packets.parquet",
     "flows.parquet",
     "events.parquet",
     "pfc.parquet",
     "timeline.parquet",
+    "hops.parquet",
     "summary.json",
 ];
 
@@ -666,8 +667,13 @@ impl TableSet {
         for row in &analysis.pfc {
             pfc.push(&Named { row, ifaces })?;
         }
+        let mut hops = ParquetTable::<HopColumns>::create(&self.dir, "hops.parquet")?;
+        for row in &analysis.hops {
+            hops.push(&Named { row, ifaces })?;
+        }
         flows.close()?;
         pfc.close()?;
+        hops.close()?;
         self.packets.close()?;
         self.events.close()?;
         self.timeline.close()?;

@@ -19,6 +19,7 @@
 //! ```
 pub mod bridge;
 pub mod fabric;
+pub mod hop_truth;
 pub mod qp;
 pub mod scenario;
 pub mod spec;
