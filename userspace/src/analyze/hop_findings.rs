@@ -137,6 +137,7 @@ fn loss(x: &Input, out: &mut Vec<Finding>) {
         }
         out.push(Finding {
             id: "hop-loss",
+            impact: share,
             severity: if lost { "warning" } else { "info" },
             title,
             detail,
@@ -245,6 +246,7 @@ fn queueing(x: &Input, out: &mut Vec<Finding>) {
     }
     out.push(Finding {
         id: "hop-queueing",
+        impact: x.traffic_share(&flows),
         severity: "warning",
         title: format!(
             "Queueing between {a} and {b}: the one-way delay's p99 ({}) is {}× its p50 ({})",

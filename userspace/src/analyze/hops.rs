@@ -94,7 +94,16 @@ impl Sketch {
     /// The nearest-rank quantile `q` (the smallest value with at least
     /// `q × n` values at or below it), as `percentile_disc` in SQL.
     pub fn quantile(&self, q: f64) -> i64 {
-        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n.max(1));
+        self.at_rank(rank(q, self.n))
+    }
+
+    /// The same quantile of the values negated (a hop read the other way).
+    pub fn quantile_negated(&self, q: f64) -> i64 {
+        -self.at_rank(self.n + 1 - rank(q, self.n))
+    }
+
+    /// The `rank`-th smallest value (from 1).
+    fn at_rank(&self, rank: u64) -> i64 {
         let mut seen = 0;
         for (&b, &n) in &self.buckets {
             seen += n;
@@ -105,6 +114,11 @@ impl Sketch {
         }
         self.max
     }
+}
+
+/// The nearest rank of quantile `q` among `n` values (from 1).
+fn rank(q: f64, n: u64) -> u64 {
+    ((q * n as f64).ceil() as u64).clamp(1, n.max(1))
 }
 
 fn bucket(dev: i64) -> i32 {
@@ -430,11 +444,10 @@ impl Matcher {
                         s.max - off,
                     )
                 } else {
-                    // Reversed, the p-th quantile is the (1 − p)-th of t_b − t_a.
                     (
                         off - s.max,
-                        off - s.quantile(0.5),
-                        off - s.quantile(0.01),
+                        off + s.quantile_negated(0.5),
+                        off + s.quantile_negated(0.99),
                         off - s.min,
                     )
                 }
