@@ -77,14 +77,16 @@ fn loss(x: &Input, out: &mut Vec<Finding>) {
             .push((h, vanished(x, h)));
     }
     for ((up, down), rows) in by_pair {
-        let mut t = Vanished::default();
         // Frames of the pair's flows seen upstream, lost or not.
-        t.frames_up = x
-            .hops
-            .iter()
-            .filter(|h| h.adjacent && (h.up_iface, h.down_iface) == (up, down))
-            .map(|h| h.frames_up)
-            .sum();
+        let mut t = Vanished {
+            frames_up: x
+                .hops
+                .iter()
+                .filter(|h| h.adjacent && (h.up_iface, h.down_iface) == (up, down))
+                .map(|h| h.frames_up)
+                .sum(),
+            ..Vanished::default()
+        };
         for (_, v) in &rows {
             t.missing += v.missing;
             t.resent += v.resent;

@@ -158,6 +158,12 @@ struct TapRange {
     last: u64,
 }
 
+/// A frame's key, tap and time.
+type Sighting = (Key, u16, u64);
+
+/// Per direction across a tap pair: (min, max, matched) of `t_b - t_a`.
+type Direction = Option<(i64, i64, u64)>;
+
 /// One flow between taps `a < b`.
 type PairKey = (NetFlow, u16, u16);
 
@@ -183,7 +189,7 @@ struct Pair {
 pub(crate) struct Matcher {
     window_ns: u64,
     /// The one tap seen so far and its last window of frames.
-    solo: Option<(u16, VecDeque<(Key, u16, u64)>)>,
+    solo: Option<(u16, VecDeque<Sighting>)>,
     keys: FastMap<Key, KeyState>,
     /// Keys by their last sighting, for expiry.
     order: VecDeque<(Key, u64)>,
@@ -605,7 +611,7 @@ pub struct Matching {
 /// exact delays.
 fn offsets(pairs: &FastMap<PairKey, Pair>, imposed: &BTreeMap<u16, i64>) -> Vec<ClockOffset> {
     // Per tap pair and direction: (min, max, n) of t_b − t_a.
-    let mut dirs: BTreeMap<(u16, u16), [Option<(i64, i64, u64)>; 2]> = BTreeMap::new();
+    let mut dirs: BTreeMap<(u16, u16), [Direction; 2]> = BTreeMap::new();
     for (&(flow, a, b), p) in pairs.iter().filter(|(_, p)| p.delays.n > 0) {
         let s = &p.delays;
         let d = usize::from(flow.0 > flow.1);

@@ -164,7 +164,9 @@ pub fn of(run: &Run, wanted: &[bool]) -> Vec<HopTruth> {
             }
         }
         // Transmissions of one packet in send order: up time, down time.
-        let mut by_packet: BTreeMap<u64, Vec<(Option<u64>, Option<u64>)>> = BTreeMap::new();
+        // Per packet index: (up, down) time of each of its transmissions.
+        type Passes = Vec<(Option<u64>, Option<u64>)>;
+        let mut by_packet: BTreeMap<u64, Passes> = BTreeMap::new();
         for (&(_, s), taps) in seen.range((flow, 0)..=(flow, u64::MAX)) {
             if let Some(&i) = index.get(&(flow, s)) {
                 by_packet
