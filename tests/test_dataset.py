@@ -165,13 +165,20 @@ def test_pyarrow_and_pandas_read_each_table_directory_with_no_options(ds):
         assert pj.read_json(path).num_rows == 1
 
 
-def test_spark_reads_each_table_directory_with_no_options(ds):
-    from pyspark.sql import SparkSession, functions as F, types as T
+def spark_session(name):
+    """A local Spark, one core, UTC, no UI."""
+    from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[1]").appName("rocescope-dataset")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-             .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    return (SparkSession.builder.master("local[1]").appName(name)
+            .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+            .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate())
+
+
+def test_spark_reads_each_table_directory_with_no_options(ds):
+    from pyspark.sql import functions as F, types as T
+
+    spark = spark_session("rocescope-dataset")
     try:
         root = ds["root"]
         for t in TABLES:
@@ -302,12 +309,7 @@ def test_the_hops_sql_on_duckdb_equals_hops_parquet(nccl):
 
 
 def test_the_hops_sql_on_spark_equals_hops_parquet(nccl):
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[1]").appName("rocescope-hops")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-             .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    spark = spark_session("rocescope-hops")
     try:
         spark.read.parquet(str(nccl["ds"] / "packets")).createOrReplaceTempView("packets")
         for st in sql_statements():
