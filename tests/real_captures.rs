@@ -241,6 +241,46 @@ fn the_nccl_host_captures_match_across_hosts_with_consistent_clocks() {
         *per_pair.entry((up.min(down), up.max(down))).or_insert(0) += n("matched");
     }
     assert_eq!(per_pair.values().copied().collect::<Vec<_>>(), [92, 92, 92]);
+    // Imposed: node1's clock 50 µs ahead of the others'; a name that is no
+    // tap's is said, not ignored silently.
+    let out = rocescope_ok(&[
+        "report",
+        "--json",
+        merged.to_str().unwrap(),
+        "--clock-offset",
+        "nccl3#1=+50us",
+        "--clock-offset",
+        "node9=-1us",
+    ]);
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c01 = s["clock_offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tap_b"] == "nccl3" && c["tap_a"] == "nccl3#1")
+        .unwrap();
+    assert_eq!(
+        (&c01["source"], &c01["offset_ns"]),
+        (&"imposed".into(), &(-50_000).into())
+    );
+    let h01 = s["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["up_iface"] == "nccl3" && h["down_iface"] == "nccl3#1")
+        .unwrap();
+    assert_eq!(
+        h01["delay_min_ns"], 19_000,
+        "69 µs raw, 50 µs of it the clock"
+    );
+    assert!(
+        s["capture_facts"].as_array().unwrap().iter().any(|f| f
+            .as_str()
+            .unwrap()
+            .starts_with("--clock-offset node9: no tap of that name")),
+        "{}",
+        s["capture_facts"]
+    );
     let text = rocescope_ok(&["report", merged.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("Clock nccl3#1 − nccl3: 49.5 µs (estimated from traffic both ways, ± 19.5 µs; 92 matched frames)"), "{text}");

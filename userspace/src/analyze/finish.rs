@@ -246,6 +246,15 @@ impl Analyzer {
                     .collect()
             },
         );
+        for (name, _) in &self.config.clock_offsets {
+            if !self.ifaces.values().any(|n| n == name) {
+                let taps: Vec<&str> = self.ifaces.values().map(String::as_str).collect();
+                facts.push(format!(
+                    "--clock-offset {name}: no tap of that name (the taps: {}); ignored",
+                    taps.join(", ")
+                ));
+            }
+        }
         let matcher = std::mem::replace(&mut self.matcher, hops::Matcher::new(0));
         let matching = {
             let imposed = self
