@@ -451,8 +451,8 @@ impl Config {
             }
             "lossy-spine" => {
                 // One spine whose link down to leaf1 loses 0.5 % of frames,
-                // mirrored on both ends of that link and at both hosts'
-                // ports: the hop spine0 → leaf1 is where the frames vanish
+                // mirrored on both ends of that link and at s0's port: the
+                // hop spine0 → leaf1 is where the frames vanish
                 // (see docs/synth.md). Two flows share it at 40 Gb/s each.
                 c.spines = 1;
                 c.duration_ns = 2_000_000;
@@ -476,7 +476,6 @@ impl Config {
                     TapPoint::new("leaf0", "s0", Dir::Both),
                     TapPoint::new("spine0", "leaf1", Dir::Both),
                     TapPoint::new("leaf1", "spine0", Dir::Both),
-                    TapPoint::new("leaf1", "r0", Dir::Both),
                 ];
             }
             "incast" => {
