@@ -19,6 +19,7 @@ healthy           --packets 2000
 ghost-drop        --duration 1ms --tap 0
 ghost-drop-fixed  --duration 1ms --tap 0
 lossy-link
+lossy-spine
 incast            --packets 3000
 pfc-storm
 ecn-broken        --packets 3000

@@ -27,6 +27,9 @@ CONTRACT = {
     "pfc.parquet": "iface src_mac priority start_ns end_ns start_ts end_ts frames ended_by",
     "timeline.parquet": """flow_id bin_start_ns bin_start bin_ns packets bytes retrans_packets ce cnps gbps
         goodput_gbps paused_ns""",
+    "hops.parquet": """src_ip dst_ip dest_qp up_iface down_iface up_flow_id down_flow_id first_ts_ns
+        last_ts_ns first_ts last_ts frames_up matched missing_down down_only delay_min_ns
+        delay_p50_ns delay_p99_ns delay_max_ns clock_offset_ns adjacent""",
 }
 
 TIMESTAMPS = {
@@ -35,6 +38,7 @@ TIMESTAMPS = {
     "events.parquet": ("ts",),
     "pfc.parquet": ("start_ts", "end_ts"),
     "timeline.parquet": ("bin_start",),
+    "hops.parquet": ("first_ts", "last_ts"),
 }
 
 
@@ -58,7 +62,7 @@ def main(out: Path) -> int:
                 failures.append(f"{name}: {c} is {df.schema[c]}, not Datetime(us, UTC)")
         print(f"{name}: {df.height} rows, {len(df.columns)} columns")
     summary = json.loads((out / "summary.json").read_text())
-    for key in ("pfc", "findings", "taps", "capture_facts"):
+    for key in ("pfc", "findings", "taps", "capture_facts", "clock_offsets", "matching"):
         if key not in summary:
             failures.append(f"summary.json: no {key}")
     for f in summary.get("findings", []):

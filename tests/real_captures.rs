@@ -154,3 +154,136 @@ fn every_real_capture_analyses_to_its_counts_with_nothing_to_diagnose() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// The three NCCL hosts' captures of one job (each host its own clock),
+/// merged by time into one pcapng of three interfaces (`mergecap -I none`:
+/// `nccl3` is node0, `nccl3#1` node1, `nccl3#2` node2). Counted
+/// independently: joining `tshark -T fields -e ip.src -e ip.dst -e
+/// infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.bth.opcode -e
+/// infiniband.invariant.crc` of two hosts' files gives 92 common frames for
+/// every pair (60 one way, 32 the other), none twice; the shortest
+/// `frame.time_epoch` differences each way (node1 − node0: 69 µs for
+/// node0 → node1, −30 µs for node1 → node0; node2 − node1: −49 and −68 µs;
+/// node2 − node0: 7 and −38 µs) give the symmetric-delay offsets
+/// (docs/analysis.md, "Clock offsets").
+#[test]
+fn the_nccl_host_captures_match_across_hosts_with_consistent_clocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let merged = dir.path().join("nccl3.pcapng");
+    let files: Vec<_> = (0..3)
+        .map(|n| shared_capture(&format!("softroce-nccl_node{n}.pcap")))
+        .collect();
+    let status = std::process::Command::new("mergecap")
+        .args(["-I", "none", "-w"])
+        .arg(&merged)
+        .args(&files)
+        .status()
+        .expect("mergecap (Wireshark's) runs");
+    assert!(status.success());
+    let out = rocescope_ok(&["report", "--json", merged.to_str().unwrap()]);
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let node = |name: &str| match name {
+        "nccl3" => 0,
+        "nccl3#1" => 1,
+        "nccl3#2" => 2,
+        other => panic!("tap {other}"),
+    };
+    // (b − a estimate, uncertainty, matched, applied offset, source) per
+    // host pair a < b; node0 and node2 need no correction (both raw delays
+    // are at least 0).
+    let mut clocks = std::collections::BTreeMap::new();
+    for c in s["clock_offsets"].as_array().unwrap() {
+        let (a, b) = (
+            node(c["tap_a"].as_str().unwrap()),
+            node(c["tap_b"].as_str().unwrap()),
+        );
+        let i = |k: &str| c[k].as_i64().unwrap();
+        let (est, off, unc) = (i("estimate_ns"), i("offset_ns"), i("uncertainty_ns"));
+        let (a, b, est, off) = if a < b {
+            (a, b, est, off)
+        } else {
+            (b, a, -est, -off)
+        };
+        let source = c["source"].as_str().unwrap().to_string();
+        clocks.insert(
+            (a, b),
+            (est, unc, c["matched"].as_u64().unwrap(), off, source),
+        );
+    }
+    let e = |est, unc, off, source: &str| (est, unc, 92, off, source.to_string());
+    assert_eq!(
+        clocks,
+        [
+            ((0, 1), e(49_500, 19_500, 49_500, "estimated")),
+            ((0, 2), e(-15_500, 22_500, 0, "agree")),
+            ((1, 2), e(-58_500, 9_500, -58_500, "estimated")),
+        ]
+        .into_iter()
+        .collect()
+    );
+    // node0→node1 plus node1→node2 is node0→node2 within the uncertainties.
+    let (o01, u01, ..) = clocks[&(0, 1)];
+    let (o12, u12, ..) = clocks[&(1, 2)];
+    let (o02, u02, ..) = clocks[&(0, 2)];
+    assert!((o01 + o12 - o02).abs() <= u01 + u12 + u02);
+    let hops = s["hops"].as_array().unwrap();
+    assert_eq!(hops.len(), 6, "{hops:?}");
+    let mut per_pair = std::collections::BTreeMap::new();
+    for h in hops {
+        let (up, down) = (
+            node(h["up_iface"].as_str().unwrap()),
+            node(h["down_iface"].as_str().unwrap()),
+        );
+        let n = |k: &str| h[k].as_u64().unwrap();
+        assert_eq!((n("missing_down"), n("down_only")), (0, 0), "{h}");
+        assert_eq!(n("matched"), n("frames_up"));
+        assert!(h["delay_min_ns"].as_i64().unwrap() >= 0, "{h}");
+        *per_pair.entry((up.min(down), up.max(down))).or_insert(0) += n("matched");
+    }
+    assert_eq!(per_pair.values().copied().collect::<Vec<_>>(), [92, 92, 92]);
+    // Imposed: node1's clock 50 µs ahead of the others'; a name that is no
+    // tap's is said, not ignored silently.
+    let out = rocescope_ok(&[
+        "report",
+        "--json",
+        merged.to_str().unwrap(),
+        "--clock-offset",
+        "nccl3#1=+50us",
+        "--clock-offset",
+        "node9=-1us",
+    ]);
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c01 = s["clock_offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tap_b"] == "nccl3" && c["tap_a"] == "nccl3#1")
+        .unwrap();
+    assert_eq!(
+        (&c01["source"], &c01["offset_ns"]),
+        (&"imposed".into(), &(-50_000).into())
+    );
+    let h01 = s["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["up_iface"] == "nccl3" && h["down_iface"] == "nccl3#1")
+        .unwrap();
+    assert_eq!(
+        h01["delay_min_ns"], 19_000,
+        "69 µs raw, 50 µs of it the clock"
+    );
+    assert!(
+        s["capture_facts"].as_array().unwrap().iter().any(|f| f
+            .as_str()
+            .unwrap()
+            .starts_with("--clock-offset node9: no tap of that name")),
+        "{}",
+        s["capture_facts"]
+    );
+    let text = rocescope_ok(&["report", merged.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Clock nccl3#1 − nccl3: 49.5 µs (estimated from traffic both ways, ± 19.5 µs; 92 matched frames)"), "{text}");
+    assert!(text.contains("Clock nccl3 − nccl3#2: 0 ns (estimated 15.5 µs ± 22.5 µs from traffic both ways; every delay was at least 0 without it: not corrected; 92 matched frames)"), "{text}");
+    assert!(text.contains("nccl3 → nccl3#1: 172.30.0.25 → 172.30.0.11 QP 29: 60 upstream, 60 matched, 0 missing downstream, 0 downstream only; one-way delay min 19.5 µs"), "{text}");
+}

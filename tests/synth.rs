@@ -94,6 +94,7 @@ fn link_speed(truth: &Value) -> String {
 
 struct Analysis {
     flows: Table,
+    hops: Table,
     summary: Value,
     /// A classic pcap's one interface is named after the file's stem; a
     /// pcapng's interfaces keep their names (the taps').
@@ -128,6 +129,7 @@ fn analyze_with(capture: &Path, truth: &Value, extra: &[&str]) -> Analysis {
     let classic = capture.extension().is_some_and(|e| e == "pcap");
     Analysis {
         flows: Table::read(&out.join("flows.parquet")),
+        hops: Table::read(&out.join("hops.parquet")),
         summary: read_json(&out.join("summary.json")),
         pcap_iface: classic.then(|| capture.file_stem().unwrap().to_string_lossy().into_owned()),
     }
@@ -289,6 +291,94 @@ fn compare(label: &str, truth: &Value, a: &Analysis) -> Vec<String> {
             bad.push(format!(
                 "{label}: {} p{} paused analyzer {got} ns ({gf}) truth {want} ns ({wf}), tolerance {tol} ns",
                 pt["iface"], pt["priority"]
+            ));
+        }
+    }
+    bad.extend(compare_hops(label, truth, a));
+    bad
+}
+
+/// Hops (docs/synth-truth.md, "hops"): every connection's request packets
+/// between two taps, counted exactly — seen upstream, matched, missing
+/// downstream (lost between, dropped by the downstream mirror or still in
+/// flight at the end), seen downstream only — and the one-way delays: min
+/// and max exactly, p50 and p99 within the sketch's 0.5 % of the hop's
+/// delay range (docs/analysis.md, "Cross-tap matching"), on hops without
+/// resends (the truth's `resent`, `overtaken`: the analyzer leaves out the
+/// delays of frames a tap saw twice, which the truth cannot tell apart).
+fn compare_hops(label: &str, truth: &Value, a: &Analysis) -> Vec<String> {
+    let mut bad = vec![];
+    let h = &a.hops;
+    let (up, down, src, dst, qp) = (
+        h.strings("up_iface"),
+        h.strings("down_iface"),
+        h.strings("src_ip"),
+        h.strings("dst_ip"),
+        h.ints("dest_qp"),
+    );
+    let col = |c: &str| h.ints(c);
+    let cols: Vec<_> = [
+        "frames_up",
+        "matched",
+        "missing_down",
+        "down_only",
+        "delay_min_ns",
+        "delay_p50_ns",
+        "delay_p99_ns",
+        "delay_max_ns",
+    ]
+    .iter()
+    .map(|c| col(c))
+    .collect();
+    let conns = truth["connections"].as_array().unwrap();
+    for t in truth["hops"].as_array().unwrap() {
+        let c = &conns[t["flow"].as_u64().unwrap() as usize];
+        let want_key = (
+            Some(a.iface(t["up_iface"].as_str().unwrap()).to_string()),
+            Some(a.iface(t["down_iface"].as_str().unwrap()).to_string()),
+            c["src_ip"].as_str().map(String::from),
+            c["dst_ip"].as_str().map(String::from),
+            c["responder_qpn"].as_i64().map(i128::from),
+        );
+        let Some(r) = (0..h.rows()).find(|&r| {
+            (
+                up[r].clone(),
+                down[r].clone(),
+                src[r].clone(),
+                dst[r].clone(),
+                qp[r],
+            ) == want_key
+        }) else {
+            bad.push(format!("{label}: no hop {want_key:?} (truth {t})"));
+            continue;
+        };
+        let n = |k: &str| i128::from(t[k].as_i64().unwrap());
+        let got: Vec<i128> = cols.iter().map(|c| c[r].unwrap_or(-1)).collect();
+        let want = [
+            n("frames_up"),
+            n("matched"),
+            n("dropped_between") + n("down_tap_dropped") + n("in_flight"),
+            n("down_only"),
+        ];
+        if got[..4] != want {
+            bad.push(format!(
+                "{label}: hop {want_key:?} (frames_up, matched, missing_down, down_only) analyzer {:?} truth {want:?}",
+                &got[..4]
+            ));
+        }
+        let (lo, hi) = (n("delay_min_ns"), n("delay_max_ns"));
+        let tol = (hi - lo) / 200 + 1;
+        let delays_ok = n("overtaken") + n("resent") > 0
+            || got[4] == lo
+                && got[7] == hi
+                && (got[5] - n("delay_p50_ns")).abs() <= tol
+                && (got[6] - n("delay_p99_ns")).abs() <= tol;
+        if !delays_ok {
+            bad.push(format!(
+                "{label}: hop {want_key:?} delays (min, p50, p99, max) analyzer {:?} truth ({lo}, {}, {}, {hi}), tolerance {tol} ns",
+                &got[4..],
+                n("delay_p50_ns"),
+                n("delay_p99_ns")
             ));
         }
     }

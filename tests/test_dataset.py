@@ -23,7 +23,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 import pytest
 
-CAPTURE_TABLES = ("packets", "flows", "events", "pfc", "timeline")
+CAPTURE_TABLES = ("packets", "flows", "events", "pfc", "timeline", "hops")
 TABLES = CAPTURE_TABLES + ("counters",)
 # Each table's TIMESTAMP(MICROS, UTC) columns and the *_ns column each mirrors.
 TIMESTAMPS = {
@@ -32,6 +32,7 @@ TIMESTAMPS = {
     "events": {"ts": "ts_ns"},
     "pfc": {"start_ts": "start_ns", "end_ts": "end_ns"},
     "timeline": {"bin_start": "bin_start_ns"},
+    "hops": {"first_ts": "first_ts_ns", "last_ts": "last_ts_ns"},
     "counters": {"ts": "ts_ns"},
 }
 SYSFS = Path(__file__).resolve().parent / "data" / "counters" / "sysfs"
@@ -164,13 +165,20 @@ def test_pyarrow_and_pandas_read_each_table_directory_with_no_options(ds):
         assert pj.read_json(path).num_rows == 1
 
 
-def test_spark_reads_each_table_directory_with_no_options(ds):
-    from pyspark.sql import SparkSession, functions as F, types as T
+def spark_session(name):
+    """A local Spark, one core, UTC, no UI."""
+    from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[1]").appName("rocescope-dataset")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-             .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    return (SparkSession.builder.master("local[1]").appName(name)
+            .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+            .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate())
+
+
+def test_spark_reads_each_table_directory_with_no_options(ds):
+    from pyspark.sql import functions as F, types as T
+
+    spark = spark_session("rocescope-dataset")
     try:
         root = ds["root"]
         for t in TABLES:
@@ -209,3 +217,105 @@ def test_a_rerun_replaces_its_files_and_other_options_add_a_run(rocescope, tmp_p
     rocescope("analyze", cap, "--dataset", root, "--host", "tap-a", "--bin", "1ms")
     assert packets() == (2 * GHOST, 2)
     assert len(list((root / "summaries").rglob("*.json"))) == 2
+
+
+NCCL = Path(__file__).resolve().parent / "data"
+SQL = Path(__file__).resolve().parent.parent / "sql" / "hops.sql"
+
+
+def sql_statements():
+    """sql/hops.sql's statements (each ends with ';' at the end of a line)."""
+    text = "\n".join(l for l in SQL.read_text().splitlines() if not l.lstrip().startswith("--"))
+    return [st.strip() for st in text.split(";\n") if st.strip().rstrip(";")]
+
+
+def tshark_keys(path):
+    """(src, dst, dest QP, PSN, opcode, ICRC) of every BTH frame, by tshark."""
+    import subprocess
+    out = subprocess.run(
+        ["tshark", "-r", str(path), "-Y", "infiniband.bth", "-T", "fields", "-e", "ip.src", "-e",
+         "ip.dst", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e",
+         "infiniband.bth.opcode", "-e", "infiniband.invariant.crc"],
+        check=True, capture_output=True, text=True).stdout
+    return [tuple(line.split("\t")) for line in out.splitlines() if line]
+
+
+@pytest.fixture(scope="module")
+def nccl(rocescope, tmp_path_factory):
+    """The three NCCL hosts' captures: a dataset of three --hosts, and the
+    same captures merged by time (mergecap -I none) analysed in one run."""
+    import subprocess
+    tmp = tmp_path_factory.mktemp("nccl")
+    files = [NCCL / f"softroce-nccl_node{n}.pcap" for n in range(3)]
+    for n, f in enumerate(files):
+        rocescope("analyze", f, "--dataset", tmp / "ds", "--host", f"node{n}")
+    merged = tmp / "nccl.pcapng"
+    subprocess.run(["mergecap", "-I", "none", "-w", str(merged), *map(str, files)], check=True)
+    rocescope("analyze", merged, "--out", tmp / "merged")
+    # mergecap -I none keeps the files' interfaces in order: nccl, nccl#1, nccl#2.
+    node = {"nccl": "node0", "nccl#1": "node1", "nccl#2": "node2"}
+    hops = pl.read_parquet(tmp / "merged" / "hops.parquet").with_columns(
+        pl.col("up_iface").replace_strict(node).alias("up"),
+        pl.col("down_iface").replace_strict(node).alias("down"))
+    return {"ds": tmp / "ds", "files": files, "hops": hops}
+
+
+def test_the_nccl_hosts_share_92_frames_per_pair_by_tshark(nccl):
+    keys = [set(tshark_keys(f)) for f in nccl["files"]]
+    assert all(len(k) == 184 for k in keys), "no frame twice at one host"
+    assert [len(keys[a] & keys[b]) for a, b in ((0, 1), (0, 2), (1, 2))] == [92, 92, 92]
+    per_pair = nccl["hops"].group_by(
+        pl.min_horizontal("up", "down").alias("a"), pl.max_horizontal("up", "down").alias("b")
+    ).agg(pl.sum("matched"))
+    assert sorted(per_pair["matched"].to_list()) == [92, 92, 92]
+
+
+def compare_sql_hops(rows, want):
+    """Rows of the SQL `hops` view against hops.parquet: counts, min, max and
+    the clock offset exactly, p50/p99 within the sketch's 0.5 % of the range
+    (docs/analysis.md, "Cross-tap matching")."""
+    key = lambda r: (r["src_ip"], r["dst_ip"], r["dest_qp"], r["up"], r["down"])
+    got = {key({**r, "up": r["up_tap"].split("/")[0], "down": r["down_tap"].split("/")[0]}): r
+           for r in rows}
+    expected = {key(r): r for r in want.iter_rows(named=True)}
+    assert set(got) == set(expected)
+    for k, w in expected.items():
+        g = got[k]
+        for c in ("frames_up", "matched", "missing_down", "down_only", "delay_min_ns",
+                  "delay_max_ns", "clock_offset_ns", "first_ts_ns", "last_ts_ns"):
+            assert g[c] == w[c], (k, c, g[c], w[c])
+        tol = (w["delay_max_ns"] - w["delay_min_ns"]) / 200 + 1
+        for c in ("delay_p50_ns", "delay_p99_ns"):
+            assert abs(g[c] - w[c]) <= tol, (k, c, g[c], w[c])
+
+
+def test_the_hops_sql_on_duckdb_equals_hops_parquet(nccl):
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW packets AS SELECT * FROM '{nccl['ds']}/packets/**/*.parquet'")
+    for st in sql_statements():
+        con.execute(st)
+    cur = con.execute("SELECT * FROM hops")
+    cols = [d[0] for d in cur.description]
+    rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+    assert len(rows) == 6
+    compare_sql_hops(rows, nccl["hops"])
+    offsets = con.execute(
+        "SELECT tap_a, tap_b, estimate_ns, uncertainty_ns FROM hop_clock_offsets ORDER BY 1, 2"
+    ).fetchall()
+    node = lambda t: t.split("/")[0]
+    assert [(node(a), node(b), e, u) for a, b, e, u in offsets] == [
+        ("node0", "node1", 49_500, 19_500), ("node0", "node2", -15_500, 22_500),
+        ("node1", "node2", -58_500, 9_500)]
+
+
+def test_the_hops_sql_on_spark_equals_hops_parquet(nccl):
+    spark = spark_session("rocescope-hops")
+    try:
+        spark.read.parquet(str(nccl["ds"] / "packets")).createOrReplaceTempView("packets")
+        for st in sql_statements():
+            spark.sql(st)
+        rows = [r.asDict() for r in spark.sql("SELECT * FROM hops").collect()]
+        assert len(rows) == 6
+        compare_sql_hops(rows, nccl["hops"])
+    finally:
+        spark.stop()

@@ -61,6 +61,32 @@ pub struct TapSpeed {
     pub bps: u64,
 }
 
+/// `--clock-offset TAP=±DURATION`: a tap's clock minus the other taps'.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TapOffset {
+    pub tap: String,
+    pub ns: i64,
+}
+
+pub fn tap_clock_offset(text: &str) -> Result<TapOffset, String> {
+    let Some((tap, d)) = text.split_once('=').filter(|(t, _)| !t.trim().is_empty()) else {
+        return Err(
+            "name the tap and the offset of its clock, e.g. --clock-offset node1=+48us or node2=-1.5ms".into(),
+        );
+    };
+    let d = d.trim();
+    let (sign, rest) = match d.strip_prefix('-') {
+        Some(r) => (-1, r),
+        None => (1, d.strip_prefix('+').unwrap_or(d)),
+    };
+    let ns = i64::try_from(duration_ns(rest)?)
+        .map_err(|_| format!("{d}: too large for a clock offset"))?;
+    Ok(TapOffset {
+        tap: tap.trim().to_string(),
+        ns: sign * ns,
+    })
+}
+
 pub fn tap_link_speed(text: &str) -> Result<TapSpeed, String> {
     match text.split_once('=') {
         Some((tap, speed)) if !tap.trim().is_empty() => Ok(TapSpeed {

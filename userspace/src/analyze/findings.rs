@@ -58,6 +58,8 @@ pub(crate) struct Input<'a> {
     pub ecmp: &'a super::ecmp::EcmpLoad,
     /// The DSCP and PCP pairs seen per tap.
     pub qos: &'a super::qos::Marks,
+    /// `hops.parquet`'s rows (cross-tap matching).
+    pub hops: &'a [super::hops::HopRow],
 }
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.
@@ -146,6 +148,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     super::qos::finding(x, x.qos, &mut out);
     super::cnp_overload::finding(x, &mut out);
     super::dcqcn::finding(x, &mut out);
+    super::hop_findings::finding(x, &mut out);
     real_loss(x, &mut out);
     reordering(x, &mut out);
     corruption(x, &mut out);

@@ -7,12 +7,13 @@ use super::flows::Flow;
 use super::fmt::{fmt_ip, iface_name};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{
-    Analysis, FlowRow, PfcSummary, Reaction, Summary, TapSummary, Totals, flow_row, ratio,
+    Analysis, FlowRow, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals,
+    flow_row, ratio,
 };
 use super::taps::TapState;
 use super::timeline::flush_bin;
 use super::{Analyzer, Sink};
-use super::{ecmp, findings, rto, tree};
+use super::{ecmp, findings, hops, rto, tree};
 
 /// Per tap and sender (source address) with timeout rewinds, its NIC's
 /// timeout over all its request flows there, in order of the first flow (a
@@ -248,6 +249,41 @@ impl Analyzer {
         if let Some(t) = &self.config.topology {
             t.name_trees(&mut pfc_trees);
         }
+        for (name, _) in &self.config.clock_offsets {
+            if !self.ifaces.values().any(|n| n == name) {
+                let taps: Vec<&str> = self.ifaces.values().map(String::as_str).collect();
+                facts.push(format!(
+                    "--clock-offset {name}: no tap of that name (the taps: {}); ignored",
+                    taps.join(", ")
+                ));
+            }
+        }
+        let matcher = std::mem::replace(&mut self.matcher, hops::Matcher::new(0));
+        let matching = {
+            let imposed = self
+                .config
+                .clock_offsets
+                .iter()
+                .filter_map(|(name, ns)| {
+                    let i = self.ifaces.iter().find(|(_, n)| *n == name)?.0;
+                    Some((*i, *ns))
+                })
+                .collect();
+            let by_key = &self.by_key;
+            let flows = &self.flows;
+            let mut m = matcher.finish(&imposed, |iface, (s, d, qp)| {
+                by_key.get(&(iface, s, d, qp)).map(|&i| flows[i].id)
+            });
+            for c in m.iter_mut().flat_map(|m| &mut m.clocks) {
+                c.tap_a_name = iface_name(&self.ifaces, c.tap_a);
+                c.tap_b_name = iface_name(&self.ifaces, c.tap_b);
+            }
+            m
+        };
+        let hop_rows = matching
+            .as_ref()
+            .map(|m| m.hops.clone())
+            .unwrap_or_default();
         let mut summary = Summary {
             first_ts_ns: self.first_ts,
             last_ts_ns: self.first_ts.map(|_| last),
@@ -264,6 +300,16 @@ impl Analyzer {
             taps: tap_rows,
             capture_facts: facts,
             pfc_trees,
+            clock_offsets: matching
+                .as_ref()
+                .map(|m| m.clocks.clone())
+                .unwrap_or_default(),
+            matching: matching.as_ref().map(|m| MatchingSummary {
+                window_ns: m.window_ns,
+                late_frames: m.late,
+                peak_keys: m.peak_keys,
+                hops: m.hops.len(),
+            }),
             nic_timeouts: nic_timeouts(&self.flows, &self.ifaces),
             findings: Vec::new(),
         };
@@ -275,6 +321,7 @@ impl Analyzer {
             ghost_covers: &self.ghost_covers,
             ecmp: &self.ecmp,
             qos: &self.qos,
+            hops: &hop_rows,
         });
         let taps = &self.taps;
         let origin = |iface: u16| {
@@ -292,6 +339,7 @@ impl Analyzer {
         Analysis {
             flows: rows,
             pfc: std::mem::take(&mut self.pfc.rows),
+            hops: hop_rows,
             summary,
         }
     }

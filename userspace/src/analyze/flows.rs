@@ -310,6 +310,7 @@ impl Analyzer {
                 ..Verdict::default()
             };
         }
+        self.matcher.push(rec);
         let (corrupt, rewritten) = self.icrc(rec);
         if corrupt {
             self.flows[i].icrc_errors += 1;

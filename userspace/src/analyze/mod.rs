@@ -48,6 +48,8 @@ mod flows;
 mod fmt;
 pub mod gaps;
 pub mod hash;
+mod hop_findings;
+pub mod hops;
 mod livelock;
 mod mtu;
 mod pfc;
@@ -88,8 +90,8 @@ pub use report::{
     shown_findings,
 };
 pub use rows::{
-    Analysis, Event, Finding, FlowRow, FrameCounts, PfcInterval, PfcSummary, Reaction, Summary,
-    TapSummary, TimelineRow, Totals, Verdict,
+    Analysis, Event, Finding, FlowRow, FrameCounts, MatchingSummary, PfcInterval, PfcSummary,
+    Reaction, Summary, TapSummary, TimelineRow, Totals, Verdict,
 };
 use taps::TapState;
 
@@ -115,6 +117,10 @@ pub struct Config {
     pub ecmp_groups: Vec<EcmpGroup>,
     /// `--topology`: names of devices, taps' places, ECMP groups.
     pub topology: Option<topology::Topology>,
+    /// Cross-tap matching window (see [`hops`]).
+    pub match_window_ns: u64,
+    /// `--clock-offset TAP=±DURATION`: a tap's clock minus the others'.
+    pub clock_offsets: Vec<(String, i64)>,
 }
 
 impl Default for Config {
@@ -128,6 +134,8 @@ impl Default for Config {
             dup_window_ns: dups::DEFAULT_WINDOW_NS,
             ecmp_groups: Vec::new(),
             topology: None,
+            match_window_ns: hops::DEFAULT_WINDOW_NS,
+            clock_offsets: Vec::new(),
         }
     }
 }
@@ -188,6 +196,8 @@ pub struct Analyzer {
     ecmp: ecmp::EcmpLoad,
     /// DSCP and PCP pairs per tap.
     qos: qos::Marks,
+    /// Cross-tap matching.
+    matcher: hops::Matcher,
 }
 
 impl Analyzer {
@@ -203,6 +213,7 @@ impl Analyzer {
                 .find(|(n, _)| n == name)
                 .map_or(config.link_speed_bps, |&(_, bps)| bps)
         });
+        let matcher = hops::Matcher::new(config.match_window_ns);
         Analyzer {
             config,
             flows: Vec::new(),
@@ -224,6 +235,7 @@ impl Analyzer {
             cnp_macs: Default::default(),
             ecmp,
             qos: qos::Marks::default(),
+            matcher,
         }
     }
 

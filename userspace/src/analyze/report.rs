@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use super::hop_findings::{fmt_delay, fmt_ns};
 use super::{
     Analysis, Finding, FlowRow, FrameCounts, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct,
     fmt_pfc, fmt_utc,
@@ -233,8 +234,82 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
     }
 
     findings(&mut p, &s.findings);
+    hops(&mut p, a);
     top_flows(&mut p, a);
     p.out
+}
+
+/// Most hop rows the text shows (all are in `hops.parquet`).
+const SHOWN_HOPS: usize = 12;
+
+/// Clock offsets and per-hop delays (`docs/report.md`, "Hops").
+fn hops(p: &mut Page, a: &Analysis) {
+    let s = &a.summary;
+    if s.clock_offsets.is_empty() && a.hops.is_empty() {
+        return;
+    }
+    p.blank();
+    p.para("", "", "Hops (frames matched across taps)");
+    for c in &s.clock_offsets {
+        let how = match (c.source, c.uncertainty_ns) {
+            (super::hops::OffsetSource::Estimated, Some(u)) => {
+                format!("estimated from traffic both ways, ± {}", fmt_ns(u))
+            }
+            (super::hops::OffsetSource::Agree, Some(u)) => format!(
+                "estimated {} ± {} from traffic both ways; every delay was at least 0 without it: not corrected",
+                fmt_ns(c.estimate_ns.unwrap_or(0)),
+                fmt_ns(u)
+            ),
+            (super::hops::OffsetSource::Imposed, _) => "imposed (--clock-offset)".to_string(),
+            _ => "not estimated (traffic one way only): taken as 0".to_string(),
+        };
+        // The clock ahead first.
+        let (ahead, behind, off) = if c.offset_ns < 0 {
+            (&c.tap_a_name, &c.tap_b_name, -c.offset_ns)
+        } else {
+            (&c.tap_b_name, &c.tap_a_name, c.offset_ns)
+        };
+        p.para(
+            "  ",
+            "    ",
+            &format!(
+                "Clock {ahead} − {behind}: {} ({how}; {})",
+                fmt_ns(off),
+                fmt_count(c.matched, "matched frame")
+            ),
+        );
+    }
+    let mut rows: Vec<_> = a.hops.iter().collect();
+    rows.sort_by_key(|h| std::cmp::Reverse(h.frames_up + h.down_only));
+    for h in rows.iter().take(SHOWN_HOPS) {
+        p.para(
+            "  ",
+            "    ",
+            &format!(
+                "{} → {}: {} → {} QP {}: {} upstream, {} matched, {} missing downstream, {} downstream only; one-way delay min {}, p50 {}, p99 {}, max {}",
+                s.iface_name(h.up_iface),
+                s.iface_name(h.down_iface),
+                fmt_ip(&h.src_ip),
+                fmt_ip(&h.dst_ip),
+                h.dest_qp,
+                h.frames_up,
+                h.matched,
+                h.missing_down,
+                h.down_only,
+                fmt_delay(h.delay_min_ns),
+                fmt_delay(h.delay_p50_ns),
+                fmt_delay(h.delay_p99_ns),
+                fmt_delay(h.delay_max_ns)
+            ),
+        );
+    }
+    if rows.len() > SHOWN_HOPS {
+        p.para(
+            "  ",
+            "    ",
+            &format!("… {} more in hops.parquet", rows.len() - SHOWN_HOPS),
+        );
+    }
 }
 
 /// The headline: what an on-call engineer reads first, one line per
@@ -448,6 +523,21 @@ pub fn flow_json(a: &Analysis, row: &FlowRow) -> Value {
     v
 }
 
+/// A row of `hops.parquet` as JSON.
+fn hop_json(a: &Analysis, h: &super::hops::HopRow) -> Value {
+    let mut v = serde_json::to_value(h).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        m.insert("up_iface".into(), a.summary.iface_name(h.up_iface).into());
+        m.insert(
+            "down_iface".into(),
+            a.summary.iface_name(h.down_iface).into(),
+        );
+        m.insert("src_ip".into(), fmt_ip(&h.src_ip).into());
+        m.insert("dst_ip".into(), fmt_ip(&h.dst_ip).into());
+    }
+    v
+}
+
 /// `report --json`: `summary.json` (without `input`) and `flows`, one
 /// object per row of `flows.parquet`.
 pub fn render_json(a: &Analysis) -> Value {
@@ -455,6 +545,8 @@ pub fn render_json(a: &Analysis) -> Value {
     if let Value::Object(m) = &mut v {
         let flows = a.flows.iter().map(|r| flow_json(a, r)).collect();
         m.insert("flows".into(), Value::Array(flows));
+        let hops = a.hops.iter().map(|h| hop_json(a, h)).collect();
+        m.insert("hops".into(), Value::Array(hops));
     }
     v
 }

@@ -284,10 +284,26 @@ pub struct Summary {
     pub capture_facts: Vec<String>,
     /// The PFC congestion trees: who paused whom (see [`tree`]).
     pub pfc_trees: Vec<tree::PauseTree>,
+    /// Per tap pair with matched frames: its clock offset (see [`super::hops`]).
+    pub clock_offsets: Vec<super::hops::ClockOffset>,
+    /// Cross-tap matching: null with one tap.
+    pub matching: Option<MatchingSummary>,
     /// Per sender with timeout rewinds: its NIC's retransmission timeout
     /// (see [`rto`]).
     pub nic_timeouts: Vec<rto::NicTimeout>,
     pub findings: Vec<Finding>,
+}
+
+/// `summary.json`'s `matching`: how the cross-tap matching went.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MatchingSummary {
+    pub window_ns: u64,
+    /// Frames more than a window out of time order: not matched.
+    pub late_frames: u64,
+    /// Most frame keys held at once (the window's memory).
+    pub peak_keys: usize,
+    /// Rows of `hops.parquet`.
+    pub hops: usize,
 }
 
 /// One tap (capture interface) of `summary.json`'s `taps`.
@@ -330,6 +346,8 @@ impl Summary {
 pub struct Analysis {
     pub flows: Vec<FlowRow>,
     pub pfc: Vec<PfcInterval>,
+    /// `hops.parquet` (empty with one tap).
+    pub hops: Vec<super::hops::HopRow>,
     pub summary: Summary,
 }
 

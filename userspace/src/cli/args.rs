@@ -103,6 +103,14 @@ pub(crate) struct AnalysisArgs {
     /// retransmission (0 turns the check off).
     #[arg(long, default_value = "10us", value_name = "DURATION", value_parser = units::duration_or_off)]
     pub(crate) dup_window: u64,
+    /// Frames of one transmission seen at several taps lie within this time of each other
+    /// (cross-tap matching; memory holds one window of frames).
+    #[arg(long, default_value = "2ms", value_name = "DURATION", value_parser = units::positive_duration)]
+    pub(crate) match_window: u64,
+    /// TAP's clock minus the other taps' (e.g. node1=+48us), instead of the offset estimated
+    /// from traffic both ways; repeatable.
+    #[arg(long, value_name = "TAP=±DURATION", value_parser = units::tap_clock_offset, allow_hyphen_values = true)]
+    pub(crate) clock_offset: Vec<units::TapOffset>,
     /// Width of a timeline bin (e.g. 100us, 1ms).
     #[arg(long, default_value = "100us", value_name = "DURATION", value_parser = units::positive_duration)]
     pub(crate) bin: u64,
@@ -150,6 +158,12 @@ impl AnalysisArgs {
                 .chain(self.topology.iter().flat_map(|t| t.ecmp_groups.clone()))
                 .collect(),
             topology: self.topology.clone(),
+            match_window_ns: self.match_window,
+            clock_offsets: self
+                .clock_offset
+                .iter()
+                .map(|o| (o.tap.clone(), o.ns))
+                .collect(),
         }
     }
 }

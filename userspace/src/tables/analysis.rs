@@ -1,17 +1,18 @@
-//! The analyzer's tables: `flows`, `events`, `pfc`, `timeline`
+//! The analyzer's tables: `flows`, `events`, `pfc`, `timeline`, `hops`
 //! (docs/tables.md). `iface` columns hold the interface's name.
 //!
 //! Integer columns are signed and wider than the analyzer's unsigned
 //! fields (docs/tables.md, "Numbers"): the builders take the unsigned value
 //! and [`super::format`] widens it, so a column's type says the mapping.
 use arrow_array::builder::{
-    Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
+    BooleanBuilder, Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
     TimestampMicrosecondBuilder,
 };
 
 use super::ColumnEncoding;
 use super::format::micros;
 use crate::addr::{Ip, Mac};
+use crate::analyze::hops::HopRow;
 use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow};
 use crate::columns;
 
@@ -150,5 +151,31 @@ columns! {
         gbps: Float64Builder = |r| Some(r.gbps),
         goodput_gbps: Float64Builder = |r| Some(r.goodput_gbps),
         paused_ns: Int64Builder = |r| Some(r.paused_ns as i64),
+    }
+}
+
+columns! {
+    pub struct HopColumns for Named<'a, HopRow> {
+        src_ip: StringBuilder = |n| Some(Ip(n.row.src_ip)),
+        dst_ip: StringBuilder = |n| Some(Ip(n.row.dst_ip)),
+        dest_qp: Int64Builder = |n| Some(n.row.dest_qp),
+        up_iface: StringBuilder = |n| Some(n.iface(n.row.up_iface)),
+        down_iface: StringBuilder = |n| Some(n.iface(n.row.down_iface)),
+        up_flow_id: Int64Builder = |n| n.row.up_flow_id,
+        down_flow_id: Int64Builder = |n| n.row.down_flow_id,
+        first_ts_ns: Int64Builder = |n| Some(n.row.first_ts_ns as i64),
+        last_ts_ns: Int64Builder = |n| Some(n.row.last_ts_ns as i64),
+        first_ts: TimestampMicrosecondBuilder = |n| Some(micros(n.row.first_ts_ns)),
+        last_ts: TimestampMicrosecondBuilder = |n| Some(micros(n.row.last_ts_ns)),
+        frames_up: Int64Builder = |n| Some(n.row.frames_up),
+        matched: Int64Builder = |n| Some(n.row.matched),
+        missing_down: Int64Builder = |n| Some(n.row.missing_down),
+        down_only: Int64Builder = |n| Some(n.row.down_only),
+        delay_min_ns: Int64Builder = |n| n.row.delay_min_ns,
+        delay_p50_ns: Int64Builder = |n| n.row.delay_p50_ns,
+        delay_p99_ns: Int64Builder = |n| n.row.delay_p99_ns,
+        delay_max_ns: Int64Builder = |n| n.row.delay_max_ns,
+        clock_offset_ns: Int64Builder = |n| Some(n.row.clock_offset_ns),
+        adjacent: BooleanBuilder = |n| Some(n.row.adjacent),
     }
 }

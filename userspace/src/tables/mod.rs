@@ -46,7 +46,7 @@ pub mod packets;
 
 use crate::analyze::{self, Analysis, Verdict};
 use crate::output::{Output, RunFacts};
-use analysis::{EventColumns, FlowColumns, Named, PfcColumns, TimelineColumns};
+use analysis::{EventColumns, FlowColumns, HopColumns, Named, PfcColumns, TimelineColumns};
 use packets::{PacketColumns, PacketRow};
 use rocescope_common::PacketRecord;
 
@@ -150,12 +150,13 @@ macro_rules! columns {
 }
 
 /// Every file a [`TableSet`] writes.
-pub const OUTPUT_FILES: [&str; 6] = [
+pub const OUTPUT_FILES: [&str; 7] = [
     "packets.parquet",
     "flows.parquet",
     "events.parquet",
     "pfc.parquet",
     "timeline.parquet",
+    "hops.parquet",
     "summary.json",
 ];
 
@@ -615,8 +616,13 @@ impl TableSet {
         for row in &analysis.pfc {
             pfc.push(&Named { row, ifaces })?;
         }
+        let mut hops = ParquetTable::<HopColumns>::create(&self.dir, "hops.parquet")?;
+        for row in &analysis.hops {
+            hops.push(&Named { row, ifaces })?;
+        }
         flows.close()?;
         pfc.close()?;
+        hops.close()?;
         self.packets.close()?;
         self.events.close()?;
         self.timeline.close()?;

@@ -200,6 +200,10 @@ pub struct Run {
     pub meta: Vec<FrameMeta>,
     /// Frames a tap should have recorded and did not (time-ordered).
     pub tap_drops: Vec<TapDrop>,
+    /// Request packets the network lost (a link or a switch), time-ordered:
+    /// the truth of what vanished between taps.
+    #[serde(skip)]
+    pub net_drops: Vec<TapDrop>,
     pub qps: Vec<QpSummary>,
     pub fabric: FabricStats,
     /// Every port's counters.
@@ -273,6 +277,7 @@ pub struct Fabric {
     frames: Vec<TapFrame>,
     meta: Vec<FrameMeta>,
     tap_drops: Vec<TapDrop>,
+    net_drops: Vec<TapDrop>,
     stats: FabricStats,
     /// Per connection: the switch ports its requests left by, in first-use
     /// order (the ECMP choices the model made).
@@ -309,6 +314,7 @@ impl Fabric {
             frames: vec![],
             meta: vec![],
             tap_drops: vec![],
+            net_drops: vec![],
             stats: FabricStats::default(),
             requests_via: vec![],
             dscp_rewrites: vec![],
@@ -672,6 +678,7 @@ impl Fabric {
             frames: self.frames,
             meta: self.meta,
             tap_drops: self.tap_drops,
+            net_drops: self.net_drops,
             qps,
             fabric: self.stats,
         }
@@ -732,6 +739,17 @@ impl Fabric {
                 self.frames.push(frame);
                 self.meta.push(meta);
             }
+        }
+    }
+
+    /// The network lost `pkt` at port `p` (`tap` of the drop is the port).
+    fn net_drop(&mut self, p: usize, pkt: &Pkt) {
+        if pkt.meta.index.is_some() {
+            self.net_drops.push(TapDrop {
+                ts_ns: self.now,
+                tap: p,
+                meta: pkt.meta,
+            });
         }
     }
 
@@ -890,6 +908,7 @@ impl Fabric {
         }
         let max_frame = self.ports[p].max_frame;
         if max_frame > 0 && pkt.len > max_frame {
+            self.net_drop(p, &pkt);
             self.stats.link_drops += 1;
             if let Some(q) = pkt.meta.flow {
                 self.qps[q].stats.link_drops += 1;
@@ -898,6 +917,7 @@ impl Fabric {
             return;
         }
         if self.rng.chance(loss) {
+            self.net_drop(p, &pkt);
             self.stats.link_drops += 1;
             if let Some(q) = pkt.meta.flow {
                 self.qps[q].stats.link_drops += 1;
@@ -970,6 +990,7 @@ impl Fabric {
         let depth = self.ports[e].qbytes[prio];
         let sw = &self.cfg.switch;
         if depth + pkt.len as u64 > sw.queue_limit {
+            self.net_drop(e, &pkt);
             self.stats.switch_drops += 1;
             if let Some(q) = pkt.meta.flow {
                 self.qps[q].stats.switch_drops += 1;

@@ -21,6 +21,7 @@
 pub mod bridge;
 pub mod fabric;
 pub mod hosts;
+pub mod hop_truth;
 pub mod qp;
 pub mod scenario;
 pub mod spec;

@@ -279,6 +279,7 @@ pub const SCENARIOS: &[&str] = &[
     "ghost-drop",
     "ghost-drop-fixed",
     "lossy-link",
+    "lossy-spine",
     "incast",
     "pfc-storm",
     "ecn-broken",
@@ -446,6 +447,35 @@ impl Config {
                     TapPoint::new("leaf0", "s1", Dir::Both),
                     TapPoint::new("leaf1", "r0", Dir::Both),
                     TapPoint::new("leaf1", "r1", Dir::Both),
+                ];
+            }
+            "lossy-spine" => {
+                // One spine whose link down to leaf1 loses 0.5 % of frames,
+                // mirrored on both ends of that link and at s0's port: the
+                // hop spine0 → leaf1 is where the frames vanish
+                // (see docs/synth.md). Two flows share it at 40 Gb/s each.
+                c.spines = 1;
+                c.duration_ns = 2_000_000;
+                c.flows = vec![
+                    FlowCfg {
+                        gbps: Some(40.0),
+                        ..FlowCfg::new(0, 0, 65536, Some(32))
+                    },
+                    FlowCfg {
+                        gbps: Some(40.0),
+                        ..FlowCfg::new(1, 1, 65536, Some(32))
+                    },
+                ];
+                c.impairments = vec![Impairment {
+                    node: "spine0".into(),
+                    toward: "leaf1".into(),
+                    loss: 0.005,
+                    ..Impairment::default()
+                }];
+                c.taps = vec![
+                    TapPoint::new("leaf0", "s0", Dir::Both),
+                    TapPoint::new("spine0", "leaf1", Dir::Both),
+                    TapPoint::new("leaf1", "spine0", Dir::Both),
                 ];
             }
             "incast" => {

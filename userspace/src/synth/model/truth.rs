@@ -303,6 +303,9 @@ pub struct Truth {
     pub fabric: FabricStats,
     /// What each connection's requester and responder did.
     pub connections: Vec<ConnectionTruth>,
+    /// Per connection and tap pair: what passed one tap and reached the
+    /// other, what the network lost between them, the one-way delays.
+    pub hops: Vec<super::hop_truth::HopTruth>,
 }
 
 impl ConnectionTruth {
@@ -835,7 +838,9 @@ impl Truth {
                 u
             })
             .collect();
+        let hops = super::hop_truth::of(run, &wanted);
         Truth {
+            hops,
             scenario: run.scenario.clone(),
             seed: run.seed,
             capture,
