@@ -20,8 +20,8 @@
 //! ```
 pub mod bridge;
 pub mod fabric;
-pub mod hosts;
 pub mod hop_truth;
+pub mod hosts;
 pub mod qp;
 pub mod scenario;
 pub mod spec;
