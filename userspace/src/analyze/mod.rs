@@ -27,11 +27,15 @@
 //!   congestion tree; `timeline`: timeline bins; `delta`: the live tap's
 //!   summary-mode deltas;
 //! * `dcqcn`: how a sender's rate answers its CNPs;
+//! * [`hops`]: cross-tap frame matching, tap-pair clock offsets and the hop
+//!   table (`hops/clocks.rs`, `hops/sketch.rs`); [`topology`]: the
+//!   `--topology` file;
 //! * `finish`: the end of input; `rows`: the output rows; `findings` (one
 //!   file per finding family under `findings/`), `unanswered`, `mtu`,
 //!   `ecmp` (ECMP group balance), `qos` (priorities and remarking),
-//!   `cnp_overload` (CNPs on links far from full): the diagnosis; `report`: the text, JSON and HTML report; `fmt` and `date`:
-//!   values and times as they are printed.
+//!   `cnp_overload` (CNPs on links far from full), `hop_findings` (hop
+//!   loss and queueing): the diagnosis; `report`: the text, JSON and HTML
+//!   report; `fmt` and `date`: values and times as they are printed.
 
 mod cm;
 mod cnp;

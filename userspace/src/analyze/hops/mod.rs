@@ -25,6 +25,13 @@ use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{PacketRecord, flags};
 use serde::Serialize;
 
+mod clocks;
+mod sketch;
+
+use clocks::offsets;
+pub use clocks::{ClockOffset, OffsetSource};
+pub use sketch::Sketch;
+
 /// Default match window: longer than a path's one-way delay plus the clock
 /// offset of hosts kept in step by NTP or PTP, shorter than a NIC's
 /// retransmission timeout (4.096 µs × 2^T, T ≥ 10 in practice).
@@ -33,9 +40,6 @@ pub const DEFAULT_WINDOW_NS: u64 = 2_000_000;
 /// Taps a transmission can be tallied at (bits of a mask); frames of
 /// interfaces beyond are not matched.
 pub const MAX_TAPS: u16 = 64;
-
-/// The relative accuracy of the delay sketch: buckets grow by 1 %.
-const GAMMA: f64 = 1.01;
 
 /// `(src_ip, dst_ip, dest_qp)`: one flow, whatever tap sees it.
 pub type NetFlow = ([u8; 16], [u8; 16], u32);
@@ -65,80 +69,6 @@ struct KeyState {
     group: Vec<(u16, u64)>,
 }
 
-/// Quantiles of signed nanosecond values: exact min and max, and a log
-/// histogram of the distance from the first value (buckets 1 % wide), so a
-/// quantile is within 0.5 % of `max - min` of the exact one.
-#[derive(Clone, Debug, Default)]
-pub struct Sketch {
-    pub n: u64,
-    pub min: i64,
-    pub max: i64,
-    base: i64,
-    buckets: BTreeMap<i32, u64>,
-}
-
-impl Sketch {
-    pub fn add(&mut self, x: i64) {
-        if self.n == 0 {
-            self.base = x;
-            self.min = x;
-            self.max = x;
-        }
-        self.n += 1;
-        self.min = self.min.min(x);
-        self.max = self.max.max(x);
-        let dev = x.saturating_sub(self.base);
-        *self.buckets.entry(bucket(dev)).or_default() += 1;
-    }
-
-    /// The nearest-rank quantile `q` (the smallest value with at least
-    /// `q × n` values at or below it), as `percentile_disc` in SQL.
-    pub fn quantile(&self, q: f64) -> i64 {
-        self.at_rank(rank(q, self.n))
-    }
-
-    /// The same quantile of the values negated (a hop read the other way).
-    pub fn quantile_negated(&self, q: f64) -> i64 {
-        -self.at_rank(self.n + 1 - rank(q, self.n))
-    }
-
-    /// The `rank`-th smallest value (from 1).
-    fn at_rank(&self, rank: u64) -> i64 {
-        let mut seen = 0;
-        for (&b, &n) in &self.buckets {
-            seen += n;
-            if seen >= rank {
-                let v = self.base.saturating_add(representative(b));
-                return v.clamp(self.min, self.max);
-            }
-        }
-        self.max
-    }
-}
-
-/// The nearest rank of quantile `q` among `n` values (from 1).
-fn rank(q: f64, n: u64) -> u64 {
-    ((q * n as f64).ceil() as u64).clamp(1, n.max(1))
-}
-
-fn bucket(dev: i64) -> i32 {
-    if dev == 0 {
-        return 0;
-    }
-    let k = 1 + ((dev.unsigned_abs() as f64).ln() / GAMMA.ln()).floor() as i32;
-    if dev < 0 { -k } else { k }
-}
-
-fn representative(b: i32) -> i64 {
-    if b == 0 {
-        return 0;
-    }
-    let k = b.unsigned_abs() as i32;
-    let mid = GAMMA.powi(k - 1) * (1.0 + GAMMA) / 2.0;
-    let v = mid.round() as i64;
-    if b < 0 { -v } else { v }
-}
-
 /// A tally of transmissions of one flow: the taps that saw it, the taps
 /// recording at its time, and the taps silent since before it whose
 /// liveness the end of the capture decides (tap, its last frame then).
@@ -162,15 +92,15 @@ struct TapRange {
 type Sighting = (Key, u16, u64);
 
 /// Per direction across a tap pair: (min, max, matched) of `t_b - t_a`.
-type Direction = Option<(i64, i64, u64)>;
+pub(super) type Direction = Option<(i64, i64, u64)>;
 
 /// One flow between taps `a < b`.
-type PairKey = (NetFlow, u16, u16);
+pub(super) type PairKey = (NetFlow, u16, u16);
 
 /// The matched transmissions of one flow between taps `a < b`: signed
 /// delays `t_b - t_a`, and the first and last sighting at each tap.
 #[derive(Clone, Debug, Default)]
-struct Pair {
+pub(super) struct Pair {
     matched: u64,
     /// Transmissions tap a recorded first (raw clocks).
     a_first: u64,
@@ -549,47 +479,6 @@ pub struct HopRow {
     pub adjacent: bool,
 }
 
-/// How a tap pair's clock offset was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OffsetSource {
-    /// From traffic matched in both directions, which needed it (a raw
-    /// delay below 0).
-    Estimated,
-    /// Traffic both ways, every raw delay at least 0: the clocks agree
-    /// within the uncertainty, and no correction is made.
-    Agree,
-    /// `--clock-offset`.
-    Imposed,
-    /// Traffic in one direction only: taken as 0 (one clock).
-    Assumed,
-}
-
-/// One tap pair's clock offset (`summary.json`'s `clock_offsets`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ClockOffset {
-    #[serde(rename = "tap_a_index")]
-    pub tap_a: u16,
-    #[serde(rename = "tap_b_index")]
-    pub tap_b: u16,
-    #[serde(rename = "tap_a")]
-    pub tap_a_name: String,
-    #[serde(rename = "tap_b")]
-    pub tap_b_name: String,
-    /// Tap b's clock minus tap a's, as applied to the delays.
-    pub offset_ns: i64,
-    /// The symmetric-delay estimate (null without traffic both ways).
-    pub estimate_ns: Option<i64>,
-    /// Half the sum of the two directions' shortest corrected delays: the
-    /// offset is exact up to this when the paths are symmetric.
-    pub uncertainty_ns: Option<i64>,
-    pub source: OffsetSource,
-    /// Shortest raw delays a → b and b → a (null without traffic that way).
-    pub min_delay_ab_ns: Option<i64>,
-    pub min_delay_ba_ns: Option<i64>,
-    pub matched: u64,
-}
-
 /// The outcome of the matching.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Matching {
@@ -599,73 +488,6 @@ pub struct Matching {
     pub late: u64,
     pub window_ns: u64,
     pub peak_keys: usize,
-}
-
-/// The symmetric-delay estimate per tap pair: flows from the lower to the
-/// higher IP address one way, the others the other way; `d_ab` the
-/// shortest raw delay of the direction seen later at b, `d_ba` the other's;
-/// offset `(d_ab − d_ba) / 2`, uncertainty `(d_ab + d_ba) / 2`. Applied
-/// only when a raw delay is below 0: otherwise the clocks agree as far as
-/// the traffic can tell (one clock, or synchronised ones), and a path that
-/// is not symmetric (big frames one way, small ACKs back) would only skew
-/// exact delays.
-fn offsets(pairs: &FastMap<PairKey, Pair>, imposed: &BTreeMap<u16, i64>) -> Vec<ClockOffset> {
-    // Per tap pair and direction: (min, max, n) of t_b − t_a.
-    let mut dirs: BTreeMap<(u16, u16), [Direction; 2]> = BTreeMap::new();
-    for (&(flow, a, b), p) in pairs.iter().filter(|(_, p)| p.delays.n > 0) {
-        let s = &p.delays;
-        let d = usize::from(flow.0 > flow.1);
-        let slot = &mut dirs.entry((a, b)).or_default()[d];
-        *slot = Some(match *slot {
-            None => (s.min, s.max, p.matched),
-            Some((lo, hi, n)) => (lo.min(s.min), hi.max(s.max), n + p.matched),
-        });
-    }
-    let mut out = Vec::new();
-    for ((a, b), [x, y]) in dirs {
-        let matched = x.map_or(0, |v| v.2) + y.map_or(0, |v| v.2);
-        // The direction a → b has the larger delays.
-        let (ab, ba) = match (x, y) {
-            (Some(x), Some(y)) if x.0 >= y.0 => (Some(x), Some(y)),
-            (Some(x), Some(y)) => (Some(y), Some(x)),
-            (Some(v), None) | (None, Some(v)) if v.0 >= 0 => (Some(v), None),
-            (Some(v), None) | (None, Some(v)) => (None, Some(v)),
-            (None, None) => continue,
-        };
-        let d_ab = ab.map(|v| v.0);
-        let d_ba = ba.map(|v| -v.1);
-        let mut c = ClockOffset {
-            tap_a: a,
-            tap_b: b,
-            tap_a_name: String::new(),
-            tap_b_name: String::new(),
-            offset_ns: 0,
-            estimate_ns: None,
-            uncertainty_ns: None,
-            source: OffsetSource::Assumed,
-            min_delay_ab_ns: d_ab,
-            min_delay_ba_ns: d_ba,
-            matched,
-        };
-        if let (Some(ab), Some(ba)) = (d_ab, d_ba) {
-            let estimate = (ab - ba).div_euclid(2);
-            c.estimate_ns = Some(estimate);
-            c.uncertainty_ns = Some((ab + ba).div_euclid(2));
-            if ab < 0 || ba < 0 {
-                c.offset_ns = estimate;
-                c.source = OffsetSource::Estimated;
-            } else {
-                c.source = OffsetSource::Agree;
-            }
-        }
-        if imposed.contains_key(&a) || imposed.contains_key(&b) {
-            let at = |t| imposed.get(&t).copied().unwrap_or(0);
-            c.offset_ns = at(b) - at(a);
-            c.source = OffsetSource::Imposed;
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
