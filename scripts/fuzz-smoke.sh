@@ -4,7 +4,7 @@
 #   scripts/fuzz-smoke.sh [SECONDS] [TARGET...]
 #
 # SECONDS defaults to 60 per target; TARGETs default to every target
-# (reader, decompress, decode, analyzer, etherparse). Needs the nightly toolchain; installs cargo-fuzz
+# (reader, decompress, decode, infiniband, analyzer, etherparse). Needs the nightly toolchain; installs cargo-fuzz
 # if it is missing. A crash leaves its input in userspace/fuzz/artifacts/TARGET/
 # (ignored by git) and makes this script fail; the corpus grows in
 # userspace/fuzz/corpus/TARGET/, which is committed: minimise it before
@@ -18,7 +18,7 @@ shift || true
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    targets=(reader decompress decode analyzer etherparse)
+    targets=(reader decompress decode infiniband analyzer etherparse)
 fi
 case "$secs" in
     '' | *[!0-9]*) echo "fuzz-smoke: SECONDS must be a number, got '$secs'" >&2; exit 2 ;;

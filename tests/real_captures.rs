@@ -287,3 +287,69 @@ fn the_nccl_host_captures_match_across_hosts_with_consistent_clocks() {
     assert!(text.contains("Clock nccl3 − nccl3#2: 0 ns (estimated 15.5 µs ± 22.5 µs from traffic both ways; every delay was at least 0 without it: not corrected; 92 matched frames)"), "{text}");
     assert!(text.contains("nccl3 → nccl3#1: 172.30.0.25 → 172.30.0.11 QP 29: 60 upstream, 60 matched, 0 missing downstream, 0 downstream only; one-way delay min 19.5 µs"), "{text}");
 }
+
+/// The UC and UD ping-pongs flow by flow, as tshark shows them
+/// (`tshark -r F -Y infiniband -T fields -e ip.src -e infiniband.bth.opcode
+/// -e infiniband.bth.destqp -e infiniband.bth.psn`): each direction five
+/// SEND Only (UC 0x24, UD 0x64) with consecutive PSNs. UC is sequenced
+/// (no gap, nothing resent) but has no ACKs, so nothing pairs it; UD has no
+/// sequence at all (`retrans` null on every row). Flows are numbered in
+/// order of first appearance (.62 sends first in both). docs/analysis.md,
+/// "Flows".
+#[test]
+fn uc_and_ud_ping_pongs_are_flows_of_their_service() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, service, flows) in [
+        (
+            "softroce-pingpong_uc.pcap",
+            "UC",
+            [("10.1.16.62", 0x21), ("10.1.16.61", 0x22)],
+        ),
+        (
+            "softroce-pingpong_ud.pcap",
+            "UD",
+            [("10.1.16.62", 0x22), ("10.1.16.61", 0x23)],
+        ),
+    ] {
+        let out = dir.path().join(file);
+        let cap = shared_capture(file);
+        rocescope_ok(&[
+            "analyze",
+            cap.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let t = Table::read(&out.join("flows.parquet"));
+        let rows: Vec<_> = (0..t.rows())
+            .map(|i| {
+                (
+                    t.strings("src_ip")[i].clone().unwrap(),
+                    t.ints("dest_qp")[i].unwrap(),
+                    t.strings("service")[i].clone(),
+                    t.ints("data_packets")[i].unwrap(),
+                    t.ints("gaps")[i].unwrap(),
+                    t.ints("retrans_packets")[i].unwrap(),
+                    t.ints("paired_qp")[i],
+                )
+            })
+            .collect();
+        let want: Vec<_> = flows
+            .iter()
+            .map(|&(src, qp)| {
+                (
+                    src.to_string(),
+                    qp,
+                    Some(service.to_string()),
+                    5,
+                    0,
+                    0,
+                    None,
+                )
+            })
+            .collect();
+        assert_eq!(rows, want, "{file}");
+        let retrans = Table::read(&out.join("packets.parquet")).bools("retrans");
+        let want = if service == "UD" { None } else { Some(false) };
+        assert_eq!(retrans, vec![want; 10], "{file}");
+    }
+}

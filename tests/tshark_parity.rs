@@ -15,11 +15,13 @@
 //! mirrored frame's headers.
 //!
 //! Skipped (with a message) when tshark is not installed.
-use std::collections::HashMap;
+mod common;
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::process::Command;
 
+use common::tshark::{self, Row, num};
 use rocescope::proto::{ib, ip, linktype, udp};
 use rocescope::synth::frame::*;
 use rocescope::synth::{CaptureWrite, PcapWriter};
@@ -142,7 +144,9 @@ fn roce(i: u32, opcode: u8) -> RoceFrame {
         psn: (0xFFFF00 + i * 3) & ib::PSN_MASK,
     };
     f.ext = ExtHeaders {
-        rdeth_eecnxt: 0,
+        dc_bth: [0xD0 ^ i as u8; 8],
+        dcceth: [0xCC ^ i as u8; 16],
+        rdeth_eecnxt: 0x0E_0000 | i,
         deth_qkey: 0x8001_0000 | i,
         deth_src_qp: 0x00_0400 + i,
         xrc_srq: 0,
@@ -183,6 +187,19 @@ fn cases() -> Vec<Case> {
     }
     // Every UC opcode.
     for opcode in 0x20..=0x2B {
+        push(roce_spec(roce(next(), opcode)));
+    }
+    // Every RD opcode, in mlx5's Dynamically Connected layout (DC header
+    // after the BTH); 0x55 as DC CONNECT (SE clear, a DCCETH) and without.
+    for opcode in 0x40..=0x55 {
+        push(roce_spec(roce(next(), opcode)));
+    }
+    let mut f = roce(next(), 0x55);
+    f.bth.se = !f.bth.se;
+    push(roce_spec(f));
+    // Every XRC opcode (Wireshark 4.0 decodes their BTH only: the rest is
+    // held against what was built).
+    for opcode in (0xA0..=0xB4).chain([0xB6, 0xB7]) {
         push(roce_spec(roce(next(), opcode)));
     }
     // UD with DETH (and ImmDt), over IPv4 and IPv6.
@@ -385,14 +402,6 @@ fn build(case: &Case, buf: &mut Vec<u8>) {
     }
 }
 
-fn tshark_available() -> bool {
-    Command::new("tshark")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
 /// The fields this tshark knows.
 fn known_fields() -> std::collections::HashSet<String> {
     let out = Command::new("tshark")
@@ -405,49 +414,18 @@ fn known_fields() -> std::collections::HashSet<String> {
         .collect()
 }
 
-type Row = HashMap<String, String>;
-
 fn run_tshark(path: &Path, fields: &[&str]) -> Vec<Row> {
-    let mut cmd = Command::new("tshark");
-    cmd.arg("-n")
-        .arg("-r")
-        .arg(path)
-        .args(["-d", "udp.port==4791,infiniband"])
-        .args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=l"]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let out = cmd.output().expect("run tshark");
-    assert!(
-        out.status.success(),
-        "tshark failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            fields
-                .iter()
-                .zip(line.split('\t'))
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(f, v)| (f.to_string(), v.to_string()))
-                .collect()
-        })
-        .collect()
-}
-
-/// A tshark number: `0x` hex, decimal, or a boolean.
-fn num(s: &str) -> u64 {
-    match s {
-        "True" | "true" => 1,
-        "False" | "false" => 0,
-        _ => match s.strip_prefix("0x") {
-            Some(h) => u64::from_str_radix(h, 16),
-            None => s.parse(),
-        }
-        .unwrap_or_else(|e| panic!("tshark value {s:?}: {e}")),
-    }
+    tshark::fields(
+        path,
+        &[
+            "-n",
+            "-d",
+            "udp.port==4791,infiniband",
+            "-E",
+            "occurrence=l",
+        ],
+        fields,
+    )
 }
 
 /// A tshark byte string (`01020304` or `01:02:03:04`) read big-endian.
@@ -900,7 +878,7 @@ fn truth_record(case: &Case, bytes: &[u8]) -> PacketRecord {
 /// record must agree with tshark on every field (no decoder involved).
 #[test]
 fn builder_agrees_with_tshark() {
-    if !tshark_available() {
+    if !tshark::available() {
         eprintln!("SKIPPED builder_agrees_with_tshark: tshark is not installed");
         return;
     }
@@ -950,7 +928,7 @@ fn builder_agrees_with_tshark() {
 
 #[test]
 fn decoder_agrees_with_tshark() {
-    if !tshark_available() {
+    if !tshark::available() {
         eprintln!(
             "SKIPPED tshark_parity: tshark is not installed (apt-get install tshark); \
              the parity of the decoder with Wireshark was NOT checked"

@@ -82,12 +82,16 @@ pub fn decoder_frames() -> Vec<(String, Vec<u8>)> {
     // Every opcode of every transport, with its extension headers.
     for opcode in (0x00u8..=0x17)
         .chain(0x20..=0x2B)
-        .chain(0x40..=0x54)
+        .chain(0x40..=0x55)
         .chain(0x64..=0x65)
-        .chain(0xA0..=0xB4)
+        .chain(0xA0..=0xB7)
     {
         add(&format!("opcode {opcode:#04x}"), bytes(&roce(opcode)));
     }
+    // DC CONNECT without its DCCETH (SE set).
+    let mut connect = roce(0x55);
+    connect.bth.se = true;
+    add("dc connect, se", bytes(&connect));
     add("unknown opcode 0xff", bytes(&roce(0xFF)));
     add("cnp", bytes(&RoceFrame::cnp(0x118)));
     let mut nak = roce(0x11);

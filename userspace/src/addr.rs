@@ -1,5 +1,6 @@
 //! How addresses print: MACs as `aa:bb:cc:dd:ee:ff`, IPv4-mapped addresses
-//! as dotted quads, others as IPv6 text — Wireshark's forms. Written by
+//! as dotted quads, InfiniBand LIDs as `lid:N`, others (GIDs too) as IPv6
+//! text — Wireshark's forms. Written by
 //! hand into one buffer: they run for four columns of every packet and two
 //! addresses of every CNP event.
 use std::fmt::{self, Display};
@@ -24,12 +25,17 @@ impl Display for Mac {
     }
 }
 
-/// A record's 16-byte address: dotted quad when IPv4-mapped, else IPv6 text.
+/// A record's 16-byte address: dotted quad when IPv4-mapped, `lid:N` (the
+/// LID in decimal) for an InfiniBand LID (`proto::lrh::lid_addr`), else
+/// IPv6 text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ip(pub [u8; 16]);
 
 impl Display for Ip {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(lid) = rocescope_common::proto::lrh::addr_lid(&self.0) {
+            return write!(f, "lid:{lid}");
+        }
         let v6 = Ipv6Addr::from(self.0);
         match v6.to_ipv4_mapped() {
             Some(v4) => f.write_str(dotted_quad(v4.octets(), &mut [0; 15])),
@@ -94,5 +100,10 @@ mod tests {
         assert_eq!(Mac([0; 6]).to_string(), "00:00:00:00:00:00");
         let v6: Ipv6Addr = "fe80::1".parse().unwrap();
         assert_eq!(Ip(v6.octets()).to_string(), "fe80::1");
+        use rocescope_common::proto::lrh::lid_addr;
+        assert_eq!(Ip(lid_addr(18)).to_string(), "lid:18");
+        assert_eq!(Ip(lid_addr(0xFFFF)).to_string(), "lid:65535");
+        let near: Ipv6Addr = "100::1:12".parse().unwrap();
+        assert_eq!(Ip(near.octets()).to_string(), "100::1:12");
     }
 }

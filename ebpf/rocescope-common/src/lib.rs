@@ -113,7 +113,17 @@ pub mod flags {
     /// RoCEv1: `src_ip`, `dst_ip` hold the GRH's source and destination
     /// GIDs (there is no IP or UDP header; `dscp`, `ecn`, `udp_sport` are
     /// unset).
+    /// On native InfiniBand (`IB_LRH`): a GRH follows the LRH.
     pub const HAS_GRH: u32 = 1 << 25;
+    /// A native InfiniBand packet (LINKTYPE_INFINIBAND, ERF InfiniBand):
+    /// `src_ip`/`dst_ip` hold the GRH's GIDs (`HAS_GRH`) or the LRH's LIDs
+    /// (`proto::lrh::lid_addr`); no IP, UDP or Ethernet fields. Userspace
+    /// decoder only.
+    pub const IB_LRH: u32 = 1 << 31;
+    /// With `IB_LRH`: the VCRC was captured and checked.
+    pub const VCRC_CHECKED: u32 = 1 << 29;
+    /// With `VCRC_CHECKED`: it matched.
+    pub const VCRC_OK: u32 = 1 << 28;
 }
 
 /// One decoded frame: every field the tables and the analyzer use.
@@ -228,9 +238,12 @@ impl PacketRecord {
     }
 
     /// RoCE version of a RoCE, CNP or malformed record: 1 for a GRH
-    /// straight in Ethernet (EtherType 0x8915), 2 for UDP to port 4791.
+    /// straight in Ethernet (EtherType 0x8915), 2 for UDP to port 4791;
+    /// none on native InfiniBand (`IB_LRH`), which is not RoCE.
     pub const fn roce_version(&self) -> Option<u8> {
-        if self.has(flags::HAS_GRH) {
+        if self.has(flags::IB_LRH) {
+            None
+        } else if self.has(flags::HAS_GRH) {
             Some(1)
         } else if self.has(flags::HAS_UDP) {
             Some(2)
@@ -239,9 +252,11 @@ impl PacketRecord {
         }
     }
 
-    /// CE-marked (IP ECN = 11).
+    /// CE-marked: IP ECN = 11, or on InfiniBand (no IP header) FECN set,
+    /// the mark a congested IB switch puts on a packet. RoCEv1 has no IP
+    /// header, so no ECN.
     pub const fn is_ce(&self) -> bool {
-        // RoCEv1 has no IP header, so no ECN.
-        self.has(flags::HAS_IPV4 | flags::HAS_IPV6) && self.ecn == proto::ip::ECN_CE
+        (self.has(flags::HAS_IPV4 | flags::HAS_IPV6) && self.ecn == proto::ip::ECN_CE)
+            || (self.has(flags::IB_LRH) && self.has(flags::FECN))
     }
 }

@@ -107,6 +107,13 @@ pub mod ib {
     pub const ATOMIC_ACK_ETH_LEN: usize = 8;
     pub const IMMDT_LEN: usize = 4;
     pub const IETH_LEN: usize = 4;
+    /// What mlx5's Dynamically Connected transport adds after the BTH of
+    /// every packet of the RD opcode range (Wireshark: a 20-byte BTH).
+    pub const DC_BTH_LEN: usize = 8;
+    /// DC Connect ETH of a DC CONNECT packet.
+    pub const DCCETH_LEN: usize = 16;
+    /// RD RESYNC's opcode: mlx5's DC CONNECT (with a DCCETH when SE is clear).
+    pub const OPCODE_DC_CONNECT: u8 = 0x55;
     pub const ICRC_LEN: usize = 4;
     /// CNP: BTH, 16 reserved bytes, ICRC.
     pub const CNP_RESERVED_LEN: usize = 16;
@@ -139,6 +146,20 @@ pub mod ib {
         pub const UD: u8 = 0b011;
         pub const CNP: u8 = 0b100;
         pub const XRC: u8 = 0b101;
+
+        /// The service's name in the tables (`service` column); `None` for
+        /// the reserved values 0b110 and 0b111.
+        pub const fn name(service: u8) -> Option<&'static str> {
+            match service {
+                RC => Some("RC"),
+                UC => Some("UC"),
+                RD => Some("RD"),
+                UD => Some("UD"),
+                CNP => Some("CNP"),
+                XRC => Some("XRC"),
+                _ => None,
+            }
+        }
     }
 
     /// The operation: the low five bits of the opcode (same within RC, UC, RD, XRC).
@@ -164,6 +185,8 @@ pub mod ib {
         pub const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
         pub const COMPARE_SWAP: u8 = 0x13;
         pub const FETCH_ADD: u8 = 0x14;
+        /// Reliable Datagram only (0x55): resynchronises an EE context's PSNs.
+        pub const RD_RESYNC: u8 = 0x15;
         pub const SEND_LAST_INVALIDATE: u8 = 0x16;
         pub const SEND_ONLY_INVALIDATE: u8 = 0x17;
     }
@@ -179,11 +202,20 @@ pub mod ib {
         pub const ATOMIC_ACK_ETH: u16 = 1 << 6;
         pub const IMMDT: u16 = 1 << 7;
         pub const IETH: u16 = 1 << 8;
+        /// The 8 bytes after the BTH in the RD range (mlx5 DC); first of all.
+        pub const DC_BTH: u16 = 1 << 9;
+        /// DC Connect ETH, right after `DC_BTH`.
+        pub const DCCETH: u16 = 1 << 10;
         /// The opcode is reserved / unknown: nothing after the BTH is decoded.
         pub const UNKNOWN: u16 = 1 << 15;
     }
 
-    /// The extension headers an opcode implies (IBA Vol. 1 §9.2, table 38).
+    /// The extension headers an opcode implies: IBA Vol. 1 §9.2, table 38,
+    /// but for the RD range, decoded as Wireshark decodes it, in the layout
+    /// mlx5's Dynamically Connected transport sends (RD itself was never
+    /// built): `DC_BTH` first, then table 38's RD headers, except that an
+    /// ACK (0x51) has no RDETH and 0x55 (DC CONNECT) carries only the DCCETH
+    /// (see [`ext_headers_se`]).
     pub const fn ext_headers(opcode: u8) -> u16 {
         let service = opcode >> 5;
         let o = opcode & 0x1F;
@@ -210,16 +242,16 @@ pub mod ib {
                 op::SEND_FIRST..=op::WRITE_ONLY_IMM => per_op,
                 _ => ext::UNKNOWN,
             },
-            // RD: every RC operation behind an RDETH; requests add a DETH.
-            transport::RD => {
-                if per_op & ext::UNKNOWN != 0 {
-                    ext::UNKNOWN
-                } else if is_response_op(o) {
-                    ext::RDETH | per_op
-                } else {
-                    ext::RDETH | ext::DETH | per_op
-                }
-            }
+            // RD / DC: every RC operation but the invalidating SENDs, behind
+            // the DC header and an RDETH; requests add a DETH.
+            transport::RD => match o {
+                op::RD_RESYNC => ext::DC_BTH,
+                op::ACKNOWLEDGE => ext::DC_BTH | ext::AETH,
+                op::SEND_LAST_INVALIDATE | op::SEND_ONLY_INVALIDATE => ext::UNKNOWN,
+                _ if per_op & ext::UNKNOWN != 0 => ext::UNKNOWN,
+                _ if is_response_op(o) => ext::DC_BTH | ext::RDETH | per_op,
+                _ => ext::DC_BTH | ext::RDETH | ext::DETH | per_op,
+            },
             // UD: SEND Only (0x64) and SEND Only with Immediate (0x65).
             transport::UD => match o {
                 op::SEND_ONLY => ext::DETH,
@@ -244,9 +276,26 @@ pub mod ib {
         }
     }
 
+    /// [`ext_headers`] of a BTH whose solicited-event bit is `se`: a DC
+    /// CONNECT (0x55) with SE clear carries a DCCETH (as Wireshark reads it).
+    pub const fn ext_headers_se(opcode: u8, se: bool) -> u16 {
+        let mask = ext_headers(opcode);
+        if opcode == OPCODE_DC_CONNECT && !se {
+            mask | ext::DCCETH
+        } else {
+            mask
+        }
+    }
+
     /// Bytes of the extension headers in `mask`.
     pub const fn ext_headers_len(mask: u16) -> usize {
         let mut len = 0;
+        if mask & ext::DC_BTH != 0 {
+            len += DC_BTH_LEN;
+        }
+        if mask & ext::DCCETH != 0 {
+            len += DCCETH_LEN;
+        }
         if mask & ext::RDETH != 0 {
             len += RDETH_LEN;
         }
@@ -290,13 +339,27 @@ pub mod ib {
         )
     }
 
-    /// A request of a connected service (RC, UC, XRC): the packets whose
-    /// PSNs a requester sequences.
+    /// A request of a sequenced service (RC, UC, RD, XRC): the packets whose
+    /// PSNs a requester sequences. RD's range carries mlx5's Dynamically
+    /// Connected transport, sequenced per DCT like an RC QP.
     pub const fn is_request(opcode: u8) -> bool {
-        let service = opcode >> 5;
-        matches!(service, transport::RC | transport::UC | transport::XRC)
+        is_sequenced(opcode >> 5)
             && ext_headers(opcode) & ext::UNKNOWN == 0
             && !is_response_op(opcode & 0x1F)
+    }
+
+    /// Services whose requests carry a PSN sequence: RC, UC, RD, XRC (not UD).
+    pub const fn is_sequenced(service: u8) -> bool {
+        matches!(
+            service,
+            transport::RC | transport::UC | transport::RD | transport::XRC
+        )
+    }
+
+    /// Services whose responder acknowledges: RC, RD, XRC (UC never
+    /// answers, UD neither).
+    pub const fn is_acknowledged(service: u8) -> bool {
+        matches!(service, transport::RC | transport::RD | transport::XRC)
     }
 
     /// A First or Middle packet of a multi-packet message (not UD): its
@@ -314,10 +377,11 @@ pub mod ib {
             )
     }
 
-    /// A response of a connected service.
+    /// A response of an acknowledged service (RC, RD, XRC).
     pub const fn is_response(opcode: u8) -> bool {
-        let service = opcode >> 5;
-        matches!(service, transport::RC | transport::XRC) && is_response_op(opcode & 0x1F)
+        is_acknowledged(opcode >> 5)
+            && ext_headers(opcode) & ext::UNKNOWN == 0
+            && is_response_op(opcode & 0x1F)
     }
 
     /// AETH syndrome classes (IBA Vol. 1 §9.3.5, table 46).
@@ -363,6 +427,57 @@ pub mod cm {
     pub const REP_PREFIX_LEN: usize = 24;
 }
 
+/// Endace Extensible Record Format (ERF) record headers, as pcap's
+/// LINKTYPE_ERF carries them: 16 bytes, then extension headers, then the
+/// record's payload.
+pub mod erf {
+    pub const HEADER_LEN: usize = 16;
+    /// Each extension header; its type byte's top bit says another follows.
+    pub const EXT_HEADER_LEN: usize = 8;
+    /// Top bit of the type byte: an extension header follows the header.
+    pub const TYPE_EXT_FLAG: u8 = 0x80;
+    pub const TYPE_MASK: u8 = 0x7F;
+    /// Ethernet: 2 bytes (offset, pad) before the frame.
+    pub const TYPE_ETH: u8 = 2;
+    pub const ETH_PAD_LEN: usize = 2;
+    /// InfiniBand: the packet from its LRH on.
+    pub const TYPE_INFINIBAND: u8 = 21;
+}
+
+/// Native InfiniBand link layer (IBA Vol. 1 ch. 7-8): the Local Route
+/// Header and the Variant CRC (the GRH is RoCEv1's: `ib::GRH_LEN`).
+pub mod lrh {
+    pub const LRH_LEN: usize = 8;
+    pub const VCRC_LEN: usize = 2;
+    /// Link Next Header: raw packet (RWH), raw IPv6, IBA transport (BTH),
+    /// IBA transport behind a GRH.
+    pub const LNH_RAW: u8 = 0b00;
+    pub const LNH_IPV6: u8 = 0b01;
+    pub const LNH_IBA_LOCAL: u8 = 0b10;
+    pub const LNH_IBA_GLOBAL: u8 = 0b11;
+    /// `PktLen` counts 4-byte words from the LRH to the ICRC (no VCRC).
+    pub const PKT_LEN_UNIT: usize = 4;
+    /// A LID (no GRH) in a record's 16-byte address: `100::LID`, in the
+    /// IPv6 discard-only prefix (RFC 6666), which no packet carries as an
+    /// address.
+    pub const LID_ADDR_PREFIX: [u8; 14] = [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+
+    /// `lid` as a record address.
+    pub const fn lid_addr(lid: u16) -> [u8; 16] {
+        let mut a = [0u8; 16];
+        a[0] = LID_ADDR_PREFIX[0];
+        let [hi, lo] = lid.to_be_bytes();
+        a[14] = hi;
+        a[15] = lo;
+        a
+    }
+
+    /// The LID in a record address made by [`lid_addr`].
+    pub fn addr_lid(addr: &[u8; 16]) -> Option<u16> {
+        (addr[..14] == LID_ADDR_PREFIX).then(|| u16::from_be_bytes([addr[14], addr[15]]))
+    }
+}
+
 /// Link types of the capture formats (tcpdump.org LINKTYPE_*).
 pub mod linktype {
     /// BSD loopback: a 4-byte address family in the capturing host's byte order.
@@ -389,6 +504,10 @@ pub mod linktype {
     pub const AF_INET6: [u32; 3] = [24, 28, 30];
     pub const LINUX_SLL: u32 = 113;
     pub const LINUX_SLL2: u32 = 276;
+    /// Endace ERF records (what `ibdump` writes on InfiniBand ports).
+    pub const ERF: u32 = 197;
+    /// InfiniBand: the packet starts with its LRH.
+    pub const INFINIBAND: u32 = 247;
     /// Linux cooked header v1: protocol (EtherType) at bytes 14..16.
     pub const LINUX_SLL_HEADER_LEN: usize = 16;
     /// Linux cooked header v2: protocol (EtherType) at bytes 0..2.
@@ -414,8 +533,21 @@ mod tests {
         assert_eq!(ext_headers(0xAA), ext::XRCETH | ext::RETH); // XRC WRITE Only
         assert_eq!(ext_headers(0xB1), ext::AETH); // XRC ACK
         assert_eq!(ext_headers(0x15), ext::UNKNOWN);
-        assert_eq!(ext_headers(0x4A), ext::RDETH | ext::DETH | ext::RETH); // RD WRITE Only
-        assert_eq!(ext_headers(0x51), ext::RDETH | ext::AETH); // RD ACK
+        let dc = ext::DC_BTH;
+        assert_eq!(ext_headers(0x4A), dc | ext::RDETH | ext::DETH | ext::RETH); // RD WRITE Only
+        assert_eq!(ext_headers(0x47), dc | ext::RDETH | ext::DETH); // WRITE Middle
+        assert_eq!(ext_headers(0x4E), dc | ext::RDETH); // READ response Middle
+        assert_eq!(ext_headers(0x51), dc | ext::AETH); // ACK: no RDETH
+        let atomic_ack = dc | ext::RDETH | ext::AETH | ext::ATOMIC_ACK_ETH;
+        assert_eq!(ext_headers(0x52), atomic_ack);
+        assert_eq!(ext_headers_se(0x55, false), dc | ext::DCCETH); // DC CONNECT
+        assert_eq!(ext_headers_se(0x55, true), dc);
+        assert_eq!(ext_headers_se(0x4A, false), ext_headers(0x4A));
+        assert_eq!(ext_headers_len(dc | ext::DCCETH), 24);
+        assert_eq!(ext_headers(0x56), ext::UNKNOWN); // no invalidating SEND in RD
+        assert_eq!(ext_headers(0x57), ext::UNKNOWN);
+        assert_eq!(ext_headers(0x15), ext::UNKNOWN); // RESYNC is RD's alone
+        assert_eq!(ext_headers(0xB5), ext::UNKNOWN);
         assert_eq!(ext_headers_len(ext::RETH | ext::IMMDT), 20);
     }
 
@@ -426,6 +558,11 @@ mod tests {
         assert!(is_request(0x24)); // UC SEND Only
         assert!(!is_request(0x11));
         assert!(!is_request(0x64)); // UD is not sequenced per connection
+        assert!(is_request(0x46) && is_request(0x4A) && is_request(0x55)); // RD / DC
+        assert!(is_response(0x51) && !is_request(0x51));
+        assert!(is_request(0xA4) && is_response(0xB1)); // XRC
+        assert!(!is_response(0x31)); // UC has no ACK
+        assert!(!is_request(0x56) && !is_response(0x5F));
         assert!(is_response(0x11));
         assert!(is_response(0x10));
         assert!(!is_response(0x81));

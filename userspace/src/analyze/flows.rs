@@ -25,6 +25,13 @@ pub(crate) struct Flow {
     pub src_ip: [u8; 16],
     pub dst_ip: [u8; 16],
     pub dest_qp: u32,
+    /// Transport service of its first packet (`opcode >> 5`); `None` from
+    /// the live tap's summaries.
+    pub service: Option<u8>,
+    /// Its first packet was native InfiniBand (an LRH).
+    pub ib_link: bool,
+    /// Packets with BECN set.
+    pub becn: u64,
     pub(super) paired: Option<usize>,
     pub paired_qp: Option<u32>,
     pub roce_version: Option<u8>,
@@ -114,6 +121,9 @@ impl Flow {
             src_ip: key.1,
             dst_ip: key.2,
             dest_qp: key.3,
+            service: None,
+            ib_link: false,
+            becn: 0,
             paired: None,
             paired_qp: None,
             roce_version: None,
@@ -319,6 +329,8 @@ impl Analyzer {
         {
             let f = &mut self.flows[i];
             if f.packets == 0 {
+                f.service = rec.has(flags::HAS_BTH).then_some(rec.opcode >> 5);
+                f.ib_link = rec.has(flags::IB_LRH);
                 f.src_mac = rec.src_mac;
                 f.roce_version = rec.roce_version();
                 f.udp_sport = rec.has(flags::HAS_UDP).then_some(rec.udp_sport);
@@ -400,6 +412,7 @@ impl Analyzer {
             });
         }
         f.packets += 1;
+        f.becn += u64::from(rec.has(flags::BECN));
         f.bytes += rec.frame_len as u64;
         f.payload_bytes += payload;
         if !retrans {

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use rocescope_common::proto::ib::transport;
+
 use super::flows::Flow;
 use super::fmt::iface_name;
 use super::{dups, gaps, rto, tree};
@@ -153,6 +155,13 @@ pub struct FlowRow {
     pub dcqcn_reaction_max_us: Option<f64>,
     pub dcqcn_recovery_us: Option<f64>,
     pub dcqcn_cnps_without_reaction: u64,
+    /// The transport service of the flow's first packet (`RC`, `UC`, `RD`,
+    /// `UD`, `XRC`; null when unknown: reserved opcodes, live summaries).
+    pub service: Option<&'static str>,
+    /// `ib` for native InfiniBand, `roce` otherwise (the first packet's).
+    pub link: &'static str,
+    /// Packets with BECN set.
+    pub becn: u64,
 }
 
 /// Records seen, per kind.
@@ -423,6 +432,9 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         dcqcn_reaction_max_us: (f.dcqcn.reactions > 0).then(|| us(f.dcqcn.reaction_max_ns)),
         dcqcn_recovery_us: f.dcqcn.recovery_us(),
         dcqcn_cnps_without_reaction: f.dcqcn.without,
+        service: f.service.and_then(transport::name),
+        link: if f.ib_link { "ib" } else { "roce" },
+        becn: f.becn,
     }
 }
 

@@ -2,7 +2,7 @@
 //! tell a late original from a resend (`docs/analysis.md`, *Sequence
 //! analysis*, *Retransmissions*, *Gaps*).
 
-use rocescope_common::proto::ib::{PSN_MASK, op};
+use rocescope_common::proto::ib::{PSN_MASK, op, transport};
 use rocescope_common::{PacketRecord, flags};
 
 use super::fmt::fmt_duration;
@@ -186,6 +186,9 @@ impl Analyzer {
                     }
                     s.resending = false;
                 }
+            } else if rec.opcode >> 5 == transport::UC {
+                // Seen before, but UC never resends: a stray copy, neither a
+                // retransmission nor a rewind, and the sequence goes on.
             } else {
                 // Seen before: a retransmission.
                 result.0 = true;

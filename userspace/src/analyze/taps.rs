@@ -75,6 +75,9 @@ impl Analyzer {
     pub(super) fn icrc(&mut self, rec: &PacketRecord) -> (bool, bool) {
         let checked = rec.has(flags::ICRC_CHECKED);
         let failed = checked && !rec.has(flags::ICRC_OK);
+        // An InfiniBand link CRC failure is corruption too; sniffers
+        // rewrite Ethernet captures, so it takes no part in that test.
+        let vcrc_failed = rec.has(flags::VCRC_CHECKED) && !rec.has(flags::VCRC_OK);
         let from_4791 = rec.has(flags::HAS_UDP) && rec.udp_sport == proto::udp::ROCEV2_PORT;
         let t = self.tap_mut(rec.iface);
         if rec.has(flags::HAS_UDP) && !from_4791 {
@@ -88,7 +91,7 @@ impl Analyzer {
             t.failed_from_4791 += u64::from(from_4791);
         }
         let rewritten = failed && t.sniffer_like();
-        (failed && !rewritten, rewritten)
+        ((failed && !rewritten) || vcrc_failed, rewritten)
     }
 
     /// Names an interface index for the summary and the report.

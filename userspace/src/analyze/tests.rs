@@ -6,6 +6,7 @@ mod pairing;
 mod pfc;
 mod sequence;
 mod timeline;
+mod transports;
 
 use super::*;
 use rocescope_common::proto::ib::{self, op};

@@ -16,6 +16,8 @@ use std::collections::BTreeSet;
 use super::findings::Input;
 use serde_json::json;
 
+use rocescope_common::proto::ib;
+
 use super::findings::params;
 use super::{Finding, Flow, fmt_duration, fmt_ip};
 
@@ -39,6 +41,7 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
         .iter()
         .filter(|f| {
             f.data_packets > 0
+                && f.service.is_some_and(ib::is_acknowledged)
                 && f.paired_qp.is_none()
                 && f.last_ts - f.first_ts >= UNANSWERED_NS
                 && two_way.contains(&f.iface)

@@ -121,17 +121,8 @@ fn push_flow_clause(s: &mut String, row: &FlowRow, origin: IfaceOrigin, qps: &[u
     if origin.shared_file {
         let _ = write!(s, "frame.interface_id=={} && ", origin.local);
     }
-    if row.roce_version == Some(1) {
-        // RoCEv1 has no IP header: the GRH's GIDs (IPv6 fields to Wireshark).
-        let (src, dst) = (Ipv6Addr::from(row.src_ip), Ipv6Addr::from(row.dst_ip));
-        let _ = write!(
-            s,
-            "infiniband.grh.sgid=={src} && infiniband.grh.dgid=={dst} && "
-        );
-    } else {
-        let (proto, src, dst) = ip_text(row.src_ip, row.dst_ip);
-        let _ = write!(s, "{proto}.src=={src} && {proto}.dst=={dst} && ");
-    }
+    let ([src_field, dst_field], src, dst) = addr_text(row);
+    let _ = write!(s, "{src_field}=={src} && {dst_field}=={dst} && ");
     match qps {
         [qp] => {
             let _ = write!(s, "infiniband.bth.destqp=={qp}");
@@ -153,12 +144,30 @@ fn push_flow_clause(s: &mut String, row: &FlowRow, origin: IfaceOrigin, qps: &[u
     let _ = write!(s, " && infiniband.bth.opcode{op}{CNP_OPCODE}");
 }
 
-/// `("ip", a, b)` for IPv4-mapped addresses, `("ipv6", a, b)` otherwise.
-fn ip_text(src: [u8; 16], dst: [u8; 16]) -> (&'static str, String, String) {
-    let (s, d) = (Ipv6Addr::from(src), Ipv6Addr::from(dst));
+/// The fields naming a flow's source and destination, and their values:
+/// `ip.src`/`ip.dst` for IPv4-mapped addresses, `ipv6.*` for others; on
+/// InfiniBand the LRH's LIDs, or (and on RoCEv1) the GRH's GIDs.
+fn addr_text(row: &FlowRow) -> ([&'static str; 2], String, String) {
+    use rocescope_common::proto::lrh::addr_lid;
+    if let (Some(s), Some(d)) = (addr_lid(&row.src_ip), addr_lid(&row.dst_ip)) {
+        return (
+            ["infiniband.lrh.slid", "infiniband.lrh.dlid"],
+            s.to_string(),
+            d.to_string(),
+        );
+    }
+    let (s, d) = (Ipv6Addr::from(row.src_ip), Ipv6Addr::from(row.dst_ip));
+    // RoCEv1 and InfiniBand with a GRH: no IP header, the GRH's GIDs.
+    if row.link == "ib" || row.roce_version == Some(1) {
+        return (
+            ["infiniband.grh.sgid", "infiniband.grh.dgid"],
+            s.to_string(),
+            d.to_string(),
+        );
+    }
     match (s.to_ipv4_mapped(), d.to_ipv4_mapped()) {
-        (Some(s), Some(d)) => ("ip", s.to_string(), d.to_string()),
-        _ => ("ipv6", s.to_string(), d.to_string()),
+        (Some(s), Some(d)) => (["ip.src", "ip.dst"], s.to_string(), d.to_string()),
+        _ => (["ipv6.src", "ipv6.dst"], s.to_string(), d.to_string()),
     }
 }
 
@@ -320,6 +329,20 @@ mod tests {
             shared_file: true,
         };
         assert!(flow_filter(&rows[0], shared).starts_with("frame.interface_id==3 && ip.src"));
+        // InfiniBand: LIDs without a GRH, GIDs with one.
+        use rocescope_common::proto::lrh::lid_addr;
+        let mut ib = row(3, lid_addr(32), lid_addr(17), 0x401);
+        ib.link = "ib";
+        assert_eq!(
+            flow_filter(&ib, IfaceOrigin::default()),
+            "infiniband.lrh.slid==32 && infiniband.lrh.dlid==17 && infiniband.bth.destqp==1025 && infiniband.bth.opcode!=129"
+        );
+        ib.src_ip = six;
+        ib.dst_ip = six;
+        assert!(
+            flow_filter(&ib, IfaceOrigin::default())
+                .starts_with("infiniband.grh.sgid==fd00::1 && infiniband.grh.dgid==fd00::1 && ")
+        );
     }
 
     #[test]

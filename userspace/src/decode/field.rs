@@ -46,6 +46,12 @@ pub(crate) fn tail(buf: &[u8], from: usize) -> &[u8] {
     buf.get(from..).unwrap_or(&[])
 }
 
+/// `buf[..len]`, or all of `buf` when it is shorter.
+#[inline]
+pub(crate) fn head(buf: &[u8], len: usize) -> &[u8] {
+    buf.get(..len).unwrap_or(buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

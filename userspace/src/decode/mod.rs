@@ -4,7 +4,8 @@
 //! program: it reads the frame through bounds-checked loads at the spec's
 //! field offsets, from the link layer to the InfiniBand transport headers,
 //! and fills one [`PacketRecord`]. [`decode`] runs it over a byte slice and
-//! adds what only userspace does: the ICRC check ([`icrc`]), the `CUT` flag,
+//! adds what only userspace does: the ICRC check ([`icrc`]; on InfiniBand
+//! [`lrh`], with the VCRC), the ERF record header ([`erf`]), the `CUT` flag,
 //! and the application payload's bytes (for [`cm`]). Nothing here
 //! allocates, indexes out of bounds or panics, whatever the bytes.
 //!
@@ -45,12 +46,22 @@
 //!   part (shorter than BTH + ICRC: `Malformed`), the GIDs the addresses'
 //!   (`HAS_GRH`). The traffic class is not read as DSCP/ECN: RoCEv1 defines
 //!   no ECN. The ICRC is checked as [`icrc::compute_grh`] says.
+//! * **Native InfiniBand** (LINKTYPE_INFINIBAND, an ERF InfiniBand record;
+//!   [`wire::walk_infiniband`]): an LRH whose LNH names no IBA transport, or
+//!   a GRH behind it naming no BTH, is `Other`; a GRH is read as RoCEv1's
+//!   (`HAS_GRH`, its GIDs the addresses; without one the LIDs, as
+//!   `proto::lrh::lid_addr`). `PktLen` plays the UDP length's part (shorter
+//!   than the route headers + BTH + ICRC: `Malformed`). The ICRC is checked
+//!   as [`lrh::icrc`] says, the VCRC after it when captured. An ERF record
+//!   ([`erf`]) stands for its payload: `frame_len` is its `wlen`, `cap_len`
+//!   the payload's; an ERF Ethernet record is walked as Ethernet.
 //! * **BTH cut by the snaplen**: the opcode is unknown, so the kind is `Roce`
 //!   (never `Cnp`), `HAS_BTH` and `HAS_PAYLOAD_LEN` are clear.
 //! * **Extension headers**: read in spec order while each is whole in the
 //!   capture and before the ICRC; the first cut one ends the walk (its flag and
-//!   the following ones stay clear). RDETH and XRCETH have no record fields:
-//!   they are read only to find what follows.
+//!   the following ones stay clear). RDETH, XRCETH and the DC headers of the
+//!   RD range (`proto::ib::ext_headers_se`) have no record fields: they are
+//!   read only to find what follows.
 //! * **`payload_len`** follows the formula datagram − UDP − BTH − extension
 //!   headers − pad − ICRC, saturating at 0; for a CNP that is its 16 reserved
 //!   bytes. For an unknown opcode (`ext::UNKNOWN`) the extension headers are
@@ -136,8 +147,10 @@ macro_rules! payload_after {
 }
 
 pub mod cm;
+pub mod erf;
 mod field;
 pub mod icrc;
+pub mod lrh;
 mod stop;
 
 #[cfg(test)]
@@ -171,11 +184,13 @@ pub const fn decodes_linktype(linktype: u32) -> bool {
             | lt::IPV6
             | lt::NULL
             | lt::LOOP
+            | lt::INFINIBAND
+            | lt::ERF
     )
 }
 
 /// The link types [`decode`] reads, for messages.
-pub const DECODED_LINKTYPES: &str = "Ethernet, Linux SLL and SLL2, raw IP, BSD null/loopback";
+pub const DECODED_LINKTYPES: &str = "Ethernet, Linux SLL and SLL2, raw IP, BSD null/loopback, InfiniBand, ERF (InfiniBand and Ethernet records)";
 
 /// Decode one captured frame. `linktype` is the capture's LINKTYPE_* (proto::linktype),
 /// `data` the captured bytes (may be cut by snaplen), `frame_len` the original length on the wire.
@@ -223,19 +238,55 @@ pub fn decode_walk<'a>(
     data: &'a [u8],
     frame_len: u32,
 ) -> Walk<'a> {
-    let w = wire::walk(data, linktype, rec, &mut ());
-    let compute = if rec.has(flags::HAS_GRH) {
+    use proto::linktype as lt;
+    // An ERF record's payload and wire length stand for the frame's.
+    let (w, data, frame_len) = match linktype {
+        lt::INFINIBAND => (
+            wire::walk_infiniband(data, rec, &mut (), 0, data.len()),
+            data,
+            frame_len,
+        ),
+        lt::ERF => match erf::record(data) {
+            Ok((e, payload)) => {
+                let wlen = u32::from(e.wlen());
+                match e.record_type() {
+                    proto::erf::TYPE_INFINIBAND => (
+                        wire::walk_infiniband(payload, rec, &mut (), 0, payload.len()),
+                        payload,
+                        wlen,
+                    ),
+                    proto::erf::TYPE_ETH => {
+                        let frame = field::tail(payload, proto::erf::ETH_PAD_LEN);
+                        (wire::walk(frame, lt::ETHERNET, rec, &mut ()), frame, wlen)
+                    }
+                    _ => (stopped(rec, Stop::Foreign(Foreign::ErfType)), payload, wlen),
+                }
+            }
+            Err(erf::ErfError::Truncated) => (stopped(rec, Stop::Cut(Layer::Erf)), data, frame_len),
+            Err(_) => (stopped(rec, Stop::Invalid(Layer::Erf)), data, frame_len),
+        },
+        _ => (wire::walk(data, linktype, rec, &mut ()), data, frame_len),
+    };
+    let compute = if rec.has(flags::IB_LRH) {
+        lrh::icrc
+    } else if rec.has(flags::HAS_GRH) {
         icrc::compute_grh
     } else {
         icrc::compute
     };
-    if let Some(packet) = w.icrc.and_then(|s| data.get(s.at..s.end))
-        && let (Some(carried), Some(computed)) = (icrc::carried(packet), compute(packet))
-    {
-        rec.icrc = carried;
-        rec.flags |= flags::ICRC_CHECKED;
-        if carried == computed {
-            rec.flags |= flags::ICRC_OK;
+    if let Some(packet) = w.icrc.and_then(|s| data.get(s.at..s.end)) {
+        if let (Some(carried), Some(computed)) = (icrc::carried(packet), compute(packet)) {
+            rec.icrc = carried;
+            rec.flags |= flags::ICRC_CHECKED;
+            if carried == computed {
+                rec.flags |= flags::ICRC_OK;
+            }
+        }
+        if let Some(&[a, b]) = w.vcrc.and_then(|s| data.get(s.at..s.end)) {
+            rec.flags |= flags::VCRC_CHECKED;
+            if u16::from_le_bytes([a, b]) == lrh::vcrc(packet) {
+                rec.flags |= flags::VCRC_OK;
+            }
         }
     }
     if w.cut {
@@ -257,5 +308,14 @@ pub fn decode_walk<'a>(
     Walk {
         payload,
         stop: w.stop,
+    }
+}
+
+/// An empty record and the walk of a frame that stopped before any header.
+fn stopped(rec: &mut PacketRecord, stop: Stop) -> wire::Walked {
+    *rec = PacketRecord::default();
+    wire::Walked {
+        stop: Some(stop),
+        ..wire::Walked::default()
     }
 }

@@ -57,6 +57,10 @@ impl Undecoded {
                 Foreign::MacControlOpcode => "MAC Control but neither PAUSE nor PFC".into(),
                 Foreign::IpFragment => "non-first IP fragments".into(),
                 Foreign::GrhNextHeader => "RoCEv1 GRH naming no BTH".into(),
+                Foreign::ErfType => "ERF records neither InfiniBand nor Ethernet".into(),
+                Foreign::LinkNextHeader => {
+                    "InfiniBand but no IBA transport (raw, IPv6 over IB)".into()
+                }
             },
         }
     }

@@ -579,7 +579,7 @@ impl CaptureReader {
                         continue;
                     }
                     self.st.pending = len;
-                    self.st.on_frame(&meta);
+                    self.st.on_frame(&meta, &self.src.data()[start..end]);
                     self.st.delivered += 1;
                     self.st.last_ts = meta.ts_ns;
                     let data = &self.src.data()[start..end];
@@ -894,7 +894,18 @@ fn ts_units(resol: u8) -> Option<u64> {
 
 impl State {
     /// Warnings about a frame about to be returned (its block starts at `pos`).
-    fn on_frame(&mut self, meta: &Meta) {
+    fn on_frame(&mut self, meta: &Meta, data: &[u8]) {
+        if meta.linktype == rocescope_common::proto::linktype::ERF
+            && let Err(e) = crate::decode::erf::record(data)
+        {
+            self.warn(
+                self.pos,
+                format!(
+                    "frame {} (interface {}) is a bad ERF record: {e}; it is skipped and counted",
+                    meta.number, meta.iface
+                ),
+            );
+        }
         if !self.backwards_warned && self.delivered > 0 && meta.ts_ns < self.last_ts {
             self.backwards_warned = true;
             self.warn(

@@ -247,6 +247,36 @@ fn put(header: &mut [u8], at: usize, bytes: &[u8]) {
     header[at..at + bytes.len()].copy_from_slice(bytes);
 }
 
+/// Global Route Header values (IBA 8.3): RoCEv1's, and native
+/// InfiniBand's behind an LRH.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrhFields {
+    pub tclass: u8,
+    /// 20 bits.
+    pub flow_label: u32,
+    pub hop_limit: u8,
+    pub sgid: Ipv6Addr,
+    pub dgid: Ipv6Addr,
+}
+
+impl GrhFields {
+    /// The 40-byte GRH, naming a BTH next, `pay_len` bytes after it.
+    pub(crate) fn append(&self, out: &mut Vec<u8>, pay_len: u16) {
+        use field::grh as fg;
+        let mut h = [0u8; ib::GRH_LEN];
+        let word = (u32::from(ib::GRH_IPVER) << 28)
+            | (u32::from(self.tclass) << 20)
+            | (self.flow_label & 0xF_FFFF);
+        put(&mut h, fg::IPVER_TCLASS_FLOWLABEL, &word.to_be_bytes());
+        put(&mut h, fg::PAYLEN, &pay_len.to_be_bytes());
+        h[fg::NXTHDR] = ib::GRH_NXTHDR_BTH;
+        h[fg::HOPLMT] = self.hop_limit;
+        put(&mut h, fg::SGID, &self.sgid.octets());
+        put(&mut h, fg::DGID, &self.dgid.octets());
+        out.extend_from_slice(&h);
+    }
+}
+
 /// RFC 1071 one's-complement sum of `data`, folded, not inverted.
 fn ones_sum(data: &[u8], mut acc: u32) -> u32 {
     let mut chunks = data.chunks_exact(2);
@@ -309,7 +339,7 @@ impl Default for Bth {
 }
 
 impl Bth {
-    fn append(&self, out: &mut Vec<u8>, pad_count: u8) {
+    pub(crate) fn append(&self, out: &mut Vec<u8>, pad_count: u8) {
         use field::bth as fb;
         let bit = |set: bool, mask: u8| if set { mask } else { 0 };
         let mut h = [0u8; ib::BTH_LEN];
@@ -336,6 +366,10 @@ fn u24(v: u32) -> [u8; 3] {
 /// ([`ib::ext_headers`]) are written, in the order IBA puts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExtHeaders {
+    /// The 8 bytes mlx5 DC adds after the BTH (RD opcode range).
+    pub dc_bth: [u8; 8],
+    /// DC Connect ETH (DC CONNECT, 0x55 with SE clear).
+    pub dcceth: [u8; 16],
     /// RDETH end-to-end context (24 bits).
     pub rdeth_eecnxt: u32,
     pub deth_qkey: u32,
@@ -362,7 +396,7 @@ pub struct ExtHeaders {
 }
 
 impl ExtHeaders {
-    fn append(&self, out: &mut Vec<u8>, mask: u16) {
+    pub(crate) fn append(&self, out: &mut Vec<u8>, mask: u16) {
         use ib::ext;
         if mask & ext::UNKNOWN != 0 {
             return;
@@ -376,6 +410,13 @@ impl ExtHeaders {
                     out.extend_from_slice(&$h);
                 }
             };
+        }
+        // The DC headers (RD range, mlx5 DC) are opaque bytes.
+        if mask & ext::DC_BTH != 0 {
+            out.extend_from_slice(&self.dc_bth);
+        }
+        if mask & ext::DCCETH != 0 {
+            out.extend_from_slice(&self.dcceth);
         }
         emit!(ext::RDETH, ib::RDETH_LEN, |h| {
             put(&mut h, field::rdeth::EE_CNXT, &u24(self.rdeth_eecnxt));
@@ -437,6 +478,17 @@ pub enum IcrcMode {
     Corrupt,
     /// This value (as the CRC value: written least significant byte first).
     Value(u32),
+}
+
+impl IcrcMode {
+    /// What goes on the wire in place of the correct `crc`.
+    pub fn apply(self, crc: u32) -> u32 {
+        match self {
+            IcrcMode::Valid => crc,
+            IcrcMode::Corrupt => !crc,
+            IcrcMode::Value(v) => v,
+        }
+    }
 }
 
 /// Which RoCE carries the transport headers.
@@ -534,7 +586,7 @@ impl RoceFrame {
 
     /// Extension headers written after the BTH ([`ib::ext`] bits).
     pub fn ext_mask(&self) -> u16 {
-        ib::ext_headers(self.bth.opcode) & !ib::ext::UNKNOWN
+        ib::ext_headers_se(self.bth.opcode, self.bth.se) & !ib::ext::UNKNOWN
     }
 
     /// UDP datagram length as built, before any `udp_truncate`.
@@ -578,18 +630,8 @@ impl RoceFrame {
         out.extend_from_slice(&[0; ib::ICRC_LEN]);
     }
 
-    /// The ICRC `icrc` asks for, given the correct one.
-    fn icrc_value(&self, crc: u32) -> u32 {
-        match self.icrc {
-            IcrcMode::Valid => crc,
-            IcrcMode::Corrupt => !crc,
-            IcrcMode::Value(v) => v,
-        }
-    }
-
     /// RoCEv1: Ethernet (EtherType 0x8915), GRH, transport headers.
     fn append_v1(&self, out: &mut Vec<u8>) {
-        use field::grh as fg;
         let start = out.len();
         let transport = self.udp_len() - udp::HEADER_LEN;
         self.eth.append(out, ethernet::ETHERTYPE_ROCE);
@@ -598,22 +640,19 @@ impl RoceFrame {
             IpAddrs::V4 { src, dst } => (src.to_ipv6_mapped(), dst.to_ipv6_mapped()),
             IpAddrs::V6 { src, dst } => (src, dst),
         };
-        let mut h = [0u8; ib::GRH_LEN];
-        let word = (u32::from(ib::GRH_IPVER) << 28)
-            | (u32::from(self.ip.tos()) << 20)
-            | (self.ip.flow_label & 0xF_FFFF);
-        put(&mut h, fg::IPVER_TCLASS_FLOWLABEL, &word.to_be_bytes());
-        put(&mut h, fg::PAYLEN, &(transport as u16).to_be_bytes());
-        h[fg::NXTHDR] = ib::GRH_NXTHDR_BTH;
-        h[fg::HOPLMT] = self.ip.ttl;
-        put(&mut h, fg::SGID, &sgid.octets());
-        put(&mut h, fg::DGID, &dgid.octets());
-        out.extend_from_slice(&h);
+        let grh = GrhFields {
+            tclass: self.ip.tos(),
+            flow_label: self.ip.flow_label,
+            hop_limit: self.ip.ttl,
+            sgid,
+            dgid,
+        };
+        grh.append(out, transport as u16);
         self.append_transport(out);
         debug_assert_eq!(out.len() - grh_start, ib::GRH_LEN + transport);
         let crc = icrc::compute_grh(&out[grh_start..]).expect("a built RoCEv1 packet is whole");
         let end = out.len();
-        out[end - ib::ICRC_LEN..].copy_from_slice(&self.icrc_value(crc).to_le_bytes());
+        out[end - ib::ICRC_LEN..].copy_from_slice(&self.icrc.apply(crc).to_le_bytes());
         pad_min(out, start);
     }
 }
@@ -640,7 +679,7 @@ impl WireFrame for RoceFrame {
 
         let crc = icrc::compute(&out[ip_start..]).expect("a built RoCE packet has every header");
         let end = out.len();
-        out[end - ib::ICRC_LEN..].copy_from_slice(&self.icrc_value(crc).to_le_bytes());
+        out[end - ib::ICRC_LEN..].copy_from_slice(&self.icrc.apply(crc).to_le_bytes());
 
         if let Some(cut) = self.udp_truncate.filter(|&n| n < udp_len) {
             out.truncate(udp_start + cut);

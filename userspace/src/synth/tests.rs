@@ -154,7 +154,8 @@ fn every_defined_opcode_gets_its_extension_headers_and_a_valid_icrc() {
     let mut buf = Vec::new();
     let mut n = 0;
     for opcode in 0..=255u8 {
-        let mask = ib::ext_headers(opcode);
+        // Bth::default() has SE clear: 0x55 is a DC CONNECT.
+        let mask = ib::ext_headers_se(opcode, false);
         if mask & ib::ext::UNKNOWN != 0 {
             continue;
         }
@@ -191,8 +192,8 @@ fn every_defined_opcode_gets_its_extension_headers_and_a_valid_icrc() {
             assert_eq!(buf.len(), f.frame_len());
         }
     }
-    // RC 23 + UC 12 + RD 23 + UD 2 + XRC 23 + CNP
-    assert_eq!(n, 84);
+    // RC 23 + UC 12 + RD 22 + UD 2 + XRC 23 + CNP
+    assert_eq!(n, 83);
 }
 
 #[test]
@@ -214,6 +215,7 @@ fn extension_headers_follow_in_iba_order() {
         atomic_orig: 0xE1E2_E3E4_E5E6_E7E8,
         imm: 0xF1F2_F3F4,
         ieth_rkey: 0x9192_9394,
+        ..ExtHeaders::default()
     };
     let mut buf = Vec::new();
     let after_bth = |opcode: u8, buf: &mut Vec<u8>| {
@@ -251,11 +253,12 @@ fn extension_headers_follow_in_iba_order() {
     );
     // RC SEND Only with Invalidate: IETH
     assert_eq!(after_bth(0x17, &mut buf), [0x91, 0x92, 0x93, 0x94]);
-    // RD SEND Only: RDETH, DETH
+    // RD (DC) SEND Only: the DC header (zeros here), RDETH, DETH
     assert_eq!(
         after_bth(0x44, &mut buf),
         [
-            0, 0x0A, 0x0B, 0x0C, 0x80, 0x01, 0x00, 0x02, 0, 0x11, 0x22, 0x33
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0A, 0x0B, 0x0C, 0x80, 0x01, 0x00, 0x02, 0, 0x11, 0x22,
+            0x33
         ]
     );
     // XRC RDMA READ Request: XRCETH, RETH

@@ -94,6 +94,9 @@ columns! {
         dcqcn_reaction_max_us: Float64Builder = |n| n.row.dcqcn_reaction_max_us,
         dcqcn_recovery_us: Float64Builder = |n| n.row.dcqcn_recovery_us,
         dcqcn_cnps_without_reaction: Int64Builder = |n| Some(n.row.dcqcn_cnps_without_reaction),
+        service: StringBuilder = |n| n.row.service,
+        link: StringBuilder = |n| Some(n.row.link),
+        becn: Int64Builder = |n| Some(n.row.becn),
     }
 }
 

@@ -241,6 +241,7 @@ const FEW_VALUES: &[&str] = &[
     "reth_len",
     "payload_len",
     "flow_id",
+    "link",
 ];
 
 /// Distinct addresses kept formatted between batches.
@@ -300,10 +301,11 @@ impl RowTexts {
         let kind = kind_texts().column(recs.iter().map(|r| Some(u32::from(r.kind() as u8))));
         let src_mac = self.macs.column_of(recs, &mac, |r| Mac(r.src_mac));
         let dst_mac = self.macs.column_of(recs, &mac, |r| Mac(r.dst_mac));
-        // RoCEv1's GIDs are its addresses.
-        let addrs = has(f::HAS_IPV4 | f::HAS_IPV6 | f::HAS_GRH);
+        // RoCEv1's GIDs and InfiniBand's GIDs or LIDs are their addresses.
+        let addrs = has(f::HAS_IPV4 | f::HAS_IPV6 | f::HAS_GRH | f::IB_LRH);
         let src_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.src_ip));
         let dst_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.dst_ip));
+        let link = link_texts().column(recs.iter().map(|r| Some(u32::from(r.has(f::IB_LRH)))));
         let flow_id =
             primitive::<Int64Type, _>(extra, &validity(extra, |e| e.flow_id.is_some()), |e| {
                 e.flow_id.unwrap_or(0).widen()
@@ -394,6 +396,8 @@ impl RowTexts {
                 b.u64s(&has(f::HAS_ATOMIC_ACK_ETH), |r| r.atomic_orig),
             ),
             ("icrc", b.u32s(&icrc, |r| r.icrc)),
+            ("link", link),
+            ("vcrc_ok", bits(&has(f::VCRC_CHECKED), f::VCRC_OK)),
         ]
     }
 }
@@ -461,6 +465,14 @@ impl Batch<'_> {
 }
 
 /// The `kind` column's names, keyed by [`Kind`]'s byte.
+/// `link`: native InfiniBand (an LRH) or not.
+fn link_texts() -> Texts<Kind> {
+    Texts {
+        texts: vec!["roce".into(), "ib".into()],
+        ..Texts::default()
+    }
+}
+
 fn kind_texts() -> Texts<Kind> {
     Texts {
         keys: HashMap::default(),
@@ -690,7 +702,10 @@ mod tests {
         assert!(col("frame").nulls().is_none());
         assert_eq!(col("flow_id").null_count(), 1);
         assert!(col("mirror_copy").nulls().is_none());
-        assert_eq!(columns.len(), 61);
+        assert_eq!(columns.len(), 63);
+        // Ethernet frames: link `roce`, no VCRC.
+        assert_eq!(texts_of(&col("link")), vec![Some("roce".to_string()); 3]);
+        assert_eq!(col("vcrc_ok").null_count(), 3);
         // Signed types one width up; `ts` a UTC microsecond timestamp.
         assert_eq!(col("pcp").data_type(), &DataType::Int16);
         assert_eq!(col("frame").data_type(), &DataType::Int64);

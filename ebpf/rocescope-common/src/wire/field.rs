@@ -106,6 +106,20 @@ pub mod grh {
     pub const DGID: usize = 24;
 }
 
+/// InfiniBand Local Route Header (IBA Vol. 1 §7.7).
+pub mod lrh {
+    /// VL (4 bits), LVer (4).
+    pub const VL_LVER: usize = 0;
+    /// SL (4 bits), reserved (2), LNH (2).
+    pub const SL_LNH: usize = 1;
+    pub const LNH_MASK: u8 = 0x03;
+    pub const DLID: usize = 2;
+    /// Reserved (5 bits), PktLen (11, in 4-byte words).
+    pub const PKT_LEN: usize = 4;
+    pub const PKT_LEN_MASK: u16 = 0x07FF;
+    pub const SLID: usize = 6;
+}
+
 /// InfiniBand Base Transport Header (IBA Vol. 1 §9.2).
 pub mod bth {
     pub const OPCODE: usize = 0;

@@ -99,10 +99,14 @@ pub struct Walked {
     /// a header was cut.
     pub payload: Span,
     /// The bytes the ICRC is computed over, from the first byte of the IP
-    /// header (RoCEv1: of the GRH, `HAS_GRH`) to the end of the ICRC: set
-    /// when the whole datagram was captured and its header chain is one the
-    /// ICRC is defined for.
+    /// header (RoCEv1: of the GRH, `HAS_GRH`; native InfiniBand,
+    /// `IB_LRH`: of the LRH, with IB's own masked fields) to the end of the
+    /// ICRC: set when the whole datagram was captured and its header chain
+    /// is one the ICRC is defined for.
     pub icrc: Option<Span>,
+    /// Native InfiniBand: the Variant CRC's two bytes after the ICRC, when
+    /// captured (it covers `icrc`'s bytes).
+    pub vcrc: Option<Span>,
     /// The RoCE datagram is cut short of the length its headers declare.
     pub cut: bool,
     /// The frame was unwrapped from ERSPAN whose T (truncated) bit was set.
@@ -701,23 +705,85 @@ fn udp<F: Frame + ?Sized, V: Visit>(
     )
 }
 
-/// The walk from a BTH at `at` on, for link layers that reach it by another
-/// route than Ethernet/IP (an InfiniBand LRH): `declared` bytes from the BTH
-/// to the end of the ICRC, of which the capture holds those before `end`.
-#[inline(always)]
-pub fn walk_transport<F: Frame + ?Sized, V: Visit>(
+/// A native InfiniBand packet from its LRH at `at` (LINKTYPE_INFINIBAND,
+/// an ERF InfiniBand record's payload) into `rec` (whatever it held is
+/// replaced): the LRH, the GRH when its LNH says so, then the BTH and all
+/// after it. The LRH's `PktLen` bounds the transport headers the way the UDP
+/// length does for RoCEv2. Userspace only: no XDP program sees InfiniBand.
+#[inline]
+pub fn walk_infiniband<F: Frame + ?Sized, V: Visit>(
     f: &F,
     rec: &mut PacketRecord,
     v: &mut V,
     at: usize,
     end: usize,
-    declared: usize,
 ) -> Walked {
+    f.reset(rec);
     let mut w = Walked::default();
-    if let Next::Stop(s) = transport_headers(f, rec, v, &mut w, at, end, declared) {
+    if let Next::Stop(s) = lrh(f, rec, v, &mut w, at, end) {
         w.stop = Some(s);
     }
     w
+}
+
+#[inline]
+fn lrh<F: Frame + ?Sized, V: Visit>(
+    f: &F,
+    rec: &mut PacketRecord,
+    v: &mut V,
+    w: &mut Walked,
+    at: usize,
+    end: usize,
+) -> Next {
+    use field::lrh as fl;
+    use proto::lrh;
+    let Some(h) = f.load::<{ lrh::LRH_LEN }>(at, end) else {
+        return Next::Stop(Stop::Cut(Layer::Lrh));
+    };
+    v.header(Layer::Lrh, at, at + lrh::LRH_LEN);
+    let bth = match h[fl::SL_LNH] & fl::LNH_MASK {
+        lrh::LNH_IBA_LOCAL => {
+            rec.src_ip = lrh::lid_addr(be16(&h, fl::SLID));
+            rec.dst_ip = lrh::lid_addr(be16(&h, fl::DLID));
+            at + lrh::LRH_LEN
+        }
+        lrh::LNH_IBA_GLOBAL => {
+            let g = match ipv6_like(f, rec, v, Layer::Grh, at + lrh::LRH_LEN, end) {
+                Ok(g) => g,
+                Err(stop) => return stop,
+            };
+            if g[field::grh::NXTHDR] != ib::GRH_NXTHDR_BTH {
+                return Next::Stop(Stop::Foreign(Foreign::LinkNextHeader));
+            }
+            rec.flags |= flags::HAS_GRH;
+            at + lrh::LRH_LEN + ib::GRH_LEN
+        }
+        _ => return Next::Stop(Stop::Foreign(Foreign::LinkNextHeader)),
+    };
+    rec.flags |= flags::IB_LRH;
+    let packet_len = usize::from(be16(&h, fl::PKT_LEN) & fl::PKT_LEN_MASK) * lrh::PKT_LEN_UNIT;
+    let headers = bth - at;
+    if packet_len < headers + ib::BTH_LEN + ib::ICRC_LEN {
+        rec.kind = Kind::Malformed as u8;
+        return Next::Stop(Stop::Invalid(Layer::Lrh));
+    }
+    rec.kind = Kind::Roce as u8;
+    let captured_end = end.min(at + packet_len);
+    if captured_end - at == packet_len {
+        w.icrc = Some(Span {
+            at,
+            end: captured_end,
+        });
+        if end - captured_end >= lrh::VCRC_LEN {
+            w.vcrc = Some(Span {
+                at: captured_end,
+                end: captured_end + lrh::VCRC_LEN,
+            });
+        }
+    } else {
+        w.cut = true;
+    }
+    transport_headers(f, rec, v, w, bth, captured_end, packet_len - headers)
 }
 
 /// The BTH at `at` and everything after it: `declared` bytes up to the end
@@ -767,7 +833,7 @@ fn transport_headers<F: Frame + ?Sized, V: Visit>(
     }
     rec.flags |= fl;
 
-    let ext = ib::ext_headers(opcode);
+    let ext = ib::ext_headers_se(opcode, se_m_pad_tver & fb::SE != 0);
     if ext & ib::ext::UNKNOWN != 0 {
         // A RoCE record all the same; what follows the BTH is unknown.
         return Next::Done;
@@ -817,7 +883,10 @@ fn ext_headers<F: Frame + ?Sized, V: Visit>(
             }
         };
     }
-    // RDETH and XRCETH have no record fields: read only to find what follows.
+    // The DC headers of the RD range, RDETH and XRCETH have no record
+    // fields: read only to find what follows.
+    take!(ext::DC_BTH, ib::DC_BTH_LEN, |_h| {});
+    take!(ext::DCCETH, ib::DCCETH_LEN, |_h| {});
     take!(ext::RDETH, ib::RDETH_LEN, |_h| {});
     take!(ext::DETH, ib::DETH_LEN, |h| {
         rec.deth_qkey = be32(&h, field::deth::Q_KEY);

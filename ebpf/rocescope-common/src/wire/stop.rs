@@ -15,7 +15,7 @@ pub enum Layer {
     /// The ERSPAN II/III header after GRE.
     Erspan,
     Udp,
-    /// RoCEv1's InfiniBand Global Route Header.
+    /// The InfiniBand Global Route Header (RoCEv1's, or after an LRH).
     Grh,
     /// The InfiniBand Base Transport Header.
     Bth,
@@ -23,10 +23,14 @@ pub enum Layer {
     ExtHeaders,
     /// The MAC Control (PAUSE/PFC) fields.
     MacControl,
+    /// An ERF record header (LINKTYPE_ERF) and its extension headers.
+    Erf,
+    /// The InfiniBand Local Route Header.
+    Lrh,
 }
 
 impl Layer {
-    pub const ALL: [Layer; 12] = [
+    pub const ALL: [Layer; 14] = [
         Layer::Link,
         Layer::Vlan,
         Layer::Ipv4,
@@ -39,6 +43,8 @@ impl Layer {
         Layer::Bth,
         Layer::ExtHeaders,
         Layer::MacControl,
+        Layer::Erf,
+        Layer::Lrh,
     ];
 
     /// The name used in `summary.json` and messages.
@@ -56,6 +62,8 @@ impl Layer {
             Layer::Bth => "bth",
             Layer::ExtHeaders => "ext_headers",
             Layer::MacControl => "mac_control",
+            Layer::Erf => "erf",
+            Layer::Lrh => "lrh",
         }
     }
 }
@@ -109,10 +117,15 @@ pub enum Foreign {
     IpFragment,
     /// A RoCEv1 GRH whose next header is not a BTH (raw IPv6 over IB, …).
     GrhNextHeader,
+    /// An ERF record of another type than InfiniBand or Ethernet.
+    ErfType,
+    /// An InfiniBand LRH (or the GRH behind it) naming no IBA transport:
+    /// raw packets, IPv6 over IB.
+    LinkNextHeader,
 }
 
 impl Foreign {
-    pub const ALL: [Foreign; 8] = [
+    pub const ALL: [Foreign; 10] = [
         Foreign::EtherType,
         Foreign::AddressFamily,
         Foreign::IpProtocol,
@@ -121,6 +134,8 @@ impl Foreign {
         Foreign::MacControlOpcode,
         Foreign::IpFragment,
         Foreign::GrhNextHeader,
+        Foreign::ErfType,
+        Foreign::LinkNextHeader,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -133,6 +148,8 @@ impl Foreign {
             Foreign::MacControlOpcode => "mac_control_opcode",
             Foreign::IpFragment => "ip_fragment",
             Foreign::GrhNextHeader => "grh_next_header",
+            Foreign::ErfType => "erf_type",
+            Foreign::LinkNextHeader => "link_next_header",
         }
     }
 }

@@ -187,3 +187,50 @@ fn slice_loads_stay_in_bounds() {
     assert_eq!(b[..].load::<1>(3, 2), None);
     assert_eq!(b[..].load::<0>(usize::MAX, usize::MAX), None);
 }
+
+/// Native InfiniBand, no GRH: LRH (VL 0, SL 0, LNH 0b10, DLID 0x0012,
+/// PktLen 12 words, SLID 0x0034) + BTH of a DC CONNECT (0x55, SE clear: the
+/// 8-byte DC header and a 16-byte DCCETH) + ICRC, then the 2-byte VCRC.
+#[test]
+fn infiniband_walks_lrh_dc_connect_and_finds_the_vcrc() {
+    // LRH 8 + BTH 12 + DC 8 + DCCETH 16 + ICRC 4 = 48 bytes = 12 words.
+    let mut p = [0u8; 48 + 2];
+    p[..8].copy_from_slice(&[0x00, 0x02, 0x00, 0x12, 0x00, 12, 0x00, 0x34]);
+    p[8..20].copy_from_slice(&[0x55, 0x00, 0xFF, 0xFF, 0, 0, 0x01, 0x23, 0, 0, 0, 9]);
+    let mut rec = PacketRecord::default();
+    let mut v = Spans::default();
+    let w = walk_infiniband(&p[..], &mut rec, &mut v, 0, p.len());
+    assert_eq!(w.stop, None);
+    assert_eq!(rec.kind, Kind::Roce as u8);
+    assert_eq!((rec.opcode, rec.dest_qp, rec.psn), (0x55, 0x123, 9));
+    assert_eq!(rec.dst_ip, proto::lrh::lid_addr(0x12));
+    assert_eq!(rec.src_ip, proto::lrh::lid_addr(0x34));
+    assert!(rec.has(flags::IB_LRH) && !rec.has(flags::HAS_GRH));
+    // 48 - LRH 8 - BTH 12 - DC 8 - DCCETH 16 - ICRC 4.
+    assert_eq!(rec.payload_len, 0);
+    assert_eq!(w.icrc, Some(Span { at: 0, end: 48 }));
+    assert_eq!(w.vcrc, Some(Span { at: 48, end: 50 }));
+    assert_eq!(
+        v.list(),
+        &[
+            (Some(Layer::Lrh), 0, 8),
+            (Some(Layer::Bth), 8, 20),
+            (Some(Layer::ExtHeaders), 20, 28),
+            (Some(Layer::ExtHeaders), 28, 44),
+        ]
+    );
+    // SE set: no DCCETH, 16 bytes of payload instead.
+    p[9] = 0x80;
+    let w = walk_infiniband(&p[..], &mut rec, &mut (), 0, p.len());
+    assert_eq!((rec.payload_len, w.payload), (16, Span { at: 28, end: 44 }));
+    // LNH 0b00 (raw): no IBA transport.
+    p[1] = 0x00;
+    let w = walk_infiniband(&p[..], &mut rec, &mut (), 0, p.len());
+    assert_eq!(w.stop, Some(Stop::Foreign(Foreign::LinkNextHeader)));
+    // PktLen 4 words: shorter than LRH + BTH + ICRC.
+    p[1] = 0x02;
+    p[5] = 4;
+    let w = walk_infiniband(&p[..], &mut rec, &mut (), 0, p.len());
+    assert_eq!(w.stop, Some(Stop::Invalid(Layer::Lrh)));
+    assert_eq!(rec.kind, Kind::Malformed as u8);
+}

@@ -18,11 +18,23 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             fmt_count(r.samples, "CNP")
         )
     });
+    // On InfiniBand the destination may answer FECN with BECN on the
+    // packets it sends back instead of CNPs (docs/analysis.md, "CNPs").
+    let becn_back = |r: &FlowRow| {
+        r.link == "ib"
+            && x.rows.iter().any(|p| {
+                p.iface == r.iface
+                    && (p.src_ip, p.dst_ip) == (r.dst_ip, r.src_ip)
+                    && Some(p.dest_qp) == r.paired_qp
+                    && p.becn > 0
+            })
+    };
     let silent: Vec<&FlowRow> = x
         .rows
         .iter()
         .zip(x.flows)
         .filter(|(r, f)| r.ce > 0 && r.cnps == 0 && (f.paired_qp.is_some() || unattributed == 0))
+        .filter(|(r, _)| !becn_back(r))
         .map(|(r, _)| r)
         .collect();
     if !silent.is_empty() {
