@@ -234,3 +234,40 @@ fn infiniband_walks_lrh_dc_connect_and_finds_the_vcrc() {
     assert_eq!(w.stop, Some(Stop::Invalid(Layer::Lrh)));
     assert_eq!(rec.kind, Kind::Malformed as u8);
 }
+
+/// Native InfiniBand with a GRH (LNH 0b11): the GIDs are the addresses, the
+/// GRH's IPVer must be 6 and its next header a BTH.
+#[test]
+fn infiniband_reads_the_grh_as_rocev1_does() {
+    // LRH 8 + GRH 40 + BTH 12 (RC SEND Only) + ICRC 4 = 64 bytes = 16 words.
+    let mut p = [0u8; 64];
+    p[..8].copy_from_slice(&[0x00, 0x03, 0x00, 0x12, 0x00, 16, 0x00, 0x34]);
+    p[8] = 0x60;
+    p[8 + 5] = 16; // PayLen: BTH + ICRC
+    p[8 + 6] = ib::GRH_NXTHDR_BTH;
+    p[8 + 8] = 0xFE; // SGID fe80::1
+    p[8 + 9] = 0x80;
+    p[8 + 23] = 1;
+    p[8 + 24] = 0xFE; // DGID fe80::2
+    p[8 + 25] = 0x80;
+    p[8 + 39] = 2;
+    p[48] = 0x04;
+    let mut rec = PacketRecord::default();
+    let w = walk_infiniband(&p[..], &mut rec, &mut (), 0, p.len());
+    assert_eq!(w.stop, None);
+    assert!(rec.has(flags::IB_LRH | flags::HAS_GRH));
+    assert_eq!(
+        (rec.src_ip[0], rec.src_ip[15], rec.dst_ip[15]),
+        (0xFE, 1, 2)
+    );
+    assert_eq!((rec.opcode, rec.payload_len), (0x04, 0));
+    assert_eq!((w.icrc, w.vcrc), (Some(Span { at: 0, end: 64 }), None));
+    p[8 + 6] = 0x3B; // IPv6 no-next-header: no IBA transport
+    let w = walk_infiniband(&p[..], &mut rec, &mut (), 0, p.len());
+    assert_eq!(w.stop, Some(Stop::Foreign(Foreign::LinkNextHeader)));
+    p[8] = 0x50;
+    let w = walk_infiniband(&p[..], &mut rec, &mut (), 0, p.len());
+    assert_eq!(w.stop, Some(Stop::Invalid(Layer::Grh)));
+    let w = walk_infiniband(&p[..], &mut rec, &mut (), 0, 30);
+    assert_eq!(w.stop, Some(Stop::Cut(Layer::Grh)));
+}
