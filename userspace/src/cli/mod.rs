@@ -105,7 +105,7 @@ const NOT_BUILT: &str = "Not in this build (built without the `live` feature): s
 
 // Whatever follows `live`/`replay` in a build without them.
 #[cfg(not(feature = "live"))]
-#[derive(Args)]
+#[derive(clap::Args)]
 struct NotBuilt {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
     _args: Vec<String>,
@@ -141,8 +141,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 #[cfg(not(feature = "live"))]
-fn not_built(command: &str) -> Error {
-    Error::Usage(format!(
+fn not_built(command: &str) -> crate::Error {
+    crate::Error::Usage(format!(
         "`{command}` is not in this build: it was built without the `live` feature (offline analysis only); \
          the live tap and replay need a default build, which needs nightly Rust with rust-src and bpf-linker \
          (cargo install --path userspace; see docs/build.md)"
