@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
+echo "== no import cycles between modules (docs/build.md)"
+python3 scripts/module-cycles.py userspace/src ebpf/rocescope-ebpf/src ebpf/rocescope-common/src
 echo "== cargo test (workspace)"
 cargo test --workspace --locked 2>&1
 # The binary cargo test just built (`cargo run` would rebuild arrow and

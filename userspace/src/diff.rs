@@ -104,7 +104,7 @@ impl Side {
             }
             let a = outcome.analysis;
             let value = serde_json::to_value(&a.summary)
-                .map_err(|e| Error::Usage(format!("cannot read the summary back: {e}")))?;
+                .map_err(|e| Error::Internal(format!("cannot read the summary back: {e}")))?;
             (value, a.flows.iter().map(|f| f.goodput_gbps).sum())
         };
         Ok(Side {
@@ -174,7 +174,10 @@ fn read_goodput(path: &Path) -> Result<f64> {
     use arrow_array::{Array, Float64Array};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     let bad = |detail: String| Error::Usage(format!("{}: {detail}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
+    let file = std::fs::File::open(path).map_err(|source| Error::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|b| b.build())
         .map_err(|e| bad(format!("not a readable Parquet file: {e}")))?;

@@ -458,7 +458,7 @@ impl Pipelined {
         let (tx, rx) = sync_channel::<ToAnalyzer>(DEPTH);
         let (spare_tx, spare) = channel();
         let spawn_error = |what: &str, e: std::io::Error| {
-            Error::Usage(format!("cannot start the {what} thread: {e}"))
+            Error::Internal(format!("cannot start the {what} thread: {e}"))
         };
         let writer = if outputs.is_empty() {
             None

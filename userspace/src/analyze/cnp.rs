@@ -8,8 +8,8 @@ use rocescope_common::proto::ib;
 
 use crate::addr::Ip;
 
+use super::flows::timeline::bin_mut;
 use super::rows::{Event, Verdict};
-use super::timeline::bin_mut;
 use super::{Analyzer, Sink, dups};
 
 impl Analyzer {

@@ -5,8 +5,8 @@ use rocescope_common::proto::ib::{self, PSN_MASK};
 use rocescope_common::summary::{FlowDelta, delta_flags};
 
 use super::flows::Flow;
+use super::flows::timeline::spread_over_bins;
 use super::psn;
-use super::timeline::spread_over_bins;
 use super::{Analyzer, Sink};
 
 impl Analyzer {

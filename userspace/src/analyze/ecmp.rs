@@ -10,20 +10,10 @@
 //! a tap whose member carries nothing looks like any idle port.
 //!
 //! O(1) per record (a lookup by interface and a bin sum); memory: one bin
-//! per group.
+//! per group. The groups and their load here; the finding, `ecmp-imbalance`,
+//! in `findings/ecmp.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
-
-use serde_json::json;
-
-use super::findings::{Input, params, share};
-use super::{Finding, Flow, fmt_count, fmt_duration, fmt_ip, fmt_pct};
-
-/// Source and destination address.
-type HostPair = ([u8; 16], [u8; 16]);
-/// A source address and UDP source port; a destination address and QP.
-type SourcePort = ([u8; 16], u16);
-type Qp = ([u8; 16], u32);
 
 /// A loaded bin is imbalanced when its busiest member carries at least this
 /// many times its fair share (1 / members)…
@@ -73,21 +63,21 @@ impl std::str::FromStr for EcmpGroup {
 
 /// One group's tallies.
 #[derive(Clone, Debug)]
-struct GroupLoad {
-    members: Vec<String>,
+pub(super) struct GroupLoad {
+    pub(super) members: Vec<String>,
     /// Each member's interface index, once its name is known.
-    ifaces: Vec<Option<u16>>,
+    pub(super) ifaces: Vec<Option<u16>>,
     /// Link speed of each member, for the loaded-bin threshold.
-    speed_bps: Vec<u64>,
-    bytes: Vec<u64>,
+    pub(super) speed_bps: Vec<u64>,
+    pub(super) bytes: Vec<u64>,
     /// The open bin: its index and its bytes per member.
     bin: Option<(u64, Vec<u64>)>,
-    loaded_bins: u64,
-    imbalanced_bins: u64,
+    pub(super) loaded_bins: u64,
+    pub(super) imbalanced_bins: u64,
     /// Per member: the most bytes in one bin.
-    peak_bin_bytes: Vec<u64>,
-    first_imbalanced_ns: Option<u64>,
-    last_imbalanced_ns: Option<u64>,
+    pub(super) peak_bin_bytes: Vec<u64>,
+    pub(super) first_imbalanced_ns: Option<u64>,
+    pub(super) last_imbalanced_ns: Option<u64>,
 }
 
 impl GroupLoad {
@@ -120,10 +110,10 @@ impl GroupLoad {
 /// The load of every group's members, per bin.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct EcmpLoad {
-    groups: Vec<GroupLoad>,
+    pub(super) groups: Vec<GroupLoad>,
     /// Interface index → (group, member).
     by_iface: BTreeMap<u16, Vec<(usize, usize)>>,
-    bin_ns: u64,
+    pub(super) bin_ns: u64,
 }
 
 impl EcmpLoad {
@@ -207,227 +197,6 @@ impl EcmpLoad {
             })
             .collect()
     }
-}
-
-/// `ecmp-imbalance`: a group whose busiest member carried ≥ 1.5× its fair
-/// share while another carried ≤ 0.5× in at least half of its loaded bins.
-pub(crate) fn finding(x: &Input, load: &EcmpLoad, out: &mut Vec<Finding>) {
-    for g in &load.groups {
-        if g.loaded_bins == 0 || (g.imbalanced_bins as f64) < IMBALANCED_BINS * g.loaded_bins as f64
-        {
-            continue;
-        }
-        imbalance(x, g, load.bin_ns, out);
-    }
-}
-
-fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
-    let n = g.members.len();
-    let total: u64 = g.bytes.iter().sum();
-    let fair = 1.0 / n as f64;
-    let shares: Vec<f64> = g.bytes.iter().map(|&b| share(b, total)).collect();
-    let busiest = (0..n)
-        .max_by_key(|&m| (g.bytes[m], std::cmp::Reverse(m)))
-        .unwrap_or(0);
-    let idlest = (0..n).min_by_key(|&m| (g.bytes[m], m)).unwrap_or(0);
-    let on = |m: usize| -> Vec<&Flow> {
-        x.flows
-            .iter()
-            .filter(|f| g.ifaces[m] == Some(f.iface) && f.packets > 0)
-            .collect()
-    };
-    // Names of the interfaces that recorded frames, for a member that did not.
-    let recorded: Vec<&str> = x
-        .summary
-        .taps
-        .iter()
-        .map(|t| t.iface_name.as_str())
-        .collect();
-    let mut lines = vec![format!(
-        "{} of {} bins of {} in which the group carried at least {} of a member's link were imbalanced (the busiest member at least {}× its fair share of {}, another at most {}×), from {} to {}.",
-        g.imbalanced_bins,
-        g.loaded_bins,
-        fmt_duration(bin_ns),
-        fmt_pct(LOADED_SHARE),
-        BUSY_FACTOR,
-        fmt_pct(fair),
-        IDLE_FACTOR,
-        // Bins run past the capture's ends: the times within it.
-        x.at(g.first_imbalanced_ns.unwrap_or(0)),
-        x.at(g
-            .last_imbalanced_ns
-            .unwrap_or(0)
-            .min(x.summary.last_ts_ns.unwrap_or(u64::MAX))),
-    )];
-    for (m, member_share) in shares.iter().enumerate() {
-        if g.ifaces[m].is_none() {
-            lines.push(format!(
-                "{}: no frame recorded — an idle path, or a name that is none of the capture's interfaces (those that recorded frames: {}).",
-                g.members[m],
-                recorded.join(", ")
-            ));
-            continue;
-        }
-        let link = g.speed_bps[m] as f64 / 8.0 * bin_ns as f64 / 1e9;
-        lines.push(format!(
-            "{}: {} bytes, {} of the group's, up to {} of its link in one bin; {}.",
-            g.members[m],
-            g.bytes[m],
-            fmt_pct(*member_share),
-            fmt_pct(if link > 0.0 {
-                g.peak_bin_bytes[m] as f64 / link
-            } else {
-                0.0
-            }),
-            fmt_count(on(m).len() as u64, "flow"),
-        ));
-    }
-    // Elephants on the busiest member that ran at the same time.
-    let busy = on(busiest);
-    let elephants: Vec<&Flow> = busy
-        .iter()
-        .copied()
-        .filter(|f| f.bytes as f64 >= ELEPHANT_SHARE * g.bytes[busiest] as f64)
-        .collect();
-    let mut collided: Vec<&Flow> = elephants
-        .iter()
-        .copied()
-        .filter(|f| {
-            elephants
-                .iter()
-                .any(|o| o.id != f.id && o.first_ts <= f.last_ts && f.first_ts <= o.last_ts)
-        })
-        .collect();
-    collided.sort_by_key(|f| f.id);
-    if !collided.is_empty() {
-        let from = collided.iter().map(|f| f.first_ts).max().unwrap_or(0);
-        let to = collided.iter().map(|f| f.last_ts).min().unwrap_or(0);
-        let names: Vec<String> = collided
-            .iter()
-            .map(|f| {
-                format!(
-                    "{} UDP source port {}, {} bytes ({})",
-                    x.describe(f),
-                    f.udp_sport.map_or("-".into(), |p| p.to_string()),
-                    f.bytes,
-                    fmt_pct(share(f.bytes, g.bytes[busiest]))
-                )
-            })
-            .collect();
-        lines.push(format!(
-            "Elephants that collided on {} (each at least {} of its bytes, all sending from {} to {}): {}.",
-            g.members[busiest],
-            fmt_pct(ELEPHANT_SHARE),
-            x.at(from),
-            x.at(to),
-            names.join("; ")
-        ));
-    }
-    // The entropy the hash had: the group's QPs by host pair.
-    // Per host pair its source ports and QPs; per source port its QPs.
-    let mut pairs: BTreeMap<HostPair, (BTreeSet<u16>, BTreeSet<u32>)> = BTreeMap::new();
-    let mut by_port: BTreeMap<SourcePort, BTreeSet<Qp>> = BTreeMap::new();
-    for m in 0..n {
-        for f in on(m).into_iter().filter(|f| f.data_packets > 0) {
-            let e = pairs.entry((f.src_ip, f.dst_ip)).or_default();
-            e.1.insert(f.dest_qp);
-            if let Some(p) = f.udp_sport {
-                e.0.insert(p);
-                by_port
-                    .entry((f.src_ip, p))
-                    .or_default()
-                    .insert((f.dst_ip, f.dest_qp));
-            }
-        }
-    }
-    let entropy: Vec<String> = pairs
-        .iter()
-        .map(|((s, d), (ports, qps))| {
-            format!(
-                "{} → {}: {} over {}",
-                fmt_ip(s),
-                fmt_ip(d),
-                fmt_count(ports.len() as u64, "UDP source port"),
-                fmt_count(qps.len() as u64, "QP")
-            )
-        })
-        .collect();
-    let shared_ports = by_port.values().filter(|q| q.len() > 1).count();
-    lines.push(format!(
-        "Entropy the hash had: {}; {} shared by several QPs.",
-        entropy.join("; "),
-        fmt_count(shared_ports as u64, "source port"),
-    ));
-    let ids: Vec<u32> = if collided.is_empty() {
-        busy.iter().map(|f| f.id).collect()
-    } else {
-        collided.iter().map(|f| f.id).collect()
-    };
-    let per_pair: Vec<usize> = pairs.values().map(|(p, _)| p.len()).collect();
-    out.push(Finding {
-        id: "ecmp-imbalance",
-        severity: "warning",
-        impact: share(g.imbalanced_bins, g.loaded_bins),
-        title: format!(
-            "ECMP imbalance: {} carried {} of its group's traffic, {} {}{}",
-            g.members[busiest],
-            fmt_pct(shares[busiest]),
-            g.members[idlest],
-            fmt_pct(shares[idlest]),
-            if collided.is_empty() {
-                String::new()
-            } else {
-                format!(" ({} collided)", fmt_count(collided.len() as u64, "elephant flow"))
-            }
-        ),
-        detail: lines.join("\n"),
-        recommendation: "The hash put these flows on one path while its twin idled: enable flowlet or adaptive load balancing on the switches (flowlet switching re-picks a path at gaps longer than the path skew), make sure the ECMP hash includes the UDP source port (RoCEv2's entropy field), and give the hash more to work with — more QPs per connection (NCCL_IB_QPS_PER_CONNECTION) and source ports spread per QP (the NIC's or the RDMA CM's UDP source port selection) instead of one per host pair".into(),
-        flows: ids,
-        params: params([
-            ("members", json!(g.members)),
-            ("member_bytes", json!(g.bytes)),
-            ("member_shares", json!(shares)),
-            ("busiest", json!(g.members[busiest])),
-            ("idlest", json!(g.members[idlest])),
-            ("loaded_bins", json!(g.loaded_bins)),
-            ("imbalanced_bins", json!(g.imbalanced_bins)),
-            ("collided_flows", json!(collided.iter().map(|f| f.id).collect::<Vec<_>>())),
-            ("source_ports_per_host_pair", json!(per_pair)),
-            ("shared_source_ports", json!(shared_ports)),
-        ]),
-        wireshark: None,
-    });
-}
-
-/// Without a group named: taps that carry different QPs between the same
-/// two hosts may be parallel paths, but nothing in a capture says they are
-/// (an idle member carries nothing to compare). Said once, as a capture fact.
-pub(crate) fn unnamed_fact(flows: &[Flow], names: &BTreeMap<u16, String>) -> Option<String> {
-    let mut by_pair: BTreeMap<HostPair, BTreeMap<u16, BTreeSet<u32>>> = BTreeMap::new();
-    for f in flows.iter().filter(|f| f.data_packets > 0) {
-        by_pair
-            .entry((f.src_ip, f.dst_ip))
-            .or_default()
-            .entry(f.iface)
-            .or_default()
-            .insert(f.dest_qp);
-    }
-    for ((s, d), taps) in &by_pair {
-        let taps: Vec<(&u16, &BTreeSet<u32>)> = taps.iter().collect();
-        for (i, (a, qa)) in taps.iter().enumerate() {
-            for (b, qb) in &taps[i + 1..] {
-                if qa.is_disjoint(qb) {
-                    let (a, b) = (super::iface_name(names, **a), super::iface_name(names, **b));
-                    return Some(format!(
-                        "{a} and {b} carry different QPs between the same hosts ({} → {}): if they are parallel paths, name them with --ecmp-group {a},{b}; ECMP balance is judged only for named groups",
-                        fmt_ip(s),
-                        fmt_ip(d)
-                    ));
-                }
-            }
-        }
-    }
-    None
 }
 
 #[cfg(test)]

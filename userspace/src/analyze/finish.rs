@@ -3,17 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use super::flows::Flow;
+use super::flows::timeline::flush_bin;
+use super::flows::{Flow, flow_row};
 use super::fmt::{fmt_ip, iface_name};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{
-    Analysis, FlowRow, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals,
-    flow_row, ratio,
+    Analysis, FlowRow, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals, ratio,
 };
 use super::taps::TapState;
-use super::timeline::flush_bin;
 use super::{Analyzer, Sink};
-use super::{ecmp, findings, hops, rto, tree};
+use super::{findings, hops, rto, tree};
 
 /// Per tap and sender (source address) with timeout rewinds, its NIC's
 /// timeout over all its request flows there, in order of the first flow (a
@@ -214,7 +213,7 @@ impl Analyzer {
         self.ecmp.finish();
         facts.extend(self.ecmp.silent_groups());
         if self.config.ecmp_groups.is_empty() {
-            facts.extend(ecmp::unnamed_fact(&self.flows, &self.ifaces));
+            facts.extend(findings::ecmp::unnamed_fact(&self.flows, &self.ifaces));
         }
         if t.gaps_resolved.capture_lost > 0 {
             facts.push(format!(

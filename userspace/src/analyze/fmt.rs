@@ -4,8 +4,6 @@ use std::collections::BTreeMap;
 
 use crate::addr::{Ip, Mac};
 
-use super::rows::PfcSummary;
-
 pub(crate) fn iface_name(names: &BTreeMap<u16, String>, iface: u16) -> String {
     names
         .get(&iface)
@@ -85,19 +83,6 @@ pub fn fmt_pct(x: f64) -> String {
     format!("{:.2} %", x * 100.0)
 }
 
-/// A port and priority's PFC in one phrase: `leaf0 priority 3: 8 PFC
-/// frames (2 XON), paused 200.3 µs = 20.04 % of the capture`.
-pub(crate) fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
-    format!(
-        "{iface} priority {}: {} ({} XON), paused {} = {} of the capture",
-        p.priority,
-        fmt_count(p.frames, "PFC frame"),
-        p.xon_frames,
-        fmt_duration(p.paused_ns),
-        fmt_pct(p.fraction)
-    )
-}
-
 /// How a pause interval ended (`pfc.parquet`'s `ended_by`), in words.
 pub fn fmt_ended_by(ended_by: &str) -> &'static str {
     match ended_by {
@@ -106,4 +91,18 @@ pub fn fmt_ended_by(ended_by: &str) -> &'static str {
         "capture_end" => "still paused when the capture ended",
         _ => "ended",
     }
+}
+
+/// A signed delay (a clock offset may leave one below 0).
+pub(crate) fn fmt_ns(ns: i64) -> String {
+    if ns < 0 {
+        format!("-{}", fmt_duration(ns.unsigned_abs()))
+    } else {
+        fmt_duration(ns as u64)
+    }
+}
+
+/// A hop's delay, or a dash when none of its frames could be timed.
+pub(crate) fn fmt_delay(ns: Option<i64>) -> String {
+    ns.map_or_else(|| "–".into(), fmt_ns)
 }

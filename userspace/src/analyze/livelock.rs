@@ -8,13 +8,11 @@
 //! hole), an ACL, a route that goes nowhere. The requester will spend its
 //! retry count on it and move the QP to the error state.
 //!
-//! O(1) per rewind and per ACK, a few words per flow.
+//! O(1) per rewind and per ACK, a few words per flow. The runs here (a
+//! [`Flow`](super::flows::Flow) owns one); the finding,
+//! `retransmission-livelock`, in `findings/livelock.rs`.
 
-use super::findings::Input;
-use serde_json::json;
-
-use super::findings::params;
-use super::{Finding, Flow, fmt_duration, psn};
+use super::psn;
 
 /// Rewinds to one PSN, with no ACK progress between, from which on a flow is
 /// in a livelock.
@@ -69,60 +67,6 @@ impl Livelock {
     pub fn livelock(&self) -> Option<Run> {
         self.worst.filter(|w| w.rewinds >= LIVELOCK_REWINDS)
     }
-}
-
-/// `retransmission-livelock`: every flow in a livelock, the longest first.
-pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
-    let mut stuck: Vec<(&Flow, Run)> = x
-        .flows
-        .iter()
-        .filter_map(|f| Some((f, f.livelock.livelock()?)))
-        .collect();
-    if stuck.is_empty() {
-        return;
-    }
-    stuck.sort_by_key(|(f, r)| (std::cmp::Reverse(r.rewinds), f.id));
-    let parts: Vec<String> = stuck
-        .iter()
-        .map(|(f, r)| {
-            format!(
-                "{} went back to PSN {} {} times from {} to {} ({}) with nothing acknowledged between; its largest frame was {} bytes",
-                x.describe(f),
-                r.psn,
-                r.rewinds,
-                x.at(r.first_ts),
-                x.at(r.last_ts),
-                fmt_duration(r.last_ts - r.first_ts),
-                f.max_frame_len
-            )
-        })
-        .collect();
-    let (f, r) = stuck[0];
-    out.push(Finding {
-        id: "retransmission-livelock",
-        impact: x.traffic_share(&stuck.iter().map(|(f, _)| f.id).collect::<Vec<_>>()),
-        severity: "critical",
-        title: format!(
-            "{} resend the same PSN over and over (flow {} PSN {}: {}, no progress)",
-            super::fmt_count(stuck.len() as u64, "flow"),
-            f.id,
-            r.psn,
-            super::fmt_count(r.rewinds, "rewind")
-        ),
-        detail: parts.join("; "),
-        recommendation: "Something drops this packet every time, not by chance: compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface; a smaller one silently drops full-size frames while small messages pass), then check ACLs and the switches' discard counters for the flow's UDP port; the requester will spend its retry count (retry_cnt) on it and move the QP to the error state".into(),
-        flows: stuck.iter().map(|(f, _)| f.id).collect(),
-        params: params([
-            ("flows", json!(stuck.len())),
-            ("worst_flow", json!(f.id)),
-            ("psn", json!(r.psn)),
-            ("rewinds", json!(r.rewinds)),
-            ("first_rewind_ns", json!(r.first_ts)),
-            ("last_rewind_ns", json!(r.last_ts)),
-            ("max_frame_len", json!(f.max_frame_len)),
-        ]),
-        wireshark: None,
-    });
 }
 
 #[cfg(test)]

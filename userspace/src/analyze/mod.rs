@@ -11,51 +11,68 @@
 //! retransmissions, gaps and their resolution, mirror duplicates, ICRC and
 //! sniffer captures, PFC, victims, CNPs, findings — is written once, in
 //! [`docs/analysis.md`](../../../docs/analysis.md); the columns are in
-//! `docs/tables.md`. The rooms, one concern each:
+//! `docs/tables.md`.
 //!
-//! * here: the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
-//!   its entry point [`Analyzer::push`];
-//! * `flows`: the flow table, a BTH frame's per-flow counters, pairing;
-//!   `cm`: pairing hints from CM REQ/REP; `taps`: per-tap state, ICRC and
-//!   sniffer captures;
-//! * `sequence`: PSN sequencing of request flows; `rewind`: rewinds and
-//!   timeout rewinds; `responses`: ACKs and NAKs; [`gaps`]: what became of
-//!   missing PSNs; [`psn`]: PSN arithmetic; [`dups`]: mirror copies;
-//!   [`rto`]: the NIC's retransmission timeout; `livelock`: the same PSN
-//!   resent over and over;
-//! * `cnp`: CNP attribution; `pfc`: pause intervals; [`tree`]: the
-//!   congestion tree; `timeline`: timeline bins; `delta`: the live tap's
-//!   summary-mode deltas;
-//! * `dcqcn`: how a sender's rate answers its CNPs;
-//! * [`hops`]: cross-tap frame matching, tap-pair clock offsets and the hop
-//!   table (`hops/clocks.rs`, `hops/sketch.rs`); [`topology`]: the
-//!   `--topology` file;
-//! * `finish`: the end of input; `rows`: the output rows; `findings` (one
-//!   file per finding family under `findings/`), `unanswered`, `mtu`,
-//!   `ecmp` (ECMP group balance), `qos` (priorities and remarking),
-//!   `cnp_overload` (CNPs on links far from full), `hop_findings` (hop
-//!   loss and queueing): the diagnosis; `report`: the text, JSON and HTML
-//!   report; `fmt` and `date`: values and times as they are printed.
+//! The rooms, one concern each, in layers: a room uses only rooms of the
+//! layers before it, or of its own layer one way (`sequence` → `rewind` →
+//! `responses`), never a later one (`scripts/module-cycles.py`, run by
+//! `scripts/test.sh`, fails on a cycle; docs/build.md):
+//!
+//! 1. leaves: [`psn`]: PSN arithmetic; [`hash`]: the maps' hasher; `fmt` and
+//!    `date`: values and times as they are printed (no analyzer type);
+//!    trackers with output types of their own: [`dups`]: mirror copies;
+//!    [`gaps`]: what became of missing PSNs; [`rto`]: the NIC's
+//!    retransmission timeout; [`hops`]: cross-tap frame matching, tap-pair
+//!    clock offsets and the hop table (`hops/clocks.rs`, `hops/sketch.rs`);
+//!    `livelock`: the same PSN resent over and over; `dcqcn`: how a
+//!    sender's rate answers its CNPs;
+//! 2. `rows`: every output type — the flow key, the tables' rows,
+//!    `summary.json`, a `Finding`, the PFC trees, a finding's Wireshark
+//!    hand-off; the modules that own the data build them;
+//! 3. per-record trackers that name no `Flow` (they are given the values
+//!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
+//!    `rewind`: rewinds and timeout rewinds; `sequence`: PSN sequencing of
+//!    request flows; `qos`: the DSCP and PCP marks per tap and per flow;
+//!    `ecmp`: the load of ECMP group members; `taps`: per-tap state, ICRC
+//!    and sniffer captures; `cm`: pairing hints from CM REQ/REP; made from
+//!    rows: [`tree`]: the congestion tree; [`wireshark`]: display filters;
+//!    [`topology`]: the `--topology` file;
+//! 4. `flows`: the flow table, a BTH frame's per-flow counters, pairing, a
+//!    flow's row, its timeline bins (`flows/timeline.rs`); `cnp`: CNP
+//!    attribution; `delta`: the live tap's summary-mode deltas;
+//! 5. `findings/`: `input.rs`, the `Input` every finding reads and the
+//!    helpers findings share; then one file per finding family
+//!    (retransmissions, the capture, PFC, ECN, livelock, unanswered flows,
+//!    MTU, ECMP balance, QoS, CNP overload, DCQCN, hops, congestion
+//!    episodes), each using `input` and layers 1–4, never another finding
+//!    file nor the collector;
+//! 6. `findings/mod.rs`: the collector, which runs every finding and ranks
+//!    them; `finish`: the end of input; `report`: the text, JSON and HTML
+//!    report;
+//! 7. here: the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
+//!    its entry point [`Analyzer::push`]. The rooms that add the
+//!    `Analyzer`'s methods (`impl Analyzer` in `flows`, `sequence`,
+//!    `responses`, `cnp`, `finish` …) use its fields, not the rooms above
+//!    them.
+//!
+//! A tracker with a finding is two files: its state here (`dcqcn.rs`,
+//! `livelock.rs`, `qos.rs`, `ecmp.rs`), its finding in `findings/`.
 
 mod cm;
 mod cnp;
-mod cnp_overload;
 mod date;
 mod dcqcn;
 mod delta;
 pub mod dups;
 mod ecmp;
-mod episodes;
 mod findings;
 mod finish;
 mod flows;
 mod fmt;
 pub mod gaps;
 pub mod hash;
-mod hop_findings;
 pub mod hops;
 mod livelock;
-mod mtu;
 mod pfc;
 pub mod psn;
 mod qos;
@@ -68,10 +85,8 @@ mod sequence;
 mod taps;
 #[cfg(test)]
 mod tests;
-mod timeline;
 pub mod topology;
 pub mod tree;
-mod unanswered;
 pub mod wireshark;
 
 use std::collections::BTreeMap;
@@ -82,20 +97,21 @@ use rocescope_common::{Kind, PacketRecord, flags};
 
 pub(crate) use date::fmt_utc;
 pub use ecmp::EcmpGroup;
-pub(crate) use findings::{rank_findings, share, timeout_exponent};
+pub(crate) use findings::input::{share, timeout_exponent};
+pub(crate) use findings::rank_findings;
 pub(crate) use flows::Flow;
-pub use flows::FlowKey;
 use flows::HostPair;
 pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_pct};
-pub(crate) use fmt::{fmt_ip, fmt_mac, fmt_pfc, iface_name};
+pub(crate) use fmt::{fmt_ip, fmt_mac, iface_name};
 use pfc::PfcTracker;
 pub use report::{
     flow_json, frames_line, impact_words, more_findings, render_findings, render_json, render_text,
     shown_findings,
 };
+pub(crate) use rows::fmt_pfc;
 pub use rows::{
-    Analysis, Event, Finding, FlowRow, FrameCounts, MatchingSummary, PfcInterval, PfcSummary,
-    Reaction, Summary, TapSummary, TimelineRow, Totals, Verdict,
+    Analysis, Event, Finding, FlowKey, FlowRow, FrameCounts, MatchingSummary, PfcInterval,
+    PfcSummary, Reaction, Summary, TapSummary, TimelineRow, Totals, Verdict,
 };
 use taps::TapState;
 

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::hop_findings::{fmt_delay, fmt_ns};
+use super::fmt::{fmt_delay, fmt_ns};
 use super::{
     Analysis, Finding, FlowRow, FrameCounts, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct,
     fmt_pfc, fmt_utc,

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use rocescope_common::proto::ib::transport;
+use super::fmt::{fmt_count, fmt_duration, fmt_pct, iface_name};
+use super::{dups, gaps, rto};
 
-use super::flows::Flow;
-use super::fmt::iface_name;
-use super::{dups, gaps, rto, tree};
+/// `(iface, src_ip, dst_ip, dest_qp)`.
+pub type FlowKey = (u16, [u8; 16], [u8; 16], u32);
 
 /// What `packets.parquet` needs for one record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -246,6 +246,19 @@ pub struct PfcSummary {
     pub storms: u64,
 }
 
+/// A port and priority's PFC in one phrase: `leaf0 priority 3: 8 PFC
+/// frames (2 XON), paused 200.3 µs = 20.04 % of the capture`.
+pub(crate) fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
+    format!(
+        "{iface} priority {}: {} ({} XON), paused {} = {} of the capture",
+        p.priority,
+        fmt_count(p.frames, "PFC frame"),
+        p.xon_frames,
+        fmt_duration(p.paused_ns),
+        fmt_pct(p.fraction)
+    )
+}
+
 /// One diagnosis.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
@@ -266,7 +279,22 @@ pub struct Finding {
     pub params: BTreeMap<&'static str, serde_json::Value>,
     /// Its frames in Wireshark, filled once every finding is made.
     #[serde(flatten)]
-    pub wireshark: Option<super::wireshark::Handoff>,
+    pub wireshark: Option<Handoff>,
+}
+
+/// What a finding carries for Wireshark (flattened into its summary.json
+/// object; [`super::wireshark`] fills it and writes its report line).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Handoff {
+    /// Shows the finding's frames: its flows', or for `link-pause` the
+    /// PAUSE frames.
+    pub display_filter: String,
+    /// `tshark -d` arguments (Wireshark: Analyze → Decode As…, UDP port →
+    /// InfiniBand) the filter needs to match every frame.
+    pub decode_as: Vec<String>,
+    /// Flows the filter leaves out to stay under
+    /// [`MAX_FILTER_CHARS`](super::wireshark::MAX_FILTER_CHARS).
+    pub flows_left_out: usize,
 }
 
 /// `summary.json`.
@@ -291,8 +319,8 @@ pub struct Summary {
     pub taps: Vec<TapSummary>,
     /// Facts about the capture that limit what it can show, in words.
     pub capture_facts: Vec<String>,
-    /// The PFC congestion trees: who paused whom (see [`tree`]).
-    pub pfc_trees: Vec<tree::PauseTree>,
+    /// The PFC congestion trees: who paused whom (see [`super::tree`]).
+    pub pfc_trees: Vec<PauseTree>,
     /// Per tap pair with matched frames: its clock offset (see [`super::hops`]).
     pub clock_offsets: Vec<super::hops::ClockOffset>,
     /// Cross-tap matching: null with one tap.
@@ -301,6 +329,46 @@ pub struct Summary {
     /// (see [`rto`]).
     pub nic_timeouts: Vec<rto::NicTimeout>,
     pub findings: Vec<Finding>,
+}
+
+/// One sender of pauses in a tree ([`super::tree`] builds the trees and
+/// names their nodes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PauseNode {
+    /// The sender's MAC, as in `pfc.parquet`.
+    pub src_mac: String,
+    /// The interface (tap) its pauses were seen on.
+    #[serde(rename = "iface_index")]
+    pub iface: u16,
+    #[serde(rename = "iface")]
+    pub iface_name: String,
+    /// `host` (it sends RoCE traffic too) or `switch`.
+    pub kind: &'static str,
+    /// Its first pause in this tree.
+    pub first_pause_ns: u64,
+    /// Its paused time in this tree (sum of its intervals).
+    pub paused_ns: u64,
+    /// The node whose pause was running when this one began (index into
+    /// the tree's `nodes`; null for the root).
+    pub parent: Option<usize>,
+    /// From the parent's first pause to this one's.
+    pub delay_ns: Option<u64>,
+    /// Flows on this tap that stalled (the victims seen there).
+    pub victims: Vec<u32>,
+    /// The sender's device, from `--topology` (`macs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Where the tap is, from `--topology` (`taps`): `device port`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<String>,
+}
+
+/// One tree: a root and the pauses it set off, in order of onset.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PauseTree {
+    pub priority: u8,
+    /// `nodes[0]` is the root.
+    pub nodes: Vec<PauseNode>,
 }
 
 /// `summary.json`'s `matching`: how the cross-tap matching went.
@@ -358,84 +426,6 @@ pub struct Analysis {
     /// `hops.parquet` (empty with one tap).
     pub hops: Vec<super::hops::HopRow>,
     pub summary: Summary,
-}
-
-pub(super) fn flow_row(f: &Flow) -> FlowRow {
-    let dur = f.last_ts - f.first_ts;
-    let w = f.rto.waits;
-    let measured = w.samples > 0;
-    let us = |ns: u64| ns as f64 / 1000.0;
-    let rate = |bytes: u64| {
-        if dur == 0 {
-            0.0
-        } else {
-            bytes as f64 * 8.0 / dur as f64
-        }
-    };
-    FlowRow {
-        flow_id: f.id,
-        iface: f.iface,
-        src_ip: f.src_ip,
-        dst_ip: f.dst_ip,
-        dest_qp: f.dest_qp,
-        paired_qp: f.paired_qp,
-        roce_version: f.roce_version,
-        udp_sport: f.udp_sport,
-        pcp: f.pcp,
-        dscp: f.dscp,
-        first_ts_ns: f.first_ts,
-        last_ts_ns: f.last_ts,
-        packets: f.packets,
-        bytes: f.bytes,
-        data_packets: f.data_packets,
-        payload_bytes: f.payload_bytes,
-        retrans_packets: f.retrans,
-        retrans_rate: ratio(f.retrans, f.data_packets),
-        rewinds: f.rewinds,
-        rewinds_nak: f.rewinds_nak,
-        rewinds_rnr: f.rewinds_rnr,
-        rewinds_timeout: f.rewinds_timeout,
-        max_rewind_depth: f.max_depth,
-        spurious_retrans: f.spurious,
-        gaps: f.gaps,
-        acks: f.acks,
-        naks: f.naks,
-        rnr_naks: f.rnr_naks,
-        ce: f.ce,
-        cnps: f.cnps,
-        gbps: rate(f.bytes),
-        goodput_gbps: rate(f.goodput_bytes),
-        max_idle_us: f.max_idle_ns as f64 / 1000.0,
-        rewinds_timeout_ghost: f.rewinds_timeout_ghost,
-        gap_late: f.gap_counts.late,
-        gap_lost_before_tap: f.gap_counts.lost_before_tap,
-        gap_nak_lost: f.gap_counts.nak_lost,
-        gap_capture_lost: f.gap_counts.capture_lost,
-        gap_unresolved: f.gap_counts.unresolved,
-        late_max_us: f.late_max_ns.map(|n| n as f64 / 1000.0),
-        late_max_psns: f.late_max_ns.map(|_| f.late_max_psns),
-        icrc_errors: (!f.sniffer_tap).then_some(f.icrc_errors),
-        mirror_copies: f.mirror_copies,
-        display_filter: String::new(),
-        decode_as: String::new(),
-        nic_timeout_samples: w.samples,
-        nic_timeout_us: measured.then(|| us(w.min_ns)),
-        nic_timeout_max_us: measured.then(|| us(w.max_ns)),
-        nic_timeout_exponent: measured.then(|| rto::nearest_exponent(w.min_ns)),
-        nic_timeout_bounded: w.bounded,
-        nic_timeout_lower_us: w.bounds().map(|b| us(b.0)),
-        nic_timeout_upper_us: w.bounds().map(|b| us(b.1)),
-        max_rewinds_one_psn: f.livelock.worst.map_or(0, |r| r.rewinds),
-        livelock_psn: f.livelock.livelock().map(|r| r.psn),
-        dcqcn_reactions: f.dcqcn.reactions,
-        dcqcn_reaction_us: f.dcqcn.reaction_us(),
-        dcqcn_reaction_max_us: (f.dcqcn.reactions > 0).then(|| us(f.dcqcn.reaction_max_ns)),
-        dcqcn_recovery_us: f.dcqcn.recovery_us(),
-        dcqcn_cnps_without_reaction: f.dcqcn.without,
-        service: f.service.and_then(transport::name),
-        link: if f.ib_link { "ib" } else { "roce" },
-        becn: f.becn,
-    }
 }
 
 pub(super) fn ratio(a: u64, b: u64) -> f64 {

@@ -19,38 +19,8 @@
 use std::collections::BTreeSet;
 
 use super::PfcInterval;
-use serde::Serialize;
 
-/// One sender of pauses in a tree.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PauseNode {
-    /// The sender's MAC, as in `pfc.parquet`.
-    pub src_mac: String,
-    /// The interface (tap) its pauses were seen on.
-    #[serde(rename = "iface_index")]
-    pub iface: u16,
-    #[serde(rename = "iface")]
-    pub iface_name: String,
-    /// `host` (it sends RoCE traffic too) or `switch`.
-    pub kind: &'static str,
-    /// Its first pause in this tree.
-    pub first_pause_ns: u64,
-    /// Its paused time in this tree (sum of its intervals).
-    pub paused_ns: u64,
-    /// The node whose pause was running when this one began (index into
-    /// the tree's `nodes`; null for the root).
-    pub parent: Option<usize>,
-    /// From the parent's first pause to this one's.
-    pub delay_ns: Option<u64>,
-    /// Flows on this tap that stalled (the victims seen there).
-    pub victims: Vec<u32>,
-    /// The sender's device, from `--topology` (`macs`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-    /// Where the tap is, from `--topology` (`taps`): `device port`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub place: Option<String>,
-}
+pub use super::rows::{PauseNode, PauseTree};
 
 impl PauseNode {
     /// The sender as findings name it: its MAC, after its device when the
@@ -70,14 +40,6 @@ impl PauseNode {
             None => self.iface_name.clone(),
         }
     }
-}
-
-/// One tree: a root and the pauses it set off, in order of onset.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PauseTree {
-    pub priority: u8,
-    /// `nodes[0]` is the root.
-    pub nodes: Vec<PauseNode>,
 }
 
 /// The trees of a run's pause intervals (sorted by start, as

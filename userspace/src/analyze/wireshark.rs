@@ -19,8 +19,8 @@ use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
 use rocescope_common::proto;
-use serde::Serialize;
 
+pub use crate::analyze::rows::Handoff;
 use crate::analyze::{Finding, FlowRow};
 
 /// The RoCEv2 UDP port.
@@ -39,20 +39,6 @@ pub struct IfaceOrigin {
     pub local: u32,
     /// Its file has other interfaces with RoCE too: the filter must name it.
     pub shared_file: bool,
-}
-
-/// What a finding carries for Wireshark (flattened into its summary.json
-/// object).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Handoff {
-    /// Shows the finding's frames: its flows', or for `link-pause` the
-    /// PAUSE frames.
-    pub display_filter: String,
-    /// `tshark -d` arguments (Wireshark: Analyze → Decode As…, UDP port →
-    /// InfiniBand) the filter needs to match every frame.
-    pub decode_as: Vec<String>,
-    /// Flows the filter leaves out to stay under [`MAX_FILTER_CHARS`].
-    pub flows_left_out: usize,
 }
 
 /// Longest filter the terminal report prints whole.

@@ -221,7 +221,7 @@ impl Writer {
         }
         match &mut self.table {
             Some((t, _, _)) => Ok(t),
-            None => Err(Error::Usage("internal: no counters file open".into())),
+            None => Err(Error::Internal("no counters file open".into())),
         }
     }
 

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_pct as pct};
 
-use super::{Input, params, share};
+use super::input::{Input, params, share};
 
 /// The capture itself: frames the tap missed and mirror copies.
 pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {

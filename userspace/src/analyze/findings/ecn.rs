@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::analyze::{Finding, FlowRow, fmt_count, fmt_duration, fmt_ip};
 
-use super::{Input, params, share};
+use super::input::{Input, params, share};
 
 pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
     let unattributed = x.summary.totals.cnps_unattributed;

@@ -7,7 +7,7 @@ use crate::analyze::{
     Finding, Flow, FlowRow, fmt_count, fmt_duration, fmt_gbps, fmt_pct as pct, fmt_pfc,
 };
 
-use super::{Input, params, share};
+use super::input::{Input, params, share};
 
 /// A flow faster than its tap's link speed: the speed is wrong, and with it
 /// every pause duration.

@@ -7,7 +7,16 @@ use serde_json::json;
 use crate::analyze::rto::{ACK_TIMEOUT_UNIT_NS, NicTimeout};
 use crate::analyze::{Finding, Flow, fmt_count, fmt_duration};
 
-use super::{Input, params, timeout_exponent, trigger_words};
+use super::input::{Input, params, timeout_exponent};
+
+/// A rewind's trigger (`events.parquet`'s `trigger`), in words.
+fn trigger_words(trigger: &str) -> &'static str {
+    match trigger {
+        "nak" => "after a NAK",
+        "rnr" => "after an RNR NAK",
+        _ => "on a timeout",
+    }
+}
 
 pub(super) fn ghost(x: &Input, out: &mut Vec<Finding>) {
     let flows: Vec<&Flow> = x

@@ -9,9 +9,11 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::findings::{Input, params};
-use super::hops::HopRow;
-use super::{Finding, fmt_count, fmt_duration, fmt_ip, fmt_pct};
+use crate::analyze::fmt::{fmt_delay, fmt_ns};
+use crate::analyze::hops::HopRow;
+use crate::analyze::{Finding, fmt_count, fmt_duration, fmt_ip, fmt_pct};
+
+use super::input::{Input, params};
 
 /// A hop's delay has a long tail when its p99 exceeds this many times its
 /// p50 ...
@@ -269,18 +271,4 @@ fn queueing(x: &Input, out: &mut Vec<Finding>) {
         ]),
         wireshark: None,
     });
-}
-
-/// A signed delay (a clock offset may leave one below 0).
-pub(crate) fn fmt_ns(ns: i64) -> String {
-    if ns < 0 {
-        format!("-{}", fmt_duration(ns.unsigned_abs()))
-    } else {
-        fmt_duration(ns as u64)
-    }
-}
-
-/// A hop's delay, or a dash when none of its frames could be timed.
-pub(crate) fn fmt_delay(ns: Option<i64>) -> String {
-    ns.map_or_else(|| "–".into(), fmt_ns)
 }

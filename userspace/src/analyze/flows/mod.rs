@@ -1,20 +1,25 @@
 //! The flow table: a flow per `(tap, source, destination, destination QP)`,
 //! the per-frame counters of a BTH frame, and pairing a request flow with its
-//! response flow (`docs/analysis.md`, *Flows*, *Pairing*, *Priority*).
+//! response flow (`docs/analysis.md`, *Flows*, *Pairing*, *Priority*); a
+//! flow's row of `flows.parquet` ([`flow_row`]); in `timeline`, its timeline
+//! bins.
+//!
+//! Above the per-flow trackers it owns (`sequence`, `rewind`, `responses`,
+//! `livelock`, `dcqcn`, `qos`'s marks, `rto`, `gaps`), none of which names
+//! a [`Flow`].
+
+pub(super) mod timeline;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};
 
 use super::responses::PendingNak;
 use super::rewind::{RewindNote, STALL_MIN_NS, TimeoutRewind, froze};
-use super::rows::Verdict;
+use super::rows::{FlowKey, FlowRow, Verdict, ratio};
 use super::sequence::{FillRun, Seq};
-use super::timeline::{Bin, bin_mut};
 use super::{Analyzer, Sink};
 use super::{dcqcn, dups, gaps, livelock, psn, qos, rto};
-
-/// `(iface, src_ip, dst_ip, dest_qp)`.
-pub type FlowKey = (u16, [u8; 16], [u8; 16], u32);
+use timeline::{Bin, bin_mut};
 
 pub(super) type HostPair = (u16, [u8; 16], [u8; 16]);
 
@@ -443,5 +448,83 @@ impl Analyzer {
             b.ce += 1;
         }
         verdict
+    }
+}
+
+pub(super) fn flow_row(f: &Flow) -> FlowRow {
+    let dur = f.last_ts - f.first_ts;
+    let w = f.rto.waits;
+    let measured = w.samples > 0;
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let rate = |bytes: u64| {
+        if dur == 0 {
+            0.0
+        } else {
+            bytes as f64 * 8.0 / dur as f64
+        }
+    };
+    FlowRow {
+        flow_id: f.id,
+        iface: f.iface,
+        src_ip: f.src_ip,
+        dst_ip: f.dst_ip,
+        dest_qp: f.dest_qp,
+        paired_qp: f.paired_qp,
+        roce_version: f.roce_version,
+        udp_sport: f.udp_sport,
+        pcp: f.pcp,
+        dscp: f.dscp,
+        first_ts_ns: f.first_ts,
+        last_ts_ns: f.last_ts,
+        packets: f.packets,
+        bytes: f.bytes,
+        data_packets: f.data_packets,
+        payload_bytes: f.payload_bytes,
+        retrans_packets: f.retrans,
+        retrans_rate: ratio(f.retrans, f.data_packets),
+        rewinds: f.rewinds,
+        rewinds_nak: f.rewinds_nak,
+        rewinds_rnr: f.rewinds_rnr,
+        rewinds_timeout: f.rewinds_timeout,
+        max_rewind_depth: f.max_depth,
+        spurious_retrans: f.spurious,
+        gaps: f.gaps,
+        acks: f.acks,
+        naks: f.naks,
+        rnr_naks: f.rnr_naks,
+        ce: f.ce,
+        cnps: f.cnps,
+        gbps: rate(f.bytes),
+        goodput_gbps: rate(f.goodput_bytes),
+        max_idle_us: f.max_idle_ns as f64 / 1000.0,
+        rewinds_timeout_ghost: f.rewinds_timeout_ghost,
+        gap_late: f.gap_counts.late,
+        gap_lost_before_tap: f.gap_counts.lost_before_tap,
+        gap_nak_lost: f.gap_counts.nak_lost,
+        gap_capture_lost: f.gap_counts.capture_lost,
+        gap_unresolved: f.gap_counts.unresolved,
+        late_max_us: f.late_max_ns.map(|n| n as f64 / 1000.0),
+        late_max_psns: f.late_max_ns.map(|_| f.late_max_psns),
+        icrc_errors: (!f.sniffer_tap).then_some(f.icrc_errors),
+        mirror_copies: f.mirror_copies,
+        display_filter: String::new(),
+        decode_as: String::new(),
+        nic_timeout_samples: w.samples,
+        nic_timeout_us: measured.then(|| us(w.min_ns)),
+        nic_timeout_max_us: measured.then(|| us(w.max_ns)),
+        nic_timeout_exponent: measured.then(|| rto::nearest_exponent(w.min_ns)),
+        nic_timeout_bounded: w.bounded,
+        nic_timeout_lower_us: w.bounds().map(|b| us(b.0)),
+        nic_timeout_upper_us: w.bounds().map(|b| us(b.1)),
+        max_rewinds_one_psn: f.livelock.worst.map_or(0, |r| r.rewinds),
+        livelock_psn: f.livelock.livelock().map(|r| r.psn),
+        dcqcn_reactions: f.dcqcn.reactions,
+        dcqcn_reaction_us: f.dcqcn.reaction_us(),
+        dcqcn_reaction_max_us: (f.dcqcn.reactions > 0).then(|| us(f.dcqcn.reaction_max_ns)),
+        dcqcn_recovery_us: f.dcqcn.recovery_us(),
+        dcqcn_cnps_without_reaction: f.dcqcn.without,
+        service: f.service.and_then(transport::name),
+        link: if f.ib_link { "ib" } else { "roce" },
+        becn: f.becn,
     }
 }

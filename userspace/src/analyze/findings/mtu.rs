@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::findings::{Input, params};
-use super::{Finding, Flow, fmt_ip};
+use crate::analyze::{Finding, Flow, fmt_count, fmt_ip};
+
+use super::input::{Input, params, unanswered};
 
 /// `mtu-mismatch`.
 pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
@@ -70,7 +71,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     // Frames no answer came back for, larger than every frame that was
     // answered on the same tap: the path carries no more than that.
     let silent: Vec<&Flow> = {
-        let mut v = super::unanswered::unanswered(x);
+        let mut v = unanswered(x);
         v.extend(x.flows.iter().filter(|f| f.livelock.livelock().is_some()));
         v.sort_by_key(|f| f.id);
         v.dedup_by_key(|f| f.id);
@@ -109,8 +110,8 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         severity: "warning",
         title: format!(
             "MTU mismatch: {} with a smaller path MTU than their peers, {} whose frames are too large for their path",
-            super::fmt_count(small as u64, "flow"),
-            super::fmt_count(too_big as u64, "flow")
+            fmt_count(small as u64, "flow"),
+            fmt_count(too_big as u64, "flow")
         ),
         detail: parts.join("; "),
         recommendation: "Use RoCE MTU 4096 on every NIC (ibv_devinfo active_mtu follows the netdev MTU: 4096 needs an Ethernet MTU above 4200 bytes, so set 9000), and the same Ethernet MTU on every hop — NIC ports, switch ports, VLAN and routed interfaces; an application or NCCL setting (NCCL_IB_MTU) asking for less lowers it per connection".into(),

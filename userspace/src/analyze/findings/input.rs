@@ -1,33 +1,18 @@
-//! The diagnosis: findings from the flows, the pause intervals and the totals.
-//!
-//! Severities: `critical` (the fabric is losing throughput to it now),
-//! `warning` (it costs throughput or will), `info` (worth knowing).
-//!
-//! Here the input every finding reads, their `params`, the order they are
-//! built in and their ranking; the findings themselves, one file per family,
-//! in `findings/` (retransmissions, the capture, PFC, ECN), and in
-//! `livelock`, `unanswered`, `mtu`, `ecmp` and `qos`. Their definitions: `docs/analysis.md`,
-//! *Findings*; their text and `params`: `docs/report.md`.
+//! What every finding reads ([`Input`]), and the helpers findings share:
+//! their `params`, impact as a share, the ACK timeout exponent, the
+//! unanswered flows (`unanswered-flows` and `mtu-mismatch` both judge them).
+//! Below every finding file; it names none of them.
 
-mod capture;
-mod ecn;
-mod pfc;
-mod retrans;
-
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::rto::ACK_TIMEOUT_UNIT_NS;
+use rocescope_common::proto::ib;
 
-use capture::{capture, corruption, reordering};
-use ecn::ce_cnp;
-use pfc::{link_pause, link_speed, pressure, storms, victims};
-use retrans::{ghost, real_loss, rnr};
-
-use super::{
-    Finding, Flow, FlowRow, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by, fmt_ip,
-    fmt_mac, fmt_offset, iface_name,
+use crate::analyze::rto::ACK_TIMEOUT_UNIT_NS;
+use crate::analyze::{
+    Flow, FlowRow, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by, fmt_ip, fmt_mac,
+    fmt_offset, iface_name,
 };
 
 /// A finding's `params`.
@@ -35,15 +20,6 @@ pub(crate) fn params<const N: usize>(
     items: [(&'static str, Value); N],
 ) -> BTreeMap<&'static str, Value> {
     items.into_iter().collect()
-}
-
-/// A rewind's trigger (`events.parquet`'s `trigger`), in words.
-fn trigger_words(trigger: &str) -> &'static str {
-    match trigger {
-        "nak" => "after a NAK",
-        "rnr" => "after an RNR NAK",
-        _ => "on a timeout",
-    }
 }
 
 pub(crate) struct Input<'a> {
@@ -55,11 +31,11 @@ pub(crate) struct Input<'a> {
     /// sender, start)`.
     pub ghost_covers: &'a std::collections::BTreeSet<(u16, u8, [u8; 6], u64)>,
     /// The ECMP groups' load.
-    pub ecmp: &'a super::ecmp::EcmpLoad,
+    pub ecmp: &'a crate::analyze::ecmp::EcmpLoad,
     /// The DSCP and PCP pairs seen per tap.
-    pub qos: &'a super::qos::Marks,
+    pub qos: &'a crate::analyze::qos::Marks,
     /// `hops.parquet`'s rows (cross-tap matching).
-    pub hops: &'a [super::hops::HopRow],
+    pub hops: &'a [crate::analyze::hops::HopRow],
 }
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.
@@ -104,7 +80,7 @@ impl Input<'_> {
 
     /// The longest of the pauses that covered ghost timeout rewinds (same
     /// tap, same priority as the rewinding flow).
-    fn longest_covering_pause(&self) -> Option<&PfcInterval> {
+    pub(super) fn longest_covering_pause(&self) -> Option<&PfcInterval> {
         self.pfc
             .iter()
             .filter(|p| {
@@ -114,7 +90,7 @@ impl Input<'_> {
             .max_by_key(|p| (p.end_ns - p.start_ns, std::cmp::Reverse(p.start_ns)))
     }
 
-    fn pause_text(&self, p: &PfcInterval) -> String {
+    pub(super) fn pause_text(&self, p: &PfcInterval) -> String {
         format!(
             "{} on {} priority {} by {} (from {}, {}, {})",
             fmt_duration(p.end_ns - p.start_ns),
@@ -128,56 +104,13 @@ impl Input<'_> {
     }
 
     /// Flows whose priority is `prio` on `iface`.
-    fn flows_on(&self, iface: u16, prio: u8) -> Vec<u32> {
+    pub(super) fn flows_on(&self, iface: u16, prio: u8) -> Vec<u32> {
         self.flows
             .iter()
             .filter(|f| f.iface == iface && f.priority == Some(prio))
             .map(|f| f.id)
             .collect()
     }
-}
-
-pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
-    let mut out = Vec::new();
-    capture(x, &mut out);
-    ghost(x, &mut out);
-    super::livelock::finding(x, &mut out);
-    super::unanswered::finding(x, &mut out);
-    super::mtu::finding(x, &mut out);
-    super::ecmp::finding(x, x.ecmp, &mut out);
-    super::qos::finding(x, x.qos, &mut out);
-    super::cnp_overload::finding(x, &mut out);
-    super::dcqcn::finding(x, &mut out);
-    super::hop_findings::finding(x, &mut out);
-    real_loss(x, &mut out);
-    reordering(x, &mut out);
-    corruption(x, &mut out);
-    link_speed(x, &mut out);
-    rnr(x, &mut out);
-    storms(x, &mut out);
-    super::episodes::finding(x, &mut out);
-    pressure(x, &mut out);
-    victims(x, &mut out);
-    ce_cnp(x, &mut out);
-    link_pause(x, &mut out);
-    rank_findings(&mut out);
-    out
-}
-
-/// Critical, warning, info; within a severity the larger impact first, and
-/// on equal impact the order they were made in (docs/analysis.md,
-/// "Findings").
-pub(crate) fn rank_findings(findings: &mut [Finding]) {
-    let rank = |s: &str| match s {
-        "critical" => 0,
-        "warning" => 1,
-        _ => 2,
-    };
-    findings.sort_by(|a, b| {
-        rank(a.severity)
-            .cmp(&rank(b.severity))
-            .then(b.impact.total_cmp(&a.impact))
-    });
 }
 
 /// A share in [0, 1]: `part` of `whole`, 0 of nothing.
@@ -187,6 +120,35 @@ pub(crate) fn share(part: u64, whole: u64) -> f64 {
     } else {
         (part as f64 / whole as f64).min(1.0)
     }
+}
+
+/// Requests sent for at least this long with no answer make a flow
+/// unanswered: far beyond any round trip and any NIC's ACK coalescing.
+pub(crate) const UNANSWERED_NS: u64 = 1_000_000;
+
+/// Request flows sending for [`UNANSWERED_NS`] or more whose destination
+/// sent nothing back to their source on their tap, on a tap that recorded
+/// responses of other flows.
+pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
+    // (tap, from, to) of every response seen, and taps that saw any.
+    let answered: BTreeSet<(u16, [u8; 16], [u8; 16])> = x
+        .flows
+        .iter()
+        .filter(|f| f.responses > 0)
+        .map(|f| (f.iface, f.src_ip, f.dst_ip))
+        .collect();
+    let two_way: BTreeSet<u16> = answered.iter().map(|k| k.0).collect();
+    x.flows
+        .iter()
+        .filter(|f| {
+            f.data_packets > 0
+                && f.service.is_some_and(ib::is_acknowledged)
+                && f.paired_qp.is_none()
+                && f.last_ts - f.first_ts >= UNANSWERED_NS
+                && two_way.contains(&f.iface)
+                && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -16,8 +16,9 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::findings::{Input, params};
-use super::{Finding, Flow, FlowRow, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct};
+use crate::analyze::{Finding, Flow, FlowRow, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct};
+
+use super::input::{Input, params};
 
 /// CNPs more often than one per this time, on average over the flow's
 /// life, keep DCQCN from recovering: its fast recovery climbs back in 5

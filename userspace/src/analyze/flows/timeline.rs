@@ -3,25 +3,25 @@
 
 use rocescope_common::summary::FlowDelta;
 
-use super::Sink;
-use super::flows::Flow;
-use super::pfc::PfcTracker;
-use super::rows::TimelineRow;
+use super::Flow;
+use crate::analyze::Sink;
+use crate::analyze::pfc::PfcTracker;
+use crate::analyze::rows::TimelineRow;
 
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Bin {
-    pub(super) start: u64,
-    pub(super) packets: u64,
-    pub(super) bytes: u64,
-    pub(super) retrans: u64,
-    pub(super) ce: u64,
-    pub(super) cnps: u64,
-    pub(super) goodput_bytes: u64,
+pub(in crate::analyze) struct Bin {
+    pub(in crate::analyze) start: u64,
+    pub(in crate::analyze) packets: u64,
+    pub(in crate::analyze) bytes: u64,
+    pub(in crate::analyze) retrans: u64,
+    pub(in crate::analyze) ce: u64,
+    pub(in crate::analyze) cnps: u64,
+    pub(in crate::analyze) goodput_bytes: u64,
 }
 
 /// The flow's bin for time `now`, flushing the previous one when `now` is
 /// in a later bin.
-pub(super) fn bin_mut<'a>(
+pub(in crate::analyze) fn bin_mut<'a>(
     f: &'a mut Flow,
     pfc: &PfcTracker,
     now: u64,
@@ -43,14 +43,14 @@ pub(super) fn bin_mut<'a>(
 
 /// Most timeline bins one delta's frames are spread over; a longer span
 /// (a flush interval far above the bin width) goes into its last bin.
-pub(super) const MAX_SPREAD_BINS: u64 = 4096;
+pub(in crate::analyze) const MAX_SPREAD_BINS: u64 = 4096;
 
 /// A delta's frames into the flow's timeline, spread evenly over the time
 /// they were counted in (`first_ts_ns..=last_ts_ns`): each bin gets the
 /// share of the packets its part of that span holds (rounded so the shares
 /// add up exactly), and bytes, goodput and CE marks in proportion to its
 /// packets. Exact per flow; the shape within the span is an estimate.
-pub(super) fn spread_over_bins(
+pub(in crate::analyze) fn spread_over_bins(
     f: &mut Flow,
     pfc: &PfcTracker,
     d: &FlowDelta,
@@ -91,7 +91,7 @@ pub(super) fn spread_over_bins(
     }
 }
 
-pub(super) fn flush_bin(
+pub(in crate::analyze) fn flush_bin(
     f: &Flow,
     b: &Bin,
     pfc: &PfcTracker,

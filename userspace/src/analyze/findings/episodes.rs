@@ -13,9 +13,10 @@
 //! findings come in order of the root's paused time, longest first.
 use serde_json::json;
 
-use super::findings::{Input, params, share};
-use super::tree::{PauseNode, PauseTree};
-use super::{Finding, fmt_count, fmt_duration};
+use crate::analyze::tree::{PauseNode, PauseTree};
+use crate::analyze::{Finding, fmt_count, fmt_duration};
+
+use super::input::{Input, params, share};
 
 /// One root's trees.
 struct Episodes<'a> {

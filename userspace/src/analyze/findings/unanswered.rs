@@ -9,46 +9,14 @@
 //! MTU black hole). A tap that records no responses at all is a one-way
 //! mirror, and says nothing about answers.
 //!
-//! Computed at the end from the flows: nothing per packet.
+//! Computed at the end from the flows: nothing per packet (which flows: in
+//! `input.rs`, as `mtu-mismatch` reads them too).
 
-use std::collections::BTreeSet;
-
-use super::findings::Input;
 use serde_json::json;
 
-use rocescope_common::proto::ib;
+use crate::analyze::{Finding, fmt_count, fmt_duration, fmt_ip};
 
-use super::findings::params;
-use super::{Finding, Flow, fmt_duration, fmt_ip};
-
-/// Requests sent for at least this long with no answer make a flow
-/// unanswered: far beyond any round trip and any NIC's ACK coalescing.
-pub(crate) const UNANSWERED_NS: u64 = 1_000_000;
-
-/// Request flows sending for [`UNANSWERED_NS`] or more whose destination
-/// sent nothing back to their source on their tap, on a tap that recorded
-/// responses of other flows.
-pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
-    // (tap, from, to) of every response seen, and taps that saw any.
-    let answered: BTreeSet<(u16, [u8; 16], [u8; 16])> = x
-        .flows
-        .iter()
-        .filter(|f| f.responses > 0)
-        .map(|f| (f.iface, f.src_ip, f.dst_ip))
-        .collect();
-    let two_way: BTreeSet<u16> = answered.iter().map(|k| k.0).collect();
-    x.flows
-        .iter()
-        .filter(|f| {
-            f.data_packets > 0
-                && f.service.is_some_and(ib::is_acknowledged)
-                && f.paired_qp.is_none()
-                && f.last_ts - f.first_ts >= UNANSWERED_NS
-                && two_way.contains(&f.iface)
-                && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))
-        })
-        .collect()
-}
+use super::input::{Input, UNANSWERED_NS, params, unanswered};
 
 /// `unanswered-flows`: request flows sending for [`UNANSWERED_NS`] or more
 /// whose destination sent nothing back to their source on their tap, on a
@@ -83,8 +51,8 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         severity: "critical",
         title: format!(
             "{} between {} got no answer at all ({})",
-            super::fmt_count(silent.len() as u64, "flow"),
-            super::fmt_count(pairs.len() as u64, "host pair"),
+            fmt_count(silent.len() as u64, "flow"),
+            fmt_count(pairs.len() as u64, "host pair"),
             names.join(", ")
         ),
         detail: format!(
