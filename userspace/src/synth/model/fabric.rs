@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::net::Ipv4Addr;
 
 /// Nanoseconds to put `len` bytes (plus preamble and inter-frame gap) on a link.
-fn wire_ns(len: u32, gbps: f64) -> u64 {
+pub(super) fn wire_ns(len: u32, gbps: f64) -> u64 {
     (((len + 20) as f64 * 8.0) / gbps).ceil() as u64
 }
 
@@ -55,6 +55,11 @@ struct Port {
     in_bytes: [u64; 8],
     pfc_on: [bool; 8],
     pfc_epoch: [u64; 8],
+    /// The pause episode (index into `Fabric::pauses`) this port is
+    /// sending, per priority.
+    pause_id: [Option<usize>; 8],
+    /// The episode whose PFC frame last set `paused_until`, per priority.
+    paused_by: [Option<usize>; 8],
     // Impairments of the link into this port.
     loss: f64,
     corrupt: f64,
@@ -188,6 +193,28 @@ pub struct FabricStats {
     pub truncated: bool,
 }
 
+/// One pause episode of a port (`docs/synth-truth.md`, "pfc_trees"): from
+/// the XOFF it sent when the bytes received on a priority and still held
+/// crossed its threshold, to its XON.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PauseEpisode {
+    /// The pausing port (index into `Run::ports`), its MAC and the priority.
+    pub port: usize,
+    pub mac: [u8; 6],
+    pub priority: u8,
+    pub onset_ns: u64,
+    /// Its XON (`None`: still pausing when the run ended).
+    pub end_ns: Option<u64>,
+    /// Bytes received on the port and priority and still held at the onset.
+    pub held_bytes: u64,
+    /// The egress port where most of them waited (`None`: a NIC's receive
+    /// queue).
+    pub held_at: Option<usize>,
+    /// The episode whose pause held that egress port at the onset (`None`:
+    /// the port was not paused; the congestion began here).
+    pub cause: Option<usize>,
+}
+
 /// Everything a run produced: the tap frames (time-ordered) with the
 /// model's own annotations, and its counters.
 #[derive(Clone, Debug, Serialize)]
@@ -210,6 +237,15 @@ pub struct Run {
     pub ports: Vec<PortCounters>,
     /// The requesters' retransmission timeout (`nic.min_rto_ns`).
     pub rto_ns: u64,
+    /// Every pause episode of every port, by onset.
+    #[serde(skip)]
+    pub pauses: Vec<PauseEpisode>,
+    /// Every link's propagation delay (`prop_ns`) and the longest frame
+    /// any port sent: what bounds how late a tap records a PFC frame.
+    pub prop_ns: u64,
+    pub max_frame_len: u32,
+    /// Every link's speed.
+    pub link_gbps: f64,
 }
 
 /// One connection as configured, with what the model did on it.
@@ -278,6 +314,8 @@ pub struct Fabric {
     meta: Vec<FrameMeta>,
     tap_drops: Vec<TapDrop>,
     net_drops: Vec<TapDrop>,
+    pauses: Vec<PauseEpisode>,
+    max_frame_len: u32,
     stats: FabricStats,
     /// Per connection: the switch ports its requests left by, in first-use
     /// order (the ECMP choices the model made).
@@ -315,6 +353,8 @@ impl Fabric {
             meta: vec![],
             tap_drops: vec![],
             net_drops: vec![],
+            pauses: vec![],
+            max_frame_len: 0,
             stats: FabricStats::default(),
             requests_via: vec![],
             dscp_rewrites: vec![],
@@ -536,6 +576,8 @@ impl Fabric {
                 in_bytes: [0; 8],
                 pfc_on: [false; 8],
                 pfc_epoch: [0; 8],
+                pause_id: [None; 8],
+                paused_by: [None; 8],
                 loss: 0.0,
                 corrupt: 0.0,
                 reorder: 0.0,
@@ -679,6 +721,10 @@ impl Fabric {
             meta: self.meta,
             tap_drops: self.tap_drops,
             net_drops: self.net_drops,
+            pauses: self.pauses,
+            prop_ns: self.cfg.prop_ns,
+            max_frame_len: self.max_frame_len,
+            link_gbps: self.cfg.link_gbps,
             qps,
             fabric: self.stats,
         }
@@ -744,7 +790,7 @@ impl Fabric {
 
     /// The network lost `pkt` at port `p` (`tap` of the drop is the port).
     fn net_drop(&mut self, p: usize, pkt: &Pkt) {
-        if pkt.meta.index.is_some() {
+        if pkt.meta.index.is_some() || pkt.meta.resp_seq.is_some() {
             self.net_drops.push(TapDrop {
                 ts_ns: self.now,
                 tap: p,
@@ -852,6 +898,7 @@ impl Fabric {
         let peer = self.ports[p].peer;
         pkt.spec.set_macs(self.ports[p].mac, self.ports[peer].mac);
         self.remark(p, &mut pkt);
+        self.max_frame_len = self.max_frame_len.max(pkt.len);
         let port = &mut self.ports[p];
         port.busy = true;
         let ser = wire_ns(pkt.len, port.gbps);
@@ -950,6 +997,9 @@ impl Fabric {
                     let port = &mut self.ports[p];
                     let (old, new) = (port.paused_until[prio], now + quanta_ns(q, gbps));
                     port.paused_until[prio] = new;
+                    if q > 0 {
+                        port.paused_by[prio] = pkt.meta.pause;
+                    }
                     // Counted whole when set, less what a refresh or XON cuts off.
                     let c = &mut port.counters;
                     c.pfc_received[prio] += 1;
@@ -1007,13 +1057,15 @@ impl Fabric {
             }
         }
         pkt.ingress = Some(p_in);
-        self.ingress_add(p_in, pkt.prio, pkt.len);
+        self.ingress_add(p_in, pkt.prio, pkt.len, Some(e));
         self.enqueue(e, pkt);
     }
 
     // ---- PFC ---------------------------------------------------------------
 
-    fn ingress_add(&mut self, p: usize, prio: u8, len: u32) {
+    /// `len` more bytes received on port `p` are held (`to`: the egress
+    /// port they wait at; `None`: the host's receive queue).
+    fn ingress_add(&mut self, p: usize, prio: u8, len: u32, to: Option<usize>) {
         let lossless = self
             .cfg
             .pfc_priorities
@@ -1023,6 +1075,19 @@ impl Fabric {
         let i = prio as usize;
         port.in_bytes[i] += len as u64;
         if lossless && port.pfc_enabled && !port.pfc_on[i] && port.in_bytes[i] > port.xoff {
+            let (held_at, cause) = self.pause_cause(p, prio, len, to);
+            let port = &mut self.ports[p];
+            port.pause_id[i] = Some(self.pauses.len());
+            self.pauses.push(PauseEpisode {
+                port: p,
+                mac: port.mac,
+                priority: prio,
+                onset_ns: self.now,
+                end_ns: None,
+                held_bytes: port.in_bytes[i],
+                held_at,
+                cause,
+            });
             port.pfc_on[i] = true;
             port.pfc_epoch[i] += 1;
             let epoch = port.pfc_epoch[i];
@@ -1039,8 +1104,48 @@ impl Fabric {
         if port.pfc_on[i] && port.in_bytes[i] <= port.xon {
             port.pfc_on[i] = false;
             port.pfc_epoch[i] += 1;
+            if let Some(e) = port.pause_id[i].and_then(|e| self.pauses.get_mut(e)) {
+                e.end_ns = Some(self.now);
+            }
             self.send_pfc(p, prio, 0);
         }
+    }
+
+    /// Why port `p` pauses `prio` now (`len` bytes bound for `to` just
+    /// crossed its threshold): the egress port of its node where most of
+    /// the bytes it received wait (ties: `to`), and the pause episode that
+    /// held that port, if one did. A NIC's bytes wait in its receive queue,
+    /// which no pause holds.
+    fn pause_cause(
+        &self,
+        p: usize,
+        prio: u8,
+        len: u32,
+        to: Option<usize>,
+    ) -> (Option<usize>, Option<usize>) {
+        let Some(to) = to else {
+            return (None, None);
+        };
+        let node = self.ports[p].node;
+        let i = prio as usize;
+        let held = |e: usize| -> u64 {
+            let queued: u64 = self.ports[e].queues[i]
+                .iter()
+                .filter(|k| k.ingress == Some(p))
+                .map(|k| k.len as u64)
+                .sum();
+            queued + if e == to { len as u64 } else { 0 }
+        };
+        let at = (0..self.ports.len())
+            .filter(|&e| self.ports[e].node == node)
+            .map(|e| (held(e), e == to, std::cmp::Reverse(e)))
+            .max()
+            .map_or(to, |(_, _, std::cmp::Reverse(e))| e);
+        let port = &self.ports[at];
+        let cause = (port.paused_until[i] > self.now)
+            .then_some(port.paused_by[i])
+            .flatten();
+        (Some(at), cause)
     }
 
     fn send_pfc(&mut self, p: usize, prio: u8, q: u16) {
@@ -1053,7 +1158,10 @@ impl Fabric {
             quanta,
         });
         let len = spec.frame_len();
-        let meta = FrameMeta::default();
+        let meta = FrameMeta {
+            pause: self.ports[p].pause_id[prio as usize],
+            ..FrameMeta::default()
+        };
         self.stats.pfc_frames_sent += 1;
         self.ports[p].ctrl.push_back(Pkt {
             spec,
@@ -1388,7 +1496,7 @@ impl Fabric {
                 if self.hosts[h].rx_gbps.is_none() && self.hosts[h].rx.is_empty() {
                     self.respond(h, qi, &pkt);
                 } else {
-                    self.ingress_add(p, pkt.prio, pkt.len);
+                    self.ingress_add(p, pkt.prio, pkt.len, None);
                     self.hosts[h].rx.push_back(pkt);
                     self.start_rx(h);
                 }
@@ -1527,6 +1635,7 @@ impl Fabric {
         } else {
             q.psn(q.epsn.wrapping_sub(1))
         };
+        let resp_seq = q.stats.acks_sent + q.stats.naks_sent;
         if aeth::is_nak(syndrome) {
             q.stats.naks_sent += 1;
         } else {
@@ -1560,6 +1669,7 @@ impl Fabric {
         let meta = FrameMeta {
             flow: Some(qi),
             acked: aeth::is_ack(syndrome).then_some(q.epsn),
+            resp_seq: Some(resp_seq),
             ..FrameMeta::default()
         };
         let hp = self.hosts[h].port;

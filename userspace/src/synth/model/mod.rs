@@ -22,6 +22,7 @@ pub mod bridge;
 pub mod fabric;
 pub mod hop_truth;
 pub mod hosts;
+pub mod pause_truth;
 pub mod qp;
 pub mod scenario;
 pub mod spec;
@@ -31,7 +32,7 @@ pub mod truth;
 #[cfg(test)]
 mod tests;
 
-pub use fabric::{FabricStats, PortCounters, QpSummary, Run, TapInfo};
+pub use fabric::{FabricStats, PauseEpisode, PortCounters, QpSummary, Run, TapInfo};
 pub use qp::QpStats;
 pub use scenario::{
     Config, Dcqcn, Dir, FlowCfg, Impairment, NicCfg, RateChange, SCENARIOS, Slowdown, SwitchCfg,

@@ -195,6 +195,12 @@ pub struct FrameMeta {
     pub delayed: bool,
     /// This record is the mirror's second copy of a frame it had recorded.
     pub copy: bool,
+    /// Responses (ACK, NAK): their place in the order the responder sent
+    /// the connection's responses (one transmission each: never resent).
+    pub resp_seq: Option<u64>,
+    /// PFC frames: the pause episode (index into `Run::pauses`) they
+    /// start, refresh or end.
+    pub pause: Option<usize>,
 }
 
 /// A frame a tap should have recorded and did not (its `drop` impairment).

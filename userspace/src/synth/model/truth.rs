@@ -306,6 +306,9 @@ pub struct Truth {
     /// Per connection and tap pair: what passed one tap and reached the
     /// other, what the network lost between them, the one-way delays.
     pub hops: Vec<super::hop_truth::HopTruth>,
+    /// The PFC congestion trees: who paused whom, from the model's record
+    /// of why each port paused, and which taps saw each pause.
+    pub pfc_trees: super::pause_truth::PauseTrees,
 }
 
 impl ConnectionTruth {
@@ -566,7 +569,7 @@ fn entry<'a>(
     })
 }
 
-fn mac_str(m: [u8; 6]) -> String {
+pub(super) fn mac_str(m: [u8; 6]) -> String {
     m.iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()
@@ -841,6 +844,7 @@ impl Truth {
         let hops = super::hop_truth::of(run, &wanted);
         Truth {
             hops,
+            pfc_trees: super::pause_truth::of(run, &wanted),
             scenario: run.scenario.clone(),
             seed: run.seed,
             capture,
