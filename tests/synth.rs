@@ -2,7 +2,9 @@
 //!
 //! * every scenario's capture, analysed by `rocescope analyze`, reproduces
 //!   the ground truth `synth` wrote next to it — per flow exactly, per
-//!   `(iface, priority)` paused time within [`paused_tolerance_ns`];
+//!   `(iface, priority)` paused time within [`paused_tolerance_ns`], every
+//!   hop between taps ([`compare_hops`]) and the PFC congestion trees
+//!   ([`compare_pfc_trees`]);
 //! * the committed samples in `pcaps/` are exactly what
 //!   `scripts/make-samples.sh` makes (its table is read from the script);
 //! * the ghost-drop article's fix, replayed in the model (`ghost-drop` →
@@ -364,7 +366,7 @@ fn visible_trees(truth: &Value) -> Vec<(u64, Vec<TreeNode>)> {
 /// device. The XOFF leaves once the frame the port is sending is out (at
 /// most the longest frame's serialisation) and a tap at the receiving end
 /// records it after its own serialisation and the link's propagation delay
-/// (4 170-byte frames at 100 Gb/s, 64-byte PFC, 500 ns: 843 ns). Both onsets
+/// (pfc-storm: 4 170-byte frames at 100 Gb/s, 64-byte PFC, 500 ns: 843 ns). Both onsets
 /// of a delay lag by 0 to that much, so the delay is within it; the test
 /// also checks every recorded lag against it.
 fn compare_pfc_trees(label: &str, truth: &Value, a: &Analysis) -> Vec<String> {

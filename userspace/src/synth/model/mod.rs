@@ -8,7 +8,8 @@
 //! * [`hosts`] — the addressing plan: host IPs and QP numbers.
 //! * [`qp`] — RC requester (Go-Back-N, RTO, DCQCN) and responder state.
 //! * [`spec`] — [`FrameSpec`]: the plain data a frame builder turns into bytes.
-//! * [`truth`] — [`Truth`]: per-tap counters in the analyzer's vocabulary.
+//! * [`truth`] — [`Truth`]: per-tap counters in the analyzer's vocabulary;
+//!   [`hop_truth`] what passed between taps, [`pause_truth`] who paused whom.
 //!
 //! ```
 //! use rocescope::synth::model::{Config, simulate, Truth};

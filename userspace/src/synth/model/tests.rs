@@ -1005,3 +1005,57 @@ fn capture_loss_needs_the_ack_in_the_capture() {
     );
     assert_eq!(t.connections[1].delivered_packets, 64 * 16);
 }
+
+/// The pause trees follow the model's causes hop by hop: in pfc-storm the
+/// receiver r0 stops draining, its NIC pauses leaf1, leaf1's port toward
+/// the spine pauses the spine (its bytes wait at leaf1's port toward r0,
+/// which r0 paused), the spine pauses leaf0, and leaf0 pauses both senders.
+/// Every step's bytes wait at the egress port toward its cause's device.
+#[test]
+fn pause_trees_follow_the_pauses_that_held_each_queue() {
+    let mut cfg = Config::preset("pfc-storm").unwrap();
+    cfg.duration_ns = 300_000;
+    let run = simulate(&cfg).unwrap();
+    let trees = Truth::of(&run).pfc_trees;
+    let storm = trees
+        .trees
+        .iter()
+        .find(|t| t.nodes.len() > 1)
+        .expect("the storm spreads");
+    let chain: Vec<(&str, &str, Option<usize>)> = storm
+        .nodes
+        .iter()
+        .map(|n| (n.port.as_str(), n.kind, n.cause))
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            ("r0-leaf1", "host", None),
+            ("leaf1-spine0", "switch", Some(0)),
+            ("spine0-leaf0", "switch", Some(1)),
+            ("leaf0-s1", "switch", Some(2)),
+            ("leaf0-s0", "switch", Some(2)),
+        ]
+    );
+    for t in &trees.trees {
+        for n in &t.nodes {
+            match n.cause {
+                None => assert!(n.delay_ns.is_none(), "{n:?}"),
+                Some(c) => {
+                    let cause = &t.nodes[c];
+                    let toward = format!("{}-{}", n.device, cause.device);
+                    assert_eq!(n.held_at.as_deref(), Some(toward.as_str()), "{n:?}");
+                    assert!(n.onset_ns > cause.onset_ns && n.delay_ns.is_some(), "{n:?}");
+                }
+            }
+            for s in &n.seen {
+                let lag = s.first_xoff_ns - n.onset_ns;
+                assert!(lag <= trees.onset_lag_max_ns, "{n:?}");
+            }
+        }
+    }
+    // r0's pause never ends: one episode, paused from its onset to the end.
+    let r0 = &storm.nodes[0];
+    assert_eq!((r0.episodes, r0.held_at.as_deref()), (1, None));
+    assert_eq!(r0.paused_ns, run.fabric.end_ns - r0.onset_ns);
+}
