@@ -227,8 +227,8 @@ pub struct Run {
     pub meta: Vec<FrameMeta>,
     /// Frames a tap should have recorded and did not (time-ordered).
     pub tap_drops: Vec<TapDrop>,
-    /// Request packets the network lost (a link or a switch), time-ordered:
-    /// the truth of what vanished between taps.
+    /// Requests and responses (ACK, NAK) the network lost (a link or a
+    /// switch), time-ordered: the truth of what vanished between taps.
     #[serde(skip)]
     pub net_drops: Vec<TapDrop>,
     pub qps: Vec<QpSummary>,
