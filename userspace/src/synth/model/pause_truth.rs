@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::fabric::{Run, wire_ns};
 use super::spec::{FrameSpec, PfcSpec};
-use super::truth::mac_str;
+use crate::addr::Mac;
 
 /// Every tree of the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -119,7 +119,7 @@ pub fn of(run: &Run, wanted: &[bool]) -> PauseTrees {
 
                 let p = &run.ports[e.port];
                 trees[t].nodes.push(PauseNode {
-                    mac: mac_str(e.mac),
+                    mac: Mac(e.mac).to_string(),
                     device: p.node.clone(),
                     port: port_name(run, e.port),
                     kind: if p.ip.is_some() { "host" } else { "switch" },

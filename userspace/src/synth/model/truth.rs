@@ -18,6 +18,7 @@
 use super::bridge::{CaptureOptions, icrc_fails, recorded_len};
 use super::fabric::{FabricStats, QpSummary, Run};
 use super::spec::{FrameSpec, Trigger};
+use crate::addr::Mac;
 use crate::proto::ib::{self, PSN_MASK, aeth};
 use crate::proto::ip::ECN_CE;
 use crate::proto::mac_control::BITS_PER_QUANTUM;
@@ -569,13 +570,6 @@ fn entry<'a>(
     })
 }
 
-pub(super) fn mac_str(m: [u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 impl Truth {
     /// The truth of a capture holding every tap of `run`.
     pub fn of(run: &Run) -> Truth {
@@ -749,7 +743,7 @@ impl Truth {
                                 PfcTruth {
                                     tap: t,
                                     iface: iface.clone(),
-                                    src_mac: mac_str(p.src_mac),
+                                    src_mac: Mac(p.src_mac).to_string(),
                                     priority: prio,
                                     ..Default::default()
                                 },
