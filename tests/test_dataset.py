@@ -220,13 +220,57 @@ def test_a_rerun_replaces_its_files_and_other_options_add_a_run(rocescope, tmp_p
 
 
 NCCL = Path(__file__).resolve().parent / "data"
-SQL = Path(__file__).resolve().parent.parent / "sql" / "hops.sql"
+SAMPLES = Path(__file__).resolve().parent.parent / "pcaps"
+SQL = Path(__file__).resolve().parent.parent / "sql"
+ENGINES = ("duckdb", "spark")
 
 
-def sql_statements():
-    """sql/hops.sql's statements (each ends with ';' at the end of a line)."""
-    text = "\n".join(l for l in SQL.read_text().splitlines() if not l.lstrip().startswith("--"))
+def sql_statements(script, imposed=None):
+    """sql/SCRIPT's statements (each ends with ';' at the end of a line);
+    `imposed` ({tap: ns}) fills hops.sql's imposed_clock_offsets as
+    docs/sql.md says: its rows in place of ('', 0)."""
+    text = (SQL / script).read_text()
+    if imposed and script == "hops.sql":
+        assert text.count("(VALUES ('', 0))") == 1
+        rows = ", ".join(f"('{tap}', {ns})" for tap, ns in imposed.items())
+        text = text.replace("(VALUES ('', 0))", f"(VALUES {rows})")
+    text = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("--"))
     return [st.strip() for st in text.split(";\n") if st.strip().rstrip(";")]
+
+
+@pytest.fixture(scope="module")
+def sql():
+    """Runs scripts of sql/ on a dataset in DuckDB or Spark (one session
+    for the module): sql(engine, dataset, scripts, queries, imposed) → the
+    rows of each query, as dicts."""
+    spark = None
+
+    def run(engine, ds, scripts, queries, imposed=None):
+        nonlocal spark
+        statements = [st for s in scripts for st in sql_statements(s, imposed)]
+        if engine == "duckdb":
+            con = duckdb.connect()
+            for t in ("packets", "pfc"):
+                con.execute(f"CREATE VIEW {t} AS SELECT * FROM '{ds}/{t}/**/*.parquet'")
+            for st in statements:
+                con.execute(st)
+            out = {}
+            for name, q in queries.items():
+                cur = con.execute(q)
+                cols = [d[0] for d in cur.description]
+                out[name] = [dict(zip(cols, r)) for r in cur.fetchall()]
+            return out
+        if spark is None:
+            spark = spark_session("rocescope-sql")
+        for t in ("packets", "pfc"):
+            spark.read.parquet(str(ds / t)).createOrReplaceTempView(t)
+        for st in statements:
+            spark.sql(st)
+        return {name: [r.asDict() for r in spark.sql(q).collect()] for name, q in queries.items()}
+
+    yield run
+    if spark is not None:
+        spark.stop()
 
 
 def tshark_keys(path):
@@ -240,10 +284,75 @@ def tshark_keys(path):
     return [tuple(line.split("\t")) for line in out.splitlines() if line]
 
 
+def reference(out, tap_of):
+    """What the Rust side wrote to --out `out`: its hops, clock offsets,
+    trees and flows, with its interface names turned into the dataset's
+    taps by `tap_of`."""
+    summary = json.loads((out / "summary.json").read_text())
+    return {
+        "hops": [{**h, "up_tap": tap_of(h["up_iface"]), "down_tap": tap_of(h["down_iface"])}
+                 for h in pl.read_parquet(out / "hops.parquet").iter_rows(named=True)],
+        "clocks": [{**c, "tap_a": tap_of(c["tap_a"]), "tap_b": tap_of(c["tap_b"])}
+                   for c in summary["clock_offsets"]],
+        "trees": summary["pfc_trees"],
+        "flows": {f["flow_id"]: {**f, "tap": tap_of(f["iface"])}
+                  for f in pl.read_parquet(out / "flows.parquet").iter_rows(named=True)},
+    }
+
+
+def dataset_flows(ds):
+    """The dataset's flows by (host, run, flow_id), each with its tap."""
+    rows = pl.read_parquet(ds / "flows" / "**" / "*.parquet", hive_partitioning=True).iter_rows(named=True)
+    return {(f["host"], f["run"], f["flow_id"]): {**f, "tap": f"{f['host']}/{f['iface']}"} for f in rows}
+
+
+def split_by_tap(rocescope, cap, tmp):
+    """A capture of several taps as several tap hosts: each tap's frames
+    (tshark, by interface) a capture of its own, analysed as --host tapK of
+    one dataset (K its interface index in rocescope's run, so that taps
+    sort as rocescope numbers them), and the same files analysed in one
+    run, merged by time (the reference; its interfaces are tapK/NAME)."""
+    import subprocess
+    rocescope("analyze", cap, "--out", tmp / "whole")
+    ifaces = json.loads((tmp / "whole" / "summary.json").read_text())["ifaces"]
+    names = [ifaces[k] for k in sorted(ifaces, key=int)]
+    ids = dict(tuple(line.split("\t"))[::-1] for line in subprocess.run(
+        ["tshark", "-r", str(cap), "-T", "fields", "-e", "frame.interface_id", "-e",
+         "frame.interface_name"], check=True, capture_output=True, text=True).stdout.splitlines())
+    files = []
+    for k, name in enumerate(names):
+        f = tmp / f"tap{k}.pcapng"
+        subprocess.run(["tshark", "-r", str(cap), "-Y", f"frame.interface_id == {ids[name]}", "-w",
+                        str(f)], check=True, capture_output=True)
+        rocescope("analyze", f, "--dataset", tmp / "ds", "--host", f"tap{k}")
+        files.append(f)
+    rocescope("analyze", *files, "--out", tmp / "ref")
+    return {"ds": tmp / "ds", "want": reference(tmp / "ref", lambda iface: iface),
+            "flows": dataset_flows(tmp / "ds")}
+
+
+@pytest.fixture(scope="module")
+def fabrics(rocescope, tmp_path_factory):
+    """Every sample of pcaps/ with several taps, and a 4-tap ghost-drop
+    fabric whose pauses spread over three hops twice (synth, 20000 frames),
+    each split into tap hosts."""
+    tmp = tmp_path_factory.mktemp("fabrics")
+    ghost = tmp / "ghost-drop-4taps.pcapng"
+    rocescope("synth", "ghost-drop", "--out", ghost, "--packets", 20_000, "--snaplen", 128)
+    out = {}
+    for cap in [*sorted(SAMPLES.glob("*.pcapng")), ghost]:
+        rocescope("analyze", cap, "--out", tmp / cap.stem)
+        if len(json.loads((tmp / cap.stem / "summary.json").read_text())["ifaces"]) > 1:
+            out[cap.stem] = split_by_tap(rocescope, cap, tmp / f"{cap.stem}-taps")
+    assert len(out) >= 10, sorted(out)
+    return out
+
+
 @pytest.fixture(scope="module")
 def nccl(rocescope, tmp_path_factory):
     """The three NCCL hosts' captures: a dataset of three --hosts, and the
-    same captures merged by time (mergecap -I none) analysed in one run."""
+    same captures merged by time (mergecap -I none) analysed in one run, and
+    again with imposed clock offsets."""
     import subprocess
     tmp = tmp_path_factory.mktemp("nccl")
     files = [NCCL / f"softroce-nccl_node{n}.pcap" for n in range(3)]
@@ -252,70 +361,138 @@ def nccl(rocescope, tmp_path_factory):
     merged = tmp / "nccl.pcapng"
     subprocess.run(["mergecap", "-I", "none", "-w", str(merged), *map(str, files)], check=True)
     rocescope("analyze", merged, "--out", tmp / "merged")
-    # mergecap -I none keeps the files' interfaces in order: nccl, nccl#1, nccl#2.
-    node = {"nccl": "node0", "nccl#1": "node1", "nccl#2": "node2"}
-    hops = pl.read_parquet(tmp / "merged" / "hops.parquet").with_columns(
-        pl.col("up_iface").replace_strict(node).alias("up"),
-        pl.col("down_iface").replace_strict(node).alias("down"))
-    return {"ds": tmp / "ds", "files": files, "hops": hops}
+    rocescope("analyze", merged, "--out", tmp / "imposed", "--clock-offset", "nccl#1=+49.5us",
+              "--clock-offset", "nccl#2=-9000ns")
+    # mergecap -I none keeps the files' interfaces in order: nccl, nccl#1,
+    # nccl#2; each host's run names its one interface after its file.
+    tap = {"nccl": "node0/softroce-nccl_node0", "nccl#1": "node1/softroce-nccl_node1",
+           "nccl#2": "node2/softroce-nccl_node2"}
+    return {"ds": tmp / "ds", "files": files, "flows": dataset_flows(tmp / "ds"),
+            "want": reference(tmp / "merged", tap.__getitem__),
+            "imposed": reference(tmp / "imposed", tap.__getitem__),
+            "offsets": {tap["nccl#1"]: 49_500, tap["nccl#2"]: -9_000}}
 
 
 def test_the_nccl_hosts_share_92_frames_per_pair_by_tshark(nccl):
     keys = [set(tshark_keys(f)) for f in nccl["files"]]
     assert all(len(k) == 184 for k in keys), "no frame twice at one host"
     assert [len(keys[a] & keys[b]) for a, b in ((0, 1), (0, 2), (1, 2))] == [92, 92, 92]
-    per_pair = nccl["hops"].group_by(
-        pl.min_horizontal("up", "down").alias("a"), pl.max_horizontal("up", "down").alias("b")
-    ).agg(pl.sum("matched"))
-    assert sorted(per_pair["matched"].to_list()) == [92, 92, 92]
+    per_pair = {}
+    for h in nccl["want"]["hops"]:
+        pair = tuple(sorted((h["up_tap"], h["down_tap"])))
+        per_pair[pair] = per_pair.get(pair, 0) + h["matched"]
+    assert sorted(per_pair.values()) == [92, 92, 92]
 
 
-def compare_sql_hops(rows, want):
-    """Rows of the SQL `hops` view against hops.parquet: counts, min, max and
-    the clock offset exactly, p50/p99 within the sketch's 0.5 % of the range
-    (docs/analysis.md, "Cross-tap matching")."""
-    key = lambda r: (r["src_ip"], r["dst_ip"], r["dest_qp"], r["up"], r["down"])
-    got = {key({**r, "up": r["up_tap"].split("/")[0], "down": r["down_tap"].split("/")[0]}): r
-           for r in rows}
-    expected = {key(r): r for r in want.iter_rows(named=True)}
-    assert set(got) == set(expected)
+HOPS_QUERIES = {"hops": "SELECT * FROM hops", "clocks": "SELECT * FROM hop_clock_offsets"}
+FLOW = ("tap", "src_ip", "dst_ip", "dest_qp", "packets", "bytes", "first_ts_ns", "last_ts_ns")
+
+
+def compare_hops(got, want, flows):
+    """The SQL `hops` and `hop_clock_offsets` against hops.parquet and
+    summary.json's clock_offsets, row for row (docs/sql.md): counts, min,
+    max, clock offsets, first and last times and `adjacent` exactly, p50
+    and p99 within the sketch's 0.5 % of the range (docs/analysis.md,
+    "Cross-tap matching"); each flow id names the same flow (its tap,
+    addresses, QP, packets, bytes, first and last packet) in the dataset's
+    flows as in flows.parquet."""
+    key = lambda r: (r["src_ip"], r["dst_ip"], r["dest_qp"], r["up_tap"], r["down_tap"])
+    rows = {key(r): r for r in got["hops"]}
+    expected = {key(r): r for r in want["hops"]}
+    assert sorted(rows) == sorted(expected)
     for k, w in expected.items():
-        g = got[k]
+        g = rows[k]
         for c in ("frames_up", "matched", "missing_down", "down_only", "delay_min_ns",
-                  "delay_max_ns", "clock_offset_ns", "first_ts_ns", "last_ts_ns"):
+                  "delay_max_ns", "clock_offset_ns", "first_ts_ns", "last_ts_ns", "adjacent"):
             assert g[c] == w[c], (k, c, g[c], w[c])
-        tol = (w["delay_max_ns"] - w["delay_min_ns"]) / 200 + 1
-        for c in ("delay_p50_ns", "delay_p99_ns"):
-            assert abs(g[c] - w[c]) <= tol, (k, c, g[c], w[c])
+        if w["delay_min_ns"] is None:
+            assert g["delay_p50_ns"] is None and g["delay_p99_ns"] is None, k
+        else:
+            tol = (w["delay_max_ns"] - w["delay_min_ns"]) / 200 + 1
+            for c in ("delay_p50_ns", "delay_p99_ns"):
+                assert abs(g[c] - w[c]) <= tol, (k, c, g[c], w[c])
+        for side in ("up", "down"):
+            host = g[f"{side}_tap"].split("/")[0]
+            mine = flows[(host, g[f"{side}_run"], g[f"{side}_flow_id"])]
+            theirs = want["flows"][w[f"{side}_flow_id"]]
+            assert [mine[c] for c in FLOW] == [theirs[c] for c in FLOW], (k, side)
+    clock = ("tap_a", "tap_b", "offset_ns", "estimate_ns", "uncertainty_ns", "source",
+             "min_delay_ab_ns", "min_delay_ba_ns", "matched")
+    pick = lambda rows: sorted(tuple(r[c] for c in clock) for r in rows)
+    assert pick(got["clocks"]) == pick(want["clocks"])
 
 
-def test_the_hops_sql_on_duckdb_equals_hops_parquet(nccl):
-    con = duckdb.connect()
-    con.execute(f"CREATE VIEW packets AS SELECT * FROM '{nccl['ds']}/packets/**/*.parquet'")
-    for st in sql_statements():
-        con.execute(st)
-    cur = con.execute("SELECT * FROM hops")
-    cols = [d[0] for d in cur.description]
-    rows = [dict(zip(cols, r)) for r in cur.fetchall()]
-    assert len(rows) == 6
-    compare_sql_hops(rows, nccl["hops"])
-    offsets = con.execute(
-        "SELECT tap_a, tap_b, estimate_ns, uncertainty_ns FROM hop_clock_offsets ORDER BY 1, 2"
-    ).fetchall()
-    node = lambda t: t.split("/")[0]
-    assert [(node(a), node(b), e, u) for a, b, e, u in offsets] == [
+def by_name(clocks, offset, other):
+    """Tap pairs as docs/analysis.md gives them, node b − node a for a < b
+    by host name (the rows go by tap number): (a, b, offset, other)."""
+    rows = []
+    for c in clocks:
+        a, b = c["tap_a"].split("/")[0], c["tap_b"].split("/")[0]
+        rows.append((a, b, c[offset], c[other]) if a < b else (b, a, -c[offset], c[other]))
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_hops_sql_equals_hops_parquet_on_the_nccl_hosts(sql, nccl, engine):
+    got = sql(engine, nccl["ds"], ["taps.sql", "hops.sql"], HOPS_QUERIES)
+    assert len(got["hops"]) == 6
+    compare_hops(got, nccl["want"], nccl["flows"])
+    # The tap pairs' estimates of docs/analysis.md "Clock offsets".
+    assert by_name(got["clocks"], "estimate_ns", "uncertainty_ns") == [
         ("node0", "node1", 49_500, 19_500), ("node0", "node2", -15_500, 22_500),
         ("node1", "node2", -58_500, 9_500)]
 
 
-def test_the_hops_sql_on_spark_equals_hops_parquet(nccl):
-    spark = spark_session("rocescope-hops")
-    try:
-        spark.read.parquet(str(nccl["ds"] / "packets")).createOrReplaceTempView("packets")
-        for st in sql_statements():
-            spark.sql(st)
-        rows = [r.asDict() for r in spark.sql("SELECT * FROM hops").collect()]
-        assert len(rows) == 6
-        compare_sql_hops(rows, nccl["hops"])
-    finally:
-        spark.stop()
+@pytest.mark.parametrize("engine", ENGINES)
+def test_imposed_clock_offsets_in_the_sql_act_as_the_clock_offset_option(sql, nccl, engine):
+    got = sql(engine, nccl["ds"], ["taps.sql", "hops.sql"], HOPS_QUERIES, imposed=nccl["offsets"])
+    compare_hops(got, nccl["imposed"], nccl["flows"])
+    # Every pair takes the difference of its taps' offsets (node0 has none).
+    assert by_name(got["clocks"], "offset_ns", "source") == [
+        ("node0", "node1", 49_500, "imposed"), ("node0", "node2", -9_000, "imposed"),
+        ("node1", "node2", -58_500, "imposed")]
+    assert nccl["imposed"]["hops"] != nccl["want"]["hops"], "the offsets change the delays"
+
+
+# Spark takes most of a minute per fabric on a small machine: it runs the
+# fabrics with the most hops and the trees, DuckDB every one.
+SPARK_FABRICS = {"hops": ("lossy-spine", "ghost-drop-4taps"),
+                 "trees": ("pfc-storm", "ghost-drop-4taps")}
+
+
+def fabrics_for(engine, fabrics, what):
+    return {n: f for n, f in fabrics.items() if engine == "duckdb" or n in SPARK_FABRICS[what]}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_hops_sql_equals_hops_parquet_on_the_multi_tap_samples(sql, fabrics, engine):
+    hops = []
+    for name, f in fabrics_for(engine, fabrics, "hops").items():
+        got = sql(engine, f["ds"], ["taps.sql", "hops.sql"], HOPS_QUERIES)
+        compare_hops(got, f["want"], f["flows"])
+        hops += got["hops"]
+    adjacent = sum(h["adjacent"] for h in hops)
+    assert adjacent >= 12 and len(hops) - adjacent >= 4, "hops between neighbours and across a tap"
+
+
+TREE_NODE = ("src_mac", "kind", "first_pause_ns", "paused_ns", "parent", "delay_ns")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_pfc_tree_sql_equals_summary_pfc_trees(sql, fabrics, engine):
+    """sql/pfc_tree.sql's nodes against summary.json's pfc_trees: the same
+    trees in the same order, each node's sender, tap, kind, first pause,
+    paused time, parent and delay exactly (victims are not in the dataset's
+    tables: docs/sql.md)."""
+    steps = 0
+    for name, f in fabrics_for(engine, fabrics, "trees").items():
+        got = sql(engine, f["ds"], ["taps.sql", "pfc_tree.sql"],
+                  {"nodes": "SELECT * FROM pfc_tree_nodes ORDER BY tree, node"})["nodes"]
+        want = [(t, tree["priority"], n, node["iface"], *(node[c] for c in TREE_NODE))
+                for t, tree in enumerate(f["want"]["trees"]) for n, node in enumerate(tree["nodes"])]
+        assert [(r["tree"], r["priority"], r["node"], r["tap"], *(r[c] for c in TREE_NODE))
+                for r in got] == want, name
+        steps += sum(r["parent"] is not None for r in got)
+    # pfc-storm: r0's NIC, then leaf0's port; ghost-drop: two trees of
+    # three steps each.
+    assert steps >= 7

@@ -15,6 +15,8 @@
 //! its MAC also sends RoCE frames (requests, ACKs or CNPs), else a switch —
 //! in a routed fabric a switch port's MAC sends the frames it forwards too,
 //! so a root switch port that forwards RoCE is taken for a host.
+//!
+//! `sql/pfc_tree.sql` is the same definition for a dataset (docs/sql.md).
 
 use std::collections::BTreeSet;
 
