@@ -353,6 +353,119 @@ fn extract_writes_the_frames_wireshark_shows_with_the_filter() {
     assert_eq!(n, 3874);
 }
 
+/// `extract CAPTURES… SELECTOR`: tshark's FRAME_FIELDS and interface name
+/// of each frame written, and the interfaces written (capinfos).
+fn extract_frames(captures: &[PathBuf], selector: &[&str]) -> (Vec<String>, Vec<String>, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.pcapng");
+    let mut args = vec!["extract"];
+    args.extend(captures.iter().map(|c| c.to_str().unwrap()));
+    args.extend_from_slice(selector);
+    args.extend(["--out", out.to_str().unwrap()]);
+    rocescope_ok(&args);
+    let decode = ["udp.port==4791,infiniband".to_string()];
+    let info = Command::new("capinfos")
+        .arg("-I")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let interfaces = String::from_utf8_lossy(&info.stdout)
+        .lines()
+        .filter(|l| l.starts_with("Interface #"))
+        .count();
+    (
+        tshark_fields(&out, &decode, "", FRAME_FIELDS),
+        tshark_fields(&out, &[], "", &["frame.interface_name"]),
+        interfaces,
+    )
+}
+
+/// The files `editcap -c N` (or a tshark filter per interface) wrote.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn extract_reads_several_captures_merged_by_time_as_analyze_does() {
+    let run = |cmd: &str, args: &[&str]| {
+        let out = Command::new(cmd).args(args).output().expect(cmd);
+        assert!(out.status.success(), "{cmd} {args:?}: {out:?}");
+    };
+    // A rotation set (editcap -c), named last file first: one tap, the
+    // frames of the unsplit capture, in its order, on its interface.
+    let cap = sample("ghost-drop.pcapng");
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    let part = parts.join("ghost.pcapng");
+    run(
+        "editcap",
+        &["-c", "700", cap.to_str().unwrap(), part.to_str().unwrap()],
+    );
+    let mut set = files_in(&parts);
+    assert!(set.len() >= 5, "{set:?}");
+    set.reverse();
+    let selector = ["--finding", "pfc-victims"];
+    let whole = extract_frames(std::slice::from_ref(&cap), &selector);
+    assert_eq!((whole.0.len(), whole.2), (4030, 1));
+    assert_eq!(extract_frames(&set, &selector), whole);
+
+    // Four taps, each a capture of its own (tshark, by interface), named
+    // last first: the frames in time order across them, as mergecap
+    // merges the same files (frames of one instant at several taps in an
+    // order of their own: docs/inputs.md).
+    let cap = sample("lossy-link.pcapng");
+    let taps = dir.path().join("taps");
+    std::fs::create_dir(&taps).unwrap();
+    for i in 0..4 {
+        let f = taps.join(format!("tap{i}.pcapng"));
+        run(
+            "tshark",
+            &[
+                "-r",
+                cap.to_str().unwrap(),
+                "-Y",
+                &format!("frame.interface_id == {i}"),
+                "-w",
+                f.to_str().unwrap(),
+            ],
+        );
+    }
+    let mut files = files_in(&taps);
+    let merged = dir.path().join("merged.pcapng");
+    let mut args = vec!["-w", merged.to_str().unwrap()];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    run("mergecap", &args);
+    files.reverse();
+    let selector = ["--finding", "real-loss"];
+    let (frames, names, interfaces) = extract_frames(&files, &selector);
+    let (want, want_names, _) = extract_frames(&[merged], &selector);
+    assert_eq!((frames.len(), interfaces), (3874, 4));
+    let time = |f: &String| f.split('\t').next().unwrap().to_string();
+    assert_eq!(
+        frames.iter().map(time).collect::<Vec<_>>(),
+        want.iter().map(time).collect::<Vec<_>>()
+    );
+    // The same frames, each on its tap (named as a run of several captures
+    // names them: tapN/leaf…).
+    let on_tap =
+        |(f, n): (&String, &String)| (f.clone(), n.split('/').next_back().unwrap().to_string());
+    let sorted = |mut v: Vec<(String, String)>| {
+        v.sort();
+        v
+    };
+    assert_eq!(
+        sorted(frames.iter().zip(&names).map(on_tap).collect()),
+        sorted(want.iter().zip(&want_names).map(on_tap).collect())
+    );
+    assert!(names.iter().all(|n| n.starts_with("tap")), "{names:?}");
+}
+
 #[test]
 fn extract_names_what_exists_when_asked_for_what_does_not() {
     let cap = sample("ghost-drop.pcapng");

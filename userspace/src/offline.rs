@@ -21,7 +21,7 @@ use crate::output::RunFacts;
 use crate::pipeline::{RecordPipeline, Threads};
 use crate::progress::FileProgress;
 use crate::sources::{
-    CaptureReader, Filter, Frame, Inputs, Merge, Next, TapSpec, Taps, Warning, skipped,
+    CaptureReader, Filter, FirstLook, Frame, Inputs, Merge, TapSpec, Taps, Visit, Warning, skipped,
 };
 use crate::{Error, Result};
 
@@ -128,7 +128,7 @@ pub fn run_with(
     let mut merge = Merge::open(&captures, &mut warnings)?;
     let names: Vec<PathBuf> = merge.slots.iter().map(|s| s.name.clone()).collect();
     let taps = Taps::new(&names, &opts.taps)?;
-    let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
+    let filter = opts.filter.as_deref().map(Filter::new).transpose()?;
     let mut pipeline = RecordPipeline::with_threads(opts.analyzer.clone(), out, opts.threads)?;
     if opts.source_yields {
         // A file can wait; the table side cannot.
@@ -147,11 +147,10 @@ pub fn run_with(
         decode: DecodeTally::default(),
         progress: FileProgress::new(opts.progress, &names),
         files: vec![FileState::default(); names.len()],
+        filter,
+        rec: PacketRecord::default(),
     };
-    let stopped_by = run
-        .merge(&mut merge, filter.as_mut())
-        .err()
-        .map(|e| e.to_string());
+    let stopped_by = merge.walk(&mut run).err().map(|e| e.to_string());
     run.progress.done();
     let Run {
         pipeline,
@@ -199,6 +198,9 @@ struct Run {
     decode: DecodeTally,
     progress: FileProgress,
     files: Vec<FileState>,
+    filter: Option<Filter>,
+    /// Each frame is decoded into this one record.
+    rec: PacketRecord,
 }
 
 /// What is remembered of each file while it is read.
@@ -219,84 +221,38 @@ struct Decoded {
     cm: Option<decode::cm::CmMessage>,
 }
 
-impl Run {
-    /// Reads every file, frames in timestamp order across them. When an
-    /// error stops the run, the files open then still say their warnings
-    /// and drop counters.
-    fn merge(&mut self, merge: &mut Merge, mut filter: Option<&mut Filter>) -> Result<()> {
-        // Each frame is decoded into this one record.
-        let mut rec = PacketRecord::default();
-        while let Some((slot, opened)) = merge.pop() {
-            let turn = match opened {
-                // Readable at the first look, not now: gone or changed.
-                Err(e @ Error::Open { .. }) => {
-                    self.warnings.push(skipped(&e));
-                    merge.close(slot);
-                    continue;
-                }
-                Err(e) => Err(e),
-                Ok(()) => self.turn(slot, merge, filter.as_deref_mut(), &mut rec),
-            };
-            if let Err(e) = turn {
-                for open in 0..merge.slots.len() {
-                    self.end_file(open, merge);
-                }
-                return Err(e);
-            }
+/// The analysis's view of the merged stream: every frame counted and
+/// decoded, every record given its run-wide interface and pushed.
+impl Visit for Run {
+    type Kept = Option<Decoded>;
+
+    fn turn(&mut self, slot: usize, look: &FirstLook) {
+        if self.taps.tap_of(slot).is_none() {
+            self.taps.open(slot, look);
         }
-        Ok(())
     }
 
-    /// File `slot`'s turn: its held frame, then its frames for as long as
-    /// they come before every other file's.
-    fn turn(
+    fn frame(&mut self, slot: usize, frame: &Frame<'_>) -> Result<Option<Decoded>> {
+        self.decode(slot, frame)
+    }
+
+    fn after(
         &mut self,
         slot: usize,
-        merge: &mut Merge,
-        mut filter: Option<&mut Filter>,
-        rec: &mut PacketRecord,
+        kept: Option<Decoded>,
+        offset: u64,
+        reader: &CaptureReader,
     ) -> Result<()> {
-        if self.taps.tap_of(slot).is_none() {
-            self.taps.open(slot, &merge.slots[slot].look);
-        }
-        if let Some(held) = merge.take_held(slot) {
-            let d = self.decode(slot, &held.frame(), rec, filter.as_deref_mut())?;
-            if let Some(reader) = merge.reader(slot) {
-                self.progress
-                    .tick(slot, reader.file_offset(), self.frames_read);
-                if let Some(d) = d {
-                    self.record(slot, d, held.offset, reader, rec)?;
-                }
-            }
-            merge.release(slot, held);
-        }
-        loop {
-            let (d, offset) = match merge.next(slot)? {
-                Next::Frame(frame) => (
-                    self.decode(slot, &frame, rec, filter.as_deref_mut())?,
-                    frame.offset,
-                ),
-                Next::Later => return Ok(()),
-                Next::End => {
-                    self.end_file(slot, merge);
-                    return Ok(());
-                }
-            };
-            if let Some(reader) = merge.reader(slot) {
-                self.progress
-                    .tick(slot, reader.file_offset(), self.frames_read);
-                if let Some(d) = d {
-                    self.record(slot, d, offset, reader, rec)?;
-                }
-            }
+        self.progress
+            .tick(slot, reader.file_offset(), self.frames_read);
+        match kept {
+            Some(d) => self.record(slot, d, offset, reader),
+            None => Ok(()),
         }
     }
 
-    /// File `slot` ended (or stopped): its warnings, its drop counters, its tap.
-    fn end_file(&mut self, slot: usize, merge: &mut Merge) {
-        let Some(mut reader) = merge.close(slot) else {
-            return;
-        };
+    /// Its warnings, its drop counters, its tap.
+    fn end(&mut self, slot: usize, mut reader: CaptureReader) {
         self.warnings
             .extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
         // The capture's own drop counters, for the interfaces that had
@@ -320,19 +276,21 @@ impl Run {
         self.taps.ended(slot, state.last_ts);
     }
 
+    fn skipped(&mut self, _: usize, error: Error) -> Result<()> {
+        self.warnings.push(skipped(&error));
+        Ok(())
+    }
+}
+
+impl Run {
     /// The frame's part of the work that needs its bytes: the filter and
     /// the decoder. None when it is no record.
-    fn decode(
-        &mut self,
-        slot: usize,
-        frame: &Frame<'_>,
-        rec: &mut PacketRecord,
-        filter: Option<&mut Filter>,
-    ) -> Result<Option<Decoded>> {
+    fn decode(&mut self, slot: usize, frame: &Frame<'_>) -> Result<Option<Decoded>> {
         self.frames_read += 1;
         let file = &mut self.files[slot];
         file.last_ts = file.last_ts.max(frame.ts_ns);
-        if let Some(f) = filter
+        let rec = &mut self.rec;
+        if let Some(f) = self.filter.as_mut()
             && !f.matches(frame)?
         {
             self.decode.not_decoded(Undecoded::FilteredOut);
@@ -361,7 +319,6 @@ impl Run {
         d: Decoded,
         offset: u64,
         reader: &CaptureReader,
-        rec: &mut PacketRecord,
     ) -> Result<()> {
         let Decoded {
             number,
@@ -395,6 +352,7 @@ impl Run {
             self.pipeline
                 .name_iface_of(iface, self.taps.name(iface), capture, file_iface);
         }
+        let rec = &mut self.rec;
         rec.ts_ns = ts_ns;
         rec.iface = iface;
         rec.frame = number;

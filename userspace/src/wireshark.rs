@@ -11,8 +11,8 @@ use crate::analyze::wireshark::Handoff;
 use crate::analyze::{Analysis, FlowKey, FlowRow};
 use crate::decode;
 use crate::offline::{self, Options};
-use crate::sources::{CaptureReader, Filter};
-use crate::synth::capture_writer::{CaptureWrite, PcapngWriter};
+use crate::sources::{CaptureReader, Filter, FirstLook, Frame, Inputs, Merge, Taps, Visit};
+use crate::synth::capture_writer::{CaptureWrite, PcapngWriter, write_error};
 use crate::{Error, Result};
 
 /// What `extract` takes out.
@@ -85,7 +85,9 @@ impl Wanted {
 
 /// Analyses `paths` as `analyze` would, then copies the frames the
 /// selection's display filter shows (original bytes, timestamps and
-/// interfaces) to `out` (pcapng).
+/// interfaces) to `out` (pcapng), reading the captures as the analysis did:
+/// merged by time ([`Merge::walk`]), so the frames of several files come
+/// in timestamp order.
 pub fn extract(
     paths: &[PathBuf],
     opts: &Options,
@@ -94,83 +96,35 @@ pub fn extract(
 ) -> Result<Extracted> {
     let outcome = offline::run(paths, opts, None)?;
     let (flows, wanted, handoff) = select(&outcome.analysis, what)?;
-    let wanted = wanted.with_triples();
-    let mut writer = PcapngWriter::create(out)?;
-    let write_err = |e: std::io::Error| Error::WriteIo {
-        path: out.to_path_buf(),
-        detail: e.to_string(),
-        source: e,
+    let Inputs { captures, .. } = Inputs::expand(paths)?;
+    // Files that cannot be opened were warned about by the analysis.
+    let mut merge = Merge::open(&captures, &mut Vec::new())?;
+    let mut copy = Copy {
+        out,
+        writer: PcapngWriter::create(out)?,
+        // The analysis's file index of each input, for its run-wide interfaces.
+        files: merge
+            .slots
+            .iter()
+            .map(|s| outcome.taps.file_index(&s.name))
+            .collect(),
+        taps: &outcome.taps,
+        filter: opts.filter.as_deref().map(Filter::new).transpose()?,
+        wanted: wanted.with_triples(),
+        rec: PacketRecord::default(),
+        data: Vec::new(),
+        written: BTreeMap::new(),
+        interfaces: Vec::new(),
+        frames: 0,
     };
-    let mut filter = opts.filter.as_deref().map(Filter::new).transpose()?;
-    // Run-wide interface indices, as the analysis handed them out.
-    let taps = &outcome.taps;
-    // (file, interface in the file) → interface in `out`.
-    let mut written: BTreeMap<(usize, u32), u32> = BTreeMap::new();
-    let mut interfaces = Vec::new();
-    let mut frames = 0u64;
-    let mut rec = PacketRecord::default();
-    for (file, path) in paths.iter().enumerate() {
-        let Some(slot) = taps.file_index(path) else {
-            continue;
-        };
-        let mut reader = CaptureReader::open(path)?;
-        // The selected frame's bytes: the frame borrows the reader, whose
-        // interface list is read after it.
-        let mut data = Vec::new();
-        while let Some(frame) = reader.next_frame()? {
-            if let Some(f) = filter.as_mut()
-                && !f.matches(&frame)?
-            {
-                continue;
-            }
-            decode::decode_into(&mut rec, frame.linktype, frame.data, frame.orig_len);
-            if rec.kind() == Kind::Other {
-                continue;
-            }
-            let (file_iface, ts_ns, orig_len) = (frame.iface, frame.ts_ns, frame.orig_len);
-            let maybe = wanted.maybe(&rec);
-            if maybe {
-                data.clear();
-                data.extend_from_slice(frame.data);
-            }
-            let Some(info) = reader.interfaces().get(file_iface as usize) else {
-                continue;
-            };
-            let Some(iface) = taps.get(slot, file_iface) else {
-                continue;
-            };
-            if !maybe || !wanted.matches(&rec, iface) {
-                continue;
-            }
-            let id = match written.get(&(file, file_iface)) {
-                Some(&id) => id,
-                None => {
-                    let name = taps.name(iface).to_string();
-                    let linktype = u16::try_from(info.linktype).map_err(|_| {
-                        Error::Usage(format!(
-                            "{}: interface {file_iface} has link type {}, which pcapng cannot hold",
-                            path.display(),
-                            info.linktype
-                        ))
-                    })?;
-                    let units = reader
-                        .ts_units(file_iface as usize)
-                        .unwrap_or(1_000_000_000);
-                    let id = writer
-                        .add_interface_with_units(&name, linktype, info.snaplen, units)
-                        .map_err(write_err)?;
-                    written.insert((file, file_iface), id);
-                    interfaces.push(name);
-                    id
-                }
-            };
-            writer
-                .write_frame_orig(id, ts_ns, &data, orig_len)
-                .map_err(write_err)?;
-            frames += 1;
-        }
-    }
-    writer.finish().map_err(write_err)?;
+    merge.walk(&mut copy)?;
+    let Copy {
+        writer,
+        interfaces,
+        frames,
+        ..
+    } = copy;
+    writer.finish().map_err(|e| write_error(out, e))?;
     Ok(Extracted {
         frames,
         flows,
@@ -178,6 +132,122 @@ pub fn extract(
         display_filter: handoff.display_filter,
         decode_as: handoff.decode_as,
     })
+}
+
+/// `extract`'s walk over the captures: the wanted frames to `out`.
+struct Copy<'a> {
+    out: &'a Path,
+    writer: PcapngWriter<std::fs::File>,
+    files: Vec<Option<usize>>,
+    /// Run-wide interface indices, as the analysis handed them out.
+    taps: &'a Taps,
+    filter: Option<Filter>,
+    wanted: Wanted,
+    rec: PacketRecord,
+    /// The bytes of the frame [`Visit::frame`] kept.
+    data: Vec<u8>,
+    /// Run-wide interface → interface in `out` (a rotation set's files
+    /// share theirs).
+    written: BTreeMap<u16, u32>,
+    interfaces: Vec<String>,
+    frames: u64,
+}
+
+/// A frame that may be wanted: its interface in the file, time and length
+/// (its bytes in [`Copy::data`]).
+struct Maybe {
+    file_iface: u32,
+    ts_ns: u64,
+    orig_len: u32,
+}
+
+impl Visit for Copy<'_> {
+    type Kept = Option<Maybe>;
+
+    fn turn(&mut self, _: usize, _: &FirstLook) {}
+
+    fn frame(&mut self, _: usize, frame: &Frame<'_>) -> Result<Option<Maybe>> {
+        if let Some(f) = self.filter.as_mut()
+            && !f.matches(frame)?
+        {
+            return Ok(None);
+        }
+        decode::decode_into(&mut self.rec, frame.linktype, frame.data, frame.orig_len);
+        if self.rec.kind() == Kind::Other || !self.wanted.maybe(&self.rec) {
+            return Ok(None);
+        }
+        self.data.clear();
+        self.data.extend_from_slice(frame.data);
+        Ok(Some(Maybe {
+            file_iface: frame.iface,
+            ts_ns: frame.ts_ns,
+            orig_len: frame.orig_len,
+        }))
+    }
+
+    fn after(
+        &mut self,
+        slot: usize,
+        kept: Option<Maybe>,
+        _: u64,
+        reader: &CaptureReader,
+    ) -> Result<()> {
+        let Some(Maybe {
+            file_iface,
+            ts_ns,
+            orig_len,
+        }) = kept
+        else {
+            return Ok(());
+        };
+        let Some(file) = self.files.get(slot).copied().flatten() else {
+            return Ok(());
+        };
+        let Some(info) = reader.interfaces().get(file_iface as usize) else {
+            return Ok(());
+        };
+        let Some(iface) = self.taps.get(file, file_iface) else {
+            return Ok(());
+        };
+        if !self.wanted.matches(&self.rec, iface) {
+            return Ok(());
+        }
+        let id = match self.written.get(&iface) {
+            Some(&id) => id,
+            None => {
+                let name = self.taps.name(iface).to_string();
+                let linktype = u16::try_from(info.linktype).map_err(|_| {
+                    Error::Usage(format!(
+                        "{}: interface {file_iface} has link type {}, which pcapng cannot hold",
+                        reader.path().display(),
+                        info.linktype
+                    ))
+                })?;
+                let units = reader
+                    .ts_units(file_iface as usize)
+                    .unwrap_or(1_000_000_000);
+                let id = self
+                    .writer
+                    .add_interface_with_units(&name, linktype, info.snaplen, units)
+                    .map_err(|e| write_error(self.out, e))?;
+                self.written.insert(iface, id);
+                self.interfaces.push(name);
+                id
+            }
+        };
+        self.writer
+            .write_frame_orig(id, ts_ns, &self.data, orig_len)
+            .map_err(|e| write_error(self.out, e))?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    fn end(&mut self, _: usize, _: CaptureReader) {}
+
+    fn skipped(&mut self, _: usize, error: Error) -> Result<()> {
+        // Readable for the analysis, not now: the frames would be short.
+        Err(error)
+    }
 }
 
 /// The flows of `what`, the frames its filter shows and the filter; an

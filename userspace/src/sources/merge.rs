@@ -95,6 +95,32 @@ pub struct Merge {
     by_rank: Vec<usize>,
 }
 
+/// What a walk over the merged stream ([`Merge::walk`]) does with each
+/// file's frames: `analyze` and `extract` read the captures through it, so
+/// both see the same frames in the same order.
+pub trait Visit {
+    /// What [`Visit::frame`] keeps of a frame for [`Visit::after`].
+    type Kept;
+    /// File `slot`'s turn begins: its frames come next.
+    fn turn(&mut self, slot: usize, look: &FirstLook);
+    /// A frame, while it borrows its reader's buffer.
+    fn frame(&mut self, slot: usize, frame: &Frame<'_>) -> Result<Self::Kept>;
+    /// The rest of that frame's work, with its file's reader (interfaces,
+    /// offsets); `offset` is the frame's in the file.
+    fn after(
+        &mut self,
+        slot: usize,
+        kept: Self::Kept,
+        offset: u64,
+        reader: &CaptureReader,
+    ) -> Result<()>;
+    /// File `slot` is read to its end, or the walk stopped: its reader.
+    fn end(&mut self, slot: usize, reader: CaptureReader);
+    /// File `slot` was readable at the first look and cannot be opened now
+    /// (gone or changed): an error ends the walk.
+    fn skipped(&mut self, slot: usize, error: Error) -> Result<()>;
+}
+
 /// What [`Merge::next`] found in a file.
 pub enum Next<'a> {
     /// Its next frame, which is the merge's next.
@@ -222,6 +248,58 @@ impl Merge {
                 self.heap.push(Reverse((frame.ts_ns, s.rank)));
                 s.held = Some(held);
                 Ok(Next::Later)
+            }
+        }
+    }
+
+    /// Every frame of every file, in timestamp order, through `v`. When an
+    /// error stops the walk, the files open then are ended first.
+    pub fn walk<V: Visit>(&mut self, v: &mut V) -> Result<()> {
+        while let Some((slot, opened)) = self.pop() {
+            let turn = match opened {
+                Err(e @ Error::Open { .. }) => {
+                    self.close(slot);
+                    v.skipped(slot, e)
+                }
+                Err(e) => Err(e),
+                Ok(()) => self.turn(slot, v),
+            };
+            if let Err(e) = turn {
+                for open in 0..self.slots.len() {
+                    if let Some(reader) = self.close(open) {
+                        v.end(open, reader);
+                    }
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// File `slot`'s turn: its held frame, then its frames for as long as
+    /// they come before every other file's.
+    fn turn<V: Visit>(&mut self, slot: usize, v: &mut V) -> Result<()> {
+        v.turn(slot, &self.slots[slot].look);
+        if let Some(held) = self.take_held(slot) {
+            let kept = v.frame(slot, &held.frame())?;
+            if let Some(reader) = self.reader(slot) {
+                v.after(slot, kept, held.offset, reader)?;
+            }
+            self.release(slot, held);
+        }
+        loop {
+            let (kept, offset) = match self.next(slot)? {
+                Next::Frame(frame) => (v.frame(slot, &frame)?, frame.offset),
+                Next::Later => return Ok(()),
+                Next::End => {
+                    if let Some(reader) = self.close(slot) {
+                        v.end(slot, reader);
+                    }
+                    return Ok(());
+                }
+            };
+            if let Some(reader) = self.reader(slot) {
+                v.after(slot, kept, offset, reader)?;
             }
         }
     }

@@ -82,7 +82,7 @@ mod taps;
 pub use compress::Compression;
 pub use filter::Filter;
 pub use input::{Input, Inputs, capture_stem, skipped};
-pub use merge::{FirstLook, HeldFrame, Merge, Next};
+pub use merge::{FirstLook, HeldFrame, Merge, Next, Visit};
 pub use reader::{
     BUFFER_CAPACITY, CaptureReader, Frame, Interface, InterfaceDrops, MAX_CAPLEN, MAX_INTERFACES,
     MAX_WARNINGS, Warning,

@@ -62,7 +62,7 @@ fn create_file(path: &Path) -> Result<File> {
     })
 }
 
-fn write_error(path: &Path, e: io::Error) -> Error {
+pub(crate) fn write_error(path: &Path, e: io::Error) -> Error {
     Error::WriteIo {
         path: path.to_path_buf(),
         detail: e.to_string(),
