@@ -414,6 +414,11 @@ fn extract_reads_several_captures_merged_by_time_as_analyze_does() {
     let whole = extract_frames(std::slice::from_ref(&cap), &selector);
     assert_eq!((whole.0.len(), whole.2), (4030, 1));
     assert_eq!(extract_frames(&set, &selector), whole);
+    // Their directory: the same.
+    assert_eq!(
+        extract_frames(std::slice::from_ref(&parts), &selector),
+        whole
+    );
 
     // Four taps, each a capture of its own (tshark, by interface), named
     // last first: the frames in time order across them, as mergecap
