@@ -380,34 +380,14 @@ fn extract_frames(captures: &[PathBuf], selector: &[&str]) -> (Vec<String>, Vec<
     )
 }
 
-/// The files `editcap -c N` (or a tshark filter per interface) wrote.
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn extract_reads_several_captures_merged_by_time_as_analyze_does() {
-    let run = |cmd: &str, args: &[&str]| {
-        let out = Command::new(cmd).args(args).output().expect(cmd);
-        assert!(out.status.success(), "{cmd} {args:?}: {out:?}");
-    };
     // A rotation set (editcap -c), named last file first: one tap, the
     // frames of the unsplit capture, in its order, on its interface.
     let cap = sample("ghost-drop.pcapng");
     let dir = tempfile::tempdir().unwrap();
     let parts = dir.path().join("parts");
-    std::fs::create_dir(&parts).unwrap();
-    let part = parts.join("ghost.pcapng");
-    run(
-        "editcap",
-        &["-c", "700", cap.to_str().unwrap(), part.to_str().unwrap()],
-    );
-    let mut set = files_in(&parts);
+    let mut set = editcap_split(&cap, 700, "pcapng", &parts);
     assert!(set.len() >= 5, "{set:?}");
     set.reverse();
     let selector = ["--finding", "pfc-victims"];
@@ -429,7 +409,7 @@ fn extract_reads_several_captures_merged_by_time_as_analyze_does() {
     std::fs::create_dir(&taps).unwrap();
     for i in 0..4 {
         let f = taps.join(format!("tap{i}.pcapng"));
-        run(
+        run_tool(
             "tshark",
             &[
                 "-r",
@@ -445,7 +425,7 @@ fn extract_reads_several_captures_merged_by_time_as_analyze_does() {
     let merged = dir.path().join("merged.pcapng");
     let mut args = vec!["-w", merged.to_str().unwrap()];
     args.extend(files.iter().map(|f| f.to_str().unwrap()));
-    run("mergecap", &args);
+    run_tool("mergecap", &args);
     files.reverse();
     let selector = ["--finding", "real-loss"];
     let (frames, names, interfaces) = extract_frames(&files, &selector);

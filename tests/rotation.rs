@@ -9,23 +9,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Table, rocescope, rocescope_ok};
+use common::{Table, editcap_split as split, rocescope, rocescope_ok, run_tool as run};
 use serde_json::Value;
 
 fn sample(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../pcaps/{name}.pcapng"))
-}
-
-fn run(tool: &str, args: &[&str]) {
-    let out = Command::new(tool)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{tool} runs (scripts/setup.sh --test installs it): {e}"));
-    assert!(
-        out.status.success(),
-        "{tool} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn analyze(inputs: &[&Path], out: &Path) -> String {
@@ -38,30 +26,6 @@ fn analyze(inputs: &[&Path], out: &Path) -> String {
 
 fn summary(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
-}
-
-/// The files `editcap -c n` wrote for `whole` into `dir`, in name order.
-fn split(whole: &Path, n: usize, format: &str, dir: &Path) -> Vec<PathBuf> {
-    std::fs::create_dir_all(dir).unwrap();
-    let stem = whole.file_stem().unwrap().to_str().unwrap();
-    let out = dir.join(format!("{stem}.{format}"));
-    run(
-        "editcap",
-        &[
-            "-F",
-            format,
-            "-c",
-            &n.to_string(),
-            whole.to_str().unwrap(),
-            out.to_str().unwrap(),
-        ],
-    );
-    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    parts.sort();
-    parts
 }
 
 /// Every table of `a` and `b` is the same, row by row, but for

@@ -1,7 +1,7 @@
 //! Helpers for the end-to-end tests: run the binary, read tables back.
 #![allow(dead_code)]
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use arrow_array::cast::AsArray;
@@ -34,6 +34,50 @@ pub fn rocescope_ok(args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stdout)
     );
     out
+}
+
+/// Runs a tool of the test set-up (tshark, editcap, mergecap: scripts/setup.sh
+/// --test) and requires success.
+pub fn run_tool(tool: &str, args: &[&str]) {
+    let out = Command::new(tool)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{tool} runs (scripts/setup.sh --test installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The files in `dir`, in name order.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// The files `editcap -c n` wrote for `whole` into `dir` (in `format`), in
+/// name order.
+pub fn editcap_split(whole: &Path, n: usize, format: &str, dir: &Path) -> Vec<PathBuf> {
+    std::fs::create_dir_all(dir).unwrap();
+    let stem = whole.file_stem().unwrap().to_str().unwrap();
+    let out = dir.join(format!("{stem}.{format}"));
+    run_tool(
+        "editcap",
+        &[
+            "-F",
+            format,
+            "-c",
+            &n.to_string(),
+            whole.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ],
+    );
+    files_in(dir)
 }
 
 /// A Parquet table read whole (tests use small captures).
