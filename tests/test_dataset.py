@@ -311,7 +311,9 @@ def split_by_tap(rocescope, cap, tmp):
     (tshark, by interface) a capture of its own, analysed as --host tapK of
     one dataset (K its interface index in rocescope's run, so that taps
     sort as rocescope numbers them), and the same files analysed in one
-    run, merged by time (the reference; its interfaces are tapK/NAME)."""
+    run, merged by time (the reference; its interfaces are tapK/NAME; not
+    the unsplit capture, where a pause still running at the end is clipped
+    at the last frame of any tap: docs/analysis.md, "PFC")."""
     import subprocess
     rocescope("analyze", cap, "--out", tmp / "whole")
     ifaces = json.loads((tmp / "whole" / "summary.json").read_text())["ifaces"]
