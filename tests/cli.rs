@@ -205,6 +205,46 @@ fn report_prints_text_and_json() {
     assert!(v.get("findings").is_some_and(|f| f.is_array()), "{v}");
 }
 
+/// A reader that goes away before the output is printed (`report --json |
+/// head`, a pager quit early) ends the printing, not the run: no panic, the
+/// run's own exit status (cli/print.rs `write_stdout`). The pipe's read end
+/// is closed before the binary has analysed anything, so every write it
+/// makes meets a closed pipe.
+#[test]
+fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
+    use std::process::Stdio;
+    let cap = shared_capture("oferby-proxy-roce.pcap");
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("tables");
+    let runs: [&[&str]; 3] = [
+        &["report", "--json"],
+        &["report"],
+        &["analyze", "--out", dir.to_str().unwrap()],
+    ];
+    for args in runs {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rocescope"))
+            .args(args)
+            .arg(&cap)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let done = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert!(
+            done.status.success(),
+            "{args:?}: {:?}\n{stderr}",
+            done.status
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    assert!(
+        dir.join("flows.parquet").exists(),
+        "analyze wrote its tables"
+    );
+}
+
 /// The binary re-executes itself with glibc's huge-page tunables where the
 /// kernel offers transparent huge pages (`heap.rs`): seen in the running
 /// process's environment while it waits on a FIFO for its capture.

@@ -11,7 +11,7 @@ use crate::{Error, Result, analyze};
 
 use super::args::{AnalysisArgs, DatasetArgs, Input};
 use super::print::{
-    add_to_summary_file, exit_code, load_counters, print_json_or_text, print_warnings,
+    add_to_summary_file, exit_code, load_counters, out, outln, print_json_or_text, print_warnings,
     terminal_width,
 };
 
@@ -86,15 +86,15 @@ pub(crate) fn analyze(
         .collect::<Vec<_>>()
         .join(" and ");
     print_warnings(&outcome);
-    println!(
+    outln!(
         "{}; {}, {} → {}",
         analyze::frames_line(outcome.frames_read, &outcome.analysis.summary.frames),
         analyze::fmt_count(outcome.analysis.flows.len() as u64, "flow"),
         analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
         to
-    );
+    )?;
     for f in &outcome.analysis.summary.findings {
-        println!("  [{}] {}", f.severity, f.title);
+        outln!("  [{}] {}", f.severity, f.title)?;
     }
     Ok(exit_code(&outcome))
 }
@@ -134,15 +134,15 @@ pub(crate) fn report(
         }
         let text = serde_json::to_string_pretty(&summary)
             .map_err(|e| Error::Internal(format!("cannot print the summary: {e}")))?;
-        println!("{text}");
+        outln!("{text}")?;
     } else {
         let width = width.map(usize::from).or_else(terminal_width);
-        print!(
+        out!(
             "{}",
             analyze::render_text(&outcome.analysis, outcome.frames_read, width)
-        );
+        )?;
         if let Some(r) = &recon {
-            print!("{}", r.render_text());
+            out!("{}", r.render_text())?;
         }
     }
     Ok(exit_code(&outcome))
@@ -169,25 +169,25 @@ pub(crate) fn extract(input: Input, select: ExtractWhat, out: PathBuf) -> Result
             format!("finding {id} ({})", count(x.flows.len(), "flow", "flows"))
         }
     };
-    println!(
+    outln!(
         "{}: {} of {of} from {} ({})",
         out.display(),
         count(x.frames as usize, "frame", "frames"),
         count(x.interfaces.len(), "interface", "interfaces"),
         x.interfaces.join(", ")
-    );
-    println!(
+    )?;
+    outln!(
         "  display filter (for the original captures): {}",
         x.display_filter
-    );
-    println!(
+    )?;
+    outln!(
         "  decode as: {}",
         x.decode_as
             .iter()
             .map(|d| format!("-d {d}"))
             .collect::<Vec<_>>()
             .join(" ")
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -9,7 +9,7 @@ use clap::Subcommand;
 use crate::units::{self};
 use crate::{Error, Result};
 
-use super::print::print_json_or_text;
+use super::print::{outln, print_json_or_text};
 
 #[derive(Subcommand)]
 pub(crate) enum CountersCommand {
@@ -125,7 +125,7 @@ pub(crate) fn counters(c: CountersCommand) -> Result<ExitCode> {
             };
             let o = collect::run(&opts)?;
             let files: Vec<String> = o.files.iter().map(|f| f.display().to_string()).collect();
-            println!(
+            outln!(
                 "{}: {} snapshots, {} rows{} (stopped by {})",
                 files.join(", "),
                 o.snapshots,
@@ -136,7 +136,7 @@ pub(crate) fn counters(c: CountersCommand) -> Result<ExitCode> {
                     String::new()
                 },
                 o.stopped_by
-            );
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         CountersCommand::Report { files, json } => {

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::print::outln;
 use crate::live::{self, TapMode, XdpModeArg};
 use crate::units::{self};
 use crate::{Result, analyze};
@@ -118,7 +119,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         Ok(dataset.writer(identity.clone())?.into_iter().collect())
     })?;
     let f = &outcome.facts;
-    println!(
+    outln!(
         "{}: {}, {} ({} ring-buffer-full drops, {} parse failures), {}, {} → {} (stopped by {})",
         f.iface,
         analyze::fmt_count(f.frames, "frame"),
@@ -129,7 +130,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
         out.display(),
         f.stopped_by
-    );
+    )?;
     if mode == TapMode::Summary {
         let c = live::Counters {
             records: f.records,
@@ -137,7 +138,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
             deltas: f.deltas,
             ..live::Counters::default()
         };
-        println!("  summary mode{}", live::summary_counts(&c));
+        outln!("  summary mode{}", live::summary_counts(&c))?;
         if f.evicted_flows > 0 {
             eprintln!(
                 "rocescope: warning: {} flows were evicted from the kernel's flow map ({} flows) and lost their unsent counts",
@@ -147,7 +148,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         }
     }
     for finding in &outcome.analysis.summary.findings {
-        println!("  [{}] {}", finding.severity, finding.title);
+        outln!("  [{}] {}", finding.severity, finding.title)?;
     }
     match outcome.stopped_by_error {
         Some(e) => Err(e),
@@ -168,7 +169,7 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<ExitCode> {
         eprintln!("rocescope: warning: {w}");
     }
     let rate = r.sent as f64 / r.elapsed.as_secs_f64().max(1e-9);
-    println!(
+    outln!(
         "{} frames sent on {iface} in {:.3} s ({rate:.0} frames/s), {} skipped{}",
         r.sent,
         r.elapsed.as_secs_f64(),
@@ -178,6 +179,6 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<ExitCode> {
         } else {
             String::new()
         }
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -46,6 +46,34 @@ pub(crate) fn add_to_summary_file(
     crate::tables::write_json(path, &summary)
 }
 
+/// Writes to standard output. A reader that went away (`report --json |
+/// head`) ends the printing, not the run: what is left is dropped, the
+/// files are already written and the exit status stays the run's, as a
+/// `grep` that loses its reader does not become an error. Any other
+/// failure to write is one.
+pub(crate) fn write_stdout(args: std::fmt::Arguments) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_fmt(args) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::WriteIo {
+            path: PathBuf::from("standard output"),
+            detail: e.to_string(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `print!` through [`write_stdout`].
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::print::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` through [`write_stdout`].
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::cli::print::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+pub(crate) use {out, outln};
+
 /// Prints `value` as JSON with `json`, else `text()`.
 pub(crate) fn print_json_or_text(
     json: bool,
@@ -56,9 +84,9 @@ pub(crate) fn print_json_or_text(
     if json {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| Error::Internal(format!("cannot print the {what}: {e}")))?;
-        println!("{text}");
+        outln!("{text}")?;
     } else {
-        print!("{}", text());
+        out!("{}", text())?;
     }
     Ok(())
 }

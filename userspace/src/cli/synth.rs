@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::print::outln;
 use crate::units::{self};
 use crate::{Error, Result};
 
@@ -184,12 +185,12 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
         .iter()
         .map(|&t| run.taps[t].name.as_str())
         .collect();
-    println!(
+    outln!(
         "{}: {frames} frames from {} taps ({}), truth in {}",
         a.out.display(),
         written.len(),
         written.join(", "),
         truth_path.display()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
