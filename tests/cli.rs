@@ -194,6 +194,84 @@ fn capture_cut_mid_record_is_analysed_up_to_the_cut() {
     assert!((100..105).contains(&rows), "{rows} rows");
 }
 
+/// `--link-speed TAP=` and `--clock-offset TAP=` naming no tap of the run
+/// fail it, naming the option, the name and the run's taps, and write
+/// nothing (docs/analysis.md, "PFC"); on one thread and on several. A name
+/// that is a tap's applies (`taps[].link_speed_bps`).
+#[test]
+fn tap_options_naming_no_tap_fail_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (a, b) = (
+        shared_capture("softroce-nccl_node0.pcap"),
+        shared_capture("softroce-nccl_node1.pcap"),
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "analyze",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        rocescope(&args)
+    };
+    for threads in ["1", "0"] {
+        let r = run(&[
+            "--threads",
+            threads,
+            "--link-speed",
+            "softroce-nccl_node0=400G",
+            "--link-speed",
+            "node1=400G",
+            "--clock-offset",
+            "node9=-1us",
+        ]);
+        assert!(!r.status.success());
+        let err = String::from_utf8_lossy(&r.stderr);
+        // In the order of their first frames.
+        let taps = "(their taps: softroce-nccl_node1, softroce-nccl_node0); name one as in the tables' iface column";
+        assert_eq!(
+            err.trim(),
+            format!(
+                "rocescope: error: --link-speed node1=…: the captures have no tap \"node1\" {taps}\n--clock-offset node9=…: the captures have no tap \"node9\" {taps}"
+            ),
+            "threads {threads}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "threads {threads}: {left:?}");
+    }
+    run_ok(&run(&["--link-speed", "softroce-nccl_node1=400G"]));
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let mut speeds: Vec<(&str, u64)> = s["taps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["iface"].as_str().unwrap(),
+                t["link_speed_bps"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    speeds.sort();
+    assert_eq!(
+        speeds,
+        [
+            ("softroce-nccl_node0", 100_000_000_000),
+            ("softroce-nccl_node1", 400_000_000_000)
+        ]
+    );
+}
+
+fn run_ok(r: &std::process::Output) {
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+}
+
 #[test]
 fn report_prints_text_and_json() {
     let cap = shared_capture("oferby-proxy-roce.pcap");

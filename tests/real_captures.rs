@@ -242,15 +242,13 @@ fn the_nccl_host_captures_match_across_hosts_with_consistent_clocks() {
     }
     assert_eq!(per_pair.values().copied().collect::<Vec<_>>(), [92, 92, 92]);
     // Imposed: node1's clock 50 µs ahead of the others'; a name that is no
-    // tap's is said, not ignored silently.
+    // tap's fails the run (tests/cli.rs).
     let out = rocescope_ok(&[
         "report",
         "--json",
         merged.to_str().unwrap(),
         "--clock-offset",
         "nccl3#1=+50us",
-        "--clock-offset",
-        "node9=-1us",
     ]);
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let c01 = s["clock_offsets"]
@@ -272,14 +270,6 @@ fn the_nccl_host_captures_match_across_hosts_with_consistent_clocks() {
     assert_eq!(
         h01["delay_min_ns"], 19_000,
         "69 µs raw, 50 µs of it the clock"
-    );
-    assert!(
-        s["capture_facts"].as_array().unwrap().iter().any(|f| f
-            .as_str()
-            .unwrap()
-            .starts_with("--clock-offset node9: no tap of that name")),
-        "{}",
-        s["capture_facts"]
     );
     let text = rocescope_ok(&["report", merged.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&text.stdout);

@@ -162,6 +162,14 @@ pub fn run_with(
     } = run;
     let mut taps = taps;
     warnings.extend(taps.take_warnings());
+    // Every tap is known only now (a pcapng may declare one late).
+    if let Some(unknown) = opts.analyzer.unknown_taps(taps.names()) {
+        if stopped_by.is_none() {
+            pipeline.abandon();
+            return Err(Error::Usage(unknown));
+        }
+        warnings.push(format!("{unknown} (of the taps read before the error)"));
+    }
     let records = pipeline.records();
     let mut notes = notes;
     notes.extend(taps.note());

@@ -430,6 +430,16 @@ impl RecordPipeline {
         }
     }
 
+    /// Ends the run without completing anything: every output is dropped,
+    /// which removes its partial files (nothing is written, no
+    /// `summary.json`), once the stage threads are done.
+    pub fn abandon(self) {
+        if let Stage::Pipelined(p) = self.stage {
+            drop(p.tx);
+            let _ = join(p.analyzer);
+        }
+    }
+
     /// A stage thread is gone: collect its error, remember that it failed.
     fn fail(&mut self) -> Error {
         let stage = std::mem::replace(&mut self.stage, Stage::Failed(None));
@@ -616,6 +626,10 @@ fn analyze_loop(
             }
         }
     }
+    // Abandoned (see [`RecordPipeline::abandon`]): the writer drops its
+    // outputs, which removes their partial files, before we return.
+    drop(wtx);
+    let _ = whandle.join();
     Err(Error::Internal(
         "the record source stopped without finishing".into(),
     ))

@@ -248,15 +248,6 @@ impl Analyzer {
         if let Some(t) = &self.config.topology {
             t.name_trees(&mut pfc_trees);
         }
-        for (name, _) in &self.config.clock_offsets {
-            if !self.ifaces.values().any(|n| n == name) {
-                let taps: Vec<&str> = self.ifaces.values().map(String::as_str).collect();
-                facts.push(format!(
-                    "--clock-offset {name}: no tap of that name (the taps: {}); ignored",
-                    taps.join(", ")
-                ));
-            }
-        }
         let matcher = std::mem::replace(&mut self.matcher, hops::Matcher::new(0));
         let matching = {
             let imposed = self

@@ -143,6 +143,31 @@ pub struct Config {
     pub clock_offsets: Vec<(String, i64)>,
 }
 
+impl Config {
+    /// The options keyed by tap (`--link-speed TAP=`, `--clock-offset
+    /// TAP=`) that name no interface of the run (`taps`: every interface's
+    /// name, as in the tables' `iface` column): one line each, saying which
+    /// taps there are. A typo would otherwise change nothing, silently.
+    pub fn unknown_taps(&self, taps: &[String]) -> Option<String> {
+        let known = |name: &str| taps.iter().any(|t| t == name);
+        let options = self
+            .tap_link_speed_bps
+            .iter()
+            .map(|(n, _)| ("--link-speed", n))
+            .chain(self.clock_offsets.iter().map(|(n, _)| ("--clock-offset", n)));
+        let lines: Vec<String> = options
+            .filter(|(_, name)| !known(name))
+            .map(|(option, name)| {
+                format!(
+                    "{option} {name}=…: the captures have no tap {name:?} (their taps: {}); name one as in the tables' iface column",
+                    taps.join(", ")
+                )
+            })
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
