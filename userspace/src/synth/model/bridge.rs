@@ -309,7 +309,8 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
                 let session = Erspan {
                     version,
                     gre_seq: written as u32,
-                    session_id: (f.tap as u16 + 1) & 0x3FF,
+                    // ERSPAN's 10-bit session ID: wraps past 1023 taps.
+                    session_id: ((f.tap + 1) & 0x3FF) as u16,
                     timestamp: f.ts_ns as u32,
                     ..Erspan::default()
                 };

@@ -2,7 +2,10 @@
 //! PFC per ingress port and priority, WRED/ECN, links with serialisation and
 //! propagation delay, and the mirror taps.
 
-use super::hosts::{IP_TTL, receiver_ip, requester_qpn, responder_qpn, sender_ip};
+use super::hosts::{
+    IP_TTL, MAX_FLOWS, MAX_SPINES, ephemeral_port, port_mac, receiver_ip, requester_qpn,
+    responder_qpn, sender_ip,
+};
 use super::qp::{Placed, Qp, QpStats, RateStep};
 use super::scenario::{Config, Dir};
 use super::spec::{
@@ -334,6 +337,15 @@ impl Fabric {
         if cfg.senders > 250 || cfg.receivers > 250 {
             return Err("at most 250 senders and 250 receivers".into());
         }
+        if cfg.spines > MAX_SPINES {
+            return Err(format!("at most {MAX_SPINES} spines"));
+        }
+        if cfg.flows.len() > MAX_FLOWS {
+            return Err(format!(
+                "{} flows: at most {MAX_FLOWS} (their QP numbers are 24 bits)",
+                cfg.flows.len()
+            ));
+        }
         if cfg.mtu == 0 || cfg.link_gbps <= 0.0 {
             return Err("mtu and link_gbps must be positive".into());
         }
@@ -440,7 +452,7 @@ impl Fabric {
             }
             let sport = fc
                 .udp_sport
-                .unwrap_or(0xC000u16.wrapping_add((i as u16).wrapping_mul(0x1F3)));
+                .unwrap_or_else(|| ephemeral_port(i, 0x1F3));
             if fc.mtu == Some(0) {
                 return Err(format!("flows.{i}.mtu must be positive"));
             }
@@ -554,14 +566,7 @@ impl Fabric {
             self.ports.push(Port {
                 node,
                 peer,
-                mac: [
-                    0x02,
-                    if host { 0x00 } else { 0x5A },
-                    0x00,
-                    node as u8,
-                    local as u8,
-                    0x01,
-                ],
+                mac: port_mac(host, node, local),
                 gbps: self.cfg.link_gbps,
                 prop_ns: self.cfg.prop_ns,
                 queues: Default::default(),

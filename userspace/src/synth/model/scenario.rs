@@ -808,7 +808,7 @@ impl Config {
     pub fn pin_flows(&mut self, uplinks: &[usize]) {
         for (i, &uplink) in uplinks.iter().enumerate().take(self.flows.len()) {
             let (src, dst) = (self.flows[i].src, self.flows[i].dst);
-            let mut sport = 0xC000u16 + (i as u16) * 97;
+            let mut sport = super::hosts::ephemeral_port(i, 97);
             for _ in 0..0x4000 {
                 let pick = super::switch::ecmp_pick(
                     super::hosts::sender_ip(src),

@@ -1059,3 +1059,54 @@ fn pause_trees_follow_the_pauses_that_held_each_queue() {
     assert_eq!((r0.episodes, r0.held_at.as_deref()), (1, None));
     assert_eq!(r0.paused_ns, run.fabric.end_ns - r0.onset_ns);
 }
+
+/// Counts past a byte and past the ephemeral range's span (in a debug
+/// build, where an overflow panics): 250 senders and receivers, 1000
+/// connections, 300 pinned to uplinks. Every source port stays within
+/// 0xC000..=0xFFFF, and r6 (node 256) no longer shares s0's MAC.
+#[test]
+fn many_connections_keep_ports_and_macs_apart() {
+    let mut c = Config::preset("healthy").unwrap();
+    c.senders = 250;
+    c.receivers = 250;
+    c.spines = 2;
+    c.duration_ns = 50_000;
+    c.flows = (0..1000)
+        .map(|i| FlowCfg::new(i % 250, (i + 6) % 250, 1024, Some(1)))
+        .collect();
+    c.taps = vec![
+        TapPoint::new("leaf0", "s0", Dir::Both),
+        TapPoint::new("leaf1", "r6", Dir::Both),
+    ];
+    let uplinks: Vec<usize> = (0..300).map(|i| i % 2).collect();
+    c.pin_flows(&uplinks);
+    for (i, f) in c.flows.iter().enumerate().take(300) {
+        let sport = f.udp_sport.unwrap();
+        let pick = switch::ecmp_pick(
+            hosts::sender_ip(f.src),
+            hosts::receiver_ip(f.dst),
+            sport,
+            hosts::responder_qpn(i),
+            2,
+        );
+        assert!(sport >= 0xC000 && pick == uplinks[i], "flow {i}: {sport:#x}");
+    }
+    let run = simulate(&c).unwrap();
+    assert_eq!(run.qps.len(), 1000);
+    assert!(run.qps.iter().all(|q| q.udp_sport >= 0xC000));
+    // Past the pinned ones: 0xC000 + i × 0x1F3, wrapped within the range.
+    assert_eq!(run.qps[999].udp_sport, 0xC000 + (999 * 0x1F3 % 0x4000) as u16);
+    // Each host's own frames at its tap carry its port's MAC.
+    let own = [hosts::sender_ip(0), hosts::receiver_ip(6)];
+    let mut macs = BTreeMap::new();
+    for f in &run.frames {
+        if let Some(r) = f.frame.as_roce().filter(|r| r.src_ip == own[f.tap]) {
+            macs.entry(r.src_ip).or_insert_with(std::collections::BTreeSet::new).insert(r.src_mac);
+        }
+    }
+    let (s0, r6) = (&macs[&hosts::sender_ip(0)], &macs[&hosts::receiver_ip(6)]);
+    assert_eq!((s0.len(), r6.len()), (1, 1), "{macs:?}");
+    assert_ne!(s0, r6);
+    c.spines = hosts::MAX_SPINES + 1;
+    assert!(simulate(&c).unwrap_err().contains("at most 64 spines"));
+}
