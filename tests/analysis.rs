@@ -957,8 +957,16 @@ fn v1(mut f: RoceFrame, addrs: IpAddrs) -> RoceFrame {
 const GID_A: &str = "fe80::a";
 const GID_B: &str = "fe80::b";
 
-/// RoCEv1 traffic: QP 0x300 (GID A → B) writes PSNs 100..=105, B's QP
-/// 0x400 ACKs 100, NAKs 103 (PSN sequence error), A resends 103..=105; QP
+/// `f` with the GRH TClass (RoCEv1) or IP traffic class `dscp`, `ecn`.
+fn tclass(mut f: RoceFrame, dscp: u8, ecn: u8) -> RoceFrame {
+    f.ip.dscp = dscp;
+    f.ip.ecn = ecn;
+    f
+}
+
+/// RoCEv1 traffic: QP 0x300 (GID A → B) writes PSNs 100..=105 (TClass
+/// DSCP 26, ECT(0); 101 and 102 CE-marked on the way), B's QP 0x400 (DSCP
+/// 48, not ECN-capable) ACKs 100, NAKs 103 (PSN sequence error), A resends 103..=105; QP
 /// 0x302 between IPv4-mapped GIDs 10.0.0.3 → 10.0.0.4 writes 7 and 8. With
 /// `with_v2`, a RoCEv2 exchange between 10.0.0.1 and 10.0.0.2 as well (QP
 /// 0x100 writes 2000..=2003, QP 0x200 ACKs 2003), interleaved.
@@ -977,15 +985,16 @@ fn rocev1_capture(dir: &Path, name: &str, with_v2: bool) -> PathBuf {
     };
     let mut c = Capture::new(dir, name, &["tap"]);
     for (i, psn) in (100..=105).enumerate() {
-        c.put(0, i as f64 * 2.0, &v1(write(0x300, psn), ab));
+        let ecn = if matches!(psn, 101 | 102) { 3 } else { 2 };
+        c.put(0, i as f64 * 2.0, &v1(tclass(write(0x300, psn), 26, ecn), ab));
         if with_v2 && i < 4 {
             c.put(0, i as f64 * 2.0 + 1.0, &write(0x100, 2000 + psn - 100));
         }
     }
-    c.put(0, 12.0, &v1(aeth(0x400, 100, 0x1F), ba));
-    c.put(0, 13.0, &v1(aeth(0x400, 103, 0x60), ba));
+    c.put(0, 12.0, &v1(tclass(aeth(0x400, 100, 0x1F), 48, 0), ba));
+    c.put(0, 13.0, &v1(tclass(aeth(0x400, 103, 0x60), 48, 0), ba));
     for (i, psn) in (103..=105).enumerate() {
-        c.put(0, 14.0 + i as f64, &v1(write(0x300, psn), ab));
+        c.put(0, 14.0 + i as f64, &v1(tclass(write(0x300, psn), 26, 2), ab));
     }
     if with_v2 {
         c.put(0, 17.5, &aeth(0x200, 2003, 0x1F));
@@ -1011,12 +1020,25 @@ fn rocev1_alone_and_mixed_with_rocev2_are_fully_analysed() {
         let versions = p.ints("roce_version");
         let count = |v: i128| versions.iter().filter(|x| **x == Some(v)).count();
         assert_eq!((count(1), count(2)), (v1_frames, v2_frames), "{name}");
-        let (src, sport, dscp) = (p.strings("src_ip"), p.ints("udp_sport"), p.ints("dscp"));
+        let (src, sport) = (p.strings("src_ip"), p.ints("udp_sport"));
+        let (dscp, ecn) = (p.ints("dscp"), p.ints("ecn"));
+        let (qp, psn) = (p.ints("dest_qp"), p.ints("psn"));
         let icrc = p.bools("icrc_ok");
         for i in 0..p.rows() {
             assert_eq!(icrc[i], Some(true), "{name} row {i}");
             if versions[i] == Some(1) {
-                assert_eq!((sport[i], dscp[i]), (None, None), "{name} row {i}");
+                // The GRH's TClass as DSCP and ECN (docs/inputs.md).
+                let tclass = match (qp[i], psn[i]) {
+                    (Some(0x300), Some(101 | 102)) => (26, 3),
+                    (Some(0x400), _) => (48, 0),
+                    _ => (26, 2),
+                };
+                assert_eq!(sport[i], None, "{name} row {i}");
+                assert_eq!(
+                    (dscp[i], ecn[i]),
+                    (Some(tclass.0), Some(tclass.1)),
+                    "{name} row {i}"
+                );
             }
         }
         // The first frame is RoCEv1 from GID A; the IPv4-mapped GID prints as IPv4.
@@ -1041,6 +1063,10 @@ fn rocev1_alone_and_mixed_with_rocev2_are_fully_analysed() {
             f.0.strings("dst_ip")[f.row("tap", 0x300)].as_deref(),
             Some(GID_B)
         );
+        // CE in the TClass counts as in IP's (docs/analysis.md, "CNPs").
+        assert_eq!(f.get("tap", 0x300, "ce"), 2);
+        assert_eq!(f.get("tap", 0x300, "dscp"), 26);
+        assert_eq!((f.get("tap", 0x400, "ce"), f.get("tap", 0x400, "dscp")), (0, 48));
         assert_eq!(f.get("tap", 0x300, "rewinds_nak"), 1);
         assert_eq!(f.get("tap", 0x300, "retrans_packets"), 3);
         assert_eq!(f.get("tap", 0x300, "max_rewind_depth"), 3);
@@ -1064,6 +1090,13 @@ fn rocev1_alone_and_mixed_with_rocev2_are_fully_analysed() {
             v1_frames
         );
         assert_eq!(tshark_count(&cap, &[], "udp.dstport==4791"), v2_frames);
+        // tshark 4.0 shows the TClass as one byte: 107 = DSCP 26, CE (QP
+        // 0x300's two); 106 = DSCP 26, ECT(0) (its other 7, QP 0x302's 2);
+        // 192 = DSCP 48 (the ACK and the NAK).
+        for (tclass, frames) in [(107, 2), (106, 9), (192, 2)] {
+            let filter = format!("infiniband.grh.tclass == {tclass}");
+            assert_eq!(tshark_count(&cap, &[], &filter), frames, "{name}: {filter}");
+        }
         let packets = f.0.ints("packets");
         for (i, (filter, decode_as)) in
             f.0.strings("display_filter")

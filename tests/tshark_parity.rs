@@ -66,6 +66,7 @@ const FIELDS: &[&str] = &[
     "udp.dstport",
     "infiniband.grh.sgid",
     "infiniband.grh.dgid",
+    "infiniband.grh.tclass",
     "infiniband.bth.opcode",
     "infiniband.bth.se",
     "infiniband.bth.m",
@@ -533,6 +534,14 @@ fn check_against_tshark(c: &mut Checker<'_>, rec: &PacketRecord, optional: &[(&s
         c.flag("no IP", !rec.has(flags::HAS_IPV4 | flags::HAS_IPV6));
         c.flag("grh.sgid", rec.src_ip == ip16(s.parse().unwrap()));
         c.flag("grh.dgid", rec.dst_ip == ip16(d.parse().unwrap()));
+        // tshark shows the TClass as one number; RoCEv1's is read as DSCP
+        // and ECN (docs/inputs.md), native InfiniBand's is not.
+        if !rec.has(flags::IB_LRH) {
+            c.field(
+                "infiniband.grh.tclass",
+                u64::from(rec.dscp << 2 | rec.ecn),
+            );
+        }
     }
     if row.get("udp.dstport").map(|p| num(p)) == Some(4791) {
         c.field("udp.srcport", rec.udp_sport.into());
@@ -655,15 +664,19 @@ fn check_against_spec(c: &mut Checker<'_>, rec: &PacketRecord, case: &Case, wire
             c.eq("dest_qp", rec.dest_qp.into(), frame.bth.dest_qp.into());
             c.flag("FECN", rec.has(flags::FECN) == frame.bth.fecn);
             c.flag("BECN", rec.has(flags::BECN) == frame.bth.becn);
+            // RoCEv1's GRH TClass is the traffic class the builder writes
+            // from the same DSCP and ECN.
+            c.flag("has traffic class", rec.has_traffic_class());
+            c.eq("ecn", rec.ecn.into(), frame.ip.ecn.into());
+            c.eq("dscp", rec.dscp.into(), frame.ip.dscp.into());
+            c.flag("CE", rec.is_ce() == (frame.ip.ecn == 3));
             if frame.version == RoceVersion::V1 {
-                // No IP or UDP header: no DSCP, ECN or source port.
+                // No IP or UDP header: no source port.
                 c.flag("HAS_GRH", rec.has(flags::HAS_GRH));
                 c.eq("roce_version", rec.roce_version().unwrap_or(0).into(), 1);
                 c.eq("udp_sport", rec.udp_sport.into(), 0);
             } else {
                 c.eq("roce_version", rec.roce_version().unwrap_or(0).into(), 2);
-                c.eq("ecn", rec.ecn.into(), frame.ip.ecn.into());
-                c.eq("dscp", rec.dscp.into(), frame.ip.dscp.into());
                 c.eq("udp_sport", rec.udp_sport.into(), frame.udp_sport.into());
             }
             match frame.eth.vlan {
@@ -800,9 +813,9 @@ fn truth_record(case: &Case, bytes: &[u8]) -> PacketRecord {
                     r.dst_ip = ip16(dst.into());
                 }
             }
+            r.dscp = f.ip.dscp;
+            r.ecn = f.ip.ecn;
             if !v1 {
-                r.dscp = f.ip.dscp;
-                r.ecn = f.ip.ecn;
                 r.udp_sport = f.udp_sport;
             }
             let b = &f.bth;

@@ -111,9 +111,10 @@ pub mod flags {
     /// Userspace decoder only.
     pub const CUT: u32 = 1 << 24;
     /// RoCEv1: `src_ip`, `dst_ip` hold the GRH's source and destination
-    /// GIDs (there is no IP or UDP header; `dscp`, `ecn`, `udp_sport` are
-    /// unset).
-    /// On native InfiniBand (`IB_LRH`): a GRH follows the LRH.
+    /// GIDs, `dscp` and `ecn` its TClass (there is no IP or UDP header;
+    /// `udp_sport` is unset).
+    /// On native InfiniBand (`IB_LRH`): a GRH follows the LRH (its TClass
+    /// is not read).
     pub const HAS_GRH: u32 = 1 << 25;
     /// A native InfiniBand packet (LINKTYPE_INFINIBAND, ERF InfiniBand):
     /// `src_ip`/`dst_ip` hold the GRH's GIDs (`HAS_GRH`) or the LRH's LIDs
@@ -124,6 +125,13 @@ pub mod flags {
     pub const VCRC_CHECKED: u32 = 1 << 29;
     /// With `VCRC_CHECKED`: it matched.
     pub const VCRC_OK: u32 = 1 << 28;
+
+    /// `dscp` and `ecn` hold a traffic class: an IP header's, or a RoCEv1
+    /// GRH's TClass (read as IPv6's; native InfiniBand's GRH is not, see
+    /// docs/inputs.md).
+    pub const fn traffic_class(flags: u32) -> bool {
+        flags & (HAS_IPV4 | HAS_IPV6) != 0 || (flags & HAS_GRH != 0 && flags & IB_LRH == 0)
+    }
 }
 
 /// One decoded frame: every field the tables and the analyzer use.
@@ -197,9 +205,9 @@ pub struct PacketRecord {
     pub kind: u8,
     /// Innermost 802.1Q priority code point.
     pub pcp: u8,
-    /// IP DSCP (6 bits).
+    /// DSCP (6 bits) of the IP traffic class or the RoCEv1 GRH's TClass.
     pub dscp: u8,
-    /// IP ECN (2 bits; 3 = CE).
+    /// ECN (2 bits; 3 = CE), of the same.
     pub ecn: u8,
     pub opcode: u8,
     pub pad_count: u8,
@@ -252,11 +260,16 @@ impl PacketRecord {
         }
     }
 
-    /// CE-marked: IP ECN = 11, or on InfiniBand (no IP header) FECN set,
-    /// the mark a congested IB switch puts on a packet. RoCEv1 has no IP
-    /// header, so no ECN.
+    /// `dscp` and `ecn` hold a traffic class ([`flags::traffic_class`]).
+    pub const fn has_traffic_class(&self) -> bool {
+        flags::traffic_class(self.flags)
+    }
+
+    /// CE-marked: ECN = 11 in the traffic class (IP's, RoCEv1's GRH
+    /// TClass), or on InfiniBand FECN set, the mark a congested IB switch
+    /// puts on a packet.
     pub const fn is_ce(&self) -> bool {
-        (self.has(flags::HAS_IPV4 | flags::HAS_IPV6) && self.ecn == proto::ip::ECN_CE)
+        (self.has_traffic_class() && self.ecn == proto::ip::ECN_CE)
             || (self.has(flags::IB_LRH) && self.has(flags::FECN))
     }
 }

@@ -322,7 +322,7 @@ impl Analyzer {
         // What the switches route: RoCE and CNPs, mirror copies left out.
         if matches!(kind, Kind::Roce | Kind::Cnp) && !verdict.mirror_copy {
             self.ecmp.frame(rec.iface, now, u64::from(rec.frame_len));
-            if rec.has(flags::HAS_IPV4 | flags::HAS_IPV6) {
+            if rec.has_traffic_class() {
                 let pcp = rec.has(flags::HAS_VLAN).then_some(rec.pcp);
                 self.qos.frame(rec.iface, rec.dscp, pcp);
                 if kind == Kind::Cnp {

@@ -265,7 +265,7 @@ impl RowTexts {
         let flags: Vec<u32> = recs.iter().map(|r| r.flags).collect();
         let has = |flag: u32| validity(&flags, |fl| fl & flag != 0);
         let vlan = has(f::HAS_VLAN);
-        let ip = has(f::HAS_IPV4 | f::HAS_IPV6);
+        let tclass = validity(&flags, |fl| f::traffic_class(*fl));
         let bth = has(f::HAS_BTH);
         let aeth = has(f::HAS_AETH);
         let reth = has(f::HAS_RETH);
@@ -332,8 +332,8 @@ impl RowTexts {
             ("dst_mac", dst_mac),
             ("src_ip", src_ip),
             ("dst_ip", dst_ip),
-            ("dscp", b.u8s(&ip, |r| r.dscp)),
-            ("ecn", b.u8s(&ip, |r| r.ecn)),
+            ("dscp", b.u8s(&tclass, |r| r.dscp)),
+            ("ecn", b.u8s(&tclass, |r| r.ecn)),
             (
                 "roce_version",
                 b.u8s(&has(f::HAS_GRH | f::HAS_UDP), |r| {

@@ -353,6 +353,11 @@ fn grh<F: Frame + ?Sized, V: Visit>(
         Err(stop) => return stop,
     };
     rec.flags |= flags::HAS_GRH;
+    // The TClass is the byte RoCEv2 carries as IP's traffic class (Annex
+    // A17 maps one onto the other; the verbs' traffic_class sets either):
+    // DSCP and ECN, as IPv6's. InfiniBand's GRH is not read so: there the
+    // congestion mark is the BTH's FECN.
+    traffic_class(rec, &h);
     if h[fg::NXTHDR] != ib::GRH_NXTHDR_BTH {
         return Next::Stop(Stop::Foreign(Foreign::GrhNextHeader));
     }
@@ -482,6 +487,16 @@ fn ipv6_like<F: Frame + ?Sized, V: Visit>(
     Ok(h)
 }
 
+/// DSCP (top 6 bits) and ECN (low 2) of the traffic class of an IPv6
+/// header or a GRH (`h`: its first 8 bytes; RFC 8200 §7, IBA 8.3.1).
+#[inline(always)]
+fn traffic_class(rec: &mut PacketRecord, h: &[u8; 8]) {
+    const _: () = assert!(field::ipv6::VER_TC_FLOW == field::grh::IPVER_TCLASS_FLOWLABEL);
+    let tclass = (be16(h, field::ipv6::VER_TC_FLOW) >> 4) as u8;
+    rec.dscp = tclass >> 2;
+    rec.ecn = tclass & 0x03;
+}
+
 #[inline(always)]
 fn ipv6<F: Frame + ?Sized, V: Visit>(
     f: &F,
@@ -497,9 +512,7 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
         Ok(h) => h,
         Err(stop) => return stop,
     };
-    let tclass = (be16(&h, f6::VER_TC_FLOW) >> 4) as u8;
-    rec.dscp = tclass >> 2;
-    rec.ecn = tclass & 0x03;
+    traffic_class(rec, &h);
     rec.flags |= flags::HAS_IPV6;
 
     let declared_end = ip::IPV6_HEADER_LEN + usize::from(be16(&h, f6::PAYLOAD_LEN));

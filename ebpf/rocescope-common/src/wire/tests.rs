@@ -236,13 +236,16 @@ fn infiniband_walks_lrh_dc_connect_and_finds_the_vcrc() {
 }
 
 /// Native InfiniBand with a GRH (LNH 0b11): the GIDs are the addresses, the
-/// GRH's IPVer must be 6 and its next header a BTH.
+/// GRH's IPVer must be 6 and its next header a BTH. Its TClass is not read
+/// as DSCP and ECN (docs/inputs.md): FECN is IB's congestion mark.
 #[test]
 fn infiniband_reads_the_grh_as_rocev1_does() {
     // LRH 8 + GRH 40 + BTH 12 (RC SEND Only) + ICRC 4 = 64 bytes = 16 words.
     let mut p = [0u8; 64];
     p[..8].copy_from_slice(&[0x00, 0x03, 0x00, 0x12, 0x00, 16, 0x00, 0x34]);
-    p[8] = 0x60;
+    // IPVer 6, TClass 0x6B (DSCP 26, ECN 3 were it IP's).
+    p[8] = 0x66;
+    p[9] = 0xB0;
     p[8 + 5] = 16; // PayLen: BTH + ICRC
     p[8 + 6] = ib::GRH_NXTHDR_BTH;
     p[8 + 8] = 0xFE; // SGID fe80::1
@@ -261,6 +264,8 @@ fn infiniband_reads_the_grh_as_rocev1_does() {
         (0xFE, 1, 2)
     );
     assert_eq!((rec.opcode, rec.payload_len), (0x04, 0));
+    assert_eq!((rec.dscp, rec.ecn), (0, 0));
+    assert!(!rec.has_traffic_class() && !rec.is_ce());
     assert_eq!((w.icrc, w.vcrc), (Some(Span { at: 0, end: 64 }), None));
     p[8 + 6] = 0x3B; // IPv6 no-next-header: no IBA transport
     let w = walk_infiniband(&p[..], &mut rec, &mut (), 0, p.len());

@@ -295,7 +295,9 @@ impl Analyzer {
     pub(super) fn priority_of(&self, rec: &PacketRecord) -> Option<u8> {
         if rec.has(flags::HAS_VLAN) {
             Some(rec.pcp & 7)
-        } else if rec.has(flags::HAS_IPV4 | flags::HAS_IPV6) {
+        } else if rec.has_traffic_class() {
+            // Trusting DSCP, the NIC maps the traffic class to a priority
+            // (IP's, or RoCEv1's TClass: the same byte to the verbs).
             let d = (rec.dscp & 63) as usize;
             Some(match &self.config.dscp_to_priority {
                 Some(m) => m[d] & 7,
@@ -340,16 +342,13 @@ impl Analyzer {
                 f.roce_version = rec.roce_version();
                 f.udp_sport = rec.has(flags::HAS_UDP).then_some(rec.udp_sport);
                 f.pcp = rec.has(flags::HAS_VLAN).then_some(rec.pcp);
-                f.dscp = rec
-                    .has(flags::HAS_IPV4 | flags::HAS_IPV6)
-                    .then_some(rec.dscp);
+                f.dscp = rec.has_traffic_class().then_some(rec.dscp);
             }
             if f.priority.is_none() {
                 f.priority = prio;
             }
             f.marks.frame(
-                rec.has(flags::HAS_IPV4 | flags::HAS_IPV6)
-                    .then_some(rec.dscp),
+                rec.has_traffic_class().then_some(rec.dscp),
                 rec.has(flags::HAS_VLAN).then_some(rec.pcp),
             );
         }
