@@ -1119,7 +1119,11 @@ fn rocev1_grh_bth_and_icrc() {
     assert_eq!((r.src_ip, r.dst_ip), (sgid.octets(), dgid.octets()));
     assert_eq!((r.opcode, r.psn, r.dest_qp), (0x0A, 0x12_3456, 0xABC));
     assert_eq!((r.reth_len, r.payload_len), (64, 64));
-    assert_eq!((r.dscp, r.ecn, r.udp_sport), (0, 0, 0));
+    // TClass 0x6A (the builder's DSCP 26, ECT(0)): 0x66 0xA0 by hand, read
+    // as IPv6's traffic class (docs/inputs.md).
+    assert_eq!((b[14], b[15] & 0xF0), (0x66, 0xA0));
+    assert_eq!((r.dscp, r.ecn, r.udp_sport), (26, 2, 0));
+    assert!(r.has_traffic_class() && !r.is_ce());
     assert_eq!(r.roce_version(), Some(1));
 
     // Traffic class, flow label and hop limit are not covered; a GID is.
