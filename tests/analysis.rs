@@ -376,6 +376,62 @@ fn cnps_go_to_the_flow_whose_requester_qp_they_address() {
     assert_eq!(f.get("tap", 0x101, "paired_qp"), 0x201);
 }
 
+/// A UD SEND Only datagram from A's QP `src_qp` to B's QP `qp`.
+fn ud_send(qp: u32, src_qp: u32, psn: u32, ce: bool) -> RoceFrame {
+    let mut f = write(qp, psn);
+    f.bth.opcode = 0x64;
+    f.ext.deth_qkey = 0x1111_2222;
+    f.ext.deth_src_qp = src_qp;
+    f.payload_len = 1024;
+    if ce {
+        f.ip.ecn = 3;
+    }
+    f
+}
+
+/// UD datagrams' CE marks count like RC requests' (docs/analysis.md,
+/// "Flows": UD has CE), and the CNPs answering them, addressed to the
+/// DETH's source QP, are the UD flow's: QP 0x500 (from A's QP 0x600) gets
+/// 2 CE and 2 CNPs, the first 3 µs after the first CE; QP 0x501 (from
+/// 0x601) 1 CE and no CNP: ce-without-cnp names it.
+#[test]
+fn ud_ce_marks_count_and_cnps_to_the_source_qp_answer_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "ud.pcapng", &["tap"]);
+    for psn in 0..6 {
+        c.put(0, f64::from(psn), &ud_send(0x500, 0x600, psn, matches!(psn, 1 | 3)));
+        c.put(0, f64::from(psn) + 0.5, &ud_send(0x501, 0x601, 40 + psn, psn == 2));
+    }
+    c.put(0, 4.0, &cnp(0x600));
+    c.put(0, 6.0, &cnp(0x600));
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.0.rows(), 2);
+    for (qp, ce, cnps) in [(0x500, 2, 2), (0x501, 1, 0)] {
+        assert_eq!(
+            (f.get("tap", qp, "ce"), f.get("tap", qp, "cnps")),
+            (ce, cnps),
+            "QP {qp:#x}"
+        );
+        assert_eq!(f.0.strings("service")[f.row("tap", qp)].as_deref(), Some("UD"));
+        assert_eq!(f.get("tap", qp, "data_packets"), 6);
+    }
+    let s = summary(&out);
+    assert_eq!(s["totals"]["ce"], 3);
+    let r = &s["ce_to_cnp"];
+    assert_eq!((r["samples"].as_u64(), r["min_us"].as_f64()), (Some(1), Some(3.0)));
+    let finding = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "ce-without-cnp")
+        .expect("ce-without-cnp");
+    let detail = finding["detail"].as_str().unwrap();
+    assert!(detail.contains("QP 1281") && !detail.contains("QP 1280"), "{detail}");
+}
+
 #[test]
 fn pfc_refresh_xon_expiry_and_pause_frames() {
     let dir = tempfile::tempdir().unwrap();

@@ -35,7 +35,7 @@ impl Analyzer {
             .and_then(|c| {
                 c.iter()
                     .copied()
-                    .find(|&r| self.flows[r].paired_qp == Some(qp) && self.flows[r].seq.is_some())
+                    .find(|&r| self.flows[r].cnp_qp() == Some(qp))
             });
         let mut reaction = None;
         if let Some(r) = target {

@@ -102,9 +102,7 @@ impl Analyzer {
         // CNPs by pairing as known at the end.
         let mut attributed = 0;
         for f in &mut self.flows {
-            if f.seq.is_some()
-                && let Some(qp) = f.paired_qp
-            {
+            if let Some(qp) = f.cnp_qp() {
                 f.cnps = self
                     .cnp_counts
                     .get(&(f.iface, f.dst_ip, f.src_ip, qp))

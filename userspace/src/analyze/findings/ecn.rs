@@ -33,7 +33,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
         .rows
         .iter()
         .zip(x.flows)
-        .filter(|(r, f)| r.ce > 0 && r.cnps == 0 && (f.paired_qp.is_some() || unattributed == 0))
+        .filter(|(r, f)| r.ce > 0 && r.cnps == 0 && (f.cnp_qp().is_some() || unattributed == 0))
         .filter(|(r, _)| !becn_back(r))
         .map(|(r, _)| r)
         .collect();

@@ -39,6 +39,10 @@ pub(crate) struct Flow {
     pub becn: u64,
     pub(super) paired: Option<usize>,
     pub paired_qp: Option<u32>,
+    /// UD: the DETH's source QP of its first packet, to which the
+    /// receiver's CNPs for its CE marks go (Annex A17.9.3: a CNP's DestQP
+    /// is the marked packet's source QP).
+    pub(super) ud_src_qp: Option<u32>,
     pub roce_version: Option<u8>,
     pub udp_sport: Option<u16>,
     pub pcp: Option<u8>,
@@ -119,6 +123,15 @@ pub(crate) struct Flow {
 }
 
 impl Flow {
+    /// The QP the CNPs answering this flow's CE marks are sent to: the
+    /// paired flow's for a sequenced service, the DETH's source QP for UD.
+    pub(super) fn cnp_qp(&self) -> Option<u32> {
+        match self.seq {
+            Some(_) => self.paired_qp,
+            None => self.ud_src_qp,
+        }
+    }
+
     pub(super) fn new(id: u32, key: FlowKey, ts: u64) -> Self {
         Flow {
             id,
@@ -131,6 +144,7 @@ impl Flow {
             becn: 0,
             paired: None,
             paired_qp: None,
+            ud_src_qp: None,
             roce_version: None,
             udp_sport: None,
             pcp: None,
@@ -337,6 +351,8 @@ impl Analyzer {
             let f = &mut self.flows[i];
             if f.packets == 0 {
                 f.service = rec.has(flags::HAS_BTH).then_some(rec.opcode >> 5);
+                f.ud_src_qp = (f.service == Some(transport::UD) && rec.has(flags::HAS_DETH))
+                    .then_some(rec.deth_src_qp & ib::QPN_MASK);
                 f.ib_link = rec.has(flags::IB_LRH);
                 f.src_mac = rec.src_mac;
                 f.roce_version = rec.roce_version();
@@ -405,11 +421,16 @@ impl Analyzer {
         }
 
         let retrans = verdict.retrans == Some(true);
-        let ce = ib::is_request(opcode) && rec.is_ce();
+        // UD sends carry data as requests do: their CE marks count, and
+        // the sender's rate answers the CNPs for them (docs/analysis.md).
+        let data = ib::is_request(opcode) || service == transport::UD;
+        let ce = data && rec.is_ce();
         let bin_ns = self.config.bin_ns;
         let f = &mut self.flows[i];
         if ib::is_request(opcode) {
             f.max_frame_len = f.max_frame_len.max(rec.frame_len);
+        }
+        if data {
             let (pfc, iface, prio) = (&self.pfc, f.iface, f.priority);
             f.dcqcn.request(now, rec.frame_len, |from, to| {
                 prio.is_some_and(|p| pfc.paused(iface, p, from, to, now).0 > 0)
