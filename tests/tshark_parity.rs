@@ -151,6 +151,8 @@ fn roce(i: u32, opcode: u8) -> RoceFrame {
         deth_qkey: 0x8001_0000 | i,
         deth_src_qp: 0x00_0400 + i,
         xrc_srq: 0,
+        feth_sel: (i % 4) as u8,
+        feth_plt: (i % 16) as u8,
         reth_va: 0x7F00_0000_0000_0000 | u64::from(i) << 12,
         reth_rkey: 0x1000 + i,
         reth_len: 4096 * (i % 9),

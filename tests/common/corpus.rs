@@ -80,13 +80,25 @@ pub fn decoder_frames() -> Vec<(String, Vec<u8>)> {
     let mut add = |name: &str, b: Vec<u8>| v.push((name.to_string(), b));
 
     // Every opcode of every transport, with its extension headers.
+    // IBA 1.5's FLUSH and ATOMIC WRITE (0x1C, 0x1D; RD 0x5C; XRC 0xBC,
+    // 0xBD), and the reserved 0x5D and 0x3C around them.
     for opcode in (0x00u8..=0x17)
+        .chain(0x1C..=0x1D)
         .chain(0x20..=0x2B)
+        .chain([0x3C])
         .chain(0x40..=0x55)
+        .chain(0x5C..=0x5D)
         .chain(0x64..=0x65)
         .chain(0xA0..=0xB7)
+        .chain(0xBC..=0xBD)
     {
-        add(&format!("opcode {opcode:#04x}"), bytes(&roce(opcode)));
+        let mut f = roce(opcode);
+        f.ext.feth_sel = 1;
+        f.ext.feth_plt = 1;
+        if opcode & 0x1F == 0x1D {
+            f.payload_len = 8;
+        }
+        add(&format!("opcode {opcode:#04x}"), bytes(&f));
     }
     // DC CONNECT without its DCCETH (SE set).
     let mut connect = roce(0x55);

@@ -102,6 +102,10 @@ pub mod ib {
     pub const DETH_LEN: usize = 8;
     pub const XRCETH_LEN: usize = 4;
     pub const RETH_LEN: usize = 16;
+    /// FLUSH Extended Transport Header (IBA 1.5).
+    pub const FETH_LEN: usize = 4;
+    /// The data an ATOMIC WRITE carries (IBA 1.5): one 8-byte word.
+    pub const ATOMIC_WRITE_DATA_LEN: usize = 8;
     pub const ATOMIC_ETH_LEN: usize = 28;
     pub const AETH_LEN: usize = 4;
     pub const ATOMIC_ACK_ETH_LEN: usize = 8;
@@ -189,6 +193,12 @@ pub mod ib {
         pub const RD_RESYNC: u8 = 0x15;
         pub const SEND_LAST_INVALIDATE: u8 = 0x16;
         pub const SEND_ONLY_INVALIDATE: u8 = 0x17;
+        /// IBA 1.5: makes earlier writes to a region persistent or visible
+        /// (FETH, RETH); answered by a READ response with no data.
+        pub const FLUSH: u8 = 0x1C;
+        /// IBA 1.5: writes 8 bytes at once (RETH, then the data); answered
+        /// as FLUSH is.
+        pub const ATOMIC_WRITE: u8 = 0x1D;
     }
 
     /// Extension headers, one bit each, in the order they follow the BTH.
@@ -206,6 +216,8 @@ pub mod ib {
         pub const DC_BTH: u16 = 1 << 9;
         /// DC Connect ETH, right after `DC_BTH`.
         pub const DCCETH: u16 = 1 << 10;
+        /// FLUSH ETH (IBA 1.5), after the XRCETH and before the RETH.
+        pub const FETH: u16 = 1 << 11;
         /// The opcode is reserved / unknown: nothing after the BTH is decoded.
         pub const UNKNOWN: u16 = 1 << 15;
     }
@@ -233,6 +245,8 @@ pub mod ib {
             op::ATOMIC_ACKNOWLEDGE => ext::AETH | ext::ATOMIC_ACK_ETH,
             op::COMPARE_SWAP | op::FETCH_ADD => ext::ATOMIC_ETH,
             op::SEND_LAST_INVALIDATE | op::SEND_ONLY_INVALIDATE => ext::IETH,
+            op::FLUSH => ext::FETH | ext::RETH,
+            op::ATOMIC_WRITE => ext::RETH,
             _ => ext::UNKNOWN,
         };
         match service {
@@ -242,12 +256,16 @@ pub mod ib {
                 op::SEND_FIRST..=op::WRITE_ONLY_IMM => per_op,
                 _ => ext::UNKNOWN,
             },
-            // RD / DC: every RC operation but the invalidating SENDs, behind
-            // the DC header and an RDETH; requests add a DETH.
+            // RD / DC: every RC operation but the invalidating SENDs and
+            // ATOMIC WRITE (IBA 1.5 gives RD a FLUSH, 0x5C, but no ATOMIC
+            // WRITE, as Linux's ib_pack.h lists them), behind the DC header
+            // and an RDETH; requests add a DETH.
             transport::RD => match o {
                 op::RD_RESYNC => ext::DC_BTH,
                 op::ACKNOWLEDGE => ext::DC_BTH | ext::AETH,
-                op::SEND_LAST_INVALIDATE | op::SEND_ONLY_INVALIDATE => ext::UNKNOWN,
+                op::SEND_LAST_INVALIDATE | op::SEND_ONLY_INVALIDATE | op::ATOMIC_WRITE => {
+                    ext::UNKNOWN
+                }
                 _ if per_op & ext::UNKNOWN != 0 => ext::UNKNOWN,
                 _ if is_response_op(o) => ext::DC_BTH | ext::RDETH | per_op,
                 _ => ext::DC_BTH | ext::RDETH | ext::DETH | per_op,
@@ -304,6 +322,9 @@ pub mod ib {
         }
         if mask & ext::XRCETH != 0 {
             len += XRCETH_LEN;
+        }
+        if mask & ext::FETH != 0 {
+            len += FETH_LEN;
         }
         if mask & ext::RETH != 0 {
             len += RETH_LEN;

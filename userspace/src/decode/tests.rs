@@ -332,6 +332,64 @@ fn send_with_invalidate_and_xrc() {
     assert_eq!(r.payload_len, 4);
 }
 
+/// IBA 1.5's FLUSH (RC 0x1C, RD 0x5C, XRC 0xBC: FETH, then RETH) and
+/// ATOMIC WRITE (RC 0x1D, XRC 0xBD: RETH, then 8 bytes of data), written
+/// byte by byte; RD has no ATOMIC WRITE and UC neither (0x5D, 0x3D
+/// reserved). tshark 4.0 does not know them: it shows `Opcode: Unknown
+/// (28)` and the rest as "Unknown/Vendor Specific Data".
+#[test]
+fn ibta_1_5_flush_and_atomic_write() {
+    // FETH: selectivity level 1, placement type 1 (bits 5–4, 3–0 of byte 3).
+    let feth = [0x00, 0x00, 0x00, 0x11];
+    let reth = [0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0x99, 0, 0, 0x10, 0];
+    let xrceth = [0x00, 0x00, 0x00, 0x07];
+    let rd = [
+        0, 0, 0, 0, 0, 0, 0, 0, // mlx5 DC header
+        0, 0, 0, 5, // RDETH
+        0x80, 0x01, 0, 0, 0, 0, 0, 0x22, // DETH
+    ];
+    let cat = |parts: &[&[u8]]| parts.concat();
+    for (opcode, ext, payload) in [
+        (0x1C, cat(&[&feth, &reth]), 0),
+        (0xBC, cat(&[&xrceth, &feth, &reth]), 0),
+        (0x5C, cat(&[&rd, &feth, &reth]), 0),
+        (0x1D, reth.to_vec(), 8),
+        (0xBD, cat(&[&xrceth, &reth]), 8),
+    ] {
+        let r = dec(&roce_v4(bth(opcode), &ext, &[0xA5; 8][..payload]));
+        assert_eq!(r.kind(), Kind::Roce, "{opcode:#x}");
+        assert!(r.has(flags::HAS_RETH | flags::HAS_PAYLOAD_LEN), "{opcode:#x}");
+        assert_eq!(
+            (r.reth_va, r.reth_rkey, r.reth_len, r.payload_len),
+            (0x40, 0x99, 4096, payload as u32),
+            "{opcode:#x}"
+        );
+        assert_eq!(r.icrc_ok(), Some(true), "{opcode:#x}");
+        assert!(rocescope_common::proto::ib::is_request(opcode), "{opcode:#x}");
+    }
+    let r = dec(&roce_v4(bth(0x5C), &rd, &[]));
+    assert_eq!(r.deth_src_qp, 0x22);
+    for reserved in [0x5D, 0x3C, 0x3D] {
+        let r = dec(&roce_v4(bth(reserved), &reth, &[0; 8]));
+        assert!(!r.has(flags::HAS_PAYLOAD_LEN | flags::HAS_RETH), "{reserved:#x}");
+    }
+    // The builder writes the FETH where the walk reads it.
+    use crate::synth::frame::{RoceFrame, WireFrame};
+    let mut f = RoceFrame::default();
+    f.bth.opcode = 0x1C;
+    f.ext.feth_sel = 1;
+    f.ext.feth_plt = 1;
+    f.ext.reth_va = 0x40;
+    f.ext.reth_rkey = 0x99;
+    f.ext.reth_len = 4096;
+    f.payload_len = 0;
+    let mut b = Vec::new();
+    f.write(&mut b);
+    let at = 14 + 20 + 8 + 12;
+    assert_eq!(b[at..at + 20], cat(&[&feth, &reth])[..]);
+    assert_eq!(dec(&b).reth_len, 4096);
+}
+
 #[test]
 fn unknown_opcode_decodes_the_bth_only() {
     let f = roce_v4(bth(0x15), &[0xFF; 16], &[]);

@@ -377,6 +377,9 @@ pub struct ExtHeaders {
     pub deth_src_qp: u32,
     /// XRCETH XRC SRQ (24 bits).
     pub xrc_srq: u32,
+    /// FETH selectivity level (2 bits) and placement type (4 bits).
+    pub feth_sel: u8,
+    pub feth_plt: u8,
     pub reth_va: u64,
     pub reth_rkey: u32,
     pub reth_len: u32,
@@ -427,6 +430,11 @@ impl ExtHeaders {
         });
         emit!(ext::XRCETH, ib::XRCETH_LEN, |h| {
             put(&mut h, field::xrceth::XRC_SRQ, &u24(self.xrc_srq));
+        });
+        emit!(ext::FETH, ib::FETH_LEN, |h| {
+            use field::feth as ff;
+            h[ff::SEL_PLT] =
+                ((self.feth_sel & ff::SEL_MASK) << ff::SEL_SHIFT) | (self.feth_plt & ff::PLT_MASK);
         });
         emit!(ext::RETH, ib::RETH_LEN, |h| {
             put(&mut h, field::reth::VA, &self.reth_va.to_be_bytes());

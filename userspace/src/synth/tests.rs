@@ -192,8 +192,9 @@ fn every_defined_opcode_gets_its_extension_headers_and_a_valid_icrc() {
             assert_eq!(buf.len(), f.frame_len());
         }
     }
-    // RC 23 + UC 12 + RD 22 + UD 2 + XRC 23 + CNP
-    assert_eq!(n, 83);
+    // RC 25 + UC 12 + RD 23 + UD 2 + XRC 25 + CNP (IBA 1.5's FLUSH in RC,
+    // RD and XRC, ATOMIC WRITE in RC and XRC)
+    assert_eq!(n, 88);
 }
 
 #[test]

@@ -162,6 +162,16 @@ pub mod xrceth {
     pub const XRC_SRQ: usize = 1;
 }
 
+/// FLUSH Extended Transport Header (IBA 1.5, FLUSH only): 26 reserved
+/// bits, the selectivity level (2 bits), the placement type (4 bits).
+pub mod feth {
+    /// The byte holding SelectivityLevel (bits 5–4) and PlacementType (3–0).
+    pub const SEL_PLT: usize = 3;
+    pub const SEL_SHIFT: u8 = 4;
+    pub const SEL_MASK: u8 = 0x03;
+    pub const PLT_MASK: u8 = 0x0F;
+}
+
 /// RDMA Extended Transport Header (§9.3.3).
 pub mod reth {
     pub const VA: usize = 0;

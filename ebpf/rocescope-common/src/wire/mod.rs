@@ -896,8 +896,8 @@ fn ext_headers<F: Frame + ?Sized, V: Visit>(
             }
         };
     }
-    // The DC headers of the RD range, RDETH and XRCETH have no record
-    // fields: read only to find what follows.
+    // The DC headers of the RD range, RDETH, XRCETH and FETH have no
+    // record fields: read only to find what follows.
     take!(ext::DC_BTH, ib::DC_BTH_LEN, |_h| {});
     take!(ext::DCCETH, ib::DCCETH_LEN, |_h| {});
     take!(ext::RDETH, ib::RDETH_LEN, |_h| {});
@@ -907,6 +907,7 @@ fn ext_headers<F: Frame + ?Sized, V: Visit>(
         rec.flags |= flags::HAS_DETH;
     });
     take!(ext::XRCETH, ib::XRCETH_LEN, |_h| {});
+    take!(ext::FETH, ib::FETH_LEN, |_h| {});
     take!(ext::RETH, ib::RETH_LEN, |h| {
         rec.reth_va = be64(&h, field::reth::VA);
         rec.reth_rkey = be32(&h, field::reth::R_KEY);
