@@ -441,9 +441,10 @@ fn an_erf_capture_analyses_end_to_end_and_its_bad_record_is_reported() {
     let total = |c: &str| fl.ints(c).iter().map(|v| v.unwrap()).sum::<i128>();
     assert_eq!(total("becn"), 4);
     assert_eq!(total("packets"), 21);
-    // FECN counts where CE does, on requests: 1 (SEND), 5 (WRITE Only),
-    // 17 (DC SEND), 21 (WRITE Only, cut); 9 is an ACK, 13 a UD send.
-    assert_eq!(total("ce"), 4);
+    // FECN counts where CE does, on requests and UD sends: 1 (SEND), 5
+    // (WRITE Only), 13 (UD SEND), 17 (DC SEND), 21 (WRITE Only, cut); 9 is
+    // an ACK.
+    assert_eq!(total("ce"), 5);
     assert_eq!(total("icrc_errors"), 2);
     // The same packets as a LINKTYPE_INFINIBAND capture: the same rows.
     let cap = dir.path().join("ib.pcap");
