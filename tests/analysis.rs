@@ -399,8 +399,16 @@ fn ud_ce_marks_count_and_cnps_to_the_source_qp_answer_them() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = Capture::new(dir.path(), "ud.pcapng", &["tap"]);
     for psn in 0..6 {
-        c.put(0, f64::from(psn), &ud_send(0x500, 0x600, psn, matches!(psn, 1 | 3)));
-        c.put(0, f64::from(psn) + 0.5, &ud_send(0x501, 0x601, 40 + psn, psn == 2));
+        c.put(
+            0,
+            f64::from(psn),
+            &ud_send(0x500, 0x600, psn, matches!(psn, 1 | 3)),
+        );
+        c.put(
+            0,
+            f64::from(psn) + 0.5,
+            &ud_send(0x501, 0x601, 40 + psn, psn == 2),
+        );
     }
     c.put(0, 4.0, &cnp(0x600));
     c.put(0, 6.0, &cnp(0x600));
@@ -415,13 +423,19 @@ fn ud_ce_marks_count_and_cnps_to_the_source_qp_answer_them() {
             (ce, cnps),
             "QP {qp:#x}"
         );
-        assert_eq!(f.0.strings("service")[f.row("tap", qp)].as_deref(), Some("UD"));
+        assert_eq!(
+            f.0.strings("service")[f.row("tap", qp)].as_deref(),
+            Some("UD")
+        );
         assert_eq!(f.get("tap", qp, "data_packets"), 6);
     }
     let s = summary(&out);
     assert_eq!(s["totals"]["ce"], 3);
     let r = &s["ce_to_cnp"];
-    assert_eq!((r["samples"].as_u64(), r["min_us"].as_f64()), (Some(1), Some(3.0)));
+    assert_eq!(
+        (r["samples"].as_u64(), r["min_us"].as_f64()),
+        (Some(1), Some(3.0))
+    );
     let finding = s["findings"]
         .as_array()
         .unwrap()
@@ -429,7 +443,10 @@ fn ud_ce_marks_count_and_cnps_to_the_source_qp_answer_them() {
         .find(|f| f["id"] == "ce-without-cnp")
         .expect("ce-without-cnp");
     let detail = finding["detail"].as_str().unwrap();
-    assert!(detail.contains("QP 1281") && !detail.contains("QP 1280"), "{detail}");
+    assert!(
+        detail.contains("QP 1281") && !detail.contains("QP 1280"),
+        "{detail}"
+    );
 }
 
 #[test]
@@ -931,6 +948,88 @@ fn isb(iface: u32, ifdrop: u64, osdrop: u64) -> Vec<u8> {
     b
 }
 
+/// An interface its pcapng declared that recorded nothing is a tap of the
+/// summary all the same (`ifaces`, `taps[]` with 0 records, null times, its
+/// own drop counters), and a warning on stderr; one whose frames were
+/// none rocescope reads (ARP) is listed, not warned about. A TAP option may
+/// name it (docs/tables.md, summary.json `taps`).
+#[test]
+fn interfaces_that_recorded_nothing_are_listed_and_warned_about() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "idle.pcapng", &["busy", "idle", "arp"]);
+    for psn in 0..3 {
+        c.put(0, f64::from(psn), &write(0x100, psn));
+    }
+    let arp = [[0xFF; 6].as_slice(), &MAC_A, &[0x08, 0x06], &[0; 28]].concat();
+    c.writer.write_frame(2, T0 + 5 * US, &arp).unwrap();
+    let cap = c.finish();
+    // The idle interface's statistics: 5 dropped by the interface.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&cap)
+        .unwrap()
+        .write_all(&isb(1, 5, 0))
+        .unwrap();
+    let out = dir.path().join("out");
+    let r = rocescope_ok(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--link-speed",
+        "idle=400G",
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    let warned: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("recorded no frames"))
+        .collect();
+    assert_eq!(
+        warned,
+        [format!(
+            "rocescope: warning: {}: interface 1 (idle) recorded no frames: the tap captured nothing (listed in summary.json's taps with 0 records)",
+            cap.display()
+        )],
+        "{err}"
+    );
+    let s = summary(&out);
+    let names: Vec<&str> = s["ifaces"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["busy", "idle", "arp"]);
+    let taps = s["taps"].as_array().unwrap();
+    let row = |t: &serde_json::Value| {
+        (
+            t["iface"].as_str().unwrap().to_string(),
+            t["records"].as_u64().unwrap(),
+            t["first_ts_ns"].is_null(),
+            t["link_speed_bps"].as_u64().unwrap(),
+            t["isb_ifdrop"].as_u64(),
+        )
+    };
+    assert_eq!(
+        taps.iter().map(row).collect::<Vec<_>>(),
+        [
+            ("busy".to_string(), 3, false, 100_000_000_000, None),
+            ("idle".to_string(), 0, true, 400_000_000_000, Some(5)),
+            ("arp".to_string(), 0, true, 100_000_000_000, None),
+        ]
+    );
+    assert_eq!(s["input"]["decode"]["not_decoded"], 1);
+    // Its drops are the capture's own loss, as any tap's.
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "capture-loss")
+        .expect("capture-loss");
+    assert_eq!(f["params"]["capture_drops_counted"], 5);
+}
+
 #[test]
 fn the_captures_own_drop_counters_are_part_of_capture_loss() {
     use std::io::Write as _;
@@ -1042,7 +1141,11 @@ fn rocev1_capture(dir: &Path, name: &str, with_v2: bool) -> PathBuf {
     let mut c = Capture::new(dir, name, &["tap"]);
     for (i, psn) in (100..=105).enumerate() {
         let ecn = if matches!(psn, 101 | 102) { 3 } else { 2 };
-        c.put(0, i as f64 * 2.0, &v1(tclass(write(0x300, psn), 26, ecn), ab));
+        c.put(
+            0,
+            i as f64 * 2.0,
+            &v1(tclass(write(0x300, psn), 26, ecn), ab),
+        );
         if with_v2 && i < 4 {
             c.put(0, i as f64 * 2.0 + 1.0, &write(0x100, 2000 + psn - 100));
         }
@@ -1050,7 +1153,11 @@ fn rocev1_capture(dir: &Path, name: &str, with_v2: bool) -> PathBuf {
     c.put(0, 12.0, &v1(tclass(aeth(0x400, 100, 0x1F), 48, 0), ba));
     c.put(0, 13.0, &v1(tclass(aeth(0x400, 103, 0x60), 48, 0), ba));
     for (i, psn) in (103..=105).enumerate() {
-        c.put(0, 14.0 + i as f64, &v1(tclass(write(0x300, psn), 26, 2), ab));
+        c.put(
+            0,
+            14.0 + i as f64,
+            &v1(tclass(write(0x300, psn), 26, 2), ab),
+        );
     }
     if with_v2 {
         c.put(0, 17.5, &aeth(0x200, 2003, 0x1F));
@@ -1122,7 +1229,10 @@ fn rocev1_alone_and_mixed_with_rocev2_are_fully_analysed() {
         // CE in the TClass counts as in IP's (docs/analysis.md, "CNPs").
         assert_eq!(f.get("tap", 0x300, "ce"), 2);
         assert_eq!(f.get("tap", 0x300, "dscp"), 26);
-        assert_eq!((f.get("tap", 0x400, "ce"), f.get("tap", 0x400, "dscp")), (0, 48));
+        assert_eq!(
+            (f.get("tap", 0x400, "ce"), f.get("tap", 0x400, "dscp")),
+            (0, 48)
+        );
         assert_eq!(f.get("tap", 0x300, "rewinds_nak"), 1);
         assert_eq!(f.get("tap", 0x300, "retrans_packets"), 3);
         assert_eq!(f.get("tap", 0x300, "max_rewind_depth"), 3);

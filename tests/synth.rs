@@ -1741,7 +1741,10 @@ fn elephants_hashed_onto_one_uplink_are_an_ecmp_imbalance() {
         assert!(detail.contains(&port), "{port}\n{detail}");
     }
     assert!(
-        detail.contains("leaf0-spine1-tx: no frame recorded"),
+        // The capture declares the idle uplink's interface (docs/inputs.md).
+        detail.contains(
+            "leaf0-spine1-tx: no frame recorded — its capture declares the interface: an idle path."
+        ),
         "{detail}"
     );
     assert_eq!(

@@ -539,10 +539,7 @@ fn check_against_tshark(c: &mut Checker<'_>, rec: &PacketRecord, optional: &[(&s
         // tshark shows the TClass as one number; RoCEv1's is read as DSCP
         // and ECN (docs/inputs.md), native InfiniBand's is not.
         if !rec.has(flags::IB_LRH) {
-            c.field(
-                "infiniband.grh.tclass",
-                u64::from(rec.dscp << 2 | rec.ecn),
-            );
+            c.field("infiniband.grh.tclass", u64::from(rec.dscp << 2 | rec.ecn));
         }
     }
     if row.get("udp.dstport").map(|p| num(p)) == Some(4791) {

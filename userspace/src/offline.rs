@@ -149,6 +149,7 @@ pub fn run_with(
         files: vec![FileState::default(); names.len()],
         filter,
         rec: PacketRecord::default(),
+        framed: vec![Vec::new(); names.len()],
     };
     let stopped_by = merge.walk(&mut run).err().map(|e| e.to_string());
     run.progress.done();
@@ -209,6 +210,9 @@ struct Run {
     filter: Option<Filter>,
     /// Each frame is decoded into this one record.
     rec: PacketRecord,
+    /// Per file: which of its interfaces had a frame (the reader checks a
+    /// frame's interface against those declared, which bounds the length).
+    framed: Vec<Vec<bool>>,
 }
 
 /// What is remembered of each file while it is read.
@@ -263,8 +267,8 @@ impl Visit for Run {
     fn end(&mut self, slot: usize, mut reader: CaptureReader) {
         self.warnings
             .extend(reader.take_warnings().into_iter().map(|w| w.to_string()));
-        // The capture's own drop counters, for the interfaces that had
-        // frames (what it read up to a stop included).
+        self.idle_interfaces(slot, &reader);
+        // The capture's own drop counters (what it read up to a stop included).
         for (i, ifc) in reader.interfaces().iter().enumerate() {
             let (Some(d), Ok(i)) = (ifc.drops, u32::try_from(i)) else {
                 continue;
@@ -291,10 +295,49 @@ impl Visit for Run {
 }
 
 impl Run {
+    /// Interfaces file `slot` declared that had no record: named like any
+    /// other, so the summary lists them (`taps[].records` 0); one that had
+    /// no frame at all is also a warning: a tap that captured nothing.
+    fn idle_interfaces(&mut self, slot: usize, reader: &CaptureReader) {
+        let Some(capture) = self.taps.tap_of(slot) else {
+            return;
+        };
+        for (i, ifc) in reader.interfaces().iter().enumerate() {
+            let Ok(local) = u32::try_from(i) else {
+                break;
+            };
+            if self.taps.get(slot, local).is_some() {
+                continue;
+            }
+            let Some((iface, true)) = self.taps.index(slot, local, ifc.name.as_deref()) else {
+                continue;
+            };
+            let name = self.taps.name(iface).to_string();
+            self.pipeline.name_iface_of(
+                iface,
+                &name,
+                u32::try_from(capture).unwrap_or(u32::MAX),
+                local,
+            );
+            if !self.framed[slot].get(i).copied().unwrap_or(false) {
+                self.warnings.push(format!(
+                    "{}: interface {i} ({name}) recorded no frames: the tap captured nothing (listed in summary.json's taps with 0 records)",
+                    reader.path().display()
+                ));
+            }
+        }
+    }
+
     /// The frame's part of the work that needs its bytes: the filter and
     /// the decoder. None when it is no record.
     fn decode(&mut self, slot: usize, frame: &Frame<'_>) -> Result<Option<Decoded>> {
         self.frames_read += 1;
+        let framed = &mut self.framed[slot];
+        let i = frame.iface as usize;
+        if framed.len() <= i {
+            framed.resize(i + 1, false);
+        }
+        framed[i] = true;
         let file = &mut self.files[slot];
         file.last_ts = file.last_ts.max(frame.ts_ns);
         let rec = &mut self.rec;

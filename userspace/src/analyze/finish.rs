@@ -170,19 +170,22 @@ impl Analyzer {
                 *c += f.gap_counts.capture_lost;
             }
         }
+        // Every named interface, a tap that recorded nothing too (its
+        // capture declared it): the user sees it captured nothing.
         let tap_rows: Vec<TapSummary> = self
             .taps
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.seen)
+            .filter(|(i, t)| t.seen || self.ifaces.contains_key(&(*i as u16)))
             .map(|(i, t)| {
                 let iface = i as u16;
                 let dup = self.dups.per_tap.get(&iface).cloned();
                 TapSummary {
                     iface,
                     iface_name: iface_name(&self.ifaces, iface),
-                    first_ts_ns: t.first_ts,
-                    last_ts_ns: t.last_ts,
+                    records: t.records,
+                    first_ts_ns: t.seen.then_some(t.first_ts),
+                    last_ts_ns: t.seen.then_some(t.last_ts),
                     link_speed_bps: self.pfc.speed(iface),
                     duplicates: dup.as_ref().map_or(0, |d| d.copies),
                     duplicate_gaps: dup,

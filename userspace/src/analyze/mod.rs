@@ -154,7 +154,11 @@ impl Config {
             .tap_link_speed_bps
             .iter()
             .map(|(n, _)| ("--link-speed", n))
-            .chain(self.clock_offsets.iter().map(|(n, _)| ("--clock-offset", n)));
+            .chain(
+                self.clock_offsets
+                    .iter()
+                    .map(|(n, _)| ("--clock-offset", n)),
+            );
         let lines: Vec<String> = options
             .filter(|(_, name)| !known(name))
             .map(|(option, name)| {
@@ -306,6 +310,7 @@ impl Analyzer {
             t.seen = true;
             t.first_ts = now;
         }
+        t.records += 1;
         t.last_ts = t.last_ts.max(now);
         if rec.has(flags::CUT) {
             self.frames.cut += 1;

@@ -390,8 +390,12 @@ pub struct TapSummary {
     pub iface: u16,
     #[serde(rename = "iface")]
     pub iface_name: String,
-    pub first_ts_ns: u64,
-    pub last_ts_ns: u64,
+    /// Its records: 0 for an interface its capture declared that recorded
+    /// nothing (or nothing rocescope reads).
+    pub records: u64,
+    /// First and last record; null without any.
+    pub first_ts_ns: Option<u64>,
+    pub last_ts_ns: Option<u64>,
     /// The speed PFC quanta were timed at on this tap.
     pub link_speed_bps: u64,
     /// Mirror copies this tap recorded.

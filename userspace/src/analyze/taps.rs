@@ -16,6 +16,8 @@ pub(super) struct TapState {
     pub(super) isb_ifdrop: Option<u64>,
     pub(super) isb_osdrop: Option<u64>,
     pub(super) seen: bool,
+    /// Its records (RoCE, CNP, PFC, PAUSE, malformed).
+    pub(super) records: u64,
     pub(super) first_ts: u64,
     pub(super) last_ts: u64,
     pub(super) icrc_checked: u64,

@@ -112,7 +112,10 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
     // Missing privileges are the likelier problem: say so first.
     live::tap::check_privileges()?;
     // The one tap is the interface: a typo fails before anything is attached.
-    if let Some(unknown) = opts.analyzer.unknown_taps(std::slice::from_ref(&opts.iface)) {
+    if let Some(unknown) = opts
+        .analyzer
+        .unknown_taps(std::slice::from_ref(&opts.iface))
+    {
         return Err(crate::Error::Usage(unknown));
     }
     let identity = format!(

@@ -358,20 +358,29 @@ fn ibta_1_5_flush_and_atomic_write() {
     ] {
         let r = dec(&roce_v4(bth(opcode), &ext, &[0xA5; 8][..payload]));
         assert_eq!(r.kind(), Kind::Roce, "{opcode:#x}");
-        assert!(r.has(flags::HAS_RETH | flags::HAS_PAYLOAD_LEN), "{opcode:#x}");
+        assert!(
+            r.has(flags::HAS_RETH | flags::HAS_PAYLOAD_LEN),
+            "{opcode:#x}"
+        );
         assert_eq!(
             (r.reth_va, r.reth_rkey, r.reth_len, r.payload_len),
             (0x40, 0x99, 4096, payload as u32),
             "{opcode:#x}"
         );
         assert_eq!(r.icrc_ok(), Some(true), "{opcode:#x}");
-        assert!(rocescope_common::proto::ib::is_request(opcode), "{opcode:#x}");
+        assert!(
+            rocescope_common::proto::ib::is_request(opcode),
+            "{opcode:#x}"
+        );
     }
     let r = dec(&roce_v4(bth(0x5C), &rd, &[]));
     assert_eq!(r.deth_src_qp, 0x22);
     for reserved in [0x5D, 0x3C, 0x3D] {
         let r = dec(&roce_v4(bth(reserved), &reth, &[0; 8]));
-        assert!(!r.has(flags::HAS_PAYLOAD_LEN | flags::HAS_RETH), "{reserved:#x}");
+        assert!(
+            !r.has(flags::HAS_PAYLOAD_LEN | flags::HAS_RETH),
+            "{reserved:#x}"
+        );
     }
     // The builder writes the FETH where the walk reads it.
     use crate::synth::frame::{RoceFrame, WireFrame};

@@ -48,13 +48,19 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
             .filter(|f| g.ifaces[m] == Some(f.iface) && f.packets > 0)
             .collect()
     };
-    // Names of the interfaces that recorded frames, for a member that did not.
-    let recorded: Vec<&str> = x
+    // The capture's interfaces, for a member that is none of them.
+    let names: Vec<&str> = x
         .summary
         .taps
         .iter()
         .map(|t| t.iface_name.as_str())
         .collect();
+    let idle = |iface: u16| {
+        x.summary
+            .taps
+            .iter()
+            .any(|t| t.iface == iface && t.records == 0)
+    };
     let mut lines = vec![format!(
         "{} of {} bins of {} in which the group carried at least {} of a member's link were imbalanced (the busiest member at least {}× its fair share of {}, another at most {}×), from {} to {}.",
         g.imbalanced_bins,
@@ -72,13 +78,23 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
             .min(x.summary.last_ts_ns.unwrap_or(u64::MAX))),
     )];
     for (m, member_share) in shares.iter().enumerate() {
-        if g.ifaces[m].is_none() {
-            lines.push(format!(
-                "{}: no frame recorded — an idle path, or a name that is none of the capture's interfaces (those that recorded frames: {}).",
-                g.members[m],
-                recorded.join(", ")
-            ));
-            continue;
+        match g.ifaces[m] {
+            None => {
+                lines.push(format!(
+                    "{}: no frame recorded — a name that is none of the capture's interfaces ({}).",
+                    g.members[m],
+                    names.join(", ")
+                ));
+                continue;
+            }
+            Some(i) if idle(i) => {
+                lines.push(format!(
+                    "{}: no frame recorded — its capture declares the interface: an idle path.",
+                    g.members[m]
+                ));
+                continue;
+            }
+            Some(_) => {}
         }
         let link = g.speed_bps[m] as f64 / 8.0 * bin_ns as f64 / 1e9;
         lines.push(format!(

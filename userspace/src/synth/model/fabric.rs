@@ -450,9 +450,7 @@ impl Fabric {
                     fc.src, fc.dst
                 ));
             }
-            let sport = fc
-                .udp_sport
-                .unwrap_or_else(|| ephemeral_port(i, 0x1F3));
+            let sport = fc.udp_sport.unwrap_or_else(|| ephemeral_port(i, 0x1F3));
             if fc.mtu == Some(0) {
                 return Err(format!("flows.{i}.mtu must be positive"));
             }

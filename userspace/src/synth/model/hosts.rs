@@ -86,7 +86,10 @@ mod tests {
     #[test]
     fn port_macs_are_distinct_past_a_byte() {
         assert_eq!(port_mac(true, 3, 0), [0x02, 0x00, 0x00, 3, 0, 0x01]);
-        assert_eq!(port_mac(false, 0x1F7, 0x13A), [0x02, 0x5A, 0x11, 0xF7, 0x3A, 0x01]);
+        assert_eq!(
+            port_mac(false, 0x1F7, 0x13A),
+            [0x02, 0x5A, 0x11, 0xF7, 0x3A, 0x01]
+        );
         let macs: std::collections::HashSet<[u8; 6]> = (0..600)
             .flat_map(|n| (0..320).map(move |l| port_mac(false, n, l)))
             .collect();

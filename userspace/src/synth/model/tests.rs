@@ -1089,19 +1089,27 @@ fn many_connections_keep_ports_and_macs_apart() {
             hosts::responder_qpn(i),
             2,
         );
-        assert!(sport >= 0xC000 && pick == uplinks[i], "flow {i}: {sport:#x}");
+        assert!(
+            sport >= 0xC000 && pick == uplinks[i],
+            "flow {i}: {sport:#x}"
+        );
     }
     let run = simulate(&c).unwrap();
     assert_eq!(run.qps.len(), 1000);
     assert!(run.qps.iter().all(|q| q.udp_sport >= 0xC000));
     // Past the pinned ones: 0xC000 + i × 0x1F3, wrapped within the range.
-    assert_eq!(run.qps[999].udp_sport, 0xC000 + (999 * 0x1F3 % 0x4000) as u16);
+    assert_eq!(
+        run.qps[999].udp_sport,
+        0xC000 + (999 * 0x1F3 % 0x4000) as u16
+    );
     // Each host's own frames at its tap carry its port's MAC.
     let own = [hosts::sender_ip(0), hosts::receiver_ip(6)];
     let mut macs = BTreeMap::new();
     for f in &run.frames {
         if let Some(r) = f.frame.as_roce().filter(|r| r.src_ip == own[f.tap]) {
-            macs.entry(r.src_ip).or_insert_with(std::collections::BTreeSet::new).insert(r.src_mac);
+            macs.entry(r.src_ip)
+                .or_insert_with(std::collections::BTreeSet::new)
+                .insert(r.src_mac);
         }
     }
     let (s0, r6) = (&macs[&hosts::sender_ip(0)], &macs[&hosts::receiver_ip(6)]);
