@@ -268,6 +268,53 @@ fn tap_options_naming_no_tap_fail_and_write_nothing() {
     );
 }
 
+/// A dataset run's id is the same for the same capture and options (the
+/// run replaces its files), another for another `--match-window` or
+/// `--clock-offset`, and not another for `--threads`, which changes no
+/// output: the run is named after its first record whichever table's row
+/// the pipeline hands over first (docs/tables.md, "Runs").
+#[test]
+fn dataset_run_ids_follow_the_options_that_change_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("ds");
+    let cap = shared_capture("softroce-nccl_node0.pcap");
+    let runs = |extra: &[&str]| -> std::collections::BTreeSet<String> {
+        let mut args = vec![
+            "analyze",
+            cap.to_str().unwrap(),
+            "--dataset",
+            data.to_str().unwrap(),
+            "--host",
+            "h",
+        ];
+        args.extend_from_slice(extra);
+        rocescope_ok(&args);
+        let mut found = std::collections::BTreeSet::new();
+        let mut dirs = vec![data.join("summaries")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else {
+                    let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                    found.insert(name);
+                }
+            }
+        }
+        found
+    };
+    let first = runs(&[]);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(runs(&[]), first, "the same inputs: the same run");
+    assert_eq!(runs(&["--threads", "1"]), first);
+    let window = runs(&["--match-window", "1ms"]);
+    assert_eq!(window.len(), 2, "{window:?}");
+    let offset = runs(&["--clock-offset", "softroce-nccl_node0=+1us"]);
+    assert_eq!(offset.len(), 3, "{offset:?}");
+    assert!(offset.is_superset(&window) && window.is_superset(&first));
+}
+
 fn run_ok(r: &std::process::Output) {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
 }

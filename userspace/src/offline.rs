@@ -45,6 +45,27 @@ pub struct Options {
     pub taps: Vec<TapSpec>,
 }
 
+impl Options {
+    /// [`analyze::Config::identity`] and the reading options that change
+    /// the outputs: `--filter`, and `--tap` (which names the interfaces;
+    /// by file name, as the captures count in the identity).
+    pub fn identity(&self) -> String {
+        let mut s = self.analyzer.identity();
+        if let Some(f) = &self.filter {
+            s.push_str(&format!("filter={f}\n"));
+        }
+        for t in &self.taps {
+            let files: Vec<String> = t
+                .files
+                .iter()
+                .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
+                .collect();
+            s.push_str(&format!("tap.{}={}\n", t.name, files.join(",")));
+        }
+        s
+    }
+}
+
 /// What a run produced besides the tables.
 pub struct Outcome {
     pub analysis: Analysis,

@@ -144,6 +144,44 @@ pub struct Config {
 }
 
 impl Config {
+    /// The options that change what a run writes, as stable text, one
+    /// `key=value` line each in a fixed order: what the dataset's run id
+    /// hashes (docs/tables.md, "Dataset layout"). Explicit rather than the
+    /// Debug output, so that a renamed field or a new option with its
+    /// default leaves the ids of earlier runs as they were.
+    pub fn identity(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        // Writing to a String cannot fail.
+        let _ = writeln!(s, "link_speed={}", self.link_speed_bps);
+        for (tap, bps) in &self.tap_link_speed_bps {
+            let _ = writeln!(s, "link_speed.{tap}={bps}");
+        }
+        let _ = writeln!(s, "storm={}", self.storm_ns);
+        let _ = writeln!(s, "bin={}", self.bin_ns);
+        if let Some(map) = &self.dscp_to_priority {
+            let map: Vec<String> = map.iter().map(u8::to_string).collect();
+            let _ = writeln!(s, "dscp_map={}", map.join(","));
+        }
+        let _ = writeln!(s, "dup_window={}", self.dup_window_ns);
+        for g in &self.ecmp_groups {
+            let _ = writeln!(s, "ecmp_group={}", g.members.join(","));
+        }
+        if let Some(t) = &self.topology {
+            for (tap, place) in &t.taps {
+                let _ = writeln!(s, "topology.tap.{tap}={}", place.label());
+            }
+            for (mac, name) in &t.macs {
+                let _ = writeln!(s, "topology.mac.{}={name}", fmt_mac(mac));
+            }
+        }
+        let _ = writeln!(s, "match_window={}", self.match_window_ns);
+        for (tap, ns) in &self.clock_offsets {
+            let _ = writeln!(s, "clock_offset.{tap}={ns}");
+        }
+        s
+    }
+
     /// The options keyed by tap (`--link-speed TAP=`, `--clock-offset
     /// TAP=`) that name no interface of the run (`taps`: every interface's
     /// name, as in the tables' `iface` column): one line each, saying which

@@ -62,10 +62,7 @@ pub(crate) fn analyze(
             source: e,
         })?;
     }
-    let identity = crate::tables::dataset::capture_identity(
-        &input.captures,
-        &format!("{:?} {:?}", opts.analyzer, opts.filter),
-    );
+    let identity = crate::tables::dataset::capture_identity(&input.captures, &opts.identity());
     let extra = dataset.writer(identity)?.into_iter().collect();
     let counters = load_counters(&input.counters)?;
     let mut outcome = offline::run_with(&input.captures, &opts, out.as_deref(), extra)?;

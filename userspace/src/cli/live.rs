@@ -119,8 +119,11 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         return Err(crate::Error::Usage(unknown));
     }
     let identity = format!(
-        "live {} {:?} {:?} {:?}",
-        opts.iface, opts.mode, opts.tap_mode, opts.analyzer
+        "live {} {:?} {}\n{}",
+        opts.iface,
+        opts.mode,
+        opts.tap_mode.as_str(),
+        opts.analyzer.identity()
     );
     let outcome = live::run_with(&opts, || {
         Ok(dataset.writer(identity.clone())?.into_iter().collect())

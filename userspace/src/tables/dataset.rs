@@ -378,6 +378,31 @@ pub struct DatasetWriter {
     timeline: Partitioned<TimelineColumns>,
     /// The first error of a sink call (the Sink trait cannot return one).
     failed: Option<Error>,
+    /// Event and timeline rows that came before the run's first packet
+    /// row. The run is named after its first record (docs/tables.md,
+    /// "Runs"), whichever table's row comes first: with threads the
+    /// pipeline hands over a batch's timeline rows (bins start before their
+    /// first packet) before its packets. At most [`EARLY_MAX`]; then the
+    /// earliest of them names the run (the live tap's summary mode sends
+    /// rows without packets).
+    early: Vec<Early>,
+}
+
+/// Rows held until the run is named ([`DatasetWriter::early`]).
+const EARLY_MAX: usize = 4096;
+
+enum Early {
+    Event(analyze::Event),
+    Timeline(analyze::TimelineRow),
+}
+
+impl Early {
+    fn ts_ns(&self) -> u64 {
+        match self {
+            Early::Event(e) => e.ts_ns,
+            Early::Timeline(t) => t.bin_start_ns,
+        }
+    }
 }
 
 impl DatasetWriter {
@@ -404,12 +429,53 @@ impl DatasetWriter {
             events: Partitioned::new("events"),
             timeline: Partitioned::new("timeline"),
             failed: None,
+            early: Vec::new(),
         })
+    }
+
+    /// Names the run after `first_record` (else the earliest row held) and
+    /// writes the rows held until then.
+    fn start_run(&mut self, first_record: Option<u64>) {
+        let earliest = self.early.iter().map(Early::ts_ns).min();
+        let Some(start) = first_record.or(earliest) else {
+            return;
+        };
+        self.ctx.run_id(start);
+        for row in std::mem::take(&mut self.early) {
+            let r = match &row {
+                Early::Event(e) => self.push_event(e),
+                Early::Timeline(t) => self.timeline.push(&mut self.ctx, t.bin_start_ns, t),
+            };
+            self.keep_first_error(r);
+        }
+    }
+
+    fn push_event(&mut self, e: &analyze::Event) -> Result<()> {
+        let row = Named {
+            row: e,
+            ifaces: &self.ifaces,
+        };
+        self.events.push(&mut self.ctx, e.ts_ns, &row)
+    }
+
+    /// Holds `row` while the run has no name yet; false once it has.
+    fn held(&mut self, row: impl FnOnce() -> Early) -> bool {
+        if self.ctx.run.is_some() {
+            return false;
+        }
+        self.early.push(row());
+        if self.early.len() >= EARLY_MAX {
+            self.start_run(None);
+        }
+        true
     }
 
     /// Writes flows, pause intervals and the run's summary, completes every
     /// file and returns the files written (summary last).
     pub fn finish(mut self, analysis: &Analysis, facts: &RunFacts) -> Result<Vec<PathBuf>> {
+        if self.ctx.run.is_none() {
+            self.start_run(None);
+        }
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
@@ -501,15 +567,17 @@ fn remove_replaced(ctx: &Ctx, run: &str, written: &[PathBuf]) -> Result<()> {
 
 impl analyze::Sink for DatasetWriter {
     fn event(&mut self, e: &analyze::Event) {
-        let row = Named {
-            row: e,
-            ifaces: &self.ifaces,
-        };
-        let r = self.events.push(&mut self.ctx, e.ts_ns, &row);
+        if self.held(|| Early::Event(e.clone())) {
+            return;
+        }
+        let r = self.push_event(e);
         self.keep_first_error(r);
     }
 
     fn timeline(&mut self, row: &analyze::TimelineRow) {
+        if self.held(|| Early::Timeline(row.clone())) {
+            return;
+        }
         let r = self.timeline.push(&mut self.ctx, row.bin_start_ns, row);
         self.keep_first_error(r);
     }
@@ -529,6 +597,9 @@ impl crate::output::Output for DatasetWriter {
     }
 
     fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
+        if self.ctx.run.is_none() {
+            self.start_run(Some(rec.ts_ns));
+        }
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
@@ -572,6 +643,43 @@ mod tests {
         ] {
             assert_ne!(id, other);
         }
+    }
+
+    /// The run id hashes an explicit list of the options that change the
+    /// outputs (docs/tables.md, "Runs"): pinned here, so that the same
+    /// inputs keep their run id across versions; every one of them changes
+    /// it, `--match-window` and `--clock-offset` included.
+    #[test]
+    fn the_run_id_hashes_an_explicit_list_of_options() {
+        use crate::analyze::Config;
+        let base = Config::default();
+        assert_eq!(
+            base.identity(),
+            "link_speed=100000000000\nstorm=200000000\nbin=100000\ndup_window=10000\nmatch_window=2000000\n"
+        );
+        let id = |c: &Config| run_id(&c.identity(), "tap1", 1_767_225_600_000_000_000);
+        assert_eq!(id(&base), id(&Config::default()));
+        let mut variants = Vec::new();
+        let mut vary = |change: &dyn Fn(&mut Config)| {
+            let mut c = Config::default();
+            change(&mut c);
+            variants.push(id(&c));
+        };
+        vary(&|c| c.match_window_ns = 1_000_000);
+        vary(&|c| c.clock_offsets = vec![("node1".into(), 48_000)]);
+        vary(&|c| c.clock_offsets = vec![("node1".into(), -48_000)]);
+        vary(&|c| c.link_speed_bps = 400_000_000_000);
+        vary(&|c| c.tap_link_speed_bps = vec![("eth2".into(), 400_000_000_000)]);
+        vary(&|c| c.storm_ns = 100_000_000);
+        vary(&|c| c.bin_ns = 1_000_000);
+        vary(&|c| c.dscp_to_priority = Some([3; 64]));
+        vary(&|c| c.dup_window_ns = 0);
+        vary(&|c| {
+            c.ecmp_groups = vec!["a,b".parse().unwrap()];
+        });
+        let distinct: std::collections::HashSet<&String> = variants.iter().collect();
+        assert_eq!(distinct.len(), variants.len(), "{variants:?}");
+        assert!(!distinct.contains(&id(&base)));
     }
 
     /// Two captures that differ only after their first bytes, or in name,
