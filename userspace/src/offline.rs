@@ -58,7 +58,12 @@ impl Options {
             let files: Vec<String> = t
                 .files
                 .iter()
-                .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
+                .map(|p| {
+                    p.file_name().map_or_else(
+                        || p.display().to_string(),
+                        |n| n.to_string_lossy().into_owned(),
+                    )
+                })
                 .collect();
             s.push_str(&format!("tap.{}={}\n", t.name, files.join(",")));
         }
