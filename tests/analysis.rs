@@ -436,12 +436,7 @@ fn ud_ce_marks_count_and_cnps_to_the_source_qp_answer_them() {
         (r["samples"].as_u64(), r["min_us"].as_f64()),
         (Some(1), Some(3.0))
     );
-    let finding = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "ce-without-cnp")
-        .expect("ce-without-cnp");
+    let finding = finding(&s, "ce-without-cnp");
     let detail = finding["detail"].as_str().unwrap();
     assert!(
         detail.contains("QP 1281") && !detail.contains("QP 1280"),
@@ -612,6 +607,16 @@ fn cm_req_rep_pair_connections_that_psns_cannot() {
 
 fn summary(out: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+}
+
+/// The finding `id` of summary `s`; the test fails without it.
+fn finding<'a>(s: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no finding {id}: {}", s["findings"]))
 }
 
 fn finding_ids(out: &Path) -> Vec<String> {
@@ -816,12 +821,7 @@ fn a_corrupted_frame_is_named_and_the_nak_that_followed() {
         (Some(15), Some(1))
     );
     assert_eq!(s["taps"][0]["sniffer"], false);
-    let corrupt = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "corrupted-frames")
-        .expect("corrupted-frames");
+    let corrupt = finding(&s, "corrupted-frames");
     let detail = corrupt["detail"].as_str().unwrap();
     assert!(detail.contains("1 of 15 RoCE frames"), "{detail}");
     assert!(
@@ -910,12 +910,7 @@ fn a_400g_capture_at_the_default_speed_is_warned_about() {
     let out = dir.path().join("out");
     analyze(&cap, &out);
     let s = summary(&out);
-    let f = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "link-speed")
-        .expect("link-speed");
+    let f = finding(&s, "link-speed");
     assert!(
         f["recommendation"]
             .as_str()
@@ -933,6 +928,17 @@ fn a_400g_capture_at_the_default_speed_is_warned_about() {
 
 /// A pcapng Interface Statistics Block (little-endian section): `isb_ifdrop`
 /// and `isb_osdrop` for interface `iface`.
+/// Appends an Interface Statistics Block ([`isb`]) to the pcapng `cap`.
+fn append_isb(cap: &Path, iface: u32, ifdrop: u64, osdrop: u64) {
+    use std::io::Write as _;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(cap)
+        .unwrap()
+        .write_all(&isb(iface, ifdrop, osdrop))
+        .unwrap();
+}
+
 fn isb(iface: u32, ifdrop: u64, osdrop: u64) -> Vec<u8> {
     let mut b = Vec::new();
     for w in [5u32, 52, iface, 0, 0] {
@@ -955,7 +961,6 @@ fn isb(iface: u32, ifdrop: u64, osdrop: u64) -> Vec<u8> {
 /// name it (docs/tables.md, summary.json `taps`).
 #[test]
 fn interfaces_that_recorded_nothing_are_listed_and_warned_about() {
-    use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
     let mut c = Capture::new(dir.path(), "idle.pcapng", &["busy", "idle", "arp"]);
     for psn in 0..3 {
@@ -965,12 +970,7 @@ fn interfaces_that_recorded_nothing_are_listed_and_warned_about() {
     c.writer.write_frame(2, T0 + 5 * US, &arp).unwrap();
     let cap = c.finish();
     // The idle interface's statistics: 5 dropped by the interface.
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&cap)
-        .unwrap()
-        .write_all(&isb(1, 5, 0))
-        .unwrap();
+    append_isb(&cap, 1, 5, 0);
     let out = dir.path().join("out");
     let r = rocescope_ok(&[
         "analyze",
@@ -1021,28 +1021,17 @@ fn interfaces_that_recorded_nothing_are_listed_and_warned_about() {
     );
     assert_eq!(s["input"]["decode"]["not_decoded"], 1);
     // Its drops are the capture's own loss, as any tap's.
-    let f = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "capture-loss")
-        .expect("capture-loss");
+    let f = finding(&s, "capture-loss");
     assert_eq!(f["params"]["capture_drops_counted"], 5);
 }
 
 #[test]
 fn the_captures_own_drop_counters_are_part_of_capture_loss() {
-    use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
     // Tap loss as before (4 and 5 missing, ACKed), and the capture's
     // statistics say it dropped 3 frames at the interface.
     let cap = tap_loss_capture(dir.path(), "isb.pcapng");
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&cap)
-        .unwrap()
-        .write_all(&isb(0, 3, 0))
-        .unwrap();
+    append_isb(&cap, 0, 3, 0);
     let out = dir.path().join("out");
     analyze(&cap, &out);
     let s = summary(&out);
@@ -1053,12 +1042,7 @@ fn the_captures_own_drop_counters_are_part_of_capture_loss() {
         ),
         (Some(3), Some(0))
     );
-    let f = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "capture-loss")
-        .expect("capture-loss");
+    let f = finding(&s, "capture-loss");
     let detail = f["detail"].as_str().unwrap();
     assert!(
         detail.contains("2 PSNs on 1 flow never reached the capture"),
@@ -1075,21 +1059,11 @@ fn the_captures_own_drop_counters_are_part_of_capture_loss() {
         c.put(0, psn as f64, &write(0x100, psn));
     }
     let cap = c.finish();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&cap)
-        .unwrap()
-        .write_all(&isb(0, 0, 7))
-        .unwrap();
+    append_isb(&cap, 0, 0, 7);
     let out = dir.path().join("out2");
     analyze(&cap, &out);
     let s = summary(&out);
-    let f = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "capture-loss")
-        .expect("capture-loss");
+    let f = finding(&s, "capture-loss");
     assert_eq!(f["title"], "The capture says it dropped frames");
     assert_eq!(f["params"]["capture_drops_counted"], 7);
     assert_eq!(f["params"]["frames_missed"], 0);
