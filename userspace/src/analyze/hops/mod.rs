@@ -27,10 +27,14 @@ use serde::Serialize;
 
 mod clocks;
 mod sketch;
+mod tally;
+#[cfg(test)]
+mod tests;
 
 use clocks::offsets;
 pub use clocks::{ClockOffset, OffsetSource};
 pub use sketch::Sketch;
+use tally::Tallies;
 
 /// Default match window: longer than a path's one-way delay plus the clock
 /// offset of hosts kept in step by NTP or PTP, shorter than a NIC's
@@ -67,17 +71,6 @@ struct KeyState {
     occ: Vec<(u16, u32)>,
     /// The open transmission's sighting per tap, in time order.
     group: Vec<(u16, u64)>,
-}
-
-/// A tally of transmissions of one flow: the taps that saw it, the taps
-/// recording at its time, and the taps silent since before it whose
-/// liveness the end of the capture decides (tap, its last frame then).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Tally {
-    flow: NetFlow,
-    seen: u64,
-    live: u64,
-    silent: Vec<(u16, u64)>,
 }
 
 /// Per tap: its first and latest frame, for which transmissions it could
@@ -125,7 +118,7 @@ pub(crate) struct Matcher {
     order: VecDeque<(Key, u64)>,
     watermark: u64,
     taps: Vec<TapRange>,
-    tallies: FastMap<Tally, u64>,
+    tallies: Tallies,
     pairs: FastMap<PairKey, Pair>,
     /// Frames that came more than a window after a later frame: not matched.
     pub late: u64,
@@ -142,7 +135,7 @@ impl Matcher {
             order: VecDeque::new(),
             watermark: 0,
             taps: Vec::new(),
-            tallies: FastMap::default(),
+            tallies: Tallies::default(),
             pairs: FastMap::default(),
             late: 0,
             peak_keys: 0,
@@ -286,28 +279,7 @@ impl Matcher {
         for &(t, _) in group {
             seen |= 1 << t;
         }
-        let mut live = seen;
-        let mut silent = Vec::new();
-        for (t, r) in self.taps.iter().enumerate() {
-            let bit = 1u64 << t;
-            if seen & bit != 0 || r.first.is_none_or(|f| f > start) {
-                continue;
-            }
-            if r.last >= start {
-                live |= bit;
-            } else {
-                silent.push((t as u16, r.last));
-            }
-        }
-        *self
-            .tallies
-            .entry(Tally {
-                flow,
-                seen,
-                live,
-                silent,
-            })
-            .or_default() += 1;
+        self.tallies.add(flow, seen, start, &self.taps);
         for (x, &(a, ta)) in group.iter().enumerate() {
             for &(b, tb) in &group[x + 1..] {
                 let ((a, ta), (b, tb)) = if a < b {
@@ -344,16 +316,7 @@ impl Matcher {
         }
         self.expire(true);
         // The end of the capture decides the silent taps.
-        let mut counts: FastMap<(NetFlow, u64, u64), u64> = FastMap::default();
-        for (t, n) in self.tallies.drain() {
-            let mut live = t.live;
-            for (tap, last) in t.silent {
-                if self.taps[usize::from(tap)].last > last {
-                    live |= 1 << tap;
-                }
-            }
-            *counts.entry((t.flow, t.seen, live)).or_default() += n;
-        }
+        let counts = std::mem::take(&mut self.tallies).finish(&self.taps);
         let clocks = offsets(&self.pairs, imposed);
         let offset = |a: u16, b: u16| {
             clocks
@@ -406,8 +369,8 @@ impl Matcher {
                 clock_offset_ns: if forward { off } else { -off },
                 ..HopRow::default()
             };
-            for (&(f, seen, live), &n) in &counts {
-                if f != flow || live & (ub | db) != ub | db {
+            for &(seen, live, n) in counts.get(&flow).into_iter().flatten() {
+                if live & (ub | db) != ub | db {
                     continue;
                 }
                 match (seen & ub != 0, seen & db != 0) {
@@ -488,106 +451,4 @@ pub struct Matching {
     pub late: u64,
     pub window_ns: u64,
     pub peak_keys: usize,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frame(iface: u16, ts: u64, psn: u32, src: u8, dst: u8) -> PacketRecord {
-        let mut r = PacketRecord {
-            iface,
-            ts_ns: ts,
-            psn,
-            opcode: 0x0A,
-            icrc: 0x1000 + psn,
-            dest_qp: 7,
-            flags: flags::ICRC_CHECKED,
-            ..PacketRecord::default()
-        };
-        r.src_ip[15] = src;
-        r.dst_ip[15] = dst;
-        r
-    }
-
-    #[test]
-    fn a_frame_lost_between_taps_and_resent_is_one_missing_and_one_matched() {
-        let mut m = Matcher::new(1_000_000);
-        // PSN 1 reaches tap 1 5 µs after tap 0; PSN 2 is lost after tap 0
-        // and resent 100 µs later (within the window: told apart as a
-        // resend because tap 0 saw it again). Tap 1 records from 0.5 µs on
-        // (another flow's frame): before, it could have seen nothing.
-        m.push(&frame(1, 500, 7, 3, 4));
-        m.push(&frame(0, 1_000, 1, 1, 2));
-        m.push(&frame(0, 2_000, 2, 1, 2));
-        m.push(&frame(1, 6_000, 1, 1, 2));
-        m.push(&frame(0, 102_000, 2, 1, 2));
-        m.push(&frame(1, 109_000, 2, 1, 2));
-        let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
-        assert_eq!(out.hops.len(), 1);
-        let h = &out.hops[0];
-        assert_eq!((h.up_iface, h.down_iface), (0, 1));
-        assert_eq!(
-            (h.frames_up, h.matched, h.missing_down, h.down_only),
-            (3, 2, 1, 0)
-        );
-        assert_eq!((h.delay_min_ns, h.delay_max_ns), (Some(5_000), Some(5_000)));
-        assert_eq!(out.clocks[0].source, OffsetSource::Assumed);
-    }
-
-    #[test]
-    fn traffic_both_ways_gives_the_offset_and_its_uncertainty() {
-        // Tap 1's clock is 50 µs ahead of tap 0's; the path takes 10 µs
-        // each way. 1 → 2 passes tap 0 at 1 µs, tap 1 at 11 µs (reading
-        // 61 µs); 2 → 1 passes tap 1 at 100 µs (reading 150 µs), tap 0 at
-        // 110 µs.
-        let mut m = Matcher::new(1_000_000);
-        m.push(&frame(0, 1_000, 1, 1, 2));
-        m.push(&frame(1, 61_000, 1, 1, 2));
-        m.push(&frame(0, 110_000, 9, 2, 1));
-        m.push(&frame(1, 150_000, 9, 2, 1));
-        let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
-        let c = &out.clocks[0];
-        assert_eq!(
-            (c.offset_ns, c.uncertainty_ns, c.source),
-            (50_000, Some(10_000), OffsetSource::Estimated)
-        );
-        let delays: Vec<_> = out
-            .hops
-            .iter()
-            .map(|h| (h.up_iface, h.down_iface, h.delay_min_ns, h.matched))
-            .collect();
-        assert_eq!(delays, [(0, 1, Some(10_000), 1), (1, 0, Some(10_000), 1)]);
-
-        // Imposed: the delays follow it.
-        let mut m = Matcher::new(1_000_000);
-        m.push(&frame(0, 1_000, 1, 1, 2));
-        m.push(&frame(1, 61_000, 1, 1, 2));
-        let out = m
-            .finish(&BTreeMap::from([(1, 55_000)]), |_, _| None)
-            .unwrap();
-        assert_eq!(out.clocks[0].source, OffsetSource::Imposed);
-        assert_eq!(out.hops[0].delay_min_ns, Some(5_000));
-    }
-
-    #[test]
-    fn the_sketch_quantiles_are_within_half_a_percent_of_the_range() {
-        let mut s = Sketch::default();
-        let values: Vec<i64> = (0..1000).map(|i| 5_000 + (i * i) % 7_919).collect();
-        for &v in &values {
-            s.add(v);
-        }
-        let mut sorted = values.clone();
-        sorted.sort();
-        let range = (sorted[999] - sorted[0]) as f64;
-        for q in [0.01, 0.5, 0.99] {
-            let exact = sorted[((q * 1000.0_f64).ceil() as usize).max(1) - 1];
-            let got = s.quantile(q);
-            assert!(
-                ((got - exact) as f64).abs() <= 0.005 * range + 1.0,
-                "q {q}: {got} vs {exact}"
-            );
-        }
-        assert_eq!((s.min, s.max), (sorted[0], sorted[999]));
-    }
 }
