@@ -113,6 +113,7 @@ impl Tallies {
 
     /// Tallies held at once (decided and held): what the matcher keeps per
     /// flow.
+    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.decided.len() + self.held.len()
     }

@@ -107,11 +107,15 @@ fn steady(window_ns: u64, transmissions: u64) -> (Matcher, usize, usize) {
     let mut sightings = Vec::new();
     for i in 0..transmissions {
         let (flow, psn, t) = ((i % 8) as u8, (i / 8) as u32, 1_000 + i * 1_000);
-        let resends: &[u64] = if i % 37 == 0 { &[0, 300_000] } else { &[0] };
+        let resends: &[u64] = if i.is_multiple_of(37) {
+            &[0, 300_000]
+        } else {
+            &[0]
+        };
         for &r in resends {
             sightings.push(frame(0, t + r, psn, 1 + flow, 100));
             sightings.push(frame(1, t + r + 5_000, psn, 1 + flow, 100));
-            if i % 25 != 0 {
+            if !i.is_multiple_of(25) {
                 sightings.push(frame(2, t + r + 9_000, psn, 1 + flow, 100));
             }
         }
@@ -147,7 +151,9 @@ fn the_matchers_state_is_bounded_by_the_window_not_the_streams_length() {
         assert_eq!(long.tallies.len(), short.tallies.len());
         assert_eq!((long.pairs.len(), short.pairs.len()), (24, 24));
         let out = long.finish(&BTreeMap::new(), |_, _| None).unwrap();
-        let pairs = |i: u64| (1 + u64::from(i % 37 == 0)) * if i % 25 == 0 { 1 } else { 3 };
+        let pairs = |i: u64| {
+            (1 + u64::from(i.is_multiple_of(37))) * if i.is_multiple_of(25) { 1 } else { 3 }
+        };
         let matched: u64 = out.hops.iter().map(|h| h.matched).sum();
         assert_eq!(
             (out.hops.len(), matched),
@@ -173,7 +179,7 @@ fn a_tap_idle_between_bursts_holds_tallies_by_flow_not_by_burst() {
             let t = 1_000 + i * 1_000;
             m.push(&frame(0, t, i as u32, 1, 100));
             m.push(&frame(1, t + 500, i as u32, 1, 100));
-            if i % 50 == 0 {
+            if i.is_multiple_of(50) {
                 m.push(&frame(2, t + 700, i as u32, 7, 8));
             }
             held = held.max(m.tallies.len());
