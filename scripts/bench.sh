@@ -167,7 +167,7 @@ if [ "${SKIP_MEMORY:-0}" != 1 ]; then
   flows 5000 0.08 4096 >"$work/flows10k.json"
   synth "$work/q10k.pcapng" 1000000 "$work/flows10k.json"
   rq=$(rss "$bin" analyze "$work/q10k.pcapng" --out "$work/oq")
-  nq=$($bin report "$work/q10k.pcapng" --json | awk -F': ' '/"flows":/ && !n++ { gsub(",", "", $2); print $2 }')
+  nq=$($bin report "$work/q10k.pcapng" --json | awk -F': ' '/^  "totals": / { t = 1 } t && /"flows": / { gsub(",", "", $2); print $2; exit }')
   printf '%-44s %8d KB  (%s flows)\n' "1M frames, 10k QPs" "$rq" "$nq"
   md ""
   md "| peak RSS of \`analyze\`, every table | KB | |"
