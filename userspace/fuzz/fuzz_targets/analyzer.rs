@@ -4,14 +4,16 @@
 //! text report and summary.json of what it found must render.
 //!
 //! Layout: 3 bytes of configuration (link speed, bin width, storm
-//! threshold), then one record per [`REC`] bytes (see `record`). Hosts,
+//! threshold, DSCP map; in their spare bits a tap's own link speed, the
+//! duplicate and cross-tap matching windows, an ECMP group, clock
+//! offsets), then one record per [`REC`] bytes (see `record`). Hosts,
 //! QPNs and PSNs are drawn from small sets most of the time so that records
 //! meet in the same flows, pair up and rewind; a mode bit turns each into
 //! an arbitrary value.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rocescope::analyze::{Config, render_text};
+use rocescope::analyze::{Config, EcmpGroup, render_text};
 use rocescope::pipeline::RecordPipeline;
 use rocescope::output::RunFacts;
 use rocescope::{PacketRecord, flags};
@@ -119,6 +121,30 @@ fuzz_target!(|data: &[u8]| {
         bin_ns: [1, 1_000, 100_000, 1_000_000_000, u64::MAX][usize::from(cfg[1] % 5)],
         storm_ns: [0, 1_000, 200_000_000, u64::MAX][usize::from(cfg[2] % 4)],
         dscp_to_priority: (cfg[2] & 0x80 != 0).then_some([7; 64]),
+        // The bits the three choices above leave free pick the rest, each
+        // as the CLI can set it: the default, off, or an extreme.
+        tap_link_speed_bps: if cfg[0] & 0x08 != 0 {
+            vec![("tap1".into(), 1)]
+        } else {
+            Vec::new()
+        },
+        dup_window_ns: [Config::default().dup_window_ns, 0, 1, u64::MAX][usize::from(cfg[0] >> 4 & 3)],
+        match_window_ns: [Config::default().match_window_ns, 1, 1_000, u64::MAX]
+            [usize::from(cfg[0] >> 6)],
+        ecmp_groups: if cfg[1] & 0x08 != 0 {
+            vec![EcmpGroup {
+                members: vec!["tap0".into(), "tap1".into()],
+            }]
+        } else {
+            Vec::new()
+        },
+        clock_offsets: match cfg[1] >> 4 & 3 {
+            0 => Vec::new(),
+            1 => vec![("tap1".into(), 48_000)],
+            2 => vec![("tap1".into(), -i64::MAX)],
+            _ => vec![("tap0".into(), i64::MAX), ("tap1".into(), -1)],
+        },
+        topology: None,
     };
     let Ok(mut pipe) = RecordPipeline::new(config, None) else {
         return;
