@@ -14,8 +14,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use rocescope::analyze::{Config, EcmpGroup, render_text};
-use rocescope::pipeline::RecordPipeline;
 use rocescope::output::RunFacts;
+use rocescope::pipeline::RecordPipeline;
 use rocescope::{PacketRecord, flags};
 
 const REC: usize = 24;
@@ -128,7 +128,8 @@ fuzz_target!(|data: &[u8]| {
         } else {
             Vec::new()
         },
-        dup_window_ns: [Config::default().dup_window_ns, 0, 1, u64::MAX][usize::from(cfg[0] >> 4 & 3)],
+        dup_window_ns: [Config::default().dup_window_ns, 0, 1, u64::MAX]
+            [usize::from(cfg[0] >> 4 & 3)],
         match_window_ns: [Config::default().match_window_ns, 1, 1_000, u64::MAX]
             [usize::from(cfg[0] >> 6)],
         ecmp_groups: if cfg[1] & 0x08 != 0 {
@@ -162,6 +163,10 @@ fuzz_target!(|data: &[u8]| {
     let analysis = pipe
         .finish(RunFacts::default())
         .expect("no tables, no write error");
-    std::hint::black_box(render_text(&analysis, analysis.summary.frames.total, Some(80)));
+    std::hint::black_box(render_text(
+        &analysis,
+        analysis.summary.frames.total,
+        Some(80),
+    ));
     std::hint::black_box(serde_json::to_vec(&analysis.summary).expect("summary serialises"));
 });

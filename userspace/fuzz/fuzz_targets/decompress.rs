@@ -3,7 +3,8 @@
 //! * 0-2: the rest is a capture (any bytes); compressed here with gzip,
 //!   zstd or lz4, and cut at a point the next two bytes choose, it must read
 //!   as a prefix of what the plain bytes give (the whole of it when not
-//!   cut), with the same frames and the same fatal error, if any.
+//!   cut), with the same frames and the same fatal error, if any; plain
+//!   bytes that are compressed themselves are refused (one layer is undone).
 //! * 3-5: the codec's magic number, then the rest as compressed data (what
 //!   a damaged file holds): no panic, no hang, coherent frames.
 //! * 6: the rest as it is, through the magic detection.
@@ -12,7 +13,7 @@
 use std::io::{Cursor, Write};
 
 use libfuzzer_sys::fuzz_target;
-use rocescope::sources::CaptureReader;
+use rocescope::sources::{CaptureReader, Compression};
 
 /// Number, interface, timestamp and bytes of every frame, and whether the
 /// reading ended in an error.
@@ -37,7 +38,10 @@ fn read(bytes: Vec<u8>) -> Option<Frames> {
             }
         }
     }
-    assert!(r.next_frame().is_ok_and(|f| f.is_none()), "stays at the end");
+    assert!(
+        r.next_frame().is_ok_and(|f| f.is_none()),
+        "stays at the end"
+    );
     Some((frames, failed))
 }
 
@@ -76,8 +80,16 @@ fuzz_target!(|data: &[u8]| {
             let keep = usize::from(u16::from_le_bytes(*cut));
             let whole = keep >= compressed.len();
             let given = compressed[..keep.min(compressed.len())].to_vec();
-            let want = read(plain.to_vec());
             let got = read(given);
+            // One layer of compression is undone, not two: compressed
+            // data compressed again is refused.
+            if let Some(magic) = plain.first_chunk::<4>()
+                && Compression::detect(*magic).is_some()
+            {
+                assert!(got.is_none(), "compressed twice read as a capture");
+                return;
+            }
+            let want = read(plain.to_vec());
             match (want, got) {
                 (Some(want), Some(got)) if whole => assert_eq!(want, got, "whole stream"),
                 (Some(want), Some(got)) => {

@@ -226,7 +226,7 @@ pub(super) fn read_fully(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::io::Read;
 
     use super::*;

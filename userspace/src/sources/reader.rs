@@ -342,6 +342,13 @@ fn detect(magic: [u8; 4]) -> std::result::Result<Format, String> {
         0xa1b2_c3d4 | 0xa1b2_3c4d | 0xa1b2_cd34 | 0xd4c3_b2a1 | 0x4d3c_b2a1 => Ok(Format::Pcap),
         SHB_TYPE => Ok(Format::PcapNg),
         _ => {
+            // Only what a compressed file holds reaches here with one of
+            // these: rocescope undoes one layer of compression.
+            if let Some(inner) = Compression::detect(magic) {
+                return Err(format!(
+                    "{inner}'s magic number: it was compressed twice; decompress the outer layer and give rocescope what that gives"
+                ));
+            }
             let hint = match magic {
                 [0xfd, b'7', b'z', b'X'] => "; it is xz-compressed: unxz it first",
                 [0x02, 0x21, 0x4c, 0x18] => "; it is in lz4's legacy format: lz4 -d it first",

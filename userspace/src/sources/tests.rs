@@ -812,6 +812,35 @@ fn warnings_are_capped() {
 
 // ------------------------------------------------------------ bad files
 
+/// One layer of compression is undone, not two (the `decompress` fuzz
+/// target's finding: an lz4 stream holding a gzip stream): what the outer
+/// layer holds is refused with a message that says it is compressed again.
+#[test]
+fn a_capture_compressed_twice_is_refused_saying_so() {
+    use super::compress::tests::compressed;
+    let plain = Pcap::new(false, false, linktype::ETHERNET, 65535)
+        .record(T0 as u32, 0, &frame(60, 1), 60)
+        .bytes();
+    for outer in [Compression::Gzip, Compression::Zstd, Compression::Lz4] {
+        for inner in [Compression::Gzip, Compression::Zstd, Compression::Lz4] {
+            let once = compressed(inner, &plain);
+            assert_eq!(all(&mut reader(once.clone())).len(), 1, "{inner} once");
+            let err =
+                CaptureReader::from_reader("x.pcap.gz", io::Cursor::new(compressed(outer, &once)))
+                    .err()
+                    .unwrap_or_else(|| panic!("{inner} inside {outer} read as a capture"));
+            assert!(matches!(err, Error::NotACapture { .. }), "{err:?}");
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("{outer}-compressed"))
+                    && text.contains(&format!("{inner}'s magic number"))
+                    && text.contains("compressed twice"),
+                "{text}"
+            );
+        }
+    }
+}
+
 #[test]
 fn empty_file_and_wrong_magic_name_the_file() {
     let err = CaptureReader::from_reader("/tmp/x.pcap", io::Cursor::new(Vec::new()))
