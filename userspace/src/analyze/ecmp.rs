@@ -100,9 +100,11 @@ impl GroupLoad {
         let min = bytes.iter().copied().min().unwrap_or(0) as f64 / total as f64;
         if max >= BUSY_FACTOR * fair && min <= IDLE_FACTOR * fair {
             self.imbalanced_bins += 1;
+            // idx * bin_ns is at most the frame's timestamp; the bin's end
+            // may lie past u64::MAX.
             let start = idx * bin_ns;
             self.first_imbalanced_ns.get_or_insert(start);
-            self.last_imbalanced_ns = Some(start + bin_ns);
+            self.last_imbalanced_ns = Some(start.saturating_add(bin_ns));
         }
     }
 }
@@ -263,5 +265,26 @@ mod tests {
         l.set_iface(1, "b");
         l.finish();
         assert_eq!(l.silent_groups().len(), 1);
+    }
+
+    /// The last bin of a capture near `u64::MAX` ends past it (the
+    /// `analyzer` fuzz target's finding: `start + bin_ns` overflowed).
+    #[test]
+    fn an_imbalanced_bin_at_the_end_of_time_ends_there() {
+        let groups = ["a,b".parse().unwrap()];
+        let bin_ns = 1_000_000_000;
+        let mut l = EcmpLoad::new(&groups, bin_ns, |_| 8_000_000_000);
+        l.set_iface(0, "a");
+        l.set_iface(1, "b");
+        l.frame(0, u64::MAX - 5, 100_000_000);
+        l.frame(1, u64::MAX, 1);
+        l.finish();
+        let g = &l.groups[0];
+        let start = u64::MAX / bin_ns * bin_ns;
+        assert_eq!((g.loaded_bins, g.imbalanced_bins), (1, 1));
+        assert_eq!(
+            (g.first_imbalanced_ns, g.last_imbalanced_ns),
+            (Some(start), Some(u64::MAX))
+        );
     }
 }
