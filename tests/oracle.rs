@@ -96,3 +96,37 @@ fn the_walk_and_etherparse_agree_on_l2_to_l4() {
     }
     eprintln!("walk vs etherparse: {total} frames agree ({by_extent:?})");
 }
+
+/// The `etherparse` fuzz target's findings: an IPv6 payload length of 0,
+/// which etherparse reads as a jumbogram's (the rest of the frame) and the
+/// walk as an empty payload, with a hop-by-hop header or a UDP header after
+/// the fixed header. The walk stops there (`invalid.ipv6_ext`, `cut.udp`);
+/// the comparison ends before, as a by-design difference.
+#[test]
+fn an_ipv6_payload_length_of_0_is_a_by_design_difference() {
+    let mut frame = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x86, 0xdd];
+    frame.extend_from_slice(&[0x60, 0, 0, 0, 0, 0, 0, 64]); // payload length 0, HBH
+    frame.extend_from_slice(&[0xfd; 32]);
+    frame.extend_from_slice(&[0x11, 0, 1, 4, 0, 0, 0, 0]); // hop-by-hop, then UDP
+    let (_, stop) = oracle::ours(&frame);
+    assert_eq!(
+        stop,
+        Some(rocescope::wire::Stop::Invalid(
+            rocescope::wire::Layer::Ipv6Ext
+        ))
+    );
+    assert_eq!(compare(&frame), Ok(Stopped::LaxLength));
+    // UDP right after the fixed header.
+    frame[14 + 6] = 0x11;
+    frame.truncate(14 + 40);
+    frame.extend_from_slice(&[0xc0, 0x00, 0x12, 0xb7, 0, 32, 0, 0]);
+    assert_eq!(
+        oracle::ours(&frame).1,
+        Some(rocescope::wire::Stop::Cut(rocescope::wire::Layer::Udp))
+    );
+    assert!(
+        oracle::theirs(&frame).0.udp.is_some(),
+        "etherparse reads UDP"
+    );
+    assert_eq!(compare(&frame), Ok(Stopped::LaxLength));
+}

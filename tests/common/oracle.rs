@@ -13,7 +13,9 @@
 //!   walk reads a first fragment's UDP header;
 //! * lax etherparse believes the captured length when an IP length field is
 //!   too small for its own header (IPv4 total length below IHL, an IPv6
-//!   extension header past the payload length), the walk calls it invalid.
+//!   extension header past the payload length), the walk calls it invalid;
+//! * etherparse reads an IPv6 payload length of 0 as a jumbogram's (the
+//!   rest of the frame), the walk as 0 bytes: nothing follows the header.
 use etherparse::{LaxLinkExtSlice, LaxNetSlice, LaxSlicedPacket, LinkSlice, TransportSlice};
 use rocescope::PacketRecord;
 use rocescope::proto::linktype;
@@ -165,6 +167,9 @@ pub fn compare(frame: &[u8]) -> Result<Stopped, String> {
         }
         return differ("ip header");
     }
+    if (a.ipv6_exts != b.ipv6_exts || a.udp != b.udp) && jumbo(frame, a.ip) {
+        return Ok(Stopped::LaxLength);
+    }
     if a.ipv6_exts != b.ipv6_exts {
         let (a_end, b_end) = (span_end(&a.ipv6_exts, a.ip), span_end(&b.ipv6_exts, b.ip));
         return match stop {
@@ -194,6 +199,15 @@ pub fn compare(frame: &[u8]) -> Result<Stopped, String> {
 /// Where the IPv6 extension headers end (the fixed header's end without any).
 fn span_end(exts: &[Range], ip: Option<Range>) -> usize {
     exts.first().or(ip.as_ref()).map_or(0, |r| r.1)
+}
+
+/// An IPv6 header with payload length 0: etherparse takes the rest of the
+/// frame as its payload (a jumbogram, RFC 2675, without reading the Jumbo
+/// Payload option); the walk believes the 0, so whatever follows lies
+/// past the packet.
+fn jumbo(frame: &[u8], ip: Option<Range>) -> bool {
+    ip.and_then(|(at, _)| frame.get(at..at + 6))
+        .is_some_and(|h| h[0] >> 4 == 6 && h[4..6] == [0, 0])
 }
 
 /// The walk stopped at an IP header whose length field is smaller than the

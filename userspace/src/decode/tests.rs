@@ -1059,6 +1059,30 @@ fn stop_reasons_name_the_layer() {
             Kind::Other,
         ),
         (
+            // Whole in the capture, past the payload length (the etherparse
+            // fuzz target's finding: payload length 0, a hop-by-hop header).
+            "IPv6 extension past the payload length",
+            vec![
+                0x33, 0x33, 0x00, 0x00, 0x00, 0x02, 0x71, 0x3d, 0x5e, 0xbf, 0x43, 0xb1, 0x86, 0xdd,
+                0x60, 0x0d, 0xbc, 0xd9, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0xf9, 0x1f,
+                0x3a, 0xff, 0xfe, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x71, 0x91, 0x1f, 0x2d,
+                0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                0x02, 0x85, 0x00, 0x00, 0x00, 0x00,
+            ],
+            Some(Stop::Invalid(Layer::Ipv6Ext)),
+            Kind::Other,
+        ),
+        (
+            "IPv6 fragment header past the payload length",
+            {
+                let mut f = eth(0x86DD, &ipv6(44, &[17, 0, 0, 0, 0, 0, 0, 1]));
+                f[ETH_LEN + 5] = 4;
+                f
+            },
+            Some(Stop::Invalid(Layer::Ipv6Ext)),
+            Kind::Other,
+        ),
+        (
             "5 IPv6 extension headers",
             eth(0x86DD, &ipv6(0, &[[60, 0, 0, 0, 0, 0, 0, 0]; 5].concat())),
             Some(Stop::Limit(Limit::Ipv6ExtHeaders)),

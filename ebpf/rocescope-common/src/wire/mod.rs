@@ -521,7 +521,15 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
     let mut off = ip::IPV6_HEADER_LEN;
     let mut first_fragment = false;
     let mut ext_headers = 0;
-    let cut = Next::Stop(Stop::Cut(Layer::Ipv6Ext));
+    // An extension header the capture holds but the payload length does
+    // not is invalid; one the capture ends inside is cut.
+    let short = |header_end: usize| {
+        Next::Stop(if header_end <= end {
+            Stop::Invalid(Layer::Ipv6Ext)
+        } else {
+            Stop::Cut(Layer::Ipv6Ext)
+        })
+    };
     // At most MAX_IPV6_EXT_HEADERS are stepped over; one more stops below.
     for _ in 0..=ip::MAX_IPV6_EXT_HEADERS {
         let len = match next_header {
@@ -531,11 +539,11 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
             }
             ip::IPV6_HOP_BY_HOP | ip::IPV6_ROUTING | ip::IPV6_DEST_OPTS => {
                 let Some(e) = f.load::<2>(at + off, packet_end) else {
-                    return cut;
+                    return short(at + off + 2);
                 };
                 let len = (usize::from(e[field::ipv6_ext::LENGTH]) + 1) * 8;
                 if packet_end - (at + off) < len {
-                    return cut;
+                    return short(at + off + len);
                 }
                 v.header(Layer::Ipv6Ext, at + off, at + off + len);
                 next_header = e[field::ipv6_ext::NXT_HDR];
@@ -544,7 +552,7 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
             ip::IPV6_FRAGMENT => {
                 use field::ipv6_frag as ff;
                 let Some(e) = f.load::<{ ip::IPV6_FRAGMENT_LEN }>(at + off, packet_end) else {
-                    return cut;
+                    return short(at + off + ip::IPV6_FRAGMENT_LEN);
                 };
                 v.header(Layer::Ipv6Ext, at + off, at + off + ip::IPV6_FRAGMENT_LEN);
                 let frag_off = be16(&e, ff::FRAG_OFF);
@@ -561,9 +569,6 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
         off += len;
         if ext_headers > ip::MAX_IPV6_EXT_HEADERS {
             return Next::Stop(Stop::Limit(Limit::Ipv6ExtHeaders));
-        }
-        if off > declared_end {
-            return Next::Stop(Stop::Invalid(Layer::Ipv6Ext));
         }
     }
     if is_ipv6_ext(next_header) {
