@@ -14,6 +14,8 @@
 //! * lax etherparse believes the captured length when an IP length field is
 //!   too small for its own header (IPv4 total length below IHL, an IPv6
 //!   extension header past the payload length), the walk calls it invalid;
+//! * etherparse reads the IP version from the header's version nibble, the
+//!   walk from the EtherType and calls a header of the other version invalid;
 //! * etherparse reads an IPv6 payload length of 0 as a jumbogram's (the
 //!   rest of the frame), the walk as 0 bytes: nothing follows the header.
 use etherparse::{LaxLinkExtSlice, LaxNetSlice, LaxSlicedPacket, LinkSlice, TransportSlice};
@@ -46,6 +48,8 @@ pub enum Stopped {
     Ipv6Extension,
     Fragment,
     LaxLength,
+    /// The IP version is not the one the EtherType names.
+    IpVersion,
 }
 
 /// The walk's headers, up to a GRE header (the inner frame of ERSPAN is
@@ -165,6 +169,9 @@ pub fn compare(frame: &[u8]) -> Result<Stopped, String> {
         if a.ip.is_none() && lax_length(frame, &b, stop) {
             return Ok(Stopped::LaxLength);
         }
+        if a.ip.is_none() && version_not_ethertype(frame, &b, stop) {
+            return Ok(Stopped::IpVersion);
+        }
         return differ("ip header");
     }
     if (a.ipv6_exts != b.ipv6_exts || a.udp != b.udp) && jumbo(frame, a.ip) {
@@ -199,6 +206,26 @@ pub fn compare(frame: &[u8]) -> Result<Stopped, String> {
 /// Where the IPv6 extension headers end (the fixed header's end without any).
 fn span_end(exts: &[Range], ip: Option<Range>) -> usize {
     exts.first().or(ip.as_ref()).map_or(0, |r| r.1)
+}
+
+/// The walk called the IP header invalid because its version is not the
+/// one its EtherType names; etherparse reads the version nibble.
+fn version_not_ethertype(frame: &[u8], b: &Headers, stop: Option<Stop>) -> bool {
+    let Some((at, _)) = b.ip else {
+        return false;
+    };
+    let (Some(ethertype), Some(&first)) = (
+        at.checked_sub(2).and_then(|t| frame.get(t..at)),
+        frame.get(at),
+    ) else {
+        return false;
+    };
+    let version = first >> 4;
+    match stop {
+        Some(Stop::Invalid(Layer::Ipv4)) => ethertype == [0x08, 0x00] && version != 4,
+        Some(Stop::Invalid(Layer::Ipv6)) => ethertype == [0x86, 0xdd] && version != 6,
+        _ => false,
+    }
 }
 
 /// An IPv6 header with payload length 0: etherparse takes the rest of the
