@@ -38,9 +38,12 @@ impl Livelock {
     /// A rewind to `psn` at `now`.
     pub fn rewind(&mut self, psn: u32, now: u64) {
         let run = match self.current {
+            // Records out of time order (taps merged, a clock stepped back)
+            // widen the run: it spans first_ts..=last_ts either way.
             Some(r) if r.psn == psn => Run {
                 rewinds: r.rewinds + 1,
-                last_ts: now,
+                first_ts: r.first_ts.min(now),
+                last_ts: r.last_ts.max(now),
                 ..r
             },
             _ => Run {
@@ -90,6 +93,18 @@ mod tests {
                 last_ts: 30
             })
         );
+    }
+
+    /// The `analyzer` fuzz target's finding: a rewind timestamped before
+    /// the run's first made the finding's `last_ts - first_ts` underflow.
+    #[test]
+    fn a_rewind_earlier_than_the_first_widens_the_run() {
+        let mut l = Livelock::default();
+        l.rewind(7, 1_000);
+        l.rewind(7, 400);
+        l.rewind(7, 700);
+        let run = l.livelock().expect("three rewinds");
+        assert_eq!((run.first_ts, run.last_ts), (400, 1_000));
     }
 
     #[test]
