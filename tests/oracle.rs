@@ -147,3 +147,28 @@ fn an_ip_version_the_ethertype_does_not_name_is_a_by_design_difference() {
     );
     assert_eq!(compare(&frame), Ok(Stopped::IpVersion));
 }
+
+/// The `etherparse` fuzz target's finding: an IPv6 fragment header with a
+/// non-zero offset followed by another extension header. The walk ends at
+/// the non-first fragment, etherparse reads the next header too.
+#[test]
+fn a_later_ipv6_fragment_ends_the_walk_by_design() {
+    let mut frame = vec![
+        0x33, 0x33, 0, 0, 0, 0x16, 0x18, 0x3d, 0x5e, 0xbf, 0x43, 0xb1, 0x86, 0xdd,
+    ];
+    frame.extend_from_slice(&[0x60, 0, 0x08, 0, 0, 0x24, 44, 0x2c]); // payload 36, fragment
+    frame.extend_from_slice(&[0x2c; 32]);
+    frame.extend_from_slice(&[44, 0x2c, 0x2c, 0x2c, 0x2c, 0x2c, 0, 0]); // offset 0x585: later
+    frame.extend_from_slice(&[0x3b, 0, 0, 0, 0, 0, 0, 0]); // another fragment header
+    frame.extend_from_slice(&[
+        0xc0, 0, 0x12, 0xb7, 0, 20, 0, 0, 0x88, 0x8d, 0xa8, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ]);
+    assert_eq!(
+        oracle::ours(&frame).1,
+        Some(rocescope::wire::Stop::Foreign(
+            rocescope::wire::Foreign::IpFragment
+        ))
+    );
+    assert_eq!(oracle::theirs(&frame).0.ipv6_exts, [(54, 70)]);
+    assert_eq!(compare(&frame), Ok(Stopped::Fragment));
+}

@@ -10,7 +10,8 @@
 //! * etherparse knows MACsec and IPv6 authentication headers, and steps
 //!   over more than 4 IPv6 extension headers; the walk does not;
 //! * etherparse reads a fragmented packet's payload as no transport, the
-//!   walk reads a first fragment's UDP header;
+//!   walk reads a first fragment's UDP header, and stops at a later
+//!   fragment's fragment header, where etherparse reads on;
 //! * lax etherparse believes the captured length when an IP length field is
 //!   too small for its own header (IPv4 total length below IHL, an IPv6
 //!   extension header past the payload length), the walk calls it invalid;
@@ -188,6 +189,9 @@ pub fn compare(frame: &[u8]) -> Result<Stopped, String> {
                 Ok(Stopped::Ipv6Extension)
             }
             Some(Stop::Invalid(Layer::Ipv6Ext)) => Ok(Stopped::LaxLength),
+            // A non-first fragment: the walk ends at its fragment header,
+            // etherparse reads on.
+            Some(Stop::Foreign(Foreign::IpFragment)) if a_end < b_end => Ok(Stopped::Fragment),
             _ => differ("ipv6 extension headers"),
         };
     }
