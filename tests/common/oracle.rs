@@ -212,8 +212,8 @@ fn span_end(exts: &[Range], ip: Option<Range>) -> usize {
     exts.first().or(ip.as_ref()).map_or(0, |r| r.1)
 }
 
-/// The walk called the IP header invalid because its version is not the
-/// one its EtherType names; etherparse reads the version nibble.
+/// The walk stopped at an IP header whose version is not the one its
+/// EtherType names; etherparse reads the version nibble.
 fn version_not_ethertype(frame: &[u8], b: &Headers, stop: Option<Stop>) -> bool {
     let Some((at, _)) = b.ip else {
         return false;
@@ -225,9 +225,14 @@ fn version_not_ethertype(frame: &[u8], b: &Headers, stop: Option<Stop>) -> bool 
         return false;
     };
     let version = first >> 4;
+    // Cut when the capture is shorter than the header the EtherType names.
     match stop {
-        Some(Stop::Invalid(Layer::Ipv4)) => ethertype == [0x08, 0x00] && version != 4,
-        Some(Stop::Invalid(Layer::Ipv6)) => ethertype == [0x86, 0xdd] && version != 6,
+        Some(Stop::Invalid(Layer::Ipv4) | Stop::Cut(Layer::Ipv4)) => {
+            ethertype == [0x08, 0x00] && version != 4
+        }
+        Some(Stop::Invalid(Layer::Ipv6) | Stop::Cut(Layer::Ipv6)) => {
+            ethertype == [0x86, 0xdd] && version != 6
+        }
         _ => false,
     }
 }
