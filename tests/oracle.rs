@@ -184,3 +184,22 @@ fn a_later_ipv6_fragment_ends_the_walk_by_design() {
     assert_eq!(oracle::theirs(&frame).0.ipv6_exts, [(54, 70)]);
     assert_eq!(compare(&frame), Ok(Stopped::Fragment));
 }
+
+/// The `etherparse` fuzz target's finding: MACsec (EtherType 0x88e5) with a
+/// VLAN tag inside. The walk stops at the EtherType; the comparison ends
+/// at the link layer and does not hold etherparse's inner tag against it.
+#[test]
+fn vlan_tags_inside_macsec_are_not_compared() {
+    let frame = [
+        0x20, 0x18, 0x40, 0xff, 0xff, 0xff, 0xff, 0x33, 0x81, 0x02, 0x00, 0x01, 0x88, 0xe5, 0x33,
+        0x88, 0xa8, 0xff, 0xff, 0xff, 0x33, 0x81, 0x02, 0x00, 0x01, 0x88, 0xe5, 0x33, 0x88, 0xa8,
+        0xff, 0xff, 0xff, 0x62, 0xff,
+    ];
+    assert_eq!(
+        oracle::ours(&frame).1,
+        Some(rocescope::wire::Stop::Foreign(
+            rocescope::wire::Foreign::EtherType
+        ))
+    );
+    assert_eq!(compare(&frame), Ok(Stopped::LinkExtension));
+}

@@ -108,7 +108,11 @@ pub fn theirs(frame: &[u8]) -> (Headers, Option<Stopped>) {
     for ext in &p.link_exts {
         match ext {
             LaxLinkExtSlice::Vlan(v) => h.vlans.push(range(frame, v.header_slice())),
-            LaxLinkExtSlice::Macsec(_) => beyond = Some(Stopped::LinkExtension),
+            // What follows MACsec (VLAN tags inside it) the walk never sees.
+            LaxLinkExtSlice::Macsec(_) => {
+                beyond = Some(Stopped::LinkExtension);
+                break;
+            }
         }
     }
     match &p.net {
