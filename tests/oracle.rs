@@ -203,3 +203,27 @@ fn vlan_tags_inside_macsec_are_not_compared() {
     );
     assert_eq!(compare(&frame), Ok(Stopped::LinkExtension));
 }
+
+/// The `etherparse` fuzz target's finding: IPv4 protocol 51, an
+/// authentication header, then UDP. The walk stops at the protocol,
+/// etherparse steps over the header and reads UDP.
+#[test]
+fn an_ipv4_authentication_header_is_a_by_design_difference() {
+    let mut frame = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00];
+    frame.extend_from_slice(&[
+        0x45, 0, 0, 48, 0, 0, 0x40, 0, 64, 51, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ]);
+    frame.extend_from_slice(&[17, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1]); // AH, 12 bytes, next UDP
+    frame.extend_from_slice(&[0xc0, 0, 0x12, 0xb7, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        oracle::ours(&frame).1,
+        Some(rocescope::wire::Stop::Foreign(
+            rocescope::wire::Foreign::IpProtocol
+        ))
+    );
+    assert!(
+        oracle::theirs(&frame).0.udp.is_some(),
+        "etherparse reads UDP"
+    );
+    assert_eq!(compare(&frame), Ok(Stopped::Ipv4Extension));
+}

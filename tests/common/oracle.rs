@@ -7,8 +7,8 @@
 //! Where the two disagree by design, the comparison stops at the layer
 //! before (each case is one of [`Stopped`]'s and is counted):
 //! * etherparse keeps at most 3 link extensions (VLAN tags), the walk 4;
-//! * etherparse knows MACsec and IPv6 authentication headers, and steps
-//!   over more than 4 IPv6 extension headers; the walk does not;
+//! * etherparse knows MACsec and IPv4 and IPv6 authentication headers, and
+//!   steps over more than 4 IPv6 extension headers; the walk does not;
 //! * etherparse reads a fragmented packet's payload as no transport, the
 //!   walk reads a first fragment's UDP header, and stops at a later
 //!   fragment's fragment header, where etherparse reads on;
@@ -47,6 +47,8 @@ pub enum Stopped {
     VlanCap,
     LinkExtension,
     Ipv6Extension,
+    /// IPv4's authentication header, which etherparse steps over.
+    Ipv4Extension,
     Fragment,
     LaxLength,
     /// The IP version is not the one the EtherType names.
@@ -120,6 +122,11 @@ pub fn theirs(frame: &[u8]) -> (Headers, Option<Stopped>) {
             h.ip = Some(range(frame, ip.header().slice()));
             if ip.is_payload_fragmented() {
                 beyond = beyond.or(Some(Stopped::Fragment));
+            }
+            // An authentication header (protocol 51), which the walk calls
+            // a foreign protocol.
+            if ip.extensions().auth.is_some() {
+                beyond = beyond.or(Some(Stopped::Ipv4Extension));
             }
         }
         Some(LaxNetSlice::Ipv6(ip)) => {
@@ -202,8 +209,8 @@ pub fn compare(frame: &[u8]) -> Result<Stopped, String> {
     if stop == Some(Stop::Limit(Limit::Ipv6ExtHeaders)) {
         return Ok(Stopped::Ipv6Extension);
     }
-    if beyond == Some(Stopped::Fragment) {
-        return Ok(Stopped::Fragment);
+    if let Some(s @ (Stopped::Fragment | Stopped::Ipv4Extension)) = beyond {
+        return Ok(s);
     }
     if a.udp != b.udp {
         return differ("udp header");
