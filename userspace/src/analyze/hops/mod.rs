@@ -17,7 +17,14 @@
 //!
 //! Memory is bounded by the keys seen within one window plus one tally per
 //! (flow, tap set) and one delay sketch per (flow, tap pair).
+//!
+//! Cost: every RoCE frame of a multi-tap capture is a sighting, so the
+//! matcher is kept small per sighting: a flow is named by a number of its
+//! own (looked up by the analyzer's flow index, not hashed per frame), a
+//! key is 16 bytes, a key's taps are held inline (no allocation for up to
+//! [`INLINE_TAPS`]), and each map is looked up once per use (entry API).
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
 use super::hash::FastMap;
@@ -44,13 +51,69 @@ pub const MAX_TAPS: u16 = 64;
 /// `(src_ip, dst_ip, dest_qp)`: one flow, whatever tap sees it.
 pub type NetFlow = ([u8; 16], [u8; 16], u32);
 
+/// A frame's key: its flow (a [`Matcher::flows`] index), PSN, opcode and
+/// ICRC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
-    flow: NetFlow,
+    flow: u32,
     psn: u32,
+    /// 0 when the frame was cut before its ICRC (`has_icrc` false).
+    icrc: u32,
+    has_icrc: bool,
     opcode: u8,
-    /// Null when the frame was cut before its ICRC.
-    icrc: Option<u32>,
+}
+
+/// Taps a key's lists hold without allocating: a frame crosses a few taps.
+pub(super) const INLINE_TAPS: usize = 4;
+
+/// A short list of per-tap entries: inline up to [`INLINE_TAPS`], then all
+/// of them on the heap.
+#[derive(Clone, Debug, Default)]
+struct TapList<T: Copy + Default> {
+    len: usize,
+    inline: [T; INLINE_TAPS],
+    more: Vec<T>,
+}
+
+impl<T: Copy + Default> TapList<T> {
+    fn one(x: T) -> Self {
+        let mut l = TapList::default();
+        l.push(x);
+        l
+    }
+
+    fn as_slice(&self) -> &[T] {
+        if self.more.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.more
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        if self.more.is_empty() {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.more
+        }
+    }
+
+    fn push(&mut self, x: T) {
+        if self.more.is_empty() && self.len < INLINE_TAPS {
+            self.inline[self.len] = x;
+            self.len += 1;
+        } else {
+            if self.more.is_empty() {
+                self.more.extend_from_slice(&self.inline[..self.len]);
+            }
+            self.more.push(x);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.more.clear();
+    }
 }
 
 /// The open transmission of a key and the key's recent sightings.
@@ -64,17 +127,18 @@ struct KeyState {
     /// transmission is a guess, so their delays are left out.
     ambiguous: bool,
     /// Sightings per tap in the session.
-    occ: Vec<(u16, u32)>,
+    occ: TapList<(u16, u32)>,
     /// The open transmission's sighting per tap, in time order.
-    group: Vec<(u16, u64)>,
+    group: TapList<(u16, u64)>,
 }
 
-/// A tally of transmissions of one flow: the taps that saw it, the taps
-/// recording at its time, and the taps silent since before it whose
-/// liveness the end of the capture decides (tap, its last frame then).
+/// A tally of transmissions of one flow (a [`Matcher::flows`] index): the
+/// taps that saw it, the taps recording at its time, and the taps silent
+/// since before it whose liveness the end of the capture decides (tap, its
+/// last frame then).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Tally {
-    flow: NetFlow,
+    flow: u32,
     seen: u64,
     live: u64,
     silent: Vec<(u16, u64)>,
@@ -88,14 +152,20 @@ struct TapRange {
     last: u64,
 }
 
-/// A frame's key, tap and time.
-type Sighting = (Key, u16, u64);
+/// A frame's key and time (at the one tap of [`Matcher::solo`]).
+type Sighting = (Key, u64);
 
 /// Per direction across a tap pair: (min, max, matched) of `t_b - t_a`.
 pub(super) type Direction = Option<(i64, i64, u64)>;
 
 /// One flow between taps `a < b`.
 pub(super) type PairKey = (NetFlow, u16, u16);
+
+/// [`PairKey`] with the flow as a [`Matcher::flows`] index.
+type FlowPair = (u32, u16, u16);
+
+/// No [`Matcher::flows`] index yet.
+const NO_FLOW: u32 = u32::MAX;
 
 /// The matched transmissions of one flow between taps `a < b`: signed
 /// delays `t_b - t_a`, and the first and last sighting at each tap.
@@ -120,13 +190,18 @@ pub(crate) struct Matcher {
     window_ns: u64,
     /// The one tap seen so far and its last window of frames.
     solo: Option<(u16, VecDeque<Sighting>)>,
+    /// The flows matched, by the number keys name them with.
+    flows: Vec<NetFlow>,
+    flow_numbers: FastMap<NetFlow, u32>,
+    /// Per analyzer flow index: its [`Matcher::flows`] number, or [`NO_FLOW`].
+    by_flow_index: Vec<u32>,
     keys: FastMap<Key, KeyState>,
     /// Keys by their last sighting, for expiry.
     order: VecDeque<(Key, u64)>,
     watermark: u64,
     taps: Vec<TapRange>,
     tallies: FastMap<Tally, u64>,
-    pairs: FastMap<PairKey, Pair>,
+    pairs: FastMap<FlowPair, Pair>,
     /// Frames that came more than a window after a later frame: not matched.
     pub late: u64,
     /// Keys open at once, at most (the window's memory).
@@ -138,6 +213,9 @@ impl Matcher {
         Matcher {
             window_ns,
             solo: None,
+            flows: Vec::new(),
+            flow_numbers: FastMap::default(),
+            by_flow_index: Vec::new(),
             keys: FastMap::default(),
             order: VecDeque::new(),
             watermark: 0,
@@ -149,16 +227,19 @@ impl Matcher {
         }
     }
 
-    /// One RoCE BTH frame (not a mirror copy), in time order.
-    pub(crate) fn push(&mut self, rec: &PacketRecord) {
+    /// One RoCE BTH frame (not a mirror copy), in time order; `flow_index`
+    /// is the analyzer's index of its flow (one per tap and flow).
+    pub(crate) fn push(&mut self, rec: &PacketRecord, flow_index: usize) {
         if rec.iface >= MAX_TAPS {
             return;
         }
+        let icrc = rec.has(flags::ICRC_CHECKED);
         let key = Key {
-            flow: (rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK),
+            flow: self.flow_number(rec, flow_index),
             psn: rec.psn,
+            icrc: if icrc { rec.icrc } else { 0 },
+            has_icrc: icrc,
             opcode: rec.opcode,
-            icrc: rec.has(flags::ICRC_CHECKED).then_some(rec.icrc),
         };
         let (now, iface) = (rec.ts_ns, rec.iface);
         match &mut self.solo {
@@ -166,27 +247,48 @@ impl Matcher {
             Some((tap, recent)) if *tap == iface => {
                 while recent
                     .front()
-                    .is_some_and(|f| now.saturating_sub(f.2) > self.window_ns)
+                    .is_some_and(|f| now.saturating_sub(f.1) > self.window_ns)
                 {
                     recent.pop_front();
                 }
-                recent.push_back((key, iface, now));
+                recent.push_back((key, now));
                 return;
             }
             Some(_) => {
-                if let Some((_, recent)) = self.solo.take() {
-                    for (k, i, t) in recent {
-                        self.sighting(k, i, t);
+                if let Some((tap, recent)) = self.solo.take() {
+                    for (k, t) in recent {
+                        self.sighting(k, tap, t);
                     }
                 }
             }
             None => {}
         }
         if let Some((_, recent)) = &mut self.solo {
-            recent.push_back((key, iface, now));
+            recent.push_back((key, now));
             return;
         }
         self.sighting(key, iface, now);
+    }
+
+    /// The number of `rec`'s flow `(src, dst, dest QP)`: hashed once per
+    /// analyzer flow, then found by its index.
+    fn flow_number(&mut self, rec: &PacketRecord, flow_index: usize) -> u32 {
+        if let Some(&n) = self.by_flow_index.get(flow_index)
+            && n != NO_FLOW
+        {
+            return n;
+        }
+        let flow = (rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK);
+        let next = self.flows.len() as u32;
+        let n = *self.flow_numbers.entry(flow).or_insert(next);
+        if n == next {
+            self.flows.push(flow);
+        }
+        if self.by_flow_index.len() <= flow_index {
+            self.by_flow_index.resize(flow_index + 1, NO_FLOW);
+        }
+        self.by_flow_index[flow_index] = n;
+        n
     }
 
     fn sighting(&mut self, key: Key, iface: u16, now: u64) {
@@ -207,8 +309,9 @@ impl Matcher {
         }
         let w = self.window_ns;
         let mut closed = None;
-        match self.keys.get_mut(&key) {
-            Some(st) => {
+        match self.keys.entry(key) {
+            Entry::Occupied(e) => {
+                let st = e.into_mut();
                 if now.abs_diff(st.last_any) > w {
                     // A new session of the key.
                     closed = Some((std::mem::take(&mut st.group), st.ambiguous));
@@ -216,7 +319,7 @@ impl Matcher {
                     st.number = 0;
                     st.ambiguous = false;
                 }
-                let n = match st.occ.iter_mut().find(|(t, _)| *t == iface) {
+                let n = match st.occ.as_mut_slice().iter_mut().find(|(t, _)| *t == iface) {
                     Some(o) => {
                         o.1 += 1;
                         o.1
@@ -235,29 +338,26 @@ impl Matcher {
                     }
                     st.number = n;
                 }
-                if !st.group.iter().any(|&(t, _)| t == iface) {
+                if !st.group.as_slice().iter().any(|&(t, _)| t == iface) {
                     st.group.push((iface, now));
                 }
                 st.last_any = st.last_any.max(now);
                 self.order.push_back((key, st.last_any));
             }
-            None => {
-                self.keys.insert(
-                    key,
-                    KeyState {
-                        last_any: now,
-                        number: 1,
-                        ambiguous: false,
-                        occ: vec![(iface, 1)],
-                        group: vec![(iface, now)],
-                    },
-                );
+            Entry::Vacant(e) => {
+                e.insert(KeyState {
+                    last_any: now,
+                    number: 1,
+                    ambiguous: false,
+                    occ: TapList::one((iface, 1)),
+                    group: TapList::one((iface, now)),
+                });
                 self.order.push_back((key, now));
                 self.peak_keys = self.peak_keys.max(self.keys.len());
             }
         }
         if let Some((g, ambiguous)) = closed {
-            self.close(key.flow, &g, ambiguous);
+            self.close(key.flow, g.as_slice(), ambiguous);
         }
     }
 
@@ -269,16 +369,18 @@ impl Matcher {
                 break;
             }
             self.order.pop_front();
-            if self.keys.get(&k).is_some_and(|st| st.last_any == t)
-                && let Some(st) = self.keys.remove(&k)
+            // One lookup: the key closes only on its last sighting's entry.
+            if let Entry::Occupied(e) = self.keys.entry(k)
+                && e.get().last_any == t
             {
-                self.close(k.flow, &st.group, st.ambiguous);
+                let st = e.remove();
+                self.close(k.flow, st.group.as_slice(), st.ambiguous);
             }
         }
     }
 
     /// Tallies a finished transmission and its delays.
-    fn close(&mut self, flow: NetFlow, group: &[(u16, u64)], ambiguous: bool) {
+    fn close(&mut self, flow: u32, group: &[(u16, u64)], ambiguous: bool) {
         let Some(&(_, start)) = group.iter().min_by_key(|g| g.1) else {
             return;
         };
@@ -344,7 +446,7 @@ impl Matcher {
         }
         self.expire(true);
         // The end of the capture decides the silent taps.
-        let mut counts: FastMap<(NetFlow, u64, u64), u64> = FastMap::default();
+        let mut counts: FastMap<(u32, u64, u64), u64> = FastMap::default();
         for (t, n) in self.tallies.drain() {
             let mut live = t.live;
             for (tap, last) in t.silent {
@@ -354,7 +456,18 @@ impl Matcher {
             }
             *counts.entry((t.flow, t.seen, live)).or_default() += n;
         }
-        let clocks = offsets(&self.pairs, imposed);
+        let flows = &self.flows;
+        let net = |n: u32| flows[n as usize];
+        let pairs: FastMap<PairKey, Pair> = self
+            .pairs
+            .drain()
+            .map(|((n, a, b), p)| ((net(n), a, b), p))
+            .collect();
+        let counts: Vec<((NetFlow, u64, u64), u64)> = counts
+            .into_iter()
+            .map(|((n, seen, live), c)| ((net(n), seen, live), c))
+            .collect();
+        let clocks = offsets(&pairs, imposed);
         let offset = |a: u16, b: u16| {
             clocks
                 .iter()
@@ -362,7 +475,7 @@ impl Matcher {
                 .map_or(0, |c| c.offset_ns)
         };
         let mut hops = Vec::new();
-        for (&(flow, a, b), p) in &self.pairs {
+        for (&(flow, a, b), p) in &pairs {
             let s = &p.delays;
             let off = offset(a, b);
             let forward = if s.n > 0 {
@@ -406,7 +519,7 @@ impl Matcher {
                 clock_offset_ns: if forward { off } else { -off },
                 ..HopRow::default()
             };
-            for (&(f, seen, live), &n) in &counts {
+            for &((f, seen, live), n) in &counts {
                 if f != flow || live & (ub | db) != ub | db {
                     continue;
                 }
@@ -510,6 +623,15 @@ mod tests {
         r
     }
 
+    /// Pushes `r` with a flow index of its own per (tap, source, destination),
+    /// as the analyzer's flow table gives.
+    fn push(m: &mut Matcher, r: &PacketRecord) {
+        let index = usize::from(r.iface) << 16
+            | usize::from(r.src_ip[15]) << 8
+            | usize::from(r.dst_ip[15]);
+        m.push(r, index);
+    }
+
     #[test]
     fn a_frame_lost_between_taps_and_resent_is_one_missing_and_one_matched() {
         let mut m = Matcher::new(1_000_000);
@@ -517,12 +639,12 @@ mod tests {
         // and resent 100 µs later (within the window: told apart as a
         // resend because tap 0 saw it again). Tap 1 records from 0.5 µs on
         // (another flow's frame): before, it could have seen nothing.
-        m.push(&frame(1, 500, 7, 3, 4));
-        m.push(&frame(0, 1_000, 1, 1, 2));
-        m.push(&frame(0, 2_000, 2, 1, 2));
-        m.push(&frame(1, 6_000, 1, 1, 2));
-        m.push(&frame(0, 102_000, 2, 1, 2));
-        m.push(&frame(1, 109_000, 2, 1, 2));
+        push(&mut m, &frame(1, 500, 7, 3, 4));
+        push(&mut m, &frame(0, 1_000, 1, 1, 2));
+        push(&mut m, &frame(0, 2_000, 2, 1, 2));
+        push(&mut m, &frame(1, 6_000, 1, 1, 2));
+        push(&mut m, &frame(0, 102_000, 2, 1, 2));
+        push(&mut m, &frame(1, 109_000, 2, 1, 2));
         let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
         assert_eq!(out.hops.len(), 1);
         let h = &out.hops[0];
@@ -542,10 +664,10 @@ mod tests {
         // 61 µs); 2 → 1 passes tap 1 at 100 µs (reading 150 µs), tap 0 at
         // 110 µs.
         let mut m = Matcher::new(1_000_000);
-        m.push(&frame(0, 1_000, 1, 1, 2));
-        m.push(&frame(1, 61_000, 1, 1, 2));
-        m.push(&frame(0, 110_000, 9, 2, 1));
-        m.push(&frame(1, 150_000, 9, 2, 1));
+        push(&mut m, &frame(0, 1_000, 1, 1, 2));
+        push(&mut m, &frame(1, 61_000, 1, 1, 2));
+        push(&mut m, &frame(0, 110_000, 9, 2, 1));
+        push(&mut m, &frame(1, 150_000, 9, 2, 1));
         let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
         let c = &out.clocks[0];
         assert_eq!(
@@ -561,8 +683,8 @@ mod tests {
 
         // Imposed: the delays follow it.
         let mut m = Matcher::new(1_000_000);
-        m.push(&frame(0, 1_000, 1, 1, 2));
-        m.push(&frame(1, 61_000, 1, 1, 2));
+        push(&mut m, &frame(0, 1_000, 1, 1, 2));
+        push(&mut m, &frame(1, 61_000, 1, 1, 2));
         let out = m
             .finish(&BTreeMap::from([(1, 55_000)]), |_, _| None)
             .unwrap();
