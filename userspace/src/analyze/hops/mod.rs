@@ -21,8 +21,10 @@
 //! Cost: every RoCE frame of a multi-tap capture is a sighting, so the
 //! matcher is kept small per sighting: a flow is named by a number of its
 //! own (looked up by the analyzer's flow index, not hashed per frame), a
-//! key is 16 bytes, a key's taps are held inline (no allocation for up to
-//! [`INLINE_TAPS`]), and each map is looked up once per use (entry API).
+//! key is 16 bytes and maps to a slot of a slab (the map stays small enough
+//! for the cache; expiry checks a slot, not the map), a key's taps are held
+//! inline (no allocation for up to [`INLINE_TAPS`]), and each map is looked
+//! up once per use (entry API).
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
@@ -53,7 +55,7 @@ pub type NetFlow = ([u8; 16], [u8; 16], u32);
 
 /// A frame's key: its flow (a [`Matcher::flows`] index), PSN, opcode and
 /// ICRC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 struct Key {
     flow: u32,
     psn: u32,
@@ -117,7 +119,7 @@ impl<T: Copy + Default> TapList<T> {
 }
 
 /// The open transmission of a key and the key's recent sightings.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct KeyState {
     last_any: u64,
     /// The open transmission's number in the session (the highest `occ`).
@@ -154,6 +156,15 @@ struct TapRange {
 
 /// A frame's key and time (at the one tap of [`Matcher::solo`]).
 type Sighting = (Key, u64);
+
+/// A key's place in [`Matcher::slots`]: its state while it is open. The
+/// generation tells a slot's keys apart once it is reused.
+#[derive(Debug, Default)]
+struct Slot {
+    key: Key,
+    generation: u32,
+    state: KeyState,
+}
 
 /// Per direction across a tap pair: (min, max, matched) of `t_b - t_a`.
 pub(super) type Direction = Option<(i64, i64, u64)>;
@@ -195,9 +206,13 @@ pub(crate) struct Matcher {
     flow_numbers: FastMap<NetFlow, u32>,
     /// Per analyzer flow index: its [`Matcher::flows`] number, or [`NO_FLOW`].
     by_flow_index: Vec<u32>,
-    keys: FastMap<Key, KeyState>,
-    /// Keys by their last sighting, for expiry.
-    order: VecDeque<(Key, u64)>,
+    /// The open keys' slots.
+    keys: FastMap<Key, u32>,
+    slots: Vec<Slot>,
+    /// Slots of closed keys, reused first.
+    free: Vec<u32>,
+    /// Keys by their last sighting, for expiry: (slot, its generation, time).
+    order: VecDeque<(u32, u32, u64)>,
     watermark: u64,
     taps: Vec<TapRange>,
     tallies: FastMap<Tally, u64>,
@@ -217,6 +232,8 @@ impl Matcher {
             flow_numbers: FastMap::default(),
             by_flow_index: Vec::new(),
             keys: FastMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
             order: VecDeque::new(),
             watermark: 0,
             taps: Vec::new(),
@@ -311,7 +328,12 @@ impl Matcher {
         let mut closed = None;
         match self.keys.entry(key) {
             Entry::Occupied(e) => {
-                let st = e.into_mut();
+                let slot = *e.get();
+                let Slot {
+                    generation,
+                    state: st,
+                    ..
+                } = &mut self.slots[slot as usize];
                 if now.abs_diff(st.last_any) > w {
                     // A new session of the key.
                     closed = Some((std::mem::take(&mut st.group), st.ambiguous));
@@ -342,17 +364,35 @@ impl Matcher {
                     st.group.push((iface, now));
                 }
                 st.last_any = st.last_any.max(now);
-                self.order.push_back((key, st.last_any));
+                self.order.push_back((slot, *generation, st.last_any));
             }
             Entry::Vacant(e) => {
-                e.insert(KeyState {
+                let state = KeyState {
                     last_any: now,
                     number: 1,
                     ambiguous: false,
                     occ: TapList::one((iface, 1)),
                     group: TapList::one((iface, now)),
-                });
-                self.order.push_back((key, now));
+                };
+                let slot = match self.free.pop() {
+                    Some(slot) => {
+                        let s = &mut self.slots[slot as usize];
+                        s.key = key;
+                        s.state = state;
+                        slot
+                    }
+                    None => {
+                        self.slots.push(Slot {
+                            key,
+                            generation: 0,
+                            state,
+                        });
+                        (self.slots.len() - 1) as u32
+                    }
+                };
+                e.insert(slot);
+                let generation = self.slots[slot as usize].generation;
+                self.order.push_back((slot, generation, now));
                 self.peak_keys = self.peak_keys.max(self.keys.len());
             }
         }
@@ -364,17 +404,21 @@ impl Matcher {
     /// Closes the keys last seen more than a window ago (all of them at
     /// the end).
     fn expire(&mut self, all: bool) {
-        while let Some(&(k, t)) = self.order.front() {
+        while let Some(&(slot, generation, t)) = self.order.front() {
             if !all && self.watermark.saturating_sub(t) <= self.window_ns {
                 break;
             }
             self.order.pop_front();
-            // One lookup: the key closes only on its last sighting's entry.
-            if let Entry::Occupied(e) = self.keys.entry(k)
-                && e.get().last_any == t
-            {
-                let st = e.remove();
-                self.close(k.flow, st.group.as_slice(), st.ambiguous);
+            // The key closes on its last sighting's entry; an entry of a
+            // closed key names an older generation of its slot.
+            let s = &mut self.slots[slot as usize];
+            if s.generation == generation && s.state.last_any == t {
+                s.generation = s.generation.wrapping_add(1);
+                let (key, group, ambiguous) =
+                    (s.key, std::mem::take(&mut s.state.group), s.state.ambiguous);
+                self.keys.remove(&key);
+                self.free.push(slot);
+                self.close(key.flow, group.as_slice(), ambiguous);
             }
         }
     }
