@@ -157,13 +157,25 @@ struct TapRange {
 /// A frame's key and time (at the one tap of [`Matcher::solo`]).
 type Sighting = (Key, u64);
 
-/// A key's place in [`Matcher::slots`]: its state while it is open. The
-/// generation tells a slot's keys apart once it is reused.
+/// A key's place in [`Matcher::slots`]: its state while it is open, and
+/// which [`Matcher::order`] entry will close it.
 #[derive(Debug, Default)]
 struct Slot {
     key: Key,
-    generation: u32,
+    /// The position (counted from the first entry ever) of the key's last
+    /// entry in [`Matcher::order`].
+    entry: u64,
     state: KeyState,
+}
+
+/// An [`Matcher::order`] entry: a key's slot and its last sighting then;
+/// `superseded` once a later sighting of the key pushed its own entry
+/// (expiry skips it without reading the slot).
+#[derive(Clone, Copy, Debug)]
+struct Expiry {
+    slot: u32,
+    superseded: bool,
+    t: u64,
 }
 
 /// Per direction across a tap pair: (min, max, matched) of `t_b - t_a`.
@@ -211,8 +223,10 @@ pub(crate) struct Matcher {
     slots: Vec<Slot>,
     /// Slots of closed keys, reused first.
     free: Vec<u32>,
-    /// Keys by their last sighting, for expiry: (slot, its generation, time).
-    order: VecDeque<(u32, u32, u64)>,
+    /// Keys by their last sighting, for expiry.
+    order: VecDeque<Expiry>,
+    /// Entries popped from `order` so far.
+    popped: u64,
     watermark: u64,
     taps: Vec<TapRange>,
     tallies: FastMap<Tally, u64>,
@@ -235,6 +249,7 @@ impl Matcher {
             slots: Vec::new(),
             free: Vec::new(),
             order: VecDeque::new(),
+            popped: 0,
             watermark: 0,
             taps: Vec::new(),
             tallies: FastMap::default(),
@@ -330,9 +345,7 @@ impl Matcher {
             Entry::Occupied(e) => {
                 let slot = *e.get();
                 let Slot {
-                    generation,
-                    state: st,
-                    ..
+                    entry, state: st, ..
                 } = &mut self.slots[slot as usize];
                 if now.abs_diff(st.last_any) > w {
                     // A new session of the key.
@@ -363,8 +376,27 @@ impl Matcher {
                 if !st.group.as_slice().iter().any(|&(t, _)| t == iface) {
                     st.group.push((iface, now));
                 }
-                st.last_any = st.last_any.max(now);
-                self.order.push_back((slot, *generation, st.last_any));
+                // The first entry with the key's final last sighting closes
+                // it: a later time supersedes the entry before; the same
+                // time (a frame not later than the key's last) gets an
+                // entry superseded from the start, which holds expiry up
+                // as any entry does.
+                let superseded = now <= st.last_any;
+                if !superseded {
+                    st.last_any = now;
+                    if let Some(before) = entry
+                        .checked_sub(self.popped)
+                        .and_then(|at| self.order.get_mut(at as usize))
+                    {
+                        before.superseded = true;
+                    }
+                    *entry = self.popped + self.order.len() as u64;
+                }
+                self.order.push_back(Expiry {
+                    slot,
+                    superseded,
+                    t: st.last_any,
+                });
             }
             Entry::Vacant(e) => {
                 let state = KeyState {
@@ -374,25 +406,24 @@ impl Matcher {
                     occ: TapList::one((iface, 1)),
                     group: TapList::one((iface, now)),
                 };
+                let entry = self.popped + self.order.len() as u64;
+                let filled = Slot { key, entry, state };
                 let slot = match self.free.pop() {
                     Some(slot) => {
-                        let s = &mut self.slots[slot as usize];
-                        s.key = key;
-                        s.state = state;
+                        self.slots[slot as usize] = filled;
                         slot
                     }
                     None => {
-                        self.slots.push(Slot {
-                            key,
-                            generation: 0,
-                            state,
-                        });
+                        self.slots.push(filled);
                         (self.slots.len() - 1) as u32
                     }
                 };
                 e.insert(slot);
-                let generation = self.slots[slot as usize].generation;
-                self.order.push_back((slot, generation, now));
+                self.order.push_back(Expiry {
+                    slot,
+                    superseded: false,
+                    t: now,
+                });
                 self.peak_keys = self.peak_keys.max(self.keys.len());
             }
         }
@@ -404,22 +435,22 @@ impl Matcher {
     /// Closes the keys last seen more than a window ago (all of them at
     /// the end).
     fn expire(&mut self, all: bool) {
-        while let Some(&(slot, generation, t)) = self.order.front() {
+        while let Some(&Expiry { slot, superseded, t }) = self.order.front() {
             if !all && self.watermark.saturating_sub(t) <= self.window_ns {
                 break;
             }
             self.order.pop_front();
-            // The key closes on its last sighting's entry; an entry of a
-            // closed key names an older generation of its slot.
-            let s = &mut self.slots[slot as usize];
-            if s.generation == generation && s.state.last_any == t {
-                s.generation = s.generation.wrapping_add(1);
-                let (key, group, ambiguous) =
-                    (s.key, std::mem::take(&mut s.state.group), s.state.ambiguous);
-                self.keys.remove(&key);
-                self.free.push(slot);
-                self.close(key.flow, group.as_slice(), ambiguous);
+            self.popped += 1;
+            if superseded {
+                continue;
             }
+            // The key's last entry: it closes.
+            let s = &mut self.slots[slot as usize];
+            let (key, group, ambiguous) =
+                (s.key, std::mem::take(&mut s.state.group), s.state.ambiguous);
+            self.keys.remove(&key);
+            self.free.push(slot);
+            self.close(key.flow, group.as_slice(), ambiguous);
         }
     }
 
