@@ -768,6 +768,36 @@ mod tests {
     }
 
     #[test]
+    fn a_sighting_earlier_than_the_keys_last_joins_its_transmission() {
+        // PSN 1 passes tap 0 at 1 µs, tap 2 at 10.5 µs and tap 1 at 11 µs,
+        // but tap 2's record comes last (merged out of time order): one
+        // transmission at three taps, closed when a frame 5 ms later
+        // expires it, as is the frame that follows it.
+        let mut m = Matcher::new(1_000_000);
+        push(&mut m, &frame(0, 1_000, 1, 1, 2));
+        push(&mut m, &frame(1, 11_000, 1, 1, 2));
+        push(&mut m, &frame(2, 10_500, 1, 1, 2));
+        push(&mut m, &frame(0, 5_000_000, 2, 1, 2));
+        push(&mut m, &frame(1, 5_010_000, 2, 1, 2));
+        push(&mut m, &frame(2, 5_009_500, 2, 1, 2));
+        let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
+        let hops: Vec<_> = out
+            .hops
+            .iter()
+            .map(|h| (h.up_iface, h.down_iface, h.matched, h.delay_min_ns))
+            .collect();
+        assert_eq!(
+            hops,
+            [
+                (0, 1, 2, Some(10_000)),
+                (0, 2, 2, Some(9_500)),
+                (2, 1, 2, Some(500))
+            ]
+        );
+        assert_eq!(out.late, 0);
+    }
+
+    #[test]
     fn the_sketch_quantiles_are_within_half_a_percent_of_the_range() {
         let mut s = Sketch::default();
         let values: Vec<i64> = (0..1000).map(|i| 5_000 + (i * i) % 7_919).collect();
