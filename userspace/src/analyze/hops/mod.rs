@@ -435,7 +435,12 @@ impl Matcher {
     /// Closes the keys last seen more than a window ago (all of them at
     /// the end).
     fn expire(&mut self, all: bool) {
-        while let Some(&Expiry { slot, superseded, t }) = self.order.front() {
+        while let Some(&Expiry {
+            slot,
+            superseded,
+            t,
+        }) = self.order.front()
+        {
             if !all && self.watermark.saturating_sub(t) <= self.window_ns {
                 break;
             }
@@ -701,9 +706,8 @@ mod tests {
     /// Pushes `r` with a flow index of its own per (tap, source, destination),
     /// as the analyzer's flow table gives.
     fn push(m: &mut Matcher, r: &PacketRecord) {
-        let index = usize::from(r.iface) << 16
-            | usize::from(r.src_ip[15]) << 8
-            | usize::from(r.dst_ip[15]);
+        let index =
+            usize::from(r.iface) << 16 | usize::from(r.src_ip[15]) << 8 | usize::from(r.dst_ip[15]);
         m.push(r, index);
     }
 
