@@ -711,20 +711,29 @@ mod tests {
         m.push(r, index);
     }
 
+    /// The matching of `frames`, pushed in this order (1 ms window).
+    fn matching(frames: &[PacketRecord]) -> Matching {
+        let mut m = Matcher::new(1_000_000);
+        for r in frames {
+            push(&mut m, r);
+        }
+        m.finish(&BTreeMap::new(), |_, _| None).unwrap()
+    }
+
     #[test]
     fn a_frame_lost_between_taps_and_resent_is_one_missing_and_one_matched() {
-        let mut m = Matcher::new(1_000_000);
         // PSN 1 reaches tap 1 5 µs after tap 0; PSN 2 is lost after tap 0
         // and resent 100 µs later (within the window: told apart as a
         // resend because tap 0 saw it again). Tap 1 records from 0.5 µs on
         // (another flow's frame): before, it could have seen nothing.
-        push(&mut m, &frame(1, 500, 7, 3, 4));
-        push(&mut m, &frame(0, 1_000, 1, 1, 2));
-        push(&mut m, &frame(0, 2_000, 2, 1, 2));
-        push(&mut m, &frame(1, 6_000, 1, 1, 2));
-        push(&mut m, &frame(0, 102_000, 2, 1, 2));
-        push(&mut m, &frame(1, 109_000, 2, 1, 2));
-        let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
+        let out = matching(&[
+            frame(1, 500, 7, 3, 4),
+            frame(0, 1_000, 1, 1, 2),
+            frame(0, 2_000, 2, 1, 2),
+            frame(1, 6_000, 1, 1, 2),
+            frame(0, 102_000, 2, 1, 2),
+            frame(1, 109_000, 2, 1, 2),
+        ]);
         assert_eq!(out.hops.len(), 1);
         let h = &out.hops[0];
         assert_eq!((h.up_iface, h.down_iface), (0, 1));
@@ -742,12 +751,12 @@ mod tests {
         // each way. 1 → 2 passes tap 0 at 1 µs, tap 1 at 11 µs (reading
         // 61 µs); 2 → 1 passes tap 1 at 100 µs (reading 150 µs), tap 0 at
         // 110 µs.
-        let mut m = Matcher::new(1_000_000);
-        push(&mut m, &frame(0, 1_000, 1, 1, 2));
-        push(&mut m, &frame(1, 61_000, 1, 1, 2));
-        push(&mut m, &frame(0, 110_000, 9, 2, 1));
-        push(&mut m, &frame(1, 150_000, 9, 2, 1));
-        let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
+        let out = matching(&[
+            frame(0, 1_000, 1, 1, 2),
+            frame(1, 61_000, 1, 1, 2),
+            frame(0, 110_000, 9, 2, 1),
+            frame(1, 150_000, 9, 2, 1),
+        ]);
         let c = &out.clocks[0];
         assert_eq!(
             (c.offset_ns, c.uncertainty_ns, c.source),
@@ -777,14 +786,14 @@ mod tests {
         // but tap 2's record comes last (merged out of time order): one
         // transmission at three taps, closed when a frame 5 ms later
         // expires it, as is the frame that follows it.
-        let mut m = Matcher::new(1_000_000);
-        push(&mut m, &frame(0, 1_000, 1, 1, 2));
-        push(&mut m, &frame(1, 11_000, 1, 1, 2));
-        push(&mut m, &frame(2, 10_500, 1, 1, 2));
-        push(&mut m, &frame(0, 5_000_000, 2, 1, 2));
-        push(&mut m, &frame(1, 5_010_000, 2, 1, 2));
-        push(&mut m, &frame(2, 5_009_500, 2, 1, 2));
-        let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
+        let out = matching(&[
+            frame(0, 1_000, 1, 1, 2),
+            frame(1, 11_000, 1, 1, 2),
+            frame(2, 10_500, 1, 1, 2),
+            frame(0, 5_000_000, 2, 1, 2),
+            frame(1, 5_010_000, 2, 1, 2),
+            frame(2, 5_009_500, 2, 1, 2),
+        ]);
         let hops: Vec<_> = out
             .hops
             .iter()
