@@ -9,7 +9,9 @@
 #      analyze with glibc's 4 KiB heap pages (ROCESCOPE_HUGE_PAGES=0) vs.
 #      the huge-page heap it re-executes itself with (userspace/src/heap.rs);
 #   2. pipelined analyze on 2 cores vs. the same on 1 core (taskset);
-#   3. peak RSS: 5M frames vs. 1M frames; 10k QPs;
+#   3. peak RSS: 5M frames vs. 1M frames (4 taps, so cross-tap matching too);
+#      the match window 10x shorter and 10x longer; a tap idle between
+#      bursts, 4M frames vs. 1M; 10k QPs;
 #   6. the per-stage bench (cargo bench --bench stages);
 #   7. with BASE=BINARY: analyze and report against that build of rocescope
 #      (an earlier commit's release binary), scripts/compare.sh's interleaved
@@ -17,8 +19,9 @@
 # The live figures (4) come from `cargo bench --bench live` (needs root).
 #
 # Usage: scripts/bench.sh [--docs] [FRAMES] (default 500000); ROUNDS (default 3);
-# SKIP_MEMORY=1 skips the 5M-frame and 10k-QP captures; SKIP_STAGES=1 the
-# stages bench; BASE=/path/to/rocescope adds the comparison (7). With --docs the
+# SKIP_MEMORY=1 skips the memory captures (5M frames, the idle tap, 10k QPs);
+# SKIP_STAGES=1 the stages bench; BASE=/path/to/rocescope adds the
+# comparison (7). With --docs the
 # figures also replace the block between the "bench.sh figures" markers of
 # docs/benchmarks.md (commit it with the change it measures).
 set -euo pipefail
@@ -46,14 +49,14 @@ base=${BASE:-}
 
 # 128 RC connections over the ghost-drop fabric (3 senders, 2 receivers):
 # 256 QPs; ECN marks early enough for CE and CNPs; PFC pauses as in ghost-drop.
-flows() { # N GBPS MSG_BYTES
-  awk -v n="$1" -v g="$2" -v m="$3" 'BEGIN { printf "["; for (i = 0; i < n; i++) {
+flows() { # N GBPS MSG_BYTES [SENDERS, default 3]
+  awk -v n="$1" -v g="$2" -v m="$3" -v s="${4:-3}" 'BEGIN { printf "["; for (i = 0; i < n; i++) {
     printf "%s{\"src\":%d,\"dst\":%d,\"msg_bytes\":%d,\"messages\":null,\"start_ns\":%d,\"udp_sport\":null,\"start_psn\":%d,\"gbps\":%s}",
-      (i ? "," : ""), i % 3, i % 2, m, i * 500 % 1000000, (i * 7919) % 16777216, g }
+      (i ? "," : ""), i % s, i % 2, m, i * 500 % 1000000, (i * 7919) % 16777216, g }
     printf "]" }'
 }
-synth() { # OUT FRAMES FLOWS_FILE
-  $bin synth ghost-drop --out "$1" --packets "$2" --snaplen 128 --duration 10s \
+synth() { # OUT FRAMES FLOWS_FILE [DURATION, default 10s]
+  $bin synth ghost-drop --out "$1" --packets "$2" --snaplen 128 --duration "${4:-10s}" \
     --min-rto 200us --ecn-min 40KB --ecn-max 300KB --ecn-pmax 0.2 --set "flows=@$3" >/dev/null
 }
 flows 128 3.0 65536 >"$work/flows256.json"
@@ -140,23 +143,49 @@ if [ "${SKIP_MEMORY:-0}" != 1 ]; then
   echo
   echo "== 3. peak RSS (/usr/bin/time -v, analyze with every table)"
   rss() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident/ { print $6 }'; }
+  # Cross-tap matching holds the keys of one window (summary.json's
+  # matching.peak_keys), whatever the capture's length.
+  keys() { awk -F': ' '/"peak_keys":/ { gsub(",", "", $2); print $2; exit }' "$1/summary.json"; }
   synth "$work/m1.pcapng" 1000000 "$work/flows256.json"
   synth "$work/m5.pcapng" 5000000 "$work/flows256.json"
   r1=$(rss "$bin" analyze "$work/m1.pcapng" --out "$work/o1")
   r5=$(rss "$bin" analyze "$work/m5.pcapng" --out "$work/o5")
+  k1=$(keys "$work/o1"); k5=$(keys "$work/o5")
+  rw=$(rss "$bin" analyze "$work/m5.pcapng" --out "$work/ow" --match-window 200us)
+  rW=$(rss "$bin" analyze "$work/m5.pcapng" --out "$work/oW" --match-window 20ms)
+  kw=$(keys "$work/ow"); kW=$(keys "$work/oW")
   rm -f "$work/m5.pcapng"
-  printf '%-44s %8d KB\n' "1M frames, 256 QPs" "$r1"
-  printf '%-44s %8d KB  (%s of 1M)\n' "5M frames, 256 QPs" "$r5" "$(ratio "$r5" "$r1")"
+  printf '%-44s %8d KB  (window 2 ms: %s keys)\n' "1M frames, 256 QPs, 4 taps" "$r1" "$k1"
+  printf '%-44s %8d KB  (%s of 1M; %s keys)\n' "5M frames, 256 QPs, 4 taps" "$r5" "$(ratio "$r5" "$r1")" "$k5"
+  printf '%-44s %8d KB  (%s of 2 ms; %s keys)\n' "5M frames, --match-window 200us" "$rw" "$(ratio "$rw" "$r5")" "$kw"
+  printf '%-44s %8d KB  (%s of 2 ms; %s keys)\n' "5M frames, --match-window 20ms" "$rW" "$(ratio "$rW" "$r5")" "$kW"
+  # 2000 slow connections (4 Mb/s) from s0 and s1 past three taps; the
+  # fourth (s2's port) sees one slow flow of its own, a frame every few ms:
+  # idle for longer than the window between them. 4M frames are ~4 s.
+  flows 2000 0.004 4096 2 |
+    sed 's/]$/,{"src":2,"dst":1,"msg_bytes":1024,"messages":null,"start_ns":0,"udp_sport":null,"start_psn":0,"gbps":0.001}]/' \
+      >"$work/flowsidle.json"
+  synth "$work/i1.pcapng" 1000000 "$work/flowsidle.json" 100s
+  synth "$work/i4.pcapng" 4000000 "$work/flowsidle.json" 100s
+  ri1=$(rss "$bin" analyze "$work/i1.pcapng" --out "$work/oi1")
+  ri4=$(rss "$bin" analyze "$work/i4.pcapng" --out "$work/oi4")
+  rm -f "$work/i1.pcapng" "$work/i4.pcapng"
+  printf '%-44s %8d KB\n' "1M frames, 4k QPs, a tap idle between bursts" "$ri1"
+  printf '%-44s %8d KB  (%s of 1M)\n' "4M frames, the same" "$ri4" "$(ratio "$ri4" "$ri1")"
   flows 5000 0.08 4096 >"$work/flows10k.json"
   synth "$work/q10k.pcapng" 1000000 "$work/flows10k.json"
   rq=$(rss "$bin" analyze "$work/q10k.pcapng" --out "$work/oq")
-  nq=$($bin report "$work/q10k.pcapng" --json | awk -F': ' '/"flows":/ && !n++ { gsub(",", "", $2); print $2 }')
+  nq=$($bin report "$work/q10k.pcapng" --json | awk -F': ' '/^  "totals": / { t = 1 } t && /"flows": / { gsub(",", "", $2); print $2; exit }')
   printf '%-44s %8d KB  (%s flows)\n' "1M frames, 10k QPs" "$rq" "$nq"
   md ""
   md "| peak RSS of \`analyze\`, every table | KB | |"
   md "|---|---|---|"
-  md "| 1M frames, 256 QPs | $r1 | |"
-  md "| 5M frames, 256 QPs | $r5 | **$(ratio "$r5" "$r1")x** of 1M |"
+  md "| 1M frames, 256 QPs, 4 taps (match window 2 ms) | $r1 | $k1 keys at most |"
+  md "| 5M frames, 256 QPs, 4 taps | $r5 | **$(ratio "$r5" "$r1")x** of 1M; $k5 keys |"
+  md "| 5M frames, \`--match-window 200us\` | $rw | $(ratio "$rw" "$r5")x of 2 ms; $kw keys |"
+  md "| 5M frames, \`--match-window 20ms\` | $rW | $(ratio "$rW" "$r5")x of 2 ms; $kW keys |"
+  md "| 1M frames, 4k QPs, a tap idle between bursts | $ri1 | |"
+  md "| 4M frames, the same | $ri4 | **$(ratio "$ri4" "$ri1")x** of 1M |"
   md "| 1M frames, 10k QPs | $rq | $nq flows |"
 fi
 

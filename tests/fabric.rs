@@ -3,7 +3,8 @@
 //! spread named with a topology file, drawn in the HTML report; a root that
 //! pauses again and again is one finding with its episodes; a topology file
 //! with a mistake is an error naming it. Onsets and delays are checked
-//! against tshark's own reading of the PFC frames.
+//! against tshark's own reading of the PFC frames. A large fabric's
+//! hop-queueing finding lists some hops and counts the rest.
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -273,4 +274,81 @@ fn topology_ecmp_groups_are_ecmp_groups() {
     let by_option = report(&["--ecmp-group", "leaf0-spine0-tx,leaf0-spine1-tx"]);
     assert!(by_option.contains("(ecmp-imbalance, impact"), "{by_option}");
     assert_eq!(report(&["--topology", file.to_str().unwrap()]), by_option);
+}
+
+/// A large fabric's hop-queueing finding (docs/analysis.md, "Where frames
+/// vanished"): it names the worst hop, lists the first 8 other adjacent
+/// hops with matched frames and counts the rest, which hops.parquet holds
+/// (one line per flow of a 64-QP fabric would be a report line of pages).
+#[test]
+fn hop_queueing_on_a_large_fabric_lists_some_hops_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows: Vec<String> = (0..32)
+        .map(|i| {
+            format!(
+                r#"{{"src":{},"dst":{},"msg_bytes":65536,"messages":null,"start_ns":{},"udp_sport":null,"start_psn":{},"gbps":3.0}}"#,
+                i % 3,
+                i % 2,
+                i * 500,
+                i * 7919
+            )
+        })
+        .collect();
+    let flows_file = dir.path().join("flows.json");
+    std::fs::write(&flows_file, format!("[{}]", flows.join(","))).unwrap();
+    let cap = dir.path().join("fabric.pcapng");
+    let set = format!("flows=@{}", flows_file.display());
+    rocescope_ok(&[
+        "synth",
+        "ghost-drop",
+        "--out",
+        cap.to_str().unwrap(),
+        "--packets",
+        "60000",
+        "--snaplen",
+        "128",
+        "--duration",
+        "1s",
+        "--min-rto",
+        "200us",
+        "--ecn-min",
+        "40KB",
+        "--ecn-max",
+        "300KB",
+        "--ecn-pmax",
+        "0.2",
+        "--set",
+        &set,
+    ]);
+    let out = dir.path().join("out");
+    rocescope_ok(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let hops = common::Table::read(&out.join("hops.parquet"));
+    let (adjacent, matched) = (hops.bools("adjacent"), hops.ints("matched"));
+    let listed = (0..hops.rows())
+        .filter(|&r| adjacent[r] == Some(true) && matched[r].unwrap_or(0) > 0)
+        .count();
+    assert!(
+        listed > 9,
+        "the fabric has {listed} adjacent hops: too few for the test"
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let finding = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "hop-queueing")
+        .expect("queueing behind the PFC pauses of ghost-drop");
+    let detail = finding["detail"].as_str().unwrap();
+    let others = detail.split_once("; the other hops: ").unwrap().1;
+    assert_eq!(others.matches(" QP ").count(), 8, "{others}");
+    assert!(
+        others.ends_with(&format!("; and {} more (hops.parquet)", listed - 1 - 8)),
+        "{others}"
+    );
 }

@@ -23,7 +23,8 @@
 //!    trackers with output types of their own: [`dups`]: mirror copies;
 //!    [`gaps`]: what became of missing PSNs; [`rto`]: the NIC's
 //!    retransmission timeout; [`hops`]: cross-tap frame matching, tap-pair
-//!    clock offsets and the hop table (`hops/clocks.rs`, `hops/sketch.rs`);
+//!    clock offsets and the hop table (`hops/clocks.rs`, `hops/sketch.rs`,
+//!    `hops/tally.rs`);
 //!    `livelock`: the same PSN resent over and over; `dcqcn`: how a
 //!    sender's rate answers its CNPs;
 //! 2. `rows`: every output type — the flow key, the tables' rows,

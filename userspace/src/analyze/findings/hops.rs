@@ -15,6 +15,11 @@ use crate::analyze::{Finding, fmt_count, fmt_duration, fmt_ip, fmt_pct};
 
 use super::input::{Input, params};
 
+/// How many of the other hops a hop-queueing finding lists beside the worst
+/// one: enough to show where the delay grows on a path, not one line per
+/// flow of a large fabric (the rest are in hops.parquet).
+const OTHER_HOPS_SHOWN: usize = 8;
+
 /// A hop's delay has a long tail when its p99 exceeds this many times its
 /// p50 ...
 pub(crate) const TAIL_RATIO: i64 = 4;
@@ -246,7 +251,14 @@ fn queueing(x: &Input, out: &mut Vec<Finding>) {
         fmt_count(worst.matched, "matched frame")
     );
     if !others.is_empty() {
-        detail.push_str(&format!("; the other hops: {}", others.join("; ")));
+        let shown = others.len().min(OTHER_HOPS_SHOWN);
+        detail.push_str(&format!("; the other hops: {}", others[..shown].join("; ")));
+        if others.len() > shown {
+            detail.push_str(&format!(
+                "; and {} more (hops.parquet)",
+                others.len() - shown
+            ));
+        }
     }
     out.push(Finding {
         id: "hop-queueing",

@@ -36,10 +36,14 @@ use serde::Serialize;
 
 mod clocks;
 mod sketch;
+mod tally;
+#[cfg(test)]
+mod tests;
 
 use clocks::offsets;
 pub use clocks::{ClockOffset, OffsetSource};
 pub use sketch::Sketch;
+use tally::Tallies;
 
 /// Default match window: longer than a path's one-way delay plus the clock
 /// offset of hosts kept in step by NTP or PTP, shorter than a NIC's
@@ -134,18 +138,6 @@ struct KeyState {
     group: TapList<(u16, u64)>,
 }
 
-/// A tally of transmissions of one flow (a [`Matcher::flows`] index): the
-/// taps that saw it, the taps recording at its time, and the taps silent
-/// since before it whose liveness the end of the capture decides (tap, its
-/// last frame then).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Tally {
-    flow: u32,
-    seen: u64,
-    live: u64,
-    silent: Vec<(u16, u64)>,
-}
-
 /// Per tap: its first and latest frame, for which transmissions it could
 /// have seen.
 #[derive(Clone, Copy, Debug, Default)]
@@ -229,7 +221,7 @@ pub(crate) struct Matcher {
     popped: u64,
     watermark: u64,
     taps: Vec<TapRange>,
-    tallies: FastMap<Tally, u64>,
+    tallies: Tallies,
     pairs: FastMap<FlowPair, Pair>,
     /// Frames that came more than a window after a later frame: not matched.
     pub late: u64,
@@ -252,7 +244,7 @@ impl Matcher {
             popped: 0,
             watermark: 0,
             taps: Vec::new(),
-            tallies: FastMap::default(),
+            tallies: Tallies::default(),
             pairs: FastMap::default(),
             late: 0,
             peak_keys: 0,
@@ -468,28 +460,7 @@ impl Matcher {
         for &(t, _) in group {
             seen |= 1 << t;
         }
-        let mut live = seen;
-        let mut silent = Vec::new();
-        for (t, r) in self.taps.iter().enumerate() {
-            let bit = 1u64 << t;
-            if seen & bit != 0 || r.first.is_none_or(|f| f > start) {
-                continue;
-            }
-            if r.last >= start {
-                live |= bit;
-            } else {
-                silent.push((t as u16, r.last));
-            }
-        }
-        *self
-            .tallies
-            .entry(Tally {
-                flow,
-                seen,
-                live,
-                silent,
-            })
-            .or_default() += 1;
+        self.tallies.add(flow, seen, start, &self.taps);
         for (x, &(a, ta)) in group.iter().enumerate() {
             for &(b, tb) in &group[x + 1..] {
                 let ((a, ta), (b, tb)) = if a < b {
@@ -526,16 +497,7 @@ impl Matcher {
         }
         self.expire(true);
         // The end of the capture decides the silent taps.
-        let mut counts: FastMap<(u32, u64, u64), u64> = FastMap::default();
-        for (t, n) in self.tallies.drain() {
-            let mut live = t.live;
-            for (tap, last) in t.silent {
-                if self.taps[usize::from(tap)].last > last {
-                    live |= 1 << tap;
-                }
-            }
-            *counts.entry((t.flow, t.seen, live)).or_default() += n;
-        }
+        let by_flow = std::mem::take(&mut self.tallies).finish(&self.taps);
         let flows = &self.flows;
         let net = |n: u32| flows[n as usize];
         let pairs: FastMap<PairKey, Pair> = self
@@ -543,10 +505,8 @@ impl Matcher {
             .drain()
             .map(|((n, a, b), p)| ((net(n), a, b), p))
             .collect();
-        let counts: Vec<((NetFlow, u64, u64), u64)> = counts
-            .into_iter()
-            .map(|((n, seen, live), c)| ((net(n), seen, live), c))
-            .collect();
+        let counts: FastMap<NetFlow, Vec<(u64, u64, u64)>> =
+            by_flow.into_iter().map(|(n, c)| (net(n), c)).collect();
         let clocks = offsets(&pairs, imposed);
         let offset = |a: u16, b: u16| {
             clocks
@@ -599,8 +559,8 @@ impl Matcher {
                 clock_offset_ns: if forward { off } else { -off },
                 ..HopRow::default()
             };
-            for &((f, seen, live), n) in &counts {
-                if f != flow || live & (ub | db) != ub | db {
+            for &(seen, live, n) in counts.get(&flow).into_iter().flatten() {
+                if live & (ub | db) != ub | db {
                     continue;
                 }
                 match (seen & ub != 0, seen & db != 0) {
@@ -681,153 +641,4 @@ pub struct Matching {
     pub late: u64,
     pub window_ns: u64,
     pub peak_keys: usize,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frame(iface: u16, ts: u64, psn: u32, src: u8, dst: u8) -> PacketRecord {
-        let mut r = PacketRecord {
-            iface,
-            ts_ns: ts,
-            psn,
-            opcode: 0x0A,
-            icrc: 0x1000 + psn,
-            dest_qp: 7,
-            flags: flags::ICRC_CHECKED,
-            ..PacketRecord::default()
-        };
-        r.src_ip[15] = src;
-        r.dst_ip[15] = dst;
-        r
-    }
-
-    /// Pushes `r` with a flow index of its own per (tap, source, destination),
-    /// as the analyzer's flow table gives.
-    fn push(m: &mut Matcher, r: &PacketRecord) {
-        let index =
-            usize::from(r.iface) << 16 | usize::from(r.src_ip[15]) << 8 | usize::from(r.dst_ip[15]);
-        m.push(r, index);
-    }
-
-    /// The matching of `frames`, pushed in this order (1 ms window).
-    fn matching(frames: &[PacketRecord]) -> Matching {
-        let mut m = Matcher::new(1_000_000);
-        for r in frames {
-            push(&mut m, r);
-        }
-        m.finish(&BTreeMap::new(), |_, _| None).unwrap()
-    }
-
-    #[test]
-    fn a_frame_lost_between_taps_and_resent_is_one_missing_and_one_matched() {
-        // PSN 1 reaches tap 1 5 µs after tap 0; PSN 2 is lost after tap 0
-        // and resent 100 µs later (within the window: told apart as a
-        // resend because tap 0 saw it again). Tap 1 records from 0.5 µs on
-        // (another flow's frame): before, it could have seen nothing.
-        let out = matching(&[
-            frame(1, 500, 7, 3, 4),
-            frame(0, 1_000, 1, 1, 2),
-            frame(0, 2_000, 2, 1, 2),
-            frame(1, 6_000, 1, 1, 2),
-            frame(0, 102_000, 2, 1, 2),
-            frame(1, 109_000, 2, 1, 2),
-        ]);
-        assert_eq!(out.hops.len(), 1);
-        let h = &out.hops[0];
-        assert_eq!((h.up_iface, h.down_iface), (0, 1));
-        assert_eq!(
-            (h.frames_up, h.matched, h.missing_down, h.down_only),
-            (3, 2, 1, 0)
-        );
-        assert_eq!((h.delay_min_ns, h.delay_max_ns), (Some(5_000), Some(5_000)));
-        assert_eq!(out.clocks[0].source, OffsetSource::Assumed);
-    }
-
-    #[test]
-    fn traffic_both_ways_gives_the_offset_and_its_uncertainty() {
-        // Tap 1's clock is 50 µs ahead of tap 0's; the path takes 10 µs
-        // each way. 1 → 2 passes tap 0 at 1 µs, tap 1 at 11 µs (reading
-        // 61 µs); 2 → 1 passes tap 1 at 100 µs (reading 150 µs), tap 0 at
-        // 110 µs.
-        let out = matching(&[
-            frame(0, 1_000, 1, 1, 2),
-            frame(1, 61_000, 1, 1, 2),
-            frame(0, 110_000, 9, 2, 1),
-            frame(1, 150_000, 9, 2, 1),
-        ]);
-        let c = &out.clocks[0];
-        assert_eq!(
-            (c.offset_ns, c.uncertainty_ns, c.source),
-            (50_000, Some(10_000), OffsetSource::Estimated)
-        );
-        let delays: Vec<_> = out
-            .hops
-            .iter()
-            .map(|h| (h.up_iface, h.down_iface, h.delay_min_ns, h.matched))
-            .collect();
-        assert_eq!(delays, [(0, 1, Some(10_000), 1), (1, 0, Some(10_000), 1)]);
-
-        // Imposed: the delays follow it.
-        let mut m = Matcher::new(1_000_000);
-        push(&mut m, &frame(0, 1_000, 1, 1, 2));
-        push(&mut m, &frame(1, 61_000, 1, 1, 2));
-        let out = m
-            .finish(&BTreeMap::from([(1, 55_000)]), |_, _| None)
-            .unwrap();
-        assert_eq!(out.clocks[0].source, OffsetSource::Imposed);
-        assert_eq!(out.hops[0].delay_min_ns, Some(5_000));
-    }
-
-    #[test]
-    fn a_sighting_earlier_than_the_keys_last_joins_its_transmission() {
-        // PSN 1 passes tap 0 at 1 µs, tap 2 at 10.5 µs and tap 1 at 11 µs,
-        // but tap 2's record comes last (merged out of time order): one
-        // transmission at three taps, closed when a frame 5 ms later
-        // expires it, as is the frame that follows it.
-        let out = matching(&[
-            frame(0, 1_000, 1, 1, 2),
-            frame(1, 11_000, 1, 1, 2),
-            frame(2, 10_500, 1, 1, 2),
-            frame(0, 5_000_000, 2, 1, 2),
-            frame(1, 5_010_000, 2, 1, 2),
-            frame(2, 5_009_500, 2, 1, 2),
-        ]);
-        let hops: Vec<_> = out
-            .hops
-            .iter()
-            .map(|h| (h.up_iface, h.down_iface, h.matched, h.delay_min_ns))
-            .collect();
-        assert_eq!(
-            hops,
-            [
-                (0, 1, 2, Some(10_000)),
-                (0, 2, 2, Some(9_500)),
-                (2, 1, 2, Some(500))
-            ]
-        );
-        assert_eq!(out.late, 0);
-    }
-
-    #[test]
-    fn the_sketch_quantiles_are_within_half_a_percent_of_the_range() {
-        let mut s = Sketch::default();
-        let values: Vec<i64> = (0..1000).map(|i| 5_000 + (i * i) % 7_919).collect();
-        for &v in &values {
-            s.add(v);
-        }
-        let mut sorted = values.clone();
-        sorted.sort();
-        let range = (sorted[999] - sorted[0]) as f64;
-        for q in [0.01, 0.5, 0.99] {
-            let exact = sorted[((q * 1000.0_f64).ceil() as usize).max(1) - 1];
-            let got = s.quantile(q);
-            assert!(
-                ((got - exact) as f64).abs() <= 0.005 * range + 1.0,
-                "q {q}: {got} vs {exact}"
-            );
-        }
-        assert_eq!((s.min, s.max), (sorted[0], sorted[999]));
-    }
 }
