@@ -12,11 +12,16 @@
 #   3. peak RSS: 5M frames vs. 1M frames (4 taps, so cross-tap matching too);
 #      the match window 10x shorter and 10x longer; a tap idle between
 #      bursts, 4M frames vs. 1M; 10k QPs;
-#   6. the per-stage bench (cargo bench --bench stages).
+#   6. the per-stage bench (cargo bench --bench stages);
+#   7. with BASE=BINARY: analyze and report against that build of rocescope
+#      (an earlier commit's release binary), scripts/compare.sh's interleaved
+#      medians of wall clock and CPU over CMP_ROUNDS (default 7) rounds.
 # The live figures (4) come from `cargo bench --bench live` (needs root).
 #
 # Usage: scripts/bench.sh [--docs] [FRAMES] (default 500000); ROUNDS (default 3);
-# SKIP_MEMORY=1 skips the memory captures (5M frames, the idle tap, 10k QPs). With --docs the
+# SKIP_MEMORY=1 skips the memory captures (5M frames, the idle tap, 10k QPs);
+# SKIP_STAGES=1 the stages bench; BASE=/path/to/rocescope adds the
+# comparison (7). With --docs the
 # figures also replace the block between the "bench.sh figures" markers of
 # docs/benchmarks.md (commit it with the change it measures).
 set -euo pipefail
@@ -38,6 +43,9 @@ target=${CARGO_TARGET_DIR:-target}
 
 cargo build --release --locked -p rocescope --quiet
 bin=$target/release/rocescope
+base=${BASE:-}
+[ -z "$base" ] || [ -x "$base" ] ||
+  { echo "bench.sh: BASE=$base is not an executable rocescope binary" >&2; exit 2; }
 
 # 128 RC connections over the ghost-drop fabric (3 senders, 2 receivers):
 # 256 QPs; ECN marks early enough for CE and CNPs; PFC pauses as in ghost-drop.
@@ -181,16 +189,37 @@ if [ "${SKIP_MEMORY:-0}" != 1 ]; then
   md "| 1M frames, 10k QPs | $rq | $nq flows |"
 fi
 
-echo
-echo "== 6. stages (cargo bench --bench stages, same capture)"
-ROCESCOPE_BENCH_CAPTURE="$cap" ROCESCOPE_BENCH_ROUNDS="$rounds" \
-  cargo bench --locked -p rocescope --bench stages --quiet 2>/dev/null | tee "$work/stages.txt"
-md ""
-md "Per stage (\`cargo bench --bench stages\` on the same capture, in one process):"
-md ""
-md '```text'
-grep -v '^capture: ' "$work/stages.txt" >>"$work/figures.md"
-md '```'
+if [ "${SKIP_STAGES:-0}" != 1 ]; then
+  echo
+  echo "== 6. stages (cargo bench --bench stages, same capture)"
+  ROCESCOPE_BENCH_CAPTURE="$cap" ROCESCOPE_BENCH_ROUNDS="$rounds" \
+    cargo bench --locked -p rocescope --bench stages --quiet 2>/dev/null | tee "$work/stages.txt"
+  md ""
+  md "Per stage (\`cargo bench --bench stages\` on the same capture, in one process):"
+  md ""
+  md '```text'
+  grep -v '^capture: ' "$work/stages.txt" >>"$work/figures.md"
+  md '```'
+fi
+
+if [ -n "$base" ]; then
+  cmp_rounds=${CMP_ROUNDS:-7}
+  echo
+  echo "== 7. against BASE=$base (scripts/compare.sh, $cmp_rounds interleaved rounds, medians; ratios to BASE)"
+  scripts/compare.sh "$cmp_rounds" "$base" "$bin" -- analyze "$cap" --out "$work/out" | tee "$work/cmp-analyze.txt"
+  scripts/compare.sh "$cmp_rounds" "$base" "$bin" -- report "$cap" | tee "$work/cmp-report.txt"
+  # compare.sh's second line: this build's wall and CPU ratios to BASE.
+  ratios() { awk 'NR == 2 { gsub(/[()x]/, "", $5); gsub(/[()x]/, "", $9); print $5, $9 }' "$1"; }
+  read -r aw ac <<<"$(ratios "$work/cmp-analyze.txt")"
+  read -r rw rc <<<"$(ratios "$work/cmp-report.txt")"
+  md ""
+  md "Against \`$(basename "$base")\` (\`BASE\`, scripts/compare.sh, $cmp_rounds interleaved rounds, medians; 1x is BASE):"
+  md ""
+  md "| job | wall | CPU |"
+  md "|---|---|---|"
+  md "| \`analyze\`, every table | ${aw}x | ${ac}x |"
+  md "| \`report\` | ${rw}x | ${rc}x |"
+fi
 
 if [ -n "$docs" ]; then
   awk -v block="$work/figures.md" '

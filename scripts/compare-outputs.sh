@@ -55,7 +55,11 @@ both() { # NAME ARGS... (the word @OUT@ becomes the run's own output path)
   done
   for f in stdout stderr status; do same "$work/a/$name.$f" "$work/b/$name.$f"; done
   if [ -d "$work/a/$name.out" ]; then
-    for f in "$work/a/$name.out"/*; do same "$f" "$work/b/$name.out/$(basename "$f")"; done
+    for f in "$work/a/$name.out"/*; do
+      # An empty directory (both runs stopped early) leaves the glob as is.
+      [ -e "$f" ] || continue
+      same "$f" "$work/b/$name.out/$(basename "$f")"
+    done
     [ "$(ls "$work/a/$name.out")" = "$(ls "$work/b/$name.out")" ] ||
       { echo "DIFFERS: file list of $name.out"; diffs=$((diffs + 1)); }
   elif [ -e "$work/a/$name.out" ]; then
@@ -101,7 +105,7 @@ for cap in "${caps[@]}"; do
 done
 # A few option paths on one capture: per-tap speeds, DSCP map, bins, storm.
 both opts-analyze analyze pcaps/pfc-storm.pcapng --out @OUT@ --link-speed 400G \
-  --link-speed leaf0-r0-both=100G --dscp-map 26=3,48=6 --bin 1ms --storm 50ms --dup-window 0
+  --link-speed leaf1-r0-both=100G --dscp-map 26=3,48=6 --bin 1ms --storm 50ms --dup-window 0
 both opts-report report pcaps/ghost-drop.pcapng --link-speed 400G --storm-ms 20 --width 72
 both opts-bad-speed report pcaps/healthy.pcapng --link-speed 12X
 both opts-bad-bin report pcaps/healthy.pcapng --bin 0

@@ -19,6 +19,7 @@
 //!
 //! Memory is bounded by the frames a tap records within one window.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
 use super::hash::FastMap;
@@ -144,8 +145,11 @@ impl MirrorDups {
                 break;
             }
             self.order.pop_front();
-            if self.seen.get(&k).is_some_and(|&last| last == t) {
-                self.seen.remove(&k);
+            // One lookup: the key goes only if this was its last record.
+            if let Entry::Occupied(e) = self.seen.entry(k)
+                && *e.get() == t
+            {
+                e.remove();
             }
         }
         let key = self.key(rec, owner);
@@ -154,17 +158,26 @@ impl MirrorDups {
         } else {
             self.window_ns
         };
-        if let Some(&t) = self.seen.get(&key)
-            && last_nak.is_none_or(|n| n.saturating_add(self.window_ns) < t)
-            && now >= t
-            && now - t <= window
-        {
-            self.per_tap.entry(rec.iface).or_default().add(now - t);
-            // The copy does not refresh the original's time: a third record
-            // a window after the original is a resend, not a copy of a copy.
-            return true;
+        // One lookup for the check and the insert.
+        match self.seen.entry(key) {
+            Entry::Occupied(e) => {
+                let t = *e.get();
+                if last_nak.is_none_or(|n| n.saturating_add(self.window_ns) < t)
+                    && now >= t
+                    && now - t <= window
+                {
+                    self.per_tap.entry(rec.iface).or_default().add(now - t);
+                    // The copy does not refresh the original's time: a third
+                    // record a window after the original is a resend, not a
+                    // copy of a copy.
+                    return true;
+                }
+                *e.into_mut() = now;
+            }
+            Entry::Vacant(e) => {
+                e.insert(now);
+            }
         }
-        self.seen.insert(key, now);
         self.order.push_back((key, now));
         false
     }

@@ -341,7 +341,7 @@ impl Analyzer {
                 ..Verdict::default()
             };
         }
-        self.matcher.push(rec);
+        self.matcher.push(rec, i);
         let (corrupt, rewritten) = self.icrc(rec);
         if corrupt {
             self.flows[i].icrc_errors += 1;

@@ -17,7 +17,16 @@
 //!
 //! Memory is bounded by the keys seen within one window plus one tally per
 //! (flow, tap set) and one delay sketch per (flow, tap pair).
+//!
+//! Cost: every RoCE frame of a multi-tap capture is a sighting, so the
+//! matcher is kept small per sighting: a flow is named by a number of its
+//! own (looked up by the analyzer's flow index, not hashed per frame), a
+//! key is 16 bytes and maps to a slot of a slab (the map stays small enough
+//! for the cache; expiry checks a slot, not the map), a key's taps are held
+//! inline (no allocation for up to [`INLINE_TAPS`]), and each map is looked
+//! up once per use (entry API).
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
 use super::hash::FastMap;
@@ -48,17 +57,73 @@ pub const MAX_TAPS: u16 = 64;
 /// `(src_ip, dst_ip, dest_qp)`: one flow, whatever tap sees it.
 pub type NetFlow = ([u8; 16], [u8; 16], u32);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A frame's key: its flow (a [`Matcher::flows`] index), PSN, opcode and
+/// ICRC.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 struct Key {
-    flow: NetFlow,
+    flow: u32,
     psn: u32,
+    /// 0 when the frame was cut before its ICRC (`has_icrc` false).
+    icrc: u32,
+    has_icrc: bool,
     opcode: u8,
-    /// Null when the frame was cut before its ICRC.
-    icrc: Option<u32>,
+}
+
+/// Taps a key's lists hold without allocating: a frame crosses a few taps.
+pub(super) const INLINE_TAPS: usize = 4;
+
+/// A short list of per-tap entries: inline up to [`INLINE_TAPS`], then all
+/// of them on the heap.
+#[derive(Clone, Debug, Default)]
+struct TapList<T: Copy + Default> {
+    len: usize,
+    inline: [T; INLINE_TAPS],
+    more: Vec<T>,
+}
+
+impl<T: Copy + Default> TapList<T> {
+    fn one(x: T) -> Self {
+        let mut l = TapList::default();
+        l.push(x);
+        l
+    }
+
+    fn as_slice(&self) -> &[T] {
+        if self.more.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.more
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        if self.more.is_empty() {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.more
+        }
+    }
+
+    fn push(&mut self, x: T) {
+        if self.more.is_empty() && self.len < INLINE_TAPS {
+            self.inline[self.len] = x;
+            self.len += 1;
+        } else {
+            if self.more.is_empty() {
+                self.more.extend_from_slice(&self.inline[..self.len]);
+            }
+            self.more.push(x);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.more.clear();
+    }
 }
 
 /// The open transmission of a key and the key's recent sightings.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct KeyState {
     last_any: u64,
     /// The open transmission's number in the session (the highest `occ`).
@@ -68,9 +133,9 @@ struct KeyState {
     /// transmission is a guess, so their delays are left out.
     ambiguous: bool,
     /// Sightings per tap in the session.
-    occ: Vec<(u16, u32)>,
+    occ: TapList<(u16, u32)>,
     /// The open transmission's sighting per tap, in time order.
-    group: Vec<(u16, u64)>,
+    group: TapList<(u16, u64)>,
 }
 
 /// Per tap: its first and latest frame, for which transmissions it could
@@ -81,14 +146,41 @@ struct TapRange {
     last: u64,
 }
 
-/// A frame's key, tap and time.
-type Sighting = (Key, u16, u64);
+/// A frame's key and time (at the one tap of [`Matcher::solo`]).
+type Sighting = (Key, u64);
+
+/// A key's place in [`Matcher::slots`]: its state while it is open, and
+/// which [`Matcher::order`] entry will close it.
+#[derive(Debug, Default)]
+struct Slot {
+    key: Key,
+    /// The position (counted from the first entry ever) of the key's last
+    /// entry in [`Matcher::order`].
+    entry: u64,
+    state: KeyState,
+}
+
+/// An [`Matcher::order`] entry: a key's slot and its last sighting then;
+/// `superseded` once a later sighting of the key pushed its own entry
+/// (expiry skips it without reading the slot).
+#[derive(Clone, Copy, Debug)]
+struct Expiry {
+    slot: u32,
+    superseded: bool,
+    t: u64,
+}
 
 /// Per direction across a tap pair: (min, max, matched) of `t_b - t_a`.
 pub(super) type Direction = Option<(i64, i64, u64)>;
 
 /// One flow between taps `a < b`.
 pub(super) type PairKey = (NetFlow, u16, u16);
+
+/// [`PairKey`] with the flow as a [`Matcher::flows`] index.
+type FlowPair = (u32, u16, u16);
+
+/// No [`Matcher::flows`] index yet.
+const NO_FLOW: u32 = u32::MAX;
 
 /// The matched transmissions of one flow between taps `a < b`: signed
 /// delays `t_b - t_a`, and the first and last sighting at each tap.
@@ -113,13 +205,24 @@ pub(crate) struct Matcher {
     window_ns: u64,
     /// The one tap seen so far and its last window of frames.
     solo: Option<(u16, VecDeque<Sighting>)>,
-    keys: FastMap<Key, KeyState>,
+    /// The flows matched, by the number keys name them with.
+    flows: Vec<NetFlow>,
+    flow_numbers: FastMap<NetFlow, u32>,
+    /// Per analyzer flow index: its [`Matcher::flows`] number, or [`NO_FLOW`].
+    by_flow_index: Vec<u32>,
+    /// The open keys' slots.
+    keys: FastMap<Key, u32>,
+    slots: Vec<Slot>,
+    /// Slots of closed keys, reused first.
+    free: Vec<u32>,
     /// Keys by their last sighting, for expiry.
-    order: VecDeque<(Key, u64)>,
+    order: VecDeque<Expiry>,
+    /// Entries popped from `order` so far.
+    popped: u64,
     watermark: u64,
     taps: Vec<TapRange>,
     tallies: Tallies,
-    pairs: FastMap<PairKey, Pair>,
+    pairs: FastMap<FlowPair, Pair>,
     /// Frames that came more than a window after a later frame: not matched.
     pub late: u64,
     /// Keys open at once, at most (the window's memory).
@@ -131,8 +234,14 @@ impl Matcher {
         Matcher {
             window_ns,
             solo: None,
+            flows: Vec::new(),
+            flow_numbers: FastMap::default(),
+            by_flow_index: Vec::new(),
             keys: FastMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
             order: VecDeque::new(),
+            popped: 0,
             watermark: 0,
             taps: Vec::new(),
             tallies: Tallies::default(),
@@ -142,16 +251,19 @@ impl Matcher {
         }
     }
 
-    /// One RoCE BTH frame (not a mirror copy), in time order.
-    pub(crate) fn push(&mut self, rec: &PacketRecord) {
+    /// One RoCE BTH frame (not a mirror copy), in time order; `flow_index`
+    /// is the analyzer's index of its flow (one per tap and flow).
+    pub(crate) fn push(&mut self, rec: &PacketRecord, flow_index: usize) {
         if rec.iface >= MAX_TAPS {
             return;
         }
+        let icrc = rec.has(flags::ICRC_CHECKED);
         let key = Key {
-            flow: (rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK),
+            flow: self.flow_number(rec, flow_index),
             psn: rec.psn,
+            icrc: if icrc { rec.icrc } else { 0 },
+            has_icrc: icrc,
             opcode: rec.opcode,
-            icrc: rec.has(flags::ICRC_CHECKED).then_some(rec.icrc),
         };
         let (now, iface) = (rec.ts_ns, rec.iface);
         match &mut self.solo {
@@ -159,27 +271,48 @@ impl Matcher {
             Some((tap, recent)) if *tap == iface => {
                 while recent
                     .front()
-                    .is_some_and(|f| now.saturating_sub(f.2) > self.window_ns)
+                    .is_some_and(|f| now.saturating_sub(f.1) > self.window_ns)
                 {
                     recent.pop_front();
                 }
-                recent.push_back((key, iface, now));
+                recent.push_back((key, now));
                 return;
             }
             Some(_) => {
-                if let Some((_, recent)) = self.solo.take() {
-                    for (k, i, t) in recent {
-                        self.sighting(k, i, t);
+                if let Some((tap, recent)) = self.solo.take() {
+                    for (k, t) in recent {
+                        self.sighting(k, tap, t);
                     }
                 }
             }
             None => {}
         }
         if let Some((_, recent)) = &mut self.solo {
-            recent.push_back((key, iface, now));
+            recent.push_back((key, now));
             return;
         }
         self.sighting(key, iface, now);
+    }
+
+    /// The number of `rec`'s flow `(src, dst, dest QP)`: hashed once per
+    /// analyzer flow, then found by its index.
+    fn flow_number(&mut self, rec: &PacketRecord, flow_index: usize) -> u32 {
+        if let Some(&n) = self.by_flow_index.get(flow_index)
+            && n != NO_FLOW
+        {
+            return n;
+        }
+        let flow = (rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK);
+        let next = self.flows.len() as u32;
+        let n = *self.flow_numbers.entry(flow).or_insert(next);
+        if n == next {
+            self.flows.push(flow);
+        }
+        if self.by_flow_index.len() <= flow_index {
+            self.by_flow_index.resize(flow_index + 1, NO_FLOW);
+        }
+        self.by_flow_index[flow_index] = n;
+        n
     }
 
     fn sighting(&mut self, key: Key, iface: u16, now: u64) {
@@ -200,8 +333,12 @@ impl Matcher {
         }
         let w = self.window_ns;
         let mut closed = None;
-        match self.keys.get_mut(&key) {
-            Some(st) => {
+        match self.keys.entry(key) {
+            Entry::Occupied(e) => {
+                let slot = *e.get();
+                let Slot {
+                    entry, state: st, ..
+                } = &mut self.slots[slot as usize];
                 if now.abs_diff(st.last_any) > w {
                     // A new session of the key.
                     closed = Some((std::mem::take(&mut st.group), st.ambiguous));
@@ -209,7 +346,7 @@ impl Matcher {
                     st.number = 0;
                     st.ambiguous = false;
                 }
-                let n = match st.occ.iter_mut().find(|(t, _)| *t == iface) {
+                let n = match st.occ.as_mut_slice().iter_mut().find(|(t, _)| *t == iface) {
                     Some(o) => {
                         o.1 += 1;
                         o.1
@@ -228,50 +365,94 @@ impl Matcher {
                     }
                     st.number = n;
                 }
-                if !st.group.iter().any(|&(t, _)| t == iface) {
+                if !st.group.as_slice().iter().any(|&(t, _)| t == iface) {
                     st.group.push((iface, now));
                 }
-                st.last_any = st.last_any.max(now);
-                self.order.push_back((key, st.last_any));
+                // The first entry with the key's final last sighting closes
+                // it: a later time supersedes the entry before; the same
+                // time (a frame not later than the key's last) gets an
+                // entry superseded from the start, which holds expiry up
+                // as any entry does.
+                let superseded = now <= st.last_any;
+                if !superseded {
+                    st.last_any = now;
+                    if let Some(before) = entry
+                        .checked_sub(self.popped)
+                        .and_then(|at| self.order.get_mut(at as usize))
+                    {
+                        before.superseded = true;
+                    }
+                    *entry = self.popped + self.order.len() as u64;
+                }
+                self.order.push_back(Expiry {
+                    slot,
+                    superseded,
+                    t: st.last_any,
+                });
             }
-            None => {
-                self.keys.insert(
-                    key,
-                    KeyState {
-                        last_any: now,
-                        number: 1,
-                        ambiguous: false,
-                        occ: vec![(iface, 1)],
-                        group: vec![(iface, now)],
-                    },
-                );
-                self.order.push_back((key, now));
+            Entry::Vacant(e) => {
+                let state = KeyState {
+                    last_any: now,
+                    number: 1,
+                    ambiguous: false,
+                    occ: TapList::one((iface, 1)),
+                    group: TapList::one((iface, now)),
+                };
+                let entry = self.popped + self.order.len() as u64;
+                let filled = Slot { key, entry, state };
+                let slot = match self.free.pop() {
+                    Some(slot) => {
+                        self.slots[slot as usize] = filled;
+                        slot
+                    }
+                    None => {
+                        self.slots.push(filled);
+                        (self.slots.len() - 1) as u32
+                    }
+                };
+                e.insert(slot);
+                self.order.push_back(Expiry {
+                    slot,
+                    superseded: false,
+                    t: now,
+                });
                 self.peak_keys = self.peak_keys.max(self.keys.len());
             }
         }
         if let Some((g, ambiguous)) = closed {
-            self.close(key.flow, &g, ambiguous);
+            self.close(key.flow, g.as_slice(), ambiguous);
         }
     }
 
     /// Closes the keys last seen more than a window ago (all of them at
     /// the end).
     fn expire(&mut self, all: bool) {
-        while let Some(&(k, t)) = self.order.front() {
+        while let Some(&Expiry {
+            slot,
+            superseded,
+            t,
+        }) = self.order.front()
+        {
             if !all && self.watermark.saturating_sub(t) <= self.window_ns {
                 break;
             }
             self.order.pop_front();
-            if self.keys.get(&k).is_some_and(|st| st.last_any == t)
-                && let Some(st) = self.keys.remove(&k)
-            {
-                self.close(k.flow, &st.group, st.ambiguous);
+            self.popped += 1;
+            if superseded {
+                continue;
             }
+            // The key's last entry: it closes.
+            let s = &mut self.slots[slot as usize];
+            let (key, group, ambiguous) =
+                (s.key, std::mem::take(&mut s.state.group), s.state.ambiguous);
+            self.keys.remove(&key);
+            self.free.push(slot);
+            self.close(key.flow, group.as_slice(), ambiguous);
         }
     }
 
     /// Tallies a finished transmission and its delays.
-    fn close(&mut self, flow: NetFlow, group: &[(u16, u64)], ambiguous: bool) {
+    fn close(&mut self, flow: u32, group: &[(u16, u64)], ambiguous: bool) {
         let Some(&(_, start)) = group.iter().min_by_key(|g| g.1) else {
             return;
         };
@@ -316,8 +497,17 @@ impl Matcher {
         }
         self.expire(true);
         // The end of the capture decides the silent taps.
-        let counts = std::mem::take(&mut self.tallies).finish(&self.taps);
-        let clocks = offsets(&self.pairs, imposed);
+        let by_flow = std::mem::take(&mut self.tallies).finish(&self.taps);
+        let flows = &self.flows;
+        let net = |n: u32| flows[n as usize];
+        let pairs: FastMap<PairKey, Pair> = self
+            .pairs
+            .drain()
+            .map(|((n, a, b), p)| ((net(n), a, b), p))
+            .collect();
+        let counts: FastMap<NetFlow, Vec<(u64, u64, u64)>> =
+            by_flow.into_iter().map(|(n, c)| (net(n), c)).collect();
+        let clocks = offsets(&pairs, imposed);
         let offset = |a: u16, b: u16| {
             clocks
                 .iter()
@@ -325,7 +515,7 @@ impl Matcher {
                 .map_or(0, |c| c.offset_ns)
         };
         let mut hops = Vec::new();
-        for (&(flow, a, b), p) in &self.pairs {
+        for (&(flow, a, b), p) in &pairs {
             let s = &p.delays;
             let off = offset(a, b);
             let forward = if s.n > 0 {

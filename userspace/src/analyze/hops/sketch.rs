@@ -1,7 +1,7 @@
 //! The delay sketch of a tap pair ([`super`]): exact min and max, quantiles
 //! from a log histogram.
 
-use std::collections::BTreeMap;
+use crate::analyze::hash::FastMap;
 
 /// The relative accuracy of the delay sketch: buckets grow by 1 %.
 const GAMMA: f64 = 1.01;
@@ -15,7 +15,9 @@ pub struct Sketch {
     pub min: i64,
     pub max: i64,
     base: i64,
-    buckets: BTreeMap<i32, u64>,
+    /// Values per bucket; sorted only when a quantile is asked for (a hash
+    /// map: one add per matched pair of sightings).
+    buckets: FastMap<i32, u64>,
 }
 
 impl Sketch {
@@ -45,8 +47,10 @@ impl Sketch {
 
     /// The `rank`-th smallest value (from 1).
     fn at_rank(&self, rank: u64) -> i64 {
+        let mut buckets: Vec<(i32, u64)> = self.buckets.iter().map(|(&b, &n)| (b, n)).collect();
+        buckets.sort_unstable();
         let mut seen = 0;
-        for (&b, &n) in &self.buckets {
+        for (b, n) in buckets {
             seen += n;
             if seen >= rank {
                 let v = self.base.saturating_add(representative(b));

@@ -11,7 +11,7 @@
 //! capture's length (a tap idle between bursts would otherwise hold one
 //! tally per flow and burst).
 
-use super::{NetFlow, TapRange};
+use super::TapRange;
 use crate::analyze::hash::FastMap;
 
 /// Held tallies below this many are not folded.
@@ -19,7 +19,7 @@ const MIN_FOLD: usize = 1024;
 
 /// A transmission's taps: those that saw it, and those recording at its
 /// time (bits of a mask).
-pub(super) type Decided = (NetFlow, u64, u64);
+pub(super) type Decided = (u32, u64, u64);
 
 /// A tally waiting on taps silent since before it: the tap and its last
 /// frame then.
@@ -48,9 +48,9 @@ impl Default for Tallies {
 }
 
 impl Tallies {
-    /// One transmission of `flow` that started at `start`, seen by the taps
+    /// One transmission of `flow` (a [`super::Matcher`] flow number) that started at `start`, seen by the taps
     /// of `seen`.
-    pub(super) fn add(&mut self, flow: NetFlow, seen: u64, start: u64, taps: &[TapRange]) {
+    pub(super) fn add(&mut self, flow: u32, seen: u64, start: u64, taps: &[TapRange]) {
         let mut live = seen;
         let mut silent = Vec::new();
         for (t, r) in taps.iter().enumerate() {
@@ -99,12 +99,12 @@ impl Tallies {
 
     /// At the end of the capture: per flow, the transmissions by the taps
     /// that saw them and the taps recording (a tap silent since stays so).
-    pub(super) fn finish(mut self, taps: &[TapRange]) -> FastMap<NetFlow, Vec<(u64, u64, u64)>> {
+    pub(super) fn finish(mut self, taps: &[TapRange]) -> FastMap<u32, Vec<(u64, u64, u64)>> {
         self.fold(taps);
         for (h, n) in self.held.drain() {
             *self.decided.entry(h.taps).or_default() += n;
         }
-        let mut by_flow: FastMap<NetFlow, Vec<(u64, u64, u64)>> = FastMap::default();
+        let mut by_flow: FastMap<u32, Vec<(u64, u64, u64)>> = FastMap::default();
         for ((flow, seen, live), n) in self.decided {
             by_flow.entry(flow).or_default().push((seen, live, n));
         }

@@ -18,6 +18,23 @@ fn frame(iface: u16, ts: u64, psn: u32, src: u8, dst: u8) -> PacketRecord {
     r
 }
 
+/// Pushes `r` with a flow index of its own per (tap, source, destination),
+/// as the analyzer's flow table gives.
+fn push(m: &mut Matcher, r: &PacketRecord) {
+    let index =
+        usize::from(r.iface) << 16 | usize::from(r.src_ip[15]) << 8 | usize::from(r.dst_ip[15]);
+    m.push(r, index);
+}
+
+/// The matching of `frames`, pushed in this order (1 ms window).
+fn matching(frames: &[PacketRecord]) -> Matching {
+    let mut m = Matcher::new(1_000_000);
+    for r in frames {
+        push(&mut m, r);
+    }
+    m.finish(&BTreeMap::new(), |_, _| None).unwrap()
+}
+
 #[test]
 fn a_frame_lost_between_taps_and_resent_is_one_missing_and_one_matched() {
     let mut m = Matcher::new(1_000_000);
@@ -25,12 +42,12 @@ fn a_frame_lost_between_taps_and_resent_is_one_missing_and_one_matched() {
     // and resent 100 µs later (within the window: told apart as a
     // resend because tap 0 saw it again). Tap 1 records from 0.5 µs on
     // (another flow's frame): before, it could have seen nothing.
-    m.push(&frame(1, 500, 7, 3, 4));
-    m.push(&frame(0, 1_000, 1, 1, 2));
-    m.push(&frame(0, 2_000, 2, 1, 2));
-    m.push(&frame(1, 6_000, 1, 1, 2));
-    m.push(&frame(0, 102_000, 2, 1, 2));
-    m.push(&frame(1, 109_000, 2, 1, 2));
+    push(&mut m, &frame(1, 500, 7, 3, 4));
+    push(&mut m, &frame(0, 1_000, 1, 1, 2));
+    push(&mut m, &frame(0, 2_000, 2, 1, 2));
+    push(&mut m, &frame(1, 6_000, 1, 1, 2));
+    push(&mut m, &frame(0, 102_000, 2, 1, 2));
+    push(&mut m, &frame(1, 109_000, 2, 1, 2));
     let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
     assert_eq!(out.hops.len(), 1);
     let h = &out.hops[0];
@@ -50,10 +67,10 @@ fn traffic_both_ways_gives_the_offset_and_its_uncertainty() {
     // 61 µs); 2 → 1 passes tap 1 at 100 µs (reading 150 µs), tap 0 at
     // 110 µs.
     let mut m = Matcher::new(1_000_000);
-    m.push(&frame(0, 1_000, 1, 1, 2));
-    m.push(&frame(1, 61_000, 1, 1, 2));
-    m.push(&frame(0, 110_000, 9, 2, 1));
-    m.push(&frame(1, 150_000, 9, 2, 1));
+    push(&mut m, &frame(0, 1_000, 1, 1, 2));
+    push(&mut m, &frame(1, 61_000, 1, 1, 2));
+    push(&mut m, &frame(0, 110_000, 9, 2, 1));
+    push(&mut m, &frame(1, 150_000, 9, 2, 1));
     let out = m.finish(&BTreeMap::new(), |_, _| None).unwrap();
     let c = &out.clocks[0];
     assert_eq!(
@@ -69,13 +86,43 @@ fn traffic_both_ways_gives_the_offset_and_its_uncertainty() {
 
     // Imposed: the delays follow it.
     let mut m = Matcher::new(1_000_000);
-    m.push(&frame(0, 1_000, 1, 1, 2));
-    m.push(&frame(1, 61_000, 1, 1, 2));
+    push(&mut m, &frame(0, 1_000, 1, 1, 2));
+    push(&mut m, &frame(1, 61_000, 1, 1, 2));
     let out = m
         .finish(&BTreeMap::from([(1, 55_000)]), |_, _| None)
         .unwrap();
     assert_eq!(out.clocks[0].source, OffsetSource::Imposed);
     assert_eq!(out.hops[0].delay_min_ns, Some(5_000));
+}
+
+#[test]
+fn a_sighting_earlier_than_the_keys_last_joins_its_transmission() {
+    // PSN 1 passes tap 0 at 1 µs, tap 2 at 10.5 µs and tap 1 at 11 µs,
+    // but tap 2's record comes last (merged out of time order): one
+    // transmission at three taps, closed when a frame 5 ms later
+    // expires it, as is the frame that follows it.
+    let out = matching(&[
+        frame(0, 1_000, 1, 1, 2),
+        frame(1, 11_000, 1, 1, 2),
+        frame(2, 10_500, 1, 1, 2),
+        frame(0, 5_000_000, 2, 1, 2),
+        frame(1, 5_010_000, 2, 1, 2),
+        frame(2, 5_009_500, 2, 1, 2),
+    ]);
+    let hops: Vec<_> = out
+        .hops
+        .iter()
+        .map(|h| (h.up_iface, h.down_iface, h.matched, h.delay_min_ns))
+        .collect();
+    assert_eq!(
+        hops,
+        [
+            (0, 1, 2, Some(10_000)),
+            (0, 2, 2, Some(9_500)),
+            (2, 1, 2, Some(500))
+        ]
+    );
+    assert_eq!(out.late, 0);
 }
 
 #[test]
@@ -124,7 +171,7 @@ fn steady(window_ns: u64, transmissions: u64) -> (Matcher, usize, usize) {
     let mut m = Matcher::new(window_ns);
     let (mut keys, mut order) = (0, 0);
     for r in &sightings {
-        m.push(r);
+        push(&mut m, r);
         keys = keys.max(m.keys.len());
         order = order.max(m.order.len());
     }
@@ -177,10 +224,10 @@ fn a_tap_idle_between_bursts_holds_tallies_by_flow_not_by_burst() {
         let mut held = 0;
         for i in 0..100_000u64 {
             let t = 1_000 + i * 1_000;
-            m.push(&frame(0, t, i as u32, 1, 100));
-            m.push(&frame(1, t + 500, i as u32, 1, 100));
+            push(&mut m, &frame(0, t, i as u32, 1, 100));
+            push(&mut m, &frame(1, t + 500, i as u32, 1, 100));
             if i.is_multiple_of(50) {
-                m.push(&frame(2, t + 700, i as u32, 7, 8));
+                push(&mut m, &frame(2, t + 700, i as u32, 7, 8));
             }
             held = held.max(m.tallies.len());
         }
