@@ -99,9 +99,9 @@ pub(super) fn offsets(
             matched,
         };
         if let (Some(ab), Some(ba)) = (d_ab, d_ba) {
-            let estimate = (ab - ba).div_euclid(2);
+            let estimate = ab.saturating_sub(ba).div_euclid(2);
             c.estimate_ns = Some(estimate);
-            c.uncertainty_ns = Some((ab + ba).div_euclid(2));
+            c.uncertainty_ns = Some(ab.saturating_add(ba).div_euclid(2));
             if ab < 0 || ba < 0 {
                 c.offset_ns = estimate;
                 c.source = OffsetSource::Estimated;
@@ -111,7 +111,8 @@ pub(super) fn offsets(
         }
         if imposed.contains_key(&a) || imposed.contains_key(&b) {
             let at = |t| imposed.get(&t).copied().unwrap_or(0);
-            c.offset_ns = at(b) - at(a);
+            // Saturating: the library takes any i64 (the CLI at most 1e9 s).
+            c.offset_ns = at(b).saturating_sub(at(a));
             c.source = OffsetSource::Imposed;
         }
         out.push(c);

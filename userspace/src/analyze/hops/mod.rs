@@ -478,7 +478,8 @@ impl Matcher {
                 p.a = (p.a.0.min(ta), p.a.1.max(ta));
                 p.b = (p.b.0.min(tb), p.b.1.max(tb));
                 if !ambiguous {
-                    p.delays.add(tb as i64 - ta as i64);
+                    // Exact while the two are less than 2^63 ns apart, which a window is.
+                    p.delays.add(tb.wrapping_sub(ta) as i64);
                 }
             }
         }
@@ -519,7 +520,7 @@ impl Matcher {
             let s = &p.delays;
             let off = offset(a, b);
             let forward = if s.n > 0 {
-                s.quantile(0.5) - off >= 0
+                s.quantile(0.5).saturating_sub(off) >= 0
             } else {
                 p.a_first * 2 >= p.matched
             };
@@ -527,17 +528,17 @@ impl Matcher {
             let delays = (s.n > 0).then(|| {
                 if forward {
                     (
-                        s.min - off,
-                        s.quantile(0.5) - off,
-                        s.quantile(0.99) - off,
-                        s.max - off,
+                        s.min.saturating_sub(off),
+                        s.quantile(0.5).saturating_sub(off),
+                        s.quantile(0.99).saturating_sub(off),
+                        s.max.saturating_sub(off),
                     )
                 } else {
                     (
-                        off - s.max,
-                        off + s.quantile_negated(0.5),
-                        off + s.quantile_negated(0.99),
-                        off - s.min,
+                        off.saturating_sub(s.max),
+                        off.saturating_add(s.quantile_negated(0.5)),
+                        off.saturating_add(s.quantile_negated(0.99)),
+                        off.saturating_sub(s.min),
                     )
                 }
             });

@@ -244,3 +244,18 @@ fn a_tap_idle_between_bursts_holds_tallies_by_flow_not_by_burst() {
         (100_000, 100_000, 0)
     );
 }
+
+#[test]
+fn offsets_at_the_ends_of_i64_saturate_instead_of_overflowing() {
+    // The analyzer's Config takes any offset (the CLI's are at most 1e9 s):
+    // imposed at both ends of i64, the delays saturate; nothing panics.
+    let mut m = Matcher::new(1_000_000);
+    push(&mut m, &frame(0, 1_000, 1, 1, 2));
+    push(&mut m, &frame(1, 6_000, 1, 1, 2));
+    push(&mut m, &frame(1, 9_000, 2, 2, 1));
+    push(&mut m, &frame(0, 15_000, 2, 2, 1));
+    let imposed = BTreeMap::from([(0, i64::MIN), (1, i64::MAX)]);
+    let out = m.finish(&imposed, |_, _| None).unwrap();
+    assert_eq!(out.clocks[0].offset_ns, i64::MAX);
+    assert!(out.hops.iter().all(|h| h.matched == 1), "{:?}", out.hops);
+}
