@@ -51,6 +51,48 @@ fn first_frame_ns(cap: &Path) -> u64 {
     s.parse::<u64>().unwrap() * 1_000_000_000 + frac.parse::<u64>().unwrap()
 }
 
+/// `connections` RC connections over the ghost-drop fabric as the bench
+/// capture has them (scripts/bench.sh: 3 senders, 2 receivers, ECN marking
+/// early enough for CE and CNPs), `packets` frames over `duration`: the
+/// capture's path in `dir`.
+fn bench_fabric(dir: &Path, connections: u64, packets: u64, duration: &str) -> PathBuf {
+    let flows: Vec<Value> = (0..connections)
+        .map(|i| {
+            serde_json::json!({
+                "src": i % 3, "dst": i % 2, "msg_bytes": 65536, "messages": null,
+                "start_ns": i * 500 % 1_000_000, "udp_sport": null,
+                "start_psn": (i * 7919) % 16_777_216, "gbps": 3.0
+            })
+        })
+        .collect();
+    let flows_file = dir.join("flows.json");
+    std::fs::write(&flows_file, Value::from(flows).to_string()).unwrap();
+    let cap = dir.join("fabric.pcapng");
+    rocescope_ok(&[
+        "synth",
+        "ghost-drop",
+        "--out",
+        cap.to_str().unwrap(),
+        "--packets",
+        &packets.to_string(),
+        "--snaplen",
+        "128",
+        "--duration",
+        duration,
+        "--min-rto",
+        "200us",
+        "--ecn-min",
+        "40KB",
+        "--ecn-max",
+        "300KB",
+        "--ecn-pmax",
+        "0.2",
+        "--set",
+        &format!("flows=@{}", flows_file.display()),
+    ]);
+    cap
+}
+
 /// r0 stops draining; its NIC's pause spreads to leaf0's port toward s1
 /// (docs/synth.md). With the sample's topology file the report names r0
 /// and the ports, and the delay is tshark's: from r0's first PFC frame to
@@ -140,40 +182,7 @@ fn the_storm_tree_names_r0_and_the_spread_to_s1_with_its_delay() {
 #[test]
 fn a_root_that_pauses_again_and_again_is_one_finding() {
     let dir = tempfile::tempdir().unwrap();
-    let flows: Vec<Value> = (0..128u64)
-        .map(|i| {
-            serde_json::json!({
-                "src": i % 3, "dst": i % 2, "msg_bytes": 65536, "messages": null,
-                "start_ns": i * 500 % 1_000_000, "udp_sport": null,
-                "start_psn": (i * 7919) % 16_777_216, "gbps": 3.0
-            })
-        })
-        .collect();
-    let flows_file = dir.path().join("flows.json");
-    std::fs::write(&flows_file, Value::from(flows).to_string()).unwrap();
-    let cap = dir.path().join("c.pcapng");
-    rocescope_ok(&[
-        "synth",
-        "ghost-drop",
-        "--out",
-        cap.to_str().unwrap(),
-        "--packets",
-        "40000",
-        "--snaplen",
-        "128",
-        "--duration",
-        "10s",
-        "--min-rto",
-        "200us",
-        "--ecn-min",
-        "40KB",
-        "--ecn-max",
-        "300KB",
-        "--ecn-pmax",
-        "0.2",
-        "--set",
-        &format!("flows=@{}", flows_file.display()),
-    ]);
+    let cap = bench_fabric(dir.path(), 128, 40_000, "10s");
     let out = rocescope_ok(&["report", cap.to_str().unwrap(), "--json"]);
     let s: Value = serde_json::from_slice(&out.stdout).unwrap();
     let spread: Vec<usize> = s["pfc_trees"]
@@ -283,43 +292,7 @@ fn topology_ecmp_groups_are_ecmp_groups() {
 #[test]
 fn hop_queueing_on_a_large_fabric_lists_some_hops_and_counts_the_rest() {
     let dir = tempfile::tempdir().unwrap();
-    let flows: Vec<String> = (0..32)
-        .map(|i| {
-            format!(
-                r#"{{"src":{},"dst":{},"msg_bytes":65536,"messages":null,"start_ns":{},"udp_sport":null,"start_psn":{},"gbps":3.0}}"#,
-                i % 3,
-                i % 2,
-                i * 500,
-                i * 7919
-            )
-        })
-        .collect();
-    let flows_file = dir.path().join("flows.json");
-    std::fs::write(&flows_file, format!("[{}]", flows.join(","))).unwrap();
-    let cap = dir.path().join("fabric.pcapng");
-    let set = format!("flows=@{}", flows_file.display());
-    rocescope_ok(&[
-        "synth",
-        "ghost-drop",
-        "--out",
-        cap.to_str().unwrap(),
-        "--packets",
-        "60000",
-        "--snaplen",
-        "128",
-        "--duration",
-        "1s",
-        "--min-rto",
-        "200us",
-        "--ecn-min",
-        "40KB",
-        "--ecn-max",
-        "300KB",
-        "--ecn-pmax",
-        "0.2",
-        "--set",
-        &set,
-    ]);
+    let cap = bench_fabric(dir.path(), 32, 60_000, "1s");
     let out = dir.path().join("out");
     rocescope_ok(&[
         "analyze",
