@@ -275,6 +275,7 @@ impl Analyzer {
             .as_ref()
             .map(|m| m.hops.clone())
             .unwrap_or_default();
+        let nic_rows = self.nics.rows();
         let mut summary = Summary {
             first_ts_ns: self.first_ts,
             last_ts_ns: self.first_ts.map(|_| last),
@@ -313,6 +314,7 @@ impl Analyzer {
             ecmp: &self.ecmp,
             qos: &self.qos,
             hops: &hop_rows,
+            nics: &nic_rows,
         });
         let taps = &self.taps;
         let origin = |iface: u16| {
@@ -331,6 +333,7 @@ impl Analyzer {
             flows: rows,
             pfc: std::mem::take(&mut self.pfc.rows),
             hops: hop_rows,
+            nics: nic_rows,
             summary,
         }
     }

@@ -74,6 +74,8 @@ pub mod gaps;
 pub mod hash;
 pub mod hops;
 mod livelock;
+mod nic_report;
+mod nics;
 mod pfc;
 pub mod psn;
 mod qos;
@@ -104,6 +106,9 @@ pub(crate) use flows::Flow;
 use flows::HostPair;
 pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_pct};
 pub(crate) use fmt::{fmt_ip, fmt_mac, iface_name};
+pub(crate) use nic_report::{latency_cell, latency_headings, nic_name, shown_nics};
+pub(crate) use nics::Latency;
+pub use nics::{LatencySummary, NicRow};
 use pfc::PfcTracker;
 pub use report::{
     flow_json, frames_line, impact_words, more_findings, render_findings, render_json, render_text,
@@ -286,6 +291,8 @@ pub struct Analyzer {
     qos: qos::Marks,
     /// Cross-tap matching.
     matcher: hops::Matcher,
+    /// How fast each NIC reacts.
+    nics: nics::Nics,
 }
 
 impl Analyzer {
@@ -324,6 +331,7 @@ impl Analyzer {
             ecmp,
             qos: qos::Marks::default(),
             matcher,
+            nics: nics::Nics::default(),
         }
     }
 

@@ -4,9 +4,9 @@
 use rocescope_common::proto::ib::{PSN_MASK, aeth, op};
 use rocescope_common::{PacketRecord, flags};
 
-use super::psn;
 use super::rows::Event;
 use super::{Analyzer, Sink};
+use super::{nics, psn};
 
 /// Most outstanding NAKs kept per response flow.
 pub(super) const MAX_PENDING_NAKS: usize = 16;
@@ -76,6 +76,12 @@ impl Analyzer {
                 // A sequence error names the PSN the responder expected.
                 if syn & 0x1F == aeth::NAK_PSN_SEQUENCE_ERROR {
                     self.flows[r].pending_gaps.nak(q);
+                    // The NAK's sender is the receiver whose NIC reacted.
+                    if let Some(t) = self.nics.out_of_sequence(self.flows[r].id, q) {
+                        let nic = (rec.src_mac, rec.src_ip);
+                        let latency = now.saturating_sub(t);
+                        self.nics.sample(nic, nics::Latency::NakGeneration, latency);
+                    }
                 }
             }
             let f = &mut self.flows[i];

@@ -4,6 +4,7 @@
 //! retransmissions*).
 
 use super::fmt::{fmt_duration, fmt_mac};
+use super::nics;
 use super::pfc::Cover;
 use super::psn;
 use super::responses::PendingNak;
@@ -132,7 +133,11 @@ impl Analyzer {
                 if paused > 0 {
                     f.timeout_rewinds_paused += 1;
                 }
-                f.rto.timeout_rewind(now, idle, paused);
+                if let Some(wait) = f.rto.timeout_rewind(now, idle, paused) {
+                    let nic = (f.src_mac, f.src_ip);
+                    self.nics.sample(nic, nics::Latency::TimeoutRetrans, wait);
+                }
+                let f = &mut self.flows[i];
                 if f.timeouts.len() >= MAX_TIMEOUTS_PENDING {
                     let t = f.timeouts.remove(0);
                     self.judge_timeout(i, t);

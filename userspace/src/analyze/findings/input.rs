@@ -36,6 +36,8 @@ pub(crate) struct Input<'a> {
     pub qos: &'a crate::analyze::qos::Marks,
     /// `hops.parquet`'s rows (cross-tap matching).
     pub hops: &'a [crate::analyze::hops::HopRow],
+    /// `nics.parquet`'s rows (how fast each NIC reacts).
+    pub nics: &'a [crate::analyze::NicRow],
 }
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.

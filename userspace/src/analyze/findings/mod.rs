@@ -10,7 +10,8 @@
 //! and the analyzer's lower layers, never another finding file nor this
 //! collector: retransmissions (`retrans`), the capture, PFC, ECN,
 //! `livelock`, `unanswered`, `mtu`, `ecmp`, `qos`, `cnp_overload`,
-//! `dcqcn`, `hops` (hop loss and queueing), `episodes` (congestion
+//! `dcqcn`, `hops` (hop loss and queueing), `nics` (slow NIC
+//! reactions), `episodes` (congestion
 //! episodes). Their definitions: `docs/analysis.md`, *Findings*; their text
 //! and `params`: `docs/report.md`.
 
@@ -24,6 +25,7 @@ mod hops;
 pub(super) mod input;
 mod livelock;
 mod mtu;
+mod nics;
 mod pfc;
 mod qos;
 mod retrans;
@@ -50,6 +52,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     cnp_overload::finding(x, &mut out);
     dcqcn::finding(x, &mut out);
     hops::finding(x, &mut out);
+    nics::finding(x, &mut out);
     real_loss(x, &mut out);
     reordering(x, &mut out);
     corruption(x, &mut out);
