@@ -1271,3 +1271,221 @@ fn tshark_count(capture: &Path, decode_as: &[&str], filter: &str) -> usize {
     );
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
+
+/// A frame of `f` between other hosts: `src` (MAC, IP) to `dst`.
+fn between(mut f: RoceFrame, src: ([u8; 6], Ipv4Addr), dst: ([u8; 6], Ipv4Addr)) -> RoceFrame {
+    f.eth.src = src.0;
+    f.eth.dst = dst.0;
+    f.ip.addrs = IpAddrs::V4 {
+        src: src.1,
+        dst: dst.1,
+    };
+    f
+}
+
+/// `nics.parquet`: one row per NIC, looked up by its MAC.
+struct Nics(Table);
+
+impl Nics {
+    fn read(out: &Path) -> Nics {
+        Nics(Table::read(&out.join("nics.parquet")))
+    }
+
+    /// `kind`'s count, p50, p99 and max for the NIC with MAC `mac`.
+    fn get(&self, mac: &str, kind: &str) -> (i128, Option<i128>, Option<i128>, Option<i128>) {
+        let macs = self.0.strings("nic_mac");
+        let i = (0..self.0.rows())
+            .find(|&i| macs[i].as_deref() == Some(mac))
+            .unwrap_or_else(|| panic!("no NIC {mac}"));
+        let col = |c: &str| self.0.ints(&format!("{kind}_{c}"))[i];
+        (
+            col("count").unwrap(),
+            col("p50_ns"),
+            col("p99_ns"),
+            col("max_ns"),
+        )
+    }
+}
+
+/// The four NIC latencies (docs/analysis.md, "NIC reaction latencies"), each
+/// for the NIC that reacted. A → B on QP 0x100: the tap saw PSN 3 (lost
+/// past it), B NAKs it 2 µs after PSN 4 (its first packet out of sequence)
+/// and A resends it 3.5 µs after the NAK; on QP 0x101 the tap missed PSN
+/// 102 and B NAKs it 3.5 µs after 103. A CE-marked PSN 6 gets B's CNP 4 µs
+/// later; PSN 6, unacknowledged, is resent by A's timer 64 µs after it
+/// started (PSN 6 at 20 µs, nothing outstanding before).
+#[test]
+fn each_nic_reaction_latency_belongs_to_the_nic_that_reacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "nics.pcapng", &["tap"]);
+    for psn in 0..=5 {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 0.5, &aeth(0x200, 0, 0x1F));
+    c.put(0, 6.0, &aeth(0x200, 3, 0x60));
+    for (i, psn) in (3..=5).enumerate() {
+        c.put(0, 9.5 + i as f64, &write(0x100, psn));
+    }
+    c.put(0, 12.5, &aeth(0x200, 5, 0x1F));
+    let mut ce = write(0x100, 6);
+    ce.ip.ecn = 3;
+    c.put(0, 20.0, &ce);
+    c.put(0, 24.0, &cnp(0x200));
+    c.put(0, 30.0, &write(0x100, 7));
+    c.put(0, 84.0, &write(0x100, 6)); // the timer's resend
+    c.put(0, 85.0, &write(0x100, 7));
+    c.put(0, 86.0, &aeth(0x200, 7, 0x1F));
+    // QP 0x101: the tap missed 102.
+    for (t, psn) in [(40.0, 100), (41.0, 101), (42.0, 103), (43.0, 104)] {
+        c.put(0, t, &write(0x101, psn));
+    }
+    c.put(0, 40.5, &aeth(0x201, 100, 0x1F));
+    c.put(0, 45.5, &aeth(0x201, 102, 0x60));
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let n = Nics::read(&out);
+    assert_eq!(n.0.rows(), 2);
+    assert_eq!(
+        n.0.strings("nic_ip"),
+        [Some("10.0.0.1".into()), Some("10.0.0.2".into())]
+    );
+    let (a, b) = ("02:00:00:00:00:0a", "02:00:00:00:00:0b");
+    let none = (0, None, None, None);
+    assert_eq!(n.get(a, "nak_generation"), none);
+    assert_eq!(
+        n.get(a, "nak_reaction"),
+        (1, Some(3_500), Some(3_500), Some(3_500))
+    );
+    assert_eq!(
+        n.get(a, "timeout_retrans"),
+        (1, Some(64_000), Some(64_000), Some(64_000))
+    );
+    assert_eq!(n.get(a, "cnp_generation"), none);
+    // 2.0 and 3.5 µs: the p99 is 3.5 µs's bucket's midpoint (3456..=3519,
+    // 1/64 relative error), the maximum exact.
+    assert_eq!(
+        n.get(b, "nak_generation"),
+        (2, Some(2_000), Some(3_488), Some(3_500))
+    );
+    assert_eq!(n.get(b, "nak_reaction"), none);
+    assert_eq!(n.get(b, "timeout_retrans"), none);
+    assert_eq!(
+        n.get(b, "cnp_generation"),
+        (1, Some(4_000), Some(4_000), Some(4_000))
+    );
+    // The timeout is the flow's measured one too.
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "nic_timeout_samples"), 1);
+
+    // The report, its JSON and the page give the same numbers.
+    let html = dir.path().join("r.html");
+    let text = rocescope_ok(&[
+        "report",
+        cap.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    for needle in [
+        "NIC reaction latencies at the tap (p50, p99, max, samples)",
+        "  10.0.0.2 (02:00:00:00:00:0b): NAK generation p50 2.0 µs · p99 3.5 µs · max 3.5 µs (2); NAK reaction –; timeout –; CNP generation p50 4.0 µs · p99 4.0 µs · max 4.0 µs (1)",
+        "  10.0.0.1 (02:00:00:00:00:0a): NAK generation –; NAK reaction p50 3.5 µs · p99 3.5 µs · max 3.5 µs (1); timeout p50 64.0 µs · p99 64.0 µs · max 64.0 µs (1); CNP generation –",
+    ] {
+        assert!(text.contains(needle), "report lacks {needle:?}:\n{text}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>NIC reaction latencies</h2>"), "{page}");
+    assert!(
+        page.contains(
+            "<td>10.0.0.2 (02:00:00:00:00:0b)</td><td>p50 2.0 µs · p99 3.5 µs · max 3.5 µs (2)</td>"
+        ),
+        "{page}"
+    );
+    let json = rocescope_ok(&["report", cap.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let nics = v["nics"].as_array().unwrap();
+    assert_eq!(nics.len(), 2);
+    assert_eq!(nics[1]["nic_mac"], b);
+    assert_eq!(nics[1]["nak_generation_count"], 2);
+    assert_eq!(nics[1]["nak_generation_p99_ns"], 3_488);
+    assert_eq!(nics[0]["timeout_retrans_p50_ns"], 64_000);
+    assert_eq!(nics[0]["cnp_generation_p50_ns"], serde_json::Value::Null);
+}
+
+/// `slow-nic-reaction`: B's CNPs come 8 µs after the CE mark, C's 1 µs
+/// after: with 5 of B's against 5 of C's, B is 8x slower than its peer and
+/// named; with 4 of B's, there are too few to judge.
+#[test]
+fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
+    const MAC_C: [u8; 6] = [2, 0, 0, 0, 0, 0x0c];
+    const HOST_C: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
+    let (a, c_host) = ((MAC_A, HOST_A), (MAC_C, HOST_C));
+    let run = |b_samples: u32| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cap = Capture::new(dir.path(), "slow.pcapng", &["tap"]);
+        cap.put(0, 0.0, &write(0x100, 0));
+        cap.put(0, 0.5, &aeth(0x200, 0, 0x1F));
+        cap.put(0, 0.0, &between(write(0x300, 0), a, c_host));
+        cap.put(0, 0.5, &between(aeth(0x400, 0, 0x1F), c_host, a));
+        for k in 0..5u32 {
+            let t = 10.0 + 20.0 * k as f64;
+            if k < b_samples {
+                let mut ce = write(0x100, 1 + k);
+                ce.ip.ecn = 3;
+                cap.put(0, t, &ce);
+                cap.put(0, t + 8.0, &cnp(0x200));
+            }
+            let mut ce = between(write(0x300, 1 + k), a, c_host);
+            ce.ip.ecn = 3;
+            cap.put(0, t + 1.0, &ce);
+            cap.put(0, t + 2.0, &between(cnp(0x400), c_host, a));
+        }
+        let path = cap.finish();
+        let json = rocescope_ok(&["report", path.to_str().unwrap(), "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let slow: Vec<serde_json::Value> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == "slow-nic-reaction")
+            .cloned()
+            .collect();
+        (slow, v)
+    };
+    let (slow, v) = run(5);
+    assert_eq!(slow.len(), 1, "{v}");
+    let f = &slow[0];
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(
+        f["params"],
+        serde_json::json!({
+            "latency": "cnp_generation",
+            "nic_mac": "02:00:00:00:00:0b",
+            "nic_ip": "10.0.0.2",
+            "median_ns": 8_000,
+            "count": 5,
+            "peers": 1,
+            "peers_median_ns": 1_000,
+            "peers_count": 5,
+            "threshold_ratio": 4,
+        })
+    );
+    assert_eq!(f["flows"], serde_json::json!([0]));
+    assert_eq!(
+        f["title"],
+        "NIC 10.0.0.2 (02:00:00:00:00:0b) is slow at CNP generation (CE-marked packet → CNP): median 8.0 µs against its peers' 1.0 µs"
+    );
+    let (slow, v) = run(4);
+    assert!(slow.is_empty(), "{v}");
+    // The 4 samples are still in the table.
+    let b = v["nics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["nic_mac"] == "02:00:00:00:00:0b")
+        .cloned()
+        .unwrap();
+    assert_eq!(b["cnp_generation_count"], 4);
+    assert_eq!(b["cnp_generation_p50_ns"], 8_000);
+}
