@@ -1461,6 +1461,7 @@ fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
         f["params"],
         serde_json::json!({
             "latency": "cnp_generation",
+            "iface": "tap",
             "nic_mac": "02:00:00:00:00:0b",
             "nic_ip": "10.0.0.2",
             "median_ns": 8_000,
@@ -1474,7 +1475,7 @@ fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
     assert_eq!(f["flows"], serde_json::json!([0]));
     assert_eq!(
         f["title"],
-        "NIC 10.0.0.2 (02:00:00:00:00:0b) is slow at CNP generation (CE-marked packet → CNP): median 8.0 µs against its peers' 1.0 µs"
+        "NIC 10.0.0.2 (02:00:00:00:00:0b) is slow at CNP generation (CE-marked packet → CNP) on tap: median 8.0 µs against its peers' 1.0 µs"
     );
     let (slow, v) = run(4);
     assert!(slow.is_empty(), "{v}");

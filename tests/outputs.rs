@@ -160,6 +160,7 @@ fn stale_outputs_are_removed_at_start() {
             "events.parquet",
             "flows.parquet",
             "hops.parquet",
+            "nics.parquet",
             "notes.txt",
             "packets.parquet",
             "pfc.parquet",

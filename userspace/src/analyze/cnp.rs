@@ -51,7 +51,8 @@ impl Analyzer {
         if let Some(rt) = reaction {
             // The CNP's sender is the receiver whose NIC reacted.
             let nic = (rec.src_mac, rec.src_ip);
-            self.nics.sample(nic, nics::Latency::CnpGeneration, rt);
+            self.nics
+                .sample(nic, rec.iface, nics::Latency::CnpGeneration, rt);
             let r = &mut self.reactions;
             *r = (r.0 + 1, r.1 + rt, r.2.min(rt), r.3.max(rt));
         }

@@ -314,7 +314,7 @@ impl Analyzer {
             ecmp: &self.ecmp,
             qos: &self.qos,
             hops: &hop_rows,
-            nics: &nic_rows,
+            nics: &self.nics.rows_per_tap(),
         });
         let taps = &self.taps;
         let origin = |iface: u16| {

@@ -160,16 +160,18 @@ pub(crate) const SENT_LOG: usize = 32;
 /// Every NIC's latencies, and what NAK generation is measured from.
 #[derive(Debug, Default)]
 pub(crate) struct Nics {
-    latencies: BTreeMap<NicKey, [Histogram; 4]>,
+    /// Per NIC and tap (interface index): a latency at a tap includes the
+    /// path between the tap and the NIC, so NICs are compared tap by tap.
+    latencies: BTreeMap<(NicKey, u16), [Histogram; 4]>,
     /// Per request flow (by id): its last request PSNs and when the tap saw
     /// them, oldest first.
     sent: FastMap<u32, VecDeque<(u32, u64)>>,
 }
 
 impl Nics {
-    /// A latency of `nic`.
-    pub(crate) fn sample(&mut self, nic: NicKey, kind: Latency, ns: u64) {
-        self.latencies.entry(nic).or_default()[kind as usize].add(ns);
+    /// A latency of `nic` as tap `iface` shows it.
+    pub(crate) fn sample(&mut self, nic: NicKey, iface: u16, kind: Latency, ns: u64) {
+        self.latencies.entry((nic, iface)).or_default()[kind as usize].add(ns);
     }
 
     /// A reliable request flow's packet with PSN `q` at `now`.
@@ -192,14 +194,37 @@ impl Nics {
         log.get(last_at_or_before + 1).map(|&(_, ts)| ts)
     }
 
-    /// One row per NIC, in MAC and IP order.
+    /// One row per NIC, every tap's samples together, in MAC and IP order.
     pub(crate) fn rows(&self) -> Vec<NicRow> {
+        let mut rows: Vec<NicRow> = Vec::new();
+        for (&((mac, ip), _), h) in &self.latencies {
+            match rows.last_mut() {
+                Some(r) if (r.mac, r.ip) == (mac, ip) => {
+                    for (into, from) in r.latencies.iter_mut().zip(h) {
+                        into.merge(from);
+                    }
+                }
+                _ => rows.push(NicRow {
+                    mac,
+                    ip,
+                    latencies: h.clone(),
+                }),
+            }
+        }
+        rows
+    }
+
+    /// One row per NIC and tap: what `slow-nic-reaction` compares.
+    pub(crate) fn rows_per_tap(&self) -> Vec<(u16, NicRow)> {
         self.latencies
             .iter()
-            .map(|(&(mac, ip), h)| NicRow {
-                mac,
-                ip,
-                latencies: h.clone(),
+            .map(|(&((mac, ip), iface), h)| {
+                let row = NicRow {
+                    mac,
+                    ip,
+                    latencies: h.clone(),
+                };
+                (iface, row)
             })
             .collect()
     }

@@ -80,7 +80,8 @@ impl Analyzer {
                     if let Some(t) = self.nics.out_of_sequence(self.flows[r].id, q) {
                         let nic = (rec.src_mac, rec.src_ip);
                         let latency = now.saturating_sub(t);
-                        self.nics.sample(nic, nics::Latency::NakGeneration, latency);
+                        self.nics
+                            .sample(nic, rec.iface, nics::Latency::NakGeneration, latency);
                     }
                 }
             }

@@ -135,7 +135,8 @@ impl Analyzer {
                 }
                 if let Some(wait) = f.rto.timeout_rewind(now, idle, paused) {
                     let nic = (f.src_mac, f.src_ip);
-                    self.nics.sample(nic, nics::Latency::TimeoutRetrans, wait);
+                    self.nics
+                        .sample(nic, iface, nics::Latency::TimeoutRetrans, wait);
                 }
                 let f = &mut self.flows[i];
                 if f.timeouts.len() >= MAX_TIMEOUTS_PENDING {

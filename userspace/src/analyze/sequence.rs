@@ -114,7 +114,8 @@ impl Analyzer {
             // The sender's first send of the PSN its NAK named.
             let nic = (rec.src_mac, rec.src_ip);
             let reaction = now.saturating_sub(n.ts);
-            self.nics.sample(nic, nics::Latency::NakReaction, reaction);
+            self.nics
+                .sample(nic, rec.iface, nics::Latency::NakReaction, reaction);
         }
         if matches!(rec.opcode >> 5, transport::RC | transport::XRC) {
             self.nics.sent(self.flows[i].id, q, now);

@@ -18,6 +18,7 @@ pub(crate) const MIN_SAMPLES: u64 = 5;
 
 /// What one slow NIC's finding says.
 struct Slow<'a> {
+    iface: u16,
     nic: &'a NicRow,
     kind: Latency,
     median_ns: u64,
@@ -27,7 +28,7 @@ struct Slow<'a> {
     peers: usize,
 }
 
-/// `slow-nic-reaction`: one finding per NIC and latency that is slow.
+/// `slow-nic-reaction`: one finding per NIC, tap and latency that is slow.
 pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     for kind in Latency::ALL {
         for i in 0..x.nics.len() {
@@ -38,18 +39,20 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     }
 }
 
-/// NIC `i` against every other NIC with samples of `kind`, pooled.
-fn slow(nics: &[NicRow], i: usize, kind: Latency) -> Option<Slow<'_>> {
-    let nic = &nics[i];
+/// NIC `i` against every other NIC with samples of `kind` at the same tap,
+/// pooled: a latency at a tap includes the path from the tap to the NIC and
+/// back, so NICs seen from different taps are not compared.
+fn slow(nics: &[(u16, NicRow)], i: usize, kind: Latency) -> Option<Slow<'_>> {
+    let (iface, nic) = (nics[i].0, &nics[i].1);
     let own = nic.histogram(kind);
     if own.count < MIN_SAMPLES {
         return None;
     }
     let mut pooled = Histogram::default();
     let mut peers = 0;
-    for (_, p) in nics.iter().enumerate().filter(|&(j, _)| j != i) {
+    for (j, (tap, p)) in nics.iter().enumerate() {
         let h = p.histogram(kind);
-        if h.count > 0 {
+        if j != i && *tap == iface && h.count > 0 {
             pooled.merge(h);
             peers += 1;
         }
@@ -60,6 +63,7 @@ fn slow(nics: &[NicRow], i: usize, kind: Latency) -> Option<Slow<'_>> {
     let median = own.percentile(50)?;
     let peers_median = pooled.percentile(50)?;
     (median > peers_median && median >= SLOWER.saturating_mul(peers_median)).then_some(Slow {
+        iface,
         nic,
         kind,
         median_ns: median,
@@ -77,7 +81,7 @@ fn render(x: &Input, s: Slow) -> Finding {
     let ids: Vec<u32> = x
         .flows
         .iter()
-        .filter(|f| f.data_packets > 0)
+        .filter(|f| f.data_packets > 0 && f.iface == s.iface)
         .filter(|f| {
             if receiver {
                 f.dst_ip == nic.ip
@@ -88,6 +92,7 @@ fn render(x: &Input, s: Slow) -> Finding {
         .map(|f| f.id)
         .collect();
     let who = format!("{} ({})", fmt_ip(&nic.ip), fmt_mac(&nic.mac));
+    let tap = x.iface(s.iface);
     let check = match s.kind {
         Latency::NakGeneration => {
             "This receiver is slow to NAK a packet out of sequence. Compare its NIC's firmware and settings with its peers' (mlx5: ethtool -S out_of_sequence, out_of_buffer), its PCIe link (lspci: width and speed) and the host's load; and check the tap sits as far from it as from its peers: at a mirror between the NICs the latency includes the path to this NIC and back, so a longer or more congested path looks like a slower NIC."
@@ -107,13 +112,13 @@ fn render(x: &Input, s: Slow) -> Finding {
         severity: "warning",
         impact: x.traffic_share(&ids),
         title: format!(
-            "NIC {who} is slow at {}: median {} against its peers' {}",
+            "NIC {who} is slow at {} on {tap}: median {} against its peers' {}",
             s.kind.words(),
             fmt_duration(s.median_ns),
             fmt_duration(s.peers_median_ns)
         ),
         detail: format!(
-            "{who}: median {} over {}; its {} peers together: median {} over {} ({:.1}x slower); the latencies as the tap sees them",
+            "{who} as {tap} sees it: median {} over {}; the {} other NICs {tap} shows together: median {} over {} ({:.1}x slower); each latency includes the path between {tap} and the NIC",
             fmt_duration(s.median_ns),
             fmt_count(s.count, "sample"),
             s.peers,
@@ -125,6 +130,7 @@ fn render(x: &Input, s: Slow) -> Finding {
         flows: ids,
         params: params([
             ("latency", json!(s.kind.as_str())),
+            ("iface", json!(tap)),
             ("nic_mac", json!(fmt_mac(&nic.mac))),
             ("nic_ip", json!(fmt_ip(&nic.ip))),
             ("median_ns", json!(s.median_ns)),
