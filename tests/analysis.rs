@@ -1414,18 +1414,20 @@ fn each_nic_reaction_latency_belongs_to_the_nic_that_reacted() {
 }
 
 /// `slow-nic-reaction`: B's CNPs come 8 µs after the CE mark, C's 1 µs
-/// after: with 5 of B's against 5 of C's, B is 8x slower than its peer and
-/// named; with 4 of B's, there are too few to judge.
+/// after: with 5 of B's against 5 of C's at one tap, B is 8x slower than
+/// its peer and named; with 4 of B's, there are too few to judge; with B's
+/// at another tap, there is no peer to compare with (a latency includes the
+/// path from its tap).
 #[test]
 fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
     const MAC_C: [u8; 6] = [2, 0, 0, 0, 0, 0x0c];
     const HOST_C: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
     let (a, c_host) = ((MAC_A, HOST_A), (MAC_C, HOST_C));
-    let run = |b_samples: u32| {
+    let run = |b_samples: u32, b_tap: u32| {
         let dir = tempfile::tempdir().unwrap();
-        let mut cap = Capture::new(dir.path(), "slow.pcapng", &["tap"]);
-        cap.put(0, 0.0, &write(0x100, 0));
-        cap.put(0, 0.5, &aeth(0x200, 0, 0x1F));
+        let mut cap = Capture::new(dir.path(), "slow.pcapng", &["tap", "far"]);
+        cap.put(b_tap, 0.0, &write(0x100, 0));
+        cap.put(b_tap, 0.5, &aeth(0x200, 0, 0x1F));
         cap.put(0, 0.0, &between(write(0x300, 0), a, c_host));
         cap.put(0, 0.5, &between(aeth(0x400, 0, 0x1F), c_host, a));
         for k in 0..5u32 {
@@ -1433,8 +1435,8 @@ fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
             if k < b_samples {
                 let mut ce = write(0x100, 1 + k);
                 ce.ip.ecn = 3;
-                cap.put(0, t, &ce);
-                cap.put(0, t + 8.0, &cnp(0x200));
+                cap.put(b_tap, t, &ce);
+                cap.put(b_tap, t + 8.0, &cnp(0x200));
             }
             let mut ce = between(write(0x300, 1 + k), a, c_host);
             ce.ip.ecn = 3;
@@ -1453,7 +1455,7 @@ fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
             .collect();
         (slow, v)
     };
-    let (slow, v) = run(5);
+    let (slow, v) = run(5, 0);
     assert_eq!(slow.len(), 1, "{v}");
     let f = &slow[0];
     assert_eq!(f["severity"], "warning");
@@ -1477,7 +1479,7 @@ fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
         f["title"],
         "NIC 10.0.0.2 (02:00:00:00:00:0b) is slow at CNP generation (CE-marked packet → CNP) on tap: median 8.0 µs against its peers' 1.0 µs"
     );
-    let (slow, v) = run(4);
+    let (slow, v) = run(4, 0);
     assert!(slow.is_empty(), "{v}");
     // The 4 samples are still in the table.
     let b = v["nics"]
@@ -1489,4 +1491,7 @@ fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
         .unwrap();
     assert_eq!(b["cnp_generation_count"], 4);
     assert_eq!(b["cnp_generation_p50_ns"], 8_000);
+    let (slow, v) = run(5, 1);
+    assert!(slow.is_empty(), "{v}");
+    assert_eq!(v["nics"].as_array().unwrap().len(), 2);
 }

@@ -26,7 +26,8 @@
 //!    clock offsets and the hop table (`hops/clocks.rs`, `hops/sketch.rs`,
 //!    `hops/tally.rs`);
 //!    `livelock`: the same PSN resent over and over; `dcqcn`: how a
-//!    sender's rate answers its CNPs;
+//!    sender's rate answers its CNPs; `nics`: how fast each NIC reacts
+//!    (NAK and CNP generation, NAK reaction, timeouts);
 //! 2. `rows`: every output type — the flow key, the tables' rows,
 //!    `summary.json`, a `Finding`, the PFC trees, a finding's Wireshark
 //!    hand-off; the modules that own the data build them;
@@ -49,7 +50,7 @@
 //!    file nor the collector;
 //! 6. `findings/mod.rs`: the collector, which runs every finding and ranks
 //!    them; `finish`: the end of input; `report`: the text, JSON and HTML
-//!    report;
+//!    report (`nic_report`: the NIC latencies' cells, JSON and lines);
 //! 7. here: the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
 //!    its entry point [`Analyzer::push`]. The rooms that add the
 //!    `Analyzer`'s methods (`impl Analyzer` in `flows`, `sequence`,
