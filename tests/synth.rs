@@ -97,6 +97,7 @@ fn link_speed(truth: &Value) -> String {
 struct Analysis {
     flows: Table,
     hops: Table,
+    nics: Table,
     summary: Value,
     /// A classic pcap's one interface is named after the file's stem; a
     /// pcapng's interfaces keep their names (the taps').
@@ -132,6 +133,7 @@ fn analyze_with(capture: &Path, truth: &Value, extra: &[&str]) -> Analysis {
     Analysis {
         flows: Table::read(&out.join("flows.parquet")),
         hops: Table::read(&out.join("hops.parquet")),
+        nics: Table::read(&out.join("nics.parquet")),
         summary: read_json(&out.join("summary.json")),
         pcap_iface: classic.then(|| capture.file_stem().unwrap().to_string_lossy().into_owned()),
     }
@@ -1941,4 +1943,84 @@ fn request_rows(a: &Analysis, tap: &str) -> Vec<usize> {
     (0..a.flows.rows())
         .filter(|&i| iface[i].as_deref() == Some(tap) && data[i] > Some(0))
         .collect()
+}
+
+/// `nics.parquet` (docs/analysis.md, "NIC reaction latencies") against the
+/// model. The model's NICs react the instant a packet is in: the responder
+/// NAKs the first packet out of sequence and sends a CNP for a CE mark as it
+/// checks it, the requester queues its resend as the NAK arrives, its timer
+/// resends at expiry. So at a tap on the reacting host's own link (the rows
+/// with the host's own MAC: frames past a router carry a switch's, docs/
+/// synth.md) a latency is the cable both ways and the frames' serialization:
+///
+/// * lossy-link, NAK generation at the receivers' ports: 2 × 500 ns
+///   propagation, plus the 4158-byte WRITE Middle (4096 bytes of payload)
+///   and the 66-byte NAK on the wire, each with 20 bytes of preamble and
+///   gap at 100 Gb/s rounded up as the model does: 335 and 7 ns; one sample
+///   per NAK the model's responder sent (`naks_sent`);
+/// * NAK reaction at the senders' ports: at least the same 1342 ns, plus
+///   the wait for the sender's port (a frame being sent) and for its rate
+///   (DCQCN paces the resend after CNPs); the model logs no resend time, so
+///   only the bound and the count are checked: one sample per NAK the
+///   requester received;
+/// * CNP generation: one sample per CNP the responder sent;
+/// * nic-timeout, timeout retransmission at the senders' ports: exactly the
+///   model's `rto_ns`, once per expiry resent at once.
+///
+/// No sample has a slow NIC: every model NIC reacts alike.
+#[test]
+fn nic_reaction_latencies_are_the_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = |a: &Analysis, ip: &str, host_mac: bool| -> usize {
+        let (ips, macs) = (a.nics.strings("nic_ip"), a.nics.strings("nic_mac"));
+        (0..a.nics.rows())
+            .find(|&i| {
+                ips[i].as_deref() == Some(ip)
+                    && macs[i]
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("02:00:") == host_mac)
+            })
+            .unwrap_or_else(|| panic!("no NIC {ip}"))
+    };
+    let get = |a: &Analysis, i: usize, kind: &str| -> [Option<i128>; 4] {
+        ["count", "p50_ns", "p99_ns", "max_ns"].map(|c| a.nics.ints(&format!("{kind}_{c}"))[i])
+    };
+    const PATH_NS: i128 = 2 * 500 + 335 + 7;
+
+    let (a, truth) = analyse_sample(dir.path(), "lossy-link");
+    for q in truth["qps"].as_array().unwrap() {
+        let stats = &q["stats"];
+        let n = |k: &str| Some(i128::from(stats[k].as_u64().unwrap()));
+        let receiver = row(&a, q["dst_ip"].as_str().unwrap(), true);
+        let sent = n("naks_sent");
+        assert!(sent > Some(0));
+        assert_eq!(
+            get(&a, receiver, "nak_generation"),
+            [sent, Some(PATH_NS), Some(PATH_NS), Some(PATH_NS)],
+            "{q}"
+        );
+        assert_eq!(get(&a, receiver, "cnp_generation")[0], n("cnps_sent"));
+        let sender = row(&a, q["src_ip"].as_str().unwrap(), true);
+        let [count, p50, p99, max] = get(&a, sender, "nak_reaction");
+        assert_eq!(count, n("naks_received"));
+        for v in [p50, p99, max] {
+            assert!(v.unwrap() >= PATH_NS, "{v:?}");
+        }
+        assert_eq!(get(&a, sender, "timeout_retrans")[0], Some(0));
+    }
+
+    let (a, truth) = analyse_sample(dir.path(), "nic-timeout");
+    for c in truth["connections"].as_array().unwrap() {
+        let sender = row(&a, c["src_ip"].as_str().unwrap(), true);
+        let rto = Some(i128::from(c["rto_ns"].as_u64().unwrap()));
+        let resent = Some(i128::from(c["timeouts_resent_at_once"].as_u64().unwrap()));
+        assert!(resent > Some(0));
+        assert_eq!(
+            get(&a, sender, "timeout_retrans"),
+            [resent, rto, rto, rto],
+            "{c}"
+        );
+    }
+
+    no_other_sample_raises(dir.path(), "slow-nic-reaction", |_| false);
 }
