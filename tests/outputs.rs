@@ -19,7 +19,7 @@ use std::time::Instant;
 use common::Table;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rocescope");
-const TABLES: [&str; 6] = ["packets", "flows", "events", "pfc", "timeline", "hops"];
+const TABLES: [&str; 7] = ["packets", "flows", "events", "pfc", "timeline", "hops", "nics"];
 
 /// A synth capture big enough to take a few seconds to analyse; built once.
 fn big_capture() -> &'static Path {
@@ -109,7 +109,7 @@ fn a_killed_run_leaves_complete_files_or_none() {
     let start = Instant::now();
     assert!(run(&full).wait().unwrap().success());
     let whole = start.elapsed();
-    assert_eq!(check_killed_output(&full), 6);
+    assert_eq!(check_killed_output(&full), 7);
 
     let mut partial_seen = false;
     for (i, fraction) in [0.05, 0.3, 0.6, 0.9, 0.97, 1.1].iter().enumerate() {
@@ -125,7 +125,7 @@ fn a_killed_run_leaves_complete_files_or_none() {
         assert!(run(&out).wait().unwrap().success());
         let after = names(&out);
         assert!(after.iter().all(|n| !n.ends_with(".partial")), "{after:?}");
-        assert_eq!(check_killed_output(&out), 6);
+        assert_eq!(check_killed_output(&out), 7);
         assert_eq!(
             Table::read(&out.join("packets.parquet")).rows(),
             Table::read(&full.join("packets.parquet")).rows()
