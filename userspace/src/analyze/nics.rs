@@ -141,7 +141,7 @@ impl Histogram {
         if self.count == 0 {
             return None;
         }
-        let rank = (self.count * pct).div_ceil(100).max(1);
+        let rank = self.count.saturating_mul(pct).div_ceil(100).max(1);
         let mut seen = 0;
         for (&i, &n) in &self.buckets {
             seen += n;
