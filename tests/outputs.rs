@@ -19,7 +19,9 @@ use std::time::Instant;
 use common::Table;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rocescope");
-const TABLES: [&str; 7] = ["packets", "flows", "events", "pfc", "timeline", "hops", "nics"];
+const TABLES: [&str; 7] = [
+    "packets", "flows", "events", "pfc", "timeline", "hops", "nics",
+];
 
 /// A synth capture big enough to take a few seconds to analyse; built once.
 fn big_capture() -> &'static Path {

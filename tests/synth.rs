@@ -1967,6 +1967,12 @@ fn request_rows(a: &Analysis, tap: &str) -> Vec<usize> {
 /// * nic-timeout, timeout retransmission at the senders' ports: exactly the
 ///   model's `rto_ns`, once per expiry resent at once.
 ///
+/// Every sample: each NIC's NAK generation and reaction latencies equal the
+/// truth's `nics` (the model's record of which packet made each NAK and
+/// which resend answered it, timed at the taps that recorded both): counts
+/// and maxima exactly, medians within the table's 1/64 (docs/tables.md,
+/// `nics.parquet`); no NIC has NAK latencies the truth lacks.
+///
 /// No sample has a slow NIC: every model NIC reacts alike.
 #[test]
 fn nic_reaction_latencies_are_the_models() {
@@ -2020,6 +2026,41 @@ fn nic_reaction_latencies_are_the_models() {
             [resent, rto, rto, rto],
             "{c}"
         );
+    }
+
+    for (name, _) in samples() {
+        let (a, truth) = analyse_sample(dir.path(), &name);
+        let (ips, macs) = (a.nics.strings("nic_ip"), a.nics.strings("nic_mac"));
+        let want = truth["nics"].as_array().unwrap();
+        for kind in ["nak_generation", "nak_reaction"] {
+            let counts = a.nics.ints(&format!("{kind}_count"));
+            for i in (0..a.nics.rows()).filter(|&i| counts[i] > Some(0)) {
+                let t = want
+                    .iter()
+                    .find(|t| {
+                        t["nic_mac"].as_str() == macs[i].as_deref()
+                            && t["nic_ip"].as_str() == ips[i].as_deref()
+                    })
+                    .unwrap_or_else(|| {
+                        panic!("{name}: {:?} {:?} not in the truth", macs[i], ips[i])
+                    });
+                let [count, p50, _, max] = get(&a, i, kind);
+                let t = &t[kind];
+                let n = |k: &str| t[k].as_u64().map(i128::from);
+                assert_eq!((count, max), (n("count"), n("max_ns")), "{name} {kind} {t}");
+                let (got, want) = (p50.unwrap(), n("p50_ns").unwrap());
+                assert!(
+                    (got - want).abs() * 64 <= want,
+                    "{name} {kind}: p50 {got}, {t}"
+                );
+            }
+            let truth_samples: u64 = want
+                .iter()
+                .map(|t| t[kind]["count"].as_u64().unwrap())
+                .sum();
+            let samples: i128 = counts.iter().map(|c| c.unwrap()).sum();
+            assert_eq!(samples, i128::from(truth_samples), "{name} {kind}");
+        }
     }
 
     no_other_sample_raises(dir.path(), "slow-nic-reaction", |_| false);

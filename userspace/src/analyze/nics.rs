@@ -12,9 +12,10 @@
 //! Each latency belongs to the NIC that reacted: the receiver for NAK and CNP
 //! generation, the sender for NAK reaction and timeouts.
 //!
-//! Memory: per NIC, four [`Histogram`]s of at most [`Histogram::BUCKETS`]
-//! buckets each; per reliable request flow, its last [`SENT_LOG`] request
-//! PSNs and times (what a NAK generation latency is measured from).
+//! Memory: per NIC and tap, four [`Histogram`]s of at most 1920 buckets
+//! each, kept sparse; per paired reliable request flow, the PSNs and times
+//! of its request packets since the highest acknowledged one, at most
+//! [`SENT_LOG`] of 8 bytes (what a NAK generation latency is measured from).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -153,9 +154,18 @@ impl Histogram {
     }
 }
 
-/// Most recent request packets remembered per reliable request flow: a NAK
+/// Most request packets remembered per paired reliable request flow: a NAK
 /// whose first out-of-sequence packet is older than these is not measured.
-pub(crate) const SENT_LOG: usize = 32;
+pub(crate) const SENT_LOG: usize = 1024;
+
+/// A paired request flow's request packets since the highest acknowledged
+/// one (and that one): PSN and time, 8 bytes each.
+#[derive(Debug, Default)]
+struct SentLog {
+    /// Times are offsets from this (the log restarts when one would not fit).
+    base_ns: u64,
+    packets: VecDeque<(u32, u32)>,
+}
 
 /// Every NIC's latencies, and what NAK generation is measured from.
 #[derive(Debug, Default)]
@@ -163,9 +173,9 @@ pub(crate) struct Nics {
     /// Per NIC and tap (interface index): a latency at a tap includes the
     /// path between the tap and the NIC, so NICs are compared tap by tap.
     latencies: BTreeMap<(NicKey, u16), [Histogram; 4]>,
-    /// Per request flow (by id): its last request PSNs and when the tap saw
-    /// them, oldest first.
-    sent: FastMap<u32, VecDeque<(u32, u64)>>,
+    /// Per paired request flow (by id): its outstanding request packets,
+    /// oldest first.
+    sent: FastMap<u32, SentLog>,
 }
 
 impl Nics {
@@ -174,13 +184,37 @@ impl Nics {
         self.latencies.entry((nic, iface)).or_default()[kind as usize].add(ns);
     }
 
-    /// A reliable request flow's packet with PSN `q` at `now`.
+    /// A paired reliable request flow's packet with PSN `q` at `now`.
     pub(crate) fn sent(&mut self, flow: u32, q: u32, now: u64) {
         let log = self.sent.entry(flow).or_default();
-        if log.len() >= SENT_LOG {
-            log.pop_front();
+        let offset = match now.checked_sub(log.base_ns).map(u32::try_from) {
+            Some(Ok(o)) if !log.packets.is_empty() => o,
+            _ => {
+                // Empty, or too far from the base: start again from here.
+                log.packets.clear();
+                log.base_ns = now;
+                0
+            }
+        };
+        if log.packets.len() >= SENT_LOG {
+            log.packets.pop_front();
         }
-        log.push_back((q, now));
+        log.packets.push_back((q, offset));
+    }
+
+    /// Request flow `flow`'s responder acknowledged up to `a`: the packets
+    /// before the last one at or below `a` can name no NAK's first packet
+    /// out of sequence any more (a NAK names a PSN above `a`).
+    pub(crate) fn acked(&mut self, flow: u32, a: u32) {
+        if let Some(log) = self.sent.get_mut(&flow) {
+            while log
+                .packets
+                .get(1)
+                .is_some_and(|&(p, _)| psn::diff(p, a) <= 0)
+            {
+                log.packets.pop_front();
+            }
+        }
     }
 
     /// When the receiver of request flow `flow` saw its first packet out of
@@ -190,8 +224,11 @@ impl Nics {
     /// beyond it (the packet that preceded them is no longer known).
     pub(crate) fn out_of_sequence(&self, flow: u32, q: u32) -> Option<u64> {
         let log = self.sent.get(&flow)?;
-        let last_at_or_before = log.iter().rposition(|&(p, _)| psn::diff(p, q) <= 0)?;
-        log.get(last_at_or_before + 1).map(|&(_, ts)| ts)
+        let packets = &log.packets;
+        let last_at_or_before = packets.iter().rposition(|&(p, _)| psn::diff(p, q) <= 0)?;
+        packets
+            .get(last_at_or_before + 1)
+            .map(|&(_, offset)| log.base_ns + u64::from(offset))
     }
 
     /// One row per NIC, every tap's samples together, in MAC and IP order.
@@ -347,5 +384,18 @@ mod tests {
         }
         assert_eq!(n.out_of_sequence(1, 100), None);
         assert_eq!(n.out_of_sequence(1, 101), Some(2));
+        // An ACK up to 500 keeps the last packet at or below it: a NAK for
+        // 501 (the tap missed it) still finds 500 then 502.
+        let mut n = Nics::default();
+        for (q, ts) in [(498, 1), (499, 2), (500, 3), (502, 4), (503, 5)] {
+            n.sent(1, q, ts);
+        }
+        n.acked(1, 500);
+        assert_eq!(n.sent[&1].packets.len(), 3);
+        assert_eq!(n.out_of_sequence(1, 501), Some(4));
+        // Times more than 2^32 ns apart restart the log.
+        n.sent(1, 504, 5 + (1 << 32));
+        assert_eq!(n.sent[&1].packets.len(), 1);
+        assert_eq!(n.out_of_sequence(1, 501), None);
     }
 }

@@ -118,6 +118,7 @@ impl Analyzer {
     /// `a`: missing PSNs it covers resolve, timeout rewinds learn when their
     /// PSN was ACKed, and the round-trip probe completes.
     pub(super) fn acked(&mut self, r: usize, a: u32, now: u64, sink: &mut impl Sink) {
+        self.nics.acked(self.flows[r].id, a);
         let f = &mut self.flows[r];
         let next = f.seq.map(|s| s.next);
         f.rto.acked(a, next, now);

@@ -117,7 +117,9 @@ impl Analyzer {
             self.nics
                 .sample(nic, rec.iface, nics::Latency::NakReaction, reaction);
         }
-        if matches!(rec.opcode >> 5, transport::RC | transport::XRC) {
+        // What a NAK generation latency is measured from: only a paired
+        // flow's NAKs can be seen.
+        if paired.is_some() && matches!(rec.opcode >> 5, transport::RC | transport::XRC) {
             self.nics.sent(self.flows[i].id, q, now);
         }
         let acked = paired.and_then(|p| self.flows[p].acked);
