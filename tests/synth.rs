@@ -1960,9 +1960,8 @@ fn request_rows(a: &Analysis, tap: &str) -> Vec<usize> {
 ///   per NAK the model's responder sent (`naks_sent`);
 /// * NAK reaction at the senders' ports: at least the same 1342 ns, plus
 ///   the wait for the sender's port (a frame being sent) and for its rate
-///   (DCQCN paces the resend after CNPs); the model logs no resend time, so
-///   only the bound and the count are checked: one sample per NAK the
-///   requester received;
+///   (DCQCN paces the resend after CNPs; the truth's `nics` has the exact
+///   times, compared below); one sample per NAK the requester received;
 /// * CNP generation: one sample per CNP the responder sent;
 /// * nic-timeout, timeout retransmission at the senders' ports: exactly the
 ///   model's `rto_ns`, once per expiry resent at once.
