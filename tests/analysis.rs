@@ -1318,10 +1318,12 @@ impl Nics {
 fn each_nic_reaction_latency_belongs_to_the_nic_that_reacted() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = Capture::new(dir.path(), "nics.pcapng", &["tap"]);
-    for psn in 0..=5 {
+    // In time order: a capture's frames are read in file order.
+    c.put(0, 0.0, &write(0x100, 0));
+    c.put(0, 0.5, &aeth(0x200, 0, 0x1F));
+    for psn in 1..=5 {
         c.put(0, psn as f64, &write(0x100, psn));
     }
-    c.put(0, 0.5, &aeth(0x200, 0, 0x1F));
     c.put(0, 6.0, &aeth(0x200, 3, 0x60));
     for (i, psn) in (3..=5).enumerate() {
         c.put(0, 9.5 + i as f64, &write(0x100, psn));
@@ -1336,11 +1338,12 @@ fn each_nic_reaction_latency_belongs_to_the_nic_that_reacted() {
     c.put(0, 85.0, &write(0x100, 7));
     c.put(0, 86.0, &aeth(0x200, 7, 0x1F));
     // QP 0x101: the tap missed 102.
-    for (t, psn) in [(40.0, 100), (41.0, 101), (42.0, 103), (43.0, 104)] {
+    c.put(0, 100.0, &write(0x101, 100));
+    c.put(0, 100.5, &aeth(0x201, 100, 0x1F));
+    for (t, psn) in [(101.0, 101), (102.0, 103), (103.0, 104)] {
         c.put(0, t, &write(0x101, psn));
     }
-    c.put(0, 40.5, &aeth(0x201, 100, 0x1F));
-    c.put(0, 45.5, &aeth(0x201, 102, 0x60));
+    c.put(0, 105.5, &aeth(0x201, 102, 0x60));
     let cap = c.finish();
     let out = dir.path().join("out");
     analyze(&cap, &out);
