@@ -50,9 +50,11 @@ type Seen = (u64, [u8; 6], Ipv4Addr);
 
 /// The NICs' latencies at the taps `wanted`.
 pub fn of(run: &Run, wanted: &[bool]) -> Vec<NicTruth> {
-    // Per (tap, flow): requests by send_seq, responses by resp_seq.
-    let mut requests: BTreeMap<(usize, usize, u64), Seen> = BTreeMap::new();
-    let mut responses: BTreeMap<(usize, usize, u64), Seen> = BTreeMap::new();
+    // Per (flow, send_seq) request and (flow, resp_seq) response: where
+    // each tap recorded it.
+    type Records = BTreeMap<(usize, u64), BTreeMap<usize, Seen>>;
+    let mut requests: Records = BTreeMap::new();
+    let mut responses: Records = BTreeMap::new();
     for (f, m) in run.frames.iter().zip(&run.meta) {
         if m.copy || !wanted.get(f.tap).copied().unwrap_or(false) {
             continue;
@@ -61,39 +63,35 @@ pub fn of(run: &Run, wanted: &[bool]) -> Vec<NicTruth> {
             continue;
         };
         let seen = (f.ts_ns, r.src_mac, r.src_ip);
-        match (m.index, m.resp_seq) {
-            (Some(_), _) => {
-                requests.insert((f.tap, flow, m.send_seq), seen);
-            }
-            (None, Some(s)) => {
-                responses.insert((f.tap, flow, s), seen);
-            }
-            (None, None) => {}
-        }
+        let records = match (m.index, m.resp_seq) {
+            (Some(_), _) => requests.entry((flow, m.send_seq)),
+            (None, Some(s)) => responses.entry((flow, s)),
+            (None, None) => continue,
+        };
+        records.or_default().insert(f.tap, seen);
     }
     let taps: Vec<usize> = (0..wanted.len()).filter(|&t| wanted[t]).collect();
+    // Per NIC (the reacting frame's source): NAK generation, NAK reaction.
     let mut samples: BTreeMap<([u8; 6], Ipv4Addr), [Vec<u64>; 2]> = BTreeMap::new();
     for (flow, q) in run.qps.iter().enumerate() {
-        for &t in &taps {
-            for &(send_seq, resp_seq) in &q.nak_causes {
-                let (Some(p), Some(n)) = (
-                    requests.get(&(t, flow, send_seq)),
-                    responses.get(&(t, flow, resp_seq)),
+        // (kind, stimulus, reaction) of every reaction the model logged.
+        let generation = q
+            .nak_causes
+            .iter()
+            .map(|&(p, n)| (0, requests.get(&(flow, p)), responses.get(&(flow, n))));
+        let reaction = q
+            .nak_resends
+            .iter()
+            .map(|&(n, p)| (1, responses.get(&(flow, n)), requests.get(&(flow, p))));
+        for (kind, stimulus, reaction) in generation.chain(reaction) {
+            for &t in &taps {
+                let (Some(s), Some(r)) = (
+                    stimulus.and_then(|m| m.get(&t)),
+                    reaction.and_then(|m| m.get(&t)),
                 ) else {
                     continue;
                 };
-                let e = samples.entry((n.1, n.2)).or_default();
-                e[0].push(n.0.saturating_sub(p.0));
-            }
-            for &(resp_seq, send_seq) in &q.nak_resends {
-                let (Some(n), Some(p)) = (
-                    responses.get(&(t, flow, resp_seq)),
-                    requests.get(&(t, flow, send_seq)),
-                ) else {
-                    continue;
-                };
-                let e = samples.entry((p.1, p.2)).or_default();
-                e[1].push(p.0.saturating_sub(n.0));
+                samples.entry((r.1, r.2)).or_default()[kind].push(r.0.saturating_sub(s.0));
             }
         }
     }
