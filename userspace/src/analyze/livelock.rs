@@ -1,16 +1,19 @@
-//! Retransmission livelock: a flow that rewinds to the same PSN again and
-//! again with no ACK progress between (see "Retransmission livelock" in
-//! `docs/analysis.md`).
+//! Retransmission livelock and retry exhaustion: a flow that rewinds to the
+//! same PSN again and again with no ACK progress between (see
+//! "Retransmission livelock" and "Retry exhaustion" in `docs/analysis.md`).
 //!
 //! A lost packet is resent once and gets through; when the same PSN needs a
 //! third rewind and nothing was acknowledged meanwhile, something drops that
 //! packet every time: a hop whose MTU is smaller than the frame (an MTU black
-//! hole), an ACL, a route that goes nowhere. The requester will spend its
-//! retry count on it and move the QP to the error state.
+//! hole), an ACL, a route that goes nowhere. The requester spends its retry
+//! count (`retry_cnt`) on it; once the timer has fired `retry_cnt` times
+//! with nothing acknowledged, the QP moves to the error state and sends
+//! nothing more: that last run, followed by silence, is a retry exhaustion.
 //!
-//! O(1) per rewind and per ACK, a few words per flow. The runs here (a
-//! [`Flow`](super::flows::Flow) owns one); the finding,
-//! `retransmission-livelock`, in `findings/livelock.rs`.
+//! O(1) per rewind and per response, a few words per flow. The runs here (a
+//! [`Flow`](super::flows::Flow) owns one); the findings,
+//! `retransmission-livelock` and `retry-exhausted`, in
+//! `findings/livelock.rs`.
 
 use super::psn;
 
@@ -18,13 +21,31 @@ use super::psn;
 /// in a livelock.
 pub(crate) const LIVELOCK_REWINDS: u64 = 3;
 
+/// The retry count assumed when no CM REQ in the capture gives the
+/// connection's: 7, the largest (3 bits), what NCCL (`NCCL_IB_RETRY_CNT`)
+/// and rdma_cm applications commonly set.
+pub(crate) const DEFAULT_RETRY_COUNT: u8 = 7;
+
 /// One run of rewinds to the same PSN.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Run {
     pub psn: u32,
     pub rewinds: u64,
     pub first_ts: u64,
     pub last_ts: u64,
+    /// Of the rewinds, those no NAK triggered: the requester's timer fired.
+    pub timeouts: u64,
+    /// The idle time before the first rewind.
+    pub first_idle_ns: u64,
+    /// The shortest time between two consecutive rewinds: the timer
+    /// restarts when it fires, so this is one timeout as the tap sees it.
+    pub min_gap_ns: Option<u64>,
+    /// Packets the paired flow carried from the first rewind on, and the
+    /// NAKs among them.
+    pub answers: u64,
+    pub naks: u64,
+    /// ACKs from the first rewind on that acknowledged PSNs before `psn`.
+    pub progressed: u64,
 }
 
 /// The flow's current run and its longest.
@@ -32,25 +53,54 @@ pub(crate) struct Run {
 pub(crate) struct Livelock {
     current: Option<Run>,
     pub worst: Option<Run>,
+    /// Highest PSN acknowledged so far.
+    acked: Option<u32>,
+    /// The connection's retry count, when a CM REQ in the capture gave it.
+    pub retry_count: Option<u8>,
+}
+
+/// A QP that spent its retry count on one PSN and then fell silent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Exhausted {
+    pub run: Run,
+    /// The retry count the run used up, and whether a CM REQ gave it.
+    pub retry_count: u8,
+    pub from_cm: bool,
+    /// The timeout the capture shows: the shortest wait between retries
+    /// (before the only retry when there was one).
+    pub timeout_ns: u64,
+    /// The flow's last packet: nothing was sent after it ...
+    pub silent_from_ns: u64,
+    /// ... for this long, to the end of the capture.
+    pub silent_ns: u64,
 }
 
 impl Livelock {
-    /// A rewind to `psn` at `now`.
-    pub fn rewind(&mut self, psn: u32, now: u64) {
+    /// A rewind to `psn` at `now`, after `idle` ns with nothing sent;
+    /// `timeout`: no NAK triggered it.
+    pub fn rewind(&mut self, psn: u32, now: u64, idle: u64, timeout: bool) {
         let run = match self.current {
             // Records out of time order (taps merged, a clock stepped back)
             // widen the run: it spans first_ts..=last_ts either way.
-            Some(r) if r.psn == psn => Run {
-                rewinds: r.rewinds + 1,
-                first_ts: r.first_ts.min(now),
-                last_ts: r.last_ts.max(now),
-                ..r
-            },
+            Some(r) if r.psn == psn => {
+                let gap = now.abs_diff(r.last_ts);
+                Run {
+                    rewinds: r.rewinds + 1,
+                    first_ts: r.first_ts.min(now),
+                    last_ts: r.last_ts.max(now),
+                    timeouts: r.timeouts + u64::from(timeout),
+                    min_gap_ns: Some(r.min_gap_ns.map_or(gap, |m| m.min(gap))),
+                    ..r
+                }
+            }
             _ => Run {
                 psn,
                 rewinds: 1,
                 first_ts: now,
                 last_ts: now,
+                timeouts: u64::from(timeout),
+                first_idle_ns: idle,
+                ..Run::default()
             },
         };
         self.current = Some(run);
@@ -61,14 +111,50 @@ impl Livelock {
 
     /// An ACK up to `a`: once it covers the run's PSN the run is over.
     pub fn acked(&mut self, a: u32) {
-        if self.current.is_some_and(|r| psn::diff(a, r.psn) >= 0) {
-            self.current = None;
+        let progress = self.acked.is_none_or(|p| psn::diff(a, p) > 0);
+        self.acked = Some(self.acked.map_or(a, |p| psn::max(p, a)));
+        match &mut self.current {
+            Some(r) if psn::diff(a, r.psn) >= 0 => self.current = None,
+            Some(r) if progress => r.progressed += 1,
+            _ => {}
+        }
+    }
+
+    /// A packet on the paired flow at `now` (`nak`: a NAK or RNR NAK).
+    pub fn answered(&mut self, now: u64, nak: bool) {
+        if let Some(r) = self.current.as_mut().filter(|r| now >= r.first_ts) {
+            r.answers += 1;
+            r.naks += u64::from(nak);
         }
     }
 
     /// The longest run, when it is a livelock.
     pub fn livelock(&self) -> Option<Run> {
         self.worst.filter(|w| w.rewinds >= LIVELOCK_REWINDS)
+    }
+
+    /// The last run, when it exhausted the retry count: as many timeout
+    /// rewinds to one PSN as the retry count, nothing acknowledged since,
+    /// and the flow's last packet (`last_send_ns`) at least one more
+    /// timeout before the capture's end (`end_ns`): the requester would have
+    /// retried again by then, had it any retries left.
+    pub fn exhausted(&self, last_send_ns: u64, end_ns: u64) -> Option<Exhausted> {
+        let run = self.current?;
+        let retry_count = self.retry_count.unwrap_or(DEFAULT_RETRY_COUNT);
+        let timeout_ns = run.min_gap_ns.unwrap_or(run.first_idle_ns);
+        let exhausted = retry_count > 0
+            && run.rewinds == u64::from(retry_count)
+            && run.timeouts == run.rewinds
+            && timeout_ns > 0
+            && end_ns.saturating_sub(last_send_ns) >= timeout_ns;
+        exhausted.then_some(Exhausted {
+            run,
+            retry_count,
+            from_cm: self.retry_count.is_some(),
+            timeout_ns,
+            silent_from_ns: last_send_ns,
+            silent_ns: end_ns.saturating_sub(last_send_ns),
+        })
     }
 }
 
@@ -79,20 +165,88 @@ mod tests {
     #[test]
     fn three_rewinds_to_one_psn_without_progress() {
         let mut l = Livelock::default();
-        l.rewind(7, 10);
-        l.rewind(7, 20);
+        l.rewind(7, 10, 0, true);
+        l.rewind(7, 20, 0, true);
         assert_eq!(l.livelock(), None);
         l.acked(6); // progress below the PSN: still stuck on it
-        l.rewind(7, 30);
+        l.rewind(7, 30, 0, true);
         assert_eq!(
             l.livelock(),
             Some(Run {
                 psn: 7,
                 rewinds: 3,
                 first_ts: 10,
-                last_ts: 30
+                last_ts: 30,
+                timeouts: 3,
+                min_gap_ns: Some(10),
+                progressed: 1,
+                ..Run::default()
             })
         );
+    }
+
+    /// Seven timeout rewinds to PSN 4, 65 µs apart, then silence: the last
+    /// resend at 500 µs, the capture on until 600 µs.
+    fn seven_timeouts(l: &mut Livelock) {
+        for k in 0..7u64 {
+            l.rewind(4, 100_000 + k * 65_000, 60_000, true);
+        }
+    }
+
+    #[test]
+    fn seven_timeout_retries_then_silence_exhaust_the_default_retry_count() {
+        let mut l = Livelock::default();
+        l.acked(3);
+        seven_timeouts(&mut l);
+        assert_eq!(l.exhausted(490_000, 600_000), None, "still sending then");
+        let e = l.exhausted(500_000, 600_000).expect("exhausted");
+        assert_eq!(
+            (e.retry_count, e.from_cm, e.timeout_ns, e.silent_from_ns),
+            (7, false, 65_000, 500_000)
+        );
+        assert_eq!(e.silent_ns, 100_000);
+        assert_eq!(
+            (e.run.psn, e.run.rewinds, e.run.first_ts, e.run.last_ts),
+            (4, 7, 100_000, 490_000)
+        );
+        assert_eq!((e.run.answers, e.run.naks, e.run.progressed), (0, 0, 0));
+        // Silent for less than a timeout: it may still retry.
+        assert_eq!(l.exhausted(500_000, 560_000), None);
+    }
+
+    #[test]
+    fn the_cm_retry_count_answers_and_naks() {
+        let mut l = Livelock {
+            retry_count: Some(3),
+            ..Livelock::default()
+        };
+        seven_timeouts(&mut l);
+        assert_eq!(l.exhausted(500_000, 600_000), None, "7 retries, not 3");
+        let mut l = Livelock {
+            retry_count: Some(3),
+            ..Livelock::default()
+        };
+        l.rewind(4, 100_000, 60_000, true);
+        l.answered(99_000, false); // before the run: not counted
+        l.answered(120_000, true);
+        l.acked(2); // progress below the stuck PSN
+        l.answered(121_000, false);
+        l.rewind(4, 165_000, 40_000, true);
+        l.rewind(4, 230_000, 40_000, true);
+        let e = l.exhausted(230_500, 400_000).expect("exhausted");
+        assert_eq!((e.retry_count, e.from_cm, e.timeout_ns), (3, true, 65_000));
+        assert_eq!((e.run.answers, e.run.naks, e.run.progressed), (2, 1, 1));
+        // A NAK-triggered rewind is no timer firing.
+        let mut l = Livelock::default();
+        for k in 0..7u64 {
+            l.rewind(4, 100_000 + k * 65_000, 60_000, k != 3);
+        }
+        assert_eq!(l.exhausted(500_000, 600_000), None);
+        // An ACK covering the PSN ends the run.
+        let mut l = Livelock::default();
+        seven_timeouts(&mut l);
+        l.acked(4);
+        assert_eq!(l.exhausted(500_000, 600_000), None);
     }
 
     /// The `analyzer` fuzz target's finding: a rewind timestamped before
@@ -100,9 +254,9 @@ mod tests {
     #[test]
     fn a_rewind_earlier_than_the_first_widens_the_run() {
         let mut l = Livelock::default();
-        l.rewind(7, 1_000);
-        l.rewind(7, 400);
-        l.rewind(7, 700);
+        l.rewind(7, 1_000, 0, true);
+        l.rewind(7, 400, 0, true);
+        l.rewind(7, 700, 0, true);
         let run = l.livelock().expect("three rewinds");
         assert_eq!((run.first_ts, run.last_ts), (400, 1_000));
     }
@@ -110,12 +264,12 @@ mod tests {
     #[test]
     fn progress_or_another_psn_starts_a_new_run() {
         let mut l = Livelock::default();
-        l.rewind(7, 10);
-        l.rewind(7, 20);
+        l.rewind(7, 10, 0, true);
+        l.rewind(7, 20, 0, true);
         l.acked(7);
-        l.rewind(7, 30);
-        l.rewind(9, 40);
-        l.rewind(9, 50);
+        l.rewind(7, 30, 0, true);
+        l.rewind(9, 40, 0, true);
+        l.rewind(9, 50, 0, true);
         assert_eq!(l.livelock(), None);
         assert_eq!(l.worst.map(|w| (w.psn, w.rewinds)), Some((7, 2)));
     }

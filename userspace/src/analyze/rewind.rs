@@ -120,7 +120,7 @@ impl Analyzer {
             .unwrap_or(0);
         let f = &mut self.flows[i];
         f.rewinds += 1;
-        f.livelock.rewind(q, now);
+        f.livelock.rewind(q, now, idle, trigger == "timeout");
         f.max_depth = f.max_depth.max(depth);
         match trigger {
             "nak" => f.rewinds_nak += 1,
