@@ -26,6 +26,28 @@ pub(crate) const LIVELOCK_REWINDS: u64 = 3;
 /// and rdma_cm applications commonly set.
 pub(crate) const DEFAULT_RETRY_COUNT: u8 = 7;
 
+/// What triggered a rewind, as the requester's retry counters see it: a
+/// timeout or a sequence-error NAK spends one of `retry_cnt` (Linux's
+/// software RoCE, `rxe_comp.c`, takes both the same way), an RNR NAK one of
+/// `rnr_retry` instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cause {
+    Timeout,
+    Nak,
+    Rnr,
+}
+
+impl Cause {
+    /// The rewind's `trigger` (`events.parquet`).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Cause::Timeout => "timeout",
+            Cause::Nak => "nak",
+            Cause::Rnr => "rnr",
+        }
+    }
+}
+
 /// One run of rewinds to the same PSN.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Run {
@@ -33,12 +55,15 @@ pub(crate) struct Run {
     pub rewinds: u64,
     pub first_ts: u64,
     pub last_ts: u64,
-    /// Of the rewinds, those no NAK triggered: the requester's timer fired.
+    /// Of the rewinds, those no NAK triggered (the requester's timer
+    /// fired), and those an RNR NAK triggered.
     pub timeouts: u64,
+    pub rnr: u64,
     /// The idle time before the first rewind.
     pub first_idle_ns: u64,
-    /// The shortest time between two consecutive rewinds: the timer
-    /// restarts when it fires, so this is one timeout as the tap sees it.
+    /// The shortest time from a rewind to the next when a timeout made the
+    /// next: the timer restarts when it fires, so this is one timeout as
+    /// the tap sees it.
     pub min_gap_ns: Option<u64>,
     /// Packets the paired flow carried from the first rewind on, and the
     /// NAKs among them.
@@ -76,9 +101,10 @@ pub(crate) struct Exhausted {
 }
 
 impl Livelock {
-    /// A rewind to `psn` at `now`, after `idle` ns with nothing sent;
-    /// `timeout`: no NAK triggered it.
-    pub fn rewind(&mut self, psn: u32, now: u64, idle: u64, timeout: bool) {
+    /// A rewind to `psn` at `now`, after `idle` ns with nothing sent.
+    pub fn rewind(&mut self, psn: u32, now: u64, idle: u64, cause: Cause) {
+        let timeout = u64::from(cause == Cause::Timeout);
+        let rnr = u64::from(cause == Cause::Rnr);
         let run = match self.current {
             // Records out of time order (taps merged, a clock stepped back)
             // widen the run: it spans first_ts..=last_ts either way.
@@ -88,8 +114,12 @@ impl Livelock {
                     rewinds: r.rewinds + 1,
                     first_ts: r.first_ts.min(now),
                     last_ts: r.last_ts.max(now),
-                    timeouts: r.timeouts + u64::from(timeout),
-                    min_gap_ns: Some(r.min_gap_ns.map_or(gap, |m| m.min(gap))),
+                    timeouts: r.timeouts + timeout,
+                    rnr: r.rnr + rnr,
+                    min_gap_ns: match cause {
+                        Cause::Timeout => Some(r.min_gap_ns.map_or(gap, |m| m.min(gap))),
+                        _ => r.min_gap_ns,
+                    },
                     ..r
                 }
             }
@@ -98,7 +128,8 @@ impl Livelock {
                 rewinds: 1,
                 first_ts: now,
                 last_ts: now,
-                timeouts: u64::from(timeout),
+                timeouts: timeout,
+                rnr,
                 first_idle_ns: idle,
                 ..Run::default()
             },
@@ -133,8 +164,9 @@ impl Livelock {
         self.worst.filter(|w| w.rewinds >= LIVELOCK_REWINDS)
     }
 
-    /// The last run, when it exhausted the retry count: as many timeout
-    /// rewinds to one PSN as the retry count, nothing acknowledged since,
+    /// The last run, when it exhausted the retry count: as many rewinds to
+    /// one PSN as the retry count, after timeouts (and sequence-error NAKs,
+    /// which spend the same count; no RNR NAK), nothing acknowledged since,
     /// and the flow's last packet (`last_send_ns`) at least one more
     /// timeout before the capture's end (`end_ns`): the requester would have
     /// retried again by then, had it any retries left.
@@ -144,7 +176,8 @@ impl Livelock {
         let timeout_ns = run.min_gap_ns.unwrap_or(run.first_idle_ns);
         let exhausted = retry_count > 0
             && run.rewinds == u64::from(retry_count)
-            && run.timeouts == run.rewinds
+            && run.timeouts > 0
+            && run.rnr == 0
             && timeout_ns > 0
             && end_ns.saturating_sub(last_send_ns) >= timeout_ns;
         exhausted.then_some(Exhausted {
@@ -165,11 +198,11 @@ mod tests {
     #[test]
     fn three_rewinds_to_one_psn_without_progress() {
         let mut l = Livelock::default();
-        l.rewind(7, 10, 0, true);
-        l.rewind(7, 20, 0, true);
+        l.rewind(7, 10, 0, Cause::Timeout);
+        l.rewind(7, 20, 0, Cause::Timeout);
         assert_eq!(l.livelock(), None);
         l.acked(6); // progress below the PSN: still stuck on it
-        l.rewind(7, 30, 0, true);
+        l.rewind(7, 30, 0, Cause::Timeout);
         assert_eq!(
             l.livelock(),
             Some(Run {
@@ -189,7 +222,7 @@ mod tests {
     /// resend at 500 µs, the capture on until 600 µs.
     fn seven_timeouts(l: &mut Livelock) {
         for k in 0..7u64 {
-            l.rewind(4, 100_000 + k * 65_000, 60_000, true);
+            l.rewind(4, 100_000 + k * 65_000, 60_000, Cause::Timeout);
         }
     }
 
@@ -198,7 +231,6 @@ mod tests {
         let mut l = Livelock::default();
         l.acked(3);
         seven_timeouts(&mut l);
-        assert_eq!(l.exhausted(490_000, 600_000), None, "still sending then");
         let e = l.exhausted(500_000, 600_000).expect("exhausted");
         assert_eq!(
             (e.retry_count, e.from_cm, e.timeout_ns, e.silent_from_ns),
@@ -226,20 +258,29 @@ mod tests {
             retry_count: Some(3),
             ..Livelock::default()
         };
-        l.rewind(4, 100_000, 60_000, true);
+        l.rewind(4, 100_000, 60_000, Cause::Timeout);
         l.answered(99_000, false); // before the run: not counted
         l.answered(120_000, true);
         l.acked(2); // progress below the stuck PSN
         l.answered(121_000, false);
-        l.rewind(4, 165_000, 40_000, true);
-        l.rewind(4, 230_000, 40_000, true);
+        l.rewind(4, 165_000, 40_000, Cause::Timeout);
+        l.rewind(4, 230_000, 40_000, Cause::Timeout);
         let e = l.exhausted(230_500, 400_000).expect("exhausted");
         assert_eq!((e.retry_count, e.from_cm, e.timeout_ns), (3, true, 65_000));
         assert_eq!((e.run.answers, e.run.naks, e.run.progressed), (2, 1, 1));
-        // A NAK-triggered rewind is no timer firing.
+        // A sequence-error NAK spends a retry too; an RNR NAK does not, and
+        // NAKs alone are no timeouts.
+        let cause = |k: u64, other: Cause| if k == 3 { other } else { Cause::Timeout };
+        for (other, exhausted) in [(Cause::Nak, true), (Cause::Rnr, false)] {
+            let mut l = Livelock::default();
+            for k in 0..7u64 {
+                l.rewind(4, 100_000 + k * 65_000, 60_000, cause(k, other));
+            }
+            assert_eq!(l.exhausted(500_000, 600_000).is_some(), exhausted);
+        }
         let mut l = Livelock::default();
         for k in 0..7u64 {
-            l.rewind(4, 100_000 + k * 65_000, 60_000, k != 3);
+            l.rewind(4, 100_000 + k * 65_000, 60_000, Cause::Nak);
         }
         assert_eq!(l.exhausted(500_000, 600_000), None);
         // An ACK covering the PSN ends the run.
@@ -254,9 +295,9 @@ mod tests {
     #[test]
     fn a_rewind_earlier_than_the_first_widens_the_run() {
         let mut l = Livelock::default();
-        l.rewind(7, 1_000, 0, true);
-        l.rewind(7, 400, 0, true);
-        l.rewind(7, 700, 0, true);
+        l.rewind(7, 1_000, 0, Cause::Timeout);
+        l.rewind(7, 400, 0, Cause::Timeout);
+        l.rewind(7, 700, 0, Cause::Timeout);
         let run = l.livelock().expect("three rewinds");
         assert_eq!((run.first_ts, run.last_ts), (400, 1_000));
     }
@@ -264,12 +305,12 @@ mod tests {
     #[test]
     fn progress_or_another_psn_starts_a_new_run() {
         let mut l = Livelock::default();
-        l.rewind(7, 10, 0, true);
-        l.rewind(7, 20, 0, true);
+        l.rewind(7, 10, 0, Cause::Timeout);
+        l.rewind(7, 20, 0, Cause::Timeout);
         l.acked(7);
-        l.rewind(7, 30, 0, true);
-        l.rewind(9, 40, 0, true);
-        l.rewind(9, 50, 0, true);
+        l.rewind(7, 30, 0, Cause::Timeout);
+        l.rewind(9, 40, 0, Cause::Timeout);
+        l.rewind(9, 50, 0, Cause::Timeout);
         assert_eq!(l.livelock(), None);
         assert_eq!(l.worst.map(|w| (w.psn, w.rewinds)), Some((7, 2)));
     }

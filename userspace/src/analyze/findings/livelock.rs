@@ -11,6 +11,9 @@ use crate::analyze::{Finding, Flow, fmt_count, fmt_duration};
 
 use super::input::{Input, params};
 
+/// Where to look for what drops one packet every time.
+const DROPPED_EVERY_TIME: &str = "compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface; a smaller one silently drops full-size frames while small messages pass), then check ACLs and the switches' discard counters for the flow's UDP port";
+
 /// Flow `f`'s retry exhaustion, judged against the end of its tap's
 /// capture.
 fn exhausted(x: &Input, f: &Flow) -> Option<Exhausted> {
@@ -67,7 +70,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             fmt_count(r.rewinds, "rewind")
         ),
         detail: parts.join("; "),
-        recommendation: "Something drops this packet every time, not by chance: compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface; a smaller one silently drops full-size frames while small messages pass), then check ACLs and the switches' discard counters for the flow's UDP port; the requester will spend its retry count (retry_cnt) on it and move the QP to the error state".into(),
+        recommendation: format!("Something drops this packet every time, not by chance: {DROPPED_EVERY_TIME}; the requester will spend its retry count (retry_cnt) on it and move the QP to the error state"),
         flows: stuck.iter().map(|(f, _)| f.id).collect(),
         params: params([
             ("flows", json!(stuck.len())),
@@ -120,6 +123,12 @@ pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
                     "assumed: no CM REQ in the capture gives it"
                 }
             );
+            if r.timeouts < r.rewinds {
+                s.push_str(&format!(
+                    "; {} of the retries followed a sequence-error NAK",
+                    r.rewinds - r.timeouts
+                ));
+            }
             if r.answers == 0 {
                 s.push_str(&format!(
                     ". Nothing came back on the reverse direction{} from the first retry on: the responder, or the path to it, is gone",
@@ -150,7 +159,9 @@ pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
         recommendation.push_str(" Nothing came back: check the responder host (crashed, rebooted, process or QP gone), its NIC port and link (down, flapping: `ibv_devinfo`, `ethtool`, the switch port's link log), and the route and neighbour entry to it; a longer timeout or more retries only help when the responder is alive but its answers are held up (long pauses).");
     }
     if gone < dead.len() {
-        recommendation.push_str(" The responder answered but never got this packet: compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface), then check ACLs and the switches' discard counters for the flow's UDP port.");
+        recommendation.push_str(&format!(
+            " The responder answered but never got this packet: {DROPPED_EVERY_TIME}."
+        ));
     }
     out.push(Finding {
         id: "retry-exhausted",
