@@ -5,6 +5,14 @@ use rocescope_common::PacketRecord;
 
 use super::Analyzer;
 
+/// A CM REQ awaiting its REP: the active side's QP and the connection's
+/// retry count.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Request {
+    active_qp: u32,
+    retry_count: u8,
+}
+
 impl Analyzer {
     /// A CM REQ or REP seen in `rec` (a QP1 MAD): once a REP answers a REQ,
     /// both directions of the connection are paired exactly.
@@ -19,7 +27,10 @@ impl Analyzer {
             } => {
                 self.cm_requests.insert(
                     (rec.iface, rec.src_ip, rec.dst_ip, local_comm_id),
-                    (local_qpn, retry_count),
+                    Request {
+                        active_qp: local_qpn,
+                        retry_count,
+                    },
                 );
             }
             CmMessage::Rep {
@@ -28,7 +39,11 @@ impl Analyzer {
                 ..
             } => {
                 let key = (rec.iface, rec.dst_ip, rec.src_ip, remote_comm_id);
-                if let Some((active_qp, retry_count)) = self.cm_requests.remove(&key) {
+                if let Some(Request {
+                    active_qp,
+                    retry_count,
+                }) = self.cm_requests.remove(&key)
+                {
                     let (active, passive) = (rec.dst_ip, rec.src_ip);
                     // Both QPs of the connection take the REQ's retry count.
                     for k in [

@@ -262,7 +262,7 @@ pub struct Analyzer {
     hints: FastMap<FlowKey, u32>,
     /// CM REQs awaiting their REP: (iface, active ip, passive ip, comm id) →
     /// active QP and the connection's retry count.
-    cm_requests: FastMap<(u16, [u8; 16], [u8; 16], u32), (u32, u8)>,
+    cm_requests: FastMap<(u16, [u8; 16], [u8; 16], u32), cm::Request>,
     /// Retry counts CM REQs gave: request flow key → retry count.
     retry_counts: FastMap<FlowKey, u8>,
     pfc: PfcTracker,
