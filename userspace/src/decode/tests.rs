@@ -1253,31 +1253,10 @@ fn rocev1_grh_bth_and_icrc() {
     assert!(r.has(flags::CUT | flags::HAS_RETH));
 }
 
-/// One frame of a real ConnectX `ibdump` capture (ERF, issue 28): an
-/// IPoIB broadcast, a UD SEND to the multicast QP 0xFFFFFF with a GRH
-/// (LNH = 3), from the LRH through the VCRC.
-const IBDUMP_GRH_FRAME: &str = concat!(
-    "0003c000002b0005",
-    "60000000007c1b00fe800000000000000002c90300001f2dff12401bffff000000000000ffffffff",
-    "6440ffff00ffffff000de6f8",
-    "00000b1b00000048",
-    "0800000045000060000040004011256b0a0000240a0000ffc15dc15d004cc8db000010060000003c0200",
-    "c15ec0a87f24000000000000000033396661653032392d323835642d343532372d623936302d313464",
-    "3432353363353063320000000000000000",
-    "0566d54d",
-    "35df",
-);
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
+/// The real `ibdump` frame with a GRH ([`crate::testdata::ibdump_grh_frame`]).
 #[test]
 fn a_real_ibdump_frame_with_a_grh_verifies_and_decodes() {
-    let frame = unhex(IBDUMP_GRH_FRAME);
+    let frame = crate::testdata::ibdump_grh_frame();
     assert_eq!(frame.len(), 174);
     let l = lrh::Lrh::new_checked(&frame[..]).unwrap();
     assert_eq!(
