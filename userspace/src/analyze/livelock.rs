@@ -49,16 +49,21 @@ impl Cause {
 }
 
 /// One run of rewinds to the same PSN.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Run {
     pub psn: u32,
     pub rewinds: u64,
     pub first_ts: u64,
     pub last_ts: u64,
-    /// Of the rewinds, those no NAK triggered (the requester's timer
+}
+
+/// What the current run says of the retry counters and the responder.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Retries {
+    /// Of the run's rewinds, those no NAK triggered (the requester's timer
     /// fired), and those an RNR NAK triggered.
-    pub timeouts: u64,
-    pub rnr: u64,
+    pub timeouts: u32,
+    pub rnr: u32,
     /// The idle time before the first rewind.
     pub first_idle_ns: u64,
     /// The shortest time from a rewind to the next when a timeout made the
@@ -67,16 +72,17 @@ pub(crate) struct Run {
     pub min_gap_ns: Option<u64>,
     /// Packets the paired flow carried from the first rewind on, and the
     /// NAKs among them.
-    pub answers: u64,
-    pub naks: u64,
-    /// ACKs from the first rewind on that acknowledged PSNs before `psn`.
-    pub progressed: u64,
+    pub answers: u32,
+    pub naks: u32,
+    /// ACKs from the first rewind on that acknowledged PSNs before the
+    /// run's.
+    pub progressed: u32,
 }
 
 /// The flow's current run and its longest.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Livelock {
-    current: Option<Run>,
+    current: Option<(Run, Retries)>,
     pub worst: Option<Run>,
     /// Highest PSN acknowledged so far.
     acked: Option<u32>,
@@ -88,11 +94,12 @@ pub(crate) struct Livelock {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Exhausted {
     pub run: Run,
+    pub retries: Retries,
     /// The retry count the run used up, and whether a CM REQ gave it.
     pub retry_count: u8,
     pub from_cm: bool,
-    /// The timeout the capture shows: the shortest wait between retries
-    /// (before the only retry when there was one).
+    /// The timeout the capture shows: the shortest wait before a timeout
+    /// retry (the idle time before the first retry when there is none).
     pub timeout_ns: u64,
     /// The flow's last packet: nothing was sent after it ...
     pub silent_from_ns: u64,
@@ -103,38 +110,46 @@ pub(crate) struct Exhausted {
 impl Livelock {
     /// A rewind to `psn` at `now`, after `idle` ns with nothing sent.
     pub fn rewind(&mut self, psn: u32, now: u64, idle: u64, cause: Cause) {
-        let timeout = u64::from(cause == Cause::Timeout);
-        let rnr = u64::from(cause == Cause::Rnr);
-        let run = match self.current {
+        let timeout = u32::from(cause == Cause::Timeout);
+        let rnr = u32::from(cause == Cause::Rnr);
+        let (run, retries) = match self.current {
             // Records out of time order (taps merged, a clock stepped back)
             // widen the run: it spans first_ts..=last_ts either way.
-            Some(r) if r.psn == psn => {
+            Some((r, t)) if r.psn == psn => {
                 let gap = now.abs_diff(r.last_ts);
-                Run {
+                let run = Run {
                     rewinds: r.rewinds + 1,
                     first_ts: r.first_ts.min(now),
                     last_ts: r.last_ts.max(now),
-                    timeouts: r.timeouts + timeout,
-                    rnr: r.rnr + rnr,
-                    min_gap_ns: match cause {
-                        Cause::Timeout => Some(r.min_gap_ns.map_or(gap, |m| m.min(gap))),
-                        _ => r.min_gap_ns,
-                    },
                     ..r
-                }
+                };
+                let retries = Retries {
+                    timeouts: t.timeouts.saturating_add(timeout),
+                    rnr: t.rnr.saturating_add(rnr),
+                    min_gap_ns: match cause {
+                        Cause::Timeout => Some(t.min_gap_ns.map_or(gap, |m| m.min(gap))),
+                        _ => t.min_gap_ns,
+                    },
+                    ..t
+                };
+                (run, retries)
             }
-            _ => Run {
-                psn,
-                rewinds: 1,
-                first_ts: now,
-                last_ts: now,
-                timeouts: timeout,
-                rnr,
-                first_idle_ns: idle,
-                ..Run::default()
-            },
+            _ => (
+                Run {
+                    psn,
+                    rewinds: 1,
+                    first_ts: now,
+                    last_ts: now,
+                },
+                Retries {
+                    timeouts: timeout,
+                    rnr,
+                    first_idle_ns: idle,
+                    ..Retries::default()
+                },
+            ),
         };
-        self.current = Some(run);
+        self.current = Some((run, retries));
         if self.worst.is_none_or(|w| run.rewinds > w.rewinds) {
             self.worst = Some(run);
         }
@@ -145,17 +160,17 @@ impl Livelock {
         let progress = self.acked.is_none_or(|p| psn::diff(a, p) > 0);
         self.acked = Some(self.acked.map_or(a, |p| psn::max(p, a)));
         match &mut self.current {
-            Some(r) if psn::diff(a, r.psn) >= 0 => self.current = None,
-            Some(r) if progress => r.progressed += 1,
+            Some((r, _)) if psn::diff(a, r.psn) >= 0 => self.current = None,
+            Some((_, t)) if progress => t.progressed = t.progressed.saturating_add(1),
             _ => {}
         }
     }
 
     /// A packet on the paired flow at `now` (`nak`: a NAK or RNR NAK).
     pub fn answered(&mut self, now: u64, nak: bool) {
-        if let Some(r) = self.current.as_mut().filter(|r| now >= r.first_ts) {
-            r.answers += 1;
-            r.naks += u64::from(nak);
+        if let Some((_, t)) = self.current.as_mut().filter(|(r, _)| now >= r.first_ts) {
+            t.answers = t.answers.saturating_add(1);
+            t.naks = t.naks.saturating_add(u32::from(nak));
         }
     }
 
@@ -171,17 +186,18 @@ impl Livelock {
     /// timeout before the capture's end (`end_ns`): the requester would have
     /// retried again by then, had it any retries left.
     pub fn exhausted(&self, last_send_ns: u64, end_ns: u64) -> Option<Exhausted> {
-        let run = self.current?;
+        let (run, retries) = self.current?;
         let retry_count = self.retry_count.unwrap_or(DEFAULT_RETRY_COUNT);
-        let timeout_ns = run.min_gap_ns.unwrap_or(run.first_idle_ns);
+        let timeout_ns = retries.min_gap_ns.unwrap_or(retries.first_idle_ns);
         let exhausted = retry_count > 0
             && run.rewinds == u64::from(retry_count)
-            && run.timeouts > 0
-            && run.rnr == 0
+            && retries.timeouts > 0
+            && retries.rnr == 0
             && timeout_ns > 0
             && end_ns.saturating_sub(last_send_ns) >= timeout_ns;
         exhausted.then_some(Exhausted {
             run,
+            retries,
             retry_count,
             from_cm: self.retry_count.is_some(),
             timeout_ns,
@@ -209,11 +225,18 @@ mod tests {
                 psn: 7,
                 rewinds: 3,
                 first_ts: 10,
-                last_ts: 30,
+                last_ts: 30
+            })
+        );
+        let e = l.exhausted(30, 100).map(|e| e.retries);
+        assert_eq!(e, None, "3 retries, not 7");
+        assert_eq!(
+            l.current.map(|(_, t)| t),
+            Some(Retries {
                 timeouts: 3,
                 min_gap_ns: Some(10),
                 progressed: 1,
-                ..Run::default()
+                ..Retries::default()
             })
         );
     }
@@ -241,7 +264,10 @@ mod tests {
             (e.run.psn, e.run.rewinds, e.run.first_ts, e.run.last_ts),
             (4, 7, 100_000, 490_000)
         );
-        assert_eq!((e.run.answers, e.run.naks, e.run.progressed), (0, 0, 0));
+        assert_eq!(
+            (e.retries.answers, e.retries.naks, e.retries.progressed),
+            (0, 0, 0)
+        );
         // Silent for less than a timeout: it may still retry.
         assert_eq!(l.exhausted(500_000, 560_000), None);
     }
@@ -267,7 +293,10 @@ mod tests {
         l.rewind(4, 230_000, 40_000, Cause::Timeout);
         let e = l.exhausted(230_500, 400_000).expect("exhausted");
         assert_eq!((e.retry_count, e.from_cm, e.timeout_ns), (3, true, 65_000));
-        assert_eq!((e.run.answers, e.run.naks, e.run.progressed), (2, 1, 1));
+        assert_eq!(
+            (e.retries.answers, e.retries.naks, e.retries.progressed),
+            (2, 1, 1)
+        );
         // A sequence-error NAK spends a retry too; an RNR NAK does not, and
         // NAKs alone are no timeouts.
         let cause = |k: u64, other: Cause| if k == 3 { other } else { Cause::Timeout };

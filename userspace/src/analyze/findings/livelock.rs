@@ -98,11 +98,11 @@ pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
         return;
     }
     dead.sort_by_key(|(f, e)| (e.silent_from_ns, f.id));
-    let gone = dead.iter().filter(|(_, e)| e.run.answers == 0).count();
+    let gone = dead.iter().filter(|(_, e)| e.retries.answers == 0).count();
     let parts: Vec<String> = dead
         .iter()
         .map(|(f, e)| {
-            let r = &e.run;
+            let (r, n) = (&e.run, &e.retries);
             let t = nearest_exponent(e.timeout_ns);
             let mut s = format!(
                 "{} sent PSN {} {} times (the original and {}), one local ACK timeout ≈ {} apart (T = {t}: 4.096 µs × 2^{t} = {}), with nothing acknowledged, from {} to {}; then it sent nothing from {} to the end of the capture ({} later). Retry count {} ({})",
@@ -123,13 +123,13 @@ pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
                     "assumed: no CM REQ in the capture gives it"
                 }
             );
-            if r.timeouts < r.rewinds {
+            if u64::from(n.timeouts) < r.rewinds {
                 s.push_str(&format!(
                     "; {} of the retries followed a sequence-error NAK",
-                    r.rewinds - r.timeouts
+                    r.rewinds - u64::from(n.timeouts)
                 ));
             }
-            if r.answers == 0 {
+            if n.answers == 0 {
                 s.push_str(&format!(
                     ". Nothing came back on the reverse direction{} from the first retry on: the responder, or the path to it, is gone",
                     match f.paired_qp {
@@ -140,9 +140,9 @@ pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
             } else {
                 s.push_str(&format!(
                     ". The reverse direction answered {} from the first retry on ({}, {} acknowledging PSNs before {}): the responder is alive and this packet is dropped every time; its largest frame was {} bytes",
-                    fmt_count(r.answers, "time"),
-                    fmt_count(r.naks, "NAK"),
-                    fmt_count(r.progressed, "ACK"),
+                    fmt_count(n.answers, "time"),
+                    fmt_count(n.naks, "NAK"),
+                    fmt_count(n.progressed, "ACK"),
                     r.psn,
                     f.max_frame_len
                 ));
@@ -173,7 +173,7 @@ pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
             f.id,
             e.run.psn,
             fmt_count(e.run.rewinds, "retry"),
-            if e.run.answers == 0 {
+            if e.retries.answers == 0 {
                 "nothing came back"
             } else {
                 "the responder answered"
@@ -194,8 +194,8 @@ pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
             ("first_retry_ns", json!(e.run.first_ts)),
             ("last_retry_ns", json!(e.run.last_ts)),
             ("silent_from_ns", json!(e.silent_from_ns)),
-            ("reverse_packets", json!(e.run.answers)),
-            ("reverse_naks", json!(e.run.naks)),
+            ("reverse_packets", json!(e.retries.answers)),
+            ("reverse_naks", json!(e.retries.naks)),
             ("flows_nothing_came_back", json!(gone)),
         ]),
         wireshark: None,
