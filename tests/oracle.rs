@@ -4,7 +4,7 @@
 //! decoder corpus, each whole, cut at every length and with every byte of
 //! its first 96 flipped three ways. The `etherparse` fuzz target runs the
 //! same comparison on any bytes.
-mod common;
+use crate::common;
 #[path = "common/oracle.rs"]
 mod oracle;
 
