@@ -5,8 +5,7 @@
 //! its first 96 flipped three ways. The `etherparse` fuzz target runs the
 //! same comparison on any bytes.
 use crate::common;
-#[path = "common/oracle.rs"]
-mod oracle;
+use crate::common::oracle;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
