@@ -1,5 +1,5 @@
 //! End to end: the `rocescope` binary on real hardware captures and on bad input.
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -7,7 +7,7 @@
 //! Needs root and iproute2 (`ip`); skipped with a message otherwise.
 //! Everything is created with unique names and removed on drop, also when
 //! the test fails; traffic goes only to the veth pair created here.
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

@@ -9,7 +9,7 @@
 //! program's reads beyond the linear part are compared too.
 //!
 //! Needs root (loading BPF programs); skipped with a message otherwise.
-mod common;
+use crate::common;
 
 use rocescope::live::{Program, Tap};
 use rocescope::sources::CaptureReader;
