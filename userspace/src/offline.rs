@@ -12,6 +12,7 @@
 //! which no frame became a record fails ([`Outcome::failure`]).
 use std::path::{Path, PathBuf};
 
+use rocescope_common::wire::Recognition;
 use rocescope_common::{Kind, PacketRecord};
 
 use crate::analyze::{self, Analysis};
@@ -43,6 +44,8 @@ pub struct Options {
     pub source_yields: bool,
     /// `--tap NAME=FILE,…`: files that are one tap.
     pub taps: Vec<TapSpec>,
+    /// Where transports are recognised (`--udp-port`).
+    pub recognition: Recognition,
 }
 
 impl Options {
@@ -54,6 +57,7 @@ impl Options {
         if let Some(f) = &self.filter {
             s.push_str(&format!("filter={f}\n"));
         }
+        s.push_str(&crate::transport::identity(&self.recognition));
         for t in &self.taps {
             let files: Vec<String> = t
                 .files
@@ -174,6 +178,7 @@ pub fn run_with(
         progress: FileProgress::new(opts.progress, &names),
         files: vec![FileState::default(); names.len()],
         filter,
+        recognition: opts.recognition,
         rec: PacketRecord::default(),
         framed: vec![Vec::new(); names.len()],
     };
@@ -234,6 +239,7 @@ struct Run {
     progress: FileProgress,
     files: Vec<FileState>,
     filter: Option<Filter>,
+    recognition: Recognition,
     /// Each frame is decoded into this one record.
     rec: PacketRecord,
     /// Per file: which of its interfaces had a frame (the reader checks a
@@ -373,7 +379,13 @@ impl Run {
             self.decode.not_decoded(Undecoded::FilteredOut);
             return Ok(None);
         }
-        let walk = decode::decode_walk(rec, frame.linktype, frame.data, frame.orig_len);
+        let walk = decode::decode_walk_with(
+            rec,
+            &self.recognition,
+            frame.linktype,
+            frame.data,
+            frame.orig_len,
+        );
         self.decode.frame(rec, walk.stop, frame.linktype);
         if rec.kind() == Kind::Other {
             return Ok(None);
