@@ -236,6 +236,16 @@ impl PacketRecord {
         self.flags & flag != 0
     }
 
+    /// The transport of the registry (`wire::registry`) the record is
+    /// one of: its kind says which (RoCE, CNP and malformed records are
+    /// RoCE's; PFC, PAUSE and `Other` have none).
+    pub const fn transport(&self) -> Option<wire::TransportId> {
+        match self.kind() {
+            Kind::Roce | Kind::Cnp | Kind::Malformed => Some(wire::TransportId::Roce),
+            Kind::Pfc | Kind::Pause | Kind::Other => None,
+        }
+    }
+
     /// `Some(true/false)` when the ICRC was checked, `None` when the frame was cut.
     pub const fn icrc_ok(&self) -> Option<bool> {
         if self.has(flags::ICRC_CHECKED) {
