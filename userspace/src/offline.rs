@@ -262,7 +262,7 @@ struct Decoded {
     number: u64,
     file_iface: u32,
     ts_ns: u64,
-    cm: Option<decode::cm::CmMessage>,
+    cm: Option<crate::transport::roce::cm::CmMessage>,
 }
 
 /// The analysis's view of the merged stream: every frame counted and
@@ -391,7 +391,7 @@ impl Run {
             return Ok(None);
         }
         // QP1 MADs: connection set-up names both QPs (pairs flows exactly).
-        let cm = decode::cm::message(rec, walk.payload);
+        let cm = crate::transport::roce::cm::message(rec, walk.payload);
         Ok(Some(Decoded {
             number: frame.number,
             file_iface: frame.iface,

@@ -6,7 +6,7 @@
 //! and fills one [`PacketRecord`]. [`decode`] runs it over a byte slice and
 //! adds what only userspace does: the ICRC check ([`icrc`]; on InfiniBand
 //! [`lrh`], with the VCRC), the ERF record header ([`erf`]), the `CUT` flag,
-//! and the application payload's bytes (for [`cm`]). Nothing here
+//! and the application payload's bytes (for RDMA CM, `transport::roce::cm`). Nothing here
 //! allocates, indexes out of bounds or panics, whatever the bytes.
 //!
 //! # Decisions where the design is silent
@@ -146,9 +146,11 @@ macro_rules! payload_after {
     };
 }
 
-pub mod cm;
+// The views' macros, for the transports' own views (`transport::roce::cm`).
+pub(crate) use {fixed_view, payload_after};
+
 pub mod erf;
-mod field;
+pub(crate) mod field;
 pub mod icrc;
 pub mod lrh;
 mod stop;

@@ -81,5 +81,7 @@ pub fn identity(reg: &Recognition) -> String {
     s
 }
 
+pub mod roce;
+
 #[cfg(test)]
 mod tests;
