@@ -174,7 +174,7 @@ pub fn run_with(
         taps,
         warnings,
         frames_read: 0,
-        decode: DecodeTally::default(),
+        decode: DecodeTally::recognising(opts.recognition),
         progress: FileProgress::new(opts.progress, &names),
         files: vec![FileState::default(); names.len()],
         filter,

@@ -79,3 +79,22 @@ fn a_configured_port_replaces_the_default() {
     let w = crate::decode::decode_walk(&mut rec, 1, &on_4791, on_4791.len() as u32);
     assert_eq!((rec.kind(), w.stop), (Kind::Roce, None));
 }
+
+/// The decode tally names the ports the run recognised RoCE on.
+#[test]
+fn the_tally_names_the_configured_port() {
+    use crate::decode::{DecodeTally, Undecoded};
+    let moved = recognition(&[parse_udp_port("roce=4792").unwrap()]).unwrap();
+    let mut t = DecodeTally::recognising(moved);
+    t.not_decoded(Undecoded::Stop(Stop::Foreign(Foreign::UdpPort)));
+    assert_eq!(
+        t.note(1).as_deref(),
+        Some("1 of 1 frames read were not decoded: 1 UDP to another port than 4792")
+    );
+    let mut t = DecodeTally::default();
+    t.not_decoded(Undecoded::Stop(Stop::Foreign(Foreign::UdpPort)));
+    assert_eq!(
+        t.note(1).as_deref(),
+        Some("1 of 1 frames read were not decoded: 1 UDP to another port than 4791")
+    );
+}
