@@ -270,6 +270,7 @@ pub const fn is_vlan_tpid(ethertype: u16) -> bool {
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn ethernet_frame<F: Frame + ?Sized, V: Visit>(
     f: &F,
     reg: &Recognition,
@@ -378,6 +379,7 @@ struct L3 {
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn ipv4<F: Frame + ?Sized, V: Visit>(
     f: &F,
     reg: &Recognition,
@@ -478,6 +480,7 @@ fn traffic_class(rec: &mut PacketRecord, h: &[u8; 8]) {
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn ipv6<F: Frame + ?Sized, V: Visit>(
     f: &F,
     reg: &Recognition,
@@ -568,6 +571,7 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn transport<F: Frame + ?Sized, V: Visit>(
     f: &F,
     reg: &Recognition,
