@@ -546,9 +546,16 @@ fn cm_mad(src: (Ipv4Addr, [u8; 6]), dst: (Ipv4Addr, [u8; 6]), attr: u16, msg: &[
 }
 
 fn cm_req(comm_id: u32, qpn: u32) -> Vec<u8> {
+    cm_req_retrying(comm_id, qpn, 0)
+}
+
+/// A CM REQ whose Retry Count (the low 3 bits of message byte 47, IBA
+/// table 106) is `retry_count`.
+fn cm_req_retrying(comm_id: u32, qpn: u32, retry_count: u8) -> Vec<u8> {
     let mut m = [0u8; 48];
     m[0..4].copy_from_slice(&comm_id.to_be_bytes());
     m[32..35].copy_from_slice(&qpn.to_be_bytes()[1..]);
+    m[47] = 0xA0 | retry_count; // Local CM Response Timeout 20 above it
     cm_mad((HOST_A, MAC_A), (HOST_B, MAC_B), 0x0010, &m)
 }
 
@@ -1497,4 +1504,219 @@ fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
     let (slow, v) = run(5, 1);
     assert!(slow.is_empty(), "{v}");
     assert_eq!(v["nics"].as_array().unwrap().len(), 2);
+}
+
+/// Tap loss (PSNs 4 and 5 missing, ACKed by the responder) and an
+/// unresolved tail: PSNs 12 and 13 missing among 10..=15, whose ACK falls
+/// after the capture's end. No NAK, no resend, no rewind: nothing shows
+/// loss in the network (docs/analysis.md, "Gaps").
+#[test]
+fn tap_loss_and_an_unresolved_tail_warn_of_nothing_but_capture_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "tail.pcapng", &["tap"]);
+    for psn in (0..16).filter(|p| !(4..=5).contains(p) && !(12..=13).contains(p)) {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 9.5, &aeth(0x200, 9, 0x1F));
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "gap_capture_lost"), 2);
+    assert_eq!(f.get("tap", 0x100, "gap_unresolved"), 2);
+    for col in ["gap_late", "gap_lost_before_tap", "gap_nak_lost", "rewinds"] {
+        assert_eq!(f.get("tap", 0x100, col), 0, "{col}");
+    }
+    let s = summary(&out);
+    let loud: Vec<(&str, &str)> = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["id"].as_str().unwrap(), f["severity"].as_str().unwrap()))
+        .filter(|(_, sev)| *sev != "info")
+        .collect();
+    assert_eq!(loud, [("capture-loss", "warning")]);
+    assert_eq!(s["totals"]["gaps_resolved"]["unresolved"], 2);
+    assert_eq!(
+        s["capture_facts"],
+        serde_json::json!([
+            "the capture is incomplete: 2 PSNs the responders acknowledged never reached the capture; every count is a lower bound",
+            "the capture ends before, or lacks the direction that shows, what became of 2 PSNs it never saw (neither resent, NAKed nor acknowledged in it): unknown, not counted as loss"
+        ])
+    );
+}
+
+/// QP 0x101 between the same hosts, healthy: a write and its ACK at `at_us`.
+fn healthy(c: &mut Capture, at_us: f64, psn: u32) {
+    c.put(0, at_us, &write(0x101, psn));
+    c.put(0, at_us + 2.0, &aeth(0x201, psn, 0x1F));
+}
+
+/// Requester A → B's QP 0x100: PSNs 0..=3 acknowledged, then PSN 4 at 20 µs
+/// and `retries` resends of it 66 µs apart with nothing coming back; the
+/// other QP keeps working until 700 µs.
+fn retries_capture(dir: &Path, name: &str, retries: u32, cm_retry_count: Option<u8>) -> PathBuf {
+    let mut c = Capture::new(dir, name, &["tap"]);
+    if let Some(n) = cm_retry_count {
+        c.put(
+            0,
+            0.0,
+            &rocescope::synth::RawFrame(&cm_req_retrying(11, 0x200, n)),
+        );
+        c.put(0, 0.5, &rocescope::synth::RawFrame(&cm_rep(91, 11, 0x100)));
+    }
+    for psn in 0..4 {
+        c.put(0, 1.0 + psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 10.0, &aeth(0x200, 3, 0x1F));
+    for k in 0..=retries {
+        c.put(0, 20.0 + 66.0 * k as f64, &write(0x100, 4));
+    }
+    healthy(&mut c, 600.0, 0);
+    healthy(&mut c, 698.0, 1);
+    c.finish()
+}
+
+/// A responder gone: PSN 4 sent 8 times (7 retries, the assumed retry
+/// count), 66 µs apart, then nothing from the requester; nothing came back.
+#[test]
+fn seven_timeout_retries_then_silence_are_retry_exhaustion() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = retries_capture(dir.path(), "gone.pcapng", 7, None);
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let s = summary(&out);
+    let f = finding(&s, "retry-exhausted");
+    assert_eq!(f["severity"], "critical");
+    let p = &f["params"];
+    let ns = |us: u64| T0 + us * US;
+    assert_eq!(
+        (
+            p["psn"].as_u64(),
+            p["retries"].as_u64(),
+            p["retry_count"].as_u64(),
+            p["retry_count_from_cm"].as_bool(),
+            p["timeout_ns"].as_u64(),
+            p["timeout_exponent"].as_u64(),
+        ),
+        (
+            Some(4),
+            Some(7),
+            Some(7),
+            Some(false),
+            Some(66_000),
+            Some(4)
+        )
+    );
+    assert_eq!(
+        (
+            p["first_retry_ns"].as_u64(),
+            p["last_retry_ns"].as_u64(),
+            p["silent_from_ns"].as_u64(),
+            p["reverse_packets"].as_u64(),
+            p["flows_nothing_came_back"].as_u64(),
+        ),
+        (Some(ns(86)), Some(ns(482)), Some(ns(482)), Some(0), Some(1))
+    );
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("sent PSN 4 8 times (the original and 7 retries), one local ACK timeout ≈ 66.0 µs apart (T = 4: 4.096 µs × 2^4 = 65.5 µs)"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("Nothing came back on the reverse direction (QP 512)"),
+        "{detail}"
+    );
+    assert!(
+        f["recommendation"]
+            .as_str()
+            .unwrap()
+            .contains("IBV_WC_RETRY_EXC_ERR"),
+        "{}",
+        f["recommendation"]
+    );
+    // Seven retries then silence is no livelock; the timeouts of packets
+    // nothing shows were delayed are loss.
+    let ids = finding_ids(&out);
+    assert!(
+        !ids.contains(&"retransmission-livelock".to_string()),
+        "{ids:?}"
+    );
+    assert_eq!(
+        finding(&s, "real-loss")["params"]["unexplained_timeouts"],
+        7
+    );
+    // The same params in report --json, with a Wireshark hand-off.
+    let r = rocescope_ok(&["report", cap.to_str().unwrap(), "--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let j = finding(&r, "retry-exhausted");
+    assert_eq!(j["params"], f["params"]);
+    assert_eq!(
+        j["display_filter"],
+        "ip.src==10.0.0.1 && ip.dst==10.0.0.2 && infiniband.bth.destqp==256 && infiniband.bth.opcode!=129"
+    );
+}
+
+/// The CM REQ says 3 retries: three then silence exhaust them; without the
+/// REQ, 7 are assumed and three are a livelock, not exhaustion.
+#[test]
+fn the_cm_reqs_retry_count_is_the_one_exhausted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    analyze(&retries_capture(dir.path(), "cm3.pcapng", 3, Some(3)), &out);
+    let s = summary(&out);
+    let p = &finding(&s, "retry-exhausted")["params"];
+    assert_eq!(
+        (
+            p["retries"].as_u64(),
+            p["retry_count"].as_u64(),
+            p["retry_count_from_cm"].as_bool(),
+            p["silent_from_ns"].as_u64()
+        ),
+        (Some(3), Some(3), Some(true), Some(T0 + 218 * US))
+    );
+    let out = dir.path().join("out2");
+    analyze(&retries_capture(dir.path(), "no-cm.pcapng", 3, None), &out);
+    let ids = finding_ids(&out);
+    assert!(!ids.contains(&"retry-exhausted".to_string()), "{ids:?}");
+    assert_eq!(
+        finding(&summary(&out), "retransmission-livelock")["params"]["rewinds"],
+        3
+    );
+}
+
+/// PSN 5 of QP 0x100 is dropped every time while the responder ACKs what
+/// came before it and NAKs each resend's followers; the other QP
+/// progresses. The requester is still resending at the end: a livelock,
+/// not an exhaustion.
+#[test]
+fn one_packet_dropped_every_time_while_others_progress_is_a_livelock() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "livelock.pcapng", &["tap"]);
+    for psn in 0..10 {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 12.0, &aeth(0x200, 4, 0x1F));
+    c.put(0, 13.0, &aeth(0x200, 5, 0x60));
+    for round in 1..=10u32 {
+        let t = 20.0 * round as f64;
+        for psn in 5..10 {
+            c.put(0, t + (psn - 5) as f64, &write(0x100, psn));
+        }
+        c.put(0, t + 8.0, &aeth(0x200, 5, 0x60));
+        healthy(&mut c, t + 10.0, round);
+    }
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let s = summary(&out);
+    let p = &finding(&s, "retransmission-livelock")["params"];
+    assert_eq!(
+        (p["psn"].as_u64(), p["rewinds"].as_u64()),
+        (Some(5), Some(10))
+    );
+    assert_eq!(
+        (p["first_rewind_ns"].as_u64(), p["last_rewind_ns"].as_u64()),
+        (Some(T0 + 20 * US), Some(T0 + 200 * US))
+    );
+    let ids = finding_ids(&out);
+    assert!(!ids.contains(&"retry-exhausted".to_string()), "{ids:?}");
 }

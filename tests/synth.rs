@@ -1164,7 +1164,11 @@ fn the_nics_retransmission_timeout_is_measured_from_its_timeout_rewinds() {
 /// frame.time_epoch -e frame.len`) at leaf0-s0-both: PSN 0, 4170 bytes, sent at 0.836 µs and
 /// again at 1.050836, 2.100836, 3.150836, 4.200836 and 5.250836 ms — five
 /// rewinds — and no frame from 10.0.1.1 (nothing acknowledged). Every other
-/// sample has no livelock.
+/// sample has no livelock. The model's requesters never give up (no retry
+/// count): no sample is a retry exhaustion — mtu-blackhole's requester
+/// resent 5 times, not 7, and was still resending when its taps' captures
+/// ended (s0's with its last resend, the spine's 0.74 ms after it, short of
+/// its 1.05 ms timeout).
 #[test]
 fn a_packet_dropped_every_time_is_a_retransmission_livelock() {
     let dir = tempfile::tempdir().unwrap();
@@ -1206,6 +1210,7 @@ fn a_packet_dropped_every_time_is_a_retransmission_livelock() {
     );
     assert_eq!(p["first_rewind_ns"], 1_767_225_600_001_050_836_u64);
     assert_eq!(p["last_rewind_ns"], 1_767_225_600_005_250_836_u64);
+    assert!(!findings_of(&a).contains(&"retry-exhausted".to_string()));
 
     for (name, _) in samples() {
         if name == "mtu-blackhole" {
@@ -1213,6 +1218,10 @@ fn a_packet_dropped_every_time_is_a_retransmission_livelock() {
         }
         let (a, _) = sample(&name);
         let ids = findings_of(&a);
+        assert!(
+            !ids.contains(&"retry-exhausted".to_string()),
+            "{name}: {ids:?}"
+        );
         assert!(
             !ids.contains(&"retransmission-livelock".to_string()),
             "{name}: {ids:?}"

@@ -222,6 +222,12 @@ impl Analyzer {
                 t.gaps_resolved.capture_lost
             ));
         }
+        if t.gaps_resolved.unresolved > 0 {
+            facts.push(format!(
+                "the capture ends before, or lacks the direction that shows, what became of {} PSNs it never saw (neither resent, NAKed nor acknowledged in it): unknown, not counted as loss",
+                t.gaps_resolved.unresolved
+            ));
+        }
         let (n, sum, min, max) = self.reactions;
         let ce_to_cnp = (n > 0).then(|| Reaction {
             samples: n,

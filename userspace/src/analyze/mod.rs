@@ -266,8 +266,11 @@ pub struct Analyzer {
     cnp_counts: FastMap<FlowKey, u64>,
     /// CM-learned pairings: request flow key → requester QP.
     hints: FastMap<FlowKey, u32>,
-    /// CM REQs awaiting their REP: (iface, active ip, passive ip, comm id) → active QP.
-    cm_requests: FastMap<(u16, [u8; 16], [u8; 16], u32), u32>,
+    /// CM REQs awaiting their REP: (iface, active ip, passive ip, comm id) →
+    /// active QP and the connection's retry count.
+    cm_requests: FastMap<(u16, [u8; 16], [u8; 16], u32), cm::Request>,
+    /// Retry counts CM REQs gave: request flow key → retry count.
+    retry_counts: FastMap<FlowKey, u8>,
     pfc: PfcTracker,
     frames: FrameCounts,
     first_ts: Option<u64>,
@@ -318,6 +321,7 @@ impl Analyzer {
             cnp_counts: FastMap::default(),
             hints: FastMap::default(),
             cm_requests: FastMap::default(),
+            retry_counts: FastMap::default(),
             pfc,
             frames: FrameCounts::default(),
             first_ts: None,

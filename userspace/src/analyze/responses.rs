@@ -38,10 +38,15 @@ impl Analyzer {
         if self.flows[i].paired.is_none() {
             self.try_pair(i, q);
         }
-        if !rec.has(flags::HAS_AETH) {
+        let syn = rec.aeth_syndrome;
+        let has_aeth = rec.has(flags::HAS_AETH);
+        if let Some(r) = self.flows[i].paired {
+            let nak = has_aeth && (aeth::is_nak(syn) || aeth::is_rnr_nak(syn));
+            self.flows[r].livelock.answered(now, nak);
+        }
+        if !has_aeth {
             return;
         }
-        let syn = rec.aeth_syndrome;
         let o = rec.opcode & 0x1F;
         let request = self.flows[i].paired;
         let paired = request.map(|p| self.flows[p].id);

@@ -4,6 +4,7 @@
 //! retransmissions*).
 
 use super::fmt::{fmt_duration, fmt_mac};
+use super::livelock::Cause;
 use super::nics;
 use super::pfc::Cover;
 use super::psn;
@@ -109,11 +110,12 @@ impl Analyzer {
             lost,
         } = r;
         let depth = psn::diff(next, q).max(0) as u32;
-        let trigger = match nak {
-            Some(n) if n.rnr => "rnr",
-            Some(_) => "nak",
-            None => "timeout",
+        let cause = match nak {
+            Some(n) if n.rnr => Cause::Rnr,
+            Some(_) => Cause::Nak,
+            None => Cause::Timeout,
         };
+        let trigger = cause.as_str();
         let acked_n = acked
             .map(|a| psn::diff(a, q) + 1)
             .filter(|&k| k > 0)
@@ -121,7 +123,7 @@ impl Analyzer {
             .unwrap_or(0);
         let f = &mut self.flows[i];
         f.rewinds += 1;
-        f.livelock.rewind(q, now);
+        f.livelock.rewind(q, now, idle, cause);
         f.max_depth = f.max_depth.max(depth);
         match trigger {
             "nak" => f.rewinds_nak += 1,
