@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::flows::timeline::flush_bin;
-use super::flows::{Flow, flow_row};
+use super::flows::{FlowTable, flow_row};
 use super::fmt::{fmt_ip, iface_name};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{
@@ -17,7 +17,10 @@ use super::{findings, hops, rto, tree};
 /// Per tap and sender (source address) with timeout rewinds, its NIC's
 /// timeout over all its request flows there, in order of the first flow (a
 /// sender seen at two taps is measured twice, by the same rewinds).
-pub(super) fn nic_timeouts(flows: &[Flow], names: &BTreeMap<u16, String>) -> Vec<rto::NicTimeout> {
+pub(super) fn nic_timeouts(
+    flows: &FlowTable,
+    names: &BTreeMap<u16, String>,
+) -> Vec<rto::NicTimeout> {
     let mut by_sender: Vec<(u16, [u8; 16], Vec<u32>, rto::Waits)> = Vec::new();
     for f in flows.iter().filter(|f| f.rewinds_timeout > 0) {
         match by_sender

@@ -100,8 +100,8 @@ pub(crate) use date::fmt_utc;
 pub use ecmp::EcmpGroup;
 pub(crate) use findings::input::{share, timeout_exponent};
 pub(crate) use findings::rank_findings;
-pub(crate) use flows::Flow;
 use flows::HostPair;
+pub(crate) use flows::{Flow, FlowTable};
 pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_pct};
 pub(crate) use fmt::{fmt_ip, fmt_mac, iface_name};
 use pfc::PfcTracker;
@@ -253,7 +253,7 @@ impl Sink for VecSink {
 /// The streaming analyzer.
 pub struct Analyzer {
     config: Config,
-    flows: Vec<Flow>,
+    flows: FlowTable,
     by_key: FastMap<FlowKey, usize>,
     by_hosts: FastMap<HostPair, Vec<usize>>,
     /// CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
@@ -304,7 +304,7 @@ impl Analyzer {
         let matcher = hops::Matcher::new(config.match_window_ns);
         Analyzer {
             config,
-            flows: Vec::new(),
+            flows: FlowTable::default(),
             by_key: FastMap::default(),
             by_hosts: FastMap::default(),
             cnp_counts: FastMap::default(),

@@ -8,7 +8,10 @@
 //! `livelock`, `dcqcn`, `qos`'s marks, `rto`, `gaps`), none of which names
 //! a [`Flow`].
 
+mod table;
 pub(super) mod timeline;
+
+pub(crate) use table::FlowTable;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};
