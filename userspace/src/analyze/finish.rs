@@ -22,7 +22,7 @@ pub(super) fn nic_timeouts(
     names: &BTreeMap<u16, String>,
 ) -> Vec<rto::NicTimeout> {
     let mut by_sender: Vec<(u16, [u8; 16], Vec<u32>, rto::Waits)> = Vec::new();
-    for f in flows.iter().filter(|f| f.rewinds_timeout > 0) {
+    for f in flows.iter().filter(|f| f.rewind().rewinds_timeout > 0) {
         match by_sender
             .iter_mut()
             .find(|(t, ip, ..)| *t == f.iface && *ip == f.src_ip)
@@ -49,11 +49,17 @@ impl Analyzer {
             self.decide_fills(i, false, sink);
             let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
             let mut out = Vec::new();
-            self.flows[i].pending_gaps.finish(acked, &mut out);
+            if let Some(g) = self.flows[i].gap.as_deref_mut() {
+                g.pending_gaps.finish(acked, &mut out);
+            }
             for g in out {
                 self.resolved(i, g, last, sink);
             }
-            for t in std::mem::take(&mut self.flows[i].timeouts) {
+            let timeouts = self.flows[i]
+                .rewind
+                .as_deref_mut()
+                .map(|r| std::mem::take(&mut r.timeouts));
+            for t in timeouts.unwrap_or_default() {
                 self.judge_timeout(i, t);
             }
         }
@@ -165,12 +171,12 @@ impl Analyzer {
         t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
         let mut capture_lost = vec![0u64; self.taps.len()];
         for f in &self.flows {
-            t.rewinds_timeout_ghost += f.rewinds_timeout_ghost;
-            t.gaps_resolved.sum(&f.gap_counts);
+            t.rewinds_timeout_ghost += f.rewind().rewinds_timeout_ghost;
+            t.gaps_resolved.sum(&f.gap().gap_counts);
             t.icrc_errors += f.icrc_errors;
             t.mirror_copies += f.mirror_copies;
             if let Some(c) = capture_lost.get_mut(usize::from(f.iface)) {
-                *c += f.gap_counts.capture_lost;
+                *c += f.gap().gap_counts.capture_lost;
             }
         }
         // Every named interface, a tap that recorded nothing too (its

@@ -64,7 +64,10 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     for (f, r) in &requests {
         let life = f.last_ts - f.first_ts;
         // Loss (Go-Back-N) explains low goodput by itself.
-        if f.rewinds > 0 || f.cnps < 2 || life == 0 || f.cnps.saturating_mul(CNP_INTERVAL_NS) < life
+        if f.rewind().rewinds > 0
+            || f.cnps < 2
+            || life == 0
+            || f.cnps.saturating_mul(CNP_INTERVAL_NS) < life
         {
             continue;
         }

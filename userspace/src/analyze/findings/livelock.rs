@@ -14,7 +14,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     let mut stuck: Vec<(&Flow, Run)> = x
         .flows
         .iter()
-        .filter_map(|f| Some((f, f.livelock.livelock()?)))
+        .filter_map(|f| Some((f, f.rewind().livelock.livelock()?)))
         .collect();
     if stuck.is_empty() {
         return;
