@@ -115,6 +115,10 @@ pub(crate) struct Reaction {
     pub without_gbps_sum: f64,
 }
 
+/// What a flow with no data packet reads.
+pub(super) static NO_REACTION: std::sync::LazyLock<Reaction> =
+    std::sync::LazyLock::new(Reaction::default);
+
 impl Reaction {
     /// A CNP attributed to the flow at `now`. One CNP is measured at a time:
     /// one arriving while another awaits its answer is part of it.

@@ -29,9 +29,9 @@ pub(super) fn nic_timeouts(
         {
             Some((.., ids, w)) => {
                 ids.push(f.id);
-                w.merge(&f.rto.waits);
+                w.merge(&f.rewind().waits);
             }
-            None => by_sender.push((f.iface, f.src_ip, vec![f.id], f.rto.waits)),
+            None => by_sender.push((f.iface, f.src_ip, vec![f.id], f.rewind().waits)),
         }
     }
     by_sender

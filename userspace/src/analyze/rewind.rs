@@ -73,6 +73,8 @@ pub(crate) struct RewindHistory {
     pub rewinds_timeout_unexplained: u64,
     /// Rewinds to the same PSN without ACK progress.
     pub livelock: super::livelock::Livelock,
+    /// What its timeout rewinds measured of the NIC's timer.
+    pub waits: super::rto::Waits,
 }
 
 impl Default for RewindHistory {
@@ -92,6 +94,7 @@ impl Default for RewindHistory {
             rewinds_timeout_ghost: 0,
             rewinds_timeout_unexplained: 0,
             livelock: Default::default(),
+            waits: Default::default(),
         }
     }
 }
@@ -170,10 +173,11 @@ impl Analyzer {
             .map(|k| (k as u32).min(depth))
             .unwrap_or(0);
         let f = &mut self.flows[i];
+        let timer = &mut f.rto;
+        let h = f.rewind.get_or_insert_with(Box::default);
         if !matches!(trigger, "nak" | "rnr") {
-            f.rto.timeout_rewind(now, idle, paused);
+            timer.timeout_rewind(&mut h.waits, now, idle, paused);
         }
-        let h = f.rewind_mut();
         h.rewinds += 1;
         h.livelock.rewind(q, now);
         h.max_depth = h.max_depth.max(depth);

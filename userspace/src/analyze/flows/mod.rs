@@ -97,8 +97,9 @@ pub(crate) struct Flow {
     pub max_frame_len: u32,
     /// The DSCPs and PCPs of its frames.
     pub marks: qos::FlowMarks,
-    /// How the sender's rate answered its CNPs.
-    pub dcqcn: dcqcn::Reaction,
+    /// How the sender's rate answered its CNPs: from its first data packet
+    /// on (a response flow carries none).
+    pub(super) dcqcn: Option<Box<dcqcn::Reaction>>,
 }
 
 impl Flow {
@@ -161,7 +162,7 @@ impl Flow {
             rto: rto::Timer::default(),
             max_frame_len: 0,
             marks: qos::FlowMarks::default(),
-            dcqcn: dcqcn::Reaction::default(),
+            dcqcn: None,
         }
     }
 
@@ -190,6 +191,11 @@ impl Flow {
 
     pub(super) fn nak_mut(&mut self) -> &mut NakHistory {
         self.nak.get_or_insert_with(Box::default)
+    }
+
+    /// Its DCQCN reaction (an empty one before its first data packet).
+    pub(crate) fn dcqcn(&self) -> &dcqcn::Reaction {
+        self.dcqcn.as_deref().unwrap_or(&dcqcn::NO_REACTION)
     }
 
     pub(super) fn key(&self) -> FlowKey {
@@ -418,9 +424,11 @@ impl Analyzer {
         }
         if data {
             let (pfc, iface, prio) = (&self.pfc, f.iface, f.priority);
-            f.dcqcn.request(now, rec.frame_len, |from, to| {
-                prio.is_some_and(|p| pfc.paused(iface, p, from, to, now).0 > 0)
-            });
+            f.dcqcn
+                .get_or_insert_with(Box::default)
+                .request(now, rec.frame_len, |from, to| {
+                    prio.is_some_and(|p| pfc.paused(iface, p, from, to, now).0 > 0)
+                });
         }
         f.packets += 1;
         f.becn += u64::from(rec.has(flags::BECN));
@@ -459,7 +467,7 @@ impl Analyzer {
 
 pub(super) fn flow_row(f: &Flow) -> FlowRow {
     let dur = f.last_ts - f.first_ts;
-    let w = f.rto.waits;
+    let w = f.rewind().waits;
     let measured = w.samples > 0;
     let us = |ns: u64| ns as f64 / 1000.0;
     let rate = |bytes: u64| {
@@ -524,11 +532,11 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         nic_timeout_upper_us: w.bounds().map(|b| us(b.1)),
         max_rewinds_one_psn: f.rewind().livelock.worst.map_or(0, |r| r.rewinds),
         livelock_psn: f.rewind().livelock.livelock().map(|r| r.psn),
-        dcqcn_reactions: f.dcqcn.reactions,
-        dcqcn_reaction_us: f.dcqcn.reaction_us(),
-        dcqcn_reaction_max_us: (f.dcqcn.reactions > 0).then(|| us(f.dcqcn.reaction_max_ns)),
-        dcqcn_recovery_us: f.dcqcn.recovery_us(),
-        dcqcn_cnps_without_reaction: f.dcqcn.without,
+        dcqcn_reactions: f.dcqcn().reactions,
+        dcqcn_reaction_us: f.dcqcn().reaction_us(),
+        dcqcn_reaction_max_us: (f.dcqcn().reactions > 0).then(|| us(f.dcqcn().reaction_max_ns)),
+        dcqcn_recovery_us: f.dcqcn().recovery_us(),
+        dcqcn_cnps_without_reaction: f.dcqcn().without,
         service: f.service.and_then(transport::name),
         link: if f.ib_link { "ib" } else { "roce" },
         becn: f.becn,

@@ -69,3 +69,4 @@ impl<'a> IntoIterator for &'a mut FlowTable {
         self.chunks.iter_mut().flatten()
     }
 }
+
