@@ -120,6 +120,35 @@ impl Analyzer {
                 attributed += f.cnps;
             }
         }
+        let matcher = std::mem::replace(&mut self.matcher, hops::Matcher::new(0));
+        let matching = {
+            let imposed = self
+                .config
+                .clock_offsets
+                .iter()
+                .filter_map(|(name, ns)| {
+                    let i = self.ifaces.iter().find(|(_, n)| *n == name)?.0;
+                    Some((*i, *ns))
+                })
+                .collect();
+            let by_key = &self.by_key;
+            let flows = &self.flows;
+            let mut m = matcher.finish(&imposed, |iface, (s, d, qp)| {
+                by_key.get(&(iface, s, d, qp)).map(|&i| flows[i].id)
+            });
+            for c in m.iter_mut().flat_map(|m| &mut m.clocks) {
+                c.tap_a_name = iface_name(&self.ifaces, c.tap_a);
+                c.tap_b_name = iface_name(&self.ifaces, c.tap_b);
+            }
+            m
+        };
+        // The flows' keys are not looked up any more: their maps go before
+        // the rows are made (the run's peak of memory).
+        self.by_key = Default::default();
+        self.by_hosts = Default::default();
+        self.cnp_counts = Default::default();
+        self.hints = Default::default();
+        self.cm_requests = Default::default();
         let mut rows: Vec<FlowRow> = self.flows.iter().map(flow_row).collect();
         let duration = self.first_ts.map(|f| last - f).unwrap_or(0);
         let pfc_summary: Vec<PfcSummary> = self
@@ -258,28 +287,6 @@ impl Analyzer {
         if let Some(t) = &self.config.topology {
             t.name_trees(&mut pfc_trees);
         }
-        let matcher = std::mem::replace(&mut self.matcher, hops::Matcher::new(0));
-        let matching = {
-            let imposed = self
-                .config
-                .clock_offsets
-                .iter()
-                .filter_map(|(name, ns)| {
-                    let i = self.ifaces.iter().find(|(_, n)| *n == name)?.0;
-                    Some((*i, *ns))
-                })
-                .collect();
-            let by_key = &self.by_key;
-            let flows = &self.flows;
-            let mut m = matcher.finish(&imposed, |iface, (s, d, qp)| {
-                by_key.get(&(iface, s, d, qp)).map(|&i| flows[i].id)
-            });
-            for c in m.iter_mut().flat_map(|m| &mut m.clocks) {
-                c.tap_a_name = iface_name(&self.ifaces, c.tap_a);
-                c.tap_b_name = iface_name(&self.ifaces, c.tap_b);
-            }
-            m
-        };
         let hop_rows = matching
             .as_ref()
             .map(|m| m.hops.clone())

@@ -69,4 +69,3 @@ impl<'a> IntoIterator for &'a mut FlowTable {
         self.chunks.iter_mut().flatten()
     }
 }
-
