@@ -34,7 +34,7 @@ impl Analyzer {
             .get(&(rec.iface, rec.dst_ip, rec.src_ip))
             .and_then(|c| {
                 c.iter()
-                    .copied()
+                    .map(|&r| r as usize)
                     .find(|&r| self.flows[r].cnp_qp() == Some(qp))
             });
         let mut reaction = None;

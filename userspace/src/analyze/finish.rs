@@ -8,7 +8,7 @@ use super::flows::{FlowTable, flow_row};
 use super::fmt::{fmt_ip, iface_name};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{
-    Analysis, FlowRow, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals, ratio,
+    Analysis, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals, ratio,
 };
 use super::taps::TapState;
 use super::{Analyzer, Sink};
@@ -143,13 +143,12 @@ impl Analyzer {
             m
         };
         // The flows' keys are not looked up any more: their maps go before
-        // the rows are made (the run's peak of memory).
+        // the findings and the rows (the run's peak of memory).
         self.by_key = Default::default();
         self.by_hosts = Default::default();
         self.cnp_counts = Default::default();
         self.hints = Default::default();
         self.cm_requests = Default::default();
-        let mut rows: Vec<FlowRow> = self.flows.iter().map(flow_row).collect();
         let duration = self.first_ts.map(|f| last - f).unwrap_or(0);
         let pfc_summary: Vec<PfcSummary> = self
             .pfc
@@ -170,28 +169,29 @@ impl Analyzer {
             })
             .collect();
         let mut t = Totals {
-            flows: rows.len() as u64,
+            flows: self.flows.len() as u64,
             ..Totals::default()
         };
-        for (f, r) in self.flows.iter().zip(&rows) {
+        for f in &self.flows {
             t.request_flows += f.seq.is_some() as u64;
             t.response_flows += (f.responses > 0) as u64;
             t.paired_flows += (f.seq.is_some() && f.paired_qp.is_some()) as u64;
-            t.packets += r.packets;
-            t.bytes += r.bytes;
-            t.data_packets += r.data_packets;
-            t.payload_bytes += r.payload_bytes;
-            t.retrans_packets += r.retrans_packets;
+            t.packets += f.packets;
+            t.bytes += f.bytes;
+            t.data_packets += f.data_packets;
+            t.payload_bytes += f.payload_bytes;
+            t.retrans_packets += f.retrans;
+            let (r, g, n) = (f.rewind(), f.gap(), f.nak());
             t.rewinds += r.rewinds;
             t.rewinds_nak += r.rewinds_nak;
             t.rewinds_rnr += r.rewinds_rnr;
             t.rewinds_timeout += r.rewinds_timeout;
-            t.spurious_retrans += r.spurious_retrans;
-            t.gaps += r.gaps;
-            t.acks += r.acks;
-            t.naks += r.naks;
-            t.rnr_naks += r.rnr_naks;
-            t.ce += r.ce;
+            t.spurious_retrans += r.spurious;
+            t.gaps += g.gaps;
+            t.acks += f.acks;
+            t.naks += n.naks;
+            t.rnr_naks += n.rnr_naks;
+            t.ce += f.ce;
         }
         t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
         t.cnps = attributed;
@@ -322,7 +322,6 @@ impl Analyzer {
         };
         summary.findings = findings::diagnose(&findings::Input {
             flows: &self.flows,
-            rows: &rows,
             pfc: &self.pfc.rows,
             summary: &summary,
             ghost_covers: &self.ghost_covers,
@@ -330,6 +329,8 @@ impl Analyzer {
             qos: &self.qos,
             hops: &hop_rows,
         });
+        // The flows become their rows, chunk by chunk.
+        let mut rows = std::mem::take(&mut self.flows).into_map(flow_row);
         let taps = &self.taps;
         let origin = |iface: u16| {
             let t = taps.get(usize::from(iface)).copied().unwrap_or_default();

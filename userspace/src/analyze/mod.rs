@@ -255,7 +255,8 @@ pub struct Analyzer {
     config: Config,
     flows: FlowTable,
     by_key: FastMap<FlowKey, usize>,
-    by_hosts: FastMap<HostPair, Vec<usize>>,
+    /// The flows of each host pair, by index (a `u32`, as `flow_id`).
+    by_hosts: FastMap<HostPair, Vec<u32>>,
     /// CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
     cnp_counts: FastMap<FlowKey, u64>,
     /// CM-learned pairings: request flow key → requester QP.

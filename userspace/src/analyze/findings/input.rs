@@ -11,8 +11,8 @@ use rocescope_common::proto::ib;
 
 use crate::analyze::rto::ACK_TIMEOUT_UNIT_NS;
 use crate::analyze::{
-    Flow, FlowRow, FlowTable, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by, fmt_ip,
-    fmt_mac, fmt_offset, iface_name,
+    Flow, FlowTable, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by, fmt_ip, fmt_mac,
+    fmt_offset, iface_name,
 };
 
 /// A finding's `params`.
@@ -24,7 +24,6 @@ pub(crate) fn params<const N: usize>(
 
 pub(crate) struct Input<'a> {
     pub flows: &'a FlowTable,
-    pub rows: &'a [FlowRow],
     pub pfc: &'a [PfcInterval],
     pub summary: &'a Summary,
     /// The pauses that covered ghost timeout rewinds: `(iface, priority,

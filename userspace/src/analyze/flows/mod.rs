@@ -198,6 +198,17 @@ impl Flow {
         self.dcqcn.as_deref().unwrap_or(&dcqcn::NO_REACTION)
     }
 
+    /// Gb/s of `bytes` over the flow's life (0 when that is one instant):
+    /// `gbps` and `goodput_gbps`.
+    pub(crate) fn rate_gbps(&self, bytes: u64) -> f64 {
+        let dur = self.last_ts - self.first_ts;
+        if dur == 0 {
+            0.0
+        } else {
+            bytes as f64 * 8.0 / dur as f64
+        }
+    }
+
     pub(super) fn key(&self) -> FlowKey {
         (self.iface, self.src_ip, self.dst_ip, self.dest_qp)
     }
@@ -220,7 +231,7 @@ impl Analyzer {
         self.by_hosts
             .entry((key.0, key.1, key.2))
             .or_default()
-            .push(i);
+            .push(i as u32);
         // A hint may name this flow as the request or the response side.
         self.apply_hint(i);
         let reverse: Vec<FlowKey> = self
@@ -260,7 +271,7 @@ impl Analyzer {
             return;
         };
         let mut found = None;
-        for &r in cands {
+        for r in cands.iter().map(|&r| r as usize) {
             if r == s {
                 continue;
             }
@@ -466,17 +477,9 @@ impl Analyzer {
 }
 
 pub(super) fn flow_row(f: &Flow) -> FlowRow {
-    let dur = f.last_ts - f.first_ts;
     let w = f.rewind().waits;
     let measured = w.samples > 0;
     let us = |ns: u64| ns as f64 / 1000.0;
-    let rate = |bytes: u64| {
-        if dur == 0 {
-            0.0
-        } else {
-            bytes as f64 * 8.0 / dur as f64
-        }
-    };
     FlowRow {
         flow_id: f.id,
         iface: f.iface,
@@ -508,8 +511,8 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         rnr_naks: f.nak().rnr_naks,
         ce: f.ce,
         cnps: f.cnps,
-        gbps: rate(f.bytes),
-        goodput_gbps: rate(f.goodput_bytes),
+        gbps: f.rate_gbps(f.bytes),
+        goodput_gbps: f.rate_gbps(f.goodput_bytes),
         max_idle_us: f.max_idle_ns as f64 / 1000.0,
         rewinds_timeout_ghost: f.rewind().rewinds_timeout_ghost,
         gap_late: f.gap().gap_counts.late,

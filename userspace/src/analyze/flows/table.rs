@@ -32,6 +32,16 @@ impl FlowTable {
         self.len += 1;
     }
 
+    /// Every flow made into `T`, in order, each chunk freed once made:
+    /// the flows and what they become are never all held at once.
+    pub(crate) fn into_map<T>(self, f: impl Fn(&Flow) -> T) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.len);
+        for chunk in self.chunks {
+            out.extend(chunk.iter().map(&f));
+        }
+        out
+    }
+
     pub(crate) fn get(&self, i: usize) -> Option<&Flow> {
         self.chunks.get(i / CHUNK)?.get(i % CHUNK)
     }
