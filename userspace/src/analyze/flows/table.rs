@@ -22,7 +22,7 @@ impl FlowTable {
     }
 
     pub(crate) fn push(&mut self, flow: Flow) {
-        if self.len % CHUNK == 0 {
+        if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK));
         }
         // A chunk is made with room for CHUNK flows: pushing never moves it.
@@ -77,5 +77,36 @@ impl<'a> IntoIterator for &'a mut FlowTable {
     type IntoIter = std::iter::Flatten<std::slice::IterMut<'a, Vec<Flow>>>;
     fn into_iter(self) -> Self::IntoIter {
         self.chunks.iter_mut().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(i: u32) -> Flow {
+        Flow::new(i, (0, [0; 16], [0; 16], i), u64::from(i))
+    }
+
+    #[test]
+    fn flows_keep_their_index_across_chunks() {
+        let mut t = FlowTable::default();
+        let n = CHUNK * 2 + 3;
+        for i in 0..n as u32 {
+            t.push(flow(i));
+        }
+        assert_eq!(t.len(), n);
+        assert_eq!(t.chunks.len(), 3);
+        // Every chunk was made with room for CHUNK: none grew (moved).
+        assert!(t.chunks.iter().all(|c| c.capacity() == CHUNK));
+        for i in [0, CHUNK - 1, CHUNK, 2 * CHUNK + 2] {
+            assert_eq!(t[i].dest_qp, i as u32);
+            assert_eq!(t.get(i).map(|f| f.id), Some(i as u32));
+        }
+        assert!(t.get(n).is_none());
+        t[CHUNK].packets = 7;
+        assert_eq!(t.iter().map(|f| f.packets).sum::<u64>(), 7);
+        let ids = t.into_map(|f| f.id);
+        assert_eq!(ids, (0..n as u32).collect::<Vec<_>>());
     }
 }
