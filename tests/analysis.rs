@@ -546,9 +546,16 @@ fn cm_mad(src: (Ipv4Addr, [u8; 6]), dst: (Ipv4Addr, [u8; 6]), attr: u16, msg: &[
 }
 
 fn cm_req(comm_id: u32, qpn: u32) -> Vec<u8> {
+    cm_req_retrying(comm_id, qpn, 0)
+}
+
+/// A CM REQ whose Retry Count (the low 3 bits of message byte 47, IBA
+/// table 106) is `retry_count`.
+fn cm_req_retrying(comm_id: u32, qpn: u32, retry_count: u8) -> Vec<u8> {
     let mut m = [0u8; 48];
     m[0..4].copy_from_slice(&comm_id.to_be_bytes());
     m[32..35].copy_from_slice(&qpn.to_be_bytes()[1..]);
+    m[47] = 0xA0 | retry_count; // Local CM Response Timeout 20 above it
     cm_mad((HOST_A, MAC_A), (HOST_B, MAC_B), 0x0010, &m)
 }
 
@@ -1270,4 +1277,446 @@ fn tshark_count(capture: &Path, decode_as: &[&str], filter: &str) -> usize {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// A frame of `f` between other hosts: `src` (MAC, IP) to `dst`.
+fn between(mut f: RoceFrame, src: ([u8; 6], Ipv4Addr), dst: ([u8; 6], Ipv4Addr)) -> RoceFrame {
+    f.eth.src = src.0;
+    f.eth.dst = dst.0;
+    f.ip.addrs = IpAddrs::V4 {
+        src: src.1,
+        dst: dst.1,
+    };
+    f
+}
+
+/// `nics.parquet`: one row per NIC, looked up by its MAC.
+struct Nics(Table);
+
+impl Nics {
+    fn read(out: &Path) -> Nics {
+        Nics(Table::read(&out.join("nics.parquet")))
+    }
+
+    /// `kind`'s count, p50, p99 and max for the NIC with MAC `mac`.
+    fn get(&self, mac: &str, kind: &str) -> (i128, Option<i128>, Option<i128>, Option<i128>) {
+        let macs = self.0.strings("nic_mac");
+        let i = (0..self.0.rows())
+            .find(|&i| macs[i].as_deref() == Some(mac))
+            .unwrap_or_else(|| panic!("no NIC {mac}"));
+        let col = |c: &str| self.0.ints(&format!("{kind}_{c}"))[i];
+        (
+            col("count").unwrap(),
+            col("p50_ns"),
+            col("p99_ns"),
+            col("max_ns"),
+        )
+    }
+}
+
+/// The four NIC latencies (docs/analysis.md, "NIC reaction latencies"), each
+/// for the NIC that reacted. A → B on QP 0x100: the tap saw PSN 3 (lost
+/// past it), B NAKs it 2 µs after PSN 4 (its first packet out of sequence)
+/// and A resends it 3.5 µs after the NAK; on QP 0x101 the tap missed PSN
+/// 102 and B NAKs it 3.5 µs after 103. A CE-marked PSN 6 gets B's CNP 4 µs
+/// later; PSN 6, unacknowledged, is resent by A's timer 64 µs after it
+/// started (PSN 6 at 20 µs, nothing outstanding before).
+#[test]
+fn each_nic_reaction_latency_belongs_to_the_nic_that_reacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "nics.pcapng", &["tap"]);
+    // In time order: a capture's frames are read in file order.
+    c.put(0, 0.0, &write(0x100, 0));
+    c.put(0, 0.5, &aeth(0x200, 0, 0x1F));
+    for psn in 1..=5 {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 6.0, &aeth(0x200, 3, 0x60));
+    for (i, psn) in (3..=5).enumerate() {
+        c.put(0, 9.5 + i as f64, &write(0x100, psn));
+    }
+    c.put(0, 12.5, &aeth(0x200, 5, 0x1F));
+    let mut ce = write(0x100, 6);
+    ce.ip.ecn = 3;
+    c.put(0, 20.0, &ce);
+    c.put(0, 24.0, &cnp(0x200));
+    c.put(0, 30.0, &write(0x100, 7));
+    c.put(0, 84.0, &write(0x100, 6)); // the timer's resend
+    c.put(0, 85.0, &write(0x100, 7));
+    c.put(0, 86.0, &aeth(0x200, 7, 0x1F));
+    // QP 0x101: the tap missed 102.
+    c.put(0, 100.0, &write(0x101, 100));
+    c.put(0, 100.5, &aeth(0x201, 100, 0x1F));
+    for (t, psn) in [(101.0, 101), (102.0, 103), (103.0, 104)] {
+        c.put(0, t, &write(0x101, psn));
+    }
+    c.put(0, 105.5, &aeth(0x201, 102, 0x60));
+    let cap = c.finish();
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let n = Nics::read(&out);
+    assert_eq!(n.0.rows(), 2);
+    assert_eq!(
+        n.0.strings("nic_ip"),
+        [Some("10.0.0.1".into()), Some("10.0.0.2".into())]
+    );
+    let (a, b) = ("02:00:00:00:00:0a", "02:00:00:00:00:0b");
+    let none = (0, None, None, None);
+    assert_eq!(n.get(a, "nak_generation"), none);
+    assert_eq!(
+        n.get(a, "nak_reaction"),
+        (1, Some(3_500), Some(3_500), Some(3_500))
+    );
+    assert_eq!(
+        n.get(a, "timeout_retrans"),
+        (1, Some(64_000), Some(64_000), Some(64_000))
+    );
+    assert_eq!(n.get(a, "cnp_generation"), none);
+    // 2.0 and 3.5 µs: the p99 is 3.5 µs's bucket's midpoint (3456..=3519,
+    // 1/64 relative error), the maximum exact.
+    assert_eq!(
+        n.get(b, "nak_generation"),
+        (2, Some(2_000), Some(3_488), Some(3_500))
+    );
+    assert_eq!(n.get(b, "nak_reaction"), none);
+    assert_eq!(n.get(b, "timeout_retrans"), none);
+    assert_eq!(
+        n.get(b, "cnp_generation"),
+        (1, Some(4_000), Some(4_000), Some(4_000))
+    );
+    // The timeout is the flow's measured one too.
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "nic_timeout_samples"), 1);
+
+    // The report, its JSON and the page give the same numbers.
+    let html = dir.path().join("r.html");
+    let text = rocescope_ok(&[
+        "report",
+        cap.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    for needle in [
+        "NIC reaction latencies at the tap (p50, p99, max, samples)",
+        "  10.0.0.2 (02:00:00:00:00:0b): NAK generation p50 2.0 µs · p99 3.5 µs · max 3.5 µs (2); NAK reaction –; timeout –; CNP generation p50 4.0 µs · p99 4.0 µs · max 4.0 µs (1)",
+        "  10.0.0.1 (02:00:00:00:00:0a): NAK generation –; NAK reaction p50 3.5 µs · p99 3.5 µs · max 3.5 µs (1); timeout p50 64.0 µs · p99 64.0 µs · max 64.0 µs (1); CNP generation –",
+    ] {
+        assert!(text.contains(needle), "report lacks {needle:?}:\n{text}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>NIC reaction latencies</h2>"), "{page}");
+    assert!(
+        page.contains(
+            "<td>10.0.0.2 (02:00:00:00:00:0b)</td><td>p50 2.0 µs · p99 3.5 µs · max 3.5 µs (2)</td>"
+        ),
+        "{page}"
+    );
+    let json = rocescope_ok(&["report", cap.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let nics = v["nics"].as_array().unwrap();
+    assert_eq!(nics.len(), 2);
+    assert_eq!(nics[1]["nic_mac"], b);
+    assert_eq!(nics[1]["nak_generation_count"], 2);
+    assert_eq!(nics[1]["nak_generation_p99_ns"], 3_488);
+    assert_eq!(nics[0]["timeout_retrans_p50_ns"], 64_000);
+    assert_eq!(nics[0]["cnp_generation_p50_ns"], serde_json::Value::Null);
+}
+
+/// `slow-nic-reaction`: B's CNPs come 8 µs after the CE mark, C's 1 µs
+/// after: with 5 of B's against 5 of C's at one tap, B is 8x slower than
+/// its peer and named; with 4 of B's, there are too few to judge; with B's
+/// at another tap, there is no peer to compare with (a latency includes the
+/// path from its tap).
+#[test]
+fn a_nic_four_times_slower_than_its_peers_is_named_with_5_samples_not_4() {
+    const MAC_C: [u8; 6] = [2, 0, 0, 0, 0, 0x0c];
+    const HOST_C: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
+    let (a, c_host) = ((MAC_A, HOST_A), (MAC_C, HOST_C));
+    let run = |b_samples: u32, b_tap: u32| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cap = Capture::new(dir.path(), "slow.pcapng", &["tap", "far"]);
+        cap.put(b_tap, 0.0, &write(0x100, 0));
+        cap.put(b_tap, 0.5, &aeth(0x200, 0, 0x1F));
+        cap.put(0, 0.0, &between(write(0x300, 0), a, c_host));
+        cap.put(0, 0.5, &between(aeth(0x400, 0, 0x1F), c_host, a));
+        for k in 0..5u32 {
+            let t = 10.0 + 20.0 * k as f64;
+            if k < b_samples {
+                let mut ce = write(0x100, 1 + k);
+                ce.ip.ecn = 3;
+                cap.put(b_tap, t, &ce);
+                cap.put(b_tap, t + 8.0, &cnp(0x200));
+            }
+            let mut ce = between(write(0x300, 1 + k), a, c_host);
+            ce.ip.ecn = 3;
+            cap.put(0, t + 1.0, &ce);
+            cap.put(0, t + 2.0, &between(cnp(0x400), c_host, a));
+        }
+        let path = cap.finish();
+        let json = rocescope_ok(&["report", path.to_str().unwrap(), "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let slow: Vec<serde_json::Value> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == "slow-nic-reaction")
+            .cloned()
+            .collect();
+        (slow, v)
+    };
+    let (slow, v) = run(5, 0);
+    assert_eq!(slow.len(), 1, "{v}");
+    let f = &slow[0];
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(
+        f["params"],
+        serde_json::json!({
+            "latency": "cnp_generation",
+            "iface": "tap",
+            "nic_mac": "02:00:00:00:00:0b",
+            "nic_ip": "10.0.0.2",
+            "median_ns": 8_000,
+            "count": 5,
+            "peers": 1,
+            "peers_median_ns": 1_000,
+            "peers_count": 5,
+            "threshold_ratio": 4,
+        })
+    );
+    assert_eq!(f["flows"], serde_json::json!([0]));
+    assert_eq!(
+        f["title"],
+        "NIC 10.0.0.2 (02:00:00:00:00:0b) is slow at CNP generation (CE-marked packet → CNP) on tap: median 8.0 µs against its peers' 1.0 µs"
+    );
+    let (slow, v) = run(4, 0);
+    assert!(slow.is_empty(), "{v}");
+    // The 4 samples are still in the table.
+    let b = v["nics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["nic_mac"] == "02:00:00:00:00:0b")
+        .cloned()
+        .unwrap();
+    assert_eq!(b["cnp_generation_count"], 4);
+    assert_eq!(b["cnp_generation_p50_ns"], 8_000);
+    let (slow, v) = run(5, 1);
+    assert!(slow.is_empty(), "{v}");
+    assert_eq!(v["nics"].as_array().unwrap().len(), 2);
+}
+
+/// Tap loss (PSNs 4 and 5 missing, ACKed by the responder) and an
+/// unresolved tail: PSNs 12 and 13 missing among 10..=15, whose ACK falls
+/// after the capture's end. No NAK, no resend, no rewind: nothing shows
+/// loss in the network (docs/analysis.md, "Gaps").
+#[test]
+fn tap_loss_and_an_unresolved_tail_warn_of_nothing_but_capture_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "tail.pcapng", &["tap"]);
+    for psn in (0..16).filter(|p| !(4..=5).contains(p) && !(12..=13).contains(p)) {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 9.5, &aeth(0x200, 9, 0x1F));
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let f = Flows::read(&out);
+    assert_eq!(f.get("tap", 0x100, "gap_capture_lost"), 2);
+    assert_eq!(f.get("tap", 0x100, "gap_unresolved"), 2);
+    for col in ["gap_late", "gap_lost_before_tap", "gap_nak_lost", "rewinds"] {
+        assert_eq!(f.get("tap", 0x100, col), 0, "{col}");
+    }
+    let s = summary(&out);
+    let loud: Vec<(&str, &str)> = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["id"].as_str().unwrap(), f["severity"].as_str().unwrap()))
+        .filter(|(_, sev)| *sev != "info")
+        .collect();
+    assert_eq!(loud, [("capture-loss", "warning")]);
+    assert_eq!(s["totals"]["gaps_resolved"]["unresolved"], 2);
+    assert_eq!(
+        s["capture_facts"],
+        serde_json::json!([
+            "the capture is incomplete: 2 PSNs the responders acknowledged never reached the capture; every count is a lower bound",
+            "the capture ends before, or lacks the direction that shows, what became of 2 PSNs it never saw (neither resent, NAKed nor acknowledged in it): unknown, not counted as loss"
+        ])
+    );
+}
+
+/// QP 0x101 between the same hosts, healthy: a write and its ACK at `at_us`.
+fn healthy(c: &mut Capture, at_us: f64, psn: u32) {
+    c.put(0, at_us, &write(0x101, psn));
+    c.put(0, at_us + 2.0, &aeth(0x201, psn, 0x1F));
+}
+
+/// Requester A → B's QP 0x100: PSNs 0..=3 acknowledged, then PSN 4 at 20 µs
+/// and `retries` resends of it 66 µs apart with nothing coming back; the
+/// other QP keeps working until 700 µs.
+fn retries_capture(dir: &Path, name: &str, retries: u32, cm_retry_count: Option<u8>) -> PathBuf {
+    let mut c = Capture::new(dir, name, &["tap"]);
+    if let Some(n) = cm_retry_count {
+        c.put(
+            0,
+            0.0,
+            &rocescope::synth::RawFrame(&cm_req_retrying(11, 0x200, n)),
+        );
+        c.put(0, 0.5, &rocescope::synth::RawFrame(&cm_rep(91, 11, 0x100)));
+    }
+    for psn in 0..4 {
+        c.put(0, 1.0 + psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 10.0, &aeth(0x200, 3, 0x1F));
+    for k in 0..=retries {
+        c.put(0, 20.0 + 66.0 * k as f64, &write(0x100, 4));
+    }
+    healthy(&mut c, 600.0, 0);
+    healthy(&mut c, 698.0, 1);
+    c.finish()
+}
+
+/// A responder gone: PSN 4 sent 8 times (7 retries, the assumed retry
+/// count), 66 µs apart, then nothing from the requester; nothing came back.
+#[test]
+fn seven_timeout_retries_then_silence_are_retry_exhaustion() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = retries_capture(dir.path(), "gone.pcapng", 7, None);
+    let out = dir.path().join("out");
+    analyze(&cap, &out);
+    let s = summary(&out);
+    let f = finding(&s, "retry-exhausted");
+    assert_eq!(f["severity"], "critical");
+    let p = &f["params"];
+    let ns = |us: u64| T0 + us * US;
+    assert_eq!(
+        (
+            p["psn"].as_u64(),
+            p["retries"].as_u64(),
+            p["retry_count"].as_u64(),
+            p["retry_count_from_cm"].as_bool(),
+            p["timeout_ns"].as_u64(),
+            p["timeout_exponent"].as_u64(),
+        ),
+        (
+            Some(4),
+            Some(7),
+            Some(7),
+            Some(false),
+            Some(66_000),
+            Some(4)
+        )
+    );
+    assert_eq!(
+        (
+            p["first_retry_ns"].as_u64(),
+            p["last_retry_ns"].as_u64(),
+            p["silent_from_ns"].as_u64(),
+            p["reverse_packets"].as_u64(),
+            p["flows_nothing_came_back"].as_u64(),
+        ),
+        (Some(ns(86)), Some(ns(482)), Some(ns(482)), Some(0), Some(1))
+    );
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("sent PSN 4 8 times (the original and 7 retries), one local ACK timeout ≈ 66.0 µs apart (T = 4: 4.096 µs × 2^4 = 65.5 µs)"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("Nothing came back on the reverse direction (QP 512)"),
+        "{detail}"
+    );
+    assert!(
+        f["recommendation"]
+            .as_str()
+            .unwrap()
+            .contains("IBV_WC_RETRY_EXC_ERR"),
+        "{}",
+        f["recommendation"]
+    );
+    // Seven retries then silence is no livelock; the timeouts of packets
+    // nothing shows were delayed are loss.
+    let ids = finding_ids(&out);
+    assert!(
+        !ids.contains(&"retransmission-livelock".to_string()),
+        "{ids:?}"
+    );
+    assert_eq!(
+        finding(&s, "real-loss")["params"]["unexplained_timeouts"],
+        7
+    );
+    // The same params in report --json, with a Wireshark hand-off.
+    let r = rocescope_ok(&["report", cap.to_str().unwrap(), "--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let j = finding(&r, "retry-exhausted");
+    assert_eq!(j["params"], f["params"]);
+    assert_eq!(
+        j["display_filter"],
+        "ip.src==10.0.0.1 && ip.dst==10.0.0.2 && infiniband.bth.destqp==256 && infiniband.bth.opcode!=129"
+    );
+}
+
+/// The CM REQ says 3 retries: three then silence exhaust them; without the
+/// REQ, 7 are assumed and three are a livelock, not exhaustion.
+#[test]
+fn the_cm_reqs_retry_count_is_the_one_exhausted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    analyze(&retries_capture(dir.path(), "cm3.pcapng", 3, Some(3)), &out);
+    let s = summary(&out);
+    let p = &finding(&s, "retry-exhausted")["params"];
+    assert_eq!(
+        (
+            p["retries"].as_u64(),
+            p["retry_count"].as_u64(),
+            p["retry_count_from_cm"].as_bool(),
+            p["silent_from_ns"].as_u64()
+        ),
+        (Some(3), Some(3), Some(true), Some(T0 + 218 * US))
+    );
+    let out = dir.path().join("out2");
+    analyze(&retries_capture(dir.path(), "no-cm.pcapng", 3, None), &out);
+    let ids = finding_ids(&out);
+    assert!(!ids.contains(&"retry-exhausted".to_string()), "{ids:?}");
+    assert_eq!(
+        finding(&summary(&out), "retransmission-livelock")["params"]["rewinds"],
+        3
+    );
+}
+
+/// PSN 5 of QP 0x100 is dropped every time while the responder ACKs what
+/// came before it and NAKs each resend's followers; the other QP
+/// progresses. The requester is still resending at the end: a livelock,
+/// not an exhaustion.
+#[test]
+fn one_packet_dropped_every_time_while_others_progress_is_a_livelock() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Capture::new(dir.path(), "livelock.pcapng", &["tap"]);
+    for psn in 0..10 {
+        c.put(0, psn as f64, &write(0x100, psn));
+    }
+    c.put(0, 12.0, &aeth(0x200, 4, 0x1F));
+    c.put(0, 13.0, &aeth(0x200, 5, 0x60));
+    for round in 1..=10u32 {
+        let t = 20.0 * round as f64;
+        for psn in 5..10 {
+            c.put(0, t + (psn - 5) as f64, &write(0x100, psn));
+        }
+        c.put(0, t + 8.0, &aeth(0x200, 5, 0x60));
+        healthy(&mut c, t + 10.0, round);
+    }
+    let out = dir.path().join("out");
+    analyze(&c.finish(), &out);
+    let s = summary(&out);
+    let p = &finding(&s, "retransmission-livelock")["params"];
+    assert_eq!(
+        (p["psn"].as_u64(), p["rewinds"].as_u64()),
+        (Some(5), Some(10))
+    );
+    assert_eq!(
+        (p["first_rewind_ns"].as_u64(), p["last_rewind_ns"].as_u64()),
+        (Some(T0 + 20 * US), Some(T0 + 200 * US))
+    );
+    let ids = finding_ids(&out);
+    assert!(!ids.contains(&"retry-exhausted".to_string()), "{ids:?}");
 }

@@ -32,6 +32,11 @@ CONTRACT = {
     "hops.parquet": """src_ip dst_ip dest_qp up_iface down_iface up_flow_id down_flow_id first_ts_ns
         last_ts_ns first_ts last_ts frames_up matched missing_down down_only delay_min_ns
         delay_p50_ns delay_p99_ns delay_max_ns clock_offset_ns adjacent""",
+    "nics.parquet": """nic_mac nic_ip nak_generation_count nak_generation_p50_ns nak_generation_p99_ns
+        nak_generation_max_ns nak_reaction_count nak_reaction_p50_ns nak_reaction_p99_ns
+        nak_reaction_max_ns timeout_retrans_count timeout_retrans_p50_ns timeout_retrans_p99_ns
+        timeout_retrans_max_ns cnp_generation_count cnp_generation_p50_ns cnp_generation_p99_ns
+        cnp_generation_max_ns""",
 }
 
 TIMESTAMPS = {
@@ -71,6 +76,18 @@ def main(out: Path) -> int:
         for key in ("id", "severity", "title", "detail", "recommendation", "flows"):
             if key not in f:
                 failures.append(f"summary.json finding {f.get('id')}: no {key}")
+    # docs/tables.md, nics.parquet: Int64 counts; a latency without samples is null.
+    nics = pl.read_parquet(out / "nics.parquet")
+    for kind in ("nak_generation", "nak_reaction", "timeout_retrans", "cnp_generation"):
+        cols = [f"{kind}_{c}" for c in ("count", "p50_ns", "p99_ns", "max_ns")]
+        wrong = [c for c in cols if c in nics.columns and nics.schema[c] != pl.Int64]
+        if wrong:
+            failures.append(f"nics.parquet: {', '.join(wrong)} not Int64")
+        elif all(c in nics.columns for c in cols):
+            empty = nics[cols[0]] == 0
+            for c in cols[1:]:
+                if not (nics[c].is_null() == empty).all():
+                    failures.append(f"nics.parquet: {c} is null where {cols[0]} is not 0")
     packets = pl.read_parquet(out / "packets.parquet")
     if packets.height and packets["kind"].null_count():
         failures.append("packets.parquet: kind has nulls")

@@ -485,3 +485,53 @@ fn an_erf_capture_analyses_end_to_end_and_its_bad_record_is_reported() {
         fl.strings("service").into_iter().flatten().collect();
     assert_eq!(services.into_iter().collect::<Vec<_>>(), ["RC", "RD", "UD"]);
 }
+
+/// A real ConnectX `ibdump` frame with a GRH (LNH = 3) and built frames
+/// without one (LNH = 2) in an ERF capture: every ICRC and VCRC verifies,
+/// nothing is called corruption (docs/inputs.md, "Link types").
+#[test]
+fn a_real_ibdump_frame_with_a_grh_passes_its_icrc_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("ibdump.pcap");
+    let mut w = PcapWriter::create(&cap, linktype::ERF, 0).unwrap();
+    let real = rocescope::testdata::ibdump_grh_frame();
+    for n in 0..4u64 {
+        let mut rec = Vec::new();
+        if n % 2 == 0 {
+            erf_record(T0 + n * 1_000_000, &real, &mut rec);
+        } else {
+            erf_record(
+                T0 + n * 1_000_000,
+                &bytes(&packet(n as u32, 0x04, false)),
+                &mut rec,
+            );
+        }
+        w.write_frame(0, T0 + n * 1_000_000, &rec).unwrap();
+    }
+    w.finish().unwrap();
+    let out = dir.path().join("out");
+    rocescope_ok(&[
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let p = Table::read(&out.join("packets.parquet"));
+    assert_eq!(p.bools("icrc_ok"), vec![Some(true); 4]);
+    assert_eq!(p.bools("vcrc_ok"), vec![Some(true); 4]);
+    assert_eq!(
+        p.ints("dest_qp"),
+        [Some(0xFF_FFFF), Some(0x401), Some(0xFF_FFFF), Some(0x400)]
+    );
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&s["taps"][0]["icrc_checked"], &s["taps"][0]["icrc_failed"]),
+        (&serde_json::json!(4), &serde_json::json!(0))
+    );
+    let findings = s["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().all(|f| f["id"] != "corrupted-frames"),
+        "{findings:?}"
+    );
+}

@@ -37,6 +37,7 @@ fn same_tables(a: &Path, b: &Path) {
         "events.parquet",
         "pfc.parquet",
         "timeline.parquet",
+        "nics.parquet",
     ] {
         let (ta, tb) = (Table::read(&a.join(table)), Table::read(&b.join(table)));
         let names = ta.column_names();

@@ -5,6 +5,14 @@ use rocescope_common::PacketRecord;
 
 use super::Analyzer;
 
+/// A CM REQ awaiting its REP: the active side's QP and the connection's
+/// retry count.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Request {
+    active_qp: u32,
+    retry_count: u8,
+}
+
 impl Analyzer {
     /// A CM REQ or REP seen in `rec` (a QP1 MAD): once a REP answers a REQ,
     /// both directions of the connection are paired exactly.
@@ -14,11 +22,15 @@ impl Analyzer {
             CmMessage::Req {
                 local_comm_id,
                 local_qpn,
+                retry_count,
                 ..
             } => {
                 self.cm_requests.insert(
                     (rec.iface, rec.src_ip, rec.dst_ip, local_comm_id),
-                    local_qpn,
+                    Request {
+                        active_qp: local_qpn,
+                        retry_count,
+                    },
                 );
             }
             CmMessage::Rep {
@@ -27,8 +39,19 @@ impl Analyzer {
                 ..
             } => {
                 let key = (rec.iface, rec.dst_ip, rec.src_ip, remote_comm_id);
-                if let Some(active_qp) = self.cm_requests.remove(&key) {
+                if let Some(Request {
+                    active_qp,
+                    retry_count,
+                }) = self.cm_requests.remove(&key)
+                {
                     let (active, passive) = (rec.dst_ip, rec.src_ip);
+                    // Both QPs of the connection take the REQ's retry count.
+                    for k in [
+                        (rec.iface, active, passive, passive_qp),
+                        (rec.iface, passive, active, active_qp),
+                    ] {
+                        self.retry_counts.insert(k, retry_count);
+                    }
                     self.pair_hint(rec.iface, active, active_qp, passive, passive_qp);
                     self.pair_hint(rec.iface, passive, passive_qp, active, active_qp);
                 }
@@ -56,6 +79,9 @@ impl Analyzer {
     }
 
     pub(super) fn apply_hint(&mut self, r: usize) {
+        if let Some(&n) = self.retry_counts.get(&self.flows[r].key()) {
+            self.flows[r].rewind_mut().livelock.retry_count = Some(n);
+        }
         let Some(&qp) = self.hints.get(&self.flows[r].key()) else {
             return;
         };

@@ -10,7 +10,7 @@ use crate::addr::Ip;
 
 use super::flows::timeline::bin_mut;
 use super::rows::{Event, Verdict};
-use super::{Analyzer, Sink, dups};
+use super::{Analyzer, Sink, dups, nics};
 
 impl Analyzer {
     pub(super) fn cnp(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
@@ -52,6 +52,10 @@ impl Analyzer {
             b.cnps += 1;
         }
         if let Some(rt) = reaction {
+            // The CNP's sender is the receiver whose NIC reacted.
+            let nic = (rec.src_mac, rec.src_ip);
+            self.nics
+                .sample(nic, rec.iface, nics::Latency::CnpGeneration, rt);
             let r = &mut self.reactions;
             *r = (r.0 + 1, r.1 + rt, r.2.min(rt), r.3.max(rt));
         }

@@ -260,6 +260,12 @@ impl Analyzer {
                 t.gaps_resolved.capture_lost
             ));
         }
+        if t.gaps_resolved.unresolved > 0 {
+            facts.push(format!(
+                "the capture ends before, or lacks the direction that shows, what became of {} PSNs it never saw (neither resent, NAKed nor acknowledged in it): unknown, not counted as loss",
+                t.gaps_resolved.unresolved
+            ));
+        }
         let (n, sum, min, max) = self.reactions;
         let ce_to_cnp = (n > 0).then(|| Reaction {
             samples: n,
@@ -291,6 +297,7 @@ impl Analyzer {
             .as_ref()
             .map(|m| m.hops.clone())
             .unwrap_or_default();
+        let nic_rows = self.nics.rows();
         let mut summary = Summary {
             first_ts_ns: self.first_ts,
             last_ts_ns: self.first_ts.map(|_| last),
@@ -328,6 +335,7 @@ impl Analyzer {
             ecmp: &self.ecmp,
             qos: &self.qos,
             hops: &hop_rows,
+            nics: &self.nics.rows_per_tap(),
         });
         // The flows become their rows, chunk by chunk.
         let mut rows = std::mem::take(&mut self.flows).into_map(flow_row);
@@ -348,6 +356,7 @@ impl Analyzer {
             flows: rows,
             pfc: std::mem::take(&mut self.pfc.rows),
             hops: hop_rows,
+            nics: nic_rows,
             summary,
         }
     }

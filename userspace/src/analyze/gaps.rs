@@ -11,7 +11,8 @@
 //! * `capture_lost`: never seen, but an ACK on the paired flow covered it
 //!   with no NAK and no resend: the responder got it, the tap missed it;
 //! * `unresolved`: none of these by the end of the capture (e.g. the reverse
-//!   direction is not in the capture).
+//!   direction is not in the capture): unknown, which is not loss; the
+//!   summary says it as a capture fact.
 //!
 //! Memory is bounded: at most [`MAX_RANGES`] pending ranges per flow; when a
 //! new gap would exceed that, the oldest range is resolved with what is
@@ -77,9 +78,11 @@ impl GapCounts {
         self.unresolved += o.unresolved;
     }
 
-    /// Missing PSNs that point at loss in the network.
+    /// Missing PSNs the capture shows were lost in the network: first seen
+    /// in a resend, or named by a NAK. An `unresolved` PSN is not among
+    /// them: its fate is unknown (`docs/analysis.md`, "Gaps").
     pub(crate) fn lost(&self) -> u64 {
-        self.lost_before_tap + self.nak_lost + self.unresolved
+        self.lost_before_tap + self.nak_lost
     }
 }
 

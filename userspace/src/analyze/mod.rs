@@ -26,7 +26,8 @@
 //!    clock offsets and the hop table (`hops/clocks.rs`, `hops/sketch.rs`,
 //!    `hops/tally.rs`);
 //!    `livelock`: the same PSN resent over and over; `dcqcn`: how a
-//!    sender's rate answers its CNPs;
+//!    sender's rate answers its CNPs; `nics`: how fast each NIC reacts
+//!    (NAK and CNP generation, NAK reaction, timeouts);
 //! 2. `rows`: every output type — the flow key, the tables' rows,
 //!    `summary.json`, a `Finding`, the PFC trees, a finding's Wireshark
 //!    hand-off; the modules that own the data build them;
@@ -49,7 +50,7 @@
 //!    file nor the collector;
 //! 6. `findings/mod.rs`: the collector, which runs every finding and ranks
 //!    them; `finish`: the end of input; `report`: the text, JSON and HTML
-//!    report;
+//!    report (`nic_report`: the NIC latencies' cells, JSON and lines);
 //! 7. here: the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
 //!    its entry point [`Analyzer::push`]. The rooms that add the
 //!    `Analyzer`'s methods (`impl Analyzer` in `flows`, `sequence`,
@@ -74,6 +75,8 @@ pub mod gaps;
 pub mod hash;
 pub mod hops;
 mod livelock;
+mod nic_report;
+mod nics;
 mod pfc;
 pub mod psn;
 mod qos;
@@ -104,6 +107,9 @@ use flows::HostPair;
 pub(crate) use flows::{Flow, FlowTable};
 pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_pct};
 pub(crate) use fmt::{fmt_ip, fmt_mac, iface_name};
+pub(crate) use nic_report::{latency_cell, latency_headings, nic_name, shown_nics};
+pub(crate) use nics::Latency;
+pub use nics::{LatencySummary, NicRow};
 use pfc::PfcTracker;
 pub use report::{
     flow_json, frames_line, impact_words, more_findings, render_findings, render_json, render_text,
@@ -261,8 +267,11 @@ pub struct Analyzer {
     cnp_counts: FastMap<FlowKey, u64>,
     /// CM-learned pairings: request flow key → requester QP.
     hints: FastMap<FlowKey, u32>,
-    /// CM REQs awaiting their REP: (iface, active ip, passive ip, comm id) → active QP.
-    cm_requests: FastMap<(u16, [u8; 16], [u8; 16], u32), u32>,
+    /// CM REQs awaiting their REP: (iface, active ip, passive ip, comm id) →
+    /// active QP and the connection's retry count.
+    cm_requests: FastMap<(u16, [u8; 16], [u8; 16], u32), cm::Request>,
+    /// Retry counts CM REQs gave: request flow key → retry count.
+    retry_counts: FastMap<FlowKey, u8>,
     pfc: PfcTracker,
     frames: FrameCounts,
     first_ts: Option<u64>,
@@ -287,6 +296,8 @@ pub struct Analyzer {
     qos: qos::Marks,
     /// Cross-tap matching.
     matcher: hops::Matcher,
+    /// How fast each NIC reacts.
+    nics: nics::Nics,
 }
 
 impl Analyzer {
@@ -311,6 +322,7 @@ impl Analyzer {
             cnp_counts: FastMap::default(),
             hints: FastMap::default(),
             cm_requests: FastMap::default(),
+            retry_counts: FastMap::default(),
             pfc,
             frames: FrameCounts::default(),
             first_ts: None,
@@ -325,6 +337,7 @@ impl Analyzer {
             ecmp,
             qos: qos::Marks::default(),
             matcher,
+            nics: nics::Nics::default(),
         }
     }
 

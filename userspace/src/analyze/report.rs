@@ -235,6 +235,7 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
 
     findings(&mut p, &s.findings);
     hops(&mut p, a);
+    nics(&mut p, a);
     top_flows(&mut p, a);
     p.out
 }
@@ -309,6 +310,23 @@ fn hops(p: &mut Page, a: &Analysis) {
             "    ",
             &format!("… {} more in hops.parquet", rows.len() - SHOWN_HOPS),
         );
+    }
+}
+
+/// How fast each NIC reacts (`docs/report.md`, "NIC reaction latencies").
+fn nics(p: &mut Page, a: &Analysis) {
+    let lines = super::nic_report::nic_lines(a);
+    if lines.is_empty() {
+        return;
+    }
+    p.blank();
+    p.para(
+        "",
+        "",
+        "NIC reaction latencies at the tap (p50, p99, max, samples)",
+    );
+    for l in &lines {
+        p.para("  ", "    ", l);
     }
 }
 
@@ -538,8 +556,9 @@ fn hop_json(a: &Analysis, h: &super::hops::HopRow) -> Value {
     v
 }
 
-/// `report --json`: `summary.json` (without `input`) and `flows`, one
-/// object per row of `flows.parquet`.
+/// `report --json`: `summary.json` (without `input`), `flows`, `hops` and
+/// `nics`, one object per row of `flows.parquet`, `hops.parquet` and
+/// `nics.parquet`.
 pub fn render_json(a: &Analysis) -> Value {
     let mut v = serde_json::to_value(&a.summary).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
@@ -547,6 +566,8 @@ pub fn render_json(a: &Analysis) -> Value {
         m.insert("flows".into(), Value::Array(flows));
         let hops = a.hops.iter().map(|h| hop_json(a, h)).collect();
         m.insert("hops".into(), Value::Array(hops));
+        let nics = a.nics.iter().map(super::nic_report::nic_json).collect();
+        m.insert("nics".into(), Value::Array(nics));
     }
     v
 }

@@ -4,9 +4,9 @@
 use rocescope_common::proto::ib::{PSN_MASK, aeth, op};
 use rocescope_common::{PacketRecord, flags};
 
-use super::psn;
 use super::rows::Event;
 use super::{Analyzer, Sink};
+use super::{nics, psn};
 
 /// Most outstanding NAKs kept per response flow.
 pub(super) const MAX_PENDING_NAKS: usize = 16;
@@ -54,10 +54,18 @@ impl Analyzer {
         if self.flows[i].paired.is_none() {
             self.try_pair(i, q);
         }
-        if !rec.has(flags::HAS_AETH) {
+        let syn = rec.aeth_syndrome;
+        let has_aeth = rec.has(flags::HAS_AETH);
+        if let Some(r) = self.flows[i].paired {
+            let nak = has_aeth && (aeth::is_nak(syn) || aeth::is_rnr_nak(syn));
+            // Without a rewind there is no run to answer.
+            if let Some(h) = self.flows[r].rewind.as_deref_mut() {
+                h.livelock.answered(now, nak);
+            }
+        }
+        if !has_aeth {
             return;
         }
-        let syn = rec.aeth_syndrome;
         let o = rec.opcode & 0x1F;
         let request = self.flows[i].paired;
         let paired = request.map(|p| self.flows[p].id);
@@ -92,6 +100,13 @@ impl Analyzer {
                 // A sequence error names the PSN the responder expected.
                 if syn & 0x1F == aeth::NAK_PSN_SEQUENCE_ERROR {
                     self.flows[r].gap_mut().pending_gaps.nak(q);
+                    // The NAK's sender is the receiver whose NIC reacted.
+                    if let Some(t) = self.nics.out_of_sequence(self.flows[r].id, q) {
+                        let nic = (rec.src_mac, rec.src_ip);
+                        let latency = now.saturating_sub(t);
+                        self.nics
+                            .sample(nic, rec.iface, nics::Latency::NakGeneration, latency);
+                    }
                 }
             }
             let f = &mut self.flows[i];
@@ -127,6 +142,7 @@ impl Analyzer {
     /// `a`: missing PSNs it covers resolve, timeout rewinds learn when their
     /// PSN was ACKed, and the round-trip probe completes.
     pub(super) fn acked(&mut self, r: usize, a: u32, now: u64, sink: &mut impl Sink) {
+        self.nics.acked(self.flows[r].id, a);
         let f = &mut self.flows[r];
         let next = f.seq.map(|s| s.next);
         f.rto.acked(a, next, now);

@@ -4,6 +4,8 @@
 //! retransmissions*).
 
 use super::fmt::{fmt_duration, fmt_mac};
+use super::livelock::Cause;
+use super::nics;
 use super::pfc::Cover;
 use super::psn;
 use super::responses::PendingNak;
@@ -99,6 +101,17 @@ impl Default for RewindHistory {
     }
 }
 
+impl RewindHistory {
+    /// A flow's history from its first rewind, after ACKs up to `acked`
+    /// (its NIC timer's: every ACK it had seen before).
+    pub(super) fn after_acks(acked: Option<u32>) -> Self {
+        RewindHistory {
+            livelock: super::livelock::Livelock::after_acks(acked),
+            ..RewindHistory::default()
+        }
+    }
+}
+
 /// What a flow with no rewind history reads.
 pub(super) static NO_REWINDS: std::sync::LazyLock<RewindHistory> =
     std::sync::LazyLock::new(RewindHistory::default);
@@ -162,24 +175,30 @@ impl Analyzer {
             lost,
         } = r;
         let depth = psn::diff(next, q).max(0) as u32;
-        let trigger = match nak {
-            Some(n) if n.rnr => "rnr",
-            Some(_) => "nak",
-            None => "timeout",
+        let cause = match nak {
+            Some(n) if n.rnr => Cause::Rnr,
+            Some(_) => Cause::Nak,
+            None => Cause::Timeout,
         };
+        let trigger = cause.as_str();
         let acked_n = acked
             .map(|a| psn::diff(a, q) + 1)
             .filter(|&k| k > 0)
             .map(|k| (k as u32).min(depth))
             .unwrap_or(0);
         let f = &mut self.flows[i];
+        let acked = f.rto.highest_acked();
         let timer = &mut f.rto;
-        let h = f.rewind.get_or_insert_with(Box::default);
-        if !matches!(trigger, "nak" | "rnr") {
-            timer.timeout_rewind(&mut h.waits, now, idle, paused);
-        }
+        let h = f
+            .rewind
+            .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)));
+        let wait = if matches!(trigger, "nak" | "rnr") {
+            None
+        } else {
+            timer.timeout_rewind(&mut h.waits, now, idle, paused)
+        };
         h.rewinds += 1;
-        h.livelock.rewind(q, now);
+        h.livelock.rewind(q, now, idle, cause);
         h.max_depth = h.max_depth.max(depth);
         match trigger {
             "nak" => h.rewinds_nak += 1,
@@ -190,6 +209,11 @@ impl Analyzer {
                 h.timeout_idle_max_ns = h.timeout_idle_max_ns.max(idle);
                 if paused > 0 {
                     h.timeout_rewinds_paused += 1;
+                }
+                if let Some(wait) = wait {
+                    let nic = (f.src_mac, f.src_ip);
+                    self.nics
+                        .sample(nic, iface, nics::Latency::TimeoutRetrans, wait);
                 }
                 if h.timeouts.len() >= MAX_TIMEOUTS_PENDING {
                     let t = h.timeouts.remove(0);

@@ -429,6 +429,8 @@ pub struct Analysis {
     pub pfc: Vec<PfcInterval>,
     /// `hops.parquet` (empty with one tap).
     pub hops: Vec<super::hops::HopRow>,
+    /// `nics.parquet`: how fast each NIC reacts.
+    pub nics: Vec<super::nics::NicRow>,
     pub summary: Summary,
 }
 

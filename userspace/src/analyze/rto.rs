@@ -128,6 +128,11 @@ impl Timer {
         }
     }
 
+    /// The highest PSN acknowledged so far.
+    pub fn highest_acked(&self) -> Option<u32> {
+        self.acked
+    }
+
     /// A NAK restarts the timer (the requester resends at once).
     pub fn nak(&mut self, now: u64) {
         self.started = Some(now);
@@ -135,17 +140,27 @@ impl Timer {
 
     /// A timeout rewind at `now` after `idle` ns of silence, `paused` ns of
     /// which the flow's priority was paused: measured or bounded, and the
-    /// timer restarts (it fired).
-    pub fn timeout_rewind(&mut self, waits: &mut Waits, now: u64, idle: u64, paused: u64) {
+    /// timer restarts (it fired). Returns the wait when it was measured.
+    pub fn timeout_rewind(
+        &mut self,
+        waits: &mut Waits,
+        now: u64,
+        idle: u64,
+        paused: u64,
+    ) -> Option<u64> {
+        let mut measured = None;
         if paused == 0 {
             if let Some(s) = self.started {
-                waits.sample(now.saturating_sub(s));
+                let wait = now.saturating_sub(s);
+                waits.sample(wait);
+                measured = Some(wait);
             }
         } else if let Some(s) = self.started_before_idle {
             let lower = now.saturating_sub(idle).saturating_sub(s);
             waits.bound(lower, now.saturating_sub(s));
         }
         self.started = Some(now);
+        measured
     }
 
     /// The flow's packet at the end of its processing: the timer in effect

@@ -11,7 +11,7 @@ use super::responses::PendingNak;
 use super::rewind::Rewind;
 use super::rows::Event;
 use super::{Analyzer, Sink};
-use super::{gaps, psn};
+use super::{gaps, nics, psn};
 
 /// Smallest IB path MTU.
 pub(super) const MIN_MTU: u32 = 256;
@@ -130,6 +130,18 @@ impl Analyzer {
                     true
                 }
             });
+        }
+        if let Some(n) = nak.filter(|n| !n.rnr) {
+            // The sender's first send of the PSN its NAK named.
+            let nic = (rec.src_mac, rec.src_ip);
+            let reaction = now.saturating_sub(n.ts);
+            self.nics
+                .sample(nic, rec.iface, nics::Latency::NakReaction, reaction);
+        }
+        // What a NAK generation latency is measured from: only a paired
+        // flow's NAKs can be seen.
+        if paired.is_some() && matches!(rec.opcode >> 5, transport::RC | transport::XRC) {
+            self.nics.sent(self.flows[i].id, q, now);
         }
         let acked = paired.and_then(|p| self.flows[p].acked);
         let Some(mut s) = self.flows[i].seq else {

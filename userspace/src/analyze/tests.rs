@@ -4,6 +4,7 @@
 mod fmt;
 mod pairing;
 mod pfc;
+mod retry;
 mod sequence;
 mod timeline;
 mod transports;

@@ -64,6 +64,12 @@ impl<T: AsRef<[u8]>> CmReq<T> {
     pub fn starting_psn(&self) -> u32 {
         field::be24(self.bytes(), 44)
     }
+    /// Retry Count (3 bits): how often both QPs of the connection resend
+    /// after a local ACK timeout before giving up; the low bits of the byte
+    /// whose high five are the Local CM Response Timeout.
+    pub fn retry_count(&self) -> u8 {
+        field::u8_at(self.bytes(), 47) & 0x07
+    }
 }
 
 fixed_view! {
@@ -91,11 +97,13 @@ impl<T: AsRef<[u8]>> CmRep<T> {
 /// What a REQ or REP says about the connection it sets up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CmMessage {
-    /// From the active side: its comm id, QP and starting PSN.
+    /// From the active side: its comm id, QP, starting PSN and the
+    /// connection's retry count.
     Req {
         local_comm_id: u32,
         local_qpn: u32,
         starting_psn: u32,
+        retry_count: u8,
     },
     /// From the passive side: its comm id, the REQ's, its QP and starting PSN.
     Rep {
@@ -126,6 +134,7 @@ pub fn message(rec: &PacketRecord, payload: &[u8]) -> Option<CmMessage> {
                 local_comm_id: req.local_comm_id(),
                 local_qpn: req.local_qpn(),
                 starting_psn: req.starting_psn(),
+                retry_count: req.retry_count(),
             })
         }
         cm::ATTR_REP => {
@@ -174,14 +183,15 @@ mod tests {
         msg[32..35].copy_from_slice(&[0x00, 0x01, 0x0a]); // QPN 0x10a
         msg[35] = 0x10; // responder resources: not part of the QPN
         msg[44..47].copy_from_slice(&[0xab, 0xcd, 0xef]);
-        msg[47] = 0xff; // timeout / retry bits: not part of the PSN
+        msg[47] = 0xfd; // CM response timeout 31, retry count 5: not the PSN
         let m = mad(cm::ATTR_REQ, &msg);
         assert_eq!(
             message(&qp1_record(), &m),
             Some(CmMessage::Req {
                 local_comm_id: 0x1122_3344,
                 local_qpn: 0x10a,
-                starting_psn: 0xabcdef
+                starting_psn: 0xabcdef,
+                retry_count: 5,
             })
         );
     }

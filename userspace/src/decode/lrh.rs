@@ -18,7 +18,9 @@
 use rocescope_common::proto::{ib, lrh};
 use rocescope_common::wire::field::lrh as fl;
 
-use super::field;
+use rocescope_common::wire::field::bth as fb;
+
+use super::{field, icrc};
 
 fixed_view! {
     /// Local Route Header (8 bytes).
@@ -98,37 +100,32 @@ pub fn vcrc(covered: &[u8]) -> u16 {
     !c
 }
 
-/// Longest header run masked for the ICRC: LRH + GRH + BTH.
-const MASKED_LEN: usize = lrh::LRH_LEN + ib::GRH_LEN + ib::BTH_LEN;
-
 /// The Invariant CRC of one native InfiniBand packet (IBA 7.8.1): CRC-32
 /// (the Ethernet polynomial) from the first byte of the LRH to the end of
 /// the payload and pad, with the fields a switch or router may change set
-/// to ones: the LRH's VL; the GRH's TClass, FlowLabel and HopLmt; the BTH's
-/// `resv8a` (byte 4, FECN/BECN). `packet` runs from the LRH to the end of
-/// the ICRC (`PktLen` bytes); `None` when it is too short for its headers.
+/// to ones. Without a GRH (LNH = 2) that is the LRH's VL and the BTH's
+/// `resv8a` (byte 4, FECN/BECN). With one (LNH = 3) the whole LRH, which a
+/// router replaces, counts as ones, and the GRH's TClass, FlowLabel and
+/// HopLmt and the BTH's `resv8a` are masked: exactly RoCEv1's ICRC of what
+/// follows the LRH ([`icrc::compute_grh`]). Real ConnectX `ibdump` captures
+/// verify both (`docs/inputs.md`, *InfiniBand*). `packet` runs from the LRH
+/// to the end of the ICRC (`PktLen` bytes); `None` when it is too short for
+/// its headers.
 pub fn icrc(packet: &[u8]) -> Option<u32> {
-    let global = Lrh::new_checked(packet).ok()?.lnh() == lrh::LNH_IBA_GLOBAL;
-    let headers = lrh::LRH_LEN + if global { ib::GRH_LEN } else { 0 } + ib::BTH_LEN;
-    if packet.len() < headers + ib::ICRC_LEN {
+    if Lrh::new_checked(packet).ok()?.lnh() == lrh::LNH_IBA_GLOBAL {
+        return icrc::compute_grh(&packet[lrh::LRH_LEN..]);
+    }
+    const HEADERS: usize = lrh::LRH_LEN + ib::BTH_LEN;
+    if packet.len() < HEADERS + ib::ICRC_LEN {
         return None;
     }
-    let mut masked = [0u8; MASKED_LEN];
-    let masked = &mut masked[..headers];
-    masked.copy_from_slice(&packet[..headers]);
+    let mut masked = [0u8; HEADERS];
+    masked.copy_from_slice(&packet[..HEADERS]);
     masked[0] |= 0xF0; // VL
-    if global {
-        let g = lrh::LRH_LEN;
-        masked[g] |= 0x0F; // TClass, high nibble
-        masked[g + 1] = 0xFF; // TClass low nibble, FlowLabel
-        masked[g + 2] = 0xFF;
-        masked[g + 3] = 0xFF;
-        masked[g + 7] = 0xFF; // HopLmt
-    }
-    masked[headers - ib::BTH_LEN + 4] = 0xFF; // resv8a
+    masked[lrh::LRH_LEN + fb::FECN_BECN] = 0xFF; // resv8a
     let mut hasher = crc32fast::Hasher::new();
-    hasher.update(masked);
-    hasher.update(&packet[headers..packet.len() - ib::ICRC_LEN]);
+    hasher.update(&masked);
+    hasher.update(&packet[HEADERS..packet.len() - ib::ICRC_LEN]);
     Some(hasher.finalize())
 }
 
@@ -173,25 +170,50 @@ mod tests {
         assert_ne!(vcrc(b"123456789"), vcrc(b"123456788"));
     }
 
-    #[test]
-    fn icrc_masks_what_switches_change() {
-        // LRH (VL 0, SL 0, LNH GRH) + GRH + BTH (RC SEND Only) + 4 payload + ICRC.
-        let mut p = vec![0x00, 0x03, 0x00, 0x02, 0x00, 0x10, 0x00, 0x01];
-        p.extend_from_slice(&[0x60, 0x00, 0x00, 0x00, 0x00, 0x14, 0x1B, 0x40]);
-        p.extend_from_slice(&[0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
-        p.extend_from_slice(&[0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    /// An IB packet: LRH (VL 0, SL 0, `lnh`) [+ GRH] + BTH (RC SEND Only) +
+    /// 4 payload bytes + a zero ICRC.
+    fn packet(lnh: u8) -> Vec<u8> {
+        let mut p = vec![0x00, lnh, 0x00, 0x02, 0x00, 0x10, 0x00, 0x01];
+        if lnh == lrh::LNH_IBA_GLOBAL {
+            p.extend_from_slice(&[0x60, 0x00, 0x00, 0x00, 0x00, 0x14, 0x1B, 0x40]);
+            p.extend_from_slice(&[0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+            p.extend_from_slice(&[0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        }
         p.extend_from_slice(&[0x04, 0, 0xFF, 0xFF, 0, 0, 0, 0x12, 0, 0, 0, 7]);
         p.extend_from_slice(&[1, 2, 3, 4, 0, 0, 0, 0]);
+        p
+    }
+
+    #[test]
+    fn with_a_grh_the_whole_lrh_is_masked() {
+        let p = packet(lrh::LNH_IBA_GLOBAL);
         let crc = icrc(&p).unwrap();
+        assert_eq!(Some(crc), icrc::compute_grh(&p[8..]), "RoCEv1's rule");
         let mut q = p.clone();
-        q[0] = 0x70; // VL 7
+        q[..8].copy_from_slice(&[0x73, 0x43, 0x12, 0x34, 0x00, 0x10, 0x56, 0x78]);
         q[8] = 0x6A; // TClass
         q[9] = 0xB1; // FlowLabel
         q[15] = 0x01; // HopLmt
         q[48 + 4] = 0xC0; // FECN, BECN
         assert_eq!(icrc(&q), Some(crc));
-        q[1] = 0x13; // SL is covered
+        q[24] ^= 1; // SGID is covered
         assert_ne!(icrc(&q), Some(crc));
         assert_eq!(icrc(&p[..40]), None);
+    }
+
+    #[test]
+    fn without_a_grh_only_the_vl_is_masked() {
+        let p = packet(lrh::LNH_IBA_LOCAL);
+        let crc = icrc(&p).unwrap();
+        let mut q = p.clone();
+        q[0] = 0x70; // VL 7
+        q[8 + 4] = 0xC0; // FECN, BECN
+        assert_eq!(icrc(&q), Some(crc));
+        for (i, v) in [(1, 0x12), (3, 0x03), (7, 0x02)] {
+            let mut r = q.clone();
+            r[i] = v; // SL, DLID, SLID are covered
+            assert_ne!(icrc(&r), Some(crc), "byte {i}");
+        }
+        assert_eq!(icrc(&p[..23]), None);
     }
 }

@@ -2,7 +2,7 @@
 //! built here layer by layer, snaplen cuts, and a real capture.
 use super::*;
 use rocescope_common::proto::linktype::{
-    ETHERNET, IPV4, IPV6, LINUX_SLL, LINUX_SLL2, LOOP, NULL, RAW, RAW_DLT, RAW_OPENBSD,
+    ETHERNET, INFINIBAND, IPV4, IPV6, LINUX_SLL, LINUX_SLL2, LOOP, NULL, RAW, RAW_DLT, RAW_OPENBSD,
 };
 
 const DST_MAC: [u8; 6] = [0xe4, 0x1d, 0x2d, 0xab, 0x2b, 0xc2];
@@ -1251,4 +1251,54 @@ fn rocev1_grh_bth_and_icrc() {
     let (r, stop) = walk(ETHERNET, &b[..14 + 40 + 12 + 16 + 10]);
     assert_eq!((r.kind(), stop, r.icrc_ok()), (Kind::Roce, None, None));
     assert!(r.has(flags::CUT | flags::HAS_RETH));
+}
+
+/// The real `ibdump` frame with a GRH ([`crate::testdata::ibdump_grh_frame`]).
+#[test]
+fn a_real_ibdump_frame_with_a_grh_verifies_and_decodes() {
+    let frame = crate::testdata::ibdump_grh_frame();
+    assert_eq!(frame.len(), 174);
+    let l = lrh::Lrh::new_checked(&frame[..]).unwrap();
+    assert_eq!(
+        (l.vl(), l.lver(), l.sl(), l.lnh(), l.dlid(), l.slid()),
+        (0, 0, 0, proto::lrh::LNH_IBA_GLOBAL, 0xC000, 0x0005)
+    );
+    assert_eq!(l.packet_len(), 172, "PktLen: LRH to ICRC");
+    let packet = &frame[..l.packet_len()];
+    assert_eq!(icrc::carried(packet), Some(0x4DD5_6605));
+    assert_eq!(lrh::icrc(packet), Some(0x4DD5_6605));
+    assert_eq!(lrh::vcrc(packet), 0xDF35);
+    assert_eq!(u16::from_le_bytes([frame[172], frame[173]]), 0xDF35);
+    // The reading that masks only the LRH's VL does not match the wire.
+    let mut lrh_vl = [0u8; 8];
+    lrh_vl.copy_from_slice(&frame[..8]);
+    lrh_vl[0] |= 0xF0;
+    let mut grh_bth = [0u8; 52];
+    grh_bth.copy_from_slice(&packet[8..60]);
+    grh_bth[0] |= 0x0F; // TClass
+    grh_bth[1..4].fill(0xFF); // TClass, FlowLabel
+    grh_bth[7] = 0xFF; // HopLmt
+    grh_bth[44] = 0xFF; // resv8a
+    let mut h = crc32fast::Hasher::new();
+    h.update(&lrh_vl);
+    h.update(&grh_bth);
+    h.update(&packet[60..168]);
+    assert_ne!(h.finalize(), 0x4DD5_6605);
+
+    // The decoder checks both and reads the UD SEND behind the GRH.
+    let r = decode(INFINIBAND, &frame, frame.len() as u32);
+    assert_eq!(r.kind(), Kind::Roce);
+    assert_eq!(r.icrc_ok(), Some(true));
+    assert!(r.has(flags::VCRC_CHECKED) && r.has(flags::VCRC_OK));
+    assert_eq!(r.icrc, 0x4DD5_6605);
+    assert_eq!(
+        (r.opcode, r.dest_qp, r.psn, r.deth_qkey, r.deth_src_qp),
+        (0x64, 0xFF_FFFF, 0x0D_E6F8, 0x0B1B, 0x48)
+    );
+    assert_eq!(r.payload_len, 100);
+    let gid = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+    assert_eq!(
+        (r.src_ip, r.dst_ip),
+        (gid("fe80::2:c903:0:1f2d"), gid("ff12:401b:ffff::ffff:ffff"))
+    );
 }

@@ -29,6 +29,7 @@ use crate::output::{Output, RunFacts};
 use crate::{Error, Result};
 
 mod counters;
+mod nics;
 pub(crate) mod plots;
 mod tree;
 
@@ -407,6 +408,8 @@ impl HtmlReport {
             counters::section(&mut h, &self.counters, r, &pauses, t0, t1)
                 .map_err(|e| page.err(e))?;
         }
+
+        nics::section(&mut h, analysis);
 
         // The flow table, in a box of its own: wide and long, it scrolls
         // inside the page instead of widening it.

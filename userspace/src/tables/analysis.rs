@@ -1,4 +1,5 @@
-//! The analyzer's tables: `flows`, `events`, `pfc`, `timeline`, `hops`
+//! The analyzer's tables: `flows`, `events`, `pfc`, `timeline`, `hops`,
+//! `nics`
 //! (docs/tables.md). `iface` columns hold the interface's name.
 //!
 //! Integer columns are signed and wider than the analyzer's unsigned
@@ -14,6 +15,7 @@ use super::format::micros;
 use crate::addr::{Ip, Mac};
 use crate::analyze::hops::HopRow;
 use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow};
+use crate::analyze::{Latency, NicRow};
 use crate::columns;
 
 /// A row and the names of the run's interfaces.
@@ -180,5 +182,29 @@ columns! {
         delay_max_ns: Int64Builder = |n| n.row.delay_max_ns,
         clock_offset_ns: Int64Builder = |n| Some(n.row.clock_offset_ns),
         adjacent: BooleanBuilder = |n| Some(n.row.adjacent),
+    }
+}
+
+columns! {
+    /// One row per NIC: how fast it reacts (docs/tables.md, `nics.parquet`).
+    pub struct NicColumns for NicRow {
+        nic_mac: StringBuilder = |n| Some(Mac(n.mac)),
+        nic_ip: StringBuilder = |n| Some(Ip(n.ip)),
+        nak_generation_count: Int64Builder = |n| Some(n.summary(Latency::NakGeneration).count),
+        nak_generation_p50_ns: Int64Builder = |n| n.summary(Latency::NakGeneration).p50_ns,
+        nak_generation_p99_ns: Int64Builder = |n| n.summary(Latency::NakGeneration).p99_ns,
+        nak_generation_max_ns: Int64Builder = |n| n.summary(Latency::NakGeneration).max_ns,
+        nak_reaction_count: Int64Builder = |n| Some(n.summary(Latency::NakReaction).count),
+        nak_reaction_p50_ns: Int64Builder = |n| n.summary(Latency::NakReaction).p50_ns,
+        nak_reaction_p99_ns: Int64Builder = |n| n.summary(Latency::NakReaction).p99_ns,
+        nak_reaction_max_ns: Int64Builder = |n| n.summary(Latency::NakReaction).max_ns,
+        timeout_retrans_count: Int64Builder = |n| Some(n.summary(Latency::TimeoutRetrans).count),
+        timeout_retrans_p50_ns: Int64Builder = |n| n.summary(Latency::TimeoutRetrans).p50_ns,
+        timeout_retrans_p99_ns: Int64Builder = |n| n.summary(Latency::TimeoutRetrans).p99_ns,
+        timeout_retrans_max_ns: Int64Builder = |n| n.summary(Latency::TimeoutRetrans).max_ns,
+        cnp_generation_count: Int64Builder = |n| Some(n.summary(Latency::CnpGeneration).count),
+        cnp_generation_p50_ns: Int64Builder = |n| n.summary(Latency::CnpGeneration).p50_ns,
+        cnp_generation_p99_ns: Int64Builder = |n| n.summary(Latency::CnpGeneration).p99_ns,
+        cnp_generation_max_ns: Int64Builder = |n| n.summary(Latency::CnpGeneration).max_ns,
     }
 }

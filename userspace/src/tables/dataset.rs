@@ -50,7 +50,9 @@ use std::path::{Path, PathBuf};
 
 use rocescope_common::PacketRecord;
 
-use super::analysis::{EventColumns, FlowColumns, HopColumns, Named, PfcColumns, TimelineColumns};
+use super::analysis::{
+    EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TimelineColumns,
+};
 use super::packets::{PacketColumns, PacketRow};
 use super::{Columns, Encoding, ParquetTable, summary_json, write_text_at};
 use crate::analyze::{self, Analysis, Verdict, fmt_utc};
@@ -493,9 +495,16 @@ impl DatasetWriter {
         for row in &analysis.hops {
             hops.push(ctx, row.first_ts_ns, &Named { row, ifaces })?;
         }
+        // A NIC's row has no time of its own: the run's start partitions it.
+        let mut nics = Partitioned::<NicColumns>::new("nics");
+        let run_start = ctx.run.as_ref().map_or(0, |r| r.0);
+        for row in &analysis.nics {
+            nics.push(ctx, run_start, row)?;
+        }
         let mut files = self.packets.close(ctx)?;
         files.extend(flows.close(ctx)?);
         files.extend(hops.close(ctx)?);
+        files.extend(nics.close(ctx)?);
         files.extend(self.events.close(ctx)?);
         files.extend(pfc.close(ctx)?);
         files.extend(self.timeline.close(ctx)?);
@@ -810,7 +819,7 @@ mod tests {
         assert_eq!(table_rows(dir.path(), "timeline"), 41);
         assert!(walk(&dir.path().join(PARTIAL_DIR)).is_empty());
         // Tables without rows still have a file; only Parquet in the table roots.
-        for table in ["packets", "flows", "events", "pfc", "hops"] {
+        for table in ["packets", "flows", "events", "pfc", "hops", "nics"] {
             let prefix = format!("{table}/host=tap1/date=2026-01-01/hour=0/part-{run}-");
             assert!(files.iter().any(|f| rel(f).starts_with(&prefix)), "{table}");
             for f in walk(&dir.path().join(table)) {
@@ -827,7 +836,7 @@ mod tests {
         assert_eq!(text.lines().count(), 1);
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(json["dataset"]["run"], run.as_str());
-        assert_eq!(json["dataset"]["files"].as_array().unwrap().len(), 9);
+        assert_eq!(json["dataset"]["files"].as_array().unwrap().len(), 10);
     }
 
     /// Captures that start at the same instant on one host (the synthetic

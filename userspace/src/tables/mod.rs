@@ -46,7 +46,9 @@ pub mod packets;
 
 use crate::analyze::{self, Analysis, Verdict};
 use crate::output::{Output, RunFacts};
-use analysis::{EventColumns, FlowColumns, HopColumns, Named, PfcColumns, TimelineColumns};
+use analysis::{
+    EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TimelineColumns,
+};
 use packets::{PacketColumns, PacketRow};
 use rocescope_common::PacketRecord;
 
@@ -150,13 +152,14 @@ macro_rules! columns {
 }
 
 /// Every file a [`TableSet`] writes.
-pub const OUTPUT_FILES: [&str; 7] = [
+pub const OUTPUT_FILES: [&str; 8] = [
     "packets.parquet",
     "flows.parquet",
     "events.parquet",
     "pfc.parquet",
     "timeline.parquet",
     "hops.parquet",
+    "nics.parquet",
     "summary.json",
 ];
 
@@ -620,9 +623,14 @@ impl TableSet {
         for row in &analysis.hops {
             hops.push(&Named { row, ifaces })?;
         }
+        let mut nics = ParquetTable::<NicColumns>::create(&self.dir, "nics.parquet")?;
+        for row in &analysis.nics {
+            nics.push(row)?;
+        }
         flows.close()?;
         pfc.close()?;
         hops.close()?;
+        nics.close()?;
         self.packets.close()?;
         self.events.close()?;
         self.timeline.close()?;

@@ -35,6 +35,9 @@ pub(crate) struct Input<'a> {
     pub qos: &'a crate::analyze::qos::Marks,
     /// `hops.parquet`'s rows (cross-tap matching).
     pub hops: &'a [crate::analyze::hops::HopRow],
+    /// How fast each NIC reacts, per tap (interface index): `nics.parquet`'s
+    /// rows before the taps are pooled.
+    pub nics: &'a [(u16, crate::analyze::NicRow)],
 }
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.

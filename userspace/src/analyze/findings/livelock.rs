@@ -1,20 +1,42 @@
-//! `retransmission-livelock`: the flows whose rewinds to one PSN made a
-//! livelock (the per-flow runs: `analyze/livelock.rs`; see "Retransmission
-//! livelock" in `docs/analysis.md`).
+//! `retransmission-livelock` and `retry-exhausted`: the flows whose rewinds
+//! to one PSN made a livelock, and those that spent their retry count on one
+//! PSN and fell silent (the per-flow runs: `analyze/livelock.rs`; see
+//! "Retransmission livelock" and "Retry exhaustion" in `docs/analysis.md`).
 
 use serde_json::json;
 
-use crate::analyze::livelock::Run;
+use crate::analyze::livelock::{Exhausted, Run};
+use crate::analyze::rto::{ACK_TIMEOUT_UNIT_NS, nearest_exponent};
 use crate::analyze::{Finding, Flow, fmt_count, fmt_duration};
 
 use super::input::{Input, params};
 
-/// `retransmission-livelock`: every flow in a livelock, the longest first.
+/// Where to look for what drops one packet every time.
+const DROPPED_EVERY_TIME: &str = "compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface; a smaller one silently drops full-size frames while small messages pass), then check ACLs and the switches' discard counters for the flow's UDP port";
+
+/// Flow `f`'s retry exhaustion, judged against the end of its tap's
+/// capture.
+fn exhausted(x: &Input, f: &Flow) -> Option<Exhausted> {
+    let end = x
+        .summary
+        .taps
+        .iter()
+        .find(|t| t.iface == f.iface)
+        .and_then(|t| t.last_ts_ns)
+        .or(x.summary.last_ts_ns)?;
+    f.rewind().livelock.exhausted(f.last_ts, end)
+}
+
+/// `retransmission-livelock`: every flow in a livelock, the longest first;
+/// a flow whose longest run ended its retries is `retry-exhausted` instead.
 pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     let mut stuck: Vec<(&Flow, Run)> = x
         .flows
         .iter()
         .filter_map(|f| Some((f, f.rewind().livelock.livelock()?)))
+        .filter(|(f, r)| {
+            exhausted(x, f).is_none_or(|e| (e.run.psn, e.run.first_ts) != (r.psn, r.first_ts))
+        })
         .collect();
     if stuck.is_empty() {
         return;
@@ -48,7 +70,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             fmt_count(r.rewinds, "rewind")
         ),
         detail: parts.join("; "),
-        recommendation: "Something drops this packet every time, not by chance: compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface; a smaller one silently drops full-size frames while small messages pass), then check ACLs and the switches' discard counters for the flow's UDP port; the requester will spend its retry count (retry_cnt) on it and move the QP to the error state".into(),
+        recommendation: format!("Something drops this packet every time, not by chance: {DROPPED_EVERY_TIME}; the requester will spend its retry count (retry_cnt) on it and move the QP to the error state"),
         flows: stuck.iter().map(|(f, _)| f.id).collect(),
         params: params([
             ("flows", json!(stuck.len())),
@@ -58,6 +80,123 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             ("first_rewind_ns", json!(r.first_ts)),
             ("last_rewind_ns", json!(r.last_ts)),
             ("max_frame_len", json!(f.max_frame_len)),
+        ]),
+        wireshark: None,
+    });
+}
+
+/// `retry-exhausted`: every flow that resent one PSN its retry count of
+/// times after timeouts with nothing acknowledged, then sent nothing more
+/// (`docs/analysis.md`, "Retry exhaustion").
+pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
+    let mut dead: Vec<(&Flow, Exhausted)> = x
+        .flows
+        .iter()
+        .filter_map(|f| Some((f, exhausted(x, f)?)))
+        .collect();
+    if dead.is_empty() {
+        return;
+    }
+    dead.sort_by_key(|(f, e)| (e.silent_from_ns, f.id));
+    let gone = dead.iter().filter(|(_, e)| e.retries.answers == 0).count();
+    let parts: Vec<String> = dead
+        .iter()
+        .map(|(f, e)| {
+            let (r, n) = (&e.run, &e.retries);
+            let t = nearest_exponent(e.timeout_ns);
+            let mut s = format!(
+                "{} sent PSN {} {} times (the original and {}), one local ACK timeout ≈ {} apart (T = {t}: 4.096 µs × 2^{t} = {}), with nothing acknowledged, from {} to {}; then it sent nothing from {} to the end of the capture ({} later). Retry count {} ({})",
+                x.describe(f),
+                r.psn,
+                r.rewinds + 1,
+                fmt_count(r.rewinds, "retry"),
+                fmt_duration(e.timeout_ns),
+                fmt_duration(ACK_TIMEOUT_UNIT_NS << t),
+                x.at(r.first_ts),
+                x.at(r.last_ts),
+                x.at(e.silent_from_ns),
+                fmt_duration(e.silent_ns),
+                e.retry_count,
+                if e.from_cm {
+                    "from the connection's CM REQ"
+                } else {
+                    "assumed: no CM REQ in the capture gives it"
+                }
+            );
+            if u64::from(n.timeouts) < r.rewinds {
+                s.push_str(&format!(
+                    "; {} of the retries followed a sequence-error NAK",
+                    r.rewinds - u64::from(n.timeouts)
+                ));
+            }
+            if n.answers == 0 {
+                s.push_str(&format!(
+                    ". Nothing came back on the reverse direction{} from the first retry on: the responder, or the path to it, is gone",
+                    match f.paired_qp {
+                        Some(qp) => format!(" (QP {qp})"),
+                        None => String::new(),
+                    }
+                ));
+            } else {
+                s.push_str(&format!(
+                    ". The reverse direction answered {} from the first retry on ({}, {} acknowledging PSNs before {}): the responder is alive and this packet is dropped every time; its largest frame was {} bytes",
+                    fmt_count(n.answers, "time"),
+                    fmt_count(n.naks, "NAK"),
+                    fmt_count(n.progressed, "ACK"),
+                    r.psn,
+                    f.max_frame_len
+                ));
+            }
+            s
+        })
+        .collect();
+    let (f, e) = dead[0];
+    let t = nearest_exponent(e.timeout_ns);
+    let mut recommendation = format!(
+        "The QP is in the error state: its work requests complete with IBV_WC_RETRY_EXC_ERR (status 12) — NCCL reports \"completion with error 12\" (NCCL_IB_TIMEOUT is T, here {t}; NCCL_IB_RETRY_CNT the retry count), UCX \"transport retry count exceeded\"; the application has to reconnect."
+    );
+    if gone > 0 {
+        recommendation.push_str(" Nothing came back: check the responder host (crashed, rebooted, process or QP gone), its NIC port and link (down, flapping: `ibv_devinfo`, `ethtool`, the switch port's link log), and the route and neighbour entry to it; a longer timeout or more retries only help when the responder is alive but its answers are held up (long pauses).");
+    }
+    if gone < dead.len() {
+        recommendation.push_str(&format!(
+            " The responder answered but never got this packet: {DROPPED_EVERY_TIME}."
+        ));
+    }
+    out.push(Finding {
+        id: "retry-exhausted",
+        impact: x.traffic_share(&dead.iter().map(|(f, _)| f.id).collect::<Vec<_>>()),
+        severity: "critical",
+        title: format!(
+            "{} ran out of retries and fell silent (flow {} PSN {}: {} after timeouts of T = {t}, {})",
+            fmt_count(dead.len() as u64, "QP"),
+            f.id,
+            e.run.psn,
+            fmt_count(e.run.rewinds, "retry"),
+            if e.retries.answers == 0 {
+                "nothing came back"
+            } else {
+                "the responder answered"
+            }
+        ),
+        detail: parts.join("; "),
+        recommendation,
+        flows: dead.iter().map(|(f, _)| f.id).collect(),
+        params: params([
+            ("flows", json!(dead.len())),
+            ("worst_flow", json!(f.id)),
+            ("psn", json!(e.run.psn)),
+            ("retries", json!(e.run.rewinds)),
+            ("retry_count", json!(e.retry_count)),
+            ("retry_count_from_cm", json!(e.from_cm)),
+            ("timeout_ns", json!(e.timeout_ns)),
+            ("timeout_exponent", json!(t)),
+            ("first_retry_ns", json!(e.run.first_ts)),
+            ("last_retry_ns", json!(e.run.last_ts)),
+            ("silent_from_ns", json!(e.silent_from_ns)),
+            ("reverse_packets", json!(e.retries.answers)),
+            ("reverse_naks", json!(e.retries.naks)),
+            ("flows_nothing_came_back", json!(gone)),
         ]),
         wireshark: None,
     });

@@ -9,8 +9,9 @@
 //! then the findings themselves, one file per family, each using `input`
 //! and the analyzer's lower layers, never another finding file nor this
 //! collector: retransmissions (`retrans`), the capture, PFC, ECN,
-//! `livelock`, `unanswered`, `mtu`, `ecmp`, `qos`, `cnp_overload`,
-//! `dcqcn`, `hops` (hop loss and queueing), `episodes` (congestion
+//! `livelock` (and retry exhaustion), `unanswered`, `mtu`, `ecmp`, `qos`,
+//! `cnp_overload`, `dcqcn`, `hops` (hop loss and queueing), `nics` (slow
+//! NIC reactions), `episodes` (congestion
 //! episodes). Their definitions: `docs/analysis.md`, *Findings*; their text
 //! and `params`: `docs/report.md`.
 
@@ -24,6 +25,7 @@ mod hops;
 pub(super) mod input;
 mod livelock;
 mod mtu;
+mod nics;
 mod pfc;
 mod qos;
 mod retrans;
@@ -42,6 +44,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     let mut out = Vec::new();
     capture(x, &mut out);
     ghost(x, &mut out);
+    livelock::retry_exhausted(x, &mut out);
     livelock::finding(x, &mut out);
     unanswered::finding(x, &mut out);
     mtu::finding(x, &mut out);
@@ -50,6 +53,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
     cnp_overload::finding(x, &mut out);
     dcqcn::finding(x, &mut out);
     hops::finding(x, &mut out);
+    nics::finding(x, &mut out);
     real_loss(x, &mut out);
     reordering(x, &mut out);
     corruption(x, &mut out);

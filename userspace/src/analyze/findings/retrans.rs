@@ -217,6 +217,9 @@ fn nic_timeout_text(nics: &[&NicTimeout]) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
+/// `real-loss`: only what the capture shows was lost (NAKs, PSNs first seen
+/// in a resend, timeouts nothing shows were delays). Unresolved PSNs are not
+/// evidence: the summary's capture facts say them.
 pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
     let flows: Vec<&Flow> = x
         .flows
@@ -236,7 +239,6 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
     let nak_rewinds = sum(|f| f.rewind().rewinds_nak);
     let nak_lost = sum(|f| f.gap().gap_counts.nak_lost);
     let before_tap = sum(|f| f.gap().gap_counts.lost_before_tap);
-    let unresolved = sum(|f| f.gap().gap_counts.unresolved);
     let timeouts = sum(|f| f.rewind().rewinds_timeout_unexplained);
     let mut parts = vec![format!("On {}:", fmt_count(flows.len() as u64, "flow"))];
     if naks + nak_rewinds > 0 {
@@ -259,12 +261,6 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
             fmt_count(timeouts, "timeout rewind")
         ));
     }
-    if unresolved > 0 {
-        parts.push(format!(
-            "Unresolved gaps: {} never seen and never acknowledged (the reverse direction may be missing from the capture).",
-            fmt_count(unresolved, "PSN")
-        ));
-    }
     let mut detail = parts.join("\n");
     if let Some(f) = flows.iter().max_by_key(|f| {
         (
@@ -275,15 +271,11 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
         )
     }) {
         detail.push_str(&format!(
-            "\nMost: {} with {} (deepest {}), {} lost before the tap, {} unresolved.",
+            "\nMost: {} with {} (deepest {}), {} lost before the tap.",
             x.describe(f),
             fmt_count(f.rewind().rewinds_nak, "NAK rewind"),
             fmt_count(f.rewind().max_depth, "PSN"),
-            fmt_count(
-                f.gap().gap_counts.lost_before_tap + f.gap().gap_counts.nak_lost,
-                "PSN"
-            ),
-            f.gap().gap_counts.unresolved
+            fmt_count(f.gap().gap_counts.lost(), "PSN"),
         ));
     }
     let lost = before_tap + nak_lost;
@@ -295,10 +287,6 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
             format!("{} lost before the tap", fmt_count(lost, "PSN")),
         ),
         (timeouts, fmt_count(timeouts, "unexplained timeout")),
-        (
-            unresolved,
-            format!("{} unresolved", fmt_count(unresolved, "PSN")),
-        ),
     ] {
         if n > 0 {
             headline.push(what);
@@ -311,14 +299,13 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
         severity: "warning",
         title: format!("Packets really lost: {}", headline.join(", ")),
         detail,
-        recommendation: "A NAK means the responder saw a PSN hole; a PSN first seen in a resend was lost upstream of the tap. Find the drop on the path (switch discard, CRC/FCS and buffer counters on the lossless priority, PFC headroom). Unresolved gaps need the reverse direction in the capture to be told apart from capture loss.".into(),
+        recommendation: "A NAK means the responder saw a PSN hole; a PSN first seen in a resend was lost upstream of the tap. Find the drop on the path (switch discard, CRC/FCS and buffer counters on the lossless priority, PFC headroom).".into(),
         flows: flows.iter().map(|f| f.id).collect(),
         params: params([
             ("naks", json!(naks)),
             ("nak_rewinds", json!(nak_rewinds)),
             ("psns_lost_before_tap", json!(lost)),
             ("unexplained_timeouts", json!(timeouts)),
-            ("unresolved_psns", json!(unresolved)),
         ]),
     });
 }

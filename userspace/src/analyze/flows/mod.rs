@@ -172,7 +172,9 @@ impl Flow {
     }
 
     pub(super) fn rewind_mut(&mut self) -> &mut RewindHistory {
-        self.rewind.get_or_insert_with(Box::default)
+        let acked = self.rto.highest_acked();
+        self.rewind
+            .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)))
     }
 
     /// Its gap history (an empty one when it never skipped a PSN).

@@ -265,6 +265,12 @@ pub struct QpSummary {
     /// Indices the responder named in sequence-error NAKs.
     #[serde(skip)]
     pub nak_named: Vec<u64>,
+    /// Each sequence-error NAK's cause: `(send_seq, resp_seq)` (`Qp::nak_causes`).
+    #[serde(skip)]
+    pub nak_causes: Vec<(u64, u64)>,
+    /// Each NAK's first resend: `(resp_seq, send_seq)` (`Qp::nak_resends`).
+    #[serde(skip)]
+    pub nak_resends: Vec<(u64, u64)>,
     /// One past the highest index the responder acknowledged.
     #[serde(skip)]
     pub resp_acked: u64,
@@ -665,6 +671,8 @@ impl Fabric {
                     },
                     stats,
                     nak_named: q.nak_named.clone(),
+                    nak_causes: q.nak_causes.clone(),
+                    nak_resends: q.nak_resends.clone(),
                     resp_acked: q.resp_acked,
                     rewinds: q.rewinds.clone(),
                     timer_fires: q.timer_fires.clone(),
@@ -1238,8 +1246,12 @@ impl Fabric {
         } else {
             None
         };
+        if let (Some(Trigger::Nak), Some(nak)) = (rewind, q.pending_nak.take()) {
+            q.nak_resends.push((nak, q.stats.sent_packets));
+        }
         if !retrans {
             q.pending_rewind = None;
+            q.pending_nak = None;
         }
         let spurious = retrans && idx < q.resp_acked;
         let send_seq = q.stats.sent_packets;
@@ -1371,7 +1383,9 @@ impl Fabric {
         }
     }
 
-    fn on_response(&mut self, qi: usize, r: &RoceSpec) {
+    /// A response to connection `qi`'s requester; `resp_seq` its place in
+    /// the responder's order.
+    fn on_response(&mut self, qi: usize, r: &RoceSpec, resp_seq: Option<u64>) {
         let Some(a) = r.aeth else { return };
         let q = &mut self.qps[qi];
         let idx = q.index_near(r.psn, q.snd_una);
@@ -1391,6 +1405,7 @@ impl Fabric {
                 } else {
                     Trigger::Rnr
                 });
+                q.pending_nak = resp_seq.filter(|_| aeth::is_nak(a.syndrome));
             }
         }
         let q = &mut self.qps[qi];
@@ -1511,7 +1526,7 @@ impl Fabric {
                     return;
                 }
                 let r = r.clone();
-                self.on_response(qi, &r);
+                self.on_response(qi, &r, pkt.meta.resp_seq);
             }
             FrameSpec::Cnp(_) => self.on_cnp(qi),
             FrameSpec::Pfc(_) => {}
@@ -1609,6 +1624,9 @@ impl Fabric {
             } else {
                 q.nak_sent = true;
                 q.nak_named.push(q.epsn);
+                // send_aeth numbers it next.
+                let resp_seq = q.stats.acks_sent + q.stats.naks_sent;
+                q.nak_causes.push((pkt.meta.send_seq, resp_seq));
                 Some(aeth::KIND_NAK | aeth::NAK_PSN_SEQUENCE_ERROR)
             }
         } else {

@@ -9,7 +9,8 @@
 //! * [`qp`] — RC requester (Go-Back-N, RTO, DCQCN) and responder state.
 //! * [`spec`] — [`FrameSpec`]: the plain data a frame builder turns into bytes.
 //! * [`truth`] — [`Truth`]: per-tap counters in the analyzer's vocabulary;
-//!   [`hop_truth`] what passed between taps, [`pause_truth`] who paused whom.
+//!   [`hop_truth`] what passed between taps, [`pause_truth`] who paused whom,
+//!   [`nic_truth`] how fast the NICs reacted.
 //!
 //! ```
 //! use rocescope::synth::model::{Config, simulate, Truth};
@@ -23,6 +24,7 @@ pub mod bridge;
 pub mod fabric;
 pub mod hop_truth;
 pub mod hosts;
+pub mod nic_truth;
 pub mod pause_truth;
 pub mod qp;
 pub mod scenario;

@@ -141,6 +141,14 @@ pub struct Qp {
     pub ooo: BTreeMap<u64, Placed>,
     /// Indices the responder named in sequence-error NAKs, in order.
     pub nak_named: Vec<u64>,
+    /// What made each of the responder's sequence-error NAKs: `(send_seq of
+    /// the packet out of sequence it answered, the NAK's resp_seq)`.
+    pub nak_causes: Vec<(u64, u64)>,
+    /// The NAK (its resp_seq) the pending rewind answers.
+    pub pending_nak: Option<u64>,
+    /// The requester's first resend after each NAK: `(the NAK's resp_seq,
+    /// the resend's send_seq)`.
+    pub nak_resends: Vec<(u64, u64)>,
     /// The reason of each Go-Back-N the requester made, in order.
     pub rewinds: Vec<Trigger>,
 
@@ -194,6 +202,9 @@ impl Qp {
             msn: 0,
             ooo: BTreeMap::new(),
             nak_named: vec![],
+            nak_causes: vec![],
+            pending_nak: None,
+            nak_resends: vec![],
             rewinds: vec![],
             stats: QpStats {
                 min_rate_gbps: line_gbps,

@@ -310,6 +310,9 @@ pub struct Truth {
     /// The PFC congestion trees: who paused whom, from the model's record
     /// of why each port paused, and which taps saw each pause.
     pub pfc_trees: super::pause_truth::PauseTrees,
+    /// How the NICs reacted, per NIC as the taps name it: NAK generation
+    /// and reaction latencies from the model's record of their causes.
+    pub nics: Vec<super::nic_truth::NicTruth>,
 }
 
 impl ConnectionTruth {
@@ -839,6 +842,7 @@ impl Truth {
         Truth {
             hops,
             pfc_trees: super::pause_truth::of(run, &wanted),
+            nics: super::nic_truth::of(run, &wanted),
             scenario: run.scenario.clone(),
             seed: run.seed,
             capture,
