@@ -80,7 +80,7 @@ impl Analyzer {
 
     pub(super) fn apply_hint(&mut self, r: usize) {
         if let Some(&n) = self.retry_counts.get(&self.flows[r].key()) {
-            self.flows[r].livelock.retry_count = Some(n);
+            self.flows[r].rewind_mut().livelock.retry_count = Some(n);
         }
         let Some(&qp) = self.hints.get(&self.flows[r].key()) else {
             return;
