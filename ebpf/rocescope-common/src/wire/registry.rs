@@ -72,6 +72,10 @@ pub struct Transport {
     pub ethertype: Option<u16>,
     /// Capture link types whose frames are this transport's.
     pub linktypes: &'static [u32],
+    /// Whether the shared walk decodes its frames yet (UET: recognised,
+    /// but its frames still stop the walk as foreign; messages that name
+    /// the ports the run decodes leave it out).
+    pub walked: bool,
 }
 
 /// The registry: one line per transport.
@@ -87,6 +91,7 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
         ethertype: Some(ethernet::ETHERTYPE_ROCE),
         // Native InfiniBand: an LRH first.
         linktypes: &[linktype::INFINIBAND],
+        walked: true,
     },
     Transport {
         id: TransportId::Uet,
@@ -100,6 +105,7 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
         ip_protocol: true,
         ethertype: None,
         linktypes: &[],
+        walked: false,
     },
 ];
 
