@@ -91,7 +91,7 @@ fn walk(buf: &[u8], entropy: Option<u16>) -> Result<Found<'_>, Error> {
     if buf.len() < pds::PREFIX_LEN {
         return Err(Error::Truncated(Header::PdsPrefix));
     }
-    if byte(buf, 0) >> 3 == PdsType::Tss as u8 {
+    if byte(buf, 0) >> 3 == tss::TYPE {
         let t = Tss::new_checked(buf)?;
         found.encrypted_len = t.encrypted_len();
         found.tss = Some(t);

@@ -618,3 +618,5 @@ impl<'a> Pds<'a> {
         (self.pds_type == PdsType::Control).then(|| be32(self.buf, field::control::PAYLOAD))
     }
 }
+
+const _: () = assert!(PdsType::Tss as u8 == super::tss::TYPE);

@@ -15,6 +15,8 @@ pub mod field {
     pub const SSI: usize = 4;
 }
 
+/// The type field's value for a TSS header (the PDS types' number 1).
+pub const TYPE: u8 = 1;
 /// The header without the SSI.
 pub const BASE_LEN: usize = 12;
 /// With SP set: the SSI's 4 bytes more.
@@ -34,7 +36,7 @@ impl<'a> Tss<'a> {
             return Err(Error::Truncated(Header::Tss));
         }
         let t = Tss { buf };
-        if (be32(buf, field::WORD0) >> field::TYPE_SHIFT) as u8 != super::pds::PdsType::Tss as u8 {
+        if t.tss_type() != TYPE {
             return Err(Error::UnknownType(Header::Tss, t.tss_type()));
         }
         if buf.len() < t.header_len() {
