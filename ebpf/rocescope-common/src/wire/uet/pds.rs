@@ -402,7 +402,7 @@ impl<'a> Pds<'a> {
 
     /// NACK type bit (NACKs).
     pub fn nt(&self) -> bool {
-        matches!(self.pds_type, PdsType::Nack | PdsType::NackCcx) && self.flag(field::FLAG_NT)
+        self.is_nack() && self.flag(field::FLAG_NT)
     }
 
     /// ACK's 2-bit request: 0 none, 1 clear PSN, 2 close PDC.
@@ -426,7 +426,11 @@ impl<'a> Pds<'a> {
     }
 
     fn is_ack_or_nack(&self) -> bool {
-        self.is_ack() || matches!(self.pds_type, PdsType::Nack | PdsType::NackCcx)
+        self.is_ack() || self.is_nack()
+    }
+
+    fn is_nack(&self) -> bool {
+        matches!(self.pds_type, PdsType::Nack | PdsType::NackCcx)
     }
 
     fn has_pdc_ids(&self) -> bool {
@@ -587,8 +591,7 @@ impl<'a> Pds<'a> {
 
     /// NACKs: the code as sent.
     pub fn nack_code_raw(&self) -> Option<u8> {
-        matches!(self.pds_type, PdsType::Nack | PdsType::NackCcx)
-            .then(|| byte(self.buf, field::nack::CODE))
+        self.is_nack().then(|| byte(self.buf, field::nack::CODE))
     }
 
     /// NACKs: the code, when the specification names it.
@@ -598,14 +601,13 @@ impl<'a> Pds<'a> {
 
     /// NACKs: the vendor code.
     pub fn nack_vendor_code(&self) -> Option<u8> {
-        matches!(self.pds_type, PdsType::Nack | PdsType::NackCcx)
+        self.is_nack()
             .then(|| byte(self.buf, field::nack::VENDOR_CODE))
     }
 
     /// NACKs: the payload, the largest PSN received plus one.
     pub fn nack_max_recv_psn_plus_1(&self) -> Option<u32> {
-        matches!(self.pds_type, PdsType::Nack | PdsType::NackCcx)
-            .then(|| be32(self.buf, field::nack::PAYLOAD))
+        self.is_nack().then(|| be32(self.buf, field::nack::PAYLOAD))
     }
 
     /// CONTROL: the probe opaque.
