@@ -118,8 +118,8 @@ fn an_xdp2_ack_with_a_response_decodes_field_by_field() {
 }
 
 /// xdp2 `uet_send_nack_response`: a NACK (`uet_pds_fill_nack`: code
-/// EXP_NACK_ERR, vendor code 0xdc) and a response. The flag bits are where
-/// Wireshark's masks put M and RETX (xdp2's NACK struct was not read).
+/// EXP_NACK_ERR, vendor code 0xdc) and a response (`struct uet_pds_nack`
+/// puts M, RETX and NT where Wireshark's masks do).
 const XDP2_NACK_RESPONSE: [u8; 28] = [
     0x52, 0x30, // type 10, next header 4, M | RETX
     0xFE, 0xDC, // nack code, vendor code
@@ -182,6 +182,34 @@ fn an_xdp2_ack_ccx_is_read_as_wireshark_reads_it() {
         Pds::new_checked(&b[..32]),
         Err(Error::Truncated(Header::Pds(PdsType::AckCcx)))
     );
+}
+
+/// xdp2 `uet_send_nack_ccx_noresponse`: a NACK_CCX of 24 bytes (`struct
+/// uet_pds_nack_ccx`: NACK, then CCX type and state in one byte and 7
+/// reserved); Wireshark master skips 16 bytes of CCX state (32), which
+/// this decoder follows: xdp2's packet is 8 bytes short of it.
+#[test]
+fn an_xdp2_nack_ccx_is_short_of_wiresharks_size() {
+    let mut b = [0u8; 24];
+    b[..16].copy_from_slice(&[
+        0x60, 0x30, 0xFE, 0xDC, 0xFE, 0xDC, 0xBA, 0x98, 0x00, 0x11, 0x88, 0x75, 0xDC, 0xBA, 0x98,
+        0x76,
+    ]);
+    b[16] = 0xCD; // nccx_type 0xc, nccx_ccx_state1 0xd
+    for (i, x) in b[17..24].iter_mut().enumerate() {
+        *x = 0xD0 + i as u8;
+    }
+    assert_eq!(
+        Pds::new_checked(&b),
+        Err(Error::Truncated(Header::Pds(PdsType::NackCcx)))
+    );
+    let mut w = [0u8; 32];
+    w[..24].copy_from_slice(&b);
+    let p = Pds::new_checked(&w).unwrap();
+    assert_eq!(p.pds_type(), PdsType::NackCcx);
+    assert_eq!(p.nack_code(), Some(NackCode::ExpNackErr));
+    assert_eq!(p.psn(), Some(0xFEDC_BA98));
+    assert_eq!(p.ccx_state().map(|s| s[0]), Some(0xCD));
 }
 
 /// ACK_CC with NSCC state and a response with data, byte by byte as
