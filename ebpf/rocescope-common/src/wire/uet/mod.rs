@@ -13,6 +13,7 @@
 //!
 //! `no_std`, no allocation; every read is bounds-checked (a short buffer is
 //! an [`Error`], never a panic).
+mod nack;
 pub mod pds;
 pub mod ses;
 pub mod tss;
