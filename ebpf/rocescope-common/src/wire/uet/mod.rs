@@ -13,6 +13,25 @@
 //!
 //! `no_std`, no allocation; every read is bounds-checked (a short buffer is
 //! an [`Error`], never a panic).
+/// A field's value set as the specification names it: the enum (`u8`
+/// values) and `from_u8`, `None` for a value it does not name.
+macro_rules! wire_enum {
+    ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $var:ident = $val:expr,)+ }) => {
+        $(#[$m])*
+        #[repr(u8)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vm])* $var = $val,)+ }
+
+        impl $name {
+            /// The value `v` names, if the specification names it.
+            pub const fn from_u8(v: u8) -> Option<$name> {
+                $(if v == $val { return Some($name::$var); })+
+                None
+            }
+        }
+    };
+}
+
 mod nack;
 pub mod pds;
 pub mod ses;

@@ -110,9 +110,8 @@ pub const NACK_LEN: usize = 16;
 pub const NACK_CCX_LEN: usize = 32;
 pub const CONTROL_LEN: usize = 16;
 
+wire_enum! {
 /// The PDS type: the prefix's top 5 bits.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PdsType {
     /// Not a PDS header: the TSS (encryption) header's type.
     Tss = 1,
@@ -130,28 +129,9 @@ pub enum PdsType {
     RudCcRequest = 13,
     RodCcRequest = 14,
 }
+}
 
 impl PdsType {
-    pub const fn from_u8(v: u8) -> Option<PdsType> {
-        Some(match v {
-            1 => PdsType::Tss,
-            2 => PdsType::RudRequest,
-            3 => PdsType::RodRequest,
-            4 => PdsType::RudiRequest,
-            5 => PdsType::RudiResponse,
-            6 => PdsType::UudRequest,
-            7 => PdsType::Ack,
-            8 => PdsType::AckCc,
-            9 => PdsType::AckCcx,
-            10 => PdsType::Nack,
-            11 => PdsType::Control,
-            12 => PdsType::NackCcx,
-            13 => PdsType::RudCcRequest,
-            14 => PdsType::RodCcRequest,
-            _ => return None,
-        })
-    }
-
     /// Its header's length, the prefix included (the TSS's depends on its
     /// SP bit: [`super::tss::Tss::header_len`]).
     pub const fn header_len(self) -> usize {
@@ -182,9 +162,8 @@ impl PdsType {
     }
 }
 
+wire_enum! {
 /// CONTROL's control type (in the prefix's next-header bits).
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ControlType {
     Noop = 0,
     AckReq = 1,
@@ -198,23 +177,6 @@ pub enum ControlType {
     /// Listed by xdp2, not by Wireshark master.
     Negotiation = 9,
 }
-
-impl ControlType {
-    pub const fn from_u8(v: u8) -> Option<ControlType> {
-        Some(match v {
-            0 => ControlType::Noop,
-            1 => ControlType::AckReq,
-            2 => ControlType::Clear,
-            3 => ControlType::ClearReq,
-            4 => ControlType::Close,
-            5 => ControlType::CloseReq,
-            6 => ControlType::Probe,
-            7 => ControlType::Credit,
-            8 => ControlType::CreditReq,
-            9 => ControlType::Negotiation,
-            _ => return None,
-        })
-    }
 }
 
 /// The congestion-control state an ACK_CC carries (its CC type).

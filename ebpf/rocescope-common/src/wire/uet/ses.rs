@@ -22,7 +22,8 @@ pub mod field {
     /// 14-bit lengths in a 16- or 32-bit word.
     pub const LOW14: u16 = 0x3FFF;
 
-    /// Standard request (44 bytes).
+    /// Standard request (44 bytes); from byte 4 on, also the small and
+    /// medium requests' offsets.
     pub mod standard {
         pub const MESSAGE_ID: usize = 2;
         pub const INDEX_GENERATION: usize = 4;
@@ -42,19 +43,12 @@ pub mod field {
         pub const REQUEST_LENGTH: usize = 40;
     }
 
-    /// Small (20 bytes) and medium (32) requests.
+    /// Small (20 bytes) and medium (32) requests: bytes 2–3 differ from
+    /// the standard request's; from byte 4 on they are its offsets (the
+    /// small request ends after the buffer offset).
     pub mod small {
         /// Reserved (2 bits), request length (14).
         pub const REQUEST_LENGTH: usize = 2;
-        pub const INDEX_GENERATION: usize = 4;
-        pub const JOB_ID: usize = 5;
-        pub const PID_ON_FEP: usize = 8;
-        pub const RESOURCE_INDEX: usize = 10;
-        /// Buffer offset (medium with HD: header data).
-        pub const BUFFER_OFFSET: usize = 12;
-        /// Medium only.
-        pub const INITIATOR: usize = 20;
-        pub const MEMORY_KEY: usize = 24;
     }
 
     /// Responses: list (2 bits) and opcode (6); version (2) and return
@@ -87,9 +81,8 @@ pub const RESPONSE_DATA_LEN: usize = 20;
 pub const RESPONSE_DATA_SMALL_LEN: usize = 4;
 const RETURN_CODE_MASK: u8 = 0x3F;
 
+wire_enum! {
 /// What the PDS next-header field says follows.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NextHeader {
     None = 0,
     RequestSmall = 1,
@@ -99,21 +92,9 @@ pub enum NextHeader {
     ResponseData = 5,
     ResponseDataSmall = 6,
 }
+}
 
 impl NextHeader {
-    pub const fn from_u8(v: u8) -> Option<NextHeader> {
-        Some(match v {
-            0 => NextHeader::None,
-            1 => NextHeader::RequestSmall,
-            2 => NextHeader::RequestMedium,
-            3 => NextHeader::RequestStandard,
-            4 => NextHeader::Response,
-            5 => NextHeader::ResponseData,
-            6 => NextHeader::ResponseDataSmall,
-            _ => return None,
-        })
-    }
-
     /// The SES header's length.
     pub const fn header_len(self) -> usize {
         match self {
@@ -135,9 +116,8 @@ impl NextHeader {
     }
 }
 
+wire_enum! {
 /// Request opcodes.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Opcode {
     NoOp = 0x00,
     Write = 0x01,
@@ -156,52 +136,16 @@ pub enum Opcode {
     TsendFetchAtomic = 0x0E,
     MsgError = 0x0F,
 }
-
-impl Opcode {
-    pub const fn from_u8(v: u8) -> Option<Opcode> {
-        use Opcode::*;
-        Some(match v {
-            0x00 => NoOp,
-            0x01 => Write,
-            0x02 => Read,
-            0x03 => Atomic,
-            0x04 => FetchingAtomic,
-            0x05 => Send,
-            0x06 => RendezvousSend,
-            0x07 => DatagramSend,
-            0x08 => DeferrableSend,
-            0x09 => TaggedSend,
-            0x0A => RendezvousTsend,
-            0x0B => DeferrableTsend,
-            0x0C => DeferrableRtr,
-            0x0D => TsendAtomic,
-            0x0E => TsendFetchAtomic,
-            0x0F => MsgError,
-            _ => return None,
-        })
-    }
 }
 
+wire_enum! {
 /// Response opcodes.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ResponseOpcode {
     DefaultResponse = 0x00,
     Response = 0x01,
     ResponseWithData = 0x02,
     NoResponse = 0x03,
 }
-
-impl ResponseOpcode {
-    pub const fn from_u8(v: u8) -> Option<ResponseOpcode> {
-        Some(match v {
-            0 => ResponseOpcode::DefaultResponse,
-            1 => ResponseOpcode::Response,
-            2 => ResponseOpcode::ResponseWithData,
-            3 => ResponseOpcode::NoResponse,
-            _ => return None,
-        })
-    }
 }
 
 /// An SES header of the kind its PDS next header named, whole.
