@@ -57,6 +57,7 @@ impl Undecoded {
                 Foreign::UdpPort => {
                     let ports: Vec<String> = TransportId::ALL
                         .into_iter()
+                        .filter(|t| t.entry().walked)
                         .map(|t| reg.udp_port(t))
                         .filter(|&p| p != UNSET)
                         .map(|p| p.to_string())

@@ -20,6 +20,7 @@ pub mod field;
 pub mod registry;
 pub mod roce;
 mod stop;
+pub mod uet;
 
 pub use self::registry::{Recognition, TransportId};
 pub use self::roce::walk_infiniband;
@@ -356,7 +357,8 @@ fn link_payload<F: Frame + ?Sized, V: Visit>(
         ethernet::ETHERTYPE_MAC_CONTROL => mac_control(f, rec, v, at, end),
         other => match registry::by_ethertype(other) {
             Some(TransportId::Roce) => roce::grh(f, rec, v, w, at, end),
-            None => Next::Stop(Stop::Foreign(Foreign::EtherType)),
+            // UET has no EtherType of its own (its registry line).
+            Some(TransportId::Uet) | None => Next::Stop(Stop::Foreign(Foreign::EtherType)),
         },
     }
 }
@@ -596,9 +598,11 @@ fn transport<F: Frame + ?Sized, V: Visit>(
         gre::IP_PROTO if allow_erspan => gre(f, v, l3.at + l3.l4_at, l3.end),
         gre::IP_PROTO => Next::Stop(Stop::Limit(Limit::NestedEncapsulation)),
         p => match reg.by_ip_protocol(p) {
-            // RoCE has no native IP mode (its registry line says so): a
-            // transport that has one gets its arm here.
-            Some(TransportId::Roce) | None => Next::Stop(Stop::Foreign(Foreign::IpProtocol)),
+            // RoCE has no native IP mode (its registry line says so); UET's
+            // walk (`uet::over_ip`) is not wired in yet.
+            Some(TransportId::Roce | TransportId::Uet) | None => {
+                Next::Stop(Stop::Foreign(Foreign::IpProtocol))
+            }
         },
     }
 }
@@ -671,9 +675,12 @@ fn udp<F: Frame + ?Sized, V: Visit>(
         return Next::Stop(Stop::Cut(Layer::Udp));
     };
     v.header(Layer::Udp, seg, seg + udp::HEADER_LEN);
-    let Some(transport) = reg.by_udp_port(be16(&u, fu::DST_PORT)) else {
-        return Next::Stop(Stop::Foreign(Foreign::UdpPort));
-    };
+    match reg.by_udp_port(be16(&u, fu::DST_PORT)) {
+        Some(TransportId::Roce) => {}
+        // UET's walk (`uet::over_udp`) is not wired in yet: its frames
+        // stay foreign, their record untouched.
+        Some(TransportId::Uet) | None => return Next::Stop(Stop::Foreign(Foreign::UdpPort)),
+    }
     rec.udp_sport = be16(&u, fu::SRC_PORT);
     rec.flags |= flags::HAS_UDP;
 
@@ -684,9 +691,7 @@ fn udp<F: Frame + ?Sized, V: Visit>(
     } else {
         udp_len.min(l3.declared)
     };
-    match transport {
-        TransportId::Roce => roce::over_udp(f, rec, v, w, l3, datagram_len),
-    }
+    roce::over_udp(f, rec, v, w, l3, datagram_len)
 }
 
 #[inline(always)]

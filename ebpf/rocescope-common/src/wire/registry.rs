@@ -24,14 +24,19 @@ pub enum TransportId {
     /// three encapsulations: RoCEv2 (UDP), RoCEv1 (EtherType 0x8915) and
     /// native InfiniBand (an LRH, by link type).
     Roce = 1,
+    /// Ultra Ethernet Transport (UE Specification 1.0.1): PDS and SES
+    /// headers over UDP or in native IP mode (`wire::uet`). Recognised by
+    /// the registry but not yet walked: the shared walk stops at its
+    /// frames as foreign (docs/build.md, "Adding a transport").
+    Uet = 2,
 }
 
 /// Number of transports: the length of the per-transport arrays.
-pub const TRANSPORT_COUNT: usize = 1;
+pub const TRANSPORT_COUNT: usize = 2;
 
 impl TransportId {
     /// Every transport, in [`TRANSPORTS`] order.
-    pub const ALL: [TransportId; TRANSPORT_COUNT] = [TransportId::Roce];
+    pub const ALL: [TransportId; TRANSPORT_COUNT] = [TransportId::Roce, TransportId::Uet];
 
     /// Position in [`TRANSPORTS`] and in [`Recognition`]'s arrays.
     pub const fn index(self) -> usize {
@@ -67,21 +72,46 @@ pub struct Transport {
     pub ethertype: Option<u16>,
     /// Capture link types whose frames are this transport's.
     pub linktypes: &'static [u32],
+    /// Whether the shared walk decodes its frames yet (UET: recognised,
+    /// but its frames still stop the walk as foreign; messages that name
+    /// the ports the run decodes leave it out).
+    pub walked: bool,
 }
 
 /// The registry: one line per transport.
-pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [Transport {
-    id: TransportId::Roce,
-    name: "roce",
-    // RoCEv2 (IBA Annex A17): the IANA port, destination only (the source
-    // port is flow entropy).
-    udp_port: Some(udp::ROCEV2_PORT),
-    ip_protocol: false,
-    // RoCEv1 (Annex A16): a GRH straight in the Ethernet frame.
-    ethertype: Some(ethernet::ETHERTYPE_ROCE),
-    // Native InfiniBand: an LRH first.
-    linktypes: &[linktype::INFINIBAND],
-}];
+pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
+    Transport {
+        id: TransportId::Roce,
+        name: "roce",
+        // RoCEv2 (IBA Annex A17): the IANA port, destination only (the source
+        // port is flow entropy).
+        udp_port: Some(udp::ROCEV2_PORT),
+        ip_protocol: false,
+        // RoCEv1 (Annex A16): a GRH straight in the Ethernet frame.
+        ethertype: Some(ethernet::ETHERTYPE_ROCE),
+        // Native InfiniBand: an LRH first.
+        linktypes: &[linktype::INFINIBAND],
+        walked: true,
+    },
+    Transport {
+        id: TransportId::Uet,
+        name: "uet",
+        // IANA's port for UET, destination only (the source port is the
+        // entropy). Pre-standard code used 49150 and 5432: `--udp-port`.
+        udp_port: Some(udp::UET_PORT),
+        // Native IP mode: a protocol number IANA never assigned (the UEC
+        // reference provider uses [`UET_REFERENCE_IP_PROTOCOL`]), then a
+        // 4-byte entropy header (`wire::uet::over_ip`).
+        ip_protocol: true,
+        ethertype: None,
+        linktypes: &[],
+        walked: false,
+    },
+];
+
+/// The IP protocol number the UEC reference provider gives UET's native
+/// IP mode; not a default (IANA assigned none), a value to configure.
+pub const UET_REFERENCE_IP_PROTOCOL: u8 = 253;
 
 /// "Not recognised by this": a UDP port or IP protocol of 0 matches no frame.
 pub const UNSET: u16 = 0;
@@ -160,6 +190,11 @@ impl Recognition {
     #[inline(always)]
     pub fn by_ip_protocol(&self, protocol: u8) -> Option<TransportId> {
         let protocol = u16::from(protocol);
+        // An unset protocol (0) names no transport; protocol 0 on the wire
+        // (IPv6 hop-by-hop) is not one.
+        if protocol == UNSET {
+            return None;
+        }
         let mut i = 0;
         while i < TRANSPORT_COUNT {
             if TRANSPORTS[i].ip_protocol && self.ip_protocols[i] == protocol {
@@ -196,4 +231,5 @@ pub fn by_linktype(lt: u32) -> Option<TransportId> {
 }
 
 const _: () = assert!(TRANSPORTS[0].id as usize == TransportId::Roce as usize);
+const _: () = assert!(TRANSPORTS[1].id.index() == TransportId::Uet.index());
 const _: () = assert!(core::mem::size_of::<Recognition>() == 4 * TRANSPORT_COUNT);

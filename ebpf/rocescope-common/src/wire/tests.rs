@@ -285,12 +285,14 @@ fn the_registry_recognises_roce_by_its_three_encapsulations() {
     use registry::{TRANSPORTS, by_ethertype, by_linktype};
     let reg = Recognition::DEFAULT;
     assert_eq!(reg.by_udp_port(4791), Some(TransportId::Roce));
-    assert_eq!(reg.by_udp_port(4793), None);
+    assert_eq!(reg.by_udp_port(4793), Some(TransportId::Uet));
+    assert_eq!(reg.by_udp_port(4792), None);
     assert_eq!(reg.by_udp_port(0), None);
     assert_eq!(by_ethertype(0x8915), Some(TransportId::Roce));
     assert_eq!(by_ethertype(0x0800), None);
     assert_eq!(by_linktype(247), Some(TransportId::Roce));
     assert_eq!(by_linktype(1), None);
+    // No native IP mode until a protocol number is configured.
     assert_eq!((0..=255).find_map(|p| reg.by_ip_protocol(p)), None);
     assert_eq!(TransportId::from_name("RoCE"), Some(TransportId::Roce));
     assert_eq!(TRANSPORTS[TransportId::Roce.index()].name, "roce");

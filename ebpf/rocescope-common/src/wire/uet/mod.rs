@@ -1,0 +1,182 @@
+//! The UET transport's headers (Ultra Ethernet Transport, UE Specification
+//! 1.0.1): typed views of the PDS headers ([`pds`]), the TSS encryption
+//! header ([`tss`]) and the SES headers ([`ses`]), and [`over_udp`] /
+//! [`over_ip`], which walk what follows UDP (port 4793 by default) or a
+//! native IP header (the operator's protocol number, then a 4-byte entropy
+//! header) from PDS to SES and say what they found.
+//!
+//! The layouts follow the 1.0.1 text as Wireshark master's
+//! `epan/dissectors/packet-uet.c` reads it, checked against xdp2's
+//! `src/include/uet/pds.h` and `ses.h`; docs/inputs.md ("UET") lists each
+//! place the two differ and which was followed. Nothing here is called by
+//! the shared walk yet (docs/build.md, "Adding a transport").
+//!
+//! `no_std`, no allocation; every read is bounds-checked (a short buffer is
+//! an [`Error`], never a panic).
+/// A field's value set as the specification names it: the enum (`u8`
+/// values) and `from_u8`, `None` for a value it does not name.
+macro_rules! wire_enum {
+    ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $var:ident = $val:expr,)+ }) => {
+        $(#[$m])*
+        #[repr(u8)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vm])* $var = $val,)+ }
+
+        impl $name {
+            /// The value `v` names, if the specification names it.
+            pub const fn from_u8(v: u8) -> Option<$name> {
+                $(if v == $val { return Some($name::$var); })+
+                None
+            }
+        }
+    };
+}
+
+mod nack;
+pub mod pds;
+pub mod ses;
+pub mod tss;
+
+pub use self::pds::{CcState, ControlType, NackCode, Pds, PdsType};
+pub use self::ses::{NextHeader, Opcode, ResponseOpcode, Ses};
+pub use self::tss::Tss;
+
+/// The native IP mode's entropy header: entropy (16 bits), reserved (16).
+pub const ENTROPY_HEADER_LEN: usize = 4;
+/// Where the entropy lies in it.
+pub const ENTROPY: usize = 0;
+
+/// A header the walk reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Header {
+    Entropy,
+    /// The first 16 bits every PDS header starts with.
+    PdsPrefix,
+    Pds(PdsType),
+    Tss,
+    Ses(NextHeader),
+}
+
+/// Why a UET header could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The buffer ends before the header does.
+    Truncated(Header),
+    /// A type or next-header value the specification does not define.
+    UnknownType(Header, u8),
+}
+
+/// What [`over_udp`] and [`over_ip`] found in one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found<'a> {
+    /// Native IP mode: the entropy header's entropy (in UDP mode the
+    /// entropy is the UDP source port, which the shared walk has).
+    pub entropy: Option<u16>,
+    /// The TSS header when the packet is encrypted; then `pds` and `ses`
+    /// are `None` and the rest is only counted (`encrypted_len`).
+    pub tss: Option<Tss<'a>>,
+    pub encrypted_len: usize,
+    pub pds: Option<Pds<'a>>,
+    pub ses: Option<Ses<'a>>,
+    /// Bytes after the last header read (the application payload, a
+    /// CONTROL's nothing).
+    pub payload_len: usize,
+}
+
+/// The UDP payload of a UET datagram (`payload`: what follows the UDP
+/// header, as the UDP length bounds it).
+pub fn over_udp(payload: &[u8]) -> Result<Found<'_>, Error> {
+    walk(payload, None)
+}
+
+/// A native IP mode packet: the IP payload, starting with the entropy
+/// header.
+pub fn over_ip(payload: &[u8]) -> Result<Found<'_>, Error> {
+    if payload.len() < ENTROPY_HEADER_LEN {
+        return Err(Error::Truncated(Header::Entropy));
+    }
+    let rest = payload.get(ENTROPY_HEADER_LEN..).unwrap_or(&[]);
+    walk(rest, Some(be16(payload, ENTROPY)))
+}
+
+fn walk(buf: &[u8], entropy: Option<u16>) -> Result<Found<'_>, Error> {
+    let mut found = Found {
+        entropy,
+        tss: None,
+        encrypted_len: 0,
+        pds: None,
+        ses: None,
+        payload_len: 0,
+    };
+    if buf.len() < pds::PREFIX_LEN {
+        return Err(Error::Truncated(Header::PdsPrefix));
+    }
+    if byte(buf, 0) >> 3 == tss::TYPE {
+        let t = Tss::new_checked(buf)?;
+        found.encrypted_len = t.encrypted_len();
+        found.tss = Some(t);
+        return Ok(found);
+    }
+    let p = Pds::new_checked(buf)?;
+    found.pds = Some(p);
+    let rest = p.payload();
+    found.payload_len = rest.len();
+    // CONTROL's next-header bits are its control type: no SES follows.
+    if p.pds_type() == PdsType::Control {
+        return Ok(found);
+    }
+    let nh = p.next_header_raw();
+    match NextHeader::from_u8(nh) {
+        Some(NextHeader::None) => {}
+        Some(kind) => {
+            let s = Ses::new_checked(rest, kind)?;
+            found.payload_len = s.payload().len();
+            found.ses = Some(s);
+        }
+        None => return Err(Error::UnknownType(Header::PdsPrefix, nh)),
+    }
+    Ok(found)
+}
+
+// Reads that never panic: a view's constructor checked its length, and a
+// read past the end (which would be a bug here) yields zeros.
+#[inline(always)]
+fn byte(b: &[u8], at: usize) -> u8 {
+    b.get(at).copied().unwrap_or(0)
+}
+
+#[inline(always)]
+fn be_n<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    match b.get(at..at.saturating_add(N)) {
+        Some(s) => {
+            let mut out = [0u8; N];
+            out.copy_from_slice(s);
+            out
+        }
+        None => [0u8; N],
+    }
+}
+
+#[inline(always)]
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes(be_n(b, at))
+}
+
+#[inline(always)]
+fn be24(b: &[u8], at: usize) -> u32 {
+    let [x, y, z] = be_n::<3>(b, at);
+    u32::from_be_bytes([0, x, y, z])
+}
+
+#[inline(always)]
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(be_n(b, at))
+}
+
+#[inline(always)]
+fn be64(b: &[u8], at: usize) -> u64 {
+    u64::from_be_bytes(be_n(b, at))
+}
+
+#[cfg(test)]
+mod tests;
