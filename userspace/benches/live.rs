@@ -373,7 +373,7 @@ fn ring_only(rig: &Rig<'_>, t: RingTuning, base_rate: f64) {
     } = *rig;
     let mut tap = Tap::load(Program::Decoder, false, t).expect("load");
     tap.attach(iface, XdpModeArg::Auto).expect("attach");
-    let mut ring = tap.take_ring().expect("ring");
+    let mut ring = tap.take_rings().pop().expect("ring").ring;
     let stop = Arc::new(AtomicBool::new(false));
     let taken = Arc::new(AtomicU64::new(0));
     let consumer = {
@@ -453,6 +453,7 @@ fn live_rounds(
             analyzer: Default::default(),
             progress: false,
             ring,
+            layout: live::RingLayout::Shared,
             cpus: cpus.tap.clone(),
             records_seen: Some(seen.clone()),
         };
