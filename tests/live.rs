@@ -1124,3 +1124,185 @@ fn per_cpu_rings_take_records_from_two_cpus_in_time_order() {
     assert_eq!(backwards, 0, "records out of time order");
     eprintln!("two cpus: {f}");
 }
+
+/// The unit file in contrib/systemd, with `ExecStart` pointing at this
+/// build, passes `systemd-analyze verify` without a word (it warns on
+/// unknown or unparsable settings and on a missing binary).
+#[test]
+fn service_unit_passes_systemd_analyze_verify() {
+    let unit =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../contrib/systemd/rocescope-live@.service");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    assert!(text.contains("ExecStart=/usr/local/bin/rocescope live --iface %i"));
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("rocescope-live@.service");
+    let text = text.replace("/usr/local/bin/rocescope", env!("CARGO_BIN_EXE_rocescope"));
+    std::fs::write(&copy, text).unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(tmp.path().join("rocescope-live@ens2f1.service"))
+        .current_dir(tmp.path())
+        .output()
+        .expect("systemd-analyze runs (scripts/setup.sh --test installs systemd)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr, "", "systemd-analyze verify says something");
+}
+
+/// The Parquet files of a dataset table (under its root, as a reader
+/// globs them), with their rows; a file a reader cannot open fails.
+fn dataset_files(dataset: &Path, table: &str) -> Vec<(PathBuf, usize)> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dataset.join(table)];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                assert_eq!(
+                    p.extension().and_then(|e| e.to_str()),
+                    Some("parquet"),
+                    "not a finished table file: {}",
+                    p.display()
+                );
+                let rows = Table::read(&p).rows();
+                files.push((p, rows));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Waits until `cond` holds (bounded).
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// SIGHUP completes the dataset files written so far — a reader sees them,
+/// whole, while the run goes on — and the run continues into new ones;
+/// SIGTERM then writes everything and exits 0 within a few seconds.
+#[test]
+fn sighup_completes_dataset_files_and_sigterm_exits_0_within_seconds() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = tmp.path().join("conv.pcap");
+    let n = repeated_conversation(&cap, 3_000) as u64;
+    let veth = Veth::new();
+    quiet(&veth);
+    let out = tmp.path().join("live");
+    let dataset = tmp.path().join("dataset");
+    let live = veth.live(&out, &["--dataset", dataset.to_str().unwrap()]);
+    assert_eq!(replay(&veth, &cap, Some("20000")), n);
+    // The records reach the writer within a second (the loop's flush).
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        dataset_files(&dataset, "packets").is_empty(),
+        "a file before SIGHUP"
+    );
+    live.signal(libc::SIGHUP);
+    wait_for(
+        "a packets file after SIGHUP",
+        Duration::from_secs(5),
+        || !dataset_files(&dataset, "packets").is_empty(),
+    );
+    let first = dataset_files(&dataset, "packets");
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(
+        first[0].1 as u64, n,
+        "the first file holds the first replay"
+    );
+
+    assert_eq!(replay(&veth, &cap, Some("20000")), n);
+    std::thread::sleep(Duration::from_millis(1500));
+    let stopped = std::time::Instant::now();
+    live.signal(libc::SIGTERM);
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(5));
+    assert!(ok, "live failed: {stdout}\n{stderr}");
+    eprintln!("SIGTERM to exit: {:?}", stopped.elapsed());
+    assert!(
+        stderr.contains("SIGHUP: outputs closed and reopened"),
+        "{stderr}"
+    );
+
+    let f = live_facts(&out);
+    assert_eq!(f["records"].as_u64(), Some(2 * n), "{f}");
+    assert_eq!(f["stopped_by"], "signal");
+    let files = dataset_files(&dataset, "packets");
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(files.iter().map(|f| f.1 as u64).sum::<u64>(), 2 * n);
+    assert!(files.contains(&first[0]), "the first file stays as it was");
+    assert_eq!(
+        Table::read(&out.join("packets.parquet")).rows() as u64,
+        2 * n
+    );
+}
+
+/// A tap killed outright (SIGKILL: nothing flushed) leaves its unfinished
+/// files under the dataset's `.partial/`, outside every table's root: a
+/// reader sees only complete files, and a restart on the same dataset
+/// works and adds its own.
+#[test]
+fn sigkill_leaves_no_half_written_file_visible_and_a_restart_works() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = tmp.path().join("conv.pcap");
+    let n = repeated_conversation(&cap, 3_000) as u64;
+    let veth = Veth::new();
+    quiet(&veth);
+    let dataset = tmp.path().join("dataset");
+    let ds = dataset.to_str().unwrap();
+    let live = veth.live(&tmp.path().join("killed"), &["--dataset", ds]);
+    assert_eq!(replay(&veth, &cap, Some("20000")), n);
+    std::thread::sleep(Duration::from_millis(1500));
+    live.signal(libc::SIGHUP);
+    wait_for(
+        "a packets file after SIGHUP",
+        Duration::from_secs(5),
+        || !dataset_files(&dataset, "packets").is_empty(),
+    );
+    assert_eq!(replay(&veth, &cap, Some("20000")), n);
+    std::thread::sleep(Duration::from_millis(1500));
+    live.signal(libc::SIGKILL);
+    drop(live.wait(Duration::from_secs(5)));
+
+    // What the killed run completed is there, whole; what it was writing
+    // is not visible.
+    let completed = dataset_files(&dataset, "packets");
+    assert_eq!(completed.len(), 1, "{completed:?}");
+    assert_eq!(completed[0].1 as u64, n);
+    // (Its open files, if they got as far as the disk, are under
+    // `.partial/`: a table file starts on disk at its first row group.)
+    for e in std::fs::read_dir(dataset.join(".partial")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(name.ends_with(".partial"), "{name}");
+    }
+    // The kernel detached the program with the process (an XDP link).
+    assert!(!xdp_attached(&veth, &veth.b));
+
+    let out = tmp.path().join("restarted");
+    let live = veth.live(&out, &["--dataset", ds]);
+    assert_eq!(replay(&veth, &cap, Some("20000")), n);
+    std::thread::sleep(Duration::from_millis(1500));
+    live.signal(libc::SIGTERM);
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(5));
+    assert!(ok, "restart failed: {stdout}\n{stderr}");
+    let files = dataset_files(&dataset, "packets");
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(files.iter().map(|f| f.1 as u64).sum::<u64>(), 2 * n);
+    for table in ["flows", "events", "timeline", "pfc"] {
+        dataset_files(&dataset, table);
+    }
+}

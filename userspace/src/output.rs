@@ -27,6 +27,13 @@ pub trait Output: analyze::Sink + Send {
         }
         Ok(())
     }
+    /// Completes the files written so far and starts new ones with the
+    /// next rows (the live tap's SIGHUP): a file an output writes as it
+    /// goes is complete and final once this returns. Outputs that write
+    /// only at the end do nothing.
+    fn reopen(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Writes whatever is left and completes every file.
     fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
 }

@@ -490,6 +490,7 @@ async fn event_loop(
     };
     let mut interrupt = sig(SignalKind::interrupt())?;
     let mut terminate = sig(SignalKind::terminate())?;
+    let mut hangup = sig(SignalKind::hangup())?;
     let deadline = opts.duration.map(|d| tokio::time::Instant::now() + d);
     let never = tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86400);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -515,6 +516,12 @@ async fn event_loop(
             }
             _ = interrupt.recv() => break Stop::Signal,
             _ = terminate.recv() => break Stop::Signal,
+            _ = hangup.recv() => {
+                // Log rotation: what was written so far becomes complete
+                // files; the run goes on into new ones.
+                feeder.pipeline.reopen_outputs()?;
+                eprintln!("rocescope: SIGHUP: outputs closed and reopened");
+            }
             _ = tokio::time::sleep_until(deadline.unwrap_or(never)) => break Stop::Duration,
             _ = poll.tick() => {
                 feeder.release(merge, Some(drain::monotonic_ns()))?;
