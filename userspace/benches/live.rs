@@ -57,7 +57,7 @@ use std::net::Ipv4Addr;
 
 use rocescope::live::cpus::CpuList;
 use rocescope::live::replay::RawSender;
-use rocescope::live::{self, Program, RingTuning, Tap, XdpModeArg, tap};
+use rocescope::live::{self, Program, RingTuning, Tap, XdpModeArg};
 use rocescope::synth::frame::{IpAddrs, RoceFrame, WireFrame};
 use rocescope::units;
 
@@ -388,7 +388,7 @@ fn ring_only(rig: &Rig<'_>, t: RingTuning, base_rate: f64) {
             loop {
                 match ring.next() {
                     Some(item) => {
-                        if let Some(rec) = tap::record_from_bytes(&item) {
+                        if let Some(rec) = live::rings::record_from_bytes(&item) {
                             sum = sum.wrapping_add(u64::from(rec.psn));
                             n += 1;
                         }

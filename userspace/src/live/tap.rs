@@ -110,13 +110,15 @@ pub struct Tap {
 }
 
 impl Tap {
-    /// Loads (and verifies) the program; nothing is attached yet.
+    /// Loads (and verifies) the program with one shared ring; nothing is
+    /// attached yet.
     pub fn load(program: Program, drop_after_capture: bool, ring: RingTuning) -> Result<Tap> {
         Tap::load_with(
             program,
             &LoadOptions {
                 drop_after_capture,
                 ring,
+                layout: RingLayout::Shared,
                 ..LoadOptions::default()
             },
         )
