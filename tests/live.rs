@@ -509,17 +509,34 @@ fn repeated_conversation(path: &Path, n: usize) -> usize {
     frames.len()
 }
 
-#[test]
-fn ring_overflow_drops_are_counted_exactly() {
+/// A quiet veth pair with `queues` queues per end and a capture of
+/// `frames` frames of the conversation in a temporary directory (with
+/// the number of frames); `None` when the live tests cannot run here.
+fn conversation_rig(frames: usize, queues: u32) -> Option<(tempfile::TempDir, PathBuf, u64, Veth)> {
     if !usable() {
-        return;
+        return None;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let cap = tmp.path().join("flood.pcap");
-    // A 16 MiB ring holds about 80 000 records.
-    let n = repeated_conversation(&cap, 120_000) as u64;
-    let veth = Veth::new();
+    let cap = tmp.path().join("conversation.pcap");
+    let n = repeated_conversation(&cap, frames) as u64;
+    let veth = Veth::with_queues(queues);
     quiet(&veth);
+    Some((tmp, cap, n, veth))
+}
+
+/// Replays the `n` frames of `cap` at 20 000 frames/s and waits until the
+/// tap's loop has handed them on (it flushes every second).
+fn replay_and_settle(veth: &Veth, cap: &Path, n: u64) {
+    assert_eq!(replay(veth, cap, Some("20000")), n);
+    std::thread::sleep(Duration::from_millis(1500));
+}
+
+#[test]
+fn ring_overflow_drops_are_counted_exactly() {
+    // A 16 MiB ring holds about 80 000 records.
+    let Some((tmp, cap, n, veth)) = conversation_rig(120_000, 1) else {
+        return;
+    };
     let out = tmp.path().join("live");
     let live = veth.live(&out, &["--xdp-mode", "skb", "--ring-size", "16MiB"]);
     // The reader is stopped while the flood arrives: the ring fills up.
@@ -1037,19 +1054,14 @@ fn summary_mode_finds_the_same_flows_with_a_fifth_of_the_ring_bytes() {
 /// to both CPUs' rings; the tables get every record once, in time order.
 #[test]
 fn per_cpu_rings_take_records_from_two_cpus_in_time_order() {
-    if !usable() {
-        return;
-    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 {
         eprintln!("SKIPPED: needs two CPUs");
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let cap = tmp.path().join("conv.pcap");
-    let n = repeated_conversation(&cap, 20_000) as u64;
-    let veth = Veth::with_queues(2);
-    quiet(&veth);
+    let Some((tmp, cap, n, veth)) = conversation_rig(20_000, 2) else {
+        return;
+    };
     // Transmit queue i for a sender on CPU i (XPS): veth hands a frame to
     // the peer's receive queue of the same number, whose NAPI (and XDP
     // program) runs on the CPU that sent it.
@@ -1192,14 +1204,9 @@ fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
 /// SIGTERM then writes everything and exits 0 within a few seconds.
 #[test]
 fn sighup_completes_dataset_files_and_sigterm_exits_0_within_seconds() {
-    if !usable() {
+    let Some((tmp, cap, n, veth)) = conversation_rig(3_000, 1) else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let cap = tmp.path().join("conv.pcap");
-    let n = repeated_conversation(&cap, 3_000) as u64;
-    let veth = Veth::new();
-    quiet(&veth);
+    };
     let out = tmp.path().join("live");
     let dataset = tmp.path().join("dataset");
     let live = veth.live(&out, &["--dataset", dataset.to_str().unwrap()]);
@@ -1223,8 +1230,7 @@ fn sighup_completes_dataset_files_and_sigterm_exits_0_within_seconds() {
         "the first file holds the first replay"
     );
 
-    assert_eq!(replay(&veth, &cap, Some("20000")), n);
-    std::thread::sleep(Duration::from_millis(1500));
+    replay_and_settle(&veth, &cap, n);
     let stopped = std::time::Instant::now();
     live.signal(libc::SIGTERM);
     let (ok, stdout, stderr) = live.wait(Duration::from_secs(5));
@@ -1254,27 +1260,20 @@ fn sighup_completes_dataset_files_and_sigterm_exits_0_within_seconds() {
 /// works and adds its own.
 #[test]
 fn sigkill_leaves_no_half_written_file_visible_and_a_restart_works() {
-    if !usable() {
+    let Some((tmp, cap, n, veth)) = conversation_rig(3_000, 1) else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let cap = tmp.path().join("conv.pcap");
-    let n = repeated_conversation(&cap, 3_000) as u64;
-    let veth = Veth::new();
-    quiet(&veth);
+    };
     let dataset = tmp.path().join("dataset");
     let ds = dataset.to_str().unwrap();
     let live = veth.live(&tmp.path().join("killed"), &["--dataset", ds]);
-    assert_eq!(replay(&veth, &cap, Some("20000")), n);
-    std::thread::sleep(Duration::from_millis(1500));
+    replay_and_settle(&veth, &cap, n);
     live.signal(libc::SIGHUP);
     wait_for(
         "a packets file after SIGHUP",
         Duration::from_secs(5),
         || !dataset_files(&dataset, "packets").is_empty(),
     );
-    assert_eq!(replay(&veth, &cap, Some("20000")), n);
-    std::thread::sleep(Duration::from_millis(1500));
+    replay_and_settle(&veth, &cap, n);
     live.signal(libc::SIGKILL);
     drop(live.wait(Duration::from_secs(5)));
 
@@ -1294,8 +1293,7 @@ fn sigkill_leaves_no_half_written_file_visible_and_a_restart_works() {
 
     let out = tmp.path().join("restarted");
     let live = veth.live(&out, &["--dataset", ds]);
-    assert_eq!(replay(&veth, &cap, Some("20000")), n);
-    std::thread::sleep(Duration::from_millis(1500));
+    replay_and_settle(&veth, &cap, n);
     live.signal(libc::SIGTERM);
     let (ok, stdout, stderr) = live.wait(Duration::from_secs(5));
     assert!(ok, "restart failed: {stdout}\n{stderr}");

@@ -5,8 +5,10 @@ use aya::maps::{ArrayOfMaps, Map, MapData, RingBuf};
 use rocescope_common::summary::{FLOW_DELTA_SIZE, FlowDelta};
 use rocescope_common::{PACKET_RECORD_SIZE, PacketRecord, live};
 
-use super::tap::chain;
 use crate::{Error, Result};
+
+/// The smallest ring buffer (a page).
+pub(super) const PAGE: u32 = 4096;
 
 /// `--rings`: where the XDP program puts its records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -56,7 +58,7 @@ impl RingTuning {
         let d = RingTuning::default();
         let bytes = bytes.unwrap_or(u64::from(d.bytes));
         let wakeup_bytes = wakeup_bytes.unwrap_or(d.wakeup_bytes);
-        let page = u64::from(super::tap::PAGE);
+        let page = u64::from(PAGE);
         if !bytes.is_power_of_two() || bytes < page || bytes > 1 << 31 {
             return Err(Error::Usage(format!(
                 "--ring-size {bytes}: give a power of two between 4KiB and 2GiB (e.g. 64MiB)"
@@ -156,6 +158,18 @@ pub fn item_from_bytes(bytes: &[u8]) -> Option<RingItem> {
         }
         _ => None,
     }
+}
+
+/// An error and its sources on one line.
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use rocescope_common::summary::{
 use rocescope_common::{PACKET_RECORD_SIZE, PacketRecord, live};
 
 use super::netif;
-use super::rings::{self, RingItem, RingLayout, RingTuning, TapRing};
+use super::rings::{self, PAGE, RingItem, RingLayout, RingTuning, TapRing, chain};
 use crate::{Error, Result};
 
 /// The XDP program object, built by build.rs.
@@ -67,9 +67,6 @@ pub struct LoadOptions {
     /// it is active (default `live::DEFAULT_FLUSH_NS`).
     pub flush_ns: Option<u64>,
 }
-
-/// The smallest ring buffer (a page).
-pub(super) const PAGE: u32 = 4096;
 
 /// Entries of `FLOWS` and `PAIRS` in records mode, where they stay empty.
 const RECORDS_MODE_MAP_ENTRIES: u32 = 256;
@@ -478,18 +475,6 @@ fn load_error(e: &ProgramError) -> Error {
         ));
     }
     Error::Live(format!("cannot load the XDP program: {}", chain(e)))
-}
-
-/// An error and its sources on one line.
-pub(super) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
 }
 
 const CAP_NET_ADMIN: u32 = 12;
