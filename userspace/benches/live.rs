@@ -26,7 +26,8 @@
 //! 6. **Ring layouts**: one shared ring against a ring per CPU with one
 //!    and two producing CPUs, flat out and paced
 //!    (`ROCESCOPE_BENCH_RINGS_PACED` frames/s per CPU, default 300 000):
-//!    see `live/rings.rs`. `ROCESCOPE_BENCH_ONLY=rings` runs only this.
+//!    see `live/rings.rs`. `ROCESCOPE_BENCH_ONLY=rings` runs only this (and the
+//!    program cost).
 //!
 //! Before those, each program's cost per frame in the kernel alone
 //! (BPF_PROG_TEST_RUN repeating a WRITE, an ACK and a non-RoCE UDP frame): what the
@@ -190,6 +191,7 @@ fn main() {
         .and_then(|v| v.replace('_', "").parse().ok())
         .unwrap_or(300_000.0);
     if std::env::var("ROCESCOPE_BENCH_ONLY").as_deref() == Ok("rings") {
+        program_cost(&frames);
         rings::compare(&ns.0, &frames, rings_paced);
         return;
     }

@@ -1,9 +1,10 @@
 //! The live tap: an XDP program on a mirror port decodes frames in the
-//! kernel; records come up a ring buffer into the same [`RecordPipeline`]
-//! the offline reader feeds.
+//! kernel; records come up a ring buffer per CPU into the same
+//! [`RecordPipeline`] the offline reader feeds.
 //!
 //! ```text
-//! NIC ─► XDP (ebpf/rocescope-ebpf: decode, counters) ─► RingBuf ─► tokio loop ─► RecordPipeline ─► tables
+//! NIC queues ─► XDP on CPU i (ebpf/rocescope-ebpf: decode, counters) ─► ring i ─► drain thread i ─┐
+//!                                                                   tokio loop: merge by time ◄─┘ ─► RecordPipeline ─► tables
 //! ```
 //!
 //! # Decisions
@@ -15,7 +16,14 @@
 //!   is unwrapped in the kernel too. See the XDP crate's docs.
 //! * **Time**: the kernel stamps `bpf_ktime_get_ns()` (CLOCK_MONOTONIC);
 //!   the wall-clock offset is measured once at start and added here.
-//! * **Frame numbers** are assigned here, 1-based, in ring-buffer order:
+//! * **A ring per CPU** (`--rings per-cpu`, the default; `shared`: one
+//!   ring all CPUs write to): a thread per ring ([`drain`]) hands batches
+//!   to the loop, which puts the rings back in time order within a bounded
+//!   window ([`reorder`]: 50 ms or 131 072 items; a record later than that
+//!   is counted in `late_records` and analysed at once). docs/live.md.
+//! * **SIGHUP** completes the files the outputs have written so far and
+//!   starts new ones ([`RecordPipeline::reopen_outputs`]); the run goes on.
+//! * **Frame numbers** are assigned here, 1-based, in merged order:
 //!   they number *records*, since frames of no interest never leave the kernel.
 //! * **`--count N`** stops after N records (RoCE/CNP/PFC/PAUSE/malformed
 //!   frames), like `tcpdump -c` counts what it keeps.
