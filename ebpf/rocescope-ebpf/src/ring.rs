@@ -24,9 +24,11 @@ use rocescope_common::{PacketRecord, live};
 static RECORDS: RingBuf = RingBuf::with_byte_size(live::DEFAULT_RING_BYTES, 0);
 
 /// A CPU's ring as the program sees it. The size here is only the inner
-/// map template's: the kernel compares a ring buffer inserted into the
-/// array with it by type, key and value size and flags, not by size, so
-/// userspace inserts rings of `--ring-size`.
+/// map template's: since Linux 5.10 (`bpf_map_meta_equal` no longer
+/// compares `max_entries` but for arrays) a ring buffer inserted into the
+/// array must match it by type, key and value size and flags only, so
+/// userspace inserts rings of `--ring-size` (older kernels refuse them:
+/// `--rings shared` there).
 type CpuRing = BtfRingBuf<PacketRecord, 4096>;
 
 /// A ring per CPU (`PER_CPU_RINGS` set), indexed by CPU number; the loader

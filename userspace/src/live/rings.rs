@@ -120,7 +120,7 @@ pub(super) fn create_cpu_rings(rings: Map, bytes: u32) -> Result<Vec<TapRing>> {
         );
         let fail = |e: &dyn std::error::Error| {
             Error::Live(format!(
-                "creating the ring buffer of CPU {cpu}: {}",
+                "creating the ring buffer of CPU {cpu}: {} (kernels before 5.10 take only --rings shared)",
                 chain(e)
             ))
         };
