@@ -15,23 +15,39 @@
 #   6. the per-stage bench (cargo bench --bench stages);
 #   7. with BASE=BINARY: analyze and report against that build of rocescope
 #      (an earlier commit's release binary), scripts/compare.sh's interleaved
-#      medians of wall clock and CPU over CMP_ROUNDS (default 7) rounds.
+#      medians of wall clock and CPU over CMP_ROUNDS (default 7) rounds;
+#   8. flow-heavy captures (the flowgen example: short RC QPs, two WRITEs
+#      and an ACK each): report and analyze against tshark -T fields on
+#      100k and 1M QPs all active at once (wall, CPU, peak RSS, bytes per
+#      flow; and BASE's, interleaved), and the long capture read from a pipe
+#      (flowgen | rocescope report -: 1,700 QPs start a second, each active
+#      a second) at 1M and 3M QPs, peak RSS (and BASE's).
 # The live figures (4) come from `cargo bench --bench live` (needs root).
 #
 # Usage: scripts/bench.sh [--docs] [FRAMES] (default 500000); ROUNDS (default 3);
 # SKIP_MEMORY=1 skips the memory captures (5M frames, the idle tap, 10k QPs);
-# SKIP_STAGES=1 the stages bench; BASE=/path/to/rocescope adds the
-# comparison (7). With --docs the
-# figures also replace the block between the "bench.sh figures" markers of
-# docs/benchmarks.md (commit it with the change it measures).
+# SKIP_STAGES=1 the stages bench; SKIP_THROUGHPUT=1 sections 1 and 2;
+# BASE=/path/to/rocescope adds the comparison (7) and BASE's figures to 8;
+# BIN=/path/to/rocescope measures that build instead of building this tree's,
+# FLOWGEN=/path/to/flowgen uses that generator (section 8).
+# Section 8: FLOW_QPS (default "100000 1000000", QPs of the files),
+# FLOW_ROUNDS (default 3), PIPE_QPS (default "1000000 3000000", QPs of the
+# piped captures; BASE holds every flow to the end: ~15 GB at 3M);
+# SKIP_FLOWS=1 skips the files, SKIP_PIPE=1 the piped captures. With --docs
+# the figures also replace the blocks between the "bench.sh figures" and
+# "bench.sh flow figures" markers of docs/benchmarks.md (commit it with the
+# change it measures): the first only when sections 1 and 2 ran, the second
+# when section 8 did.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docs=""
 if [ "${1:-}" = --docs ]; then
   docs=docs/benchmarks.md
   shift
-  grep -q '^<!-- bench.sh figures: begin' "$docs" && grep -q '^<!-- bench.sh figures: end' "$docs" ||
-    { echo "bench.sh: $docs has no bench.sh figures markers" >&2; exit 2; }
+  for m in "bench.sh figures" "bench.sh flow figures"; do
+    grep -q "^<!-- $m: begin" "$docs" && grep -q "^<!-- $m: end" "$docs" ||
+      { echo "bench.sh: $docs has no $m markers" >&2; exit 2; }
+  done
 fi
 frames=${1:-500000}
 rounds=${ROUNDS:-3}
@@ -39,10 +55,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The markdown block for docs/benchmarks.md, built beside the console output.
 md() { printf '%s\n' "$*" >>"$work/figures.md"; }
+: >"$work/figures.md"; : >"$work/flows.md"
 target=${CARGO_TARGET_DIR:-target}
 
-cargo build --release --locked -p rocescope --quiet
-bin=$target/release/rocescope
+bin=${BIN:-$target/release/rocescope}
+flowgen=${FLOWGEN:-$target/release/examples/flowgen}
+[ -n "${BIN:-}" ] || cargo build --release --locked -p rocescope --quiet
+# Apart: an example brings the dev-dependencies' features in, and rocescope
+# built beside it would not be the binary `cargo build --release` makes.
+[ -n "${FLOWGEN:-}" ] || cargo build --release --locked -p rocescope --example flowgen --quiet
+for b in "$bin" "$flowgen"; do
+  [ -x "$b" ] || { echo "bench.sh: $b is not an executable" >&2; exit 2; }
+done
 base=${BASE:-}
 [ -z "$base" ] || [ -x "$base" ] ||
   { echo "bench.sh: BASE=$base is not an executable rocescope binary" >&2; exit 2; }
@@ -64,12 +88,6 @@ cap="$work/bench.pcapng"
 synth "$cap" "$frames" "$work/flows256.json"
 size=$(stat -c %s "$cap")
 echo "capture: $frames frames (ghost-drop, 256 QPs, snaplen 128), $((size / 1000000)) MB"
-cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
-md "Capture: $frames frames (ghost-drop, 256 QPs, snaplen 128), $((size / 1000000)) MB;" \
-  "$(nproc) CPUs${cpu_model:+ ($cpu_model)}; release build; best of $rounds rounds," \
-  "then the median of the rounds ($((2 * rounds)) for \`analyze\`)."
-md ""
-$bin report "$cap" | sed -n '/^Frames/p;/^ECN/p;/^Flows/p'
 
 now() { date +%s.%N; }
 seconds() { # wall time of a command, output discarded
@@ -80,64 +98,75 @@ seconds() { # wall time of a command, output discarded
   awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'
 }
 
-tshark_fields() {
-  tshark -n -r "$cap" -T fields -E separator=/t \
+tshark_fields() { # CAPTURE
+  tshark -n -r "$1" -T fields -E separator=/t \
     -e frame.number -e frame.time_epoch -e ip.src -e ip.dst -e ip.dsfield.dscp -e ip.dsfield.ecn \
     -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.bth.a \
     -e infiniband.aeth.syndrome -e infiniband.aeth.msn -e macc.cbfc.enbv -e macc.cbfc.pause_time.c3
 }
 
-# Every sample is kept: the best (least disturbed) and the median of the
-# rounds are both printed; on a shared host the best alone wanders.
-s_tshark=""; s_analyze=""; s_report=""; s_one=""; s_inline=""; s_small=""
-for _ in $(seq "$rounds"); do
-  s_tshark="$s_tshark $(seconds tshark_fields)"
-  s_analyze="$s_analyze $(seconds "$bin" analyze "$cap" --out "$work/out")"
-  s_report="$s_report $(seconds "$bin" report "$cap")"
-  s_one="$s_one $(seconds taskset -c 0 "$bin" analyze "$cap" --out "$work/out")"
-  s_analyze="$s_analyze $(seconds "$bin" analyze "$cap" --out "$work/out")"
-  s_inline="$s_inline $(seconds "$bin" analyze "$cap" --out "$work/out" --threads 1)"
-  s_small="$s_small $(seconds env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")"
-done
 best() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | head -1; }
 median() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-for job in tshark analyze report one inline small; do
-  samples="s_$job"
-  printf -v "t_$job" '%s' "$(best "${!samples}")"
-  printf -v "m_$job" '%s' "$(median "${!samples}")"
-done
-t_two=$t_analyze; m_two=$m_analyze
-
-rate() { awk -v n="$frames" -v t="$1" 'BEGIN { r = n / t; if (r >= 1e6) printf "%.2f M", r / 1e6; else printf "%.0f k", r / 1e3 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3g", a / b }'; }
-echo
-echo "== 1. throughput (best of $rounds, wall clock; median of the rounds after the slash)"
-printf '%-44s %7.3f s %10s frames/s                 / %.3f s\n' "tshark -T fields (baseline)" "$t_tshark" "$(rate "$t_tshark")" "$m_tshark"
-printf '%-44s %7.3f s %10s frames/s  %7sx tshark / %.3f s, %sx\n' "rocescope analyze (all tables, pipelined)" "$t_analyze" "$(rate "$t_analyze")" "$(ratio "$t_tshark" "$t_analyze")" "$m_analyze" "$(ratio "$m_tshark" "$m_analyze")"
-printf '%-44s %7.3f s %10s frames/s  %7sx tshark / %.3f s, %sx\n' "rocescope report (pipelined)" "$t_report" "$(rate "$t_report")" "$(ratio "$t_tshark" "$t_report")" "$m_report" "$(ratio "$m_tshark" "$m_report")"
-printf '%-44s %7.3f s %10s frames/s  huge pages %sx / %.3f s, %sx\n' "analyze, 4 KiB heap pages (HUGE_PAGES=0)" "$t_small" "$(rate "$t_small")" "$(ratio "$t_small" "$t_analyze")" "$m_small" "$(ratio "$m_small" "$m_analyze")"
-faults() { /usr/bin/time -f '%R %M' "$@" 2>&1 >/dev/null | tail -1 | awk '{ printf "%d faults, %.0f MB", $1, $2 / 1000 }'; }
-f_huge=$(faults "$bin" analyze "$cap" --out "$work/out")
-f_small=$(faults env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")
-echo "page faults, peak RSS: huge pages $f_huge; 4 KiB pages $f_small"
-echo
-echo "== 2. both cores"
-printf '%-44s %7.3f s                                / %.3f s\n' "analyze --threads 1" "$t_inline" "$m_inline"
-printf '%-44s %7.3f s                                / %.3f s\n' "analyze pipelined, taskset -c 0 (1 core)" "$t_one" "$m_one"
-printf '%-44s %7.3f s  %sx vs 1 core, %sx vs --threads 1 / %.3f s, %sx, %sx\n' "analyze pipelined, 2 cores" "$t_two" "$(ratio "$t_one" "$t_two")" "$(ratio "$t_inline" "$t_two")" "$m_two" "$(ratio "$m_one" "$m_two")" "$(ratio "$m_inline" "$m_two")"
 
-s3() { printf '%.3f s' "$1"; }
-md "| job | best | frames/s | ratio | median, ratio |"
-md "|---|---|---|---|---|"
-md "| \`tshark -T fields\` (BTH/AETH/ECN/PFC fields), the baseline | $(s3 "$t_tshark") | $(rate "$t_tshark") | 1x | $(s3 "$m_tshark") |"
-md "| \`rocescope analyze\`, every table, pipelined | $(s3 "$t_analyze") | $(rate "$t_analyze") | **$(ratio "$t_tshark" "$t_analyze")x tshark** | $(s3 "$m_analyze"), $(ratio "$m_tshark" "$m_analyze")x |"
-md "| \`rocescope report\`, pipelined | $(s3 "$t_report") | $(rate "$t_report") | $(ratio "$t_tshark" "$t_report")x tshark | $(s3 "$m_report"), $(ratio "$m_tshark" "$m_report")x |"
-md "| \`analyze\` with glibc's 4 KiB heap pages (\`ROCESCOPE_HUGE_PAGES=0\`) | $(s3 "$t_small") | $(rate "$t_small") | huge pages $(ratio "$t_small" "$t_analyze")x | $(s3 "$m_small"), $(ratio "$m_small" "$m_analyze")x |"
-md "| \`analyze --threads 1\` (all on one thread) | $(s3 "$t_inline") | | | $(s3 "$m_inline") |"
-md "| \`analyze\` pipelined, \`taskset -c 0\` (1 core) | $(s3 "$t_one") | | | $(s3 "$m_one") |"
-md "| \`analyze\` pipelined, 2 cores | $(s3 "$t_two") | | **$(ratio "$t_one" "$t_two")x vs 1 core**, $(ratio "$t_inline" "$t_two")x vs \`--threads 1\` | $(s3 "$m_two"), $(ratio "$m_one" "$m_two")x, $(ratio "$m_inline" "$m_two")x |"
-md ""
-md "Page faults and peak RSS of \`analyze\`: $f_huge with the huge-page heap, $f_small with 4 KiB pages."
+if [ "${SKIP_THROUGHPUT:-0}" != 1 ]; then
+  cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+  md "Capture: $frames frames (ghost-drop, 256 QPs, snaplen 128), $((size / 1000000)) MB;" \
+    "$(nproc) CPUs${cpu_model:+ ($cpu_model)}; release build; best of $rounds rounds," \
+    "then the median of the rounds ($((2 * rounds)) for \`analyze\`)."
+  md ""
+  $bin report "$cap" | sed -n '/^Frames/p;/^ECN/p;/^Flows/p'
+
+  # Every sample is kept: the best (least disturbed) and the median of the
+  # rounds are both printed; on a shared host the best alone wanders.
+  s_tshark=""; s_analyze=""; s_report=""; s_one=""; s_inline=""; s_small=""
+  for _ in $(seq "$rounds"); do
+    s_tshark="$s_tshark $(seconds tshark_fields "$cap")"
+    s_analyze="$s_analyze $(seconds "$bin" analyze "$cap" --out "$work/out")"
+    s_report="$s_report $(seconds "$bin" report "$cap")"
+    s_one="$s_one $(seconds taskset -c 0 "$bin" analyze "$cap" --out "$work/out")"
+    s_analyze="$s_analyze $(seconds "$bin" analyze "$cap" --out "$work/out")"
+    s_inline="$s_inline $(seconds "$bin" analyze "$cap" --out "$work/out" --threads 1)"
+    s_small="$s_small $(seconds env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")"
+  done
+  for job in tshark analyze report one inline small; do
+    samples="s_$job"
+    printf -v "t_$job" '%s' "$(best "${!samples}")"
+    printf -v "m_$job" '%s' "$(median "${!samples}")"
+  done
+  t_two=$t_analyze; m_two=$m_analyze
+
+  rate() { awk -v n="$frames" -v t="$1" 'BEGIN { r = n / t; if (r >= 1e6) printf "%.2f M", r / 1e6; else printf "%.0f k", r / 1e3 }'; }
+  echo
+  echo "== 1. throughput (best of $rounds, wall clock; median of the rounds after the slash)"
+  printf '%-44s %7.3f s %10s frames/s                 / %.3f s\n' "tshark -T fields (baseline)" "$t_tshark" "$(rate "$t_tshark")" "$m_tshark"
+  printf '%-44s %7.3f s %10s frames/s  %7sx tshark / %.3f s, %sx\n' "rocescope analyze (all tables, pipelined)" "$t_analyze" "$(rate "$t_analyze")" "$(ratio "$t_tshark" "$t_analyze")" "$m_analyze" "$(ratio "$m_tshark" "$m_analyze")"
+  printf '%-44s %7.3f s %10s frames/s  %7sx tshark / %.3f s, %sx\n' "rocescope report (pipelined)" "$t_report" "$(rate "$t_report")" "$(ratio "$t_tshark" "$t_report")" "$m_report" "$(ratio "$m_tshark" "$m_report")"
+  printf '%-44s %7.3f s %10s frames/s  huge pages %sx / %.3f s, %sx\n' "analyze, 4 KiB heap pages (HUGE_PAGES=0)" "$t_small" "$(rate "$t_small")" "$(ratio "$t_small" "$t_analyze")" "$m_small" "$(ratio "$m_small" "$m_analyze")"
+  faults() { /usr/bin/time -f '%R %M' "$@" 2>&1 >/dev/null | tail -1 | awk '{ printf "%d faults, %.0f MB", $1, $2 / 1000 }'; }
+  f_huge=$(faults "$bin" analyze "$cap" --out "$work/out")
+  f_small=$(faults env ROCESCOPE_HUGE_PAGES=0 "$bin" analyze "$cap" --out "$work/out")
+  echo "page faults, peak RSS: huge pages $f_huge; 4 KiB pages $f_small"
+  echo
+  echo "== 2. both cores"
+  printf '%-44s %7.3f s                                / %.3f s\n' "analyze --threads 1" "$t_inline" "$m_inline"
+  printf '%-44s %7.3f s                                / %.3f s\n' "analyze pipelined, taskset -c 0 (1 core)" "$t_one" "$m_one"
+  printf '%-44s %7.3f s  %sx vs 1 core, %sx vs --threads 1 / %.3f s, %sx, %sx\n' "analyze pipelined, 2 cores" "$t_two" "$(ratio "$t_one" "$t_two")" "$(ratio "$t_inline" "$t_two")" "$m_two" "$(ratio "$m_one" "$m_two")" "$(ratio "$m_inline" "$m_two")"
+
+  s3() { printf '%.3f s' "$1"; }
+  md "| job | best | frames/s | ratio | median, ratio |"
+  md "|---|---|---|---|---|"
+  md "| \`tshark -T fields\` (BTH/AETH/ECN/PFC fields), the baseline | $(s3 "$t_tshark") | $(rate "$t_tshark") | 1x | $(s3 "$m_tshark") |"
+  md "| \`rocescope analyze\`, every table, pipelined | $(s3 "$t_analyze") | $(rate "$t_analyze") | **$(ratio "$t_tshark" "$t_analyze")x tshark** | $(s3 "$m_analyze"), $(ratio "$m_tshark" "$m_analyze")x |"
+  md "| \`rocescope report\`, pipelined | $(s3 "$t_report") | $(rate "$t_report") | $(ratio "$t_tshark" "$t_report")x tshark | $(s3 "$m_report"), $(ratio "$m_tshark" "$m_report")x |"
+  md "| \`analyze\` with glibc's 4 KiB heap pages (\`ROCESCOPE_HUGE_PAGES=0\`) | $(s3 "$t_small") | $(rate "$t_small") | huge pages $(ratio "$t_small" "$t_analyze")x | $(s3 "$m_small"), $(ratio "$m_small" "$m_analyze")x |"
+  md "| \`analyze --threads 1\` (all on one thread) | $(s3 "$t_inline") | | | $(s3 "$m_inline") |"
+  md "| \`analyze\` pipelined, \`taskset -c 0\` (1 core) | $(s3 "$t_one") | | | $(s3 "$m_one") |"
+  md "| \`analyze\` pipelined, 2 cores | $(s3 "$t_two") | | **$(ratio "$t_one" "$t_two")x vs 1 core**, $(ratio "$t_inline" "$t_two")x vs \`--threads 1\` | $(s3 "$m_two"), $(ratio "$m_one" "$m_two")x, $(ratio "$m_inline" "$m_two")x |"
+  md ""
+  md "Page faults and peak RSS of \`analyze\`: $f_huge with the huge-page heap, $f_small with 4 KiB pages."
+
+fi
 
 if [ "${SKIP_MEMORY:-0}" != 1 ]; then
   echo
@@ -221,12 +250,108 @@ if [ -n "$base" ]; then
   md "| \`report\` | ${rw}x | ${rc}x |"
 fi
 
+# Section 8's figures go to their own block of docs/benchmarks.md.
+fmd() { printf '%s\n' "$*" >>"$work/flows.md"; }
+# Wall seconds, CPU seconds (user + system) and peak RSS (KB) of a command,
+# output discarded.
+measure() { /usr/bin/time -f '%e %U %S %M' "$@" 2>&1 >/dev/null | tail -1 | awk '{ print $1, $2 + $3, $4 }'; }
+mb() { awk -v k="$1" 'BEGIN { printf "%.0f MB", k / 1000 }'; }
+per_flow() { awk -v k="$1" -v n="$2" 'BEGIN { printf "%.0f", k * 1000 / n }'; }
+# "RoCE packets, flows" of a report, from its text (--json holds every flow
+# as a JSON value: ~10 KB a flow).
+totals() {
+  "$1" report "$2" | awk '/ frames read: / { gsub(/[(]/, "", $6); p = $6 } / flows [(]/ { f = $1 } END { print p, f }'
+}
+
+if [ "${SKIP_FLOWS:-0}" != 1 ]; then
+  flow_rounds=${FLOW_ROUNDS:-3}
+  echo
+  echo "== 8. flow-heavy captures: N QPs (2N flows), all active at once; medians of $flow_rounds interleaved rounds"
+  fmd "\`$(basename "$bin")\`, $(nproc) CPUs; medians of $flow_rounds interleaved rounds (wall, CPU = user + system, peak RSS from \`/usr/bin/time\`)."
+  fmd ""
+  fmd "| QPs (frames, file) | job | wall | CPU | peak RSS | bytes per flow | vs tshark: wall, CPU |"
+  fmd "|---|---|---|---|---|---|---|"
+  jobs=(tshark report analyze)
+  [ -z "$base" ] || jobs+=(base_report base_analyze)
+  for n in ${FLOW_QPS:-100000 1000000}; do
+    qcap="$work/q$n.pcap"
+    "$flowgen" --qps "$n" --rate 1000000 --out "$qcap" 2>/dev/null
+    # The generator's own count: 3 frames and 2 flows a QP.
+    read -r got_frames got_flows <<<"$(totals "$bin" "$qcap")"
+    [ "$got_frames" = $((3 * n)) ] && [ "$got_flows" = $((2 * n)) ] ||
+      { echo "bench.sh: q$n.pcap: $got_frames frames, $got_flows flows; expected $((3 * n)), $((2 * n))" >&2; exit 1; }
+    label="$n ($((3 * n)), $(( $(stat -c %s "$qcap") / 1000000 )) MB)"
+    declare -A fsamples=()
+    for _ in $(seq "$flow_rounds"); do
+      for job in "${jobs[@]}"; do
+        case $job in
+          tshark) m=$(measure bash -c "$(declare -f tshark_fields); tshark_fields '$qcap'") ;;
+          report) m=$(measure "$bin" report "$qcap") ;;
+          analyze) m=$(measure "$bin" analyze "$qcap" --out "$work/qout") ;;
+          base_report) m=$(measure "$base" report "$qcap") ;;
+          base_analyze) m=$(measure "$base" analyze "$qcap" --out "$work/qout") ;;
+        esac
+        read -r w c r <<<"$m"
+        fsamples[$job.w]+=" $w"; fsamples[$job.c]+=" $c"; fsamples[$job.r]+=" $r"
+      done
+    done
+    for job in "${jobs[@]}"; do
+      for v in w c r; do printf -v "${v}_$job" '%s' "$(median "${fsamples[$job.$v]}")"; done
+    done
+    for job in "${jobs[@]}"; do
+      w="w_$job"; c="c_$job"; r="r_$job"
+      name=$job; vs=""; pf=""
+      case $job in
+        tshark) name="\`tshark -T fields\`" ;;
+        report | analyze) name="\`$job\`"; vs="**$(ratio "$w_tshark" "${!w}")x**, $(ratio "$c_tshark" "${!c}")x" ;;
+        base_*) name="\`${job#base_}\`, BASE ($(basename "$base"))"; vs="$(ratio "$w_tshark" "${!w}")x, $(ratio "$c_tshark" "${!c}")x" ;;
+      esac
+      [ "$job" = tshark ] || pf=$(per_flow "${!r}" $((2 * n)))
+      printf '%-10s %-28s %8.2f s wall %8.2f s CPU %9s  %6s B/flow  %s\n' "$n" "$job" "${!w}" "${!c}" "$(mb "${!r}")" "$pf" "$vs"
+      fmd "| $label | $name | $(printf '%.2f s' "${!w}") | $(printf '%.2f s' "${!c}") | $(mb "${!r}") | $pf | $vs |"
+    done
+    rm -f "$qcap"
+  done
+fi
+
+if [ "${SKIP_PIPE:-0}" != 1 ]; then
+  echo
+  echo "== 8. the long capture from a pipe: 1,700 QPs start a second, each active a second"
+  fmd ""
+  fmd "The long capture, \`flowgen --qps N | rocescope report -\` (1,700 QPs start a second, each active a second: ~3,400 flows at once), one run each:"
+  fmd ""
+  fmd "| QPs (frames, capture time) | build | wall | CPU | peak RSS | vs the first row's RSS |"
+  fmd "|---|---|---|---|---|---|"
+  builds=("$bin")
+  [ -z "$base" ] || builds+=("$base")
+  for b in "${builds[@]}"; do
+    first=""
+    for n in ${PIPE_QPS:-1000000 3000000}; do
+      # rocescope alone is timed; the generator runs beside it (and fails
+      # the run if it fails: pipefail).
+      "$flowgen" --qps "$n" 2>/dev/null | /usr/bin/time -f '%e %U %S %M' -o "$work/pipe.time" "$b" report - >/dev/null
+      m=$(awk '{ print $1, $2 + $3, $4 }' "$work/pipe.time")
+      read -r w c r <<<"$m"
+      : "${first:=$r}"
+      label="$n ($((3 * n)), $(awk -v n="$n" 'BEGIN { printf "%.1f min", (n / 1700 + 1) / 60 }'))"
+      printf '%-34s %-30s %8.1f s wall %8.1f s CPU %9s  %sx\n' "$label" "$(basename "$b")" "$w" "$c" "$(mb "$r")" "$(ratio "$r" "$first")"
+      fmd "| $label | \`$(basename "$b")\` | $(printf '%.1f s' "$w") | $(printf '%.1f s' "$c") | $(mb "$r") | **$(ratio "$r" "$first")x** |"
+    done
+  done
+fi
+
 if [ -n "$docs" ]; then
-  awk -v block="$work/figures.md" '
-    /^<!-- bench.sh figures: begin/ { print; while ((getline l < block) > 0) print l; skip = 1; next }
-    /^<!-- bench.sh figures: end/ { skip = 0 }
-    !skip { print }' "$docs" >"$work/docs.md"
-  cp "$work/docs.md" "$docs"
+  # Each block from its sections' figures; a block none of them ran for stays.
+  replace() { # MARKER FIGURES
+    [ -s "$2" ] || return 0
+    awk -v block="$2" -v marker="<!-- $1: " '
+      index($0, marker "begin") == 1 { print; while ((getline l < block) > 0) print l; skip = 1; next }
+      index($0, marker "end") == 1 { skip = 0 }
+      !skip { print }' "$docs" >"$work/docs.md"
+    cp "$work/docs.md" "$docs"
+  }
+  [ "${SKIP_THROUGHPUT:-0}" = 1 ] || replace "bench.sh figures" "$work/figures.md"
+  replace "bench.sh flow figures" "$work/flows.md"
   echo
   echo "bench.sh: figures written to $docs"
 fi

@@ -1,7 +1,7 @@
 //! End to end: captures built frame by frame with known contents, analysed by
 //! the `rocescope` binary; every count of the analysis definitions
 //! (docs/analysis.md) is asserted exactly.
-mod common;
+use crate::common;
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};

@@ -17,7 +17,7 @@
 //! Every run is under an address-space limit (`RLIMIT_AS`), so an
 //! allocation sized by a length field from the file would abort the run;
 //! the 4 GB length cases also check the child's peak RSS.
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

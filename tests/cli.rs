@@ -1,5 +1,5 @@
 //! End to end: the `rocescope` binary on real hardware captures and on bad input.
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 
@@ -130,6 +130,75 @@ fn filter_selects_before_decoding() {
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("filter"), "{err}");
+}
+
+/// `--udp-port roce=4792` (docs/inputs.md, "Transports and their ports"):
+/// the oferby capture with its 105 RoCEv2 frames rewritten to UDP port 4792
+/// decodes to the same packets (their ICRCs, which cover the port, now
+/// fail), while the original, on 4791, decodes nothing and the error names
+/// the port looked for. A bad value is a usage error naming the option.
+#[test]
+fn udp_port_moves_rocev2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = shared_capture("oferby-proxy-roce.pcap");
+    let bytes = std::fs::read(&cap).unwrap();
+    // Classic little-endian pcap, Ethernet, no VLAN tags: every IPv4/UDP
+    // frame to 4791 gets 4792.
+    let mut moved_bytes = bytes.clone();
+    let (mut at, mut rewritten) = (24, 0);
+    while at + 16 <= bytes.len() {
+        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        let f = &mut moved_bytes[at + 16..at + 16 + incl];
+        if f[12..14] == [0x08, 0x00] && f[23] == 17 {
+            let dport = 14 + usize::from(f[14] & 0x0F) * 4 + 2;
+            if f[dport..dport + 2] == 4791u16.to_be_bytes() {
+                f[dport..dport + 2].copy_from_slice(&4792u16.to_be_bytes());
+                rewritten += 1;
+            }
+        }
+        at += 16 + incl;
+    }
+    assert_eq!(rewritten, 105);
+    let moved = dir.path().join("moved.pcap");
+    std::fs::write(&moved, &moved_bytes).unwrap();
+
+    let analyze = |capture: &std::path::Path, out: &str, port: Option<&str>| {
+        let out = dir.path().join(out);
+        let mut args = vec!["analyze", capture.to_str().unwrap(), "--out"];
+        args.push(out.to_str().unwrap());
+        if let Some(p) = port {
+            args.extend(["--udp-port", p]);
+        }
+        rocescope_ok(&args);
+        Table::read(&out.join("packets.parquet"))
+    };
+    let before = analyze(&cap, "before", None);
+    let after = analyze(&moved, "after", Some("roce=4792"));
+    assert_eq!((before.rows(), after.rows()), (105, 105));
+    for column in ["frame", "psn", "dest_qp", "opcode"] {
+        assert_eq!(before.ints(column), after.ints(column), "{column}");
+    }
+    // The ICRC covers the UDP ports (Annex A17 masks the UDP checksum, not
+    // the ports): every frame whose ICRC passed before fails once moved.
+    let (ok_before, ok_after) = (before.bools("icrc_ok"), after.bools("icrc_ok"));
+    for (b, a) in ok_before.iter().zip(&ok_after) {
+        if *b == Some(true) {
+            assert_eq!(*a, Some(false));
+        }
+    }
+    assert!(ok_before.contains(&Some(true)));
+
+    let r = rocescope(&["report", cap.to_str().unwrap(), "--udp-port", "roce=4792"]);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("105 UDP to another port than 4792"), "{err}");
+
+    for bad in ["roce", "roce=0", "uet=4793"] {
+        let r = rocescope(&["report", cap.to_str().unwrap(), "--udp-port", bad]);
+        assert!(!r.status.success(), "{bad}");
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains("--udp-port"), "{bad}: {err}");
+    }
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! tests/data/counters (deltas worked out by hand from the files),
 //! `counters collect` against a fake sysfs tree and a fake `ethtool`, and
 //! the reconciliation of a capture with counters.
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 //! with a mistake is an error naming it. Onsets and delays are checked
 //! against tshark's own reading of the PFC frames. A large fabric's
 //! hop-queueing finding lists some hops and counts the rest.
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -12,7 +12,7 @@
 //! * `diff` of ghost-drop and ghost-drop-fixed gives the numbers `report
 //!   --json` gives for each sample alone, from captures and from `analyze
 //!   --out` directories alike.
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -13,7 +13,7 @@
 //!
 //! The tshark comparisons are skipped (with a message) when tshark is not
 //! installed; the end-to-end checks are not.
-mod common;
+use crate::common;
 
 use std::net::Ipv6Addr;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! (gzip, zstd, lz4), piped on standard input, directories of them, a stray
 //! non-capture among them, and captures of the raw-IP and BSD loopback
 //! link types. Each must give what the plain Ethernet file gives.
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -4,9 +4,8 @@
 //! decoder corpus, each whole, cut at every length and with every byte of
 //! its first 96 flipped three ways. The `etherparse` fuzz target runs the
 //! same comparison on any bytes.
-mod common;
-#[path = "common/oracle.rs"]
-mod oracle;
+use crate::common;
+use crate::common::oracle;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -9,7 +9,7 @@
 //!   clear error naming the file; the tables completed before it stay
 //!   intact, no partial file is left behind; `synth` leaves neither a
 //!   capture nor a partial one.
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

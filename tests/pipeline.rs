@@ -1,6 +1,6 @@
 //! The pipelined layout (reader, analyzer, writer and encoder on threads of
 //! their own) writes the same tables as everything on one thread.
-mod common;
+use crate::common;
 
 use common::{Table, rocescope_ok};
 

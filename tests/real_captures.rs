@@ -6,7 +6,7 @@
 //! acknowledgements (0x11, 0x12) and READ responses (0x0d-0x10); `acks` are
 //! 0x11 and 0x12. None of these captures lost, resent, reordered, duplicated
 //! or corrupted a frame, so every such count is 0 and nothing is diagnosed.
-mod common;
+use crate::common;
 
 use common::*;
 

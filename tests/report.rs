@@ -4,7 +4,7 @@
 //! alike; `report --json` carries the flows and each finding's `params`;
 //! durations take units and bad values are refused at parse time, naming
 //! what was given and why; the progress bar shows on a terminal only.
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

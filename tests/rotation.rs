@@ -4,7 +4,7 @@
 //! pcap and pcapng, with splits inside a PFC pause and inside a rewind;
 //! captures that overlap in time stay taps of their own; `--tap` groups
 //! files and names what is not among the inputs.
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -12,7 +12,7 @@
 //!   fraction at the victim's tap by orders of magnitude and raises goodput;
 //! * capture impairments set to zero by hand change no byte, and `--sniffer`
 //!   writes what a NIC's RDMA sniffer records.
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -15,7 +15,7 @@
 //! mirrored frame's headers.
 //!
 //! Skipped (with a message) when tshark is not installed.
-mod common;
+use crate::common;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;

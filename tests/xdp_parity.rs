@@ -9,7 +9,7 @@
 //! program's reads beyond the linear part are compared too.
 //!
 //! Needs root (loading BPF programs); skipped with a message otherwise.
-mod common;
+use crate::common;
 
 use rocescope::live::{Program, Tap};
 use rocescope::sources::CaptureReader;
@@ -266,5 +266,54 @@ fn drop_after_capture_drops_recorded_frames_only() {
         let recorded = expected(&frame).kind() != Kind::Other;
         let v = c.check(&name, &frame);
         assert_eq!(v, if recorded { XDP_DROP } else { XDP_PASS }, "{name}");
+    }
+}
+
+/// `--udp-port roce=4792` reaches the kernel: with RoCEv2 moved to 4792,
+/// the XDP program records a frame to 4792 exactly as the userspace
+/// decoder does, and drops one to 4791 as foreign UDP, as userspace does
+/// (src/transport/tests.rs, `a_configured_port_replaces_the_default`).
+#[test]
+fn a_configured_udp_port_decodes_in_the_kernel_too() {
+    use rocescope::live::LoadOptions;
+    use rocescope::synth::frame::{RoceFrame, WireFrame};
+    use rocescope::transport::{parse_udp_port, recognition};
+    if !root() {
+        return;
+    }
+    let reg = recognition(&[parse_udp_port("roce=4792").unwrap()]).unwrap();
+    let opts = LoadOptions {
+        recognition: reg,
+        ..LoadOptions::default()
+    };
+    let mut tap = Tap::load_with(Program::Decoder, &opts).expect("the XDP program loads");
+    for (dport, want_kind) in [(4792, Kind::Roce), (4791, Kind::Other)] {
+        let f = RoceFrame {
+            udp_dport: dport,
+            ..RoceFrame::default()
+        };
+        let mut frame = Vec::new();
+        f.append(&mut frame);
+        let mut want = PacketRecord::default();
+        decode::decode_walk_with(
+            &mut want,
+            &reg,
+            proto::linktype::ETHERNET,
+            &frame,
+            frame.len() as u32,
+        );
+        assert_eq!(want.kind(), want_kind, "userspace, port {dport}");
+        want.icrc = 0;
+        want.flags &= !(flags::ICRC_CHECKED | flags::ICRC_OK | flags::CUT);
+        assert_eq!(tap.test_run(&frame).unwrap(), XDP_PASS);
+        let got = tap.next_record().map(|mut r| {
+            r.ts_ns = 0;
+            r
+        });
+        let want = (want_kind != Kind::Other).then_some(want);
+        assert_eq!(
+            got, want,
+            "kernel (left) and userspace (right), port {dport}"
+        );
     }
 }

@@ -11,6 +11,7 @@ use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 pub mod corpus;
+pub mod oracle;
 pub mod tshark;
 
 /// The real captures by others (see `rocescope::testdata`); not every test uses them.

@@ -470,6 +470,7 @@ fn live_rounds(
             tap_mode: mode,
             flush_ns: None,
             drop_after_capture: false,
+            recognition: Default::default(),
             analyzer: Default::default(),
             progress: false,
             ring,

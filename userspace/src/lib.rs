@@ -34,6 +34,7 @@ pub mod synth;
 pub mod tables;
 #[doc(hidden)]
 pub mod testdata;
+pub mod transport;
 pub mod units;
 pub mod wireshark;
 

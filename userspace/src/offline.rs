@@ -12,6 +12,7 @@
 //! which no frame became a record fails ([`Outcome::failure`]).
 use std::path::{Path, PathBuf};
 
+use rocescope_common::wire::Recognition;
 use rocescope_common::{Kind, PacketRecord};
 
 use crate::analyze::{self, Analysis};
@@ -43,6 +44,8 @@ pub struct Options {
     pub source_yields: bool,
     /// `--tap NAME=FILE,…`: files that are one tap.
     pub taps: Vec<TapSpec>,
+    /// Where transports are recognised (`--udp-port`).
+    pub recognition: Recognition,
 }
 
 impl Options {
@@ -54,6 +57,7 @@ impl Options {
         if let Some(f) = &self.filter {
             s.push_str(&format!("filter={f}\n"));
         }
+        s.push_str(&crate::transport::identity(&self.recognition));
         for t in &self.taps {
             let files: Vec<String> = t
                 .files
@@ -170,10 +174,11 @@ pub fn run_with(
         taps,
         warnings,
         frames_read: 0,
-        decode: DecodeTally::default(),
+        decode: DecodeTally::recognising(opts.recognition),
         progress: FileProgress::new(opts.progress, &names),
         files: vec![FileState::default(); names.len()],
         filter,
+        recognition: opts.recognition,
         rec: PacketRecord::default(),
         framed: vec![Vec::new(); names.len()],
     };
@@ -234,6 +239,7 @@ struct Run {
     progress: FileProgress,
     files: Vec<FileState>,
     filter: Option<Filter>,
+    recognition: Recognition,
     /// Each frame is decoded into this one record.
     rec: PacketRecord,
     /// Per file: which of its interfaces had a frame (the reader checks a
@@ -256,7 +262,7 @@ struct Decoded {
     number: u64,
     file_iface: u32,
     ts_ns: u64,
-    cm: Option<decode::cm::CmMessage>,
+    cm: Option<crate::transport::roce::cm::CmMessage>,
 }
 
 /// The analysis's view of the merged stream: every frame counted and
@@ -373,13 +379,19 @@ impl Run {
             self.decode.not_decoded(Undecoded::FilteredOut);
             return Ok(None);
         }
-        let walk = decode::decode_walk(rec, frame.linktype, frame.data, frame.orig_len);
+        let walk = decode::decode_walk_with(
+            rec,
+            &self.recognition,
+            frame.linktype,
+            frame.data,
+            frame.orig_len,
+        );
         self.decode.frame(rec, walk.stop, frame.linktype);
         if rec.kind() == Kind::Other {
             return Ok(None);
         }
         // QP1 MADs: connection set-up names both QPs (pairs flows exactly).
-        let cm = decode::cm::message(rec, walk.payload);
+        let cm = crate::transport::roce::cm::message(rec, walk.payload);
         Ok(Some(Decoded {
             number: frame.number,
             file_iface: frame.iface,

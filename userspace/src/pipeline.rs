@@ -44,9 +44,9 @@ use rocescope_common::PacketRecord;
 use rocescope_common::summary::FlowDelta;
 
 use crate::analyze::{self, Analysis, Analyzer, Event, FlowKey, TimelineRow, Verdict};
-use crate::decode::cm::CmMessage;
 use crate::output::{Output, RunFacts};
 use crate::tables::TableSet;
+use crate::transport::roce::cm::CmMessage;
 use crate::{Error, Result};
 
 type Outputs = Vec<Box<dyn Output>>;

@@ -18,7 +18,8 @@ pub enum Kind {
     /// Not RoCE, CNP, PFC or PAUSE: not recorded.
     #[default]
     Other = 0,
-    /// RoCEv2 (UDP destination port 4791) or RoCEv1 (EtherType 0x8915, a
+    /// RoCEv2 (UDP destination port 4791, or the one configured:
+    /// `wire::Recognition`) or RoCEv1 (EtherType 0x8915, a
     /// GRH naming a BTH) with any BTH opcode but CNP.
     Roce = 1,
     /// Congestion Notification Packet (BTH opcode 0x81).
@@ -27,7 +28,7 @@ pub enum Kind {
     Pfc = 3,
     /// 802.3x PAUSE (MAC Control opcode 0x0001).
     Pause = 4,
-    /// To UDP port 4791 but its UDP datagram is too short for a BTH (or a
+    /// To RoCEv2's UDP port but its UDP datagram is too short for a BTH (or a
     /// RoCEv1 GRH whose payload length is).
     Malformed = 5,
 }
@@ -236,6 +237,16 @@ impl PacketRecord {
         self.flags & flag != 0
     }
 
+    /// The transport of the registry (`wire::registry`) the record is
+    /// one of: its kind says which (RoCE, CNP and malformed records are
+    /// RoCE's; PFC, PAUSE and `Other` have none).
+    pub const fn transport(&self) -> Option<wire::TransportId> {
+        match self.kind() {
+            Kind::Roce | Kind::Cnp | Kind::Malformed => Some(wire::TransportId::Roce),
+            Kind::Pfc | Kind::Pause | Kind::Other => None,
+        }
+    }
+
     /// `Some(true/false)` when the ICRC was checked, `None` when the frame was cut.
     pub const fn icrc_ok(&self) -> Option<bool> {
         if self.has(flags::ICRC_CHECKED) {
@@ -246,7 +257,7 @@ impl PacketRecord {
     }
 
     /// RoCE version of a RoCE, CNP or malformed record: 1 for a GRH
-    /// straight in Ethernet (EtherType 0x8915), 2 for UDP to port 4791;
+    /// straight in Ethernet (EtherType 0x8915), 2 for UDP to RoCEv2's port;
     /// none on native InfiniBand (`IB_LRH`), which is not RoCE.
     pub const fn roce_version(&self) -> Option<u8> {
         if self.has(flags::IB_LRH) {

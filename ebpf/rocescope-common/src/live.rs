@@ -44,6 +44,13 @@ pub const MAP_PAIRS: &str = "PAIRS";
 /// Entries of [`MAP_PAIRS`] (two per pair).
 pub const PAIRS_MAX: u32 = 65_536;
 
+/// `[u16; TRANSPORT_COUNT]` global: each transport's UDP destination port
+/// (`wire::Recognition::udp_ports`; 0 = not over UDP).
+pub const GLOBAL_UDP_PORTS: &str = "UDP_PORTS";
+/// `[u16; TRANSPORT_COUNT]` global: each transport's native IP protocol
+/// number (`wire::Recognition::ip_protocols`; 0 = none).
+pub const GLOBAL_IP_PROTOCOLS: &str = "IP_PROTOCOLS";
+
 /// `u64` global: wake the consumer only when the bytes waiting on the ring
 /// buffer cross a multiple of this (0 = a wake-up whenever the consumer
 /// has caught up).

@@ -8,7 +8,8 @@ use aya_ebpf::helpers::generated::{bpf_ktime_get_ns, bpf_xdp_get_buff_len, bpf_x
 use aya_ebpf::macros::{map, xdp};
 use aya_ebpf::maps::PerCpuArray;
 use aya_ebpf::programs::XdpContext;
-use rocescope_common::wire::{self, Frame};
+use rocescope_common::wire::registry::TRANSPORT_COUNT;
+use rocescope_common::wire::{self, Frame, Recognition};
 use rocescope_common::{Kind, PacketRecord, live, proto};
 
 use crate::ring::{self, Counters};
@@ -34,6 +35,16 @@ static SUMMARY: u8 = 0;
 /// Set by the loader: how old a flow's last delta may get in summary mode.
 #[unsafe(no_mangle)]
 static FLUSH_NS: u64 = live::DEFAULT_FLUSH_NS;
+
+/// Set by the loader: each transport's UDP destination port
+/// (`Recognition::udp_ports`).
+#[unsafe(no_mangle)]
+static UDP_PORTS: [u16; TRANSPORT_COUNT] = Recognition::DEFAULT.udp_ports;
+
+/// Set by the loader: each transport's native IP protocol number
+/// (`Recognition::ip_protocols`).
+#[unsafe(no_mangle)]
+static IP_PROTOCOLS: [u16; TRANSPORT_COUNT] = Recognition::DEFAULT.ip_protocols;
 
 #[xdp(frags)]
 pub fn rocescope(ctx: XdpContext) -> u32 {
@@ -226,12 +237,20 @@ fn zero(rec: &mut PacketRecord) {
     const _: () = assert!(WORDS == 25);
 }
 
-/// Fills `rec` like `decode::decode(LINKTYPE_ETHERNET, frame, len)` (but
+/// Fills `rec` like `decode::decode(LINKTYPE_ETHERNET, frame, len)` with
+/// the transports recognised where the loader said (but
 /// the ICRC and `CUT`, which only userspace checks); false when the walk
 /// stopped at a broken header (a parse failure, as the userspace tally
 /// counts them).
 fn decode(pkt: &Pkt, rec: &mut PacketRecord) -> bool {
-    let w = wire::walk(pkt, proto::linktype::ETHERNET, rec, &mut ());
+    // SAFETY: read-only globals the loader may have set.
+    let reg = unsafe {
+        Recognition {
+            udp_ports: core::ptr::read_volatile(&UDP_PORTS),
+            ip_protocols: core::ptr::read_volatile(&IP_PROTOCOLS),
+        }
+    };
+    let w = wire::walk_with(pkt, &reg, proto::linktype::ETHERNET, rec, &mut ());
     // A kind `Other` record is never sent, so it is not zeroed here (the
     // userspace decoder zeroes it; nobody sees the kernel's).
     rec.frame_len = pkt.len as u32;

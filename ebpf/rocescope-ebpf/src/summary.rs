@@ -47,6 +47,7 @@ use rocescope_common::proto::ib::{self, PSN_MASK, QPN_MASK, aeth, op, psn_diff};
 use rocescope_common::summary::{
     FlowDelta, FlowKey, FlowState, Pairing, delta_flags, record_marks, state_flags,
 };
+use rocescope_common::wire::TransportId;
 use rocescope_common::{Kind, PacketRecord, flags, live};
 
 use crate::ring::{self, Counters};
@@ -76,6 +77,11 @@ pub enum Fate {
 /// Decides `rec`'s fate (see the module docs) and keeps its flow's state.
 #[inline(always)]
 pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64, counters: Counters) -> Fate {
+    // Summary mode counts by RoCE's sequencing (QP flows, 24-bit PSNs):
+    // another transport's records go up whole until it has a summarizer.
+    if !matches!(rec.transport(), Some(TransportId::Roce)) {
+        return Fate::Forward;
+    }
     let roce = rec.kind == Kind::Roce as u8;
     let cnp = rec.kind == Kind::Cnp as u8;
     if !(roce || cnp) || !rec.has(flags::HAS_BTH) {

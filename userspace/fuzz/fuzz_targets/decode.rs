@@ -33,6 +33,6 @@ fuzz_target!(|data: &[u8]| {
     let walk = rocescope::decode::decode_walk(&mut record, lt, frame, frame_len);
     // A frame that gave no record always says why.
     assert!(record.kind() != rocescope::Kind::Other || walk.stop.is_some());
-    let cm = rocescope::decode::cm::message(&record, walk.payload);
+    let cm = rocescope::transport::roce::cm::message(&record, walk.payload);
     std::hint::black_box((record, cm));
 });

@@ -16,8 +16,8 @@ pub(super) struct Request {
 impl Analyzer {
     /// A CM REQ or REP seen in `rec` (a QP1 MAD): once a REP answers a REQ,
     /// both directions of the connection are paired exactly.
-    pub fn cm(&mut self, rec: &PacketRecord, msg: crate::decode::cm::CmMessage) {
-        use crate::decode::cm::CmMessage;
+    pub fn cm(&mut self, rec: &PacketRecord, msg: crate::transport::roce::cm::CmMessage) {
+        use crate::transport::roce::cm::CmMessage;
         match msg {
             CmMessage::Req {
                 local_comm_id,
@@ -80,7 +80,7 @@ impl Analyzer {
 
     pub(super) fn apply_hint(&mut self, r: usize) {
         if let Some(&n) = self.retry_counts.get(&self.flows[r].key()) {
-            self.flows[r].livelock.retry_count = Some(n);
+            self.flows[r].rewind_mut().livelock.retry_count = Some(n);
         }
         let Some(&qp) = self.hints.get(&self.flows[r].key()) else {
             return;

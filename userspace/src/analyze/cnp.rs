@@ -34,7 +34,7 @@ impl Analyzer {
             .get(&(rec.iface, rec.dst_ip, rec.src_ip))
             .and_then(|c| {
                 c.iter()
-                    .copied()
+                    .map(|&r| r as usize)
                     .find(|&r| self.flows[r].cnp_qp() == Some(qp))
             });
         let mut reaction = None;
@@ -44,7 +44,10 @@ impl Analyzer {
             if let Some(t) = f.ce_unanswered.take() {
                 reaction = Some(now.saturating_sub(t));
             }
-            f.dcqcn.cnp(now);
+            // Without a request packet yet, nothing to measure the CNP against.
+            if let Some(d) = f.dcqcn.as_deref_mut() {
+                d.cnp(now);
+            }
             let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
             b.cnps += 1;
         }

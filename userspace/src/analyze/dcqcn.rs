@@ -10,8 +10,9 @@
 //! gap was chosen when the packet before it left, so the first packet sent
 //! at a lower rate is the one before the first long gap.
 //!
-//! O(1) per request packet and per CNP, a few words per flow. The
-//! measurement here (a [`Flow`](super::flows::Flow) owns one); the finding,
+//! O(1) per request packet and per CNP, about 250 bytes per flow that sends
+//! data. The measurement here (a [`Flow`](super::flows::Flow) owns one from
+//! its first data packet on); the finding,
 //! `dcqcn-reaction`, in `findings/dcqcn.rs`.
 
 /// Gaps the rate before a CNP (and the recovered rate) is measured over.
@@ -114,6 +115,10 @@ pub(crate) struct Reaction {
     pub without: u64,
     pub without_gbps_sum: f64,
 }
+
+/// What a flow with no data packet reads.
+pub(super) static NO_REACTION: std::sync::LazyLock<Reaction> =
+    std::sync::LazyLock::new(Reaction::default);
 
 impl Reaction {
     /// A CNP attributed to the flow at `now`. One CNP is measured at a time:

@@ -113,7 +113,9 @@ impl Analyzer {
         f.last_ts = f.last_ts.max(now);
         if d.data_packets > 0 {
             f.rto.sent(d.first_ts_ns);
-            f.dcqcn.counted();
+            if let Some(r) = f.dcqcn.as_deref_mut() {
+                r.counted();
+            }
         }
         f.rto.packet_done();
         spread_over_bins(f, &self.pfc, d, bin_ns, sink);

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::flows::timeline::flush_bin;
-use super::flows::{Flow, flow_row};
+use super::flows::{FlowTable, flow_row};
 use super::fmt::{fmt_ip, iface_name};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{
-    Analysis, FlowRow, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals, ratio,
+    Analysis, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals, ratio,
 };
 use super::taps::TapState;
 use super::{Analyzer, Sink};
@@ -17,18 +17,21 @@ use super::{findings, hops, rto, tree};
 /// Per tap and sender (source address) with timeout rewinds, its NIC's
 /// timeout over all its request flows there, in order of the first flow (a
 /// sender seen at two taps is measured twice, by the same rewinds).
-pub(super) fn nic_timeouts(flows: &[Flow], names: &BTreeMap<u16, String>) -> Vec<rto::NicTimeout> {
+pub(super) fn nic_timeouts(
+    flows: &FlowTable,
+    names: &BTreeMap<u16, String>,
+) -> Vec<rto::NicTimeout> {
     let mut by_sender: Vec<(u16, [u8; 16], Vec<u32>, rto::Waits)> = Vec::new();
-    for f in flows.iter().filter(|f| f.rewinds_timeout > 0) {
+    for f in flows.iter().filter(|f| f.rewind().rewinds_timeout > 0) {
         match by_sender
             .iter_mut()
             .find(|(t, ip, ..)| *t == f.iface && *ip == f.src_ip)
         {
             Some((.., ids, w)) => {
                 ids.push(f.id);
-                w.merge(&f.rto.waits);
+                w.merge(&f.rewind().waits);
             }
-            None => by_sender.push((f.iface, f.src_ip, vec![f.id], f.rto.waits)),
+            None => by_sender.push((f.iface, f.src_ip, vec![f.id], f.rewind().waits)),
         }
     }
     by_sender
@@ -46,11 +49,17 @@ impl Analyzer {
             self.decide_fills(i, false, sink);
             let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
             let mut out = Vec::new();
-            self.flows[i].pending_gaps.finish(acked, &mut out);
+            if let Some(g) = self.flows[i].gap.as_deref_mut() {
+                g.pending_gaps.finish(acked, &mut out);
+            }
             for g in out {
                 self.resolved(i, g, last, sink);
             }
-            for t in std::mem::take(&mut self.flows[i].timeouts) {
+            let timeouts = self.flows[i]
+                .rewind
+                .as_deref_mut()
+                .map(|r| std::mem::take(&mut r.timeouts));
+            for t in timeouts.unwrap_or_default() {
                 self.judge_timeout(i, t);
             }
         }
@@ -111,7 +120,35 @@ impl Analyzer {
                 attributed += f.cnps;
             }
         }
-        let mut rows: Vec<FlowRow> = self.flows.iter().map(flow_row).collect();
+        let matcher = std::mem::replace(&mut self.matcher, hops::Matcher::new(0));
+        let matching = {
+            let imposed = self
+                .config
+                .clock_offsets
+                .iter()
+                .filter_map(|(name, ns)| {
+                    let i = self.ifaces.iter().find(|(_, n)| *n == name)?.0;
+                    Some((*i, *ns))
+                })
+                .collect();
+            let by_key = &self.by_key;
+            let flows = &self.flows;
+            let mut m = matcher.finish(&imposed, |iface, (s, d, qp)| {
+                by_key.get(&(iface, s, d, qp)).map(|&i| flows[i].id)
+            });
+            for c in m.iter_mut().flat_map(|m| &mut m.clocks) {
+                c.tap_a_name = iface_name(&self.ifaces, c.tap_a);
+                c.tap_b_name = iface_name(&self.ifaces, c.tap_b);
+            }
+            m
+        };
+        // The flows' keys are not looked up any more: their maps go before
+        // the findings and the rows (the run's peak of memory).
+        self.by_key = Default::default();
+        self.by_hosts = Default::default();
+        self.cnp_counts = Default::default();
+        self.hints = Default::default();
+        self.cm_requests = Default::default();
         let duration = self.first_ts.map(|f| last - f).unwrap_or(0);
         let pfc_summary: Vec<PfcSummary> = self
             .pfc
@@ -132,28 +169,29 @@ impl Analyzer {
             })
             .collect();
         let mut t = Totals {
-            flows: rows.len() as u64,
+            flows: self.flows.len() as u64,
             ..Totals::default()
         };
-        for (f, r) in self.flows.iter().zip(&rows) {
+        for f in &self.flows {
             t.request_flows += f.seq.is_some() as u64;
             t.response_flows += (f.responses > 0) as u64;
             t.paired_flows += (f.seq.is_some() && f.paired_qp.is_some()) as u64;
-            t.packets += r.packets;
-            t.bytes += r.bytes;
-            t.data_packets += r.data_packets;
-            t.payload_bytes += r.payload_bytes;
-            t.retrans_packets += r.retrans_packets;
+            t.packets += f.packets;
+            t.bytes += f.bytes;
+            t.data_packets += f.data_packets;
+            t.payload_bytes += f.payload_bytes;
+            t.retrans_packets += f.retrans;
+            let (r, g, n) = (f.rewind(), f.gap(), f.nak());
             t.rewinds += r.rewinds;
             t.rewinds_nak += r.rewinds_nak;
             t.rewinds_rnr += r.rewinds_rnr;
             t.rewinds_timeout += r.rewinds_timeout;
-            t.spurious_retrans += r.spurious_retrans;
-            t.gaps += r.gaps;
-            t.acks += r.acks;
-            t.naks += r.naks;
-            t.rnr_naks += r.rnr_naks;
-            t.ce += r.ce;
+            t.spurious_retrans += r.spurious;
+            t.gaps += g.gaps;
+            t.acks += f.acks;
+            t.naks += n.naks;
+            t.rnr_naks += n.rnr_naks;
+            t.ce += f.ce;
         }
         t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
         t.cnps = attributed;
@@ -162,12 +200,12 @@ impl Analyzer {
         t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
         let mut capture_lost = vec![0u64; self.taps.len()];
         for f in &self.flows {
-            t.rewinds_timeout_ghost += f.rewinds_timeout_ghost;
-            t.gaps_resolved.sum(&f.gap_counts);
+            t.rewinds_timeout_ghost += f.rewind().rewinds_timeout_ghost;
+            t.gaps_resolved.sum(&f.gap().gap_counts);
             t.icrc_errors += f.icrc_errors;
             t.mirror_copies += f.mirror_copies;
             if let Some(c) = capture_lost.get_mut(usize::from(f.iface)) {
-                *c += f.gap_counts.capture_lost;
+                *c += f.gap().gap_counts.capture_lost;
             }
         }
         // Every named interface, a tap that recorded nothing too (its
@@ -255,28 +293,6 @@ impl Analyzer {
         if let Some(t) = &self.config.topology {
             t.name_trees(&mut pfc_trees);
         }
-        let matcher = std::mem::replace(&mut self.matcher, hops::Matcher::new(0));
-        let matching = {
-            let imposed = self
-                .config
-                .clock_offsets
-                .iter()
-                .filter_map(|(name, ns)| {
-                    let i = self.ifaces.iter().find(|(_, n)| *n == name)?.0;
-                    Some((*i, *ns))
-                })
-                .collect();
-            let by_key = &self.by_key;
-            let flows = &self.flows;
-            let mut m = matcher.finish(&imposed, |iface, (s, d, qp)| {
-                by_key.get(&(iface, s, d, qp)).map(|&i| flows[i].id)
-            });
-            for c in m.iter_mut().flat_map(|m| &mut m.clocks) {
-                c.tap_a_name = iface_name(&self.ifaces, c.tap_a);
-                c.tap_b_name = iface_name(&self.ifaces, c.tap_b);
-            }
-            m
-        };
         let hop_rows = matching
             .as_ref()
             .map(|m| m.hops.clone())
@@ -313,7 +329,6 @@ impl Analyzer {
         };
         summary.findings = findings::diagnose(&findings::Input {
             flows: &self.flows,
-            rows: &rows,
             pfc: &self.pfc.rows,
             summary: &summary,
             ghost_covers: &self.ghost_covers,
@@ -322,6 +337,8 @@ impl Analyzer {
             hops: &hop_rows,
             nics: &self.nics.rows_per_tap(),
         });
+        // The flows become their rows, chunk by chunk.
+        let mut rows = std::mem::take(&mut self.flows).into_map(flow_row);
         let taps = &self.taps;
         let origin = |iface: u16| {
             let t = taps.get(usize::from(iface)).copied().unwrap_or_default();

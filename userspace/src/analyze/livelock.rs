@@ -156,6 +156,15 @@ impl Livelock {
     }
 
     /// An ACK up to `a`: once it covers the run's PSN the run is over.
+    /// A livelock tracker made after ACKs up to `acked` (the flow's first
+    /// rewind): progress is judged against them.
+    pub fn after_acks(acked: Option<u32>) -> Self {
+        Livelock {
+            acked,
+            ..Livelock::default()
+        }
+    }
+
     pub fn acked(&mut self, a: u32) {
         let progress = self.acked.is_none_or(|p| psn::diff(a, p) > 0);
         self.acked = Some(self.acked.map_or(a, |p| psn::max(p, a)));

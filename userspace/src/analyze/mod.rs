@@ -103,8 +103,8 @@ pub(crate) use date::fmt_utc;
 pub use ecmp::EcmpGroup;
 pub(crate) use findings::input::{share, timeout_exponent};
 pub(crate) use findings::rank_findings;
-pub(crate) use flows::Flow;
 use flows::HostPair;
+pub(crate) use flows::{Flow, FlowTable};
 pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_pct};
 pub(crate) use fmt::{fmt_ip, fmt_mac, iface_name};
 pub(crate) use nic_report::{latency_cell, latency_headings, nic_name, shown_nics};
@@ -259,9 +259,10 @@ impl Sink for VecSink {
 /// The streaming analyzer.
 pub struct Analyzer {
     config: Config,
-    flows: Vec<Flow>,
+    flows: FlowTable,
     by_key: FastMap<FlowKey, usize>,
-    by_hosts: FastMap<HostPair, Vec<usize>>,
+    /// The flows of each host pair, by index (a `u32`, as `flow_id`).
+    by_hosts: FastMap<HostPair, Vec<u32>>,
     /// CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
     cnp_counts: FastMap<FlowKey, u64>,
     /// CM-learned pairings: request flow key → requester QP.
@@ -315,7 +316,7 @@ impl Analyzer {
         let matcher = hops::Matcher::new(config.match_window_ns);
         Analyzer {
             config,
-            flows: Vec::new(),
+            flows: FlowTable::default(),
             by_key: FastMap::default(),
             by_hosts: FastMap::default(),
             cnp_counts: FastMap::default(),

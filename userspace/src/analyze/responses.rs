@@ -18,6 +18,22 @@ pub(super) struct PendingNak {
     pub(super) rnr: bool,
 }
 
+/// A response flow's NAKs: counts, the ones awaiting the rewind they
+/// caused, the last one's time. A flow has one from its first NAK on.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NakHistory {
+    pub naks: u64,
+    pub rnr_naks: u64,
+    /// At most [`MAX_PENDING_NAKS`].
+    pub(super) pending: Vec<PendingNak>,
+    /// When the flow last carried a NAK or RNR NAK.
+    pub(super) last_nak_ts: Option<u64>,
+}
+
+/// What a flow with no NAK history reads.
+pub(super) static NO_NAKS: std::sync::LazyLock<NakHistory> =
+    std::sync::LazyLock::new(NakHistory::default);
+
 pub(super) fn nak_name(syndrome: u8) -> &'static str {
     match syndrome & 0x1F {
         aeth::NAK_PSN_SEQUENCE_ERROR => "PSN sequence error",
@@ -42,7 +58,10 @@ impl Analyzer {
         let has_aeth = rec.has(flags::HAS_AETH);
         if let Some(r) = self.flows[i].paired {
             let nak = has_aeth && (aeth::is_nak(syn) || aeth::is_rnr_nak(syn));
-            self.flows[r].livelock.answered(now, nak);
+            // Without a rewind there is no run to answer.
+            if let Some(h) = self.flows[r].rewind.as_deref_mut() {
+                h.livelock.answered(now, nak);
+            }
         }
         if !has_aeth {
             return;
@@ -66,21 +85,21 @@ impl Analyzer {
         } else if aeth::is_nak(syn) || aeth::is_rnr_nak(syn) {
             let rnr = aeth::is_rnr_nak(syn);
             if rnr {
-                f.rnr_naks += 1;
+                f.nak_mut().rnr_naks += 1;
             } else {
-                f.naks += 1;
+                f.nak_mut().naks += 1;
             }
-            if f.pending.len() >= MAX_PENDING_NAKS {
-                f.pending.remove(0);
+            if f.nak().pending.len() >= MAX_PENDING_NAKS {
+                f.nak_mut().pending.remove(0);
             }
-            f.last_nak_ts = Some(now);
+            f.nak_mut().last_nak_ts = Some(now);
             if let Some(r) = request {
                 self.flows[r].rto.nak(now);
             }
             if let (Some(r), false) = (request, rnr) {
                 // A sequence error names the PSN the responder expected.
                 if syn & 0x1F == aeth::NAK_PSN_SEQUENCE_ERROR {
-                    self.flows[r].pending_gaps.nak(q);
+                    self.flows[r].gap_mut().pending_gaps.nak(q);
                     // The NAK's sender is the receiver whose NIC reacted.
                     if let Some(t) = self.nics.out_of_sequence(self.flows[r].id, q) {
                         let nic = (rec.src_mac, rec.src_ip);
@@ -91,7 +110,7 @@ impl Analyzer {
                 }
             }
             let f = &mut self.flows[i];
-            f.pending.push(PendingNak {
+            f.nak_mut().pending.push(PendingNak {
                 psn: q,
                 ts: now,
                 rnr,
@@ -127,10 +146,12 @@ impl Analyzer {
         let f = &mut self.flows[r];
         let next = f.seq.map(|s| s.next);
         f.rto.acked(a, next, now);
-        f.livelock.acked(a);
-        for t in &mut f.timeouts {
-            if t.acked_at.is_none() && psn::diff(a, t.psn) >= 0 {
-                t.acked_at = Some(now);
+        if let Some(h) = f.rewind.as_deref_mut() {
+            h.livelock.acked(a);
+            for t in &mut h.timeouts {
+                if t.acked_at.is_none() && psn::diff(a, t.psn) >= 0 {
+                    t.acked_at = Some(now);
+                }
             }
         }
         if let Some((p, t)) = f.rtt_probe
@@ -140,11 +161,11 @@ impl Analyzer {
             f.min_rtt_ns = Some(f.min_rtt_ns.map_or(rtt, |m| m.min(rtt)));
             f.rtt_probe = None;
         }
-        if f.pending_gaps.is_empty() {
+        if f.gap().pending_gaps.is_empty() {
             return;
         }
         let mut out = Vec::new();
-        f.pending_gaps.acked(a, &mut out);
+        f.gap_mut().pending_gaps.acked(a, &mut out);
         for g in out {
             self.resolved(r, g, now, sink);
         }

@@ -51,6 +51,71 @@ pub(super) struct Rewind {
     pub(super) lost: bool,
 }
 
+/// A request flow's rewinds: counts, the note a finding quotes, the timeout
+/// rewinds awaiting evidence, the livelock run. A flow has one from its
+/// first rewind (or spurious retransmission) on; a flow that never rewinds
+/// carries none (docs/analysis.md, "Memory").
+#[derive(Clone, Debug)]
+pub(crate) struct RewindHistory {
+    pub rewinds: u64,
+    pub rewinds_nak: u64,
+    pub rewinds_rnr: u64,
+    pub rewinds_timeout: u64,
+    pub max_depth: u32,
+    pub spurious: u64,
+    /// Timeout rewinds whose idle time overlapped a pause.
+    pub timeout_rewinds_paused: u64,
+    pub timeout_idle_min_ns: u64,
+    pub timeout_idle_max_ns: u64,
+    pub note: Option<RewindNote>,
+    /// At most [`MAX_TIMEOUTS_PENDING`].
+    pub(super) timeouts: Vec<TimeoutRewind>,
+    pub rewinds_timeout_ghost: u64,
+    /// Timeout rewinds of PSNs the tap had seen and nothing showed delayed.
+    pub rewinds_timeout_unexplained: u64,
+    /// Rewinds to the same PSN without ACK progress.
+    pub livelock: super::livelock::Livelock,
+    /// What its timeout rewinds measured of the NIC's timer.
+    pub waits: super::rto::Waits,
+}
+
+impl Default for RewindHistory {
+    fn default() -> Self {
+        RewindHistory {
+            rewinds: 0,
+            rewinds_nak: 0,
+            rewinds_rnr: 0,
+            rewinds_timeout: 0,
+            max_depth: 0,
+            spurious: 0,
+            timeout_rewinds_paused: 0,
+            timeout_idle_min_ns: u64::MAX,
+            timeout_idle_max_ns: 0,
+            note: None,
+            timeouts: Vec::new(),
+            rewinds_timeout_ghost: 0,
+            rewinds_timeout_unexplained: 0,
+            livelock: Default::default(),
+            waits: Default::default(),
+        }
+    }
+}
+
+impl RewindHistory {
+    /// A flow's history from its first rewind, after ACKs up to `acked`
+    /// (its NIC timer's: every ACK it had seen before).
+    pub(super) fn after_acks(acked: Option<u32>) -> Self {
+        RewindHistory {
+            livelock: super::livelock::Livelock::after_acks(acked),
+            ..RewindHistory::default()
+        }
+    }
+}
+
+/// What a flow with no rewind history reads.
+pub(super) static NO_REWINDS: std::sync::LazyLock<RewindHistory> =
+    std::sync::LazyLock::new(RewindHistory::default);
+
 /// The rewind a finding quotes for a flow.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RewindNote {
@@ -122,30 +187,39 @@ impl Analyzer {
             .map(|k| (k as u32).min(depth))
             .unwrap_or(0);
         let f = &mut self.flows[i];
-        f.rewinds += 1;
-        f.livelock.rewind(q, now, idle, cause);
-        f.max_depth = f.max_depth.max(depth);
+        let acked = f.rto.highest_acked();
+        let timer = &mut f.rto;
+        let h = f
+            .rewind
+            .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)));
+        let wait = if matches!(trigger, "nak" | "rnr") {
+            None
+        } else {
+            timer.timeout_rewind(&mut h.waits, now, idle, paused)
+        };
+        h.rewinds += 1;
+        h.livelock.rewind(q, now, idle, cause);
+        h.max_depth = h.max_depth.max(depth);
         match trigger {
-            "nak" => f.rewinds_nak += 1,
-            "rnr" => f.rewinds_rnr += 1,
+            "nak" => h.rewinds_nak += 1,
+            "rnr" => h.rewinds_rnr += 1,
             _ => {
-                f.rewinds_timeout += 1;
-                f.timeout_idle_min_ns = f.timeout_idle_min_ns.min(idle);
-                f.timeout_idle_max_ns = f.timeout_idle_max_ns.max(idle);
+                h.rewinds_timeout += 1;
+                h.timeout_idle_min_ns = h.timeout_idle_min_ns.min(idle);
+                h.timeout_idle_max_ns = h.timeout_idle_max_ns.max(idle);
                 if paused > 0 {
-                    f.timeout_rewinds_paused += 1;
+                    h.timeout_rewinds_paused += 1;
                 }
-                if let Some(wait) = f.rto.timeout_rewind(now, idle, paused) {
+                if let Some(wait) = wait {
                     let nic = (f.src_mac, f.src_ip);
                     self.nics
                         .sample(nic, iface, nics::Latency::TimeoutRetrans, wait);
                 }
-                let f = &mut self.flows[i];
-                if f.timeouts.len() >= MAX_TIMEOUTS_PENDING {
-                    let t = f.timeouts.remove(0);
+                if h.timeouts.len() >= MAX_TIMEOUTS_PENDING {
+                    let t = h.timeouts.remove(0);
                     self.judge_timeout(i, t);
                 }
-                self.flows[i].timeouts.push(TimeoutRewind {
+                self.flows[i].rewind_mut().timeouts.push(TimeoutRewind {
                     ts: now,
                     psn: q,
                     spurious: acked_n > 0,
@@ -166,8 +240,9 @@ impl Analyzer {
             paused_ns: paused,
             cover,
         };
-        if f.note.is_none_or(|n| note.rank() > n.rank()) {
-            f.note = Some(note);
+        let h = f.rewind_mut();
+        if h.note.is_none_or(|n| note.rank() > n.rank()) {
+            h.note = Some(note);
         }
         let why = match nak {
             Some(n) => format!(
@@ -219,13 +294,13 @@ impl Analyzer {
         };
         let ghost = !t.lost && (t.spurious || acked_late || t.cover.is_some());
         if ghost {
-            f.rewinds_timeout_ghost += 1;
+            f.rewind_mut().rewinds_timeout_ghost += 1;
             if let Some(c) = t.cover {
                 self.ghost_covers
                     .insert((f.iface, c.priority, c.src_mac, c.start_ns));
             }
         } else if !t.lost {
-            f.rewinds_timeout_unexplained += 1;
+            f.rewind_mut().rewinds_timeout_unexplained += 1;
         }
     }
 }

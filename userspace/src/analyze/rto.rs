@@ -26,8 +26,8 @@ pub(crate) fn nearest_exponent(ns: u64) -> u8 {
     x.log2().round().clamp(0.0, 31.0) as u8
 }
 
-/// A flow's timer as the capture shows it, and what its timeout rewinds
-/// measured.
+/// A flow's timer as the capture shows it (what its timeout rewinds
+/// measured, [`Waits`], lives with the flow's rewinds).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Timer {
     /// When the timer last (re)started; `None` while nothing is outstanding.
@@ -37,7 +37,6 @@ pub(crate) struct Timer {
     started_before_idle: Option<u64>,
     /// Highest PSN acknowledged so far (progress restarts the timer).
     acked: Option<u32>,
-    pub waits: Waits,
 }
 
 /// Timeout rewinds' waits: exact ones (no pause overlapped the wait) and
@@ -129,6 +128,11 @@ impl Timer {
         }
     }
 
+    /// The highest PSN acknowledged so far.
+    pub fn highest_acked(&self) -> Option<u32> {
+        self.acked
+    }
+
     /// A NAK restarts the timer (the requester resends at once).
     pub fn nak(&mut self, now: u64) {
         self.started = Some(now);
@@ -137,17 +141,23 @@ impl Timer {
     /// A timeout rewind at `now` after `idle` ns of silence, `paused` ns of
     /// which the flow's priority was paused: measured or bounded, and the
     /// timer restarts (it fired). Returns the wait when it was measured.
-    pub fn timeout_rewind(&mut self, now: u64, idle: u64, paused: u64) -> Option<u64> {
+    pub fn timeout_rewind(
+        &mut self,
+        waits: &mut Waits,
+        now: u64,
+        idle: u64,
+        paused: u64,
+    ) -> Option<u64> {
         let mut measured = None;
         if paused == 0 {
             if let Some(s) = self.started {
                 let wait = now.saturating_sub(s);
-                self.waits.sample(wait);
+                waits.sample(wait);
                 measured = Some(wait);
             }
         } else if let Some(s) = self.started_before_idle {
             let lower = now.saturating_sub(idle).saturating_sub(s);
-            self.waits.bound(lower, now.saturating_sub(s));
+            waits.bound(lower, now.saturating_sub(s));
         }
         self.started = Some(now);
         measured
@@ -219,44 +229,46 @@ mod tests {
     #[test]
     fn a_rewind_nothing_held_up_measures_from_the_last_restart() {
         let mut t = Timer::default();
+        let mut w = Waits::default();
         t.sent(100);
         t.packet_done();
         t.sent(200); // already running
         t.packet_done();
         t.acked(0, Some(5), 1_000); // progress: restart
         t.acked(0, Some(5), 2_000); // no progress
-        t.timeout_rewind(41_000, 40_800, 0);
-        assert_eq!((t.waits.samples, t.waits.min_ns), (1, 40_000));
+        t.timeout_rewind(&mut w, 41_000, 40_800, 0);
+        assert_eq!((w.samples, w.min_ns), (1, 40_000));
         // Fired: the next measures from the rewind.
-        t.timeout_rewind(81_500, 40_000, 0);
-        assert_eq!((t.waits.min_ns, t.waits.max_ns), (40_000, 40_500));
+        t.timeout_rewind(&mut w, 81_500, 40_000, 0);
+        assert_eq!((w.min_ns, w.max_ns), (40_000, 40_500));
         // Everything acknowledged: the timer stops; the next send starts it.
         t.acked(9, Some(10), 90_000);
         t.sent(95_000);
-        t.timeout_rewind(135_000, 39_000, 0);
-        assert_eq!(t.waits.samples, 3);
-        assert_eq!(t.waits.min_ns, 40_000);
+        t.timeout_rewind(&mut w, 135_000, 39_000, 0);
+        assert_eq!(w.samples, 3);
+        assert_eq!(w.min_ns, 40_000);
     }
 
     #[test]
     fn a_paused_rewind_only_bounds_the_timeout() {
         let mut t = Timer::default();
+        let mut w = Waits::default();
         t.sent(119_607);
         t.packet_done();
         // ACK progress during the pause, after the timer fired.
         t.acked(3, Some(9), 232_231);
-        t.timeout_rewind(233_833, 100_331, 100_000);
-        assert_eq!(t.waits.samples, 0);
-        assert_eq!(t.waits.bounded, 1);
+        t.timeout_rewind(&mut w, 233_833, 100_331, 100_000);
+        assert_eq!(w.samples, 0);
+        assert_eq!(w.bounded, 1);
         assert_eq!(
-            (t.waits.lower_ns, t.waits.upper_ns),
+            (w.lower_ns, w.upper_ns),
             (233_833 - 100_331 - 119_607, 233_833 - 119_607)
         );
-        assert_eq!(t.waits.bounds(), Some((13_895, 114_226)));
+        assert_eq!(w.bounds(), Some((13_895, 114_226)));
         // A second rewind whose bounds contradict the first's: no bound.
         t.packet_done();
-        t.timeout_rewind(400_000, 10_000, 5_000);
-        assert_eq!(t.waits.bounded, 2);
-        assert_eq!(t.waits.bounds(), None);
+        t.timeout_rewind(&mut w, 400_000, 10_000, 5_000);
+        assert_eq!(w.bounded, 2);
+        assert_eq!(w.bounds(), None);
     }
 }

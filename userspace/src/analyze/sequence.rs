@@ -59,6 +59,26 @@ pub(super) struct FillRun {
     pub(super) fills: Vec<Fill>,
 }
 
+/// A request flow's missing PSNs: counts, the ranges awaiting resolution,
+/// the latest late arrival, the fills awaiting their verdict. A flow has one
+/// from its first gap on; a flow that never skips a PSN carries none
+/// (docs/analysis.md, "Memory").
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GapHistory {
+    pub gaps: u64,
+    /// PSNs missing over all gaps.
+    pub gap_psns: u64,
+    pub(super) pending_gaps: gaps::Pending,
+    pub gap_counts: gaps::GapCounts,
+    pub late_max_ns: Option<u64>,
+    pub late_max_psns: u32,
+    pub(super) fills: Option<FillRun>,
+}
+
+/// What a flow with no gap history reads.
+pub(super) static NO_GAPS: std::sync::LazyLock<GapHistory> =
+    std::sync::LazyLock::new(GapHistory::default);
+
 /// Most fills one run holds; a longer run is decided as late.
 pub(super) const MAX_FILLS: usize = 256;
 
@@ -97,9 +117,10 @@ impl Analyzer {
         let paired = self.flows[i].paired;
         // Outstanding NAKs for this PSN are consumed by any send of it.
         let mut nak: Option<PendingNak> = None;
-        if let Some(p) = paired {
-            let pend = &mut self.flows[p].pending;
-            pend.retain(|n| {
+        if let Some(p) = paired
+            && let Some(naks) = self.flows[p].nak.as_deref_mut()
+        {
+            naks.pending.retain(|n| {
                 if n.psn == q {
                     if nak.is_none_or(|m| n.ts >= m.ts) {
                         nak = Some(*n);
@@ -150,7 +171,11 @@ impl Analyzer {
             lost,
         };
         if psn::diff(q, s.next) < 0 {
-            if let Some((since, nak_named)) = self.flows[i].pending_gaps.take(q) {
+            if let Some((since, nak_named)) = self.flows[i]
+                .gap
+                .as_deref_mut()
+                .and_then(|g| g.pending_gaps.take(q))
+            {
                 // A PSN the tap missed, seen for the first time: no copy of
                 // it was seen before, so it is no retransmission here.
                 let continues = s.resending && forward;
@@ -179,7 +204,7 @@ impl Analyzer {
                     // A late original, or the first packet of a resend: the
                     // next request packet tells.
                     let f = &mut self.flows[i];
-                    let run = f.fills.get_or_insert_with(|| FillRun {
+                    let run = f.gap_mut().fills.get_or_insert_with(|| FillRun {
                         idle,
                         paused,
                         cover,
@@ -209,9 +234,9 @@ impl Analyzer {
                 f.rtt_probe = None;
                 let spurious = acked.is_some_and(|a| psn::diff(a, q) >= 0);
                 if spurious {
-                    f.spurious += 1;
+                    f.rewind_mut().spurious += 1;
                 }
-                let resend_began_at_fills = forward && f.fills.is_some();
+                let resend_began_at_fills = forward && f.gap().fills.is_some();
                 self.decide_fills(i, resend_began_at_fills, sink);
                 // A rewind goes back: a forward step inside a resend (an ACK
                 // covered the rest, or a PSN was lost upstream) continues it.
@@ -228,9 +253,9 @@ impl Analyzer {
             let g = psn::diff(q, bound);
             if g > 0 {
                 let f = &mut self.flows[i];
-                f.gaps += 1;
-                f.gap_psns += g as u64;
-                let evicted = f.pending_gaps.add(bound, g as u32, now);
+                f.gap_mut().gaps += 1;
+                f.gap_mut().gap_psns += g as u64;
+                let evicted = f.gap_mut().pending_gaps.add(bound, g as u32, now);
                 sink.event(&Event {
                     ts_ns: now,
                     iface: rec.iface,
@@ -281,7 +306,11 @@ impl Analyzer {
     /// (`resend`: a retransmission continued forward from them), or late
     /// originals.
     pub(super) fn decide_fills(&mut self, i: usize, resend: bool, sink: &mut impl Sink) {
-        let Some(run) = self.flows[i].fills.take() else {
+        let Some(run) = self.flows[i]
+            .gap
+            .as_deref_mut()
+            .and_then(|g| g.fills.take())
+        else {
             return;
         };
         let iface = self.flows[i].iface;
@@ -319,9 +348,10 @@ impl Analyzer {
         for fl in &run.fills {
             let late_ns = fl.ts.saturating_sub(fl.since);
             let f = &mut self.flows[i];
-            f.gap_counts.add(gaps::GapClass::Late, 1);
-            f.late_max_ns = Some(f.late_max_ns.map_or(late_ns, |m| m.max(late_ns)));
-            f.late_max_psns = f.late_max_psns.max(fl.psns_late);
+            f.gap_mut().gap_counts.add(gaps::GapClass::Late, 1);
+            f.gap_mut().late_max_ns =
+                Some(f.gap_mut().late_max_ns.map_or(late_ns, |m| m.max(late_ns)));
+            f.gap_mut().late_max_psns = f.gap_mut().late_max_psns.max(fl.psns_late);
             sink.event(&Event {
                 ts_ns: fl.ts,
                 iface,
@@ -345,7 +375,7 @@ impl Analyzer {
     /// writes itself): counted, and an event.
     pub(super) fn resolved(&mut self, i: usize, r: gaps::Resolved, now: u64, sink: &mut impl Sink) {
         let f = &mut self.flows[i];
-        f.gap_counts.add(r.class, u64::from(r.len));
+        f.gap_mut().gap_counts.add(r.class, u64::from(r.len));
         let last = psn::add(r.lo, r.len.saturating_sub(1));
         let why = match r.class {
             gaps::GapClass::LostBeforeTap => "first seen in a resend: lost before the tap",

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::offline::Options;
 use crate::units::{self, TapSpeed};
-use crate::{Result, analyze};
+use crate::{Error, Result, analyze};
 
 /// `analyze`/`live --dataset`: DIR/TABLE/host=NAME/date=YYYY-MM-DD/hour=H/part-<run>-<start>.parquet.
 #[derive(Args)]
@@ -76,6 +76,10 @@ pub(crate) struct Input {
     /// (repeatable; files not named are grouped as docs/inputs.md says).
     #[arg(long = "tap", value_name = "NAME=FILE,FILE…")]
     pub(crate) taps: Vec<crate::sources::TapSpec>,
+    /// Recognise TRANSPORT on this UDP destination port instead of its default (roce: 4791, which
+    /// is then not RoCE); repeatable.
+    #[arg(long = "udp-port", value_name = "TRANSPORT=PORT", value_parser = crate::transport::parse_udp_port)]
+    pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
 }
 
 impl Input {
@@ -88,6 +92,7 @@ impl Input {
             // The process ends with the run: its reader may yield for good.
             source_yields: true,
             taps: self.taps.clone(),
+            recognition: crate::transport::recognition(&self.udp_ports).map_err(Error::Usage)?,
         })
     }
 }

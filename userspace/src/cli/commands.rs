@@ -197,6 +197,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<ExitCode> {
         threads: crate::pipeline::Threads::default(),
         source_yields: false,
         taps: Vec::new(),
+        recognition: Default::default(),
     };
     let d = crate::diff::Diff::of(&args.before, &args.after, &opts)?;
     if let Some(path) = &args.html {

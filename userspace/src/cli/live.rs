@@ -8,7 +8,7 @@ use clap::Args;
 use super::print::outln;
 use crate::live::{self, TapMode, XdpModeArg};
 use crate::units::{self};
-use crate::{Result, analyze};
+use crate::{Error, Result, analyze};
 
 use super::args::{AnalysisArgs, DatasetArgs};
 
@@ -53,6 +53,10 @@ pub(crate) struct LiveArgs {
     /// Run rocescope's threads only on these CPUs (e.g. 2-3): keep them off the CPUs that take the mirror port's receive interrupts, where the XDP program runs.
     #[arg(long, value_name = "LIST")]
     pub(crate) cpus: Option<String>,
+    /// Recognise TRANSPORT on this UDP destination port instead of its default (roce: 4791, which
+    /// is then not RoCE); repeatable.
+    #[arg(long = "udp-port", value_name = "TRANSPORT=PORT", value_parser = crate::transport::parse_udp_port)]
+    pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
     #[command(flatten)]
     pub(crate) analysis: AnalysisArgs,
     #[command(flatten)]
@@ -91,6 +95,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         ring_size,
         wakeup,
         cpus,
+        udp_ports,
         analysis,
         dataset,
     } = args;
@@ -104,6 +109,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         tap_mode: mode,
         flush_ns: Some(flush_interval),
         drop_after_capture,
+        recognition: crate::transport::recognition(&udp_ports).map_err(Error::Usage)?,
         analyzer: analysis.config(),
         progress: true,
         ring,

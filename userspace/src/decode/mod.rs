@@ -6,7 +6,7 @@
 //! and fills one [`PacketRecord`]. [`decode`] runs it over a byte slice and
 //! adds what only userspace does: the ICRC check ([`icrc`]; on InfiniBand
 //! [`lrh`], with the VCRC), the ERF record header ([`erf`]), the `CUT` flag,
-//! and the application payload's bytes (for [`cm`]). Nothing here
+//! and the application payload's bytes (for RDMA CM, `transport::roce::cm`). Nothing here
 //! allocates, indexes out of bounds or panics, whatever the bytes.
 //!
 //! # Decisions where the design is silent
@@ -90,7 +90,7 @@
 //!   `HAS_PAUSE`/`HAS_PFC` clear. MAC Control behind VLAN tags (or inside
 //!   ERSPAN) is decoded too.
 use rocescope_common::proto;
-use rocescope_common::wire;
+use rocescope_common::wire::{self, Recognition, TransportId, registry};
 use rocescope_common::{Kind, PacketRecord, flags};
 
 pub use self::stop::{DecodeFacts, DecodeTally, Foreign, Layer, Limit, Stop, Undecoded};
@@ -146,9 +146,11 @@ macro_rules! payload_after {
     };
 }
 
-pub mod cm;
+// The views' macros, for the transports' own views (`transport::roce::cm`).
+pub(crate) use {fixed_view, payload_after};
+
 pub mod erf;
-mod field;
+pub(crate) mod field;
 pub mod icrc;
 pub mod lrh;
 mod stop;
@@ -238,15 +240,27 @@ pub fn decode_walk<'a>(
     data: &'a [u8],
     frame_len: u32,
 ) -> Walk<'a> {
+    decode_walk_with(rec, &Recognition::DEFAULT, linktype, data, frame_len)
+}
+
+/// [`decode_walk`] recognising transports where `reg` says (the ports an
+/// operator configured: `--udp-port`).
+pub fn decode_walk_with<'a>(
+    rec: &mut PacketRecord,
+    reg: &Recognition,
+    linktype: u32,
+    data: &'a [u8],
+    frame_len: u32,
+) -> Walk<'a> {
     use proto::linktype as lt;
     // An ERF record's payload and wire length stand for the frame's.
-    let (w, data, frame_len) = match linktype {
-        lt::INFINIBAND => (
+    let (w, data, frame_len) = match (linktype, registry::by_linktype(linktype)) {
+        (_, Some(TransportId::Roce)) => (
             wire::walk_infiniband(data, rec, &mut (), 0, data.len()),
             data,
             frame_len,
         ),
-        lt::ERF => match erf::record(data) {
+        (lt::ERF, None) => match erf::record(data) {
             Ok((e, payload)) => {
                 let wlen = u32::from(e.wlen());
                 match e.record_type() {
@@ -257,7 +271,8 @@ pub fn decode_walk<'a>(
                     ),
                     proto::erf::TYPE_ETH => {
                         let frame = field::tail(payload, proto::erf::ETH_PAD_LEN);
-                        (wire::walk(frame, lt::ETHERNET, rec, &mut ()), frame, wlen)
+                        let w = wire::walk_with(frame, reg, lt::ETHERNET, rec, &mut ());
+                        (w, frame, wlen)
                     }
                     _ => (stopped(rec, Stop::Foreign(Foreign::ErfType)), payload, wlen),
                 }
@@ -265,7 +280,11 @@ pub fn decode_walk<'a>(
             Err(erf::ErfError::Truncated) => (stopped(rec, Stop::Cut(Layer::Erf)), data, frame_len),
             Err(_) => (stopped(rec, Stop::Invalid(Layer::Erf)), data, frame_len),
         },
-        _ => (wire::walk(data, linktype, rec, &mut ()), data, frame_len),
+        _ => (
+            wire::walk_with(data, reg, linktype, rec, &mut ()),
+            data,
+            frame_len,
+        ),
     };
     let compute = if rec.has(flags::IB_LRH) {
         lrh::icrc

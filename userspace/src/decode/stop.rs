@@ -8,6 +8,8 @@
 //! also named by the layer where it stopped.
 use std::collections::BTreeMap;
 
+use rocescope_common::wire::registry::UNSET;
+use rocescope_common::wire::{Recognition, TransportId};
 use rocescope_common::{Kind, PacketRecord};
 
 pub use rocescope_common::wire::{Foreign, Layer, Limit, Stop};
@@ -37,8 +39,8 @@ impl Undecoded {
         }
     }
 
-    /// A few words for a person.
-    pub fn describe(self) -> String {
+    /// A few words for a person; `reg` names the UDP ports recognised.
+    pub fn describe(self, reg: &Recognition) -> String {
         match self {
             Undecoded::FilteredOut => "filtered out by --filter".into(),
             Undecoded::InterfaceLimit => "past the run's interface limit".into(),
@@ -52,7 +54,15 @@ impl Undecoded {
                 Foreign::EtherType => "not IP (another EtherType)".into(),
                 Foreign::AddressFamily => "not IP (another address family)".into(),
                 Foreign::IpProtocol => "IP but neither UDP nor GRE".into(),
-                Foreign::UdpPort => "UDP to another port than 4791".into(),
+                Foreign::UdpPort => {
+                    let ports: Vec<String> = TransportId::ALL
+                        .into_iter()
+                        .map(|t| reg.udp_port(t))
+                        .filter(|&p| p != UNSET)
+                        .map(|p| p.to_string())
+                        .collect();
+                    format!("UDP to another port than {}", ports.join(" or "))
+                }
                 Foreign::GreProtocol => "GRE but not ERSPAN".into(),
                 Foreign::MacControlOpcode => "MAC Control but neither PAUSE nor PFC".into(),
                 Foreign::IpFragment => "non-first IP fragments".into(),
@@ -113,6 +123,8 @@ pub struct DecodeTally {
     parse_failures: [u64; LAYERS],
     /// Frames per link type not decoded (link type, frames), few entries.
     link_types: Vec<(u32, u64)>,
+    /// Where transports were recognised (for the UDP ports in [`DecodeTally::note`]).
+    recognition: Recognition,
 }
 
 impl Default for DecodeTally {
@@ -121,11 +133,20 @@ impl Default for DecodeTally {
             not_decoded: [0; SLOTS],
             parse_failures: [0; LAYERS],
             link_types: Vec::new(),
+            recognition: Recognition::DEFAULT,
         }
     }
 }
 
 impl DecodeTally {
+    /// An empty tally of a run recognising transports as `reg` says.
+    pub fn recognising(reg: Recognition) -> Self {
+        DecodeTally {
+            recognition: reg,
+            ..DecodeTally::default()
+        }
+    }
+
     /// One decoded frame: `rec` is what the walk made of it, `stop` why it
     /// ended early (if it did), `linktype` its capture's.
     pub fn frame(&mut self, rec: &PacketRecord, stop: Option<Stop>, linktype: u32) {
@@ -212,7 +233,7 @@ impl DecodeTally {
             .reasons()
             .into_iter()
             .map(|(r, n)| {
-                let mut text = format!("{n} {}", r.describe());
+                let mut text = format!("{n} {}", r.describe(&self.recognition));
                 if r == Undecoded::Stop(Stop::LinkType) {
                     let lts: Vec<String> = self
                         .link_types

@@ -161,6 +161,8 @@ pub struct Options {
     /// (default `live::DEFAULT_FLUSH_NS`, 10 ms).
     pub flush_ns: Option<u64>,
     pub drop_after_capture: bool,
+    /// Where transports are recognised (`--udp-port`).
+    pub recognition: rocescope_common::wire::Recognition,
     pub analyzer: analyze::Config,
     /// Show the counters every second on stderr (when it is a terminal).
     pub progress: bool,
@@ -225,6 +227,7 @@ pub fn run_with(
         layout: opts.layout,
         summary,
         flush_ns: opts.flush_ns,
+        recognition: opts.recognition,
     };
     let mut tap = Tap::load_with(Program::Decoder, &load)?;
     let offset = tap::monotonic_to_wall_offset();

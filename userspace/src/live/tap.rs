@@ -9,6 +9,7 @@ use rocescope_common::summary::{
     FLOW_DELTA_SIZE, FLOW_KEY_SIZE, FLOW_STATE_SIZE, FlowDelta, FlowKey, FlowState, PAIRING_SIZE,
     Pairing, delta_flags,
 };
+use rocescope_common::wire::Recognition;
 use rocescope_common::{PACKET_RECORD_SIZE, PacketRecord, live};
 
 use super::netif;
@@ -66,6 +67,8 @@ pub struct LoadOptions {
     /// Summary mode: the longest a flow's counts wait in the kernel while
     /// it is active (default `live::DEFAULT_FLUSH_NS`).
     pub flush_ns: Option<u64>,
+    /// Where transports are recognised (`--udp-port`).
+    pub recognition: Recognition,
 }
 
 /// Entries of `FLOWS` and `PAIRS` in records mode, where they stay empty.
@@ -145,6 +148,12 @@ impl Tap {
         }
         loader.override_global(live::GLOBAL_SUMMARY, &summary, true);
         loader.override_global(live::GLOBAL_FLUSH_NS, &flush_ns, true);
+        loader.override_global(live::GLOBAL_UDP_PORTS, &opts.recognition.udp_ports, true);
+        loader.override_global(
+            live::GLOBAL_IP_PROTOCOLS,
+            &opts.recognition.ip_protocols,
+            true,
+        );
         if !opts.summary {
             // Records mode never touches the summary maps: keep them small
             // (hash maps are preallocated).

@@ -24,7 +24,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use rocescope_common::proto::{ethernet, gre, ib, ip, mac_control, udp};
-use rocescope_common::wire::field;
+use rocescope_common::wire::{Recognition, TransportId, field};
 
 use crate::decode::icrc;
 
@@ -545,7 +545,9 @@ impl Default for RoceFrame {
             eth: EthHeader::default(),
             ip: IpHeader::default(),
             udp_sport: 0xC000,
-            udp_dport: udp::ROCEV2_PORT,
+            // The registry's RoCEv2 port (`--udp-port` moves it on the
+            // decoding side only).
+            udp_dport: Recognition::DEFAULT.udp_port(TransportId::Roce),
             udp_checksum: false,
             bth: Bth::default(),
             ext: ExtHeaders::default(),

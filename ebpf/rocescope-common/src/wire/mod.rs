@@ -1,5 +1,7 @@
 //! The frame walk, once for the XDP program and the userspace decoder: from
-//! the link layer to the InfiniBand transport headers, filling one
+//! the link layer through IP and UDP to where a transport of the
+//! [`registry`] is recognised, then that transport's own walk (RoCE's:
+//! [`roce`], the InfiniBand transport headers), filling one
 //! [`PacketRecord`] and saying where each header lies and why the walk
 //! stopped ([`Stop`]).
 //!
@@ -15,8 +17,12 @@
 //! What only userspace does (the ICRC, a datagram cut short, the
 //! application payload's bytes) it does from what [`Walked`] reports.
 pub mod field;
+pub mod registry;
+pub mod roce;
 mod stop;
 
+pub use self::registry::{Recognition, TransportId};
+pub use self::roce::walk_infiniband;
 pub use self::stop::{Foreign, Layer, Limit, Stop};
 
 use crate::proto::{self, ethernet, gre, ib, ip, linktype as lt, mac_control, udp};
@@ -113,13 +119,27 @@ pub struct Walked {
     pub erspan_truncated: bool,
 }
 
-/// Decodes one frame of link type `linktype` (`proto::linktype`) into
-/// `rec` (whatever it held is replaced). `frame_len`, `cap_len`, `frame`,
-/// `ts_ns` and `iface` are left for the caller; a record of kind `Other`
-/// is left as the walk filled it (callers drop or zero it).
+/// [`walk_with`] recognising every transport by its registered defaults
+/// ([`Recognition::DEFAULT`]).
 #[inline(always)]
 pub fn walk<F: Frame + ?Sized, V: Visit>(
     f: &F,
+    linktype: u32,
+    rec: &mut PacketRecord,
+    v: &mut V,
+) -> Walked {
+    walk_with(f, &Recognition::DEFAULT, linktype, rec, v)
+}
+
+/// Decodes one frame of link type `linktype` (`proto::linktype`) into
+/// `rec` (whatever it held is replaced), recognising transports as `reg`
+/// says. `frame_len`, `cap_len`, `frame`, `ts_ns` and `iface` are left for
+/// the caller; a record of kind `Other` is left as the walk filled it
+/// (callers drop or zero it).
+#[inline(always)]
+pub fn walk_with<F: Frame + ?Sized, V: Visit>(
+    f: &F,
+    reg: &Recognition,
     linktype: u32,
     rec: &mut PacketRecord,
     v: &mut V,
@@ -128,12 +148,12 @@ pub fn walk<F: Frame + ?Sized, V: Visit>(
     let mut w = Walked::default();
     let end = f.cap_len();
     let mut next = match linktype {
-        lt::ETHERNET => ethernet_frame(f, rec, v, &mut w, 0, end, true),
+        lt::ETHERNET => ethernet_frame(f, reg, rec, v, &mut w, 0, end, true),
         lt::LINUX_SLL => match f.load::<2>(field::sll::PROTOCOL, end) {
             Some(p) => {
                 v.header(Layer::Link, 0, lt::LINUX_SLL_HEADER_LEN);
                 let at = lt::LINUX_SLL_HEADER_LEN;
-                link_payload(f, rec, v, &mut w, be16(&p, 0), at, end, true)
+                link_payload(f, reg, rec, v, &mut w, be16(&p, 0), at, end, true)
             }
             None => Next::Stop(Stop::Cut(Layer::Link)),
         },
@@ -142,26 +162,26 @@ pub fn walk<F: Frame + ?Sized, V: Visit>(
                 v.header(Layer::Link, 0, lt::LINUX_SLL2_HEADER_LEN);
                 let ethertype = be16(&h, field::sll::SLL2_PROTOCOL);
                 let at = lt::LINUX_SLL2_HEADER_LEN;
-                link_payload(f, rec, v, &mut w, ethertype, at, end, true)
+                link_payload(f, reg, rec, v, &mut w, ethertype, at, end, true)
             }
             None => Next::Stop(Stop::Cut(Layer::Link)),
         },
         // Raw IP: the version nibble says which.
         lt::RAW | lt::RAW_DLT | lt::RAW_OPENBSD => match f.load::<1>(0, end) {
-            Some([b]) if b >> 4 == 4 => ipv4(f, rec, v, &mut w, 0, end, true),
-            Some([b]) if b >> 4 == 6 => ipv6(f, rec, v, &mut w, 0, end, true),
+            Some([b]) if b >> 4 == 4 => ipv4(f, reg, rec, v, &mut w, 0, end, true),
+            Some([b]) if b >> 4 == 6 => ipv6(f, reg, rec, v, &mut w, 0, end, true),
             Some(_) => Next::Stop(Stop::Foreign(Foreign::AddressFamily)),
             None => Next::Stop(Stop::Cut(Layer::Link)),
         },
-        lt::IPV4 => ipv4(f, rec, v, &mut w, 0, end, true),
-        lt::IPV6 => ipv6(f, rec, v, &mut w, 0, end, true),
+        lt::IPV4 => ipv4(f, reg, rec, v, &mut w, 0, end, true),
+        lt::IPV6 => ipv6(f, reg, rec, v, &mut w, 0, end, true),
         lt::NULL | lt::LOOP => match f.load::<{ lt::NULL_HEADER_LEN }>(0, end) {
             Some(h) => {
                 v.header(Layer::Link, 0, lt::NULL_HEADER_LEN);
                 let at = lt::NULL_HEADER_LEN;
                 match null_family(h, linktype == lt::LOOP) {
-                    lt::AF_INET => ipv4(f, rec, v, &mut w, at, end, true),
-                    af if lt::AF_INET6.contains(&af) => ipv6(f, rec, v, &mut w, at, end, true),
+                    lt::AF_INET => ipv4(f, reg, rec, v, &mut w, at, end, true),
+                    af if lt::AF_INET6.contains(&af) => ipv6(f, reg, rec, v, &mut w, at, end, true),
                     _ => Next::Stop(Stop::Foreign(Foreign::AddressFamily)),
                 }
             }
@@ -176,7 +196,7 @@ pub fn walk<F: Frame + ?Sized, V: Visit>(
             erspan_truncated: truncated,
             ..Walked::default()
         };
-        next = ethernet_frame(f, rec, v, &mut w, f.opaque(at), f.opaque(end), false);
+        next = ethernet_frame(f, reg, rec, v, &mut w, f.opaque(at), f.opaque(end), false);
         rec.flags |= flags::ERSPAN;
     }
     match next {
@@ -250,8 +270,10 @@ pub const fn is_vlan_tpid(ethertype: u16) -> bool {
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn ethernet_frame<F: Frame + ?Sized, V: Visit>(
     f: &F,
+    reg: &Recognition,
     rec: &mut PacketRecord,
     v: &mut V,
     w: &mut Walked,
@@ -269,6 +291,7 @@ fn ethernet_frame<F: Frame + ?Sized, V: Visit>(
     let ethertype = be16(&h, fe::ETHERTYPE);
     link_payload(
         f,
+        reg,
         rec,
         v,
         w,
@@ -284,6 +307,7 @@ fn ethernet_frame<F: Frame + ?Sized, V: Visit>(
 #[allow(clippy::too_many_arguments)]
 fn link_payload<F: Frame + ?Sized, V: Visit>(
     f: &F,
+    reg: &Recognition,
     rec: &mut PacketRecord,
     v: &mut V,
     w: &mut Walked,
@@ -327,58 +351,14 @@ fn link_payload<F: Frame + ?Sized, V: Visit>(
     let (at, end) = (f.opaque(at), f.opaque(end));
     let ethertype = f.opaque(usize::from(ethertype)) as u16;
     match ethertype {
-        ethernet::ETHERTYPE_IPV4 => ipv4(f, rec, v, w, at, end, allow_erspan),
-        ethernet::ETHERTYPE_IPV6 => ipv6(f, rec, v, w, at, end, allow_erspan),
+        ethernet::ETHERTYPE_IPV4 => ipv4(f, reg, rec, v, w, at, end, allow_erspan),
+        ethernet::ETHERTYPE_IPV6 => ipv6(f, reg, rec, v, w, at, end, allow_erspan),
         ethernet::ETHERTYPE_MAC_CONTROL => mac_control(f, rec, v, at, end),
-        ethernet::ETHERTYPE_ROCE => grh(f, rec, v, w, at, end),
-        _ => Next::Stop(Stop::Foreign(Foreign::EtherType)),
+        other => match registry::by_ethertype(other) {
+            Some(TransportId::Roce) => roce::grh(f, rec, v, w, at, end),
+            None => Next::Stop(Stop::Foreign(Foreign::EtherType)),
+        },
     }
-}
-
-/// RoCEv1: the GRH, then the BTH and all after it, as RoCEv2 has them after
-/// UDP. The GRH payload length bounds the transport headers the way the UDP
-/// length does for RoCEv2.
-#[inline(always)]
-fn grh<F: Frame + ?Sized, V: Visit>(
-    f: &F,
-    rec: &mut PacketRecord,
-    v: &mut V,
-    w: &mut Walked,
-    at: usize,
-    end: usize,
-) -> Next {
-    use field::grh as fg;
-    let h = match ipv6_like(f, rec, v, Layer::Grh, at, end) {
-        Ok(h) => h,
-        Err(stop) => return stop,
-    };
-    rec.flags |= flags::HAS_GRH;
-    // The TClass is the byte RoCEv2 carries as IP's traffic class (Annex
-    // A17 maps one onto the other; the verbs' traffic_class sets either):
-    // DSCP and ECN, as IPv6's. InfiniBand's GRH is not read so: there the
-    // congestion mark is the BTH's FECN.
-    traffic_class(rec, &h);
-    if h[fg::NXTHDR] != ib::GRH_NXTHDR_BTH {
-        return Next::Stop(Stop::Foreign(Foreign::GrhNextHeader));
-    }
-    let declared = usize::from(be16(&h, fg::PAYLEN));
-    if declared < ib::BTH_LEN + ib::ICRC_LEN {
-        rec.kind = Kind::Malformed as u8;
-        return Next::Stop(Stop::Invalid(Layer::Grh));
-    }
-    rec.kind = Kind::Roce as u8;
-    let bth = at + ib::GRH_LEN;
-    let captured_end = end.min(bth + declared);
-    if captured_end - bth == declared {
-        w.icrc = Some(Span {
-            at,
-            end: captured_end,
-        });
-    } else {
-        w.cut = true;
-    }
-    let (bth, captured_end, declared) = (f.opaque(bth), f.opaque(captured_end), f.opaque(declared));
-    transport_headers(f, rec, v, w, bth, captured_end, declared)
 }
 
 /// What the IP layer hands to UDP (and GRE): the packet is `at..end`, the
@@ -399,8 +379,10 @@ struct L3 {
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn ipv4<F: Frame + ?Sized, V: Visit>(
     f: &F,
+    reg: &Recognition,
     rec: &mut PacketRecord,
     v: &mut V,
     w: &mut Walked,
@@ -445,7 +427,7 @@ fn ipv4<F: Frame + ?Sized, V: Visit>(
         first_fragment: flg_off & f4::FLAG_MF != 0,
         icrc_computable: true,
     };
-    transport(f, rec, v, w, h[f4::PROTOCOL], &l3, allow_erspan)
+    transport(f, reg, rec, v, w, h[f4::PROTOCOL], &l3, allow_erspan)
 }
 
 const fn is_ipv6_ext(h: u8) -> bool {
@@ -498,8 +480,10 @@ fn traffic_class(rec: &mut PacketRecord, h: &[u8; 8]) {
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn ipv6<F: Frame + ?Sized, V: Visit>(
     f: &F,
+    reg: &Recognition,
     rec: &mut PacketRecord,
     v: &mut V,
     w: &mut Walked,
@@ -583,12 +567,14 @@ fn ipv6<F: Frame + ?Sized, V: Visit>(
         first_fragment,
         icrc_computable: ext_headers == 0,
     };
-    transport(f, rec, v, w, next_header, &l3, allow_erspan)
+    transport(f, reg, rec, v, w, next_header, &l3, allow_erspan)
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn transport<F: Frame + ?Sized, V: Visit>(
     f: &F,
+    reg: &Recognition,
     rec: &mut PacketRecord,
     v: &mut V,
     w: &mut Walked,
@@ -606,10 +592,14 @@ fn transport<F: Frame + ?Sized, V: Visit>(
     };
     let protocol = f.opaque(usize::from(protocol)) as u8;
     match protocol {
-        ip::PROTO_UDP => udp(f, rec, v, w, l3),
+        ip::PROTO_UDP => udp(f, reg, rec, v, w, l3),
         gre::IP_PROTO if allow_erspan => gre(f, v, l3.at + l3.l4_at, l3.end),
         gre::IP_PROTO => Next::Stop(Stop::Limit(Limit::NestedEncapsulation)),
-        _ => Next::Stop(Stop::Foreign(Foreign::IpProtocol)),
+        p => match reg.by_ip_protocol(p) {
+            // RoCE has no native IP mode (its registry line says so): a
+            // transport that has one gets its arm here.
+            Some(TransportId::Roce) | None => Next::Stop(Stop::Foreign(Foreign::IpProtocol)),
+        },
     }
 }
 
@@ -669,6 +659,7 @@ fn gre<F: Frame + ?Sized, V: Visit>(f: &F, v: &mut V, at: usize, end: usize) -> 
 #[inline(always)]
 fn udp<F: Frame + ?Sized, V: Visit>(
     f: &F,
+    reg: &Recognition,
     rec: &mut PacketRecord,
     v: &mut V,
     w: &mut Walked,
@@ -680,9 +671,9 @@ fn udp<F: Frame + ?Sized, V: Visit>(
         return Next::Stop(Stop::Cut(Layer::Udp));
     };
     v.header(Layer::Udp, seg, seg + udp::HEADER_LEN);
-    if be16(&u, fu::DST_PORT) != udp::ROCEV2_PORT {
+    let Some(transport) = reg.by_udp_port(be16(&u, fu::DST_PORT)) else {
         return Next::Stop(Stop::Foreign(Foreign::UdpPort));
-    }
+    };
     rec.udp_sport = be16(&u, fu::SRC_PORT);
     rec.flags |= flags::HAS_UDP;
 
@@ -693,258 +684,9 @@ fn udp<F: Frame + ?Sized, V: Visit>(
     } else {
         udp_len.min(l3.declared)
     };
-    const MIN_DATAGRAM: usize = udp::HEADER_LEN + ib::BTH_LEN + ib::ICRC_LEN;
-    if datagram_len < MIN_DATAGRAM {
-        rec.kind = Kind::Malformed as u8;
-        return Next::Stop(Stop::Invalid(Layer::Udp));
+    match transport {
+        TransportId::Roce => roce::over_udp(f, rec, v, w, l3, datagram_len),
     }
-    rec.kind = Kind::Roce as u8;
-    // What the capture holds of the datagram (Ethernet padding and FCS,
-    // beyond the IP/UDP lengths, are not part of it).
-    let dg_end = l3.end.min(seg + datagram_len);
-    if dg_end - seg == datagram_len {
-        if l3.icrc_computable {
-            w.icrc = Some(Span {
-                at: l3.at,
-                end: dg_end,
-            });
-        }
-    } else {
-        w.cut = true;
-    }
-    transport_headers(
-        f,
-        rec,
-        v,
-        w,
-        seg + udp::HEADER_LEN,
-        dg_end,
-        datagram_len - udp::HEADER_LEN,
-    )
-}
-
-/// A native InfiniBand packet from its LRH at `at` (LINKTYPE_INFINIBAND,
-/// an ERF InfiniBand record's payload) into `rec` (whatever it held is
-/// replaced): the LRH, the GRH when its LNH says so, then the BTH and all
-/// after it. The LRH's `PktLen` bounds the transport headers the way the UDP
-/// length does for RoCEv2. Userspace only: no XDP program sees InfiniBand.
-#[inline]
-pub fn walk_infiniband<F: Frame + ?Sized, V: Visit>(
-    f: &F,
-    rec: &mut PacketRecord,
-    v: &mut V,
-    at: usize,
-    end: usize,
-) -> Walked {
-    f.reset(rec);
-    let mut w = Walked::default();
-    if let Next::Stop(s) = lrh(f, rec, v, &mut w, at, end) {
-        w.stop = Some(s);
-    }
-    w
-}
-
-#[inline]
-fn lrh<F: Frame + ?Sized, V: Visit>(
-    f: &F,
-    rec: &mut PacketRecord,
-    v: &mut V,
-    w: &mut Walked,
-    at: usize,
-    end: usize,
-) -> Next {
-    use field::lrh as fl;
-    use proto::lrh;
-    let Some(h) = f.load::<{ lrh::LRH_LEN }>(at, end) else {
-        return Next::Stop(Stop::Cut(Layer::Lrh));
-    };
-    v.header(Layer::Lrh, at, at + lrh::LRH_LEN);
-    let bth = match h[fl::SL_LNH] & fl::LNH_MASK {
-        lrh::LNH_IBA_LOCAL => {
-            rec.src_ip = lrh::lid_addr(be16(&h, fl::SLID));
-            rec.dst_ip = lrh::lid_addr(be16(&h, fl::DLID));
-            at + lrh::LRH_LEN
-        }
-        lrh::LNH_IBA_GLOBAL => {
-            let g = match ipv6_like(f, rec, v, Layer::Grh, at + lrh::LRH_LEN, end) {
-                Ok(g) => g,
-                Err(stop) => return stop,
-            };
-            if g[field::grh::NXTHDR] != ib::GRH_NXTHDR_BTH {
-                return Next::Stop(Stop::Foreign(Foreign::LinkNextHeader));
-            }
-            rec.flags |= flags::HAS_GRH;
-            at + lrh::LRH_LEN + ib::GRH_LEN
-        }
-        _ => return Next::Stop(Stop::Foreign(Foreign::LinkNextHeader)),
-    };
-    rec.flags |= flags::IB_LRH;
-    let packet_len = usize::from(be16(&h, fl::PKT_LEN) & fl::PKT_LEN_MASK) * lrh::PKT_LEN_UNIT;
-    let headers = bth - at;
-    if packet_len < headers + ib::BTH_LEN + ib::ICRC_LEN {
-        rec.kind = Kind::Malformed as u8;
-        return Next::Stop(Stop::Invalid(Layer::Lrh));
-    }
-    rec.kind = Kind::Roce as u8;
-    let captured_end = end.min(at + packet_len);
-    if captured_end - at == packet_len {
-        w.icrc = Some(Span {
-            at,
-            end: captured_end,
-        });
-        if end - captured_end >= lrh::VCRC_LEN {
-            w.vcrc = Some(Span {
-                at: captured_end,
-                end: captured_end + lrh::VCRC_LEN,
-            });
-        }
-    } else {
-        w.cut = true;
-    }
-    transport_headers(f, rec, v, w, bth, captured_end, packet_len - headers)
-}
-
-/// The BTH at `at` and everything after it: `declared` bytes up to the end
-/// of the ICRC, of which the capture holds those before `end`.
-#[inline(always)]
-fn transport_headers<F: Frame + ?Sized, V: Visit>(
-    f: &F,
-    rec: &mut PacketRecord,
-    v: &mut V,
-    w: &mut Walked,
-    at: usize,
-    end: usize,
-    declared: usize,
-) -> Next {
-    use field::bth as fb;
-    let Some(b) = f.load::<{ ib::BTH_LEN }>(at, end) else {
-        return Next::Stop(Stop::Cut(Layer::Bth));
-    };
-    v.header(Layer::Bth, at, at + ib::BTH_LEN);
-    let opcode = b[fb::OPCODE];
-    rec.opcode = opcode;
-    if opcode == ib::OPCODE_CNP {
-        rec.kind = Kind::Cnp as u8;
-    }
-    let se_m_pad_tver = b[fb::SE_M_PAD_TVER];
-    let pad_count = (se_m_pad_tver >> fb::PAD_SHIFT) & fb::PAD_MASK;
-    rec.pad_count = pad_count;
-    rec.tver = se_m_pad_tver & fb::TVER_MASK;
-    rec.pkey = be16(&b, fb::P_KEY);
-    rec.dest_qp = be24(&b, fb::DEST_QP);
-    rec.psn = be24(&b, fb::PSN);
-    let mut fl = flags::HAS_BTH;
-    if se_m_pad_tver & fb::SE != 0 {
-        fl |= flags::SE;
-    }
-    if se_m_pad_tver & fb::MIGREQ != 0 {
-        fl |= flags::MIGREQ;
-    }
-    if b[fb::FECN_BECN] & fb::FECN != 0 {
-        fl |= flags::FECN;
-    }
-    if b[fb::FECN_BECN] & fb::BECN != 0 {
-        fl |= flags::BECN;
-    }
-    if b[fb::ACKREQ] & fb::ACK_REQ != 0 {
-        fl |= flags::ACK_REQ;
-    }
-    rec.flags |= fl;
-
-    let ext = ib::ext_headers_se(opcode, se_m_pad_tver & fb::SE != 0);
-    if ext & ib::ext::UNKNOWN != 0 {
-        // A RoCE record all the same; what follows the BTH is unknown.
-        return Next::Done;
-    }
-    let overhead = ib::BTH_LEN + ib::ext_headers_len(ext) + usize::from(pad_count) + ib::ICRC_LEN;
-    let payload_len = declared.saturating_sub(overhead);
-    rec.payload_len = payload_len as u32;
-    rec.flags |= flags::HAS_PAYLOAD_LEN;
-
-    // Extension headers live between the BTH and the ICRC.
-    let before_icrc = end.min(at + declared - ib::ICRC_LEN);
-    match ext_headers(f, rec, v, ext, at + ib::BTH_LEN, before_icrc) {
-        Some(after) => {
-            w.payload = Span {
-                at: after,
-                end: before_icrc.min(after + payload_len),
-            };
-            Next::Done
-        }
-        None => Next::Stop(Stop::Cut(Layer::ExtHeaders)),
-    }
-}
-
-/// The extension headers in `mask`, in spec order, while each is whole
-/// before `end`; where they end, or `None` when one was cut (its flag and
-/// the following ones stay clear).
-#[inline(always)]
-fn ext_headers<F: Frame + ?Sized, V: Visit>(
-    f: &F,
-    rec: &mut PacketRecord,
-    v: &mut V,
-    mask: u16,
-    at: usize,
-    end: usize,
-) -> Option<usize> {
-    use ib::ext;
-    let mut at = f.opaque(at);
-    let end = f.opaque(end);
-    let mask = f.opaque(usize::from(mask)) as u16;
-    macro_rules! take {
-        ($bit:expr, $len:expr, |$h:ident| $fill:block) => {
-            if mask & $bit != 0 {
-                let $h = f.load::<{ $len }>(at, end)?;
-                v.header(Layer::ExtHeaders, at, at + $len);
-                $fill
-                at += $len;
-            }
-        };
-    }
-    // The DC headers of the RD range, RDETH, XRCETH and FETH have no
-    // record fields: read only to find what follows.
-    take!(ext::DC_BTH, ib::DC_BTH_LEN, |_h| {});
-    take!(ext::DCCETH, ib::DCCETH_LEN, |_h| {});
-    take!(ext::RDETH, ib::RDETH_LEN, |_h| {});
-    take!(ext::DETH, ib::DETH_LEN, |h| {
-        rec.deth_qkey = be32(&h, field::deth::Q_KEY);
-        rec.deth_src_qp = be24(&h, field::deth::SRC_QP);
-        rec.flags |= flags::HAS_DETH;
-    });
-    take!(ext::XRCETH, ib::XRCETH_LEN, |_h| {});
-    take!(ext::FETH, ib::FETH_LEN, |_h| {});
-    take!(ext::RETH, ib::RETH_LEN, |h| {
-        rec.reth_va = be64(&h, field::reth::VA);
-        rec.reth_rkey = be32(&h, field::reth::R_KEY);
-        rec.reth_len = be32(&h, field::reth::DMA_LEN);
-        rec.flags |= flags::HAS_RETH;
-    });
-    take!(ext::ATOMIC_ETH, ib::ATOMIC_ETH_LEN, |h| {
-        use field::atomic_eth as fa;
-        rec.atomic_va = be64(&h, fa::VA);
-        rec.atomic_rkey = be32(&h, fa::R_KEY);
-        rec.atomic_swap_add = be64(&h, fa::SWAP_ADD_DATA);
-        rec.atomic_compare = be64(&h, fa::COMPARE_DATA);
-        rec.flags |= flags::HAS_ATOMIC_ETH;
-    });
-    take!(ext::AETH, ib::AETH_LEN, |h| {
-        rec.aeth_syndrome = h[field::aeth::SYNDROME];
-        rec.aeth_msn = be24(&h, field::aeth::MSN);
-        rec.flags |= flags::HAS_AETH;
-    });
-    take!(ext::ATOMIC_ACK_ETH, ib::ATOMIC_ACK_ETH_LEN, |h| {
-        rec.atomic_orig = be64(&h, field::atomic_ack_eth::ORIG_REM_DT);
-        rec.flags |= flags::HAS_ATOMIC_ACK_ETH;
-    });
-    take!(ext::IMMDT, ib::IMMDT_LEN, |h| {
-        rec.imm = be32(&h, field::immdt::IMMEDIATE_DATA);
-        rec.flags |= flags::HAS_IMMDT;
-    });
-    take!(ext::IETH, ib::IETH_LEN, |h| {
-        rec.ieth_rkey = be32(&h, field::ieth::R_KEY);
-        rec.flags |= flags::HAS_IETH;
-    });
-    Some(at)
 }
 
 #[inline(always)]

@@ -276,3 +276,47 @@ fn infiniband_reads_the_grh_as_rocev1_does() {
     let w = walk_infiniband(&p[..], &mut rec, &mut (), 0, 30);
     assert_eq!(w.stop, Some(Stop::Cut(Layer::Grh)));
 }
+
+/// The registry's RoCE line is the standards' numbers: UDP 4791 (IANA,
+/// IBA Annex A17), EtherType 0x8915 (Annex A16), LINKTYPE_INFINIBAND (247,
+/// tcpdump.org's link-type list); no native IP mode.
+#[test]
+fn the_registry_recognises_roce_by_its_three_encapsulations() {
+    use registry::{TRANSPORTS, by_ethertype, by_linktype};
+    let reg = Recognition::DEFAULT;
+    assert_eq!(reg.by_udp_port(4791), Some(TransportId::Roce));
+    assert_eq!(reg.by_udp_port(4793), None);
+    assert_eq!(reg.by_udp_port(0), None);
+    assert_eq!(by_ethertype(0x8915), Some(TransportId::Roce));
+    assert_eq!(by_ethertype(0x0800), None);
+    assert_eq!(by_linktype(247), Some(TransportId::Roce));
+    assert_eq!(by_linktype(1), None);
+    assert_eq!((0..=255).find_map(|p| reg.by_ip_protocol(p)), None);
+    assert_eq!(TransportId::from_name("RoCE"), Some(TransportId::Roce));
+    assert_eq!(TRANSPORTS[TransportId::Roce.index()].name, "roce");
+    // An IP protocol configured for a transport without a native IP mode
+    // recognises nothing.
+    let mut odd = reg;
+    odd.ip_protocols[TransportId::Roce.index()] = 253;
+    assert_eq!(odd.by_ip_protocol(253), None);
+}
+
+/// A moved port moves the walk: FRAME (to 4791) is foreign UDP once RoCE
+/// is on 4792, and the same frame rewritten to 4792 walks as before.
+#[test]
+fn the_walk_follows_a_configured_udp_port() {
+    let moved = Recognition::DEFAULT.with_udp_port(TransportId::Roce, 4792);
+    let mut rec = PacketRecord::default();
+    let w = walk_with(&FRAME[..], &moved, lt::ETHERNET, &mut rec, &mut ());
+    assert_eq!(w.stop, Some(Stop::Foreign(Foreign::UdpPort)));
+    assert_eq!(rec.kind(), Kind::Other);
+    assert_eq!(rec.transport(), None);
+
+    let mut want = PacketRecord::default();
+    let want_walk = walk(&FRAME[..], lt::ETHERNET, &mut want, &mut ());
+    let mut f = FRAME;
+    f[38 + 2..38 + 4].copy_from_slice(&4792u16.to_be_bytes());
+    let w = walk_with(&f[..], &moved, lt::ETHERNET, &mut rec, &mut ());
+    assert_eq!((rec, w), (want, want_walk));
+    assert_eq!(rec.transport(), Some(TransportId::Roce));
+}

@@ -13,7 +13,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
     let lost: Vec<&Flow> = x
         .flows
         .iter()
-        .filter(|f| f.gap_counts.capture_lost > 0)
+        .filter(|f| f.gap().gap_counts.capture_lost > 0)
         .collect();
     // What the capture says of itself (pcapng interface statistics).
     let counted: Vec<String> = x
@@ -31,7 +31,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
         })
         .collect();
     if !lost.is_empty() || !counted.is_empty() {
-        let n: u64 = lost.iter().map(|f| f.gap_counts.capture_lost).sum();
+        let n: u64 = lost.iter().map(|f| f.gap().gap_counts.capture_lost).sum();
         let counted_drops: u64 = x
             .summary
             .taps
@@ -150,17 +150,25 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
 
 /// Late PSNs: reordering, not loss.
 pub(super) fn reordering(x: &Input, out: &mut Vec<Finding>) {
-    let flows: Vec<&Flow> = x.flows.iter().filter(|f| f.gap_counts.late > 0).collect();
+    let flows: Vec<&Flow> = x
+        .flows
+        .iter()
+        .filter(|f| f.gap().gap_counts.late > 0)
+        .collect();
     if flows.is_empty() {
         return;
     }
-    let n: u64 = flows.iter().map(|f| f.gap_counts.late).sum();
+    let n: u64 = flows.iter().map(|f| f.gap().gap_counts.late).sum();
     let max_ns = flows
         .iter()
-        .filter_map(|f| f.late_max_ns)
+        .filter_map(|f| f.gap().late_max_ns)
         .max()
         .unwrap_or(0);
-    let max_psns = flows.iter().map(|f| f.late_max_psns).max().unwrap_or(0);
+    let max_psns = flows
+        .iter()
+        .map(|f| f.gap().late_max_psns)
+        .max()
+        .unwrap_or(0);
     out.push(Finding {
         wireshark: None,
         id: "reordering",
@@ -221,9 +229,9 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Finding>) {
         let followed: Vec<&&Flow> = flows
             .iter()
             .filter(|f| {
-                f.rewinds > 0
+                f.rewind().rewinds > 0
                     || f.paired
-                        .is_some_and(|p| x.flows.get(p).is_some_and(|r| r.naks > 0))
+                        .is_some_and(|p| x.flows.get(p).is_some_and(|r| r.nak().naks > 0))
             })
             .collect();
         let share = t.icrc_failed as f64 / t.icrc_checked as f64;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::analyze::{Finding, Flow, FlowRow, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct};
+use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct};
 
 use super::input::{Input, params};
 
@@ -42,29 +42,33 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             .map_or(x.summary.link_speed_bps, |t| t.link_speed_bps) as f64
             / 1e9
     };
-    let requests: Vec<(&Flow, &FlowRow)> = x
+    // (flow, its gbps, its goodput in Gb/s)
+    let requests: Vec<(&Flow, f64, f64)> = x
         .flows
         .iter()
-        .zip(x.rows)
-        .filter(|(f, _)| f.data_packets > 0)
+        .filter(|f| f.data_packets > 0)
+        .map(|f| (f, f.rate_gbps(f.bytes), f.rate_gbps(f.goodput_bytes)))
         .collect();
     // Each connection's wire rate, the highest of the taps that saw it.
     let mut conns: BTreeMap<Conn, f64> = BTreeMap::new();
-    for (f, r) in &requests {
+    for &(f, gbps, _) in &requests {
         let e = conns.entry((f.src_ip, f.dst_ip, f.dest_qp)).or_default();
-        *e = e.max(r.gbps);
+        *e = e.max(gbps);
     }
     // What each tap carried of request flows.
     let mut tap_load: BTreeMap<u16, f64> = BTreeMap::new();
-    for (f, r) in &requests {
-        *tap_load.entry(f.iface).or_default() += r.gbps;
+    for &(f, gbps, _) in &requests {
+        *tap_load.entry(f.iface).or_default() += gbps;
     }
     let into = |dst: [u8; 16]| conns.iter().filter(move |(c, _)| c.1 == dst);
-    let mut groups: BTreeMap<[u8; 16], Vec<(&Flow, &FlowRow, f64)>> = BTreeMap::new();
-    for (f, r) in &requests {
+    let mut groups: BTreeMap<[u8; 16], Vec<(&Flow, f64, f64)>> = BTreeMap::new();
+    for &(f, _, goodput_gbps) in &requests {
         let life = f.last_ts - f.first_ts;
         // Loss (Go-Back-N) explains low goodput by itself.
-        if f.rewinds > 0 || f.cnps < 2 || life == 0 || f.cnps.saturating_mul(CNP_INTERVAL_NS) < life
+        if f.rewind().rewinds > 0
+            || f.cnps < 2
+            || life == 0
+            || f.cnps.saturating_mul(CNP_INTERVAL_NS) < life
         {
             continue;
         }
@@ -82,8 +86,8 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         // Every tap that saw the connection, and the receiver's link.
         let taps_full = requests
             .iter()
-            .filter(|(o, _)| (o.src_ip, o.dst_ip, o.dest_qp) == conn)
-            .any(|(o, _)| {
+            .filter(|(o, ..)| (o.src_ip, o.dst_ip, o.dest_qp) == conn)
+            .any(|(o, ..)| {
                 tap_load.get(&o.iface).copied().unwrap_or(0.0) >= NOT_FULL * speed(o.iface)
             });
         let sharing = into(f.dst_ip).count().max(1);
@@ -92,10 +96,13 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             continue;
         }
         let share = link / sharing as f64;
-        if r.goodput_gbps >= HELD_DOWN * share {
+        if goodput_gbps >= HELD_DOWN * share {
             continue;
         }
-        groups.entry(f.dst_ip).or_default().push((f, r, share));
+        groups
+            .entry(f.dst_ip)
+            .or_default()
+            .push((f, goodput_gbps, share));
     }
     if groups.is_empty() {
         return;
@@ -111,7 +118,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         lowest_use = lowest_use.min(into_dst / link);
         let each: Vec<String> = members
             .iter()
-            .map(|(f, r, share)| {
+            .map(|(f, goodput_gbps, share)| {
                 let interval = (f.last_ts - f.first_ts) / f.cnps;
                 worst_interval = worst_interval.min(interval);
                 cnps += f.cnps;
@@ -122,7 +129,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
                     fmt_count(f.cnps, "CNP"),
                     fmt_duration(f.last_ts - f.first_ts),
                     fmt_duration(interval),
-                    fmt_gbps(r.goodput_gbps),
+                    fmt_gbps(*goodput_gbps),
                     fmt_gbps(*share)
                 )
             })

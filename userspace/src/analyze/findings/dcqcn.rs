@@ -18,13 +18,13 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     let reacted: std::collections::BTreeSet<_> = x
         .flows
         .iter()
-        .filter(|f| f.dcqcn.reactions > 0)
+        .filter(|f| f.dcqcn().reactions > 0)
         .map(conn)
         .collect();
     let deaf: Vec<&Flow> = x
         .flows
         .iter()
-        .filter(|f| f.dcqcn.ignored() && !reacted.contains(&conn(f)))
+        .filter(|f| f.dcqcn().ignored() && !reacted.contains(&conn(f)))
         .collect();
     if deaf.is_empty() {
         return;
@@ -32,7 +32,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     let mut parts: Vec<String> = deaf
         .iter()
         .map(|f| {
-            let d = &f.dcqcn;
+            let d = f.dcqcn();
             format!(
                 "{} got {}; after {} of them its next {} packets kept the rate it had before (mean {}): none left at {:.0} % of it or less",
                 x.describe(f),
@@ -44,10 +44,10 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             )
         })
         .collect();
-    let working: Vec<&Flow> = x.flows.iter().filter(|f| f.dcqcn.reactions > 0).collect();
+    let working: Vec<&Flow> = x.flows.iter().filter(|f| f.dcqcn().reactions > 0).collect();
     let ns = |us: f64| (us * 1e3).round() as u64;
     for f in &working {
-        let d = &f.dcqcn;
+        let d = f.dcqcn();
         let mut s = format!(
             "{} slowed down after {} of its CNPs, {} after the CNP on average (at most {})",
             x.describe(f),
@@ -67,8 +67,8 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         parts.push(s);
     }
     let cnps: u64 = deaf.iter().map(|f| f.cnps).sum();
-    let reaction_max = working.iter().map(|f| f.dcqcn.reaction_max_ns).max();
-    let recovery_max = working.iter().map(|f| f.dcqcn.recovery_max_ns).max();
+    let reaction_max = working.iter().map(|f| f.dcqcn().reaction_max_ns).max();
+    let recovery_max = working.iter().map(|f| f.dcqcn().recovery_max_ns).max();
     let ids: Vec<u32> = deaf.iter().map(|f| f.id).collect();
     let mut senders: Vec<String> = deaf.iter().map(|f| fmt_ip(&f.src_ip)).collect();
     senders.sort();
@@ -91,7 +91,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             ("cnps", json!(cnps)),
             (
                 "cnps_without_reaction",
-                json!(deaf.iter().map(|f| f.dcqcn.without).sum::<u64>()),
+                json!(deaf.iter().map(|f| f.dcqcn().without).sum::<u64>()),
             ),
             ("reacting_flows", json!(working.len())),
             ("reaction_max_ns", json!(reaction_max)),

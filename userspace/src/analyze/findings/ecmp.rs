@@ -11,7 +11,9 @@ use serde_json::json;
 use crate::analyze::ecmp::{
     BUSY_FACTOR, ELEPHANT_SHARE, EcmpLoad, GroupLoad, IDLE_FACTOR, IMBALANCED_BINS, LOADED_SHARE,
 };
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_ip, fmt_pct, iface_name};
+use crate::analyze::{
+    Finding, Flow, FlowTable, fmt_count, fmt_duration, fmt_ip, fmt_pct, iface_name,
+};
 
 use super::input::{Input, params, share};
 
@@ -230,7 +232,7 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
 /// Without a group named: taps that carry different QPs between the same
 /// two hosts may be parallel paths, but nothing in a capture says they are
 /// (an idle member carries nothing to compare). Said once, as a capture fact.
-pub(crate) fn unnamed_fact(flows: &[Flow], names: &BTreeMap<u16, String>) -> Option<String> {
+pub(crate) fn unnamed_fact(flows: &FlowTable, names: &BTreeMap<u16, String>) -> Option<String> {
     let mut by_pair: BTreeMap<HostPair, BTreeMap<u16, BTreeSet<u32>>> = BTreeMap::new();
     for f in flows.iter().filter(|f| f.data_packets > 0) {
         by_pair

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::analyze::{Finding, FlowRow, fmt_count, fmt_duration, fmt_ip};
+use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_ip};
 
 use super::input::{Input, params, share};
 
@@ -20,22 +20,20 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
     });
     // On InfiniBand the destination may answer FECN with BECN on the
     // packets it sends back instead of CNPs (docs/analysis.md, "CNPs").
-    let becn_back = |r: &FlowRow| {
-        r.link == "ib"
-            && x.rows.iter().any(|p| {
+    let becn_back = |r: &Flow| {
+        r.ib_link
+            && x.flows.iter().any(|p| {
                 p.iface == r.iface
                     && (p.src_ip, p.dst_ip) == (r.dst_ip, r.src_ip)
                     && Some(p.dest_qp) == r.paired_qp
                     && p.becn > 0
             })
     };
-    let silent: Vec<&FlowRow> = x
-        .rows
+    let silent: Vec<&Flow> = x
+        .flows
         .iter()
-        .zip(x.flows)
-        .filter(|(r, f)| r.ce > 0 && r.cnps == 0 && (f.cnp_qp().is_some() || unattributed == 0))
-        .filter(|(r, _)| !becn_back(r))
-        .map(|(r, _)| r)
+        .filter(|f| f.ce > 0 && f.cnps == 0 && (f.cnp_qp().is_some() || unattributed == 0))
+        .filter(|f| !becn_back(f))
         .collect();
     if !silent.is_empty() {
         let ce: u64 = silent.iter().map(|r| r.ce).sum();
@@ -45,7 +43,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             .map(|r| {
                 format!(
                     "flow {} ({} → {} QP {}, DSCP {}): {}, 0 CNPs{}.",
-                    r.flow_id,
+                    r.id,
                     fmt_ip(&r.src_ip),
                     fmt_ip(&r.dst_ip),
                     r.dest_qp,
@@ -62,7 +60,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             wireshark: None,
             id: "ce-without-cnp",
-            impact: x.traffic_share(&silent.iter().map(|r| r.flow_id).collect::<Vec<_>>()),
+            impact: x.traffic_share(&silent.iter().map(|r| r.id).collect::<Vec<_>>()),
             severity: "warning",
             title: format!(
                 "{} on {} got no CNP back",
@@ -71,11 +69,11 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             ),
             detail: parts.join("\n") + reaction.as_deref().unwrap_or(""),
             recommendation: "The ECN→CNP path is broken: enable DCQCN's notification point (CNP generation) for this priority on the receiving NICs, check the DSCP of data packets maps to the ECN-enabled queue and priority, and that CNPs get a DSCP/priority the fabric forwards (and the tap sees).".into(),
-            flows: silent.iter().map(|r| r.flow_id).collect(),
+            flows: silent.iter().map(|r| r.id).collect(),
             params: params([("ce_packets", json!(ce)), ("silent_flows", json!(silent.len()))]),
         });
     }
-    let loud: Vec<&FlowRow> = x.rows.iter().filter(|r| r.cnps > 0 && r.ce == 0).collect();
+    let loud: Vec<&Flow> = x.flows.iter().filter(|r| r.cnps > 0 && r.ce == 0).collect();
     if !loud.is_empty() || unattributed > 0 {
         let cnps: u64 = loud.iter().map(|r| r.cnps).sum();
         let mut detail = format!(
@@ -100,7 +98,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             ),
             detail: detail + reaction.as_deref().unwrap_or(""),
             recommendation: "Usually the tap sits upstream of the marking queue (the CE mark was set after it); otherwise check which device sends these CNPs and whether their QPs match live connections.".into(),
-            flows: loud.iter().map(|r| r.flow_id).collect(),
+            flows: loud.iter().map(|r| r.id).collect(),
             params: params([
                 ("cnps_without_ce", json!(cnps)),
                 ("cnps_unattributed", json!(unattributed)),

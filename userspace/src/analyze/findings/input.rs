@@ -11,7 +11,7 @@ use rocescope_common::proto::ib;
 
 use crate::analyze::rto::ACK_TIMEOUT_UNIT_NS;
 use crate::analyze::{
-    Flow, FlowRow, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by, fmt_ip, fmt_mac,
+    Flow, FlowTable, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by, fmt_ip, fmt_mac,
     fmt_offset, iface_name,
 };
 
@@ -23,8 +23,7 @@ pub(crate) fn params<const N: usize>(
 }
 
 pub(crate) struct Input<'a> {
-    pub flows: &'a [Flow],
-    pub rows: &'a [FlowRow],
+    pub flows: &'a FlowTable,
     pub pfc: &'a [PfcInterval],
     pub summary: &'a Summary,
     /// The pauses that covered ghost timeout rewinds: `(iface, priority,

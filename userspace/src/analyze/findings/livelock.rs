@@ -24,7 +24,7 @@ fn exhausted(x: &Input, f: &Flow) -> Option<Exhausted> {
         .find(|t| t.iface == f.iface)
         .and_then(|t| t.last_ts_ns)
         .or(x.summary.last_ts_ns)?;
-    f.livelock.exhausted(f.last_ts, end)
+    f.rewind().livelock.exhausted(f.last_ts, end)
 }
 
 /// `retransmission-livelock`: every flow in a livelock, the longest first;
@@ -33,7 +33,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     let mut stuck: Vec<(&Flow, Run)> = x
         .flows
         .iter()
-        .filter_map(|f| Some((f, f.livelock.livelock()?)))
+        .filter_map(|f| Some((f, f.rewind().livelock.livelock()?)))
         .filter(|(f, r)| {
             exhausted(x, f).is_none_or(|e| (e.run.psn, e.run.first_ts) != (r.psn, r.first_ts))
         })

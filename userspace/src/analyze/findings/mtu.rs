@@ -72,7 +72,11 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     // answered on the same tap: the path carries no more than that.
     let silent: Vec<&Flow> = {
         let mut v = unanswered(x);
-        v.extend(x.flows.iter().filter(|f| f.livelock.livelock().is_some()));
+        v.extend(
+            x.flows
+                .iter()
+                .filter(|f| f.rewind().livelock.livelock().is_some()),
+        );
         v.sort_by_key(|f| f.id);
         v.dedup_by_key(|f| f.id);
         v

@@ -3,9 +3,7 @@
 
 use serde_json::json;
 
-use crate::analyze::{
-    Finding, Flow, FlowRow, fmt_count, fmt_duration, fmt_gbps, fmt_pct as pct, fmt_pfc,
-};
+use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_gbps, fmt_pct as pct, fmt_pfc};
 
 use super::input::{Input, params, share};
 
@@ -14,23 +12,26 @@ use super::input::{Input, params, share};
 pub(super) fn link_speed(x: &Input, out: &mut Vec<Finding>) {
     for t in &x.summary.taps {
         let limit = t.link_speed_bps as f64 / 1e9;
-        let fast: Vec<&FlowRow> = x
-            .rows
+        // (flow, its gbps)
+        let fast: Vec<(&Flow, f64)> = x
+            .flows
             .iter()
-            .filter(|r| r.iface == t.iface && r.packets >= 2 && r.gbps > limit)
+            .filter(|f| f.iface == t.iface && f.packets >= 2)
+            .map(|f| (f, f.rate_gbps(f.bytes)))
+            .filter(|&(_, gbps)| gbps > limit)
             .collect();
-        let Some(top) = fast.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps)) else {
+        let Some(&(top, top_gbps)) = fast.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
             continue;
         };
         out.push(Finding {
             wireshark: None,
             id: "link-speed",
-            impact: x.traffic_share(&fast.iter().map(|r| r.flow_id).collect::<Vec<_>>()),
+            impact: x.traffic_share(&fast.iter().map(|(f, _)| f.id).collect::<Vec<_>>()),
             severity: "warning",
             title: format!(
                 "{}: a flow ran at {}, above the {} link speed assumed",
                 t.iface_name,
-                fmt_gbps(top.gbps),
+                fmt_gbps(top_gbps),
                 fmt_gbps(limit)
             ),
             detail: format!(
@@ -38,17 +39,17 @@ pub(super) fn link_speed(x: &Input, out: &mut Vec<Finding>) {
                 fmt_count(fast.len() as u64, "flow"),
                 t.iface_name,
                 fmt_gbps(limit),
-                top.flow_id,
-                fmt_gbps(top.gbps)
+                top.id,
+                fmt_gbps(top_gbps)
             ),
             recommendation: format!(
                 "Give the tap's real speed: --link-speed {}=400G (or the port's speed).",
                 t.iface_name
             ),
-            flows: fast.iter().map(|r| r.flow_id).collect(),
+            flows: fast.iter().map(|(f, _)| f.id).collect(),
             params: params([
                 ("assumed_link_speed_bps", json!(t.link_speed_bps)),
-                ("max_flow_gbps", json!(top.gbps)),
+                ("max_flow_gbps", json!(top_gbps)),
             ]),
         });
     }

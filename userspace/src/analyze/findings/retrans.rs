@@ -22,23 +22,26 @@ pub(super) fn ghost(x: &Input, out: &mut Vec<Finding>) {
     let flows: Vec<&Flow> = x
         .flows
         .iter()
-        .filter(|f| f.rewinds_timeout_ghost > 0 || f.spurious > 0)
+        .filter(|f| f.rewind().rewinds_timeout_ghost > 0 || f.rewind().spurious > 0)
         .collect();
     if flows.is_empty() {
         return;
     }
-    let timeouts: u64 = flows.iter().map(|f| f.rewinds_timeout_ghost).sum();
-    let paused: u64 = flows.iter().map(|f| f.timeout_rewinds_paused).sum();
-    let spurious: u64 = flows.iter().map(|f| f.spurious).sum();
+    let timeouts: u64 = flows.iter().map(|f| f.rewind().rewinds_timeout_ghost).sum();
+    let paused: u64 = flows
+        .iter()
+        .map(|f| f.rewind().timeout_rewinds_paused)
+        .sum();
+    let spurious: u64 = flows.iter().map(|f| f.rewind().spurious).sum();
     let retrans: u64 = flows.iter().map(|f| f.retrans).sum();
     let idle_min = flows
         .iter()
-        .filter(|f| f.rewinds_timeout > 0)
-        .map(|f| f.timeout_idle_min_ns)
+        .filter(|f| f.rewind().rewinds_timeout > 0)
+        .map(|f| f.rewind().timeout_idle_min_ns)
         .min();
     let idle_max = flows
         .iter()
-        .map(|f| f.timeout_idle_max_ns)
+        .map(|f| f.rewind().timeout_idle_max_ns)
         .max()
         .unwrap_or(0);
     let longest = x.longest_covering_pause();
@@ -69,7 +72,7 @@ pub(super) fn ghost(x: &Input, out: &mut Vec<Finding>) {
     // The most telling rewind.
     if let Some((f, n)) = flows
         .iter()
-        .filter_map(|f| Some((f, f.note?)))
+        .filter_map(|f| Some((f, f.rewind().note?)))
         .max_by_key(|(_, n)| n.rank())
     {
         detail.push_str(&format!(
@@ -86,7 +89,7 @@ pub(super) fn ghost(x: &Input, out: &mut Vec<Finding>) {
         }
         detail.push_str(&format!(
             "; {} of the {} rewound PSNs had already been acknowledged; the flow resent {} in all, {} of them already acknowledged",
-            n.acked, n.depth, fmt_count(f.retrans, "packet"), f.spurious
+            n.acked, n.depth, fmt_count(f.retrans, "packet"), f.rewind().spurious
         ));
         if let Some(c) = n.cover.filter(|_| n.paused_ns > 0) {
             let p = x.pfc.iter().find(|p| {
@@ -222,21 +225,21 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
         .flows
         .iter()
         .filter(|f| {
-            f.rewinds_nak > 0
-                || f.naks > 0
-                || f.gap_counts.lost() > 0
-                || f.rewinds_timeout_unexplained > 0
+            f.rewind().rewinds_nak > 0
+                || f.nak().naks > 0
+                || f.gap().gap_counts.lost() > 0
+                || f.rewind().rewinds_timeout_unexplained > 0
         })
         .collect();
     if flows.is_empty() {
         return;
     }
     let sum = |g: fn(&Flow) -> u64| -> u64 { flows.iter().map(|f| g(f)).sum() };
-    let naks = sum(|f| f.naks);
-    let nak_rewinds = sum(|f| f.rewinds_nak);
-    let nak_lost = sum(|f| f.gap_counts.nak_lost);
-    let before_tap = sum(|f| f.gap_counts.lost_before_tap);
-    let timeouts = sum(|f| f.rewinds_timeout_unexplained);
+    let naks = sum(|f| f.nak().naks);
+    let nak_rewinds = sum(|f| f.rewind().rewinds_nak);
+    let nak_lost = sum(|f| f.gap().gap_counts.nak_lost);
+    let before_tap = sum(|f| f.gap().gap_counts.lost_before_tap);
+    let timeouts = sum(|f| f.rewind().rewinds_timeout_unexplained);
     let mut parts = vec![format!("On {}:", fmt_count(flows.len() as u64, "flow"))];
     if naks + nak_rewinds > 0 {
         parts.push(format!(
@@ -261,16 +264,18 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
     let mut detail = parts.join("\n");
     if let Some(f) = flows.iter().max_by_key(|f| {
         (
-            f.rewinds_nak + f.gap_counts.lost() + f.rewinds_timeout_unexplained,
-            f.max_depth,
+            f.rewind().rewinds_nak
+                + f.gap().gap_counts.lost()
+                + f.rewind().rewinds_timeout_unexplained,
+            f.rewind().max_depth,
         )
     }) {
         detail.push_str(&format!(
             "\nMost: {} with {} (deepest {}), {} lost before the tap.",
             x.describe(f),
-            fmt_count(f.rewinds_nak, "NAK rewind"),
-            fmt_count(f.max_depth, "PSN"),
-            fmt_count(f.gap_counts.lost(), "PSN"),
+            fmt_count(f.rewind().rewinds_nak, "NAK rewind"),
+            fmt_count(f.rewind().max_depth, "PSN"),
+            fmt_count(f.gap().gap_counts.lost(), "PSN"),
         ));
     }
     let lost = before_tap + nak_lost;
@@ -309,13 +314,13 @@ pub(super) fn rnr(x: &Input, out: &mut Vec<Finding>) {
     let flows: Vec<&Flow> = x
         .flows
         .iter()
-        .filter(|f| f.rnr_naks > 0 || f.rewinds_rnr > 0)
+        .filter(|f| f.nak().rnr_naks > 0 || f.rewind().rewinds_rnr > 0)
         .collect();
     if flows.is_empty() {
         return;
     }
-    let n: u64 = flows.iter().map(|f| f.rnr_naks).sum();
-    let r: u64 = flows.iter().map(|f| f.rewinds_rnr).sum();
+    let n: u64 = flows.iter().map(|f| f.nak().rnr_naks).sum();
+    let r: u64 = flows.iter().map(|f| f.rewind().rewinds_rnr).sum();
     out.push(Finding {
         wireshark: None,
         id: "receiver-not-ready",

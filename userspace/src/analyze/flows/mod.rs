@@ -8,17 +8,20 @@
 //! `livelock`, `dcqcn`, `qos`'s marks, `rto`, `gaps`), none of which names
 //! a [`Flow`].
 
+mod table;
 pub(super) mod timeline;
+
+pub(crate) use table::FlowTable;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};
 
-use super::responses::PendingNak;
-use super::rewind::{RewindNote, STALL_MIN_NS, TimeoutRewind, froze};
+use super::responses::{NO_NAKS, NakHistory};
+use super::rewind::{NO_REWINDS, RewindHistory, STALL_MIN_NS, froze};
 use super::rows::{FlowKey, FlowRow, Verdict, ratio};
-use super::sequence::{FillRun, Seq};
+use super::sequence::{GapHistory, NO_GAPS, Seq};
 use super::{Analyzer, Sink};
-use super::{dcqcn, dups, gaps, livelock, psn, qos, rto};
+use super::{dcqcn, dups, psn, qos, rto};
 use timeline::{Bin, bin_mut};
 
 pub(super) type HostPair = (u16, [u8; 16], [u8; 16]);
@@ -56,18 +59,7 @@ pub(crate) struct Flow {
     pub payload_bytes: u64,
     pub goodput_bytes: u64,
     pub retrans: u64,
-    pub rewinds: u64,
-    pub rewinds_nak: u64,
-    pub rewinds_rnr: u64,
-    pub rewinds_timeout: u64,
-    pub max_depth: u32,
-    pub spurious: u64,
-    pub gaps: u64,
-    /// PSNs missing over all gaps.
-    pub gap_psns: u64,
     pub acks: u64,
-    pub naks: u64,
-    pub rnr_naks: u64,
     pub ce: u64,
     pub responses: u64,
     pub max_idle_ns: u64,
@@ -75,34 +67,17 @@ pub(crate) struct Flow {
     pub(super) seq: Option<Seq>,
     /// Highest PSN ACKed by the AETHs this flow carries.
     pub(super) acked: Option<u32>,
-    pub(super) pending: Vec<PendingNak>,
     pub(super) ce_unanswered: Option<u64>,
     pub(super) bin: Option<Bin>,
     /// Stalls overlapping a pause of the flow's priority.
     pub stalls: u64,
     pub stall_paused_ns: u64,
-    /// Timeout rewinds whose idle time overlapped a pause.
-    pub timeout_rewinds_paused: u64,
-    pub timeout_idle_min_ns: u64,
-    pub timeout_idle_max_ns: u64,
-    pub note: Option<RewindNote>,
     /// CNPs resolved at the end.
     pub cnps: u64,
-    pub(super) pending_gaps: gaps::Pending,
-    pub gap_counts: gaps::GapCounts,
-    pub late_max_ns: Option<u64>,
-    pub late_max_psns: u32,
-    pub(super) fills: Option<FillRun>,
-    pub(super) timeouts: Vec<TimeoutRewind>,
-    pub rewinds_timeout_ghost: u64,
-    /// Timeout rewinds of PSNs the tap had seen and nothing showed delayed.
-    pub rewinds_timeout_unexplained: u64,
     /// A first transmission awaiting its ACK, for the round-trip time.
     pub(super) rtt_probe: Option<(u32, u64)>,
     /// Shortest time from a request to the ACK covering it, at this tap.
     pub min_rtt_ns: Option<u64>,
-    /// When the flow last carried a NAK or RNR NAK.
-    pub(super) last_nak_ts: Option<u64>,
     /// The source MAC of its first packet.
     pub src_mac: [u8; 6],
     /// Frames whose ICRC failed.
@@ -110,16 +85,21 @@ pub(crate) struct Flow {
     /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
     pub sniffer_tap: bool,
     pub mirror_copies: u64,
+    /// Its rewinds, from the first one on (`None`: it never rewound).
+    pub(super) rewind: Option<Box<RewindHistory>>,
+    /// Its missing PSNs, from the first gap on.
+    pub(super) gap: Option<Box<GapHistory>>,
+    /// Its NAKs, from the first one on.
+    pub(super) nak: Option<Box<NakHistory>>,
     /// The requester's transport timer and what its timeout rewinds measured.
     pub rto: rto::Timer,
-    /// Rewinds to the same PSN without ACK progress.
-    pub livelock: livelock::Livelock,
     /// The longest request frame (wire length): what an MTU drops.
     pub max_frame_len: u32,
     /// The DSCPs and PCPs of its frames.
     pub marks: qos::FlowMarks,
-    /// How the sender's rate answered its CNPs.
-    pub dcqcn: dcqcn::Reaction,
+    /// How the sender's rate answered its CNPs: from its first data packet
+    /// on (a response flow carries none).
+    pub(super) dcqcn: Option<Box<dcqcn::Reaction>>,
 }
 
 impl Flow {
@@ -158,53 +138,76 @@ impl Flow {
             payload_bytes: 0,
             goodput_bytes: 0,
             retrans: 0,
-            rewinds: 0,
-            rewinds_nak: 0,
-            rewinds_rnr: 0,
-            rewinds_timeout: 0,
-            max_depth: 0,
-            spurious: 0,
-            gaps: 0,
-            gap_psns: 0,
             acks: 0,
-            naks: 0,
-            rnr_naks: 0,
             ce: 0,
             responses: 0,
             max_idle_ns: 0,
             mtu: 0,
             seq: None,
             acked: None,
-            pending: Vec::new(),
             ce_unanswered: None,
             bin: None,
             stalls: 0,
             stall_paused_ns: 0,
-            timeout_rewinds_paused: 0,
-            timeout_idle_min_ns: u64::MAX,
-            timeout_idle_max_ns: 0,
-            note: None,
             cnps: 0,
-            pending_gaps: gaps::Pending::default(),
-            gap_counts: gaps::GapCounts::default(),
-            late_max_ns: None,
-            late_max_psns: 0,
-            fills: None,
-            timeouts: Vec::new(),
-            rewinds_timeout_ghost: 0,
-            rewinds_timeout_unexplained: 0,
             rtt_probe: None,
             min_rtt_ns: None,
-            last_nak_ts: None,
             src_mac: [0; 6],
             icrc_errors: 0,
             sniffer_tap: false,
             mirror_copies: 0,
+            rewind: None,
+            gap: None,
+            nak: None,
             rto: rto::Timer::default(),
-            livelock: livelock::Livelock::default(),
             max_frame_len: 0,
             marks: qos::FlowMarks::default(),
-            dcqcn: dcqcn::Reaction::default(),
+            dcqcn: None,
+        }
+    }
+
+    /// Its rewind history (an empty one when it never rewound).
+    pub(crate) fn rewind(&self) -> &RewindHistory {
+        self.rewind.as_deref().unwrap_or(&NO_REWINDS)
+    }
+
+    pub(super) fn rewind_mut(&mut self) -> &mut RewindHistory {
+        let acked = self.rto.highest_acked();
+        self.rewind
+            .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)))
+    }
+
+    /// Its gap history (an empty one when it never skipped a PSN).
+    pub(crate) fn gap(&self) -> &GapHistory {
+        self.gap.as_deref().unwrap_or(&NO_GAPS)
+    }
+
+    pub(super) fn gap_mut(&mut self) -> &mut GapHistory {
+        self.gap.get_or_insert_with(Box::default)
+    }
+
+    /// Its NAK history (an empty one when it carried no NAK).
+    pub(crate) fn nak(&self) -> &NakHistory {
+        self.nak.as_deref().unwrap_or(&NO_NAKS)
+    }
+
+    pub(super) fn nak_mut(&mut self) -> &mut NakHistory {
+        self.nak.get_or_insert_with(Box::default)
+    }
+
+    /// Its DCQCN reaction (an empty one before its first data packet).
+    pub(crate) fn dcqcn(&self) -> &dcqcn::Reaction {
+        self.dcqcn.as_deref().unwrap_or(&dcqcn::NO_REACTION)
+    }
+
+    /// Gb/s of `bytes` over the flow's life (0 when that is one instant):
+    /// `gbps` and `goodput_gbps`.
+    pub(crate) fn rate_gbps(&self, bytes: u64) -> f64 {
+        let dur = self.last_ts - self.first_ts;
+        if dur == 0 {
+            0.0
+        } else {
+            bytes as f64 * 8.0 / dur as f64
         }
     }
 
@@ -230,7 +233,7 @@ impl Analyzer {
         self.by_hosts
             .entry((key.0, key.1, key.2))
             .or_default()
-            .push(i);
+            .push(i as u32);
         // A hint may name this flow as the request or the response side.
         self.apply_hint(i);
         let reverse: Vec<FlowKey> = self
@@ -270,7 +273,7 @@ impl Analyzer {
             return;
         };
         let mut found = None;
-        for &r in cands {
+        for r in cands.iter().map(|&r| r as usize) {
             if r == s {
                 continue;
             }
@@ -331,7 +334,9 @@ impl Analyzer {
             rec.dest_qp & ib::QPN_MASK,
         );
         let i = self.flow_index(key, now);
-        let last_nak = self.flows[i].paired.and_then(|p| self.flows[p].last_nak_ts);
+        let last_nak = self.flows[i]
+            .paired
+            .and_then(|p| self.flows[p].nak().last_nak_ts);
         if self.dups.is_copy(rec, dups::Owner::Flow(i), last_nak) {
             self.flows[i].mirror_copies += 1;
             self.frames.mirror_copies += 1;
@@ -432,9 +437,11 @@ impl Analyzer {
         }
         if data {
             let (pfc, iface, prio) = (&self.pfc, f.iface, f.priority);
-            f.dcqcn.request(now, rec.frame_len, |from, to| {
-                prio.is_some_and(|p| pfc.paused(iface, p, from, to, now).0 > 0)
-            });
+            f.dcqcn
+                .get_or_insert_with(Box::default)
+                .request(now, rec.frame_len, |from, to| {
+                    prio.is_some_and(|p| pfc.paused(iface, p, from, to, now).0 > 0)
+                });
         }
         f.packets += 1;
         f.becn += u64::from(rec.has(flags::BECN));
@@ -472,17 +479,9 @@ impl Analyzer {
 }
 
 pub(super) fn flow_row(f: &Flow) -> FlowRow {
-    let dur = f.last_ts - f.first_ts;
-    let w = f.rto.waits;
+    let w = f.rewind().waits;
     let measured = w.samples > 0;
     let us = |ns: u64| ns as f64 / 1000.0;
-    let rate = |bytes: u64| {
-        if dur == 0 {
-            0.0
-        } else {
-            bytes as f64 * 8.0 / dur as f64
-        }
-    };
     FlowRow {
         flow_id: f.id,
         iface: f.iface,
@@ -502,29 +501,29 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         payload_bytes: f.payload_bytes,
         retrans_packets: f.retrans,
         retrans_rate: ratio(f.retrans, f.data_packets),
-        rewinds: f.rewinds,
-        rewinds_nak: f.rewinds_nak,
-        rewinds_rnr: f.rewinds_rnr,
-        rewinds_timeout: f.rewinds_timeout,
-        max_rewind_depth: f.max_depth,
-        spurious_retrans: f.spurious,
-        gaps: f.gaps,
+        rewinds: f.rewind().rewinds,
+        rewinds_nak: f.rewind().rewinds_nak,
+        rewinds_rnr: f.rewind().rewinds_rnr,
+        rewinds_timeout: f.rewind().rewinds_timeout,
+        max_rewind_depth: f.rewind().max_depth,
+        spurious_retrans: f.rewind().spurious,
+        gaps: f.gap().gaps,
         acks: f.acks,
-        naks: f.naks,
-        rnr_naks: f.rnr_naks,
+        naks: f.nak().naks,
+        rnr_naks: f.nak().rnr_naks,
         ce: f.ce,
         cnps: f.cnps,
-        gbps: rate(f.bytes),
-        goodput_gbps: rate(f.goodput_bytes),
+        gbps: f.rate_gbps(f.bytes),
+        goodput_gbps: f.rate_gbps(f.goodput_bytes),
         max_idle_us: f.max_idle_ns as f64 / 1000.0,
-        rewinds_timeout_ghost: f.rewinds_timeout_ghost,
-        gap_late: f.gap_counts.late,
-        gap_lost_before_tap: f.gap_counts.lost_before_tap,
-        gap_nak_lost: f.gap_counts.nak_lost,
-        gap_capture_lost: f.gap_counts.capture_lost,
-        gap_unresolved: f.gap_counts.unresolved,
-        late_max_us: f.late_max_ns.map(|n| n as f64 / 1000.0),
-        late_max_psns: f.late_max_ns.map(|_| f.late_max_psns),
+        rewinds_timeout_ghost: f.rewind().rewinds_timeout_ghost,
+        gap_late: f.gap().gap_counts.late,
+        gap_lost_before_tap: f.gap().gap_counts.lost_before_tap,
+        gap_nak_lost: f.gap().gap_counts.nak_lost,
+        gap_capture_lost: f.gap().gap_counts.capture_lost,
+        gap_unresolved: f.gap().gap_counts.unresolved,
+        late_max_us: f.gap().late_max_ns.map(|n| n as f64 / 1000.0),
+        late_max_psns: f.gap().late_max_ns.map(|_| f.gap().late_max_psns),
         icrc_errors: (!f.sniffer_tap).then_some(f.icrc_errors),
         mirror_copies: f.mirror_copies,
         display_filter: String::new(),
@@ -536,13 +535,13 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         nic_timeout_bounded: w.bounded,
         nic_timeout_lower_us: w.bounds().map(|b| us(b.0)),
         nic_timeout_upper_us: w.bounds().map(|b| us(b.1)),
-        max_rewinds_one_psn: f.livelock.worst.map_or(0, |r| r.rewinds),
-        livelock_psn: f.livelock.livelock().map(|r| r.psn),
-        dcqcn_reactions: f.dcqcn.reactions,
-        dcqcn_reaction_us: f.dcqcn.reaction_us(),
-        dcqcn_reaction_max_us: (f.dcqcn.reactions > 0).then(|| us(f.dcqcn.reaction_max_ns)),
-        dcqcn_recovery_us: f.dcqcn.recovery_us(),
-        dcqcn_cnps_without_reaction: f.dcqcn.without,
+        max_rewinds_one_psn: f.rewind().livelock.worst.map_or(0, |r| r.rewinds),
+        livelock_psn: f.rewind().livelock.livelock().map(|r| r.psn),
+        dcqcn_reactions: f.dcqcn().reactions,
+        dcqcn_reaction_us: f.dcqcn().reaction_us(),
+        dcqcn_reaction_max_us: (f.dcqcn().reactions > 0).then(|| us(f.dcqcn().reaction_max_ns)),
+        dcqcn_recovery_us: f.dcqcn().recovery_us(),
+        dcqcn_cnps_without_reaction: f.dcqcn().without,
         service: f.service.and_then(transport::name),
         link: if f.ib_link { "ib" } else { "roce" },
         becn: f.becn,

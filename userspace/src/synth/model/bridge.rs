@@ -16,7 +16,10 @@ use crate::synth::capture_writer::{PcapWriter, PcapngWriter};
 use crate::synth::frame::{Erspan, ErspanVersion, RawFrame};
 use crate::{Error, Result};
 use rocescope_common::proto::linktype;
-use rocescope_common::proto::udp::ROCEV2_PORT;
+use rocescope_common::wire::{Recognition, TransportId};
+
+/// RoCEv2's port, as the transport registry has it.
+const ROCE_PORT: u16 = Recognition::DEFAULT.udp_port(TransportId::Roce);
 
 /// Model time 0 in a capture: 2026-01-01T00:00:00Z, so timestamps look real.
 pub const EPOCH_NS: u64 = 1_767_225_600_000_000_000;
@@ -187,7 +190,7 @@ pub fn icrc_fails(frame: &FrameSpec, opts: &CaptureOptions) -> Option<bool> {
         FrameSpec::Cnp(c) => (false, c.udp_sport),
         FrameSpec::Pfc(_) => return None,
     };
-    Some(corrupt || (opts.sniffer.is_some() && sport != ROCEV2_PORT))
+    Some(corrupt || (opts.sniffer.is_some() && sport != ROCE_PORT))
 }
 
 /// Rewrites a RoCE frame `bytes` (as [`append_frame`] wrote it) the way a
@@ -202,7 +205,7 @@ fn sniff(frame: &FrameSpec, tap: usize, bytes: &mut Vec<u8>, cut: u32) {
     let udp = 14 + if vlan { 4 } else { 0 } + 20;
     if bytes.len() >= udp + 2 {
         bytes[6..12].copy_from_slice(&sniffer_mac(tap));
-        bytes[udp..udp + 2].copy_from_slice(&ROCEV2_PORT.to_be_bytes());
+        bytes[udp..udp + 2].copy_from_slice(&ROCE_PORT.to_be_bytes());
     }
     if cut > 0 {
         bytes.truncate(cut as usize);

@@ -1,0 +1,199 @@
+//! The transports the walk knows, and how each is recognised: one table,
+//! read by the userspace decoder, the XDP program and synth alike.
+//!
+//! The shared walk reads the link layer, IP and UDP; where those name a
+//! transport — a UDP destination port, an EtherType, a capture's link type
+//! or an IP protocol number — it asks this table which one, and hands the
+//! rest of the frame to that transport's own walk (`wire::roce` for RoCE).
+//! A new transport is a new [`TransportId`], a line in [`TRANSPORTS`] and
+//! an arm where the walk dispatches on it (docs/build.md, "Adding a
+//! transport").
+//!
+//! EtherTypes and link types are fixed by their standards. UDP ports and IP
+//! protocol numbers are the operator's to choose (a fabric on a
+//! non-standard RoCEv2 port, UET's pre-standard ports, UET's native IP mode
+//! whose protocol number IANA never assigned), so they live in
+//! [`Recognition`], which starts from the table's defaults.
+use crate::proto::{ethernet, linktype, udp};
+
+/// A transport behind the shared L2–L4 walk.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TransportId {
+    /// The InfiniBand transport (BTH and its extension headers) in its
+    /// three encapsulations: RoCEv2 (UDP), RoCEv1 (EtherType 0x8915) and
+    /// native InfiniBand (an LRH, by link type).
+    Roce = 1,
+}
+
+/// Number of transports: the length of the per-transport arrays.
+pub const TRANSPORT_COUNT: usize = 1;
+
+impl TransportId {
+    /// Every transport, in [`TRANSPORTS`] order.
+    pub const ALL: [TransportId; TRANSPORT_COUNT] = [TransportId::Roce];
+
+    /// Position in [`TRANSPORTS`] and in [`Recognition`]'s arrays.
+    pub const fn index(self) -> usize {
+        self as usize - 1
+    }
+
+    /// The transport's row of [`TRANSPORTS`].
+    pub const fn entry(self) -> &'static Transport {
+        &TRANSPORTS[self.index()]
+    }
+
+    /// The transport named `name` (as [`Transport::name`]).
+    pub fn from_name(name: &str) -> Option<TransportId> {
+        TransportId::ALL
+            .into_iter()
+            .find(|t| t.entry().name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// How one transport is recognised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transport {
+    pub id: TransportId,
+    /// Its name in options and messages.
+    pub name: &'static str,
+    /// The UDP destination port it is recognised by unless configured
+    /// otherwise (`None`: not carried over UDP).
+    pub udp_port: Option<u16>,
+    /// Whether it has a native IP mode: an IP protocol number the operator
+    /// configures (no default; [`Recognition::ip_protocols`]).
+    pub ip_protocol: bool,
+    /// The EtherType that carries it straight in an Ethernet frame.
+    pub ethertype: Option<u16>,
+    /// Capture link types whose frames are this transport's.
+    pub linktypes: &'static [u32],
+}
+
+/// The registry: one line per transport.
+pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [Transport {
+    id: TransportId::Roce,
+    name: "roce",
+    // RoCEv2 (IBA Annex A17): the IANA port, destination only (the source
+    // port is flow entropy).
+    udp_port: Some(udp::ROCEV2_PORT),
+    ip_protocol: false,
+    // RoCEv1 (Annex A16): a GRH straight in the Ethernet frame.
+    ethertype: Some(ethernet::ETHERTYPE_ROCE),
+    // Native InfiniBand: an LRH first.
+    linktypes: &[linktype::INFINIBAND],
+}];
+
+/// "Not recognised by this": a UDP port or IP protocol of 0 matches no frame.
+pub const UNSET: u16 = 0;
+
+/// What this run recognises transports by where the operator chooses:
+/// per transport (indexed by [`TransportId::index`]), its UDP destination
+/// port and its native IP protocol number (0: none). A configured port
+/// replaces the default: a fabric that runs RoCEv2 on port 4792 has no
+/// RoCEv2 on 4791, and a frame to 4791 is then foreign like any other UDP.
+///
+/// `repr(C)` plain bytes: the XDP program holds it as a global the loader
+/// sets ([`crate::live::GLOBAL_RECOGNITION`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recognition {
+    pub udp_ports: [u16; TRANSPORT_COUNT],
+    /// IP protocol numbers, as `u16` so the struct has no padding.
+    pub ip_protocols: [u16; TRANSPORT_COUNT],
+}
+
+impl Default for Recognition {
+    fn default() -> Self {
+        Recognition::DEFAULT
+    }
+}
+
+impl Recognition {
+    /// The table's defaults: every transport on its registered port, none
+    /// in native IP mode.
+    pub const DEFAULT: Recognition = {
+        let mut udp_ports = [UNSET; TRANSPORT_COUNT];
+        let mut i = 0;
+        while i < TRANSPORT_COUNT {
+            if let Some(p) = TRANSPORTS[i].udp_port {
+                udp_ports[i] = p;
+            }
+            i += 1;
+        }
+        Recognition {
+            udp_ports,
+            ip_protocols: [UNSET; TRANSPORT_COUNT],
+        }
+    };
+
+    /// `self` with `t` recognised on UDP destination port `port` instead of
+    /// its default.
+    pub const fn with_udp_port(mut self, t: TransportId, port: u16) -> Recognition {
+        self.udp_ports[t.index()] = port;
+        self
+    }
+
+    /// The UDP destination port `t` is recognised by (0: none).
+    pub const fn udp_port(&self, t: TransportId) -> u16 {
+        self.udp_ports[t.index()]
+    }
+
+    /// The transport on UDP destination port `port`. The first listed
+    /// wins when two share a port (an operator's mistake the option
+    /// parser refuses).
+    #[inline(always)]
+    pub fn by_udp_port(&self, port: u16) -> Option<TransportId> {
+        if port == UNSET {
+            return None;
+        }
+        let mut i = 0;
+        while i < TRANSPORT_COUNT {
+            if self.udp_ports[i] == port {
+                return Some(TransportId::ALL[i]);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The transport in native IP mode on IP protocol `protocol`.
+    #[inline(always)]
+    pub fn by_ip_protocol(&self, protocol: u8) -> Option<TransportId> {
+        let protocol = u16::from(protocol);
+        let mut i = 0;
+        while i < TRANSPORT_COUNT {
+            if TRANSPORTS[i].ip_protocol && self.ip_protocols[i] == protocol {
+                return Some(TransportId::ALL[i]);
+            }
+            i += 1;
+        }
+        None
+    }
+}
+
+/// The transport carried straight in Ethernet under `ethertype`.
+#[inline(always)]
+pub const fn by_ethertype(ethertype: u16) -> Option<TransportId> {
+    let mut i = 0;
+    while i < TRANSPORT_COUNT {
+        if let Some(e) = TRANSPORTS[i].ethertype
+            && e == ethertype
+        {
+            return Some(TRANSPORTS[i].id);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The transport a capture of link type `lt` carries (`None`: the link
+/// type is one the shared walk reads, or none at all).
+pub fn by_linktype(lt: u32) -> Option<TransportId> {
+    TRANSPORTS
+        .iter()
+        .find(|t| t.linktypes.contains(&lt))
+        .map(|t| t.id)
+}
+
+const _: () = assert!(TRANSPORTS[0].id as usize == TransportId::Roce as usize);
+const _: () = assert!(core::mem::size_of::<Recognition>() == 4 * TRANSPORT_COUNT);

@@ -1,0 +1,35 @@
+//! Every end-to-end test in one binary (as ripgrep does): each file of
+//! `tests/` is a module here, so the test suite links arrow and parquet into
+//! one executable instead of one per file. Run a group by its module name
+//! (docs/build.md, "Tests"):
+//!
+//! ```sh
+//! cargo test -p rocescope --test it analysis::       # tests/analysis.rs
+//! cargo test -p rocescope --test it report::flows    # one test, or a prefix
+//! ```
+mod common;
+
+mod analysis;
+mod bad_captures;
+mod cli;
+mod counters;
+mod fabric;
+mod handoff;
+mod infiniband;
+mod inputs;
+mod oracle;
+mod outputs;
+mod pipeline;
+mod real_captures;
+mod report;
+mod rotation;
+mod synth;
+mod tshark_parity;
+
+// The live tap's: they load the XDP program (root; skipped otherwise).
+#[cfg(feature = "live")]
+mod live;
+#[cfg(feature = "live")]
+mod xdp_parity;
+#[cfg(feature = "live")]
+mod xdp_summary;

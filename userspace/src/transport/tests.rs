@@ -1,0 +1,100 @@
+//! `--udp-port` and the registry as the userspace decoder uses them.
+use rocescope_common::Kind;
+use rocescope_common::wire::{Foreign, Recognition, Stop, TransportId};
+
+use super::*;
+use crate::decode::decode_walk_with;
+use crate::synth::frame::{RoceFrame, WireFrame};
+
+/// A whole RoCEv2 frame (IPv4, default headers) to UDP port `dport`.
+fn frame_to(dport: u16) -> Vec<u8> {
+    let f = RoceFrame {
+        udp_dport: dport,
+        ..RoceFrame::default()
+    };
+    let mut out = Vec::new();
+    f.append(&mut out);
+    out
+}
+
+#[test]
+fn parses_transport_and_port() {
+    assert_eq!(
+        parse_udp_port("roce=4792"),
+        Ok(UdpPort {
+            transport: TransportId::Roce,
+            port: 4792
+        })
+    );
+    assert_eq!(parse_udp_port("RoCE = 4792").map(|p| p.port), Ok(4792));
+    assert!(
+        parse_udp_port("roce")
+            .unwrap_err()
+            .contains("TRANSPORT=PORT")
+    );
+    assert!(
+        parse_udp_port("roce=0")
+            .unwrap_err()
+            .contains("not a UDP port")
+    );
+    assert!(parse_udp_port("roce=65536").is_err());
+    assert!(
+        parse_udp_port("uet=4793")
+            .unwrap_err()
+            .contains("known: roce")
+    );
+}
+
+#[test]
+fn the_default_recognition_is_the_registry_port() {
+    assert_eq!(recognition(&[]), Ok(Recognition::DEFAULT));
+    assert_eq!(Recognition::DEFAULT.udp_port(TransportId::Roce), 4791);
+    assert_eq!(identity(&Recognition::DEFAULT), "");
+    let moved = recognition(&[parse_udp_port("roce=4792").unwrap()]).unwrap();
+    assert_eq!(identity(&moved), "udp_port.roce=4792\n");
+}
+
+/// A configured port replaces the default: RoCEv2 on 4792 decodes, and a
+/// frame to 4791 is then foreign UDP (docs/inputs.md, "Transports and
+/// their ports").
+#[test]
+fn a_configured_port_replaces_the_default() {
+    let moved = recognition(&[parse_udp_port("roce=4792").unwrap()]).unwrap();
+    let mut rec = Default::default();
+
+    let on_4792 = frame_to(4792);
+    let w = decode_walk_with(&mut rec, &moved, 1, &on_4792, on_4792.len() as u32);
+    assert_eq!((rec.kind(), w.stop), (Kind::Roce, None));
+    assert_eq!(rec.icrc_ok(), Some(true));
+    assert_eq!(rec.roce_version(), Some(2));
+
+    let on_4791 = frame_to(4791);
+    let w = decode_walk_with(&mut rec, &moved, 1, &on_4791, on_4791.len() as u32);
+    assert_eq!(rec.kind(), Kind::Other);
+    assert_eq!(w.stop, Some(Stop::Foreign(Foreign::UdpPort)));
+
+    // With the defaults, the other way round.
+    let w = crate::decode::decode_walk(&mut rec, 1, &on_4792, on_4792.len() as u32);
+    assert_eq!(w.stop, Some(Stop::Foreign(Foreign::UdpPort)));
+    let w = crate::decode::decode_walk(&mut rec, 1, &on_4791, on_4791.len() as u32);
+    assert_eq!((rec.kind(), w.stop), (Kind::Roce, None));
+}
+
+/// The decode tally names the ports the run recognised RoCE on.
+#[test]
+fn the_tally_names_the_configured_port() {
+    use crate::decode::{DecodeTally, Undecoded};
+    let moved = recognition(&[parse_udp_port("roce=4792").unwrap()]).unwrap();
+    let mut t = DecodeTally::recognising(moved);
+    t.not_decoded(Undecoded::Stop(Stop::Foreign(Foreign::UdpPort)));
+    assert_eq!(
+        t.note(1).as_deref(),
+        Some("1 of 1 frames read were not decoded: 1 UDP to another port than 4792")
+    );
+    let mut t = DecodeTally::default();
+    t.not_decoded(Undecoded::Stop(Stop::Foreign(Foreign::UdpPort)));
+    assert_eq!(
+        t.note(1).as_deref(),
+        Some("1 of 1 frames read were not decoded: 1 UDP to another port than 4791")
+    );
+}
