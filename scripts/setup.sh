@@ -7,7 +7,7 @@
 #                             for the live tap's XDP program: LLVM 22, nightly
 #                             Rust with rust-src, bpf-linker)
 #   scripts/setup.sh --test   also what the test suite uses (tshark, chromium,
-#                             iproute2, libcap2-bin; Python polars, matplotlib, duckdb,
+#                             iproute2, libcap2-bin, systemd; Python polars, matplotlib, duckdb,
 #                             nbclient, pytest)
 set -euo pipefail
 
@@ -73,7 +73,8 @@ if [ "$want_test" = 1 ]; then
   # gzip, zstd, lz4: the compressed-capture tests pipe through the tools;
   # openjdk-17-jre-headless: Spark, which tests/test_dataset.py reads the
   # dataset with (pyspark in local mode).
-  apt_install tshark chromium iproute2 libcap2-bin gzip zstd lz4 openjdk-17-jre-headless
+  # systemd: systemd-analyze verify, for the test of the service unit.
+  apt_install tshark chromium iproute2 libcap2-bin gzip zstd lz4 openjdk-17-jre-headless systemd
   # Python modules the notebooks and their tests import; pip package names
   # differ from module names for none of these.
   py_missing=()

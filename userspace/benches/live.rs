@@ -23,6 +23,12 @@
 //!    default 1 000 000; 0 skips it): the sender paced, `XDP_PASS` and then
 //!    records mode with the default ring, each against the other.
 //!
+//! 6. **Ring layouts**: one shared ring against a ring per CPU with one
+//!    and two producing CPUs, flat out and paced
+//!    (`ROCESCOPE_BENCH_RINGS_PACED` frames/s per CPU, default 300 000):
+//!    see `live/rings.rs`. `ROCESCOPE_BENCH_ONLY=rings` runs only this (and the
+//!    program cost).
+//!
 //! Before those, each program's cost per frame in the kernel alone
 //! (BPF_PROG_TEST_RUN repeating a WRITE, an ACK and a non-RoCE UDP frame): what the
 //! sender pays for it on veth, without the sender's own noise.
@@ -57,9 +63,12 @@ use std::net::Ipv4Addr;
 
 use rocescope::live::cpus::CpuList;
 use rocescope::live::replay::RawSender;
-use rocescope::live::{self, Program, RingTuning, Tap, XdpModeArg, tap};
+use rocescope::live::{self, Program, RingTuning, Tap, XdpModeArg};
 use rocescope::synth::frame::{IpAddrs, RoceFrame, WireFrame};
 use rocescope::units;
+
+#[path = "live/rings.rs"]
+mod rings;
 
 fn ip(args: &[&str]) -> bool {
     Command::new("ip")
@@ -177,6 +186,15 @@ fn main() {
     );
 
     let frames = frames(n);
+    let rings_paced: f64 = std::env::var("ROCESCOPE_BENCH_RINGS_PACED")
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(300_000.0);
+    if std::env::var("ROCESCOPE_BENCH_ONLY").as_deref() == Ok("rings") {
+        program_cost(&frames);
+        rings::compare(&ns.0, &frames, rings_paced);
+        return;
+    }
     let sender = RawSender::open(&a).expect("raw socket");
     let cpus = Pinning::from_env();
     cpus.pin_sender();
@@ -239,6 +257,8 @@ fn main() {
         let t = RingTuning::default();
         live_rounds(&rig, live::TapMode::Records, t, paced_rate, Some(paced));
     }
+    // 6. Ring layouts with one and two producing CPUs.
+    rings::compare(&ns.0, &frames, rings_paced);
 }
 
 /// What every phase sends and where: the tap's interface, the sender, the
@@ -373,7 +393,7 @@ fn ring_only(rig: &Rig<'_>, t: RingTuning, base_rate: f64) {
     } = *rig;
     let mut tap = Tap::load(Program::Decoder, false, t).expect("load");
     tap.attach(iface, XdpModeArg::Auto).expect("attach");
-    let mut ring = tap.take_ring().expect("ring");
+    let mut ring = tap.take_rings().pop().expect("ring").ring;
     let stop = Arc::new(AtomicBool::new(false));
     let taken = Arc::new(AtomicU64::new(0));
     let consumer = {
@@ -388,7 +408,7 @@ fn ring_only(rig: &Rig<'_>, t: RingTuning, base_rate: f64) {
             loop {
                 match ring.next() {
                     Some(item) => {
-                        if let Some(rec) = tap::record_from_bytes(&item) {
+                        if let Some(rec) = live::rings::record_from_bytes(&item) {
                             sum = sum.wrapping_add(u64::from(rec.psn));
                             n += 1;
                         }
@@ -454,6 +474,7 @@ fn live_rounds(
             analyzer: Default::default(),
             progress: false,
             ring,
+            layout: live::RingLayout::Shared,
             cpus: cpus.tap.clone(),
             records_seen: Some(seen.clone()),
         };

@@ -27,6 +27,13 @@ pub trait Output: analyze::Sink + Send {
         }
         Ok(())
     }
+    /// Completes the files written so far and starts new ones with the
+    /// next rows (the live tap's SIGHUP): a file an output writes as it
+    /// goes is complete and final once this returns. Outputs that write
+    /// only at the end do nothing.
+    fn reopen(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Writes whatever is left and completes every file.
     fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
 }
@@ -87,4 +94,15 @@ pub struct LiveFacts {
     /// previous delta are lost).
     #[serde(default)]
     pub evicted_flows: u64,
+    /// `per-cpu` (a ring per CPU) or `shared` (one ring).
+    #[serde(default)]
+    pub rings: String,
+    /// Records the program put on the rings, by CPU number (the program's
+    /// per-CPU counters): with per-CPU rings, each CPU's ring.
+    #[serde(default)]
+    pub records_per_cpu: Vec<u64>,
+    /// Records that reached the merge after a later record had been
+    /// analysed (analysed anyway, out of order; docs/live.md).
+    #[serde(default)]
+    pub late_records: u64,
 }

@@ -131,6 +131,8 @@ enum ToAnalyzer {
     Drops(u16, Option<u64>, Option<u64>),
     Cm(Box<PacketRecord>, CmMessage),
     Records(Vec<PacketRecord>, Vec<Delta>),
+    /// [`Output::reopen`] once everything before is written.
+    Reopen,
     Finish(Box<RunFacts>),
 }
 
@@ -147,6 +149,7 @@ struct TableBatch {
 enum ToWriter {
     Iface(u16, String),
     Batch(TableBatch),
+    Reopen,
     Close(Box<Analysis>, Box<RunFacts>),
 }
 
@@ -383,6 +386,26 @@ impl RecordPipeline {
         Ok(())
     }
 
+    /// Completes the files the outputs have written so far and starts new
+    /// ones ([`Output::reopen`]), after every record pushed before.
+    pub fn reopen_outputs(&mut self) -> Result<()> {
+        self.flush()?;
+        match &mut self.stage {
+            Stage::Inline { outputs, .. } | Stage::NotStarted { outputs, .. } => {
+                for o in outputs.iter_mut() {
+                    o.reopen()?;
+                }
+            }
+            Stage::Pipelined(p) => {
+                if p.tx.send(ToAnalyzer::Reopen).is_err() {
+                    return Err(self.fail());
+                }
+            }
+            Stage::Failed(cause) => return Err(Error::Stopped(cause.clone())),
+        }
+        Ok(())
+    }
+
     /// The record pushed last, as pushed: for a source to compare the next
     /// one with, without keeping a copy of every record itself (a 200-byte
     /// copy per frame was 2 % of `analyze`).
@@ -571,6 +594,7 @@ fn analyze_loop(
                     recs.clear();
                     let _ = spare.send(recs);
                 }
+                ToAnalyzer::Reopen => {}
                 ToAnalyzer::Finish(_) => return Ok(analyzer.finish(&mut Discard)),
             }
         }
@@ -606,6 +630,11 @@ fn analyze_loop(
                 sink.verdicts = verdicts;
                 sink.records = records;
                 if wtx.send(ToWriter::Batch(sink)).is_err() {
+                    return Err(writer_failed(whandle));
+                }
+            }
+            ToAnalyzer::Reopen => {
+                if wtx.send(ToWriter::Reopen).is_err() {
                     return Err(writer_failed(whandle));
                 }
             }
@@ -697,6 +726,11 @@ fn write_loop(
                 }
                 b.records.clear();
                 let _ = spare.send(b.records);
+            }
+            ToWriter::Reopen => {
+                for o in &mut outputs {
+                    o.reopen()?;
+                }
             }
             ToWriter::Close(analysis, facts) => {
                 close_all(outputs, &analysis, &facts)?;

@@ -4,6 +4,16 @@
 
 /// `RingBuf` of [`PacketRecord`](crate::PacketRecord)s, kernel → userspace.
 pub const MAP_RECORDS: &str = "RECORDS";
+/// `ArrayOfMaps` of `RingBuf`s, one per CPU, indexed by CPU number: where
+/// records go when [`GLOBAL_PER_CPU_RINGS`] is set. Userspace creates the
+/// rings and inserts them.
+pub const MAP_RINGS: &str = "RINGS";
+/// Entries of [`MAP_RINGS`] in the object; the loader sets the possible
+/// CPUs' count.
+pub const MAX_RINGS: u32 = 1024;
+/// `u8` global: non-zero sends records to this CPU's ring in
+/// [`MAP_RINGS`], zero to the one shared [`MAP_RECORDS`].
+pub const GLOBAL_PER_CPU_RINGS: &str = "PER_CPU_RINGS";
 /// `PerCpuArray<CounterSlots>` with one entry: the counters, indexed by
 /// the `COUNTER_*` slots (one map lookup per frame for all of them).
 pub const MAP_COUNTERS: &str = "COUNTERS";

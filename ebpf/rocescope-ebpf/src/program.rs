@@ -10,9 +10,9 @@ use aya_ebpf::maps::PerCpuArray;
 use aya_ebpf::programs::XdpContext;
 use rocescope_common::wire::registry::TRANSPORT_COUNT;
 use rocescope_common::wire::{self, Frame, Recognition};
-use rocescope_common::{Kind, PACKET_RECORD_SIZE, PacketRecord, live, proto};
+use rocescope_common::{Kind, PacketRecord, live, proto};
 
-use crate::ring::{Counters, RECORDS, wakeup_flags};
+use crate::ring::{self, Counters};
 use crate::summary::{Fate, summarize};
 
 /// Where a record is built: 200 bytes do not fit the BPF stack comfortably.
@@ -81,10 +81,7 @@ pub fn rocescope(ctx: XdpContext) -> u32 {
             Fate::Forward => {}
         }
     }
-    if RECORDS
-        .output::<PacketRecord>(&*rec, wakeup_flags(PACKET_RECORD_SIZE as u64))
-        .is_err()
-    {
+    if !ring::output::<PacketRecord>(rec) {
         counters.bump(live::COUNTER_RING_FULL);
         return xdp_action::XDP_PASS;
     }

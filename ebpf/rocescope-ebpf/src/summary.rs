@@ -45,12 +45,12 @@ use aya_ebpf::macros::map;
 use aya_ebpf::maps::{HashMap, LruHashMap, PerCpuArray};
 use rocescope_common::proto::ib::{self, PSN_MASK, QPN_MASK, aeth, op, psn_diff};
 use rocescope_common::summary::{
-    FLOW_DELTA_SIZE, FlowDelta, FlowKey, FlowState, Pairing, delta_flags, record_marks, state_flags,
+    FlowDelta, FlowKey, FlowState, Pairing, delta_flags, record_marks, state_flags,
 };
 use rocescope_common::wire::TransportId;
 use rocescope_common::{Kind, PacketRecord, flags, live};
 
-use crate::ring::{Counters, RECORDS, wakeup_flags};
+use crate::ring::{self, Counters};
 
 #[map(name = "FLOWS")]
 static FLOWS: LruHashMap<FlowKey, FlowState> = LruHashMap::with_max_entries(live::FLOWS_MAX, 0);
@@ -251,10 +251,7 @@ fn flush(st: &mut FlowState, now: u64, counters: Counters) -> Result<(), ()> {
     d.flags = (d.flags & delta_flags::ACKED) | partner_flags;
     d.partner_acked_psn = partner_acked;
     d.partner_mtu = partner_mtu;
-    if RECORDS
-        .output::<FlowDelta>(&*d, wakeup_flags(FLOW_DELTA_SIZE as u64))
-        .is_err()
-    {
+    if !ring::output::<FlowDelta>(d) {
         return Err(());
     }
     counters.bump(live::COUNTER_DELTAS);

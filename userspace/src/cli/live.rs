@@ -39,7 +39,10 @@ pub(crate) struct LiveArgs {
     /// Summary mode: the longest an active flow's counts wait in the kernel (e.g. 10ms); also the timeline's resolution for counted frames (shorter: more deltas).
     #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = units::positive_duration)]
     pub(crate) flush_interval: u64,
-    /// Ring buffer between the XDP program and rocescope (a power of two, e.g. 64MiB): what absorbs a burst while rocescope is busy.
+    /// per-cpu: a ring buffer per CPU, each drained by its own thread and merged back in time order; shared: one ring all CPUs write to (stops scaling beyond one or two receiving CPUs).
+    #[arg(long, value_enum, default_value_t = live::RingLayout::PerCpu, value_name = "LAYOUT")]
+    pub(crate) rings: live::RingLayout,
+    /// Each ring buffer between the XDP program and rocescope (a power of two, e.g. 64MiB): what absorbs a burst while rocescope is busy.
     /// [default: 64MiB]
     #[arg(long, value_name = "SIZE", value_parser = units::bytes)]
     pub(crate) ring_size: Option<u64>,
@@ -88,6 +91,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         drop_after_capture,
         mode,
         flush_interval,
+        rings,
         ring_size,
         wakeup,
         cpus,
@@ -109,6 +113,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         analyzer: analysis.config(),
         progress: true,
         ring,
+        layout: rings,
         cpus: cpus
             .as_deref()
             .map(live::cpus::CpuList::parse)
@@ -147,6 +152,12 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         out.display(),
         f.stopped_by
     )?;
+    if f.late_records > 0 {
+        eprintln!(
+            "rocescope: warning: {} records reached the analyzer after later ones (analysed out of order)",
+            f.late_records
+        );
+    }
     if mode == TapMode::Summary {
         let c = live::Counters {
             records: f.records,

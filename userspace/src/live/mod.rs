@@ -1,9 +1,10 @@
 //! The live tap: an XDP program on a mirror port decodes frames in the
-//! kernel; records come up a ring buffer into the same [`RecordPipeline`]
-//! the offline reader feeds.
+//! kernel; records come up a ring buffer per CPU into the same
+//! [`RecordPipeline`] the offline reader feeds.
 //!
 //! ```text
-//! NIC ─► XDP (ebpf/rocescope-ebpf: decode, counters) ─► RingBuf ─► tokio loop ─► RecordPipeline ─► tables
+//! NIC queues ─► XDP on CPU i (ebpf/rocescope-ebpf: decode, counters) ─► ring i ─► drain thread i ─┐
+//!                                                                   tokio loop: merge by time ◄─┘ ─► RecordPipeline ─► tables
 //! ```
 //!
 //! # Decisions
@@ -15,7 +16,14 @@
 //!   is unwrapped in the kernel too. See the XDP crate's docs.
 //! * **Time**: the kernel stamps `bpf_ktime_get_ns()` (CLOCK_MONOTONIC);
 //!   the wall-clock offset is measured once at start and added here.
-//! * **Frame numbers** are assigned here, 1-based, in ring-buffer order:
+//! * **A ring per CPU** (`--rings per-cpu`, the default; `shared`: one
+//!   ring all CPUs write to): a thread per ring ([`drain`]) hands batches
+//!   to the loop, which puts the rings back in time order within a bounded
+//!   window ([`reorder`]: 50 ms or 131 072 items; a record later than that
+//!   is counted in `late_records` and analysed at once). docs/live.md.
+//! * **SIGHUP** completes the files the outputs have written so far and
+//!   starts new ones ([`RecordPipeline::reopen_outputs`]); the run goes on.
+//! * **Frame numbers** are assigned here, 1-based, in merged order:
 //!   they number *records*, since frames of no interest never leave the kernel.
 //! * **`--count N`** stops after N records (RoCE/CNP/PFC/PAUSE/malformed
 //!   frames), like `tcpdump -c` counts what it keeps.
@@ -90,8 +98,11 @@
 //!   locks; one shared map rather than per-CPU maps because a delta must
 //!   read its partner's state, whose frames arrive on another queue.
 pub mod cpus;
+pub mod drain;
 pub mod netif;
+pub mod reorder;
 pub mod replay;
+pub mod rings;
 pub mod tap;
 
 use std::io::IsTerminal;
@@ -103,11 +114,12 @@ use std::time::{Duration, Instant};
 use rocescope_common::PacketRecord;
 use rocescope_common::summary::{FlowDelta, FlowKey, record_marks};
 use std::sync::mpsc::Receiver;
-use tokio::io::Interest;
-use tokio::io::unix::AsyncFd;
 use tokio::signal::unix::{SignalKind, signal};
 
-pub use self::tap::{Counters, LoadOptions, Program, RingItem, RingTuning, Tap, XdpModeArg};
+use self::drain::{Batch, Drains};
+use self::reorder::Reorder;
+pub use self::rings::{RingItem, RingLayout, RingTuning};
+pub use self::tap::{Counters, LoadOptions, Program, Tap, XdpModeArg};
 use crate::analyze::{self, Analysis};
 use crate::output::{LiveFacts, RunFacts};
 use crate::pipeline::Pairing;
@@ -154,8 +166,10 @@ pub struct Options {
     pub analyzer: analyze::Config,
     /// Show the counters every second on stderr (when it is a terminal).
     pub progress: bool,
-    /// Ring buffer size and wake-up batching.
+    /// Ring buffer size (per ring) and wake-up batching.
     pub ring: RingTuning,
+    /// A ring per CPU or one shared (`--rings`).
+    pub layout: RingLayout,
     /// The CPUs rocescope's threads run on (`--cpus`); all when `None`.
     pub cpus: Option<cpus::CpuList>,
     /// Kept equal to the frames analysed so far: records, plus in summary
@@ -180,9 +194,6 @@ enum Stop {
     Signal,
     Interface(String),
 }
-
-/// Records taken from the ring per wake-up before signals and timers get a look.
-const DRAIN_BATCH: usize = 1 << 14;
 
 /// Runs the tap until it is told to stop; writes every table to `opts.out`.
 pub fn run(opts: &Options) -> Result<Outcome> {
@@ -213,6 +224,7 @@ pub fn run_with(
     let load = LoadOptions {
         drop_after_capture: opts.drop_after_capture,
         ring: opts.ring,
+        layout: opts.layout,
         summary,
         flush_ns: opts.flush_ns,
         recognition: opts.recognition,
@@ -245,9 +257,9 @@ pub fn run_with(
         .enable_time()
         .build()
         .map_err(|e| Error::Live(format!("cannot start the event loop: {e}")))?;
-    let ring = tap
-        .take_ring()
-        .ok_or_else(|| Error::Live("the ring buffer was taken twice".into()))?;
+    let rings = tap.take_rings();
+    let mut merge = Reorder::new(rings.len());
+    let (drains, mut batches) = Drains::spawn(rings, opts.ring.poll)?;
     let mut feeder = Feeder {
         pipeline,
         offset,
@@ -260,20 +272,37 @@ pub fn run_with(
         started_flows: Default::default(),
         evicted_flows: 0,
     };
-    let (stop, ring) = runtime.block_on(event_loop(opts, &mut tap, ring, &mut feeder))?;
+    let stop = runtime.block_on(event_loop(
+        opts,
+        &mut tap,
+        &mut batches,
+        &mut merge,
+        &mut feeder,
+    ));
 
-    // Detach first, then take whatever is still on the ring, then (summary
-    // mode) the counts still held in the kernel.
+    // Detach first, then take whatever is still on the rings (the threads
+    // empty them once more and end), then (summary mode) the counts still
+    // held in the kernel.
     tap.detach();
-    let mut ring = ring;
-    while let Some(item) = ring.next() {
+    drains.finish();
+    // Until the channel ends, so no thread stays blocked sending.
+    let mut result = stop.as_ref().map(|_| ()).map_err(|_| None);
+    while let Some(batch) = batches.blocking_recv() {
+        if result.is_ok() && !feeder.full() {
+            let now = drain::monotonic_ns();
+            result = feeder.take(batch, &mut merge, Some(now)).map_err(Some);
+        }
+    }
+    drains.join();
+    let stop = stop?;
+    if let Err(Some(e)) = result {
+        return Err(e);
+    }
+    while let Some(item) = merge.pop(None) {
         if feeder.full() {
             break;
         }
-        let item = tap::item_from_bytes(&item);
-        if let Some(item) = item {
-            feeder.push_item(item)?;
-        }
+        feeder.push_item(item)?;
     }
     if summary && !feeder.full() {
         for d in tap.remaining_deltas()? {
@@ -310,6 +339,9 @@ pub fn run_with(
         deltas: counters.deltas,
         ring_bytes: counters.ring_bytes(),
         evicted_flows: feeder.evicted_flows,
+        rings: opts.layout.as_str().to_string(),
+        records_per_cpu: tap.records_per_cpu()?,
+        late_records: merge.late(),
     };
     let records = feeder.pipeline.records();
     let analysis = feeder.pipeline.finish(RunFacts {
@@ -434,30 +466,48 @@ impl Feeder {
     fn full(&self) -> bool {
         self.count.is_some_and(|n| self.pipeline.records() >= n)
     }
-}
 
-type Ring = aya::maps::RingBuf<aya::maps::MapData>;
+    /// One ring's batch into the merge, and what may leave it at kernel
+    /// time `now_ns` (`None`: everything, in order) into the pipeline.
+    fn take(&mut self, batch: Batch, merge: &mut Reorder, now_ns: Option<u64>) -> Result<()> {
+        for item in batch.items {
+            merge.push(batch.ring, item);
+        }
+        if let Some(at) = batch.emptied_at {
+            merge.mark_empty(batch.ring, at);
+        }
+        self.release(merge, now_ns)
+    }
+
+    /// What may leave the merge at kernel time `now_ns`, into the pipeline.
+    fn release(&mut self, merge: &mut Reorder, now_ns: Option<u64>) -> Result<()> {
+        while !self.full() {
+            let Some(item) = merge.pop(now_ns) else { break };
+            self.push_item(item)?;
+        }
+        Ok(())
+    }
+}
 
 async fn event_loop(
     opts: &Options,
     tap: &mut Tap,
-    ring: Ring,
+    batches: &mut tokio::sync::mpsc::Receiver<Batch>,
+    merge: &mut Reorder,
     feeder: &mut Feeder,
-) -> Result<(Stop, Ring)> {
+) -> Result<Stop> {
     let sig = |kind: SignalKind| {
         signal(kind).map_err(|e| Error::Live(format!("cannot watch signals: {e}")))
     };
     let mut interrupt = sig(SignalKind::interrupt())?;
     let mut terminate = sig(SignalKind::terminate())?;
-    // SAFETY: the ring buffer owns its map's fd and keeps it open until
-    // `into_inner` hands it back.
-    let mut ring = unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }
-        .map_err(|e| Error::Live(format!("cannot poll the ring buffer: {e}")))?;
+    let mut hangup = sig(SignalKind::hangup())?;
     let deadline = opts.duration.map(|d| tokio::time::Instant::now() + d);
     let never = tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86400);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    // With batched wake-ups, what waits below the threshold is taken here.
+    // Items held for order leave once their window has passed, even when
+    // no ring sends anything.
     let mut poll = tokio::time::interval(opts.ring.poll);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let show = opts.progress && std::io::stderr().is_terminal();
@@ -468,24 +518,26 @@ async fn event_loop(
             break Stop::Count;
         }
         tokio::select! {
-            guard = ring.readable_mut() => {
-                let mut guard = guard.map_err(|e| Error::Live(format!("polling the ring buffer: {e}")))?;
-                if drain(guard.get_inner_mut(), feeder)? < DRAIN_BATCH {
-                    // Empty (or done): wait for the next wake-up.
-                    guard.clear_ready();
-                }
+            batch = batches.recv() => {
+                let Some(batch) = batch else {
+                    return Err(Error::Live("the ring threads ended".into()));
+                };
+                feeder.take(batch, merge, Some(drain::monotonic_ns()))?;
                 feeder.sync_pairings(tap)?;
             }
             _ = interrupt.recv() => break Stop::Signal,
             _ = terminate.recv() => break Stop::Signal,
+            _ = hangup.recv() => {
+                // Log rotation: what was written so far becomes complete
+                // files; the run goes on into new ones.
+                feeder.pipeline.reopen_outputs()?;
+                eprintln!("rocescope: SIGHUP: outputs closed and reopened");
+            }
             _ = tokio::time::sleep_until(deadline.unwrap_or(never)) => break Stop::Duration,
-            _ = poll.tick(), if opts.ring.wakeup_bytes > 0 => {
-                drain(ring.get_mut(), feeder)?;
-                feeder.sync_pairings(tap)?;
+            _ = poll.tick() => {
+                feeder.release(merge, Some(drain::monotonic_ns()))?;
             }
             _ = tick.tick() => {
-                // Belt and braces: never leave records waiting for a wake-up.
-                drain(ring.get_mut(), feeder)?;
                 // Nor in a half-full batch: the analyzer sees them within a second.
                 feeder.pipeline.flush()?;
                 feeder.sync_pairings(tap)?;
@@ -500,21 +552,7 @@ async fn event_loop(
             }
         }
     };
-    Ok((stop, ring.into_inner()))
-}
-
-/// Takes up to `DRAIN_BATCH` records and deltas off the ring; returns how many.
-fn drain(ring: &mut Ring, feeder: &mut Feeder) -> Result<usize> {
-    let mut taken = 0;
-    while taken < DRAIN_BATCH && !feeder.full() {
-        let Some(item) = ring.next() else { break };
-        let item = tap::item_from_bytes(&item);
-        if let Some(item) = item {
-            feeder.push_item(item)?;
-        }
-        taken += 1;
-    }
-    Ok(taken)
+    Ok(stop)
 }
 
 /// One line of counters, as shown while running and at exit.

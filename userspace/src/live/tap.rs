@@ -2,7 +2,7 @@
 //! counters (aya).
 use std::io;
 
-use aya::maps::{HashMap, MapData, PerCpuArray, PerCpuValues, RingBuf};
+use aya::maps::{HashMap, MapData, PerCpuArray, PerCpuValues};
 use aya::programs::{ProgramError, TestRun, TestRunOptions, Xdp, XdpMode};
 use aya::{Ebpf, EbpfLoader};
 use rocescope_common::summary::{
@@ -13,6 +13,7 @@ use rocescope_common::wire::Recognition;
 use rocescope_common::{PACKET_RECORD_SIZE, PacketRecord, live};
 
 use super::netif;
+use super::rings::{self, PAGE, RingItem, RingLayout, RingTuning, TapRing, chain};
 use crate::{Error, Result};
 
 /// The XDP program object, built by build.rs.
@@ -57,8 +58,10 @@ impl Counters {
 pub struct LoadOptions {
     /// `XDP_DROP` the frames the tap captured (`--drop-after-capture`).
     pub drop_after_capture: bool,
-    /// Ring buffer size and wake-up batching.
+    /// Ring buffer size (per ring) and wake-up batching.
     pub ring: RingTuning,
+    /// A ring per CPU or one shared (`--rings`).
+    pub layout: RingLayout,
     /// Summary mode (`--mode summary`): see `rocescope_common::summary`.
     pub summary: bool,
     /// Summary mode: the longest a flow's counts wait in the kernel while
@@ -66,13 +69,6 @@ pub struct LoadOptions {
     pub flush_ns: Option<u64>,
     /// Where transports are recognised (`--udp-port`).
     pub recognition: Recognition,
-}
-
-/// One item of the ring buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RingItem {
-    Record(PacketRecord),
-    Delta(FlowDelta),
 }
 
 /// Entries of `FLOWS` and `PAIRS` in records mode, where they stay empty.
@@ -101,58 +97,12 @@ impl Program {
     }
 }
 
-/// Ring-buffer size and wake-up batching (see `rocescope live --help`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RingTuning {
-    /// Ring size in bytes: a power of two, a multiple of the page size.
-    pub bytes: u32,
-    /// Wake the consumer each time the bytes waiting cross a multiple of
-    /// this (0: whenever it has caught up, the kernel's default).
-    pub wakeup_bytes: u64,
-    /// How often the consumer drains the ring without being woken.
-    pub poll: std::time::Duration,
-}
-
-impl Default for RingTuning {
-    fn default() -> Self {
-        RingTuning {
-            bytes: live::DEFAULT_RING_BYTES,
-            wakeup_bytes: live::DEFAULT_WAKEUP_BYTES,
-            poll: std::time::Duration::from_millis(live::DEFAULT_POLL_MS),
-        }
-    }
-}
-
-impl RingTuning {
-    /// The defaults with a user's `--ring-size` and `--wakeup`, checked.
-    pub fn new(bytes: Option<u64>, wakeup_bytes: Option<u64>) -> Result<RingTuning> {
-        let d = RingTuning::default();
-        let bytes = bytes.unwrap_or(u64::from(d.bytes));
-        let wakeup_bytes = wakeup_bytes.unwrap_or(d.wakeup_bytes);
-        let page = 4096;
-        if !bytes.is_power_of_two() || bytes < page || bytes > 1 << 31 {
-            return Err(Error::Usage(format!(
-                "--ring-size {bytes}: give a power of two between 4KiB and 2GiB (e.g. 64MiB)"
-            )));
-        }
-        if wakeup_bytes >= bytes {
-            return Err(Error::Usage(format!(
-                "--wakeup {wakeup_bytes}: give less than the ring size ({bytes} bytes), or 0 to wake on every catch-up"
-            )));
-        }
-        Ok(RingTuning {
-            bytes: bytes as u32,
-            wakeup_bytes,
-            ..d
-        })
-    }
-}
-
 /// The loaded program with its maps; detaches on drop.
 pub struct Tap {
     ebpf: Ebpf,
     program: Program,
-    ring: Option<RingBuf<MapData>>,
+    /// The rings not yet taken out (see [`Tap::take_rings`]).
+    rings: Vec<TapRing>,
     counters: PerCpuArray<MapData, live::CounterSlots>,
     flows: FlowsMap,
     pairs: PairsMap,
@@ -160,13 +110,15 @@ pub struct Tap {
 }
 
 impl Tap {
-    /// Loads (and verifies) the program; nothing is attached yet.
+    /// Loads (and verifies) the program with one shared ring; nothing is
+    /// attached yet.
     pub fn load(program: Program, drop_after_capture: bool, ring: RingTuning) -> Result<Tap> {
         Tap::load_with(
             program,
             &LoadOptions {
                 drop_after_capture,
                 ring,
+                layout: RingLayout::Shared,
                 ..LoadOptions::default()
             },
         )
@@ -182,7 +134,18 @@ impl Tap {
         let mut loader = EbpfLoader::new();
         loader.override_global(live::GLOBAL_DROP_AFTER_CAPTURE, &drop, true);
         loader.override_global(live::GLOBAL_WAKEUP_BYTES, &opts.ring.wakeup_bytes, true);
-        loader.map_max_entries(live::MAP_RECORDS, opts.ring.bytes);
+        let per_cpu = u8::from(opts.layout == RingLayout::PerCpu);
+        loader.override_global(live::GLOBAL_PER_CPU_RINGS, &per_cpu, true);
+        if opts.layout == RingLayout::PerCpu {
+            // The shared ring stays unused: a page.
+            loader.map_max_entries(live::MAP_RECORDS, PAGE);
+            let cpus = aya::util::nr_cpus()
+                .map_err(|(what, e)| Error::Live(format!("counting CPUs ({what}): {e}")))?;
+            loader.map_max_entries(live::MAP_RINGS, cpus as u32);
+        } else {
+            loader.map_max_entries(live::MAP_RECORDS, opts.ring.bytes);
+            loader.map_max_entries(live::MAP_RINGS, 1);
+        }
         loader.override_global(live::GLOBAL_SUMMARY, &summary, true);
         loader.override_global(live::GLOBAL_FLUSH_NS, &flush_ns, true);
         loader.override_global(live::GLOBAL_UDP_PORTS, &opts.recognition.udp_ports, true);
@@ -204,11 +167,18 @@ impl Tap {
             let prog = xdp_mut(&mut ebpf, program)?;
             prog.load().map_err(|e| load_error(&e))?;
         }
-        let ring = ebpf
-            .take_map(live::MAP_RECORDS)
-            .ok_or_else(|| Error::Live("the XDP object has no RECORDS map".into()))?;
-        let ring = RingBuf::try_from(ring)
-            .map_err(|e| Error::Live(format!("RECORDS map: {}", chain(&e))))?;
+        let mut take = |name: &str| {
+            ebpf.take_map(name)
+                .ok_or_else(|| Error::Live(format!("the XDP object has no {name} map")))
+        };
+        let rings = match opts.layout {
+            RingLayout::PerCpu => rings::create_cpu_rings(take(live::MAP_RINGS)?, opts.ring.bytes)?,
+            RingLayout::Shared => {
+                let ring = aya::maps::RingBuf::try_from(take(live::MAP_RECORDS)?)
+                    .map_err(|e| Error::Live(format!("RECORDS map: {}", chain(&e))))?;
+                vec![TapRing { cpu: None, ring }]
+            }
+        };
         let counters = ebpf
             .take_map(live::MAP_COUNTERS)
             .ok_or_else(|| Error::Live("the XDP object has no COUNTERS map".into()))?;
@@ -225,7 +195,7 @@ impl Tap {
         Ok(Tap {
             ebpf,
             program,
-            ring: Some(ring),
+            rings,
             counters,
             flows,
             pairs,
@@ -403,24 +373,38 @@ impl Tap {
         prog.info().ok()?.verified_instruction_count()
     }
 
-    /// The ring buffer, taken out to poll it (tokio's AsyncFd owns it).
-    pub fn take_ring(&mut self) -> Option<RingBuf<MapData>> {
-        self.ring.take()
+    /// The rings, taken out to drain them (each on its own thread).
+    pub fn take_rings(&mut self) -> Vec<TapRing> {
+        std::mem::take(&mut self.rings)
     }
 
-    /// The next record on the ring buffer, if any (the ring must not have
-    /// been taken).
+    /// The next record on the rings, if any (the first ring holding one;
+    /// the rings must not have been taken).
     pub fn next_record(&mut self) -> Option<PacketRecord> {
-        let ring = self.ring.as_mut()?;
-        let item = ring.next()?;
-        record_from_bytes(&item)
+        match self.next_item()? {
+            RingItem::Record(r) => Some(r),
+            RingItem::Delta(_) => None,
+        }
     }
 
-    /// The next item (record or delta) on the ring buffer, if any.
+    /// The next item (record or delta) on the rings, if any.
     pub fn next_item(&mut self) -> Option<RingItem> {
-        let ring = self.ring.as_mut()?;
-        let item = ring.next()?;
-        item_from_bytes(&item)
+        self.rings.iter_mut().find_map(|r| {
+            let item = r.ring.next()?;
+            rings::item_from_bytes(&item)
+        })
+    }
+
+    /// Records each CPU's program runs put on the rings (index: CPU number).
+    pub fn records_per_cpu(&self) -> Result<Vec<u64>> {
+        let per_cpu = self
+            .counters
+            .get(&0, 0)
+            .map_err(|e| Error::Live(format!("reading the counters: {}", chain(&e))))?;
+        Ok(per_cpu
+            .iter()
+            .map(|c| c[live::COUNTER_RECORDS as usize])
+            .collect())
     }
 
     pub fn counters(&self) -> Result<Counters> {
@@ -455,30 +439,6 @@ impl Tap {
 impl Drop for Tap {
     fn drop(&mut self) {
         self.detach();
-    }
-}
-
-/// A ring buffer item as a record (`None` if it is not one record long).
-pub fn record_from_bytes(bytes: &[u8]) -> Option<PacketRecord> {
-    if bytes.len() != PACKET_RECORD_SIZE {
-        return None;
-    }
-    // SAFETY: PacketRecord is repr(C) plain old data of exactly this size
-    // (every bit pattern is valid: integers and byte arrays only).
-    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<PacketRecord>()) })
-}
-
-/// A ring buffer item, told apart by its length (`None` for any other length).
-pub fn item_from_bytes(bytes: &[u8]) -> Option<RingItem> {
-    match bytes.len() {
-        PACKET_RECORD_SIZE => record_from_bytes(bytes).map(RingItem::Record),
-        FLOW_DELTA_SIZE => {
-            // SAFETY: FlowDelta is repr(C) plain old data of exactly this size.
-            Some(RingItem::Delta(unsafe {
-                std::ptr::read_unaligned(bytes.as_ptr().cast::<FlowDelta>())
-            }))
-        }
-        _ => None,
     }
 }
 
@@ -524,18 +484,6 @@ fn load_error(e: &ProgramError) -> Error {
         ));
     }
     Error::Live(format!("cannot load the XDP program: {}", chain(e)))
-}
-
-/// An error and its sources on one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
 }
 
 const CAP_NET_ADMIN: u32 = 12;
@@ -602,23 +550,4 @@ pub fn monotonic_to_wall_offset() -> i128 {
     let w = read(libc::CLOCK_REALTIME);
     let m1 = read(libc::CLOCK_MONOTONIC);
     w - (m0 + m1) / 2
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ring_tuning_checks_what_the_kernel_would_refuse() {
-        let d = RingTuning::new(None, None).unwrap();
-        assert_eq!(d, RingTuning::default());
-        let t = RingTuning::new(Some(16 << 20), Some(0)).unwrap();
-        assert_eq!((t.bytes, t.wakeup_bytes), (16 << 20, 0));
-        for (bytes, wakeup) in [(3 << 20, 0), (1024, 0), (4 << 30, 0), (16 << 20, 16 << 20)] {
-            let e = RingTuning::new(Some(bytes), Some(wakeup))
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains("--ring-size") || e.contains("--wakeup"), "{e}");
-        }
-    }
 }

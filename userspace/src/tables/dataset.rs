@@ -349,6 +349,14 @@ impl<C: Columns> Partitioned<C> {
         Ok(ParquetTable::create_at(path, partial, Encoding::default()).with_constant("run", &run))
     }
 
+    /// Completes the open files; the next row starts a new one.
+    fn reopen(&mut self) -> Result<()> {
+        for s in std::mem::take(&mut self.open) {
+            self.files.push(s.file.close()?);
+        }
+        Ok(())
+    }
+
     /// Completes every open file; a table that had no row at all gets an
     /// empty one in the run's first hour.
     fn close(mut self, ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
@@ -614,6 +622,17 @@ impl crate::output::Output for DatasetWriter {
         }
         let row = PacketRow::new(rec, &self.ifaces, &self.files, verdict);
         self.packets.push(&mut self.ctx, rec.ts_ns, &row)
+    }
+
+    /// The streamed tables' open files are completed (renamed into their
+    /// tables); flows, pause intervals and the summary come at the end.
+    fn reopen(&mut self) -> Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        self.packets.reopen()?;
+        self.events.reopen()?;
+        self.timeline.reopen()
     }
 
     fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()> {
