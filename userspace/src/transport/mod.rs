@@ -25,6 +25,14 @@ pub fn parse_udp_port(s: &str) -> Result<UdpPort, String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let walked_names = || {
+        TRANSPORTS
+            .iter()
+            .filter(|t| t.udp_port.is_some() && t.walked)
+            .map(|t| t.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let Some((name, port)) = s.split_once('=') else {
         return Err(format!(
             "expected TRANSPORT=PORT (e.g. roce=4792), got {s:?}"
@@ -38,6 +46,14 @@ pub fn parse_udp_port(s: &str) -> Result<UdpPort, String> {
                 names()
             )
         })?;
+    // A port for a transport the walk does not decode yet would change
+    // nothing: refused rather than silently ignored.
+    if !transport.entry().walked {
+        return Err(format!(
+            "{name:?} is registered but not decoded yet (docs/build.md, \"UET so far\"); only {} can be moved",
+            walked_names()
+        ));
+    }
     let port = match port.trim().parse::<u16>() {
         Ok(p) if p != UNSET => p,
         _ => return Err(format!("{port:?} is not a UDP port (1-65535)")),

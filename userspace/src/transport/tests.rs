@@ -38,12 +38,11 @@ fn parses_transport_and_port() {
             .contains("not a UDP port")
     );
     assert!(parse_udp_port("roce=65536").is_err());
-    assert_eq!(
-        parse_udp_port("uet=49150"),
-        Ok(UdpPort {
-            transport: TransportId::Uet,
-            port: 49150
-        })
+    // Registered but not walked yet: a port for it would change nothing.
+    assert!(
+        parse_udp_port("uet=49150")
+            .unwrap_err()
+            .contains("not decoded yet")
     );
     assert!(
         parse_udp_port("iwarp=4793")
