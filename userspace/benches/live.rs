@@ -477,6 +477,7 @@ fn live_rounds(
             layout: live::RingLayout::Shared,
             cpus: cpus.tap.clone(),
             records_seen: Some(seen.clone()),
+            metrics: None,
         };
         let done = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();

@@ -83,12 +83,23 @@ pub struct RecordPipeline {
     stage: Stage,
     /// Where the analyzer's pairings go ([`RecordPipeline::watch_pairings`]).
     pairings: Option<Sender<Pairing>>,
+    /// [`RecordPipeline::watch`]; moved to the analyzer thread when it starts.
+    watch: Option<Box<dyn Watch>>,
     /// [`RecordPipeline::source_yields`].
     source_yields: bool,
 }
 
 /// Two flows the analyzer paired: (request flow, response flow).
 pub type Pairing = (FlowKey, FlowKey);
+
+/// Watches the analysis where it runs (the analyzer's thread): every event
+/// and timeline row as the outputs get them, and after each batch of
+/// records the analyzer itself, to read its running state
+/// ([`Analyzer::running`]). The live tap's metrics are one.
+pub trait Watch: analyze::Sink + Send {
+    /// `records` more records (and the deltas among them) were analysed.
+    fn analysed(&mut self, analyzer: &Analyzer, records: usize);
+}
 
 /// A flow delta to apply before the record at this index of its batch.
 type Delta = (usize, u16, FlowDelta);
@@ -179,6 +190,7 @@ impl RecordPipeline {
             records: 0,
             stage,
             pairings: None,
+            watch: None,
             source_yields: false,
         })
     }
@@ -206,6 +218,13 @@ impl RecordPipeline {
             self.pairings = Some(tx);
         }
         rx
+    }
+
+    /// Shows the analysis to `watch` as it goes (before the first record).
+    pub fn watch(&mut self, watch: Box<dyn Watch>) {
+        if let Stage::NotStarted { .. } = self.stage {
+            self.watch = Some(watch);
+        }
     }
 
     /// Sends the results to `output` too (before the first record).
@@ -244,8 +263,12 @@ impl RecordPipeline {
                 last: None,
             },
             Threads::Pipelined => {
-                let stage =
-                    Stage::Pipelined(Pipelined::start(*analyzer, outputs, self.pairings.clone())?);
+                let stage = Stage::Pipelined(Pipelined::start(
+                    *analyzer,
+                    outputs,
+                    self.pairings.clone(),
+                    self.watch.take(),
+                )?);
                 // After the spawns: threads inherit their creator's nice value.
                 if self.source_yields {
                     lower_current_thread_priority(SOURCE_NICE);
@@ -315,7 +338,12 @@ impl RecordPipeline {
                 last,
             } => {
                 *last = Some(*rec);
-                let verdict = analyzer.push(rec, &mut Fanout(outputs));
+                let mut fanout = Fanout(outputs);
+                let verdict =
+                    analyzer.push(rec, &mut Watched(&mut fanout, self.watch.as_deref_mut()));
+                if let Some(w) = self.watch.as_deref_mut() {
+                    w.analysed(analyzer, 1);
+                }
                 send_pairings(analyzer, self.pairings.as_ref());
                 for o in outputs.iter_mut() {
                     o.packet(rec, verdict)?;
@@ -344,7 +372,12 @@ impl RecordPipeline {
             Stage::Inline {
                 analyzer, outputs, ..
             } => {
-                analyzer.apply_delta(iface, delta, &mut Fanout(outputs));
+                let mut fanout = Fanout(outputs);
+                let mut sink = Watched(&mut fanout, self.watch.as_deref_mut());
+                analyzer.apply_delta(iface, delta, &mut sink);
+                if let Some(w) = self.watch.as_deref_mut() {
+                    w.analysed(analyzer, 0);
+                }
                 Ok(())
             }
             Stage::Pipelined(p) => {
@@ -487,6 +520,7 @@ impl Pipelined {
         analyzer: Analyzer,
         outputs: Outputs,
         pairings: Option<Sender<Pairing>>,
+        watch: Option<Box<dyn Watch>>,
     ) -> Result<Self> {
         let (tx, rx) = sync_channel::<ToAnalyzer>(DEPTH);
         let (spare_tx, spare) = channel();
@@ -506,7 +540,7 @@ impl Pipelined {
         };
         let analyzer = std::thread::Builder::new()
             .name("rocescope-analyze".into())
-            .spawn(move || analyze_loop(analyzer, rx, writer, spare_tx, pairings))
+            .spawn(move || analyze_loop(analyzer, rx, writer, spare_tx, pairings, watch))
             .map_err(|e| spawn_error("analyzer", e))?;
         Ok(Self {
             batch: Vec::with_capacity(BATCH),
@@ -577,6 +611,7 @@ fn analyze_loop(
     writer: Option<(SyncSender<ToWriter>, JoinHandle<Result<Analysis>>)>,
     spare: Sender<Vec<PacketRecord>>,
     pairings: Option<Sender<Pairing>>,
+    mut watch: Option<Box<dyn Watch>>,
 ) -> Result<Analysis> {
     let Some((wtx, whandle)) = writer else {
         // No tables: analyse and hand the buffers straight back.
@@ -589,7 +624,11 @@ fn analyze_loop(
                 ToAnalyzer::Drops(i, ifdrop, osdrop) => analyzer.set_tap_drops(i, ifdrop, osdrop),
                 ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
                 ToAnalyzer::Records(mut recs, deltas) => {
-                    analyze_batch(&mut analyzer, &recs, &deltas, &mut Discard, |_| {});
+                    let mut sink = Watched(&mut Discard, watch.as_deref_mut());
+                    analyze_batch(&mut analyzer, &recs, &deltas, &mut sink, |_| {});
+                    if let Some(w) = watch.as_deref_mut() {
+                        w.analysed(&analyzer, recs.len());
+                    }
                     send_pairings(&mut analyzer, pairings.as_ref());
                     recs.clear();
                     let _ = spare.send(recs);
@@ -623,9 +662,13 @@ fn analyze_loop(
             ToAnalyzer::Records(records, deltas) => {
                 let mut sink = TableBatch::default();
                 let mut verdicts = Vec::with_capacity(records.len());
-                analyze_batch(&mut analyzer, &records, &deltas, &mut sink, |v| {
+                let mut watched = Watched(&mut sink, watch.as_deref_mut());
+                analyze_batch(&mut analyzer, &records, &deltas, &mut watched, |v| {
                     verdicts.push(v)
                 });
+                if let Some(w) = watch.as_deref_mut() {
+                    w.analysed(&analyzer, records.len());
+                }
                 send_pairings(&mut analyzer, pairings.as_ref());
                 sink.verdicts = verdicts;
                 sink.records = records;
@@ -766,6 +809,24 @@ impl analyze::Sink for Fanout<'_> {
     fn timeline(&mut self, row: &analyze::TimelineRow) {
         for o in self.0.iter_mut() {
             o.timeline(row);
+        }
+    }
+}
+
+/// A sink, and the [`Watch`] if there is one: both get every event and row.
+struct Watched<'a, S: analyze::Sink>(&'a mut S, Option<&'a mut (dyn Watch + 'static)>);
+
+impl<S: analyze::Sink> analyze::Sink for Watched<'_, S> {
+    fn event(&mut self, e: &analyze::Event) {
+        self.0.event(e);
+        if let Some(w) = self.1.as_deref_mut() {
+            w.event(e);
+        }
+    }
+    fn timeline(&mut self, row: &analyze::TimelineRow) {
+        self.0.timeline(row);
+        if let Some(w) = self.1.as_deref_mut() {
+            w.timeline(row);
         }
     }
 }

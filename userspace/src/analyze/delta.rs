@@ -105,6 +105,7 @@ impl Analyzer {
         f.responses += u64::from(d.responses);
         if d.ce > 0 {
             f.ce += u64::from(d.ce);
+            self.running.ce += u64::from(d.ce);
             if f.ce_unanswered.is_none() {
                 f.ce_unanswered = Some(d.first_ce_ts_ns);
             }

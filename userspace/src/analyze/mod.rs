@@ -49,7 +49,8 @@
 //!    episodes), each using `input` and layers 1–4, never another finding
 //!    file nor the collector;
 //! 6. `findings/mod.rs`: the collector, which runs every finding and ranks
-//!    them; `finish`: the end of input; `report`: the text, JSON and HTML
+//!    them; `finish`: the end of input; `running`: what a monitor reads
+//!    while records still come (the live tap's metrics); `report`: the text, JSON and HTML
 //!    report (`nic_report`: the NIC latencies' cells, JSON and lines);
 //! 7. here: the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
 //!    its entry point [`Analyzer::push`]. The rooms that add the
@@ -85,6 +86,7 @@ mod responses;
 mod rewind;
 mod rows;
 pub mod rto;
+mod running;
 mod sequence;
 mod taps;
 #[cfg(test)]
@@ -111,6 +113,7 @@ pub(crate) use nic_report::{latency_cell, latency_headings, nic_name, shown_nics
 pub(crate) use nics::Latency;
 pub use nics::{LatencySummary, NicRow};
 use pfc::PfcTracker;
+pub use pfc::SenderPauses;
 pub use report::{
     flow_json, frames_line, impact_words, more_findings, render_findings, render_json, render_text,
     shown_findings,
@@ -120,6 +123,7 @@ pub use rows::{
     Analysis, Event, Finding, FlowKey, FlowRow, FrameCounts, MatchingSummary, PfcInterval,
     PfcSummary, Reaction, Summary, TapSummary, TimelineRow, Totals, Verdict,
 };
+pub use running::{PriorityPauses, Running, RunningTotals};
 use taps::TapState;
 
 /// Analysis parameters.
@@ -298,6 +302,8 @@ pub struct Analyzer {
     matcher: hops::Matcher,
     /// How fast each NIC reacts.
     nics: nics::Nics,
+    /// Sums over flows kept as records come, for a monitor ([`running`]).
+    running: RunningTotals,
 }
 
 impl Analyzer {
@@ -338,6 +344,7 @@ impl Analyzer {
             qos: qos::Marks::default(),
             matcher,
             nics: nics::Nics::default(),
+            running: RunningTotals::default(),
         }
     }
 

@@ -21,6 +21,28 @@ struct Open {
 struct MacState {
     mac: [u8; 6],
     open: Option<Open>,
+    /// The closed intervals' durations and pausing frames, summed as they
+    /// close (for [`PfcTracker::senders`]).
+    closed_ns: u64,
+    closed_frames: u64,
+}
+
+/// One sender's pauses of one priority so far, as a monitor reads them
+/// while records still come (`Analyzer::running`): what `pfc.parquet`'s
+/// rows of `(iface, src_mac, priority)` will sum to if the run ends now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SenderPauses {
+    pub iface: u16,
+    pub src_mac: [u8; 6],
+    pub priority: u8,
+    /// Closed intervals, and the open one up to its deadline or `now`,
+    /// whichever is first (where the end of the run would close it).
+    pub paused_ns: u64,
+    /// Pausing frames (quanta > 0), the open interval's included.
+    pub frames: u64,
+    /// The pause running at `now`: how long so far (0: none, or it has
+    /// expired).
+    pub open_ns: u64,
 }
 
 /// Counters of one `(iface, priority)` for the summary.
@@ -173,6 +195,8 @@ impl PfcTracker {
                     macs.push(MacState {
                         mac: rec.src_mac,
                         open: None,
+                        closed_ns: 0,
+                        closed_frames: 0,
                     });
                     macs.len() - 1
                 }
@@ -266,6 +290,10 @@ impl PfcTracker {
         let prio = &mut self.prios[at];
         let key = prio.key;
         prio.closed.insert(o.start, end, mac);
+        if let Some(m) = prio.macs.iter_mut().find(|m| m.mac == mac) {
+            m.closed_ns += end - o.start;
+            m.closed_frames += o.frames;
+        }
         self.rows.push(PfcInterval {
             iface: key.0,
             src_mac: mac,
@@ -323,6 +351,32 @@ impl PfcTracker {
         }
         self.rows
             .sort_by_key(|r| (r.start_ns, r.iface, r.priority, r.src_mac));
+    }
+
+    /// Every sender's pauses so far (appended to `out`), an open pause
+    /// counted up to `now(iface)` (the end of the interface's capture so
+    /// far) as [`PfcTracker::finish`] would close it there.
+    pub fn senders(&self, now: impl Fn(u16) -> u64, out: &mut Vec<SenderPauses>) {
+        for prio in &self.prios {
+            let (iface, priority) = prio.key;
+            let now = now(iface);
+            for m in &prio.macs {
+                let open = m
+                    .open
+                    .map_or(0, |o| o.deadline.min(now).saturating_sub(o.start));
+                out.push(SenderPauses {
+                    iface,
+                    src_mac: m.mac,
+                    priority,
+                    paused_ns: m.closed_ns + open,
+                    frames: m.closed_frames + m.open.map_or(0, |o| o.frames),
+                    open_ns: m
+                        .open
+                        .filter(|o| o.deadline > now)
+                        .map_or(0, |o| now.saturating_sub(o.start)),
+                });
+            }
+        }
     }
 
     /// Time within `[from, to)` that `priority` was paused on `iface` (by any

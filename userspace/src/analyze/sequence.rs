@@ -231,10 +231,12 @@ impl Analyzer {
                 result.0 = true;
                 let f = &mut self.flows[i];
                 f.retrans += 1;
+                self.running.retrans_packets += 1;
                 f.rtt_probe = None;
                 let spurious = acked.is_some_and(|a| psn::diff(a, q) >= 0);
                 if spurious {
                     f.rewind_mut().spurious += 1;
+                    self.running.spurious_retrans += 1;
                 }
                 let resend_began_at_fills = forward && f.gap().fills.is_some();
                 self.decide_fills(i, resend_began_at_fills, sink);

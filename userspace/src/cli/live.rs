@@ -57,6 +57,9 @@ pub(crate) struct LiveArgs {
     /// is then not RoCE); repeatable.
     #[arg(long = "udp-port", value_name = "TRANSPORT=PORT", value_parser = crate::transport::parse_udp_port)]
     pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
+    /// Serve Prometheus metrics (the text exposition format) on http://ADDR:PORT/metrics while running, e.g. 127.0.0.1:9464 or [::]:9464.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub(crate) analysis: AnalysisArgs,
     #[command(flatten)]
@@ -96,6 +99,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         wakeup,
         cpus,
         udp_ports,
+        metrics,
         analysis,
         dataset,
     } = args;
@@ -119,6 +123,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
             .map(live::cpus::CpuList::parse)
             .transpose()?,
         records_seen: None,
+        metrics,
     };
     // Missing privileges are the likelier problem: say so first.
     live::tap::check_privileges()?;

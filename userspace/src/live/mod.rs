@@ -99,6 +99,8 @@
 //!   read its partner's state, whose frames arrive on another queue.
 pub mod cpus;
 pub mod drain;
+mod feeder;
+pub mod metrics;
 pub mod netif;
 pub mod reorder;
 pub mod replay;
@@ -106,23 +108,22 @@ pub mod rings;
 pub mod tap;
 
 use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
-use rocescope_common::PacketRecord;
-use rocescope_common::summary::{FlowDelta, FlowKey, record_marks};
-use std::sync::mpsc::Receiver;
 use tokio::signal::unix::{SignalKind, signal};
 
 use self::drain::{Batch, Drains};
+use self::feeder::Feeder;
+use self::metrics::{Metrics, TapSnapshot};
 use self::reorder::Reorder;
 pub use self::rings::{RingItem, RingLayout, RingTuning};
 pub use self::tap::{Counters, LoadOptions, Program, Tap, XdpModeArg};
 use crate::analyze::{self, Analysis};
 use crate::output::{LiveFacts, RunFacts};
-use crate::pipeline::Pairing;
 use crate::pipeline::RecordPipeline;
 use crate::{Error, Result};
 
@@ -175,6 +176,8 @@ pub struct Options {
     /// Kept equal to the frames analysed so far: records, plus in summary
     /// mode the frames the deltas counted (for monitors and the benchmark).
     pub records_seen: Option<Arc<AtomicU64>>,
+    /// Serve Prometheus metrics on `/metrics` there (`--metrics`, [`metrics`]).
+    pub metrics: Option<SocketAddr>,
 }
 
 /// What a live run produced besides the tables.
@@ -220,6 +223,12 @@ pub fn run_with(
     if let Some(cpus) = &opts.cpus {
         cpus.pin_current_thread()?;
     }
+    // Before anything is attached: a port in use fails the run cleanly.
+    let metrics = Metrics::new(&opts.iface);
+    let exporter = opts
+        .metrics
+        .map(|addr| metrics::server::Exporter::start(addr, metrics.clone()))
+        .transpose()?;
     let summary = opts.tap_mode == TapMode::Summary;
     let load = LoadOptions {
         drop_after_capture: opts.drop_after_capture,
@@ -244,9 +253,16 @@ pub fn run_with(
         pipeline.add_output(o);
     }
     let pairings = summary.then(|| pipeline.watch_pairings());
+    if exporter.is_some() {
+        pipeline.watch(metrics.tally());
+    }
     pipeline.name_iface(0, &opts.iface);
+    let serving = exporter
+        .as_ref()
+        .map(|e| format!("; metrics on http://{}/metrics", e.addr()))
+        .unwrap_or_default();
     eprintln!(
-        "rocescope: XDP attached to {} ({mode} mode, {}); writing to {}; Ctrl-C stops",
+        "rocescope: XDP attached to {} ({mode} mode, {}); writing to {}{serving}; Ctrl-C stops",
         opts.iface,
         opts.tap_mode.as_str(),
         opts.out.display()
@@ -272,12 +288,14 @@ pub fn run_with(
         started_flows: Default::default(),
         evicted_flows: 0,
     };
+    let publish = exporter.is_some().then_some(&*metrics);
     let stop = runtime.block_on(event_loop(
         opts,
         &mut tap,
         &mut batches,
         &mut merge,
         &mut feeder,
+        publish,
     ));
 
     // Detach first, then take whatever is still on the rings (the threads
@@ -310,6 +328,13 @@ pub fn run_with(
         }
     }
     let counters = tap.counters()?;
+    let records_per_cpu = tap.records_per_cpu()?;
+    // The final counters, for a scrape while the tables are written.
+    metrics.publish_tap(TapSnapshot {
+        counters,
+        late_records: merge.late(),
+        records_per_cpu: records_per_cpu.clone(),
+    });
     let show = opts.progress && std::io::stderr().is_terminal();
     if show {
         eprint!("\r\x1b[K");
@@ -340,7 +365,7 @@ pub fn run_with(
         ring_bytes: counters.ring_bytes(),
         evicted_flows: feeder.evicted_flows,
         rings: opts.layout.as_str().to_string(),
-        records_per_cpu: tap.records_per_cpu()?,
+        records_per_cpu,
         late_records: merge.late(),
     };
     let records = feeder.pipeline.records();
@@ -362,139 +387,13 @@ pub fn run_with(
     })
 }
 
-/// Numbers, timestamps and pushes records.
-struct Feeder {
-    pipeline: RecordPipeline,
-    offset: i128,
-    next_frame: u64,
-    count: Option<u64>,
-    seen: Option<Arc<AtomicU64>>,
-    /// Summary mode: pairings the analyzer made, for the kernel's PAIRS map.
-    pairings: Option<Receiver<Pairing>>,
-    /// Writing PAIRS failed once (full): said once, then left alone.
-    pairing_failed: bool,
-    /// Frames the deltas pushed so far counted.
-    delta_frames: u64,
-    /// Summary mode: flows whose kernel state started (a record marked
-    /// `NEW_FLOW_STATE`), and how many of them started again (evictions).
-    started_flows: std::collections::HashSet<FlowKey>,
-    evicted_flows: u64,
-}
-
-impl Feeder {
-    fn push_item(&mut self, item: RingItem) -> Result<()> {
-        match item {
-            RingItem::Record(rec) => self.push(rec),
-            RingItem::Delta(d) => self.push_delta(d),
-        }
-    }
-
-    /// A delta's times are kernel times, like a record's.
-    fn push_delta(&mut self, mut d: FlowDelta) -> Result<()> {
-        let wall = |ts: u64| u64::try_from(i128::from(ts) + self.offset).unwrap_or(0);
-        d.last_ts_ns = wall(d.last_ts_ns);
-        if d.packets > 0 {
-            d.first_ts_ns = wall(d.first_ts_ns);
-        }
-        if d.ce > 0 {
-            d.first_ce_ts_ns = wall(d.first_ce_ts_ns);
-        }
-        self.pipeline.push_delta(0, &d)?;
-        self.delta_frames += d.packets;
-        self.show_progress();
-        Ok(())
-    }
-
-    /// Summary mode: hands the analyzer's records to it now (it pairs
-    /// flows from them), and tells the kernel about the pairings it made.
-    /// A pairing reaches the kernel a wake-up or two after the records
-    /// that made it; until then the flows' frames are all forwarded.
-    fn sync_pairings(&mut self, tap: &mut Tap) -> Result<()> {
-        let Some(rx) = &self.pairings else {
-            return Ok(());
-        };
-        self.pipeline.flush()?;
-        let key = |k: &crate::analyze::FlowKey| FlowKey {
-            src_ip: k.1,
-            dst_ip: k.2,
-            dest_qp: k.3,
-        };
-        while let Ok((r, s)) = rx.try_recv() {
-            if self.pairing_failed {
-                continue;
-            }
-            if let Err(e) = tap.pair(&key(&r), &key(&s)) {
-                eprintln!(
-                    "rocescope: warning: {e}; flows paired from now on are forwarded frame by frame"
-                );
-                self.pairing_failed = true;
-            }
-        }
-        Ok(())
-    }
-
-    fn push(&mut self, mut rec: PacketRecord) -> Result<()> {
-        if rec._reserved[0] & record_marks::NEW_FLOW_STATE != 0 {
-            let key = FlowKey {
-                src_ip: rec.src_ip,
-                dst_ip: rec.dst_ip,
-                dest_qp: rec.dest_qp & rocescope_common::proto::ib::QPN_MASK,
-            };
-            if !self.started_flows.insert(key) {
-                self.evicted_flows += 1;
-            }
-        }
-        rec._reserved = [0; 1];
-        rec.frame = self.next_frame;
-        self.next_frame += 1;
-        rec.ts_ns = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);
-        rec.iface = 0;
-        self.pipeline.push(&rec)?;
-        self.show_progress();
-        Ok(())
-    }
-
-    fn show_progress(&self) {
-        if let Some(seen) = &self.seen {
-            seen.store(
-                self.pipeline.records() + self.delta_frames,
-                Ordering::Relaxed,
-            );
-        }
-    }
-
-    fn full(&self) -> bool {
-        self.count.is_some_and(|n| self.pipeline.records() >= n)
-    }
-
-    /// One ring's batch into the merge, and what may leave it at kernel
-    /// time `now_ns` (`None`: everything, in order) into the pipeline.
-    fn take(&mut self, batch: Batch, merge: &mut Reorder, now_ns: Option<u64>) -> Result<()> {
-        for item in batch.items {
-            merge.push(batch.ring, item);
-        }
-        if let Some(at) = batch.emptied_at {
-            merge.mark_empty(batch.ring, at);
-        }
-        self.release(merge, now_ns)
-    }
-
-    /// What may leave the merge at kernel time `now_ns`, into the pipeline.
-    fn release(&mut self, merge: &mut Reorder, now_ns: Option<u64>) -> Result<()> {
-        while !self.full() {
-            let Some(item) = merge.pop(now_ns) else { break };
-            self.push_item(item)?;
-        }
-        Ok(())
-    }
-}
-
 async fn event_loop(
     opts: &Options,
     tap: &mut Tap,
     batches: &mut tokio::sync::mpsc::Receiver<Batch>,
     merge: &mut Reorder,
     feeder: &mut Feeder,
+    metrics: Option<&Metrics>,
 ) -> Result<Stop> {
     let sig = |kind: SignalKind| {
         signal(kind).map_err(|e| Error::Live(format!("cannot watch signals: {e}")))
@@ -548,6 +447,11 @@ async fn event_loop(
                 }
                 if show && let Ok(c) = tap.counters() {
                     eprint!("\r{}   ", counters_line(&opts.iface, &c, started.elapsed()));
+                }
+                if let Some(m) = metrics
+                    && let (Ok(counters), Ok(records_per_cpu)) = (tap.counters(), tap.records_per_cpu())
+                {
+                    m.publish_tap(TapSnapshot { counters, late_records: merge.late(), records_per_cpu });
                 }
             }
         }

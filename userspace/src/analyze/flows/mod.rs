@@ -452,6 +452,7 @@ impl Analyzer {
         }
         if ce {
             f.ce += 1;
+            self.running.ce += 1;
             if f.ce_unanswered.is_none() {
                 f.ce_unanswered = Some(now);
             }
