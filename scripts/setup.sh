@@ -7,7 +7,7 @@
 #                             for the live tap's XDP program: LLVM 22, nightly
 #                             Rust with rust-src, bpf-linker)
 #   scripts/setup.sh --test   also what the test suite uses (tshark, chromium,
-#                             iproute2, libcap2-bin, systemd; Python polars, matplotlib, duckdb,
+#                             iproute2, libcap2-bin, systemd, prometheus; Python polars, matplotlib, duckdb,
 #                             nbclient, pytest)
 set -euo pipefail
 
@@ -74,7 +74,9 @@ if [ "$want_test" = 1 ]; then
   # openjdk-17-jre-headless: Spark, which tests/test_dataset.py reads the
   # dataset with (pyspark in local mode).
   # systemd: systemd-analyze verify, for the test of the service unit.
-  apt_install tshark chromium iproute2 libcap2-bin gzip zstd lz4 openjdk-17-jre-headless systemd
+  # prometheus: the server (and promtool) the tests of `live --metrics`
+  # scrape with and check contrib/prometheus/rocescope.rules.yml with.
+  apt_install tshark chromium iproute2 libcap2-bin gzip zstd lz4 openjdk-17-jre-headless systemd prometheus
   # Python modules the notebooks and their tests import; pip package names
   # differ from module names for none of these.
   py_missing=()
