@@ -30,6 +30,8 @@ mod tshark_parity;
 #[cfg(feature = "live")]
 mod live;
 #[cfg(feature = "live")]
+mod live_metrics;
+#[cfg(feature = "live")]
 mod xdp_parity;
 #[cfg(feature = "live")]
 mod xdp_summary;

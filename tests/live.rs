@@ -20,7 +20,7 @@ use std::time::Duration;
 use arrow_schema::DataType;
 use common::{Table, corpus};
 
-fn usable() -> bool {
+pub(crate) fn usable() -> bool {
     // SAFETY: no arguments, no failure.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIPPED: the live test needs root (network namespaces, XDP)");
@@ -44,14 +44,14 @@ fn ip(args: &[&str]) {
 
 /// A network namespace holding a veth pair `a` ↔ `b`; deleted on drop
 /// (which deletes the pair with it).
-struct Veth {
-    ns: String,
-    a: String,
-    b: String,
+pub(crate) struct Veth {
+    pub(crate) ns: String,
+    pub(crate) a: String,
+    pub(crate) b: String,
 }
 
 impl Veth {
-    fn new() -> Veth {
+    pub(crate) fn new() -> Veth {
         Veth::with_queues(1)
     }
 
@@ -100,7 +100,7 @@ impl Veth {
 
     /// `rocescope ARGS` inside the namespace.
     /// Starts `rocescope live` on `b`, writing to `out`, with `extra` options.
-    fn live(&self, out: &Path, extra: &[&str]) -> Running {
+    pub(crate) fn live(&self, out: &Path, extra: &[&str]) -> Running {
         // A replay does not keep the capture's timing (the sender catches up
         // in bursts under load): a resend could land within the mirror-copy
         // window of its original. The tests compare the tap with the file,
@@ -118,7 +118,7 @@ impl Veth {
         Running::live(self.rocescope(&args))
     }
 
-    fn rocescope(&self, args: &[&str]) -> Command {
+    pub(crate) fn rocescope(&self, args: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.ns, env!("CARGO_BIN_EXE_rocescope")]);
         c.args(args);
@@ -135,7 +135,7 @@ impl Drop for Veth {
 }
 
 /// A child process killed on drop (a failing test leaves nothing running).
-struct Running {
+pub(crate) struct Running {
     child: Child,
     stderr: mpsc::Receiver<String>,
 }
@@ -171,7 +171,7 @@ impl Running {
         r
     }
 
-    fn signal(&self, sig: i32) {
+    pub(crate) fn signal(&self, sig: i32) {
         // SAFETY: our own child's pid. `ip netns exec` execs rocescope, so
         // the pid is rocescope's.
         unsafe { libc::kill(self.child.id() as i32, sig) };
@@ -193,7 +193,7 @@ impl Running {
     }
 
     /// Waits (bounded) for the exit; returns stdout and whether it succeeded.
-    fn wait(mut self, limit: Duration) -> (bool, String, String) {
+    pub(crate) fn wait(mut self, limit: Duration) -> (bool, String, String) {
         let start = std::time::Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -462,7 +462,7 @@ fn missing_interface_is_a_clear_error() {
 /// Turns IPv6 off on both ends, so the kernel sends nothing of its own
 /// (router solicitations, MLD reports) and every frame the tap sees is
 /// one the test sent.
-fn quiet(veth: &Veth) {
+pub(crate) fn quiet(veth: &Veth) {
     for dev in [&veth.a, &veth.b] {
         let key = format!("net.ipv6.conf.{dev}.disable_ipv6=1");
         let out = Command::new("ip")
