@@ -498,44 +498,24 @@ fn prometheus_scraping_live_sees_what_the_tables_hold() {
 
     // What the samples are known to hold (counts that do not depend on
     // the replay's timing): the comparison above is not of zeros.
-    let at = |k: &str| want[&format!("{k}")];
-    assert_eq!(
-        at(&format!("rocescope_ce_marks_total{{iface={iface}}}")),
-        16.0
-    );
-    assert_eq!(at(&format!("rocescope_cnps_total{{iface={iface}}}")), 4.0);
-    assert_eq!(
-        at(&format!(
-            "rocescope_pfc_frames_total{{iface={iface},priority=3}}"
-        )),
-        1498.0
-    );
-    assert_eq!(
-        at(&format!(
-            "rocescope_pfc_pause_frames_total{{iface={iface},priority=3,src_mac=02:00:00:02:00:01}}"
-        )),
-        1490.0
-    );
-    assert_eq!(
-        at(&format!(
-            "rocescope_pfc_pause_frames_total{{iface={iface},priority=3,src_mac=02:5a:00:05:02:01}}"
-        )),
-        6.0
-    );
-    assert_eq!(
-        at(&format!(
-            "rocescope_spurious_retransmissions_total{{iface={iface}}}"
-        )),
-        59.0
-    );
-    assert!(
-        want.keys()
-            .any(|k| k.starts_with("rocescope_rewinds_total"))
-    );
-    assert!(
-        want.keys()
-            .any(|k| k.starts_with("rocescope_gap_psns_total"))
-    );
+    let at = |name: &str, labels: &str| want[&format!("{name}{{iface={iface}{labels}}}")];
+    assert_eq!(at("rocescope_ce_marks_total", ""), 16.0);
+    assert_eq!(at("rocescope_cnps_total", ""), 4.0);
+    assert_eq!(at("rocescope_pfc_frames_total", ",priority=3"), 1498.0);
+    let sender = |mac: &str| {
+        at(
+            "rocescope_pfc_pause_frames_total",
+            &format!(",priority=3,src_mac={mac}"),
+        )
+    };
+    assert_eq!(sender("02:00:00:02:00:01"), 1490.0);
+    assert_eq!(sender("02:5a:00:05:02:01"), 6.0);
+    // 59 when every record came in order; records late from a starved
+    // drain thread change what the sequence analysis sees, not the equality.
+    assert!(at("rocescope_spurious_retransmissions_total", "") > 0.0);
+    let has = |prefix: &str| want.keys().any(|k| k.starts_with(prefix));
+    assert!(has("rocescope_rewinds_total{"));
+    assert!(has("rocescope_gap_psns_total{"));
 }
 
 #[test]
