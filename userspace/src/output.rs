@@ -1,6 +1,7 @@
 //! What the pipeline hands its outputs: the [`Output`] trait every
-//! destination implements (the `--out` tables, a dataset, the HTML report)
-//! and the [`RunFacts`] `summary.json` reports beside the analysis. A module
+//! destination implements (the `--out` tables, a dataset, the HTML report),
+//! the [`Watch`] that sees the analysis on its thread (the live tap's
+//! metrics), and the [`RunFacts`] `summary.json` reports beside the analysis. A module
 //! of its own so that the pipeline and its outputs both depend on it and
 //! not on each other: sources → decode → analyze → pipeline → outputs.
 
@@ -36,6 +37,36 @@ pub trait Output: analyze::Sink + Send {
     }
     /// Writes whatever is left and completes every file.
     fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
+}
+
+/// Watches the analysis where it runs (the analyzer's thread): every event
+/// and timeline row as the outputs get them, and after each batch of
+/// records the analyzer itself, to read its running state
+/// ([`analyze::Analyzer::running`]). The live tap's metrics are one.
+pub trait Watch: analyze::Sink + Send {
+    /// `records` more records (and the deltas among them) were analysed.
+    fn analysed(&mut self, analyzer: &analyze::Analyzer, records: usize);
+}
+
+/// A sink, and the [`Watch`] if there is one: both get every event and row.
+pub(crate) struct Watched<'a, S: analyze::Sink>(
+    pub(crate) &'a mut S,
+    pub(crate) Option<&'a mut (dyn Watch + 'static)>,
+);
+
+impl<S: analyze::Sink> analyze::Sink for Watched<'_, S> {
+    fn event(&mut self, e: &analyze::Event) {
+        self.0.event(e);
+        if let Some(w) = self.1.as_deref_mut() {
+            w.event(e);
+        }
+    }
+    fn timeline(&mut self, row: &analyze::TimelineRow) {
+        self.0.timeline(row);
+        if let Some(w) = self.1.as_deref_mut() {
+            w.timeline(row);
+        }
+    }
 }
 
 /// Facts about the run that `summary.json` reports beside the analysis.

@@ -44,7 +44,7 @@ use rocescope_common::PacketRecord;
 use rocescope_common::summary::FlowDelta;
 
 use crate::analyze::{self, Analysis, Analyzer, Event, FlowKey, TimelineRow, Verdict};
-use crate::output::{Output, RunFacts};
+use crate::output::{Output, RunFacts, Watch, Watched};
 use crate::tables::TableSet;
 use crate::transport::roce::cm::CmMessage;
 use crate::{Error, Result};
@@ -91,15 +91,6 @@ pub struct RecordPipeline {
 
 /// Two flows the analyzer paired: (request flow, response flow).
 pub type Pairing = (FlowKey, FlowKey);
-
-/// Watches the analysis where it runs (the analyzer's thread): every event
-/// and timeline row as the outputs get them, and after each batch of
-/// records the analyzer itself, to read its running state
-/// ([`Analyzer::running`]). The live tap's metrics are one.
-pub trait Watch: analyze::Sink + Send {
-    /// `records` more records (and the deltas among them) were analysed.
-    fn analysed(&mut self, analyzer: &Analyzer, records: usize);
-}
 
 /// A flow delta to apply before the record at this index of its batch.
 type Delta = (usize, u16, FlowDelta);
@@ -809,24 +800,6 @@ impl analyze::Sink for Fanout<'_> {
     fn timeline(&mut self, row: &analyze::TimelineRow) {
         for o in self.0.iter_mut() {
             o.timeline(row);
-        }
-    }
-}
-
-/// A sink, and the [`Watch`] if there is one: both get every event and row.
-struct Watched<'a, S: analyze::Sink>(&'a mut S, Option<&'a mut (dyn Watch + 'static)>);
-
-impl<S: analyze::Sink> analyze::Sink for Watched<'_, S> {
-    fn event(&mut self, e: &analyze::Event) {
-        self.0.event(e);
-        if let Some(w) = self.1.as_deref_mut() {
-            w.event(e);
-        }
-    }
-    fn timeline(&mut self, row: &analyze::TimelineRow) {
-        self.0.timeline(row);
-        if let Some(w) = self.1.as_deref_mut() {
-            w.timeline(row);
         }
     }
 }

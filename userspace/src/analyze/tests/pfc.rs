@@ -215,3 +215,93 @@ fn a_long_idle_mostly_paused_is_a_stall() {
     );
     assert_eq!(r.flow(A, QB).rewinds, 0);
 }
+
+/// What a monitor reads while records come ([`Analyzer::running`], the
+/// live tap's metrics): after the last record it is what the end of the
+/// run writes, a pause still running counted up to that record, where the
+/// end of the run closes it.
+#[test]
+fn running_state_at_the_last_record_is_what_the_run_writes() {
+    let mut recs = Vec::new();
+    for i in 0..8u32 {
+        recs.push(tagged(req(i as u64 * US, 1000 + i), 3));
+    }
+    recs.push(tagged(ack(8 * US, 1001), 3));
+    recs.push(tagged(ack(9 * US, 1003), 3));
+    recs.push(pfc3(10 * US, 65535)); // until 10 + 335.539 µs
+    for i in 0..6u32 {
+        recs.push(tagged(req(257 * US + i as u64 * US, 1002 + i), 3));
+    }
+    let mut ce = tagged(req(400 * US, 1008), 3);
+    ce.ecn = 3;
+    recs.push(ce);
+    // Another sender pauses priority 3 at 500 µs: still paused at the end.
+    let other_mac = [0x02, 0, 0, 0, 0, 0x0c];
+    let mut other = pfc3(500 * US, 65535);
+    other.src_mac = other_mac;
+    recs.push(other);
+    recs.push(tagged(ack(600 * US, 1008), 3));
+
+    let mut an = Analyzer::new(Config::default());
+    let mut sink = VecSink::default();
+    let mut seen = Running::default();
+    let sender = |mac, paused_ns, open_ns| SenderPauses {
+        iface: 0,
+        src_mac: mac,
+        priority: 3,
+        paused_ns,
+        frames: 1,
+        open_ns,
+    };
+    for (i, r) in recs.iter().enumerate() {
+        an.push(r, &mut sink);
+        an.running(&mut seen);
+        match i {
+            // The pause frame: paused from now on, for nothing yet.
+            10 => assert_eq!(seen.senders, [sender(MAC, 0, 0)]),
+            // The resend at 257 µs: 247 µs of the pause so far, running.
+            11 => assert_eq!(seen.senders, [sender(MAC, 247 * US, 247 * US)]),
+            _ => {}
+        }
+    }
+    // The first pause ran out at 345.539 µs; the second runs (100 µs so
+    // far, to the last record at 600 µs).
+    assert_eq!(
+        seen.senders,
+        [
+            sender(MAC, 335_539, 0),
+            sender(other_mac, 100 * US, 100 * US)
+        ]
+    );
+    assert_eq!(seen.flows, 2);
+    let a = an.finish(&mut sink);
+    let t = &a.summary.totals;
+    assert_eq!(
+        seen.totals,
+        RunningTotals {
+            retrans_packets: t.retrans_packets,
+            spurious_retrans: t.spurious_retrans,
+            ce: t.ce,
+        }
+    );
+    assert_eq!((t.retrans_packets, t.spurious_retrans, t.ce), (6, 2, 1));
+    assert_eq!(seen.frames, a.summary.frames);
+    let ends: Vec<(u64, &str)> = a
+        .pfc
+        .iter()
+        .map(|p| (p.end_ns - p.start_ns, p.ended_by))
+        .collect();
+    assert_eq!(ends, [(335_539, "expiry"), (100 * US, "capture_end")]);
+    let p = &a.summary.pfc[0];
+    assert_eq!(
+        seen.priorities,
+        [PriorityPauses {
+            iface: 0,
+            priority: 3,
+            frames: p.frames,
+            xon_frames: p.xon_frames,
+            storms: p.storms,
+        }]
+    );
+    assert_eq!((p.frames, p.xon_frames, p.storms), (2, 0, 0));
+}
