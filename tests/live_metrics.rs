@@ -358,29 +358,17 @@ fn prometheus_scraping_live_sees_what_the_tables_hold() {
     };
     let n = |v: &Value| v.as_u64().unwrap() as f64;
     let tap = &summary["input"]["live"];
-    put("rocescope_tap_frames_total", &[], n(&tap["frames"]));
-    put("rocescope_tap_records_total", &[], n(&tap["records"]));
-    put(
-        "rocescope_tap_ring_full_drops_total",
-        &[],
-        n(&tap["ring_full_drops"]),
-    );
-    put(
-        "rocescope_tap_parse_failures_total",
-        &[],
-        n(&tap["parse_failures"]),
-    );
-    put(
-        "rocescope_tap_late_records_total",
-        &[],
-        n(&tap["late_records"]),
-    );
-    put(
-        "rocescope_tap_summarized_frames_total",
-        &[],
-        n(&tap["summarized"]),
-    );
-    put("rocescope_tap_deltas_total", &[], n(&tap["deltas"]));
+    for (metric, key) in [
+        ("frames", "frames"),
+        ("records", "records"),
+        ("ring_full_drops", "ring_full_drops"),
+        ("parse_failures", "parse_failures"),
+        ("late_records", "late_records"),
+        ("summarized_frames", "summarized"),
+        ("deltas", "deltas"),
+    ] {
+        put(&format!("rocescope_tap_{metric}_total"), &[], n(&tap[key]));
+    }
     for (cpu, v) in tap["records_per_cpu"]
         .as_array()
         .unwrap()

@@ -2,11 +2,10 @@
 
 use super::*;
 
-#[test]
-fn ghost_drop_under_pfc_pause_is_diagnosed() {
-    // The acceptance scenario: priority 3 is paused for 335.5 µs; the
-    // sender's 250 µs timer fires during it and it goes back 6 PSNs, 4 of
-    // them already acknowledged.
+/// Priority 3 paused for 335.5 µs from 10 µs; the sender's 250 µs timer
+/// fires during it and it goes back 6 PSNs, 4 of them already
+/// acknowledged (PSN 1008, the next new one, not sent yet).
+fn paused_resend() -> Vec<PacketRecord> {
     let mut recs = Vec::new();
     for i in 0..8u32 {
         recs.push(tagged(req(i as u64 * US, 1000 + i), 3));
@@ -17,6 +16,13 @@ fn ghost_drop_under_pfc_pause_is_diagnosed() {
     for i in 0..6u32 {
         recs.push(tagged(req(257 * US + i as u64 * US, 1002 + i), 3));
     }
+    recs
+}
+
+#[test]
+fn ghost_drop_under_pfc_pause_is_diagnosed() {
+    // The acceptance scenario: `paused_resend`.
+    let mut recs = paused_resend();
     recs.push(tagged(req(400 * US, 1008), 3));
     let r = run(&recs);
     let f = r.flow(A, QB);
@@ -222,16 +228,7 @@ fn a_long_idle_mostly_paused_is_a_stall() {
 /// end of the run closes it.
 #[test]
 fn running_state_at_the_last_record_is_what_the_run_writes() {
-    let mut recs = Vec::new();
-    for i in 0..8u32 {
-        recs.push(tagged(req(i as u64 * US, 1000 + i), 3));
-    }
-    recs.push(tagged(ack(8 * US, 1001), 3));
-    recs.push(tagged(ack(9 * US, 1003), 3));
-    recs.push(pfc3(10 * US, 65535)); // until 10 + 335.539 µs
-    for i in 0..6u32 {
-        recs.push(tagged(req(257 * US + i as u64 * US, 1002 + i), 3));
-    }
+    let mut recs = paused_resend();
     let mut ce = tagged(req(400 * US, 1008), 3);
     ce.ecn = 3;
     recs.push(ce);

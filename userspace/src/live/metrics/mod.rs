@@ -236,48 +236,81 @@ impl Collector for Metrics {
         let e = &mut enc;
         let c = &tap.counters;
 
-        // The XDP program's counters.
+        // Totals with no label but `iface`: the XDP program's counters,
+        // then the analysis so far.
+        let r = &a.running;
+        let cnps = a
+            .events
+            .0
+            .iter()
+            .find(|(k, _)| *k == "cnp")
+            .map_or(0, |(_, n)| *n);
+        let totals: [(&str, &str, u64); 12] = [
+            (
+                "rocescope_tap_frames",
+                "Frames the XDP program ran on",
+                c.frames,
+            ),
+            (
+                "rocescope_tap_records",
+                "Records the XDP program put on the rings",
+                c.records,
+            ),
+            (
+                "rocescope_tap_ring_full_drops",
+                "Records lost because a ring buffer was full",
+                c.ring_full,
+            ),
+            (
+                "rocescope_tap_parse_failures",
+                "Frames whose walk stopped at a cut or invalid header",
+                c.parse_failures,
+            ),
+            (
+                "rocescope_tap_late_records",
+                "Records analysed out of order: they reached the merge after a later record had been analysed",
+                tap.late_records,
+            ),
+            (
+                "rocescope_tap_summarized_frames",
+                "Summary mode: frames counted in the kernel instead of recorded",
+                c.summarized,
+            ),
+            (
+                "rocescope_tap_deltas",
+                "Summary mode: flow deltas put on the rings",
+                c.deltas,
+            ),
+            (
+                "rocescope_mirror_copies",
+                "Mirror copies: frames the tap recorded twice, left out of every count",
+                r.frames.mirror_copies,
+            ),
+            (
+                "rocescope_ce_marks",
+                "Request packets and UD sends marked CE (ECN 3)",
+                r.totals.ce,
+            ),
+            ("rocescope_cnps", "CNPs (mirror copies left out)", cnps),
+            (
+                "rocescope_retransmitted_packets",
+                "Request packets the tap had seen before",
+                r.totals.retrans_packets,
+            ),
+            (
+                "rocescope_spurious_retransmissions",
+                "Retransmissions of PSNs already acknowledged",
+                r.totals.spurious_retrans,
+            ),
+        ];
+        for (name, help, v) in totals {
+            family(e, name, help, [(on(), counter(v))])?;
+        }
         family(
             e,
-            "rocescope_tap_frames",
-            "Frames the XDP program ran on",
-            [(on(), counter(c.frames))],
-        )?;
-        family(
-            e,
-            "rocescope_tap_records",
-            "Records the XDP program put on the rings",
-            [(on(), counter(c.records))],
-        )?;
-        family(
-            e,
-            "rocescope_tap_ring_full_drops",
-            "Records lost because a ring buffer was full",
-            [(on(), counter(c.ring_full))],
-        )?;
-        family(
-            e,
-            "rocescope_tap_parse_failures",
-            "Frames whose walk stopped at a cut or invalid header",
-            [(on(), counter(c.parse_failures))],
-        )?;
-        family(
-            e,
-            "rocescope_tap_late_records",
-            "Records analysed out of order: they reached the merge after a later record had been analysed",
-            [(on(), counter(tap.late_records))],
-        )?;
-        family(
-            e,
-            "rocescope_tap_summarized_frames",
-            "Summary mode: frames counted in the kernel instead of recorded",
-            [(on(), counter(c.summarized))],
-        )?;
-        family(
-            e,
-            "rocescope_tap_deltas",
-            "Summary mode: flow deltas put on the rings",
-            [(on(), counter(c.deltas))],
+            "rocescope_flows",
+            "Flows the analyzer holds",
+            [(on(), gauge(r.flows as i64))],
         )?;
         let cpus: Vec<String> = (0..tap.records_per_cpu.len())
             .map(|i| i.to_string())
@@ -297,8 +330,7 @@ impl Collector for Metrics {
             [(on(), gauge(c.records.saturating_sub(a.records) as i64))],
         )?;
 
-        // The analysis so far.
-        let r = &a.running;
+        // The analysis so far: by kind, trigger, class.
         let f = &r.frames;
         let by_kind = [f.roce, f.cnp, f.pfc, f.pause, f.malformed];
         family(
@@ -309,48 +341,6 @@ impl Collector for Metrics {
                 .iter()
                 .zip(by_kind)
                 .map(|(k, n)| (with("kind", k), counter(n))),
-        )?;
-        family(
-            e,
-            "rocescope_mirror_copies",
-            "Mirror copies: frames the tap recorded twice, left out of every count",
-            [(on(), counter(f.mirror_copies))],
-        )?;
-        family(
-            e,
-            "rocescope_flows",
-            "Flows the analyzer holds",
-            [(on(), gauge(r.flows as i64))],
-        )?;
-        family(
-            e,
-            "rocescope_ce_marks",
-            "Request packets and UD sends marked CE (ECN 3)",
-            [(on(), counter(r.totals.ce))],
-        )?;
-        let cnps = a
-            .events
-            .0
-            .iter()
-            .find(|(k, _)| *k == "cnp")
-            .map_or(0, |(_, n)| *n);
-        family(
-            e,
-            "rocescope_cnps",
-            "CNPs (mirror copies left out)",
-            [(on(), counter(cnps))],
-        )?;
-        family(
-            e,
-            "rocescope_retransmitted_packets",
-            "Request packets the tap had seen before",
-            [(on(), counter(r.totals.retrans_packets))],
-        )?;
-        family(
-            e,
-            "rocescope_spurious_retransmissions",
-            "Retransmissions of PSNs already acknowledged",
-            [(on(), counter(r.totals.spurious_retrans))],
         )?;
         family(
             e,
@@ -535,40 +525,38 @@ mod tests {
         let text = metrics.render();
         let at =
             |series: &str| line(&text, series).unwrap_or_else(|| panic!("no {series} in\n{text}"));
-        assert_eq!(
-            at(r#"rocescope_gap_psns_total{iface="tap0",class="late"}"#),
-            "1"
-        );
-        assert_eq!(
-            at(r#"rocescope_gap_psns_total{iface="tap0",class="nak_lost"}"#),
-            "3"
-        );
-        assert_eq!(
-            at(r#"rocescope_rewinds_total{iface="tap0",trigger="nak"}"#),
-            "2"
-        );
-        assert_eq!(
-            at(r#"rocescope_rewinds_total{iface="tap0",trigger="timeout"}"#),
-            "1"
-        );
-        assert_eq!(
-            at(r#"rocescope_events_total{iface="tap0",kind="rewind"}"#),
-            "3"
-        );
-        assert_eq!(at(r#"rocescope_cnps_total{iface="tap0"}"#), "1");
-        assert_eq!(
-            at(r#"rocescope_frames_total{iface="tap0",kind="pfc"}"#),
-            "300"
-        );
-        assert_eq!(
-            at(r#"rocescope_pfc_frames_total{iface="tap0",priority="3"}"#),
-            "300"
-        );
-        assert_eq!(at(r#"rocescope_tap_lag_records{iface="tap0"}"#), "5");
-        assert_eq!(
-            at(r#"rocescope_tap_cpu_records_total{iface="tap0",cpu="1"}"#),
-            "5"
-        );
+        for (series, value) in [
+            (
+                r#"rocescope_gap_psns_total{iface="tap0",class="late"}"#,
+                "1",
+            ),
+            (
+                r#"rocescope_gap_psns_total{iface="tap0",class="nak_lost"}"#,
+                "3",
+            ),
+            (
+                r#"rocescope_rewinds_total{iface="tap0",trigger="nak"}"#,
+                "2",
+            ),
+            (
+                r#"rocescope_rewinds_total{iface="tap0",trigger="timeout"}"#,
+                "1",
+            ),
+            (r#"rocescope_events_total{iface="tap0",kind="rewind"}"#, "3"),
+            (r#"rocescope_cnps_total{iface="tap0"}"#, "1"),
+            (r#"rocescope_frames_total{iface="tap0",kind="pfc"}"#, "300"),
+            (
+                r#"rocescope_pfc_frames_total{iface="tap0",priority="3"}"#,
+                "300",
+            ),
+            (r#"rocescope_tap_lag_records{iface="tap0"}"#, "5"),
+            (
+                r#"rocescope_tap_cpu_records_total{iface="tap0",cpu="1"}"#,
+                "5",
+            ),
+        ] {
+            assert_eq!(at(series), value, "{series}");
+        }
         // The first 256 senders have series of their own; the other 44
         // share one, their sums summed.
         let senders = text
