@@ -70,10 +70,7 @@ fn encode(s: &str) -> String {
 fn get(ns: &str, addr: &str, path: &str) -> Option<(u16, String)> {
     let (ns, addr, path) = (ns.to_string(), addr.to_string(), path.to_string());
     std::thread::spawn(move || {
-        let f = std::fs::File::open(format!("/run/netns/{ns}")).expect("the namespace exists");
-        // SAFETY: a valid namespace fd, for this thread only.
-        let r = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
+        enter(&ns);
         let mut s = std::net::TcpStream::connect(&addr).ok()?;
         s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
         write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
@@ -85,6 +82,53 @@ fn get(ns: &str, addr: &str, path: &str) -> Option<(u16, String)> {
     })
     .join()
     .unwrap()
+}
+
+/// Enters network namespace `ns` (on the calling thread only).
+fn enter(ns: &str) {
+    let f = std::fs::File::open(format!("/run/netns/{ns}")).expect("the namespace exists");
+    // SAFETY: a valid namespace fd, for this thread only.
+    let r = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
+    assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
+}
+
+/// Two scrapers of [`METRICS`] that never finish, held until dropped: one
+/// stuck in the middle of its request, one that asks and never reads.
+struct StuckScrapers {
+    done: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StuckScrapers {
+    fn open(ns: &str) -> StuckScrapers {
+        let ns = ns.to_string();
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let (ready, connected) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            enter(&ns);
+            let mut half = std::net::TcpStream::connect(METRICS).unwrap();
+            half.write_all(b"GET /metr").unwrap();
+            let mut mute = std::net::TcpStream::connect(METRICS).unwrap();
+            mute.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            ready.send(()).unwrap();
+            let _ = wait.recv();
+        });
+        connected.recv().unwrap();
+        StuckScrapers {
+            done: Some(done),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for StuckScrapers {
+    fn drop(&mut self) {
+        drop(self.done.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// The Prometheus server, killed on drop.
@@ -234,6 +278,9 @@ fn prometheus_scraping_live_sees_what_the_tables_hold() {
         p.value("rocescope_tap_records_total") == Some(0.0)
     });
 
+    // Scrapers that hang all along hold up neither the tap nor the others.
+    let stuck = StuckScrapers::open(&veth.ns);
+
     let mut sent = 0;
     for (capture, tap) in TAPS {
         let cap = repo().join("pcaps").join(capture);
@@ -335,6 +382,7 @@ fn prometheus_scraping_live_sees_what_the_tables_hold() {
         );
     }
 
+    drop(stuck);
     live.signal(libc::SIGTERM);
     let (ok, _, err) = live.wait(Duration::from_secs(30));
     assert!(ok, "{err}");
@@ -483,6 +531,10 @@ fn prometheus_scraping_live_sees_what_the_tables_hold() {
         }
     }
     assert_eq!(got, want);
+    assert_eq!(
+        want[&format!("rocescope_tap_ring_full_drops_total{{iface={iface}}}")],
+        0.0
+    );
 
     // What the samples are known to hold (counts that do not depend on
     // the replay's timing): the comparison above is not of zeros.

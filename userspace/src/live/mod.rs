@@ -35,6 +35,9 @@
 //!   summary mode also frames summarized, deltas and ring-buffer bytes) are
 //!   shown every second on a terminal, printed at exit and written to
 //!   `summary.json` under `input.live` (with `mode`).
+//! * **Metrics** (`--metrics ADDR:PORT`): Prometheus's text format on
+//!   `/metrics` from snapshots the analyzer thread and this loop publish
+//!   ([`metrics`]); the exporter listens before anything is attached.
 //! * **Ring buffer** (`--ring-size`, default 64 MiB ≈ 320 000 records) and
 //!   **batched wake-ups** (`--wakeup`, default 1 MiB): the kernel's default
 //!   wakes the reader whenever a record finds it idle — up to one wake-up
