@@ -1,0 +1,145 @@
+//! The tally and the exposition: exact lines of `/metrics` from known
+//! events and PFC frames.
+
+use super::*;
+use rocescope_common::{Kind, PacketRecord, flags};
+
+fn event(kind: &'static str, trigger: Option<&'static str>, depth: u32) -> analyze::Event {
+    analyze::Event {
+        ts_ns: 1,
+        iface: 0,
+        flow_id: None,
+        kind,
+        psn: None,
+        depth: Some(depth),
+        trigger,
+        idle_us: None,
+        detail: String::new(),
+    }
+}
+
+/// Priority 3 paused for 1000 quanta (5.12 µs at 100 Gb/s) by `mac`.
+fn pause(ts_ns: u64, mac: [u8; 6]) -> PacketRecord {
+    let mut quanta = [0; 8];
+    quanta[3] = 1000;
+    PacketRecord {
+        ts_ns,
+        kind: Kind::Pfc as u8,
+        flags: flags::HAS_PFC,
+        src_mac: mac,
+        pfc_enable: 1 << 3,
+        pfc_quanta: quanta,
+        frame_len: 64,
+        cap_len: 64,
+        ..PacketRecord::default()
+    }
+}
+
+fn line<'a>(text: &'a str, series: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+}
+
+#[test]
+fn events_and_senders_become_bounded_series() {
+    let metrics = Metrics::new("tap0");
+    let mut tally = metrics.tally();
+    // A late PSN counts one, however far behind it came; the other
+    // classes count their depth.
+    tally.event(&event("late", None, 40));
+    tally.event(&event("nak_lost", None, 3));
+    tally.event(&event("rewind", Some("nak"), 2));
+    tally.event(&event("rewind", Some("timeout"), 6));
+    tally.event(&event("rewind", Some("nak"), 1));
+    tally.event(&event("cnp", None, 0));
+    // 300 senders, 10 µs apart, each pausing once: 5.12 µs each but
+    // the last, which runs 0 ns at its own frame.
+    let mut an = Analyzer::new(analyze::Config::default());
+    let mut sink = analyze::VecSink::default();
+    for i in 0..300u64 {
+        let mac = [2, 0, 0, 0, (i >> 8) as u8, i as u8];
+        an.push(&pause(1_000_000 + i * 10_000, mac), &mut sink);
+    }
+    tally.analysed(&an, 300);
+    metrics.publish_tap(TapSnapshot {
+        counters: Counters {
+            frames: 310,
+            records: 305,
+            ..Counters::default()
+        },
+        late_records: 0,
+        records_per_cpu: vec![300, 5],
+    });
+    let text = metrics.render();
+    let at = |series: &str| line(&text, series).unwrap_or_else(|| panic!("no {series} in\n{text}"));
+    for (series, value) in [
+        (
+            r#"rocescope_gap_psns_total{iface="tap0",class="late"}"#,
+            "1",
+        ),
+        (
+            r#"rocescope_gap_psns_total{iface="tap0",class="nak_lost"}"#,
+            "3",
+        ),
+        (
+            r#"rocescope_rewinds_total{iface="tap0",trigger="nak"}"#,
+            "2",
+        ),
+        (
+            r#"rocescope_rewinds_total{iface="tap0",trigger="timeout"}"#,
+            "1",
+        ),
+        (r#"rocescope_events_total{iface="tap0",kind="rewind"}"#, "3"),
+        (r#"rocescope_cnps_total{iface="tap0"}"#, "1"),
+        (r#"rocescope_frames_total{iface="tap0",kind="pfc"}"#, "300"),
+        (
+            r#"rocescope_pfc_frames_total{iface="tap0",priority="3"}"#,
+            "300",
+        ),
+        (r#"rocescope_tap_lag_records{iface="tap0"}"#, "5"),
+        (
+            r#"rocescope_tap_cpu_records_total{iface="tap0",cpu="1"}"#,
+            "5",
+        ),
+    ] {
+        assert_eq!(at(series), value, "{series}");
+    }
+    // The first 256 senders have series of their own; the other 44
+    // share one, their sums summed.
+    let senders = text
+        .lines()
+        .filter(|l| l.starts_with("rocescope_pfc_pause_frames_total{"))
+        .count();
+    assert_eq!(senders, MAX_PFC_SENDERS + 1);
+    let one = r#"{iface="tap0",src_mac="02:00:00:00:00:00",priority="3"}"#;
+    assert_eq!(at(&format!("rocescope_pfc_pause_frames_total{one}")), "1");
+    // 1000 quanta of 512 bits at 100 Gb/s: 5120 ns, each sender's own
+    // pause (the last record, at 3.99 ms, comes after every deadline
+    // but the last sender's).
+    let secs = |series: &str| at(series).parse::<f64>().unwrap();
+    assert_eq!(
+        secs(&format!("rocescope_pfc_paused_seconds_total{one}")),
+        5120.0 / 1e9
+    );
+    let other = r#"{iface="tap0",src_mac="other",priority="3"}"#;
+    assert_eq!(
+        at(&format!("rocescope_pfc_pause_frames_total{other}")),
+        "44"
+    );
+    // Senders 256..298 paused their full 5.12 µs; 299's pause started
+    // at the last record: 43 × 5120 ns, running 0 ns.
+    assert_eq!(
+        secs(&format!("rocescope_pfc_paused_seconds_total{other}")),
+        220_160.0 / 1e9
+    );
+    assert_eq!(
+        secs(&format!("rocescope_pfc_pause_running_seconds{other}")),
+        0.0
+    );
+    assert_eq!(
+        secs(&format!("rocescope_pfc_pause_running_seconds{one}")),
+        0.0
+    );
+    assert!(text.contains("# TYPE rocescope_pfc_paused_seconds_total counter\n"));
+    assert!(text.contains("# TYPE rocescope_pfc_pause_running_seconds gauge\n"));
+}
