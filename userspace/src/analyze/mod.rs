@@ -50,8 +50,9 @@
 //!    file nor the collector;
 //! 6. `findings/mod.rs`: the collector, which runs every finding and ranks
 //!    them; `finish`: the end of input; `running`: what a monitor reads
-//!    while records still come (the live tap's metrics); `report`: the text, JSON and HTML
-//!    report (`nic_report`: the NIC latencies' cells, JSON and lines);
+//!    while records still come (the live tap's metrics); `report`: the
+//!    text, JSON and HTML report (`nic_report`: the NIC latencies' cells,
+//!    JSON and lines);
 //! 7. here: the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
 //!    its entry point [`Analyzer::push`]. The rooms that add the
 //!    `Analyzer`'s methods (`impl Analyzer` in `flows`, `sequence`,

@@ -46,8 +46,9 @@ pub struct Running {
 
 impl Analyzer {
     /// What the analyzer has found so far, into `out` (its vectors reused).
-    /// An open PFC pause counts up to the last record of its interface,
-    /// where the end of the run would close it.
+    /// An open PFC pause counts up to the last record of its interface:
+    /// where the end of a run with one interface (the live tap) closes it;
+    /// a capture file's pauses end with its last record on any interface.
     pub fn running(&self, out: &mut Running) {
         out.frames.clone_from(&self.frames);
         out.totals = self.running;
