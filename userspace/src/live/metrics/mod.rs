@@ -111,9 +111,18 @@ impl Metrics {
 
     /// What the analyzer thread counts and publishes.
     pub fn tally(self: &Arc<Self>) -> Box<dyn Watch> {
+        // Every known name from the start, at 0: a series that appears
+        // only with its first event hides that event from `increase()`.
+        let zeros = |names: &[&'static str]| Counts(names.iter().map(|&n| (n, 0)).collect());
+        let classes: Vec<&'static str> = GAP_CLASSES.iter().map(|c| c.as_str()).collect();
         Box::new(Tally {
             metrics: self.clone(),
-            own: AnalysisSnapshot::default(),
+            own: AnalysisSnapshot {
+                events: zeros(&EVENT_KINDS),
+                rewinds: zeros(&TRIGGERS),
+                gap_psns: zeros(&classes),
+                ..AnalysisSnapshot::default()
+            },
             senders: Vec::new(),
         })
     }
@@ -142,6 +151,25 @@ struct Tally {
     /// The MACs with series of their own, in order of first pause.
     senders: Vec<[u8; 6]>,
 }
+
+/// The kinds of `events.parquet` rows (docs/tables.md), and the triggers
+/// of its rewinds: a kind the analyzer adds later gets its series when it
+/// first comes.
+const EVENT_KINDS: [&str; 12] = [
+    "rewind",
+    "gap",
+    "late",
+    "lost_before_tap",
+    "nak_lost",
+    "capture_lost",
+    "unresolved",
+    "nak",
+    "rnr_nak",
+    "cnp",
+    "pfc_pause",
+    "pfc_storm",
+];
+const TRIGGERS: [&str; 3] = ["nak", "rnr", "timeout"];
 
 const GAP_CLASSES: [GapClass; 5] = [
     GapClass::Late,

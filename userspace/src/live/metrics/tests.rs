@@ -73,6 +73,19 @@ fn events_and_senders_become_bounded_series() {
     let text = metrics.render();
     let at = |series: &str| line(&text, series).unwrap_or_else(|| panic!("no {series} in\n{text}"));
     for (series, value) in [
+        // Known names are there before their first event.
+        (
+            r#"rocescope_gap_psns_total{iface="tap0",class="unresolved"}"#,
+            "0",
+        ),
+        (
+            r#"rocescope_rewinds_total{iface="tap0",trigger="rnr"}"#,
+            "0",
+        ),
+        (
+            r#"rocescope_events_total{iface="tap0",kind="pfc_storm"}"#,
+            "0",
+        ),
         (
             r#"rocescope_gap_psns_total{iface="tap0",class="late"}"#,
             "1",
