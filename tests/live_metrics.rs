@@ -461,25 +461,12 @@ fn prometheus_scraping_live_sees_what_the_tables_hold() {
         *by_kind.entry(k.clone()).or_default() += 1.0;
     }
     // Every kind has a series from the start, at 0 until its first event.
-    for k in [
-        "rewind",
-        "gap",
-        "late",
-        "lost_before_tap",
-        "nak_lost",
-        "capture_lost",
-        "unresolved",
-        "nak",
-        "rnr_nak",
-        "cnp",
-        "pfc_pause",
-        "pfc_storm",
-    ] {
+    for k in rocescope::live::metrics::EVENT_KINDS {
         let v = by_kind.get(k).copied().unwrap_or(0.0);
         put("rocescope_events_total", &[("kind", k)], v);
     }
     put("rocescope_cnps_total", &[], by_kind["cnp"]);
-    for trigger in ["nak", "rnr", "timeout"] {
+    for trigger in rocescope::live::metrics::TRIGGERS {
         let v = sum(&flows, &format!("rewinds_{trigger}"));
         put("rocescope_rewinds_total", &[("trigger", trigger)], v);
     }

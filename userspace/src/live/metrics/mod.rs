@@ -155,7 +155,7 @@ struct Tally {
 /// The kinds of `events.parquet` rows (docs/tables.md), and the triggers
 /// of its rewinds: a kind the analyzer adds later gets its series when it
 /// first comes.
-const EVENT_KINDS: [&str; 12] = [
+pub const EVENT_KINDS: [&str; 12] = [
     "rewind",
     "gap",
     "late",
@@ -169,7 +169,7 @@ const EVENT_KINDS: [&str; 12] = [
     "pfc_pause",
     "pfc_storm",
 ];
-const TRIGGERS: [&str; 3] = ["nak", "rnr", "timeout"];
+pub const TRIGGERS: [&str; 3] = ["nak", "rnr", "timeout"];
 
 const GAP_CLASSES: [GapClass; 5] = [
     GapClass::Late,
