@@ -124,6 +124,9 @@ struct Pipelined {
     analyzer: JoinHandle<Result<Analysis>>,
     /// The last record of the batch sent last.
     sent_last: Option<PacketRecord>,
+    /// A [`Watch`] is told after every flush, an empty one too (what a
+    /// throttled watch held back goes out once the source is idle).
+    watched: bool,
 }
 
 enum ToAnalyzer {
@@ -529,6 +532,7 @@ impl Pipelined {
                 .map_err(|e| spawn_error("table writer", e))?;
             Some((wtx, handle))
         };
+        let watched = watch.is_some();
         let analyzer = std::thread::Builder::new()
             .name("rocescope-analyze".into())
             .spawn(move || analyze_loop(analyzer, rx, writer, spare_tx, pairings, watch))
@@ -540,12 +544,13 @@ impl Pipelined {
             spare,
             analyzer,
             sent_last: None,
+            watched,
         })
     }
 
     /// Sends the current batch (if any); `Err` when the analyzer is gone.
     fn flush(&mut self) -> std::result::Result<(), ()> {
-        if self.batch.is_empty() && self.deltas.is_empty() {
+        if self.batch.is_empty() && self.deltas.is_empty() && !self.watched {
             return Ok(());
         }
         let next = self

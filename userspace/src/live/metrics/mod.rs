@@ -6,8 +6,9 @@
 //! # Decisions
 //!
 //! * **Snapshots, not a lock per frame**: the analyzer thread counts
-//!   events in a [`Tally`] of its own (plain integers) and, after each
-//!   batch of records (up to 4096, or what a second brought), copies its
+//!   events in a [`Tally`] of its own (plain integers) and, after a batch
+//!   of records (up to 4096) at most every [`PUBLISH_EVERY`] (100 ms), and
+//!   at the live loop's flush once a second when records stop, copies its
 //!   counts and the analyzer's running state
 //!   ([`crate::analyze::Analyzer::running`]) into [`Metrics`] under a
 //!   mutex held for that copy; the event loop does the same with the XDP
@@ -30,8 +31,9 @@
 
 pub mod server;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
@@ -77,8 +79,32 @@ struct AnalysisSnapshot {
     events: Counts,
     rewinds: Counts,
     gap_psns: Counts,
-    /// Per entry of `running.senders`: its `src_mac` label.
-    sender_labels: Vec<String>,
+    /// Per entry of `running.senders`: its `src_mac` label, an index into
+    /// `names` ([`OTHER`]: `other`).
+    sender_labels: Vec<u16>,
+    /// The senders' labels, in order of first pause (formatted once).
+    names: Arc<Vec<String>>,
+}
+
+/// The `src_mac` label of the senders past [`MAX_PFC_SENDERS`].
+const OTHER: u16 = u16::MAX;
+
+impl AnalysisSnapshot {
+    /// `self` made equal to `o`, reusing its allocations (once a batch).
+    fn copy_from(&mut self, o: &AnalysisSnapshot) {
+        self.records = o.records;
+        let (r, or) = (&mut self.running, &o.running);
+        r.frames.clone_from(&or.frames);
+        r.totals = or.totals;
+        r.flows = or.flows;
+        r.priorities.clone_from(&or.priorities);
+        r.senders.clone_from(&or.senders);
+        self.events.0.clone_from(&o.events.0);
+        self.rewinds.0.clone_from(&o.rewinds.0);
+        self.gap_psns.0.clone_from(&o.gap_psns.0);
+        self.sender_labels.clone_from(&o.sender_labels);
+        self.names.clone_from(&o.names);
+    }
 }
 
 /// Counts by a name the analyzer gives (an event kind, a rewind trigger),
@@ -123,7 +149,8 @@ impl Metrics {
                 gap_psns: zeros(&classes),
                 ..AnalysisSnapshot::default()
             },
-            senders: Vec::new(),
+            index: HashMap::new(),
+            published: None,
         })
     }
 
@@ -148,9 +175,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Tally {
     metrics: Arc<Metrics>,
     own: AnalysisSnapshot,
-    /// The MACs with series of their own, in order of first pause.
-    senders: Vec<[u8; 6]>,
+    /// The MACs with series of their own: their index in `own.names`.
+    index: HashMap<[u8; 6], u16>,
+    /// When the last snapshot went out ([`PUBLISH_EVERY`]).
+    published: Option<Instant>,
 }
+
+/// The most often the analyzer thread publishes while records come; once
+/// they stop, the next flush (the live loop's, every second) publishes
+/// what was held back. A snapshot costs a walk over the PFC senders: up to
+/// 2 048 series, too much to pay on every batch of a full-rate tap.
+const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
 /// The kinds of `events.parquet` rows (docs/tables.md), and the triggers
 /// of its rewinds: a kind the analyzer adds later gets its series when it
@@ -201,24 +236,29 @@ impl analyze::Sink for Tally {
 impl Watch for Tally {
     fn analysed(&mut self, analyzer: &Analyzer, records: usize) {
         self.own.records += records as u64;
-        analyzer.running(&mut self.own.running);
-        self.own.sender_labels.clear();
-        for s in &self.own.running.senders {
-            let named = match self.senders.iter().position(|m| *m == s.src_mac) {
-                Some(_) => true,
-                None if self.senders.len() < MAX_PFC_SENDERS => {
-                    self.senders.push(s.src_mac);
-                    true
-                }
-                None => false,
-            };
-            self.own.sender_labels.push(if named {
-                analyze::fmt_mac(&s.src_mac)
-            } else {
-                "other".to_string()
-            });
+        // An empty flush: the source is idle, what is held back goes out.
+        let due = records == 0 || self.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY);
+        if !due {
+            return;
         }
-        lock(&self.metrics.analysis).clone_from(&self.own);
+        self.published = Some(Instant::now());
+        analyzer.running(&mut self.own.running);
+        let own = &mut self.own;
+        own.sender_labels.clear();
+        for s in &own.running.senders {
+            let label = match self.index.get(&s.src_mac) {
+                Some(&i) => i,
+                None if own.names.len() < MAX_PFC_SENDERS => {
+                    let i = own.names.len() as u16;
+                    Arc::make_mut(&mut own.names).push(analyze::fmt_mac(&s.src_mac));
+                    self.index.insert(s.src_mac, i);
+                    i
+                }
+                None => OTHER,
+            };
+            own.sender_labels.push(label);
+        }
+        lock(&self.metrics.analysis).copy_from(own);
     }
 }
 
@@ -423,7 +463,7 @@ impl Collector for Metrics {
             "Pauses longer than the storm threshold, once they ended",
             per_prio(|p| p.storms),
         )?;
-        let senders = sum_senders(r, &a.sender_labels);
+        let senders = sum_senders(r, &a.sender_labels, &a.names);
         family(
             e,
             "rocescope_pfc_paused_seconds",
@@ -464,11 +504,15 @@ fn sender<'a>(iface: &'a str, &(mac, p): &(&'a str, u8)) -> Labels<'a> {
 /// `other` summed (the running pause: the longest).
 fn sum_senders<'a>(
     r: &Running,
-    labels: &'a [String],
+    labels: &[u16],
+    names: &'a [String],
 ) -> BTreeMap<(&'a str, u8), analyze::SenderPauses> {
     let mut out: BTreeMap<(&'a str, u8), analyze::SenderPauses> = BTreeMap::new();
-    for (s, label) in r.senders.iter().zip(labels) {
-        out.entry((label.as_str(), s.priority))
+    for (s, &label) in r.senders.iter().zip(labels) {
+        let name = names
+            .get(usize::from(label))
+            .map_or("other", String::as_str);
+        out.entry((name, s.priority))
             .and_modify(|t| {
                 t.paused_ns += s.paused_ns;
                 t.frames += s.frames;

@@ -133,3 +133,26 @@ fn events_and_senders_become_bounded_series() {
     assert!(text.contains("# TYPE rocescope_pfc_paused_seconds_total counter\n"));
     assert!(text.contains("# TYPE rocescope_pfc_pause_running_seconds gauge\n"));
 }
+
+/// Within 100 ms of a snapshot, batches are counted but not published;
+/// the empty flush of an idle source publishes what was held back.
+#[test]
+fn a_busy_analyzer_publishes_at_most_every_100_ms_and_when_idle() {
+    let metrics = Metrics::new("tap0");
+    let mut tally = metrics.tally();
+    let an = Analyzer::new(analyze::Config::default());
+    let cnps = |m: &Arc<Metrics>| {
+        line(&m.render(), r#"rocescope_cnps_total{iface="tap0"}"#).map(str::to_string)
+    };
+    tally.analysed(&an, 10);
+    assert_eq!(cnps(&metrics).as_deref(), Some("0"));
+    tally.event(&event("cnp", None, 0));
+    tally.analysed(&an, 10);
+    assert_eq!(
+        cnps(&metrics).as_deref(),
+        Some("0"),
+        "published within 100 ms"
+    );
+    tally.analysed(&an, 0);
+    assert_eq!(cnps(&metrics).as_deref(), Some("1"));
+}
