@@ -181,9 +181,9 @@ struct Tally {
     published: Option<Instant>,
 }
 
-/// The most often the analyzer thread publishes while records come; once
-/// they stop, the next flush (the live loop's, every second) publishes
-/// what was held back. A snapshot costs a walk over the PFC senders: up to
+/// The most often the analyzer thread publishes; once records stop, the
+/// next flush (the live loop's, every second, empty or not) publishes what
+/// was held back. A snapshot costs a walk over the PFC senders: up to
 /// 2 048 series, too much to pay on every batch of a full-rate tap.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
@@ -236,8 +236,9 @@ impl analyze::Sink for Tally {
 impl Watch for Tally {
     fn analysed(&mut self, analyzer: &Analyzer, records: usize) {
         self.own.records += records as u64;
-        // An empty flush: the source is idle, what is held back goes out.
-        let due = records == 0 || self.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY);
+        // A flush with no records (the live loop's, every second) still
+        // comes here: what was held back goes out then.
+        let due = self.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY);
         if !due {
             return;
         }
