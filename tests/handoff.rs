@@ -681,7 +681,7 @@ fn a_finding_over_many_qps_of_one_host_pair_shows_them_all() {
     let flows = &out.analysis.flows;
     let all = Finding {
         id: "all",
-        severity: "info",
+        severity: rocescope::analyze::Severity::Info,
         impact: 0.0,
         title: String::new(),
         detail: String::new(),

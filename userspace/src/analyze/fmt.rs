@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::addr::{Ip, Mac};
 
+use super::rows::PauseEnd;
+
 pub(crate) fn iface_name(names: &BTreeMap<u16, String>, iface: u16) -> String {
     names
         .get(&iface)
@@ -84,12 +86,11 @@ pub fn fmt_pct(x: f64) -> String {
 }
 
 /// How a pause interval ended (`pfc.parquet`'s `ended_by`), in words.
-pub fn fmt_ended_by(ended_by: &str) -> &'static str {
+pub fn fmt_ended_by(ended_by: PauseEnd) -> &'static str {
     match ended_by {
-        "xon" => "ended by an XON",
-        "expiry" => "ran out without a refresh",
-        "capture_end" => "still paused when the capture ended",
-        _ => "ended",
+        PauseEnd::Xon => "ended by an XON",
+        PauseEnd::Expiry => "ran out without a refresh",
+        PauseEnd::CaptureEnd => "still paused when the capture ended",
     }
 }
 

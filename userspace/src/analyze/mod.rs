@@ -117,8 +117,9 @@ pub use report::{
 };
 pub(crate) use rows::fmt_pfc;
 pub use rows::{
-    Analysis, Event, Finding, FlowKey, FlowRow, FrameCounts, MatchingSummary, PfcInterval,
-    PfcSummary, Reaction, Summary, TapSummary, TimelineRow, Totals, Verdict,
+    Analysis, Event, EventKind, Finding, FlowKey, FlowRow, FrameCounts, GapClass, MatchingSummary,
+    NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Severity, Summary, TapSummary,
+    TimelineRow, Totals, Trigger, Verdict,
 };
 use taps::TapState;
 

@@ -339,7 +339,7 @@ fn headline(p: &mut Page, list: &[Finding]) {
     let (shown, more) = shown_findings(list);
     for (i, f) in shown.iter().enumerate() {
         p.para(
-            &format!("{:<9}", f.severity.to_uppercase()),
+            &format!("{:<9}", f.severity.as_str().to_uppercase()),
             &" ".repeat(9),
             &f.title,
         );
@@ -370,7 +370,7 @@ fn findings(p: &mut Page, list: &[Finding]) {
             &format!(
                 "{}. {} ({}, {}): {}",
                 i + 1,
-                f.severity.to_uppercase(),
+                f.severity.as_str().to_uppercase(),
                 f.id,
                 impact_words(f),
                 f.title

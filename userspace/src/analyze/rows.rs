@@ -8,6 +8,92 @@ use serde::Serialize;
 use super::fmt::{fmt_count, fmt_duration, fmt_pct, iface_name};
 use super::{dups, gaps, rto};
 
+pub use super::gaps::GapClass;
+pub use super::livelock::Trigger;
+
+/// What an event is (`events.parquet`'s `kind`; docs/tables.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    Rewind,
+    Gap,
+    /// A missing PSN resolved (`late`, `lost_before_tap`, …).
+    Resolved(GapClass),
+    Nak,
+    RnrNak,
+    Cnp,
+    PfcPause,
+    PfcStorm,
+}
+
+impl EventKind {
+    /// As in `events.parquet`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Rewind => "rewind",
+            EventKind::Gap => "gap",
+            EventKind::Resolved(class) => class.as_str(),
+            EventKind::Nak => "nak",
+            EventKind::RnrNak => "rnr_nak",
+            EventKind::Cnp => "cnp",
+            EventKind::PfcPause => "pfc_pause",
+            EventKind::PfcStorm => "pfc_storm",
+        }
+    }
+}
+
+/// How a pause interval ended (`pfc.parquet`'s `ended_by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseEnd {
+    /// An XON (a pause of 0 quanta) for the priority.
+    Xon,
+    /// The last pause ran out without a refresh.
+    Expiry,
+    /// Still paused when the capture ended.
+    CaptureEnd,
+}
+
+impl PauseEnd {
+    /// As in `pfc.parquet`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseEnd::Xon => "xon",
+            PauseEnd::Expiry => "expiry",
+            PauseEnd::CaptureEnd => "capture_end",
+        }
+    }
+}
+
+/// How much a finding costs (docs/analysis.md, "Findings"), in rank order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The fabric is losing throughput to it now.
+    Critical,
+    /// It costs throughput or will.
+    Warning,
+    /// Worth knowing.
+    Info,
+}
+
+impl Severity {
+    /// As in `summary.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `(iface, src_ip, dst_ip, dest_qp)`.
 pub type FlowKey = (u16, [u8; 16], [u8; 16], u32);
 
@@ -33,12 +119,11 @@ pub struct Event {
     pub ts_ns: u64,
     pub iface: u16,
     pub flow_id: Option<u32>,
-    /// `rewind`, `gap`, `nak`, `rnr_nak`, `cnp`, `pfc_pause`, `pfc_storm`.
-    pub kind: &'static str,
+    pub kind: EventKind,
     pub psn: Option<u32>,
     pub depth: Option<u32>,
-    /// For rewinds: `nak`, `rnr` or `timeout`.
-    pub trigger: Option<&'static str>,
+    /// For rewinds: what triggered it.
+    pub trigger: Option<Trigger>,
     pub idle_us: Option<f64>,
     pub detail: String,
 }
@@ -68,8 +153,7 @@ pub struct PfcInterval {
     pub start_ns: u64,
     pub end_ns: u64,
     pub frames: u64,
-    /// `xon`, `expiry` or `capture_end`.
-    pub ended_by: &'static str,
+    pub ended_by: PauseEnd,
 }
 
 /// A row of `flows.parquet`.
@@ -263,8 +347,7 @@ pub(crate) fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
     pub id: &'static str,
-    /// `critical`, `warning` or `info`.
-    pub severity: &'static str,
+    pub severity: Severity,
     /// How much of the capture it concerns, in [0, 1]: the share of the
     /// traffic or of the time affected, defined per finding (docs/analysis.md,
     /// "Findings"). Findings of one severity are ranked by it.
@@ -342,8 +425,7 @@ pub struct PauseNode {
     pub iface: u16,
     #[serde(rename = "iface")]
     pub iface_name: String,
-    /// `host` (it sends RoCE traffic too) or `switch`.
-    pub kind: &'static str,
+    pub kind: NodeKind,
     /// Its first pause in this tree.
     pub first_pause_ns: u64,
     /// Its paused time in this tree (sum of its intervals).
@@ -361,6 +443,31 @@ pub struct PauseNode {
     /// Where the tap is, from `--topology` (`taps`): `device port`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub place: Option<String>,
+}
+
+/// What sent a pause in a tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// It sends RoCE traffic (or CNPs) too: an end host.
+    Host,
+    Switch,
+}
+
+impl NodeKind {
+    /// As in `summary.json`'s `pfc_trees`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Host => "host",
+            NodeKind::Switch => "switch",
+        }
+    }
+}
+
+impl std::fmt::Display for NodeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One tree: a root and the pauses it set off, in order of onset.

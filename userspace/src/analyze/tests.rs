@@ -131,7 +131,11 @@ impl Run {
             .expect("flow")
     }
     fn events(&self, kind: &str) -> Vec<&Event> {
-        self.sink.events.iter().filter(|e| e.kind == kind).collect()
+        self.sink
+            .events
+            .iter()
+            .filter(|e| e.kind.as_str() == kind)
+            .collect()
     }
     fn finding(&self, id: &str) -> Option<&Finding> {
         self.a.summary.findings.iter().find(|f| f.id == id)

@@ -280,7 +280,7 @@ mod tests {
     fn finding(id: &'static str, flows: Vec<u32>) -> Finding {
         Finding {
             id,
-            severity: "warning",
+            severity: crate::analyze::Severity::Warning,
             impact: 0.0,
             title: String::new(),
             detail: String::new(),

@@ -22,8 +22,8 @@ use rocescope_common::PacketRecord;
 
 use crate::addr::Mac;
 use crate::analyze::{
-    self, Analysis, Config, Finding, FlowRow, TimelineRow, Verdict, fmt_count, fmt_duration,
-    fmt_ip, fmt_offset, fmt_utc,
+    self, Analysis, Config, EventKind, Finding, FlowRow, TimelineRow, Verdict, fmt_count,
+    fmt_duration, fmt_ip, fmt_offset, fmt_utc,
 };
 use crate::output::{Output, RunFacts};
 use crate::{Error, Result};
@@ -317,7 +317,7 @@ impl HtmlReport {
                     h,
                     "<li><span class=\"sev {sev}\">{sev}</span> <a href=\"#finding-{i}\">{}</a></li>",
                     esc(&f.title),
-                    sev = esc(f.severity),
+                    sev = esc(f.severity.as_str()),
                 );
             }
             for (id, n) in &more {
@@ -551,7 +551,7 @@ impl Page<'_> {
         let _ = writeln!(
             h,
             "<section class=\"finding {sev}\" id=\"finding-{i}\"><h3><span class=sev>{sev}</span> {title} <code>{id}</code> <span class=impact>{impact}</span></h3>",
-            sev = esc(f.severity),
+            sev = esc(f.severity.as_str()),
             title = esc(&f.title),
             id = esc(f.id),
             impact = esc(&analyze::impact_words(f)),
@@ -847,7 +847,7 @@ th{background:#f0f0f0}.flows td{white-space:nowrap}.flows td:nth-child(2),.flows
 
 impl analyze::Sink for HtmlReport {
     fn event(&mut self, e: &analyze::Event) {
-        if let ("rewind", Some(flow), Some(psn)) = (e.kind, e.flow_id, e.psn) {
+        if let (EventKind::Rewind, Some(flow), Some(psn)) = (e.kind, e.flow_id, e.psn) {
             self.pending_rewind = Some((flow, psn));
         }
     }

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use crate::analyze::dcqcn::{DECIDE_PACKETS, DROP};
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_gbps, fmt_ip};
+use crate::analyze::{Finding, Flow, Severity, fmt_count, fmt_duration, fmt_gbps, fmt_ip};
 
 use super::input::{Input, params};
 
@@ -75,7 +75,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     senders.dedup();
     out.push(Finding {
         id: "dcqcn-reaction",
-        severity: "warning",
+        severity: Severity::Warning,
         title: format!(
             "{} ({}) did not slow down for {}: congestion control is not acting on them",
             fmt_count(deaf.len() as u64, "flow"),

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_ip};
+use crate::analyze::{Finding, Flow, Severity, fmt_count, fmt_duration, fmt_ip};
 
 use super::input::{Input, params, share};
 
@@ -61,7 +61,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "ce-without-cnp",
             impact: x.traffic_share(&silent.iter().map(|r| r.id).collect::<Vec<_>>()),
-            severity: "warning",
+            severity: Severity::Warning,
             title: format!(
                 "{} on {} got no CNP back",
                 fmt_count(ce, "CE-marked packet"),
@@ -91,7 +91,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "cnp-without-ce",
             impact: share(cnps + unattributed, x.summary.frames.cnp),
-            severity: "info",
+            severity: Severity::Info,
             title: format!(
                 "{} without a CE mark seen at the tap",
                 fmt_count(cnps + unattributed, "CNP")

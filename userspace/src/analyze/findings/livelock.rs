@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::analyze::livelock::{Exhausted, Run};
 use crate::analyze::rto::{ACK_TIMEOUT_UNIT_NS, nearest_exponent};
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration};
+use crate::analyze::{Finding, Flow, Severity, fmt_count, fmt_duration};
 
 use super::input::{Input, params};
 
@@ -61,7 +61,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         id: "retransmission-livelock",
         impact: x.traffic_share(&stuck.iter().map(|(f, _)| f.id).collect::<Vec<_>>()),
-        severity: "critical",
+        severity: Severity::Critical,
         title: format!(
             "{} resend the same PSN over and over (flow {} PSN {}: {}, no progress)",
             fmt_count(stuck.len() as u64, "flow"),
@@ -166,7 +166,7 @@ pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         id: "retry-exhausted",
         impact: x.traffic_share(&dead.iter().map(|(f, _)| f.id).collect::<Vec<_>>()),
-        severity: "critical",
+        severity: Severity::Critical,
         title: format!(
             "{} ran out of retries and fell silent (flow {} PSN {}: {} after timeouts of T = {t}, {})",
             fmt_count(dead.len() as u64, "QP"),

@@ -73,14 +73,9 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
 /// on equal impact the order they were made in (docs/analysis.md,
 /// "Findings").
 pub(crate) fn rank_findings(findings: &mut [Finding]) {
-    let rank = |s: &str| match s {
-        "critical" => 0,
-        "warning" => 1,
-        _ => 2,
-    };
     findings.sort_by(|a, b| {
-        rank(a.severity)
-            .cmp(&rank(b.severity))
+        a.severity
+            .cmp(&b.severity)
             .then(b.impact.total_cmp(&a.impact))
     });
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::analyze::{Finding, Flow, fmt_count, fmt_ip};
+use crate::analyze::{Finding, Flow, Severity, fmt_count, fmt_ip};
 
 use super::input::{Input, params, unanswered};
 
@@ -111,7 +111,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         id: "mtu-mismatch",
         impact: x.traffic_share(&flows),
-        severity: "warning",
+        severity: Severity::Warning,
         title: format!(
             "MTU mismatch: {} with a smaller path MTU than their peers, {} whose frames are too large for their path",
             fmt_count(small as u64, "flow"),

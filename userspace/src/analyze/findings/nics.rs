@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::analyze::nics::{Histogram, Latency};
-use crate::analyze::{Finding, NicRow, fmt_count, fmt_duration, fmt_ip, fmt_mac};
+use crate::analyze::{Finding, NicRow, Severity, fmt_count, fmt_duration, fmt_ip, fmt_mac};
 
 use super::input::{Input, params};
 
@@ -109,7 +109,7 @@ fn render(x: &Input, s: Slow) -> Finding {
     };
     Finding {
         id: "slow-nic-reaction",
-        severity: "warning",
+        severity: Severity::Warning,
         impact: x.traffic_share(&ids),
         title: format!(
             "NIC {who} is slow at {} on {tap}: median {} against its peers' {}",

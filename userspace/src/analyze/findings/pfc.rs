@@ -3,7 +3,9 @@
 
 use serde_json::json;
 
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_gbps, fmt_pct as pct, fmt_pfc};
+use crate::analyze::{
+    Finding, Flow, Severity, fmt_count, fmt_duration, fmt_gbps, fmt_pct as pct, fmt_pfc,
+};
 
 use super::input::{Input, params, share};
 
@@ -27,7 +29,7 @@ pub(super) fn link_speed(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "link-speed",
             impact: x.traffic_share(&fast.iter().map(|(f, _)| f.id).collect::<Vec<_>>()),
-            severity: "warning",
+            severity: Severity::Warning,
             title: format!(
                 "{}: a flow ran at {}, above the {} link speed assumed",
                 t.iface_name,
@@ -90,7 +92,7 @@ pub(super) fn storms(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "pfc-storm",
         impact: stormy.iter().map(|p| p.fraction).fold(0.0, f64::max).min(1.0),
-        severity: "critical",
+        severity: Severity::Critical,
         title: format!(
             "{} (a continuous pause over {}), the longest {}",
             fmt_count(total, "PFC pause storm"),
@@ -131,11 +133,11 @@ pub(super) fn pressure(x: &Input, out: &mut Vec<Finding>) {
         id: "pfc-pressure",
         impact: worst.fraction.min(1.0),
         severity: if worst.fraction >= 0.10 {
-            "critical"
+            Severity::Critical
         } else if worst.fraction >= 0.01 {
-            "warning"
+            Severity::Warning
         } else {
-            "info"
+            Severity::Info
         },
         title: format!(
             "PFC paused {} priority {} {} of the capture ({})",
@@ -182,7 +184,7 @@ pub(super) fn victims(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "pfc-victims",
         impact: x.traffic_share(&ids),
-        severity: "warning",
+        severity: Severity::Warning,
         title: format!(
             "{} stalled while {} priority was paused, up to {} each",
             fmt_count(flows.len() as u64, "flow"),
@@ -208,7 +210,7 @@ pub(super) fn link_pause(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "link-pause",
         impact: share(n, x.summary.frames.total),
-        severity: "warning",
+        severity: Severity::Warning,
         title: format!(
             "{} (link-level, not PFC)",
             fmt_count(n, "802.3x PAUSE frame")

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::json;
 
 use crate::analyze::qos::{FlowMarks, Marks};
-use crate::analyze::{Finding, Flow, fmt_count, fmt_ip};
+use crate::analyze::{Finding, Flow, Severity, fmt_count, fmt_ip};
 
 use super::input::{Input, params};
 
@@ -134,7 +134,7 @@ pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
     ids.dedup();
     out.push(Finding {
         id: "qos-mismatch",
-        severity: "warning",
+        severity: Severity::Warning,
         impact: x.traffic_share(&ids),
         title: format!(
             "QoS mismatch: {} on a priority PFC never pauses, {} remarked on the path, {} whose CNPs are remarked",

@@ -5,16 +5,16 @@
 use serde_json::json;
 
 use crate::analyze::rto::{ACK_TIMEOUT_UNIT_NS, NicTimeout};
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration};
+use crate::analyze::{Finding, Flow, Severity, Trigger, fmt_count, fmt_duration};
 
 use super::input::{Input, params, timeout_exponent};
 
 /// A rewind's trigger (`events.parquet`'s `trigger`), in words.
-fn trigger_words(trigger: &str) -> &'static str {
+fn trigger_words(trigger: Trigger) -> &'static str {
     match trigger {
-        "nak" => "after a NAK",
-        "rnr" => "after an RNR NAK",
-        _ => "on a timeout",
+        Trigger::Nak => "after a NAK",
+        Trigger::Rnr => "after an RNR NAK",
+        Trigger::Timeout => "on a timeout",
     }
 }
 
@@ -84,7 +84,7 @@ pub(super) fn ghost(x: &Input, out: &mut Vec<Finding>) {
             fmt_duration(n.idle_ns),
             trigger_words(n.trigger)
         ));
-        if n.trigger == "timeout" {
+        if n.trigger == Trigger::Timeout {
             detail.push_str(" (no NAK preceded it)");
         }
         detail.push_str(&format!(
@@ -156,9 +156,9 @@ pub(super) fn ghost(x: &Input, out: &mut Vec<Finding>) {
         id: "ghost-retransmissions",
         impact: x.traffic_share(&ids),
         severity: if paused > 0 || spurious > 0 {
-            "critical"
+            Severity::Critical
         } else {
-            "warning"
+            Severity::Warning
         },
         title: format!(
             "{} without a NAK: packets delayed, not lost ({spurious} resent though acknowledged)",
@@ -296,7 +296,7 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "real-loss",
         impact: x.traffic_share(&flows.iter().map(|f| f.id).collect::<Vec<_>>()),
-        severity: "warning",
+        severity: Severity::Warning,
         title: format!("Packets really lost: {}", headline.join(", ")),
         detail,
         recommendation: "A NAK means the responder saw a PSN hole; a PSN first seen in a resend was lost upstream of the tap. Find the drop on the path (switch discard, CRC/FCS and buffer counters on the lossless priority, PFC headroom).".into(),
@@ -325,7 +325,7 @@ pub(super) fn rnr(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "receiver-not-ready",
         impact: x.traffic_share(&flows.iter().map(|f| f.id).collect::<Vec<_>>()),
-        severity: "warning",
+        severity: Severity::Warning,
         title: format!(
             "{}: receivers ran out of posted receive buffers",
             fmt_count(n, "RNR NAK")

@@ -14,7 +14,7 @@
 
 use serde_json::json;
 
-use crate::analyze::{Finding, fmt_count, fmt_duration, fmt_ip};
+use crate::analyze::{Finding, Severity, fmt_count, fmt_duration, fmt_ip};
 
 use super::input::{Input, UNANSWERED_NS, params, unanswered};
 
@@ -48,7 +48,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         id: "unanswered-flows",
         impact: x.traffic_share(&silent.iter().map(|f| f.id).collect::<Vec<_>>()),
-        severity: "critical",
+        severity: Severity::Critical,
         title: format!(
             "{} between {} got no answer at all ({})",
             fmt_count(silent.len() as u64, "flow"),

@@ -48,7 +48,7 @@ fn durations_counts_and_rates_print_in_human_units() {
     assert_eq!(fmt_gbps(119.191), "119.19 Gb/s");
     assert_eq!(fmt_gbps(0.22), "220.0 Mb/s");
     assert_eq!(
-        fmt_ended_by("capture_end"),
+        fmt_ended_by(crate::analyze::PauseEnd::CaptureEnd),
         "still paused when the capture ended"
     );
 }
