@@ -1,17 +1,8 @@
 //! Values as the report, the findings and the events' `detail` print them.
 
-use std::collections::BTreeMap;
-
 use crate::addr::{Ip, Mac};
 
-use super::rows::PauseEnd;
-
-pub(crate) fn iface_name(names: &BTreeMap<u16, String>, iface: u16) -> String {
-    names
-        .get(&iface)
-        .cloned()
-        .unwrap_or_else(|| format!("if{iface}"))
-}
+use super::rows::{PauseEnd, PfcSummary};
 
 /// `aa:bb:cc:dd:ee:ff`.
 pub(crate) fn fmt_mac(m: &[u8; 6]) -> String {
@@ -106,4 +97,17 @@ pub(crate) fn fmt_ns(ns: i64) -> String {
 /// A hop's delay, or a dash when none of its frames could be timed.
 pub(crate) fn fmt_delay(ns: Option<i64>) -> String {
     ns.map_or_else(|| "–".into(), fmt_ns)
+}
+
+/// A port and priority's PFC in one phrase: `leaf0 priority 3: 8 PFC
+/// frames (2 XON), paused 200.3 µs = 20.04 % of the capture`.
+pub(crate) fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
+    format!(
+        "{iface} priority {}: {} ({} XON), paused {} = {} of the capture",
+        p.priority,
+        fmt_count(p.frames, "PFC frame"),
+        p.xon_frames,
+        fmt_duration(p.paused_ns),
+        fmt_pct(p.fraction)
+    )
 }

@@ -62,7 +62,6 @@
 
 mod cm;
 mod cnp;
-mod date;
 mod dcqcn;
 mod delta;
 pub mod dups;
@@ -70,17 +69,15 @@ mod ecmp;
 mod findings;
 mod finish;
 mod flows;
-mod fmt;
+pub(crate) mod fmt;
 pub mod gaps;
 pub mod hash;
 pub mod hops;
 mod livelock;
-mod nic_report;
 mod nics;
 mod pfc;
 pub mod psn;
 mod qos;
-mod report;
 mod responses;
 mod rewind;
 mod rows;
@@ -91,7 +88,6 @@ mod taps;
 mod tests;
 pub mod topology;
 pub mod tree;
-pub mod wireshark;
 
 use std::collections::BTreeMap;
 
@@ -99,29 +95,41 @@ use hash::FastMap;
 
 use rocescope_common::{Kind, PacketRecord, flags};
 
-pub(crate) use date::fmt_utc;
 pub use ecmp::EcmpGroup;
 pub(crate) use findings::input::{share, timeout_exponent};
 pub(crate) use findings::rank_findings;
+pub use findings::{Diagnosis, Evidence};
 use flows::HostPair;
 pub(crate) use flows::{Flow, FlowTable};
 pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_pct};
-pub(crate) use fmt::{fmt_ip, fmt_mac, iface_name};
-pub(crate) use nic_report::{latency_cell, latency_headings, nic_name, shown_nics};
+pub(crate) use fmt::{fmt_ip, fmt_mac, fmt_pfc};
 pub(crate) use nics::Latency;
 pub use nics::{LatencySummary, NicRow};
 use pfc::PfcTracker;
-pub use report::{
-    flow_json, frames_line, impact_words, more_findings, render_findings, render_json, render_text,
-    shown_findings,
-};
-pub(crate) use rows::fmt_pfc;
+pub(crate) use rows::iface_name;
 pub use rows::{
-    Analysis, Event, EventKind, Finding, FlowKey, FlowRow, FrameCounts, GapClass, MatchingSummary,
-    NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Severity, Summary, TapSummary,
-    TimelineRow, Totals, Trigger, Verdict,
+    Event, EventKind, Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin,
+    MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Severity, Summary,
+    TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
 use taps::TapState;
+
+/// Everything [`Analyzer::finish`] returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Analysis {
+    pub flows: Vec<FlowRow>,
+    pub pfc: Vec<PfcInterval>,
+    /// `hops.parquet` (empty with one tap).
+    pub hops: Vec<hops::HopRow>,
+    /// `nics.parquet`: how fast each NIC reacts.
+    pub nics: Vec<nics::NicRow>,
+    /// `summary.findings` is empty until `crate::render::tell` words these.
+    pub summary: Summary,
+    /// The findings as computed, ranked (docs/analysis.md, "Findings").
+    pub diagnoses: Vec<Diagnosis>,
+    /// Per interface index: where it comes from, for Wireshark filters.
+    pub origins: Vec<IfaceOrigin>,
+}
 
 /// Analysis parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::fmt::{fmt_count, fmt_duration, fmt_pct, iface_name};
 use super::{dups, gaps, rto};
 
 pub use super::gaps::GapClass;
@@ -212,7 +211,7 @@ pub struct FlowRow {
     /// Mirror copies of the flow's frames (not counted anywhere else).
     pub mirror_copies: u64,
     /// Wireshark display filter showing the flow's frames, and the Decode
-    /// As mapping it needs ([`super::wireshark`]).
+    /// As mapping it needs (`crate::render::wireshark` fills them).
     pub display_filter: String,
     pub decode_as: String,
     /// The NIC's retransmission timeout measured from the flow's timeout
@@ -330,19 +329,6 @@ pub struct PfcSummary {
     pub storms: u64,
 }
 
-/// A port and priority's PFC in one phrase: `leaf0 priority 3: 8 PFC
-/// frames (2 XON), paused 200.3 µs = 20.04 % of the capture`.
-pub(crate) fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
-    format!(
-        "{iface} priority {}: {} ({} XON), paused {} = {} of the capture",
-        p.priority,
-        fmt_count(p.frames, "PFC frame"),
-        p.xon_frames,
-        fmt_duration(p.paused_ns),
-        fmt_pct(p.fraction)
-    )
-}
-
 /// One diagnosis.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
@@ -366,7 +352,7 @@ pub struct Finding {
 }
 
 /// What a finding carries for Wireshark (flattened into its summary.json
-/// object; [`super::wireshark`] fills it and writes its report line).
+/// object; `crate::render::wireshark` fills it and writes its report line).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Handoff {
     /// Shows the finding's frames: its flows', or for `link-pause` the
@@ -376,7 +362,7 @@ pub struct Handoff {
     /// InfiniBand) the filter needs to match every frame.
     pub decode_as: Vec<String>,
     /// Flows the filter leaves out to stay under
-    /// [`MAX_FILTER_CHARS`](super::wireshark::MAX_FILTER_CHARS).
+    /// `crate::render::wireshark::MAX_FILTER_CHARS`.
     pub flows_left_out: usize,
 }
 
@@ -411,6 +397,8 @@ pub struct Summary {
     /// Per sender with timeout rewinds: its NIC's retransmission timeout
     /// (see [`rto`]).
     pub nic_timeouts: Vec<rto::NicTimeout>,
+    /// Worded from the analysis' diagnoses by `crate::render::tell`, with
+    /// the counters' findings when a counter series was given.
     pub findings: Vec<Finding>,
 }
 
@@ -529,16 +517,22 @@ impl Summary {
     }
 }
 
-/// Everything [`Analyzer::finish`] returns.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Analysis {
-    pub flows: Vec<FlowRow>,
-    pub pfc: Vec<PfcInterval>,
-    /// `hops.parquet` (empty with one tap).
-    pub hops: Vec<super::hops::HopRow>,
-    /// `nics.parquet`: how fast each NIC reacts.
-    pub nics: Vec<super::nics::NicRow>,
-    pub summary: Summary,
+/// Where a capture interface comes from, for its `frame.interface_id` in
+/// a Wireshark filter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IfaceOrigin {
+    /// The interface's index in its own file.
+    pub local: u32,
+    /// Its file has other interfaces with RoCE too: a filter must name it.
+    pub shared_file: bool,
+}
+
+/// The interface's name, or `if<N>`.
+pub(crate) fn iface_name(names: &BTreeMap<u16, String>, iface: u16) -> String {
+    names
+        .get(&iface)
+        .cloned()
+        .unwrap_or_else(|| format!("if{iface}"))
 }
 
 pub(super) fn ratio(a: u64, b: u64) -> f64 {

@@ -23,9 +23,10 @@ use rocescope_common::PacketRecord;
 use crate::addr::Mac;
 use crate::analyze::{
     self, Analysis, Config, EventKind, Finding, FlowRow, TimelineRow, Verdict, fmt_count,
-    fmt_duration, fmt_ip, fmt_offset, fmt_utc,
+    fmt_duration, fmt_ip, fmt_offset,
 };
 use crate::output::{Output, RunFacts};
+use crate::render::{self, fmt_utc};
 use crate::{Error, Result};
 
 mod counters;
@@ -285,7 +286,7 @@ impl HtmlReport {
             esc(&fmt_utc(t0)),
             esc(&fmt_utc(t1)),
             esc(&fmt_duration(s.duration_ns)),
-            esc(&analyze::frames_line(facts.frames_read, &s.frames)),
+            esc(&render::frames_line(facts.frames_read, &s.frames)),
             fmt_count(s.totals.flows, "flow"),
             s.link_speed_bps as f64 / 1e9,
         );
@@ -306,7 +307,7 @@ impl HtmlReport {
         }
         // The headline: one line per finding, worst first, linked to its
         // section (the first few of each id; the rest counted).
-        let (shown, more) = analyze::shown_findings(&findings);
+        let (shown, more) = render::shown_findings(&findings);
         h.push_str("<h2>Findings</h2>\n");
         if findings.is_empty() {
             h.push_str("<p>No findings: nothing looks wrong in this capture.</p>\n");
@@ -321,7 +322,7 @@ impl HtmlReport {
                 );
             }
             for (id, n) in &more {
-                let _ = writeln!(h, "<li>{}</li>", esc(&analyze::more_findings(id, *n)));
+                let _ = writeln!(h, "<li>{}</li>", esc(&render::more_findings(id, *n)));
             }
             h.push_str("</ul>\n");
         }
@@ -554,7 +555,7 @@ impl Page<'_> {
             sev = esc(f.severity.as_str()),
             title = esc(&f.title),
             id = esc(f.id),
-            impact = esc(&analyze::impact_words(f)),
+            impact = esc(&render::impact_words(f)),
         );
         for line in f.detail.lines().filter(|l| !l.trim().is_empty()) {
             let _ = writeln!(h, "<p>{}</p>", esc(line));

@@ -36,36 +36,73 @@ use ecn::ce_cnp;
 use pfc::{link_pause, link_speed, pressure, storms, victims};
 use retrans::{ghost, real_loss, rnr};
 
-use super::Finding;
+use super::{Finding, Severity};
 
 pub(crate) use input::Input;
 
-pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
+/// A finding as the analyzer computes it: how bad it is, how much of the
+/// capture it concerns, its flows and its evidence. `crate::render` words
+/// it (title, detail, advice, `params`: docs/report.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnosis {
+    pub severity: Severity,
+    /// In [0, 1], defined per finding (docs/analysis.md, "Findings").
+    pub impact: f64,
+    pub flows: Vec<u32>,
+    pub evidence: Evidence,
+}
+
+/// What a finding found, one variant per finding id.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Evidence {
+    /// A finding not split yet: worded where it is computed.
+    Worded(Finding),
+}
+
+impl Diagnosis {
+    fn worded(f: Finding) -> Self {
+        Diagnosis {
+            severity: f.severity,
+            impact: f.impact,
+            flows: f.flows.clone(),
+            evidence: Evidence::Worded(f),
+        }
+    }
+}
+
+/// The findings of `find`, not split into evidence and words yet.
+fn worded(out: &mut Vec<Diagnosis>, find: impl FnOnce(&mut Vec<Finding>)) {
+    let mut found = Vec::new();
+    find(&mut found);
+    out.extend(found.into_iter().map(Diagnosis::worded));
+}
+
+pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     let mut out = Vec::new();
-    capture(x, &mut out);
-    ghost(x, &mut out);
-    livelock::retry_exhausted(x, &mut out);
-    livelock::finding(x, &mut out);
-    unanswered::finding(x, &mut out);
-    mtu::finding(x, &mut out);
-    ecmp::finding(x, x.ecmp, &mut out);
-    qos::finding(x, x.qos, &mut out);
-    cnp_overload::finding(x, &mut out);
-    dcqcn::finding(x, &mut out);
-    hops::finding(x, &mut out);
-    nics::finding(x, &mut out);
-    real_loss(x, &mut out);
-    reordering(x, &mut out);
-    corruption(x, &mut out);
-    link_speed(x, &mut out);
-    rnr(x, &mut out);
-    storms(x, &mut out);
-    episodes::finding(x, &mut out);
-    pressure(x, &mut out);
-    victims(x, &mut out);
-    ce_cnp(x, &mut out);
-    link_pause(x, &mut out);
-    rank_findings(&mut out);
+    worded(&mut out, |w| capture(x, w));
+    worded(&mut out, |w| ghost(x, w));
+    worded(&mut out, |w| livelock::retry_exhausted(x, w));
+    worded(&mut out, |w| livelock::finding(x, w));
+    worded(&mut out, |w| unanswered::finding(x, w));
+    worded(&mut out, |w| mtu::finding(x, w));
+    worded(&mut out, |w| ecmp::finding(x, x.ecmp, w));
+    worded(&mut out, |w| qos::finding(x, x.qos, w));
+    worded(&mut out, |w| cnp_overload::finding(x, w));
+    worded(&mut out, |w| dcqcn::finding(x, w));
+    worded(&mut out, |w| hops::finding(x, w));
+    worded(&mut out, |w| nics::finding(x, w));
+    worded(&mut out, |w| real_loss(x, w));
+    worded(&mut out, |w| reordering(x, w));
+    worded(&mut out, |w| corruption(x, w));
+    worded(&mut out, |w| link_speed(x, w));
+    worded(&mut out, |w| rnr(x, w));
+    worded(&mut out, |w| storms(x, w));
+    worded(&mut out, |w| episodes::finding(x, w));
+    worded(&mut out, |w| pressure(x, w));
+    worded(&mut out, |w| victims(x, w));
+    worded(&mut out, |w| ce_cnp(x, w));
+    worded(&mut out, |w| link_pause(x, w));
+    rank(&mut out, |d| (d.severity, d.impact));
     out
 }
 
@@ -73,9 +110,14 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
 /// on equal impact the order they were made in (docs/analysis.md,
 /// "Findings").
 pub(crate) fn rank_findings(findings: &mut [Finding]) {
-    findings.sort_by(|a, b| {
-        a.severity
-            .cmp(&b.severity)
-            .then(b.impact.total_cmp(&a.impact))
+    rank(findings, |f| (f.severity, f.impact));
+}
+
+fn rank<T>(items: &mut [T], key: impl Fn(&T) -> (Severity, f64)) {
+    items.sort_by(|a, b| {
+        let ((severity_a, impact_a), (severity_b, impact_b)) = (key(a), key(b));
+        severity_a
+            .cmp(&severity_b)
+            .then(impact_b.total_cmp(&impact_a))
     });
 }
