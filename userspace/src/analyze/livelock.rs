@@ -51,7 +51,7 @@ impl Trigger {
 
 /// One run of rewinds to the same PSN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Run {
+pub struct Run {
     pub psn: u32,
     pub rewinds: u64,
     pub first_ts: u64,
@@ -60,7 +60,7 @@ pub(crate) struct Run {
 
 /// What the current run says of the retry counters and the responder.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Retries {
+pub struct Retries {
     /// Of the run's rewinds, those no NAK triggered (the requester's timer
     /// fired), and those an RNR NAK triggered.
     pub timeouts: u32,
@@ -93,7 +93,7 @@ pub(crate) struct Livelock {
 
 /// A QP that spent its retry count on one PSN and then fell silent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Exhausted {
+pub struct Exhausted {
     pub run: Run,
     pub retries: Retries,
     /// The retry count the run used up, and whether a CM REQ gave it.

@@ -18,8 +18,12 @@
 //! `responses`), never a later one (`scripts/module-cycles.py`, run by
 //! `scripts/test.sh`, fails on a cycle; docs/build.md):
 //!
-//! 1. leaves: [`psn`]: PSN arithmetic; [`hash`]: the maps' hasher; `fmt` and
-//!    `date`: values and times as they are printed (no analyzer type);
+//! This module computes; `crate::render` tells (words the findings, formats
+//! the report, builds Wireshark filters) and is never imported here.
+//!
+//! 1. leaves: [`psn`]: PSN arithmetic; [`hash`]: the maps' hasher; `fmt`:
+//!    values as they are printed (events' `detail`, the findings not split
+//!    into evidence and words yet);
 //!    trackers with output types of their own: [`dups`]: mirror copies;
 //!    [`gaps`]: what became of missing PSNs; [`rto`]: the NIC's
 //!    retransmission timeout; [`hops`]: cross-tap frame matching, tap-pair
@@ -29,16 +33,18 @@
 //!    sender's rate answers its CNPs; `nics`: how fast each NIC reacts
 //!    (NAK and CNP generation, NAK reaction, timeouts);
 //! 2. `rows`: every output type — the flow key, the tables' rows,
-//!    `summary.json`, a `Finding`, the PFC trees, a finding's Wireshark
-//!    hand-off; the modules that own the data build them;
+//!    `summary.json`, a worded `Finding`, the PFC trees, a finding's
+//!    Wireshark hand-off, the closed sets' enums (`Severity`, `Trigger`,
+//!    `EventKind`, `PauseEnd`, `NodeKind`); the modules that own the data
+//!    build them;
 //! 3. per-record trackers that name no `Flow` (they are given the values
 //!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
 //!    `rewind`: rewinds and timeout rewinds; `sequence`: PSN sequencing of
 //!    request flows; `qos`: the DSCP and PCP marks per tap and per flow;
 //!    `ecmp`: the load of ECMP group members; `taps`: per-tap state, ICRC
 //!    and sniffer captures; `cm`: pairing hints from CM REQ/REP; made from
-//!    rows: [`tree`]: the congestion tree; [`wireshark`]: display filters;
-//!    [`topology`]: the `--topology` file;
+//!    rows: [`tree`]: the congestion tree; [`topology`]: the `--topology`
+//!    file;
 //! 4. `flows`: the flow table, a BTH frame's per-flow counters, pairing, a
 //!    flow's row, its timeline bins (`flows/timeline.rs`); `cnp`: CNP
 //!    attribution; `delta`: the live tap's summary-mode deltas;
@@ -46,12 +52,11 @@
 //!    helpers findings share; then one file per finding family
 //!    (retransmissions, the capture, PFC, ECN, livelock, unanswered flows,
 //!    MTU, ECMP balance, QoS, CNP overload, DCQCN, hops, congestion
-//!    episodes), each using `input` and layers 1–4, never another finding
-//!    file nor the collector;
-//! 6. `findings/mod.rs`: the collector, which runs every finding and ranks
-//!    them; `finish`: the end of input; `report`: the text, JSON and HTML
-//!    report (`nic_report`: the NIC latencies' cells, JSON and lines);
-//! 7. here: the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
+//!    episodes), each computing its evidence struct from `input` and
+//!    layers 1–4, never another finding file nor the collector;
+//! 6. `findings/mod.rs`: [`Diagnosis`] and [`Evidence`], and the collector,
+//!    which runs every finding and ranks them; `finish`: the end of input;
+//! 7. here: [`Analysis`], the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
 //!    its entry point [`Analyzer::push`]. The rooms that add the
 //!    `Analyzer`'s methods (`impl Analyzer` in `flows`, `sequence`,
 //!    `responses`, `cnp`, `finish` …) use its fields, not the rooms above
@@ -66,14 +71,14 @@ mod dcqcn;
 mod delta;
 pub mod dups;
 mod ecmp;
-mod findings;
+pub mod findings;
 mod finish;
 mod flows;
 pub(crate) mod fmt;
 pub mod gaps;
 pub mod hash;
 pub mod hops;
-mod livelock;
+pub mod livelock;
 mod nics;
 mod pfc;
 pub mod psn;

@@ -32,7 +32,13 @@ pub use report::{
 /// order) and fills the flows' and findings' Wireshark filters: what
 /// `summary.json`, the tables and the reports show.
 pub fn tell(analysis: &mut Analysis) {
-    analysis.summary.findings = analysis.diagnoses.iter().map(word).collect();
+    let summary = &analysis.summary;
+    let findings = analysis
+        .diagnoses
+        .iter()
+        .map(|d| word(d, summary))
+        .collect();
+    analysis.summary.findings = findings;
     let origins = &analysis.origins;
     wireshark::annotate(
         &mut analysis.flows,

@@ -38,7 +38,14 @@ use retrans::{ghost, real_loss, rnr};
 
 use super::{Finding, Severity};
 
+pub use ecn::{CeWithoutCnp, CnpWithoutCe, SilentCe};
+pub use input::FlowRef;
 pub(crate) use input::Input;
+pub use livelock::{Dead, Stuck};
+pub use mtu::{Mtu, SmallMtu, TooBig};
+pub use pfc::{LinkSpeed, Pressure, StormPort, Storms, Victim, Victims};
+pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
+pub use unanswered::{SilentFlow, Unanswered};
 
 /// A finding as the analyzer computes it: how bad it is, how much of the
 /// capture it concerns, its flows and its evidence. `crate::render` words
@@ -57,6 +64,57 @@ pub struct Diagnosis {
 pub enum Evidence {
     /// A finding not split yet: worded where it is computed.
     Worded(Finding),
+    /// `unanswered-flows`.
+    Unanswered(Unanswered),
+    /// `mtu-mismatch`.
+    Mtu(Mtu),
+    /// `retransmission-livelock`: the flows, the most rewinds first.
+    Livelock(Vec<Stuck>),
+    /// `retry-exhausted`: the flows, the first to fall silent first.
+    RetryExhausted(Vec<Dead>),
+    /// `ghost-retransmissions`.
+    Ghost(Box<Ghost>),
+    /// `real-loss`.
+    RealLoss(RealLoss),
+    /// `receiver-not-ready`.
+    Rnr(Rnr),
+    /// `ce-without-cnp`.
+    CeWithoutCnp(CeWithoutCnp),
+    /// `cnp-without-ce`.
+    CnpWithoutCe(CnpWithoutCe),
+    /// `link-speed`, one per tap.
+    LinkSpeed(LinkSpeed),
+    /// `pfc-storm`.
+    Storms(Storms),
+    /// `pfc-pressure`.
+    Pressure(Pressure),
+    /// `pfc-victims`.
+    Victims(Victims),
+    /// `link-pause`: 802.3x PAUSE frames seen.
+    LinkPause { frames: u64 },
+}
+
+impl Evidence {
+    /// The finding's `id` (docs/report.md).
+    pub fn id(&self) -> &'static str {
+        match self {
+            Evidence::Worded(f) => f.id,
+            Evidence::Unanswered(_) => "unanswered-flows",
+            Evidence::Mtu(_) => "mtu-mismatch",
+            Evidence::Livelock(_) => "retransmission-livelock",
+            Evidence::RetryExhausted(_) => "retry-exhausted",
+            Evidence::Ghost(_) => "ghost-retransmissions",
+            Evidence::RealLoss(_) => "real-loss",
+            Evidence::Rnr(_) => "receiver-not-ready",
+            Evidence::CeWithoutCnp(_) => "ce-without-cnp",
+            Evidence::CnpWithoutCe(_) => "cnp-without-ce",
+            Evidence::LinkSpeed(_) => "link-speed",
+            Evidence::Storms(_) => "pfc-storm",
+            Evidence::Pressure(_) => "pfc-pressure",
+            Evidence::Victims(_) => "pfc-victims",
+            Evidence::LinkPause { .. } => "link-pause",
+        }
+    }
 }
 
 impl Diagnosis {
@@ -80,28 +138,28 @@ fn worded(out: &mut Vec<Diagnosis>, find: impl FnOnce(&mut Vec<Finding>)) {
 pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     let mut out = Vec::new();
     worded(&mut out, |w| capture(x, w));
-    worded(&mut out, |w| ghost(x, w));
-    worded(&mut out, |w| livelock::retry_exhausted(x, w));
-    worded(&mut out, |w| livelock::finding(x, w));
-    worded(&mut out, |w| unanswered::finding(x, w));
-    worded(&mut out, |w| mtu::finding(x, w));
+    out.extend(ghost(x));
+    out.extend(livelock::retry_exhausted(x));
+    out.extend(livelock::finding(x));
+    out.extend(unanswered::finding(x));
+    out.extend(mtu::finding(x));
     worded(&mut out, |w| ecmp::finding(x, x.ecmp, w));
     worded(&mut out, |w| qos::finding(x, x.qos, w));
     worded(&mut out, |w| cnp_overload::finding(x, w));
     worded(&mut out, |w| dcqcn::finding(x, w));
     worded(&mut out, |w| hops::finding(x, w));
     worded(&mut out, |w| nics::finding(x, w));
-    worded(&mut out, |w| real_loss(x, w));
+    out.extend(real_loss(x));
     worded(&mut out, |w| reordering(x, w));
     worded(&mut out, |w| corruption(x, w));
-    worded(&mut out, |w| link_speed(x, w));
-    worded(&mut out, |w| rnr(x, w));
-    worded(&mut out, |w| storms(x, w));
+    link_speed(x, &mut out);
+    out.extend(rnr(x));
+    out.extend(storms(x));
     worded(&mut out, |w| episodes::finding(x, w));
-    worded(&mut out, |w| pressure(x, w));
-    worded(&mut out, |w| victims(x, w));
-    worded(&mut out, |w| ce_cnp(x, w));
-    worded(&mut out, |w| link_pause(x, w));
+    out.extend(pressure(x));
+    out.extend(victims(x));
+    ce_cnp(x, &mut out);
+    out.extend(link_pause(x));
     rank(&mut out, |d| (d.severity, d.impact));
     out
 }
