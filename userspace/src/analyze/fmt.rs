@@ -4,6 +4,15 @@ use crate::addr::{Ip, Mac};
 
 use super::rows::{PauseEnd, PfcSummary};
 
+/// A flow as findings name it: `flow 3 (10.0.0.1 → 10.0.0.2 QP 17, leaf0)`.
+pub(crate) fn fmt_flow(id: u32, src: &[u8; 16], dst: &[u8; 16], qp: u32, iface: &str) -> String {
+    format!(
+        "flow {id} ({} → {} QP {qp}, {iface})",
+        fmt_ip(src),
+        fmt_ip(dst)
+    )
+}
+
 /// `aa:bb:cc:dd:ee:ff`.
 pub(crate) fn fmt_mac(m: &[u8; 6]) -> String {
     Mac(*m).to_string()

@@ -21,6 +21,8 @@ pub mod wireshark;
 use crate::analyze::Analysis;
 
 pub(crate) use date::fmt_utc;
+#[cfg(test)]
+pub(crate) use findings::marks_words;
 pub use findings::word;
 pub(crate) use nics::{latency_cell, latency_headings, nic_name, shown_nics};
 pub use report::{

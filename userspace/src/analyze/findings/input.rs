@@ -10,7 +10,7 @@ use serde_json::Value;
 use rocescope_common::proto::ib;
 
 use crate::analyze::rto::ACK_TIMEOUT_UNIT_NS;
-use crate::analyze::{Flow, FlowTable, PfcInterval, Summary, fmt_ip, fmt_offset, iface_name};
+use crate::analyze::{Flow, FlowTable, PfcInterval, Summary, fmt_flow, fmt_offset, iface_name};
 
 /// A flow as a finding names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,14 +84,7 @@ impl Input<'_> {
     }
 
     pub(crate) fn describe(&self, f: &Flow) -> String {
-        format!(
-            "flow {} ({} → {} QP {}, {})",
-            f.id,
-            fmt_ip(&f.src_ip),
-            fmt_ip(&f.dst_ip),
-            f.dest_qp,
-            self.iface(f.iface)
-        )
+        fmt_flow(f.id, &f.src_ip, &f.dst_ip, f.dest_qp, &self.iface(f.iface))
     }
 
     /// A capture time as an offset from the capture's first frame.

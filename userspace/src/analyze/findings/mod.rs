@@ -43,7 +43,9 @@ pub use input::FlowRef;
 pub(crate) use input::Input;
 pub use livelock::{Dead, Stuck};
 pub use mtu::{Mtu, SmallMtu, TooBig};
+pub use nics::SlowNic;
 pub use pfc::{LinkSpeed, Pressure, StormPort, Storms, Victim, Victims};
+pub use qos::{QosMismatch, Remarked, Unprotected};
 pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
 pub use unanswered::{SilentFlow, Unanswered};
 
@@ -92,6 +94,10 @@ pub enum Evidence {
     Victims(Victims),
     /// `link-pause`: 802.3x PAUSE frames seen.
     LinkPause { frames: u64 },
+    /// `slow-nic-reaction`, one per NIC, tap and latency.
+    SlowNic(SlowNic),
+    /// `qos-mismatch`.
+    Qos(QosMismatch),
 }
 
 impl Evidence {
@@ -113,6 +119,8 @@ impl Evidence {
             Evidence::Pressure(_) => "pfc-pressure",
             Evidence::Victims(_) => "pfc-victims",
             Evidence::LinkPause { .. } => "link-pause",
+            Evidence::SlowNic(_) => "slow-nic-reaction",
+            Evidence::Qos(_) => "qos-mismatch",
         }
     }
 }
@@ -144,11 +152,11 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(unanswered::finding(x));
     out.extend(mtu::finding(x));
     worded(&mut out, |w| ecmp::finding(x, x.ecmp, w));
-    worded(&mut out, |w| qos::finding(x, x.qos, w));
+    out.extend(qos::finding(x, x.qos));
     worded(&mut out, |w| cnp_overload::finding(x, w));
     worded(&mut out, |w| dcqcn::finding(x, w));
     worded(&mut out, |w| hops::finding(x, w));
-    worded(&mut out, |w| nics::finding(x, w));
+    nics::finding(x, &mut out);
     out.extend(real_loss(x));
     worded(&mut out, |w| reordering(x, w));
     worded(&mut out, |w| corruption(x, w));

@@ -6,7 +6,9 @@
 mod ecn;
 mod livelock;
 mod mtu;
+mod nics;
 mod pfc;
+mod qos;
 mod retrans;
 mod unanswered;
 
@@ -15,10 +17,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::analyze::findings::FlowRef;
+
 use crate::analyze::{
     Diagnosis, Evidence, Finding, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by,
-    fmt_ip, fmt_mac, fmt_offset, iface_name,
+    fmt_flow, fmt_mac, fmt_offset, iface_name,
 };
+#[cfg(test)]
+pub(crate) use qos::marks_words;
 
 /// What a finding says.
 struct Words {
@@ -43,14 +48,7 @@ impl Names<'_> {
 
     /// `flow 3 (10.0.0.1 → 10.0.0.2 QP 17, leaf0)`.
     fn describe(&self, f: &FlowRef) -> String {
-        format!(
-            "flow {} ({} → {} QP {}, {})",
-            f.id,
-            fmt_ip(&f.src_ip),
-            fmt_ip(&f.dst_ip),
-            f.dest_qp,
-            self.iface(f.iface)
-        )
+        fmt_flow(f.id, &f.src_ip, &f.dst_ip, f.dest_qp, &self.iface(f.iface))
     }
 
     /// A pause interval: `25.0 µs on leaf0 priority 3 by aa:… (from t+…,
@@ -94,6 +92,8 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
         Evidence::Pressure(e) => pfc::pressure(e, &names),
         Evidence::Victims(e) => pfc::victims(e, &names),
         Evidence::LinkPause { frames } => pfc::link_pause(*frames),
+        Evidence::SlowNic(e) => nics::slow_nic(e, &names),
+        Evidence::Qos(e) => qos::qos_mismatch(e, &names),
     };
     Finding {
         id: d.evidence.id(),
