@@ -38,6 +38,7 @@ use retrans::{ghost, real_loss, rnr};
 
 use super::{Finding, Severity};
 
+pub use dcqcn::{Dcqcn, Deaf, Working};
 pub use ecn::{CeWithoutCnp, CnpWithoutCe, SilentCe};
 pub use input::FlowRef;
 pub(crate) use input::Input;
@@ -98,6 +99,8 @@ pub enum Evidence {
     SlowNic(SlowNic),
     /// `qos-mismatch`.
     Qos(QosMismatch),
+    /// `dcqcn-reaction`.
+    Dcqcn(Dcqcn),
 }
 
 impl Evidence {
@@ -121,6 +124,7 @@ impl Evidence {
             Evidence::LinkPause { .. } => "link-pause",
             Evidence::SlowNic(_) => "slow-nic-reaction",
             Evidence::Qos(_) => "qos-mismatch",
+            Evidence::Dcqcn(_) => "dcqcn-reaction",
         }
     }
 }
@@ -154,7 +158,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     worded(&mut out, |w| ecmp::finding(x, x.ecmp, w));
     out.extend(qos::finding(x, x.qos));
     worded(&mut out, |w| cnp_overload::finding(x, w));
-    worded(&mut out, |w| dcqcn::finding(x, w));
+    out.extend(dcqcn::finding(x));
     worded(&mut out, |w| hops::finding(x, w));
     nics::finding(x, &mut out);
     out.extend(real_loss(x));

@@ -3,6 +3,7 @@
 //! names the summary gives (interfaces, the capture's start). One file per
 //! finding family, as in `analyze/findings/`.
 
+mod dcqcn;
 mod ecn;
 mod livelock;
 mod mtu;
@@ -94,6 +95,7 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
         Evidence::LinkPause { frames } => pfc::link_pause(*frames),
         Evidence::SlowNic(e) => nics::slow_nic(e, &names),
         Evidence::Qos(e) => qos::qos_mismatch(e, &names),
+        Evidence::Dcqcn(e) => dcqcn::dcqcn(e, &names),
     };
     Finding {
         id: d.evidence.id(),
