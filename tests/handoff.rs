@@ -670,7 +670,8 @@ fn diff_says_what_it_cannot_read() {
 #[test]
 fn a_finding_over_many_qps_of_one_host_pair_shows_them_all() {
     use rocescope::analyze::Finding;
-    use rocescope::analyze::wireshark::{IfaceOrigin, finding_handoff};
+    use rocescope::analyze::IfaceOrigin;
+    use rocescope::render::wireshark::finding_handoff;
     let cap = shared_capture("softroce-rdma_cm.pcap");
     let out = rocescope::offline::run(
         std::slice::from_ref(&cap),
@@ -681,7 +682,7 @@ fn a_finding_over_many_qps_of_one_host_pair_shows_them_all() {
     let flows = &out.analysis.flows;
     let all = Finding {
         id: "all",
-        severity: "info",
+        severity: rocescope::analyze::Severity::Info,
         impact: 0.0,
         title: String::new(),
         detail: String::new(),

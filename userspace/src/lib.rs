@@ -29,6 +29,7 @@ pub mod offline;
 pub mod output;
 pub mod pipeline;
 pub mod progress;
+pub mod render;
 pub mod sources;
 pub mod synth;
 pub mod tables;

@@ -462,7 +462,7 @@ impl RecordPipeline {
                 mut outputs,
                 ..
             } => {
-                let analysis = analyzer.finish(&mut Fanout(&mut outputs));
+                let analysis = finished(*analyzer, &mut Fanout(&mut outputs));
                 close_all(outputs, &analysis, &facts)?;
                 Ok(analysis)
             }
@@ -630,7 +630,7 @@ fn analyze_loop(
                     let _ = spare.send(recs);
                 }
                 ToAnalyzer::Reopen => {}
-                ToAnalyzer::Finish(_) => return Ok(analyzer.finish(&mut Discard)),
+                ToAnalyzer::Finish(_) => return Ok(finished(analyzer, &mut Discard)),
             }
         }
         return Err(Error::Internal(
@@ -679,7 +679,7 @@ fn analyze_loop(
             }
             ToAnalyzer::Finish(facts) => {
                 let mut sink = TableBatch::default();
-                let analysis = analyzer.finish(&mut sink);
+                let analysis = finished(analyzer, &mut sink);
                 if wtx.send(ToWriter::Batch(sink)).is_err()
                     || wtx
                         .send(ToWriter::Close(Box::new(analysis), facts))
@@ -795,6 +795,14 @@ fn close_all(outputs: Outputs, analysis: &Analysis, facts: &RunFacts) -> Result<
 
 /// Hands events and timeline rows to every output.
 struct Fanout<'a>(&'a mut [Box<dyn Output>]);
+
+/// The analysis at the end of input, told: findings worded and Wireshark
+/// filters filled in (`render::tell`), as every output writes it.
+fn finished(analyzer: Analyzer, sink: &mut impl analyze::Sink) -> Analysis {
+    let mut analysis = analyzer.finish(sink);
+    crate::render::tell(&mut analysis);
+    analysis
+}
 
 impl analyze::Sink for Fanout<'_> {
     fn event(&mut self, e: &analyze::Event) {

@@ -1,5 +1,5 @@
 //! `extract`: the frames a flow's or a finding's display filter shows
-//! ([`crate::analyze::wireshark`]), copied to a pcapng of their own
+//! ([`crate::render::wireshark`]), copied to a pcapng of their own
 //! (docs/wireshark.md).
 
 use std::collections::{BTreeMap, HashSet};
@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rocescope_common::{Kind, PacketRecord, flags, proto::ib};
 
-use crate::analyze::wireshark::Handoff;
-use crate::analyze::{Analysis, FlowKey, FlowRow};
+use crate::analyze::{Analysis, FlowKey, FlowRow, Handoff};
 use crate::decode;
 use crate::offline::{self, Options};
 use crate::sources::{CaptureReader, Filter, FirstLook, Frame, Inputs, Merge, Taps, Visit};

@@ -103,7 +103,9 @@ pub fn analyse_only(recs: &[PacketRecord]) -> Analysis {
     for r in recs {
         black_box(a.push(r, &mut Null));
     }
-    a.finish(&mut Null)
+    let mut analysis = a.finish(&mut Null);
+    rocescope::render::tell(&mut analysis);
+    analysis
 }
 
 /// The analyzer's whole output over `recs`, kept to time the writer alone.
@@ -120,7 +122,8 @@ pub fn analyse(recs: &[PacketRecord]) -> Analysed {
     for r in recs {
         verdicts.push(a.push(r, &mut sink));
     }
-    let analysis = a.finish(&mut sink);
+    let mut analysis = a.finish(&mut sink);
+    rocescope::render::tell(&mut analysis);
     Analysed {
         sink,
         verdicts,

@@ -13,7 +13,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rocescope::analyze::{Config, EcmpGroup, render_text};
+use rocescope::analyze::{Config, EcmpGroup};
+use rocescope::render::render_text;
 use rocescope::output::RunFacts;
 use rocescope::pipeline::RecordPipeline;
 use rocescope::{PacketRecord, flags};

@@ -9,7 +9,7 @@ use rocescope_common::proto::ib;
 use crate::addr::Ip;
 
 use super::flows::timeline::bin_mut;
-use super::rows::{Event, Verdict};
+use super::rows::{Event, EventKind, Verdict};
 use super::{Analyzer, Sink, dups, nics};
 
 impl Analyzer {
@@ -80,7 +80,7 @@ impl Analyzer {
             ts_ns: now,
             iface: rec.iface,
             flow_id,
-            kind: "cnp",
+            kind: EventKind::Cnp,
             psn: None,
             depth: None,
             trigger: None,

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 
 use super::flows::timeline::flush_bin;
 use super::flows::{FlowTable, flow_row};
-use super::fmt::{fmt_ip, iface_name};
+use super::fmt::fmt_ip;
 use super::rewind::{STALL_MIN_NS, froze};
+use super::rows::iface_name;
 use super::rows::{
-    Analysis, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals, ratio,
+    IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals, ratio,
 };
 use super::taps::TapState;
-use super::{Analyzer, Sink};
+use super::{Analysis, Analyzer, Sink};
 use super::{findings, hops, rto, tree};
 
 /// Per tap and sender (source address) with timeout rewinds, its NIC's
@@ -298,7 +299,7 @@ impl Analyzer {
             .map(|m| m.hops.clone())
             .unwrap_or_default();
         let nic_rows = self.nics.rows();
-        let mut summary = Summary {
+        let summary = Summary {
             first_ts_ns: self.first_ts,
             last_ts_ns: self.first_ts.map(|_| last),
             duration_ns: duration,
@@ -327,7 +328,7 @@ impl Analyzer {
             nic_timeouts: nic_timeouts(&self.flows, &self.ifaces),
             findings: Vec::new(),
         };
-        summary.findings = findings::diagnose(&findings::Input {
+        let diagnoses = findings::diagnose(&findings::Input {
             flows: &self.flows,
             pfc: &self.pfc.rows,
             summary: &summary,
@@ -338,26 +339,27 @@ impl Analyzer {
             nics: &self.nics.rows_per_tap(),
         });
         // The flows become their rows, chunk by chunk.
-        let mut rows = std::mem::take(&mut self.flows).into_map(flow_row);
+        let rows = std::mem::take(&mut self.flows).into_map(flow_row);
         let taps = &self.taps;
-        let origin = |iface: u16| {
-            let t = taps.get(usize::from(iface)).copied().unwrap_or_default();
-            super::wireshark::IfaceOrigin {
+        let origins = taps
+            .iter()
+            .map(|t| IfaceOrigin {
                 local: t.local,
                 shared_file: taps
                     .iter()
                     .filter(|o| o.seen && o.capture == t.capture)
                     .count()
                     > 1,
-            }
-        };
-        super::wireshark::annotate(&mut rows, &mut summary.findings, origin);
+            })
+            .collect();
         Analysis {
             flows: rows,
             pfc: std::mem::take(&mut self.pfc.rows),
             hops: hop_rows,
             nics: nic_rows,
             summary,
+            diagnoses,
+            origins,
         }
     }
 }

@@ -1,14 +1,16 @@
 //! Values as the report, the findings and the events' `detail` print them.
 
-use std::collections::BTreeMap;
-
 use crate::addr::{Ip, Mac};
 
-pub(crate) fn iface_name(names: &BTreeMap<u16, String>, iface: u16) -> String {
-    names
-        .get(&iface)
-        .cloned()
-        .unwrap_or_else(|| format!("if{iface}"))
+use super::rows::{PauseEnd, PfcSummary};
+
+/// A flow as findings name it: `flow 3 (10.0.0.1 → 10.0.0.2 QP 17, leaf0)`.
+pub(crate) fn fmt_flow(id: u32, src: &[u8; 16], dst: &[u8; 16], qp: u32, iface: &str) -> String {
+    format!(
+        "flow {id} ({} → {} QP {qp}, {iface})",
+        fmt_ip(src),
+        fmt_ip(dst)
+    )
 }
 
 /// `aa:bb:cc:dd:ee:ff`.
@@ -84,12 +86,11 @@ pub fn fmt_pct(x: f64) -> String {
 }
 
 /// How a pause interval ended (`pfc.parquet`'s `ended_by`), in words.
-pub fn fmt_ended_by(ended_by: &str) -> &'static str {
+pub fn fmt_ended_by(ended_by: PauseEnd) -> &'static str {
     match ended_by {
-        "xon" => "ended by an XON",
-        "expiry" => "ran out without a refresh",
-        "capture_end" => "still paused when the capture ended",
-        _ => "ended",
+        PauseEnd::Xon => "ended by an XON",
+        PauseEnd::Expiry => "ran out without a refresh",
+        PauseEnd::CaptureEnd => "still paused when the capture ended",
     }
 }
 
@@ -105,4 +106,17 @@ pub(crate) fn fmt_ns(ns: i64) -> String {
 /// A hop's delay, or a dash when none of its frames could be timed.
 pub(crate) fn fmt_delay(ns: Option<i64>) -> String {
     ns.map_or_else(|| "–".into(), fmt_ns)
+}
+
+/// A port and priority's PFC in one phrase: `leaf0 priority 3: 8 PFC
+/// frames (2 XON), paused 200.3 µs = 20.04 % of the capture`.
+pub(crate) fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
+    format!(
+        "{iface} priority {}: {} ({} XON), paused {} = {} of the capture",
+        p.priority,
+        fmt_count(p.frames, "PFC frame"),
+        p.xon_frames,
+        fmt_duration(p.paused_ns),
+        fmt_pct(p.fraction)
+    )
 }

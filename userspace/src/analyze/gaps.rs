@@ -26,8 +26,9 @@ use serde::Serialize;
 pub(crate) const MAX_RANGES: usize = 64;
 
 /// How a missing PSN was resolved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum GapClass {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GapClass {
     Late,
     LostBeforeTap,
     NakLost,
@@ -37,7 +38,7 @@ pub(crate) enum GapClass {
 
 impl GapClass {
     /// The event `kind` and the column suffix.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             GapClass::Late => "late",
             GapClass::LostBeforeTap => "lost_before_tap",

@@ -30,27 +30,28 @@ pub(crate) const DEFAULT_RETRY_COUNT: u8 = 7;
 /// timeout or a sequence-error NAK spends one of `retry_cnt` (Linux's
 /// software RoCE, `rxe_comp.c`, takes both the same way), an RNR NAK one of
 /// `rnr_retry` instead.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Cause {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
     Timeout,
     Nak,
     Rnr,
 }
 
-impl Cause {
+impl Trigger {
     /// The rewind's `trigger` (`events.parquet`).
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Cause::Timeout => "timeout",
-            Cause::Nak => "nak",
-            Cause::Rnr => "rnr",
+            Trigger::Timeout => "timeout",
+            Trigger::Nak => "nak",
+            Trigger::Rnr => "rnr",
         }
     }
 }
 
 /// One run of rewinds to the same PSN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Run {
+pub struct Run {
     pub psn: u32,
     pub rewinds: u64,
     pub first_ts: u64,
@@ -59,7 +60,7 @@ pub(crate) struct Run {
 
 /// What the current run says of the retry counters and the responder.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Retries {
+pub struct Retries {
     /// Of the run's rewinds, those no NAK triggered (the requester's timer
     /// fired), and those an RNR NAK triggered.
     pub timeouts: u32,
@@ -92,7 +93,7 @@ pub(crate) struct Livelock {
 
 /// A QP that spent its retry count on one PSN and then fell silent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Exhausted {
+pub struct Exhausted {
     pub run: Run,
     pub retries: Retries,
     /// The retry count the run used up, and whether a CM REQ gave it.
@@ -109,9 +110,9 @@ pub(crate) struct Exhausted {
 
 impl Livelock {
     /// A rewind to `psn` at `now`, after `idle` ns with nothing sent.
-    pub fn rewind(&mut self, psn: u32, now: u64, idle: u64, cause: Cause) {
-        let timeout = u32::from(cause == Cause::Timeout);
-        let rnr = u32::from(cause == Cause::Rnr);
+    pub fn rewind(&mut self, psn: u32, now: u64, idle: u64, cause: Trigger) {
+        let timeout = u32::from(cause == Trigger::Timeout);
+        let rnr = u32::from(cause == Trigger::Rnr);
         let (run, retries) = match self.current {
             // Records out of time order (taps merged, a clock stepped back)
             // widen the run: it spans first_ts..=last_ts either way.
@@ -127,7 +128,7 @@ impl Livelock {
                     timeouts: t.timeouts.saturating_add(timeout),
                     rnr: t.rnr.saturating_add(rnr),
                     min_gap_ns: match cause {
-                        Cause::Timeout => Some(t.min_gap_ns.map_or(gap, |m| m.min(gap))),
+                        Trigger::Timeout => Some(t.min_gap_ns.map_or(gap, |m| m.min(gap))),
                         _ => t.min_gap_ns,
                     },
                     ..t
@@ -223,11 +224,11 @@ mod tests {
     #[test]
     fn three_rewinds_to_one_psn_without_progress() {
         let mut l = Livelock::default();
-        l.rewind(7, 10, 0, Cause::Timeout);
-        l.rewind(7, 20, 0, Cause::Timeout);
+        l.rewind(7, 10, 0, Trigger::Timeout);
+        l.rewind(7, 20, 0, Trigger::Timeout);
         assert_eq!(l.livelock(), None);
         l.acked(6); // progress below the PSN: still stuck on it
-        l.rewind(7, 30, 0, Cause::Timeout);
+        l.rewind(7, 30, 0, Trigger::Timeout);
         assert_eq!(
             l.livelock(),
             Some(Run {
@@ -254,7 +255,7 @@ mod tests {
     /// resend at 500 µs, the capture on until 600 µs.
     fn seven_timeouts(l: &mut Livelock) {
         for k in 0..7u64 {
-            l.rewind(4, 100_000 + k * 65_000, 60_000, Cause::Timeout);
+            l.rewind(4, 100_000 + k * 65_000, 60_000, Trigger::Timeout);
         }
     }
 
@@ -293,13 +294,13 @@ mod tests {
             retry_count: Some(3),
             ..Livelock::default()
         };
-        l.rewind(4, 100_000, 60_000, Cause::Timeout);
+        l.rewind(4, 100_000, 60_000, Trigger::Timeout);
         l.answered(99_000, false); // before the run: not counted
         l.answered(120_000, true);
         l.acked(2); // progress below the stuck PSN
         l.answered(121_000, false);
-        l.rewind(4, 165_000, 40_000, Cause::Timeout);
-        l.rewind(4, 230_000, 40_000, Cause::Timeout);
+        l.rewind(4, 165_000, 40_000, Trigger::Timeout);
+        l.rewind(4, 230_000, 40_000, Trigger::Timeout);
         let e = l.exhausted(230_500, 400_000).expect("exhausted");
         assert_eq!((e.retry_count, e.from_cm, e.timeout_ns), (3, true, 65_000));
         assert_eq!(
@@ -308,8 +309,8 @@ mod tests {
         );
         // A sequence-error NAK spends a retry too; an RNR NAK does not, and
         // NAKs alone are no timeouts.
-        let cause = |k: u64, other: Cause| if k == 3 { other } else { Cause::Timeout };
-        for (other, exhausted) in [(Cause::Nak, true), (Cause::Rnr, false)] {
+        let cause = |k: u64, other: Trigger| if k == 3 { other } else { Trigger::Timeout };
+        for (other, exhausted) in [(Trigger::Nak, true), (Trigger::Rnr, false)] {
             let mut l = Livelock::default();
             for k in 0..7u64 {
                 l.rewind(4, 100_000 + k * 65_000, 60_000, cause(k, other));
@@ -318,7 +319,7 @@ mod tests {
         }
         let mut l = Livelock::default();
         for k in 0..7u64 {
-            l.rewind(4, 100_000 + k * 65_000, 60_000, Cause::Nak);
+            l.rewind(4, 100_000 + k * 65_000, 60_000, Trigger::Nak);
         }
         assert_eq!(l.exhausted(500_000, 600_000), None);
         // An ACK covering the PSN ends the run.
@@ -333,9 +334,9 @@ mod tests {
     #[test]
     fn a_rewind_earlier_than_the_first_widens_the_run() {
         let mut l = Livelock::default();
-        l.rewind(7, 1_000, 0, Cause::Timeout);
-        l.rewind(7, 400, 0, Cause::Timeout);
-        l.rewind(7, 700, 0, Cause::Timeout);
+        l.rewind(7, 1_000, 0, Trigger::Timeout);
+        l.rewind(7, 400, 0, Trigger::Timeout);
+        l.rewind(7, 700, 0, Trigger::Timeout);
         let run = l.livelock().expect("three rewinds");
         assert_eq!((run.first_ts, run.last_ts), (400, 1_000));
     }
@@ -343,12 +344,12 @@ mod tests {
     #[test]
     fn progress_or_another_psn_starts_a_new_run() {
         let mut l = Livelock::default();
-        l.rewind(7, 10, 0, Cause::Timeout);
-        l.rewind(7, 20, 0, Cause::Timeout);
+        l.rewind(7, 10, 0, Trigger::Timeout);
+        l.rewind(7, 20, 0, Trigger::Timeout);
         l.acked(7);
-        l.rewind(7, 30, 0, Cause::Timeout);
-        l.rewind(9, 40, 0, Cause::Timeout);
-        l.rewind(9, 50, 0, Cause::Timeout);
+        l.rewind(7, 30, 0, Trigger::Timeout);
+        l.rewind(9, 40, 0, Trigger::Timeout);
+        l.rewind(9, 50, 0, Trigger::Timeout);
         assert_eq!(l.livelock(), None);
         assert_eq!(l.worst.map(|w| (w.psn, w.rewinds)), Some((7, 2)));
     }

@@ -18,8 +18,12 @@
 //! `responses`), never a later one (`scripts/module-cycles.py`, run by
 //! `scripts/test.sh`, fails on a cycle; docs/build.md):
 //!
-//! 1. leaves: [`psn`]: PSN arithmetic; [`hash`]: the maps' hasher; `fmt` and
-//!    `date`: values and times as they are printed (no analyzer type);
+//! This module computes; `crate::render` tells (words the findings, formats
+//! the report, builds Wireshark filters) and is never imported here.
+//!
+//! 1. leaves: [`psn`]: PSN arithmetic; [`hash`]: the maps' hasher; `fmt`:
+//!    values as they are printed (events' `detail`, the findings not split
+//!    into evidence and words yet);
 //!    trackers with output types of their own: [`dups`]: mirror copies;
 //!    [`gaps`]: what became of missing PSNs; [`rto`]: the NIC's
 //!    retransmission timeout; [`hops`]: cross-tap frame matching, tap-pair
@@ -29,16 +33,18 @@
 //!    sender's rate answers its CNPs; `nics`: how fast each NIC reacts
 //!    (NAK and CNP generation, NAK reaction, timeouts);
 //! 2. `rows`: every output type — the flow key, the tables' rows,
-//!    `summary.json`, a `Finding`, the PFC trees, a finding's Wireshark
-//!    hand-off; the modules that own the data build them;
+//!    `summary.json`, a worded `Finding`, the PFC trees, a finding's
+//!    Wireshark hand-off, the closed sets' enums (`Severity`, `Trigger`,
+//!    `EventKind`, `PauseEnd`, `NodeKind`); the modules that own the data
+//!    build them;
 //! 3. per-record trackers that name no `Flow` (they are given the values
 //!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
 //!    `rewind`: rewinds and timeout rewinds; `sequence`: PSN sequencing of
 //!    request flows; `qos`: the DSCP and PCP marks per tap and per flow;
 //!    `ecmp`: the load of ECMP group members; `taps`: per-tap state, ICRC
 //!    and sniffer captures; `cm`: pairing hints from CM REQ/REP; made from
-//!    rows: [`tree`]: the congestion tree; [`wireshark`]: display filters;
-//!    [`topology`]: the `--topology` file;
+//!    rows: [`tree`]: the congestion tree; [`topology`]: the `--topology`
+//!    file;
 //! 4. `flows`: the flow table, a BTH frame's per-flow counters, pairing, a
 //!    flow's row, its timeline bins (`flows/timeline.rs`); `cnp`: CNP
 //!    attribution; `delta`: the live tap's summary-mode deltas;
@@ -46,14 +52,13 @@
 //!    helpers findings share; then one file per finding family
 //!    (retransmissions, the capture, PFC, ECN, livelock, unanswered flows,
 //!    MTU, ECMP balance, QoS, CNP overload, DCQCN, hops, congestion
-//!    episodes), each using `input` and layers 1–4, never another finding
-//!    file nor the collector;
-//! 6. `findings/mod.rs`: the collector, which runs every finding and ranks
-//!    them; `finish`: the end of input; `running`: what a monitor reads
-//!    while records still come (the live tap's metrics); `report`: the
-//!    text, JSON and HTML report (`nic_report`: the NIC latencies' cells,
-//!    JSON and lines);
-//! 7. here: the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
+//!    episodes), each computing its evidence struct from `input` and
+//!    layers 1–4, never another finding file nor the collector;
+//! 6. `findings/mod.rs`: [`Diagnosis`] and [`Evidence`], and the collector,
+//!    which runs every finding and ranks them; `finish`: the end of input;
+//!    `running`: what a monitor reads while records still come (the live
+//!    tap's metrics);
+//! 7. here: [`Analysis`], the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
 //!    its entry point [`Analyzer::push`]. The rooms that add the
 //!    `Analyzer`'s methods (`impl Analyzer` in `flows`, `sequence`,
 //!    `responses`, `cnp`, `finish` …) use its fields, not the rooms above
@@ -64,25 +69,22 @@
 
 mod cm;
 mod cnp;
-mod date;
 mod dcqcn;
 mod delta;
 pub mod dups;
 mod ecmp;
-mod findings;
+pub mod findings;
 mod finish;
 mod flows;
-mod fmt;
+pub(crate) mod fmt;
 pub mod gaps;
 pub mod hash;
 pub mod hops;
-mod livelock;
-mod nic_report;
+pub mod livelock;
 mod nics;
 mod pfc;
 pub mod psn;
-mod qos;
-mod report;
+pub(crate) mod qos;
 mod responses;
 mod rewind;
 mod rows;
@@ -94,7 +96,6 @@ mod taps;
 mod tests;
 pub mod topology;
 pub mod tree;
-pub mod wireshark;
 
 use std::collections::BTreeMap;
 
@@ -102,30 +103,43 @@ use hash::FastMap;
 
 use rocescope_common::{Kind, PacketRecord, flags};
 
-pub(crate) use date::fmt_utc;
 pub use ecmp::EcmpGroup;
 pub(crate) use findings::input::{share, timeout_exponent};
 pub(crate) use findings::rank_findings;
+pub use findings::{Diagnosis, Evidence};
 use flows::HostPair;
 pub(crate) use flows::{Flow, FlowTable};
 pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_pct};
-pub(crate) use fmt::{fmt_ip, fmt_mac, iface_name};
-pub(crate) use nic_report::{latency_cell, latency_headings, nic_name, shown_nics};
-pub(crate) use nics::Latency;
+pub(crate) use fmt::{fmt_flow, fmt_ip, fmt_mac, fmt_pfc};
+pub use nics::Latency;
 pub use nics::{LatencySummary, NicRow};
 use pfc::PfcTracker;
 pub use pfc::SenderPauses;
-pub use report::{
-    flow_json, frames_line, impact_words, more_findings, render_findings, render_json, render_text,
-    shown_findings,
-};
-pub(crate) use rows::fmt_pfc;
+pub(crate) use rows::iface_name;
 pub use rows::{
-    Analysis, Event, Finding, FlowKey, FlowRow, FrameCounts, MatchingSummary, PfcInterval,
-    PfcSummary, Reaction, Summary, TapSummary, TimelineRow, Totals, Verdict,
+    Event, EventKind, Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin,
+    MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Severity, Summary,
+    TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
 pub use running::{PriorityPauses, Running, RunningTotals};
 use taps::TapState;
+
+/// Everything [`Analyzer::finish`] returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Analysis {
+    pub flows: Vec<FlowRow>,
+    pub pfc: Vec<PfcInterval>,
+    /// `hops.parquet` (empty with one tap).
+    pub hops: Vec<hops::HopRow>,
+    /// `nics.parquet`: how fast each NIC reacts.
+    pub nics: Vec<nics::NicRow>,
+    /// `summary.findings` is empty until `crate::render::tell` words these.
+    pub summary: Summary,
+    /// The findings as computed, ranked (docs/analysis.md, "Findings").
+    pub diagnoses: Vec<Diagnosis>,
+    /// Per interface index: where it comes from, for Wireshark filters.
+    pub origins: Vec<IfaceOrigin>,
+}
 
 /// Analysis parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]

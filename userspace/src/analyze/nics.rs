@@ -30,7 +30,7 @@ pub(crate) type NicKey = ([u8; 6], [u8; 16]);
 
 /// The four latencies, in the table's column order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Latency {
+pub enum Latency {
     NakGeneration,
     NakReaction,
     TimeoutRetrans,

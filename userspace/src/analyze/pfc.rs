@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::mac_control::{BITS_PER_QUANTUM, PRIORITIES};
 
+use super::rows::{EventKind, PauseEnd};
 use super::{Event, PfcInterval, Sink, fmt_duration, fmt_ended_by, fmt_mac};
 
 /// A pause that is still running (its end may still be refreshed or cut by XON).
@@ -206,13 +207,13 @@ impl PfcTracker {
                 && o.deadline < t
             {
                 macs[i].open = None;
-                self.close(at, rec.src_mac, o, o.deadline, "expiry", sink);
+                self.close(at, rec.src_mac, o, o.deadline, PauseEnd::Expiry, sink);
             }
             let state = &mut self.prios[at].macs[i];
             match (state.open, q) {
                 (Some(o), 0) => {
                     state.open = None;
-                    self.close(at, rec.src_mac, o, t, "xon", sink);
+                    self.close(at, rec.src_mac, o, t, PauseEnd::Xon, sink);
                 }
                 (None, 0) => {}
                 (Some(o), _) => {
@@ -232,7 +233,7 @@ impl PfcTracker {
                         ts_ns: t,
                         iface: rec.iface,
                         flow_id: None,
-                        kind: "pfc_pause",
+                        kind: EventKind::PfcPause,
                         psn: None,
                         depth: None,
                         trigger: None,
@@ -283,7 +284,7 @@ impl PfcTracker {
         mac: [u8; 6],
         o: Open,
         end: u64,
-        ended_by: &'static str,
+        ended_by: PauseEnd,
         sink: &mut impl Sink,
     ) {
         let end = end.max(o.start);
@@ -309,7 +310,7 @@ impl PfcTracker {
                 ts_ns: o.start.saturating_add(self.storm_ns),
                 iface: key.0,
                 flow_id: None,
-                kind: "pfc_storm",
+                kind: EventKind::PfcStorm,
                 psn: None,
                 depth: None,
                 trigger: None,
@@ -344,9 +345,9 @@ impl PfcTracker {
         for (at, mac, o) in open {
             let last_ts = tap_end(self.prios[at].key.0);
             if o.deadline <= last_ts {
-                self.close(at, mac, o, o.deadline, "expiry", sink);
+                self.close(at, mac, o, o.deadline, PauseEnd::Expiry, sink);
             } else {
-                self.close(at, mac, o, last_ts, "capture_end", sink);
+                self.close(at, mac, o, last_ts, PauseEnd::CaptureEnd, sink);
             }
         }
         self.rows

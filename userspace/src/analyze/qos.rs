@@ -58,7 +58,7 @@ impl Marks {
 
 /// The DSCPs and PCPs of a flow's frames at its tap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct FlowMarks {
+pub struct FlowMarks {
     pub dscps: u64,
     pub pcps: u8,
 }
@@ -71,22 +71,6 @@ impl FlowMarks {
         if let Some(p) = pcp {
             self.pcps |= 1 << (p & 7);
         }
-    }
-
-    pub(super) fn words(&self) -> String {
-        let dscps: Vec<String> = (0..64)
-            .filter(|d| self.dscps & (1 << d) != 0)
-            .map(|d: u8| d.to_string())
-            .collect();
-        let pcps: Vec<String> = (0..8)
-            .filter(|p| self.pcps & (1 << p) != 0)
-            .map(|p: u8| p.to_string())
-            .collect();
-        let mut s = format!("DSCP {}", dscps.join("/"));
-        if !pcps.is_empty() {
-            s.push_str(&format!(" PCP {}", pcps.join("/")));
-        }
-        s
     }
 }
 
@@ -108,6 +92,6 @@ mod tests {
         let mut f = FlowMarks::default();
         f.frame(Some(26), Some(3));
         f.frame(Some(10), Some(3));
-        assert_eq!(f.words(), "DSCP 10/26 PCP 3");
+        assert_eq!(crate::render::marks_words(&f), "DSCP 10/26 PCP 3");
     }
 }

@@ -4,7 +4,7 @@
 use rocescope_common::proto::ib::{PSN_MASK, aeth, op};
 use rocescope_common::{PacketRecord, flags};
 
-use super::rows::Event;
+use super::rows::{Event, EventKind};
 use super::{Analyzer, Sink};
 use super::{nics, psn};
 
@@ -128,7 +128,11 @@ impl Analyzer {
                 ts_ns: now,
                 iface: rec.iface,
                 flow_id: Some(f.id),
-                kind: if rnr { "rnr_nak" } else { "nak" },
+                kind: if rnr {
+                    EventKind::RnrNak
+                } else {
+                    EventKind::Nak
+                },
                 psn: Some(q),
                 depth: None,
                 trigger: None,

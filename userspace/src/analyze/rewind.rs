@@ -4,12 +4,12 @@
 //! retransmissions*).
 
 use super::fmt::{fmt_duration, fmt_mac};
-use super::livelock::Cause;
+use super::livelock::Trigger;
 use super::nics;
 use super::pfc::Cover;
 use super::psn;
 use super::responses::PendingNak;
-use super::rows::Event;
+use super::rows::{Event, EventKind};
 use super::{Analyzer, Sink};
 
 /// Shortest idle time that can make a stall without a rewind.
@@ -122,7 +122,7 @@ pub(crate) struct RewindNote {
     pub ts: u64,
     pub psn: u32,
     pub depth: u32,
-    pub trigger: &'static str,
+    pub trigger: Trigger,
     pub idle_ns: u64,
     /// Of the `depth` rewound PSNs, how many were already ACKed.
     pub acked: u32,
@@ -134,8 +134,8 @@ pub(crate) struct RewindNote {
 impl RewindNote {
     pub(super) fn rank(&self) -> (bool, bool, u32, std::cmp::Reverse<u64>) {
         (
-            self.trigger == "timeout" && self.paused_ns > 0,
-            self.trigger == "timeout",
+            self.trigger == Trigger::Timeout && self.paused_ns > 0,
+            self.trigger == Trigger::Timeout,
             self.depth,
             std::cmp::Reverse(self.ts),
         )
@@ -175,12 +175,11 @@ impl Analyzer {
             lost,
         } = r;
         let depth = psn::diff(next, q).max(0) as u32;
-        let cause = match nak {
-            Some(n) if n.rnr => Cause::Rnr,
-            Some(_) => Cause::Nak,
-            None => Cause::Timeout,
+        let trigger = match nak {
+            Some(n) if n.rnr => Trigger::Rnr,
+            Some(_) => Trigger::Nak,
+            None => Trigger::Timeout,
         };
-        let trigger = cause.as_str();
         let acked_n = acked
             .map(|a| psn::diff(a, q) + 1)
             .filter(|&k| k > 0)
@@ -192,18 +191,18 @@ impl Analyzer {
         let h = f
             .rewind
             .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)));
-        let wait = if matches!(trigger, "nak" | "rnr") {
+        let wait = if matches!(trigger, Trigger::Nak | Trigger::Rnr) {
             None
         } else {
             timer.timeout_rewind(&mut h.waits, now, idle, paused)
         };
         h.rewinds += 1;
-        h.livelock.rewind(q, now, idle, cause);
+        h.livelock.rewind(q, now, idle, trigger);
         h.max_depth = h.max_depth.max(depth);
         match trigger {
-            "nak" => h.rewinds_nak += 1,
-            "rnr" => h.rewinds_rnr += 1,
-            _ => {
+            Trigger::Nak => h.rewinds_nak += 1,
+            Trigger::Rnr => h.rewinds_rnr += 1,
+            Trigger::Timeout => {
                 h.rewinds_timeout += 1;
                 h.timeout_idle_min_ns = h.timeout_idle_min_ns.min(idle);
                 h.timeout_idle_max_ns = h.timeout_idle_max_ns.max(idle);
@@ -274,7 +273,7 @@ impl Analyzer {
             ts_ns: now,
             iface,
             flow_id: Some(f.id),
-            kind: "rewind",
+            kind: EventKind::Rewind,
             psn: Some(q),
             depth: Some(depth),
             trigger: Some(trigger),

@@ -5,8 +5,93 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::fmt::{fmt_count, fmt_duration, fmt_pct, iface_name};
 use super::{dups, gaps, rto};
+
+pub use super::gaps::GapClass;
+pub use super::livelock::Trigger;
+
+/// What an event is (`events.parquet`'s `kind`; docs/tables.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    Rewind,
+    Gap,
+    /// A missing PSN resolved (`late`, `lost_before_tap`, …).
+    Resolved(GapClass),
+    Nak,
+    RnrNak,
+    Cnp,
+    PfcPause,
+    PfcStorm,
+}
+
+impl EventKind {
+    /// As in `events.parquet`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Rewind => "rewind",
+            EventKind::Gap => "gap",
+            EventKind::Resolved(class) => class.as_str(),
+            EventKind::Nak => "nak",
+            EventKind::RnrNak => "rnr_nak",
+            EventKind::Cnp => "cnp",
+            EventKind::PfcPause => "pfc_pause",
+            EventKind::PfcStorm => "pfc_storm",
+        }
+    }
+}
+
+/// How a pause interval ended (`pfc.parquet`'s `ended_by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseEnd {
+    /// An XON (a pause of 0 quanta) for the priority.
+    Xon,
+    /// The last pause ran out without a refresh.
+    Expiry,
+    /// Still paused when the capture ended.
+    CaptureEnd,
+}
+
+impl PauseEnd {
+    /// As in `pfc.parquet`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseEnd::Xon => "xon",
+            PauseEnd::Expiry => "expiry",
+            PauseEnd::CaptureEnd => "capture_end",
+        }
+    }
+}
+
+/// How much a finding costs (docs/analysis.md, "Findings"), in rank order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The fabric is losing throughput to it now.
+    Critical,
+    /// It costs throughput or will.
+    Warning,
+    /// Worth knowing.
+    Info,
+}
+
+impl Severity {
+    /// As in `summary.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// `(iface, src_ip, dst_ip, dest_qp)`.
 pub type FlowKey = (u16, [u8; 16], [u8; 16], u32);
@@ -33,12 +118,11 @@ pub struct Event {
     pub ts_ns: u64,
     pub iface: u16,
     pub flow_id: Option<u32>,
-    /// `rewind`, `gap`, `nak`, `rnr_nak`, `cnp`, `pfc_pause`, `pfc_storm`.
-    pub kind: &'static str,
+    pub kind: EventKind,
     pub psn: Option<u32>,
     pub depth: Option<u32>,
-    /// For rewinds: `nak`, `rnr` or `timeout`.
-    pub trigger: Option<&'static str>,
+    /// For rewinds: what triggered it.
+    pub trigger: Option<Trigger>,
     pub idle_us: Option<f64>,
     pub detail: String,
 }
@@ -68,8 +152,7 @@ pub struct PfcInterval {
     pub start_ns: u64,
     pub end_ns: u64,
     pub frames: u64,
-    /// `xon`, `expiry` or `capture_end`.
-    pub ended_by: &'static str,
+    pub ended_by: PauseEnd,
 }
 
 /// A row of `flows.parquet`.
@@ -128,7 +211,7 @@ pub struct FlowRow {
     /// Mirror copies of the flow's frames (not counted anywhere else).
     pub mirror_copies: u64,
     /// Wireshark display filter showing the flow's frames, and the Decode
-    /// As mapping it needs ([`super::wireshark`]).
+    /// As mapping it needs (`crate::render::wireshark` fills them).
     pub display_filter: String,
     pub decode_as: String,
     /// The NIC's retransmission timeout measured from the flow's timeout
@@ -246,25 +329,11 @@ pub struct PfcSummary {
     pub storms: u64,
 }
 
-/// A port and priority's PFC in one phrase: `leaf0 priority 3: 8 PFC
-/// frames (2 XON), paused 200.3 µs = 20.04 % of the capture`.
-pub(crate) fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
-    format!(
-        "{iface} priority {}: {} ({} XON), paused {} = {} of the capture",
-        p.priority,
-        fmt_count(p.frames, "PFC frame"),
-        p.xon_frames,
-        fmt_duration(p.paused_ns),
-        fmt_pct(p.fraction)
-    )
-}
-
 /// One diagnosis.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
     pub id: &'static str,
-    /// `critical`, `warning` or `info`.
-    pub severity: &'static str,
+    pub severity: Severity,
     /// How much of the capture it concerns, in [0, 1]: the share of the
     /// traffic or of the time affected, defined per finding (docs/analysis.md,
     /// "Findings"). Findings of one severity are ranked by it.
@@ -283,7 +352,7 @@ pub struct Finding {
 }
 
 /// What a finding carries for Wireshark (flattened into its summary.json
-/// object; [`super::wireshark`] fills it and writes its report line).
+/// object; `crate::render::wireshark` fills it and writes its report line).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Handoff {
     /// Shows the finding's frames: its flows', or for `link-pause` the
@@ -293,7 +362,7 @@ pub struct Handoff {
     /// InfiniBand) the filter needs to match every frame.
     pub decode_as: Vec<String>,
     /// Flows the filter leaves out to stay under
-    /// [`MAX_FILTER_CHARS`](super::wireshark::MAX_FILTER_CHARS).
+    /// `crate::render::wireshark::MAX_FILTER_CHARS`.
     pub flows_left_out: usize,
 }
 
@@ -328,6 +397,8 @@ pub struct Summary {
     /// Per sender with timeout rewinds: its NIC's retransmission timeout
     /// (see [`rto`]).
     pub nic_timeouts: Vec<rto::NicTimeout>,
+    /// Worded from the analysis' diagnoses by `crate::render::tell`, with
+    /// the counters' findings when a counter series was given.
     pub findings: Vec<Finding>,
 }
 
@@ -342,8 +413,7 @@ pub struct PauseNode {
     pub iface: u16,
     #[serde(rename = "iface")]
     pub iface_name: String,
-    /// `host` (it sends RoCE traffic too) or `switch`.
-    pub kind: &'static str,
+    pub kind: NodeKind,
     /// Its first pause in this tree.
     pub first_pause_ns: u64,
     /// Its paused time in this tree (sum of its intervals).
@@ -361,6 +431,31 @@ pub struct PauseNode {
     /// Where the tap is, from `--topology` (`taps`): `device port`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub place: Option<String>,
+}
+
+/// What sent a pause in a tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// It sends RoCE traffic (or CNPs) too: an end host.
+    Host,
+    Switch,
+}
+
+impl NodeKind {
+    /// As in `summary.json`'s `pfc_trees`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Host => "host",
+            NodeKind::Switch => "switch",
+        }
+    }
+}
+
+impl std::fmt::Display for NodeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One tree: a root and the pauses it set off, in order of onset.
@@ -422,16 +517,22 @@ impl Summary {
     }
 }
 
-/// Everything [`Analyzer::finish`] returns.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Analysis {
-    pub flows: Vec<FlowRow>,
-    pub pfc: Vec<PfcInterval>,
-    /// `hops.parquet` (empty with one tap).
-    pub hops: Vec<super::hops::HopRow>,
-    /// `nics.parquet`: how fast each NIC reacts.
-    pub nics: Vec<super::nics::NicRow>,
-    pub summary: Summary,
+/// Where a capture interface comes from, for its `frame.interface_id` in
+/// a Wireshark filter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IfaceOrigin {
+    /// The interface's index in its own file.
+    pub local: u32,
+    /// Its file has other interfaces with RoCE too: a filter must name it.
+    pub shared_file: bool,
+}
+
+/// The interface's name, or `if<N>`.
+pub(crate) fn iface_name(names: &BTreeMap<u16, String>, iface: u16) -> String {
+    names
+        .get(&iface)
+        .cloned()
+        .unwrap_or_else(|| format!("if{iface}"))
 }
 
 pub(super) fn ratio(a: u64, b: u64) -> f64 {

@@ -9,7 +9,7 @@ use super::fmt::fmt_duration;
 use super::pfc::Cover;
 use super::responses::PendingNak;
 use super::rewind::Rewind;
-use super::rows::Event;
+use super::rows::{Event, EventKind};
 use super::{Analyzer, Sink};
 use super::{gaps, nics, psn};
 
@@ -262,7 +262,7 @@ impl Analyzer {
                     ts_ns: now,
                     iface: rec.iface,
                     flow_id: Some(f.id),
-                    kind: "gap",
+                    kind: EventKind::Gap,
                     psn: Some(bound),
                     depth: Some(g as u32),
                     trigger: None,
@@ -358,7 +358,7 @@ impl Analyzer {
                 ts_ns: fl.ts,
                 iface,
                 flow_id: Some(f.id),
-                kind: "late",
+                kind: EventKind::Resolved(gaps::GapClass::Late),
                 psn: Some(fl.psn),
                 depth: Some(fl.psns_late),
                 trigger: None,
@@ -394,7 +394,7 @@ impl Analyzer {
             ts_ns: now,
             iface: f.iface,
             flow_id: Some(f.id),
-            kind: r.class.as_str(),
+            kind: EventKind::Resolved(r.class),
             psn: Some(r.lo),
             depth: Some(r.len),
             trigger: None,

@@ -10,6 +10,7 @@ mod timeline;
 mod transports;
 
 use super::*;
+use crate::render::render_text;
 use rocescope_common::proto::ib::{self, op};
 
 const A: [u8; 16] = v4(10, 0, 0, 1);
@@ -131,7 +132,11 @@ impl Run {
             .expect("flow")
     }
     fn events(&self, kind: &str) -> Vec<&Event> {
-        self.sink.events.iter().filter(|e| e.kind == kind).collect()
+        self.sink
+            .events
+            .iter()
+            .filter(|e| e.kind.as_str() == kind)
+            .collect()
     }
     fn finding(&self, id: &str) -> Option<&Finding> {
         self.a.summary.findings.iter().find(|f| f.id == id)
@@ -145,7 +150,8 @@ fn run_with(config: Config, recs: &[PacketRecord]) -> Run {
     let mut an = Analyzer::new(config);
     let mut sink = VecSink::default();
     let verdicts = recs.iter().map(|r| an.push(r, &mut sink)).collect();
-    let a = an.finish(&mut sink);
+    let mut a = an.finish(&mut sink);
+    crate::render::tell(&mut a);
     Run { verdicts, a, sink }
 }
 

@@ -21,6 +21,7 @@
 use std::collections::BTreeSet;
 
 use super::PfcInterval;
+use super::rows::NodeKind;
 
 pub use super::rows::{PauseNode, PauseTree};
 
@@ -131,9 +132,9 @@ fn node(
         iface: p.iface,
         iface_name: iface_name(p.iface),
         kind: if hosts.contains(&p.src_mac) {
-            "host"
+            NodeKind::Host
         } else {
-            "switch"
+            NodeKind::Switch
         },
         first_pause_ns: p.start_ns,
         paused_ns: p.end_ns.saturating_sub(p.start_ns),
@@ -161,7 +162,7 @@ mod tests {
             start_ns: start,
             end_ns: end,
             frames: 1,
-            ended_by: "expiry",
+            ended_by: crate::analyze::PauseEnd::Expiry,
         }
     }
 
@@ -189,7 +190,7 @@ mod tests {
         let got: Vec<_> = t
             .nodes
             .iter()
-            .map(|n| (n.src_mac.as_str(), n.kind, n.parent, n.delay_ns))
+            .map(|n| (n.src_mac.as_str(), n.kind.as_str(), n.parent, n.delay_ns))
             .collect();
         assert_eq!(
             got,

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::offline::{self, Options};
-use crate::{Error, Result, analyze};
+use crate::{Error, Result, analyze, render};
 
 use super::args::{AnalysisArgs, DatasetArgs, Input};
 use super::print::{
@@ -85,7 +85,7 @@ pub(crate) fn analyze(
     print_warnings(&outcome);
     outln!(
         "{}; {}, {} → {}",
-        analyze::frames_line(outcome.frames_read, &outcome.analysis.summary.frames),
+        render::frames_line(outcome.frames_read, &outcome.analysis.summary.frames),
         analyze::fmt_count(outcome.analysis.flows.len() as u64, "flow"),
         analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
         to
@@ -125,7 +125,7 @@ pub(crate) fn report(
     }
     print_warnings(&outcome);
     if json {
-        let mut summary = analyze::render_json(&outcome.analysis);
+        let mut summary = render::render_json(&outcome.analysis);
         if let Some(r) = &recon {
             r.add_to_json(&mut summary);
         }
@@ -136,7 +136,7 @@ pub(crate) fn report(
         let width = width.map(usize::from).or_else(terminal_width);
         out!(
             "{}",
-            analyze::render_text(&outcome.analysis, outcome.frames_read, width)
+            render::render_text(&outcome.analysis, outcome.frames_read, width)
         )?;
         if let Some(r) = &recon {
             out!("{}", r.render_text())?;

@@ -2,7 +2,7 @@
 //! vocabulary. Every finding quotes the deltas (and rates) that prove it;
 //! docs/counters.md defines each one and its thresholds.
 use super::model::{Series, Step};
-use crate::analyze::Finding;
+use crate::analyze::{Finding, Severity};
 use crate::analyze::{rank_findings, share, timeout_exponent};
 
 /// A priority is in a storm during an interval when pause time covered at
@@ -200,7 +200,7 @@ pub fn diagnose(series: &[Series]) -> Vec<Finding> {
 /// evidence covers (docs/counters.md).
 fn finding(
     id: &'static str,
-    severity: &'static str,
+    severity: Severity,
     impact: f64,
     title: String,
     detail: String,
@@ -311,7 +311,7 @@ fn ghost(v: &View, out: &mut Vec<Finding>) {
     );
     out.push(finding(
         "ghost-drop-signature",
-        "critical",
+        Severity::Critical,
         share(together as u64, intervals as u64),
         format!(
             "Ghost-drop signature on {}: {retrans} timeouts/adaptive retransmissions while paused {paused_us} µs, with no discards or CRC errors",
@@ -347,7 +347,7 @@ fn loss(v: &View, out: &mut Vec<Finding>) {
     );
     let (severity, title, rec) = if local {
         (
-            "critical",
+            Severity::Critical,
             format!(
                 "Real loss on {}: {seq} sequence errors with {discards} discards and {corrupt} corrupted frames",
                 v.prefix()
@@ -356,7 +356,7 @@ fn loss(v: &View, out: &mut Vec<Finding>) {
         )
     } else {
         (
-            "warning",
+            Severity::Warning,
             format!(
                 "Real loss elsewhere on the path of {}: {seq} sequence errors, no local discards or CRC errors",
                 v.prefix()
@@ -385,7 +385,7 @@ fn retries(v: &View, out: &mut Vec<Finding>) {
     }
     out.push(finding(
         "retries-exceeded",
-        "critical",
+        Severity::Critical,
         v.rose_share(&names),
         format!("Requesters on {} exhausted their retries {n} times", v.prefix()),
         format!("{}: {}; {}", v.prefix(), v.show_all(&names), v.show_all(&TIMEOUTS)),
@@ -440,7 +440,7 @@ fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
         let error_events = v.d("tx_pause_storm_error_events");
         out.push(finding(
             "pfc-storm",
-            "critical",
+            Severity::Critical,
             storm_share.min(1.0),
             format!(
                 "PFC storm on {}: {}{storm_events} storm events",
@@ -477,11 +477,11 @@ fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
         }
         let fraction = us as f64 / 1e6 / v.span_s;
         let severity = if fraction >= PRESSURE_CRITICAL {
-            "critical"
+            Severity::Critical
         } else if fraction >= PRESSURE_WARNING {
-            "warning"
+            Severity::Warning
         } else {
-            "info"
+            Severity::Info
         };
         out.push(finding(
             "pfc-pressure",
@@ -513,7 +513,7 @@ fn np_silent(v: &View, out: &mut Vec<Finding>) {
     }
     out.push(finding(
         "ecn-path-broken",
-        "critical",
+        Severity::Critical,
         v.rose_share(&["np_ecn_marked_roce_packets"]),
         format!(
             "{marked} CE-marked RoCE packets reached {} and no CNP was sent back",
@@ -537,7 +537,7 @@ fn cc_ignored(v: &View, out: &mut Vec<Finding>) {
     }
     out.push(finding(
         "cc-not-reacting",
-        "warning",
+        Severity::Warning,
         v.rose_share(&["rp_cnp_ignored"]),
         format!("{} ignored {ignored} CNPs", v.prefix()),
         format!(
@@ -582,7 +582,7 @@ fn cnps_unhandled(series: &[Series], out: &mut Vec<Finding>) {
             .collect();
         out.push(finding(
             "ecn-path-broken",
-            "critical",
+            Severity::Critical,
             v.rose_share(&["np_cnp_sent"]),
             format!(
                 "{} sent {sent} CNPs and none was handled by the other endpoints",
@@ -622,12 +622,12 @@ fn corruption(v: &View, out: &mut Vec<Finding>) {
     }
     let (severity, title) = if bad > 0 {
         (
-            "critical",
+            Severity::Critical,
             format!("Link corruption on {}: {bad} frames damaged", v.prefix()),
         )
     } else {
         (
-            "warning",
+            Severity::Warning,
             format!(
                 "FEC is correcting errors on {}: {corrected} corrected bits",
                 v.prefix()
@@ -700,7 +700,10 @@ mod tests {
     fn corrected_bits_alone_are_a_warning() {
         let f = diagnose(&series(&[("rx_corrected_bits_phy", 0, 600)]));
         assert_eq!(f.len(), 1);
-        assert_eq!((f[0].id, f[0].severity), ("link-corruption", "warning"));
+        assert_eq!(
+            (f[0].id, f[0].severity),
+            ("link-corruption", Severity::Warning)
+        );
         assert_eq!(
             f[0].title,
             "FEC is correcting errors on host h: 600 corrected bits"

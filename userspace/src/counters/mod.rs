@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::analyze::{Finding, fmt_utc, render_findings};
+use crate::analyze::Finding;
+use crate::render::{fmt_utc, render_findings};
 use crate::{Error, Result};
 pub use model::{Endpoint, Series, Snapshot, Source};
 

@@ -18,7 +18,7 @@
 use serde::Serialize;
 
 use super::model::{Series, sum};
-use crate::analyze::{Analysis, Finding};
+use crate::analyze::{Analysis, Finding, Severity};
 
 /// Relative tolerance of every comparison.
 pub const REL_TOLERANCE: f64 = 0.05;
@@ -422,14 +422,14 @@ fn findings(rows: &[Comparison]) -> Vec<Finding> {
         let (id, severity, title, rec) = if verdict == "capture-incomplete" {
             (
                 "capture-incomplete",
-                "warning",
+                Severity::Warning,
                 format!("The capture on {iface} misses what {endpoint} counted"),
                 "The tap lost frames (mirror oversubscribed, SPAN drops, capture buffer overflow, snaplen/filter): findings from this capture under-count; capture with a larger buffer, a dedicated mirror port, or a filter on RoCE traffic only",
             )
         } else {
             (
                 "counters-mismatch",
-                "warning",
+                Severity::Warning,
                 format!("The capture on {iface} shows more than {endpoint} counted"),
                 "The counters are not of the link this capture saw (check the host/iface/device/port mapping), or the capture mixes more links than one NIC port carries",
             )

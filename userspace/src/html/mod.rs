@@ -22,10 +22,11 @@ use rocescope_common::PacketRecord;
 
 use crate::addr::Mac;
 use crate::analyze::{
-    self, Analysis, Config, Finding, FlowRow, TimelineRow, Verdict, fmt_count, fmt_duration,
-    fmt_ip, fmt_offset, fmt_utc,
+    self, Analysis, Config, EventKind, Finding, FlowRow, TimelineRow, Verdict, fmt_count,
+    fmt_duration, fmt_ip, fmt_offset,
 };
 use crate::output::{Output, RunFacts};
+use crate::render::{self, fmt_utc};
 use crate::{Error, Result};
 
 mod counters;
@@ -285,7 +286,7 @@ impl HtmlReport {
             esc(&fmt_utc(t0)),
             esc(&fmt_utc(t1)),
             esc(&fmt_duration(s.duration_ns)),
-            esc(&analyze::frames_line(facts.frames_read, &s.frames)),
+            esc(&render::frames_line(facts.frames_read, &s.frames)),
             fmt_count(s.totals.flows, "flow"),
             s.link_speed_bps as f64 / 1e9,
         );
@@ -306,7 +307,7 @@ impl HtmlReport {
         }
         // The headline: one line per finding, worst first, linked to its
         // section (the first few of each id; the rest counted).
-        let (shown, more) = analyze::shown_findings(&findings);
+        let (shown, more) = render::shown_findings(&findings);
         h.push_str("<h2>Findings</h2>\n");
         if findings.is_empty() {
             h.push_str("<p>No findings: nothing looks wrong in this capture.</p>\n");
@@ -317,11 +318,11 @@ impl HtmlReport {
                     h,
                     "<li><span class=\"sev {sev}\">{sev}</span> <a href=\"#finding-{i}\">{}</a></li>",
                     esc(&f.title),
-                    sev = esc(f.severity),
+                    sev = esc(f.severity.as_str()),
                 );
             }
             for (id, n) in &more {
-                let _ = writeln!(h, "<li>{}</li>", esc(&analyze::more_findings(id, *n)));
+                let _ = writeln!(h, "<li>{}</li>", esc(&render::more_findings(id, *n)));
             }
             h.push_str("</ul>\n");
         }
@@ -551,10 +552,10 @@ impl Page<'_> {
         let _ = writeln!(
             h,
             "<section class=\"finding {sev}\" id=\"finding-{i}\"><h3><span class=sev>{sev}</span> {title} <code>{id}</code> <span class=impact>{impact}</span></h3>",
-            sev = esc(f.severity),
+            sev = esc(f.severity.as_str()),
             title = esc(&f.title),
             id = esc(f.id),
-            impact = esc(&analyze::impact_words(f)),
+            impact = esc(&render::impact_words(f)),
         );
         for line in f.detail.lines().filter(|l| !l.trim().is_empty()) {
             let _ = writeln!(h, "<p>{}</p>", esc(line));
@@ -847,7 +848,7 @@ th{background:#f0f0f0}.flows td{white-space:nowrap}.flows td:nth-child(2),.flows
 
 impl analyze::Sink for HtmlReport {
     fn event(&mut self, e: &analyze::Event) {
-        if let ("rewind", Some(flow), Some(psn)) = (e.kind, e.flow_id, e.psn) {
+        if let (EventKind::Rewind, Some(flow), Some(psn)) = (e.kind, e.flow_id, e.psn) {
             self.pending_rewind = Some((flow, psn));
         }
     }

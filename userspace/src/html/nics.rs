@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use super::esc;
-use crate::analyze::{Analysis, Latency, latency_cell, latency_headings, nic_name, shown_nics};
+use crate::analyze::{Analysis, Latency};
+use crate::render::{latency_cell, latency_headings, nic_name, shown_nics};
 
 /// The section, when any NIC reacted in the capture.
 pub(super) fn section(h: &mut String, analysis: &Analysis) {

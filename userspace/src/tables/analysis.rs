@@ -14,7 +14,7 @@ use super::ColumnEncoding;
 use super::format::micros;
 use crate::addr::{Ip, Mac};
 use crate::analyze::hops::HopRow;
-use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow};
+use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow, Trigger};
 use crate::analyze::{Latency, NicRow};
 use crate::columns;
 
@@ -118,10 +118,10 @@ columns! {
         ts: TimestampMicrosecondBuilder = |n| Some(micros(n.row.ts_ns)),
         iface: StringBuilder = |n| Some(n.iface(n.row.iface)),
         flow_id: Int64Builder = |n| n.row.flow_id,
-        kind: StringBuilder = |n| Some(n.row.kind),
+        kind: StringBuilder = |n| Some(n.row.kind.as_str()),
         psn: Int64Builder = |n| n.row.psn,
         depth: Int64Builder = |n| n.row.depth,
-        trigger: StringBuilder = |n| n.row.trigger,
+        trigger: StringBuilder = |n| n.row.trigger.map(Trigger::as_str),
         idle_us: Float64Builder = |n| n.row.idle_us,
         detail: StringBuilder = |n| Some(&n.row.detail),
     }
@@ -137,7 +137,7 @@ columns! {
         start_ts: TimestampMicrosecondBuilder = |n| Some(micros(n.row.start_ns)),
         end_ts: TimestampMicrosecondBuilder = |n| Some(micros(n.row.end_ns)),
         frames: Int64Builder = |n| Some(n.row.frames),
-        ended_by: StringBuilder = |n| Some(n.row.ended_by),
+        ended_by: StringBuilder = |n| Some(n.row.ended_by.as_str()),
         duration_ns: Int64Builder = |n| Some(n.row.end_ns.saturating_sub(n.row.start_ns) as i64),
     }
 }

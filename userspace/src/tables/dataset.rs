@@ -55,8 +55,9 @@ use super::analysis::{
 };
 use super::packets::{PacketColumns, PacketRow};
 use super::{Columns, Encoding, ParquetTable, summary_json, write_text_at};
-use crate::analyze::{self, Analysis, Verdict, fmt_utc};
+use crate::analyze::{self, Analysis, Verdict};
 use crate::output::RunFacts;
+use crate::render::fmt_utc;
 use crate::{Error, Result};
 
 pub const HOUR_NS: u64 = 3_600_000_000_000;
@@ -767,7 +768,9 @@ mod tests {
         let mut a = crate::analyze::Analyzer::new(Default::default());
         let mut sink = crate::analyze::VecSink::default();
         a.set_iface_name(0, "tap");
-        a.finish(&mut sink)
+        let mut analysis = a.finish(&mut sink);
+        crate::render::tell(&mut analysis);
+        analysis
     }
 
     /// A run of `rows` timeline rows, `minute` apart from `t0`, into `dir`.

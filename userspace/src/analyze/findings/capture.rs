@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_pct as pct};
+use crate::analyze::{Finding, Flow, Severity, fmt_count, fmt_duration, fmt_pct as pct};
 
 use super::input::{Input, params, share};
 
@@ -67,7 +67,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "capture-loss",
             impact: share(n + counted_drops, x.summary.frames.total + counted_drops),
-            severity: "warning",
+            severity: Severity::Warning,
             title: if lost.is_empty() {
                 "The capture says it dropped frames".to_string()
             } else {
@@ -124,7 +124,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "mirror-duplicates",
             impact: share(copies, x.summary.frames.total),
-            severity: "info",
+            severity: Severity::Info,
             title: format!(
                 "{} recorded twice by the mirror (not retransmissions)",
                 fmt_count(copies, "frame")
@@ -173,7 +173,7 @@ pub(super) fn reordering(x: &Input, out: &mut Vec<Finding>) {
         wireshark: None,
         id: "reordering",
         impact: x.traffic_share(&flows.iter().map(|f| f.id).collect::<Vec<_>>()),
-        severity: "warning",
+        severity: Severity::Warning,
         title: format!(
             "{} arrived out of order (reordering, not loss)",
             fmt_count(n, "PSN")
@@ -204,7 +204,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "sniffer-capture",
             impact: share(t.icrc_failed, t.icrc_checked),
-            severity: "info",
+            severity: Severity::Info,
             title: format!("{}: a NIC's RDMA sniffer capture (headers rewritten)", t.iface_name),
             detail: format!(
                 "Every RoCE frame on {} comes from UDP port 4791 and {} of {} fail their ICRC: a NIC's RDMA sniffer (tcpdump -i mlx5_N) rewrites the UDP source port and the source MAC, so the ICRC cannot match.\nICRC results are left unknown for these frames and say nothing about corruption.",
@@ -239,7 +239,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Finding>) {
             wireshark: None,
             id: "corrupted-frames",
             impact: share,
-            severity: "warning",
+            severity: Severity::Warning,
             title: format!(
                 "{}: {} failed their ICRC (bit errors)",
                 t.iface_name,

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct};
+use crate::analyze::{Finding, Flow, Severity, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct};
 
 use super::input::{Input, params};
 
@@ -147,7 +147,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     flows.sort_unstable();
     out.push(Finding {
         id: "cnp-overload",
-        severity: "warning",
+        severity: Severity::Warning,
         title: format!(
             "{} got {} (one every {} on average, or more often) while their links ran at {} or less: ECN marks queues that are not congested",
             fmt_count(flows.len() as u64, "flow"),

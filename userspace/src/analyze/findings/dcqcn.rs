@@ -2,16 +2,59 @@
 //! per-flow measurement: `analyze/dcqcn.rs`; see "DCQCN reaction" in
 //! `docs/analysis.md`).
 
-use serde_json::json;
-
 use crate::analyze::dcqcn::{DECIDE_PACKETS, DROP};
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_gbps, fmt_ip};
+use crate::analyze::{Flow, Severity};
 
-use super::input::{Input, params};
+use super::input::{FlowRef, Input};
+use super::{Diagnosis, Evidence};
+
+/// `dcqcn-reaction`'s evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dcqcn {
+    /// The flows whose sender never slowed down, and those that did.
+    pub deaf: Vec<Deaf>,
+    pub working: Vec<Working>,
+    /// CNPs the deaf flows got, and those not followed by a drop.
+    pub cnps: u64,
+    pub cnps_without_reaction: u64,
+    /// Over the working flows: the longest reaction and recovery.
+    pub reaction_max_ns: Option<u64>,
+    pub recovery_max_ns: Option<u64>,
+    /// The judgement's thresholds: the rate drop that counts, and the
+    /// packets after a CNP it is looked for in.
+    pub drop_fraction: f64,
+    pub decide_packets: u32,
+}
+
+/// A flow that kept its rate after its CNPs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Deaf {
+    pub flow: FlowRef,
+    pub cnps: u64,
+    /// CNPs followed by no drop, and the mean rate before them.
+    pub without: u64,
+    pub without_mean_gbps: f64,
+}
+
+/// A flow that slowed down after its CNPs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Working {
+    pub flow: FlowRef,
+    pub reactions: u64,
+    /// Mean and longest time from a CNP to the first packet at the lower
+    /// rate.
+    pub reaction_mean_ns: u64,
+    pub reaction_max_ns: u64,
+    /// Mean time from a first drop back to the rate before (none when it
+    /// never got back), how many recoveries, the longest.
+    pub recovery_mean_ns: Option<u64>,
+    pub recoveries: u64,
+    pub recovery_max_ns: u64,
+}
 
 /// `dcqcn-reaction`: request flows whose sender never slowed down for its
 /// CNPs, with how the loop worked on the others.
-pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
+pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     // A connection seen at several taps reacts when any of them shows it: a
     // tap past a congested queue sees that queue's pacing, not the sender's.
     let conn = |f: &Flow| (f.src_ip, f.dst_ip, f.dest_qp);
@@ -27,78 +70,49 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         .filter(|f| f.dcqcn().ignored() && !reacted.contains(&conn(f)))
         .collect();
     if deaf.is_empty() {
-        return;
+        return None;
     }
-    let mut parts: Vec<String> = deaf
-        .iter()
-        .map(|f| {
-            let d = f.dcqcn();
-            format!(
-                "{} got {}; after {} of them its next {} packets kept the rate it had before (mean {}): none left at {:.0} % of it or less",
-                x.describe(f),
-                fmt_count(f.cnps, "CNP"),
-                d.without,
-                DECIDE_PACKETS,
-                fmt_gbps(d.without_gbps_sum / d.without as f64),
-                DROP * 100.0
-            )
-        })
-        .collect();
     let working: Vec<&Flow> = x.flows.iter().filter(|f| f.dcqcn().reactions > 0).collect();
     let ns = |us: f64| (us * 1e3).round() as u64;
-    for f in &working {
-        let d = f.dcqcn();
-        let mut s = format!(
-            "{} slowed down after {} of its CNPs, {} after the CNP on average (at most {})",
-            x.describe(f),
-            d.reactions,
-            fmt_duration(ns(d.reaction_us().unwrap_or(0.0))),
-            fmt_duration(d.reaction_max_ns)
-        );
-        match d.recovery_us() {
-            Some(us) => s.push_str(&format!(
-                " and was back at its rate {} after the first drop on average ({}, at most {})",
-                fmt_duration(ns(us)),
-                fmt_count(d.recoveries, "recovery"),
-                fmt_duration(d.recovery_max_ns)
-            )),
-            None => s.push_str(" and never got back to its rate before the CNPs"),
-        }
-        parts.push(s);
-    }
-    let cnps: u64 = deaf.iter().map(|f| f.cnps).sum();
-    let reaction_max = working.iter().map(|f| f.dcqcn().reaction_max_ns).max();
-    let recovery_max = working.iter().map(|f| f.dcqcn().recovery_max_ns).max();
     let ids: Vec<u32> = deaf.iter().map(|f| f.id).collect();
-    let mut senders: Vec<String> = deaf.iter().map(|f| fmt_ip(&f.src_ip)).collect();
-    senders.sort();
-    senders.dedup();
-    out.push(Finding {
-        id: "dcqcn-reaction",
-        severity: "warning",
-        title: format!(
-            "{} ({}) did not slow down for {}: congestion control is not acting on them",
-            fmt_count(deaf.len() as u64, "flow"),
-            senders.join(", "),
-            fmt_count(cnps, "CNP")
-        ),
-        detail: parts.join("; "),
-        recommendation: "Enable the DCQCN reaction point on these senders' NICs for the RoCE priority (mlx5: echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/<prio>; the reaction point and notification point are enabled per priority, on both ends) and check the CNPs reach it: the DSCP and priority the receiving NIC gives its CNPs must be ones the fabric forwards and the sender trusts. A sender whose application sends below the rate DCQCN allows shows no change either: compare with its NIC's counters (np_cnp_sent at the receiver, rp_cnp_handled at the sender).".into(),
+    Some(Diagnosis {
+        severity: Severity::Warning,
         impact: x.traffic_share(&ids),
         flows: ids,
-        params: params([
-            ("flows", json!(deaf.len())),
-            ("cnps", json!(cnps)),
-            (
-                "cnps_without_reaction",
-                json!(deaf.iter().map(|f| f.dcqcn().without).sum::<u64>()),
-            ),
-            ("reacting_flows", json!(working.len())),
-            ("reaction_max_ns", json!(reaction_max)),
-            ("recovery_max_ns", json!(recovery_max.filter(|&n| n > 0))),
-            ("drop_fraction", json!(DROP)),
-            ("decide_packets", json!(DECIDE_PACKETS)),
-        ]),
-        wireshark: None,
-    });
+        evidence: Evidence::Dcqcn(Dcqcn {
+            cnps: deaf.iter().map(|f| f.cnps).sum(),
+            cnps_without_reaction: deaf.iter().map(|f| f.dcqcn().without).sum(),
+            reaction_max_ns: working.iter().map(|f| f.dcqcn().reaction_max_ns).max(),
+            recovery_max_ns: working.iter().map(|f| f.dcqcn().recovery_max_ns).max(),
+            deaf: deaf
+                .iter()
+                .map(|f| {
+                    let d = f.dcqcn();
+                    Deaf {
+                        flow: FlowRef::from(*f),
+                        cnps: f.cnps,
+                        without: d.without,
+                        without_mean_gbps: d.without_gbps_sum / d.without as f64,
+                    }
+                })
+                .collect(),
+            working: working
+                .iter()
+                .map(|f| {
+                    let d = f.dcqcn();
+                    Working {
+                        flow: FlowRef::from(*f),
+                        reactions: d.reactions,
+                        reaction_mean_ns: ns(d.reaction_us().unwrap_or(0.0)),
+                        reaction_max_ns: d.reaction_max_ns,
+                        recovery_mean_ns: d.recovery_us().map(ns),
+                        recoveries: d.recoveries,
+                        recovery_max_ns: d.recovery_max_ns,
+                    }
+                })
+                .collect(),
+            drop_fraction: DROP,
+            decide_packets: DECIDE_PACKETS,
+        }),
+    })
 }

@@ -12,7 +12,7 @@ use crate::analyze::ecmp::{
     BUSY_FACTOR, ELEPHANT_SHARE, EcmpLoad, GroupLoad, IDLE_FACTOR, IMBALANCED_BINS, LOADED_SHARE,
 };
 use crate::analyze::{
-    Finding, Flow, FlowTable, fmt_count, fmt_duration, fmt_ip, fmt_pct, iface_name,
+    Finding, Flow, FlowTable, Severity, fmt_count, fmt_duration, fmt_ip, fmt_pct, iface_name,
 };
 
 use super::input::{Input, params, share};
@@ -196,7 +196,7 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
     let per_pair: Vec<usize> = pairs.values().map(|(p, _)| p.len()).collect();
     out.push(Finding {
         id: "ecmp-imbalance",
-        severity: "warning",
+        severity: Severity::Warning,
         impact: share(g.imbalanced_bins, g.loaded_bins),
         title: format!(
             "ECMP imbalance: {} carried {} of its group's traffic, {} {}{}",

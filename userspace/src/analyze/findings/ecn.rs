@@ -1,23 +1,50 @@
 //! ECN findings: CE marks without CNPs and CNPs without CE marks
 //! (`docs/analysis.md`, *CNPs*).
 
-use serde_json::json;
+use crate::analyze::{Flow, Reaction, Severity};
 
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration, fmt_ip};
+use super::input::{FlowRef, Input, share};
+use super::{Diagnosis, Evidence};
 
-use super::input::{Input, params, share};
+/// Flows shown by name in `ce-without-cnp`'s words (all are in its flows).
+const SHOWN: usize = 5;
 
-pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
+/// `ce-without-cnp`'s evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CeWithoutCnp {
+    /// CE-marked packets of the silent flows, and how many flows.
+    pub ce: u64,
+    pub flows: u64,
+    /// The first few of them.
+    pub shown: Vec<SilentCe>,
+    /// The capture's CE → CNP reaction time.
+    pub reaction: Option<Reaction>,
+}
+
+/// A flow whose CE marks got no CNP back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SilentCe {
+    pub flow: FlowRef,
+    pub dscp: Option<u8>,
+    pub ce: u64,
+    /// Its reverse direction was seen.
+    pub paired: bool,
+}
+
+/// `cnp-without-ce`'s evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CnpWithoutCe {
+    /// CNPs to flows that carried no CE mark, and how many flows.
+    pub cnps: u64,
+    pub flows: u64,
+    /// CNPs no request flow could be found for.
+    pub unattributed: u64,
+    pub reaction: Option<Reaction>,
+}
+
+pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
     let unattributed = x.summary.totals.cnps_unattributed;
-    let reaction = x.summary.ce_to_cnp.as_ref().map(|r| {
-        format!(
-            "\nCE→CNP reaction {} to {} (mean {} over {}).",
-            fmt_duration((r.min_us * 1e3).round() as u64),
-            fmt_duration((r.max_us * 1e3).round() as u64),
-            fmt_duration((r.mean_us * 1e3).round() as u64),
-            fmt_count(r.samples, "CNP")
-        )
-    });
+    let reaction = x.summary.ce_to_cnp.clone();
     // On InfiniBand the destination may answer FECN with BECN on the
     // packets it sends back instead of CNPs (docs/analysis.md, "CNPs").
     let becn_back = |r: &Flow| {
@@ -36,73 +63,41 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Finding>) {
         .filter(|f| !becn_back(f))
         .collect();
     if !silent.is_empty() {
-        let ce: u64 = silent.iter().map(|r| r.ce).sum();
-        let parts: Vec<String> = silent
-            .iter()
-            .take(5)
-            .map(|r| {
-                format!(
-                    "flow {} ({} → {} QP {}, DSCP {}): {}, 0 CNPs{}.",
-                    r.id,
-                    fmt_ip(&r.src_ip),
-                    fmt_ip(&r.dst_ip),
-                    r.dest_qp,
-                    r.dscp.map(|d| d.to_string()).unwrap_or("-".into()),
-                    fmt_count(r.ce, "CE mark"),
-                    if r.paired_qp.is_none() {
-                        " (reverse direction never seen)"
-                    } else {
-                        ""
-                    }
-                )
-            })
-            .collect();
-        out.push(Finding {
-            wireshark: None,
-            id: "ce-without-cnp",
-            impact: x.traffic_share(&silent.iter().map(|r| r.id).collect::<Vec<_>>()),
-            severity: "warning",
-            title: format!(
-                "{} on {} got no CNP back",
-                fmt_count(ce, "CE-marked packet"),
-                fmt_count(silent.len() as u64, "flow")
-            ),
-            detail: parts.join("\n") + reaction.as_deref().unwrap_or(""),
-            recommendation: "The ECN→CNP path is broken: enable DCQCN's notification point (CNP generation) for this priority on the receiving NICs, check the DSCP of data packets maps to the ECN-enabled queue and priority, and that CNPs get a DSCP/priority the fabric forwards (and the tap sees).".into(),
-            flows: silent.iter().map(|r| r.id).collect(),
-            params: params([("ce_packets", json!(ce)), ("silent_flows", json!(silent.len()))]),
+        let ids: Vec<u32> = silent.iter().map(|r| r.id).collect();
+        out.push(Diagnosis {
+            severity: Severity::Warning,
+            impact: x.traffic_share(&ids),
+            flows: ids,
+            evidence: Evidence::CeWithoutCnp(CeWithoutCnp {
+                ce: silent.iter().map(|r| r.ce).sum(),
+                flows: silent.len() as u64,
+                shown: silent
+                    .iter()
+                    .take(SHOWN)
+                    .map(|r| SilentCe {
+                        flow: FlowRef::from(*r),
+                        dscp: r.dscp,
+                        ce: r.ce,
+                        paired: r.paired_qp.is_some(),
+                    })
+                    .collect(),
+                reaction: reaction.clone(),
+            }),
         });
     }
     let loud: Vec<&Flow> = x.flows.iter().filter(|r| r.cnps > 0 && r.ce == 0).collect();
     if !loud.is_empty() || unattributed > 0 {
         let cnps: u64 = loud.iter().map(|r| r.cnps).sum();
-        let mut detail = format!(
-            "{} to {} that carried no CE mark.",
-            fmt_count(cnps, "CNP"),
-            fmt_count(loud.len() as u64, "flow")
-        );
-        if unattributed > 0 {
-            detail.push_str(&format!(
-                "\n{} matched no flow (no request flow paired with their QP).",
-                fmt_count(unattributed, "CNP")
-            ));
-        }
-        out.push(Finding {
-            wireshark: None,
-            id: "cnp-without-ce",
+        out.push(Diagnosis {
+            severity: Severity::Info,
             impact: share(cnps + unattributed, x.summary.frames.cnp),
-            severity: "info",
-            title: format!(
-                "{} without a CE mark seen at the tap",
-                fmt_count(cnps + unattributed, "CNP")
-            ),
-            detail: detail + reaction.as_deref().unwrap_or(""),
-            recommendation: "Usually the tap sits upstream of the marking queue (the CE mark was set after it); otherwise check which device sends these CNPs and whether their QPs match live connections.".into(),
             flows: loud.iter().map(|r| r.id).collect(),
-            params: params([
-                ("cnps_without_ce", json!(cnps)),
-                ("cnps_unattributed", json!(unattributed)),
-            ]),
+            evidence: Evidence::CnpWithoutCe(CnpWithoutCe {
+                cnps,
+                flows: loud.len() as u64,
+                unattributed,
+                reaction,
+            }),
         });
     }
 }

@@ -14,7 +14,7 @@
 use serde_json::json;
 
 use crate::analyze::tree::{PauseNode, PauseTree};
-use crate::analyze::{Finding, fmt_count, fmt_duration};
+use crate::analyze::{Finding, NodeKind, Severity, fmt_count, fmt_duration};
 
 use super::input::{Input, params, share};
 
@@ -49,11 +49,10 @@ impl Episodes<'_> {
 /// Victim flows listed per tap (the rest counted; `flows` has them all).
 const VICTIMS_LISTED: usize = 10;
 
-fn kind(k: &str) -> &'static str {
-    if k == "host" {
-        "end host: it sends RoCE traffic too"
-    } else {
-        "switch"
+fn kind(k: NodeKind) -> &'static str {
+    match k {
+        NodeKind::Host => "end host: it sends RoCE traffic too",
+        NodeKind::Switch => "switch",
     }
 }
 
@@ -165,7 +164,7 @@ fn one(x: &Input, g: &Episodes) -> Finding {
     }
     flows.sort_unstable();
     flows.dedup();
-    let root_is_host = root.kind == "host";
+    let root_is_host = root.kind == NodeKind::Host;
     let (widest_index, widest) = g.widest();
     let ports = steps.len() + 1;
     let when = if episodes == 1 {
@@ -184,7 +183,7 @@ fn one(x: &Input, g: &Episodes) -> Finding {
         wireshark: None,
         id: "pfc-congestion-tree",
         impact: share(g.root_paused_ns(), x.summary.duration_ns),
-        severity: "critical",
+        severity: Severity::Critical,
         title: format!(
             "Pauses on priority {priority} spread from {} ({}) to {} more {}{}",
             root.sender_name(),

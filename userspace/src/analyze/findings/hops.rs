@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::analyze::fmt::{fmt_delay, fmt_ns};
 use crate::analyze::hops::HopRow;
-use crate::analyze::{Finding, fmt_count, fmt_duration, fmt_ip, fmt_pct};
+use crate::analyze::{Finding, Severity, fmt_count, fmt_duration, fmt_ip, fmt_pct};
 
 use super::input::{Input, params};
 
@@ -147,7 +147,7 @@ fn loss(x: &Input, out: &mut Vec<Finding>) {
         out.push(Finding {
             id: "hop-loss",
             impact: share,
-            severity: if lost { "warning" } else { "info" },
+            severity: if lost { Severity::Warning } else { Severity::Info },
             title,
             detail,
             recommendation: if lost {
@@ -263,7 +263,7 @@ fn queueing(x: &Input, out: &mut Vec<Finding>) {
     out.push(Finding {
         id: "hop-queueing",
         impact: x.traffic_share(&flows),
-        severity: "warning",
+        severity: Severity::Warning,
         title: format!(
             "Queueing between {a} and {b}: the one-way delay's p99 ({}) is {}× its p50 ({})",
             fmt_ns(p99(worst)),

@@ -10,10 +10,29 @@ use serde_json::Value;
 use rocescope_common::proto::ib;
 
 use crate::analyze::rto::ACK_TIMEOUT_UNIT_NS;
-use crate::analyze::{
-    Flow, FlowTable, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by, fmt_ip, fmt_mac,
-    fmt_offset, iface_name,
-};
+use crate::analyze::{Flow, FlowTable, PfcInterval, Summary, fmt_flow, fmt_offset, iface_name};
+
+/// A flow as a finding names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowRef {
+    pub id: u32,
+    pub iface: u16,
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    pub dest_qp: u32,
+}
+
+impl From<&Flow> for FlowRef {
+    fn from(f: &Flow) -> Self {
+        FlowRef {
+            id: f.id,
+            iface: f.iface,
+            src_ip: f.src_ip,
+            dst_ip: f.dst_ip,
+            dest_qp: f.dest_qp,
+        }
+    }
+}
 
 /// A finding's `params`.
 pub(crate) fn params<const N: usize>(
@@ -65,14 +84,7 @@ impl Input<'_> {
     }
 
     pub(crate) fn describe(&self, f: &Flow) -> String {
-        format!(
-            "flow {} ({} → {} QP {}, {})",
-            f.id,
-            fmt_ip(&f.src_ip),
-            fmt_ip(&f.dst_ip),
-            f.dest_qp,
-            self.iface(f.iface)
-        )
+        fmt_flow(f.id, &f.src_ip, &f.dst_ip, f.dest_qp, &self.iface(f.iface))
     }
 
     /// A capture time as an offset from the capture's first frame.
@@ -90,19 +102,6 @@ impl Input<'_> {
                     .contains(&(p.iface, p.priority, p.src_mac, p.start_ns))
             })
             .max_by_key(|p| (p.end_ns - p.start_ns, std::cmp::Reverse(p.start_ns)))
-    }
-
-    pub(super) fn pause_text(&self, p: &PfcInterval) -> String {
-        format!(
-            "{} on {} priority {} by {} (from {}, {}, {})",
-            fmt_duration(p.end_ns - p.start_ns),
-            self.iface(p.iface),
-            p.priority,
-            fmt_mac(&p.src_mac),
-            self.at(p.start_ns),
-            fmt_count(p.frames, "frame"),
-            fmt_ended_by(p.ended_by)
-        )
     }
 
     /// Flows whose priority is `prio` on `iface`.

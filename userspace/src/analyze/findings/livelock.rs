@@ -3,16 +3,32 @@
 //! PSN and fell silent (the per-flow runs: `analyze/livelock.rs`; see
 //! "Retransmission livelock" and "Retry exhaustion" in `docs/analysis.md`).
 
-use serde_json::json;
-
 use crate::analyze::livelock::{Exhausted, Run};
-use crate::analyze::rto::{ACK_TIMEOUT_UNIT_NS, nearest_exponent};
-use crate::analyze::{Finding, Flow, fmt_count, fmt_duration};
+use crate::analyze::rto::nearest_exponent;
+use crate::analyze::{Flow, Severity};
 
-use super::input::{Input, params};
+use super::input::{FlowRef, Input};
+use super::{Diagnosis, Evidence};
 
-/// Where to look for what drops one packet every time.
-const DROPPED_EVERY_TIME: &str = "compare the frame's length with the MTU of every hop on the path (a RoCE MTU of 4096 needs an Ethernet MTU above 4200 bytes on every link and VLAN interface; a smaller one silently drops full-size frames while small messages pass), then check ACLs and the switches' discard counters for the flow's UDP port";
+/// A flow stuck on one PSN: the run of rewinds and its largest frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stuck {
+    pub flow: FlowRef,
+    pub run: Run,
+    pub max_frame_len: u32,
+}
+
+/// A flow that ran out of retries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dead {
+    pub flow: FlowRef,
+    pub exhausted: Exhausted,
+    /// The local ACK timeout exponent T nearest to the timeout seen.
+    pub timeout_exponent: u8,
+    /// The QP of the reverse direction, when paired.
+    pub paired_qp: Option<u32>,
+    pub max_frame_len: u32,
+}
 
 /// Flow `f`'s retry exhaustion, judged against the end of its tap's
 /// capture.
@@ -29,7 +45,7 @@ fn exhausted(x: &Input, f: &Flow) -> Option<Exhausted> {
 
 /// `retransmission-livelock`: every flow in a livelock, the longest first;
 /// a flow whose longest run ended its retries is `retry-exhausted` instead.
-pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
+pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let mut stuck: Vec<(&Flow, Run)> = x
         .flows
         .iter()
@@ -39,165 +55,55 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         })
         .collect();
     if stuck.is_empty() {
-        return;
+        return None;
     }
     stuck.sort_by_key(|(f, r)| (std::cmp::Reverse(r.rewinds), f.id));
-    let parts: Vec<String> = stuck
-        .iter()
-        .map(|(f, r)| {
-            format!(
-                "{} went back to PSN {} {} times from {} to {} ({}) with nothing acknowledged between; its largest frame was {} bytes",
-                x.describe(f),
-                r.psn,
-                r.rewinds,
-                x.at(r.first_ts),
-                x.at(r.last_ts),
-                fmt_duration(r.last_ts - r.first_ts),
-                f.max_frame_len
-            )
-        })
-        .collect();
-    let (f, r) = stuck[0];
-    out.push(Finding {
-        id: "retransmission-livelock",
-        impact: x.traffic_share(&stuck.iter().map(|(f, _)| f.id).collect::<Vec<_>>()),
-        severity: "critical",
-        title: format!(
-            "{} resend the same PSN over and over (flow {} PSN {}: {}, no progress)",
-            fmt_count(stuck.len() as u64, "flow"),
-            f.id,
-            r.psn,
-            fmt_count(r.rewinds, "rewind")
+    let ids: Vec<u32> = stuck.iter().map(|(f, _)| f.id).collect();
+    Some(Diagnosis {
+        severity: Severity::Critical,
+        impact: x.traffic_share(&ids),
+        flows: ids,
+        evidence: Evidence::Livelock(
+            stuck
+                .iter()
+                .map(|(f, run)| Stuck {
+                    flow: FlowRef::from(*f),
+                    run: *run,
+                    max_frame_len: f.max_frame_len,
+                })
+                .collect(),
         ),
-        detail: parts.join("; "),
-        recommendation: format!("Something drops this packet every time, not by chance: {DROPPED_EVERY_TIME}; the requester will spend its retry count (retry_cnt) on it and move the QP to the error state"),
-        flows: stuck.iter().map(|(f, _)| f.id).collect(),
-        params: params([
-            ("flows", json!(stuck.len())),
-            ("worst_flow", json!(f.id)),
-            ("psn", json!(r.psn)),
-            ("rewinds", json!(r.rewinds)),
-            ("first_rewind_ns", json!(r.first_ts)),
-            ("last_rewind_ns", json!(r.last_ts)),
-            ("max_frame_len", json!(f.max_frame_len)),
-        ]),
-        wireshark: None,
-    });
+    })
 }
 
 /// `retry-exhausted`: every flow that resent one PSN its retry count of
 /// times after timeouts with nothing acknowledged, then sent nothing more
 /// (`docs/analysis.md`, "Retry exhaustion").
-pub(crate) fn retry_exhausted(x: &Input, out: &mut Vec<Finding>) {
+pub(crate) fn retry_exhausted(x: &Input) -> Option<Diagnosis> {
     let mut dead: Vec<(&Flow, Exhausted)> = x
         .flows
         .iter()
         .filter_map(|f| Some((f, exhausted(x, f)?)))
         .collect();
     if dead.is_empty() {
-        return;
+        return None;
     }
     dead.sort_by_key(|(f, e)| (e.silent_from_ns, f.id));
-    let gone = dead.iter().filter(|(_, e)| e.retries.answers == 0).count();
-    let parts: Vec<String> = dead
-        .iter()
-        .map(|(f, e)| {
-            let (r, n) = (&e.run, &e.retries);
-            let t = nearest_exponent(e.timeout_ns);
-            let mut s = format!(
-                "{} sent PSN {} {} times (the original and {}), one local ACK timeout ≈ {} apart (T = {t}: 4.096 µs × 2^{t} = {}), with nothing acknowledged, from {} to {}; then it sent nothing from {} to the end of the capture ({} later). Retry count {} ({})",
-                x.describe(f),
-                r.psn,
-                r.rewinds + 1,
-                fmt_count(r.rewinds, "retry"),
-                fmt_duration(e.timeout_ns),
-                fmt_duration(ACK_TIMEOUT_UNIT_NS << t),
-                x.at(r.first_ts),
-                x.at(r.last_ts),
-                x.at(e.silent_from_ns),
-                fmt_duration(e.silent_ns),
-                e.retry_count,
-                if e.from_cm {
-                    "from the connection's CM REQ"
-                } else {
-                    "assumed: no CM REQ in the capture gives it"
-                }
-            );
-            if u64::from(n.timeouts) < r.rewinds {
-                s.push_str(&format!(
-                    "; {} of the retries followed a sequence-error NAK",
-                    r.rewinds - u64::from(n.timeouts)
-                ));
-            }
-            if n.answers == 0 {
-                s.push_str(&format!(
-                    ". Nothing came back on the reverse direction{} from the first retry on: the responder, or the path to it, is gone",
-                    match f.paired_qp {
-                        Some(qp) => format!(" (QP {qp})"),
-                        None => String::new(),
-                    }
-                ));
-            } else {
-                s.push_str(&format!(
-                    ". The reverse direction answered {} from the first retry on ({}, {} acknowledging PSNs before {}): the responder is alive and this packet is dropped every time; its largest frame was {} bytes",
-                    fmt_count(n.answers, "time"),
-                    fmt_count(n.naks, "NAK"),
-                    fmt_count(n.progressed, "ACK"),
-                    r.psn,
-                    f.max_frame_len
-                ));
-            }
-            s
-        })
-        .collect();
-    let (f, e) = dead[0];
-    let t = nearest_exponent(e.timeout_ns);
-    let mut recommendation = format!(
-        "The QP is in the error state: its work requests complete with IBV_WC_RETRY_EXC_ERR (status 12) — NCCL reports \"completion with error 12\" (NCCL_IB_TIMEOUT is T, here {t}; NCCL_IB_RETRY_CNT the retry count), UCX \"transport retry count exceeded\"; the application has to reconnect."
-    );
-    if gone > 0 {
-        recommendation.push_str(" Nothing came back: check the responder host (crashed, rebooted, process or QP gone), its NIC port and link (down, flapping: `ibv_devinfo`, `ethtool`, the switch port's link log), and the route and neighbour entry to it; a longer timeout or more retries only help when the responder is alive but its answers are held up (long pauses).");
-    }
-    if gone < dead.len() {
-        recommendation.push_str(&format!(
-            " The responder answered but never got this packet: {DROPPED_EVERY_TIME}."
-        ));
-    }
-    out.push(Finding {
-        id: "retry-exhausted",
-        impact: x.traffic_share(&dead.iter().map(|(f, _)| f.id).collect::<Vec<_>>()),
-        severity: "critical",
-        title: format!(
-            "{} ran out of retries and fell silent (flow {} PSN {}: {} after timeouts of T = {t}, {})",
-            fmt_count(dead.len() as u64, "QP"),
-            f.id,
-            e.run.psn,
-            fmt_count(e.run.rewinds, "retry"),
-            if e.retries.answers == 0 {
-                "nothing came back"
-            } else {
-                "the responder answered"
-            }
+    let ids: Vec<u32> = dead.iter().map(|(f, _)| f.id).collect();
+    Some(Diagnosis {
+        severity: Severity::Critical,
+        impact: x.traffic_share(&ids),
+        flows: ids,
+        evidence: Evidence::RetryExhausted(
+            dead.iter()
+                .map(|(f, e)| Dead {
+                    flow: FlowRef::from(*f),
+                    exhausted: *e,
+                    timeout_exponent: nearest_exponent(e.timeout_ns),
+                    paired_qp: f.paired_qp,
+                    max_frame_len: f.max_frame_len,
+                })
+                .collect(),
         ),
-        detail: parts.join("; "),
-        recommendation,
-        flows: dead.iter().map(|(f, _)| f.id).collect(),
-        params: params([
-            ("flows", json!(dead.len())),
-            ("worst_flow", json!(f.id)),
-            ("psn", json!(e.run.psn)),
-            ("retries", json!(e.run.rewinds)),
-            ("retry_count", json!(e.retry_count)),
-            ("retry_count_from_cm", json!(e.from_cm)),
-            ("timeout_ns", json!(e.timeout_ns)),
-            ("timeout_exponent", json!(t)),
-            ("first_retry_ns", json!(e.run.first_ts)),
-            ("last_retry_ns", json!(e.run.last_ts)),
-            ("silent_from_ns", json!(e.silent_from_ns)),
-            ("reverse_packets", json!(e.retries.answers)),
-            ("reverse_naks", json!(e.retries.naks)),
-            ("flows_nothing_came_back", json!(gone)),
-        ]),
-        wireshark: None,
-    });
+    })
 }

@@ -36,36 +36,143 @@ use ecn::ce_cnp;
 use pfc::{link_pause, link_speed, pressure, storms, victims};
 use retrans::{ghost, real_loss, rnr};
 
-use super::Finding;
+use super::{Finding, Severity};
 
+pub use dcqcn::{Dcqcn, Deaf, Working};
+pub use ecn::{CeWithoutCnp, CnpWithoutCe, SilentCe};
+pub use input::FlowRef;
 pub(crate) use input::Input;
+pub use livelock::{Dead, Stuck};
+pub use mtu::{Mtu, SmallMtu, TooBig};
+pub use nics::SlowNic;
+pub use pfc::{LinkSpeed, Pressure, StormPort, Storms, Victim, Victims};
+pub use qos::{QosMismatch, Remarked, Unprotected};
+pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
+pub use unanswered::{SilentFlow, Unanswered};
 
-pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
+/// A finding as the analyzer computes it: how bad it is, how much of the
+/// capture it concerns, its flows and its evidence. `crate::render` words
+/// it (title, detail, advice, `params`: docs/report.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnosis {
+    pub severity: Severity,
+    /// In [0, 1], defined per finding (docs/analysis.md, "Findings").
+    pub impact: f64,
+    pub flows: Vec<u32>,
+    pub evidence: Evidence,
+}
+
+/// What a finding found, one variant per finding id.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Evidence {
+    /// A finding not split yet: worded where it is computed.
+    Worded(Finding),
+    /// `unanswered-flows`.
+    Unanswered(Unanswered),
+    /// `mtu-mismatch`.
+    Mtu(Mtu),
+    /// `retransmission-livelock`: the flows, the most rewinds first.
+    Livelock(Vec<Stuck>),
+    /// `retry-exhausted`: the flows, the first to fall silent first.
+    RetryExhausted(Vec<Dead>),
+    /// `ghost-retransmissions`.
+    Ghost(Box<Ghost>),
+    /// `real-loss`.
+    RealLoss(RealLoss),
+    /// `receiver-not-ready`.
+    Rnr(Rnr),
+    /// `ce-without-cnp`.
+    CeWithoutCnp(CeWithoutCnp),
+    /// `cnp-without-ce`.
+    CnpWithoutCe(CnpWithoutCe),
+    /// `link-speed`, one per tap.
+    LinkSpeed(LinkSpeed),
+    /// `pfc-storm`.
+    Storms(Storms),
+    /// `pfc-pressure`.
+    Pressure(Pressure),
+    /// `pfc-victims`.
+    Victims(Victims),
+    /// `link-pause`: 802.3x PAUSE frames seen.
+    LinkPause { frames: u64 },
+    /// `slow-nic-reaction`, one per NIC, tap and latency.
+    SlowNic(SlowNic),
+    /// `qos-mismatch`.
+    Qos(QosMismatch),
+    /// `dcqcn-reaction`.
+    Dcqcn(Dcqcn),
+}
+
+impl Evidence {
+    /// The finding's `id` (docs/report.md).
+    pub fn id(&self) -> &'static str {
+        match self {
+            Evidence::Worded(f) => f.id,
+            Evidence::Unanswered(_) => "unanswered-flows",
+            Evidence::Mtu(_) => "mtu-mismatch",
+            Evidence::Livelock(_) => "retransmission-livelock",
+            Evidence::RetryExhausted(_) => "retry-exhausted",
+            Evidence::Ghost(_) => "ghost-retransmissions",
+            Evidence::RealLoss(_) => "real-loss",
+            Evidence::Rnr(_) => "receiver-not-ready",
+            Evidence::CeWithoutCnp(_) => "ce-without-cnp",
+            Evidence::CnpWithoutCe(_) => "cnp-without-ce",
+            Evidence::LinkSpeed(_) => "link-speed",
+            Evidence::Storms(_) => "pfc-storm",
+            Evidence::Pressure(_) => "pfc-pressure",
+            Evidence::Victims(_) => "pfc-victims",
+            Evidence::LinkPause { .. } => "link-pause",
+            Evidence::SlowNic(_) => "slow-nic-reaction",
+            Evidence::Qos(_) => "qos-mismatch",
+            Evidence::Dcqcn(_) => "dcqcn-reaction",
+        }
+    }
+}
+
+impl Diagnosis {
+    fn worded(f: Finding) -> Self {
+        Diagnosis {
+            severity: f.severity,
+            impact: f.impact,
+            flows: f.flows.clone(),
+            evidence: Evidence::Worded(f),
+        }
+    }
+}
+
+/// The findings of `find`, not split into evidence and words yet.
+fn worded(out: &mut Vec<Diagnosis>, find: impl FnOnce(&mut Vec<Finding>)) {
+    let mut found = Vec::new();
+    find(&mut found);
+    out.extend(found.into_iter().map(Diagnosis::worded));
+}
+
+pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     let mut out = Vec::new();
-    capture(x, &mut out);
-    ghost(x, &mut out);
-    livelock::retry_exhausted(x, &mut out);
-    livelock::finding(x, &mut out);
-    unanswered::finding(x, &mut out);
-    mtu::finding(x, &mut out);
-    ecmp::finding(x, x.ecmp, &mut out);
-    qos::finding(x, x.qos, &mut out);
-    cnp_overload::finding(x, &mut out);
-    dcqcn::finding(x, &mut out);
-    hops::finding(x, &mut out);
+    worded(&mut out, |w| capture(x, w));
+    out.extend(ghost(x));
+    out.extend(livelock::retry_exhausted(x));
+    out.extend(livelock::finding(x));
+    out.extend(unanswered::finding(x));
+    out.extend(mtu::finding(x));
+    worded(&mut out, |w| ecmp::finding(x, x.ecmp, w));
+    out.extend(qos::finding(x, x.qos));
+    worded(&mut out, |w| cnp_overload::finding(x, w));
+    out.extend(dcqcn::finding(x));
+    worded(&mut out, |w| hops::finding(x, w));
     nics::finding(x, &mut out);
-    real_loss(x, &mut out);
-    reordering(x, &mut out);
-    corruption(x, &mut out);
+    out.extend(real_loss(x));
+    worded(&mut out, |w| reordering(x, w));
+    worded(&mut out, |w| corruption(x, w));
     link_speed(x, &mut out);
-    rnr(x, &mut out);
-    storms(x, &mut out);
-    episodes::finding(x, &mut out);
-    pressure(x, &mut out);
-    victims(x, &mut out);
+    out.extend(rnr(x));
+    out.extend(storms(x));
+    worded(&mut out, |w| episodes::finding(x, w));
+    out.extend(pressure(x));
+    out.extend(victims(x));
     ce_cnp(x, &mut out);
-    link_pause(x, &mut out);
-    rank_findings(&mut out);
+    out.extend(link_pause(x));
+    rank(&mut out, |d| (d.severity, d.impact));
     out
 }
 
@@ -73,14 +180,14 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Finding> {
 /// on equal impact the order they were made in (docs/analysis.md,
 /// "Findings").
 pub(crate) fn rank_findings(findings: &mut [Finding]) {
-    let rank = |s: &str| match s {
-        "critical" => 0,
-        "warning" => 1,
-        _ => 2,
-    };
-    findings.sort_by(|a, b| {
-        rank(a.severity)
-            .cmp(&rank(b.severity))
-            .then(b.impact.total_cmp(&a.impact))
+    rank(findings, |f| (f.severity, f.impact));
+}
+
+fn rank<T>(items: &mut [T], key: impl Fn(&T) -> (Severity, f64)) {
+    items.sort_by(|a, b| {
+        let ((severity_a, impact_a), (severity_b, impact_b)) = (key(a), key(b));
+        severity_a
+            .cmp(&severity_b)
+            .then(impact_b.total_cmp(&impact_a))
     });
 }

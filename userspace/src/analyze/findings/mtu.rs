@@ -12,15 +12,51 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
+use crate::analyze::{Flow, Severity};
 
-use crate::analyze::{Finding, Flow, fmt_count, fmt_ip};
+use super::input::{FlowRef, Input, unanswered};
+use super::{Diagnosis, Evidence};
 
-use super::input::{Input, params, unanswered};
+/// `mtu-mismatch`'s evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mtu {
+    /// What most request flows with a learned MTU use (the larger on a
+    /// tie); none when no flow's MTU is known.
+    pub fabric_mtu: Option<u32>,
+    /// Flows using the fabric's MTU, of the request flows with a learned one.
+    pub fabric_flows: u64,
+    pub sized_flows: u64,
+    /// Flows with a smaller MTU than the fabric's or than a flow between
+    /// the same hosts, in flow order.
+    pub small: Vec<SmallMtu>,
+    /// Unanswered or livelocked flows whose frames are larger than every
+    /// answered frame on their tap, in flow order.
+    pub too_big: Vec<TooBig>,
+}
+
+/// A flow with a smaller path MTU than its peers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SmallMtu {
+    pub flow: FlowRef,
+    pub mtu: u32,
+    pub data_packets: u64,
+    /// The flow between the same hosts with the largest MTU above it:
+    /// `(id, mtu)`.
+    pub peer: Option<(u32, u32)>,
+}
+
+/// A flow whose frames are too large for its path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TooBig {
+    pub flow: FlowRef,
+    pub max_frame_len: u32,
+    /// The largest frame of an answered flow on the same tap.
+    pub answered_max: u32,
+}
 
 /// `mtu-mismatch`.
-pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
-    let mut parts = Vec::new();
+pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
+    let mut small = Vec::new();
     let mut flows: Vec<u32> = Vec::new();
     // Request flows with a learned MTU.
     let sized: Vec<&Flow> = x
@@ -37,7 +73,6 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         .iter()
         .max_by_key(|(m, n)| (**n, **m))
         .map(|(m, _)| *m);
-    let mut small = 0;
     if let Some(major) = majority {
         for f in &sized {
             // The largest MTU another flow between the same hosts uses.
@@ -48,23 +83,12 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             if f.mtu >= major && peer.is_none() {
                 continue;
             }
-            small += 1;
-            let mut s = format!(
-                "{} uses path MTU {} ({} request packets) while {} of {} flows use {}",
-                x.describe(f),
-                f.mtu,
-                f.data_packets,
-                count.get(&major).copied().unwrap_or(0),
-                sized.len(),
-                major
-            );
-            if let Some(o) = peer {
-                s.push_str(&format!(
-                    "; flow {} between the same hosts uses {}",
-                    o.id, o.mtu
-                ));
-            }
-            parts.push(s);
+            small.push(SmallMtu {
+                flow: FlowRef::from(*f),
+                mtu: f.mtu,
+                data_packets: f.data_packets,
+                peer: peer.map(|o| (o.id, o.mtu)),
+            });
             flows.push(f.id);
         }
     }
@@ -81,7 +105,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         v.dedup_by_key(|f| f.id);
         v
     };
-    let mut too_big = 0;
+    let mut too_big = Vec::new();
     for f in silent {
         let answered = x
             .flows
@@ -92,39 +116,28 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
         let Some(largest) = answered.filter(|&l| f.max_frame_len > l) else {
             continue;
         };
-        too_big += 1;
-        parts.push(format!(
-            "{} sends frames of up to {} bytes and gets nothing through, while flows on the same tap with frames of up to {largest} bytes are answered: a hop on the path from {} to {} drops frames of {} bytes (it carries {largest})",
-            x.describe(f),
-            f.max_frame_len,
-            fmt_ip(&f.src_ip),
-            fmt_ip(&f.dst_ip),
-            f.max_frame_len
-        ));
+        too_big.push(TooBig {
+            flow: FlowRef::from(f),
+            max_frame_len: f.max_frame_len,
+            answered_max: largest,
+        });
         flows.push(f.id);
     }
-    if parts.is_empty() {
-        return;
+    if small.is_empty() && too_big.is_empty() {
+        return None;
     }
     flows.sort_unstable();
     flows.dedup();
-    out.push(Finding {
-        id: "mtu-mismatch",
+    Some(Diagnosis {
+        severity: Severity::Warning,
         impact: x.traffic_share(&flows),
-        severity: "warning",
-        title: format!(
-            "MTU mismatch: {} with a smaller path MTU than their peers, {} whose frames are too large for their path",
-            fmt_count(small as u64, "flow"),
-            fmt_count(too_big as u64, "flow")
-        ),
-        detail: parts.join("; "),
-        recommendation: "Use RoCE MTU 4096 on every NIC (ibv_devinfo active_mtu follows the netdev MTU: 4096 needs an Ethernet MTU above 4200 bytes, so set 9000), and the same Ethernet MTU on every hop — NIC ports, switch ports, VLAN and routed interfaces; an application or NCCL setting (NCCL_IB_MTU) asking for less lowers it per connection".into(),
         flows,
-        params: params([
-            ("fabric_mtu", json!(majority)),
-            ("smaller_mtu_flows", json!(small)),
-            ("too_large_flows", json!(too_big)),
-        ]),
-        wireshark: None,
-    });
+        evidence: Evidence::Mtu(Mtu {
+            fabric_mtu: majority,
+            fabric_flows: majority.map_or(0, |m| count.get(&m).copied().unwrap_or(0)),
+            sized_flows: sized.len() as u64,
+            small,
+            too_big,
+        }),
+    })
 }

@@ -4,15 +4,47 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::json;
-
 use crate::analyze::qos::{FlowMarks, Marks};
-use crate::analyze::{Finding, Flow, fmt_count, fmt_ip};
+use crate::analyze::{Flow, Severity};
 
-use super::input::{Input, params};
+use super::input::{FlowRef, Input};
+use super::{Diagnosis, Evidence};
+
+/// `qos-mismatch`'s evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QosMismatch {
+    /// Priorities PFC paused anywhere in the capture.
+    pub paused: Vec<u8>,
+    /// Request flows on a priority no PFC frame pauses.
+    pub unprotected: Vec<Unprotected>,
+    /// Connections marked differently at two taps.
+    pub remarked: Vec<Remarked>,
+    /// CE-marked connections whose CNPs come back marked differently.
+    pub cnps_remarked: Vec<Remarked>,
+    /// `(tap, DSCP, PCP)` pairs the RoCE frames and CNPs show.
+    pub pairs: Vec<(u16, u8, Option<u8>)>,
+}
+
+/// A request flow on a priority no PFC frame pauses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unprotected {
+    pub flow: FlowRef,
+    pub priority: u8,
+    pub marks: FlowMarks,
+}
+
+/// A connection whose marks (or whose CNPs' marks) differ between taps:
+/// `(tap, flow id, marks)` at each.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remarked {
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    pub dest_qp: u32,
+    pub at: Vec<(u16, u32, FlowMarks)>,
+}
 
 /// `qos-mismatch`.
-pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
+pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
     let requests: Vec<&Flow> = x.flows.iter().filter(|f| f.data_packets > 0).collect();
     // Priorities PFC paused anywhere in the capture.
     let paused: BTreeSet<u8> = x
@@ -22,27 +54,21 @@ pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
         .filter(|p| p.paused_ns > 0)
         .map(|p| p.priority)
         .collect();
-    let mut lines = Vec::new();
     let mut ids: Vec<u32> = Vec::new();
-    let unprotected: Vec<&&Flow> = if paused.is_empty() {
+    let unprotected: Vec<Unprotected> = if paused.is_empty() {
         Vec::new()
     } else {
         requests
             .iter()
             .filter(|f| f.priority.is_some_and(|p| !paused.contains(&p)))
+            .map(|f| Unprotected {
+                flow: FlowRef::from(*f),
+                priority: f.priority.unwrap_or(0),
+                marks: f.marks,
+            })
             .collect()
     };
-    let paused_words: Vec<String> = paused.iter().map(u8::to_string).collect();
-    for f in &unprotected {
-        lines.push(format!(
-            "{} sends its RoCE data on priority {} ({}), which no PFC frame of the capture pauses, while PFC pauses priority {}: its packets are dropped, not paused, when a queue fills.",
-            x.describe(f),
-            f.priority.unwrap_or(0),
-            f.marks.words(),
-            paused_words.join(", ")
-        ));
-        ids.push(f.id);
-    }
+    ids.extend(unprotected.iter().map(|u| u.flow.id));
     // The same connection at several taps: its marks at each.
     // By (source, destination, destination QP).
     type Conn = ([u8; 16], [u8; 16], u32);
@@ -53,34 +79,22 @@ pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
             .or_default()
             .push(f);
     }
-    let mut remarked = 0u64;
+    let mut remarked = Vec::new();
     for ((s, d, qp), at) in &by_conn {
         if at.len() < 2 || at.iter().all(|f| f.marks == at[0].marks) {
             continue;
         }
-        remarked += 1;
-        let seen: Vec<String> = at
-            .iter()
-            .map(|f| {
-                format!(
-                    "{} at {} (flow {})",
-                    f.marks.words(),
-                    x.iface(f.iface),
-                    f.id
-                )
-            })
-            .collect();
-        lines.push(format!(
-            "{} → {} QP {qp} is marked differently at its taps: {}: a hop between them rewrites its DSCP or priority.",
-            fmt_ip(s),
-            fmt_ip(d),
-            seen.join(", ")
-        ));
+        remarked.push(Remarked {
+            src_ip: *s,
+            dst_ip: *d,
+            dest_qp: *qp,
+            at: at.iter().map(|f| (f.iface, f.id, f.marks)).collect(),
+        });
         ids.extend(at.iter().map(|f| f.id));
     }
     // CE-marked connections whose CNPs come back marked differently at two
     // taps: the CNPs' DSCP or priority is rewritten on their way.
-    let mut cnps_remarked = 0u64;
+    let mut cnps_remarked = Vec::new();
     for ((s, d, qp), at) in &by_conn {
         if at.iter().all(|f| f.ce == 0) {
             continue;
@@ -97,67 +111,29 @@ pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
         if cnp.len() < 2 || cnp.iter().all(|(_, m)| *m == cnp[0].1) {
             continue;
         }
-        cnps_remarked += 1;
-        let seen: Vec<String> = cnp
-            .iter()
-            .map(|(f, m)| format!("{} at {}", m.words(), x.iface(f.iface)))
-            .collect();
-        lines.push(format!(
-            "{} → {} QP {qp} carries CE marks, and its CNPs come back marked differently at its taps: {}: a hop rewrites the CNPs' DSCP or priority, so they may land in a queue that drops or delays them.",
-            fmt_ip(s),
-            fmt_ip(d),
-            seen.join(", ")
-        ));
+        cnps_remarked.push(Remarked {
+            src_ip: *s,
+            dst_ip: *d,
+            dest_qp: *qp,
+            at: cnp.iter().map(|(f, m)| (f.iface, f.id, *m)).collect(),
+        });
         ids.extend(at.iter().map(|f| f.id));
     }
-    if lines.is_empty() {
-        return;
+    if unprotected.is_empty() && remarked.is_empty() && cnps_remarked.is_empty() {
+        return None;
     }
-    // The map in use, as the frames show it.
-    let pairs = marks.pairs();
-    let mut per_tap: BTreeMap<u16, Vec<String>> = BTreeMap::new();
-    for &(iface, dscp, pcp) in &pairs {
-        per_tap.entry(iface).or_default().push(match pcp {
-            Some(p) => format!("{dscp}→{p}"),
-            None => format!("{dscp}→untagged"),
-        });
-    }
-    let map: Vec<String> = per_tap
-        .iter()
-        .map(|(i, m)| format!("{}: {}", x.iface(*i), m.join(", ")))
-        .collect();
-    lines.push(format!(
-        "DSCP → priority (PCP) in use, as the RoCE frames and CNPs show it: {}.",
-        map.join("; ")
-    ));
     ids.sort_unstable();
     ids.dedup();
-    out.push(Finding {
-        id: "qos-mismatch",
-        severity: "warning",
+    Some(Diagnosis {
+        severity: Severity::Warning,
         impact: x.traffic_share(&ids),
-        title: format!(
-            "QoS mismatch: {} on a priority PFC never pauses, {} remarked on the path, {} whose CNPs are remarked",
-            fmt_count(unprotected.len() as u64, "flow"),
-            fmt_count(remarked, "connection"),
-            fmt_count(cnps_remarked, "connection")
-        ),
-        detail: lines.join("\n"),
-        recommendation: "Put RoCE on the lossless priority end to end: set the NICs' RoCE traffic class (cma_roce_tos -d DEV -t 106 for DSCP 26 with ECN, or the NIC's default TOS; NCCL_IB_TC) so every host sends the DSCP the fabric maps to the PFC priority; trust DSCP on the NIC ports (mlnx_qos -i IF --trust dscp, PFC on that priority: --pfc 0,0,0,1,0,0,0,0); give every switch the same DSCP → queue map with PFC and ECN on that queue, and remove DSCP rewrites (remarking) on the path".into(),
         flows: ids,
-        params: params([
-            ("unprotected_flows", json!(unprotected.iter().map(|f| f.id).collect::<Vec<_>>())),
-            ("paused_priorities", json!(paused)),
-            ("remarked_connections", json!(remarked)),
-            ("cnp_remarked_connections", json!(cnps_remarked)),
-            (
-                "dscp_pcp_seen",
-                json!(pairs
-                    .iter()
-                    .map(|&(i, d, p)| json!({"iface": x.iface(i), "dscp": d, "pcp": p}))
-                    .collect::<Vec<_>>()),
-            ),
-        ]),
-        wireshark: None,
-    });
+        evidence: Evidence::Qos(QosMismatch {
+            paused: paused.into_iter().collect(),
+            unprotected,
+            remarked,
+            cnps_remarked,
+            pairs: marks.pairs(),
+        }),
+    })
 }

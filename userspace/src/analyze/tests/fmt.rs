@@ -14,17 +14,20 @@ fn summary_serializes() {
 
 #[test]
 fn utc_and_offsets_print_readably() {
-    assert_eq!(super::fmt_utc(0), "1970-01-01T00:00:00.000000Z");
+    assert_eq!(crate::render::fmt_utc(0), "1970-01-01T00:00:00.000000Z");
     assert_eq!(
-        super::fmt_utc(1_767_225_600_000_000_836),
+        crate::render::fmt_utc(1_767_225_600_000_000_836),
         "2026-01-01T00:00:00.000000Z"
     );
     assert_eq!(
-        super::fmt_utc(951_782_400_123_456_789),
+        crate::render::fmt_utc(951_782_400_123_456_789),
         "2000-02-29T00:00:00.123456Z"
     );
     // The last nanosecond a u64 holds: microseconds cut, not rounded.
-    assert_eq!(super::fmt_utc(u64::MAX), "2554-07-21T23:34:33.709551Z");
+    assert_eq!(
+        crate::render::fmt_utc(u64::MAX),
+        "2554-07-21T23:34:33.709551Z"
+    );
     assert_eq!(super::fmt_offset(700_525), "t+700.5 µs");
     assert_eq!(super::fmt_offset(124_567_891), "t+124.568 ms");
     assert_eq!(super::fmt_offset(12_345_678_901), "t+12.345679 s");
@@ -48,7 +51,7 @@ fn durations_counts_and_rates_print_in_human_units() {
     assert_eq!(fmt_gbps(119.191), "119.19 Gb/s");
     assert_eq!(fmt_gbps(0.22), "220.0 Mb/s");
     assert_eq!(
-        fmt_ended_by("capture_end"),
+        fmt_ended_by(crate::analyze::PauseEnd::CaptureEnd),
         "still paused when the capture ended"
     );
 }

@@ -50,11 +50,11 @@ fn ghost_drop_under_pfc_pause_is_diagnosed() {
             start_ns: 10 * US,
             end_ns: 10 * US + 335_539,
             frames: 1,
-            ended_by: "expiry",
+            ended_by: PauseEnd::Expiry,
         }
     );
     let g = r.finding("ghost-retransmissions").expect("ghost");
-    assert_eq!(g.severity, "critical");
+    assert_eq!(g.severity, Severity::Critical);
     for want in [
         "flow 0 (10.0.0.1 → 10.0.0.2 QP 256, if0)",
         "rewound 6 PSNs back to PSN 1002 after 250.0 µs idle, on a timeout (no NAK preceded it)",
@@ -124,10 +124,10 @@ fn pfc_refresh_xon_expiry_and_capture_end() {
     assert_eq!(
         rows,
         [
-            (3, 0, 6000, 2, "xon"),
-            (3, 10_000, 10_512, 1, "expiry"),
-            (3, 20_000, 21_024, 2, "expiry"),
-            (6, 30_000, 40_000, 1, "capture_end"),
+            (3, 0, 6000, 2, PauseEnd::Xon),
+            (3, 10_000, 10_512, 1, PauseEnd::Expiry),
+            (3, 20_000, 21_024, 2, PauseEnd::Expiry),
+            (6, 30_000, 40_000, 1, PauseEnd::CaptureEnd),
         ]
     );
     assert_eq!(r.events("pfc_pause").len(), 4);
@@ -152,7 +152,7 @@ fn pfc_refresh_xon_expiry_and_capture_end() {
     assert_eq!(s.totals.pfc_intervals, 4);
     assert!(r.finding("link-pause").is_some());
     let pr = r.finding("pfc-pressure").expect("pressure");
-    assert_eq!(pr.severity, "critical"); // 25 % on priority 6
+    assert_eq!(pr.severity, Severity::Critical); // 25 % on priority 6
 }
 
 #[test]
@@ -189,7 +189,7 @@ fn pfc_storm_is_a_long_continuous_pause() {
             r.a.pfc[0].frames,
             r.a.pfc[0].ended_by
         ),
-        (0, 2000 * US, 10, "xon")
+        (0, 2000 * US, 10, PauseEnd::Xon)
     );
     let s = r.events("pfc_storm");
     assert_eq!(s.len(), 1);
@@ -197,9 +197,9 @@ fn pfc_storm_is_a_long_continuous_pause() {
     assert_eq!(r.a.summary.pfc[0].storms, 1);
     assert_eq!(r.a.summary.totals.pfc_storms, 1);
     let f = r.finding("pfc-storm").expect("storm");
-    assert_eq!(f.severity, "critical");
+    assert_eq!(f.severity, Severity::Critical);
     assert_eq!(f.flows, vec![0]);
-    assert_eq!(r.a.summary.findings[0].severity, "critical");
+    assert_eq!(r.a.summary.findings[0].severity, Severity::Critical);
 }
 
 #[test]
@@ -286,7 +286,7 @@ fn running_state_at_the_last_record_is_what_the_run_writes() {
     let ends: Vec<(u64, &str)> = a
         .pfc
         .iter()
-        .map(|p| (p.end_ns - p.start_ns, p.ended_by))
+        .map(|p| (p.end_ns - p.start_ns, p.ended_by.as_str()))
         .collect();
     assert_eq!(ends, [(335_539, "expiry"), (100 * US, "capture_end")]);
     let p = &a.summary.pfc[0];

@@ -103,7 +103,7 @@ fn psn_wraps_at_2_pow_24() {
     assert_eq!(rw.len(), 1);
     assert_eq!(rw[0].psn, Some(0xFF_FFFF));
     assert_eq!(rw[0].depth, Some(3));
-    assert_eq!(rw[0].trigger, Some("timeout"));
+    assert_eq!(rw[0].trigger, Some(Trigger::Timeout));
     assert_eq!(rw[0].idle_us, Some(500.0));
     assert_eq!(rw[0].ts_ns, 503 * US);
     assert_eq!(
@@ -146,7 +146,7 @@ fn nak_triggers_rewind() {
     assert_eq!(rw.len(), 1);
     assert_eq!(
         (rw[0].psn, rw[0].depth, rw[0].trigger),
-        (Some(102), Some(3), Some("nak"))
+        (Some(102), Some(3), Some(Trigger::Nak))
     );
     assert_eq!(rw[0].idle_us, Some(3.0));
     let n = r.events("nak");
@@ -185,7 +185,7 @@ fn rnr_nak_triggers_rnr_rewind() {
     assert_eq!(f.max_rewind_depth, 1);
     assert_eq!(r.flow(B, QA).rnr_naks, 1);
     assert_eq!(r.events("rnr_nak").len(), 1);
-    assert_eq!(r.events("rewind")[0].trigger, Some("rnr"));
+    assert_eq!(r.events("rewind")[0].trigger, Some(Trigger::Rnr));
     assert!(r.finding("receiver-not-ready").is_some());
 }
 
@@ -221,7 +221,15 @@ fn stale_or_foreign_nak_is_a_timeout() {
         .iter()
         .map(|e| e.trigger.unwrap())
         .collect();
-    assert_eq!(triggers, ["nak", "timeout", "timeout", "timeout"]);
+    assert_eq!(
+        triggers,
+        [
+            Trigger::Nak,
+            Trigger::Timeout,
+            Trigger::Timeout,
+            Trigger::Timeout
+        ]
+    );
     let depths: Vec<_> = r
         .events("rewind")
         .iter()
@@ -251,7 +259,7 @@ fn spurious_resends_were_already_acked() {
         e.detail
     );
     let g = r.finding("ghost-retransmissions").expect("ghost");
-    assert_eq!(g.severity, "critical");
+    assert_eq!(g.severity, Severity::Critical);
     assert_eq!(g.flows, vec![0]);
     assert!(
         g.detail
@@ -431,7 +439,7 @@ fn timestamps_near_u64_max_do_not_overflow() {
     assert_eq!(r.a.pfc.len(), 1);
     assert_eq!(r.a.pfc[0].start_ns, end - 2);
     assert_eq!(r.a.pfc[0].end_ns, end);
-    assert_eq!(r.a.pfc[0].ended_by, "capture_end");
+    assert_eq!(r.a.pfc[0].ended_by, PauseEnd::CaptureEnd);
     assert_eq!(r.a.flows[0].retrans_packets, 1);
     assert!(render_text(&r.a, r.a.summary.frames.total, Some(80)).contains("rewind"));
 }

@@ -152,7 +152,7 @@ fn a_delta_stands_for_its_frames() {
     let rewinds = |s: &VecSink| -> Vec<Event> {
         s.events
             .iter()
-            .filter(|e| e.kind == "rewind")
+            .filter(|e| e.kind == EventKind::Rewind)
             .cloned()
             .collect()
     };

@@ -216,11 +216,13 @@ const GAP_CLASSES: [GapClass; 5] = [
 
 impl analyze::Sink for Tally {
     fn event(&mut self, e: &analyze::Event) {
-        self.own.events.add(e.kind, 1);
-        if e.kind == "rewind" {
-            self.own.rewinds.add(e.trigger.unwrap_or("unknown"), 1);
+        self.own.events.add(e.kind.as_str(), 1);
+        if e.kind == analyze::EventKind::Rewind {
+            self.own
+                .rewinds
+                .add(e.trigger.map_or("unknown", |t| t.as_str()), 1);
         }
-        if let Some(class) = GAP_CLASSES.iter().find(|c| c.as_str() == e.kind) {
+        if let analyze::EventKind::Resolved(class) = e.kind {
             // A late event is one PSN (its depth says how far behind);
             // the others' depth is the PSNs resolved (docs/tables.md).
             let psns = match class {

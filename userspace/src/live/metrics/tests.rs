@@ -4,7 +4,11 @@
 use super::*;
 use rocescope_common::{Kind, PacketRecord, flags};
 
-fn event(kind: &'static str, trigger: Option<&'static str>, depth: u32) -> analyze::Event {
+fn event(
+    kind: analyze::EventKind,
+    trigger: Option<analyze::Trigger>,
+    depth: u32,
+) -> analyze::Event {
     analyze::Event {
         ts_ns: 1,
         iface: 0,
@@ -46,12 +50,32 @@ fn events_and_senders_become_bounded_series() {
     let mut tally = metrics.tally();
     // A late PSN counts one, however far behind it came; the other
     // classes count their depth.
-    tally.event(&event("late", None, 40));
-    tally.event(&event("nak_lost", None, 3));
-    tally.event(&event("rewind", Some("nak"), 2));
-    tally.event(&event("rewind", Some("timeout"), 6));
-    tally.event(&event("rewind", Some("nak"), 1));
-    tally.event(&event("cnp", None, 0));
+    tally.event(&event(
+        analyze::EventKind::Resolved(GapClass::Late),
+        None,
+        40,
+    ));
+    tally.event(&event(
+        analyze::EventKind::Resolved(GapClass::NakLost),
+        None,
+        3,
+    ));
+    tally.event(&event(
+        analyze::EventKind::Rewind,
+        Some(analyze::Trigger::Nak),
+        2,
+    ));
+    tally.event(&event(
+        analyze::EventKind::Rewind,
+        Some(analyze::Trigger::Timeout),
+        6,
+    ));
+    tally.event(&event(
+        analyze::EventKind::Rewind,
+        Some(analyze::Trigger::Nak),
+        1,
+    ));
+    tally.event(&event(analyze::EventKind::Cnp, None, 0));
     // 300 senders, 10 µs apart, each pausing once: 5.12 µs each but
     // the last, which runs 0 ns at its own frame.
     let mut an = Analyzer::new(analyze::Config::default());
@@ -146,7 +170,7 @@ fn a_busy_analyzer_publishes_at_most_every_100_ms_and_when_idle() {
     };
     tally.analysed(&an, 10);
     assert_eq!(cnps(&metrics).as_deref(), Some("0"));
-    tally.event(&event("cnp", None, 0));
+    tally.event(&event(analyze::EventKind::Cnp, None, 0));
     tally.analysed(&an, 10);
     assert_eq!(
         cnps(&metrics).as_deref(),

@@ -4,8 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::nics::{Latency, NicRow};
-use super::{Analysis, fmt_duration, fmt_ip, fmt_mac};
+use crate::analyze::{Analysis, Latency, NicRow, fmt_duration, fmt_ip, fmt_mac};
 
 /// Most NICs the text and the page list (all are in `nics.parquet`).
 pub(crate) const SHOWN_NICS: usize = 12;

@@ -20,8 +20,7 @@ use std::net::Ipv6Addr;
 
 use rocescope_common::proto;
 
-pub use crate::analyze::rows::Handoff;
-use crate::analyze::{Finding, FlowRow};
+use crate::analyze::{Finding, FlowRow, Handoff, IfaceOrigin};
 
 /// The RoCEv2 UDP port.
 const ROCE_PORT: u16 = 4791;
@@ -31,15 +30,6 @@ const CNP_OPCODE: u8 = 0x81;
 /// takes longer ones, but a filter is for reading and pasting): the flows
 /// left out are counted in [`Handoff::flows_left_out`].
 pub const MAX_FILTER_CHARS: usize = 4000;
-
-/// Where a capture interface comes from, for its `frame.interface_id`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IfaceOrigin {
-    /// The interface's index in its own file.
-    pub local: u32,
-    /// Its file has other interfaces with RoCE too: the filter must name it.
-    pub shared_file: bool,
-}
 
 /// Longest filter the terminal report prints whole.
 const REPORT_FILTER_CHARS: usize = 240;
@@ -280,7 +270,7 @@ mod tests {
     fn finding(id: &'static str, flows: Vec<u32>) -> Finding {
         Finding {
             id,
-            severity: "warning",
+            severity: crate::analyze::Severity::Warning,
             impact: 0.0,
             title: String::new(),
             detail: String::new(),

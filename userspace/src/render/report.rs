@@ -9,10 +9,11 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::fmt::{fmt_delay, fmt_ns};
-use super::{
+use super::date::fmt_utc;
+use crate::analyze::fmt::{fmt_delay, fmt_ns};
+use crate::analyze::{
     Analysis, Finding, FlowRow, FrameCounts, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct,
-    fmt_pfc, fmt_utc,
+    fmt_pfc,
 };
 
 /// Findings' flows listed by id before "…".
@@ -253,15 +254,17 @@ fn hops(p: &mut Page, a: &Analysis) {
     p.para("", "", "Hops (frames matched across taps)");
     for c in &s.clock_offsets {
         let how = match (c.source, c.uncertainty_ns) {
-            (super::hops::OffsetSource::Estimated, Some(u)) => {
+            (crate::analyze::hops::OffsetSource::Estimated, Some(u)) => {
                 format!("estimated from traffic both ways, ± {}", fmt_ns(u))
             }
-            (super::hops::OffsetSource::Agree, Some(u)) => format!(
+            (crate::analyze::hops::OffsetSource::Agree, Some(u)) => format!(
                 "estimated {} ± {} from traffic both ways; every delay was at least 0 without it: not corrected",
                 fmt_ns(c.estimate_ns.unwrap_or(0)),
                 fmt_ns(u)
             ),
-            (super::hops::OffsetSource::Imposed, _) => "imposed (--clock-offset)".to_string(),
+            (crate::analyze::hops::OffsetSource::Imposed, _) => {
+                "imposed (--clock-offset)".to_string()
+            }
             _ => "not estimated (traffic one way only): taken as 0".to_string(),
         };
         // The clock ahead first.
@@ -315,7 +318,7 @@ fn hops(p: &mut Page, a: &Analysis) {
 
 /// How fast each NIC reacts (`docs/report.md`, "NIC reaction latencies").
 fn nics(p: &mut Page, a: &Analysis) {
-    let lines = super::nic_report::nic_lines(a);
+    let lines = super::nics::nic_lines(a);
     if lines.is_empty() {
         return;
     }
@@ -339,7 +342,7 @@ fn headline(p: &mut Page, list: &[Finding]) {
     let (shown, more) = shown_findings(list);
     for (i, f) in shown.iter().enumerate() {
         p.para(
-            &format!("{:<9}", f.severity.to_uppercase()),
+            &format!("{:<9}", f.severity.as_str().to_uppercase()),
             &" ".repeat(9),
             &f.title,
         );
@@ -370,7 +373,7 @@ fn findings(p: &mut Page, list: &[Finding]) {
             &format!(
                 "{}. {} ({}, {}): {}",
                 i + 1,
-                f.severity.to_uppercase(),
+                f.severity.as_str().to_uppercase(),
                 f.id,
                 impact_words(f),
                 f.title
@@ -542,7 +545,7 @@ pub fn flow_json(a: &Analysis, row: &FlowRow) -> Value {
 }
 
 /// A row of `hops.parquet` as JSON.
-fn hop_json(a: &Analysis, h: &super::hops::HopRow) -> Value {
+fn hop_json(a: &Analysis, h: &crate::analyze::hops::HopRow) -> Value {
     let mut v = serde_json::to_value(h).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
         m.insert("up_iface".into(), a.summary.iface_name(h.up_iface).into());
@@ -566,7 +569,7 @@ pub fn render_json(a: &Analysis) -> Value {
         m.insert("flows".into(), Value::Array(flows));
         let hops = a.hops.iter().map(|h| hop_json(a, h)).collect();
         m.insert("hops".into(), Value::Array(hops));
-        let nics = a.nics.iter().map(super::nic_report::nic_json).collect();
+        let nics = a.nics.iter().map(super::nics::nic_json).collect();
         m.insert("nics".into(), Value::Array(nics));
     }
     v

@@ -1,0 +1,50 @@
+//! The telling: what the analysis found, in words, numbers as a person
+//! reads them, dates and Wireshark filters. `analyze` computes (a finding
+//! is a [`Diagnosis`] holding its evidence); this module words it, and
+//! never computes what the analysis did not (docs/report.md).
+//!
+//! * [`tell`]: the step after `Analyzer::finish` every run takes — the
+//!   diagnoses worded into `summary.json`'s findings, each flow's and
+//!   finding's Wireshark filter filled in;
+//! * `findings`: a diagnosis' title, detail, advice and `params`;
+//! * [`report`]: the terminal report and `report --json`;
+//! * [`nics`]: the NIC reaction latencies' cells, lines and JSON;
+//! * [`wireshark`]: display filters and Decode As hints (docs/wireshark.md);
+//! * [`date`]: capture times as calendar dates.
+
+pub mod date;
+mod findings;
+pub mod nics;
+pub mod report;
+pub mod wireshark;
+
+use crate::analyze::Analysis;
+
+pub(crate) use date::fmt_utc;
+#[cfg(test)]
+pub(crate) use findings::marks_words;
+pub use findings::word;
+pub(crate) use nics::{latency_cell, latency_headings, nic_name, shown_nics};
+pub use report::{
+    flow_json, frames_line, impact_words, more_findings, render_findings, render_json, render_text,
+    shown_findings,
+};
+
+/// Words the diagnoses into `analysis.summary.findings` (in their rank
+/// order) and fills the flows' and findings' Wireshark filters: what
+/// `summary.json`, the tables and the reports show.
+pub fn tell(analysis: &mut Analysis) {
+    let summary = &analysis.summary;
+    let findings = analysis
+        .diagnoses
+        .iter()
+        .map(|d| word(d, summary))
+        .collect();
+    analysis.summary.findings = findings;
+    let origins = &analysis.origins;
+    wireshark::annotate(
+        &mut analysis.flows,
+        &mut analysis.summary.findings,
+        |iface| origins.get(usize::from(iface)).copied().unwrap_or_default(),
+    );
+}
