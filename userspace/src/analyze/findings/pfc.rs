@@ -157,12 +157,12 @@ pub(super) fn pressure(x: &Input, out: &mut Vec<Finding>) {
 }
 
 pub(super) fn victims(x: &Input, out: &mut Vec<Finding>) {
-    let mut flows: Vec<&Flow> = x.flows.iter().filter(|f| f.stalls > 0).collect();
+    let mut flows: Vec<&Flow> = x.flows.iter().filter(|f| f.rare().stalls > 0).collect();
     if flows.is_empty() {
         return;
     }
-    flows.sort_by_key(|f| std::cmp::Reverse(f.stall_paused_ns));
-    let most = flows.first().map_or(0, |f| f.stall_paused_ns);
+    flows.sort_by_key(|f| std::cmp::Reverse(f.rare().stall_paused_ns));
+    let most = flows.first().map_or(0, |f| f.rare().stall_paused_ns);
     let parts: Vec<String> = flows
         .iter()
         .take(5)
@@ -171,8 +171,8 @@ pub(super) fn victims(x: &Input, out: &mut Vec<Finding>) {
                 "{} priority {}: {}, {} paused while stalled.",
                 x.describe(f),
                 f.priority.unwrap_or(0),
-                fmt_count(f.stalls, "stall"),
-                fmt_duration(f.stall_paused_ns)
+                fmt_count(f.rare().stalls, "stall"),
+                fmt_duration(f.rare().stall_paused_ns)
             )
         })
         .collect();
