@@ -823,6 +823,9 @@ struct Discard;
 impl analyze::Sink for Discard {
     fn event(&mut self, _: &analyze::Event) {}
     fn timeline(&mut self, _: &analyze::TimelineRow) {}
+    fn keeps_timeline(&self) -> bool {
+        false
+    }
 }
 
 impl analyze::Sink for TableBatch {

@@ -73,7 +73,7 @@ impl Analyzer {
     ) {
         let rkey = (iface, requester_ip, responder_ip, responder_qp);
         self.hints.insert(rkey, requester_qp);
-        if let Some(&r) = self.by_key.get(&rkey) {
+        if let Some(r) = self.by_key.get(&self.flows, &rkey) {
             self.apply_hint(r);
         }
     }
@@ -91,7 +91,7 @@ impl Analyzer {
         self.flows[r].paired_qp = Some(qp);
         let f = &self.flows[r];
         let skey = (f.iface, f.dst_ip, f.src_ip, qp);
-        if let Some(&s) = self.by_key.get(&skey)
+        if let Some(s) = self.by_key.get(&self.flows, &skey)
             && self.flows[s].paired.is_none()
         {
             self.link(r, s);

@@ -31,25 +31,23 @@ impl Analyzer {
             .or_default() += 1;
         let target = self
             .by_hosts
-            .get(&(rec.iface, rec.dst_ip, rec.src_ip))
-            .and_then(|c| {
-                c.iter()
-                    .map(|&r| r as usize)
-                    .find(|&r| self.flows[r].cnp_qp() == Some(qp))
-            });
+            .get(&self.flows, &(rec.iface, rec.dst_ip, rec.src_ip))
+            .and_then(|c| c.iter().find(|&r| self.flows[r].cnp_qp() == Some(qp)));
         let mut reaction = None;
         if let Some(r) = target {
             let bin_ns = self.config.bin_ns;
             let f = &mut self.flows[r];
-            if let Some(t) = f.ce_unanswered.take() {
+            if let Some(t) = f.rare.as_deref_mut().and_then(|r| r.ce_unanswered.take()) {
                 reaction = Some(now.saturating_sub(t));
             }
             // Without a request packet yet, nothing to measure the CNP against.
             if let Some(d) = f.dcqcn.as_deref_mut() {
                 d.cnp(now);
             }
-            let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
-            b.cnps += 1;
+            let f = &self.flows[r];
+            if let Some(b) = bin_mut(&mut self.bins, r, f, &self.pfc, now, bin_ns, sink) {
+                b.cnps += 1;
+            }
         }
         if let Some(rt) = reaction {
             // The CNP's sender is the receiver whose NIC reacted.

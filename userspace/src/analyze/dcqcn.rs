@@ -10,9 +10,11 @@
 //! gap was chosen when the packet before it left, so the first packet sent
 //! at a lower rate is the one before the first long gap.
 //!
-//! O(1) per request packet and per CNP, about 250 bytes per flow that sends
-//! data. The measurement here (a [`Flow`](super::flows::Flow) owns one from
-//! its first data packet on); the finding,
+//! O(1) per request packet and per CNP. A flow that sends data holds its
+//! last packets ([`Rate`], 120 bytes, from its first data packet on); what
+//! its CNPs measured ([`Reaction`], ~130 bytes more) only from the first
+//! CNP it could be measured against. The measurement here (a
+//! [`Flow`](super::flows::Flow) owns a [`Rate`]); the finding,
 //! `dcqcn-reaction`, in `findings/dcqcn.rs`.
 
 /// Gaps the rate before a CNP (and the recovered rate) is measured over.
@@ -30,30 +32,31 @@ struct Ring {
     ts: [u64; WINDOW + 1],
     len: [u32; WINDOW + 1],
     /// Packets held (up to `WINDOW + 1`) and the slot of the newest.
-    n: usize,
-    head: usize,
+    n: u8,
+    head: u8,
 }
 
 impl Ring {
     fn push(&mut self, ts: u64, len: u32) {
-        self.head = (self.head + 1) % (WINDOW + 1);
-        self.ts[self.head] = ts;
-        self.len[self.head] = len;
-        self.n = (self.n + 1).min(WINDOW + 1);
+        let head = (usize::from(self.head) + 1) % (WINDOW + 1);
+        self.head = head as u8;
+        self.ts[head] = ts;
+        self.len[head] = len;
+        self.n = (self.n + 1).min(WINDOW as u8 + 1);
     }
 
     /// Slot `back` packets before the newest.
     fn at(&self, back: usize) -> usize {
-        (self.head + WINDOW + 1 - back) % (WINDOW + 1)
+        (usize::from(self.head) + WINDOW + 1 - back) % (WINDOW + 1)
     }
 
     /// Gb/s over the window's gaps, and when its oldest packet left.
     fn rate(&self) -> Option<(f64, u64)> {
-        if self.n < WINDOW + 1 {
+        if usize::from(self.n) < WINDOW + 1 {
             return None;
         }
         let oldest = self.at(WINDOW);
-        let span = self.ts[self.head].checked_sub(self.ts[oldest])?;
+        let span = self.ts[usize::from(self.head)].checked_sub(self.ts[oldest])?;
         let bits: u64 = (1..=WINDOW)
             .map(|b| u64::from(self.len[self.at(b)]) * 8)
             .sum();
@@ -66,7 +69,7 @@ impl Ring {
             return None;
         }
         let prev = self.at(1);
-        let gap = self.ts[self.head].saturating_sub(self.ts[prev]);
+        let gap = self.ts[usize::from(self.head)].saturating_sub(self.ts[prev]);
         let bits = u64::from(self.len[prev]) * 8;
         Some((
             self.ts[prev],
@@ -94,10 +97,59 @@ struct Run {
     first_drop: Option<u64>,
 }
 
+/// A flow's sending rate as its last request packets show it, and, from
+/// the first CNP measured against it on, its [`Reaction`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Rate {
+    ring: Ring,
+    reaction: Option<Box<Reaction>>,
+}
+
+impl Rate {
+    /// What its CNPs measured (an empty reaction before the first one).
+    pub fn reaction(&self) -> &Reaction {
+        self.reaction.as_deref().unwrap_or(&NO_REACTION)
+    }
+
+    /// A CNP attributed to the flow at `now`. One CNP is measured at a time:
+    /// one arriving while another awaits its answer is part of it; one
+    /// before the flow sent a window of packets measures nothing.
+    pub fn cnp(&mut self, now: u64) {
+        if self.reaction.as_ref().is_some_and(|r| r.pending.is_some()) {
+            return;
+        }
+        let Some((before, _)) = self.ring.rate() else {
+            return;
+        };
+        self.reaction
+            .get_or_insert_with(Box::default)
+            .cnp(now, before);
+    }
+
+    /// A request packet of `len` bytes at `now`; `paused(from, to)` says
+    /// whether a pause of the flow's priority on its tap overlapped that
+    /// time (a gap a pause explains says nothing about the rate).
+    pub fn request(&mut self, now: u64, len: u32, paused: impl Fn(u64, u64) -> bool) {
+        self.ring.push(now, len);
+        if let Some(r) = &mut self.reaction {
+            r.request(&self.ring, now, paused);
+        }
+    }
+
+    /// Requests the live tap only counted (`live --mode summary`): their
+    /// times are unknown, so what was being measured starts over.
+    pub fn counted(&mut self) {
+        self.ring = Ring::default();
+        if let Some(r) = &mut self.reaction {
+            r.pending = None;
+            r.run = None;
+        }
+    }
+}
+
 /// One request flow's DCQCN reaction: what its packets did after its CNPs.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Reaction {
-    ring: Ring,
     pending: Option<Pending>,
     run: Option<Run>,
     /// CNPs the rate dropped after: how many, total and longest time from
@@ -121,15 +173,8 @@ pub(super) static NO_REACTION: std::sync::LazyLock<Reaction> =
     std::sync::LazyLock::new(Reaction::default);
 
 impl Reaction {
-    /// A CNP attributed to the flow at `now`. One CNP is measured at a time:
-    /// one arriving while another awaits its answer is part of it.
-    pub fn cnp(&mut self, now: u64) {
-        if self.pending.is_some() {
-            return;
-        }
-        let Some((before, _)) = self.ring.rate() else {
-            return;
-        };
+    /// A CNP at `now`, none pending, the rate before it `before` Gb/s.
+    fn cnp(&mut self, now: u64, before: f64) {
         self.pending = Some(Pending {
             cnp_ts: now,
             before_gbps: before,
@@ -143,17 +188,14 @@ impl Reaction {
         }
     }
 
-    /// A request packet of `len` bytes at `now`; `paused(from, to)` says
-    /// whether a pause of the flow's priority on its tap overlapped that
-    /// time (a gap a pause explains says nothing about the rate).
-    pub fn request(&mut self, now: u64, len: u32, paused: impl Fn(u64, u64) -> bool) {
-        self.ring.push(now, len);
+    /// A request packet at `now`, the newest of `ring`.
+    fn request(&mut self, ring: &Ring, now: u64, paused: impl Fn(u64, u64) -> bool) {
         if let Some(mut p) = self.pending {
             p.packets += 1;
             self.pending = Some(p);
             // Packets that left before the CNP was seen at the tap (a tap
             // far from the sender) do not count.
-            if let Some((prev_ts, gbps)) = self.ring.last_gap().filter(|g| g.0 >= p.cnp_ts) {
+            if let Some((prev_ts, gbps)) = ring.last_gap().filter(|g| g.0 >= p.cnp_ts) {
                 if gbps <= DROP * p.before_gbps {
                     self.pending = None;
                     if paused(prev_ts, now) {
@@ -179,7 +221,7 @@ impl Reaction {
         }
         if let Some(r) = self.run
             && let Some(drop) = r.first_drop
-            && let Some((gbps, oldest)) = self.ring.rate()
+            && let Some((gbps, oldest)) = ring.rate()
             && oldest >= drop
             && gbps >= RECOVERED * r.base_gbps
         {
@@ -189,17 +231,6 @@ impl Reaction {
             self.recovery_max_ns = self.recovery_max_ns.max(t);
             self.run = None;
         }
-    }
-
-    /// Requests the live tap only counted (`live --mode summary`): their
-    /// times are unknown, so what was being measured starts over.
-    pub fn counted(&mut self) {
-        *self = Reaction {
-            ring: Ring::default(),
-            pending: None,
-            run: None,
-            ..*self
-        };
     }
 
     /// Mean time from a CNP to the drop, µs.
@@ -224,7 +255,7 @@ mod tests {
     use super::*;
 
     /// Packets of 1000 bytes every `gap` ns from `from`, `n` of them.
-    fn send(r: &mut Reaction, from: u64, gap: u64, n: u64) -> u64 {
+    fn send(r: &mut Rate, from: u64, gap: u64, n: u64) -> u64 {
         for k in 0..n {
             r.request(from + k * gap, 1000, |_, _| false);
         }
@@ -233,44 +264,57 @@ mod tests {
 
     #[test]
     fn a_halved_rate_is_a_reaction_and_its_climb_back_a_recovery() {
-        let mut r = Reaction::default();
+        let mut r = Rate::default();
         // 8000 bits per 100 ns: 80 Gb/s.
         let t = send(&mut r, 0, 100, 20);
         r.cnp(t - 50);
         // Two more packets at the old pace, then 200 ns gaps (40 Gb/s).
         let t = send(&mut r, t, 100, 2);
-        assert_eq!(r.reactions, 0);
+        assert_eq!(r.reaction().reactions, 0);
         let t = send(&mut r, t, 200, 4);
         // The packet before the first long gap (2200 → 2400) left at 2200.
-        assert_eq!(r.reactions, 1);
-        assert_eq!(r.reaction_max_ns, 2200 - 1950);
-        assert_eq!(r.recoveries, 0);
+        assert_eq!(r.reaction().reactions, 1);
+        assert_eq!(r.reaction().reaction_max_ns, 2200 - 1950);
+        assert_eq!(r.reaction().recoveries, 0);
         // Back at 80 Gb/s: recovered once a whole window is at that pace.
         let end = send(&mut r, t, 100, 9);
-        assert_eq!(r.recoveries, 1);
-        assert_eq!(r.recovery_max_ns, end - 100 - 2200);
-        assert!(!r.ignored());
+        assert_eq!(r.reaction().recoveries, 1);
+        assert_eq!(r.reaction().recovery_max_ns, end - 100 - 2200);
+        assert!(!r.reaction().ignored());
     }
 
     #[test]
     fn cnps_the_rate_ignores_are_counted() {
-        let mut r = Reaction::default();
+        let mut r = Rate::default();
         let mut t = send(&mut r, 0, 100, 10);
         for _ in 0..3 {
             r.cnp(t);
             t = send(&mut r, t, 100, u64::from(DECIDE_PACKETS) + 4);
         }
-        assert_eq!((r.reactions, r.without), (0, 3));
-        assert!(r.ignored());
-        assert_eq!(r.without_gbps_sum, 3.0 * 80.0);
+        assert_eq!((r.reaction().reactions, r.reaction().without), (0, 3));
+        assert!(r.reaction().ignored());
+        assert_eq!(r.reaction().without_gbps_sum, 3.0 * 80.0);
+    }
+
+    #[test]
+    fn a_reaction_is_held_from_the_first_cnp_a_window_measures() {
+        let mut r = Rate::default();
+        // 5 packets: 4 gaps, less than a window; the CNP measures nothing.
+        let t = send(&mut r, 0, 100, 5);
+        r.cnp(t);
+        assert!(r.reaction.is_none());
+        let t = send(&mut r, t, 100, 5);
+        r.cnp(t);
+        assert!(r.reaction.as_ref().is_some_and(|x| x.pending.is_some()));
+        assert_eq!((r.reaction().reactions, r.reaction().without), (0, 0));
     }
 
     #[test]
     fn a_gap_a_pause_explains_is_no_reaction() {
-        let mut r = Reaction::default();
+        let mut r = Rate::default();
         let t = send(&mut r, 0, 100, 10);
         r.cnp(t - 100);
         r.request(t + 5000, 1000, |_, _| true);
-        assert_eq!((r.reactions, r.without), (0, 0));
+        assert_eq!((r.reaction().reactions, r.reaction().without), (0, 0));
     }
 }

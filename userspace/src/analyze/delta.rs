@@ -40,7 +40,7 @@ impl Analyzer {
             d.key.dst_ip,
             d.key.dest_qp & ib::QPN_MASK,
         );
-        let Some(&i) = self.by_key.get(&key) else {
+        let Some(i) = self.by_key.get(&self.flows, &key) else {
             return;
         };
         let paired = self.flows[i].paired;
@@ -106,9 +106,7 @@ impl Analyzer {
         if d.ce > 0 {
             f.ce += u64::from(d.ce);
             self.running.ce += u64::from(d.ce);
-            if f.ce_unanswered.is_none() {
-                f.ce_unanswered = Some(d.first_ce_ts_ns);
-            }
+            f.rare_mut().ce_unanswered.get_or_insert(d.first_ce_ts_ns);
         }
         f.max_idle_ns = f.max_idle_ns.max(d.max_idle_ns);
         f.last_ts = f.last_ts.max(now);
@@ -119,6 +117,7 @@ impl Analyzer {
             }
         }
         f.rto.packet_done();
-        spread_over_bins(f, &self.pfc, d, bin_ns, sink);
+        let f = &self.flows[i];
+        spread_over_bins(&mut self.bins, i, f, &self.pfc, d, bin_ns, sink);
     }
 }

@@ -83,7 +83,9 @@ impl Analyzer {
                 .get(usize::from(f.iface))
                 .is_some_and(TapState::is_sniffer)
             {
-                f.icrc_errors = 0;
+                if let Some(r) = f.rare.as_deref_mut() {
+                    r.icrc_errors = 0;
+                }
                 f.sniffer_tap = true;
             }
         }
@@ -99,16 +101,18 @@ impl Analyzer {
             }
             let (paused, cover) = self.pfc.paused(f.iface, p, f.last_ts, end, end);
             if froze(idle, paused, cover, f.last_ts) {
-                f.stalls += 1;
-                f.stall_paused_ns += paused;
+                let r = f.rare_mut();
+                r.stalls += 1;
+                r.stall_paused_ns += paused;
             }
         }
         let bin_ns = self.config.bin_ns;
-        for f in &mut self.flows {
-            if let Some(b) = f.bin.take() {
+        for (i, f) in self.flows.iter().enumerate() {
+            if let Some(b) = self.bins.take(i) {
                 flush_bin(f, &b, &self.pfc, bin_ns, u64::MAX, sink);
             }
         }
+        self.bins = Default::default();
         // CNPs by pairing as known at the end.
         let mut attributed = 0;
         for f in &mut self.flows {
@@ -135,7 +139,7 @@ impl Analyzer {
             let by_key = &self.by_key;
             let flows = &self.flows;
             let mut m = matcher.finish(&imposed, |iface, (s, d, qp)| {
-                by_key.get(&(iface, s, d, qp)).map(|&i| flows[i].id)
+                by_key.get(flows, &(iface, s, d, qp)).map(|i| flows[i].id)
             });
             for c in m.iter_mut().flat_map(|m| &mut m.clocks) {
                 c.tap_a_name = iface_name(&self.ifaces, c.tap_a);
@@ -203,8 +207,8 @@ impl Analyzer {
         for f in &self.flows {
             t.rewinds_timeout_ghost += f.rewind().rewinds_timeout_ghost;
             t.gaps_resolved.sum(&f.gap().gap_counts);
-            t.icrc_errors += f.icrc_errors;
-            t.mirror_copies += f.mirror_copies;
+            t.icrc_errors += f.rare().icrc_errors;
+            t.mirror_copies += f.rare().mirror_copies;
             if let Some(c) = capture_lost.get_mut(usize::from(f.iface)) {
                 *c += f.gap().gap_counts.capture_lost;
             }
@@ -286,7 +290,7 @@ impl Analyzer {
             |i| {
                 flows
                     .iter()
-                    .filter(|f| f.iface == i && f.stalls > 0)
+                    .filter(|f| f.iface == i && f.rare().stalls > 0)
                     .map(|f| f.id)
                     .collect()
             },

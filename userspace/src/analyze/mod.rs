@@ -107,7 +107,6 @@ pub use ecmp::EcmpGroup;
 pub(crate) use findings::input::{share, timeout_exponent};
 pub(crate) use findings::rank_findings;
 pub use findings::{Diagnosis, Evidence};
-use flows::HostPair;
 pub(crate) use flows::{Flow, FlowTable};
 pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_pct};
 pub(crate) use fmt::{fmt_flow, fmt_ip, fmt_mac, fmt_pfc};
@@ -257,6 +256,10 @@ impl Default for Config {
 pub trait Sink {
     fn event(&mut self, e: &Event);
     fn timeline(&mut self, row: &TimelineRow);
+    /// Whether it keeps timeline rows: when not, no flow holds a bin.
+    fn keeps_timeline(&self) -> bool {
+        true
+    }
 }
 
 /// Collects everything in memory (tests, small captures).
@@ -279,9 +282,11 @@ impl Sink for VecSink {
 pub struct Analyzer {
     config: Config,
     flows: FlowTable,
-    by_key: FastMap<FlowKey, usize>,
-    /// The flows of each host pair, by index (a `u32`, as `flow_id`).
-    by_hosts: FastMap<HostPair, Vec<u32>>,
+    /// The flows' open timeline bins.
+    bins: flows::timeline::OpenBins,
+    by_key: flows::FlowIndex,
+    /// The flows of each host pair.
+    by_hosts: flows::HostIndex,
     /// CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
     cnp_counts: FastMap<FlowKey, u64>,
     /// CM-learned pairings: request flow key → requester QP.
@@ -338,8 +343,9 @@ impl Analyzer {
         Analyzer {
             config,
             flows: FlowTable::default(),
-            by_key: FastMap::default(),
-            by_hosts: FastMap::default(),
+            bins: Default::default(),
+            by_key: flows::FlowIndex::default(),
+            by_hosts: flows::HostIndex::default(),
             cnp_counts: FastMap::default(),
             hints: FastMap::default(),
             cm_requests: FastMap::default(),

@@ -116,7 +116,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
         let mut flows: Vec<u32> = x
             .flows
             .iter()
-            .filter(|f| f.mirror_copies > 0)
+            .filter(|f| f.rare().mirror_copies > 0)
             .map(|f| f.id)
             .collect();
         flows.sort_unstable();
@@ -224,7 +224,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Finding>) {
         let flows: Vec<&Flow> = x
             .flows
             .iter()
-            .filter(|f| f.iface == t.iface && f.icrc_errors > 0)
+            .filter(|f| f.iface == t.iface && f.rare().icrc_errors > 0)
             .collect();
         let followed: Vec<&&Flow> = flows
             .iter()

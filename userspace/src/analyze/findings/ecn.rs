@@ -53,7 +53,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
                 p.iface == r.iface
                     && (p.src_ip, p.dst_ip) == (r.dst_ip, r.src_ip)
                     && Some(p.dest_qp) == r.paired_qp
-                    && p.becn > 0
+                    && p.rare().becn > 0
             })
     };
     let silent: Vec<&Flow> = x

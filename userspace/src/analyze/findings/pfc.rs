@@ -173,11 +173,11 @@ pub(super) fn pressure(x: &Input) -> Option<Diagnosis> {
 }
 
 pub(super) fn victims(x: &Input) -> Option<Diagnosis> {
-    let mut flows: Vec<&Flow> = x.flows.iter().filter(|f| f.stalls > 0).collect();
+    let mut flows: Vec<&Flow> = x.flows.iter().filter(|f| f.rare().stalls > 0).collect();
     if flows.is_empty() {
         return None;
     }
-    flows.sort_by_key(|f| std::cmp::Reverse(f.stall_paused_ns));
+    flows.sort_by_key(|f| std::cmp::Reverse(f.rare().stall_paused_ns));
     let mut ids: Vec<u32> = flows.iter().map(|f| f.id).collect();
     ids.sort_unstable();
     Some(Diagnosis {
@@ -186,15 +186,15 @@ pub(super) fn victims(x: &Input) -> Option<Diagnosis> {
         flows: ids,
         evidence: Evidence::Victims(Victims {
             flows: flows.len() as u64,
-            most_ns: flows.first().map_or(0, |f| f.stall_paused_ns),
+            most_ns: flows.first().map_or(0, |f| f.rare().stall_paused_ns),
             shown: flows
                 .iter()
                 .take(SHOWN_VICTIMS)
                 .map(|f| Victim {
                     flow: FlowRef::from(*f),
                     priority: f.priority.unwrap_or(0),
-                    stalls: f.stalls,
-                    paused_ns: f.stall_paused_ns,
+                    stalls: f.rare().stalls,
+                    paused_ns: f.rare().stall_paused_ns,
                 })
                 .collect(),
         }),

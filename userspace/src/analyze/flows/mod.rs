@@ -8,9 +8,11 @@
 //! `livelock`, `dcqcn`, `qos`'s marks, `rto`, `gaps`), none of which names
 //! a [`Flow`].
 
+mod index;
 mod table;
 pub(super) mod timeline;
 
+pub(crate) use index::{FlowIndex, HostIndex};
 pub(crate) use table::FlowTable;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
@@ -22,7 +24,7 @@ use super::rows::{FlowKey, FlowRow, Verdict, ratio};
 use super::sequence::{GapHistory, NO_GAPS, Seq};
 use super::{Analyzer, Sink};
 use super::{dcqcn, dups, psn, qos, rto};
-use timeline::{Bin, bin_mut};
+use timeline::bin_mut;
 
 pub(super) type HostPair = (u16, [u8; 16], [u8; 16]);
 
@@ -38,8 +40,6 @@ pub(crate) struct Flow {
     pub service: Option<u8>,
     /// Its first packet was native InfiniBand (an LRH).
     pub ib_link: bool,
-    /// Packets with BECN set.
-    pub becn: u64,
     pub(super) paired: Option<usize>,
     pub paired_qp: Option<u32>,
     /// UD: the DETH's source QP of its first packet, to which the
@@ -67,11 +67,6 @@ pub(crate) struct Flow {
     pub(super) seq: Option<Seq>,
     /// Highest PSN ACKed by the AETHs this flow carries.
     pub(super) acked: Option<u32>,
-    pub(super) ce_unanswered: Option<u64>,
-    pub(super) bin: Option<Bin>,
-    /// Stalls overlapping a pause of the flow's priority.
-    pub stalls: u64,
-    pub stall_paused_ns: u64,
     /// CNPs resolved at the end.
     pub cnps: u64,
     /// A first transmission awaiting its ACK, for the round-trip time.
@@ -80,11 +75,10 @@ pub(crate) struct Flow {
     pub min_rtt_ns: Option<u64>,
     /// The source MAC of its first packet.
     pub src_mac: [u8; 6],
-    /// Frames whose ICRC failed.
-    pub icrc_errors: u64,
     /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
     pub sniffer_tap: bool,
-    pub mirror_copies: u64,
+    /// What only some flows count, from the first on.
+    pub(super) rare: Option<Box<Rare>>,
     /// Its rewinds, from the first one on (`None`: it never rewound).
     pub(super) rewind: Option<Box<RewindHistory>>,
     /// Its missing PSNs, from the first gap on.
@@ -97,12 +91,47 @@ pub(crate) struct Flow {
     pub max_frame_len: u32,
     /// The DSCPs and PCPs of its frames.
     pub marks: qos::FlowMarks,
-    /// How the sender's rate answered its CNPs: from its first data packet
-    /// on (a response flow carries none).
-    pub(super) dcqcn: Option<Box<dcqcn::Reaction>>,
+    /// Its sending rate and how it answered its CNPs: from its first data
+    /// packet on (a response flow carries none).
+    pub(super) dcqcn: Option<Box<dcqcn::Rate>>,
 }
 
+/// What only some flows ever count: held from the first on, so that a flow
+/// without any carries 8 bytes for them, not 56.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Rare {
+    /// Packets with BECN set.
+    pub becn: u64,
+    /// Stalls overlapping a pause of the flow's priority.
+    pub stalls: u64,
+    pub stall_paused_ns: u64,
+    /// Frames whose ICRC failed.
+    pub icrc_errors: u64,
+    pub mirror_copies: u64,
+    /// Its first CE mark no CNP has answered yet.
+    pub(in crate::analyze) ce_unanswered: Option<u64>,
+}
+
+/// What a flow that counted none of them reads.
+static NO_RARE: Rare = Rare {
+    becn: 0,
+    stalls: 0,
+    stall_paused_ns: 0,
+    icrc_errors: 0,
+    mirror_copies: 0,
+    ce_unanswered: None,
+};
+
 impl Flow {
+    /// Its rare counts (all 0 when it counted none).
+    pub(crate) fn rare(&self) -> &Rare {
+        self.rare.as_deref().unwrap_or(&NO_RARE)
+    }
+
+    pub(super) fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
     /// The QP the CNPs answering this flow's CE marks are sent to: the
     /// paired flow's for a sequenced service, the DETH's source QP for UD.
     pub(super) fn cnp_qp(&self) -> Option<u32> {
@@ -121,7 +150,6 @@ impl Flow {
             dest_qp: key.3,
             service: None,
             ib_link: false,
-            becn: 0,
             paired: None,
             paired_qp: None,
             ud_src_qp: None,
@@ -145,17 +173,12 @@ impl Flow {
             mtu: 0,
             seq: None,
             acked: None,
-            ce_unanswered: None,
-            bin: None,
-            stalls: 0,
-            stall_paused_ns: 0,
             cnps: 0,
             rtt_probe: None,
             min_rtt_ns: None,
             src_mac: [0; 6],
-            icrc_errors: 0,
             sniffer_tap: false,
-            mirror_copies: 0,
+            rare: None,
             rewind: None,
             gap: None,
             nak: None,
@@ -197,7 +220,9 @@ impl Flow {
 
     /// Its DCQCN reaction (an empty one before its first data packet).
     pub(crate) fn dcqcn(&self) -> &dcqcn::Reaction {
-        self.dcqcn.as_deref().unwrap_or(&dcqcn::NO_REACTION)
+        self.dcqcn
+            .as_deref()
+            .map_or(&dcqcn::NO_REACTION, dcqcn::Rate::reaction)
     }
 
     /// Gb/s of `bytes` over the flow's life (0 when that is one instant):
@@ -224,16 +249,13 @@ impl Flow {
 
 impl Analyzer {
     pub(super) fn flow_index(&mut self, key: FlowKey, ts: u64) -> usize {
-        if let Some(&i) = self.by_key.get(&key) {
+        if let Some(i) = self.by_key.get(&self.flows, &key) {
             return i;
         }
         let i = self.flows.len();
         self.flows.push(Flow::new(i as u32, key, ts));
-        self.by_key.insert(key, i);
-        self.by_hosts
-            .entry((key.0, key.1, key.2))
-            .or_default()
-            .push(i as u32);
+        self.by_key.insert(&self.flows, i);
+        self.by_hosts.insert(&self.flows, i);
         // A hint may name this flow as the request or the response side.
         self.apply_hint(i);
         let reverse: Vec<FlowKey> = self
@@ -243,7 +265,7 @@ impl Analyzer {
             .map(|(k, _)| *k)
             .collect();
         for k in reverse {
-            if let Some(&r) = self.by_key.get(&k) {
+            if let Some(r) = self.by_key.get(&self.flows, &k) {
                 self.apply_hint(r);
             }
         }
@@ -269,11 +291,14 @@ impl Analyzer {
     /// Pair response flow `s` by its response PSN `q`.
     pub(super) fn try_pair(&mut self, s: usize, q: u32) {
         let f = &self.flows[s];
-        let Some(cands) = self.by_hosts.get(&(f.iface, f.dst_ip, f.src_ip)) else {
+        let Some(cands) = self
+            .by_hosts
+            .get(&self.flows, &(f.iface, f.dst_ip, f.src_ip))
+        else {
             return;
         };
         let mut found = None;
-        for r in cands.iter().map(|&r| r as usize) {
+        for r in cands.iter() {
             if r == s {
                 continue;
             }
@@ -338,7 +363,7 @@ impl Analyzer {
             .paired
             .and_then(|p| self.flows[p].nak().last_nak_ts);
         if self.dups.is_copy(rec, dups::Owner::Flow(i), last_nak) {
-            self.flows[i].mirror_copies += 1;
+            self.flows[i].rare_mut().mirror_copies += 1;
             self.frames.mirror_copies += 1;
             return Verdict {
                 flow_id: Some(self.flows[i].id),
@@ -349,7 +374,7 @@ impl Analyzer {
         self.matcher.push(rec, i);
         let (corrupt, rewritten) = self.icrc(rec);
         if corrupt {
-            self.flows[i].icrc_errors += 1;
+            self.flows[i].rare_mut().icrc_errors += 1;
         }
         let prio = self.priority_of(rec);
         {
@@ -444,7 +469,9 @@ impl Analyzer {
                 });
         }
         f.packets += 1;
-        f.becn += u64::from(rec.has(flags::BECN));
+        if rec.has(flags::BECN) {
+            f.rare_mut().becn += 1;
+        }
         f.bytes += rec.frame_len as u64;
         f.payload_bytes += payload;
         if !retrans {
@@ -453,27 +480,28 @@ impl Analyzer {
         if ce {
             f.ce += 1;
             self.running.ce += 1;
-            if f.ce_unanswered.is_none() {
-                f.ce_unanswered = Some(now);
-            }
+            f.rare_mut().ce_unanswered.get_or_insert(now);
         }
         f.max_idle_ns = f.max_idle_ns.max(idle);
         if paused > 0 && (rewound || froze(idle, paused, cover, now - idle)) {
-            f.stalls += 1;
-            f.stall_paused_ns += paused;
+            let r = f.rare_mut();
+            r.stalls += 1;
+            r.stall_paused_ns += paused;
         }
         f.last_ts = f.last_ts.max(now);
         f.rto.packet_done();
-        let b = bin_mut(f, &self.pfc, now, bin_ns, sink);
-        b.packets += 1;
-        b.bytes += rec.frame_len as u64;
-        if retrans {
-            b.retrans += 1;
-        } else {
-            b.goodput_bytes += payload;
-        }
-        if ce {
-            b.ce += 1;
+        let f = &self.flows[i];
+        if let Some(b) = bin_mut(&mut self.bins, i, f, &self.pfc, now, bin_ns, sink) {
+            b.packets += 1;
+            b.bytes += rec.frame_len as u64;
+            if retrans {
+                b.retrans += 1;
+            } else {
+                b.goodput_bytes += payload;
+            }
+            if ce {
+                b.ce += 1;
+            }
         }
         verdict
     }
@@ -525,8 +553,8 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         gap_unresolved: f.gap().gap_counts.unresolved,
         late_max_us: f.gap().late_max_ns.map(|n| n as f64 / 1000.0),
         late_max_psns: f.gap().late_max_ns.map(|_| f.gap().late_max_psns),
-        icrc_errors: (!f.sniffer_tap).then_some(f.icrc_errors),
-        mirror_copies: f.mirror_copies,
+        icrc_errors: (!f.sniffer_tap).then_some(f.rare().icrc_errors),
+        mirror_copies: f.rare().mirror_copies,
         display_filter: String::new(),
         decode_as: String::new(),
         nic_timeout_samples: w.samples,
@@ -545,6 +573,6 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         dcqcn_cnps_without_reaction: f.dcqcn().without,
         service: f.service.and_then(transport::name),
         link: if f.ib_link { "ib" } else { "roce" },
-        becn: f.becn,
+        becn: f.rare().becn,
     }
 }

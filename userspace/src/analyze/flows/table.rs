@@ -9,6 +9,9 @@ use super::Flow;
 
 /// Flows per chunk.
 const CHUNK: usize = 4096;
+/// Chunks made into rows between two hand-backs of their memory (~32 MB of
+/// flows: a hand-back walks the allocator's free lists).
+const GIVE_BACK_CHUNKS: usize = 16;
 
 #[derive(Debug, Default)]
 pub(crate) struct FlowTable {
@@ -32,13 +35,21 @@ impl FlowTable {
         self.len += 1;
     }
 
-    /// Every flow made into `T`, in order, each chunk freed once made:
-    /// the flows and what they become are never all held at once.
+    /// Every flow made into `T`, in order, each chunk freed once made and
+    /// its memory handed back to the system every [`GIVE_BACK_CHUNKS`]
+    /// (`out` lives in fresh pages, so memory the flows held and the
+    /// allocator kept would count twice): the flows and what they become are
+    /// never all held at once.
     pub(crate) fn into_map<T>(self, f: impl Fn(&Flow) -> T) -> Vec<T> {
         let mut out = Vec::with_capacity(self.len);
-        for chunk in self.chunks {
+        for (n, chunk) in self.chunks.into_iter().enumerate() {
             out.extend(chunk.iter().map(&f));
+            drop(chunk);
+            if n % GIVE_BACK_CHUNKS == GIVE_BACK_CHUNKS - 1 {
+                crate::heap::give_back();
+            }
         }
+        crate::heap::give_back();
         out
     }
 

@@ -19,26 +19,62 @@ pub(in crate::analyze) struct Bin {
     pub(in crate::analyze) goodput_bytes: u64,
 }
 
-/// The flow's bin for time `now`, flushing the previous one when `now` is
-/// in a later bin.
+/// Flows per chunk of [`OpenBins`].
+const CHUNK: usize = 4096;
+
+/// Every flow's open bin, by flow index, beside the flows: held only while
+/// the sink keeps timeline rows (`report` writes none, and its flows carry
+/// no bin: 64 bytes a flow).
+#[derive(Debug, Default)]
+pub(in crate::analyze) struct OpenBins {
+    chunks: Vec<Vec<Option<Bin>>>,
+}
+
+impl OpenBins {
+    fn slot(&mut self, i: usize) -> &mut Option<Bin> {
+        let c = i / CHUNK;
+        if self.chunks.len() <= c {
+            self.chunks.resize_with(c + 1, || vec![None; CHUNK]);
+        }
+        &mut self.chunks[c][i % CHUNK]
+    }
+
+    fn get(&self, i: usize) -> Option<&Bin> {
+        self.chunks.get(i / CHUNK)?.get(i % CHUNK)?.as_ref()
+    }
+
+    /// Flow `i`'s open bin, closed.
+    pub(in crate::analyze) fn take(&mut self, i: usize) -> Option<Bin> {
+        self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)?.take()
+    }
+}
+
+/// Flow `i`'s (`f`'s) bin for time `now`, flushing the previous one when
+/// `now` is in a later bin; `None` when the sink keeps no timeline.
 pub(in crate::analyze) fn bin_mut<'a>(
-    f: &'a mut Flow,
+    bins: &'a mut OpenBins,
+    i: usize,
+    f: &Flow,
     pfc: &PfcTracker,
     now: u64,
     bin_ns: u64,
     sink: &mut impl Sink,
-) -> &'a mut Bin {
+) -> Option<&'a mut Bin> {
+    if !sink.keeps_timeline() {
+        return None;
+    }
     let start = now - now % bin_ns;
-    if let Some(b) = f.bin
+    let slot = bins.slot(i);
+    if let Some(b) = *slot
         && b.start < start
     {
         flush_bin(f, &b, pfc, bin_ns, now, sink);
-        f.bin = None;
+        *slot = None;
     }
-    f.bin.get_or_insert(Bin {
+    Some(slot.get_or_insert(Bin {
         start,
         ..Bin::default()
-    })
+    }))
 }
 
 /// Most timeline bins one delta's frames are spread over; a longer span
@@ -51,14 +87,22 @@ pub(in crate::analyze) const MAX_SPREAD_BINS: u64 = 4096;
 /// add up exactly), and bytes, goodput and CE marks in proportion to its
 /// packets. Exact per flow; the shape within the span is an estimate.
 pub(in crate::analyze) fn spread_over_bins(
-    f: &mut Flow,
+    bins: &mut OpenBins,
+    i: usize,
+    f: &Flow,
     pfc: &PfcTracker,
     d: &FlowDelta,
     bin_ns: u64,
     sink: &mut impl Sink,
 ) {
+    if !sink.keeps_timeline() {
+        return;
+    }
     let last = d.last_ts_ns;
-    let mut first = d.first_ts_ns.min(last).max(f.bin.map_or(0, |b| b.start));
+    let mut first = d
+        .first_ts_ns
+        .min(last)
+        .max(bins.get(i).map_or(0, |b| b.start));
     if (last - first) / bin_ns >= MAX_SPREAD_BINS {
         first = last;
     }
@@ -76,8 +120,9 @@ pub(in crate::analyze) fn spread_over_bins(
             by_packets(d.payload_bytes),
             by_packets(u64::from(d.ce)),
         );
-        if p > packets {
-            let b = bin_mut(f, pfc, start.max(first), bin_ns, sink);
+        if p > packets
+            && let Some(b) = bin_mut(bins, i, f, pfc, start.max(first), bin_ns, sink)
+        {
             b.packets += p - packets;
             b.bytes += b_ - bytes;
             b.goodput_bytes += g_ - goodput;

@@ -147,8 +147,11 @@ struct TapRange {
     last: u64,
 }
 
-/// A frame's key and time (at the one tap of [`Matcher::solo`]).
-type Sighting = (Key, u64);
+/// A frame at the one tap of [`Matcher::solo`]: its key, whose flow is not
+/// numbered yet (the flow is numbered only once a second tap is seen: a
+/// single-tap capture keeps nothing per flow here), the analyzer's index of
+/// its flow, the flow, and its time.
+type Sighting = (Key, usize, NetFlow, u64);
 
 /// A key's place in [`Matcher::slots`]: its state while it is open, and
 /// which [`Matcher::order`] entry will close it.
@@ -259,8 +262,9 @@ impl Matcher {
             return;
         }
         let icrc = rec.has(flags::ICRC_CHECKED);
-        let key = Key {
-            flow: self.flow_number(rec, flow_index),
+        let flow = (rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK);
+        let mut key = Key {
+            flow: NO_FLOW,
             psn: rec.psn,
             icrc: if icrc { rec.icrc } else { 0 },
             has_icrc: icrc,
@@ -272,16 +276,17 @@ impl Matcher {
             Some((tap, recent)) if *tap == iface => {
                 while recent
                     .front()
-                    .is_some_and(|f| now.saturating_sub(f.1) > self.window_ns)
+                    .is_some_and(|f| now.saturating_sub(f.3) > self.window_ns)
                 {
                     recent.pop_front();
                 }
-                recent.push_back((key, now));
+                recent.push_back((key, flow_index, flow, now));
                 return;
             }
             Some(_) => {
                 if let Some((tap, recent)) = self.solo.take() {
-                    for (k, t) in recent {
+                    for (mut k, index, f, t) in recent {
+                        k.flow = self.flow_number(f, index);
                         self.sighting(k, tap, t);
                     }
                 }
@@ -289,21 +294,21 @@ impl Matcher {
             None => {}
         }
         if let Some((_, recent)) = &mut self.solo {
-            recent.push_back((key, now));
+            recent.push_back((key, flow_index, flow, now));
             return;
         }
+        key.flow = self.flow_number(flow, flow_index);
         self.sighting(key, iface, now);
     }
 
-    /// The number of `rec`'s flow `(src, dst, dest QP)`: hashed once per
-    /// analyzer flow, then found by its index.
-    fn flow_number(&mut self, rec: &PacketRecord, flow_index: usize) -> u32 {
+    /// The number of `flow`, the analyzer's flow `flow_index` (at some
+    /// tap): hashed once per analyzer flow, then found by its index.
+    fn flow_number(&mut self, flow: NetFlow, flow_index: usize) -> u32 {
         if let Some(&n) = self.by_flow_index.get(flow_index)
             && n != NO_FLOW
         {
             return n;
         }
-        let flow = (rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK);
         let next = self.flows.len() as u32;
         let n = *self.flow_numbers.entry(flow).or_insert(next);
         if n == next {

@@ -1,0 +1,142 @@
+//! The flow table's indexes: a flow by its key, and the flows of a host
+//! pair. Their buckets hold flow indexes only; the keys are read from the
+//! flows themselves. A map of keys to indexes held each 40-byte key a
+//! second time: at a million QPs (two million flows) the key map and the
+//! host-pair map were ~100 and ~165 bytes a flow, now ~10 and ~35
+//! (docs/benchmarks.md, "Per-flow memory").
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+
+use super::{FlowTable, HostPair};
+use crate::analyze::hash::FastState;
+use crate::analyze::rows::FlowKey;
+
+/// Flows by key.
+#[derive(Default)]
+pub(crate) struct FlowIndex {
+    hasher: FastState,
+    table: HashTable<u32>,
+}
+
+impl FlowIndex {
+    /// The index of the flow with `key` in `flows`.
+    pub(crate) fn get(&self, flows: &FlowTable, key: &FlowKey) -> Option<usize> {
+        let hash = self.hasher.hash_one(key);
+        self.table
+            .find(hash, |&i| flows[i as usize].key() == *key)
+            .map(|&i| i as usize)
+    }
+
+    /// Indexes flow `i` of `flows` (a key not indexed yet) by its key.
+    pub(crate) fn insert(&mut self, flows: &FlowTable, i: usize) {
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(flows[i].key());
+        self.table.insert_unique(hash, i as u32, |&j| {
+            hasher.hash_one(flows[j as usize].key())
+        });
+    }
+}
+
+/// The flows of one host pair, by index (a `u32`, as `flow_id`): the first
+/// inline, as most pairs carry one flow each way, the others after it.
+#[derive(Debug)]
+pub(crate) struct HostFlows {
+    first: u32,
+    // Boxed: a bucket of 16 bytes, not 32 (a pair with more flows pays the
+    // extra allocation).
+    #[allow(clippy::box_collection)]
+    more: Option<Box<Vec<u32>>>,
+}
+
+impl HostFlows {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        std::iter::once(&self.first)
+            .chain(self.more.iter().flat_map(|m| m.iter()))
+            .map(|&i| i as usize)
+    }
+}
+
+/// Flows by host pair `(iface, source, destination)`.
+#[derive(Default)]
+pub(crate) struct HostIndex {
+    hasher: FastState,
+    table: HashTable<HostFlows>,
+}
+
+fn hosts(flows: &FlowTable, i: u32) -> HostPair {
+    let f = &flows[i as usize];
+    (f.iface, f.src_ip, f.dst_ip)
+}
+
+impl HostIndex {
+    /// The flows of host pair `pair`, in the order they began.
+    pub(crate) fn get(&self, flows: &FlowTable, pair: &HostPair) -> Option<&HostFlows> {
+        let hash = self.hasher.hash_one(pair);
+        self.table.find(hash, |l| hosts(flows, l.first) == *pair)
+    }
+
+    /// Adds flow `i` of `flows` (not added yet) to its host pair's flows.
+    pub(crate) fn insert(&mut self, flows: &FlowTable, i: usize) {
+        let hasher = &self.hasher;
+        let pair = hosts(flows, i as u32);
+        let hash = hasher.hash_one(pair);
+        if let Some(l) = self.table.find_mut(hash, |l| hosts(flows, l.first) == pair) {
+            l.more.get_or_insert_with(Default::default).push(i as u32);
+            return;
+        }
+        let one = HostFlows {
+            first: i as u32,
+            more: None,
+        };
+        self.table
+            .insert_unique(hash, one, |l| hasher.hash_one(hosts(flows, l.first)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Flow;
+    use super::*;
+
+    fn ip(n: u8) -> [u8; 16] {
+        let mut a = [0; 16];
+        a[15] = n;
+        a
+    }
+
+    #[test]
+    fn flows_are_found_by_key_and_by_host_pair() {
+        let mut flows = FlowTable::default();
+        let (mut by_key, mut by_hosts) = (FlowIndex::default(), HostIndex::default());
+        // 3 host pairs on 2 taps, 5000 QPs: more flows than a chunk holds.
+        let key = |i: u32| ((i % 2) as u16, ip((i % 3) as u8), ip(9), i);
+        for i in 0..5000u32 {
+            flows.push(Flow::new(i, key(i), 0));
+            by_key.insert(&flows, i as usize);
+            by_hosts.insert(&flows, i as usize);
+        }
+        for i in [0u32, 1, 4095, 4096, 4999] {
+            assert_eq!(by_key.get(&flows, &key(i)), Some(i as usize));
+        }
+        assert_eq!(by_key.get(&flows, &(0, ip(0), ip(9), 1)), None);
+        assert_eq!(by_key.get(&flows, &(0, ip(0), ip(9), 5000)), None);
+        // Tap 1, host 1 → 9: the odd i with i % 3 == 1, in the order they began.
+        let pair: Vec<usize> = by_hosts
+            .get(&flows, &(1, ip(1), ip(9)))
+            .map(|l| l.iter().collect())
+            .unwrap_or_default();
+        let expected: Vec<usize> = (0..5000).filter(|i| i % 2 == 1 && i % 3 == 1).collect();
+        assert_eq!(pair.len(), 834);
+        assert_eq!(pair, expected);
+        assert!(by_hosts.get(&flows, &(1, ip(9), ip(1))).is_none());
+    }
+
+    /// The hot record's size: what every flow costs (docs/analysis.md,
+    /// "Memory"); a field added to it should be one every packet touches.
+    #[test]
+    fn the_hot_flow_record_stays_small() {
+        assert_eq!(std::mem::size_of::<Flow>(), 384);
+    }
+}
