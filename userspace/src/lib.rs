@@ -32,6 +32,7 @@ pub mod progress;
 pub mod sources;
 pub mod synth;
 pub mod tables;
+pub mod telemetry;
 #[doc(hidden)]
 pub mod testdata;
 pub mod transport;

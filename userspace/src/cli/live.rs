@@ -58,6 +58,8 @@ pub(crate) struct LiveArgs {
     #[arg(long = "udp-port", value_name = "TRANSPORT=PORT", value_parser = crate::transport::parse_udp_port)]
     pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
     #[command(flatten)]
+    pub(crate) telemetry: super::args::TelemetryArgs,
+    #[command(flatten)]
     pub(crate) analysis: AnalysisArgs,
     #[command(flatten)]
     pub(crate) dataset: DatasetArgs,
@@ -96,6 +98,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         wakeup,
         cpus,
         udp_ports,
+        telemetry,
         analysis,
         dataset,
     } = args;
@@ -109,7 +112,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         tap_mode: mode,
         flush_ns: Some(flush_interval),
         drop_after_capture,
-        recognition: crate::transport::recognition(&udp_ports).map_err(Error::Usage)?,
+        recognition: telemetry.recognition(&udp_ports).map_err(Error::Usage)?,
         analyzer: analysis.config(),
         progress: true,
         ring,

@@ -153,6 +153,7 @@ pub mod erf;
 pub(crate) mod field;
 pub mod icrc;
 pub mod lrh;
+pub mod restore;
 mod stop;
 
 #[cfg(test)]
@@ -231,6 +232,10 @@ pub struct Walk<'a> {
     /// Why the walk ended before the end of the headers (always set when
     /// the record's kind is `Other`).
     pub stop: Option<Stop>,
+    /// Switch telemetry the frame carried or was (`crate::telemetry`
+    /// reads it), and the bytes its spans lie in (an ERF record's payload,
+    /// else the frame).
+    pub telemetry: Option<(wire::telemetry::Found, &'a [u8])>,
 }
 
 /// [`decode_into`], and why the walk stopped where it did.
@@ -294,7 +299,15 @@ pub fn decode_walk_with<'a>(
         icrc::compute
     };
     if let Some(packet) = w.icrc.and_then(|s| data.get(s.at..s.end)) {
-        if let (Some(carried), Some(computed)) = (icrc::carried(packet), compute(packet)) {
+        // Inserted telemetry: judged on the packet as its sender built it.
+        let restored = match (w.telemetry, w.icrc) {
+            (Some(t), Some(s)) => restore::without_telemetry(packet, s.at, &t),
+            _ => None,
+        };
+        let sent = restored.as_deref().unwrap_or(packet);
+        if w.telemetry.is_some() && restored.is_none() {
+            // Spans that do not fit: no verdict rather than a false one.
+        } else if let (Some(carried), Some(computed)) = (icrc::carried(sent), compute(sent)) {
             rec.icrc = carried;
             rec.flags |= flags::ICRC_CHECKED;
             if carried == computed {
@@ -327,6 +340,7 @@ pub fn decode_walk_with<'a>(
     Walk {
         payload,
         stop: w.stop,
+        telemetry: w.telemetry.map(|t| (t, data)),
     }
 }
 

@@ -53,7 +53,9 @@ use rocescope_common::PacketRecord;
 use super::analysis::{
     EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TimelineColumns,
 };
+use super::iface_name;
 use super::packets::{PacketColumns, PacketRow};
+use super::telemetry::{FlowIndex, Joined, TelemetryColumns};
 use super::{Columns, Encoding, ParquetTable, summary_json, write_text_at};
 use crate::analyze::{self, Analysis, Verdict, fmt_utc};
 use crate::output::RunFacts;
@@ -509,8 +511,21 @@ impl DatasetWriter {
         for row in &analysis.nics {
             nics.push(ctx, run_start, row)?;
         }
+        let mut telemetry = Partitioned::<TelemetryColumns>::new("telemetry");
+        let index = FlowIndex::new(&analysis.flows);
+        let rows = facts.telemetry.as_ref().map_or(&[][..], |t| &t.rows[..]);
+        for row in rows {
+            let joined = Joined {
+                row,
+                iface: iface_name(ifaces, row.iface),
+                file: self.files.get(usize::from(row.capture)).map(String::as_str),
+                flow_id: index.flow_of(row),
+            };
+            telemetry.push(ctx, row.ts_ns, &joined)?;
+        }
         let mut files = self.packets.close(ctx)?;
         files.extend(flows.close(ctx)?);
+        files.extend(telemetry.close(ctx)?);
         files.extend(hops.close(ctx)?);
         files.extend(nics.close(ctx)?);
         files.extend(self.events.close(ctx)?);
