@@ -23,7 +23,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 import pytest
 
-CAPTURE_TABLES = ("packets", "flows", "events", "pfc", "timeline", "hops", "nics")
+CAPTURE_TABLES = ("packets", "flows", "events", "pfc", "timeline", "hops", "nics", "telemetry")
 TABLES = CAPTURE_TABLES + ("counters",)
 # Each table's TIMESTAMP(MICROS, UTC) columns and the *_ns column each mirrors.
 TIMESTAMPS = {
@@ -34,6 +34,7 @@ TIMESTAMPS = {
     "timeline": {"bin_start": "bin_start_ns"},
     "hops": {"first_ts": "first_ts_ns", "last_ts": "last_ts_ns"},
     "nics": {},
+    "telemetry": {"ts": "ts_ns"},
     "counters": {"ts": "ts_ns"},
 }
 SYSFS = Path(__file__).resolve().parent / "data" / "counters" / "sysfs"

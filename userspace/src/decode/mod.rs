@@ -85,6 +85,15 @@
 //!   end of the headers ([`Stop`]): cut or invalid header (by layer), a
 //!   decoder limit, or a field naming another protocol. Frames of kind
 //!   `Other` always have one; records may too (a BTH cut by the snaplen).
+//! * **Switch telemetry** (docs/inputs.md, "Switch telemetry"): INT-MD
+//!   after a UDP header (marked by `--int-dscp` or `--int-port`) and IFA
+//!   (`--ifa-proto`: its header between IP and UDP, its metadata after
+//!   UDP) are stepped over to the BTH: the record is the RoCE packet's,
+//!   with `TELEMETRY` set, and its ICRC is judged on the packet as its
+//!   sender built it ([`restore`]). A Telemetry Report (to
+//!   `--telemetry-report-port`) is no record: `Other`, stopped as
+//!   `Foreign::TelemetryReport`. [`Walk::telemetry`] says where the bytes
+//!   are, for `crate::telemetry` to read the hops.
 //! * **MAC Control**: a frame cut before its opcode is `Other`; cut after the
 //!   opcode but before the end of the PAUSE/PFC fields keeps the kind with
 //!   `HAS_PAUSE`/`HAS_PFC` clear. MAC Control behind VLAN tags (or inside
