@@ -10,7 +10,8 @@ use rocescope_common::wire::report::field::group::SEQUENCE_MASK;
 /// Half the sequence space: a step forward shorter than this is new
 /// reports (the ones between lost); a longer one is an older report
 /// arriving late, or a duplicate.
-const FORWARD: u32 = (SEQUENCE_MASK + 1) / 2;
+const FORWARD: u32 = 1 << 21;
+const _: () = assert!(FORWARD * 2 == SEQUENCE_MASK + 1);
 
 /// One reporting switch's count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]

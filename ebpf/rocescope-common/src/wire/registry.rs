@@ -116,6 +116,7 @@ pub const UET_REFERENCE_IP_PROTOCOL: u8 = 253;
 
 /// "Not recognised by this": a UDP port or IP protocol of 0 matches no frame.
 pub const UNSET: u16 = 0;
+const _: () = assert!(UNSET == super::telemetry::NO_PORT);
 
 /// What this run recognises transports by where the operator chooses:
 /// per transport (indexed by [`TransportId::index`]), its UDP destination

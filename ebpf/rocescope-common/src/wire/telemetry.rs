@@ -9,13 +9,16 @@
 //! them. A telemetry report is no record (its inner packet is a truncated
 //! copy): the walk checks its group header and stops with
 //! `Foreign::TelemetryReport`, and userspace reads its reports.
-use super::registry::UNSET;
 use super::{Frame, Layer, Limit, Next, Span, Stop, Visit, Walked, be16};
 use super::{ifa, int, report};
 use crate::proto::udp;
 
 /// No DSCP value marks INT.
 pub const NO_DSCP: u8 = 0xFF;
+
+/// No UDP port marks INT or reports (the registry's unset port, 0, which
+/// no frame is recognised by).
+pub const NO_PORT: u16 = 0;
 
 /// Where the operator marks telemetry: plain bytes, held by the XDP
 /// program as the global `TELEMETRY` (`crate::live::GLOBAL_TELEMETRY`).
@@ -41,8 +44,8 @@ impl TelemetryMarks {
     /// draft's protocol 131; INT and reports only where the operator says,
     /// as their specs leave the DSCP value and the ports to the operator.
     pub const DEFAULT: TelemetryMarks = TelemetryMarks {
-        int_port: UNSET,
-        report_port: UNSET,
+        int_port: NO_PORT,
+        report_port: NO_PORT,
         ifa_protocol: ifa::DEFAULT_IP_PROTOCOL,
         int_dscp: NO_DSCP,
         _reserved: [0; 2],
