@@ -55,28 +55,10 @@ fn int(occupancy: u32, latency: u32) -> IntMd {
 
 fn report(sequence: u32) -> Report {
     Report {
-        dst_mac: [2, 0, 0, 0, 0, 0x10],
-        src_mac: [2, 0, 0, 0, 0, 0x20],
-        ip: Default::default(),
-        dport: 32766,
-        hw_id: 1,
         sequence,
-        node_id: 3,
-        dropped: false,
-        congested_queue: true,
-        tracked_flow: true,
-        hop: IntHop {
-            node_id: 3,
-            ingress_port: 11,
-            egress_port: 12,
-            hop_latency: 9_000,
-            queue_id: 3,
-            queue_occupancy: 0x8000,
-            ingress_ts: 2_000_000,
-            egress_ts: 2_009_000,
-        },
         // Ethernet, IPv4, UDP, INT (4 + 12 + 2 × 32), BTH.
         truncate: 14 + 20 + 8 + 80 + 12,
+        ..Report::default()
     }
 }
 

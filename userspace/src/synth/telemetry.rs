@@ -223,6 +223,38 @@ pub struct Report {
     pub truncate: usize,
 }
 
+impl Default for Report {
+    /// Switch 3 (hw_id 1) to a collector on UDP 32766 (a port operators
+    /// choose; no default exists), sequence 0, a tracked flow whose queue
+    /// 3 on egress port 12 is congested (occupancy 0x8000, 9 µs latency);
+    /// the first 128 bytes of the packet.
+    fn default() -> Self {
+        Report {
+            dst_mac: [2, 0, 0, 0, 0, 0x10],
+            src_mac: [2, 0, 0, 0, 0, 0x20],
+            ip: IpHeader::default(),
+            dport: 32766,
+            hw_id: 1,
+            sequence: 0,
+            node_id: 3,
+            dropped: false,
+            congested_queue: true,
+            tracked_flow: true,
+            hop: IntHop {
+                node_id: 3,
+                ingress_port: 11,
+                egress_port: 12,
+                hop_latency: 9_000,
+                queue_id: 3,
+                queue_occupancy: 0x8000,
+                ingress_ts: 2_000_000,
+                egress_ts: 2_009_000,
+            },
+            truncate: 128,
+        }
+    }
+}
+
 /// The report's RepMdBits: [`INT_BITMAP`] without the node id.
 pub const REPORT_MD_BITS: u16 = INT_BITMAP & !int::field::bits::NODE_ID;
 

@@ -65,6 +65,21 @@ fn int_hops() -> Vec<IntHop> {
     ]
 }
 
+/// RoCE packet (`roce(false)`), as built and with INT by port 5000 (the
+/// two hops of [`int_hops`]).
+fn int_by_port() -> (RoceFrame, Vec<u8>, Vec<u8>) {
+    let f = roce(false);
+    let mut plain = Vec::new();
+    f.write(&mut plain);
+    let int = IntMd {
+        mark: IntMark::Port(5000),
+        remaining_hop_count: 6,
+        hops: int_hops(),
+    };
+    let framed = int.insert(&plain, &f.eth);
+    (f, plain, framed)
+}
+
 fn decoded(bytes: &[u8], reg: &Recognition) -> (PacketRecord, Option<Stop>, Vec<TelemetryRow>) {
     let mut rec = PacketRecord::default();
     let w = decode_walk_with(&mut rec, reg, ETHERNET, bytes, bytes.len() as u32);
@@ -121,17 +136,9 @@ fn int_row(hop: u16, h: &IntHop, src: [u8; 16], dst: [u8; 16]) -> TelemetryRow {
 
 #[test]
 fn roce_inside_int_md_marked_by_port_decodes_and_its_icrc_holds() {
-    let f = roce(false);
-    let mut plain = Vec::new();
-    f.write(&mut plain);
+    let (_, plain, framed) = int_by_port();
     let base = decode::decode(ETHERNET, &plain, plain.len() as u32);
     assert_eq!(base.icrc_ok(), Some(true));
-    let int = IntMd {
-        mark: IntMark::Port(5000),
-        remaining_hop_count: 6,
-        hops: int_hops(),
-    };
-    let framed = int.insert(&plain, &f.eth);
     let reg = marks(NO_DSCP, 5000, 0);
     let (rec, stop, rows) = decoded(&framed, &reg);
     assert_eq!(stop, None);
@@ -275,43 +282,17 @@ fn roce_behind_ifa_decodes_whether_or_not_the_udp_length_grew() {
 
 fn report(sequence: u32, truncate: usize) -> Report {
     Report {
-        dst_mac: [2, 0, 0, 0, 0, 0x10],
-        src_mac: [2, 0, 0, 0, 0, 0x20],
-        ip: Default::default(),
-        dport: 32766,
-        hw_id: 1,
         sequence,
-        node_id: 3,
-        dropped: false,
-        congested_queue: true,
-        tracked_flow: true,
-        hop: IntHop {
-            node_id: 3,
-            ingress_port: 11,
-            egress_port: 12,
-            hop_latency: 9_000,
-            queue_id: 3,
-            queue_occupancy: 0x8000,
-            ingress_ts: 2_000_000,
-            egress_ts: 2_009_000,
-        },
         truncate,
+        ..Report::default()
     }
 }
 
 #[test]
 fn a_report_is_its_hops_and_the_truncated_packets_flow() {
-    let f = roce(false);
-    let mut plain = Vec::new();
-    f.write(&mut plain);
-    let base = decode::decode(ETHERNET, &plain, plain.len() as u32);
     // The sink's report carries the packet as it arrived: INT by port.
-    let int = IntMd {
-        mark: IntMark::Port(5000),
-        remaining_hop_count: 6,
-        hops: int_hops(),
-    };
-    let framed = int.insert(&plain, &f.eth);
+    let (_, plain, framed) = int_by_port();
+    let base = decode::decode(ETHERNET, &plain, plain.len() as u32);
     // Cut after the BTH: Ethernet, IPv4, UDP, INT (4 + 12 + 64), BTH.
     let truncate = 14 + 20 + 8 + 80 + 12;
     let r = report(0x1234, truncate).frame(&framed);
@@ -330,7 +311,7 @@ fn a_report_is_its_hops_and_the_truncated_packets_flow() {
         intermediate: Some(false),
         ..row
     };
-    let h = report(0, 0).hop;
+    let h = Report::default().hop;
     let mut own = int_row(0, &h, base.src_ip, base.dst_ip);
     own.hw_id = Some(1);
     assert_eq!(rows[0], flags_of(own));
@@ -352,15 +333,7 @@ fn a_report_is_its_hops_and_the_truncated_packets_flow() {
 /// Cut and contradictory telemetry is counted by layer, never read past.
 #[test]
 fn cut_or_invalid_telemetry_stops_at_its_layer() {
-    let f = roce(false);
-    let mut plain = Vec::new();
-    f.write(&mut plain);
-    let int = IntMd {
-        mark: IntMark::Port(5000),
-        remaining_hop_count: 6,
-        hops: int_hops(),
-    };
-    let framed = int.insert(&plain, &f.eth);
+    let (f, plain, framed) = int_by_port();
     let reg = marks(NO_DSCP, 5000, 32766);
     // Cut inside the stack by the snaplen.
     let (rec, stop, _) = decoded(&framed[..14 + 20 + 8 + 40], &reg);
@@ -409,18 +382,11 @@ fn cut_or_invalid_telemetry_stops_at_its_layer() {
 /// that reach the telemetry code every time).
 #[test]
 fn mutated_and_cut_telemetry_frames_never_panic() {
-    let f = roce(false);
-    let mut plain = Vec::new();
-    f.write(&mut plain);
-    let int = IntMd {
-        mark: IntMark::Port(5000),
-        remaining_hop_count: 6,
-        hops: int_hops(),
-    };
-    let by_port = int.insert(&plain, &f.eth);
+    let (f, plain, by_port) = int_by_port();
     let by_dscp = IntMd {
         mark: IntMark::Dscp(46),
-        ..int
+        remaining_hop_count: 6,
+        hops: int_hops(),
     }
     .insert(&plain, &f.eth);
     let ifa = Ifa {

@@ -131,12 +131,7 @@ pub(super) fn int_after_udp<F: Frame + ?Sized, V: Visit>(
         return Err(Next::Stop(Stop::Cut(Layer::Int)));
     };
     let len = int::SHIM_LEN + usize::from(s[int::field::shim::LENGTH]) * 4;
-    if at + len > declared_end {
-        return Err(Next::Stop(Stop::Invalid(Layer::Int)));
-    }
-    if at + len > dg_end {
-        return Err(Next::Stop(Stop::Cut(Layer::Int)));
-    }
+    within(Layer::Int, at + len, dg_end, declared_end)?;
     let npt =
         (s[int::field::shim::TYPE_NPT] >> int::field::shim::NPT_SHIFT) & int::field::shim::NPT_MASK;
     let original_port = if by_port {
@@ -153,6 +148,20 @@ pub(super) fn int_after_udp<F: Frame + ?Sized, V: Visit>(
     Ok(Inserted { len, original_port })
 }
 
+/// Headers of `layer` that end at `end`: past the datagram as its lengths
+/// declare it (`declared_end`) they are invalid, past what the capture
+/// holds of it (`dg_end`) cut.
+#[inline(always)]
+fn within(layer: Layer, end: usize, dg_end: usize, declared_end: usize) -> Result<(), Next> {
+    if end > declared_end {
+        return Err(Next::Stop(Stop::Invalid(layer)));
+    }
+    if end > dg_end {
+        return Err(Next::Stop(Stop::Cut(layer)));
+    }
+    Ok(())
+}
+
 /// IFA's metadata header and stack after the UDP header at `seg`.
 #[inline(always)]
 pub(super) fn ifa_after_udp<F: Frame + ?Sized, V: Visit>(
@@ -167,12 +176,7 @@ pub(super) fn ifa_after_udp<F: Frame + ?Sized, V: Visit>(
         return Err(Next::Stop(Stop::Cut(Layer::Ifa)));
     };
     let len = ifa::MD_HEADER_LEN + usize::from(m[ifa::field::md::CURRENT_LENGTH]) * 4;
-    if at + len > declared_end {
-        return Err(Next::Stop(Stop::Invalid(Layer::Ifa)));
-    }
-    if at + len > dg_end {
-        return Err(Next::Stop(Stop::Cut(Layer::Ifa)));
-    }
+    within(Layer::Ifa, at + len, dg_end, declared_end)?;
     v.header(Layer::Ifa, at, at + len);
     Ok(Inserted {
         len,
