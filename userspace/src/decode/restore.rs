@@ -62,7 +62,7 @@ pub fn without_telemetry(packet: &[u8], ip_at: usize, found: &Found) -> Option<V
             set16(
                 &mut out,
                 field::ipv4::LENGTH,
-                total.checked_sub(removed as u16)?,
+                total.checked_sub(u16::try_from(removed).ok()?)?,
             )?;
             if ifa_header.is_some() {
                 out[field::ipv4::PROTOCOL] = ip::PROTO_UDP;
@@ -76,7 +76,7 @@ pub fn without_telemetry(packet: &[u8], ip_at: usize, found: &Found) -> Option<V
             set16(
                 &mut out,
                 field::ipv6::PAYLOAD_LEN,
-                len.checked_sub(removed as u16)?,
+                len.checked_sub(u16::try_from(removed).ok()?)?,
             )?;
             if ifa_header.is_some() {
                 out[field::ipv6::NXT_HDR] = ip::PROTO_UDP;
@@ -96,7 +96,7 @@ pub fn without_telemetry(packet: &[u8], ip_at: usize, found: &Found) -> Option<V
         set16(
             &mut out,
             udp_at + field::udp::LENGTH,
-            udp_len.checked_sub(inserted)? as u16,
+            u16::try_from(udp_len.checked_sub(inserted)?).ok()?,
         )?;
     }
     if let Some(port) = found.original_port {

@@ -853,7 +853,15 @@ mod tests {
         assert_eq!(table_rows(dir.path(), "timeline"), 41);
         assert!(walk(&dir.path().join(PARTIAL_DIR)).is_empty());
         // Tables without rows still have a file; only Parquet in the table roots.
-        for table in ["packets", "flows", "events", "pfc", "hops", "nics", "telemetry"] {
+        for table in [
+            "packets",
+            "flows",
+            "events",
+            "pfc",
+            "hops",
+            "nics",
+            "telemetry",
+        ] {
             let prefix = format!("{table}/host=tap1/date=2026-01-01/hour=0/part-{run}-");
             assert!(files.iter().any(|f| rel(f).starts_with(&prefix)), "{table}");
             for f in walk(&dir.path().join(table)) {

@@ -287,21 +287,39 @@ fn inner_packet<'a>(r: &report::Report<'a>, reg: &Recognition) -> (RoceFields, O
 
 /// Rows kept for `telemetry.parquet` before the run ends (about 200 bytes
 /// each): past it, hops are counted but get no row, and the run warns.
-pub const MAX_ROWS: usize = 4_000_000;
+pub const MAX_ROWS: usize = 1_000_000;
 
 /// What a run collects of the switches' telemetry: the rows, joined to the
 /// flows and written when the run ends, and the lost reports.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TelemetryLog {
     rows: Vec<TelemetryRow>,
+    /// Rows kept at most ([`MAX_ROWS`]).
+    limit: usize,
     left_out: u64,
     lost: LostReports,
 }
 
+impl Default for TelemetryLog {
+    fn default() -> Self {
+        TelemetryLog::with_limit(MAX_ROWS)
+    }
+}
+
 impl TelemetryLog {
-    /// `row`, unless [`MAX_ROWS`] are kept already.
+    /// A log keeping at most `limit` rows.
+    pub fn with_limit(limit: usize) -> Self {
+        TelemetryLog {
+            rows: Vec::new(),
+            limit,
+            left_out: 0,
+            lost: LostReports::default(),
+        }
+    }
+
+    /// `row`, unless the limit is reached.
     pub fn push(&mut self, row: TelemetryRow) {
-        if self.rows.len() < MAX_ROWS {
+        if self.rows.len() < self.limit {
             self.rows.push(row);
         } else {
             self.left_out += 1;

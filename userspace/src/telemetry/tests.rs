@@ -425,3 +425,21 @@ fn mutated_and_cut_telemetry_frames_never_panic() {
     }
     assert!(rows_seen > 0);
 }
+
+/// Past its limit a log counts hops without keeping them; a run without
+/// telemetry has no facts to report.
+#[test]
+fn the_log_keeps_rows_up_to_its_limit_and_counts_the_rest() {
+    assert!(TelemetryLog::default().finish().is_none());
+    let mut log = TelemetryLog::with_limit(2);
+    for hop in 0..5 {
+        log.push(TelemetryRow {
+            hop,
+            ..TelemetryRow::default()
+        });
+    }
+    let facts = log.finish().expect("facts");
+    assert_eq!((facts.hops, facts.hops_left_out), (5, 3));
+    assert_eq!(facts.rows.iter().map(|r| r.hop).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!((facts.reports, facts.lost_reports), (0, 0));
+}
