@@ -70,7 +70,10 @@ def ds(rocescope, tmp_path_factory):
     def rows(run, table):
         return pq.ParquetFile(tmp / run / f"{table}.parquet").metadata.num_rows
 
-    want = {t: {"tap-a": rows("ghost", t) + rows("incast", t), "tap-b": rows("incast", t)}
+    # A host with no row of a table (telemetry: these samples have none) is
+    # in no GROUP BY.
+    want = {t: {h: n for h, n in {"tap-a": rows("ghost", t) + rows("incast", t),
+                                  "tap-b": rows("incast", t)}.items() if n}
             for t in CAPTURE_TABLES}
     want["counters"] = {"tap-a": SNAPSHOTS * COUNTERS_PER_SNAPSHOT}
     assert want["packets"] == {"tap-a": GHOST + INCAST, "tap-b": INCAST}
