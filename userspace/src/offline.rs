@@ -13,7 +13,6 @@
 use std::path::{Path, PathBuf};
 
 use rocescope_common::wire::Recognition;
-use rocescope_common::wire::telemetry::Source;
 use rocescope_common::{Kind, PacketRecord};
 
 use crate::analyze::{self, Analysis};
@@ -197,13 +196,7 @@ pub fn run_with(
         ..
     } = run;
     let telemetry = telemetry.finish();
-    if let Some(t) = telemetry.as_ref().filter(|t| t.hops_left_out > 0) {
-        warnings.push(format!(
-            "{} telemetry hops past the first {} have no row in telemetry.parquet (counted in summary.json's input.telemetry)",
-            t.hops_left_out,
-            crate::telemetry::MAX_ROWS
-        ));
-    }
+    warnings.extend(telemetry.as_ref().and_then(|t| t.warning()));
     let mut taps = taps;
     warnings.extend(taps.take_warnings());
     // Every tap is known only now (a pcapng may declare one late).
@@ -408,13 +401,7 @@ impl Run {
         );
         self.decode.frame(rec, walk.stop, frame.linktype);
         let telemetry = match walk.telemetry {
-            Some((found, bytes)) => {
-                if found.source == Source::Report {
-                    let payload = bytes.get(found.span.at..found.span.end).unwrap_or(&[]);
-                    self.telemetry.report(payload);
-                }
-                crate::telemetry::rows(&found, bytes, rec, &self.recognition)
-            }
+            Some((found, bytes)) => self.telemetry.read(&found, bytes, rec, &self.recognition),
             None => Vec::new(),
         };
         let record = rec.kind() != Kind::Other;
@@ -477,15 +464,8 @@ impl Run {
                 .name_iface_of(iface, self.taps.name(iface), capture, file_iface);
         }
         let capture = u16::try_from(slot).unwrap_or(u16::MAX);
-        for row in telemetry {
-            self.telemetry.push(TelemetryRow {
-                ts_ns,
-                iface,
-                frame: number,
-                capture,
-                ..row
-            });
-        }
+        self.telemetry
+            .push_frame(telemetry, ts_ns, iface, number, capture);
         if !record {
             return Ok(());
         }

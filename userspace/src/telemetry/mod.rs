@@ -326,6 +326,41 @@ impl TelemetryLog {
         }
     }
 
+    /// The hops of a frame's telemetry (`rows`), a report's group header
+    /// counted for the lost reports.
+    pub fn read(
+        &mut self,
+        found: &Found,
+        frame: &[u8],
+        rec: &PacketRecord,
+        reg: &Recognition,
+    ) -> Vec<TelemetryRow> {
+        if found.source == Source::Report {
+            self.report(span(frame, found.span));
+        }
+        rows(found, frame, rec, reg)
+    }
+
+    /// A frame's rows, once its time, interface, number and file are known.
+    pub fn push_frame(
+        &mut self,
+        rows: Vec<TelemetryRow>,
+        ts_ns: u64,
+        iface: u16,
+        frame: u64,
+        capture: u16,
+    ) {
+        for row in rows {
+            self.push(TelemetryRow {
+                ts_ns,
+                iface,
+                frame,
+                capture,
+                ..row
+            });
+        }
+    }
+
     /// A report packet's group header, for the lost-report count.
     pub fn report(&mut self, payload: &[u8]) {
         if let Ok(g) = report::GroupHeader::new_checked(payload) {
@@ -347,6 +382,18 @@ impl TelemetryLog {
             lost_reports: self.lost.lost(),
             switches,
             rows: self.rows,
+        })
+    }
+}
+
+impl TelemetryFacts {
+    /// The run's warning when hops were left out of the table.
+    pub fn warning(&self) -> Option<String> {
+        (self.hops_left_out > 0).then(|| {
+            format!(
+                "{} telemetry hops past the first {MAX_ROWS} have no row in telemetry.parquet (counted in summary.json's input.telemetry)",
+                self.hops_left_out
+            )
         })
     }
 }
