@@ -37,6 +37,11 @@ CONTRACT = {
         nak_reaction_max_ns timeout_retrans_count timeout_retrans_p50_ns timeout_retrans_p99_ns
         timeout_retrans_max_ns cnp_generation_count cnp_generation_p50_ns cnp_generation_p99_ns
         cnp_generation_max_ns""",
+    "telemetry.parquet": """ts_ns ts iface file frame source hop report_index switch_id hw_id ingress_port
+        egress_port l2_ingress_port l2_egress_port queue_id queue_occupancy hop_latency ingress_ts
+        egress_ts egress_tx_utilization buffer_id buffer_occupancy sequence dropped congested_queue
+        tracked_flow intermediate drop_reason ifa_congestion ifa_port_speed ifa_vendor_word5
+        ifa_vendor_word6 ifa_vendor_word7 src_ip dst_ip dest_qp psn flow_id""",
 }
 
 TIMESTAMPS = {
@@ -46,6 +51,7 @@ TIMESTAMPS = {
     "pfc.parquet": ("start_ts", "end_ts"),
     "timeline.parquet": ("bin_start",),
     "hops.parquet": ("first_ts", "last_ts"),
+    "telemetry.parquet": ("ts",),
 }
 
 

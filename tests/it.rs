@@ -24,6 +24,7 @@ mod real_captures;
 mod report;
 mod rotation;
 mod synth;
+mod telemetry;
 mod tshark_parity;
 
 // The live tap's: they load the XDP program (root; skipped otherwise).

@@ -19,8 +19,15 @@ use std::time::Instant;
 use common::Table;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rocescope");
-const TABLES: [&str; 7] = [
-    "packets", "flows", "events", "pfc", "timeline", "hops", "nics",
+const TABLES: [&str; 8] = [
+    "packets",
+    "flows",
+    "events",
+    "pfc",
+    "timeline",
+    "hops",
+    "nics",
+    "telemetry",
 ];
 
 /// A synth capture big enough to take a few seconds to analyse; built once.
@@ -111,7 +118,7 @@ fn a_killed_run_leaves_complete_files_or_none() {
     let start = Instant::now();
     assert!(run(&full).wait().unwrap().success());
     let whole = start.elapsed();
-    assert_eq!(check_killed_output(&full), 7);
+    assert_eq!(check_killed_output(&full), TABLES.len());
 
     let mut partial_seen = false;
     for (i, fraction) in [0.05, 0.3, 0.6, 0.9, 0.97, 1.1].iter().enumerate() {
@@ -127,7 +134,7 @@ fn a_killed_run_leaves_complete_files_or_none() {
         assert!(run(&out).wait().unwrap().success());
         let after = names(&out);
         assert!(after.iter().all(|n| !n.ends_with(".partial")), "{after:?}");
-        assert_eq!(check_killed_output(&out), 7);
+        assert_eq!(check_killed_output(&out), TABLES.len());
         assert_eq!(
             Table::read(&out.join("packets.parquet")).rows(),
             Table::read(&full.join("packets.parquet")).rows()
@@ -167,6 +174,7 @@ fn stale_outputs_are_removed_at_start() {
             "packets.parquet",
             "pfc.parquet",
             "summary.json",
+            "telemetry.parquet",
             "timeline.parquet"
         ]
     );

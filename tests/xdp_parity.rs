@@ -317,3 +317,93 @@ fn a_configured_udp_port_decodes_in_the_kernel_too() {
         );
     }
 }
+
+/// Switch telemetry marked where the loader says (`TELEMETRY` global):
+/// RoCE inside INT-MD (by port and by DSCP) and behind IFA decodes in the
+/// kernel as in userspace; a telemetry report and cut INT give no record.
+#[test]
+fn telemetry_marks_decode_in_the_kernel_too() {
+    use rocescope::live::LoadOptions;
+    use rocescope::synth::frame::{RoceFrame, WireFrame};
+    use rocescope::synth::telemetry::{Ifa, IfaHop, IntHop, IntMark, IntMd, Report};
+    use rocescope::wire::Recognition;
+    use rocescope::wire::telemetry::TelemetryMarks;
+    if !root() {
+        return;
+    }
+    let mut reg = Recognition::DEFAULT;
+    reg.telemetry = TelemetryMarks {
+        int_port: 5000,
+        report_port: 32766,
+        int_dscp: 46,
+        ..TelemetryMarks::DEFAULT
+    };
+    let opts = LoadOptions {
+        recognition: reg,
+        ..LoadOptions::default()
+    };
+    let mut tap = Tap::load_with(Program::Decoder, &opts).expect("the XDP program loads");
+    let f = RoceFrame::default();
+    let mut plain = Vec::new();
+    f.append(&mut plain);
+    let hop = IntHop {
+        node_id: 7,
+        queue_occupancy: 9,
+        ..IntHop::default()
+    };
+    let int = |mark| IntMd {
+        mark,
+        remaining_hop_count: 5,
+        hops: vec![hop; 3],
+    };
+    let by_port = int(IntMark::Port(5000)).insert(&plain, &f.eth);
+    let ifa = Ifa {
+        protocol: 131,
+        hop_limit: 8,
+        hops: vec![IfaHop::default(); 2],
+        udp_length_grows: true,
+    }
+    .insert(&plain, &f.eth);
+    let report = Report {
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        src_mac: [2, 0, 0, 0, 0, 2],
+        ip: Default::default(),
+        dport: 32766,
+        hw_id: 0,
+        sequence: 1,
+        node_id: 7,
+        dropped: false,
+        congested_queue: false,
+        tracked_flow: true,
+        hop,
+        truncate: 64,
+    }
+    .frame(&by_port);
+    let frames = [
+        (by_port.clone(), Kind::Roce),
+        (int(IntMark::Dscp(46)).insert(&plain, &f.eth), Kind::Roce),
+        (ifa, Kind::Roce),
+        (report, Kind::Other),
+        (by_port[..60].to_vec(), Kind::Other),
+    ];
+    for (i, (frame, want_kind)) in frames.iter().enumerate() {
+        let mut want = PacketRecord::default();
+        decode::decode_walk_with(
+            &mut want,
+            &reg,
+            proto::linktype::ETHERNET,
+            frame,
+            frame.len() as u32,
+        );
+        assert_eq!(want.kind(), *want_kind, "userspace, frame {i}");
+        want.icrc = 0;
+        want.flags &= !(flags::ICRC_CHECKED | flags::ICRC_OK | flags::CUT);
+        assert_eq!(tap.test_run(frame).unwrap(), XDP_PASS);
+        let got = tap.next_record().map(|mut r| {
+            r.ts_ns = 0;
+            r
+        });
+        let want = (*want_kind != Kind::Other).then_some(want);
+        assert_eq!(got, want, "kernel (left) and userspace (right), frame {i}");
+    }
+}

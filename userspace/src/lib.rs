@@ -33,6 +33,7 @@ pub mod render;
 pub mod sources;
 pub mod synth;
 pub mod tables;
+pub mod telemetry;
 #[doc(hidden)]
 pub mod testdata;
 pub mod transport;

@@ -24,6 +24,7 @@ use crate::progress::FileProgress;
 use crate::sources::{
     CaptureReader, Filter, FirstLook, Frame, Inputs, Merge, TapSpec, Taps, Visit, Warning, skipped,
 };
+use crate::telemetry::{TelemetryLog, TelemetryRow};
 use crate::{Error, Result};
 
 /// What `analyze` and `report` were asked to do.
@@ -181,6 +182,7 @@ pub fn run_with(
         recognition: opts.recognition,
         rec: PacketRecord::default(),
         framed: vec![Vec::new(); names.len()],
+        telemetry: TelemetryLog::default(),
     };
     let stopped_by = merge.walk(&mut run).err().map(|e| e.to_string());
     run.progress.done();
@@ -190,8 +192,11 @@ pub fn run_with(
         mut warnings,
         frames_read,
         decode,
+        telemetry,
         ..
     } = run;
+    let telemetry = telemetry.finish();
+    warnings.extend(telemetry.as_ref().and_then(|t| t.warning()));
     let mut taps = taps;
     warnings.extend(taps.take_warnings());
     // Every tap is known only now (a pcapng may declare one late).
@@ -215,6 +220,7 @@ pub fn run_with(
         stopped_by: stopped_by.clone(),
         decode: Some(decode.facts()),
         live: None,
+        telemetry,
     })?;
     Ok(Outcome {
         analysis,
@@ -245,6 +251,8 @@ struct Run {
     /// Per file: which of its interfaces had a frame (the reader checks a
     /// frame's interface against those declared, which bounds the length).
     framed: Vec<Vec<bool>>,
+    /// The switches' telemetry read so far (`telemetry.parquet`).
+    telemetry: TelemetryLog,
 }
 
 /// What is remembered of each file while it is read.
@@ -263,6 +271,11 @@ struct Decoded {
     file_iface: u32,
     ts_ns: u64,
     cm: Option<crate::transport::roce::cm::CmMessage>,
+    /// The hops of switch telemetry it carried (INT-MD, IFA) or was (a
+    /// report).
+    telemetry: Vec<TelemetryRow>,
+    /// Whether it is a record (a report is not).
+    record: bool,
 }
 
 /// The analysis's view of the merged stream: every frame counted and
@@ -387,7 +400,12 @@ impl Run {
             frame.orig_len,
         );
         self.decode.frame(rec, walk.stop, frame.linktype);
-        if rec.kind() == Kind::Other {
+        let telemetry = match walk.telemetry {
+            Some((found, bytes)) => self.telemetry.read(&found, bytes, rec, &self.recognition),
+            None => Vec::new(),
+        };
+        let record = rec.kind() != Kind::Other;
+        if !record && telemetry.is_empty() {
             return Ok(None);
         }
         // QP1 MADs: connection set-up names both QPs (pairs flows exactly).
@@ -397,6 +415,8 @@ impl Run {
             file_iface: frame.iface,
             ts_ns: frame.ts_ns,
             cm,
+            telemetry,
+            record,
         }))
     }
 
@@ -414,6 +434,8 @@ impl Run {
             file_iface,
             ts_ns,
             cm,
+            telemetry,
+            record,
         } = d;
         let path = reader.path();
         let if_name = reader
@@ -440,6 +462,12 @@ impl Run {
                 .unwrap_or(u32::MAX);
             self.pipeline
                 .name_iface_of(iface, self.taps.name(iface), capture, file_iface);
+        }
+        let capture = u16::try_from(slot).unwrap_or(u16::MAX);
+        self.telemetry
+            .push_frame(telemetry, ts_ns, iface, number, capture);
+        if !record {
+            return Ok(());
         }
         let rec = &mut self.rec;
         rec.ts_ns = ts_ns;

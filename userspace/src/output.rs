@@ -89,6 +89,10 @@ pub struct RunFacts {
     /// The live tap's facts (`rocescope live`); absent for captures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<LiveFacts>,
+    /// Switch telemetry read (its rows go to `telemetry.parquet`); absent
+    /// when the captures held none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::TelemetryFacts>,
 }
 
 /// What `rocescope live` reports in `summary.json` under `input.live`: the

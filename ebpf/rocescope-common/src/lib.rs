@@ -126,6 +126,9 @@ pub mod flags {
     pub const VCRC_CHECKED: u32 = 1 << 29;
     /// With `VCRC_CHECKED`: it matched.
     pub const VCRC_OK: u32 = 1 << 28;
+    /// Switch telemetry (INT-MD or IFA) sat between the IP or UDP header
+    /// and the BTH; the walk stepped over it (`wire::telemetry`).
+    pub const TELEMETRY: u32 = 1 << 26;
 
     /// `dscp` and `ecn` hold a traffic class: an IP header's, or a RoCEv1
     /// GRH's TClass (read as IPv6's; native InfiniBand's GRH is not, see

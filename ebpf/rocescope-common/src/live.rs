@@ -50,6 +50,9 @@ pub const GLOBAL_UDP_PORTS: &str = "UDP_PORTS";
 /// `[u16; TRANSPORT_COUNT]` global: each transport's native IP protocol
 /// number (`wire::Recognition::ip_protocols`; 0 = none).
 pub const GLOBAL_IP_PROTOCOLS: &str = "IP_PROTOCOLS";
+/// `wire::telemetry::TelemetryMarks` global: where switch telemetry is
+/// marked (`wire::Recognition::telemetry`).
+pub const GLOBAL_TELEMETRY: &str = "TELEMETRY";
 
 /// `u64` global: wake the consumer only when the bytes waiting on the ring
 /// buffer cross a multiple of this (0 = a wake-up whenever the consumer

@@ -9,6 +9,7 @@ use aya_ebpf::macros::{map, xdp};
 use aya_ebpf::maps::PerCpuArray;
 use aya_ebpf::programs::XdpContext;
 use rocescope_common::wire::registry::TRANSPORT_COUNT;
+use rocescope_common::wire::telemetry::TelemetryMarks;
 use rocescope_common::wire::{self, Frame, Recognition};
 use rocescope_common::{Kind, PacketRecord, live, proto};
 
@@ -45,6 +46,11 @@ static UDP_PORTS: [u16; TRANSPORT_COUNT] = Recognition::DEFAULT.udp_ports;
 /// (`Recognition::ip_protocols`).
 #[unsafe(no_mangle)]
 static IP_PROTOCOLS: [u16; TRANSPORT_COUNT] = Recognition::DEFAULT.ip_protocols;
+
+/// Set by the loader: where switch telemetry is marked
+/// (`Recognition::telemetry`).
+#[unsafe(no_mangle)]
+static TELEMETRY: TelemetryMarks = Recognition::DEFAULT.telemetry;
 
 #[xdp(frags)]
 pub fn rocescope(ctx: XdpContext) -> u32 {
@@ -248,6 +254,7 @@ fn decode(pkt: &Pkt, rec: &mut PacketRecord) -> bool {
         Recognition {
             udp_ports: core::ptr::read_volatile(&UDP_PORTS),
             ip_protocols: core::ptr::read_volatile(&IP_PROTOCOLS),
+            telemetry: core::ptr::read_volatile(&TELEMETRY),
         }
     };
     let w = wire::walk_with(pkt, &reg, proto::linktype::ETHERNET, rec, &mut ());

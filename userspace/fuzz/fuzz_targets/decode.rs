@@ -1,10 +1,12 @@
 //! Any bytes as one frame: the decoder, and the RDMA CM view of its
 //! payload (REQ/REP MADs on QP1), must never panic.
 //!
-//! First byte: its low 7 bits mod 8 pick the link type (Ethernet, Linux
+//! First byte: its low 3 bits pick the link type (Ethernet, Linux
 //! SLL, SLL2, raw IP, raw IPv4, raw IPv6, BSD null, BSD loopback); its top bit says the frame was cut by a snaplen (the wire
-//! length is then claimed 100 bytes longer than the bytes given). The rest
-//! is the frame.
+//! length is then claimed 100 bytes longer than the bytes given); bit 6
+//! marks switch telemetry (INT by DSCP 46 and by UDP port 5000, reports to
+//! 32766; IFA is on protocol 131 either way), whose hops are then read
+//! into rows too. The rest is the frame.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -29,8 +31,17 @@ fuzz_target!(|data: &[u8]| {
     let frame_len = u32::try_from(frame.len())
         .unwrap_or(u32::MAX)
         .saturating_add(cut);
+    let mut reg = rocescope::wire::Recognition::DEFAULT;
+    if selector & 0x40 != 0 {
+        reg.telemetry.int_dscp = 46;
+        reg.telemetry.int_port = 5000;
+        reg.telemetry.report_port = 32766;
+    }
     let mut record = rocescope::PacketRecord::default();
-    let walk = rocescope::decode::decode_walk(&mut record, lt, frame, frame_len);
+    let walk = rocescope::decode::decode_walk_with(&mut record, &reg, lt, frame, frame_len);
+    if let Some((found, bytes)) = walk.telemetry {
+        std::hint::black_box(rocescope::telemetry::rows(&found, bytes, &record, &reg));
+    }
     // A frame that gave no record always says why.
     assert!(record.kind() != rocescope::Kind::Other || walk.stop.is_some());
     let cm = rocescope::transport::roce::cm::message(&record, walk.payload);

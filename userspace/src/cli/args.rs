@@ -80,6 +80,47 @@ pub(crate) struct Input {
     /// is then not RoCE); repeatable.
     #[arg(long = "udp-port", value_name = "TRANSPORT=PORT", value_parser = crate::transport::parse_udp_port)]
     pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
+    #[command(flatten)]
+    pub(crate) telemetry: TelemetryArgs,
+}
+
+/// Where switch telemetry is marked (docs/inputs.md, "Switch telemetry"):
+/// shared by `analyze`, `report` and `live`.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct TelemetryArgs {
+    /// The DSCP value (0-63) that marks INT-MD over UDP (the shim after the UDP header); none: no
+    /// INT by DSCP.
+    #[arg(long = "int-dscp", default_value = "none", value_name = "DSCP", value_parser = crate::telemetry::marks::parse_dscp)]
+    pub(crate) int_dscp: u8,
+    /// The UDP destination port that marks INT-MD (the original port in the shim); none: no INT
+    /// by port.
+    #[arg(long = "int-port", default_value = "none", value_name = "PORT", value_parser = crate::telemetry::marks::parse_port)]
+    pub(crate) int_port: u16,
+    /// The UDP destination port of Telemetry Report v2.0 packets (rows of telemetry.parquet);
+    /// none: reports are not read.
+    #[arg(long = "telemetry-report-port", default_value = "none", value_name = "PORT", value_parser = crate::telemetry::marks::parse_port)]
+    pub(crate) report_port: u16,
+    /// The IP protocol number that marks IFA 2.0 (some vendors use 253); none: no IFA.
+    #[arg(long = "ifa-proto", default_value = "131", value_name = "PROTOCOL", value_parser = crate::telemetry::marks::parse_protocol)]
+    pub(crate) ifa_proto: u8,
+}
+
+impl TelemetryArgs {
+    /// The transports' recognition (`--udp-port`) with the telemetry marks.
+    pub(crate) fn recognition(
+        &self,
+        ports: &[crate::transport::UdpPort],
+    ) -> std::result::Result<rocescope_common::wire::Recognition, String> {
+        let reg = crate::transport::recognition(ports)?;
+        let marks = rocescope_common::wire::telemetry::TelemetryMarks {
+            int_port: self.int_port,
+            report_port: self.report_port,
+            ifa_protocol: self.ifa_proto,
+            int_dscp: self.int_dscp,
+            ..rocescope_common::wire::telemetry::TelemetryMarks::DEFAULT
+        };
+        crate::telemetry::marks::apply(reg, marks)
+    }
 }
 
 impl Input {
@@ -92,7 +133,10 @@ impl Input {
             // The process ends with the run: its reader may yield for good.
             source_yields: true,
             taps: self.taps.clone(),
-            recognition: crate::transport::recognition(&self.udp_ports).map_err(Error::Usage)?,
+            recognition: self
+                .telemetry
+                .recognition(&self.udp_ports)
+                .map_err(Error::Usage)?,
         })
     }
 }

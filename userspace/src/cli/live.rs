@@ -61,6 +61,8 @@ pub(crate) struct LiveArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
+    pub(crate) telemetry: super::args::TelemetryArgs,
+    #[command(flatten)]
     pub(crate) analysis: AnalysisArgs,
     #[command(flatten)]
     pub(crate) dataset: DatasetArgs,
@@ -100,6 +102,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         cpus,
         udp_ports,
         metrics,
+        telemetry,
         analysis,
         dataset,
     } = args;
@@ -113,7 +116,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         tap_mode: mode,
         flush_ns: Some(flush_interval),
         drop_after_capture,
-        recognition: crate::transport::recognition(&udp_ports).map_err(Error::Usage)?,
+        recognition: telemetry.recognition(&udp_ports).map_err(Error::Usage)?,
         analyzer: analysis.config(),
         progress: true,
         ring,

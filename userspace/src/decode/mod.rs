@@ -85,6 +85,15 @@
 //!   end of the headers ([`Stop`]): cut or invalid header (by layer), a
 //!   decoder limit, or a field naming another protocol. Frames of kind
 //!   `Other` always have one; records may too (a BTH cut by the snaplen).
+//! * **Switch telemetry** (docs/inputs.md, "Switch telemetry"): INT-MD
+//!   after a UDP header (marked by `--int-dscp` or `--int-port`) and IFA
+//!   (`--ifa-proto`: its header between IP and UDP, its metadata after
+//!   UDP) are stepped over to the BTH: the record is the RoCE packet's,
+//!   with `TELEMETRY` set, and its ICRC is judged on the packet as its
+//!   sender built it ([`restore`]). A Telemetry Report (to
+//!   `--telemetry-report-port`) is no record: `Other`, stopped as
+//!   `Foreign::TelemetryReport`. [`Walk::telemetry`] says where the bytes
+//!   are, for `crate::telemetry` to read the hops.
 //! * **MAC Control**: a frame cut before its opcode is `Other`; cut after the
 //!   opcode but before the end of the PAUSE/PFC fields keeps the kind with
 //!   `HAS_PAUSE`/`HAS_PFC` clear. MAC Control behind VLAN tags (or inside
@@ -153,6 +162,7 @@ pub mod erf;
 pub(crate) mod field;
 pub mod icrc;
 pub mod lrh;
+pub mod restore;
 mod stop;
 
 #[cfg(test)]
@@ -231,6 +241,10 @@ pub struct Walk<'a> {
     /// Why the walk ended before the end of the headers (always set when
     /// the record's kind is `Other`).
     pub stop: Option<Stop>,
+    /// Switch telemetry the frame carried or was (`crate::telemetry`
+    /// reads it), and the bytes its spans lie in (an ERF record's payload,
+    /// else the frame).
+    pub telemetry: Option<(wire::telemetry::Found, &'a [u8])>,
 }
 
 /// [`decode_into`], and why the walk stopped where it did.
@@ -294,7 +308,15 @@ pub fn decode_walk_with<'a>(
         icrc::compute
     };
     if let Some(packet) = w.icrc.and_then(|s| data.get(s.at..s.end)) {
-        if let (Some(carried), Some(computed)) = (icrc::carried(packet), compute(packet)) {
+        // Inserted telemetry: judged on the packet as its sender built it.
+        let restored = match (w.telemetry, w.icrc) {
+            (Some(t), Some(s)) => restore::without_telemetry(packet, s.at, &t),
+            _ => None,
+        };
+        let sent = restored.as_deref().unwrap_or(packet);
+        if w.telemetry.is_some() && restored.is_none() {
+            // Spans that do not fit: no verdict rather than a false one.
+        } else if let (Some(carried), Some(computed)) = (icrc::carried(sent), compute(sent)) {
             rec.icrc = carried;
             rec.flags |= flags::ICRC_CHECKED;
             if carried == computed {
@@ -327,6 +349,7 @@ pub fn decode_walk_with<'a>(
     Walk {
         payload,
         stop: w.stop,
+        telemetry: w.telemetry.map(|t| (t, data)),
     }
 }
 

@@ -72,6 +72,9 @@ impl Undecoded {
                 Foreign::LinkNextHeader => {
                     "InfiniBand but no IBA transport (raw, IPv6 over IB)".into()
                 }
+                Foreign::TelemetryReport => {
+                    "telemetry reports (their hops are rows of telemetry.parquet)".into()
+                }
             },
         }
     }

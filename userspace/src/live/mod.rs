@@ -381,6 +381,8 @@ pub fn run_with(
         stopped_by: stopped_by_error.as_ref().map(|e| e.to_string()),
         decode: None,
         live: Some(facts.clone()),
+        // The ring carries records, not the hops' bytes (docs/live.md).
+        telemetry: None,
     })?;
     Ok(Outcome {
         analysis,

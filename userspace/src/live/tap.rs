@@ -154,6 +154,8 @@ impl Tap {
             &opts.recognition.ip_protocols,
             true,
         );
+        let telemetry = opts.recognition.telemetry.to_ne_bytes();
+        loader.override_global(live::GLOBAL_TELEMETRY, &telemetry, true);
         if !opts.summary {
             // Records mode never touches the summary maps: keep them small
             // (hash maps are preallocated).

@@ -15,6 +15,7 @@ pub mod counters;
 pub mod frame;
 pub mod ib_frame;
 pub mod model;
+pub mod telemetry;
 
 pub use capture_writer::{CaptureWrite, PcapWriter, PcapngWriter};
 pub use frame::{

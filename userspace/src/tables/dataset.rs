@@ -53,7 +53,9 @@ use rocescope_common::PacketRecord;
 use super::analysis::{
     EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TimelineColumns,
 };
+use super::iface_name;
 use super::packets::{PacketColumns, PacketRow};
+use super::telemetry::{FlowIndex, Joined, TelemetryColumns};
 use super::{Columns, Encoding, ParquetTable, summary_json, write_text_at};
 use crate::analyze::{self, Analysis, Verdict};
 use crate::output::RunFacts;
@@ -510,8 +512,21 @@ impl DatasetWriter {
         for row in &analysis.nics {
             nics.push(ctx, run_start, row)?;
         }
+        let mut telemetry = Partitioned::<TelemetryColumns>::new("telemetry");
+        let index = FlowIndex::new(&analysis.flows);
+        let rows = facts.telemetry.as_ref().map_or(&[][..], |t| &t.rows[..]);
+        for row in rows {
+            let joined = Joined {
+                row,
+                iface: iface_name(ifaces, row.iface),
+                file: self.files.get(usize::from(row.capture)).map(String::as_str),
+                flow_id: index.flow_of(row),
+            };
+            telemetry.push(ctx, row.ts_ns, &joined)?;
+        }
         let mut files = self.packets.close(ctx)?;
         files.extend(flows.close(ctx)?);
+        files.extend(telemetry.close(ctx)?);
         files.extend(hops.close(ctx)?);
         files.extend(nics.close(ctx)?);
         files.extend(self.events.close(ctx)?);
@@ -841,7 +856,15 @@ mod tests {
         assert_eq!(table_rows(dir.path(), "timeline"), 41);
         assert!(walk(&dir.path().join(PARTIAL_DIR)).is_empty());
         // Tables without rows still have a file; only Parquet in the table roots.
-        for table in ["packets", "flows", "events", "pfc", "hops", "nics"] {
+        for table in [
+            "packets",
+            "flows",
+            "events",
+            "pfc",
+            "hops",
+            "nics",
+            "telemetry",
+        ] {
             let prefix = format!("{table}/host=tap1/date=2026-01-01/hour=0/part-{run}-");
             assert!(files.iter().any(|f| rel(f).starts_with(&prefix)), "{table}");
             for f in walk(&dir.path().join(table)) {
@@ -858,7 +881,7 @@ mod tests {
         assert_eq!(text.lines().count(), 1);
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(json["dataset"]["run"], run.as_str());
-        assert_eq!(json["dataset"]["files"].as_array().unwrap().len(), 10);
+        assert_eq!(json["dataset"]["files"].as_array().unwrap().len(), 11);
     }
 
     /// Captures that start at the same instant on one host (the synthetic

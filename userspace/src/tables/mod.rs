@@ -43,6 +43,7 @@ pub mod analysis;
 pub mod dataset;
 pub mod format;
 pub mod packets;
+pub mod telemetry;
 
 use crate::analyze::{self, Analysis, Verdict};
 use crate::output::{Output, RunFacts};
@@ -51,6 +52,7 @@ use analysis::{
 };
 use packets::{PacketColumns, PacketRow};
 use rocescope_common::PacketRecord;
+use telemetry::{FlowIndex, Joined, TelemetryColumns};
 
 /// Rows buffered in builders before they become a record batch.
 const BATCH_ROWS: usize = 16 * 1024;
@@ -152,7 +154,7 @@ macro_rules! columns {
 }
 
 /// Every file a [`TableSet`] writes.
-pub const OUTPUT_FILES: [&str; 8] = [
+pub const OUTPUT_FILES: [&str; 9] = [
     "packets.parquet",
     "flows.parquet",
     "events.parquet",
@@ -160,6 +162,7 @@ pub const OUTPUT_FILES: [&str; 8] = [
     "timeline.parquet",
     "hops.parquet",
     "nics.parquet",
+    "telemetry.parquet",
     "summary.json",
 ];
 
@@ -627,7 +630,20 @@ impl TableSet {
         for row in &analysis.nics {
             nics.push(row)?;
         }
+        let mut telemetry =
+            ParquetTable::<TelemetryColumns>::create(&self.dir, "telemetry.parquet")?;
+        let rows = facts.telemetry.as_ref().map_or(&[][..], |t| &t.rows[..]);
+        let index = FlowIndex::new(&analysis.flows);
+        for row in rows {
+            telemetry.push(&Joined {
+                row,
+                iface: iface_name(ifaces, row.iface),
+                file: self.files.get(usize::from(row.capture)).map(String::as_str),
+                flow_id: index.flow_of(row),
+            })?;
+        }
         flows.close()?;
+        telemetry.close()?;
         pfc.close()?;
         hops.close()?;
         nics.close()?;

@@ -94,6 +94,7 @@ pub fn identity(reg: &Recognition) -> String {
             s.push_str(&format!("udp_port.{}={port}\n", t.entry().name));
         }
     }
+    s.push_str(&crate::telemetry::marks::identity(&reg.telemetry));
     s
 }
 

@@ -17,9 +17,13 @@
 //! What only userspace does (the ICRC, a datagram cut short, the
 //! application payload's bytes) it does from what [`Walked`] reports.
 pub mod field;
+pub mod ifa;
+pub mod int;
 pub mod registry;
+pub mod report;
 pub mod roce;
 mod stop;
+pub mod telemetry;
 pub mod uet;
 
 pub use self::registry::{Recognition, TransportId};
@@ -118,6 +122,8 @@ pub struct Walked {
     pub cut: bool,
     /// The frame was unwrapped from ERSPAN whose T (truncated) bit was set.
     pub erspan_truncated: bool,
+    /// Switch telemetry the frame carried (INT-MD, IFA) or was (a report).
+    pub telemetry: Option<telemetry::Found>,
 }
 
 /// [`walk_with`] recognising every transport by its registered defaults
@@ -365,6 +371,7 @@ fn link_payload<F: Frame + ?Sized, V: Visit>(
 
 /// What the IP layer hands to UDP (and GRE): the packet is `at..end`, the
 /// captured part bounded by the IP length fields.
+#[derive(Clone, Copy)]
 struct L3 {
     at: usize,
     end: usize,
@@ -593,8 +600,25 @@ fn transport<F: Frame + ?Sized, V: Visit>(
         icrc_computable: l3.icrc_computable,
     };
     let protocol = f.opaque(usize::from(protocol)) as u8;
+    let ifa_protocol = reg.telemetry.ifa_protocol;
+    if ifa_protocol != 0 && protocol == ifa_protocol {
+        let at = l3.at + l3.l4_at;
+        return match telemetry::ifa_header(f, v, at, l3.end) {
+            Ok(ip::PROTO_UDP) if l3.declared >= ifa::HEADER_LEN => {
+                let inner = L3 {
+                    l4_at: l3.l4_at + ifa::HEADER_LEN,
+                    declared: l3.declared - ifa::HEADER_LEN,
+                    ..*l3
+                };
+                udp(f, reg, rec, v, w, &inner, Some(at))
+            }
+            Ok(ip::PROTO_UDP) => Next::Stop(Stop::Invalid(Layer::Ifa)),
+            Ok(_) => Next::Stop(Stop::Foreign(Foreign::IpProtocol)),
+            Err(stop) => stop,
+        };
+    }
     match protocol {
-        ip::PROTO_UDP => udp(f, reg, rec, v, w, l3),
+        ip::PROTO_UDP => udp(f, reg, rec, v, w, l3, None),
         gre::IP_PROTO if allow_erspan => gre(f, v, l3.at + l3.l4_at, l3.end),
         gre::IP_PROTO => Next::Stop(Stop::Limit(Limit::NestedEncapsulation)),
         p => match reg.by_ip_protocol(p) {
@@ -660,6 +684,10 @@ fn gre<F: Frame + ?Sized, V: Visit>(f: &F, v: &mut V, at: usize, end: usize) -> 
     }
 }
 
+/// The UDP header at `l3.l4_at` and the transport its destination port
+/// names, stepping over switch telemetry: INT-MD after the UDP header
+/// (marked by a DSCP value or a port), IFA's metadata after it when the
+/// walk came through an IFA header (`ifa_at`: where that header was).
 #[inline(always)]
 fn udp<F: Frame + ?Sized, V: Visit>(
     f: &F,
@@ -668,6 +696,7 @@ fn udp<F: Frame + ?Sized, V: Visit>(
     v: &mut V,
     w: &mut Walked,
     l3: &L3,
+    ifa_at: Option<usize>,
 ) -> Next {
     use field::udp as fu;
     let seg = l3.at + l3.l4_at;
@@ -675,7 +704,56 @@ fn udp<F: Frame + ?Sized, V: Visit>(
         return Next::Stop(Stop::Cut(Layer::Udp));
     };
     v.header(Layer::Udp, seg, seg + udp::HEADER_LEN);
-    match reg.by_udp_port(be16(&u, fu::DST_PORT)) {
+    let udp_len = usize::from(be16(&u, fu::LENGTH));
+    // A UDP length larger than the IP packet is not believed. Behind IFA
+    // the IP length bounds the datagram: whether an IFA node grows the UDP
+    // length by its metadata the sources do not say.
+    let datagram_len = if l3.first_fragment {
+        udp_len
+    } else if ifa_at.is_some() {
+        l3.declared
+    } else {
+        udp_len.min(l3.declared)
+    };
+    let declared_end = seg + datagram_len;
+    let dg_end = l3.end.min(declared_end);
+    let marks = &reg.telemetry;
+    let dport = be16(&u, fu::DST_PORT);
+    if ifa_at.is_none() && marks.report_port != registry::UNSET && dport == marks.report_port {
+        return telemetry::report(f, v, w, seg, dg_end);
+    }
+    let by_port = ifa_at.is_none() && marks.int_port != registry::UNSET && dport == marks.int_port;
+    let by_dscp = ifa_at.is_none()
+        && !by_port
+        && marks.int_dscp != telemetry::NO_DSCP
+        && rec.dscp == marks.int_dscp
+        && rec.flags & (flags::HAS_IPV4 | flags::HAS_IPV6) != 0
+        && reg.by_udp_port(dport) == Some(TransportId::Roce);
+    let inserted = if let Some(at) = ifa_at {
+        match telemetry::ifa_after_udp(f, v, seg, dg_end, declared_end) {
+            Ok(i) => Some((
+                telemetry::Source::Ifa,
+                i,
+                Span {
+                    at,
+                    end: at + ifa::HEADER_LEN,
+                },
+            )),
+            Err(stop) => return stop,
+        }
+    } else if by_port || by_dscp {
+        match telemetry::int_after_udp(f, v, seg, dg_end, declared_end, by_port) {
+            Ok(i) => Some((telemetry::Source::IntMd, i, Span::default())),
+            Err(stop) => return stop,
+        }
+    } else {
+        None
+    };
+    let port = match &inserted {
+        Some((_, i, _)) => i.original_port.unwrap_or(dport),
+        None => dport,
+    };
+    match reg.by_udp_port(port) {
         Some(TransportId::Roce) => {}
         // UET's walk (`uet::over_udp`) is not wired in yet: its frames
         // stay foreign, their record untouched.
@@ -683,15 +761,25 @@ fn udp<F: Frame + ?Sized, V: Visit>(
     }
     rec.udp_sport = be16(&u, fu::SRC_PORT);
     rec.flags |= flags::HAS_UDP;
-
-    let udp_len = usize::from(be16(&u, fu::LENGTH));
-    // A UDP length larger than the IP packet is not believed.
-    let datagram_len = if l3.first_fragment {
-        udp_len
-    } else {
-        udp_len.min(l3.declared)
+    let skipped = match inserted {
+        Some((source, i, ifa_header)) => {
+            rec.flags |= flags::TELEMETRY;
+            let at = seg + udp::HEADER_LEN;
+            w.telemetry = Some(telemetry::Found {
+                source,
+                span: Span {
+                    at,
+                    end: at + i.len,
+                },
+                ifa_header,
+                udp_at: seg,
+                original_port: i.original_port,
+            });
+            i.len
+        }
+        None => 0,
     };
-    roce::over_udp(f, rec, v, w, l3, datagram_len)
+    roce::over_udp(f, rec, v, w, l3, datagram_len, f.opaque(skipped))
 }
 
 #[inline(always)]

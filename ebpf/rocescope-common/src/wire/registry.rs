@@ -14,6 +14,7 @@
 //! non-standard RoCEv2 port, UET's pre-standard ports, UET's native IP mode
 //! whose protocol number IANA never assigned), so they live in
 //! [`Recognition`], which starts from the table's defaults.
+use super::telemetry::TelemetryMarks;
 use crate::proto::{ethernet, linktype, udp};
 
 /// A transport behind the shared L2–L4 walk.
@@ -115,6 +116,7 @@ pub const UET_REFERENCE_IP_PROTOCOL: u8 = 253;
 
 /// "Not recognised by this": a UDP port or IP protocol of 0 matches no frame.
 pub const UNSET: u16 = 0;
+const _: () = assert!(UNSET == super::telemetry::NO_PORT);
 
 /// What this run recognises transports by where the operator chooses:
 /// per transport (indexed by [`TransportId::index`]), its UDP destination
@@ -130,6 +132,9 @@ pub struct Recognition {
     pub udp_ports: [u16; TRANSPORT_COUNT],
     /// IP protocol numbers, as `u16` so the struct has no padding.
     pub ip_protocols: [u16; TRANSPORT_COUNT],
+    /// Where switch telemetry is marked (`--int-dscp`, `--int-port`,
+    /// `--telemetry-report-port`, `--ifa-proto`).
+    pub telemetry: TelemetryMarks,
 }
 
 impl Default for Recognition {
@@ -153,6 +158,7 @@ impl Recognition {
         Recognition {
             udp_ports,
             ip_protocols: [UNSET; TRANSPORT_COUNT],
+            telemetry: TelemetryMarks::DEFAULT,
         }
     };
 
@@ -232,4 +238,5 @@ pub fn by_linktype(lt: u32) -> Option<TransportId> {
 
 const _: () = assert!(TRANSPORTS[0].id as usize == TransportId::Roce as usize);
 const _: () = assert!(TRANSPORTS[1].id.index() == TransportId::Uet.index());
-const _: () = assert!(core::mem::size_of::<Recognition>() == 4 * TRANSPORT_COUNT);
+const _: () = assert!(core::mem::size_of::<Recognition>() == 4 * TRANSPORT_COUNT + 8);
+const _: () = assert!(core::mem::size_of::<TelemetryMarks>() == 8);

@@ -27,10 +27,16 @@ pub enum Layer {
     Erf,
     /// The InfiniBand Local Route Header.
     Lrh,
+    /// INT over UDP: the shim and the INT headers it declares.
+    Int,
+    /// IFA: its header between IP and UDP, its metadata after UDP.
+    Ifa,
+    /// A Telemetry Report's group header.
+    TelemetryReport,
 }
 
 impl Layer {
-    pub const ALL: [Layer; 14] = [
+    pub const ALL: [Layer; 17] = [
         Layer::Link,
         Layer::Vlan,
         Layer::Ipv4,
@@ -45,6 +51,9 @@ impl Layer {
         Layer::MacControl,
         Layer::Erf,
         Layer::Lrh,
+        Layer::Int,
+        Layer::Ifa,
+        Layer::TelemetryReport,
     ];
 
     /// The name used in `summary.json` and messages.
@@ -64,6 +73,9 @@ impl Layer {
             Layer::MacControl => "mac_control",
             Layer::Erf => "erf",
             Layer::Lrh => "lrh",
+            Layer::Int => "int",
+            Layer::Ifa => "ifa",
+            Layer::TelemetryReport => "telemetry_report",
         }
     }
 }
@@ -77,13 +89,21 @@ pub enum Limit {
     Ipv6ExtHeaders,
     /// GRE inside a frame already unwrapped from ERSPAN (one level only).
     NestedEncapsulation,
+    /// INT marked by port whose shim's NPT is not 1 (NPT 2: a new UDP
+    /// header in front of the original L4 header, not followed).
+    IntNextProtocol,
+    /// IFA with a checksum or fragmentation header, or tail stamping
+    /// (its C, MF or TS flag): not stepped over.
+    IfaHeaders,
 }
 
 impl Limit {
-    pub const ALL: [Limit; 3] = [
+    pub const ALL: [Limit; 5] = [
         Limit::VlanDepth,
         Limit::Ipv6ExtHeaders,
         Limit::NestedEncapsulation,
+        Limit::IntNextProtocol,
+        Limit::IfaHeaders,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -91,6 +111,8 @@ impl Limit {
             Limit::VlanDepth => "vlan_depth",
             Limit::Ipv6ExtHeaders => "ipv6_extension_headers",
             Limit::NestedEncapsulation => "nested_encapsulation",
+            Limit::IntNextProtocol => "int_next_protocol",
+            Limit::IfaHeaders => "ifa_headers",
         }
     }
 }
@@ -122,10 +144,13 @@ pub enum Foreign {
     /// An InfiniBand LRH (or the GRH behind it) naming no IBA transport:
     /// raw packets, IPv6 over IB.
     LinkNextHeader,
+    /// A Telemetry Report to the collector's port: its hops are rows of
+    /// `telemetry.parquet`, not a packet of a flow.
+    TelemetryReport,
 }
 
 impl Foreign {
-    pub const ALL: [Foreign; 10] = [
+    pub const ALL: [Foreign; 11] = [
         Foreign::EtherType,
         Foreign::AddressFamily,
         Foreign::IpProtocol,
@@ -136,6 +161,7 @@ impl Foreign {
         Foreign::GrhNextHeader,
         Foreign::ErfType,
         Foreign::LinkNextHeader,
+        Foreign::TelemetryReport,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -150,6 +176,7 @@ impl Foreign {
             Foreign::GrhNextHeader => "grh_next_header",
             Foreign::ErfType => "erf_type",
             Foreign::LinkNextHeader => "link_next_header",
+            Foreign::TelemetryReport => "telemetry_report",
         }
     }
 }

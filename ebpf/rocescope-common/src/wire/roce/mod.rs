@@ -12,7 +12,8 @@ use crate::{Kind, PacketRecord, flags};
 
 /// RoCEv2: the UDP datagram at `l3.at + l3.l4_at`, `datagram_len` bytes
 /// as its UDP and IP lengths declare them (the shared walk read the UDP
-/// header and found the port RoCE's).
+/// header and found the port RoCE's), the BTH `inserted` bytes after the
+/// UDP header (switch telemetry in between: INT-MD, IFA metadata).
 #[inline(always)]
 pub(super) fn over_udp<F: Frame + ?Sized, V: Visit>(
     f: &F,
@@ -21,10 +22,11 @@ pub(super) fn over_udp<F: Frame + ?Sized, V: Visit>(
     w: &mut Walked,
     l3: &L3,
     datagram_len: usize,
+    inserted: usize,
 ) -> Next {
     let seg = l3.at + l3.l4_at;
     const MIN_DATAGRAM: usize = udp::HEADER_LEN + ib::BTH_LEN + ib::ICRC_LEN;
-    if datagram_len < MIN_DATAGRAM {
+    if datagram_len < MIN_DATAGRAM + inserted {
         rec.kind = Kind::Malformed as u8;
         return Next::Stop(Stop::Invalid(Layer::Udp));
     }
@@ -47,9 +49,9 @@ pub(super) fn over_udp<F: Frame + ?Sized, V: Visit>(
         rec,
         v,
         w,
-        seg + udp::HEADER_LEN,
+        seg + udp::HEADER_LEN + inserted,
         dg_end,
-        datagram_len - udp::HEADER_LEN,
+        datagram_len - udp::HEADER_LEN - inserted,
     )
 }
 
