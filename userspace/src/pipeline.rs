@@ -144,6 +144,8 @@ struct TableBatch {
     verdicts: Vec<Verdict>,
     events: Vec<Event>,
     timeline: Vec<TimelineRow>,
+    /// Rows of flows that retired.
+    flows: Vec<analyze::FlowRow>,
 }
 
 enum ToWriter {
@@ -721,6 +723,9 @@ fn write_loop(
                 for row in &b.timeline {
                     all.timeline(row);
                 }
+                for row in &b.flows {
+                    all.flow(row);
+                }
                 for o in &mut outputs {
                     o.packets(&b.records, &b.verdicts)?;
                 }
@@ -768,6 +773,11 @@ impl analyze::Sink for Fanout<'_> {
             o.timeline(row);
         }
     }
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        for o in self.0.iter_mut() {
+            o.flow(row);
+        }
+    }
 }
 
 /// Where events and timeline rows go when no tables are written.
@@ -776,6 +786,7 @@ struct Discard;
 impl analyze::Sink for Discard {
     fn event(&mut self, _: &analyze::Event) {}
     fn timeline(&mut self, _: &analyze::TimelineRow) {}
+    fn flow(&mut self, _: &analyze::FlowRow) {}
 }
 
 impl analyze::Sink for TableBatch {
@@ -784,6 +795,9 @@ impl analyze::Sink for TableBatch {
     }
     fn timeline(&mut self, row: &analyze::TimelineRow) {
         self.timeline.push(row.clone());
+    }
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        self.flows.push(row.clone());
     }
 }
 

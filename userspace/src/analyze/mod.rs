@@ -118,7 +118,7 @@ pub use report::{
 pub(crate) use rows::fmt_pfc;
 pub use rows::{
     Analysis, Event, Finding, FlowKey, FlowRow, FrameCounts, MatchingSummary, PfcInterval,
-    PfcSummary, Reaction, Summary, TapSummary, TimelineRow, Totals, Verdict,
+    PfcSummary, Reaction, Retirement, Summary, TapSummary, TimelineRow, Totals, Verdict,
 };
 use taps::TapState;
 
@@ -148,7 +148,18 @@ pub struct Config {
     pub match_window_ns: u64,
     /// `--clock-offset TAP=±DURATION`: a tap's clock minus the others'.
     pub clock_offsets: Vec<(String, i64)>,
+    /// `--flow-idle`: a flow with no frame for this long is retired
+    /// (docs/analysis.md, "Retirement").
+    pub flow_idle_ns: u64,
+    /// `--flow-active`: a flow active this long writes an interim row.
+    pub flow_active_ns: u64,
 }
+
+/// `--flow-idle`'s default: 60 s of capture time (NetFlow's inactive timeout
+/// of many exporters, and IPFIX's RFC 7011 idle timeout usage).
+pub const DEFAULT_FLOW_IDLE_NS: u64 = 60_000_000_000;
+/// `--flow-active`'s default: an hour, the dataset's file per hour.
+pub const DEFAULT_FLOW_ACTIVE_NS: u64 = 3_600_000_000_000;
 
 impl Config {
     /// The options that change what a run writes, as stable text, one
@@ -185,6 +196,13 @@ impl Config {
         let _ = writeln!(s, "match_window={}", self.match_window_ns);
         for (tap, ns) in &self.clock_offsets {
             let _ = writeln!(s, "clock_offset.{tap}={ns}");
+        }
+        // Written when not the default: earlier runs keep their ids.
+        if self.flow_idle_ns != DEFAULT_FLOW_IDLE_NS {
+            let _ = writeln!(s, "flow_idle={}", self.flow_idle_ns);
+        }
+        if self.flow_active_ns != DEFAULT_FLOW_ACTIVE_NS {
+            let _ = writeln!(s, "flow_active={}", self.flow_active_ns);
         }
         s
     }
@@ -230,14 +248,20 @@ impl Default for Config {
             topology: None,
             match_window_ns: hops::DEFAULT_WINDOW_NS,
             clock_offsets: Vec::new(),
+            flow_idle_ns: DEFAULT_FLOW_IDLE_NS,
+            flow_active_ns: DEFAULT_FLOW_ACTIVE_NS,
         }
     }
 }
 
-/// Receives events and timeline rows as soon as they are final.
+/// Receives events, timeline rows and the rows of retired flows as soon as
+/// they are final.
 pub trait Sink {
     fn event(&mut self, e: &Event);
     fn timeline(&mut self, row: &TimelineRow);
+    /// A flow's row, written as it retires (docs/analysis.md,
+    /// "Retirement"); the flows live at the end come in [`Analysis::flows`].
+    fn flow(&mut self, row: &FlowRow);
 }
 
 /// Collects everything in memory (tests, small captures).
@@ -245,6 +269,7 @@ pub trait Sink {
 pub struct VecSink {
     pub events: Vec<Event>,
     pub timeline: Vec<TimelineRow>,
+    pub flows: Vec<FlowRow>,
 }
 
 impl Sink for VecSink {
@@ -253,6 +278,9 @@ impl Sink for VecSink {
     }
     fn timeline(&mut self, row: &TimelineRow) {
         self.timeline.push(row.clone());
+    }
+    fn flow(&mut self, row: &FlowRow) {
+        self.flows.push(row.clone());
     }
 }
 
@@ -298,6 +326,12 @@ pub struct Analyzer {
     matcher: hops::Matcher,
     /// How fast each NIC reacts.
     nics: nics::Nics,
+    /// The next flow's id (flows retire: a slot is no id).
+    next_id: u32,
+    /// When each live flow is next looked at for retirement.
+    expiry: flows::Expiry,
+    /// What the run keeps of its retired flows.
+    retired: flows::Retired,
 }
 
 impl Analyzer {
@@ -338,6 +372,9 @@ impl Analyzer {
             qos: qos::Marks::default(),
             matcher,
             nics: nics::Nics::default(),
+            next_id: 0,
+            expiry: flows::Expiry::default(),
+            retired: flows::Retired::default(),
         }
     }
 
@@ -358,6 +395,7 @@ impl Analyzer {
             self.first_ts = Some(now);
         }
         self.last_ts = self.last_ts.max(now);
+        self.expire(self.last_ts, sink);
         let t = self.tap_mut(rec.iface);
         if !t.seen {
             t.seen = true;

@@ -181,6 +181,25 @@ pub struct FrameCounts {
     pub cut: u64,
 }
 
+/// `summary.json`'s `retirement`: what `--flow-idle` and `--flow-active`
+/// did over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Retirement {
+    pub flow_idle_ns: u64,
+    pub flow_active_ns: u64,
+    /// Flows retired before the end of the run (their rows written then).
+    pub retired_flows: u64,
+    /// Interim rows written for flows active longer than `flow_active_ns`.
+    pub interim_rows: u64,
+    /// The most flows live at once: the flow table's slots.
+    pub peak_live_flows: u64,
+    /// Per finding family, retired flows that were evidence of it but not
+    /// among its worst K kept (`evidence_k`): the findings' lists of flows
+    /// leave them out.
+    pub evidence_k: u64,
+    pub evidence_omitted: std::collections::BTreeMap<&'static str, u64>,
+}
+
 /// Sums over all flows.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Totals {
@@ -328,6 +347,10 @@ pub struct Summary {
     /// Per sender with timeout rewinds: its NIC's retransmission timeout
     /// (see [`rto`]).
     pub nic_timeouts: Vec<rto::NicTimeout>,
+    /// Flows retired before the end (docs/analysis.md, "Retirement"); absent
+    /// when none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retirement: Option<Retirement>,
     pub findings: Vec<Finding>,
 }
 
@@ -425,7 +448,12 @@ impl Summary {
 /// Everything [`Analyzer::finish`] returns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Analysis {
+    /// The rows of the flows live at the end of the run, by flow id (the
+    /// rows of flows that retired before went to the [`super::Sink`]).
     pub flows: Vec<FlowRow>,
+    /// The rows of retired flows kept as the findings' evidence (already
+    /// written to the sink; docs/analysis.md, "Retirement"), by flow id.
+    pub evidence: Vec<FlowRow>,
     pub pfc: Vec<PfcInterval>,
     /// `hops.parquet` (empty with one tap).
     pub hops: Vec<super::hops::HopRow>,

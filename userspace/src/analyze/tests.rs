@@ -4,6 +4,7 @@
 mod fmt;
 mod pairing;
 mod pfc;
+mod retire;
 mod retry;
 mod sequence;
 mod timeline;

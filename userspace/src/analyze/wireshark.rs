@@ -242,6 +242,12 @@ pub fn finding_handoff(
     h
 }
 
+/// A flow row's display filter and Decode As.
+pub(crate) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
+    r.display_filter = flow_filter(r, origin);
+    r.decode_as = flow_decode_as(r);
+}
+
 /// Fills every flow's and finding's filter (called once the findings are
 /// made; `origin` says where each interface comes from).
 pub fn annotate(
@@ -250,8 +256,7 @@ pub fn annotate(
     origin: impl Fn(u16) -> IfaceOrigin,
 ) {
     for r in rows.iter_mut() {
-        r.display_filter = flow_filter(r, origin(r.iface));
-        r.decode_as = flow_decode_as(r);
+        annotate_row(r, origin(r.iface));
     }
     for f in findings.iter_mut() {
         f.wireshark = Some(finding_handoff(f, rows, &origin));

@@ -857,6 +857,10 @@ impl analyze::Sink for HtmlReport {
             self.timeline.entry(row.flow_id).or_default().add(row);
         }
     }
+
+    /// The page shows the flows the analysis kept (`Analysis::flows` and
+    /// `evidence`), not every retired one.
+    fn flow(&mut self, _: &analyze::FlowRow) {}
 }
 
 impl Output for HtmlReport {

@@ -386,6 +386,8 @@ pub struct DatasetWriter {
     packets: Partitioned<PacketColumns>,
     events: Partitioned<EventColumns>,
     timeline: Partitioned<TimelineColumns>,
+    /// Flows' rows: those that retired as they did, the rest at the end.
+    flows: Partitioned<FlowColumns>,
     /// The first error of a sink call (the Sink trait cannot return one).
     failed: Option<Error>,
     /// Event and timeline rows that came before the run's first packet
@@ -404,6 +406,7 @@ const EARLY_MAX: usize = 4096;
 enum Early {
     Event(analyze::Event),
     Timeline(analyze::TimelineRow),
+    Flow(Box<analyze::FlowRow>),
 }
 
 impl Early {
@@ -411,6 +414,7 @@ impl Early {
         match self {
             Early::Event(e) => e.ts_ns,
             Early::Timeline(t) => t.bin_start_ns,
+            Early::Flow(f) => f.first_ts_ns,
         }
     }
 }
@@ -438,6 +442,7 @@ impl DatasetWriter {
             packets: Partitioned::new("packets"),
             events: Partitioned::new("events"),
             timeline: Partitioned::new("timeline"),
+            flows: Partitioned::new("flows"),
             failed: None,
             early: Vec::new(),
         })
@@ -455,6 +460,7 @@ impl DatasetWriter {
             let r = match &row {
                 Early::Event(e) => self.push_event(e),
                 Early::Timeline(t) => self.timeline.push(&mut self.ctx, t.bin_start_ns, t),
+                Early::Flow(f) => self.push_flow(&f),
             };
             self.keep_first_error(r);
         }
@@ -466,6 +472,14 @@ impl DatasetWriter {
             ifaces: &self.ifaces,
         };
         self.events.push(&mut self.ctx, e.ts_ns, &row)
+    }
+
+    fn push_flow(&mut self, row: &analyze::FlowRow) -> Result<()> {
+        let named = Named {
+            row,
+            ifaces: &self.ifaces,
+        };
+        self.flows.push(&mut self.ctx, row.first_ts_ns, &named)
     }
 
     /// Holds `row` while the run has no name yet; false once it has.
@@ -491,7 +505,7 @@ impl DatasetWriter {
         }
         let ifaces = &self.ifaces;
         let ctx = &mut self.ctx;
-        let mut flows = Partitioned::<FlowColumns>::new("flows");
+        let mut flows = self.flows;
         for row in &analysis.flows {
             flows.push(ctx, row.first_ts_ns, &Named { row, ifaces })?;
         }
@@ -598,6 +612,16 @@ impl analyze::Sink for DatasetWriter {
         let r = self.timeline.push(&mut self.ctx, row.bin_start_ns, row);
         self.keep_first_error(r);
     }
+
+    /// Through the same hourly files as the rows written at the end: a
+    /// retired flow's row goes to the hour it began in.
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        if self.held(|| Early::Flow(Box::new(row.clone()))) {
+            return;
+        }
+        let r = self.push_flow(row);
+        self.keep_first_error(r);
+    }
 }
 
 impl crate::output::Output for DatasetWriter {
@@ -632,6 +656,7 @@ impl crate::output::Output for DatasetWriter {
         }
         self.packets.reopen()?;
         self.events.reopen()?;
+        self.flows.reopen()?;
         self.timeline.reopen()
     }
 

@@ -16,14 +16,12 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     // tap past a congested queue sees that queue's pacing, not the sender's.
     let conn = |f: &Flow| (f.src_ip, f.dst_ip, f.dest_qp);
     let reacted: std::collections::BTreeSet<_> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.dcqcn().reactions > 0)
         .map(conn)
         .collect();
     let deaf: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.dcqcn().ignored() && !reacted.contains(&conn(f)))
         .collect();
     if deaf.is_empty() {
@@ -44,7 +42,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             )
         })
         .collect();
-    let working: Vec<&Flow> = x.flows.iter().filter(|f| f.dcqcn().reactions > 0).collect();
+    let working: Vec<&Flow> = x.flows().filter(|f| f.dcqcn().reactions > 0).collect();
     let ns = |us: f64| (us * 1e3).round() as u64;
     for f in &working {
         let d = f.dcqcn();

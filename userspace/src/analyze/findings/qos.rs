@@ -13,7 +13,7 @@ use super::input::{Input, params};
 
 /// `qos-mismatch`.
 pub(crate) fn finding(x: &Input, marks: &Marks, out: &mut Vec<Finding>) {
-    let requests: Vec<&Flow> = x.flows.iter().filter(|f| f.data_packets > 0).collect();
+    let requests: Vec<&Flow> = x.flows().filter(|f| f.data_packets > 0).collect();
     // Priorities PFC paused anywhere in the capture.
     let paused: BTreeSet<u8> = x
         .summary

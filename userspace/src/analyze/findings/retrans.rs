@@ -20,8 +20,7 @@ fn trigger_words(trigger: &str) -> &'static str {
 
 pub(super) fn ghost(x: &Input, out: &mut Vec<Finding>) {
     let flows: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.rewind().rewinds_timeout_ghost > 0 || f.rewind().spurious > 0)
         .collect();
     if flows.is_empty() {
@@ -222,8 +221,7 @@ fn nic_timeout_text(nics: &[&NicTimeout]) -> Option<String> {
 /// evidence: the summary's capture facts say them.
 pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
     let flows: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| {
             f.rewind().rewinds_nak > 0
                 || f.nak().naks > 0
@@ -312,8 +310,7 @@ pub(super) fn real_loss(x: &Input, out: &mut Vec<Finding>) {
 
 pub(super) fn rnr(x: &Input, out: &mut Vec<Finding>) {
     let flows: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.nak().rnr_naks > 0 || f.rewind().rewinds_rnr > 0)
         .collect();
     if flows.is_empty() {

@@ -8,9 +8,13 @@
 //! `livelock`, `dcqcn`, `qos`'s marks, `rto`, `gaps`), none of which names
 //! a [`Flow`].
 
+pub(super) mod kept;
+mod retire;
 mod table;
 pub(super) mod timeline;
 
+pub(crate) use kept::Retired;
+pub(crate) use retire::Expiry;
 pub(crate) use table::FlowTable;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
@@ -227,8 +231,13 @@ impl Analyzer {
         if let Some(&i) = self.by_key.get(&key) {
             return i;
         }
-        let i = self.flows.len();
-        self.flows.push(Flow::new(i as u32, key, ts));
+        let id = self.next_id;
+        // u32::MAX marks a free slot (`table`).
+        self.next_id = self.next_id.saturating_add(1).min(u32::MAX - 1);
+        let i = self.flows.insert(Flow::new(id, key, ts));
+        self.expiry.peak_live = self.expiry.peak_live.max(self.flows.live());
+        self.expiry
+            .due(ts.saturating_add(self.config.flow_idle_ns), i, id);
         self.by_key.insert(key, i);
         self.by_hosts
             .entry((key.0, key.1, key.2))

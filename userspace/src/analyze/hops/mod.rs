@@ -295,6 +295,14 @@ impl Matcher {
         self.sighting(key, iface, now);
     }
 
+    /// The analyzer's flow `flow_index` retired: its slot will be another
+    /// flow's.
+    pub(crate) fn forget(&mut self, flow_index: usize) {
+        if let Some(n) = self.by_flow_index.get_mut(flow_index) {
+            *n = NO_FLOW;
+        }
+    }
+
     /// The number of `rec`'s flow `(src, dst, dest QP)`: hashed once per
     /// analyzer flow, then found by its index.
     fn flow_number(&mut self, rec: &PacketRecord, flow_index: usize) -> u32 {

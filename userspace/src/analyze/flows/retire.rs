@@ -1,0 +1,147 @@
+//! Flows retired as they go idle (docs/analysis.md, "Retirement"; the
+//! NetFlow/IPFIX inactive timeout): a flow with no frame for `--flow-idle`
+//! of capture time is settled as at the end of a run, its row handed to the
+//! sink, what the run keeps of it folded into [`Retired`], and its state,
+//! slot and keys freed. A frame of its QP after that starts a new flow.
+//!
+//! Expiry is a min-heap of `(deadline, slot, flow id)`, pushed when a flow
+//! is made and checked lazily against the flow's real last frame: an entry
+//! whose flow saw frames since is pushed again at its new deadline, so a
+//! flow costs one heap push per `--flow-idle` of activity, and a frame only
+//! a peek at the heap's top.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::super::rewind::{STALL_MIN_NS, froze};
+use super::super::taps::TapState;
+use super::super::{Analyzer, Sink};
+use super::timeline::flush_bin;
+use super::{Flow, flow_row};
+
+/// Deadlines of the live flows, checked lazily.
+#[derive(Debug, Default)]
+pub(crate) struct Expiry {
+    heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// The most flows live at once.
+    pub peak_live: usize,
+}
+
+impl Expiry {
+    /// Flow `id` in `slot` is due to be looked at by `deadline`.
+    pub(crate) fn due(&mut self, deadline: u64, slot: usize, id: u32) {
+        self.heap.push(Reverse((deadline, slot as u32, id)));
+    }
+}
+
+impl Analyzer {
+    /// Retires every flow idle for longer than `--flow-idle` at `now`.
+    pub(in crate::analyze) fn expire(&mut self, now: u64, sink: &mut impl Sink) {
+        let idle = self.config.flow_idle_ns;
+        while let Some(&Reverse((deadline, slot, id))) = self.expiry.heap.peek() {
+            if deadline >= now {
+                return;
+            }
+            self.expiry.heap.pop();
+            let slot = slot as usize;
+            if !self.flows.holds(slot, id) {
+                continue;
+            }
+            let due = self.flows[slot].last_ts.saturating_add(idle);
+            if due < now {
+                self.retire(slot, now, sink);
+            } else {
+                self.expiry.due(due, slot, id);
+            }
+        }
+    }
+
+    /// Settles flow `i` with what the capture showed of it by `end`: its
+    /// pending fills and gaps, its timeout rewinds, a sniffer tap's ICRCs.
+    pub(in crate::analyze) fn settle(&mut self, i: usize, end: u64, sink: &mut impl Sink) {
+        self.decide_fills(i, false, sink);
+        let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
+        let mut out = Vec::new();
+        if let Some(g) = self.flows[i].gap.as_deref_mut() {
+            g.pending_gaps.finish(acked, &mut out);
+        }
+        for g in out {
+            self.resolved(i, g, end, sink);
+        }
+        let timeouts = self.flows[i]
+            .rewind
+            .as_deref_mut()
+            .map(|r| std::mem::take(&mut r.timeouts));
+        for t in timeouts.unwrap_or_default() {
+            self.judge_timeout(i, t);
+        }
+    }
+
+    /// The CNPs counted for flow `f`'s CE marks (by pairing as known now).
+    pub(in crate::analyze) fn cnps_of(&self, f: &Flow) -> u64 {
+        f.cnp_qp().map_or(0, |qp| {
+            self.cnp_counts
+                .get(&(f.iface, f.dst_ip, f.src_ip, qp))
+                .copied()
+                .unwrap_or(0)
+        })
+    }
+
+    /// Retires flow `i` at `now`.
+    fn retire(&mut self, i: usize, now: u64, sink: &mut impl Sink) {
+        self.settle(i, now, sink);
+        let bin_ns = self.config.bin_ns;
+        let sniffer = self
+            .taps
+            .get(usize::from(self.flows[i].iface))
+            .is_some_and(TapState::is_sniffer);
+        let cnps = self.cnps_of(&self.flows[i]);
+        let key = self.flows[i].key();
+        let mut f = self.flows.remove(i);
+        if sniffer {
+            f.icrc_errors = 0;
+            f.sniffer_tap = true;
+        }
+        // Silent from a pause's start until now: frozen by it, as a flow
+        // silent to the end of its capture is.
+        if let Some(p) = f.priority {
+            let idle = now.saturating_sub(f.last_ts);
+            if idle >= STALL_MIN_NS && f.packets > 0 {
+                let (paused, cover) = self.pfc.paused(f.iface, p, f.last_ts, now, now);
+                if froze(idle, paused, cover, f.last_ts) {
+                    f.stalls += 1;
+                    f.stall_paused_ns += paused;
+                }
+            }
+        }
+        if let Some(b) = f.bin.take() {
+            flush_bin(&f, &b, &self.pfc, bin_ns, u64::MAX, sink);
+        }
+        f.cnps = cnps;
+        if let Some(qp) = f.cnp_qp() {
+            self.cnp_counts.remove(&(f.iface, f.dst_ip, f.src_ip, qp));
+        }
+        // Its keys go; its partner keeps the partner's QP, not its slot.
+        self.by_key.remove(&key);
+        let pair = (key.0, key.1, key.2);
+        if let Some(v) = self.by_hosts.get_mut(&pair) {
+            v.retain(|&s| s as usize != i);
+            if v.is_empty() {
+                self.by_hosts.remove(&pair);
+            }
+        }
+        self.hints.remove(&key);
+        self.retry_counts.remove(&key);
+        self.matcher.forget(i);
+        if let Some(p) = f.paired
+            && self.flows.get(p).is_some()
+        {
+            self.flows[p].paired = None;
+        }
+        let mut row = flow_row(&f);
+        let origin = self.origin(row.iface);
+        super::super::wireshark::annotate_row(&mut row, origin);
+        sink.flow(&row);
+        self.retired.add(f);
+    }
+}

@@ -1,0 +1,165 @@
+//! Flows retired as they go idle (docs/analysis.md, "Retirement").
+
+use super::*;
+
+const S: u64 = 1_000_000_000;
+
+/// `--flow-idle 1s`.
+fn idle_1s() -> Config {
+    Config {
+        flow_idle_ns: S,
+        ..Config::default()
+    }
+}
+
+/// A request flow to `qp` and its response flow.
+fn exchange(ts: u64, qp: u32, psn: u32) -> [PacketRecord; 2] {
+    let mut r = req(ts, psn);
+    r.dest_qp = qp;
+    let mut a = ack(ts + 10 * US, psn);
+    a.dest_qp = qp + 0x1000;
+    [r, a]
+}
+
+#[test]
+fn a_resumed_qp_is_a_new_flow_with_no_gap_across_the_boundary() {
+    let mut recs = vec![
+        req(0, 100),
+        ack(10 * US, 100),
+        req(20 * US, 101),
+        ack(30 * US, 101),
+    ];
+    // 5 s later the QP resumes three PSNs on: no gap, no rewind claimed.
+    recs.extend([req(5 * S, 105), ack(5 * S + 10 * US, 105)]);
+    // And a PSN back, later still: no rewind across the boundary either.
+    recs.extend([req(10 * S, 103), ack(10 * S + 10 * US, 103)]);
+    let r = run_with(idle_1s(), &recs);
+    // The first two pairs of flows retired as the next frame came.
+    let retired: Vec<(u32, u64, u64)> = r
+        .sink
+        .flows
+        .iter()
+        .map(|f| (f.flow_id, f.first_ts_ns, f.packets))
+        .collect();
+    assert_eq!(
+        retired,
+        vec![
+            (0, 0, 2),
+            (1, 10 * US, 2),
+            (2, 5 * S, 1),
+            (3, 5 * S + 10 * US, 1)
+        ]
+    );
+    let live: Vec<(u32, u64)> =
+        r.a.flows
+            .iter()
+            .map(|f| (f.flow_id, f.first_ts_ns))
+            .collect();
+    assert_eq!(live, vec![(4, 10 * S), (5, 10 * S + 10 * US)]);
+    // Each flow of a QP is paired with the response flow of its own time.
+    assert_eq!(r.sink.flows[0].paired_qp, Some(QA));
+    assert_eq!(r.a.flows[0].paired_qp, Some(QA));
+    let t = &r.a.summary.totals;
+    assert_eq!((t.flows, t.packets, t.gaps, t.rewinds), (6, 8, 0, 0));
+    assert_eq!((t.request_flows, t.paired_flows), (3, 3));
+    assert!(r.events("gap").is_empty() && r.events("rewind").is_empty());
+    let ret = r.a.summary.retirement.as_ref().expect("retirement");
+    assert_eq!((ret.retired_flows, ret.peak_live_flows), (4, 2));
+}
+
+#[test]
+fn nothing_retires_within_the_idle_time() {
+    let recs = [
+        req(0, 100),
+        ack(10 * US, 100),
+        req(S, 101),
+        ack(S + 10 * US, 101),
+    ];
+    let r = run_with(idle_1s(), &recs);
+    assert!(r.sink.flows.is_empty());
+    assert_eq!(r.a.flows.len(), 2);
+    assert_eq!(r.a.summary.retirement, None);
+}
+
+#[test]
+fn a_finding_is_raised_from_flows_that_retired() {
+    let mut recs = vec![
+        req(0, 100),
+        req(US, 101),
+        req(2 * US, 102),
+        req(3 * US, 103),
+        req(4 * US, 104),
+        ack(5 * US, 101),
+        nak(6 * US, 102),
+        req(7 * US, 102),
+        req(8 * US, 103),
+        req(9 * US, 104),
+        req(10 * US, 105),
+    ];
+    // Another QP, long after: the lossy pair retired before the end.
+    recs.extend(exchange(5 * S, QB + 1, 0));
+    let r = run_with(idle_1s(), &recs);
+    assert_eq!(
+        r.sink.flows.iter().map(|f| f.flow_id).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    let loss = r.finding("real-loss").expect("real-loss");
+    assert_eq!(loss.flows, vec![0, 1]);
+    assert!(
+        loss.detail
+            .contains("NAK-driven loss: 1 NAK, 1 NAK-triggered rewind"),
+        "{}",
+        loss.detail
+    );
+    // The retired flows it cites are kept as evidence, with their rows.
+    let evidence: Vec<u32> = r.a.evidence.iter().map(|f| f.flow_id).collect();
+    assert_eq!(evidence, vec![0, 1]);
+    assert_eq!(r.a.evidence[0].rewinds_nak, 1);
+    let t = &r.a.summary.totals;
+    assert_eq!(
+        (t.flows, t.rewinds, t.retrans_packets, t.naks),
+        (4, 1, 3, 1)
+    );
+}
+
+#[test]
+fn a_finding_over_many_retired_flows_keeps_the_worst_k() {
+    let k = flows::kept::EVIDENCE_K as u32;
+    let n = k + 8;
+    let mut recs = Vec::new();
+    // Flow i: i + 1 CE-marked requests, ACKed, no CNP; one QP after another,
+    // each retiring before the next starts.
+    for i in 0..n {
+        let t0 = u64::from(i) * 2 * S;
+        for p in 0..=i {
+            let mut r = req(t0 + u64::from(p) * US, p);
+            r.dest_qp = 0x1000 + i;
+            r.ecn = 3;
+            recs.push(r);
+        }
+        let mut a = ack(t0 + 100 * US, i);
+        a.dest_qp = 0x8000 + i;
+        recs.push(a);
+    }
+    let r = run_with(idle_1s(), &recs);
+    // Every flow but the last pair retired; the last request flow is live.
+    assert_eq!(r.sink.flows.len(), 2 * n as usize - 2);
+    let f = r.finding("ce-without-cnp").expect("ce-without-cnp");
+    // The K retired request flows with the most CE marks (request flow ids
+    // are even) and the live one.
+    let want: Vec<u32> = (n - k - 1..n).map(|i| 2 * i).collect();
+    assert_eq!(f.flows, want);
+    let ret = r.a.summary.retirement.as_ref().expect("retirement");
+    assert_eq!(ret.peak_live_flows, 2);
+    // The congestion family left out the 7 of the n - 1 retired request
+    // flows with the fewest CE marks; traffic (bytes) kept K of the 2n - 2
+    // retired flows.
+    assert_eq!(ret.evidence_omitted.get("congestion"), Some(&7));
+    assert_eq!(
+        ret.evidence_omitted.get("traffic"),
+        Some(&u64::from(2 * n - 2 - k))
+    );
+    // The totals count every flow.
+    assert_eq!(r.a.summary.totals.ce, u64::from(n * (n + 1) / 2));
+    assert_eq!(r.a.summary.totals.flows, u64::from(2 * n));
+}
