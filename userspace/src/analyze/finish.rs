@@ -311,7 +311,7 @@ impl Analyzer {
         });
         // The retired flows kept as evidence (their rows were written as
         // they retired), then the live ones, chunk by chunk: by flow id,
-        // which the findings' hand-offs look them up by.
+        // which readers look them up by (`Analysis::flow`).
         let mut rows: Vec<_> = self.retired.evidence().map(flow_row).collect();
         let evidence = rows.len();
         rows.extend(std::mem::take(&mut self.flows).into_map(flow_row));
@@ -320,13 +320,11 @@ impl Analyzer {
         }
         let origin = |iface: u16| self.origin(iface);
         super::wireshark::annotate(&mut rows, &mut summary.findings, origin);
-        let retired = std::mem::take(&mut self.retired);
-        let (evidence, flows): (Vec<_>, Vec<_>) = rows
-            .into_iter()
-            .partition(|r| retired.is_evidence(r.flow_id));
+        let written = self.retired.evidence().map(|f| f.id).collect();
         Analysis {
-            flows,
-            evidence,
+            flows: rows,
+            written,
+            retired_sums: std::mem::take(&mut self.retired.rows),
             pfc: std::mem::take(&mut self.pfc.rows),
             hops: hop_rows,
             nics: nic_rows,

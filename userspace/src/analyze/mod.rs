@@ -118,7 +118,8 @@ pub use report::{
 pub(crate) use rows::fmt_pfc;
 pub use rows::{
     Analysis, Event, Finding, FlowKey, FlowRow, FrameCounts, MatchingSummary, PfcInterval,
-    PfcSummary, Reaction, Retirement, Summary, TapSummary, TimelineRow, Totals, Verdict,
+    PfcSummary, Reaction, Retirement, RowGroup, RowSums, Summary, TapSummary, TimelineRow, Totals,
+    Verdict,
 };
 use taps::TapState;
 

@@ -448,18 +448,90 @@ impl Summary {
 /// Everything [`Analyzer::finish`] returns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Analysis {
-    /// The rows of the flows live at the end of the run, by flow id (the
-    /// rows of flows that retired before went to the [`super::Sink`]).
+    /// The rows the run holds at its end, by flow id: the flows live then,
+    /// and the retired flows kept as the findings' evidence
+    /// (docs/analysis.md, "Retirement"; the rows of every retired flow went
+    /// to the [`super::Sink`] as it retired).
     pub flows: Vec<FlowRow>,
-    /// The rows of retired flows kept as the findings' evidence (already
-    /// written to the sink; docs/analysis.md, "Retirement"), by flow id.
-    pub evidence: Vec<FlowRow>,
+    /// The ids of the rows in `flows` that the sink has had already.
+    pub written: std::collections::BTreeSet<u32>,
+    /// The rows of every retired flow, summed per tap and marks: what
+    /// readers of every row (counter reconciliation, `diff`) add to the
+    /// rows not written ([`Analysis::unwritten_flows`]).
+    pub retired_sums: std::collections::BTreeMap<RowGroup, RowSums>,
     pub pfc: Vec<PfcInterval>,
     /// `hops.parquet` (empty with one tap).
     pub hops: Vec<super::hops::HopRow>,
     /// `nics.parquet`: how fast each NIC reacts.
     pub nics: Vec<super::nics::NicRow>,
     pub summary: Summary,
+}
+
+/// Rows with the same tap, PCP and DSCP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RowGroup {
+    pub iface: u16,
+    pub pcp: Option<u8>,
+    pub dscp: Option<u8>,
+}
+
+/// Sums of some of the flows' columns over rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RowSums {
+    pub rows: u64,
+    pub packets: u64,
+    pub cnps: u64,
+    pub naks: u64,
+    pub rewinds_timeout: u64,
+    pub goodput_gbps: f64,
+}
+
+impl RowGroup {
+    pub fn of(r: &FlowRow) -> Self {
+        RowGroup {
+            iface: r.iface,
+            pcp: r.pcp,
+            dscp: r.dscp,
+        }
+    }
+}
+
+impl RowSums {
+    pub fn add(&mut self, r: &FlowRow) {
+        self.rows += 1;
+        self.packets += r.packets;
+        self.cnps += r.cnps;
+        self.naks += r.naks;
+        self.rewinds_timeout += r.rewinds_timeout;
+        self.goodput_gbps += r.goodput_gbps;
+    }
+}
+
+impl Analysis {
+    /// Every flow's row of the run, summed per group: the rows held and the
+    /// retired ones' sums.
+    pub fn sums(&self) -> std::collections::BTreeMap<RowGroup, RowSums> {
+        let mut out = self.retired_sums.clone();
+        for r in self.unwritten_flows() {
+            out.entry(RowGroup::of(r)).or_default().add(r);
+        }
+        out
+    }
+
+    /// Flow `id`'s row, when the run holds it.
+    pub fn flow(&self, id: u32) -> Option<&FlowRow> {
+        self.flows
+            .binary_search_by_key(&id, |r| r.flow_id)
+            .ok()
+            .map(|i| &self.flows[i])
+    }
+
+    /// The rows the sink has not had: what an output writes at the end.
+    pub fn unwritten_flows(&self) -> impl Iterator<Item = &FlowRow> {
+        self.flows
+            .iter()
+            .filter(|r| !self.written.contains(&r.flow_id))
+    }
 }
 
 pub(super) fn ratio(a: u64, b: u64) -> f64 {

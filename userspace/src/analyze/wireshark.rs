@@ -167,11 +167,14 @@ pub fn finding_handoff(
     rows: &[FlowRow],
     origin: impl Fn(u16) -> IfaceOrigin,
 ) -> Handoff {
-    // Flow ids are indices into the rows (0-based, in order of appearance).
+    // The rows are in order of flow id (`Analysis::flows`).
     let flows: Vec<&FlowRow> = finding
         .flows
         .iter()
-        .filter_map(|&id| rows.get(id as usize).filter(|r| r.flow_id == id))
+        .filter_map(|&id| {
+            let i = rows.binary_search_by_key(&id, |r| r.flow_id).ok()?;
+            rows.get(i)
+        })
         .collect();
     // By (interface, source, destination).
     let mut groups: BTreeMap<_, Vec<&FlowRow>> = BTreeMap::new();

@@ -416,7 +416,7 @@ impl HtmlReport {
         let _ = write!(
             h,
             "<h2>Flows</h2>\n<p class=note>{}; the {} with the most retransmissions first.</p>\n",
-            fmt_count(analysis.flows.len() as u64, "flow"),
+            fmt_count(analysis.summary.totals.flows, "flow"),
             analysis.flows.len().min(TABLE_ROWS)
         );
         h.push_str("<div class=scroll id=flow-table><table class=flows><thead><tr><th>id</th><th>interface</th><th>src → dst</th><th>QP</th><th>pair</th><th>prio</th><th>packets</th><th>retrans</th><th>rate</th><th>rewinds (nak/rnr/timeout)</th><th>spurious</th><th>gaps</th><th>CE</th><th>CNPs</th><th>Gb/s</th><th>goodput</th><th>max idle</th></tr></thead><tbody>\n");

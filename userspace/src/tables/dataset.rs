@@ -506,7 +506,7 @@ impl DatasetWriter {
         let ifaces = &self.ifaces;
         let ctx = &mut self.ctx;
         let mut flows = self.flows;
-        for row in &analysis.flows {
+        for row in analysis.unwritten_flows() {
             flows.push(ctx, row.first_ts_ns, &Named { row, ifaces })?;
         }
         let mut pfc = Partitioned::<PfcColumns>::new("pfc");

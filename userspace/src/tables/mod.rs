@@ -619,7 +619,7 @@ impl TableSet {
             Some(f) => f,
             None => ParquetTable::<FlowColumns>::create(&self.dir, "flows.parquet")?,
         };
-        for row in &analysis.flows {
+        for row in analysis.unwritten_flows() {
             flows.push(&Named { row, ifaces })?;
         }
         let mut pfc = ParquetTable::<PfcColumns>::create(&self.dir, "pfc.parquet")?;

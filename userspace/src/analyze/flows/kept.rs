@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use rocescope_common::proto::ib;
 
-use super::super::rows::Totals;
+use super::super::rows::{FlowRow, RowGroup, RowSums, Totals};
 use super::super::rto;
 use super::Flow;
 
@@ -213,6 +213,8 @@ pub(crate) struct Retired {
     pub answered: BTreeSet<(u16, [u8; 16], [u8; 16])>,
     /// Their QPs per host pair and tap.
     pub qps: QpsByPair,
+    /// Their rows, summed per tap and marks.
+    pub rows: BTreeMap<RowGroup, RowSums>,
     /// Interim rows written for flows active longer than `--flow-active`.
     pub interim_rows: u64,
     families: Vec<TopK>,
@@ -221,8 +223,10 @@ pub(crate) struct Retired {
 }
 
 impl Retired {
-    /// Folds in a retired flow (settled: its gaps, timeouts, CNPs final).
-    pub(crate) fn add(&mut self, mut f: Flow) {
+    /// Folds in a retired flow (settled: its gaps, timeouts, CNPs final)
+    /// and its row.
+    pub(crate) fn add(&mut self, mut f: Flow, row: &FlowRow) {
+        self.rows.entry(RowGroup::of(row)).or_default().add(row);
         // Its partner's slot will be another flow's.
         f.paired = None;
         add_totals(&mut self.totals, &f);
@@ -287,11 +291,6 @@ impl Retired {
     /// The retired flows kept as evidence, by id.
     pub(crate) fn evidence(&self) -> impl Iterator<Item = &Flow> {
         self.evidence.values().map(|(f, _)| &**f)
-    }
-
-    /// Whether retired flow `id` is kept as evidence.
-    pub(crate) fn is_evidence(&self, id: u32) -> bool {
-        self.evidence.contains_key(&id)
     }
 
     /// The evidence flow `id`.

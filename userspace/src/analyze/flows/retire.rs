@@ -142,6 +142,6 @@ impl Analyzer {
         let origin = self.origin(row.iface);
         super::super::wireshark::annotate_row(&mut row, origin);
         sink.flow(&row);
-        self.retired.add(f);
+        self.retired.add(f, &row);
     }
 }
