@@ -51,14 +51,13 @@ fn a_resumed_qp_is_a_new_flow_with_no_gap_across_the_boundary() {
         ]
     );
     let live: Vec<(u32, u64)> =
-        r.a.flows
-            .iter()
+        r.a.unwritten_flows()
             .map(|f| (f.flow_id, f.first_ts_ns))
             .collect();
     assert_eq!(live, vec![(4, 10 * S), (5, 10 * S + 10 * US)]);
     // Each flow of a QP is paired with the response flow of its own time.
     assert_eq!(r.sink.flows[0].paired_qp, Some(QA));
-    assert_eq!(r.a.flows[0].paired_qp, Some(QA));
+    assert_eq!(r.a.flow(4).and_then(|f| f.paired_qp), Some(QA));
     let t = &r.a.summary.totals;
     assert_eq!((t.flows, t.packets, t.gaps, t.rewinds), (6, 8, 0, 0));
     assert_eq!((t.request_flows, t.paired_flows), (3, 3));
@@ -111,10 +110,19 @@ fn a_finding_is_raised_from_flows_that_retired() {
         "{}",
         loss.detail
     );
-    // The retired flows it cites are kept as evidence, with their rows.
-    let evidence: Vec<u32> = r.a.evidence.iter().map(|f| f.flow_id).collect();
-    assert_eq!(evidence, vec![0, 1]);
-    assert_eq!(r.a.evidence[0].rewinds_nak, 1);
+    // The retired flows it cites are kept as evidence, with their rows,
+    // which the sink had already.
+    let held: Vec<u32> = r.a.flows.iter().map(|f| f.flow_id).collect();
+    assert_eq!(held, vec![0, 1, 2, 3]);
+    assert_eq!(r.a.written.iter().copied().collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(r.a.flow(0).map(|f| f.rewinds_nak), Some(1));
+    assert_eq!(
+        r.a.unwritten_flows().map(|f| f.flow_id).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+    // Every row summed: the retired ones' sums and those not written.
+    let packets: u64 = r.a.sums().values().map(|s| s.packets).sum();
+    assert_eq!(packets, 11 + 2);
     let t = &r.a.summary.totals;
     assert_eq!(
         (t.flows, t.rewinds, t.retrans_packets, t.naks),
