@@ -171,3 +171,52 @@ fn a_finding_over_many_retired_flows_keeps_the_worst_k() {
     assert_eq!(r.a.summary.totals.ce, u64::from(n * (n + 1) / 2));
     assert_eq!(r.a.summary.totals.flows, u64::from(2 * n));
 }
+
+/// QPs starting 1 ms apart, each active 4.5 ms (flowgen's shape: two WRITEs
+/// and an ACK), with `--flow-idle 5ms`: the flows live at once follow the
+/// window of QPs started within the last idle + active time, not the run.
+#[test]
+fn live_flows_stay_what_the_window_implies() {
+    const MS: u64 = 1_000_000;
+    let n: u32 = 2000;
+    let mut recs = Vec::new();
+    for i in 0..n {
+        let t0 = u64::from(i) * MS;
+        let mut w = |ts: u64, psn: u32| {
+            let mut r = req(ts, psn);
+            r.dest_qp = 0x10_0000 + i;
+            r
+        };
+        // PSNs of their own: a response pairs by the PSN it answers.
+        let psn = i * 16;
+        recs.push((t0, w(t0, psn)));
+        recs.push((t0 + 2 * MS + MS / 4, w(t0 + 2 * MS + MS / 4, psn + 1)));
+        let mut a = ack(t0 + 4 * MS + MS / 2, psn + 1);
+        a.dest_qp = 0x20_0000 + i;
+        recs.push((a.ts_ns, a));
+    }
+    recs.sort_by_key(|(t, _)| *t);
+    let recs: Vec<PacketRecord> = recs.into_iter().map(|(_, r)| r).collect();
+    let config = Config {
+        flow_idle_ns: 5 * MS,
+        ..Config::default()
+    };
+    let r = run_with(config, &recs);
+    // Live after a QP's first WRITE at k ms: the request flows of QPs
+    // k-7..=k (their last WRITE at i + 2.25 ms, retired once a frame comes
+    // more than 5 ms later) and the response flows of QPs k-9..=k-5 (their
+    // ACK at i + 4.5 ms): 8 + 5; 13 at the other frames too.
+    let ret = r.a.summary.retirement.as_ref().expect("retirement");
+    assert_eq!(ret.peak_live_flows, 13);
+    // At the end (the last ACK, at n + 3.5 ms): 3 request and 6 response
+    // flows live.
+    assert_eq!(r.a.unwritten_flows().count(), 9);
+    assert_eq!(ret.retired_flows, u64::from(2 * n) - 9);
+    assert_eq!(r.sink.flows.len(), 2 * n as usize - 9);
+    let t = &r.a.summary.totals;
+    assert_eq!(
+        (t.flows, t.paired_flows, t.packets),
+        (u64::from(2 * n), u64::from(n), u64::from(3 * n))
+    );
+    assert_eq!((t.gaps, t.rewinds), (0, 0));
+}
