@@ -314,7 +314,13 @@ impl Analyzer {
         // which readers look them up by (`Analysis::flow`).
         let mut rows: Vec<_> = self.retired.evidence().map(flow_row).collect();
         let evidence = rows.len();
-        rows.extend(std::mem::take(&mut self.flows).into_map(flow_row));
+        // A flow that wrote interim rows: its row since the last.
+        let intervals = &self.expiry.intervals;
+        rows.extend(std::mem::take(&mut self.flows).into_map(|f| {
+            let mut row = flow_row(f);
+            intervals.since(f, &mut row);
+            row
+        }));
         if evidence > 0 || self.retired.totals.flows > 0 {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }

@@ -162,6 +162,9 @@ pub struct FlowRow {
     pub link: &'static str,
     /// Packets with BECN set.
     pub becn: u64,
+    /// An interim row: the flow, active longer than `--flow-active`, goes
+    /// on in later rows (docs/tables.md, "flows.parquet").
+    pub interim: bool,
 }
 
 /// Records seen, per kind.

@@ -223,6 +223,12 @@ pub(crate) struct Retired {
 }
 
 impl Retired {
+    /// An interim row written.
+    pub(crate) fn add_interim(&mut self, row: &FlowRow) {
+        self.rows.entry(RowGroup::of(row)).or_default().add(row);
+        self.interim_rows += 1;
+    }
+
     /// Folds in a retired flow (settled: its gaps, timeouts, CNPs final)
     /// and its row.
     pub(crate) fn add(&mut self, mut f: Flow, row: &FlowRow) {

@@ -8,6 +8,7 @@
 //! `livelock`, `dcqcn`, `qos`'s marks, `rto`, `gaps`), none of which names
 //! a [`Flow`].
 
+mod interim;
 pub(super) mod kept;
 mod retire;
 mod table;
@@ -236,8 +237,7 @@ impl Analyzer {
         self.next_id = self.next_id.saturating_add(1).min(u32::MAX - 1);
         let i = self.flows.insert(Flow::new(id, key, ts));
         self.expiry.peak_live = self.expiry.peak_live.max(self.flows.live());
-        self.expiry
-            .due(ts.saturating_add(self.config.flow_idle_ns), i, id);
+        self.expiry.new_flow(&self.config, ts, i, id);
         self.by_key.insert(key, i);
         self.by_hosts
             .entry((key.0, key.1, key.2))
@@ -554,5 +554,6 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         service: f.service.and_then(transport::name),
         link: if f.ib_link { "ib" } else { "roce" },
         becn: f.becn,
+        interim: false,
     }
 }

@@ -13,37 +13,69 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::super::Config;
 use super::super::rewind::{STALL_MIN_NS, froze};
+use super::super::rows::FlowRow;
 use super::super::taps::TapState;
 use super::super::{Analyzer, Sink};
+use super::interim::Intervals;
 use super::timeline::flush_bin;
 use super::{Flow, flow_row};
+
+/// `(deadline, slot, flow id)`, earliest first.
+type Deadlines = BinaryHeap<Reverse<(u64, u32, u32)>>;
 
 /// Deadlines of the live flows, checked lazily.
 #[derive(Debug, Default)]
 pub(crate) struct Expiry {
-    heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// When each flow may have been idle for `--flow-idle`.
+    idle: Deadlines,
+    /// When each flow's current interval ends (`--flow-active`).
+    active: Deadlines,
+    /// The current intervals of flows that wrote interim rows.
+    pub intervals: Intervals,
     /// The most flows live at once.
     pub peak_live: usize,
 }
 
 impl Expiry {
-    /// Flow `id` in `slot` is due to be looked at by `deadline`.
-    pub(crate) fn due(&mut self, deadline: u64, slot: usize, id: u32) {
-        self.heap.push(Reverse((deadline, slot as u32, id)));
+    /// Flow `id`, just made in `slot` at `ts`, is due to be looked at.
+    pub(crate) fn new_flow(&mut self, config: &Config, ts: u64, slot: usize, id: u32) {
+        let slot = slot as u32;
+        self.idle
+            .push(Reverse((ts.saturating_add(config.flow_idle_ns), slot, id)));
+        self.active.push(Reverse((
+            ts.saturating_add(config.flow_active_ns),
+            slot,
+            id,
+        )));
     }
+}
+
+/// The earliest entry of `heap` due before `now`, taken.
+fn take_due(heap: &mut Deadlines, now: u64) -> Option<(u64, usize, u32)> {
+    let &Reverse((deadline, slot, id)) = heap.peek()?;
+    if deadline >= now {
+        return None;
+    }
+    heap.pop();
+    Some((deadline, slot as usize, id))
 }
 
 impl Analyzer {
     /// Retires every flow idle for longer than `--flow-idle` at `now`.
+    /// Writes the interim rows of flows active past `--flow-active`.
     pub(in crate::analyze) fn expire(&mut self, now: u64, sink: &mut impl Sink) {
-        let idle = self.config.flow_idle_ns;
-        while let Some(&Reverse((deadline, slot, id))) = self.expiry.heap.peek() {
-            if deadline >= now {
-                return;
+        let (idle, active) = (self.config.flow_idle_ns, self.config.flow_active_ns);
+        while let Some((boundary, slot, id)) = take_due(&mut self.expiry.active, now) {
+            if !self.flows.holds(slot, id) {
+                continue;
             }
-            self.expiry.heap.pop();
-            let slot = slot as usize;
+            self.interim(slot, boundary, sink);
+            let next = boundary.saturating_add(active);
+            self.expiry.active.push(Reverse((next, slot as u32, id)));
+        }
+        while let Some((_, slot, id)) = take_due(&mut self.expiry.idle, now) {
             if !self.flows.holds(slot, id) {
                 continue;
             }
@@ -51,9 +83,35 @@ impl Analyzer {
             if due < now {
                 self.retire(slot, now, sink);
             } else {
-                self.expiry.due(due, slot, id);
+                self.expiry.idle.push(Reverse((due, slot as u32, id)));
             }
         }
+    }
+
+    /// Flow `i`'s row over its life so far: its CNPs counted now, its
+    /// filters made.
+    fn life_row(&self, f: &Flow, cnps: u64) -> FlowRow {
+        let mut row = flow_row(f);
+        row.cnps = cnps;
+        let origin = self.origin(row.iface);
+        super::super::wireshark::annotate_row(&mut row, origin);
+        row
+    }
+
+    /// Flow `i`'s interval ends at `boundary`: its interim row, when it
+    /// had frames in the interval.
+    fn interim(&mut self, i: usize, boundary: u64, sink: &mut impl Sink) {
+        let f = &self.flows[i];
+        let life = self.life_row(f, self.cnps_of(f));
+        let mut row = life.clone();
+        self.expiry.intervals.since(f, &mut row);
+        if row.packets == 0 {
+            return;
+        }
+        row.interim = true;
+        sink.flow(&row);
+        self.retired.add_interim(&row);
+        self.expiry.intervals.restart(f, life, boundary);
     }
 
     /// Settles flow `i` with what the capture showed of it by `end`: its
@@ -138,9 +196,9 @@ impl Analyzer {
         {
             self.flows[p].paired = None;
         }
-        let mut row = flow_row(&f);
-        let origin = self.origin(row.iface);
-        super::super::wireshark::annotate_row(&mut row, origin);
+        let mut row = self.life_row(&f, f.cnps);
+        self.expiry.intervals.since(&f, &mut row);
+        self.expiry.intervals.forget(f.id);
         sink.flow(&row);
         self.retired.add(f, &row);
     }

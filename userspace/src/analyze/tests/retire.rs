@@ -220,3 +220,48 @@ fn live_flows_stay_what_the_window_implies() {
     );
     assert_eq!((t.gaps, t.rewinds), (0, 0));
 }
+
+/// `--flow-active 10ms`: a flow sending for 25 ms writes two interim rows
+/// and a last one; its rows' counters add up to the flow's.
+#[test]
+fn a_long_flow_writes_interim_rows_that_add_up() {
+    const MS: u64 = 1_000_000;
+    let recs: Vec<PacketRecord> = (0..25).map(|k| req(u64::from(k) * MS, k)).collect();
+    let config = Config {
+        flow_active_ns: 10 * MS,
+        ..Config::default()
+    };
+    let r = run_with(config, &recs);
+    let rows: Vec<(u32, bool, u64, u64, u64, u64)> = r
+        .sink
+        .flows
+        .iter()
+        .chain(&r.a.flows)
+        .map(|f| {
+            (
+                f.flow_id,
+                f.interim,
+                f.first_ts_ns,
+                f.last_ts_ns,
+                f.packets,
+                f.payload_bytes,
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            // The frame at 11 ms closes the interval that ended at 10 ms.
+            (0, true, 0, 10 * MS, 11, 11 * 1024),
+            (0, true, 10 * MS, 20 * MS, 10, 10 * 1024),
+            (0, false, 20 * MS, 24 * MS, 4, 4 * 1024),
+        ]
+    );
+    // Rates are the interval's: 10 frames of 1100 bytes over 10 ms.
+    assert_eq!(r.sink.flows[1].gbps, 10.0 * 1100.0 * 8.0 / (10 * MS) as f64);
+    let ret = r.a.summary.retirement.as_ref().expect("retirement");
+    assert_eq!((ret.interim_rows, ret.retired_flows), (2, 0));
+    assert_eq!(r.a.summary.totals.packets, 25);
+    let packets: u64 = r.a.sums().values().map(|s| s.packets).sum();
+    assert_eq!(packets, 25);
+}
