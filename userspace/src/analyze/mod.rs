@@ -2,10 +2,11 @@
 //! statistics, events, PFC pause intervals, per-time-bin timelines and
 //! findings out.
 //!
-//! Memory grows with the number of flows and PFC intervals, never with the
-//! number of packets: events and timeline rows go to a [`Sink`] as soon as
-//! they are final; flows, PFC intervals and the summary come from
-//! [`Analyzer::finish`].
+//! Memory grows with the number of flows live at once and PFC intervals,
+//! never with the number of packets: events, timeline rows and the rows of
+//! flows that retire as they go idle go to a [`Sink`] as soon as they are
+//! final; the flows live at the end, PFC intervals and the summary come
+//! from [`Analyzer::finish`].
 //!
 //! Every definition — flows, pairing, retransmissions, rewinds, ghost
 //! retransmissions, gaps and their resolution, mirror duplicates, ICRC and
@@ -40,7 +41,9 @@
 //!    rows: [`tree`]: the congestion tree; [`wireshark`]: display filters;
 //!    [`topology`]: the `--topology` file;
 //! 4. `flows`: the flow table, a BTH frame's per-flow counters, pairing, a
-//!    flow's row, its timeline bins (`flows/timeline.rs`); `cnp`: CNP
+//!    flow's row, its timeline bins (`flows/timeline.rs`), retirement and
+//!    interim rows (`flows/retire.rs`, `flows/interim.rs`) and what is kept
+//!    of retired flows (`flows/kept.rs`); `cnp`: CNP
 //!    attribution; `delta`: the live tap's summary-mode deltas;
 //! 5. `findings/`: `input.rs`, the `Input` every finding reads and the
 //!    helpers findings share; then one file per finding family
