@@ -346,7 +346,10 @@ impl Analyzer {
         let last_nak = self.flows[i]
             .paired
             .and_then(|p| self.flows[p].nak().last_nak_ts);
-        if self.dups.is_copy(rec, dups::Owner::Flow(i), last_nak) {
+        if self
+            .dups
+            .is_copy(rec, dups::Owner::Flow(self.flows[i].id as usize), last_nak)
+        {
             self.flows[i].mirror_copies += 1;
             self.frames.mirror_copies += 1;
             return Verdict {
