@@ -3,7 +3,9 @@
 //! each such interval of capture time, and its next row counts from there.
 //! A flow's rows then add up to the flow: its counters are per interval
 //! (summed by a reader), its maxima and measurements are over its life so
-//! far (the last row's hold for the whole flow).
+//! far (the last row's hold for the whole flow). A flow that sends nothing
+//! after its last interim row ends with a row of zero counts at its last
+//! packet's time (`interim` false): every flow's rows end with one.
 
 use super::super::hash::FastMap;
 use super::super::rows::{FlowRow, ratio};
@@ -27,7 +29,13 @@ impl Intervals {
     pub(crate) fn since(&self, f: &Flow, row: &mut FlowRow) {
         if let Some(iv) = self.0.get(&f.id) {
             subtract(row, &iv.base);
-            row.first_ts_ns = iv.start_ns;
+            // Nothing since its last interim row: a row of zero counts at
+            // its last packet ends it.
+            row.first_ts_ns = if row.packets == 0 {
+                row.last_ts_ns
+            } else {
+                iv.start_ns
+            };
             let dur = row.last_ts_ns.saturating_sub(row.first_ts_ns);
             let gbps = |bytes: u64| {
                 if dur == 0 {
