@@ -460,7 +460,7 @@ impl DatasetWriter {
             let r = match &row {
                 Early::Event(e) => self.push_event(e),
                 Early::Timeline(t) => self.timeline.push(&mut self.ctx, t.bin_start_ns, t),
-                Early::Flow(f) => self.push_flow(&f),
+                Early::Flow(f) => self.push_flow(f),
             };
             self.keep_first_error(r);
         }

@@ -182,7 +182,7 @@ fn live_flows_stay_what_the_window_implies() {
     let mut recs = Vec::new();
     for i in 0..n {
         let t0 = u64::from(i) * MS;
-        let mut w = |ts: u64, psn: u32| {
+        let w = |ts: u64, psn: u32| {
             let mut r = req(ts, psn);
             r.dest_qp = 0x10_0000 + i;
             r
