@@ -73,6 +73,24 @@ fn rnr(ts: u64, psn: u32) -> PacketRecord {
     aeth(ts, psn, 0x2E)
 }
 
+/// Five requests, PSN 102 NAKed after 101 is ACKed, and the resend from
+/// 102 on (one NAK-triggered rewind, three retransmissions).
+fn nak_rewind() -> Vec<PacketRecord> {
+    vec![
+        req(0, 100),
+        req(US, 101),
+        req(2 * US, 102),
+        req(3 * US, 103),
+        req(4 * US, 104),
+        ack(5 * US, 101),
+        nak(6 * US, 102),
+        req(7 * US, 102),
+        req(8 * US, 103),
+        req(9 * US, 104),
+        req(10 * US, 105),
+    ]
+}
+
 fn cnp(ts: u64, from: [u8; 16], to: [u8; 16], qp: u32) -> PacketRecord {
     let mut r = roce(ts, from, to, qp, ib::OPCODE_CNP, 0);
     r.kind = Kind::Cnp as u8;

@@ -82,19 +82,7 @@ fn nothing_retires_within_the_idle_time() {
 
 #[test]
 fn a_finding_is_raised_from_flows_that_retired() {
-    let mut recs = vec![
-        req(0, 100),
-        req(US, 101),
-        req(2 * US, 102),
-        req(3 * US, 103),
-        req(4 * US, 104),
-        ack(5 * US, 101),
-        nak(6 * US, 102),
-        req(7 * US, 102),
-        req(8 * US, 103),
-        req(9 * US, 104),
-        req(10 * US, 105),
-    ];
+    let mut recs = nak_rewind();
     // Another QP, long after: the lossy pair retired before the end.
     recs.extend(exchange(5 * S, QB + 1, 0));
     let r = run_with(idle_1s(), &recs);

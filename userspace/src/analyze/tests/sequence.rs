@@ -116,19 +116,7 @@ fn psn_wraps_at_2_pow_24() {
 
 #[test]
 fn nak_triggers_rewind() {
-    let r = run(&[
-        req(0, 100),
-        req(US, 101),
-        req(2 * US, 102),
-        req(3 * US, 103),
-        req(4 * US, 104),
-        ack(5 * US, 101),
-        nak(6 * US, 102),
-        req(7 * US, 102),
-        req(8 * US, 103),
-        req(9 * US, 104),
-        req(10 * US, 105),
-    ]);
+    let r = run(&nak_rewind());
     let f = r.flow(A, QB);
     assert_eq!(
         (
