@@ -91,12 +91,8 @@ impl Analyzer {
         // CNPs by pairing as known at the end.
         let mut attributed = self.retired.cnps;
         for f in self.flows.iter_mut() {
-            if let Some(qp) = f.cnp_qp() {
-                f.cnps = self
-                    .cnp_counts
-                    .get(&(f.iface, f.dst_ip, f.src_ip, qp))
-                    .copied()
-                    .unwrap_or(0);
+            if f.cnp_qp().is_some() {
+                f.cnps = super::flows::cnps_for(&self.cnp_counts, f);
                 attributed += f.cnps;
             }
         }

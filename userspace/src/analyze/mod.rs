@@ -296,7 +296,7 @@ pub struct Analyzer {
     /// The flows of each host pair, by index (a `u32`, as `flow_id`).
     by_hosts: FastMap<HostPair, Vec<u32>>,
     /// CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
-    cnp_counts: FastMap<FlowKey, u64>,
+    cnp_counts: FastMap<FlowKey, flows::CnpCount>,
     /// CM-learned pairings: request flow key → requester QP.
     hints: FastMap<FlowKey, u32>,
     /// CM REQs awaiting their REP: (iface, active ip, passive ip, comm id) →

@@ -16,6 +16,7 @@ pub(super) mod timeline;
 
 pub(crate) use kept::Retired;
 pub(crate) use retire::Expiry;
+pub(super) use retire::{CnpCount, cnps_for};
 pub(crate) use table::FlowTable;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};

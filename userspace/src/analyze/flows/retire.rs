@@ -14,13 +14,32 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::super::Config;
+use super::super::hash::FastMap;
 use super::super::rewind::{STALL_MIN_NS, froze};
-use super::super::rows::FlowRow;
+use super::super::rows::{FlowKey, FlowRow};
 use super::super::taps::TapState;
 use super::super::{Analyzer, Sink};
 use super::interim::Intervals;
 use super::timeline::flush_bin;
 use super::{Flow, flow_row};
+
+/// The CNPs of one `(iface, CNP src, CNP dst, CNP dest QP)`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(in crate::analyze) struct CnpCount {
+    pub(in crate::analyze) cnps: u64,
+    /// The last one's time: a count no flow claims is dropped once it is
+    /// `--flow-idle` old ([`Analyzer::expire`]).
+    pub(in crate::analyze) last_ns: u64,
+}
+
+/// The CNPs counted for flow `f`'s CE marks (by pairing as known now).
+pub(in crate::analyze) fn cnps_for(counts: &FastMap<FlowKey, CnpCount>, f: &Flow) -> u64 {
+    f.cnp_qp().map_or(0, |qp| {
+        counts
+            .get(&(f.iface, f.dst_ip, f.src_ip, qp))
+            .map_or(0, |c| c.cnps)
+    })
+}
 
 /// `(deadline, slot, flow id)`, earliest first.
 type Deadlines = BinaryHeap<Reverse<(u64, u32, u32)>>;
@@ -36,6 +55,8 @@ pub(crate) struct Expiry {
     pub intervals: Intervals,
     /// The most flows live at once.
     pub peak_live: usize,
+    /// When the CNP counts no flow claims are next swept.
+    sweep_at: u64,
 }
 
 impl Expiry {
@@ -74,6 +95,14 @@ impl Analyzer {
             self.interim(slot, boundary, sink);
             let next = boundary.saturating_add(active);
             self.expiry.active.push(Reverse((next, slot as u32, id)));
+        }
+        // Once per `--flow-idle`: a sweep costs the counts held, which
+        // are at most those of two such times.
+        if now >= self.expiry.sweep_at {
+            if self.expiry.sweep_at > 0 {
+                self.sweep_cnps(now);
+            }
+            self.expiry.sweep_at = now.saturating_add(idle);
         }
         while let Some((_, slot, id)) = take_due(&mut self.expiry.idle, now) {
             if !self.flows.holds(slot, id) {
@@ -136,13 +165,24 @@ impl Analyzer {
     }
 
     /// The CNPs counted for flow `f`'s CE marks (by pairing as known now).
-    pub(in crate::analyze) fn cnps_of(&self, f: &Flow) -> u64 {
-        f.cnp_qp().map_or(0, |qp| {
-            self.cnp_counts
-                .get(&(f.iface, f.dst_ip, f.src_ip, qp))
-                .copied()
-                .unwrap_or(0)
-        })
+    fn cnps_of(&self, f: &Flow) -> u64 {
+        cnps_for(&self.cnp_counts, f)
+    }
+
+    /// Drops the CNP counts no live flow claims whose last CNP is older
+    /// than `--flow-idle`: CNPs to a QP the capture never shows (they stay
+    /// counted as unattributed).
+    fn sweep_cnps(&mut self, now: u64) {
+        let idle = self.config.flow_idle_ns;
+        let (flows, by_hosts) = (&self.flows, &self.by_hosts);
+        let claimed = |k: &FlowKey| {
+            by_hosts.get(&(k.0, k.2, k.1)).is_some_and(|v| {
+                v.iter()
+                    .any(|&r| flows.get(r as usize).and_then(Flow::cnp_qp) == Some(k.3))
+            })
+        };
+        self.cnp_counts
+            .retain(|k, c| now.saturating_sub(c.last_ns) <= idle || claimed(k));
     }
 
     /// Retires flow `i` at `now`.

@@ -253,3 +253,22 @@ fn a_long_flow_writes_interim_rows_that_add_up() {
     let packets: u64 = r.a.sums().values().map(|s| s.packets).sum();
     assert_eq!(packets, 25);
 }
+
+/// A CNP count no flow claims goes after `--flow-idle`: a flow that appears
+/// later is not given CNPs that came long before it (they stay counted as
+/// unattributed).
+#[test]
+fn an_unclaimed_cnp_count_is_swept_after_the_idle_time() {
+    let mut r1 = req(5 * S, 1);
+    r1.ecn = 3;
+    let recs = [cnp(0, B, A, QA), r1, ack(5 * S + 10 * US, 1)];
+    let swept = run_with(idle_1s(), &recs);
+    let t = &swept.a.summary.totals;
+    assert_eq!((t.cnps, t.cnps_unattributed), (0, 1));
+    assert_eq!(swept.flow(A, QB).cnps, 0);
+    // Within the idle time (the default 60 s) the flow claims it.
+    let kept = run(&recs);
+    let t = &kept.a.summary.totals;
+    assert_eq!((t.cnps, t.cnps_unattributed), (1, 0));
+    assert_eq!(kept.flow(A, QB).cnps, 1);
+}
