@@ -61,15 +61,18 @@ pub(crate) struct Expiry {
 
 impl Expiry {
     /// Flow `id`, just made in `slot` at `ts`, is due to be looked at.
+    /// Its first interval's end is queued now only when it comes before its
+    /// first idle check; otherwise at the idle check before it (see
+    /// [`Analyzer::expire`]): a flow that retires sooner, as most do, leaves
+    /// no entry behind in `active`.
     pub(crate) fn new_flow(&mut self, config: &Config, ts: u64, slot: usize, id: u32) {
         let slot = slot as u32;
         self.idle
             .push(Reverse((ts.saturating_add(config.flow_idle_ns), slot, id)));
-        self.active.push(Reverse((
-            ts.saturating_add(config.flow_active_ns),
-            slot,
-            id,
-        )));
+        if config.flow_active_ns <= config.flow_idle_ns {
+            let end = ts.saturating_add(config.flow_active_ns);
+            self.active.push(Reverse((end, slot, id)));
+        }
     }
 }
 
@@ -104,15 +107,21 @@ impl Analyzer {
             }
             self.expiry.sweep_at = now.saturating_add(idle);
         }
-        while let Some((_, slot, id)) = take_due(&mut self.expiry.idle, now) {
+        while let Some((checked, slot, id)) = take_due(&mut self.expiry.idle, now) {
             if !self.flows.holds(slot, id) {
                 continue;
             }
             let due = self.flows[slot].last_ts.saturating_add(idle);
             if due < now {
                 self.retire(slot, now, sink);
-            } else {
-                self.expiry.idle.push(Reverse((due, slot as u32, id)));
+                continue;
+            }
+            self.expiry.idle.push(Reverse((due, slot as u32, id)));
+            // Its first interval ends before its next idle check: queued.
+            let first_end = self.flows[slot].first_ts.saturating_add(active);
+            if active > idle && checked < first_end && first_end <= due {
+                let entry = Reverse((first_end, slot as u32, id));
+                self.expiry.active.push(entry);
             }
         }
     }
