@@ -188,6 +188,8 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
                 && f.last_ts - f.first_ts >= UNANSWERED_NS
                 && two_way.contains(&f.iface)
                 && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))
+                // Past the pairs kept of retired flows: unknown, not judged.
+                && !x.retired.answered_full
         })
         .collect()
 }

@@ -26,6 +26,9 @@ pub(crate) const EVIDENCE_K: usize = 32;
 pub(crate) const IDS_K: usize = 64;
 /// QPs kept per host pair and tap for the unnamed ECMP group fact.
 const QPS_K: usize = 64;
+/// Host pairs kept for the unnamed ECMP group fact, and `(tap, from, to)`
+/// answered kept for unanswered flows: the first seen.
+const PAIRS_K: usize = 65_536;
 
 /// The finding families whose evidence is kept, each by its own measure of
 /// how bad a flow was (0: not evidence of it).
@@ -209,8 +212,10 @@ pub(crate) struct Retired {
     pub stalled: BTreeMap<u16, Ids>,
     /// Per tap and sender, their timeout rewinds.
     pub timeouts: Vec<SenderTimeouts>,
-    /// `(tap, from, to)` of every response flow: the pairs answered.
+    /// `(tap, from, to)` of response flows: the pairs answered (at most
+    /// [`PAIRS_K`]; `answered_full` once more were left out).
     pub answered: BTreeSet<(u16, [u8; 16], [u8; 16])>,
+    pub answered_full: bool,
     /// Their QPs per host pair and tap.
     pub qps: QpsByPair,
     /// Their rows, summed per tap and marks.
@@ -248,9 +253,16 @@ impl Retired {
         }
         add_timeouts(&mut self.timeouts, &f);
         if f.responses > 0 {
-            self.answered.insert((f.iface, f.src_ip, f.dst_ip));
+            let pair = (f.iface, f.src_ip, f.dst_ip);
+            if self.answered.len() < PAIRS_K {
+                self.answered.insert(pair);
+            } else if !self.answered.contains(&pair) {
+                self.answered_full = true;
+            }
         }
-        add_qps(&mut self.qps, &f, QPS_K);
+        if self.qps.len() < PAIRS_K || self.qps.contains_key(&(f.src_ip, f.dst_ip)) {
+            add_qps(&mut self.qps, &f, QPS_K);
+        }
         self.keep_as_evidence(f);
     }
 

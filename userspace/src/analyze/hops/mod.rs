@@ -216,6 +216,9 @@ pub(crate) struct Matcher {
     slots: Vec<Slot>,
     /// Slots of closed keys, reused first.
     free: Vec<u32>,
+    /// Numbers of retired flows, reused first (one tap only: with several,
+    /// the tallies hold the numbers to the end).
+    free_numbers: Vec<u32>,
     /// Keys by their last sighting, for expiry.
     order: VecDeque<Expiry>,
     /// Entries popped from `order` so far.
@@ -241,6 +244,7 @@ impl Matcher {
             keys: FastMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
+            free_numbers: Vec::new(),
             order: VecDeque::new(),
             popped: 0,
             watermark: 0,
@@ -298,8 +302,16 @@ impl Matcher {
     /// The analyzer's flow `flow_index` retired: its slot will be another
     /// flow's.
     pub(crate) fn forget(&mut self, flow_index: usize) {
-        if let Some(n) = self.by_flow_index.get_mut(flow_index) {
-            *n = NO_FLOW;
+        let Some(n) = self.by_flow_index.get_mut(flow_index) else {
+            return;
+        };
+        let number = std::mem::replace(n, NO_FLOW);
+        // While one tap is seen no tally names it: its number is free.
+        if number != NO_FLOW && self.taps.is_empty() {
+            if let Some(flow) = self.flows.get(number as usize) {
+                self.flow_numbers.remove(flow);
+            }
+            self.free_numbers.push(number);
         }
     }
 
@@ -312,11 +324,23 @@ impl Matcher {
             return n;
         }
         let flow = (rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK);
-        let next = self.flows.len() as u32;
-        let n = *self.flow_numbers.entry(flow).or_insert(next);
-        if n == next {
-            self.flows.push(flow);
-        }
+        let n = match self.flow_numbers.get(&flow) {
+            Some(&n) => n,
+            None => {
+                let n = match self.free_numbers.pop() {
+                    Some(n) => {
+                        self.flows[n as usize] = flow;
+                        n
+                    }
+                    None => {
+                        self.flows.push(flow);
+                        (self.flows.len() - 1) as u32
+                    }
+                };
+                self.flow_numbers.insert(flow, n);
+                n
+            }
+        };
         if self.by_flow_index.len() <= flow_index {
             self.by_flow_index.resize(flow_index + 1, NO_FLOW);
         }
