@@ -155,6 +155,18 @@ impl Run {
     fn finding(&self, id: &str) -> Option<&Finding> {
         self.a.summary.findings.iter().find(|f| f.id == id)
     }
+    /// The `real-loss` finding of [`nak_rewind`], about flows 0 and 1.
+    fn assert_nak_loss(&self) {
+        let loss = self.finding("real-loss").expect("real-loss");
+        assert_eq!(loss.flows, vec![0, 1]);
+        assert!(
+            loss.detail
+                .contains("NAK-driven loss: 1 NAK, 1 NAK-triggered rewind"),
+            "{}",
+            loss.detail
+        );
+    }
+
     fn retrans(&self) -> Vec<Option<bool>> {
         self.verdicts.iter().map(|v| v.retrans).collect()
     }

@@ -90,14 +90,7 @@ fn a_finding_is_raised_from_flows_that_retired() {
         r.sink.flows.iter().map(|f| f.flow_id).collect::<Vec<_>>(),
         vec![0, 1]
     );
-    let loss = r.finding("real-loss").expect("real-loss");
-    assert_eq!(loss.flows, vec![0, 1]);
-    assert!(
-        loss.detail
-            .contains("NAK-driven loss: 1 NAK, 1 NAK-triggered rewind"),
-        "{}",
-        loss.detail
-    );
+    r.assert_nak_loss();
     // The retired flows it cites are kept as evidence, with their rows,
     // which the sink had already.
     let held: Vec<u32> = r.a.flows.iter().map(|f| f.flow_id).collect();

@@ -145,14 +145,7 @@ fn nak_triggers_rewind() {
         "{}",
         n[0].detail
     );
-    let loss = r.finding("real-loss").expect("real-loss");
-    assert_eq!(loss.flows, vec![0, 1]);
-    assert!(
-        loss.detail
-            .contains("NAK-driven loss: 1 NAK, 1 NAK-triggered rewind"),
-        "{}",
-        loss.detail
-    );
+    r.assert_nak_loss();
     assert!(r.finding("ghost-retransmissions").is_none());
 }
 
