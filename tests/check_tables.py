@@ -24,7 +24,8 @@ CONTRACT = {
         nic_timeout_samples nic_timeout_us nic_timeout_max_us
         nic_timeout_exponent nic_timeout_bounded nic_timeout_lower_us nic_timeout_upper_us
         max_rewinds_one_psn livelock_psn dcqcn_reactions dcqcn_reaction_us
-        dcqcn_reaction_max_us dcqcn_recovery_us dcqcn_cnps_without_reaction service link becn""",
+        dcqcn_reaction_max_us dcqcn_recovery_us dcqcn_cnps_without_reaction service link becn
+        interim""",
     "events.parquet": "ts_ns ts iface flow_id kind psn depth trigger idle_us detail",
     "pfc.parquet": "iface src_mac priority start_ns end_ns start_ts end_ts frames ended_by",
     "timeline.parquet": """flow_id bin_start_ns bin_start bin_ns packets bytes retrans_packets ce cnps gbps

@@ -22,6 +22,7 @@ mod outputs;
 mod pipeline;
 mod real_captures;
 mod report;
+mod retire;
 mod rotation;
 mod synth;
 mod telemetry;

@@ -105,7 +105,10 @@ impl Side {
             let a = outcome.analysis;
             let value = serde_json::to_value(&a.summary)
                 .map_err(|e| Error::Internal(format!("cannot read the summary back: {e}")))?;
-            (value, a.flows.iter().map(|f| f.goodput_gbps).sum())
+            // The rows held, then the retired flows' (0 when none retired).
+            let held: f64 = a.unwritten_flows().map(|f| f.goodput_gbps).sum();
+            let retired: f64 = a.retired_sums.values().map(|s| s.goodput_gbps).sum();
+            (value, held + retired)
         };
         Ok(Side {
             source: path.display().to_string(),

@@ -67,6 +67,12 @@ impl<S: analyze::Sink> analyze::Sink for Watched<'_, S> {
             w.timeline(row);
         }
     }
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        self.0.flow(row);
+    }
+    fn keeps_timeline(&self) -> bool {
+        self.0.keeps_timeline()
+    }
 }
 
 /// Facts about the run that `summary.json` reports beside the analysis.

@@ -149,6 +149,8 @@ struct TableBatch {
     verdicts: Vec<Verdict>,
     events: Vec<Event>,
     timeline: Vec<TimelineRow>,
+    /// Rows of flows that retired.
+    flows: Vec<analyze::FlowRow>,
 }
 
 enum ToWriter {
@@ -175,8 +177,10 @@ impl RecordPipeline {
             let pipelined = threads == Threads::Pipelined;
             outputs.push(Box::new(TableSet::create_with(dir, pipelined)?));
         }
+        let mut analyzer = Box::new(Analyzer::new(config));
+        analyzer.set_row_annotator(crate::render::wireshark::annotate_row);
         let stage = Stage::NotStarted {
-            analyzer: Box::new(Analyzer::new(config)),
+            analyzer,
             outputs,
             threads,
         };
@@ -760,6 +764,9 @@ fn write_loop(
                 for row in &b.timeline {
                     all.timeline(row);
                 }
+                for row in &b.flows {
+                    all.flow(row);
+                }
                 for o in &mut outputs {
                     o.packets(&b.records, &b.verdicts)?;
                 }
@@ -815,6 +822,11 @@ impl analyze::Sink for Fanout<'_> {
             o.timeline(row);
         }
     }
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        for o in self.0.iter_mut() {
+            o.flow(row);
+        }
+    }
 }
 
 /// Where events and timeline rows go when no tables are written.
@@ -826,6 +838,7 @@ impl analyze::Sink for Discard {
     fn keeps_timeline(&self) -> bool {
         false
     }
+    fn flow(&mut self, _: &analyze::FlowRow) {}
 }
 
 impl analyze::Sink for TableBatch {
@@ -834,6 +847,9 @@ impl analyze::Sink for TableBatch {
     }
     fn timeline(&mut self, row: &analyze::TimelineRow) {
         self.timeline.push(row.clone());
+    }
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        self.flows.push(row.clone());
     }
 }
 

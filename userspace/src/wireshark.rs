@@ -93,7 +93,24 @@ pub fn extract(
     what: &Selection,
     out: &Path,
 ) -> Result<Extracted> {
-    let outcome = offline::run(paths, opts, None)?;
+    // A flow that retired before the end is held no more: its row is
+    // picked as it retires.
+    let picked = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let outputs: Vec<Box<dyn crate::output::Output>> = match what {
+        Selection::Flow(id) => vec![Box::new(PickFlow {
+            id: *id,
+            row: picked.clone(),
+        })],
+        Selection::Finding(_) => Vec::new(),
+    };
+    let mut outcome = offline::run_with(paths, opts, None, outputs)?;
+    let picked = picked.lock().ok().and_then(|mut p| p.take());
+    if let Some(row) = picked {
+        let a = &mut outcome.analysis;
+        if let Err(i) = a.flows.binary_search_by_key(&row.flow_id, |r| r.flow_id) {
+            a.flows.insert(i, row);
+        }
+    }
     let (flows, wanted, handoff) = select(&outcome.analysis, what)?;
     let Inputs { captures, .. } = Inputs::expand(paths)?;
     // Files that cannot be opened were warned about by the analysis.
@@ -249,14 +266,46 @@ impl Visit for Copy<'_> {
     }
 }
 
+/// Keeps the row of flow `id` if it retires (docs/analysis.md,
+/// "Retirement").
+struct PickFlow {
+    id: u32,
+    row: std::sync::Arc<std::sync::Mutex<Option<FlowRow>>>,
+}
+
+impl crate::analyze::Sink for PickFlow {
+    fn event(&mut self, _: &crate::analyze::Event) {}
+    fn timeline(&mut self, _: &crate::analyze::TimelineRow) {}
+    fn flow(&mut self, row: &FlowRow) {
+        if row.flow_id == self.id
+            && let Ok(mut r) = self.row.lock()
+        {
+            *r = Some(row.clone());
+        }
+    }
+}
+
+impl crate::output::Output for PickFlow {
+    fn name_iface(&mut self, _: u16, _: &str) {}
+    fn packet(&mut self, _: &PacketRecord, _: crate::analyze::Verdict) -> Result<()> {
+        Ok(())
+    }
+    fn packets(&mut self, _: &[PacketRecord], _: &[crate::analyze::Verdict]) -> Result<()> {
+        Ok(())
+    }
+    fn close(self: Box<Self>, _: &Analysis, _: &crate::output::RunFacts) -> Result<()> {
+        Ok(())
+    }
+}
+
 /// The flows of `what`, the frames its filter shows and the filter; an
 /// unknown id is an error listing the ones there are.
 fn select(analysis: &Analysis, what: &Selection) -> Result<(Vec<u32>, Wanted, Handoff)> {
     let key = |r: &FlowRow| (r.iface, r.src_ip, r.dst_ip, r.dest_qp);
     match what {
         Selection::Flow(id) => {
-            let Some(row) = analysis.flows.get(*id as usize) else {
-                return Err(Error::Usage(match analysis.flows.len() {
+            let Some(row) = analysis.flow(*id) else {
+                return Err(Error::Usage(match analysis.summary.totals.flows as usize {
                     0 => format!("--flow {id}: these captures have no flows"),
                     n => format!(
                         "--flow {id}: no such flow; these captures have {n} flows, 0 to {} (flow_id in flows.parquet)",
@@ -294,11 +343,7 @@ fn select(analysis: &Analysis, what: &Selection) -> Result<(Vec<u32>, Wanted, Ha
                     "--finding {name}: it names no flows and no frames of its own (see its detail in `rocescope report`)"
                 )));
             }
-            let rows: Vec<&FlowRow> = f
-                .flows
-                .iter()
-                .filter_map(|&id| analysis.flows.get(id as usize))
-                .collect();
+            let rows: Vec<&FlowRow> = f.flows.iter().filter_map(|&id| analysis.flow(id)).collect();
             // As in `finding_handoff`.
             let mut wanted = Wanted {
                 flows: rows.iter().map(|r| key(r)).collect(),

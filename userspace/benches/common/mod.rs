@@ -19,6 +19,7 @@ pub struct Null;
 impl Sink for Null {
     fn event(&mut self, _: &Event) {}
     fn timeline(&mut self, _: &TimelineRow) {}
+    fn flow(&mut self, _: &analyze::FlowRow) {}
 }
 
 pub fn env_usize(name: &str, default: usize) -> usize {

@@ -25,10 +25,12 @@ impl Analyzer {
         }
         let (_, rewritten) = self.icrc(rec);
         self.cnp_macs.insert(rec.src_mac);
-        *self
+        let count = self
             .cnp_counts
             .entry((rec.iface, rec.src_ip, rec.dst_ip, qp))
-            .or_default() += 1;
+            .or_default();
+        count.cnps += 1;
+        count.last_ns = now;
         let target = self
             .by_hosts
             .get(&self.flows, &(rec.iface, rec.dst_ip, rec.src_ip))

@@ -60,8 +60,9 @@ const CNP_OWNER: u32 = 1 << 31;
 /// Whose frame it is: the owner part of its [`Key`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Owner {
-    /// A RoCE frame of the flow with this index (`(iface, src, dst,
-    /// dest_qp & QPN_MASK)`).
+    /// A RoCE frame of the flow with this id (`(iface, src, dst,
+    /// dest_qp & QPN_MASK)`; an id, not a slot: a slot is reused once its
+    /// flow retires).
     Flow(usize),
     /// A CNP: keyed by its own `(iface, src, dst, dest_qp & QPN_MASK)`.
     Cnp,

@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 
 use super::flows::timeline::flush_bin;
-use super::flows::{FlowTable, flow_row};
+use super::flows::{FlowTable, flow_row, kept};
 use super::fmt::fmt_ip;
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{
-    IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Summary, TapSummary, Totals, ratio,
+    IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary, TapSummary, ratio,
 };
 use super::taps::TapState;
 use super::{Analysis, Analyzer, Sink};
@@ -17,27 +17,20 @@ use super::{findings, hops, rto, tree};
 
 /// Per tap and sender (source address) with timeout rewinds, its NIC's
 /// timeout over all its request flows there, in order of the first flow (a
-/// sender seen at two taps is measured twice, by the same rewinds).
+/// sender seen at two taps is measured twice, by the same rewinds); the
+/// retired flows' (`retired`) come first.
 pub(super) fn nic_timeouts(
+    retired: &[kept::SenderTimeouts],
     flows: &FlowTable,
     names: &BTreeMap<u16, String>,
 ) -> Vec<rto::NicTimeout> {
-    let mut by_sender: Vec<(u16, [u8; 16], Vec<u32>, rto::Waits)> = Vec::new();
-    for f in flows.iter().filter(|f| f.rewind().rewinds_timeout > 0) {
-        match by_sender
-            .iter_mut()
-            .find(|(t, ip, ..)| *t == f.iface && *ip == f.src_ip)
-        {
-            Some((.., ids, w)) => {
-                ids.push(f.id);
-                w.merge(&f.rewind().waits);
-            }
-            None => by_sender.push((f.iface, f.src_ip, vec![f.id], f.rewind().waits)),
-        }
+    let mut by_sender = retired.to_vec();
+    for f in flows.iter() {
+        kept::add_timeouts(&mut by_sender, f);
     }
     by_sender
         .into_iter()
-        .map(|(t, ip, ids, w)| rto::NicTimeout::new(iface_name(names, t), fmt_ip(&ip), ids, &w))
+        .map(|(t, ip, ids, w)| rto::NicTimeout::new(iface_name(names, t), fmt_ip(&ip), ids.ids, &w))
         .collect()
 }
 
@@ -46,22 +39,9 @@ impl Analyzer {
     pub fn finish(mut self, sink: &mut impl Sink) -> Analysis {
         let last = self.last_ts;
         // What the capture never settled, settled with what it showed.
-        for i in 0..self.flows.len() {
-            self.decide_fills(i, false, sink);
-            let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
-            let mut out = Vec::new();
-            if let Some(g) = self.flows[i].gap.as_deref_mut() {
-                g.pending_gaps.finish(acked, &mut out);
-            }
-            for g in out {
-                self.resolved(i, g, last, sink);
-            }
-            let timeouts = self.flows[i]
-                .rewind
-                .as_deref_mut()
-                .map(|r| std::mem::take(&mut r.timeouts));
-            for t in timeouts.unwrap_or_default() {
-                self.judge_timeout(i, t);
+        for i in 0..self.flows.slots() {
+            if self.flows.get(i).is_some() {
+                self.settle(i, last, sink);
             }
         }
         let taps = self.taps.clone();
@@ -78,7 +58,7 @@ impl Analyzer {
                 .unwrap_or(last)
         };
         // A sniffer's rewrite is no corruption.
-        for f in &mut self.flows {
+        for f in self.flows.iter_mut() {
             if taps
                 .get(usize::from(f.iface))
                 .is_some_and(TapState::is_sniffer)
@@ -92,7 +72,7 @@ impl Analyzer {
         self.pfc.finish(tap_end, sink);
         // A flow that went silent as a pause began and stayed so to the end
         // of its tap's capture was frozen by it.
-        for f in &mut self.flows {
+        for f in self.flows.iter_mut() {
             let Some(p) = f.priority else { continue };
             let end = tap_end(f.iface);
             let idle = end.saturating_sub(f.last_ts);
@@ -107,21 +87,20 @@ impl Analyzer {
             }
         }
         let bin_ns = self.config.bin_ns;
-        for (i, f) in self.flows.iter().enumerate() {
+        for i in 0..self.flows.slots() {
+            let Some(f) = self.flows.get(i) else {
+                continue;
+            };
             if let Some(b) = self.bins.take(i) {
                 flush_bin(f, &b, &self.pfc, bin_ns, u64::MAX, sink);
             }
         }
         self.bins = Default::default();
         // CNPs by pairing as known at the end.
-        let mut attributed = 0;
-        for f in &mut self.flows {
-            if let Some(qp) = f.cnp_qp() {
-                f.cnps = self
-                    .cnp_counts
-                    .get(&(f.iface, f.dst_ip, f.src_ip, qp))
-                    .copied()
-                    .unwrap_or(0);
+        let mut attributed = self.retired.cnps;
+        for f in self.flows.iter_mut() {
+            if f.cnp_qp().is_some() {
+                f.cnps = super::flows::cnps_for(&self.cnp_counts, f);
                 attributed += f.cnps;
             }
         }
@@ -173,42 +152,18 @@ impl Analyzer {
                 }
             })
             .collect();
-        let mut t = Totals {
-            flows: self.flows.len() as u64,
-            ..Totals::default()
-        };
-        for f in &self.flows {
-            t.request_flows += f.seq.is_some() as u64;
-            t.response_flows += (f.responses > 0) as u64;
-            t.paired_flows += (f.seq.is_some() && f.paired_qp.is_some()) as u64;
-            t.packets += f.packets;
-            t.bytes += f.bytes;
-            t.data_packets += f.data_packets;
-            t.payload_bytes += f.payload_bytes;
-            t.retrans_packets += f.retrans;
-            let (r, g, n) = (f.rewind(), f.gap(), f.nak());
-            t.rewinds += r.rewinds;
-            t.rewinds_nak += r.rewinds_nak;
-            t.rewinds_rnr += r.rewinds_rnr;
-            t.rewinds_timeout += r.rewinds_timeout;
-            t.spurious_retrans += r.spurious;
-            t.gaps += g.gaps;
-            t.acks += f.acks;
-            t.naks += n.naks;
-            t.rnr_naks += n.rnr_naks;
-            t.ce += f.ce;
+        let mut t = self.retired.totals.clone();
+        for f in self.flows.iter() {
+            kept::add_totals(&mut t, f);
         }
         t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
         t.cnps = attributed;
         t.cnps_unattributed = self.frames.cnp - attributed;
         t.pfc_intervals = self.pfc.rows.len() as u64;
         t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
-        let mut capture_lost = vec![0u64; self.taps.len()];
-        for f in &self.flows {
-            t.rewinds_timeout_ghost += f.rewind().rewinds_timeout_ghost;
-            t.gaps_resolved.sum(&f.gap().gap_counts);
-            t.icrc_errors += f.rare().icrc_errors;
-            t.mirror_copies += f.rare().mirror_copies;
+        let mut capture_lost = self.retired.capture_lost.clone();
+        capture_lost.resize(self.taps.len(), 0);
+        for f in self.flows.iter() {
             if let Some(c) = capture_lost.get_mut(usize::from(f.iface)) {
                 *c += f.gap().gap_counts.capture_lost;
             }
@@ -257,7 +212,11 @@ impl Analyzer {
         self.ecmp.finish();
         facts.extend(self.ecmp.silent_groups());
         if self.config.ecmp_groups.is_empty() {
-            facts.extend(findings::ecmp::unnamed_fact(&self.flows, &self.ifaces));
+            let mut qps = self.retired.qps.clone();
+            for f in self.flows.iter() {
+                kept::add_qps(&mut qps, f, usize::MAX);
+            }
+            facts.extend(findings::ecmp::unnamed_fact(&qps, &self.ifaces));
         }
         if t.gaps_resolved.capture_lost > 0 {
             facts.push(format!(
@@ -278,21 +237,20 @@ impl Analyzer {
             mean_us: sum as f64 / n as f64 / 1000.0,
             max_us: max as f64 / 1000.0,
         });
-        let mut hosts: std::collections::BTreeSet<[u8; 6]> =
-            self.flows.iter().map(|f| f.src_mac).collect();
+        let mut hosts = self.retired.hosts.clone();
+        hosts.extend(self.flows.iter().map(|f| f.src_mac));
         hosts.extend(&self.cnp_macs);
         let flows = &self.flows;
         let names = &self.ifaces;
+        let stalled = &self.retired.stalled;
         let mut pfc_trees = tree::build(
             &self.pfc.rows,
             &hosts,
             |i| iface_name(names, i),
             |i| {
-                flows
-                    .iter()
-                    .filter(|f| f.iface == i && f.rare().stalls > 0)
-                    .map(|f| f.id)
-                    .collect()
+                let retired = stalled.get(&i).map(|s| s.ids.as_slice()).unwrap_or(&[]);
+                let live = flows.iter().filter(|f| f.iface == i && f.rare().stalls > 0);
+                retired.iter().copied().chain(live.map(|f| f.id)).collect()
             },
         );
         if let Some(t) = &self.config.topology {
@@ -329,11 +287,24 @@ impl Analyzer {
                 peak_keys: m.peak_keys,
                 hops: m.hops.len(),
             }),
-            nic_timeouts: nic_timeouts(&self.flows, &self.ifaces),
+            nic_timeouts: nic_timeouts(&self.retired.timeouts, &self.flows, &self.ifaces),
+            retirement: (self.retired.totals.flows > 0 || self.retired.interim_rows > 0).then(
+                || Retirement {
+                    flow_idle_ns: self.config.flow_idle_ns,
+                    flow_active_ns: self.config.flow_active_ns,
+                    retired_flows: self.retired.totals.flows,
+                    interim_rows: self.retired.interim_rows,
+                    peak_live_flows: self.expiry.peak_live as u64,
+                    evidence_k: kept::EVIDENCE_K as u64,
+                    evidence_omitted: self.retired.omitted(),
+                },
+            ),
             findings: Vec::new(),
         };
         let diagnoses = findings::diagnose(&findings::Input {
             flows: &self.flows,
+            retired: &self.retired,
+            by_id: findings::input::ids_of(&self.flows, &self.retired),
             pfc: &self.pfc.rows,
             summary: &summary,
             ghost_covers: &self.ghost_covers,
@@ -342,8 +313,22 @@ impl Analyzer {
             hops: &hop_rows,
             nics: &self.nics.rows_per_tap(),
         });
-        // The flows become their rows, chunk by chunk.
-        let rows = std::mem::take(&mut self.flows).into_map(flow_row);
+        // The retired flows kept as evidence (their rows were written as
+        // they retired), then the live ones, chunk by chunk: by flow id,
+        // which readers look them up by (`Analysis::flow`).
+        let mut rows: Vec<_> = self.retired.evidence().map(flow_row).collect();
+        let evidence = rows.len();
+        // A flow that wrote interim rows: its row since the last.
+        let intervals = &self.expiry.intervals;
+        rows.extend(std::mem::take(&mut self.flows).into_map(|f| {
+            let mut row = flow_row(f);
+            intervals.since(f, &mut row);
+            row
+        }));
+        if evidence > 0 || self.retired.totals.flows > 0 {
+            rows.sort_unstable_by_key(|r| r.flow_id);
+        }
+        let written = self.retired.evidence().map(|f| f.id).collect();
         let taps = &self.taps;
         let origins = taps
             .iter()
@@ -358,6 +343,8 @@ impl Analyzer {
             .collect();
         Analysis {
             flows: rows,
+            written,
+            retired_sums: std::mem::take(&mut self.retired.rows),
             pfc: std::mem::take(&mut self.pfc.rows),
             hops: hop_rows,
             nics: nic_rows,

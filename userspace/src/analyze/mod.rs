@@ -2,10 +2,11 @@
 //! statistics, events, PFC pause intervals, per-time-bin timelines and
 //! findings out.
 //!
-//! Memory grows with the number of flows and PFC intervals, never with the
-//! number of packets: events and timeline rows go to a [`Sink`] as soon as
-//! they are final; flows, PFC intervals and the summary come from
-//! [`Analyzer::finish`].
+//! Memory grows with the number of flows live at once and PFC intervals,
+//! never with the number of packets: events, timeline rows and the rows of
+//! flows that retire as they go idle go to a [`Sink`] as soon as they are
+//! final; the flows live at the end, PFC intervals and the summary come
+//! from [`Analyzer::finish`].
 //!
 //! Every definition — flows, pairing, retransmissions, rewinds, ghost
 //! retransmissions, gaps and their resolution, mirror duplicates, ICRC and
@@ -46,7 +47,9 @@
 //!    rows: [`tree`]: the congestion tree; [`topology`]: the `--topology`
 //!    file;
 //! 4. `flows`: the flow table, a BTH frame's per-flow counters, pairing, a
-//!    flow's row, its timeline bins (`flows/timeline.rs`); `cnp`: CNP
+//!    flow's row, its timeline bins (`flows/timeline.rs`), retirement and
+//!    interim rows (`flows/retire.rs`, `flows/interim.rs`) and what is kept
+//!    of retired flows (`flows/kept.rs`); `cnp`: CNP
 //!    attribution; `delta`: the live tap's summary-mode deltas;
 //! 5. `findings/`: `input.rs`, the `Input` every finding reads and the
 //!    helpers findings share; then one file per finding family
@@ -117,8 +120,8 @@ pub use pfc::SenderPauses;
 pub(crate) use rows::iface_name;
 pub use rows::{
     Event, EventKind, Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin,
-    MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Severity, Summary,
-    TapSummary, TimelineRow, Totals, Trigger, Verdict,
+    MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, RowGroup,
+    RowSums, Severity, Summary, TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
 pub use running::{PriorityPauses, Running, RunningTotals};
 use taps::TapState;
@@ -126,7 +129,17 @@ use taps::TapState;
 /// Everything [`Analyzer::finish`] returns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Analysis {
+    /// The rows the run holds at its end, by flow id: the flows live then,
+    /// and the retired flows kept as the findings' evidence
+    /// (docs/analysis.md, "Retirement"; the rows of every retired flow went
+    /// to the [`Sink`] as it retired).
     pub flows: Vec<FlowRow>,
+    /// The ids of the rows in `flows` that the sink has had already.
+    pub written: std::collections::BTreeSet<u32>,
+    /// The rows of every retired flow, summed per tap and marks: what
+    /// readers of every row (counter reconciliation, `diff`) add to the
+    /// rows not written ([`Analysis::unwritten_flows`]).
+    pub retired_sums: std::collections::BTreeMap<RowGroup, RowSums>,
     pub pfc: Vec<PfcInterval>,
     /// `hops.parquet` (empty with one tap).
     pub hops: Vec<hops::HopRow>,
@@ -166,7 +179,18 @@ pub struct Config {
     pub match_window_ns: u64,
     /// `--clock-offset TAP=±DURATION`: a tap's clock minus the others'.
     pub clock_offsets: Vec<(String, i64)>,
+    /// `--flow-idle`: a flow with no frame for this long is retired
+    /// (docs/analysis.md, "Retirement").
+    pub flow_idle_ns: u64,
+    /// `--flow-active`: a flow active this long writes an interim row.
+    pub flow_active_ns: u64,
 }
+
+/// `--flow-idle`'s default: 60 s of capture time (NetFlow's inactive timeout
+/// of many exporters, and IPFIX's RFC 7011 idle timeout usage).
+pub const DEFAULT_FLOW_IDLE_NS: u64 = 60_000_000_000;
+/// `--flow-active`'s default: an hour, the dataset's file per hour.
+pub const DEFAULT_FLOW_ACTIVE_NS: u64 = 3_600_000_000_000;
 
 impl Config {
     /// The options that change what a run writes, as stable text, one
@@ -203,6 +227,13 @@ impl Config {
         let _ = writeln!(s, "match_window={}", self.match_window_ns);
         for (tap, ns) in &self.clock_offsets {
             let _ = writeln!(s, "clock_offset.{tap}={ns}");
+        }
+        // Written when not the default: earlier runs keep their ids.
+        if self.flow_idle_ns != DEFAULT_FLOW_IDLE_NS {
+            let _ = writeln!(s, "flow_idle={}", self.flow_idle_ns);
+        }
+        if self.flow_active_ns != DEFAULT_FLOW_ACTIVE_NS {
+            let _ = writeln!(s, "flow_active={}", self.flow_active_ns);
         }
         s
     }
@@ -248,11 +279,14 @@ impl Default for Config {
             topology: None,
             match_window_ns: hops::DEFAULT_WINDOW_NS,
             clock_offsets: Vec::new(),
+            flow_idle_ns: DEFAULT_FLOW_IDLE_NS,
+            flow_active_ns: DEFAULT_FLOW_ACTIVE_NS,
         }
     }
 }
 
-/// Receives events and timeline rows as soon as they are final.
+/// Receives events, timeline rows and the rows of retired flows as soon as
+/// they are final.
 pub trait Sink {
     fn event(&mut self, e: &Event);
     fn timeline(&mut self, row: &TimelineRow);
@@ -260,6 +294,9 @@ pub trait Sink {
     fn keeps_timeline(&self) -> bool {
         true
     }
+    /// A flow's row, written as it retires (docs/analysis.md,
+    /// "Retirement"); the flows live at the end come in [`Analysis::flows`].
+    fn flow(&mut self, row: &FlowRow);
 }
 
 /// Collects everything in memory (tests, small captures).
@@ -267,6 +304,7 @@ pub trait Sink {
 pub struct VecSink {
     pub events: Vec<Event>,
     pub timeline: Vec<TimelineRow>,
+    pub flows: Vec<FlowRow>,
 }
 
 impl Sink for VecSink {
@@ -275,6 +313,9 @@ impl Sink for VecSink {
     }
     fn timeline(&mut self, row: &TimelineRow) {
         self.timeline.push(row.clone());
+    }
+    fn flow(&mut self, row: &FlowRow) {
+        self.flows.push(row.clone());
     }
 }
 
@@ -288,7 +329,7 @@ pub struct Analyzer {
     /// The flows of each host pair.
     by_hosts: flows::HostIndex,
     /// CNPs per `(iface, CNP src, CNP dst, CNP dest QP)`.
-    cnp_counts: FastMap<FlowKey, u64>,
+    cnp_counts: FastMap<FlowKey, flows::CnpCount>,
     /// CM-learned pairings: request flow key → requester QP.
     hints: FastMap<FlowKey, u32>,
     /// CM REQs awaiting their REP: (iface, active ip, passive ip, comm id) →
@@ -324,9 +365,25 @@ pub struct Analyzer {
     nics: nics::Nics,
     /// Sums over flows kept as records come, for a monitor ([`running`]).
     running: RunningTotals,
+    /// The next flow's id (flows retire: a slot is no id).
+    next_id: u32,
+    /// When each live flow is next looked at for retirement.
+    expiry: flows::Expiry,
+    /// What the run keeps of its retired flows.
+    retired: flows::Retired,
+    /// Fills a retiring flow's row's Wireshark filters (the presentation
+    /// layer's, set by the pipeline: analyze/ does not word rows itself).
+    annotate_row: Option<fn(&mut FlowRow, IfaceOrigin)>,
 }
 
 impl Analyzer {
+    /// Rows of flows that retire before the end get their Wireshark
+    /// filters from `f` (the rows held at the end get them from
+    /// `crate::render::tell`).
+    pub fn set_row_annotator(&mut self, f: fn(&mut FlowRow, IfaceOrigin)) {
+        self.annotate_row = Some(f);
+    }
+
     pub fn new(config: Config) -> Self {
         let pfc = PfcTracker::new(config.link_speed_bps, config.storm_ns);
         let mut config = config;
@@ -366,6 +423,10 @@ impl Analyzer {
             matcher,
             nics: nics::Nics::default(),
             running: RunningTotals::default(),
+            next_id: 0,
+            expiry: flows::Expiry::default(),
+            retired: flows::Retired::default(),
+            annotate_row: None,
         }
     }
 
@@ -386,6 +447,7 @@ impl Analyzer {
             self.first_ts = Some(now);
         }
         self.last_ts = self.last_ts.max(now);
+        self.expire(self.last_ts, sink);
         let t = self.tap_mut(rec.iface);
         if !t.seen {
             t.seen = true;

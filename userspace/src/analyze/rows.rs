@@ -245,6 +245,9 @@ pub struct FlowRow {
     pub link: &'static str,
     /// Packets with BECN set.
     pub becn: u64,
+    /// An interim row: the flow, active longer than `--flow-active`, goes
+    /// on in later rows (docs/tables.md, "flows.parquet").
+    pub interim: bool,
 }
 
 /// Records seen, per kind.
@@ -262,6 +265,25 @@ pub struct FrameCounts {
     /// RoCE frames cut short of their IP length (by a snap length, a sniffer
     /// or an ERSPAN truncation): their ICRC cannot be checked.
     pub cut: u64,
+}
+
+/// `summary.json`'s `retirement`: what `--flow-idle` and `--flow-active`
+/// did over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Retirement {
+    pub flow_idle_ns: u64,
+    pub flow_active_ns: u64,
+    /// Flows retired before the end of the run (their rows written then).
+    pub retired_flows: u64,
+    /// Interim rows written for flows active longer than `flow_active_ns`.
+    pub interim_rows: u64,
+    /// The most flows live at once: the flow table's slots.
+    pub peak_live_flows: u64,
+    /// Per finding family, retired flows that were evidence of it but not
+    /// among its worst K kept (`evidence_k`): the findings' lists of flows
+    /// leave them out.
+    pub evidence_k: u64,
+    pub evidence_omitted: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// Sums over all flows.
@@ -397,6 +419,10 @@ pub struct Summary {
     /// Per sender with timeout rewinds: its NIC's retransmission timeout
     /// (see [`rto`]).
     pub nic_timeouts: Vec<rto::NicTimeout>,
+    /// Flows retired before the end (docs/analysis.md, "Retirement"); absent
+    /// when none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retirement: Option<Retirement>,
     /// Worded from the analysis' diagnoses by `crate::render::tell`, with
     /// the counters' findings when a counter series was given.
     pub findings: Vec<Finding>,
@@ -533,6 +559,73 @@ pub(crate) fn iface_name(names: &BTreeMap<u16, String>, iface: u16) -> String {
         .get(&iface)
         .cloned()
         .unwrap_or_else(|| format!("if{iface}"))
+}
+
+/// Rows with the same tap, PCP and DSCP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RowGroup {
+    pub iface: u16,
+    pub pcp: Option<u8>,
+    pub dscp: Option<u8>,
+}
+
+/// Sums of some of the flows' columns over rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RowSums {
+    pub rows: u64,
+    pub packets: u64,
+    pub cnps: u64,
+    pub naks: u64,
+    pub rewinds_timeout: u64,
+    pub goodput_gbps: f64,
+}
+
+impl RowGroup {
+    pub fn of(r: &FlowRow) -> Self {
+        RowGroup {
+            iface: r.iface,
+            pcp: r.pcp,
+            dscp: r.dscp,
+        }
+    }
+}
+
+impl RowSums {
+    pub fn add(&mut self, r: &FlowRow) {
+        self.rows += 1;
+        self.packets += r.packets;
+        self.cnps += r.cnps;
+        self.naks += r.naks;
+        self.rewinds_timeout += r.rewinds_timeout;
+        self.goodput_gbps += r.goodput_gbps;
+    }
+}
+
+impl super::Analysis {
+    /// Every flow's row of the run, summed per group: the rows held and the
+    /// retired ones' sums.
+    pub fn sums(&self) -> std::collections::BTreeMap<RowGroup, RowSums> {
+        let mut out = self.retired_sums.clone();
+        for r in self.unwritten_flows() {
+            out.entry(RowGroup::of(r)).or_default().add(r);
+        }
+        out
+    }
+
+    /// Flow `id`'s row, when the run holds it.
+    pub fn flow(&self, id: u32) -> Option<&FlowRow> {
+        self.flows
+            .binary_search_by_key(&id, |r| r.flow_id)
+            .ok()
+            .map(|i| &self.flows[i])
+    }
+
+    /// The rows the sink has not had: what an output writes at the end.
+    pub fn unwritten_flows(&self) -> impl Iterator<Item = &FlowRow> {
+        self.flows
+            .iter()
+            .filter(|r| !self.written.contains(&r.flow_id))
+    }
 }
 
 pub(super) fn ratio(a: u64, b: u64) -> f64 {

@@ -52,7 +52,7 @@ impl Analyzer {
     pub fn running(&self, out: &mut Running) {
         out.frames.clone_from(&self.frames);
         out.totals = self.running;
-        out.flows = self.flows.len() as u64;
+        out.flows = self.flows.live() as u64;
         out.priorities.clear();
         out.priorities
             .extend(

@@ -47,6 +47,24 @@ impl TapState {
 }
 
 impl Analyzer {
+    /// Where interface `iface` comes from, for its flows' display filters.
+    pub(super) fn origin(&self, iface: u16) -> super::IfaceOrigin {
+        let t = self
+            .taps
+            .get(usize::from(iface))
+            .copied()
+            .unwrap_or_default();
+        super::IfaceOrigin {
+            local: t.local,
+            shared_file: self
+                .taps
+                .iter()
+                .filter(|o| o.seen && o.capture == t.capture)
+                .count()
+                > 1,
+        }
+    }
+
     /// Interface `iface` belongs to capture file `capture`: its pauses end
     /// when that capture ends (by default every interface is of capture 0).
     pub fn set_iface_capture(&mut self, iface: u16, capture: u32, local: u32) {

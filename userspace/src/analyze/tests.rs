@@ -4,6 +4,7 @@
 mod fmt;
 mod pairing;
 mod pfc;
+mod retire;
 mod retry;
 mod sequence;
 mod timeline;
@@ -71,6 +72,24 @@ fn nak(ts: u64, psn: u32) -> PacketRecord {
 
 fn rnr(ts: u64, psn: u32) -> PacketRecord {
     aeth(ts, psn, 0x2E)
+}
+
+/// Five requests, PSN 102 NAKed after 101 is ACKed, and the resend from
+/// 102 on (one NAK-triggered rewind, three retransmissions).
+fn nak_rewind() -> Vec<PacketRecord> {
+    vec![
+        req(0, 100),
+        req(US, 101),
+        req(2 * US, 102),
+        req(3 * US, 103),
+        req(4 * US, 104),
+        ack(5 * US, 101),
+        nak(6 * US, 102),
+        req(7 * US, 102),
+        req(8 * US, 103),
+        req(9 * US, 104),
+        req(10 * US, 105),
+    ]
 }
 
 fn cnp(ts: u64, from: [u8; 16], to: [u8; 16], qp: u32) -> PacketRecord {
@@ -141,6 +160,18 @@ impl Run {
     fn finding(&self, id: &str) -> Option<&Finding> {
         self.a.summary.findings.iter().find(|f| f.id == id)
     }
+    /// The `real-loss` finding of [`nak_rewind`], about flows 0 and 1.
+    fn assert_nak_loss(&self) {
+        let loss = self.finding("real-loss").expect("real-loss");
+        assert_eq!(loss.flows, vec![0, 1]);
+        assert!(
+            loss.detail
+                .contains("NAK-driven loss: 1 NAK, 1 NAK-triggered rewind"),
+            "{}",
+            loss.detail
+        );
+    }
+
     fn retrans(&self) -> Vec<Option<bool>> {
         self.verdicts.iter().map(|v| v.retrans).collect()
     }

@@ -160,6 +160,14 @@ pub(crate) struct AnalysisArgs {
     /// from traffic both ways; repeatable.
     #[arg(long, value_name = "TAP=±DURATION", value_parser = units::tap_clock_offset, allow_hyphen_values = true)]
     pub(crate) clock_offset: Vec<units::TapOffset>,
+    /// A flow with no frame for this much capture time is finished: its row is written and its
+    /// state freed; a frame of its QP after that starts a new flow (docs/analysis.md, "Retirement").
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = units::positive_duration)]
+    pub(crate) flow_idle: u64,
+    /// A flow active longer than this writes an interim row for each such interval of capture
+    /// time (docs/tables.md, flows' `interim`).
+    #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = units::positive_duration)]
+    pub(crate) flow_active: u64,
     /// Width of a timeline bin (e.g. 100us, 1ms).
     #[arg(long, default_value = "100us", value_name = "DURATION", value_parser = units::positive_duration)]
     pub(crate) bin: u64,
@@ -208,6 +216,8 @@ impl AnalysisArgs {
                 .collect(),
             topology: self.topology.clone(),
             match_window_ns: self.match_window,
+            flow_idle_ns: self.flow_idle,
+            flow_active_ns: self.flow_active,
             clock_offsets: self
                 .clock_offset
                 .iter()

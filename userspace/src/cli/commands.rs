@@ -86,7 +86,7 @@ pub(crate) fn analyze(
     outln!(
         "{}; {}, {} → {}",
         render::frames_line(outcome.frames_read, &outcome.analysis.summary.frames),
-        analyze::fmt_count(outcome.analysis.flows.len() as u64, "flow"),
+        analyze::fmt_count(outcome.analysis.summary.totals.flows, "flow"),
         analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
         to
     )?;

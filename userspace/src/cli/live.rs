@@ -155,7 +155,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         analyze::fmt_count(outcome.records, "record"),
         f.ring_full_drops,
         f.parse_failures,
-        analyze::fmt_count(outcome.analysis.flows.len() as u64, "flow"),
+        analyze::fmt_count(outcome.analysis.summary.totals.flows, "flow"),
         analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
         out.display(),
         f.stopped_by

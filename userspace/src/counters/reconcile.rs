@@ -110,11 +110,12 @@ fn seen(a: &Analysis, iface: u16) -> Seen {
         Some(usize::from(p & 7))
     };
     let mut out = Seen::default();
-    for f in a.flows.iter().filter(|f| f.iface == iface) {
+    // Every flow's row, the retired ones' summed (`Analysis::sums`).
+    for (g, f) in a.sums().iter().filter(|(g, _)| g.iface == iface) {
         out.cnps += f.cnps;
         out.naks += f.naks;
         out.timeouts += f.rewinds_timeout;
-        if let Some(p) = prio_of(f.pcp, f.dscp) {
+        if let Some(p) = prio_of(g.pcp, g.dscp) {
             out.frames[p] += f.packets;
         }
     }

@@ -417,7 +417,7 @@ impl HtmlReport {
         let _ = write!(
             h,
             "<h2>Flows</h2>\n<p class=note>{}; the {} with the most retransmissions first.</p>\n",
-            fmt_count(analysis.flows.len() as u64, "flow"),
+            fmt_count(analysis.summary.totals.flows, "flow"),
             analysis.flows.len().min(TABLE_ROWS)
         );
         h.push_str("<div class=scroll id=flow-table><table class=flows><thead><tr><th>id</th><th>interface</th><th>src → dst</th><th>QP</th><th>pair</th><th>prio</th><th>packets</th><th>retrans</th><th>rate</th><th>rewinds (nak/rnr/timeout)</th><th>spurious</th><th>gaps</th><th>CE</th><th>CNPs</th><th>Gb/s</th><th>goodput</th><th>max idle</th></tr></thead><tbody>\n");
@@ -858,6 +858,10 @@ impl analyze::Sink for HtmlReport {
             self.timeline.entry(row.flow_id).or_default().add(row);
         }
     }
+
+    /// The page shows the flows the analysis kept (`Analysis::flows` and
+    /// `evidence`), not every retired one.
+    fn flow(&mut self, _: &analyze::FlowRow) {}
 }
 
 impl Output for HtmlReport {

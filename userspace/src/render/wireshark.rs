@@ -157,11 +157,14 @@ pub fn finding_handoff(
     rows: &[FlowRow],
     origin: impl Fn(u16) -> IfaceOrigin,
 ) -> Handoff {
-    // Flow ids are indices into the rows (0-based, in order of appearance).
+    // The rows are in order of flow id (`Analysis::flows`).
     let flows: Vec<&FlowRow> = finding
         .flows
         .iter()
-        .filter_map(|&id| rows.get(id as usize).filter(|r| r.flow_id == id))
+        .filter_map(|&id| {
+            let i = rows.binary_search_by_key(&id, |r| r.flow_id).ok()?;
+            rows.get(i)
+        })
         .collect();
     // By (interface, source, destination).
     let mut groups: BTreeMap<_, Vec<&FlowRow>> = BTreeMap::new();
@@ -232,6 +235,12 @@ pub fn finding_handoff(
     h
 }
 
+/// A flow row's display filter and Decode As.
+pub(crate) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
+    r.display_filter = flow_filter(r, origin);
+    r.decode_as = flow_decode_as(r);
+}
+
 /// Fills every flow's and finding's filter (called once the findings are
 /// made; `origin` says where each interface comes from).
 pub fn annotate(
@@ -240,8 +249,7 @@ pub fn annotate(
     origin: impl Fn(u16) -> IfaceOrigin,
 ) {
     for r in rows.iter_mut() {
-        r.display_filter = flow_filter(r, origin(r.iface));
-        r.decode_as = flow_decode_as(r);
+        annotate_row(r, origin(r.iface));
     }
     for f in findings.iter_mut() {
         f.wireshark = Some(finding_handoff(f, rows, &origin));

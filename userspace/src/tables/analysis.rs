@@ -99,6 +99,7 @@ columns! {
         service: StringBuilder = |n| n.row.service,
         link: StringBuilder = |n| Some(n.row.link),
         becn: Int64Builder = |n| Some(n.row.becn),
+        interim: BooleanBuilder = |n| Some(n.row.interim),
     }
 }
 

@@ -389,6 +389,8 @@ pub struct DatasetWriter {
     packets: Partitioned<PacketColumns>,
     events: Partitioned<EventColumns>,
     timeline: Partitioned<TimelineColumns>,
+    /// Flows' rows: those that retired as they did, the rest at the end.
+    flows: Partitioned<FlowColumns>,
     /// The first error of a sink call (the Sink trait cannot return one).
     failed: Option<Error>,
     /// Event and timeline rows that came before the run's first packet
@@ -407,6 +409,7 @@ const EARLY_MAX: usize = 4096;
 enum Early {
     Event(analyze::Event),
     Timeline(analyze::TimelineRow),
+    Flow(Box<analyze::FlowRow>),
 }
 
 impl Early {
@@ -414,6 +417,7 @@ impl Early {
         match self {
             Early::Event(e) => e.ts_ns,
             Early::Timeline(t) => t.bin_start_ns,
+            Early::Flow(f) => f.first_ts_ns,
         }
     }
 }
@@ -441,6 +445,7 @@ impl DatasetWriter {
             packets: Partitioned::new("packets"),
             events: Partitioned::new("events"),
             timeline: Partitioned::new("timeline"),
+            flows: Partitioned::new("flows"),
             failed: None,
             early: Vec::new(),
         })
@@ -458,6 +463,7 @@ impl DatasetWriter {
             let r = match &row {
                 Early::Event(e) => self.push_event(e),
                 Early::Timeline(t) => self.timeline.push(&mut self.ctx, t.bin_start_ns, t),
+                Early::Flow(f) => self.push_flow(f),
             };
             self.keep_first_error(r);
         }
@@ -469,6 +475,14 @@ impl DatasetWriter {
             ifaces: &self.ifaces,
         };
         self.events.push(&mut self.ctx, e.ts_ns, &row)
+    }
+
+    fn push_flow(&mut self, row: &analyze::FlowRow) -> Result<()> {
+        let named = Named {
+            row,
+            ifaces: &self.ifaces,
+        };
+        self.flows.push(&mut self.ctx, row.first_ts_ns, &named)
     }
 
     /// Holds `row` while the run has no name yet; false once it has.
@@ -494,8 +508,8 @@ impl DatasetWriter {
         }
         let ifaces = &self.ifaces;
         let ctx = &mut self.ctx;
-        let mut flows = Partitioned::<FlowColumns>::new("flows");
-        for row in &analysis.flows {
+        let mut flows = self.flows;
+        for row in analysis.unwritten_flows() {
             flows.push(ctx, row.first_ts_ns, &Named { row, ifaces })?;
         }
         let mut pfc = Partitioned::<PfcColumns>::new("pfc");
@@ -614,6 +628,16 @@ impl analyze::Sink for DatasetWriter {
         let r = self.timeline.push(&mut self.ctx, row.bin_start_ns, row);
         self.keep_first_error(r);
     }
+
+    /// Through the same hourly files as the rows written at the end: a
+    /// retired flow's row goes to the hour it began in.
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        if self.held(|| Early::Flow(Box::new(row.clone()))) {
+            return;
+        }
+        let r = self.push_flow(row);
+        self.keep_first_error(r);
+    }
 }
 
 impl crate::output::Output for DatasetWriter {
@@ -648,6 +672,7 @@ impl crate::output::Output for DatasetWriter {
         }
         self.packets.reopen()?;
         self.events.reopen()?;
+        self.flows.reopen()?;
         self.timeline.reopen()
     }
 

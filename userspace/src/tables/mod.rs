@@ -531,6 +531,8 @@ pub struct TableSet {
     packets: ParquetTable<PacketColumns>,
     events: ParquetTable<EventColumns>,
     timeline: ParquetTable<TimelineColumns>,
+    /// `flows.parquet`, once a flow retired (else made at the end).
+    flows: Option<ParquetTable<FlowColumns>>,
     /// The first error of a sink call (the Sink trait cannot return one).
     failed: Option<Error>,
 }
@@ -571,6 +573,7 @@ impl TableSet {
             packets: ParquetTable::create_with(dir, "packets.parquet", packets)?,
             events: ParquetTable::create(dir, "events.parquet")?,
             timeline: ParquetTable::create(dir, "timeline.parquet")?,
+            flows: None,
             failed: None,
         })
     }
@@ -614,8 +617,12 @@ impl TableSet {
             return Err(e);
         }
         let ifaces = &self.ifaces;
-        let mut flows = ParquetTable::<FlowColumns>::create(&self.dir, "flows.parquet")?;
-        for row in &analysis.flows {
+        // After the rows of the flows that retired, those live at the end.
+        let mut flows = match self.flows {
+            Some(f) => f,
+            None => ParquetTable::<FlowColumns>::create(&self.dir, "flows.parquet")?,
+        };
+        for row in analysis.unwritten_flows() {
             flows.push(&Named { row, ifaces })?;
         }
         let mut pfc = ParquetTable::<PfcColumns>::create(&self.dir, "pfc.parquet")?;
@@ -674,6 +681,22 @@ impl analyze::Sink for TableSet {
     fn timeline(&mut self, row: &analyze::TimelineRow) {
         let r = self.timeline.push(row);
         self.keep_first_error(r);
+    }
+
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        if self.flows.is_none() {
+            match ParquetTable::create(&self.dir, "flows.parquet") {
+                Ok(t) => self.flows = Some(t),
+                Err(e) => return self.keep_first_error(Err(e)),
+            }
+        }
+        if let Some(t) = &mut self.flows {
+            let r = t.push(&Named {
+                row,
+                ifaces: &self.ifaces,
+            });
+            self.keep_first_error(r);
+        }
     }
 }
 

@@ -11,8 +11,7 @@ use super::input::{Input, params, share};
 /// The capture itself: frames the tap missed and mirror copies.
 pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
     let lost: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.gap().gap_counts.capture_lost > 0)
         .collect();
     // What the capture says of itself (pcapng interface statistics).
@@ -114,8 +113,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
             .filter_map(|t| t.duplicate_gaps.as_ref().map(|d| d.max_gap_ns))
             .max();
         let mut flows: Vec<u32> = x
-            .flows
-            .iter()
+            .flows()
             .filter(|f| f.rare().mirror_copies > 0)
             .map(|f| f.id)
             .collect();
@@ -150,11 +148,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Finding>) {
 
 /// Late PSNs: reordering, not loss.
 pub(super) fn reordering(x: &Input, out: &mut Vec<Finding>) {
-    let flows: Vec<&Flow> = x
-        .flows
-        .iter()
-        .filter(|f| f.gap().gap_counts.late > 0)
-        .collect();
+    let flows: Vec<&Flow> = x.flows().filter(|f| f.gap().gap_counts.late > 0).collect();
     if flows.is_empty() {
         return;
     }
@@ -211,7 +205,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Finding>) {
                 t.iface_name, t.icrc_failed, t.icrc_checked
             ),
             recommendation: "Nothing is wrong with the link. To check the ICRC, capture on a mirror port or the host's Ethernet interface instead; sniffer captures may also be cut at a few hundred bytes.".into(),
-            flows: x.flows.iter().filter(|f| f.iface == t.iface).map(|f| f.id).collect(),
+            flows: x.flows().filter(|f| f.iface == t.iface).map(|f| f.id).collect(),
             params: params([("icrc_failed", json!(t.icrc_failed)), ("icrc_checked", json!(t.icrc_checked))]),
         });
     }
@@ -222,8 +216,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Finding>) {
         .filter(|t| !t.sniffer && t.icrc_failed > 0 && t.icrc_failed < t.icrc_checked)
     {
         let flows: Vec<&Flow> = x
-            .flows
-            .iter()
+            .flows()
             .filter(|f| f.iface == t.iface && f.rare().icrc_errors > 0)
             .collect();
         let followed: Vec<&&Flow> = flows

@@ -44,8 +44,7 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     };
     // (flow, its gbps, its goodput in Gb/s)
     let requests: Vec<(&Flow, f64, f64)> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.data_packets > 0)
         .map(|f| (f, f.rate_gbps(f.bytes), f.rate_gbps(f.goodput_bytes)))
         .collect();

@@ -59,20 +59,18 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     // tap past a congested queue sees that queue's pacing, not the sender's.
     let conn = |f: &Flow| (f.src_ip, f.dst_ip, f.dest_qp);
     let reacted: std::collections::BTreeSet<_> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.dcqcn().reactions > 0)
         .map(conn)
         .collect();
     let deaf: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.dcqcn().ignored() && !reacted.contains(&conn(f)))
         .collect();
     if deaf.is_empty() {
         return None;
     }
-    let working: Vec<&Flow> = x.flows.iter().filter(|f| f.dcqcn().reactions > 0).collect();
+    let working: Vec<&Flow> = x.flows().filter(|f| f.dcqcn().reactions > 0).collect();
     let ns = |us: f64| (us * 1e3).round() as u64;
     let ids: Vec<u32> = deaf.iter().map(|f| f.id).collect();
     Some(Diagnosis {

@@ -12,10 +12,11 @@ use crate::analyze::ecmp::{
     BUSY_FACTOR, ELEPHANT_SHARE, EcmpLoad, GroupLoad, IDLE_FACTOR, IMBALANCED_BINS, LOADED_SHARE,
 };
 use crate::analyze::{
-    Finding, Flow, FlowTable, Severity, fmt_count, fmt_duration, fmt_ip, fmt_pct, iface_name,
+    Finding, Flow, Severity, fmt_count, fmt_duration, fmt_ip, fmt_pct, iface_name,
 };
 
 use super::input::{Input, params, share};
+use crate::analyze::flows::kept::QpsByPair;
 
 /// Source and destination address.
 type HostPair = ([u8; 16], [u8; 16]);
@@ -45,8 +46,7 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
         .unwrap_or(0);
     let idlest = (0..n).min_by_key(|&m| (g.bytes[m], m)).unwrap_or(0);
     let on = |m: usize| -> Vec<&Flow> {
-        x.flows
-            .iter()
+        x.flows()
             .filter(|f| g.ifaces[m] == Some(f.iface) && f.packets > 0)
             .collect()
     };
@@ -232,25 +232,9 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64, out: &mut Vec<Finding>) {
 /// Without a group named: taps that carry different QPs between the same
 /// two hosts may be parallel paths, but nothing in a capture says they are
 /// (an idle member carries nothing to compare). Said once, as a capture fact.
-pub(crate) fn unnamed_fact(flows: &FlowTable, names: &BTreeMap<u16, String>) -> Option<String> {
-    // Two taps at least carry data, or there is no pair of taps to compare
-    // (a map of every host pair cost a tenth of a run of a million QPs at
-    // one tap).
-    let mut data = flows.iter().filter(|f| f.data_packets > 0);
-    let first_tap = data.next()?.iface;
-    if !data.any(|f| f.iface != first_tap) {
-        return None;
-    }
-    let mut by_pair: BTreeMap<HostPair, BTreeMap<u16, BTreeSet<u32>>> = BTreeMap::new();
-    for f in flows.iter().filter(|f| f.data_packets > 0) {
-        by_pair
-            .entry((f.src_ip, f.dst_ip))
-            .or_default()
-            .entry(f.iface)
-            .or_default()
-            .insert(f.dest_qp);
-    }
-    for ((s, d), taps) in &by_pair {
+/// `by_pair`: the QPs with data per host pair and tap.
+pub(crate) fn unnamed_fact(by_pair: &QpsByPair, names: &BTreeMap<u16, String>) -> Option<String> {
+    for ((s, d), taps) in by_pair {
         let taps: Vec<(&u16, &BTreeSet<u32>)> = taps.iter().collect();
         for (i, (a, qa)) in taps.iter().enumerate() {
             for (b, qb) in &taps[i + 1..] {

@@ -49,7 +49,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
     // packets it sends back instead of CNPs (docs/analysis.md, "CNPs").
     let becn_back = |r: &Flow| {
         r.ib_link
-            && x.flows.iter().any(|p| {
+            && x.flows().any(|p| {
                 p.iface == r.iface
                     && (p.src_ip, p.dst_ip) == (r.dst_ip, r.src_ip)
                     && Some(p.dest_qp) == r.paired_qp
@@ -57,8 +57,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
             })
     };
     let silent: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.ce > 0 && f.cnps == 0 && (f.cnp_qp().is_some() || unattributed == 0))
         .filter(|f| !becn_back(f))
         .collect();
@@ -85,7 +84,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
             }),
         });
     }
-    let loud: Vec<&Flow> = x.flows.iter().filter(|r| r.cnps > 0 && r.ce == 0).collect();
+    let loud: Vec<&Flow> = x.flows().filter(|r| r.cnps > 0 && r.ce == 0).collect();
     if !loud.is_empty() || unattributed > 0 {
         let cnps: u64 = loud.iter().map(|r| r.cnps).sum();
         out.push(Diagnosis {

@@ -49,7 +49,7 @@ pub(crate) fn vanished(x: &Input, h: &HopRow) -> Vanished {
     };
     if let Some(f) = h
         .down_flow_id
-        .and_then(|id| x.flows.get(id as usize))
+        .and_then(|id| x.flow(id))
         .filter(|f| f.iface == h.down_iface)
     {
         let g = &f.gap().gap_counts;
@@ -204,7 +204,7 @@ fn queueing(x: &Input, out: &mut Vec<Finding>) {
     // Pauses at either tap of the hop while its flow ran.
     let span = worst
         .up_flow_id
-        .and_then(|id| x.flows.get(id as usize))
+        .and_then(|id| x.flow(id))
         .map(|f| (f.first_ts, f.last_ts));
     let pauses: Vec<_> = x
         .pfc

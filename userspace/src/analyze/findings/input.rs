@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use rocescope_common::proto::ib;
 
+use crate::analyze::flows::Retired;
+use crate::analyze::hash::FastMap;
 use crate::analyze::rto::ACK_TIMEOUT_UNIT_NS;
 use crate::analyze::{Flow, FlowTable, PfcInterval, Summary, fmt_flow, fmt_offset, iface_name};
 
@@ -42,7 +44,14 @@ pub(crate) fn params<const N: usize>(
 }
 
 pub(crate) struct Input<'a> {
+    /// The live flows; read them with [`Input::flows`], which adds the
+    /// retired ones kept as evidence.
     pub flows: &'a FlowTable,
+    /// What the run kept of its retired flows (docs/analysis.md,
+    /// "Retirement").
+    pub retired: &'a Retired,
+    /// Live flows by id, once ids are no slots ([`ids_of`]).
+    pub by_id: Option<FastMap<u32, usize>>,
     pub pfc: &'a [PfcInterval],
     pub summary: &'a Summary,
     /// The pauses that covered ghost timeout rewinds: `(iface, priority,
@@ -66,6 +75,41 @@ pub(crate) fn timeout_exponent(ns: u64) -> u32 {
         .unwrap_or(31)
 }
 
+/// The live flows' slots by id, when a flow retired (until then a slot is
+/// its flow's id).
+pub(crate) fn ids_of(flows: &FlowTable, retired: &Retired) -> Option<FastMap<u32, usize>> {
+    if retired.totals.flows == 0 {
+        return None;
+    }
+    let mut by_id = FastMap::default();
+    for i in 0..flows.slots() {
+        if let Some(f) = flows.get(i) {
+            by_id.insert(f.id, i);
+        }
+    }
+    Some(by_id)
+}
+
+impl<'a> Input<'a> {
+    /// Every flow a finding reads: the retired ones kept as evidence (the
+    /// worst K of each family, docs/analysis.md "Retirement"), then the live
+    /// ones.
+    pub(crate) fn flows(&self) -> impl Iterator<Item = &'a Flow> + use<'a> {
+        self.retired.evidence().chain(self.flows.iter())
+    }
+
+    /// Flow `id`, live or kept as evidence.
+    pub(crate) fn flow(&self, id: u32) -> Option<&'a Flow> {
+        let slot = match &self.by_id {
+            None => Some(id as usize),
+            Some(m) => m.get(&id).copied(),
+        };
+        slot.and_then(|i| self.flows.get(i))
+            .filter(|f| f.id == id)
+            .or_else(|| self.retired.get(id))
+    }
+}
+
 impl Input<'_> {
     pub(crate) fn iface(&self, i: u16) -> String {
         iface_name(&self.summary.ifaces, i)
@@ -74,10 +118,9 @@ impl Input<'_> {
     /// The impact of a finding about `flows` (ids): the share of the
     /// capture's request packets they carry (docs/analysis.md, "Findings").
     pub(crate) fn traffic_share(&self, flows: &[u32]) -> f64 {
-        // A flow's id is its index.
         let of: u64 = flows
             .iter()
-            .filter_map(|&id| self.flows.get(id as usize))
+            .filter_map(|&id| self.flow(id))
             .map(|f| f.data_packets)
             .sum();
         share(of, self.summary.totals.data_packets)
@@ -106,8 +149,7 @@ impl Input<'_> {
 
     /// Flows whose priority is `prio` on `iface`.
     pub(super) fn flows_on(&self, iface: u16, prio: u8) -> Vec<u32> {
-        self.flows
-            .iter()
+        self.flows()
             .filter(|f| f.iface == iface && f.priority == Some(prio))
             .map(|f| f.id)
             .collect()
@@ -123,24 +165,21 @@ pub(crate) fn share(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// Requests sent for at least this long with no answer make a flow
-/// unanswered: far beyond any round trip and any NIC's ACK coalescing.
-pub(crate) const UNANSWERED_NS: u64 = 1_000_000;
+pub(crate) use crate::analyze::flows::kept::UNANSWERED_NS;
 
 /// Request flows sending for [`UNANSWERED_NS`] or more whose destination
 /// sent nothing back to their source on their tap, on a tap that recorded
 /// responses of other flows.
 pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
     // (tap, from, to) of every response seen, and taps that saw any.
-    let answered: BTreeSet<(u16, [u8; 16], [u8; 16])> = x
-        .flows
-        .iter()
+    let mut answered: BTreeSet<(u16, [u8; 16], [u8; 16])> = x
+        .flows()
         .filter(|f| f.responses > 0)
         .map(|f| (f.iface, f.src_ip, f.dst_ip))
         .collect();
+    answered.extend(&x.retired.answered);
     let two_way: BTreeSet<u16> = answered.iter().map(|k| k.0).collect();
-    x.flows
-        .iter()
+    x.flows()
         .filter(|f| {
             f.data_packets > 0
                 && f.service.is_some_and(ib::is_acknowledged)
@@ -148,6 +187,8 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
                 && f.last_ts - f.first_ts >= UNANSWERED_NS
                 && two_way.contains(&f.iface)
                 && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))
+                // Past the pairs kept of retired flows: unknown, not judged.
+                && !x.retired.answered_full
         })
         .collect()
 }

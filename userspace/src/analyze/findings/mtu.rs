@@ -60,8 +60,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let mut flows: Vec<u32> = Vec::new();
     // Request flows with a learned MTU.
     let sized: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.data_packets > 0 && f.mtu > 0)
         .collect();
     // The fabric's MTU: what most flows use (the larger on a tie).
@@ -97,8 +96,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let silent: Vec<&Flow> = {
         let mut v = unanswered(x);
         v.extend(
-            x.flows
-                .iter()
+            x.flows()
                 .filter(|f| f.rewind().livelock.livelock().is_some()),
         );
         v.sort_by_key(|f| f.id);
@@ -108,8 +106,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let mut too_big = Vec::new();
     for f in silent {
         let answered = x
-            .flows
-            .iter()
+            .flows()
             .filter(|o| o.iface == f.iface && o.paired_qp.is_some() && o.data_packets > 0)
             .map(|o| o.max_frame_len)
             .max();

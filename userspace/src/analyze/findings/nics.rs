@@ -85,8 +85,7 @@ fn diagnosis(x: &Input, s: SlowNic) -> Diagnosis {
     let receiver = matches!(s.kind, Latency::NakGeneration | Latency::CnpGeneration);
     // The request flows this NIC reacted for: as their receiver or sender.
     let ids: Vec<u32> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.data_packets > 0 && f.iface == s.iface)
         .filter(|f| {
             if receiver {

@@ -45,7 +45,7 @@ pub struct Remarked {
 
 /// `qos-mismatch`.
 pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
-    let requests: Vec<&Flow> = x.flows.iter().filter(|f| f.data_packets > 0).collect();
+    let requests: Vec<&Flow> = x.flows().filter(|f| f.data_packets > 0).collect();
     // Priorities PFC paused anywhere in the capture.
     let paused: BTreeSet<u8> = x
         .summary

@@ -60,8 +60,7 @@ pub struct GhostRewind {
 
 pub(super) fn ghost(x: &Input) -> Option<Diagnosis> {
     let flows: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.rewind().rewinds_timeout_ghost > 0 || f.rewind().spurious > 0)
         .collect();
     if flows.is_empty() {
@@ -200,8 +199,7 @@ pub struct MostLoss {
 /// evidence: the summary's capture facts say them.
 pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
     let flows: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| {
             f.rewind().rewinds_nak > 0
                 || f.nak().naks > 0
@@ -257,8 +255,7 @@ pub struct Rnr {
 
 pub(super) fn rnr(x: &Input) -> Option<Diagnosis> {
     let flows: Vec<&Flow> = x
-        .flows
-        .iter()
+        .flows()
         .filter(|f| f.nak().rnr_naks > 0 || f.rewind().rewinds_rnr > 0)
         .collect();
     if flows.is_empty() {

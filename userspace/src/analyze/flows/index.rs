@@ -37,6 +37,15 @@ impl FlowIndex {
             hasher.hash_one(flows[j as usize].key())
         });
     }
+
+    /// Drops flow `i` of `flows` (still in its slot: its key is read from
+    /// it) from the index.
+    pub(crate) fn remove(&mut self, flows: &FlowTable, i: usize) {
+        let hash = self.hasher.hash_one(flows[i].key());
+        if let Ok(e) = self.table.find_entry(hash, |&j| j as usize == i) {
+            e.remove();
+        }
+    }
 }
 
 /// The flows of one host pair, by index (a `u32`, as `flow_id`): the first
@@ -93,6 +102,34 @@ impl HostIndex {
         self.table
             .insert_unique(hash, one, |l| hasher.hash_one(hosts(flows, l.first)));
     }
+
+    /// Drops flow `i` of `flows` (still in its slot: its hosts are read
+    /// from it) from its host pair's flows; the pair goes with its last.
+    pub(crate) fn remove(&mut self, flows: &FlowTable, i: usize) {
+        let pair = hosts(flows, i as u32);
+        let hash = self.hasher.hash_one(pair);
+        let Ok(mut e) = self
+            .table
+            .find_entry(hash, |l| hosts(flows, l.first) == pair)
+        else {
+            return;
+        };
+        let l = e.get_mut();
+        let i = i as u32;
+        let mut more = l.more.take().map(|m| *m).unwrap_or_default();
+        if l.first == i {
+            if more.is_empty() {
+                e.remove();
+                return;
+            }
+            l.first = more.remove(0);
+        } else {
+            more.retain(|&s| s != i);
+        }
+        if !more.is_empty() {
+            l.more = Some(Box::new(more));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -113,7 +150,7 @@ mod tests {
         // 3 host pairs on 2 taps, 5000 QPs: more flows than a chunk holds.
         let key = |i: u32| ((i % 2) as u16, ip((i % 3) as u8), ip(9), i);
         for i in 0..5000u32 {
-            flows.push(Flow::new(i, key(i), 0));
+            flows.insert(Flow::new(i, key(i), 0));
             by_key.insert(&flows, i as usize);
             by_hosts.insert(&flows, i as usize);
         }
@@ -131,6 +168,42 @@ mod tests {
         assert_eq!(pair.len(), 834);
         assert_eq!(pair, expected);
         assert!(by_hosts.get(&flows, &(1, ip(9), ip(1))).is_none());
+    }
+
+    /// A retired flow leaves both indexes (docs/analysis.md, "Retirement"):
+    /// the first of its pair's flows, one after it, and a pair's last.
+    #[test]
+    fn a_removed_flow_is_found_no_more() {
+        let mut flows = FlowTable::default();
+        let (mut by_key, mut by_hosts) = (FlowIndex::default(), HostIndex::default());
+        let key = |i: u32| (0u16, ip((i / 3) as u8), ip(9), i);
+        for i in 0..6u32 {
+            flows.insert(Flow::new(i, key(i), 0));
+            by_key.insert(&flows, i as usize);
+            by_hosts.insert(&flows, i as usize);
+        }
+        for i in [0usize, 4, 3, 5] {
+            by_key.remove(&flows, i);
+            by_hosts.remove(&flows, i);
+            flows.remove(i);
+        }
+        fn pair(by_hosts: &HostIndex, flows: &FlowTable, h: u8) -> Vec<usize> {
+            by_hosts
+                .get(flows, &(0, ip(h), ip(9)))
+                .map(|l| l.iter().collect())
+                .unwrap_or_default()
+        }
+        assert_eq!(pair(&by_hosts, &flows, 0), [1, 2]);
+        assert!(pair(&by_hosts, &flows, 1).is_empty());
+        assert_eq!(by_key.get(&flows, &key(0)), None);
+        assert_eq!(by_key.get(&flows, &key(2)), Some(2));
+        assert_eq!(by_key.get(&flows, &key(4)), None);
+        // A new flow takes a freed slot and is found there.
+        let i = flows.insert(Flow::new(6, key(4), 0));
+        by_key.insert(&flows, i);
+        by_hosts.insert(&flows, i);
+        assert_eq!(by_key.get(&flows, &key(4)), Some(i));
+        assert_eq!(pair(&by_hosts, &flows, 1), [i]);
     }
 
     /// The hot record's size: what every flow costs (docs/analysis.md,

@@ -9,10 +9,16 @@
 //! a [`Flow`].
 
 mod index;
+mod interim;
+pub(super) mod kept;
+mod retire;
 mod table;
 pub(super) mod timeline;
 
 pub(crate) use index::{FlowIndex, HostIndex};
+pub(crate) use kept::Retired;
+pub(crate) use retire::Expiry;
+pub(super) use retire::{CnpCount, cnps_for};
 pub(crate) use table::FlowTable;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
@@ -252,8 +258,12 @@ impl Analyzer {
         if let Some(i) = self.by_key.get(&self.flows, &key) {
             return i;
         }
-        let i = self.flows.len();
-        self.flows.push(Flow::new(i as u32, key, ts));
+        let id = self.next_id;
+        // u32::MAX marks a free slot (`table`).
+        self.next_id = self.next_id.saturating_add(1).min(u32::MAX - 1);
+        let i = self.flows.insert(Flow::new(id, key, ts));
+        self.expiry.peak_live = self.expiry.peak_live.max(self.flows.live());
+        self.expiry.new_flow(&self.config, ts, i, id);
         self.by_key.insert(&self.flows, i);
         self.by_hosts.insert(&self.flows, i);
         // A hint may name this flow as the request or the response side.
@@ -362,7 +372,10 @@ impl Analyzer {
         let last_nak = self.flows[i]
             .paired
             .and_then(|p| self.flows[p].nak().last_nak_ts);
-        if self.dups.is_copy(rec, dups::Owner::Flow(i), last_nak) {
+        if self
+            .dups
+            .is_copy(rec, dups::Owner::Flow(self.flows[i].id as usize), last_nak)
+        {
             self.flows[i].rare_mut().mirror_copies += 1;
             self.frames.mirror_copies += 1;
             return Verdict {
@@ -574,5 +587,6 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         service: f.service.and_then(transport::name),
         link: if f.ib_link { "ib" } else { "roce" },
         becn: f.rare().becn,
+        interim: false,
     }
 }

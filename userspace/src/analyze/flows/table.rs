@@ -1,7 +1,10 @@
 //! Where the flows live: fixed-size chunks that are never moved nor copied
 //! as the table grows (a `Vec` of wide flows doubling by copying was a third
 //! of a run's time on a capture of a million QPs, and held two copies at its
-//! peak). A flow's index, its `flow_id`, stays its place.
+//! peak). A flow keeps its slot for life; a retired flow's slot goes to a
+//! free list and the next new flow takes it, so the table holds as many
+//! slots as flows were ever live at once (docs/analysis.md, "Retirement").
+//! A slot is its `flow_id` until the first flow retires.
 
 use std::ops::{Index, IndexMut};
 
@@ -16,15 +19,32 @@ const GIVE_BACK_CHUNKS: usize = 16;
 #[derive(Debug, Default)]
 pub(crate) struct FlowTable {
     chunks: Vec<Vec<Flow>>,
+    /// Slots made, live or free.
     len: usize,
+    /// Slots of retired flows, reused first.
+    free: Vec<usize>,
 }
 
+/// The id a free slot's placeholder carries: no flow's.
+const FREE: u32 = u32::MAX;
+
 impl FlowTable {
-    pub(crate) fn len(&self) -> usize {
+    /// Slots made: the most flows live at once so far.
+    pub(crate) fn slots(&self) -> usize {
         self.len
     }
 
-    pub(crate) fn push(&mut self, flow: Flow) {
+    /// Flows live now.
+    pub(crate) fn live(&self) -> usize {
+        self.len - self.free.len()
+    }
+
+    /// Puts `flow` in a free slot, else a new one; returns the slot.
+    pub(crate) fn insert(&mut self, flow: Flow) -> usize {
+        if let Some(i) = self.free.pop() {
+            self[i] = flow;
+            return i;
+        }
         if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK));
         }
@@ -33,17 +53,32 @@ impl FlowTable {
             c.push(flow);
         }
         self.len += 1;
+        self.len - 1
     }
 
-    /// Every flow made into `T`, in order, each chunk freed once made and
-    /// its memory handed back to the system every [`GIVE_BACK_CHUNKS`]
-    /// (`out` lives in fresh pages, so memory the flows held and the
-    /// allocator kept would count twice): the flows and what they become are
-    /// never all held at once.
+    /// Takes the flow out of slot `i` (whose state is then dropped by the
+    /// caller) and frees the slot.
+    pub(crate) fn remove(&mut self, i: usize) -> Flow {
+        let placeholder = Flow::new(FREE, (0, [0; 16], [0; 16], 0), 0);
+        let f = std::mem::replace(&mut self[i], placeholder);
+        self.free.push(i);
+        f
+    }
+
+    /// Whether slot `i` holds the live flow `id`.
+    pub(crate) fn holds(&self, i: usize, id: u32) -> bool {
+        self.get(i).is_some_and(|f| f.id == id)
+    }
+
+    /// Every live flow made into `T`, in order of slot, each chunk freed
+    /// once made and its memory handed back to the system every
+    /// [`GIVE_BACK_CHUNKS`] (`out` lives in fresh pages, so memory the flows
+    /// held and the allocator kept would count twice): the flows and what
+    /// they become are never all held at once.
     pub(crate) fn into_map<T>(self, f: impl Fn(&Flow) -> T) -> Vec<T> {
-        let mut out = Vec::with_capacity(self.len);
+        let mut out = Vec::with_capacity(self.live());
         for (n, chunk) in self.chunks.into_iter().enumerate() {
-            out.extend(chunk.iter().map(&f));
+            out.extend(chunk.iter().filter(|x| x.id != FREE).map(&f));
             drop(chunk);
             if n % GIVE_BACK_CHUNKS == GIVE_BACK_CHUNKS - 1 {
                 crate::heap::give_back();
@@ -53,12 +88,22 @@ impl FlowTable {
         out
     }
 
+    /// The live flow in slot `i`.
     pub(crate) fn get(&self, i: usize) -> Option<&Flow> {
-        self.chunks.get(i / CHUNK)?.get(i % CHUNK)
+        self.chunks
+            .get(i / CHUNK)?
+            .get(i % CHUNK)
+            .filter(|f| f.id != FREE)
     }
 
+    /// The live flows, in order of slot.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Flow> {
-        self.chunks.iter().flatten()
+        self.chunks.iter().flatten().filter(|f| f.id != FREE)
+    }
+
+    /// The live flows, in order of slot, to change.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Flow> {
+        self.chunks.iter_mut().flatten().filter(|f| f.id != FREE)
     }
 }
 
@@ -75,22 +120,6 @@ impl IndexMut<usize> for FlowTable {
     }
 }
 
-impl<'a> IntoIterator for &'a FlowTable {
-    type Item = &'a Flow;
-    type IntoIter = std::iter::Flatten<std::slice::Iter<'a, Vec<Flow>>>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.chunks.iter().flatten()
-    }
-}
-
-impl<'a> IntoIterator for &'a mut FlowTable {
-    type Item = &'a mut Flow;
-    type IntoIter = std::iter::Flatten<std::slice::IterMut<'a, Vec<Flow>>>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.chunks.iter_mut().flatten()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,9 +133,9 @@ mod tests {
         let mut t = FlowTable::default();
         let n = CHUNK * 2 + 3;
         for i in 0..n as u32 {
-            t.push(flow(i));
+            assert_eq!(t.insert(flow(i)), i as usize);
         }
-        assert_eq!(t.len(), n);
+        assert_eq!(t.slots(), n);
         assert_eq!(t.chunks.len(), 3);
         // Every chunk was made with room for CHUNK: none grew (moved).
         assert!(t.chunks.iter().all(|c| c.capacity() == CHUNK));
@@ -119,5 +148,23 @@ mod tests {
         assert_eq!(t.iter().map(|f| f.packets).sum::<u64>(), 7);
         let ids = t.into_map(|f| f.id);
         assert_eq!(ids, (0..n as u32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_freed_slot_is_reused_and_skipped_while_free() {
+        let mut t = FlowTable::default();
+        for i in 0..3 {
+            t.insert(flow(i));
+        }
+        assert_eq!(t.remove(1).id, 1);
+        assert!(t.get(1).is_none());
+        assert!(!t.holds(1, 1));
+        assert_eq!(t.live(), 2);
+        assert_eq!(t.iter().map(|f| f.id).collect::<Vec<_>>(), vec![0, 2]);
+        // The next flow takes the free slot: no slot is made.
+        assert_eq!(t.insert(flow(7)), 1);
+        assert!(t.holds(1, 7));
+        assert_eq!((t.slots(), t.live()), (3, 3));
+        assert_eq!(t.into_map(|f| f.id), vec![0, 7, 2]);
     }
 }

@@ -219,6 +219,9 @@ pub(crate) struct Matcher {
     slots: Vec<Slot>,
     /// Slots of closed keys, reused first.
     free: Vec<u32>,
+    /// Numbers of retired flows, reused first (one tap only: with several,
+    /// the tallies hold the numbers to the end).
+    free_numbers: Vec<u32>,
     /// Keys by their last sighting, for expiry.
     order: VecDeque<Expiry>,
     /// Entries popped from `order` so far.
@@ -244,6 +247,7 @@ impl Matcher {
             keys: FastMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
+            free_numbers: Vec::new(),
             order: VecDeque::new(),
             popped: 0,
             watermark: 0,
@@ -301,6 +305,22 @@ impl Matcher {
         self.sighting(key, iface, now);
     }
 
+    /// The analyzer's flow `flow_index` retired: its slot will be another
+    /// flow's.
+    pub(crate) fn forget(&mut self, flow_index: usize) {
+        let Some(n) = self.by_flow_index.get_mut(flow_index) else {
+            return;
+        };
+        let number = std::mem::replace(n, NO_FLOW);
+        // While one tap is seen no tally names it: its number is free.
+        if number != NO_FLOW && self.taps.is_empty() {
+            if let Some(flow) = self.flows.get(number as usize) {
+                self.flow_numbers.remove(flow);
+            }
+            self.free_numbers.push(number);
+        }
+    }
+
     /// The number of `flow`, the analyzer's flow `flow_index` (at some
     /// tap): hashed once per analyzer flow, then found by its index.
     fn flow_number(&mut self, flow: NetFlow, flow_index: usize) -> u32 {
@@ -309,11 +329,23 @@ impl Matcher {
         {
             return n;
         }
-        let next = self.flows.len() as u32;
-        let n = *self.flow_numbers.entry(flow).or_insert(next);
-        if n == next {
-            self.flows.push(flow);
-        }
+        let n = match self.flow_numbers.get(&flow) {
+            Some(&n) => n,
+            None => {
+                let n = match self.free_numbers.pop() {
+                    Some(n) => {
+                        self.flows[n as usize] = flow;
+                        n
+                    }
+                    None => {
+                        self.flows.push(flow);
+                        (self.flows.len() - 1) as u32
+                    }
+                };
+                self.flow_numbers.insert(flow, n);
+                n
+            }
+        };
         if self.by_flow_index.len() <= flow_index {
             self.by_flow_index.resize(flow_index + 1, NO_FLOW);
         }

@@ -116,19 +116,7 @@ fn psn_wraps_at_2_pow_24() {
 
 #[test]
 fn nak_triggers_rewind() {
-    let r = run(&[
-        req(0, 100),
-        req(US, 101),
-        req(2 * US, 102),
-        req(3 * US, 103),
-        req(4 * US, 104),
-        ack(5 * US, 101),
-        nak(6 * US, 102),
-        req(7 * US, 102),
-        req(8 * US, 103),
-        req(9 * US, 104),
-        req(10 * US, 105),
-    ]);
+    let r = run(&nak_rewind());
     let f = r.flow(A, QB);
     assert_eq!(
         (
@@ -157,14 +145,7 @@ fn nak_triggers_rewind() {
         "{}",
         n[0].detail
     );
-    let loss = r.finding("real-loss").expect("real-loss");
-    assert_eq!(loss.flows, vec![0, 1]);
-    assert!(
-        loss.detail
-            .contains("NAK-driven loss: 1 NAK, 1 NAK-triggered rewind"),
-        "{}",
-        loss.detail
-    );
+    r.assert_nak_loss();
     assert!(r.finding("ghost-retransmissions").is_none());
 }
 

@@ -233,6 +233,7 @@ impl analyze::Sink for Tally {
         }
     }
     fn timeline(&mut self, _: &analyze::TimelineRow) {}
+    fn flow(&mut self, _: &analyze::FlowRow) {}
 }
 
 impl Watch for Tally {

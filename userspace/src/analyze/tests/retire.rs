@@ -1,0 +1,267 @@
+//! Flows retired as they go idle (docs/analysis.md, "Retirement").
+
+use super::*;
+
+const S: u64 = 1_000_000_000;
+
+/// `--flow-idle 1s`.
+fn idle_1s() -> Config {
+    Config {
+        flow_idle_ns: S,
+        ..Config::default()
+    }
+}
+
+/// A request flow to `qp` and its response flow.
+fn exchange(ts: u64, qp: u32, psn: u32) -> [PacketRecord; 2] {
+    let mut r = req(ts, psn);
+    r.dest_qp = qp;
+    let mut a = ack(ts + 10 * US, psn);
+    a.dest_qp = qp + 0x1000;
+    [r, a]
+}
+
+#[test]
+fn a_resumed_qp_is_a_new_flow_with_no_gap_across_the_boundary() {
+    let mut recs = vec![
+        req(0, 100),
+        ack(10 * US, 100),
+        req(20 * US, 101),
+        ack(30 * US, 101),
+    ];
+    // 5 s later the QP resumes three PSNs on: no gap, no rewind claimed.
+    recs.extend([req(5 * S, 105), ack(5 * S + 10 * US, 105)]);
+    // And a PSN back, later still: no rewind across the boundary either.
+    recs.extend([req(10 * S, 103), ack(10 * S + 10 * US, 103)]);
+    let r = run_with(idle_1s(), &recs);
+    // The first two pairs of flows retired as the next frame came.
+    let retired: Vec<(u32, u64, u64)> = r
+        .sink
+        .flows
+        .iter()
+        .map(|f| (f.flow_id, f.first_ts_ns, f.packets))
+        .collect();
+    assert_eq!(
+        retired,
+        vec![
+            (0, 0, 2),
+            (1, 10 * US, 2),
+            (2, 5 * S, 1),
+            (3, 5 * S + 10 * US, 1)
+        ]
+    );
+    let live: Vec<(u32, u64)> =
+        r.a.unwritten_flows()
+            .map(|f| (f.flow_id, f.first_ts_ns))
+            .collect();
+    assert_eq!(live, vec![(4, 10 * S), (5, 10 * S + 10 * US)]);
+    // Each flow of a QP is paired with the response flow of its own time.
+    assert_eq!(r.sink.flows[0].paired_qp, Some(QA));
+    assert_eq!(r.a.flow(4).and_then(|f| f.paired_qp), Some(QA));
+    let t = &r.a.summary.totals;
+    assert_eq!((t.flows, t.packets, t.gaps, t.rewinds), (6, 8, 0, 0));
+    assert_eq!((t.request_flows, t.paired_flows), (3, 3));
+    assert!(r.events("gap").is_empty() && r.events("rewind").is_empty());
+    let ret = r.a.summary.retirement.as_ref().expect("retirement");
+    assert_eq!((ret.retired_flows, ret.peak_live_flows), (4, 2));
+}
+
+#[test]
+fn nothing_retires_within_the_idle_time() {
+    let recs = [
+        req(0, 100),
+        ack(10 * US, 100),
+        req(S, 101),
+        ack(S + 10 * US, 101),
+    ];
+    let r = run_with(idle_1s(), &recs);
+    assert!(r.sink.flows.is_empty());
+    assert_eq!(r.a.flows.len(), 2);
+    assert_eq!(r.a.summary.retirement, None);
+}
+
+#[test]
+fn a_finding_is_raised_from_flows_that_retired() {
+    let mut recs = nak_rewind();
+    // Another QP, long after: the lossy pair retired before the end.
+    recs.extend(exchange(5 * S, QB + 1, 0));
+    let r = run_with(idle_1s(), &recs);
+    assert_eq!(
+        r.sink.flows.iter().map(|f| f.flow_id).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    r.assert_nak_loss();
+    // The retired flows it cites are kept as evidence, with their rows,
+    // which the sink had already.
+    let held: Vec<u32> = r.a.flows.iter().map(|f| f.flow_id).collect();
+    assert_eq!(held, vec![0, 1, 2, 3]);
+    assert_eq!(r.a.written.iter().copied().collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(r.a.flow(0).map(|f| f.rewinds_nak), Some(1));
+    assert_eq!(
+        r.a.unwritten_flows().map(|f| f.flow_id).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+    // Every row summed: the retired ones' sums and those not written.
+    let packets: u64 = r.a.sums().values().map(|s| s.packets).sum();
+    assert_eq!(packets, 11 + 2);
+    let t = &r.a.summary.totals;
+    assert_eq!(
+        (t.flows, t.rewinds, t.retrans_packets, t.naks),
+        (4, 1, 3, 1)
+    );
+}
+
+#[test]
+fn a_finding_over_many_retired_flows_keeps_the_worst_k() {
+    let k = flows::kept::EVIDENCE_K as u32;
+    let n = k + 8;
+    let mut recs = Vec::new();
+    // Flow i: i + 1 CE-marked requests, ACKed, no CNP; one QP after another,
+    // each retiring before the next starts.
+    for i in 0..n {
+        let t0 = u64::from(i) * 2 * S;
+        for p in 0..=i {
+            let mut r = req(t0 + u64::from(p) * US, p);
+            r.dest_qp = 0x1000 + i;
+            r.ecn = 3;
+            recs.push(r);
+        }
+        let mut a = ack(t0 + 100 * US, i);
+        a.dest_qp = 0x8000 + i;
+        recs.push(a);
+    }
+    let r = run_with(idle_1s(), &recs);
+    // Every flow but the last pair retired; the last request flow is live.
+    assert_eq!(r.sink.flows.len(), 2 * n as usize - 2);
+    let f = r.finding("ce-without-cnp").expect("ce-without-cnp");
+    // The K retired request flows with the most CE marks (request flow ids
+    // are even) and the live one.
+    let want: Vec<u32> = (n - k - 1..n).map(|i| 2 * i).collect();
+    assert_eq!(f.flows, want);
+    let ret = r.a.summary.retirement.as_ref().expect("retirement");
+    assert_eq!(ret.peak_live_flows, 2);
+    // The congestion family left out the 7 of the n - 1 retired request
+    // flows with the fewest CE marks; traffic (bytes) kept K of the 2n - 2
+    // retired flows.
+    assert_eq!(ret.evidence_omitted.get("congestion"), Some(&7));
+    assert_eq!(
+        ret.evidence_omitted.get("traffic"),
+        Some(&u64::from(2 * n - 2 - k))
+    );
+    // The totals count every flow.
+    assert_eq!(r.a.summary.totals.ce, u64::from(n * (n + 1) / 2));
+    assert_eq!(r.a.summary.totals.flows, u64::from(2 * n));
+}
+
+/// QPs starting 1 ms apart, each active 4.5 ms (flowgen's shape: two WRITEs
+/// and an ACK), with `--flow-idle 5ms`: the flows live at once follow the
+/// window of QPs started within the last idle + active time, not the run.
+#[test]
+fn live_flows_stay_what_the_window_implies() {
+    const MS: u64 = 1_000_000;
+    let n: u32 = 2000;
+    let mut recs = Vec::new();
+    for i in 0..n {
+        let t0 = u64::from(i) * MS;
+        let w = |ts: u64, psn: u32| {
+            let mut r = req(ts, psn);
+            r.dest_qp = 0x10_0000 + i;
+            r
+        };
+        // PSNs of their own: a response pairs by the PSN it answers.
+        let psn = i * 16;
+        recs.push((t0, w(t0, psn)));
+        recs.push((t0 + 2 * MS + MS / 4, w(t0 + 2 * MS + MS / 4, psn + 1)));
+        let mut a = ack(t0 + 4 * MS + MS / 2, psn + 1);
+        a.dest_qp = 0x20_0000 + i;
+        recs.push((a.ts_ns, a));
+    }
+    recs.sort_by_key(|(t, _)| *t);
+    let recs: Vec<PacketRecord> = recs.into_iter().map(|(_, r)| r).collect();
+    let config = Config {
+        flow_idle_ns: 5 * MS,
+        ..Config::default()
+    };
+    let r = run_with(config, &recs);
+    // Live after a QP's first WRITE at k ms: the request flows of QPs
+    // k-7..=k (their last WRITE at i + 2.25 ms, retired once a frame comes
+    // more than 5 ms later) and the response flows of QPs k-9..=k-5 (their
+    // ACK at i + 4.5 ms): 8 + 5; 13 at the other frames too.
+    let ret = r.a.summary.retirement.as_ref().expect("retirement");
+    assert_eq!(ret.peak_live_flows, 13);
+    // At the end (the last ACK, at n + 3.5 ms): 3 request and 6 response
+    // flows live.
+    assert_eq!(r.a.unwritten_flows().count(), 9);
+    assert_eq!(ret.retired_flows, u64::from(2 * n) - 9);
+    assert_eq!(r.sink.flows.len(), 2 * n as usize - 9);
+    let t = &r.a.summary.totals;
+    assert_eq!(
+        (t.flows, t.paired_flows, t.packets),
+        (u64::from(2 * n), u64::from(n), u64::from(3 * n))
+    );
+    assert_eq!((t.gaps, t.rewinds), (0, 0));
+}
+
+/// `--flow-active 10ms`: a flow sending for 25 ms writes two interim rows
+/// and a last one; its rows' counters add up to the flow's.
+#[test]
+fn a_long_flow_writes_interim_rows_that_add_up() {
+    const MS: u64 = 1_000_000;
+    let recs: Vec<PacketRecord> = (0..25).map(|k| req(u64::from(k) * MS, k)).collect();
+    let config = Config {
+        flow_active_ns: 10 * MS,
+        ..Config::default()
+    };
+    let r = run_with(config, &recs);
+    let rows: Vec<(u32, bool, u64, u64, u64, u64)> = r
+        .sink
+        .flows
+        .iter()
+        .chain(&r.a.flows)
+        .map(|f| {
+            (
+                f.flow_id,
+                f.interim,
+                f.first_ts_ns,
+                f.last_ts_ns,
+                f.packets,
+                f.payload_bytes,
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            // The frame at 11 ms closes the interval that ended at 10 ms.
+            (0, true, 0, 10 * MS, 11, 11 * 1024),
+            (0, true, 10 * MS, 20 * MS, 10, 10 * 1024),
+            (0, false, 20 * MS, 24 * MS, 4, 4 * 1024),
+        ]
+    );
+    // Rates are the interval's: 10 frames of 1100 bytes over 10 ms.
+    assert_eq!(r.sink.flows[1].gbps, 10.0 * 1100.0 * 8.0 / (10 * MS) as f64);
+    let ret = r.a.summary.retirement.as_ref().expect("retirement");
+    assert_eq!((ret.interim_rows, ret.retired_flows), (2, 0));
+    assert_eq!(r.a.summary.totals.packets, 25);
+    let packets: u64 = r.a.sums().values().map(|s| s.packets).sum();
+    assert_eq!(packets, 25);
+}
+
+/// A CNP count no flow claims goes after `--flow-idle`: a flow that appears
+/// later is not given CNPs that came long before it (they stay counted as
+/// unattributed).
+#[test]
+fn an_unclaimed_cnp_count_is_swept_after_the_idle_time() {
+    let mut r1 = req(5 * S, 1);
+    r1.ecn = 3;
+    let recs = [cnp(0, B, A, QA), r1, ack(5 * S + 10 * US, 1)];
+    let swept = run_with(idle_1s(), &recs);
+    let t = &swept.a.summary.totals;
+    assert_eq!((t.cnps, t.cnps_unattributed), (0, 1));
+    assert_eq!(swept.flow(A, QB).cnps, 0);
+    // Within the idle time (the default 60 s) the flow claims it.
+    let kept = run(&recs);
+    let t = &kept.a.summary.totals;
+    assert_eq!((t.cnps, t.cnps_unattributed), (1, 0));
+    assert_eq!(kept.flow(A, QB).cnps, 1);
+}
