@@ -37,7 +37,8 @@
 //!    `summary.json`, a worded `Finding`, the PFC trees, a finding's
 //!    Wireshark hand-off, the closed sets' enums (`Severity`, `Trigger`,
 //!    `EventKind`, `PauseEnd`, `NodeKind`); the modules that own the data
-//!    build them;
+//!    build them; `sums`: the rows of every flow when retired flows' rows
+//!    went to the output already;
 //! 3. per-record trackers that name no `Flow` (they are given the values
 //!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
 //!    `rewind`: rewinds and timeout rewinds; `sequence`: PSN sequencing of
@@ -94,6 +95,7 @@ mod rows;
 pub mod rto;
 mod running;
 mod sequence;
+mod sums;
 mod taps;
 #[cfg(test)]
 mod tests;
@@ -120,10 +122,11 @@ pub use pfc::SenderPauses;
 pub(crate) use rows::iface_name;
 pub use rows::{
     Event, EventKind, Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin,
-    MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, RowGroup,
-    RowSums, Severity, Summary, TapSummary, TimelineRow, Totals, Trigger, Verdict,
+    MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity,
+    Summary, TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
 pub use running::{PriorityPauses, Running, RunningTotals};
+pub use sums::{RowGroup, RowSums};
 use taps::TapState;
 
 /// Everything [`Analyzer::finish`] returns.

@@ -10,8 +10,9 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use rocescope_common::proto::ib;
 
-use super::super::rows::{FlowRow, RowGroup, RowSums, Totals};
+use super::super::rows::{FlowRow, Totals};
 use super::super::rto;
+use super::super::sums::{RowGroup, RowSums};
 use super::Flow;
 
 /// Requests sent for at least this long with no answer make a flow
