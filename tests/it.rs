@@ -24,6 +24,7 @@ mod real_captures;
 mod report;
 mod retire;
 mod rotation;
+mod switches;
 mod synth;
 mod telemetry;
 mod tshark_parity;

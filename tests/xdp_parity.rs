@@ -376,6 +376,7 @@ fn telemetry_marks_decode_in_the_kernel_too() {
         congested_queue: false,
         tracked_flow: true,
         hop,
+        drop: None,
         truncate: 64,
     }
     .frame(&by_port);

@@ -72,6 +72,11 @@ pub(crate) struct SynthArgs {
     /// (default 256; 0: not cut) with the original length recorded as the cut one.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "256")]
     pub(crate) sniffer: Option<u32>,
+    /// The switches send a collector a Telemetry Report v2.0 for each RoCE request they forward
+    /// (its queue's occupancy and hop latency) and each they drop: UDP port 32766, on the
+    /// capture's own `collector` interface; the truth lists every report.
+    #[arg(long)]
+    pub(crate) telemetry: bool,
 }
 
 /// `synth --erspan`.
@@ -116,6 +121,9 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
     }
     if let Some(p) = a.ecn_pmax {
         switch.ecn_pmax = p;
+    }
+    if a.telemetry {
+        cfg.switch.telemetry = Some(model::postcards::TelemetryCfg::default());
     }
     if let Some(bps) = a.link_speed {
         cfg.link_gbps = bps as f64 / 1e9;

@@ -220,6 +220,8 @@ pub struct Report {
     pub congested_queue: bool,
     pub tracked_flow: bool,
     pub hop: IntHop,
+    /// A drop report's queue id and drop reason (RepMdBits bit 15).
+    pub drop: Option<(u8, u8)>,
     pub truncate: usize,
 }
 
@@ -250,6 +252,7 @@ impl Default for Report {
                 ingress_ts: 2_000_000,
                 egress_ts: 2_009_000,
             },
+            drop: None,
             truncate: 128,
         }
     }
@@ -264,7 +267,12 @@ impl Report {
         let inner = &packet[..self.truncate.min(packet.len())];
         // Whole 4-byte words: the lengths count words.
         let inner_len = inner.len().div_ceil(4) * 4;
-        let md = &self.hop.bytes()[4..];
+        let mut md = self.hop.bytes()[4..].to_vec();
+        let mut md_bits = REPORT_MD_BITS;
+        if let Some((queue, reason)) = self.drop {
+            md.extend_from_slice(&[queue, reason, 0, 0]);
+            md_bits |= int::field::bits::LAST;
+        }
         let words = (report::INT_MAIN_LEN + md.len() + inner_len) / 4;
         let mut p = Vec::new();
         let word = (u32::from(report::VERSION) << 28)
@@ -282,9 +290,9 @@ impl Report {
             (md.len() / 4) as u8,
             flags,
         ]);
-        p.extend_from_slice(&REPORT_MD_BITS.to_be_bytes());
+        p.extend_from_slice(&md_bits.to_be_bytes());
         p.extend_from_slice(&[0; 6]);
-        p.extend_from_slice(md);
+        p.extend_from_slice(&md);
         p.extend_from_slice(inner);
         p.resize(p.len() + inner_len - inner.len(), 0);
         Udp {

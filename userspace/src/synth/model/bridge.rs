@@ -14,6 +14,8 @@ use std::path::Path;
 
 use crate::synth::capture_writer::{PcapWriter, PcapngWriter};
 use crate::synth::frame::{Erspan, ErspanVersion, RawFrame};
+use crate::synth::model::postcards::{Postcard, TelemetryCfg};
+use crate::synth::telemetry::{IntHop, Report};
 use crate::{Error, Result};
 use rocescope_common::proto::linktype;
 use rocescope_common::wire::{Recognition, TransportId};
@@ -112,6 +114,54 @@ pub fn append_frame(spec: &FrameSpec, out: &mut Vec<u8>) {
             f.append(out);
         }
     }
+}
+
+/// The collector's MAC and address: where every switch sends its reports.
+const COLLECTOR_MAC: [u8; 6] = [0x02, 0x43, 0x4F, 0x4C, 0x00, 0x01];
+const COLLECTOR_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(192, 0, 2, 254);
+
+/// The Telemetry Report v2.0 frame a switch sent for `card` (UDP from the
+/// switch's 192.0.2.ID to the collector, docs/synth-truth.md "telemetry"):
+/// its hop metadata, a drop report's queue and reason, and the first
+/// `cfg.truncate` bytes of the packet. Occupancy past 24 bits reads as
+/// 0xFFFFFF, as a saturating switch would say it.
+pub fn report_frame(card: &Postcard, cfg: &TelemetryCfg) -> Vec<u8> {
+    let mut packet = Vec::with_capacity(256);
+    append_frame(&card.packet, &mut packet);
+    let id = card.switch_id;
+    Report {
+        dst_mac: COLLECTOR_MAC,
+        src_mac: [0x02, 0x53, 0x57, 0x00, (id >> 8) as u8, id as u8],
+        ip: IpHeader {
+            addrs: IpAddrs::V4 {
+                src: std::net::Ipv4Addr::new(192, 0, 2, id as u8),
+                dst: COLLECTOR_IP,
+            },
+            dscp: 0,
+            ecn: 0,
+            ..IpHeader::default()
+        },
+        dport: cfg.collector_port,
+        hw_id: 0,
+        sequence: card.sequence,
+        node_id: id,
+        dropped: card.dropped,
+        congested_queue: card.congested,
+        tracked_flow: true,
+        hop: IntHop {
+            node_id: id,
+            ingress_port: card.ingress_port,
+            egress_port: card.egress_port,
+            hop_latency: card.hop_latency_ns,
+            queue_id: card.queue,
+            queue_occupancy: card.occupancy.min(0x00FF_FFFF),
+            ingress_ts: EPOCH_NS + card.arrival_ns,
+            egress_ts: EPOCH_NS + card.ts_ns,
+        },
+        drop: card.drop_reason.map(|reason| (card.queue, reason)),
+        truncate: cfg.truncate as usize,
+    }
+    .frame(&packet)
 }
 
 /// Writes every frame tap `tap` recorded into `w` (interface id `iface`),
@@ -266,6 +316,12 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
         detail: e.to_string(),
         source: e,
     };
+    let telemetry = run
+        .switch_log
+        .cfg
+        .as_ref()
+        .filter(|_| !run.switch_log.reports.is_empty());
+    let mut collector = 0;
     // iface id in the file for each tap of the run.
     let mut iface_of = vec![None; run.taps.len()];
     let create = || {
@@ -282,6 +338,11 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
                     .map_err(io_err)?,
             );
         }
+        if telemetry.is_some() {
+            collector = w
+                .add_interface("collector", linktype::ETHERNET as u16, 0)
+                .map_err(io_err)?;
+        }
         Box::new(w)
     } else {
         if taps.len() != 1 {
@@ -295,10 +356,27 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
         Box::new(PcapWriter::new(create()?, linktype::ETHERNET, opts.snaplen).map_err(io_err)?)
     };
 
+    // The switches' reports reach the collector out of band: its own
+    // interface (a classic pcap's only one), never cut or encapsulated.
+    let mut reports = telemetry.map(|cfg| (cfg, run.switch_log.reports.as_slice()));
     let mut inner = Vec::with_capacity(9216);
     let mut outer = Vec::with_capacity(9216 + 64);
     let mut written = 0u64;
+    let mut send_reports = |until: u64, writer: &mut dyn CaptureWrite| -> io::Result<u64> {
+        let mut n = 0;
+        if let Some((cfg, left)) = &mut reports {
+            while let Some((card, rest)) = left.split_first()
+                && card.ts_ns <= until
+            {
+                writer.write_frame(collector, EPOCH_NS + card.ts_ns, &report_frame(card, cfg))?;
+                *left = rest;
+                n += 1;
+            }
+        }
+        Ok(n)
+    };
     for f in &run.frames {
+        written += send_reports(f.ts_ns, &mut *writer).map_err(io_err)?;
         let Some(iface) = iface_of.get(f.tap).copied().flatten() else {
             continue;
         };
@@ -327,6 +405,7 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
             .map_err(io_err)?;
         written += 1;
     }
+    written += send_reports(u64::MAX, &mut *writer).map_err(io_err)?;
     writer.flush().map_err(io_err)?;
     Ok(written)
 }

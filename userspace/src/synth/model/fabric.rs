@@ -6,6 +6,7 @@ use super::hosts::{
     IP_TTL, MAX_FLOWS, MAX_SPINES, ephemeral_port, port_mac, receiver_ip, requester_qpn,
     responder_qpn, sender_ip,
 };
+use super::postcards::{DROP_REASON_TRAFFIC_MANAGER, PortName, Postcard, SwitchLog, switch_id};
 use super::qp::{Placed, Qp, QpStats, RateStep};
 use super::scenario::{Config, Dir};
 use super::spec::{
@@ -35,6 +36,9 @@ struct Pkt {
     len: u32,
     /// Switch ingress port the bytes are accounted to while queued.
     ingress: Option<usize>,
+    /// At a switch egress queue: when the packet arrived and the bytes
+    /// ahead of it (what its telemetry report says).
+    queued: Option<(u64, u64)>,
     meta: FrameMeta,
 }
 
@@ -42,6 +46,8 @@ struct Pkt {
 struct Port {
     node: usize,
     peer: usize,
+    /// Its number on its node (1-based, in cabling order).
+    number: u16,
     mac: [u8; 6],
     gbps: f64,
     prop_ns: u64,
@@ -249,6 +255,13 @@ pub struct Run {
     pub max_frame_len: u32,
     /// Every link's speed.
     pub link_gbps: f64,
+    /// The switches' queue peaks and the telemetry reports they sent.
+    #[serde(skip)]
+    pub switch_log: SwitchLog,
+    /// Every port's node, name (`NODE-TOWARD`) and number on its node,
+    /// for the telemetry truth.
+    #[serde(skip)]
+    pub port_names: Vec<PortName>,
 }
 
 /// One connection as configured, with what the model did on it.
@@ -331,6 +344,7 @@ pub struct Fabric {
     requests_via: Vec<Vec<usize>>,
     /// Per connection: the DSCP rewrites its frames met, `(port, from, to)`.
     dscp_rewrites: Vec<Vec<(usize, u8, u8)>>,
+    switch_log: SwitchLog,
 }
 
 impl Fabric {
@@ -355,6 +369,7 @@ impl Fabric {
         if cfg.mtu == 0 || cfg.link_gbps <= 0.0 {
             return Err("mtu and link_gbps must be positive".into());
         }
+        let switch_log = SwitchLog::new(cfg.switch.telemetry.clone());
         let mut f = Fabric {
             now: 0,
             seq: 0,
@@ -371,6 +386,7 @@ impl Fabric {
             meta: vec![],
             tap_drops: vec![],
             net_drops: vec![],
+            switch_log,
             pauses: vec![],
             max_frame_len: 0,
             stats: FabricStats::default(),
@@ -570,6 +586,7 @@ impl Fabric {
             self.ports.push(Port {
                 node,
                 peer,
+                number: u16::try_from(local + 1).unwrap_or(u16::MAX),
                 mac: port_mac(host, node, local),
                 gbps: self.cfg.link_gbps,
                 prop_ns: self.cfg.prop_ns,
@@ -706,6 +723,19 @@ impl Fabric {
             })
             .collect();
         let end = self.now;
+        let port_names = self
+            .ports
+            .iter()
+            .map(|port| PortName {
+                node: self.names[port.node].clone(),
+                node_index: port.node,
+                name: format!(
+                    "{}-{}",
+                    self.names[port.node], self.names[self.ports[port.peer].node]
+                ),
+                number: port.number,
+            })
+            .collect();
         let ports = (0..self.ports.len())
             .map(|p| {
                 let port = &self.ports[p];
@@ -738,6 +768,8 @@ impl Fabric {
             link_gbps: self.cfg.link_gbps,
             qps,
             fabric: self.stats,
+            switch_log: self.switch_log,
+            port_names,
         }
     }
 
@@ -903,12 +935,16 @@ impl Fabric {
             }
             return;
         };
-        if let Some(i) = pkt.ingress.take() {
+        let ingress = pkt.ingress.take();
+        if let Some(i) = ingress {
             self.ingress_sub(i, pkt.prio, pkt.len);
         }
         let peer = self.ports[p].peer;
         pkt.spec.set_macs(self.ports[p].mac, self.ports[peer].mac);
         self.remark(p, &mut pkt);
+        if let Some((arrived, depth)) = pkt.queued.take() {
+            self.postcard(ingress, p, (arrived, depth), &pkt, false);
+        }
         self.max_frame_len = self.max_frame_len.max(pkt.len);
         let port = &mut self.ports[p];
         port.busy = true;
@@ -1052,6 +1088,7 @@ impl Fabric {
         let sw = &self.cfg.switch;
         if depth + pkt.len as u64 > sw.queue_limit {
             self.net_drop(e, &pkt);
+            self.postcard(Some(p_in), e, (self.now, depth), &pkt, true);
             self.stats.switch_drops += 1;
             if let Some(q) = pkt.meta.flow {
                 self.qps[q].stats.switch_drops += 1;
@@ -1068,8 +1105,54 @@ impl Fabric {
             }
         }
         pkt.ingress = Some(p_in);
+        pkt.queued = Some((self.now, depth));
+        self.switch_log
+            .joined(e, pkt.prio, pkt.meta.flow, depth + pkt.len as u64, self.now);
         self.ingress_add(p_in, pkt.prio, pkt.len, Some(e));
         self.enqueue(e, pkt);
+    }
+
+    /// With telemetry on, the report of the switch owning `egress` on the
+    /// RoCE request `pkt` (`docs/synth-truth.md`, "telemetry"): it leaves
+    /// now, or was dropped (`dropped`); `queued` is when it arrived and the
+    /// bytes ahead of it in the egress queue.
+    fn postcard(
+        &mut self,
+        ingress: Option<usize>,
+        egress: usize,
+        queued: (u64, u64),
+        pkt: &Pkt,
+        dropped: bool,
+    ) {
+        let FrameSpec::Roce(r) = &pkt.spec else {
+            return;
+        };
+        if !ib::is_request(r.opcode) {
+            return;
+        }
+        let (arrived, depth) = queued;
+        let node = self.ports[egress].node;
+        let Some(congested) = self.switch_log.reports(node, depth, dropped) else {
+            return;
+        };
+        self.switch_log.send(Postcard {
+            ts_ns: self.now,
+            node,
+            switch_id: switch_id(node),
+            sequence: 0,
+            ingress_port: ingress.map_or(0, |i| self.ports[i].number),
+            egress_port: self.ports[egress].number,
+            egress,
+            queue: pkt.prio,
+            occupancy: u32::try_from(depth).unwrap_or(u32::MAX),
+            hop_latency_ns: u32::try_from(self.now - arrived).unwrap_or(u32::MAX),
+            arrival_ns: arrived,
+            dropped,
+            congested,
+            drop_reason: dropped.then_some(DROP_REASON_TRAFFIC_MANAGER),
+            flow: pkt.meta.flow,
+            packet: pkt.spec.clone(),
+        });
     }
 
     // ---- PFC ---------------------------------------------------------------
@@ -1179,6 +1262,7 @@ impl Fabric {
             prio: 7,
             len,
             ingress: None,
+            queued: None,
             meta,
         });
         self.try_tx(p);
@@ -1331,6 +1415,7 @@ impl Fabric {
             prio,
             len,
             ingress: None,
+            queued: None,
             meta: FrameMeta {
                 flow: Some(qi),
                 retrans,
@@ -1701,6 +1786,7 @@ impl Fabric {
                 prio,
                 len,
                 ingress: None,
+                queued: None,
                 meta,
             },
         );
@@ -1737,6 +1823,7 @@ impl Fabric {
                 prio,
                 len,
                 ingress: None,
+                queued: None,
                 meta,
             },
         );

@@ -26,10 +26,12 @@ pub mod hop_truth;
 pub mod hosts;
 pub mod nic_truth;
 pub mod pause_truth;
+pub mod postcards;
 pub mod qp;
 pub mod scenario;
 pub mod spec;
 pub mod switch;
+pub mod telemetry_truth;
 pub mod truth;
 
 #[cfg(test)]

@@ -179,6 +179,9 @@ pub struct SwitchCfg {
     pub pfc_xon: u64,
     /// Egress queue limit per priority; beyond it the switch drops (a discard).
     pub queue_limit: u64,
+    /// Telemetry reports to a collector (`synth --telemetry`; `None`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<super::postcards::TelemetryCfg>,
 }
 
 /// A receiver's processing rate changes at `at_ns` (`gbps` 0 = stops draining).
@@ -344,6 +347,7 @@ impl Default for Config {
                 pfc_xoff: 2800 * 1024,
                 pfc_xon: 2200 * 1024,
                 queue_limit: 16 * 1024 * 1024,
+                telemetry: None,
             },
             rx_gbps: vec![],
             rate_changes: vec![],

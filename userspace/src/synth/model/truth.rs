@@ -313,6 +313,10 @@ pub struct Truth {
     /// How the NICs reacted, per NIC as the taps name it: NAK generation
     /// and reaction latencies from the model's record of their causes.
     pub nics: Vec<super::nic_truth::NicTruth>,
+    /// The switches' telemetry reports and the queue the model congested
+    /// (`synth --telemetry`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<super::telemetry_truth::TelemetryTruth>,
 }
 
 impl ConnectionTruth {
@@ -843,6 +847,7 @@ impl Truth {
             hops,
             pfc_trees: super::pause_truth::of(run, &wanted),
             nics: super::nic_truth::of(run, &wanted),
+            telemetry: super::telemetry_truth::TelemetryTruth::of(run),
             scenario: run.scenario.clone(),
             seed: run.seed,
             capture,

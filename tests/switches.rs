@@ -1,0 +1,138 @@
+//! What the model's switches said (`synth --telemetry`, docs/synth-truth.md
+//! "telemetry"): `telemetry.parquet` holds, report by report, exactly the
+//! occupancy, hop latency, switch, ports, queue, sequence, flags and packet
+//! the model logged when its switches sent them; and `report` names the
+//! queue the model congested and the flows that crossed it
+//! (docs/analysis.md, "congested-queue").
+use crate::common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+/// `synth SCENARIO --telemetry OPTIONS` into `dir`, then `analyze` with the
+/// collector's port: the truth and the telemetry table.
+fn telemetry_run(dir: &Path, scenario: &str, options: &[&str]) -> (Value, Table) {
+    let capture = dir.join(format!("{scenario}.pcapng"));
+    let capture_s = capture.to_str().unwrap();
+    let mut args = vec![
+        "synth",
+        scenario,
+        "--out",
+        capture_s,
+        "--seed",
+        "1",
+        "--telemetry",
+    ];
+    args.extend(options);
+    rocescope_ok(&args);
+    let truth: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(format!("{scenario}.truth.json"))).unwrap())
+            .unwrap();
+    let out = dir.join(format!("{scenario}-out"));
+    rocescope_ok(&[
+        "analyze",
+        capture_s,
+        "--out",
+        out.to_str().unwrap(),
+        "--telemetry-report-port",
+        "32766",
+    ]);
+    (truth, Table::read(&out.join("telemetry.parquet")))
+}
+
+/// Every report of the truth is one row, in order, field by field.
+fn assert_rows_are_the_models(label: &str, truth: &Value, t: &Table) {
+    let reports = truth["telemetry"]["reports"].as_array().unwrap();
+    assert!(reports.len() > 100, "{label}: {} reports", reports.len());
+    assert_eq!(t.rows(), reports.len(), "{label}: one row per report");
+    let epoch = truth["capture"]["epoch_ns"].as_u64().unwrap() as i128;
+    let int = |name: &str| t.ints(name);
+    let cols = [
+        ("switch_id", "switch_id"),
+        ("sequence", "sequence"),
+        ("ingress_port", "ingress_port"),
+        ("egress_port", "egress_port"),
+        ("queue_id", "queue"),
+        ("queue_occupancy", "occupancy"),
+        ("hop_latency", "hop_latency_ns"),
+        ("dest_qp", "dest_qp"),
+        ("psn", "psn"),
+    ];
+    let got: Vec<Vec<Option<i128>>> = cols.iter().map(|(c, _)| int(c)).collect();
+    let (ts, hop) = (int("ts_ns"), int("hop"));
+    let (dropped, congested) = (t.bools("dropped"), t.bools("congested_queue"));
+    let reason = int("drop_reason");
+    let source = t.strings("source");
+    for (i, r) in reports.iter().enumerate() {
+        for (k, (col, key)) in cols.iter().enumerate() {
+            assert_eq!(
+                got[k][i],
+                Some(r[key].as_u64().unwrap() as i128),
+                "{label}: report {i} {col}: {r}"
+            );
+        }
+        assert_eq!(ts[i], Some(epoch + r["ts_ns"].as_u64().unwrap() as i128));
+        assert_eq!(hop[i], Some(0));
+        assert_eq!(source[i].as_deref(), Some("report"));
+        assert_eq!(dropped[i], r["dropped"].as_bool(), "{label}: report {i}");
+        assert_eq!(
+            congested[i],
+            r["congested"].as_bool(),
+            "{label}: report {i}"
+        );
+        assert_eq!(
+            reason[i],
+            r["drop_reason"].as_u64().map(i128::from),
+            "{label}: report {i}"
+        );
+    }
+}
+
+#[test]
+fn pfc_storm_reports_are_the_models_queue_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let (truth, t) = telemetry_run(dir.path(), "pfc-storm", &[]);
+    assert_rows_are_the_models("pfc-storm", &truth, &t);
+    // The model's own figures of this run: the queue it filled most.
+    let q = &truth["telemetry"]["congested_queue"];
+    assert_eq!(q["port"], "leaf0-spine0");
+    assert_eq!(q["queue"], 3);
+}
+
+#[test]
+fn ghost_drop_reports_are_the_models_queue_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let (truth, t) = telemetry_run(dir.path(), "ghost-drop", &["--duration", "500us"]);
+    assert_rows_are_the_models("ghost-drop", &truth, &t);
+}
+
+/// A switch that drops at its queue limit (PFC off) sends drop reports:
+/// D flag, the queue and switch.p4's "traffic manager" reason, 71.
+#[test]
+fn drop_reports_carry_the_models_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let (truth, t) = telemetry_run(
+        dir.path(),
+        "incast",
+        &[
+            "--packets",
+            "3000",
+            "--set",
+            "switch.pfc_enabled=false",
+            "--set",
+            "switch.queue_limit=120000",
+        ],
+    );
+    assert_rows_are_the_models("incast", &truth, &t);
+    let reports = truth["telemetry"]["reports"].as_array().unwrap();
+    let drops: Vec<&Value> = reports.iter().filter(|r| r["dropped"] == true).collect();
+    assert_eq!(
+        drops.len() as u64,
+        truth["fabric"]["switch_drops"].as_u64().unwrap(),
+        "one drop report per switch discard of a request"
+    );
+    assert!(!drops.is_empty());
+    assert!(drops.iter().all(|r| r["drop_reason"] == 71));
+}
