@@ -6,7 +6,7 @@
 //! (docs/analysis.md, "congested-queue").
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::*;
 use serde_json::Value;
@@ -14,6 +14,12 @@ use serde_json::Value;
 /// `synth SCENARIO --telemetry OPTIONS` into `dir`, then `analyze` with the
 /// collector's port: the truth and the telemetry table.
 fn telemetry_run(dir: &Path, scenario: &str, options: &[&str]) -> (Value, Table) {
+    let (truth, out) = telemetry_analysis(dir, scenario, options);
+    (truth, Table::read(&out.join("telemetry.parquet")))
+}
+
+/// [`telemetry_run`]'s truth and output directory.
+fn telemetry_analysis(dir: &Path, scenario: &str, options: &[&str]) -> (Value, PathBuf) {
     let capture = dir.join(format!("{scenario}.pcapng"));
     let capture_s = capture.to_str().unwrap();
     let mut args = vec![
@@ -39,7 +45,7 @@ fn telemetry_run(dir: &Path, scenario: &str, options: &[&str]) -> (Value, Table)
         "--telemetry-report-port",
         "32766",
     ]);
-    (truth, Table::read(&out.join("telemetry.parquet")))
+    (truth, out)
 }
 
 /// Every report of the truth is one row, in order, field by field.
@@ -135,4 +141,81 @@ fn drop_reports_carry_the_models_drops() {
     );
     assert!(!drops.is_empty());
     assert!(drops.iter().all(|r| r["drop_reason"] == 71));
+}
+
+/// The `congested-queue` finding of the fullest queue is the queue the
+/// model filled most (switch id, its port number, the priority), and its
+/// flows are the model's flows through that queue, by addresses and QP.
+fn assert_names_the_models_queue(label: &str, truth: &Value, out: &Path) {
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let queues: Vec<&Value> = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "congested-queue")
+        .collect();
+    let fullest = queues
+        .iter()
+        .max_by_key(|f| f["params"]["peak_occupancy"].as_u64().unwrap())
+        .unwrap_or_else(|| panic!("{label}: no congested-queue finding"));
+    let want = &truth["telemetry"]["congested_queue"];
+    let p = &fullest["params"];
+    assert_eq!(p["switch_id"], want["switch_id"], "{label}: {fullest}");
+    assert_eq!(p["egress_port"], want["egress_port"], "{label}: {fullest}");
+    assert_eq!(p["queue_id"], want["queue"], "{label}: {fullest}");
+    assert_eq!(p["flows_more"], 0);
+    // The finding's flows, by their addresses and QP in flows.parquet.
+    let flows = Table::read(&out.join("flows.parquet"));
+    let (ids, src, dst, qp) = (
+        flows.ints("flow_id"),
+        flows.strings("src_ip"),
+        flows.strings("dst_ip"),
+        flows.ints("dest_qp"),
+    );
+    let mut got: Vec<(String, String, i128)> = fullest["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| {
+            let i = ids
+                .iter()
+                .position(|f| *f == Some(id.as_i64().unwrap() as i128))
+                .unwrap();
+            (
+                src[i].clone().unwrap(),
+                dst[i].clone().unwrap(),
+                qp[i].unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    let connections = truth["connections"].as_array().unwrap();
+    let mut want: Vec<(String, String, i128)> = want["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let c = connections.iter().find(|c| c["flow"] == *f).unwrap();
+            (
+                c["src_ip"].as_str().unwrap().to_string(),
+                c["dst_ip"].as_str().unwrap().to_string(),
+                c["responder_qpn"].as_u64().unwrap() as i128,
+            )
+        })
+        .collect();
+    want.sort();
+    assert_eq!(got, want, "{label}: the flows behind the queue");
+}
+
+#[test]
+fn report_names_the_queue_the_model_congested() {
+    let dir = tempfile::tempdir().unwrap();
+    for (scenario, options) in [
+        ("pfc-storm", &[][..]),
+        ("ghost-drop", &["--duration", "500us"][..]),
+    ] {
+        let (truth, out) = telemetry_analysis(dir.path(), scenario, options);
+        assert_names_the_models_queue(scenario, &truth, &out);
+    }
 }

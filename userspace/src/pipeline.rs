@@ -466,7 +466,7 @@ impl RecordPipeline {
                 mut outputs,
                 ..
             } => {
-                let analysis = finished(*analyzer, &mut Fanout(&mut outputs));
+                let analysis = finished(*analyzer, &mut Fanout(&mut outputs), &facts);
                 close_all(outputs, &analysis, &facts)?;
                 Ok(analysis)
             }
@@ -634,7 +634,7 @@ fn analyze_loop(
                     let _ = spare.send(recs);
                 }
                 ToAnalyzer::Reopen => {}
-                ToAnalyzer::Finish(_) => return Ok(finished(analyzer, &mut Discard)),
+                ToAnalyzer::Finish(facts) => return Ok(finished(analyzer, &mut Discard, &facts)),
             }
         }
         return Err(Error::Internal(
@@ -683,7 +683,7 @@ fn analyze_loop(
             }
             ToAnalyzer::Finish(facts) => {
                 let mut sink = TableBatch::default();
-                let analysis = finished(analyzer, &mut sink);
+                let analysis = finished(analyzer, &mut sink, &facts);
                 if wtx.send(ToWriter::Batch(sink)).is_err()
                     || wtx
                         .send(ToWriter::Close(Box::new(analysis), facts))
@@ -805,8 +805,21 @@ struct Fanout<'a>(&'a mut [Box<dyn Output>]);
 
 /// The analysis at the end of input, told: findings worded and Wireshark
 /// filters filled in (`render::tell`), as every output writes it.
-fn finished(analyzer: Analyzer, sink: &mut impl analyze::Sink) -> Analysis {
+/// The switches' telemetry (`facts.telemetry`) joins the findings here, at
+/// the end, beside the flow rows it names its flows by.
+fn finished(analyzer: Analyzer, sink: &mut impl analyze::Sink, facts: &RunFacts) -> Analysis {
     let mut analysis = analyzer.finish(sink);
+    if let Some(t) = &facts.telemetry {
+        let queues = analyze::findings::queues::diagnose(
+            &t.rows,
+            &analysis.flows,
+            &analysis.summary.pfc_trees,
+        );
+        if !queues.is_empty() {
+            analysis.diagnoses.extend(queues);
+            analyze::findings::rank_diagnoses(&mut analysis.diagnoses);
+        }
+    }
     crate::render::tell(&mut analysis);
     analysis
 }

@@ -1,8 +1,6 @@
 //! `telemetry.parquet`: one row per hop per INT-MD packet, IFA packet or
 //! telemetry report (docs/tables.md), joined to `flows.parquet` by
 //! `flow_id` when the run ends.
-use std::collections::HashMap;
-
 use arrow_array::builder::{
     BooleanBuilder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
     TimestampMicrosecondBuilder,
@@ -10,7 +8,7 @@ use arrow_array::builder::{
 
 use super::format::micros;
 use crate::addr::Ip;
-use crate::analyze::FlowRow;
+pub use crate::analyze::findings::queues::FlowIndex;
 use crate::columns;
 use crate::telemetry::TelemetryRow;
 
@@ -20,41 +18,6 @@ pub struct Joined<'a> {
     pub iface: &'a str,
     pub file: Option<&'a str>,
     pub flow_id: Option<u32>,
-}
-
-/// The flows a telemetry row can belong to: the flow of the packet that
-/// carried it (INT-MD, IFA: same interface, addresses and QP), or for a
-/// report's truncated packet the first flow with its addresses and QP on
-/// any interface (the collector's tap is not the flow's).
-pub struct FlowIndex {
-    exact: HashMap<(u16, [u8; 16], [u8; 16], u32), u32>,
-    any_tap: HashMap<([u8; 16], [u8; 16], u32), u32>,
-}
-
-impl FlowIndex {
-    pub fn new(flows: &[FlowRow]) -> FlowIndex {
-        let mut exact = HashMap::with_capacity(flows.len());
-        let mut any_tap = HashMap::with_capacity(flows.len());
-        for f in flows {
-            exact.insert((f.iface, f.src_ip, f.dst_ip, f.dest_qp), f.flow_id);
-            let first = any_tap
-                .entry((f.src_ip, f.dst_ip, f.dest_qp))
-                .or_insert(f.flow_id);
-            *first = (*first).min(f.flow_id);
-        }
-        FlowIndex { exact, any_tap }
-    }
-
-    /// `row`'s flow, if the run has it.
-    pub fn flow_of(&self, row: &TelemetryRow) -> Option<u32> {
-        let (src, dst, qp) = (row.src_ip?, row.dst_ip?, row.dest_qp?);
-        match row.source? {
-            rocescope_common::wire::telemetry::Source::Report => {
-                self.any_tap.get(&(src, dst, qp)).copied()
-            }
-            _ => self.exact.get(&(row.iface, src, dst, qp)).copied(),
-        }
-    }
 }
 
 columns! {

@@ -28,6 +28,7 @@ mod mtu;
 mod nics;
 mod pfc;
 mod qos;
+pub mod queues;
 mod retrans;
 mod unanswered;
 
@@ -101,6 +102,8 @@ pub enum Evidence {
     Qos(QosMismatch),
     /// `dcqcn-reaction`.
     Dcqcn(Dcqcn),
+    /// `congested-queue`, one per switch queue.
+    CongestedQueue(Box<queues::CongestedQueue>),
 }
 
 impl Evidence {
@@ -125,6 +128,7 @@ impl Evidence {
             Evidence::SlowNic(_) => "slow-nic-reaction",
             Evidence::Qos(_) => "qos-mismatch",
             Evidence::Dcqcn(_) => "dcqcn-reaction",
+            Evidence::CongestedQueue(_) => "congested-queue",
         }
     }
 }
@@ -181,6 +185,11 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
 /// "Findings").
 pub(crate) fn rank_findings(findings: &mut [Finding]) {
     rank(findings, |f| (f.severity, f.impact));
+}
+
+/// `out` ranked again, after findings joined late (`congested-queue`).
+pub(crate) fn rank_diagnoses(out: &mut [Diagnosis]) {
+    rank(out, |d| (d.severity, d.impact));
 }
 
 fn rank<T>(items: &mut [T], key: impl Fn(&T) -> (Severity, f64)) {

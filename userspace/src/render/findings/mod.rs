@@ -10,6 +10,7 @@ mod mtu;
 mod nics;
 mod pfc;
 mod qos;
+mod queues;
 mod retrans;
 mod unanswered;
 
@@ -96,6 +97,7 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
         Evidence::SlowNic(e) => nics::slow_nic(e, &names),
         Evidence::Qos(e) => qos::qos_mismatch(e, &names),
         Evidence::Dcqcn(e) => dcqcn::dcqcn(e, &names),
+        Evidence::CongestedQueue(e) => queues::congested_queue(e, &names),
     };
     Finding {
         id: d.evidence.id(),

@@ -1,0 +1,313 @@
+//! `congested-queue` (docs/analysis.md, "Findings"): the switch queues
+//! whose telemetry (INT-MD, IFA, Telemetry Report hops in
+//! `telemetry.parquet`) shows them filling, joined to the flows that
+//! crossed them and to what the endpoints showed of those flows — their CE
+//! marks, their rewinds (ghost timeouts among them), the PFC congestion
+//! tree on the queue's priority — and the packets the switch said it
+//! dropped there (drop reports, D flag), by drop reason.
+//!
+//! The telemetry is read when the run ends, beside the flow rows: a report
+//! names its packet by addresses and destination QP, which is how it finds
+//! its flow ([`FlowIndex`], also `telemetry.parquet`'s `flow_id`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use rocescope_common::wire::telemetry::Source;
+
+use crate::analyze::tree::PauseTree;
+use crate::analyze::{FlowRow, Severity};
+use crate::telemetry::TelemetryRow;
+
+use super::{Diagnosis, Evidence, FlowRef};
+
+/// A queue is congested when one of its hops waited at least this long
+/// (hop latency; INT leaves the unit to the device, switches in use report
+/// nanoseconds) or a report flagged it (Q) or said it dropped (D).
+pub const CONGESTED_LATENCY: u32 = 10_000;
+
+/// At most this many queues get a finding, the fullest first; the rest are
+/// counted in the last one's `other_queues`.
+pub const QUEUES_SHOWN: usize = 5;
+
+/// The flows of a queue listed by id, the most reported first; the rest
+/// are counted.
+pub const FLOWS_SHOWN: usize = 10;
+
+/// The flows a telemetry row can belong to: the flow of the packet that
+/// carried it (INT-MD, IFA: same interface, addresses and QP), or for a
+/// report's truncated packet the first flow with its addresses and QP on
+/// any interface (the collector's tap is not the flow's).
+pub struct FlowIndex {
+    exact: HashMap<(u16, [u8; 16], [u8; 16], u32), u32>,
+    any_tap: HashMap<([u8; 16], [u8; 16], u32), u32>,
+}
+
+impl FlowIndex {
+    pub fn new(flows: &[FlowRow]) -> FlowIndex {
+        let mut exact = HashMap::with_capacity(flows.len());
+        let mut any_tap = HashMap::with_capacity(flows.len());
+        for f in flows {
+            exact.insert((f.iface, f.src_ip, f.dst_ip, f.dest_qp), f.flow_id);
+            let first = any_tap
+                .entry((f.src_ip, f.dst_ip, f.dest_qp))
+                .or_insert(f.flow_id);
+            *first = (*first).min(f.flow_id);
+        }
+        FlowIndex { exact, any_tap }
+    }
+
+    /// `row`'s flow, if the run has it.
+    pub fn flow_of(&self, row: &TelemetryRow) -> Option<u32> {
+        let (src, dst, qp) = (row.src_ip?, row.dst_ip?, row.dest_qp?);
+        match row.source? {
+            Source::Report => self.any_tap.get(&(src, dst, qp)).copied(),
+            _ => self.exact.get(&(row.iface, src, dst, qp)).copied(),
+        }
+    }
+}
+
+/// A switch queue as telemetry names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueueId {
+    pub switch_id: u32,
+    pub egress_port: u32,
+    pub queue_id: u8,
+}
+
+/// What the endpoints showed of a queue's flows: per flow, at the tap that
+/// saw the most of each.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Endpoints {
+    /// CE-marked request packets.
+    pub ce: u64,
+    /// Go-back-N rewinds, and of them timeouts with nothing lost (ghost).
+    pub rewinds: u64,
+    pub ghost_rewinds: u64,
+    /// The PFC congestion tree whose victims include one of the flows:
+    /// its root's MAC and tap, and its priority.
+    pub pfc_root: Option<PfcRoot>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PfcRoot {
+    pub priority: u8,
+    pub src_mac: String,
+    pub iface_name: String,
+    pub device: Option<String>,
+}
+
+/// `congested-queue`: one switch queue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CongestedQueue {
+    pub queue: QueueId,
+    /// Telemetry hops about it, and of them the congested ones.
+    pub hops: u64,
+    pub congested_hops: u64,
+    /// First and last congested hop (capture time).
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// The most it held (the device's unit) and the longest wait, and when.
+    pub peak_occupancy: u32,
+    pub peak_occupancy_ns: u64,
+    pub peak_latency: u32,
+    pub peak_latency_ns: u64,
+    /// Drop reports, per drop reason (`None`: the report gave none).
+    pub drops: BTreeMap<Option<u8>, u64>,
+    /// Its flows, the most reported first (at most [`FLOWS_SHOWN`]), and
+    /// how many more.
+    pub flows: Vec<FlowRef>,
+    pub flows_more: u64,
+    pub endpoints: Endpoints,
+    /// Congested queues past [`QUEUES_SHOWN`] (on the last finding only).
+    pub other_queues: u64,
+}
+
+impl CongestedQueue {
+    pub fn dropped(&self) -> u64 {
+        self.drops.values().sum()
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    hops: u64,
+    congested: u64,
+    first_ns: u64,
+    last_ns: u64,
+    peak_occupancy: (u32, u64),
+    peak_latency: (u32, u64),
+    drops: BTreeMap<Option<u8>, u64>,
+    flows: BTreeMap<u32, u64>,
+}
+
+fn congested(row: &TelemetryRow) -> bool {
+    row.dropped == Some(true)
+        || row.congested_queue == Some(true)
+        || row.hop_latency.is_some_and(|l| l >= CONGESTED_LATENCY)
+}
+
+/// The `congested-queue` findings of a run's telemetry `rows`, joined to
+/// its flow rows and PFC trees; ranked as findings are (docs/analysis.md).
+pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -> Vec<Diagnosis> {
+    let index = FlowIndex::new(flows);
+    let mut queues: BTreeMap<QueueId, Tally> = BTreeMap::new();
+    for row in rows {
+        let (Some(switch_id), Some(egress_port), Some(queue_id)) =
+            (row.switch_id, row.egress_port, row.queue_id)
+        else {
+            continue;
+        };
+        let t = queues
+            .entry(QueueId {
+                switch_id,
+                egress_port,
+                queue_id,
+            })
+            .or_default();
+        t.hops += 1;
+        let occupancy = row.queue_occupancy.unwrap_or(0);
+        let latency = row.hop_latency.unwrap_or(0);
+        if occupancy > t.peak_occupancy.0 {
+            t.peak_occupancy = (occupancy, row.ts_ns);
+        }
+        if latency > t.peak_latency.0 {
+            t.peak_latency = (latency, row.ts_ns);
+        }
+        if row.dropped == Some(true) {
+            *t.drops.entry(row.drop_reason).or_default() += 1;
+        }
+        if !congested(row) {
+            continue;
+        }
+        if t.congested == 0 {
+            t.first_ns = row.ts_ns;
+        }
+        t.congested += 1;
+        t.first_ns = t.first_ns.min(row.ts_ns);
+        t.last_ns = t.last_ns.max(row.ts_ns);
+        if let Some(flow) = index.flow_of(row) {
+            *t.flows.entry(flow).or_default() += 1;
+        }
+    }
+    let mut found: Vec<(QueueId, Tally)> = queues
+        .into_iter()
+        .filter(|(_, t)| t.congested > 0)
+        .collect();
+    // The fullest first; then the longest wait.
+    found.sort_by(|(qa, a), (qb, b)| {
+        (b.peak_occupancy.0, b.peak_latency.0, *qa).cmp(&(
+            a.peak_occupancy.0,
+            a.peak_latency.0,
+            *qb,
+        ))
+    });
+    let other_queues = found.len().saturating_sub(QUEUES_SHOWN) as u64;
+    found.truncate(QUEUES_SHOWN);
+    let shown = found.len();
+    let data_total: u64 = flows.iter().map(|f| f.data_packets).sum();
+    found
+        .into_iter()
+        .enumerate()
+        .map(|(i, (queue, t))| {
+            let mut by_hops: Vec<(u32, u64)> = t.flows.into_iter().collect();
+            by_hops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let all: Vec<u32> = by_hops.iter().map(|&(f, _)| f).collect();
+            let endpoints = endpoints(&all, flows, trees, queue.queue_id);
+            let data: u64 = flows
+                .iter()
+                .filter(|f| all.contains(&f.flow_id))
+                .map(|f| f.data_packets)
+                .sum();
+            let impact = if data_total > 0 {
+                data as f64 / data_total as f64
+            } else {
+                0.0
+            };
+            let evidence = CongestedQueue {
+                queue,
+                hops: t.hops,
+                congested_hops: t.congested,
+                first_ns: t.first_ns,
+                last_ns: t.last_ns,
+                peak_occupancy: t.peak_occupancy.0,
+                peak_occupancy_ns: t.peak_occupancy.1,
+                peak_latency: t.peak_latency.0,
+                peak_latency_ns: t.peak_latency.1,
+                drops: t.drops,
+                flows: all
+                    .iter()
+                    .take(FLOWS_SHOWN)
+                    .filter_map(|&id| flows.iter().find(|f| f.flow_id == id))
+                    .map(|f| FlowRef {
+                        id: f.flow_id,
+                        iface: f.iface,
+                        src_ip: f.src_ip,
+                        dst_ip: f.dst_ip,
+                        dest_qp: f.dest_qp,
+                    })
+                    .collect(),
+                flows_more: all.len().saturating_sub(FLOWS_SHOWN) as u64,
+                endpoints,
+                other_queues: if i + 1 == shown { other_queues } else { 0 },
+            };
+            Diagnosis {
+                severity: if evidence.dropped() > 0 {
+                    Severity::Critical
+                } else {
+                    Severity::Warning
+                },
+                impact,
+                flows: evidence.flows.iter().map(|f| f.id).collect(),
+                evidence: Evidence::CongestedQueue(Box::new(evidence)),
+            }
+        })
+        .collect()
+}
+
+/// What the taps showed of `ids` (every flow of the queue, on every tap).
+fn endpoints(ids: &[u32], flows: &[FlowRow], trees: &[PauseTree], priority: u8) -> Endpoints {
+    let keys: Vec<([u8; 16], [u8; 16], u32)> = flows
+        .iter()
+        .filter(|f| ids.contains(&f.flow_id))
+        .map(|f| (f.src_ip, f.dst_ip, f.dest_qp))
+        .collect();
+    // Per flow, the tap that saw the most of each: a flow seen at two
+    // taps shows its marks and rewinds twice.
+    let mut most: HashMap<([u8; 16], [u8; 16], u32), (u64, u64, u64)> = HashMap::new();
+    let mut members = Vec::new();
+    for f in flows
+        .iter()
+        .filter(|f| keys.contains(&(f.src_ip, f.dst_ip, f.dest_qp)))
+    {
+        let m = most.entry((f.src_ip, f.dst_ip, f.dest_qp)).or_default();
+        *m = (
+            m.0.max(f.ce),
+            m.1.max(f.rewinds),
+            m.2.max(f.rewinds_timeout_ghost),
+        );
+        members.push(f.flow_id);
+    }
+    let mut e = Endpoints::default();
+    for (ce, rewinds, ghost) in most.into_values() {
+        e.ce += ce;
+        e.rewinds += rewinds;
+        e.ghost_rewinds += ghost;
+    }
+    e.pfc_root = trees
+        .iter()
+        .filter(|t| t.priority == priority)
+        .find(|t| {
+            t.nodes
+                .iter()
+                .any(|n| n.victims.iter().any(|v| members.contains(v)))
+        })
+        .or_else(|| trees.iter().find(|t| t.priority == priority))
+        .and_then(|t| t.nodes.first().map(|root| (t.priority, root)))
+        .map(|(priority, root)| PfcRoot {
+            priority,
+            src_mac: root.src_mac.clone(),
+            iface_name: root.iface_name.clone(),
+            device: root.device.clone(),
+        });
+    e
+}
