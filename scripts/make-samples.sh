@@ -51,4 +51,9 @@ while read -r scenario options; do
   # shellcheck disable=SC2086 # options are words
   "$bin" synth "$scenario" --out "$outdir/$scenario.pcapng" --seed 1 $options
 done <<<"$SAMPLES"
+# Beside the table (tests/switches.rs checks it): a storm whose switches
+# export telemetry reports to a collector (read with --telemetry-report-port
+# 32766), seen at s1's port.
+"$bin" synth pfc-storm --out "$outdir/pfc-storm-telemetry.pcapng" --seed 1 \
+  --snaplen 128 --telemetry --tap 1 --duration 20ms
 du -ch "$outdir"/*.pcapng "$outdir"/*.truth.json | tail -1

@@ -165,27 +165,16 @@ fn assert_names_the_models_queue(label: &str, truth: &Value, out: &Path) {
     assert_eq!(p["egress_port"], want["egress_port"], "{label}: {fullest}");
     assert_eq!(p["queue_id"], want["queue"], "{label}: {fullest}");
     assert_eq!(p["flows_more"], 0);
-    // The finding's flows, by their addresses and QP in flows.parquet.
-    let flows = Table::read(&out.join("flows.parquet"));
-    let (ids, src, dst, qp) = (
-        flows.ints("flow_id"),
-        flows.strings("src_ip"),
-        flows.strings("dst_ip"),
-        flows.ints("dest_qp"),
-    );
-    let mut got: Vec<(String, String, i128)> = fullest["flows"]
+    // The finding's flows, by their packets' addresses and QP.
+    let mut got: Vec<(String, String, i128)> = p["queue_flows"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|id| {
-            let i = ids
-                .iter()
-                .position(|f| *f == Some(id.as_i64().unwrap() as i128))
-                .unwrap();
+        .map(|f| {
             (
-                src[i].clone().unwrap(),
-                dst[i].clone().unwrap(),
-                qp[i].unwrap(),
+                f["src_ip"].as_str().unwrap().to_string(),
+                f["dst_ip"].as_str().unwrap().to_string(),
+                f["dest_qp"].as_i64().unwrap() as i128,
             )
         })
         .collect();
@@ -218,4 +207,51 @@ fn report_names_the_queue_the_model_congested() {
         let (truth, out) = telemetry_analysis(dir.path(), scenario, options);
         assert_names_the_models_queue(scenario, &truth, &out);
     }
+}
+
+/// `pcaps/pfc-storm-telemetry.pcapng` is what `scripts/make-samples.sh`
+/// makes, and its report names the queue its truth says the model filled.
+#[test]
+fn the_telemetry_sample_regenerates_and_names_its_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = std::fs::read_to_string(repo().join("scripts/make-samples.sh")).unwrap();
+    let line = script
+        .split("\"$bin\" synth pfc-storm --out \"$outdir/pfc-storm-telemetry.pcapng\"")
+        .nth(1)
+        .and_then(|rest| rest.split("\ndu ").next())
+        .expect("make-samples.sh makes pfc-storm-telemetry.pcapng");
+    let options: Vec<&str> = line.split_whitespace().filter(|w| *w != "\\").collect();
+    let capture = dir.path().join("pfc-storm-telemetry.pcapng");
+    let mut args = vec!["synth", "pfc-storm", "--out", capture.to_str().unwrap()];
+    args.extend(&options);
+    rocescope_ok(&args);
+    for file in [
+        "pfc-storm-telemetry.pcapng",
+        "pfc-storm-telemetry.truth.json",
+    ] {
+        let want = std::fs::read(repo().join("pcaps").join(file)).unwrap();
+        let got = std::fs::read(dir.path().join(file)).unwrap();
+        assert!(
+            got == want,
+            "{file}: run scripts/make-samples.sh and commit"
+        );
+    }
+    let truth: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("pfc-storm-telemetry.truth.json")).unwrap(),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    rocescope_ok(&[
+        "analyze",
+        capture.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--telemetry-report-port",
+        "32766",
+    ]);
+    assert_names_the_models_queue("pfc-storm-telemetry", &truth, &out);
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }

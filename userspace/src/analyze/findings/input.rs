@@ -24,6 +24,19 @@ pub struct FlowRef {
     pub dest_qp: u32,
 }
 
+impl FlowRef {
+    /// The flow a row of `flows.parquet` is.
+    pub fn from_row(r: &crate::analyze::FlowRow) -> FlowRef {
+        FlowRef {
+            id: r.flow_id,
+            iface: r.iface,
+            src_ip: r.src_ip,
+            dst_ip: r.dst_ip,
+            dest_qp: r.dest_qp,
+        }
+    }
+}
+
 impl From<&Flow> for FlowRef {
     fn from(f: &Flow) -> Self {
         FlowRef {

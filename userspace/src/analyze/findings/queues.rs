@@ -10,7 +10,7 @@
 //! names its packet by addresses and destination QP, which is how it finds
 //! its flow ([`FlowIndex`], also `telemetry.parquet`'s `flow_id`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rocescope_common::wire::telemetry::Source;
 
@@ -40,20 +40,34 @@ pub const FLOWS_SHOWN: usize = 10;
 pub struct FlowIndex {
     exact: HashMap<(u16, [u8; 16], [u8; 16], u32), u32>,
     any_tap: HashMap<([u8; 16], [u8; 16], u32), u32>,
+    /// The position in the rows of each connection's lowest flow id.
+    first_row: HashMap<([u8; 16], [u8; 16], u32), usize>,
 }
 
 impl FlowIndex {
     pub fn new(flows: &[FlowRow]) -> FlowIndex {
         let mut exact = HashMap::with_capacity(flows.len());
         let mut any_tap = HashMap::with_capacity(flows.len());
-        for f in flows {
+        let mut first_row = HashMap::with_capacity(flows.len());
+        for (i, f) in flows.iter().enumerate() {
+            let key = (f.src_ip, f.dst_ip, f.dest_qp);
             exact.insert((f.iface, f.src_ip, f.dst_ip, f.dest_qp), f.flow_id);
-            let first = any_tap
-                .entry((f.src_ip, f.dst_ip, f.dest_qp))
-                .or_insert(f.flow_id);
-            *first = (*first).min(f.flow_id);
+            let first = any_tap.entry(key).or_insert(f.flow_id);
+            if f.flow_id <= *first {
+                *first = f.flow_id;
+                first_row.insert(key, i);
+            }
         }
-        FlowIndex { exact, any_tap }
+        FlowIndex {
+            exact,
+            any_tap,
+            first_row,
+        }
+    }
+
+    /// The row (position in the rows) of the connection's lowest flow id.
+    pub fn first(&self, src: [u8; 16], dst: [u8; 16], qp: u32) -> Option<usize> {
+        self.first_row.get(&(src, dst, qp)).copied()
     }
 
     /// `row`'s flow, if the run has it.
@@ -96,6 +110,16 @@ pub struct PfcRoot {
     pub device: Option<String>,
 }
 
+/// A flow the telemetry names by its packet's addresses and destination
+/// QP, with the flow row of that connection when a tap saw it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueFlow {
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    pub dest_qp: u32,
+    pub seen: Option<FlowRef>,
+}
+
 /// `congested-queue`: one switch queue.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CongestedQueue {
@@ -115,7 +139,7 @@ pub struct CongestedQueue {
     pub drops: BTreeMap<Option<u8>, u64>,
     /// Its flows, the most reported first (at most [`FLOWS_SHOWN`]), and
     /// how many more.
-    pub flows: Vec<FlowRef>,
+    pub flows: Vec<QueueFlow>,
     pub flows_more: u64,
     pub endpoints: Endpoints,
     /// Congested queues past [`QUEUES_SHOWN`] (on the last finding only).
@@ -137,7 +161,8 @@ struct Tally {
     peak_occupancy: (u32, u64),
     peak_latency: (u32, u64),
     drops: BTreeMap<Option<u8>, u64>,
-    flows: BTreeMap<u32, u64>,
+    /// Congested rows per connection `(src, dst, dest QP)`.
+    flows: BTreeMap<([u8; 16], [u8; 16], u32), u64>,
 }
 
 fn congested(row: &TelemetryRow) -> bool {
@@ -185,8 +210,8 @@ pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -
         t.congested += 1;
         t.first_ns = t.first_ns.min(row.ts_ns);
         t.last_ns = t.last_ns.max(row.ts_ns);
-        if let Some(flow) = index.flow_of(row) {
-            *t.flows.entry(flow).or_default() += 1;
+        if let (Some(src), Some(dst), Some(qp)) = (row.src_ip, row.dst_ip, row.dest_qp) {
+            *t.flows.entry((src, dst, qp)).or_default() += 1;
         }
     }
     let mut found: Vec<(QueueId, Tally)> = queues
@@ -209,13 +234,14 @@ pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -
         .into_iter()
         .enumerate()
         .map(|(i, (queue, t))| {
-            let mut by_hops: Vec<(u32, u64)> = t.flows.into_iter().collect();
+            let mut by_hops: Vec<_> = t.flows.into_iter().collect();
             by_hops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            let all: Vec<u32> = by_hops.iter().map(|&(f, _)| f).collect();
-            let endpoints = endpoints(&all, flows, trees, queue.queue_id);
+            let keys: Vec<_> = by_hops.iter().map(|&(k, _)| k).collect();
+            let crossed: HashSet<_> = keys.iter().copied().collect();
+            let endpoints = endpoints(&crossed, flows, trees, queue.queue_id);
             let data: u64 = flows
                 .iter()
-                .filter(|f| all.contains(&f.flow_id))
+                .filter(|f| crossed.contains(&(f.src_ip, f.dst_ip, f.dest_qp)))
                 .map(|f| f.data_packets)
                 .sum();
             let impact = if data_total > 0 {
@@ -234,19 +260,19 @@ pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -
                 peak_latency: t.peak_latency.0,
                 peak_latency_ns: t.peak_latency.1,
                 drops: t.drops,
-                flows: all
+                flows: keys
                     .iter()
                     .take(FLOWS_SHOWN)
-                    .filter_map(|&id| flows.iter().find(|f| f.flow_id == id))
-                    .map(|f| FlowRef {
-                        id: f.flow_id,
-                        iface: f.iface,
-                        src_ip: f.src_ip,
-                        dst_ip: f.dst_ip,
-                        dest_qp: f.dest_qp,
+                    .map(|&(src_ip, dst_ip, dest_qp)| QueueFlow {
+                        src_ip,
+                        dst_ip,
+                        dest_qp,
+                        seen: index
+                            .first(src_ip, dst_ip, dest_qp)
+                            .map(|i| FlowRef::from_row(&flows[i])),
                     })
                     .collect(),
-                flows_more: all.len().saturating_sub(FLOWS_SHOWN) as u64,
+                flows_more: keys.len().saturating_sub(FLOWS_SHOWN) as u64,
                 endpoints,
                 other_queues: if i + 1 == shown { other_queues } else { 0 },
             };
@@ -257,20 +283,24 @@ pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -
                     Severity::Warning
                 },
                 impact,
-                flows: evidence.flows.iter().map(|f| f.id).collect(),
+                flows: evidence
+                    .flows
+                    .iter()
+                    .filter_map(|f| f.seen.map(|r| r.id))
+                    .collect(),
                 evidence: Evidence::CongestedQueue(Box::new(evidence)),
             }
         })
         .collect()
 }
 
-/// What the taps showed of `ids` (every flow of the queue, on every tap).
-fn endpoints(ids: &[u32], flows: &[FlowRow], trees: &[PauseTree], priority: u8) -> Endpoints {
-    let keys: Vec<([u8; 16], [u8; 16], u32)> = flows
-        .iter()
-        .filter(|f| ids.contains(&f.flow_id))
-        .map(|f| (f.src_ip, f.dst_ip, f.dest_qp))
-        .collect();
+/// What the taps showed of the connections `keys` (on every tap).
+fn endpoints(
+    keys: &HashSet<([u8; 16], [u8; 16], u32)>,
+    flows: &[FlowRow],
+    trees: &[PauseTree],
+    priority: u8,
+) -> Endpoints {
     // Per flow, the tap that saw the most of each: a flow seen at two
     // taps shows its marks and rewinds twice.
     let mut most: HashMap<([u8; 16], [u8; 16], u32), (u64, u64, u64)> = HashMap::new();

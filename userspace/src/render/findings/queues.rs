@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::analyze::findings::queues::{CONGESTED_LATENCY, CongestedQueue};
-use crate::analyze::fmt_count;
+use crate::analyze::{fmt_count, fmt_ip};
 
 use super::{Names, Words, params};
 
@@ -40,7 +40,19 @@ pub(super) fn congested_queue(q: &CongestedQueue, x: &Names) -> Words {
         ));
     }
     if !q.flows.is_empty() {
-        let listed: Vec<String> = q.flows.iter().map(|f| x.describe(f)).collect();
+        let listed: Vec<String> = q
+            .flows
+            .iter()
+            .map(|f| match &f.seen {
+                Some(r) => x.describe(r),
+                None => format!(
+                    "{} → {} QP {} (in the telemetry only)",
+                    fmt_ip(&f.src_ip),
+                    fmt_ip(&f.dst_ip),
+                    f.dest_qp
+                ),
+            })
+            .collect();
         detail.push_str(&format!(". Flows through it: {}", listed.join("; ")));
         if q.flows_more > 0 {
             detail.push_str(&format!(" and {} more", q.flows_more));
@@ -93,6 +105,20 @@ pub(super) fn congested_queue(q: &CongestedQueue, x: &Names) -> Words {
             ("peak_occupancy", json!(q.peak_occupancy)),
             ("peak_latency", json!(q.peak_latency)),
             ("dropped", json!(q.dropped())),
+            (
+                "queue_flows",
+                json!(
+                    q.flows
+                        .iter()
+                        .map(|f| json!({
+                            "src_ip": fmt_ip(&f.src_ip),
+                            "dst_ip": fmt_ip(&f.dst_ip),
+                            "dest_qp": f.dest_qp,
+                            "flow_id": f.seen.map(|r| r.id),
+                        }))
+                        .collect::<Vec<_>>()
+                ),
+            ),
             ("flows_more", json!(q.flows_more)),
             ("ce", json!(e.ce)),
             ("rewinds", json!(e.rewinds)),
