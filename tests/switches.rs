@@ -146,7 +146,8 @@ fn drop_reports_carry_the_models_drops() {
 /// The `congested-queue` finding of the fullest queue is the queue the
 /// model filled most (switch id, its port number, the priority), and its
 /// flows are the model's flows through that queue, by addresses and QP.
-fn assert_names_the_models_queue(label: &str, truth: &Value, out: &Path) {
+/// `cited`: a PFC tree or ghost finding must cite it.
+fn assert_names_the_models_queue(label: &str, truth: &Value, out: &Path, cited: bool) {
     let summary: Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let queues: Vec<&Value> = summary["findings"]
@@ -195,6 +196,24 @@ fn assert_names_the_models_queue(label: &str, truth: &Value, out: &Path) {
         .collect();
     want.sort();
     assert_eq!(got, want, "{label}: the flows behind the queue");
+    // The PFC tree and the ghost timeouts cite it.
+    let citing: Vec<&Value> = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "pfc-congestion-tree" || f["id"] == "ghost-retransmissions")
+        .collect();
+    assert!(
+        !cited || !citing.is_empty(),
+        "{label}: a PFC tree or ghost finding"
+    );
+    for f in citing {
+        let q = &f["params"]["telemetry_queue"];
+        let want = &truth["telemetry"]["congested_queue"];
+        assert_eq!(q["switch_id"], want["switch_id"], "{label}: {f}");
+        assert_eq!(q["egress_port"], want["egress_port"], "{label}: {f}");
+        assert_eq!(q["queue_id"], want["queue"], "{label}: {f}");
+    }
 }
 
 #[test]
@@ -205,7 +224,7 @@ fn report_names_the_queue_the_model_congested() {
         ("ghost-drop", &["--duration", "500us"][..]),
     ] {
         let (truth, out) = telemetry_analysis(dir.path(), scenario, options);
-        assert_names_the_models_queue(scenario, &truth, &out);
+        assert_names_the_models_queue(scenario, &truth, &out, true);
     }
 }
 
@@ -249,7 +268,8 @@ fn the_telemetry_sample_regenerates_and_names_its_queue() {
         "--telemetry-report-port",
         "32766",
     ]);
-    assert_names_the_models_queue("pfc-storm-telemetry", &truth, &out);
+    // One tap: no tree spreads between taps, no finding to cite it.
+    assert_names_the_models_queue("pfc-storm-telemetry", &truth, &out, false);
 }
 
 fn repo() -> PathBuf {

@@ -818,6 +818,7 @@ fn finished(analyzer: Analyzer, sink: &mut impl analyze::Sink, facts: &RunFacts)
         if !queues.is_empty() {
             analysis.diagnoses.extend(queues);
             analyze::findings::rank_diagnoses(&mut analysis.diagnoses);
+            analyze::findings::queues::cite(&mut analysis.diagnoses);
         }
     }
     crate::render::tell(&mut analysis);

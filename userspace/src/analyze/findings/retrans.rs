@@ -36,6 +36,9 @@ pub struct Ghost {
     /// The senders' NIC timeouts, one per sender (the tap with the most
     /// samples).
     pub nics: Vec<NicTimeout>,
+    /// The congested switch queue these flows crossed, when the switches'
+    /// telemetry says (`congested-queue`; set when the run ends).
+    pub telemetry: Option<super::queues::QueueCitation>,
 }
 
 /// One rewind of a ghost retransmission's flow.
@@ -166,6 +169,7 @@ pub(super) fn ghost(x: &Input) -> Option<Diagnosis> {
             timeout_ns: ACK_TIMEOUT_UNIT_NS << t,
             pause_max_ns: pause_max,
             nics: nics.into_iter().cloned().collect(),
+            telemetry: None,
         })),
     })
 }

@@ -89,13 +89,19 @@ pub(super) fn ghost(e: &Ghost, x: &Names) -> Words {
             fmt_duration(p)
         ));
     }
+    if let Some(q) = &e.telemetry {
+        detail.push_str(&format!(
+            "\nSwitch telemetry: these flows crossed the congested {}: the delay has a place.",
+            q.words()
+        ));
+    }
     let t = e.exponent;
     recommendation.push_str(&format!(
         "Packets were delayed, not lost: raise the minimum retransmission timeout above {against} ({}): the local ACK timeout is 4.096 µs × 2^T, so T ≥ {t} ({}) (ibv_modify_qp attr.timeout / NCCL_IB_TIMEOUT, or the NIC's minimum-RTO setting). Then shorten the pauses: mark ECN earlier than PFC triggers so DCQCN slows senders first.",
         fmt_duration(e.target_ns),
         fmt_duration(e.timeout_ns)
     ));
-    Words {
+    let mut words = Words {
         title: format!(
             "{} without a NAK: packets delayed, not lost ({spurious} resent though acknowledged)",
             fmt_count(timeouts, "timeout rewind")
@@ -121,7 +127,11 @@ pub(super) fn ghost(e: &Ghost, x: &Names) -> Words {
                 json!(e.pause_max_ns),
             ),
         ]),
+    };
+    if let Some(q) = &e.telemetry {
+        words.params.insert("telemetry_queue", q.param());
     }
+    words
 }
 
 /// What the senders' own timeout rewinds say about their NICs' timeout:
