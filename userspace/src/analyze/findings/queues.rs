@@ -39,9 +39,9 @@ pub const FLOWS_SHOWN: usize = 10;
 /// any interface (the collector's tap is not the flow's).
 pub struct FlowIndex {
     exact: HashMap<(u16, [u8; 16], [u8; 16], u32), u32>,
-    any_tap: HashMap<([u8; 16], [u8; 16], u32), u32>,
+    any_tap: HashMap<Connection, u32>,
     /// The position in the rows of each connection's lowest flow id.
-    first_row: HashMap<([u8; 16], [u8; 16], u32), usize>,
+    first_row: HashMap<Connection, usize>,
 }
 
 impl FlowIndex {
@@ -79,6 +79,10 @@ impl FlowIndex {
         }
     }
 }
+
+/// A connection as a packet names it: source and destination address,
+/// destination QP.
+pub type Connection = ([u8; 16], [u8; 16], u32);
 
 /// A switch queue as telemetry names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -245,7 +249,7 @@ struct Tally {
     peak_latency: (u32, u64),
     drops: BTreeMap<Option<u8>, u64>,
     /// Congested rows per connection `(src, dst, dest QP)`.
-    flows: BTreeMap<([u8; 16], [u8; 16], u32), u64>,
+    flows: BTreeMap<Connection, u64>,
 }
 
 fn congested(row: &TelemetryRow) -> bool {
@@ -379,14 +383,14 @@ pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -
 
 /// What the taps showed of the connections `keys` (on every tap).
 fn endpoints(
-    keys: &HashSet<([u8; 16], [u8; 16], u32)>,
+    keys: &HashSet<Connection>,
     flows: &[FlowRow],
     trees: &[PauseTree],
     priority: u8,
 ) -> Endpoints {
     // Per flow, the tap that saw the most of each: a flow seen at two
     // taps shows its marks and rewinds twice.
-    let mut most: HashMap<([u8; 16], [u8; 16], u32), (u64, u64, u64)> = HashMap::new();
+    let mut most: HashMap<Connection, (u64, u64, u64)> = HashMap::new();
     let mut members = Vec::new();
     for f in flows
         .iter()
