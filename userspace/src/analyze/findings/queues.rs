@@ -428,3 +428,101 @@ fn endpoints(
         });
     e
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report hop of switch 9, port `port`, queue 3 about the packet of
+    /// connection `conn` (10.0.0.conn → 10.0.1.1, QP 0x100 + conn).
+    fn hop(port: u32, occupancy: u32, latency: u32, conn: u8) -> TelemetryRow {
+        let mut src = [0u8; 16];
+        src[10..12].copy_from_slice(&[0xFF, 0xFF]);
+        src[12..16].copy_from_slice(&[10, 0, 0, conn]);
+        let mut dst = src;
+        dst[14..16].copy_from_slice(&[1, 1]);
+        TelemetryRow {
+            ts_ns: 1_000 + u64::from(occupancy),
+            source: Some(Source::Report),
+            switch_id: Some(9),
+            egress_port: Some(port),
+            queue_id: Some(3),
+            queue_occupancy: Some(occupancy),
+            hop_latency: Some(latency),
+            dropped: Some(false),
+            congested_queue: Some(false),
+            src_ip: Some(src),
+            dst_ip: Some(dst),
+            dest_qp: Some(0x100 + u32::from(conn)),
+            ..TelemetryRow::default()
+        }
+    }
+
+    fn queue(d: &Diagnosis) -> &CongestedQueue {
+        match &d.evidence {
+            Evidence::CongestedQueue(q) => q,
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn a_queue_is_congested_from_the_latency_threshold() {
+        let quiet = [hop(1, 500, CONGESTED_LATENCY - 1, 1)];
+        assert!(diagnose(&quiet, &[], &[]).is_empty());
+        let rows = [quiet[0].clone(), hop(1, 700, CONGESTED_LATENCY, 2)];
+        let found = diagnose(&rows, &[], &[]);
+        assert_eq!(found.len(), 1);
+        let q = queue(&found[0]);
+        assert_eq!((q.hops, q.congested_hops), (2, 1));
+        assert_eq!((q.peak_occupancy, q.peak_latency), (700, CONGESTED_LATENCY));
+        assert_eq!((q.first_ns, q.last_ns), (1_700, 1_700));
+        assert_eq!(found[0].severity, Severity::Warning);
+        // No tap saw the connection: named by its packet, no flow id.
+        assert_eq!(q.flows.len(), 1);
+        assert_eq!((q.flows[0].dest_qp, q.flows[0].seen), (0x102, None));
+        assert!(found[0].flows.is_empty());
+    }
+
+    #[test]
+    fn drop_reports_count_by_reason_and_make_it_critical() {
+        let drop = |reason| TelemetryRow {
+            dropped: Some(true),
+            drop_reason: reason,
+            hop_latency: Some(0),
+            ..hop(2, 100, 0, 1)
+        };
+        let found = diagnose(&[drop(Some(71)), drop(Some(71)), drop(None)], &[], &[]);
+        let q = queue(&found[0]);
+        assert_eq!(
+            q.drops,
+            BTreeMap::from([(None, 1), (Some(71), 2)]),
+            "per drop reason"
+        );
+        assert_eq!(q.dropped(), 3);
+        assert_eq!(found[0].severity, Severity::Critical);
+    }
+
+    #[test]
+    fn ten_flows_are_listed_the_most_named_first_and_the_rest_counted() {
+        let mut rows = Vec::new();
+        for conn in 1..=12u8 {
+            for _ in 0..conn {
+                rows.push(hop(1, 900, 20_000, conn));
+            }
+        }
+        let q = queue(&diagnose(&rows, &[], &[])[0]).clone();
+        let qps: Vec<u32> = q.flows.iter().map(|f| f.dest_qp).collect();
+        assert_eq!(qps, (3..=12).rev().map(|c| 0x100 + c).collect::<Vec<u32>>());
+        assert_eq!(q.flows_more, 2);
+    }
+
+    #[test]
+    fn the_fullest_queues_first_and_the_rest_counted_on_the_last() {
+        let rows: Vec<TelemetryRow> = (1..=7).map(|p| hop(p, p * 1000, 20_000, 1)).collect();
+        let found = diagnose(&rows, &[], &[]);
+        let ports: Vec<u32> = found.iter().map(|d| queue(d).queue.egress_port).collect();
+        assert_eq!(ports, [7, 6, 5, 4, 3]);
+        let others: Vec<u64> = found.iter().map(|d| queue(d).other_queues).collect();
+        assert_eq!(others, [0, 0, 0, 0, 2]);
+    }
+}
