@@ -357,7 +357,7 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
     };
 
     // The switches' reports reach the collector out of band: its own
-    // interface (a classic pcap's only one), never cut or encapsulated.
+    // interface (a classic pcap's only one, cut to its snaplen), not in ERSPAN.
     let mut reports = telemetry.map(|cfg| (cfg, run.switch_log.reports.as_slice()));
     let mut inner = Vec::with_capacity(9216);
     let mut outer = Vec::with_capacity(9216 + 64);
