@@ -38,6 +38,9 @@ use retrans::{ghost, real_loss, rnr};
 
 use super::{Finding, Severity};
 
+pub use capture::{CaptureLoss, Corrupted, MirrorCopies, Reordering, Sniffer};
+pub(crate) use cnp_overload::{CNP_INTERVAL_NS, HELD_DOWN, NOT_FULL};
+pub use cnp_overload::{CnpOverload, Destination, HeldDown};
 pub use dcqcn::{Dcqcn, Deaf, Working};
 pub use ecn::{CeWithoutCnp, CnpWithoutCe, SilentCe};
 pub use input::FlowRef;
@@ -101,6 +104,18 @@ pub enum Evidence {
     Qos(QosMismatch),
     /// `dcqcn-reaction`.
     Dcqcn(Dcqcn),
+    /// `capture-loss`.
+    CaptureLoss(CaptureLoss),
+    /// `mirror-duplicates`.
+    MirrorCopies(MirrorCopies),
+    /// `reordering`.
+    Reordering(Reordering),
+    /// `sniffer-capture`, one per tap.
+    Sniffer(Sniffer),
+    /// `corrupted-frames`, one per tap.
+    Corrupted(Corrupted),
+    /// `cnp-overload`.
+    CnpOverload(CnpOverload),
 }
 
 impl Evidence {
@@ -125,6 +140,12 @@ impl Evidence {
             Evidence::SlowNic(_) => "slow-nic-reaction",
             Evidence::Qos(_) => "qos-mismatch",
             Evidence::Dcqcn(_) => "dcqcn-reaction",
+            Evidence::CaptureLoss(_) => "capture-loss",
+            Evidence::MirrorCopies(_) => "mirror-duplicates",
+            Evidence::Reordering(_) => "reordering",
+            Evidence::Sniffer(_) => "sniffer-capture",
+            Evidence::Corrupted(_) => "corrupted-frames",
+            Evidence::CnpOverload(_) => "cnp-overload",
         }
     }
 }
@@ -149,7 +170,7 @@ fn worded(out: &mut Vec<Diagnosis>, find: impl FnOnce(&mut Vec<Finding>)) {
 
 pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     let mut out = Vec::new();
-    worded(&mut out, |w| capture(x, w));
+    capture(x, &mut out);
     out.extend(ghost(x));
     out.extend(livelock::retry_exhausted(x));
     out.extend(livelock::finding(x));
@@ -157,13 +178,13 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(mtu::finding(x));
     worded(&mut out, |w| ecmp::finding(x, x.ecmp, w));
     out.extend(qos::finding(x, x.qos));
-    worded(&mut out, |w| cnp_overload::finding(x, w));
+    out.extend(cnp_overload::finding(x));
     out.extend(dcqcn::finding(x));
     worded(&mut out, |w| hops::finding(x, w));
     nics::finding(x, &mut out);
     out.extend(real_loss(x));
-    worded(&mut out, |w| reordering(x, w));
-    worded(&mut out, |w| corruption(x, w));
+    out.extend(reordering(x));
+    corruption(x, &mut out);
     link_speed(x, &mut out);
     out.extend(rnr(x));
     out.extend(storms(x));

@@ -3,6 +3,8 @@
 //! names the summary gives (interfaces, the capture's start). One file per
 //! finding family, as in `analyze/findings/`.
 
+mod capture;
+mod cnp_overload;
 mod dcqcn;
 mod ecn;
 mod livelock;
@@ -45,6 +47,15 @@ struct Names<'a>(&'a Summary);
 impl Names<'_> {
     fn iface(&self, i: u16) -> String {
         iface_name(&self.0.ifaces, i)
+    }
+
+    /// A tap by the name its summary gives it.
+    fn tap(&self, iface: u16) -> String {
+        self.0
+            .taps
+            .iter()
+            .find(|t| t.iface == iface)
+            .map_or_else(|| self.iface(iface), |t| t.iface_name.clone())
     }
 
     /// `flow 3 (10.0.0.1 → 10.0.0.2 QP 17, leaf0)`.
@@ -96,6 +107,12 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
         Evidence::SlowNic(e) => nics::slow_nic(e, &names),
         Evidence::Qos(e) => qos::qos_mismatch(e, &names),
         Evidence::Dcqcn(e) => dcqcn::dcqcn(e, &names),
+        Evidence::CaptureLoss(e) => capture::capture_loss(e, &names),
+        Evidence::MirrorCopies(e) => capture::mirror_copies(e, &names),
+        Evidence::Reordering(e) => capture::reordering(e),
+        Evidence::Sniffer(e) => capture::sniffer(e, &names),
+        Evidence::Corrupted(e) => capture::corrupted(e, &names),
+        Evidence::CnpOverload(e) => cnp_overload::cnp_overload(e, &names),
     };
     Finding {
         id: d.evidence.id(),
