@@ -5,15 +5,16 @@
 //!
 //! Here the collector: the order the findings are built in and their
 //! ranking. Below it, in this folder, `input`: the `Input` every finding
-//! reads and the helpers they share (their `params`, impact as a share);
+//! reads and the helpers they share (impact as a share);
 //! then the findings themselves, one file per family, each using `input`
 //! and the analyzer's lower layers, never another finding file nor this
 //! collector: retransmissions (`retrans`), the capture, PFC, ECN,
 //! `livelock` (and retry exhaustion), `unanswered`, `mtu`, `ecmp`, `qos`,
 //! `cnp_overload`, `dcqcn`, `hops` (hop loss and queueing), `nics` (slow
 //! NIC reactions), `episodes` (congestion
-//! episodes). Their definitions: `docs/analysis.md`, *Findings*; their text
-//! and `params`: `docs/report.md`.
+//! episodes). Each computes a [`Diagnosis`] holding its [`Evidence`] (no
+//! words: `crate::render::findings` words it). Their definitions:
+//! `docs/analysis.md`, *Findings*; their text and `params`: `docs/report.md`.
 
 mod capture;
 mod cnp_overload;
@@ -38,11 +39,15 @@ use retrans::{ghost, real_loss, rnr};
 
 use super::{Finding, Severity};
 
+pub(crate) use crate::analyze::ecmp::{BUSY_FACTOR, ELEPHANT_SHARE, IDLE_FACTOR, LOADED_SHARE};
 pub use capture::{CaptureLoss, Corrupted, MirrorCopies, Reordering, Sniffer};
 pub(crate) use cnp_overload::{CNP_INTERVAL_NS, HELD_DOWN, NOT_FULL};
 pub use cnp_overload::{CnpOverload, Destination, HeldDown};
 pub use dcqcn::{Dcqcn, Deaf, Working};
+pub use ecmp::{EcmpImbalance, Elephant, MemberUse, PairEntropy};
 pub use ecn::{CeWithoutCnp, CnpWithoutCe, SilentCe};
+pub use episodes::{CongestionTree, NodeAt, Spread, TapVictims, VICTIMS_LISTED};
+pub use hops::{HopConn, HopDelay, HopLoss, HopQueueing, Vanished};
 pub use input::FlowRef;
 pub(crate) use input::Input;
 pub use livelock::{Dead, Stuck};
@@ -68,8 +73,6 @@ pub struct Diagnosis {
 /// What a finding found, one variant per finding id.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Evidence {
-    /// A finding not split yet: worded where it is computed.
-    Worded(Finding),
     /// `unanswered-flows`.
     Unanswered(Unanswered),
     /// `mtu-mismatch`.
@@ -116,13 +119,20 @@ pub enum Evidence {
     Corrupted(Corrupted),
     /// `cnp-overload`.
     CnpOverload(CnpOverload),
+    /// `hop-loss`, one per pair of adjacent taps.
+    HopLoss(HopLoss),
+    /// `hop-queueing`.
+    HopQueueing(HopQueueing),
+    /// `ecmp-imbalance`, one per group.
+    Ecmp(EcmpImbalance),
+    /// `pfc-congestion-tree`, one per root.
+    CongestionTree(CongestionTree),
 }
 
 impl Evidence {
     /// The finding's `id` (docs/report.md).
     pub fn id(&self) -> &'static str {
         match self {
-            Evidence::Worded(f) => f.id,
             Evidence::Unanswered(_) => "unanswered-flows",
             Evidence::Mtu(_) => "mtu-mismatch",
             Evidence::Livelock(_) => "retransmission-livelock",
@@ -146,26 +156,12 @@ impl Evidence {
             Evidence::Sniffer(_) => "sniffer-capture",
             Evidence::Corrupted(_) => "corrupted-frames",
             Evidence::CnpOverload(_) => "cnp-overload",
+            Evidence::HopLoss(_) => "hop-loss",
+            Evidence::HopQueueing(_) => "hop-queueing",
+            Evidence::Ecmp(_) => "ecmp-imbalance",
+            Evidence::CongestionTree(_) => "pfc-congestion-tree",
         }
     }
-}
-
-impl Diagnosis {
-    fn worded(f: Finding) -> Self {
-        Diagnosis {
-            severity: f.severity,
-            impact: f.impact,
-            flows: f.flows.clone(),
-            evidence: Evidence::Worded(f),
-        }
-    }
-}
-
-/// The findings of `find`, not split into evidence and words yet.
-fn worded(out: &mut Vec<Diagnosis>, find: impl FnOnce(&mut Vec<Finding>)) {
-    let mut found = Vec::new();
-    find(&mut found);
-    out.extend(found.into_iter().map(Diagnosis::worded));
 }
 
 pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
@@ -176,11 +172,11 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(livelock::finding(x));
     out.extend(unanswered::finding(x));
     out.extend(mtu::finding(x));
-    worded(&mut out, |w| ecmp::finding(x, x.ecmp, w));
+    ecmp::finding(x, x.ecmp, &mut out);
     out.extend(qos::finding(x, x.qos));
     out.extend(cnp_overload::finding(x));
     out.extend(dcqcn::finding(x));
-    worded(&mut out, |w| hops::finding(x, w));
+    hops::finding(x, &mut out);
     nics::finding(x, &mut out);
     out.extend(real_loss(x));
     out.extend(reordering(x));
@@ -188,7 +184,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     link_speed(x, &mut out);
     out.extend(rnr(x));
     out.extend(storms(x));
-    worded(&mut out, |w| episodes::finding(x, w));
+    episodes::finding(x, &mut out);
     out.extend(pressure(x));
     out.extend(victims(x));
     ce_cnp(x, &mut out);

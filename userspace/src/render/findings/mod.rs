@@ -6,7 +6,10 @@
 mod capture;
 mod cnp_overload;
 mod dcqcn;
+mod ecmp;
 mod ecn;
+mod episodes;
+mod hops;
 mod livelock;
 mod mtu;
 mod nics;
@@ -89,7 +92,6 @@ impl Names<'_> {
 pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
     let names = Names(s);
     let w = match &d.evidence {
-        Evidence::Worded(f) => return f.clone(),
         Evidence::Unanswered(e) => unanswered::words(e, &names),
         Evidence::Mtu(e) => mtu::words(e, &names),
         Evidence::Livelock(e) => livelock::livelock(e, &names),
@@ -113,6 +115,12 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
         Evidence::Sniffer(e) => capture::sniffer(e, &names),
         Evidence::Corrupted(e) => capture::corrupted(e, &names),
         Evidence::CnpOverload(e) => cnp_overload::cnp_overload(e, &names),
+        Evidence::HopLoss(e) => hops::hop_loss(e, &names),
+        Evidence::HopQueueing(e) => hops::hop_queueing(e, &names),
+        Evidence::Ecmp(e) => ecmp::ecmp_imbalance(e, &names),
+        Evidence::CongestionTree(e) => {
+            episodes::congestion_tree(e, &names).unwrap_or_else(|| episodes::trees_missing(e))
+        }
     };
     Finding {
         id: d.evidence.id(),
