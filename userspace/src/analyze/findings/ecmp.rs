@@ -6,8 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::addr::Ip;
 use crate::analyze::ecmp::{ELEPHANT_SHARE, EcmpLoad, GroupLoad, IMBALANCED_BINS};
-use crate::analyze::{Flow, Severity, fmt_ip, iface_name};
+use crate::analyze::{Flow, Severity, iface_name};
 
 use super::input::{FlowRef, Input, share};
 use super::{Diagnosis, Evidence};
@@ -231,8 +232,8 @@ pub(crate) fn unnamed_fact(by_pair: &QpsByPair, names: &BTreeMap<u16, String>) -
                     let (a, b) = (iface_name(names, **a), iface_name(names, **b));
                     return Some(format!(
                         "{a} and {b} carry different QPs between the same hosts ({} → {}): if they are parallel paths, name them with --ecmp-group {a},{b}; ECMP balance is judged only for named groups",
-                        fmt_ip(s),
-                        fmt_ip(d)
+                        Ip(*s),
+                        Ip(*d)
                     ));
                 }
             }

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::analyze::findings::{CaptureLoss, Corrupted, MirrorCopies, Reordering, Sniffer};
-use crate::analyze::{fmt_count, fmt_duration, fmt_pct};
+use crate::render::{fmt_count, fmt_duration, fmt_pct};
 
 use super::{Names, Words, params};
 

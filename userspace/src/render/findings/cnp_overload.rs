@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::analyze::findings::{CNP_INTERVAL_NS, CnpOverload, HELD_DOWN, NOT_FULL};
-use crate::analyze::{fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct};
+use crate::render::{fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct};
 
 use super::{Names, Words, params};
 

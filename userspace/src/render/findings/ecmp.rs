@@ -5,7 +5,7 @@ use serde_json::json;
 use crate::analyze::findings::{
     BUSY_FACTOR, ELEPHANT_SHARE, EcmpImbalance, IDLE_FACTOR, LOADED_SHARE, MemberUse,
 };
-use crate::analyze::{fmt_count, fmt_duration, fmt_ip, fmt_pct};
+use crate::render::{fmt_count, fmt_duration, fmt_ip, fmt_pct};
 
 use super::{Names, Words, params};
 

@@ -2,9 +2,10 @@
 
 use serde_json::json;
 
+use crate::analyze::NodeKind;
 use crate::analyze::findings::{CongestionTree, NodeAt};
 use crate::analyze::tree::PauseNode;
-use crate::analyze::{NodeKind, fmt_count, fmt_duration};
+use crate::render::{fmt_count, fmt_duration};
 
 use super::{Names, Words, params};
 

@@ -3,8 +3,8 @@
 use serde_json::json;
 
 use crate::analyze::findings::{HopConn, HopLoss, HopQueueing};
-use crate::analyze::fmt::{fmt_delay, fmt_ns};
-use crate::analyze::{fmt_count, fmt_duration, fmt_ip, fmt_pct};
+use crate::render::{fmt_count, fmt_duration, fmt_ip, fmt_pct};
+use crate::render::{fmt_delay, fmt_ns};
 
 use super::{Names, Words, params};
 

@@ -24,10 +24,8 @@ use serde_json::Value;
 
 use crate::analyze::findings::FlowRef;
 
-use crate::analyze::{
-    Diagnosis, Evidence, Finding, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by,
-    fmt_flow, fmt_mac, fmt_offset, iface_name,
-};
+use crate::analyze::{Diagnosis, Evidence, Finding, PfcInterval, Summary, iface_name};
+use crate::render::{fmt_count, fmt_duration, fmt_ended_by, fmt_flow, fmt_mac, fmt_offset};
 #[cfg(test)]
 pub(crate) use qos::marks_words;
 

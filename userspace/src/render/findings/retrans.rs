@@ -3,9 +3,10 @@
 
 use serde_json::json;
 
+use crate::analyze::Trigger;
 use crate::analyze::findings::{Ghost, RealLoss, Rnr};
 use crate::analyze::rto::NicTimeout;
-use crate::analyze::{Trigger, fmt_count, fmt_duration};
+use crate::render::{fmt_count, fmt_duration};
 
 use super::{Names, Words, params};
 
