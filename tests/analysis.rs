@@ -863,7 +863,28 @@ fn a_sniffer_rewritten_capture_is_recognised_and_never_called_corruption() {
     buf.truncate(128);
     c.writer.write_frame(0, T0 + 6 * US, &buf).unwrap();
     let out = dir.path().join("out");
-    analyze(&c.finish(), &out);
+    let capture = c.finish();
+    analyze(&capture, &out);
+    // The evidence, in process: the tap, and all 6 whole frames failing
+    // (the cut one has no ICRC to check).
+    let a = rocescope::offline::run(&[capture], &Default::default(), None)
+        .unwrap()
+        .analysis;
+    let sniffer: Vec<_> = a
+        .diagnoses
+        .iter()
+        .filter(|d| d.evidence.id() == "sniffer-capture")
+        .collect();
+    assert_eq!(sniffer.len(), 1);
+    assert_eq!(
+        sniffer[0].evidence,
+        rocescope::analyze::Evidence::Sniffer(rocescope::analyze::findings::Sniffer {
+            iface: 0,
+            icrc_failed: 6,
+            icrc_checked: 6,
+        })
+    );
+    assert_eq!(sniffer[0].flows, vec![0]);
     let s = summary(&out);
     assert_eq!(s["taps"][0]["sniffer"], true);
     assert_eq!(s["frames"]["cut"], 1);

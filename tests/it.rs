@@ -13,6 +13,7 @@ mod analysis;
 mod bad_captures;
 mod cli;
 mod counters;
+mod evidence;
 mod fabric;
 mod handoff;
 mod infiniband;

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use super::flows::timeline::flush_bin;
 use super::flows::{FlowTable, flow_row, kept};
-use super::fmt::fmt_ip;
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{
@@ -30,7 +29,14 @@ pub(super) fn nic_timeouts(
     }
     by_sender
         .into_iter()
-        .map(|(t, ip, ids, w)| rto::NicTimeout::new(iface_name(names, t), fmt_ip(&ip), ids.ids, &w))
+        .map(|(t, ip, ids, w)| {
+            rto::NicTimeout::new(
+                iface_name(names, t),
+                crate::addr::Ip(ip).to_string(),
+                ids.ids,
+                &w,
+            )
+        })
         .collect()
 }
 

@@ -23,8 +23,8 @@
 //! the report, builds Wireshark filters) and is never imported here.
 //!
 //! 1. leaves: [`psn`]: PSN arithmetic; [`hash`]: the maps' hasher; `fmt`:
-//!    values as they are printed (events' `detail`, the findings not split
-//!    into evidence and words yet);
+//!    durations as the events' `detail` prints them (every other value a
+//!    person reads is formatted in `crate::render::fmt`);
 //!    trackers with output types of their own: [`dups`]: mirror copies;
 //!    [`gaps`]: what became of missing PSNs; [`rto`]: the NIC's
 //!    retransmission timeout; [`hops`]: cross-tap frame matching, tap-pair
@@ -113,8 +113,6 @@ pub(crate) use findings::input::{share, timeout_exponent};
 pub(crate) use findings::rank_findings;
 pub use findings::{Diagnosis, Evidence};
 pub(crate) use flows::{Flow, FlowTable};
-pub use fmt::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps, fmt_offset, fmt_pct};
-pub(crate) use fmt::{fmt_flow, fmt_ip, fmt_mac, fmt_pfc};
 pub use nics::Latency;
 pub use nics::{LatencySummary, NicRow};
 use pfc::PfcTracker;
@@ -224,7 +222,7 @@ impl Config {
                 let _ = writeln!(s, "topology.tap.{tap}={}", place.label());
             }
             for (mac, name) in &t.macs {
-                let _ = writeln!(s, "topology.mac.{}={name}", fmt_mac(mac));
+                let _ = writeln!(s, "topology.mac.{}={name}", crate::addr::Mac(*mac));
             }
         }
         let _ = writeln!(s, "match_window={}", self.match_window_ns);

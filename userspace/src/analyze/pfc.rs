@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::mac_control::{BITS_PER_QUANTUM, PRIORITIES};
 
+use super::fmt::{fmt_duration, fmt_ended_by};
 use super::rows::{EventKind, PauseEnd};
-use super::{Event, PfcInterval, Sink, fmt_duration, fmt_ended_by, fmt_mac};
+use super::{Event, PfcInterval, Sink};
+use crate::addr::Mac;
 
 /// A pause that is still running (its end may still be refreshed or cut by XON).
 #[derive(Clone, Copy, Debug)]
@@ -240,7 +242,7 @@ impl PfcTracker {
                         idle_us: None,
                         detail: format!(
                             "priority {prio} paused by {} ({q} quanta = {})",
-                            fmt_mac(&rec.src_mac),
+                            Mac(rec.src_mac),
                             fmt_duration(dur)
                         ),
                     });
@@ -318,7 +320,7 @@ impl PfcTracker {
                 detail: format!(
                     "priority {} paused by {} continuously for {} from {} (storm threshold {}, {} frames, {})",
                     key.1,
-                    fmt_mac(&mac),
+                    Mac(mac),
                     fmt_duration(end - o.start),
                     o.start,
                     fmt_duration(self.storm_ns),

@@ -3,7 +3,7 @@
 //! (`docs/analysis.md`, *Rewinds*, *Ghost retransmissions*, *Spurious
 //! retransmissions*).
 
-use super::fmt::{fmt_duration, fmt_mac};
+use super::fmt::fmt_duration;
 use super::livelock::Trigger;
 use super::nics;
 use super::pfc::Cover;
@@ -11,6 +11,7 @@ use super::psn;
 use super::responses::PendingNak;
 use super::rows::{Event, EventKind};
 use super::{Analyzer, Sink};
+use crate::addr::Mac;
 
 /// Shortest idle time that can make a stall without a rewind.
 pub(super) const STALL_MIN_NS: u64 = 10_000;
@@ -265,7 +266,7 @@ impl Analyzer {
                 "; priority {} paused {} of the idle time (pause by {} from {})",
                 c.priority,
                 fmt_duration(paused),
-                fmt_mac(&c.src_mac),
+                Mac(c.src_mac),
                 c.start_ns
             ));
         }

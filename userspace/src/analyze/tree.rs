@@ -128,7 +128,7 @@ fn node(
     delay_ns: Option<u64>,
 ) -> PauseNode {
     PauseNode {
-        src_mac: super::fmt_mac(&p.src_mac),
+        src_mac: crate::addr::Mac(p.src_mac).to_string(),
         iface: p.iface,
         iface_name: iface_name(p.iface),
         kind: if hosts.contains(&p.src_mac) {

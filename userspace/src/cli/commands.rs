@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::offline::{self, Options};
-use crate::{Error, Result, analyze, render};
+use crate::{Error, Result, render};
 
 use super::args::{AnalysisArgs, DatasetArgs, Input};
 use super::print::{
@@ -86,8 +86,8 @@ pub(crate) fn analyze(
     outln!(
         "{}; {}, {} → {}",
         render::frames_line(outcome.frames_read, &outcome.analysis.summary.frames),
-        analyze::fmt_count(outcome.analysis.summary.totals.flows, "flow"),
-        analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
+        render::fmt_count(outcome.analysis.summary.totals.flows, "flow"),
+        render::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
         to
     )?;
     for f in &outcome.analysis.summary.findings {

@@ -8,7 +8,7 @@ use clap::Args;
 use super::print::outln;
 use crate::live::{self, TapMode, XdpModeArg};
 use crate::units::{self};
-use crate::{Error, Result, analyze};
+use crate::{Error, Result};
 
 use super::args::{AnalysisArgs, DatasetArgs};
 
@@ -151,12 +151,12 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
     outln!(
         "{}: {}, {} ({} ring-buffer-full drops, {} parse failures), {}, {} → {} (stopped by {})",
         f.iface,
-        analyze::fmt_count(f.frames, "frame"),
-        analyze::fmt_count(outcome.records, "record"),
+        crate::render::fmt_count(f.frames, "frame"),
+        crate::render::fmt_count(outcome.records, "record"),
         f.ring_full_drops,
         f.parse_failures,
-        analyze::fmt_count(outcome.analysis.summary.totals.flows, "flow"),
-        analyze::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
+        crate::render::fmt_count(outcome.analysis.summary.totals.flows, "flow"),
+        crate::render::fmt_count(outcome.analysis.summary.findings.len() as u64, "finding"),
         out.display(),
         f.stopped_by
     )?;

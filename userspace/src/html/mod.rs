@@ -21,12 +21,10 @@ use std::path::{Path, PathBuf};
 use rocescope_common::PacketRecord;
 
 use crate::addr::Mac;
-use crate::analyze::{
-    self, Analysis, Config, EventKind, Finding, FlowRow, TimelineRow, Verdict, fmt_count,
-    fmt_duration, fmt_ip, fmt_offset,
-};
+use crate::analyze::{self, Analysis, Config, EventKind, Finding, FlowRow, TimelineRow, Verdict};
 use crate::output::{Output, RunFacts};
 use crate::render::{self, fmt_utc};
+use crate::render::{fmt_count, fmt_duration, fmt_ip, fmt_offset};
 use crate::{Error, Result};
 
 mod counters;

@@ -224,7 +224,7 @@ pub fn throughput(
         * 1.1;
     let shade = shaded(pauses, t0, x0, x1);
     svg(WIDTH, 360, |root| {
-        let y_desc = format!("Gb/s per {}", crate::analyze::fmt_duration(width_ns));
+        let y_desc = format!("Gb/s per {}", crate::render::fmt_duration(width_ns));
         let mut chart = time_chart(root, x0..x1, 0.0..ymax, y_desc)?;
         chart
             .draw_series(
@@ -266,7 +266,7 @@ pub fn ce_cnp(sum: &[(u64, Bin)], width: u64, t0: u64, t1: u64) -> Result<String
         * 1.1;
     let half = width as f64 / 2e6;
     svg(WIDTH, 300, |root| {
-        let y_desc = format!("per {}", crate::analyze::fmt_duration(width));
+        let y_desc = format!("per {}", crate::render::fmt_duration(width));
         let mut chart = time_chart(root, x0..x1, 0.0..ymax, y_desc)?;
         let orange = RGBColor(0xe6, 0x7e, 0x22);
         let green = RGBColor(0x2c, 0xa0, 0x2c);

@@ -3,8 +3,9 @@
 //! propagation.
 use super::{Page, esc, plots};
 use crate::addr::Mac;
-use crate::analyze::{Finding, fmt_duration};
+use crate::analyze::Finding;
 use crate::error::Result;
+use crate::render::fmt_duration;
 
 impl Page<'_> {
     /// The tree the finding names (`params.widest_tree`).
@@ -77,7 +78,7 @@ impl Page<'_> {
         let which = if episodes > 1 {
             format!(
                 "the widest of its {episodes} episodes, from {}",
-                crate::analyze::fmt_offset(t_root.saturating_sub(self.t0))
+                crate::render::fmt_offset(t_root.saturating_sub(self.t0))
             )
         } else {
             "from its root's first pause".to_string()

@@ -10,10 +10,13 @@
 //! * [`report`]: the terminal report and `report --json`;
 //! * [`nics`]: the NIC reaction latencies' cells, lines and JSON;
 //! * [`wireshark`]: display filters and Decode As hints (docs/wireshark.md);
+//! * [`fmt`]: values as a person reads them (durations, counts, rates,
+//!   shares, addresses, flows);
 //! * [`date`]: capture times as calendar dates.
 
 pub mod date;
 mod findings;
+pub mod fmt;
 pub mod nics;
 pub mod report;
 pub mod wireshark;
@@ -24,6 +27,10 @@ pub(crate) use date::fmt_utc;
 #[cfg(test)]
 pub(crate) use findings::marks_words;
 pub use findings::word;
+pub use fmt::{
+    fmt_count, fmt_delay, fmt_duration, fmt_ended_by, fmt_flow, fmt_gbps, fmt_ip, fmt_mac, fmt_ns,
+    fmt_offset, fmt_pct, fmt_pfc,
+};
 pub(crate) use nics::{latency_cell, latency_headings, nic_name, shown_nics};
 pub use report::{
     flow_json, frames_line, impact_words, more_findings, render_findings, render_json, render_text,

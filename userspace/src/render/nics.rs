@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::analyze::{Analysis, Latency, NicRow, fmt_duration, fmt_ip, fmt_mac};
+use crate::analyze::{Analysis, Latency, NicRow};
+use crate::render::{fmt_duration, fmt_ip, fmt_mac};
 
 /// Most NICs the text and the page list (all are in `nics.parquet`).
 pub(crate) const SHOWN_NICS: usize = 12;

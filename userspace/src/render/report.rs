@@ -10,11 +10,9 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::date::fmt_utc;
-use crate::analyze::fmt::{fmt_delay, fmt_ns};
-use crate::analyze::{
-    Analysis, Finding, FlowRow, FrameCounts, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct,
-    fmt_pfc,
-};
+use crate::analyze::{Analysis, Finding, FlowRow, FrameCounts};
+use crate::render::{fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct, fmt_pfc};
+use crate::render::{fmt_delay, fmt_ns};
 
 /// Findings' flows listed by id before "…".
 const FLOW_IDS_SHOWN: usize = 20;

@@ -389,8 +389,8 @@ impl Taps {
             .collect();
         Some(format!(
             "{} read as {}, merged by time: {}",
-            crate::analyze::fmt_count(self.paths.len() as u64, "file"),
-            crate::analyze::fmt_count(self.taps.len() as u64, "tap"),
+            crate::render::fmt_count(self.paths.len() as u64, "file"),
+            crate::render::fmt_count(self.taps.len() as u64, "tap"),
             taps.join("; ")
         ))
     }

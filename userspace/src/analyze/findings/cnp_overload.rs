@@ -14,11 +14,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
+use crate::analyze::{Flow, Severity};
 
-use crate::analyze::{Finding, Flow, Severity, fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct};
-
-use super::input::{Input, params};
+use super::input::{FlowRef, Input};
+use super::{Diagnosis, Evidence};
 
 /// CNPs more often than one per this time, on average over the flow's
 /// life, keep DCQCN from recovering: its fast recovery climbs back in 5
@@ -29,11 +28,49 @@ pub(crate) const NOT_FULL: f64 = 0.75;
 /// A flow with goodput below this share of its fair share is held down.
 pub(crate) const HELD_DOWN: f64 = 0.75;
 
+/// `cnp-overload`'s evidence: the held-down flows by destination.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CnpOverload {
+    /// In address order.
+    pub destinations: Vec<Destination>,
+    /// The CNPs of every held-down flow.
+    pub cnps: u64,
+    /// The shortest of their mean CNP intervals.
+    pub shortest_interval_ns: u64,
+    /// The lowest share of its link a destination's connections used.
+    pub lowest_link_use: f64,
+}
+
+/// One destination's connections and the flows into it held down.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Destination {
+    pub dst_ip: [u8; 16],
+    /// Connections into it, held down or not, and their rate together.
+    pub connections: u64,
+    pub into_gbps: f64,
+    /// Its link's speed (the first held-down flow's tap).
+    pub link_gbps: f64,
+    pub flows: Vec<HeldDown>,
+}
+
+/// A flow getting CNPs faster than DCQCN recovers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeldDown {
+    pub flow: FlowRef,
+    pub cnps: u64,
+    /// From its first frame to its last, and that over its CNPs.
+    pub life_ns: u64,
+    pub interval_ns: u64,
+    pub goodput_gbps: f64,
+    /// Its fair share of the destination's link.
+    pub share_gbps: f64,
+}
+
 /// `(src_ip, dst_ip, dest_qp)`: one connection, at whichever tap.
 type Conn = ([u8; 16], [u8; 16], u32);
 
 /// `cnp-overload`.
-pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
+pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let speed = |iface: u16| {
         x.summary
             .taps
@@ -104,72 +141,53 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
             .push((f, goodput_gbps, share));
     }
     if groups.is_empty() {
-        return;
+        return None;
     }
-    let mut parts = Vec::new();
+    let mut destinations = Vec::new();
     let mut flows = Vec::new();
     let mut worst_interval = u64::MAX;
     let mut cnps = 0;
     let mut lowest_use = f64::INFINITY;
     for (dst, members) in &groups {
-        let link = speed(members[0].0.iface);
-        let into_dst: f64 = into(*dst).map(|(_, g)| g).sum();
-        lowest_use = lowest_use.min(into_dst / link);
-        let each: Vec<String> = members
+        let link_gbps = speed(members[0].0.iface);
+        let into_gbps: f64 = into(*dst).map(|(_, g)| g).sum();
+        lowest_use = lowest_use.min(into_gbps / link_gbps);
+        let held: Vec<HeldDown> = members
             .iter()
-            .map(|(f, goodput_gbps, share)| {
-                let interval = (f.last_ts - f.first_ts) / f.cnps;
-                worst_interval = worst_interval.min(interval);
+            .map(|&(f, goodput_gbps, share_gbps)| {
+                let life_ns = f.last_ts - f.first_ts;
+                let interval_ns = life_ns / f.cnps;
+                worst_interval = worst_interval.min(interval_ns);
                 cnps += f.cnps;
                 flows.push(f.id);
-                format!(
-                    "{}: {} in {} (one every {}), goodput {} of a {} share",
-                    x.describe(f),
-                    fmt_count(f.cnps, "CNP"),
-                    fmt_duration(f.last_ts - f.first_ts),
-                    fmt_duration(interval),
-                    fmt_gbps(*goodput_gbps),
-                    fmt_gbps(*share)
-                )
+                HeldDown {
+                    flow: FlowRef::from(f),
+                    cnps: f.cnps,
+                    life_ns,
+                    interval_ns,
+                    goodput_gbps,
+                    share_gbps,
+                }
             })
             .collect();
-        parts.push(format!(
-            "Into {}: {} carried {} together, {} of its {} link; no pause hit their priority at their taps and they resent nothing; {}",
-            fmt_ip(dst),
-            fmt_count(into(*dst).count() as u64, "connection"),
-            fmt_gbps(into_dst),
-            fmt_pct(into_dst / link),
-            fmt_gbps(link),
-            each.join("; ")
-        ));
+        destinations.push(Destination {
+            dst_ip: *dst,
+            connections: into(*dst).count() as u64,
+            into_gbps,
+            link_gbps,
+            flows: held,
+        });
     }
     flows.sort_unstable();
-    out.push(Finding {
-        id: "cnp-overload",
+    Some(Diagnosis {
         severity: Severity::Warning,
-        title: format!(
-            "{} got {} (one every {} on average, or more often) while their links ran at {} or less: ECN marks queues that are not congested",
-            fmt_count(flows.len() as u64, "flow"),
-            fmt_count(cnps, "CNP"),
-            fmt_duration(worst_interval),
-            fmt_pct(lowest_use.max(0.0))
-        ),
-        detail: parts.join("\n"),
-        recommendation: "The switches mark ECN on queues that are barely filled: check the RoCE queue's ECN/WRED profile on every hop (Kmin, Kmax, Pmax: for 100 Gb/s ports Kmin around 150–200 KB and Kmax around 800 KB–1.5 MB with Pmax 1–10 % are common starting points; a Kmin of a few KB marks every burst), and that it is applied to the queue the RoCE DSCP really maps to (the switch's DSCP → traffic class → queue map, trust DSCP on the port) and not to a shared or default queue. Then the CNP rate should fall with the marks, and the senders' rate rise toward the link's.".into(),
         impact: x.traffic_share(&flows),
         flows,
-        params: params([
-            ("cnps", json!(cnps)),
-            ("shortest_cnp_interval_ns", json!(worst_interval)),
-            ("cnp_interval_threshold_ns", json!(CNP_INTERVAL_NS)),
-            ("lowest_link_use", json!(lowest_use)),
-            ("not_full_fraction", json!(NOT_FULL)),
-            ("held_down_fraction", json!(HELD_DOWN)),
-            (
-                "destinations",
-                json!(groups.keys().map(fmt_ip).collect::<Vec<_>>()),
-            ),
-        ]),
-        wireshark: None,
-    });
+        evidence: Evidence::CnpOverload(CnpOverload {
+            destinations,
+            cnps,
+            shortest_interval_ns: worst_interval,
+            lowest_link_use: lowest_use,
+        }),
+    })
 }

@@ -11,12 +11,63 @@
 //! each port the pauses reached once, with the delay after its parent over
 //! the episodes (the fastest, and the slowest when they differ). The
 //! findings come in order of the root's paused time, longest first.
-use serde_json::json;
-
+use crate::analyze::Severity;
 use crate::analyze::tree::{PauseNode, PauseTree};
-use crate::analyze::{Finding, NodeKind, Severity, fmt_count, fmt_duration};
 
-use super::input::{Input, params, share};
+use super::input::{Input, share};
+use super::{Diagnosis, Evidence};
+
+/// `pfc-congestion-tree`'s evidence: one root's trees, the ports their
+/// pauses reached and the victims. Nodes are named by their place in
+/// `summary.pfc_trees` (what `summary.json` and the HTML page show).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CongestionTree {
+    pub priority: u8,
+    /// The episodes: indices into `summary.pfc_trees`, in order; the first
+    /// one's root is the root.
+    pub trees: Vec<usize>,
+    /// The episode the HTML page draws: the most ports, then the longest
+    /// root pause, then the first.
+    pub widest_tree: usize,
+    /// The root's paused time over the episodes.
+    pub root_paused_ns: u64,
+    /// Every port the pauses reached, in order of its first onset.
+    pub spread: Vec<Spread>,
+    /// Per tap with victims (the first node on it that lists them): up to
+    /// [`VICTIMS_LISTED`] flows, and how many more.
+    pub victims: Vec<TapVictims>,
+    /// The congested switch queue its victims crossed, when the switches'
+    /// telemetry says (`congested-queue`; set when the run ends).
+    pub telemetry: Option<super::queues::QueueCitation>,
+}
+
+/// A node of a tree in `summary.pfc_trees`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeAt {
+    pub tree: usize,
+    pub node: usize,
+}
+
+/// A port a pause spread to (one sender on one tap, over the episodes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spread {
+    /// Its first appearance, and its parent there (`None`: unknown).
+    pub port: NodeAt,
+    pub parent: Option<NodeAt>,
+    /// The delay after its parent, fastest and slowest, and the episodes
+    /// it paused in.
+    pub min_delay_ns: u64,
+    pub max_delay_ns: u64,
+    pub episodes: usize,
+}
+
+/// The victim flows seen on one tap.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TapVictims {
+    pub at: NodeAt,
+    pub listed: Vec<u32>,
+    pub more: usize,
+}
 
 /// One root's trees.
 struct Episodes<'a> {
@@ -47,17 +98,10 @@ impl Episodes<'_> {
 }
 
 /// Victim flows listed per tap (the rest counted; `flows` has them all).
-const VICTIMS_LISTED: usize = 10;
-
-fn kind(k: NodeKind) -> &'static str {
-    match k {
-        NodeKind::Host => "end host: it sends RoCE traffic too",
-        NodeKind::Switch => "switch",
-    }
-}
+pub const VICTIMS_LISTED: usize = 10;
 
 /// One finding per root of the trees that spread.
-pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
+pub(crate) fn finding(x: &Input, out: &mut Vec<Diagnosis>) {
     let mut groups: Vec<Episodes> = Vec::new();
     for (i, t) in x.summary.pfc_trees.iter().enumerate() {
         if t.nodes.len() < 2 {
@@ -83,158 +127,75 @@ pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
     }
 }
 
-fn one(x: &Input, g: &Episodes) -> Finding {
-    let root = g.root();
-    let priority = g.trees[0].1.priority;
-    let episodes = g.trees.len();
+fn one(x: &Input, g: &Episodes) -> Diagnosis {
     // Every port reached, in order of its first onset: (sender, tap), its
-    // parent's name, its delays.
-    let mut steps: Vec<(&PauseNode, String, Vec<u64>)> = Vec::new();
-    for (_, t) in &g.trees {
-        for n in &t.nodes[1..] {
-            let parent = n
-                .parent
-                .and_then(|p| t.nodes.get(p))
-                .map_or_else(|| "?".to_string(), PauseNode::sender_name);
+    // parent, its delays.
+    let mut spread: Vec<(&PauseNode, Spread, Vec<u64>)> = Vec::new();
+    for &(ti, t) in &g.trees {
+        for (ni, n) in t.nodes.iter().enumerate().skip(1) {
             let delay = n.delay_ns.unwrap_or(0);
-            match steps
+            match spread
                 .iter_mut()
                 .find(|(s, ..)| s.src_mac == n.src_mac && s.iface == n.iface)
             {
                 Some((.., delays)) => delays.push(delay),
-                None => steps.push((n, parent, vec![delay])),
+                None => spread.push((
+                    n,
+                    Spread {
+                        port: NodeAt { tree: ti, node: ni },
+                        parent: n
+                            .parent
+                            .filter(|&p| p < t.nodes.len())
+                            .map(|p| NodeAt { tree: ti, node: p }),
+                        min_delay_ns: 0,
+                        max_delay_ns: 0,
+                        episodes: 0,
+                    },
+                    vec![delay],
+                )),
             }
         }
     }
-    let lines: Vec<String> = steps
-        .iter()
-        .map(|(n, parent, delays)| {
-            let lo = delays.iter().copied().min().unwrap_or(0);
-            let hi = delays.iter().copied().max().unwrap_or(0);
-            let after = if lo == hi {
-                fmt_duration(lo)
-            } else {
-                format!("{} to {}", fmt_duration(lo), fmt_duration(hi))
-            };
-            let times = if episodes > 1 {
-                format!(
-                    " (in {} of {episodes})",
-                    fmt_count(delays.len() as u64, "episode")
-                )
-            } else {
-                String::new()
-            };
-            format!(
-                "Then {} ({}) on {} paused {after} after {parent}{times}.",
-                n.sender_name(),
-                kind(n.kind),
-                n.tap_name()
-            )
+    let spread: Vec<Spread> = spread
+        .into_iter()
+        .map(|(_, s, delays)| Spread {
+            min_delay_ns: delays.iter().copied().min().unwrap_or(0),
+            max_delay_ns: delays.iter().copied().max().unwrap_or(0),
+            episodes: delays.len(),
+            ..s
         })
         .collect();
-    let mut victims: Vec<String> = Vec::new();
+    let mut victims = Vec::new();
     let mut flows: Vec<u32> = Vec::new();
     let mut seen_taps = Vec::new();
-    for n in g.trees.iter().flat_map(|(_, t)| &t.nodes) {
-        if seen_taps.contains(&n.iface) || n.victims.is_empty() {
-            continue;
+    for &(ti, t) in &g.trees {
+        for (ni, n) in t.nodes.iter().enumerate() {
+            if seen_taps.contains(&n.iface) || n.victims.is_empty() {
+                continue;
+            }
+            seen_taps.push(n.iface);
+            victims.push(TapVictims {
+                at: NodeAt { tree: ti, node: ni },
+                listed: n.victims.iter().take(VICTIMS_LISTED).copied().collect(),
+                more: n.victims.len().saturating_sub(VICTIMS_LISTED),
+            });
+            flows.extend(&n.victims);
         }
-        seen_taps.push(n.iface);
-        let ids: Vec<String> = n
-            .victims
-            .iter()
-            .take(VICTIMS_LISTED)
-            .map(u32::to_string)
-            .collect();
-        let more = match n.victims.len() {
-            n if n > VICTIMS_LISTED => format!(" and {} more", n - VICTIMS_LISTED),
-            _ => String::new(),
-        };
-        victims.push(format!(
-            "{}: {} {}{more}",
-            n.tap_name(),
-            if n.victims.len() == 1 {
-                "flow"
-            } else {
-                "flows"
-            },
-            ids.join(", ")
-        ));
-        flows.extend(&n.victims);
     }
     flows.sort_unstable();
     flows.dedup();
-    let root_is_host = root.kind == NodeKind::Host;
-    let (widest_index, widest) = g.widest();
-    let ports = steps.len() + 1;
-    let when = if episodes == 1 {
-        format!("first pause at {}", x.at(root.first_pause_ns))
-    } else {
-        let last = g.trees[episodes - 1].1.nodes[0].first_pause_ns;
-        format!(
-            "{episodes} episodes from {} to {}; the widest reached {} from {}",
-            x.at(root.first_pause_ns),
-            x.at(last),
-            fmt_count(widest.nodes.len() as u64 - 1, "port"),
-            x.at(widest.nodes[0].first_pause_ns)
-        )
-    };
-    Finding {
-        wireshark: None,
-        id: "pfc-congestion-tree",
-        impact: share(g.root_paused_ns(), x.summary.duration_ns),
+    Diagnosis {
         severity: Severity::Critical,
-        title: format!(
-            "Pauses on priority {priority} spread from {} ({}) to {} more {}{}",
-            root.sender_name(),
-            if root_is_host {
-                "an end host"
-            } else {
-                "a switch"
-            },
-            ports - 1,
-            if ports == 2 { "port" } else { "ports" },
-            if episodes > 1 {
-                format!(", {episodes} times")
-            } else {
-                String::new()
-            }
-        ),
-        detail: format!(
-            "Root: {} ({}) seen on {}, {when}, paused {} in all.\n{}{}",
-            root.sender_name(),
-            kind(root.kind),
-            root.tap_name(),
-            fmt_duration(g.root_paused_ns()),
-            lines.join("\n"),
-            if victims.is_empty() {
-                String::new()
-            } else {
-                format!("\nVictims: {}.", victims.join("; "))
-            }
-        ),
-        recommendation: if root_is_host {
-            format!(
-                "The tree grows from a receiver that does not drain ({}): find out why (host memory or PCIe pressure, an application not posting buffers, the NIC's rx_prio{priority}_pause_duration and rx_discards_phy counters), and let ECN act before PFC so the senders slow down before the pause spreads. The PFC watchdog caps how long it can freeze the fabric.",
-                root.sender_name()
-            )
-        } else {
-            "The tree grows from a switch port: find its congested egress (an incast, a slow downstream link or a PFC deadlock), let ECN act before PFC, and enable the PFC watchdog.".to_string()
-        },
+        impact: share(g.root_paused_ns(), x.summary.duration_ns),
         flows,
-        params: params([
-            ("priority", json!(priority)),
-            ("root_src_mac", json!(root.src_mac)),
-            ("root_device", json!(root.device)),
-            ("root_kind", json!(root.kind)),
-            ("ports", json!(ports)),
-            ("root_paused_ns", json!(g.root_paused_ns())),
-            ("episodes", json!(episodes)),
-            (
-                "trees",
-                json!(g.trees.iter().map(|(i, _)| *i).collect::<Vec<_>>()),
-            ),
-            ("widest_tree", json!(widest_index)),
-        ]),
+        evidence: Evidence::CongestionTree(CongestionTree {
+            priority: g.trees[0].1.priority,
+            trees: g.trees.iter().map(|(i, _)| *i).collect(),
+            widest_tree: g.widest().0,
+            root_paused_ns: g.root_paused_ns(),
+            spread,
+            victims,
+            telemetry: None,
+        }),
     }
 }

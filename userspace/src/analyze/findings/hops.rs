@@ -3,17 +3,15 @@
 //! between two taps that loses frames, and the hop where the delay grows.
 //!
 //! Computed at the end from `hops.parquet`'s rows and the downstream taps'
-//! flows: nothing per packet.
+//! flows: nothing per packet. Worded in `render/findings/hops.rs`.
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
-
-use crate::analyze::fmt::{fmt_delay, fmt_ns};
+use crate::analyze::Severity;
 use crate::analyze::hops::HopRow;
-use crate::analyze::{Finding, Severity, fmt_count, fmt_duration, fmt_ip, fmt_pct};
 
-use super::input::{Input, params};
+use super::input::Input;
+use super::{Diagnosis, Evidence};
 
 /// How many of the other hops a hop-queueing finding lists beside the worst
 /// one: enough to show where the delay grows on a path, not one line per
@@ -30,7 +28,7 @@ pub(crate) const TAIL_MIN_FRAMES: u64 = 20;
 
 /// What became of the frames one hop's downstream tap did not see.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Vanished {
+pub struct Vanished {
     pub frames_up: u64,
     pub missing: u64,
     /// Resent later: lost between the taps.
@@ -59,22 +57,84 @@ pub(crate) fn vanished(x: &Input, h: &HopRow) -> Vanished {
     v
 }
 
-fn flow_text(h: &HopRow) -> String {
-    format!(
-        "{} → {} QP {}",
-        fmt_ip(&h.src_ip),
-        fmt_ip(&h.dst_ip),
-        h.dest_qp
-    )
+/// A connection as hops name it: its addresses and destination QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HopConn {
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    pub dest_qp: u32,
+}
+
+impl From<&HopRow> for HopConn {
+    fn from(h: &HopRow) -> Self {
+        HopConn {
+            src_ip: h.src_ip,
+            dst_ip: h.dst_ip,
+            dest_qp: h.dest_qp,
+        }
+    }
+}
+
+/// `hop-loss`'s evidence: one pair of adjacent taps whose downstream one
+/// missed frames the upstream one saw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HopLoss {
+    pub up_iface: u16,
+    pub down_iface: u16,
+    /// Over the pair's rows; `frames_up` counts every row of the pair, lost
+    /// or not.
+    pub total: Vanished,
+    /// `total.missing` of `total.frames_up`.
+    pub share: f64,
+    /// The rows that missed frames, in `hops.parquet`'s order.
+    pub hops: Vec<(HopConn, Vanished)>,
+}
+
+impl HopLoss {
+    /// Whether frames were resent: lost between the taps, not by a capture.
+    pub fn lost_between(&self) -> bool {
+        self.total.resent > 0
+    }
+}
+
+/// One hop's delays, as `hop-queueing` lists the other hops.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HopDelay {
+    pub up_iface: u16,
+    pub down_iface: u16,
+    pub conn: HopConn,
+    pub p50_ns: Option<i64>,
+    pub p99_ns: Option<i64>,
+}
+
+/// `hop-queueing`'s evidence: the hop whose delay tail is longest, the
+/// pauses that may explain it, and the other hops for comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HopQueueing {
+    pub worst: HopDelay,
+    /// `worst`'s p50 and p99 (0 when unknown), their ratio (p99 over p50,
+    /// at least 1, rounded down), its maximum and matched frames.
+    pub p50_ns: i64,
+    pub p99_ns: i64,
+    pub ratio: i64,
+    pub max_ns: Option<i64>,
+    pub matched: u64,
+    /// PFC pauses at either tap while the hop's flow ran, and their time.
+    pub pauses: u64,
+    pub paused_ns: u64,
+    /// Up to [`OTHER_HOPS_SHOWN`] other adjacent hops with matched frames.
+    pub others: Vec<HopDelay>,
+    /// The other hops left out of `others`.
+    pub others_left_out: usize,
 }
 
 /// `hop-loss` and `hop-queueing`.
-pub(crate) fn finding(x: &Input, out: &mut Vec<Finding>) {
+pub(crate) fn finding(x: &Input, out: &mut Vec<Diagnosis>) {
     loss(x, out);
-    queueing(x, out);
+    out.extend(queueing(x));
 }
 
-fn loss(x: &Input, out: &mut Vec<Finding>) {
+fn loss(x: &Input, out: &mut Vec<Diagnosis>) {
     let mut by_pair: BTreeMap<(u16, u16), Vec<(&HopRow, Vanished)>> = BTreeMap::new();
     // Where a frame vanished: between the last tap that saw it and the next.
     for h in x.hops.iter().filter(|h| h.missing_down > 0 && h.adjacent) {
@@ -99,74 +159,24 @@ fn loss(x: &Input, out: &mut Vec<Finding>) {
             t.resent += v.resent;
             t.capture_lost += v.capture_lost;
         }
-        let (a, b) = (x.iface(up), x.iface(down));
-        let share = t.missing as f64 / t.frames_up.max(1) as f64;
-        let other = t.missing - t.resent - t.capture_lost;
         let mut flows: Vec<u32> = rows.iter().filter_map(|(h, _)| h.up_flow_id).collect();
         flows.sort_unstable();
-        let parts: Vec<String> = rows
-            .iter()
-            .map(|(h, v)| {
-                format!(
-                    "{}: {} of {} not seen at {b} ({} resent, {} acknowledged)",
-                    flow_text(h),
-                    v.missing,
-                    v.frames_up,
-                    v.resent,
-                    v.capture_lost
-                )
-            })
-            .collect();
-        let lost = t.resent > 0;
-        let title = if lost {
-            format!(
-                "Frames lost between {a} and {b}: {} of {} ({}) seen at {a} never reached {b} and were resent",
-                t.resent,
-                fmt_count(t.frames_up, "frame"),
-                fmt_pct(t.resent as f64 / t.frames_up.max(1) as f64)
-            )
-        } else if t.capture_lost == t.missing {
-            format!(
-                "{b} missed {} seen at {a}: the receiver acknowledged them and they were never resent, so {b}'s capture dropped them, not the link",
-                fmt_count(t.missing, "frame")
-            )
-        } else {
-            format!(
-                "{} seen at {a} were not seen at {b} ({}), and nothing shows what became of them",
-                fmt_count(t.missing, "frame"),
-                fmt_pct(share)
-            )
+        let e = HopLoss {
+            up_iface: up,
+            down_iface: down,
+            total: t,
+            share: t.missing as f64 / t.frames_up.max(1) as f64,
+            hops: rows.iter().map(|(h, v)| (HopConn::from(*h), *v)).collect(),
         };
-        let mut detail = parts.join("; ");
-        if lost && t.capture_lost > 0 {
-            detail.push_str(&format!(
-                "; {} more were acknowledged and never resent: {b}'s capture missed those",
-                fmt_count(t.capture_lost, "frame")
-            ));
-        }
-        out.push(Finding {
-            id: "hop-loss",
-            impact: share,
-            severity: if lost { Severity::Warning } else { Severity::Info },
-            title,
-            detail,
-            recommendation: if lost {
-                format!("The frames are dropped on the path from {a} to {b}: read the error and discard counters of every link and switch between them (FEC/CRC errors, buffer discards on the priority), and reseat or replace the link with errors")
+        out.push(Diagnosis {
+            severity: if e.lost_between() {
+                Severity::Warning
             } else {
-                format!("Not a network loss: capture {b} with a larger buffer or snap length, or compare its drop counters (summary.json taps)")
+                Severity::Info
             },
+            impact: e.share,
             flows,
-            params: params([
-                ("up_tap", json!(a)),
-                ("down_tap", json!(b)),
-                ("frames_up", json!(t.frames_up)),
-                ("missing_down", json!(t.missing)),
-                ("lost_between", json!(t.resent)),
-                ("capture_lost", json!(t.capture_lost)),
-                ("unexplained", json!(other)),
-                ("share", json!(share)),
-            ]),
-            wireshark: None,
+            evidence: Evidence::HopLoss(e),
         });
     }
 }
@@ -188,19 +198,25 @@ fn p99(h: &HopRow) -> i64 {
     h.delay_p99_ns.unwrap_or(0)
 }
 
-fn queueing(x: &Input, out: &mut Vec<Finding>) {
+fn delays(h: &HopRow) -> HopDelay {
+    HopDelay {
+        up_iface: h.up_iface,
+        down_iface: h.down_iface,
+        conn: HopConn::from(h),
+        p50_ns: h.delay_p50_ns,
+        p99_ns: h.delay_p99_ns,
+    }
+}
+
+fn queueing(x: &Input) -> Option<Diagnosis> {
     let tails: Vec<&HopRow> = x
         .hops
         .iter()
         .filter(|h| h.adjacent && long_tail(h))
         .collect();
-    let Some(worst) = tails
+    let worst = tails
         .iter()
-        .max_by_key(|h| (p99(h) - p50(h), std::cmp::Reverse(h.up_iface)))
-    else {
-        return;
-    };
-    let (a, b) = (x.iface(worst.up_iface), x.iface(worst.down_iface));
+        .max_by_key(|h| (p99(h) - p50(h), std::cmp::Reverse(h.up_iface)))?;
     // Pauses at either tap of the hop while its flow ran.
     let span = worst
         .up_flow_id
@@ -212,75 +228,30 @@ fn queueing(x: &Input, out: &mut Vec<Finding>) {
         .filter(|p| p.iface == worst.up_iface || p.iface == worst.down_iface)
         .filter(|p| span.is_none_or(|(s, e)| p.start_ns <= e && p.end_ns >= s))
         .collect();
-    let paused: u64 = pauses.iter().map(|p| p.end_ns - p.start_ns).sum();
-    let cover = if pauses.is_empty() {
-        format!(
-            "no PFC pause at {a} or {b} while the flow ran: the queue built without PFC (shared buffer, ECN marking)"
-        )
-    } else {
-        format!(
-            "{} at {a} or {b} while the flow ran, {} paused in all: PFC pauses explain the tail",
-            fmt_count(pauses.len() as u64, "PFC pause"),
-            fmt_duration(paused)
-        )
-    };
-    let others: Vec<String> = x
+    let others: Vec<&HopRow> = x
         .hops
         .iter()
         .filter(|h| !std::ptr::eq(*h, *worst) && h.adjacent && h.matched > 0)
-        .map(|h| {
-            format!(
-                "{} → {} {}: p50 {}, p99 {}",
-                x.iface(h.up_iface),
-                x.iface(h.down_iface),
-                flow_text(h),
-                fmt_delay(h.delay_p50_ns),
-                fmt_delay(h.delay_p99_ns)
-            )
-        })
         .collect();
+    let shown = others.len().min(OTHER_HOPS_SHOWN);
     let mut flows: Vec<u32> = tails.iter().filter_map(|h| h.up_flow_id).collect();
     flows.sort_unstable();
     flows.dedup();
-    let mut detail = format!(
-        "{}: p50 {}, p99 {}, max {} over {}; {cover}",
-        flow_text(worst),
-        fmt_ns(p50(worst)),
-        fmt_ns(p99(worst)),
-        fmt_delay(worst.delay_max_ns),
-        fmt_count(worst.matched, "matched frame")
-    );
-    if !others.is_empty() {
-        let shown = others.len().min(OTHER_HOPS_SHOWN);
-        detail.push_str(&format!("; the other hops: {}", others[..shown].join("; ")));
-        if others.len() > shown {
-            detail.push_str(&format!(
-                "; and {} more (hops.parquet)",
-                others.len() - shown
-            ));
-        }
-    }
-    out.push(Finding {
-        id: "hop-queueing",
-        impact: x.traffic_share(&flows),
+    Some(Diagnosis {
         severity: Severity::Warning,
-        title: format!(
-            "Queueing between {a} and {b}: the one-way delay's p99 ({}) is {}× its p50 ({})",
-            fmt_ns(p99(worst)),
-            p99(worst) / p50(worst).max(1),
-            fmt_ns(p50(worst))
-        ),
-        detail,
-        recommendation: format!("The queue is on the path from {a} to {b}: look at that switch port's buffer occupancy and ECN marking threshold (lower it so DCQCN slows senders before the queue grows), and at the flows sharing it"),
+        impact: x.traffic_share(&flows),
         flows,
-        params: params([
-            ("up_tap", json!(a)),
-            ("down_tap", json!(b)),
-            ("delay_p50_ns", json!(p50(worst))),
-            ("delay_p99_ns", json!(p99(worst))),
-            ("pauses", json!(pauses.len())),
-            ("paused_ns", json!(paused)),
-        ]),
-        wireshark: None,
-    });
+        evidence: Evidence::HopQueueing(HopQueueing {
+            worst: delays(worst),
+            p50_ns: p50(worst),
+            p99_ns: p99(worst),
+            ratio: p99(worst) / p50(worst).max(1),
+            max_ns: worst.delay_max_ns,
+            matched: worst.matched,
+            pauses: pauses.len() as u64,
+            paused_ns: pauses.iter().map(|p| p.end_ns - p.start_ns).sum(),
+            others: others[..shown].iter().map(|h| delays(h)).collect(),
+            others_left_out: others.len() - shown,
+        }),
+    })
 }

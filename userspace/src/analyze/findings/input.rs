@@ -1,18 +1,16 @@
 //! What every finding reads ([`Input`]), and the helpers findings share:
-//! their `params`, impact as a share, the ACK timeout exponent, the
+//! the flows as evidence names them, impact as a share, the ACK timeout exponent, the
 //! unanswered flows (`unanswered-flows` and `mtu-mismatch` both judge them).
 //! Below every finding file; it names none of them.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use serde_json::Value;
+use std::collections::BTreeSet;
 
 use rocescope_common::proto::ib;
 
 use crate::analyze::flows::Retired;
 use crate::analyze::hash::FastMap;
 use crate::analyze::rto::ACK_TIMEOUT_UNIT_NS;
-use crate::analyze::{Flow, FlowTable, PfcInterval, Summary, fmt_flow, fmt_offset, iface_name};
+use crate::analyze::{Flow, FlowTable, PfcInterval, Summary};
 
 /// A flow as a finding names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,13 +45,6 @@ impl From<&Flow> for FlowRef {
             dest_qp: f.dest_qp,
         }
     }
-}
-
-/// A finding's `params`.
-pub(crate) fn params<const N: usize>(
-    items: [(&'static str, Value); N],
-) -> BTreeMap<&'static str, Value> {
-    items.into_iter().collect()
 }
 
 pub(crate) struct Input<'a> {
@@ -124,10 +115,6 @@ impl<'a> Input<'a> {
 }
 
 impl Input<'_> {
-    pub(crate) fn iface(&self, i: u16) -> String {
-        iface_name(&self.summary.ifaces, i)
-    }
-
     /// The impact of a finding about `flows` (ids): the share of the
     /// capture's request packets they carry (docs/analysis.md, "Findings").
     pub(crate) fn traffic_share(&self, flows: &[u32]) -> f64 {
@@ -137,15 +124,6 @@ impl Input<'_> {
             .map(|f| f.data_packets)
             .sum();
         share(of, self.summary.totals.data_packets)
-    }
-
-    pub(crate) fn describe(&self, f: &Flow) -> String {
-        fmt_flow(f.id, &f.src_ip, &f.dst_ip, f.dest_qp, &self.iface(f.iface))
-    }
-
-    /// A capture time as an offset from the capture's first frame.
-    pub(crate) fn at(&self, ts_ns: u64) -> String {
-        fmt_offset(ts_ns.saturating_sub(self.summary.first_ts_ns.unwrap_or(ts_ns)))
     }
 
     /// The longest of the pauses that covered ghost timeout rewinds (same

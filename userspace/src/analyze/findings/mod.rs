@@ -5,15 +5,16 @@
 //!
 //! Here the collector: the order the findings are built in and their
 //! ranking. Below it, in this folder, `input`: the `Input` every finding
-//! reads and the helpers they share (their `params`, impact as a share);
+//! reads and the helpers they share (impact as a share);
 //! then the findings themselves, one file per family, each using `input`
 //! and the analyzer's lower layers, never another finding file nor this
 //! collector: retransmissions (`retrans`), the capture, PFC, ECN,
 //! `livelock` (and retry exhaustion), `unanswered`, `mtu`, `ecmp`, `qos`,
 //! `cnp_overload`, `dcqcn`, `hops` (hop loss and queueing), `nics` (slow
 //! NIC reactions), `episodes` (congestion
-//! episodes). Their definitions: `docs/analysis.md`, *Findings*; their text
-//! and `params`: `docs/report.md`.
+//! episodes). Each computes a [`Diagnosis`] holding its [`Evidence`] (no
+//! words: `crate::render::findings` words it). Their definitions:
+//! `docs/analysis.md`, *Findings*; their text and `params`: `docs/report.md`.
 
 mod capture;
 mod cnp_overload;
@@ -39,8 +40,15 @@ use retrans::{ghost, real_loss, rnr};
 
 use super::{Finding, Severity};
 
+pub(crate) use crate::analyze::ecmp::{BUSY_FACTOR, ELEPHANT_SHARE, IDLE_FACTOR, LOADED_SHARE};
+pub use capture::{CaptureLoss, Corrupted, MirrorCopies, Reordering, Sniffer};
+pub(crate) use cnp_overload::{CNP_INTERVAL_NS, HELD_DOWN, NOT_FULL};
+pub use cnp_overload::{CnpOverload, Destination, HeldDown};
 pub use dcqcn::{Dcqcn, Deaf, Working};
+pub use ecmp::{EcmpImbalance, Elephant, MemberUse, PairEntropy};
 pub use ecn::{CeWithoutCnp, CnpWithoutCe, SilentCe};
+pub use episodes::{CongestionTree, NodeAt, Spread, TapVictims, VICTIMS_LISTED};
+pub use hops::{HopConn, HopDelay, HopLoss, HopQueueing, Vanished};
 pub use input::FlowRef;
 pub(crate) use input::Input;
 pub use livelock::{Dead, Stuck};
@@ -66,8 +74,6 @@ pub struct Diagnosis {
 /// What a finding found, one variant per finding id.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Evidence {
-    /// A finding not split yet: worded where it is computed.
-    Worded(Finding),
     /// `unanswered-flows`.
     Unanswered(Unanswered),
     /// `mtu-mismatch`.
@@ -102,6 +108,26 @@ pub enum Evidence {
     Qos(QosMismatch),
     /// `dcqcn-reaction`.
     Dcqcn(Dcqcn),
+    /// `capture-loss`.
+    CaptureLoss(CaptureLoss),
+    /// `mirror-duplicates`.
+    MirrorCopies(MirrorCopies),
+    /// `reordering`.
+    Reordering(Reordering),
+    /// `sniffer-capture`, one per tap.
+    Sniffer(Sniffer),
+    /// `corrupted-frames`, one per tap.
+    Corrupted(Corrupted),
+    /// `cnp-overload`.
+    CnpOverload(CnpOverload),
+    /// `hop-loss`, one per pair of adjacent taps.
+    HopLoss(HopLoss),
+    /// `hop-queueing`.
+    HopQueueing(HopQueueing),
+    /// `ecmp-imbalance`, one per group.
+    Ecmp(EcmpImbalance),
+    /// `pfc-congestion-tree`, one per root.
+    CongestionTree(CongestionTree),
     /// `congested-queue`, one per switch queue.
     CongestedQueue(Box<queues::CongestedQueue>),
 }
@@ -110,7 +136,6 @@ impl Evidence {
     /// The finding's `id` (docs/report.md).
     pub fn id(&self) -> &'static str {
         match self {
-            Evidence::Worded(f) => f.id,
             Evidence::Unanswered(_) => "unanswered-flows",
             Evidence::Mtu(_) => "mtu-mismatch",
             Evidence::Livelock(_) => "retransmission-livelock",
@@ -128,50 +153,42 @@ impl Evidence {
             Evidence::SlowNic(_) => "slow-nic-reaction",
             Evidence::Qos(_) => "qos-mismatch",
             Evidence::Dcqcn(_) => "dcqcn-reaction",
+            Evidence::CaptureLoss(_) => "capture-loss",
+            Evidence::MirrorCopies(_) => "mirror-duplicates",
+            Evidence::Reordering(_) => "reordering",
+            Evidence::Sniffer(_) => "sniffer-capture",
+            Evidence::Corrupted(_) => "corrupted-frames",
+            Evidence::CnpOverload(_) => "cnp-overload",
+            Evidence::HopLoss(_) => "hop-loss",
+            Evidence::HopQueueing(_) => "hop-queueing",
+            Evidence::Ecmp(_) => "ecmp-imbalance",
+            Evidence::CongestionTree(_) => "pfc-congestion-tree",
             Evidence::CongestedQueue(_) => "congested-queue",
         }
     }
 }
 
-impl Diagnosis {
-    fn worded(f: Finding) -> Self {
-        Diagnosis {
-            severity: f.severity,
-            impact: f.impact,
-            flows: f.flows.clone(),
-            evidence: Evidence::Worded(f),
-        }
-    }
-}
-
-/// The findings of `find`, not split into evidence and words yet.
-fn worded(out: &mut Vec<Diagnosis>, find: impl FnOnce(&mut Vec<Finding>)) {
-    let mut found = Vec::new();
-    find(&mut found);
-    out.extend(found.into_iter().map(Diagnosis::worded));
-}
-
 pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     let mut out = Vec::new();
-    worded(&mut out, |w| capture(x, w));
+    capture(x, &mut out);
     out.extend(ghost(x));
     out.extend(livelock::retry_exhausted(x));
     out.extend(livelock::finding(x));
     out.extend(unanswered::finding(x));
     out.extend(mtu::finding(x));
-    worded(&mut out, |w| ecmp::finding(x, x.ecmp, w));
+    ecmp::finding(x, x.ecmp, &mut out);
     out.extend(qos::finding(x, x.qos));
-    worded(&mut out, |w| cnp_overload::finding(x, w));
+    out.extend(cnp_overload::finding(x));
     out.extend(dcqcn::finding(x));
-    worded(&mut out, |w| hops::finding(x, w));
+    hops::finding(x, &mut out);
     nics::finding(x, &mut out);
     out.extend(real_loss(x));
-    worded(&mut out, |w| reordering(x, w));
-    worded(&mut out, |w| corruption(x, w));
+    out.extend(reordering(x));
+    corruption(x, &mut out);
     link_speed(x, &mut out);
     out.extend(rnr(x));
     out.extend(storms(x));
-    worded(&mut out, |w| episodes::finding(x, w));
+    episodes::finding(x, &mut out);
     out.extend(pressure(x));
     out.extend(victims(x));
     ce_cnp(x, &mut out);

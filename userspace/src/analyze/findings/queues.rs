@@ -174,38 +174,9 @@ pub struct QueueCitation {
     pub dropped: u64,
 }
 
-impl QueueCitation {
-    /// `switch 5 port 3 queue 3 (occupancy up to 424212, hop latency up to
-    /// 34178)`: the words both citing findings use.
-    pub fn words(&self) -> String {
-        let q = &self.queue;
-        let mut s = format!(
-            "switch {} port {} queue {} (occupancy up to {}, hop latency up to {}",
-            q.switch_id, q.egress_port, q.queue_id, self.peak_occupancy, self.peak_latency
-        );
-        if self.dropped > 0 {
-            s.push_str(&format!(", {} drops reported", self.dropped));
-        }
-        s.push(')');
-        s
-    }
-
-    pub fn param(&self) -> serde_json::Value {
-        serde_json::json!({
-            "switch_id": self.queue.switch_id,
-            "egress_port": self.queue.egress_port,
-            "queue_id": self.queue.queue_id,
-            "peak_occupancy": self.peak_occupancy,
-            "peak_latency": self.peak_latency,
-            "dropped": self.dropped,
-        })
-    }
-}
-
 /// The findings whose flows crossed a congested queue cite it (the first
-/// in rank order whose flows meet theirs): `ghost-retransmissions` in its
-/// evidence; `pfc-congestion-tree`, still worded where it is computed, in
-/// a sentence of its detail and `params.telemetry_queue`.
+/// in rank order whose flows meet theirs): `ghost-retransmissions` and
+/// `pfc-congestion-tree`, in their evidence's `telemetry`.
 pub fn cite(diagnoses: &mut [Diagnosis]) {
     let queues: Vec<(QueueCitation, Vec<u32>)> = diagnoses
         .iter()
@@ -218,22 +189,13 @@ pub fn cite(diagnoses: &mut [Diagnosis]) {
         return;
     }
     for d in diagnoses.iter_mut() {
-        let Some(cited) = queues
+        let cited = queues
             .iter()
             .find(|(_, crossed)| crossed.iter().any(|f| d.flows.contains(f)))
-            .map(|(c, _)| *c)
-        else {
-            continue;
-        };
+            .map(|(c, _)| *c);
         match &mut d.evidence {
-            Evidence::Ghost(g) => g.telemetry = Some(cited),
-            Evidence::Worded(f) if f.id == "pfc-congestion-tree" => {
-                f.detail.push_str(&format!(
-                    "\nSwitch telemetry: these flows crossed the congested {}.",
-                    cited.words()
-                ));
-                f.params.insert("telemetry_queue", cited.param());
-            }
+            Evidence::Ghost(g) => g.telemetry = cited,
+            Evidence::CongestionTree(t) => t.telemetry = cited,
             _ => {}
         }
     }

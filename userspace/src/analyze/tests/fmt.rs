@@ -28,16 +28,16 @@ fn utc_and_offsets_print_readably() {
         crate::render::fmt_utc(u64::MAX),
         "2554-07-21T23:34:33.709551Z"
     );
-    assert_eq!(super::fmt_offset(700_525), "t+700.5 µs");
-    assert_eq!(super::fmt_offset(124_567_891), "t+124.568 ms");
-    assert_eq!(super::fmt_offset(12_345_678_901), "t+12.345679 s");
+    assert_eq!(crate::render::fmt_offset(700_525), "t+700.5 µs");
+    assert_eq!(crate::render::fmt_offset(124_567_891), "t+124.568 ms");
+    assert_eq!(crate::render::fmt_offset(12_345_678_901), "t+12.345679 s");
 }
 
 /// One formatter for every duration: the unit its size calls for, so a
 /// 250 ms pause never prints as "249808.0 µs"; counts take their plural.
 #[test]
 fn durations_counts_and_rates_print_in_human_units() {
-    use super::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps};
+    use crate::render::{fmt_count, fmt_duration, fmt_ended_by, fmt_gbps};
     assert_eq!(fmt_duration(850), "850 ns");
     assert_eq!(fmt_duration(100_300), "100.3 µs");
     assert_eq!(fmt_duration(249_808_000), "249.81 ms");

@@ -254,7 +254,7 @@ impl Watch for Tally {
                 Some(&i) => i,
                 None if own.names.len() < MAX_PFC_SENDERS => {
                     let i = own.names.len() as u16;
-                    Arc::make_mut(&mut own.names).push(analyze::fmt_mac(&s.src_mac));
+                    Arc::make_mut(&mut own.names).push(crate::render::fmt_mac(&s.src_mac));
                     self.index.insert(s.src_mac, i);
                     i
                 }

@@ -2,8 +2,9 @@
 
 use serde_json::json;
 
+use crate::analyze::Reaction;
 use crate::analyze::findings::{CeWithoutCnp, CnpWithoutCe};
-use crate::analyze::{Reaction, fmt_count, fmt_duration, fmt_ip};
+use crate::render::{fmt_count, fmt_duration, fmt_ip};
 
 use super::{Words, params};
 

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::analyze::findings::{Dead, Stuck};
 use crate::analyze::rto::ACK_TIMEOUT_UNIT_NS;
-use crate::analyze::{fmt_count, fmt_duration};
+use crate::render::{fmt_count, fmt_duration};
 
 use super::{Names, Words, params};
 

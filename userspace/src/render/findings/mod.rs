@@ -3,8 +3,13 @@
 //! names the summary gives (interfaces, the capture's start). One file per
 //! finding family, as in `analyze/findings/`.
 
+mod capture;
+mod cnp_overload;
 mod dcqcn;
+mod ecmp;
 mod ecn;
+mod episodes;
+mod hops;
 mod livelock;
 mod mtu;
 mod nics;
@@ -20,10 +25,8 @@ use serde_json::Value;
 
 use crate::analyze::findings::FlowRef;
 
-use crate::analyze::{
-    Diagnosis, Evidence, Finding, PfcInterval, Summary, fmt_count, fmt_duration, fmt_ended_by,
-    fmt_flow, fmt_mac, fmt_offset, iface_name,
-};
+use crate::analyze::{Diagnosis, Evidence, Finding, PfcInterval, Summary, iface_name};
+use crate::render::{fmt_count, fmt_duration, fmt_ended_by, fmt_flow, fmt_mac, fmt_offset};
 #[cfg(test)]
 pub(crate) use qos::marks_words;
 
@@ -46,6 +49,15 @@ struct Names<'a>(&'a Summary);
 impl Names<'_> {
     fn iface(&self, i: u16) -> String {
         iface_name(&self.0.ifaces, i)
+    }
+
+    /// A tap by the name its summary gives it.
+    fn tap(&self, iface: u16) -> String {
+        self.0
+            .taps
+            .iter()
+            .find(|t| t.iface == iface)
+            .map_or_else(|| self.iface(iface), |t| t.iface_name.clone())
     }
 
     /// `flow 3 (10.0.0.1 → 10.0.0.2 QP 17, leaf0)`.
@@ -79,7 +91,6 @@ impl Names<'_> {
 pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
     let names = Names(s);
     let w = match &d.evidence {
-        Evidence::Worded(f) => return f.clone(),
         Evidence::Unanswered(e) => unanswered::words(e, &names),
         Evidence::Mtu(e) => mtu::words(e, &names),
         Evidence::Livelock(e) => livelock::livelock(e, &names),
@@ -97,6 +108,21 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
         Evidence::SlowNic(e) => nics::slow_nic(e, &names),
         Evidence::Qos(e) => qos::qos_mismatch(e, &names),
         Evidence::Dcqcn(e) => dcqcn::dcqcn(e, &names),
+        Evidence::CaptureLoss(e) => capture::capture_loss(e, &names),
+        Evidence::MirrorCopies(e) => capture::mirror_copies(e, &names),
+        Evidence::Reordering(e) => capture::reordering(e),
+        Evidence::Sniffer(e) => capture::sniffer(e, &names),
+        Evidence::Corrupted(e) => capture::corrupted(e, &names),
+        Evidence::CnpOverload(e) => cnp_overload::cnp_overload(e, &names),
+        Evidence::HopLoss(e) => hops::hop_loss(e, &names),
+        Evidence::HopQueueing(e) => hops::hop_queueing(e, &names),
+        Evidence::Ecmp(e) => ecmp::ecmp_imbalance(e, &names),
+        Evidence::CongestionTree(e) => {
+            let mut w =
+                episodes::congestion_tree(e, &names).unwrap_or_else(|| episodes::trees_missing(e));
+            queues::cite(&mut w, e.telemetry.as_ref());
+            w
+        }
         Evidence::CongestedQueue(e) => queues::congested_queue(e, &names),
     };
     Finding {

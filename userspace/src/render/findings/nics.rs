@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::analyze::Latency;
 use crate::analyze::findings::SlowNic;
-use crate::analyze::{fmt_count, fmt_duration, fmt_ip, fmt_mac};
+use crate::render::{fmt_count, fmt_duration, fmt_ip, fmt_mac};
 
 use super::{Names, Words, params};
 

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::analyze::findings::{LinkSpeed, Pressure, Storms, Victims};
-use crate::analyze::{fmt_count, fmt_duration, fmt_gbps, fmt_pct as pct, fmt_pfc};
+use crate::render::{fmt_count, fmt_duration, fmt_gbps, fmt_pct as pct, fmt_pfc};
 
 use super::{Names, Words, params};
 

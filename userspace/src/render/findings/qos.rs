@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::analyze::findings::QosMismatch;
 use crate::analyze::qos::FlowMarks;
-use crate::analyze::{fmt_count, fmt_ip};
+use crate::render::{fmt_count, fmt_ip};
 
 use super::{Names, Words, params};
 

@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use crate::analyze::findings::queues::{CONGESTED_LATENCY, CongestedQueue};
-use crate::analyze::{fmt_count, fmt_ip};
+use crate::analyze::findings::queues::{CONGESTED_LATENCY, CongestedQueue, QueueCitation};
+use crate::render::{fmt_count, fmt_ip};
 
 use super::{Names, Words, params};
 
@@ -130,4 +130,35 @@ pub(super) fn congested_queue(q: &CongestedQueue, x: &Names) -> Words {
             ("other_queues", json!(q.other_queues)),
         ]),
     }
+}
+
+/// A finding that cites a congested queue its flows crossed: a sentence of
+/// its detail and `params.telemetry_queue` (docs/analysis.md, "Congested
+/// queues"); nothing without one.
+pub(super) fn cite(w: &mut Words, cited: Option<&QueueCitation>) {
+    let Some(c) = cited else {
+        return;
+    };
+    let q = &c.queue;
+    let mut queue = format!(
+        "switch {} port {} queue {} (occupancy up to {}, hop latency up to {}",
+        q.switch_id, q.egress_port, q.queue_id, c.peak_occupancy, c.peak_latency
+    );
+    if c.dropped > 0 {
+        queue.push_str(&format!(", {} reported", fmt_count(c.dropped, "drop")));
+    }
+    w.detail.push_str(&format!(
+        "\nSwitch telemetry: these flows crossed the congested {queue})."
+    ));
+    w.params.insert(
+        "telemetry_queue",
+        json!({
+            "switch_id": q.switch_id,
+            "egress_port": q.egress_port,
+            "queue_id": q.queue_id,
+            "peak_occupancy": c.peak_occupancy,
+            "peak_latency": c.peak_latency,
+            "dropped": c.dropped,
+        }),
+    );
 }

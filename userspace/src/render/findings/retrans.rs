@@ -3,9 +3,10 @@
 
 use serde_json::json;
 
+use crate::analyze::Trigger;
 use crate::analyze::findings::{Ghost, RealLoss, Rnr};
 use crate::analyze::rto::NicTimeout;
-use crate::analyze::{Trigger, fmt_count, fmt_duration};
+use crate::render::{fmt_count, fmt_duration};
 
 use super::{Names, Words, params};
 
@@ -89,12 +90,6 @@ pub(super) fn ghost(e: &Ghost, x: &Names) -> Words {
             fmt_duration(p)
         ));
     }
-    if let Some(q) = &e.telemetry {
-        detail.push_str(&format!(
-            "\nSwitch telemetry: these flows crossed the congested {}: the delay has a place.",
-            q.words()
-        ));
-    }
     let t = e.exponent;
     recommendation.push_str(&format!(
         "Packets were delayed, not lost: raise the minimum retransmission timeout above {against} ({}): the local ACK timeout is 4.096 µs × 2^T, so T ≥ {t} ({}) (ibv_modify_qp attr.timeout / NCCL_IB_TIMEOUT, or the NIC's minimum-RTO setting). Then shorten the pauses: mark ECN earlier than PFC triggers so DCQCN slows senders first.",
@@ -128,9 +123,7 @@ pub(super) fn ghost(e: &Ghost, x: &Names) -> Words {
             ),
         ]),
     };
-    if let Some(q) = &e.telemetry {
-        words.params.insert("telemetry_queue", q.param());
-    }
+    super::queues::cite(&mut words, e.telemetry.as_ref());
     words
 }
 

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::analyze::findings::Unanswered;
-use crate::analyze::{fmt_count, fmt_duration, fmt_ip};
+use crate::render::{fmt_count, fmt_duration, fmt_ip};
 
 use super::{Names, Words, params};
 

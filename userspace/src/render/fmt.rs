@@ -1,0 +1,90 @@
+//! Values as the report, the findings and the HTML page print them:
+//! flows, addresses, offsets, rates, counts, shares, delays. Durations and
+//! how a pause ended come from `analyze::fmt` (the events' `detail` prints
+//! them too) and are re-exported here.
+
+use crate::addr::{Ip, Mac};
+use crate::analyze::PfcSummary;
+
+use crate::analyze::fmt::scaled;
+pub use crate::analyze::fmt::{fmt_duration, fmt_ended_by};
+
+/// A flow as findings name it: `flow 3 (10.0.0.1 → 10.0.0.2 QP 17, leaf0)`.
+pub fn fmt_flow(id: u32, src: &[u8; 16], dst: &[u8; 16], qp: u32, iface: &str) -> String {
+    format!(
+        "flow {id} ({} → {} QP {qp}, {iface})",
+        fmt_ip(src),
+        fmt_ip(dst)
+    )
+}
+
+/// `aa:bb:cc:dd:ee:ff`.
+pub fn fmt_mac(m: &[u8; 6]) -> String {
+    Mac(*m).to_string()
+}
+
+/// An address in its usual form (IPv4-mapped addresses as IPv4).
+pub fn fmt_ip(a: &[u8; 16]) -> String {
+    Ip(*a).to_string()
+}
+
+/// A time since the capture's first frame, to the microsecond:
+/// `t+700.5 µs`, `t+124.568 ms`, `t+12.345678 s`.
+pub fn fmt_offset(ns: u64) -> String {
+    format!("t+{}", scaled(ns, [0, 1, 3, 6]))
+}
+
+/// A rate in Gb/s (`119.19 Gb/s`; below 1 Gb/s, Mb/s).
+pub fn fmt_gbps(gbps: f64) -> String {
+    if gbps > 0.0 && gbps < 1.0 {
+        format!("{:.1} Mb/s", gbps * 1e3)
+    } else {
+        format!("{gbps:.2} Gb/s")
+    }
+}
+
+/// `n` and the noun, plural unless `n` is 1: `1 flow`, `2 flows`,
+/// `3 copies`, `1 CNP`, `0 NAKs`.
+pub fn fmt_count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        return format!("1 {noun}");
+    }
+    let plural = match noun.strip_suffix('y') {
+        Some(stem) if !stem.ends_with(['a', 'e', 'o', 'u']) => format!("{stem}ies"),
+        _ => format!("{noun}s"),
+    };
+    format!("{n} {plural}")
+}
+
+/// A fraction as a percentage with two decimals: `20.04 %`.
+pub fn fmt_pct(x: f64) -> String {
+    format!("{:.2} %", x * 100.0)
+}
+
+/// A signed delay (a clock offset may leave one below 0).
+pub fn fmt_ns(ns: i64) -> String {
+    if ns < 0 {
+        format!("-{}", fmt_duration(ns.unsigned_abs()))
+    } else {
+        fmt_duration(ns as u64)
+    }
+}
+
+/// A hop's delay, or a dash when none of its frames could be timed.
+pub fn fmt_delay(ns: Option<i64>) -> String {
+    ns.map_or_else(|| "–".into(), fmt_ns)
+}
+
+/// A port and priority's PFC in one phrase: `leaf0 priority 3: 8 PFC
+/// frames (2 XON), paused 200.3 µs = 20.04 % of the capture`.
+pub fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
+    format!(
+        "{iface} priority {}: {} ({} XON), paused {} = {} of the capture",
+        p.priority,
+        fmt_count(p.frames, "PFC frame"),
+        p.xon_frames,
+        fmt_duration(p.paused_ns),
+        fmt_pct(p.fraction)
+    )
+}
