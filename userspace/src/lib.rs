@@ -41,4 +41,7 @@ pub mod units;
 pub mod wireshark;
 
 pub use error::{Error, Result};
-pub use rocescope_common::{Kind, PacketRecord, flags, proto, summary, wire};
+pub use rocescope_common::{
+    Kind, LinkControlView, PacketRecord, RoceView, UetView, flags, proto, summary, uet_present,
+    wire,
+};

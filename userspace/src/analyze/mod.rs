@@ -481,7 +481,7 @@ impl Analyzer {
                         rec.iface,
                         rec.src_ip,
                         rec.dst_ip,
-                        rec.dest_qp & rocescope_common::proto::ib::QPN_MASK,
+                        rec.roce().dest_qp & rocescope_common::proto::ib::QPN_MASK,
                     );
                     self.qos.cnp(key, rec.dscp, pcp);
                 }

@@ -317,7 +317,7 @@ pub fn decode_walk_with<'a>(
         if w.telemetry.is_some() && restored.is_none() {
             // Spans that do not fit: no verdict rather than a false one.
         } else if let (Some(carried), Some(computed)) = (icrc::carried(sent), compute(sent)) {
-            rec.icrc = carried;
+            rec.roce_mut().icrc = carried;
             rec.flags |= flags::ICRC_CHECKED;
             if carried == computed {
                 rec.flags |= flags::ICRC_OK;
