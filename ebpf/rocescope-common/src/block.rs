@@ -12,22 +12,19 @@
 //! when they were flat on the record). Writing claims the block: the tag
 //! changes and the bytes are zeroed first when another owner held them.
 use crate::PacketRecord;
-use crate::wire::TransportId;
 
 /// Bytes of the block shared by the views.
 pub const BLOCK_SIZE: usize = 96;
 const BLOCK_WORDS: usize = BLOCK_SIZE / 8;
 
-/// Who the block's bytes belong to: a transport's [`TransportId`], or
-/// link-level flow control (PFC and PAUSE records, which have no transport).
-mod tag {
-    use crate::wire::TransportId;
+/// Who the block's bytes belong to: a transport (its `wire::TransportId`
+/// value, asserted in the crate root), or link-level flow control (PFC and
+/// PAUSE records, which have no transport).
+pub(crate) mod tag {
     pub const NONE: u8 = 0;
-    pub const ROCE: u8 = TransportId::Roce as u8;
-    pub const UET: u8 = TransportId::Uet as u8;
+    pub const ROCE: u8 = 1;
+    pub const UET: u8 = 2;
     pub const LINK_CONTROL: u8 = 0xFF;
-    const _: () =
-        assert!(ROCE != NONE && UET != NONE && ROCE != LINK_CONTROL && UET != LINK_CONTROL);
 }
 
 /// The transport-specific part of a record. Its bytes are private: the
@@ -68,8 +65,9 @@ const fn fits<V>() -> bool {
 }
 
 impl TransportBlock {
-    pub(crate) const fn holds_link_control(&self) -> bool {
-        self.tag == tag::LINK_CONTROL
+    /// `tag::*`: whose fields the block holds.
+    pub(crate) const fn tag(&self) -> u8 {
+        self.tag
     }
 
     /// `V`'s fields, if the block holds them.
@@ -314,18 +312,6 @@ impl UetView {
 }
 
 impl PacketRecord {
-    /// The transport whose fields the record holds (`wire::registry`):
-    /// RoCE for RoCE, CNP and malformed RoCE records; none for PFC, PAUSE
-    /// and `Other`.
-    #[inline(always)]
-    pub const fn transport(&self) -> Option<TransportId> {
-        match self.block.tag {
-            tag::ROCE => Some(TransportId::Roce),
-            tag::UET => Some(TransportId::Uet),
-            _ => None,
-        }
-    }
-
     /// RoCE's fields; all zero unless the record is RoCE's.
     #[inline(always)]
     pub fn roce(&self) -> &RoceView {
@@ -393,14 +379,14 @@ mod tests {
         assert_eq!(r.transport(), None);
         r.roce_mut().psn = 7;
         r.roce_mut().icrc = 0xDEAD_BEEF;
-        assert_eq!(r.transport(), Some(TransportId::Roce));
+        assert_eq!(r.transport(), Some(crate::wire::TransportId::Roce));
         assert_eq!((r.roce().psn, r.roce().icrc), (7, 0xDEAD_BEEF));
         assert_eq!(*r.link_control(), LinkControlView::default());
         assert_eq!(*r.uet(), UetView::default());
 
         // Claiming it for another owner empties it first.
         r.uet_mut().sack_base = 9;
-        assert_eq!(r.transport(), Some(TransportId::Uet));
+        assert_eq!(r.transport(), Some(crate::wire::TransportId::Uet));
         assert_eq!(*r.roce(), RoceView::default());
         assert_eq!(
             *r.uet(),

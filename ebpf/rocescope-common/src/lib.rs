@@ -209,6 +209,10 @@ const _: () = assert!(core::mem::size_of::<PacketRecord>() == PACKET_RECORD_SIZE
 const _: () = assert!(
     2 * 8 + TRANSPORT_BLOCK_SIZE + 4 * 4 + 2 * 16 + 5 * 2 + 2 * 6 + 4 + 6 == PACKET_RECORD_SIZE
 );
+// A transport's block tag is its registry id.
+const _: () = assert!(block::tag::ROCE == wire::TransportId::Roce as u8);
+const _: () = assert!(block::tag::UET == wire::TransportId::Uet as u8);
+const _: () = assert!(block::tag::NONE != block::tag::LINK_CONTROL);
 // The block's words are 8-aligned in the record.
 const _: () = assert!(core::mem::offset_of!(PacketRecord, block) % 8 == 0);
 
@@ -238,7 +242,9 @@ impl core::fmt::Debug for PacketRecord {
         match self.transport() {
             Some(wire::TransportId::Roce) => d.field("roce", self.roce()),
             Some(wire::TransportId::Uet) => d.field("uet", self.uet()),
-            None if self.block.holds_link_control() => d.field("link_control", self.link_control()),
+            None if self.block.tag() == block::tag::LINK_CONTROL => {
+                d.field("link_control", self.link_control())
+            }
             None => d.field("block", &self.block),
         };
         d.finish()
@@ -252,6 +258,18 @@ impl PacketRecord {
 
     pub const fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
+    }
+
+    /// The transport whose fields the record holds (`wire::registry`):
+    /// RoCE for RoCE, CNP and malformed RoCE records; none for PFC, PAUSE
+    /// and `Other`.
+    #[inline(always)]
+    pub const fn transport(&self) -> Option<wire::TransportId> {
+        match self.block.tag() {
+            block::tag::ROCE => Some(wire::TransportId::Roce),
+            block::tag::UET => Some(wire::TransportId::Uet),
+            _ => None,
+        }
     }
 
     /// `Some(true/false)` when the ICRC was checked, `None` when the frame was cut.
