@@ -38,6 +38,7 @@ pub mod telemetry;
 pub mod testdata;
 pub mod transport;
 pub mod units;
+pub mod view;
 pub mod wireshark;
 
 pub use error::{Error, Result};

@@ -851,7 +851,7 @@ fn sniffer_captures_rewrite_and_cut() {
         } else {
             bad[r.iface as usize] += 1;
             // Recomputed over the rewritten header, the ICRC does not match.
-            let crc = crate::decode::icrc::compute(&r.data[14..14 + ip_total]).unwrap();
+            let crc = crate::transport::roce::icrc::compute(&r.data[14..14 + ip_total]).unwrap();
             assert_ne!(crc.to_le_bytes(), r.data[14 + ip_total - 4..14 + ip_total]);
             assert_eq!(d.icrc_ok(), Some(false));
         }

@@ -9,7 +9,7 @@
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::{cm, ib};
 
-use crate::decode::{field, fixed_view, payload_after};
+use crate::view::{field, fixed_view, payload_after};
 
 fixed_view! {
     /// Common MAD header (IBA Vol. 1 §13.4.2).
