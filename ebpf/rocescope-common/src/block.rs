@@ -60,6 +60,12 @@ unsafe trait View: Copy {
     const TAG: u8;
 }
 
+/// All zeros: the empty view.
+const fn empty<V: View>() -> V {
+    // SAFETY: a `View` is plain integers, for which all zeros is a value.
+    unsafe { core::mem::zeroed() }
+}
+
 const fn fits<V>() -> bool {
     core::mem::size_of::<V>() <= BLOCK_SIZE && core::mem::align_of::<V>() <= 8
 }
@@ -150,30 +156,7 @@ unsafe impl View for RoceView {
 
 impl RoceView {
     /// All zeros: what the view reads as on a record that is not its own.
-    pub const EMPTY: RoceView = RoceView {
-        reth_va: 0,
-        atomic_va: 0,
-        atomic_swap_add: 0,
-        atomic_compare: 0,
-        atomic_orig: 0,
-        dest_qp: 0,
-        psn: 0,
-        aeth_msn: 0,
-        reth_rkey: 0,
-        reth_len: 0,
-        imm: 0,
-        ieth_rkey: 0,
-        deth_qkey: 0,
-        deth_src_qp: 0,
-        atomic_rkey: 0,
-        icrc: 0,
-        pkey: 0,
-        opcode: 0,
-        pad_count: 0,
-        tver: 0,
-        aeth_syndrome: 0,
-        _reserved: [0; 6],
-    };
+    pub const EMPTY: RoceView = empty();
 }
 
 /// Link-level flow control's fields: 802.1Qbb PFC (`HAS_PFC`) and 802.3x
@@ -200,12 +183,7 @@ unsafe impl View for LinkControlView {
 
 impl LinkControlView {
     /// All zeros: what the view reads as on a record that is not its own.
-    pub const EMPTY: LinkControlView = LinkControlView {
-        pfc_quanta: [0; 8],
-        pause_quanta: 0,
-        pfc_enable: 0,
-        _reserved: 0,
-    };
+    pub const EMPTY: LinkControlView = empty();
 }
 
 /// [`UetView::present`]: which of its fields hold a value.
@@ -288,27 +266,7 @@ unsafe impl View for UetView {
 
 impl UetView {
     /// All zeros: what the view reads as on a record that is not its own.
-    pub const EMPTY: UetView = UetView {
-        sack_bitmap: 0,
-        cc_state: 0,
-        psn: 0,
-        cack_psn: 0,
-        ack_psn: 0,
-        sack_base: 0,
-        job_id: 0,
-        spdcid: 0,
-        dpdcid: 0,
-        entropy: 0,
-        message_id: 0,
-        present: 0,
-        pds_type: 0,
-        pds_flags: 0,
-        nack_code: 0,
-        cc_type: 0,
-        ses_opcode: 0,
-        ses_flags: 0,
-        _reserved: [0; 4],
-    };
+    pub const EMPTY: UetView = empty();
 }
 
 impl PacketRecord {
