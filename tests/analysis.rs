@@ -540,7 +540,7 @@ fn cm_mad(src: (Ipv4Addr, [u8; 6]), dst: (Ipv4Addr, [u8; 6]), attr: u16, msg: &[
     mad[..4].copy_from_slice(&[1, 0x07, 2, 0x03]);
     mad[16..18].copy_from_slice(&attr.to_be_bytes());
     mad[24..24 + msg.len()].copy_from_slice(msg);
-    let icrc = rocescope::decode::icrc::compute(&bytes[14..14 + ip_len]).unwrap();
+    let icrc = rocescope::transport::roce::icrc::compute(&bytes[14..14 + ip_len]).unwrap();
     bytes[icrc_at..icrc_at + 4].copy_from_slice(&icrc.to_le_bytes());
     bytes
 }

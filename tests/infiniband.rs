@@ -117,13 +117,15 @@ fn bytes(f: &IbFrame) -> Vec<u8> {
 fn expected(f: &IbFrame, cut: Option<usize>) -> PacketRecord {
     let mut r = PacketRecord {
         kind: rocescope::Kind::Roce as u8,
-        opcode: f.bth.opcode,
-        pad_count: f.effective_pad_count(),
-        pkey: f.bth.pkey,
-        dest_qp: f.bth.dest_qp,
-        psn: f.bth.psn,
         flags: flags::IB_LRH | flags::HAS_BTH,
-        ..PacketRecord::default()
+        ..PacketRecord::default().with_roce(rocescope::RoceView {
+            opcode: f.bth.opcode,
+            pad_count: f.effective_pad_count(),
+            pkey: f.bth.pkey,
+            dest_qp: f.bth.dest_qp,
+            psn: f.bth.psn,
+            ..rocescope::RoceView::default()
+        })
     };
     match f.grh {
         Some(g) => {
@@ -155,24 +157,28 @@ fn expected(f: &IbFrame, cut: Option<usize>) -> PacketRecord {
     let whole = cut.is_none();
     if has(ext::DETH) {
         r.flags |= flags::HAS_DETH;
-        (r.deth_qkey, r.deth_src_qp) = (e.deth_qkey, e.deth_src_qp);
+        (r.roce_mut().deth_qkey, r.roce_mut().deth_src_qp) = (e.deth_qkey, e.deth_src_qp);
     }
     if has(ext::RETH) {
         r.flags |= flags::HAS_RETH;
-        (r.reth_va, r.reth_rkey, r.reth_len) = (e.reth_va, e.reth_rkey, e.reth_len);
+        (
+            r.roce_mut().reth_va,
+            r.roce_mut().reth_rkey,
+            r.roce_mut().reth_len,
+        ) = (e.reth_va, e.reth_rkey, e.reth_len);
     }
     if has(ext::AETH) {
         r.flags |= flags::HAS_AETH;
-        (r.aeth_syndrome, r.aeth_msn) = (e.aeth_syndrome, e.aeth_msn);
+        (r.roce_mut().aeth_syndrome, r.roce_mut().aeth_msn) = (e.aeth_syndrome, e.aeth_msn);
     }
     if has(ext::IMMDT) {
         r.flags |= flags::HAS_IMMDT;
-        r.imm = e.imm;
+        r.roce_mut().imm = e.imm;
     }
     let b = bytes(f);
     if whole {
         let end = f.packet_len();
-        r.icrc = u32::from_le_bytes(b[end - 4..end].try_into().unwrap());
+        r.roce_mut().icrc = u32::from_le_bytes(b[end - 4..end].try_into().unwrap());
         r.flags |= flags::ICRC_CHECKED | flags::VCRC_CHECKED;
         if f.icrc == IcrcMode::Valid {
             r.flags |= flags::ICRC_OK;
@@ -337,31 +343,34 @@ fn tshark_reads_the_same_fields_from_the_erf_capture() {
         eq("infiniband.lrh.dlid", f.lrh.dlid.into());
         eq("infiniband.lrh.slid", f.lrh.slid.into());
         eq("infiniband.lrh.pktlen", (f.packet_len() / 4) as u64);
-        eq("infiniband.bth.opcode", rec.opcode.into());
+        eq("infiniband.bth.opcode", rec.roce().opcode.into());
         eq("infiniband.bth.se", rec.has(flags::SE).into());
-        eq("infiniband.bth.padcnt", rec.pad_count.into());
-        eq("infiniband.bth.p_key", rec.pkey.into());
-        eq("infiniband.bth.destqp", rec.dest_qp.into());
+        eq("infiniband.bth.padcnt", rec.roce().pad_count.into());
+        eq("infiniband.bth.p_key", rec.roce().pkey.into());
+        eq("infiniband.bth.destqp", rec.roce().dest_qp.into());
         eq("infiniband.bth.a", rec.has(flags::ACK_REQ).into());
-        eq("infiniband.bth.psn", rec.psn.into());
+        eq("infiniband.bth.psn", rec.roce().psn.into());
         if rec.has(flags::HAS_DETH) {
-            eq("infiniband.deth.q_key", rec.deth_qkey.into());
-            eq("infiniband.deth.srcqp", rec.deth_src_qp.into());
+            eq("infiniband.deth.q_key", rec.roce().deth_qkey.into());
+            eq("infiniband.deth.srcqp", rec.roce().deth_src_qp.into());
         }
         if rec.has(flags::HAS_RETH) {
-            eq("infiniband.reth.va", rec.reth_va);
-            eq("infiniband.reth.dmalen", rec.reth_len.into());
+            eq("infiniband.reth.va", rec.roce().reth_va);
+            eq("infiniband.reth.dmalen", rec.roce().reth_len.into());
         }
         if rec.has(flags::HAS_AETH) {
-            eq("infiniband.aeth.syndrome", rec.aeth_syndrome.into());
-            eq("infiniband.aeth.msn", rec.aeth_msn.into());
+            eq("infiniband.aeth.syndrome", rec.roce().aeth_syndrome.into());
+            eq("infiniband.aeth.msn", rec.roce().aeth_msn.into());
         }
         // Wireshark shows both CRCs read big-endian (they are carried
         // least significant byte first), not for ACKs nor MADs.
         if cut.is_none() && row.contains_key("infiniband.invariant.crc") {
             let b = bytes(f);
             let v = u16::from_le_bytes([b[b.len() - 2], b[b.len() - 1]]);
-            eq("infiniband.invariant.crc", rec.icrc.swap_bytes().into());
+            eq(
+                "infiniband.invariant.crc",
+                rec.roce().icrc.swap_bytes().into(),
+            );
             eq("infiniband.variant.crc", v.swap_bytes().into());
             crcs += 1;
         }

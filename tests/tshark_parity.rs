@@ -557,15 +557,15 @@ fn check_against_tshark(c: &mut Checker<'_>, rec: &PacketRecord, optional: &[(&s
             rec.kind() == kind,
         );
         c.flag("HAS_BTH", rec.has(flags::HAS_BTH));
-        c.eq("opcode", rec.opcode.into(), op.into());
+        c.eq("opcode", rec.roce().opcode.into(), op.into());
         c.field("infiniband.bth.se", rec.has(flags::SE).into());
         c.field("infiniband.bth.m", rec.has(flags::MIGREQ).into());
-        c.field("infiniband.bth.padcnt", rec.pad_count.into());
-        c.field("infiniband.bth.tver", rec.tver.into());
-        c.field("infiniband.bth.p_key", rec.pkey.into());
-        c.field("infiniband.bth.destqp", rec.dest_qp.into());
+        c.field("infiniband.bth.padcnt", rec.roce().pad_count.into());
+        c.field("infiniband.bth.tver", rec.roce().tver.into());
+        c.field("infiniband.bth.p_key", rec.roce().pkey.into());
+        c.field("infiniband.bth.destqp", rec.roce().dest_qp.into());
         c.field("infiniband.bth.a", rec.has(flags::ACK_REQ).into());
-        c.field("infiniband.bth.psn", rec.psn.into());
+        c.field("infiniband.bth.psn", rec.roce().psn.into());
         for (field, which) in optional {
             let ours = if *which == "fecn" {
                 rec.has(flags::FECN)
@@ -577,64 +577,64 @@ fn check_against_tshark(c: &mut Checker<'_>, rec: &PacketRecord, optional: &[(&s
         let mask = ib::ext_headers(op);
         if row.contains_key("infiniband.deth.q_key") {
             c.flag("HAS_DETH", rec.has(flags::HAS_DETH));
-            c.field("infiniband.deth.q_key", rec.deth_qkey.into());
-            c.field("infiniband.deth.srcqp", rec.deth_src_qp.into());
+            c.field("infiniband.deth.q_key", rec.roce().deth_qkey.into());
+            c.field("infiniband.deth.srcqp", rec.roce().deth_src_qp.into());
         }
         if mask & ib::ext::ATOMIC_ETH != 0 {
             // Wireshark shows the AtomicETH VA and R_Key in the RETH fields.
             if row.contains_key("infiniband.atomiceth.swapdt") {
                 c.flag("HAS_ATOMIC_ETH", rec.has(flags::HAS_ATOMIC_ETH));
-                c.field("infiniband.reth.va", rec.atomic_va);
-                c.field("infiniband.reth.r_key", rec.atomic_rkey.into());
-                c.field("infiniband.atomiceth.swapdt", rec.atomic_swap_add);
-                c.field("infiniband.atomiceth.cmpdt", rec.atomic_compare);
+                c.field("infiniband.reth.va", rec.roce().atomic_va);
+                c.field("infiniband.reth.r_key", rec.roce().atomic_rkey.into());
+                c.field("infiniband.atomiceth.swapdt", rec.roce().atomic_swap_add);
+                c.field("infiniband.atomiceth.cmpdt", rec.roce().atomic_compare);
             }
         } else if row.contains_key("infiniband.reth.dmalen") {
             c.flag("HAS_RETH", rec.has(flags::HAS_RETH));
-            c.field("infiniband.reth.va", rec.reth_va);
-            c.field("infiniband.reth.r_key", rec.reth_rkey.into());
-            c.field("infiniband.reth.dmalen", rec.reth_len.into());
+            c.field("infiniband.reth.va", rec.roce().reth_va);
+            c.field("infiniband.reth.r_key", rec.roce().reth_rkey.into());
+            c.field("infiniband.reth.dmalen", rec.roce().reth_len.into());
         }
         if row.contains_key("infiniband.aeth.syndrome") {
             c.flag("HAS_AETH", rec.has(flags::HAS_AETH));
-            c.field("infiniband.aeth.syndrome", rec.aeth_syndrome.into());
-            c.field("infiniband.aeth.msn", rec.aeth_msn.into());
+            c.field("infiniband.aeth.syndrome", rec.roce().aeth_syndrome.into());
+            c.field("infiniband.aeth.msn", rec.roce().aeth_msn.into());
         }
         if row.contains_key("infiniband.atomicacketh.origremdt") {
             c.flag("HAS_ATOMIC_ACK_ETH", rec.has(flags::HAS_ATOMIC_ACK_ETH));
-            c.field("infiniband.atomicacketh.origremdt", rec.atomic_orig);
+            c.field("infiniband.atomicacketh.origremdt", rec.roce().atomic_orig);
         }
         if let Some(v) = row.get("infiniband.immdt") {
             c.flag("HAS_IMMDT", rec.has(flags::HAS_IMMDT));
-            c.eq("immdt", rec.imm.into(), bytes_be(v));
+            c.eq("immdt", rec.roce().imm.into(), bytes_be(v));
         }
         if let Some(v) = row.get("infiniband.ieth") {
             c.flag("HAS_IETH", rec.has(flags::HAS_IETH));
-            c.eq("ieth", rec.ieth_rkey.into(), bytes_be(v));
+            c.eq("ieth", rec.roce().ieth_rkey.into(), bytes_be(v));
         }
         if let Some(v) = row.get("infiniband.invariant.crc") {
             // Wireshark reads the four ICRC bytes big-endian; the record
             // holds the CRC value (little-endian on the wire).
             c.flag("ICRC_CHECKED", rec.has(flags::ICRC_CHECKED));
-            c.eq("icrc", rec.icrc.swap_bytes().into(), num(v));
+            c.eq("icrc", rec.roce().icrc.swap_bytes().into(), num(v));
         }
     }
     match row.get("macc.opcode").map(|v| num(v) as u16) {
         Some(0x0101) => {
             c.flag("kind pfc", rec.kind() == Kind::Pfc);
             c.flag("HAS_PFC", rec.has(flags::HAS_PFC));
-            c.field("macc.cbfc.enbv", rec.pfc_enable.into());
+            c.field("macc.cbfc.enbv", rec.link_control().pfc_enable.into());
             for p in 0..8 {
                 c.field(
                     &format!("macc.cbfc.pause_time.c{p}"),
-                    rec.pfc_quanta[p].into(),
+                    rec.link_control().pfc_quanta[p].into(),
                 );
             }
         }
         Some(0x0001) => {
             c.flag("kind pause", rec.kind() == Kind::Pause);
             c.flag("HAS_PAUSE", rec.has(flags::HAS_PAUSE));
-            c.field("macc.pause_time", rec.pause_quanta.into());
+            c.field("macc.pause_time", rec.link_control().pause_quanta.into());
         }
         _ => {}
     }
@@ -658,9 +658,13 @@ fn check_against_spec(c: &mut Checker<'_>, rec: &PacketRecord, case: &Case, wire
                 Kind::Roce
             };
             c.flag("kind", rec.kind() == kind);
-            c.eq("opcode", rec.opcode.into(), frame.bth.opcode.into());
-            c.eq("psn", rec.psn.into(), frame.bth.psn.into());
-            c.eq("dest_qp", rec.dest_qp.into(), frame.bth.dest_qp.into());
+            c.eq("opcode", rec.roce().opcode.into(), frame.bth.opcode.into());
+            c.eq("psn", rec.roce().psn.into(), frame.bth.psn.into());
+            c.eq(
+                "dest_qp",
+                rec.roce().dest_qp.into(),
+                frame.bth.dest_qp.into(),
+            );
             c.flag("FECN", rec.has(flags::FECN) == frame.bth.fecn);
             c.flag("BECN", rec.has(flags::BECN) == frame.bth.becn);
             // RoCEv1's GRH TClass is the traffic class the builder writes
@@ -717,33 +721,45 @@ fn check_against_spec(c: &mut Checker<'_>, rec: &PacketRecord, case: &Case, wire
             let e = &frame.ext;
             if case.cut.is_none() {
                 if mask & ib::ext::RETH != 0 {
-                    c.eq("reth_va", rec.reth_va, e.reth_va);
-                    c.eq("reth_len", rec.reth_len.into(), e.reth_len.into());
+                    c.eq("reth_va", rec.roce().reth_va, e.reth_va);
+                    c.eq("reth_len", rec.roce().reth_len.into(), e.reth_len.into());
                 }
                 if mask & ib::ext::AETH != 0 {
                     c.eq(
                         "aeth_syndrome",
-                        rec.aeth_syndrome.into(),
+                        rec.roce().aeth_syndrome.into(),
                         e.aeth_syndrome.into(),
                     );
-                    c.eq("aeth_msn", rec.aeth_msn.into(), e.aeth_msn.into());
+                    c.eq("aeth_msn", rec.roce().aeth_msn.into(), e.aeth_msn.into());
                 }
                 if mask & ib::ext::IMMDT != 0 {
-                    c.eq("imm", rec.imm.into(), e.imm.into());
+                    c.eq("imm", rec.roce().imm.into(), e.imm.into());
                 }
                 if mask & ib::ext::DETH != 0 {
-                    c.eq("deth_src_qp", rec.deth_src_qp.into(), e.deth_src_qp.into());
+                    c.eq(
+                        "deth_src_qp",
+                        rec.roce().deth_src_qp.into(),
+                        e.deth_src_qp.into(),
+                    );
                 }
             }
         }
         Spec::Pfc(f) => {
             c.flag("kind pfc", rec.kind() == Kind::Pfc);
-            c.eq("pfc_enable", rec.pfc_enable.into(), f.enable.into());
-            c.flag("pfc_quanta", rec.pfc_quanta == f.quanta);
+            c.eq(
+                "pfc_enable",
+                rec.link_control().pfc_enable.into(),
+                f.enable.into(),
+            );
+            c.flag("pfc_quanta", rec.link_control().pfc_quanta == f.quanta);
         }
         Spec::Pause(f) => {
             c.flag("kind pause", rec.kind() == Kind::Pause);
-            c.eq("pause_quanta", rec.pause_quanta.into(), f.quanta.into());
+            c.eq(
+                "pause_quanta",
+                rec.link_control().pause_quanta.into(),
+                f.quanta.into(),
+            );
         }
     }
 }
@@ -779,8 +795,8 @@ fn truth_record(case: &Case, bytes: &[u8]) -> PacketRecord {
                     vlan: f.vlan,
                 },
             );
-            r.pfc_enable = f.enable;
-            r.pfc_quanta = f.quanta;
+            r.link_control_mut().pfc_enable = f.enable;
+            r.link_control_mut().pfc_quanta = f.quanta;
         }
         Spec::Pause(f) => {
             r.kind = Kind::Pause as u8;
@@ -794,7 +810,7 @@ fn truth_record(case: &Case, bytes: &[u8]) -> PacketRecord {
                     vlan: f.vlan,
                 },
             );
-            r.pause_quanta = f.quanta;
+            r.link_control_mut().pause_quanta = f.quanta;
         }
         Spec::Roce { frame: f, erspan } => {
             r.kind = if f.is_cnp() { Kind::Cnp } else { Kind::Roce } as u8;
@@ -830,45 +846,49 @@ fn truth_record(case: &Case, bytes: &[u8]) -> PacketRecord {
                     r.flags |= flag;
                 }
             }
-            r.opcode = b.opcode;
-            r.pad_count = f.effective_pad_count();
-            r.tver = b.tver;
-            r.pkey = b.pkey;
-            r.dest_qp = b.dest_qp;
-            r.psn = b.psn;
+            r.roce_mut().opcode = b.opcode;
+            r.roce_mut().pad_count = f.effective_pad_count();
+            r.roce_mut().tver = b.tver;
+            r.roce_mut().pkey = b.pkey;
+            r.roce_mut().dest_qp = b.dest_qp;
+            r.roce_mut().psn = b.psn;
             let e = &f.ext;
             let mask = f.ext_mask();
             let has = |bit| mask & bit != 0;
             if has(ib::ext::RETH) {
                 r.flags |= flags::HAS_RETH;
-                (r.reth_va, r.reth_rkey, r.reth_len) = (e.reth_va, e.reth_rkey, e.reth_len);
+                (
+                    r.roce_mut().reth_va,
+                    r.roce_mut().reth_rkey,
+                    r.roce_mut().reth_len,
+                ) = (e.reth_va, e.reth_rkey, e.reth_len);
             }
             if has(ib::ext::ATOMIC_ETH) {
                 r.flags |= flags::HAS_ATOMIC_ETH;
-                r.atomic_va = e.atomic_va;
-                r.atomic_rkey = e.atomic_rkey;
-                r.atomic_swap_add = e.atomic_swap_add;
-                r.atomic_compare = e.atomic_compare;
+                r.roce_mut().atomic_va = e.atomic_va;
+                r.roce_mut().atomic_rkey = e.atomic_rkey;
+                r.roce_mut().atomic_swap_add = e.atomic_swap_add;
+                r.roce_mut().atomic_compare = e.atomic_compare;
             }
             if has(ib::ext::AETH) {
                 r.flags |= flags::HAS_AETH;
-                (r.aeth_syndrome, r.aeth_msn) = (e.aeth_syndrome, e.aeth_msn);
+                (r.roce_mut().aeth_syndrome, r.roce_mut().aeth_msn) = (e.aeth_syndrome, e.aeth_msn);
             }
             if has(ib::ext::ATOMIC_ACK_ETH) {
                 r.flags |= flags::HAS_ATOMIC_ACK_ETH;
-                r.atomic_orig = e.atomic_orig;
+                r.roce_mut().atomic_orig = e.atomic_orig;
             }
             if has(ib::ext::IMMDT) {
                 r.flags |= flags::HAS_IMMDT;
-                r.imm = e.imm;
+                r.roce_mut().imm = e.imm;
             }
             if has(ib::ext::IETH) {
                 r.flags |= flags::HAS_IETH;
-                r.ieth_rkey = e.ieth_rkey;
+                r.roce_mut().ieth_rkey = e.ieth_rkey;
             }
             if has(ib::ext::DETH) {
                 r.flags |= flags::HAS_DETH;
-                (r.deth_qkey, r.deth_src_qp) = (e.deth_qkey, e.deth_src_qp);
+                (r.roce_mut().deth_qkey, r.roce_mut().deth_src_qp) = (e.deth_qkey, e.deth_src_qp);
             }
             if case.cut.is_none() {
                 r.flags |= flags::ICRC_CHECKED;
@@ -879,7 +899,7 @@ fn truth_record(case: &Case, bytes: &[u8]) -> PacketRecord {
                     f.ip.header_len()
                 };
                 let end = offset + f.eth.header_len() + network + f.udp_len();
-                r.icrc = u32::from_le_bytes(bytes[end - 4..end].try_into().unwrap());
+                r.roce_mut().icrc = u32::from_le_bytes(bytes[end - 4..end].try_into().unwrap());
             }
         }
     }

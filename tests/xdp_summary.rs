@@ -127,7 +127,7 @@ fn summary_mode_counts_in_order_traffic_and_forwards_anomalies_after_a_delta() {
     // A flow's first frame is forwarded, with nothing to flush before it.
     let (d, r) = k.forwarded("first request", &write(100, false));
     assert_eq!(d, None);
-    assert_eq!(r.psn, 100);
+    assert_eq!(r.roce().psn, 100);
     // Marked as the start of its flow's kernel state (userspace counts a
     // second start of the same flow as an eviction).
     assert_eq!(r._reserved[0], record_marks::NEW_FLOW_STATE);
@@ -146,7 +146,7 @@ fn summary_mode_counts_in_order_traffic_and_forwards_anomalies_after_a_delta() {
     // A gap (105 missing): the delta first, with the counts and `next`.
     let (d, r) = k.forwarded("gap", &write(106, false));
     let d = d.expect("a delta before the gap");
-    assert_eq!(r.psn, 106);
+    assert_eq!(r.roce().psn, 106);
     assert_eq!(r._reserved[0], 0);
     assert_eq!(d.key, request_key());
     assert_eq!((d.packets, d.data_packets, d.ce), (3, 3, 1));
@@ -162,7 +162,7 @@ fn summary_mode_counts_in_order_traffic_and_forwards_anomalies_after_a_delta() {
     // A rewind to 104: delta (107 counted), then the record.
     let (d, r) = k.forwarded("rewind", &write(104, false));
     let d = d.expect("a delta before the rewind");
-    assert_eq!(r.psn, 104);
+    assert_eq!(r.roce().psn, 104);
     assert_eq!((d.packets, d.data_packets, d.next_psn), (1, 1, 108));
     // Retransmissions stay forwarded until `next` is reached again.
     for psn in 105..108 {
@@ -176,7 +176,7 @@ fn summary_mode_counts_in_order_traffic_and_forwards_anomalies_after_a_delta() {
     assert_eq!(d.key, response_key());
     assert_eq!((d.packets, d.acks, d.responses), (1, 1, 1));
     assert!(d.has(delta_flags::ACKED) && d.acked_psn == 103, "{d:?}");
-    assert_eq!(r.aeth_syndrome, 0x60);
+    assert_eq!(r.roce().aeth_syndrome, 0x60);
 
     // A READ request is forwarded, and so is everything of its flow after it.
     let mut read = RoceFrame::default();

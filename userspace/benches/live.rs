@@ -409,7 +409,7 @@ fn ring_only(rig: &Rig<'_>, t: RingTuning, base_rate: f64) {
                 match ring.next() {
                     Some(item) => {
                         if let Some(rec) = live::rings::record_from_bytes(&item) {
-                            sum = sum.wrapping_add(u64::from(rec.psn));
+                            sum = sum.wrapping_add(u64::from(rec.roce().psn));
                             n += 1;
                         }
                     }

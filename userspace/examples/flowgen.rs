@@ -2,7 +2,7 @@
 //! captures"): many short RC QPs between a few thousand hosts, each two RDMA
 //! WRITE Only packets and the ACK that answers both, as a classic pcap
 //! (Ethernet, IPv4, UDP 4791, valid ICRCs: the frames come from
-//! `rocescope::synth::frame`, which computes them with `decode::icrc`).
+//! `rocescope::synth::frame`, which computes them with `transport::roce::icrc`).
 //!
 //! QP `i` starts at `i / rate` seconds; its first WRITE goes at its start,
 //! the second about half of `--active` later, the ACK at the end of

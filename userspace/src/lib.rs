@@ -38,7 +38,11 @@ pub mod telemetry;
 pub mod testdata;
 pub mod transport;
 pub mod units;
+pub mod view;
 pub mod wireshark;
 
 pub use error::{Error, Result};
-pub use rocescope_common::{Kind, PacketRecord, flags, proto, summary, wire};
+pub use rocescope_common::{
+    Kind, LinkControlView, PacketRecord, RoceView, UetView, flags, proto, summary, uet_present,
+    wire,
+};

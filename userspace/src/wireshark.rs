@@ -62,7 +62,7 @@ impl Wanted {
 
     /// Whether `rec` can be wanted, before its interface is known.
     fn maybe(&self, rec: &PacketRecord) -> bool {
-        let triple = (rec.src_ip, rec.dst_ip, rec.dest_qp & ib::QPN_MASK);
+        let triple = (rec.src_ip, rec.dst_ip, rec.roce().dest_qp & ib::QPN_MASK);
         match rec.kind() {
             Kind::Roce if rec.has(flags::HAS_BTH) => self.triples.contains(&triple),
             Kind::Cnp if rec.has(flags::HAS_BTH) => self.all_cnps || self.triples.contains(&triple),
@@ -72,7 +72,12 @@ impl Wanted {
     }
 
     fn matches(&self, rec: &PacketRecord, iface: u16) -> bool {
-        let key = (iface, rec.src_ip, rec.dst_ip, rec.dest_qp & ib::QPN_MASK);
+        let key = (
+            iface,
+            rec.src_ip,
+            rec.dst_ip,
+            rec.roce().dest_qp & ib::QPN_MASK,
+        );
         match rec.kind() {
             Kind::Roce => self.flows.contains(&key),
             Kind::Cnp => self.all_cnps || self.cnps.contains(&key),

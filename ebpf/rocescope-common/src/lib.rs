@@ -6,10 +6,16 @@
 //! cross a BPF ring buffer as is and two records compare byte for byte.
 #![no_std]
 
+mod block;
 pub mod live;
 pub mod proto;
 pub mod summary;
 pub mod wire;
+
+pub use block::{
+    BLOCK_SIZE, LinkControlView, RoceView, TRANSPORT_BLOCK_SIZE, TransportBlock, UetView,
+    uet_present,
+};
 
 /// What a frame turned out to be. Frames of no interest produce no record.
 #[repr(u8)]
@@ -140,56 +146,36 @@ pub mod flags {
 
 /// One decoded frame: every field the tables and the analyzer use.
 ///
+/// The fields every frame has are the record's own; a transport's (and
+/// link-level flow control's) share the [`TransportBlock`], read through
+/// the views [`PacketRecord::roce`], [`PacketRecord::link_control`] and
+/// [`PacketRecord::uet`], which check whose fields the block holds.
+///
 /// Fields are ordered by alignment so that `repr(C)` inserts no padding
 /// (checked below): every byte is initialised, which the BPF verifier and a
 /// byte-for-byte comparison both need.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub struct PacketRecord {
     /// 1-based frame number in its capture (set by the source, not the decoder).
     pub frame: u64,
     /// Capture timestamp, nanoseconds since the Unix epoch.
     pub ts_ns: u64,
-    pub reth_va: u64,
-    pub atomic_va: u64,
-    pub atomic_swap_add: u64,
-    pub atomic_compare: u64,
-    /// AtomicAckETH original remote data.
-    pub atomic_orig: u64,
+    /// The transport's fields (or PFC's and PAUSE's), behind its tag.
+    pub block: TransportBlock,
     /// Length of the frame on the wire.
     pub frame_len: u32,
     /// Bytes of it in the capture (snaplen may cut).
     pub cap_len: u32,
     /// Which `flags` are set.
     pub flags: u32,
-    /// BTH destination QP (24 bits).
-    pub dest_qp: u32,
-    /// BTH packet sequence number (24 bits).
-    pub psn: u32,
-    /// AETH message sequence number (24 bits).
-    pub aeth_msn: u32,
-    pub reth_rkey: u32,
-    pub reth_len: u32,
-    /// ImmDt immediate data (host order of the big-endian wire value).
-    pub imm: u32,
-    /// IETH R_Key to invalidate.
-    pub ieth_rkey: u32,
-    pub deth_qkey: u32,
-    /// DETH source QP (24 bits).
-    pub deth_src_qp: u32,
-    pub atomic_rkey: u32,
     /// Bytes of application payload: after the BTH and its extension headers,
     /// before pad and ICRC.
     pub payload_len: u32,
-    /// The ICRC as carried on the wire, read as a little-endian u32 (the
-    /// CRC-32 value itself: RoCE transmits it least significant byte first).
-    pub icrc: u32,
     /// IPv6 address, or IPv4-mapped (`::ffff:a.b.c.d`) for IPv4; the
     /// source GID for RoCEv1 (`HAS_GRH`).
     pub src_ip: [u8; 16],
     pub dst_ip: [u8; 16],
-    /// PFC pause quanta per priority 0..7.
-    pub pfc_quanta: [u16; 8],
     /// Index of the capture interface (source-assigned).
     pub iface: u16,
     /// Innermost 802.1Q VLAN id.
@@ -197,9 +183,6 @@ pub struct PacketRecord {
     /// Outermost VLAN id when there are two or more tags.
     pub outer_vlan: u16,
     pub udp_sport: u16,
-    pub pkey: u16,
-    /// 802.3x PAUSE quanta.
-    pub pause_quanta: u16,
     /// Index of the capture file among the run's inputs (source-assigned;
     /// 0 for the live tap).
     pub capture: u16,
@@ -213,15 +196,9 @@ pub struct PacketRecord {
     pub dscp: u8,
     /// ECN (2 bits; 3 = CE), of the same.
     pub ecn: u8,
-    pub opcode: u8,
-    pub pad_count: u8,
-    pub tver: u8,
-    /// AETH syndrome byte (ACK 0x00-0x1F, RNR NAK 0x20-0x3F, NAK 0x60-0x7F).
-    pub aeth_syndrome: u8,
-    /// PFC class-enable vector (low 8 bits; one bit per priority).
-    pub pfc_enable: u8,
-    /// Keeps the size a multiple of 8 with every byte named.
-    pub _reserved: [u8; 1],
+    /// Keeps the size a multiple of 8 with every byte named (summary mode
+    /// marks forwarded records in the first: `summary::record_marks`).
+    pub _reserved: [u8; 6],
 }
 
 /// Size of a record on the ring buffer and in memory.
@@ -229,7 +206,50 @@ pub const PACKET_RECORD_SIZE: usize = 200;
 
 // No hidden padding: the named fields add up to the size.
 const _: () = assert!(core::mem::size_of::<PacketRecord>() == PACKET_RECORD_SIZE);
-const _: () = assert!(7 * 8 + 15 * 4 + 2 * 16 + 16 + 7 * 2 + 2 * 6 + 9 + 1 == PACKET_RECORD_SIZE);
+const _: () = assert!(
+    2 * 8 + TRANSPORT_BLOCK_SIZE + 4 * 4 + 2 * 16 + 5 * 2 + 2 * 6 + 4 + 6 == PACKET_RECORD_SIZE
+);
+// A transport's block tag is its registry id.
+const _: () = assert!(block::tag::ROCE == wire::TransportId::Roce as u8);
+const _: () = assert!(block::tag::UET == wire::TransportId::Uet as u8);
+const _: () = assert!(block::tag::NONE != block::tag::LINK_CONTROL);
+// The block's words are 8-aligned in the record.
+const _: () = assert!(core::mem::offset_of!(PacketRecord, block) % 8 == 0);
+
+impl core::fmt::Debug for PacketRecord {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut d = f.debug_struct("PacketRecord");
+        d.field("frame", &self.frame)
+            .field("ts_ns", &self.ts_ns)
+            .field("frame_len", &self.frame_len)
+            .field("cap_len", &self.cap_len)
+            .field("flags", &format_args!("{:#x}", self.flags))
+            .field("payload_len", &self.payload_len)
+            .field("src_ip", &self.src_ip)
+            .field("dst_ip", &self.dst_ip)
+            .field("iface", &self.iface)
+            .field("vlan", &self.vlan)
+            .field("outer_vlan", &self.outer_vlan)
+            .field("udp_sport", &self.udp_sport)
+            .field("capture", &self.capture)
+            .field("src_mac", &self.src_mac)
+            .field("dst_mac", &self.dst_mac)
+            .field("kind", &self.kind())
+            .field("pcp", &self.pcp)
+            .field("dscp", &self.dscp)
+            .field("ecn", &self.ecn)
+            .field("_reserved", &self._reserved);
+        match self.transport() {
+            Some(wire::TransportId::Roce) => d.field("roce", self.roce()),
+            Some(wire::TransportId::Uet) => d.field("uet", self.uet()),
+            None if self.block.tag() == block::tag::LINK_CONTROL => {
+                d.field("link_control", self.link_control())
+            }
+            None => d.field("block", &self.block),
+        };
+        d.finish()
+    }
+}
 
 impl PacketRecord {
     pub const fn kind(&self) -> Kind {
@@ -240,13 +260,15 @@ impl PacketRecord {
         self.flags & flag != 0
     }
 
-    /// The transport of the registry (`wire::registry`) the record is
-    /// one of: its kind says which (RoCE, CNP and malformed records are
-    /// RoCE's; PFC, PAUSE and `Other` have none).
+    /// The transport whose fields the record holds (`wire::registry`):
+    /// RoCE for RoCE, CNP and malformed RoCE records; none for PFC, PAUSE
+    /// and `Other`.
+    #[inline(always)]
     pub const fn transport(&self) -> Option<wire::TransportId> {
-        match self.kind() {
-            Kind::Roce | Kind::Cnp | Kind::Malformed => Some(wire::TransportId::Roce),
-            Kind::Pfc | Kind::Pause | Kind::Other => None,
+        match self.block.tag() {
+            block::tag::ROCE => Some(wire::TransportId::Roce),
+            block::tag::UET => Some(wire::TransportId::Uet),
+            _ => None,
         }
     }
 

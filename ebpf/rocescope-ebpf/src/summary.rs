@@ -47,8 +47,7 @@ use rocescope_common::proto::ib::{self, PSN_MASK, QPN_MASK, aeth, op, psn_diff};
 use rocescope_common::summary::{
     FlowDelta, FlowKey, FlowState, Pairing, delta_flags, record_marks, state_flags,
 };
-use rocescope_common::wire::TransportId;
-use rocescope_common::{Kind, PacketRecord, flags, live};
+use rocescope_common::{Kind, PacketRecord, RoceView, flags, live};
 
 use crate::ring::{self, Counters};
 
@@ -79,9 +78,16 @@ pub enum Fate {
 pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64, counters: Counters) -> Fate {
     // Summary mode counts by RoCE's sequencing (QP flows, 24-bit PSNs):
     // another transport's records go up whole until it has a summarizer.
-    if !matches!(rec.transport(), Some(TransportId::Roce)) {
+    let Some(&RoceView {
+        dest_qp,
+        opcode,
+        psn,
+        aeth_syndrome,
+        ..
+    }) = rec.try_roce()
+    else {
         return Fate::Forward;
-    }
+    };
     let roce = rec.kind == Kind::Roce as u8;
     let cnp = rec.kind == Kind::Cnp as u8;
     if !(roce || cnp) || !rec.has(flags::HAS_BTH) {
@@ -95,16 +101,15 @@ pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64, counters: Coun
     new.delta.key = FlowKey {
         src_ip: rec.src_ip,
         dst_ip: rec.dst_ip,
-        dest_qp: rec.dest_qp & QPN_MASK,
+        dest_qp: dest_qp & QPN_MASK,
     };
-    let opcode = rec.opcode;
     let o = opcode & 0x1F;
-    let q = rec.psn & PSN_MASK;
+    let q = psn & PSN_MASK;
     let request = roce && ib::is_request(opcode);
     let Some(st) = FLOWS.get_ptr_mut(&new.delta.key) else {
         // A CNP makes no flow of its own in the analyzer.
         if roce {
-            start_flow(new, rec, now);
+            start_flow(new, rec, opcode, psn, now);
             rec._reserved[0] = record_marks::NEW_FLOW_STATE;
         }
         return Fate::Forward;
@@ -130,7 +135,7 @@ pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64, counters: Coun
         && ib::is_response(opcode)
         && o == op::ACKNOWLEDGE
         && rec.has(flags::HAS_AETH)
-        && aeth::is_ack(rec.aeth_syndrome);
+        && aeth::is_ack(aeth_syndrome);
     let in_order = request
         && st.state & state_flags::VALID != 0
         && st.state & state_flags::HAS_READ == 0
@@ -194,18 +199,18 @@ pub fn summarize(rec: &mut PacketRecord, now: u64, flush_ns: u64, counters: Coun
 
 /// The first frame of a flow: its state starts with nothing counted.
 #[inline(always)]
-fn start_flow(new: &mut FlowState, rec: &PacketRecord, now: u64) {
+fn start_flow(new: &mut FlowState, rec: &PacketRecord, opcode: u8, psn: u32, now: u64) {
     zero_counts_and_state(new);
     new.delta.last_ts_ns = now;
     new.last_flush_ns = now;
-    if rec.kind == Kind::Roce as u8 && ib::is_request(rec.opcode) {
-        new.delta.next_psn = (rec.psn + 1) & PSN_MASK;
+    if rec.kind == Kind::Roce as u8 && ib::is_request(opcode) {
+        new.delta.next_psn = (psn + 1) & PSN_MASK;
         new.state = state_flags::VALID;
-        if rec.opcode & 0x1F == op::READ_REQUEST {
+        if opcode & 0x1F == op::READ_REQUEST {
             new.state |= state_flags::HAS_READ;
         }
     }
-    if rec.has(flags::HAS_PAYLOAD_LEN) && ib::payload_is_path_mtu(rec.opcode) {
+    if rec.has(flags::HAS_PAYLOAD_LEN) && ib::payload_is_path_mtu(opcode) {
         new.delta.mtu = rec.payload_len;
     }
     // A full map evicts its least recently used flow; a racing insert of

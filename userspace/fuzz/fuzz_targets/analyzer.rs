@@ -17,7 +17,7 @@ use rocescope::analyze::{Config, EcmpGroup};
 use rocescope::render::render_text;
 use rocescope::output::RunFacts;
 use rocescope::pipeline::RecordPipeline;
-use rocescope::{PacketRecord, flags};
+use rocescope::{Kind, PacketRecord, RoceView, flags};
 
 const REC: usize = 24;
 
@@ -48,8 +48,6 @@ fn record(g: &mut Gen, n: u64, b: &[u8]) -> PacketRecord {
     let mut r = PacketRecord {
         frame: n,
         kind: b[0] % 6,
-        opcode: b[1],
-        aeth_syndrome: b[2],
         flags: u32::from_le_bytes([b[3], b[4], b[5], 0]),
         iface: if b[6] == 0xff {
             u16::MAX
@@ -65,7 +63,10 @@ fn record(g: &mut Gen, n: u64, b: &[u8]) -> PacketRecord {
     let v6 = b[7] & 0x80 != 0;
     r.src_ip = host(b[7] & 3, v6);
     r.dst_ip = host((b[7] >> 2) & 3, v6);
-    r.dest_qp = if b[8] & 0x80 != 0 {
+    // The block holds PFC's and PAUSE's fields on their records, RoCE's on
+    // every other (as the decoder fills them).
+    let link_control = matches!(r.kind(), Kind::Pfc | Kind::Pause);
+    let dest_qp = if b[8] & 0x80 != 0 {
         u32_at(b, 8) // absurd: beyond 24 bits
     } else {
         0x100 + u32::from(b[9] % 8)
@@ -80,7 +81,6 @@ fn record(g: &mut Gen, n: u64, b: &[u8]) -> PacketRecord {
         2 => 0xff_fff0 + u32::from(b[13] % 0x20), // around the wrap, sometimes beyond 24 bits
         _ => u32_at(b, 12),
     };
-    r.psn = g.psn;
     let delta = i64::from(i16::from_le_bytes([b[16], b[17]]));
     g.ts = match b[18] % 8 {
         0 => 0,
@@ -90,13 +90,26 @@ fn record(g: &mut Gen, n: u64, b: &[u8]) -> PacketRecord {
     };
     r.ts_ns = g.ts;
     let q = u16::from_le_bytes([b[21], b[22]]);
-    r.pfc_enable = b[20];
-    for (k, quanta) in r.pfc_quanta.iter_mut().enumerate() {
-        if b[20] & (1 << k) != 0 {
-            *quanta = q;
+    if link_control {
+        let l = r.link_control_mut();
+        l.pfc_enable = b[20];
+        for (k, quanta) in l.pfc_quanta.iter_mut().enumerate() {
+            if b[20] & (1 << k) != 0 {
+                *quanta = q;
+            }
         }
+        l.pause_quanta = q;
+    } else {
+        *r.roce_mut() = RoceView {
+            opcode: b[1],
+            aeth_syndrome: b[2],
+            dest_qp,
+            psn: g.psn,
+            reth_len: u32::from(q) * 64,
+            aeth_msn: u32::from(b[15]),
+            ..RoceView::default()
+        };
     }
-    r.pause_quanta = q;
     r.ecn = b[23] & 3;
     r.dscp = b[23] >> 2;
     r.pcp = b[23] >> 5;
@@ -106,8 +119,6 @@ fn record(g: &mut Gen, n: u64, b: &[u8]) -> PacketRecord {
     r.payload_len = u32::from(b[22]) * 16;
     r.frame_len = r.payload_len.saturating_add(u32::from(b[21]));
     r.cap_len = r.frame_len.min(u32::from(b[19]) * 8);
-    r.reth_len = u32::from(q) * 64;
-    r.aeth_msn = u32::from(b[15]);
     r.udp_sport = u16::from(b[10]);
     r
 }

@@ -8,7 +8,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rocescope::decode::{erf, lrh};
+use rocescope::decode::erf;
+use rocescope::transport::roce::lrh;
 use rocescope::proto::linktype;
 
 fuzz_target!(|data: &[u8]| {

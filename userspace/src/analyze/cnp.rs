@@ -15,7 +15,7 @@ use super::{Analyzer, Sink, dups, nics};
 impl Analyzer {
     pub(super) fn cnp(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
         let now = rec.ts_ns;
-        let qp = rec.dest_qp & ib::QPN_MASK;
+        let qp = rec.roce().dest_qp & ib::QPN_MASK;
         if self.dups.is_copy(rec, dups::Owner::Cnp, None) {
             self.frames.mirror_copies += 1;
             return Verdict {

@@ -189,16 +189,21 @@ impl MirrorDups {
             Owner::Flow(i) => i as u32,
             Owner::Cnp => {
                 let next = self.cnp_owners.len() as u32 | CNP_OWNER;
-                let k = (rec.iface, rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK);
+                let k = (
+                    rec.iface,
+                    rec.src_ip,
+                    rec.dst_ip,
+                    rec.roce().dest_qp & QPN_MASK,
+                );
                 *self.cnp_owners.entry(k).or_insert(next)
             }
         };
         Key {
             owner,
-            opcode: rec.opcode,
-            qp_high: (rec.dest_qp >> 24) as u8,
-            psn: rec.psn,
-            icrc: rec.icrc,
+            opcode: rec.roce().opcode,
+            qp_high: (rec.roce().dest_qp >> 24) as u8,
+            psn: rec.roce().psn,
+            icrc: rec.roce().icrc,
             payload_len: rec.payload_len,
         }
     }
@@ -216,12 +221,14 @@ mod tests {
     fn frame(ts: u64, psn: u32) -> PacketRecord {
         PacketRecord {
             ts_ns: ts,
-            psn,
-            opcode: 0x0A,
             payload_len: 1024,
-            icrc: 0xABCD_0000 | psn,
-            dest_qp: 7,
-            ..PacketRecord::default()
+            ..PacketRecord::default().with_roce(crate::RoceView {
+                psn,
+                opcode: 0x0A,
+                icrc: 0xABCD_0000 | psn,
+                dest_qp: 7,
+                ..crate::RoceView::default()
+            })
         }
     }
 

@@ -106,6 +106,7 @@ use std::collections::BTreeMap;
 
 use hash::FastMap;
 
+use rocescope_common::wire::TransportId;
 use rocescope_common::{Kind, PacketRecord, flags};
 
 pub use ecmp::EcmpGroup;
@@ -459,14 +460,21 @@ impl Analyzer {
         if rec.has(flags::CUT) {
             self.frames.cut += 1;
         }
-        let verdict = match kind {
-            Kind::Pfc if rec.has(flags::HAS_PFC) => {
+        // A record goes to its transport's flow key and sequencing
+        // (docs/build.md, "Adding a transport"); link control has none.
+        let verdict = match rec.transport() {
+            Some(TransportId::Roce) => match kind {
+                Kind::Cnp if rec.has(flags::HAS_BTH) => self.cnp(rec, sink),
+                Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, sink),
+                _ => Verdict::default(),
+            },
+            // Not walked yet: the shared walk stops at UET frames.
+            Some(TransportId::Uet) => Verdict::default(),
+            None if kind == Kind::Pfc && rec.has(flags::HAS_PFC) => {
                 self.pfc.frame(rec, sink);
                 Verdict::default()
             }
-            Kind::Cnp if rec.has(flags::HAS_BTH) => self.cnp(rec, sink),
-            Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, sink),
-            _ => Verdict::default(),
+            None => Verdict::default(),
         };
         // What the switches route: RoCE and CNPs, mirror copies left out.
         if matches!(kind, Kind::Roce | Kind::Cnp) && !verdict.mirror_copy {
@@ -479,7 +487,7 @@ impl Analyzer {
                         rec.iface,
                         rec.src_ip,
                         rec.dst_ip,
-                        rec.dest_qp & rocescope_common::proto::ib::QPN_MASK,
+                        rec.roce().dest_qp & rocescope_common::proto::ib::QPN_MASK,
                     );
                     self.qos.cnp(key, rec.dscp, pcp);
                 }

@@ -179,10 +179,10 @@ impl PfcTracker {
     pub fn frame(&mut self, rec: &PacketRecord, sink: &mut impl Sink) {
         let t = rec.ts_ns;
         for prio in 0..PRIORITIES as u8 {
-            if rec.pfc_enable & (1 << prio) == 0 {
+            if rec.link_control().pfc_enable & (1 << prio) == 0 {
                 continue;
             }
-            let q = rec.pfc_quanta[prio as usize];
+            let q = rec.link_control().pfc_quanta[prio as usize];
             let key = (rec.iface, prio);
             let st = self.stats.entry(key).or_default();
             st.frames += 1;
@@ -480,10 +480,12 @@ mod tests {
             iface: 1,
             ts_ns: 1_000,
             src_mac: [2; 6],
-            pfc_enable: 1 << 1,
-            ..PacketRecord::default()
+            ..PacketRecord::default().with_link_control(crate::LinkControlView {
+                pfc_enable: 1 << 1,
+                ..crate::LinkControlView::default()
+            })
         };
-        rec.pfc_quanta[1] = 0xffff;
+        rec.link_control_mut().pfc_quanta[1] = 0xffff;
         let mut sink = VecSink::default();
         t.frame(&rec, &mut sink);
         let (paused, cover) = t.paused(1, 1, 0, 2_000, 2_000);

@@ -49,12 +49,12 @@ impl Analyzer {
     /// A response packet (ACK, atomic ACK, READ response, NAK).
     pub(super) fn response(&mut self, i: usize, rec: &PacketRecord, sink: &mut impl Sink) {
         let now = rec.ts_ns;
-        let q = rec.psn & PSN_MASK;
+        let q = rec.roce().psn & PSN_MASK;
         self.flows[i].responses += 1;
         if self.flows[i].paired.is_none() {
             self.try_pair(i, q);
         }
-        let syn = rec.aeth_syndrome;
+        let syn = rec.roce().aeth_syndrome;
         let has_aeth = rec.has(flags::HAS_AETH);
         if let Some(r) = self.flows[i].paired {
             let nak = has_aeth && (aeth::is_nak(syn) || aeth::is_rnr_nak(syn));
@@ -66,7 +66,7 @@ impl Analyzer {
         if !has_aeth {
             return;
         }
-        let o = rec.opcode & 0x1F;
+        let o = rec.roce().opcode & 0x1F;
         let request = self.flows[i].paired;
         let paired = request.map(|p| self.flows[p].id);
         let f = &mut self.flows[i];

@@ -85,10 +85,10 @@ pub(super) const MAX_FILLS: usize = 256;
 impl Analyzer {
     /// PSNs a request consumes: `(at least, at most)`.
     pub(super) fn consumption(&self, i: usize, rec: &PacketRecord) -> (u32, u32) {
-        if rec.opcode & 0x1F != op::READ_REQUEST || !rec.has(flags::HAS_RETH) {
+        if rec.roce().opcode & 0x1F != op::READ_REQUEST || !rec.has(flags::HAS_RETH) {
             return (1, 1);
         }
-        let len = rec.reth_len as u64;
+        let len = rec.roce().reth_len as u64;
         let f = &self.flows[i];
         let mtu = f.mtu.max(f.paired.map(|p| self.flows[p].mtu).unwrap_or(0));
         let ceil = |m: u64| len.div_ceil(m).clamp(1, 1 << 22) as u32;
@@ -111,7 +111,7 @@ impl Analyzer {
         sink: &mut impl Sink,
     ) -> (bool, bool) {
         let now = rec.ts_ns;
-        let q = rec.psn & PSN_MASK;
+        let q = rec.roce().psn & PSN_MASK;
         let (n_min, n_max) = self.consumption(i, rec);
         self.flows[i].data_packets += 1;
         let paired = self.flows[i].paired;
@@ -140,7 +140,7 @@ impl Analyzer {
         }
         // What a NAK generation latency is measured from: only a paired
         // flow's NAKs can be seen.
-        if paired.is_some() && matches!(rec.opcode >> 5, transport::RC | transport::XRC) {
+        if paired.is_some() && matches!(rec.roce().opcode >> 5, transport::RC | transport::XRC) {
             self.nics.sent(self.flows[i].id, q, now);
         }
         let acked = paired.and_then(|p| self.flows[p].acked);
@@ -223,7 +223,7 @@ impl Analyzer {
                     }
                     s.resending = false;
                 }
-            } else if rec.opcode >> 5 == transport::UC {
+            } else if rec.roce().opcode >> 5 == transport::UC {
                 // Seen before, but UC never resends: a stray copy, neither a
                 // retransmission nor a rewind, and the sequence goes on.
             } else {

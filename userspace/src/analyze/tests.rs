@@ -33,15 +33,17 @@ fn roce(ts: u64, src: [u8; 16], dst: [u8; 16], qp: u32, opcode: u8, psn: u32) ->
         flags: flags::HAS_IPV4 | flags::HAS_UDP | flags::HAS_BTH | flags::HAS_PAYLOAD_LEN,
         src_ip: src,
         dst_ip: dst,
-        dest_qp: qp,
-        psn,
-        opcode,
         dscp: 26,
         ecn: 0b10,
         udp_sport: 49152,
         frame_len: 70,
         cap_len: 70,
-        ..PacketRecord::default()
+        ..PacketRecord::default().with_roce(crate::RoceView {
+            dest_qp: qp,
+            psn,
+            opcode,
+            ..crate::RoceView::default()
+        })
     }
 }
 
@@ -49,7 +51,7 @@ fn roce(ts: u64, src: [u8; 16], dst: [u8; 16], qp: u32, opcode: u8, psn: u32) ->
 fn req(ts: u64, psn: u32) -> PacketRecord {
     let mut r = roce(ts, A, B, QB, op::WRITE_ONLY, psn);
     r.flags |= flags::HAS_RETH;
-    r.reth_len = 1024;
+    r.roce_mut().reth_len = 1024;
     r.payload_len = 1024;
     r.frame_len = 1100;
     r
@@ -58,7 +60,7 @@ fn req(ts: u64, psn: u32) -> PacketRecord {
 fn aeth(ts: u64, psn: u32, syndrome: u8) -> PacketRecord {
     let mut r = roce(ts, B, A, QA, op::ACKNOWLEDGE, psn);
     r.flags |= flags::HAS_AETH;
-    r.aeth_syndrome = syndrome;
+    r.roce_mut().aeth_syndrome = syndrome;
     r
 }
 
@@ -106,11 +108,13 @@ fn pfc(ts: u64, enable: u8, quanta: [u16; 8]) -> PacketRecord {
         kind: Kind::Pfc as u8,
         flags: flags::HAS_PFC,
         src_mac: MAC,
-        pfc_enable: enable,
-        pfc_quanta: quanta,
         frame_len: 64,
         cap_len: 64,
-        ..PacketRecord::default()
+        ..PacketRecord::default().with_link_control(crate::LinkControlView {
+            pfc_enable: enable,
+            pfc_quanta: quanta,
+            ..crate::LinkControlView::default()
+        })
     }
 }
 

@@ -11,7 +11,7 @@
 //! payload, with any padding); `wlen` the payload's length on the wire.
 use rocescope_common::proto::erf;
 
-use super::field;
+use crate::view::{field, fixed_view};
 
 fixed_view! {
     /// The ERF record header (16 bytes).

@@ -104,81 +104,16 @@ use rocescope_common::{Kind, PacketRecord, flags};
 
 pub use self::stop::{DecodeFacts, DecodeTally, Foreign, Layer, Limit, Stop, Undecoded};
 
-/// Defines a fixed-length header view: the struct, `LEN`, `new_checked`,
-/// `into_inner` and a private `bytes`.
-macro_rules! fixed_view {
-    ($(#[$meta:meta])* $name:ident, $len:expr) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub struct $name<T: AsRef<[u8]>> {
-            buffer: T,
-        }
-
-        impl<T: AsRef<[u8]>> $name<T> {
-            /// Header length in bytes.
-            pub const LEN: usize = $len;
-
-            /// Wraps `buffer` after checking it holds the whole header.
-            pub fn new_checked(buffer: T) -> Result<Self, $crate::decode::Truncated> {
-                if buffer.as_ref().len() < Self::LEN {
-                    Err($crate::decode::Truncated)
-                } else {
-                    Ok(Self { buffer })
-                }
-            }
-
-            /// The wrapped buffer.
-            pub fn into_inner(self) -> T {
-                self.buffer
-            }
-
-            fn bytes(&self) -> &[u8] {
-                self.buffer.as_ref()
-            }
-        }
-    };
-}
-
-/// Adds `payload()`: the bytes after a fixed-length header, with the
-/// lifetime of the underlying buffer (so a walk can hand them on).
-macro_rules! payload_after {
-    ($name:ident) => {
-        impl<'a, T: AsRef<[u8]> + ?Sized> $name<&'a T> {
-            /// The bytes after this header.
-            pub fn payload(&self) -> &'a [u8] {
-                $crate::decode::field::tail(
-                    <T as AsRef<[u8]>>::as_ref(self.buffer),
-                    $name::<&'a T>::LEN,
-                )
-            }
-        }
-    };
-}
-
-// The views' macros, for the transports' own views (`transport::roce::cm`).
-pub(crate) use {fixed_view, payload_after};
+use crate::transport::roce::{icrc, lrh};
+pub use crate::view::Truncated;
+use crate::view::field;
 
 pub mod erf;
-pub(crate) mod field;
-pub mod icrc;
-pub mod lrh;
 pub mod restore;
 mod stop;
 
 #[cfg(test)]
 mod tests;
-
-/// The buffer ends before the header does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Truncated;
-
-impl core::fmt::Display for Truncated {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("header truncated")
-    }
-}
-
-impl std::error::Error for Truncated {}
 
 /// Whether [`decode`] reads frames of this LINKTYPE_* (Ethernet, Linux SLL,
 /// SLL2, raw IP, BSD null/loopback); frames of any other link type are `Other`.
@@ -317,7 +252,7 @@ pub fn decode_walk_with<'a>(
         if w.telemetry.is_some() && restored.is_none() {
             // Spans that do not fit: no verdict rather than a false one.
         } else if let (Some(carried), Some(computed)) = (icrc::carried(sent), compute(sent)) {
-            rec.icrc = carried;
+            rec.roce_mut().icrc = carried;
             rec.flags |= flags::ICRC_CHECKED;
             if carried == computed {
                 rec.flags |= flags::ICRC_OK;

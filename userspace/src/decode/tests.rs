@@ -128,16 +128,16 @@ fn hardware_cnp() {
     assert!(r.has(flags::HAS_UDP));
     assert_eq!(r.udp_sport, 0);
     assert!(r.has(flags::HAS_BTH));
-    assert_eq!(r.opcode, 0x81);
-    assert_eq!(r.pkey, 0xFFFF);
+    assert_eq!(r.roce().opcode, 0x81);
+    assert_eq!(r.roce().pkey, 0xFFFF);
     assert!(r.has(flags::BECN) && !r.has(flags::FECN));
     assert!(!r.has(flags::SE) && !r.has(flags::MIGREQ) && !r.has(flags::ACK_REQ));
-    assert_eq!((r.pad_count, r.tver), (0, 0));
-    assert_eq!(r.dest_qp, 0x118);
-    assert_eq!(r.psn, 0);
+    assert_eq!((r.roce().pad_count, r.roce().tver), (0, 0));
+    assert_eq!(r.roce().dest_qp, 0x118);
+    assert_eq!(r.roce().psn, 0);
     assert!(r.has(flags::HAS_PAYLOAD_LEN));
     assert_eq!(r.payload_len, 16); // the CNP's reserved bytes
-    assert_eq!(r.icrc, 0x2a00_fd82);
+    assert_eq!(r.roce().icrc, 0x2a00_fd82);
     assert_eq!(r.icrc_ok(), Some(true));
     assert!(!r.has(flags::ERSPAN));
 }
@@ -163,7 +163,7 @@ fn every_snaplen_cut_of_the_cnp() {
         } else {
             assert_eq!(r.kind(), Kind::Cnp, "cut {cut}");
             assert!(r.has(flags::HAS_BTH | flags::BECN));
-            assert_eq!(r.dest_qp, 0x118);
+            assert_eq!(r.roce().dest_qp, 0x118);
             assert!(r.has(flags::HAS_PAYLOAD_LEN));
             assert_eq!(r.payload_len, 16);
         }
@@ -190,7 +190,7 @@ fn corrupted_icrc_is_reported() {
     f[BTH_AT + 7] ^= 1; // dest QP bit: covered by the ICRC
     let r = dec(&f);
     assert_eq!(r.icrc_ok(), Some(false));
-    assert_eq!(r.icrc, 0x2a00_fd82);
+    assert_eq!(r.roce().icrc, 0x2a00_fd82);
     f[BTH_AT + 7] ^= 1;
     f[IP_AT + 1] = 0xC3; // ECN rewritten to CE by a switch: masked
     let r = dec(&f);
@@ -253,16 +253,16 @@ fn rdma_write_only_with_immediate() {
     let f = roce_v4(b, &[&reth[..], &imm[..]].concat(), &[1, 2, 3, 4, 5]);
     let r = dec(&f);
     assert_eq!(r.kind(), Kind::Roce);
-    assert_eq!(r.opcode, 0x0B);
+    assert_eq!(r.roce().opcode, 0x0B);
     assert!(r.has(flags::SE | flags::ACK_REQ));
-    assert_eq!(r.pad_count, 3);
-    assert_eq!((r.dest_qp, r.psn), (0xABC, 0x12_3456));
+    assert_eq!(r.roce().pad_count, 3);
+    assert_eq!((r.roce().dest_qp, r.roce().psn), (0xABC, 0x12_3456));
     assert!(r.has(flags::HAS_RETH | flags::HAS_IMMDT));
     assert_eq!(
-        (r.reth_va, r.reth_rkey, r.reth_len),
+        (r.roce().reth_va, r.roce().reth_rkey, r.roce().reth_len),
         (0x0000_7F00_0000_1000, 0x1234, 5)
     );
-    assert_eq!(r.imm, 0xDEAD_BEEF);
+    assert_eq!(r.roce().imm, 0xDEAD_BEEF);
     assert_eq!(r.payload_len, 5);
     assert_eq!(r.udp_sport, 0xC001);
     assert_eq!((r.dscp, r.ecn), (26, 2));
@@ -277,7 +277,7 @@ fn acknowledge_nak_and_rnr() {
         let r = dec(&roce_v4(bth(0x11), &aeth, &[]));
         assert_eq!(r.kind(), Kind::Roce);
         assert!(r.has(flags::HAS_AETH));
-        assert_eq!((r.aeth_syndrome, r.aeth_msn), (syndrome, msn));
+        assert_eq!((r.roce().aeth_syndrome, r.roce().aeth_msn), (syndrome, msn));
         assert_eq!(r.payload_len, 0);
         assert_eq!(r.icrc_ok(), Some(true));
     }
@@ -292,16 +292,16 @@ fn atomics() {
     ateth.extend_from_slice(&2u64.to_be_bytes()); // compare
     let r = dec(&roce_v4(bth(0x13), &ateth, &[]));
     assert!(r.has(flags::HAS_ATOMIC_ETH));
-    assert_eq!(r.atomic_va, 0x1122_3344_5566_7788);
-    assert_eq!(r.atomic_rkey, 0xAABB_CCDD);
-    assert_eq!((r.atomic_swap_add, r.atomic_compare), (1, 2));
+    assert_eq!(r.roce().atomic_va, 0x1122_3344_5566_7788);
+    assert_eq!(r.roce().atomic_rkey, 0xAABB_CCDD);
+    assert_eq!((r.roce().atomic_swap_add, r.roce().atomic_compare), (1, 2));
     assert_eq!(r.payload_len, 0);
 
     let ack = [0x00, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0x01, 0x00];
     let r = dec(&roce_v4(bth(0x12), &ack, &[]));
     assert!(r.has(flags::HAS_AETH | flags::HAS_ATOMIC_ACK_ETH));
-    assert_eq!((r.aeth_syndrome, r.aeth_msn), (0, 1));
-    assert_eq!(r.atomic_orig, 0x100);
+    assert_eq!((r.roce().aeth_syndrome, r.roce().aeth_msn), (0, 1));
+    assert_eq!(r.roce().atomic_orig, 0x100);
     assert_eq!(r.icrc_ok(), Some(true));
 }
 
@@ -312,8 +312,8 @@ fn ud_send_with_deth_and_immediate() {
     ];
     let r = dec(&roce_v4(bth(0x65), &ext, &[0u8; 256]));
     assert!(r.has(flags::HAS_DETH | flags::HAS_IMMDT));
-    assert_eq!((r.deth_qkey, r.deth_src_qp), (0x8001_0000, 1));
-    assert_eq!(r.imm, 42);
+    assert_eq!((r.roce().deth_qkey, r.roce().deth_src_qp), (0x8001_0000, 1));
+    assert_eq!(r.roce().imm, 42);
     assert_eq!(r.payload_len, 256);
 }
 
@@ -321,14 +321,17 @@ fn ud_send_with_deth_and_immediate() {
 fn send_with_invalidate_and_xrc() {
     let r = dec(&roce_v4(bth(0x17), &[0x00, 0x00, 0x10, 0x01], &[9; 8]));
     assert!(r.has(flags::HAS_IETH));
-    assert_eq!((r.ieth_rkey, r.payload_len), (0x1001, 8));
+    assert_eq!((r.roce().ieth_rkey, r.payload_len), (0x1001, 8));
 
     // XRC RDMA WRITE Only: XRCETH (no record field) then RETH.
     let mut ext = vec![0x00, 0x00, 0x00, 0x07];
     ext.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0x99, 0, 0, 0, 4]);
     let r = dec(&roce_v4(bth(0xAA), &ext, &[1, 2, 3, 4]));
     assert!(r.has(flags::HAS_RETH));
-    assert_eq!((r.reth_va, r.reth_rkey, r.reth_len), (0x40, 0x99, 4));
+    assert_eq!(
+        (r.roce().reth_va, r.roce().reth_rkey, r.roce().reth_len),
+        (0x40, 0x99, 4)
+    );
     assert_eq!(r.payload_len, 4);
 }
 
@@ -363,7 +366,12 @@ fn ibta_1_5_flush_and_atomic_write() {
             "{opcode:#x}"
         );
         assert_eq!(
-            (r.reth_va, r.reth_rkey, r.reth_len, r.payload_len),
+            (
+                r.roce().reth_va,
+                r.roce().reth_rkey,
+                r.roce().reth_len,
+                r.payload_len
+            ),
             (0x40, 0x99, 4096, payload as u32),
             "{opcode:#x}"
         );
@@ -374,7 +382,7 @@ fn ibta_1_5_flush_and_atomic_write() {
         );
     }
     let r = dec(&roce_v4(bth(0x5C), &rd, &[]));
-    assert_eq!(r.deth_src_qp, 0x22);
+    assert_eq!(r.roce().deth_src_qp, 0x22);
     for reserved in [0x5D, 0x3C, 0x3D] {
         let r = dec(&roce_v4(bth(reserved), &reth, &[0; 8]));
         assert!(
@@ -396,7 +404,7 @@ fn ibta_1_5_flush_and_atomic_write() {
     f.write(&mut b);
     let at = 14 + 20 + 8 + 12;
     assert_eq!(b[at..at + 20], cat(&[&feth, &reth])[..]);
-    assert_eq!(dec(&b).reth_len, 4096);
+    assert_eq!(dec(&b).roce().reth_len, 4096);
 }
 
 #[test]
@@ -405,7 +413,7 @@ fn unknown_opcode_decodes_the_bth_only() {
     let r = dec(&f);
     assert_eq!(r.kind(), Kind::Roce);
     assert!(r.has(flags::HAS_BTH));
-    assert_eq!(r.opcode, 0x15);
+    assert_eq!(r.roce().opcode, 0x15);
     assert!(!r.has(flags::HAS_PAYLOAD_LEN) && !r.has(flags::HAS_RETH | flags::HAS_AETH));
     assert_eq!(r.icrc_ok(), Some(true));
 }
@@ -414,7 +422,7 @@ fn unknown_opcode_decodes_the_bth_only() {
 fn bth_with_every_bit_set() {
     let r = dec(&roce_v4([0xFF; 12], &[], &[0; 8]));
     assert_eq!(r.kind(), Kind::Roce);
-    assert_eq!(r.opcode, 0xFF);
+    assert_eq!(r.roce().opcode, 0xFF);
     for f in [
         flags::SE,
         flags::MIGREQ,
@@ -424,8 +432,11 @@ fn bth_with_every_bit_set() {
     ] {
         assert!(r.has(f));
     }
-    assert_eq!((r.pad_count, r.tver, r.pkey), (3, 15, 0xFFFF));
-    assert_eq!((r.dest_qp, r.psn), (0xFF_FFFF, 0xFF_FFFF));
+    assert_eq!(
+        (r.roce().pad_count, r.roce().tver, r.roce().pkey),
+        (3, 15, 0xFFFF)
+    );
+    assert_eq!((r.roce().dest_qp, r.roce().psn), (0xFF_FFFF, 0xFF_FFFF));
 }
 
 #[test]
@@ -448,7 +459,7 @@ fn extension_headers_cut_by_the_datagram_or_the_capture() {
     let cut = BTH_AT + 12 + 16 + 2;
     let r = decode(ETHERNET, &f[..cut], f.len() as u32);
     assert!(r.has(flags::HAS_RETH) && !r.has(flags::HAS_IMMDT));
-    assert_eq!(r.reth_len, 0x5A5A_5A5A);
+    assert_eq!(r.roce().reth_len, 0x5A5A_5A5A);
     assert_eq!(r.payload_len, 100);
     assert_eq!(r.icrc_ok(), None);
     assert_eq!((r.frame_len, r.cap_len), (f.len() as u32, cut as u32));
@@ -593,7 +604,7 @@ fn assert_inner_cnp(r: &PacketRecord) {
     );
     assert_eq!(r.src_ip, ipv4_mapped([10, 0, 17, 1]));
     assert_eq!((r.dscp, r.ecn), (48, 2));
-    assert_eq!(r.dest_qp, 0x118);
+    assert_eq!(r.roce().dest_qp, 0x118);
     assert_eq!(r.icrc_ok(), Some(true));
 }
 
@@ -676,7 +687,7 @@ fn linux_cooked_captures() {
     let r = decode(LINUX_SLL, &sll, sll.len() as u32);
     assert_eq!(r.kind(), Kind::Cnp);
     assert_eq!((r.src_mac, r.dst_mac), ([0; 6], [0; 6]));
-    assert_eq!(r.dest_qp, 0x118);
+    assert_eq!(r.roce().dest_qp, 0x118);
     assert_eq!(r.icrc_ok(), Some(true));
     assert_eq!(decode(LINUX_SLL, &sll[..15], 100).kind(), Kind::Other);
 
@@ -703,8 +714,11 @@ fn pfc_and_pause() {
     let r = dec(&f);
     assert_eq!(r.kind(), Kind::Pfc);
     assert!(r.has(flags::HAS_PFC) && !r.has(flags::HAS_PAUSE));
-    assert_eq!(r.pfc_enable, 0x09);
-    assert_eq!(r.pfc_quanta, [0xFFFF, 0, 0, 0x100, 0, 0, 0, 0]);
+    assert_eq!(r.link_control().pfc_enable, 0x09);
+    assert_eq!(
+        r.link_control().pfc_quanta,
+        [0xFFFF, 0, 0, 0x100, 0, 0, 0, 0]
+    );
     assert_eq!(r.src_mac, SRC_MAC);
     assert_eq!((r.frame_len, r.cap_len), (60, 60));
 
@@ -712,7 +726,7 @@ fn pfc_and_pause() {
     let r = decode(ETHERNET, &f[..ETH_LEN + 6], 64);
     assert_eq!(r.kind(), Kind::Pfc);
     assert!(!r.has(flags::HAS_PFC));
-    assert_eq!(r.pfc_quanta, [0; 8]);
+    assert_eq!(r.link_control().pfc_quanta, [0; 8]);
     // Cut before the opcode: unknown.
     assert_eq!(decode(ETHERNET, &f[..ETH_LEN + 1], 64).kind(), Kind::Other);
 
@@ -727,7 +741,7 @@ fn pfc_and_pause() {
     let r = dec(&f);
     assert_eq!(r.kind(), Kind::Pause);
     assert!(r.has(flags::HAS_PAUSE) && !r.has(flags::HAS_PFC));
-    assert_eq!(r.pause_quanta, 0x1234);
+    assert_eq!(r.link_control().pause_quanta, 0x1234);
     let r = decode(ETHERNET, &f[..ETH_LEN + 3], 64);
     assert_eq!(r.kind(), Kind::Pause);
     assert!(!r.has(flags::HAS_PAUSE));
@@ -820,15 +834,17 @@ fn oferby_proxy_capture() {
                 roce += 1;
                 icrc_ok += usize::from(r.icrc_ok() == Some(true));
                 from_69 += usize::from(r.udp_sport == 69);
-                if r.opcode == 0x11 {
+                if r.roce().opcode == 0x11 {
                     assert!(r.has(flags::HAS_AETH));
-                    assert!(rocescope_common::proto::ib::aeth::is_ack(r.aeth_syndrome));
+                    assert!(rocescope_common::proto::ib::aeth::is_ack(
+                        r.roce().aeth_syndrome
+                    ));
                     acks += 1;
                 }
                 assert!(
-                    matches!(r.opcode, 0x00 | 0x03 | 0x05 | 0x11),
+                    matches!(r.roce().opcode, 0x00 | 0x03 | 0x05 | 0x11),
                     "{:#x}",
-                    r.opcode
+                    r.roce().opcode
                 );
                 assert!(r.has(flags::HAS_PAYLOAD_LEN | flags::HAS_BTH));
                 assert_eq!(r.src_ip[..12], ipv4_mapped([0; 4])[..12]);
@@ -1208,8 +1224,11 @@ fn rocev1_grh_bth_and_icrc() {
             | flags::ICRC_OK
     );
     assert_eq!((r.src_ip, r.dst_ip), (sgid.octets(), dgid.octets()));
-    assert_eq!((r.opcode, r.psn, r.dest_qp), (0x0A, 0x12_3456, 0xABC));
-    assert_eq!((r.reth_len, r.payload_len), (64, 64));
+    assert_eq!(
+        (r.roce().opcode, r.roce().psn, r.roce().dest_qp),
+        (0x0A, 0x12_3456, 0xABC)
+    );
+    assert_eq!((r.roce().reth_len, r.payload_len), (64, 64));
     // TClass 0x6A (the builder's DSCP 26, ECT(0)): 0x66 0xA0 by hand, read
     // as IPv6's traffic class (docs/inputs.md).
     assert_eq!((b[14], b[15] & 0xF0), (0x66, 0xA0));
@@ -1290,9 +1309,15 @@ fn a_real_ibdump_frame_with_a_grh_verifies_and_decodes() {
     assert_eq!(r.kind(), Kind::Roce);
     assert_eq!(r.icrc_ok(), Some(true));
     assert!(r.has(flags::VCRC_CHECKED) && r.has(flags::VCRC_OK));
-    assert_eq!(r.icrc, 0x4DD5_6605);
+    assert_eq!(r.roce().icrc, 0x4DD5_6605);
     assert_eq!(
-        (r.opcode, r.dest_qp, r.psn, r.deth_qkey, r.deth_src_qp),
+        (
+            r.roce().opcode,
+            r.roce().dest_qp,
+            r.roce().psn,
+            r.roce().deth_qkey,
+            r.roce().deth_src_qp
+        ),
         (0x64, 0xFF_FFFF, 0x0D_E6F8, 0x0B1B, 0x48)
     );
     assert_eq!(r.payload_len, 100);

@@ -871,7 +871,7 @@ impl Output for HtmlReport {
             return Ok(());
         };
         let mark = match (retrans, pending) {
-            (true, Some((f, psn))) if f == flow && psn == rec.psn => Mark::Rewind,
+            (true, Some((f, psn))) if f == flow && psn == rec.roce().psn => Mark::Rewind,
             (true, _) => Mark::Retrans,
             (false, _) => Mark::Original,
         };
@@ -881,7 +881,7 @@ impl Output for HtmlReport {
         self.points
             .entry(flow)
             .or_default()
-            .push(rec.ts_ns, rec.psn, mark);
+            .push(rec.ts_ns, rec.roce().psn, mark);
         Ok(())
     }
 

@@ -91,13 +91,13 @@ impl Feeder {
             let key = FlowKey {
                 src_ip: rec.src_ip,
                 dst_ip: rec.dst_ip,
-                dest_qp: rec.dest_qp & rocescope_common::proto::ib::QPN_MASK,
+                dest_qp: rec.roce().dest_qp & rocescope_common::proto::ib::QPN_MASK,
             };
             if !self.started_flows.insert(key) {
                 self.evicted_flows += 1;
             }
         }
-        rec._reserved = [0; 1];
+        rec._reserved = [0; 6];
         rec.frame = self.next_frame;
         self.next_frame += 1;
         rec.ts_ns = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);

@@ -26,7 +26,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use rocescope_common::proto::{ethernet, gre, ib, ip, mac_control, udp};
 use rocescope_common::wire::{Recognition, TransportId, field};
 
-use crate::decode::icrc;
+use crate::transport::roce::icrc;
 
 /// Shortest Ethernet frame without its FCS: shorter frames get zero padding.
 pub const MIN_FRAME_LEN: usize = 60;

@@ -21,7 +21,7 @@ use rocescope_common::wire::field::lrh as fl;
 
 pub use super::frame::GrhFields;
 use super::frame::{Bth, ExtHeaders, IcrcMode, WireFrame};
-use crate::decode::lrh::{icrc, vcrc};
+use crate::transport::roce::lrh::{icrc, vcrc};
 
 /// Local Route Header values (LNH follows from [`IbFrame::grh`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use rocescope_common::proto::{ib, ip, linktype};
 
 use super::capture_writer::*;
 use super::frame::*;
-use crate::decode::icrc;
+use crate::transport::roce::icrc;
 
 /// The IP packet (IP header to ICRC) of a built RoCE frame.
 fn ip_packet(frame: &[u8], l2_len: usize) -> &[u8] {
@@ -34,7 +34,7 @@ fn checksum_ok(header: &[u8]) -> bool {
     acc == 0xFFFF
 }
 
-/// Rebuilds the ConnectX-4 Lx CNP of `decode::icrc`'s test byte for byte.
+/// Rebuilds the ConnectX-4 Lx CNP of `transport::roce::icrc`'s test byte for byte.
 #[test]
 fn cnp_matches_connectx_capture() {
     let mut f = RoceFrame::cnp(0x000118);

@@ -295,7 +295,7 @@ impl RowTexts {
 
         let b = Batch(recs);
         let bits = |nulls: &_, bit: u32| boolean(&flags, nulls, |fl| fl & bit != 0);
-        let quanta = |p: usize| b.u16s(&pfc, |r| r.pfc_quanta[p]);
+        let quanta = |p: usize| b.u16s(&pfc, |r| r.link_control().pfc_quanta[p]);
         let iface = self.ifaces.column(extra.iter().map(|e| Some(e.iface)));
         let file = self.files.column(extra.iter().map(|e| e.file));
         let kind = kind_texts().column(recs.iter().map(|r| Some(u32::from(r.kind() as u8))));
@@ -341,29 +341,29 @@ impl RowTexts {
                 }),
             ),
             ("udp_sport", b.u16s(&has(f::HAS_UDP), |r| r.udp_sport)),
-            ("opcode", b.u8s(&bth, |r| r.opcode)),
+            ("opcode", b.u8s(&bth, |r| r.roce().opcode)),
             ("se", bits(&bth, f::SE)),
             ("migreq", bits(&bth, f::MIGREQ)),
-            ("pad_count", b.u8s(&bth, |r| r.pad_count)),
-            ("tver", b.u8s(&bth, |r| r.tver)),
-            ("pkey", b.u16s(&bth, |r| r.pkey)),
+            ("pad_count", b.u8s(&bth, |r| r.roce().pad_count)),
+            ("tver", b.u8s(&bth, |r| r.roce().tver)),
+            ("pkey", b.u16s(&bth, |r| r.roce().pkey)),
             ("fecn", bits(&bth, f::FECN)),
             ("becn", bits(&bth, f::BECN)),
-            ("dest_qp", b.u32s(&bth, |r| r.dest_qp)),
+            ("dest_qp", b.u32s(&bth, |r| r.roce().dest_qp)),
             ("ack_req", bits(&bth, f::ACK_REQ)),
-            ("psn", b.u32s(&bth, |r| r.psn)),
-            ("aeth_syndrome", b.u8s(&aeth, |r| r.aeth_syndrome)),
-            ("aeth_msn", b.u32s(&aeth, |r| r.aeth_msn)),
-            ("reth_va", b.u64s(&reth, |r| r.reth_va)),
-            ("reth_rkey", b.u32s(&reth, |r| r.reth_rkey)),
-            ("reth_len", b.u32s(&reth, |r| r.reth_len)),
-            ("imm", b.u32s(&has(f::HAS_IMMDT), |r| r.imm)),
+            ("psn", b.u32s(&bth, |r| r.roce().psn)),
+            ("aeth_syndrome", b.u8s(&aeth, |r| r.roce().aeth_syndrome)),
+            ("aeth_msn", b.u32s(&aeth, |r| r.roce().aeth_msn)),
+            ("reth_va", b.u64s(&reth, |r| r.roce().reth_va)),
+            ("reth_rkey", b.u32s(&reth, |r| r.roce().reth_rkey)),
+            ("reth_len", b.u32s(&reth, |r| r.roce().reth_len)),
+            ("imm", b.u32s(&has(f::HAS_IMMDT), |r| r.roce().imm)),
             (
                 "payload_len",
                 b.u32s(&has(f::HAS_PAYLOAD_LEN), |r| r.payload_len),
             ),
             ("icrc_ok", bits(&icrc, f::ICRC_OK)),
-            ("pfc_enable", b.u8s(&pfc, |r| r.pfc_enable)),
+            ("pfc_enable", b.u8s(&pfc, |r| r.link_control().pfc_enable)),
             ("pfc_quanta_0", quanta(0)),
             ("pfc_quanta_1", quanta(1)),
             ("pfc_quanta_2", quanta(2)),
@@ -374,7 +374,7 @@ impl RowTexts {
             ("pfc_quanta_7", quanta(7)),
             (
                 "pause_quanta",
-                b.u16s(&has(f::HAS_PAUSE), |r| r.pause_quanta),
+                b.u16s(&has(f::HAS_PAUSE), |r| r.link_control().pause_quanta),
             ),
             ("flow_id", flow_id),
             ("retrans", retrans),
@@ -384,18 +384,27 @@ impl RowTexts {
                 b.u16s(&has(f::HAS_OUTER_VLAN), |r| r.outer_vlan),
             ),
             ("erspan", bits(&all, f::ERSPAN)),
-            ("ieth_rkey", b.u32s(&has(f::HAS_IETH), |r| r.ieth_rkey)),
-            ("deth_qkey", b.u32s(&deth, |r| r.deth_qkey)),
-            ("deth_src_qp", b.u32s(&deth, |r| r.deth_src_qp)),
-            ("atomic_va", b.u64s(&atomic, |r| r.atomic_va)),
-            ("atomic_rkey", b.u32s(&atomic, |r| r.atomic_rkey)),
-            ("atomic_swap_add", b.u64s(&atomic, |r| r.atomic_swap_add)),
-            ("atomic_compare", b.u64s(&atomic, |r| r.atomic_compare)),
+            (
+                "ieth_rkey",
+                b.u32s(&has(f::HAS_IETH), |r| r.roce().ieth_rkey),
+            ),
+            ("deth_qkey", b.u32s(&deth, |r| r.roce().deth_qkey)),
+            ("deth_src_qp", b.u32s(&deth, |r| r.roce().deth_src_qp)),
+            ("atomic_va", b.u64s(&atomic, |r| r.roce().atomic_va)),
+            ("atomic_rkey", b.u32s(&atomic, |r| r.roce().atomic_rkey)),
+            (
+                "atomic_swap_add",
+                b.u64s(&atomic, |r| r.roce().atomic_swap_add),
+            ),
+            (
+                "atomic_compare",
+                b.u64s(&atomic, |r| r.roce().atomic_compare),
+            ),
             (
                 "atomic_orig",
-                b.u64s(&has(f::HAS_ATOMIC_ACK_ETH), |r| r.atomic_orig),
+                b.u64s(&has(f::HAS_ATOMIC_ACK_ETH), |r| r.roce().atomic_orig),
             ),
-            ("icrc", b.u32s(&icrc, |r| r.icrc)),
+            ("icrc", b.u32s(&icrc, |r| r.roce().icrc)),
             ("link", link),
             ("vcrc_ok", bits(&has(f::VCRC_CHECKED), f::VCRC_OK)),
         ]
@@ -646,14 +655,18 @@ mod tests {
             flags: f::HAS_IPV4 | f::HAS_UDP | f::HAS_BTH,
             src_ip: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1],
             src_mac: [2, 0, 0, 0, 0, 1],
-            psn: 7,
-            ..PacketRecord::default()
+            ..PacketRecord::default().with_roce(crate::RoceView {
+                psn: 7,
+                ..crate::RoceView::default()
+            })
         };
         let pfc = PacketRecord {
             kind: Kind::Pfc as u8,
             flags: f::HAS_PFC,
-            pfc_quanta: [0, 0, 0, 65535, 0, 0, 0, 0],
-            ..PacketRecord::default()
+            ..PacketRecord::default().with_link_control(crate::LinkControlView {
+                pfc_quanta: [0, 0, 0, 65535, 0, 0, 0, 0],
+                ..crate::LinkControlView::default()
+            })
         };
         let mut cols = PacketColumns::default();
         for (rec, iface) in [(&roce, "a"), (&pfc, "b"), (&roce, "a")] {
@@ -763,9 +776,11 @@ mod tests {
                 iface: (i % 3 == 1) as u16,
                 frame: u64::from(i) + 1,
                 src_ip: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, i as u8],
-                psn: i,
-                aeth_msn: i * 10,
-                ..PacketRecord::default()
+                ..PacketRecord::default().with_roce(crate::RoceView {
+                    psn: i,
+                    aeth_msn: i * 10,
+                    ..crate::RoceView::default()
+                })
             })
             .collect();
         let verdicts: Vec<Verdict> = (0..9u32)

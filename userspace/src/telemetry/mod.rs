@@ -123,8 +123,8 @@ impl RoceFields {
         RoceFields {
             src_ip: addressed.then_some(rec.src_ip),
             dst_ip: addressed.then_some(rec.dst_ip),
-            dest_qp: bth.then_some(rec.dest_qp),
-            psn: bth.then_some(rec.psn),
+            dest_qp: bth.then_some(rec.roce().dest_qp),
+            psn: bth.then_some(rec.roce().psn),
         }
     }
 

@@ -95,20 +95,20 @@ fn same_roce(a: &PacketRecord, b: &PacketRecord) {
     assert_eq!(a.kind(), Kind::Roce);
     assert_eq!(
         (
-            a.dest_qp,
-            a.psn,
-            a.opcode,
+            a.roce().dest_qp,
+            a.roce().psn,
+            a.roce().opcode,
             a.payload_len,
             a.udp_sport,
-            a.icrc
+            a.roce().icrc
         ),
         (
-            b.dest_qp,
-            b.psn,
-            b.opcode,
+            b.roce().dest_qp,
+            b.roce().psn,
+            b.roce().opcode,
             b.payload_len,
             b.udp_sport,
-            b.icrc
+            b.roce().icrc
         )
     );
     assert_eq!((a.src_ip, a.dst_ip), (b.src_ip, b.dst_ip));

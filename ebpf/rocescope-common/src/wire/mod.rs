@@ -803,8 +803,9 @@ fn mac_control<F: Frame + ?Sized, V: Visit>(
             };
             v.header(Layer::MacControl, at, at + mac_control::PFC_LEN);
             // The top byte of the vector is reserved.
-            rec.pfc_enable = p[fm::CLASS_ENABLE_VECTOR + 1];
-            for (i, q) in rec.pfc_quanta.iter_mut().enumerate() {
+            let l = rec.link_control_mut();
+            l.pfc_enable = p[fm::CLASS_ENABLE_VECTOR + 1];
+            for (i, q) in l.pfc_quanta.iter_mut().enumerate() {
                 *q = be16(&p, fm::TIMES + 2 * i);
             }
             rec.flags |= flags::HAS_PFC;
@@ -815,7 +816,7 @@ fn mac_control<F: Frame + ?Sized, V: Visit>(
                 return cut;
             };
             v.header(Layer::MacControl, at, at + mac_control::PAUSE_LEN);
-            rec.pause_quanta = be16(&p, fm::PAUSE_TIME);
+            rec.link_control_mut().pause_quanta = be16(&p, fm::PAUSE_TIME);
             rec.flags |= flags::HAS_PAUSE;
         }
         _ => return Next::Stop(Stop::Foreign(Foreign::MacControlOpcode)),

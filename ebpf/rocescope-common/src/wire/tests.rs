@@ -99,11 +99,20 @@ fn walks_every_header_of_a_tagged_rocev2_write() {
     );
     assert_eq!((rec.dscp, rec.ecn, rec.udp_sport), (26, 2, 0xC000));
     assert_eq!(
-        (rec.opcode, rec.pkey, rec.dest_qp, rec.psn),
+        (
+            rec.roce().opcode,
+            rec.roce().pkey,
+            rec.roce().dest_qp,
+            rec.roce().psn
+        ),
         (0x0A, 0xFFFF, 0x102, 0x030405)
     );
     assert_eq!(
-        (rec.reth_va, rec.reth_rkey, rec.reth_len),
+        (
+            rec.roce().reth_va,
+            rec.roce().reth_rkey,
+            rec.roce().reth_len
+        ),
         (0x1122_3344_5566_7788, 0xAABB_CCDD, 8)
     );
     assert_eq!(rec.payload_len, 8);
@@ -167,7 +176,7 @@ fn raw_ip_and_loopback_start_at_the_ip_header() {
             })
         );
         assert_eq!(
-            (rec.kind(), rec.psn, rec.dst_mac),
+            (rec.kind(), rec.roce().psn, rec.dst_mac),
             (Kind::Roce, 0x030405, [0; 6])
         );
     }
@@ -202,7 +211,10 @@ fn infiniband_walks_lrh_dc_connect_and_finds_the_vcrc() {
     let w = walk_infiniband(&p[..], &mut rec, &mut v, 0, p.len());
     assert_eq!(w.stop, None);
     assert_eq!(rec.kind, Kind::Roce as u8);
-    assert_eq!((rec.opcode, rec.dest_qp, rec.psn), (0x55, 0x123, 9));
+    assert_eq!(
+        (rec.roce().opcode, rec.roce().dest_qp, rec.roce().psn),
+        (0x55, 0x123, 9)
+    );
     assert_eq!(rec.dst_ip, proto::lrh::lid_addr(0x12));
     assert_eq!(rec.src_ip, proto::lrh::lid_addr(0x34));
     assert!(rec.has(flags::IB_LRH) && !rec.has(flags::HAS_GRH));
@@ -263,7 +275,7 @@ fn infiniband_reads_the_grh_as_rocev1_does() {
         (rec.src_ip[0], rec.src_ip[15], rec.dst_ip[15]),
         (0xFE, 1, 2)
     );
-    assert_eq!((rec.opcode, rec.payload_len), (0x04, 0));
+    assert_eq!((rec.roce().opcode, rec.payload_len), (0x04, 0));
     assert_eq!((rec.dscp, rec.ecn), (0, 0));
     assert!(!rec.has_traffic_class() && !rec.is_ce());
     assert_eq!((w.icrc, w.vcrc), (Some(Span { at: 0, end: 64 }), None));

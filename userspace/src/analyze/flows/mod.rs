@@ -366,7 +366,7 @@ impl Analyzer {
             rec.iface,
             rec.src_ip,
             rec.dst_ip,
-            rec.dest_qp & ib::QPN_MASK,
+            rec.roce().dest_qp & ib::QPN_MASK,
         );
         let i = self.flow_index(key, now);
         let last_nak = self.flows[i]
@@ -393,9 +393,9 @@ impl Analyzer {
         {
             let f = &mut self.flows[i];
             if f.packets == 0 {
-                f.service = rec.has(flags::HAS_BTH).then_some(rec.opcode >> 5);
+                f.service = rec.has(flags::HAS_BTH).then_some(rec.roce().opcode >> 5);
                 f.ud_src_qp = (f.service == Some(transport::UD) && rec.has(flags::HAS_DETH))
-                    .then_some(rec.deth_src_qp & ib::QPN_MASK);
+                    .then_some(rec.roce().deth_src_qp & ib::QPN_MASK);
                 f.ib_link = rec.has(flags::IB_LRH);
                 f.src_mac = rec.src_mac;
                 f.roce_version = rec.roce_version();
@@ -418,10 +418,10 @@ impl Analyzer {
         };
         // Pause overlap of the idle time before this packet: wanted for
         // stalls (long idles) and rewinds (retransmissions).
-        let maybe_rewind = ib::is_request(rec.opcode)
+        let maybe_rewind = ib::is_request(rec.roce().opcode)
             && self.flows[i]
                 .seq
-                .is_some_and(|s| psn::diff(rec.psn & PSN_MASK, s.next) < 0);
+                .is_some_and(|s| psn::diff(rec.roce().psn & PSN_MASK, s.next) < 0);
         let (paused, cover) = match self.flows[i].priority {
             Some(p) if idle > 0 && (idle >= STALL_MIN_NS || maybe_rewind) => {
                 self.pfc.paused(rec.iface, p, now - idle, now, now)
@@ -429,7 +429,7 @@ impl Analyzer {
             _ => (0, None),
         };
 
-        let opcode = rec.opcode;
+        let opcode = rec.roce().opcode;
         let service = opcode >> 5;
         let payload = if rec.has(flags::HAS_PAYLOAD_LEN) {
             rec.payload_len as u64

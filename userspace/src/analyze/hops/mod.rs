@@ -266,13 +266,13 @@ impl Matcher {
             return;
         }
         let icrc = rec.has(flags::ICRC_CHECKED);
-        let flow = (rec.src_ip, rec.dst_ip, rec.dest_qp & QPN_MASK);
+        let flow = (rec.src_ip, rec.dst_ip, rec.roce().dest_qp & QPN_MASK);
         let mut key = Key {
             flow: NO_FLOW,
-            psn: rec.psn,
-            icrc: if icrc { rec.icrc } else { 0 },
+            psn: rec.roce().psn,
+            icrc: if icrc { rec.roce().icrc } else { 0 },
             has_icrc: icrc,
-            opcode: rec.opcode,
+            opcode: rec.roce().opcode,
         };
         let (now, iface) = (rec.ts_ns, rec.iface);
         match &mut self.solo {

@@ -6,12 +6,14 @@ fn frame(iface: u16, ts: u64, psn: u32, src: u8, dst: u8) -> PacketRecord {
     let mut r = PacketRecord {
         iface,
         ts_ns: ts,
-        psn,
-        opcode: 0x0A,
-        icrc: 0x1000 + psn,
-        dest_qp: 7,
         flags: flags::ICRC_CHECKED,
-        ..PacketRecord::default()
+        ..PacketRecord::default().with_roce(crate::RoceView {
+            psn,
+            opcode: 0x0A,
+            icrc: 0x1000 + psn,
+            dest_qp: 7,
+            ..crate::RoceView::default()
+        })
     };
     r.src_ip[15] = src;
     r.dst_ip[15] = dst;

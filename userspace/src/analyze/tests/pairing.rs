@@ -9,7 +9,7 @@ fn two_qps_between_one_host_pair_get_their_own_cnps() {
         req(0, 1000),
         {
             let mut r = req(US, 500_000);
-            r.dest_qp = qb2;
+            r.roce_mut().dest_qp = qb2;
             r
         },
         // A CNP to the second QP before any pairing is known.
@@ -21,7 +21,7 @@ fn two_qps_between_one_host_pair_get_their_own_cnps() {
     recs.push(ack(4 * US, 1001)); // pairs QB with QA
     {
         let mut r = ack(5 * US, 500_000); // pairs qb2 with qa2
-        r.dest_qp = qa2;
+        r.roce_mut().dest_qp = qa2;
         recs.push(r);
     }
     recs.push(cnp(18 * US, B, A, QA));
@@ -69,11 +69,11 @@ fn ce_without_cnp_on_a_paired_flow() {
 fn pairing_waits_out_ambiguity() {
     let (qb2, qa2) = (0x101, 0x201);
     let other = |mut r: PacketRecord| {
-        r.dest_qp = qb2;
+        r.roce_mut().dest_qp = qb2;
         r
     };
     let resp2 = |mut r: PacketRecord| {
-        r.dest_qp = qa2;
+        r.roce_mut().dest_qp = qa2;
         r
     };
     let r = run(&[
@@ -147,7 +147,7 @@ fn ud_and_qp1_are_flows_without_sequence_analysis() {
     mad.payload_len = 256;
     let mut again = mad;
     again.ts_ns = US;
-    again.psn = 3;
+    again.roce_mut().psn = 3;
     let malformed = PacketRecord {
         ts_ns: 2 * US,
         kind: Kind::Malformed as u8,

@@ -110,8 +110,10 @@ fn pfc_refresh_xon_expiry_and_capture_end() {
             ts_ns: 35_000,
             kind: Kind::Pause as u8,
             flags: flags::HAS_PAUSE,
-            pause_quanta: 65535,
-            ..PacketRecord::default()
+            ..PacketRecord::default().with_link_control(crate::LinkControlView {
+                pause_quanta: 65535,
+                ..crate::LinkControlView::default()
+            })
         },
         req(40_000, 1),
     ];

@@ -15,9 +15,9 @@ fn idle_1s() -> Config {
 /// A request flow to `qp` and its response flow.
 fn exchange(ts: u64, qp: u32, psn: u32) -> [PacketRecord; 2] {
     let mut r = req(ts, psn);
-    r.dest_qp = qp;
+    r.roce_mut().dest_qp = qp;
     let mut a = ack(ts + 10 * US, psn);
-    a.dest_qp = qp + 0x1000;
+    a.roce_mut().dest_qp = qp + 0x1000;
     [r, a]
 }
 
@@ -122,12 +122,12 @@ fn a_finding_over_many_retired_flows_keeps_the_worst_k() {
         let t0 = u64::from(i) * 2 * S;
         for p in 0..=i {
             let mut r = req(t0 + u64::from(p) * US, p);
-            r.dest_qp = 0x1000 + i;
+            r.roce_mut().dest_qp = 0x1000 + i;
             r.ecn = 3;
             recs.push(r);
         }
         let mut a = ack(t0 + 100 * US, i);
-        a.dest_qp = 0x8000 + i;
+        a.roce_mut().dest_qp = 0x8000 + i;
         recs.push(a);
     }
     let r = run_with(idle_1s(), &recs);
@@ -165,7 +165,7 @@ fn live_flows_stay_what_the_window_implies() {
         let t0 = u64::from(i) * MS;
         let w = |ts: u64, psn: u32| {
             let mut r = req(ts, psn);
-            r.dest_qp = 0x10_0000 + i;
+            r.roce_mut().dest_qp = 0x10_0000 + i;
             r
         };
         // PSNs of their own: a response pairs by the PSN it answers.
@@ -173,7 +173,7 @@ fn live_flows_stay_what_the_window_implies() {
         recs.push((t0, w(t0, psn)));
         recs.push((t0 + 2 * MS + MS / 4, w(t0 + 2 * MS + MS / 4, psn + 1)));
         let mut a = ack(t0 + 4 * MS + MS / 2, psn + 1);
-        a.dest_qp = 0x20_0000 + i;
+        a.roce_mut().dest_qp = 0x20_0000 + i;
         recs.push((a.ts_ns, a));
     }
     recs.sort_by_key(|(t, _)| *t);

@@ -300,7 +300,7 @@ fn read_requests_consume_one_psn_per_response_packet() {
     let read = |ts: u64, psn: u32, len: u32| {
         let mut r = roce(ts, A, B, QB, op::READ_REQUEST, psn);
         r.flags |= flags::HAS_RETH;
-        r.reth_len = len;
+        r.roce_mut().reth_len = len;
         r
     };
     let resp = |ts: u64, o: u8, psn: u32, len: u32| {

@@ -105,14 +105,14 @@ fn dc_and_xrc_are_sequenced_and_paired_like_rc() {
         let w = |ts, psn| {
             let mut r = roce(ts, A, B, tgt, write, psn);
             r.flags |= flags::HAS_RETH;
-            r.reth_len = 64;
+            r.roce_mut().reth_len = 64;
             r.payload_len = 64;
             r
         };
         let a = |ts, psn| {
             let mut r = roce(ts, B, A, ini, ack_op, psn);
             r.flags |= flags::HAS_AETH;
-            r.aeth_syndrome = 0x1F;
+            r.roce_mut().aeth_syndrome = 0x1F;
             r
         };
         // 101 resent after its ACK (past the mirror-copy window): spurious.

@@ -31,11 +31,13 @@ fn pause(ts_ns: u64, mac: [u8; 6]) -> PacketRecord {
         kind: Kind::Pfc as u8,
         flags: flags::HAS_PFC,
         src_mac: mac,
-        pfc_enable: 1 << 3,
-        pfc_quanta: quanta,
         frame_len: 64,
         cap_len: 64,
-        ..PacketRecord::default()
+        ..PacketRecord::default().with_link_control(crate::LinkControlView {
+            pfc_enable: 1 << 3,
+            pfc_quanta: quanta,
+            ..crate::LinkControlView::default()
+        })
     }
 }
 

@@ -656,7 +656,7 @@ fn mirror_duplicates_in_the_capture_are_the_truths() {
         assert_eq!(all, copies.len() as u64, "no PFC here to copy");
         let requests = copies
             .iter()
-            .filter(|r| ib::is_request(r.decoded().opcode))
+            .filter(|r| ib::is_request(r.decoded().roce().opcode))
             .count() as u64;
         let want: u64 = flows.map(|f| f.tap_duplicate_requests).sum();
         assert_eq!(requests, want, "tap {tap}");
@@ -692,8 +692,10 @@ fn requests(recs: &[&Rec]) -> BTreeMap<u32, Vec<(u32, u64)>> {
     let mut out: BTreeMap<u32, Vec<(u32, u64)>> = BTreeMap::new();
     for r in recs {
         let d = r.decoded();
-        if d.kind() == crate::Kind::Roce && ib::is_request(d.opcode) {
-            out.entry(d.dest_qp).or_default().push((d.psn, r.ts_ns));
+        if d.kind() == crate::Kind::Roce && ib::is_request(d.roce().opcode) {
+            out.entry(d.roce().dest_qp)
+                .or_default()
+                .push((d.roce().psn, r.ts_ns));
         }
     }
     out
@@ -849,7 +851,7 @@ fn sniffer_captures_rewrite_and_cut() {
         } else {
             bad[r.iface as usize] += 1;
             // Recomputed over the rewritten header, the ICRC does not match.
-            let crc = crate::decode::icrc::compute(&r.data[14..14 + ip_total]).unwrap();
+            let crc = crate::transport::roce::icrc::compute(&r.data[14..14 + ip_total]).unwrap();
             assert_ne!(crc.to_le_bytes(), r.data[14 + ip_total - 4..14 + ip_total]);
             assert_eq!(d.icrc_ok(), Some(false));
         }

@@ -9,7 +9,7 @@
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::{cm, ib};
 
-use crate::decode::{field, fixed_view, payload_after};
+use crate::view::{field, fixed_view, payload_after};
 
 fixed_view! {
     /// Common MAD header (IBA Vol. 1 §13.4.2).
@@ -118,8 +118,8 @@ pub enum CmMessage {
 /// Only to QP1 whose MAD is of the CM class with a REQ or REP attribute.
 pub fn message(rec: &PacketRecord, payload: &[u8]) -> Option<CmMessage> {
     if !rec.has(rocescope_common::flags::HAS_BTH)
-        || rec.opcode != cm::GSI_OPCODE
-        || rec.dest_qp != ib::QP1
+        || rec.roce().opcode != cm::GSI_OPCODE
+        || rec.roce().dest_qp != ib::QP1
     {
         return None;
     }
@@ -169,10 +169,12 @@ mod tests {
 
     fn qp1_record() -> PacketRecord {
         PacketRecord {
-            opcode: cm::GSI_OPCODE,
-            dest_qp: 1,
             flags: rocescope_common::flags::HAS_BTH,
-            ..PacketRecord::default()
+            ..PacketRecord::default().with_roce(crate::RoceView {
+                opcode: cm::GSI_OPCODE,
+                dest_qp: 1,
+                ..crate::RoceView::default()
+            })
         }
     }
 
@@ -219,7 +221,7 @@ mod tests {
     fn other_traffic_is_not_cm() {
         let m = mad(cm::ATTR_REQ, &[0u8; 48]);
         let mut not_qp1 = qp1_record();
-        not_qp1.dest_qp = 2;
+        not_qp1.roce_mut().dest_qp = 2;
         assert_eq!(message(&not_qp1, &m), None);
         let mut other_class = m.clone();
         other_class[1] = 0x03; // subnet administration

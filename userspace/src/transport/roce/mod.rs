@@ -1,6 +1,8 @@
 //! The RoCE transport in userspace: what only userspace does with its
 //! frames once the shared walk (`rocescope_common::wire::roce`) has filled
-//! the record. RDMA connection management ([`cm`]) is here; the ICRC and
-//! native InfiniBand's ICRC/VCRC are still in `decode` (docs/build.md,
-//! "Still RoCE's, outside the folders").
+//! the record: the ICRC ([`icrc`]; the decoder checks it where the walk
+//! set `Walked::icrc`), native InfiniBand's LRH, ICRC and VCRC ([`lrh`]),
+//! and RDMA connection management ([`cm`]).
 pub mod cm;
+pub mod icrc;
+pub mod lrh;

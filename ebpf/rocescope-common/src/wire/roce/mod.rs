@@ -8,7 +8,7 @@ use super::{Frame, L3, Next, Span, Visit, Walked, be16, be24, be32, be64, field,
 use super::{Layer, Stop, traffic_class};
 use crate::proto::{self, ib, udp};
 use crate::wire::Foreign;
-use crate::{Kind, PacketRecord, flags};
+use crate::{Kind, PacketRecord, RoceView, flags};
 
 /// RoCEv2: the UDP datagram at `l3.at + l3.l4_at`, `datagram_len` bytes
 /// as its UDP and IP lengths declare them (the shared walk read the UDP
@@ -27,10 +27,10 @@ pub(super) fn over_udp<F: Frame + ?Sized, V: Visit>(
     let seg = l3.at + l3.l4_at;
     const MIN_DATAGRAM: usize = udp::HEADER_LEN + ib::BTH_LEN + ib::ICRC_LEN;
     if datagram_len < MIN_DATAGRAM + inserted {
-        rec.kind = Kind::Malformed as u8;
+        claim(rec, Kind::Malformed);
         return Next::Stop(Stop::Invalid(Layer::Udp));
     }
-    rec.kind = Kind::Roce as u8;
+    claim(rec, Kind::Roce);
     // What the capture holds of the datagram (Ethernet padding and FCS,
     // beyond the IP/UDP lengths, are not part of it).
     let dg_end = l3.end.min(seg + datagram_len);
@@ -83,10 +83,10 @@ pub(super) fn grh<F: Frame + ?Sized, V: Visit>(
     }
     let declared = usize::from(be16(&h, fg::PAYLEN));
     if declared < ib::BTH_LEN + ib::ICRC_LEN {
-        rec.kind = Kind::Malformed as u8;
+        claim(rec, Kind::Malformed);
         return Next::Stop(Stop::Invalid(Layer::Grh));
     }
-    rec.kind = Kind::Roce as u8;
+    claim(rec, Kind::Roce);
     let bth = at + ib::GRH_LEN;
     let captured_end = end.min(bth + declared);
     if captured_end - bth == declared {
@@ -160,10 +160,10 @@ fn lrh<F: Frame + ?Sized, V: Visit>(
     let packet_len = usize::from(be16(&h, fl::PKT_LEN) & fl::PKT_LEN_MASK) * lrh::PKT_LEN_UNIT;
     let headers = bth - at;
     if packet_len < headers + ib::BTH_LEN + ib::ICRC_LEN {
-        rec.kind = Kind::Malformed as u8;
+        claim(rec, Kind::Malformed);
         return Next::Stop(Stop::Invalid(Layer::Lrh));
     }
-    rec.kind = Kind::Roce as u8;
+    claim(rec, Kind::Roce);
     let captured_end = end.min(at + packet_len);
     if captured_end - at == packet_len {
         w.icrc = Some(Span {
@@ -180,6 +180,13 @@ fn lrh<F: Frame + ?Sized, V: Visit>(
         w.cut = true;
     }
     transport_headers(f, rec, v, w, bth, captured_end, packet_len - headers)
+}
+
+/// The record is RoCE's, of kind `kind` (the BTH may still make it a CNP).
+#[inline(always)]
+fn claim(rec: &mut PacketRecord, kind: Kind) {
+    rec.kind = kind as u8;
+    rec.roce_mut();
 }
 
 /// The BTH at `at` and everything after it: `declared` bytes up to the end
@@ -200,17 +207,18 @@ fn transport_headers<F: Frame + ?Sized, V: Visit>(
     };
     v.header(Layer::Bth, at, at + ib::BTH_LEN);
     let opcode = b[fb::OPCODE];
-    rec.opcode = opcode;
     if opcode == ib::OPCODE_CNP {
         rec.kind = Kind::Cnp as u8;
     }
     let se_m_pad_tver = b[fb::SE_M_PAD_TVER];
     let pad_count = (se_m_pad_tver >> fb::PAD_SHIFT) & fb::PAD_MASK;
-    rec.pad_count = pad_count;
-    rec.tver = se_m_pad_tver & fb::TVER_MASK;
-    rec.pkey = be16(&b, fb::P_KEY);
-    rec.dest_qp = be24(&b, fb::DEST_QP);
-    rec.psn = be24(&b, fb::PSN);
+    let r = rec.roce_mut();
+    r.opcode = opcode;
+    r.pad_count = pad_count;
+    r.tver = se_m_pad_tver & fb::TVER_MASK;
+    r.pkey = be16(&b, fb::P_KEY);
+    r.dest_qp = be24(&b, fb::DEST_QP);
+    r.psn = be24(&b, fb::PSN);
     let mut fl = flags::HAS_BTH;
     if se_m_pad_tver & fb::SE != 0 {
         fl |= flags::SE;
@@ -227,21 +235,22 @@ fn transport_headers<F: Frame + ?Sized, V: Visit>(
     if b[fb::ACKREQ] & fb::ACK_REQ != 0 {
         fl |= flags::ACK_REQ;
     }
-    rec.flags |= fl;
 
     let ext = ib::ext_headers_se(opcode, se_m_pad_tver & fb::SE != 0);
     if ext & ib::ext::UNKNOWN != 0 {
         // A RoCE record all the same; what follows the BTH is unknown.
+        rec.flags |= fl;
         return Next::Done;
     }
     let overhead = ib::BTH_LEN + ib::ext_headers_len(ext) + usize::from(pad_count) + ib::ICRC_LEN;
     let payload_len = declared.saturating_sub(overhead);
-    rec.payload_len = payload_len as u32;
-    rec.flags |= flags::HAS_PAYLOAD_LEN;
 
     // Extension headers live between the BTH and the ICRC.
     let before_icrc = end.min(at + declared - ib::ICRC_LEN);
-    match ext_headers(f, rec, v, ext, at + ib::BTH_LEN, before_icrc) {
+    let (after, ext_fl) = ext_headers(f, r, v, ext, at + ib::BTH_LEN, before_icrc);
+    rec.payload_len = payload_len as u32;
+    rec.flags |= fl | flags::HAS_PAYLOAD_LEN | ext_fl;
+    match after {
         Some(after) => {
             w.payload = Span {
                 at: after,
@@ -254,25 +263,29 @@ fn transport_headers<F: Frame + ?Sized, V: Visit>(
 }
 
 /// The extension headers in `mask`, in spec order, while each is whole
-/// before `end`; where they end, or `None` when one was cut (its flag and
-/// the following ones stay clear).
+/// before `end`, into `r`: where they end, or `None` when one was cut, and
+/// the `flags` of those read (a cut one's and the following ones' stay
+/// clear).
 #[inline(always)]
 fn ext_headers<F: Frame + ?Sized, V: Visit>(
     f: &F,
-    rec: &mut PacketRecord,
+    r: &mut RoceView,
     v: &mut V,
     mask: u16,
     at: usize,
     end: usize,
-) -> Option<usize> {
+) -> (Option<usize>, u32) {
     use ib::ext;
     let mut at = f.opaque(at);
     let end = f.opaque(end);
     let mask = f.opaque(usize::from(mask)) as u16;
+    let mut fl = 0;
     macro_rules! take {
         ($bit:expr, $len:expr, |$h:ident| $fill:block) => {
             if mask & $bit != 0 {
-                let $h = f.load::<{ $len }>(at, end)?;
+                let Some($h) = f.load::<{ $len }>(at, end) else {
+                    return (None, fl);
+                };
                 v.header(Layer::ExtHeaders, at, at + $len);
                 $fill
                 at += $len;
@@ -285,42 +298,42 @@ fn ext_headers<F: Frame + ?Sized, V: Visit>(
     take!(ext::DCCETH, ib::DCCETH_LEN, |_h| {});
     take!(ext::RDETH, ib::RDETH_LEN, |_h| {});
     take!(ext::DETH, ib::DETH_LEN, |h| {
-        rec.deth_qkey = be32(&h, field::deth::Q_KEY);
-        rec.deth_src_qp = be24(&h, field::deth::SRC_QP);
-        rec.flags |= flags::HAS_DETH;
+        r.deth_qkey = be32(&h, field::deth::Q_KEY);
+        r.deth_src_qp = be24(&h, field::deth::SRC_QP);
+        fl |= flags::HAS_DETH;
     });
     take!(ext::XRCETH, ib::XRCETH_LEN, |_h| {});
     take!(ext::FETH, ib::FETH_LEN, |_h| {});
     take!(ext::RETH, ib::RETH_LEN, |h| {
-        rec.reth_va = be64(&h, field::reth::VA);
-        rec.reth_rkey = be32(&h, field::reth::R_KEY);
-        rec.reth_len = be32(&h, field::reth::DMA_LEN);
-        rec.flags |= flags::HAS_RETH;
+        r.reth_va = be64(&h, field::reth::VA);
+        r.reth_rkey = be32(&h, field::reth::R_KEY);
+        r.reth_len = be32(&h, field::reth::DMA_LEN);
+        fl |= flags::HAS_RETH;
     });
     take!(ext::ATOMIC_ETH, ib::ATOMIC_ETH_LEN, |h| {
         use field::atomic_eth as fa;
-        rec.atomic_va = be64(&h, fa::VA);
-        rec.atomic_rkey = be32(&h, fa::R_KEY);
-        rec.atomic_swap_add = be64(&h, fa::SWAP_ADD_DATA);
-        rec.atomic_compare = be64(&h, fa::COMPARE_DATA);
-        rec.flags |= flags::HAS_ATOMIC_ETH;
+        r.atomic_va = be64(&h, fa::VA);
+        r.atomic_rkey = be32(&h, fa::R_KEY);
+        r.atomic_swap_add = be64(&h, fa::SWAP_ADD_DATA);
+        r.atomic_compare = be64(&h, fa::COMPARE_DATA);
+        fl |= flags::HAS_ATOMIC_ETH;
     });
     take!(ext::AETH, ib::AETH_LEN, |h| {
-        rec.aeth_syndrome = h[field::aeth::SYNDROME];
-        rec.aeth_msn = be24(&h, field::aeth::MSN);
-        rec.flags |= flags::HAS_AETH;
+        r.aeth_syndrome = h[field::aeth::SYNDROME];
+        r.aeth_msn = be24(&h, field::aeth::MSN);
+        fl |= flags::HAS_AETH;
     });
     take!(ext::ATOMIC_ACK_ETH, ib::ATOMIC_ACK_ETH_LEN, |h| {
-        rec.atomic_orig = be64(&h, field::atomic_ack_eth::ORIG_REM_DT);
-        rec.flags |= flags::HAS_ATOMIC_ACK_ETH;
+        r.atomic_orig = be64(&h, field::atomic_ack_eth::ORIG_REM_DT);
+        fl |= flags::HAS_ATOMIC_ACK_ETH;
     });
     take!(ext::IMMDT, ib::IMMDT_LEN, |h| {
-        rec.imm = be32(&h, field::immdt::IMMEDIATE_DATA);
-        rec.flags |= flags::HAS_IMMDT;
+        r.imm = be32(&h, field::immdt::IMMEDIATE_DATA);
+        fl |= flags::HAS_IMMDT;
     });
     take!(ext::IETH, ib::IETH_LEN, |h| {
-        rec.ieth_rkey = be32(&h, field::ieth::R_KEY);
-        rec.flags |= flags::HAS_IETH;
+        r.ieth_rkey = be32(&h, field::ieth::R_KEY);
+        fl |= flags::HAS_IETH;
     });
-    Some(at)
+    (Some(at), fl)
 }

@@ -20,7 +20,8 @@ use rocescope_common::wire::field::lrh as fl;
 
 use rocescope_common::wire::field::bth as fb;
 
-use super::{field, icrc};
+use super::icrc;
+use crate::view::{field, fixed_view, payload_after};
 
 fixed_view! {
     /// Local Route Header (8 bytes).

@@ -1,0 +1,374 @@
+//! The record's transport block: the bytes a [`PacketRecord`] gives to
+//! the fields of one transport (or of link-level flow control), a tag
+//! naming whose they are, and one `repr(C)` view per owner — [`RoceView`],
+//! [`LinkControlView`], [`UetView`] — read and written only through the
+//! record's methods, which check the tag first.
+//!
+//! Every view is plain integers (any bit pattern is a valid value) no
+//! larger than the block and no more aligned, which is what makes reading
+//! one out of the block's words sound; the tag is what makes it meaningful.
+//! A view read from a record whose block holds someone else's fields is
+//! the empty view (all zeros: what every other record's RoCE fields were
+//! when they were flat on the record). Writing claims the block: the tag
+//! changes and the bytes are zeroed first when another owner held them.
+use crate::PacketRecord;
+
+/// Bytes of the block shared by the views.
+pub const BLOCK_SIZE: usize = 96;
+const BLOCK_WORDS: usize = BLOCK_SIZE / 8;
+
+/// Who the block's bytes belong to: a transport (its `wire::TransportId`
+/// value, asserted in the crate root), or link-level flow control (PFC and
+/// PAUSE records, which have no transport).
+pub(crate) mod tag {
+    pub const NONE: u8 = 0;
+    pub const ROCE: u8 = 1;
+    pub const UET: u8 = 2;
+    pub const LINK_CONTROL: u8 = 0xFF;
+}
+
+/// The transport-specific part of a record. Its bytes are private: the
+/// record's views are the only way in.
+#[repr(C)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct TransportBlock {
+    words: [u64; BLOCK_WORDS],
+    /// `tag::*`.
+    tag: u8,
+    /// Keeps the size a multiple of 8 with every byte named.
+    _reserved: [u8; 7],
+}
+
+pub const TRANSPORT_BLOCK_SIZE: usize = BLOCK_SIZE + 8;
+const _: () = assert!(core::mem::size_of::<TransportBlock>() == TRANSPORT_BLOCK_SIZE);
+
+impl core::fmt::Debug for TransportBlock {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TransportBlock")
+            .field("tag", &self.tag)
+            .field("words", &self.words)
+            .finish()
+    }
+}
+
+/// A view the block can hold: `repr(C)` plain integers, no larger than
+/// the block, no more aligned than its words (checked where it is named).
+///
+/// # Safety
+/// Implement only for such types.
+unsafe trait View: Copy {
+    const TAG: u8;
+}
+
+/// All zeros: the empty view.
+const fn empty<V: View>() -> V {
+    // SAFETY: a `View` is plain integers, for which all zeros is a value.
+    unsafe { core::mem::zeroed() }
+}
+
+const fn fits<V>() -> bool {
+    core::mem::size_of::<V>() <= BLOCK_SIZE && core::mem::align_of::<V>() <= 8
+}
+
+impl TransportBlock {
+    /// `tag::*`: whose fields the block holds.
+    pub(crate) const fn tag(&self) -> u8 {
+        self.tag
+    }
+
+    /// `V`'s fields, if the block holds them.
+    #[inline(always)]
+    fn view<V: View>(&self) -> Option<&V> {
+        if self.tag == V::TAG {
+            // SAFETY: `V` is plain integers that fit the block's words in
+            // size and alignment (`View`), so any bytes there read as a `V`.
+            Some(unsafe { &*self.words.as_ptr().cast::<V>() })
+        } else {
+            None
+        }
+    }
+
+    #[inline(always)]
+    fn view_mut<V: View>(&mut self) -> &mut V {
+        if self.tag != V::TAG {
+            if self.tag != tag::NONE {
+                // Word stores the compiler keeps (a `memset` would be a
+                // byte loop in the XDP program).
+                for w in self.words.iter_mut() {
+                    // SAFETY: a valid, aligned `u64` of `self`.
+                    unsafe { core::ptr::write_volatile(w, 0) };
+                }
+            }
+            self.tag = V::TAG;
+        }
+        // SAFETY: as in `view`; writes through `V` keep the words plain bytes.
+        unsafe { &mut *self.words.as_mut_ptr().cast::<V>() }
+    }
+}
+
+/// RoCE's fields (RoCEv2, RoCEv1, native InfiniBand): the BTH, its
+/// extension headers and the ICRC. Which of them hold a value the record's
+/// `flags` say (`HAS_BTH`, `HAS_RETH`, …, `ICRC_CHECKED`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct RoceView {
+    pub reth_va: u64,
+    pub atomic_va: u64,
+    pub atomic_swap_add: u64,
+    pub atomic_compare: u64,
+    /// AtomicAckETH original remote data.
+    pub atomic_orig: u64,
+    /// BTH destination QP (24 bits).
+    pub dest_qp: u32,
+    /// BTH packet sequence number (24 bits).
+    pub psn: u32,
+    /// AETH message sequence number (24 bits).
+    pub aeth_msn: u32,
+    pub reth_rkey: u32,
+    pub reth_len: u32,
+    /// ImmDt immediate data (host order of the big-endian wire value).
+    pub imm: u32,
+    /// IETH R_Key to invalidate.
+    pub ieth_rkey: u32,
+    pub deth_qkey: u32,
+    /// DETH source QP (24 bits).
+    pub deth_src_qp: u32,
+    pub atomic_rkey: u32,
+    /// The ICRC as carried on the wire, read as a little-endian u32 (the
+    /// CRC-32 value itself: RoCE transmits it least significant byte first).
+    pub icrc: u32,
+    pub pkey: u16,
+    pub opcode: u8,
+    pub pad_count: u8,
+    pub tver: u8,
+    /// AETH syndrome byte (ACK 0x00-0x1F, RNR NAK 0x20-0x3F, NAK 0x60-0x7F).
+    pub aeth_syndrome: u8,
+    /// Keeps the size a multiple of 8 with every byte named.
+    pub _reserved: [u8; 6],
+}
+
+const _: () = assert!(core::mem::size_of::<RoceView>() == 5 * 8 + 11 * 4 + 2 + 4 + 6);
+const _: () = assert!(fits::<RoceView>());
+// SAFETY: integers only, and it fits (asserted above).
+unsafe impl View for RoceView {
+    const TAG: u8 = tag::ROCE;
+}
+
+impl RoceView {
+    /// All zeros: what the view reads as on a record that is not its own.
+    pub const EMPTY: RoceView = empty();
+}
+
+/// Link-level flow control's fields: 802.1Qbb PFC (`HAS_PFC`) and 802.3x
+/// PAUSE (`HAS_PAUSE`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LinkControlView {
+    /// PFC pause quanta per priority 0..7.
+    pub pfc_quanta: [u16; 8],
+    /// 802.3x PAUSE quanta.
+    pub pause_quanta: u16,
+    /// PFC class-enable vector (low 8 bits; one bit per priority).
+    pub pfc_enable: u8,
+    /// Keeps the size a multiple of 2 with every byte named.
+    pub _reserved: u8,
+}
+
+const _: () = assert!(core::mem::size_of::<LinkControlView>() == 16 + 2 + 1 + 1);
+const _: () = assert!(fits::<LinkControlView>());
+// SAFETY: integers only, and it fits (asserted above).
+unsafe impl View for LinkControlView {
+    const TAG: u8 = tag::LINK_CONTROL;
+}
+
+impl LinkControlView {
+    /// All zeros: what the view reads as on a record that is not its own.
+    pub const EMPTY: LinkControlView = empty();
+}
+
+/// [`UetView::present`]: which of its fields hold a value.
+pub mod uet_present {
+    /// `pds_type`, `pds_flags` (every PDS header).
+    pub const PDS: u16 = 1 << 0;
+    /// `psn`: a request's, a NACK's or a control packet's.
+    pub const PSN: u16 = 1 << 1;
+    /// `spdcid`, `dpdcid`.
+    pub const PDC: u16 = 1 << 2;
+    /// `cack_psn`, `ack_psn` (an ACK of any kind).
+    pub const ACK: u16 = 1 << 3;
+    /// `sack_base`, `sack_bitmap` (ACK_CC, ACK_CCX).
+    pub const SACK: u16 = 1 << 4;
+    /// `cc_type`, `cc_state` (ACK_CC).
+    pub const CC: u16 = 1 << 5;
+    /// `nack_code`.
+    pub const NACK: u16 = 1 << 6;
+    /// `entropy`.
+    pub const ENTROPY: u16 = 1 << 7;
+    /// `ses_opcode`, `ses_flags`.
+    pub const SES: u16 = 1 << 8;
+    /// `message_id`.
+    pub const MESSAGE_ID: u16 = 1 << 9;
+    /// `job_id`.
+    pub const JOB_ID: u16 = 1 << 10;
+}
+
+/// UET's fields (UE Specification 1.0.1; `wire::uet`): the PDS header's
+/// and the SES header's that the analyzer keys and sequences by.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct UetView {
+    /// ACK_CC/ACK_CCX: bit `i` set when PSN `sack_base + i` was received.
+    pub sack_bitmap: u64,
+    /// ACK_CC: the 8 bytes of CC state as on the wire (big-endian; how to
+    /// read them `cc_type` says).
+    pub cc_state: u64,
+    /// The PSN of a request, a NACK or a control packet.
+    pub psn: u32,
+    /// An ACK's cumulative PSN: every PSN up to it was received.
+    pub cack_psn: u32,
+    /// The PSN an ACK answers (`cack_psn` plus its offset).
+    pub ack_psn: u32,
+    /// The SACK bitmap's first PSN (`cack_psn` plus its offset).
+    pub sack_base: u32,
+    /// SES job id (24 bits).
+    pub job_id: u32,
+    /// Source and destination PDC ids.
+    pub spdcid: u16,
+    pub dpdcid: u16,
+    /// The entropy: native IP mode's entropy header (over UDP the entropy
+    /// is the UDP source port, `udp_sport`).
+    pub entropy: u16,
+    /// SES message id.
+    pub message_id: u16,
+    /// [`uet_present`] bits.
+    pub present: u16,
+    /// PDS type (`wire::uet::PdsType` as u8).
+    pub pds_type: u8,
+    /// PDS flags (7 bits; their meaning depends on the type).
+    pub pds_flags: u8,
+    /// NACK code (`wire::uet::NackCode` as u8).
+    pub nack_code: u8,
+    /// ACK_CC's CC type (0 NSCC, 1 credit).
+    pub cc_type: u8,
+    /// SES opcode (6 bits) and flags byte.
+    pub ses_opcode: u8,
+    pub ses_flags: u8,
+    /// Keeps the size a multiple of 8 with every byte named.
+    pub _reserved: [u8; 4],
+}
+
+const _: () = assert!(core::mem::size_of::<UetView>() == 2 * 8 + 5 * 4 + 5 * 2 + 6 + 4);
+const _: () = assert!(fits::<UetView>());
+// SAFETY: integers only, and it fits (asserted above).
+unsafe impl View for UetView {
+    const TAG: u8 = tag::UET;
+}
+
+impl UetView {
+    /// All zeros: what the view reads as on a record that is not its own.
+    pub const EMPTY: UetView = empty();
+}
+
+impl PacketRecord {
+    /// RoCE's fields; all zero unless the record is RoCE's.
+    #[inline(always)]
+    pub fn roce(&self) -> &RoceView {
+        self.try_roce().unwrap_or(&RoceView::EMPTY)
+    }
+
+    /// RoCE's fields if the record is RoCE's (the XDP program reads them
+    /// so: no pointer to the empty view's constant).
+    #[inline(always)]
+    pub fn try_roce(&self) -> Option<&RoceView> {
+        self.block.view()
+    }
+
+    /// RoCE's fields to write: makes the record RoCE's (the block is
+    /// emptied first if it held another's fields).
+    #[inline(always)]
+    pub fn roce_mut(&mut self) -> &mut RoceView {
+        self.block.view_mut()
+    }
+
+    /// PFC's and PAUSE's fields; all zero on any other record.
+    #[inline(always)]
+    pub fn link_control(&self) -> &LinkControlView {
+        self.block.view().unwrap_or(&LinkControlView::EMPTY)
+    }
+
+    /// PFC's and PAUSE's fields to write (see [`PacketRecord::roce_mut`]).
+    #[inline(always)]
+    pub fn link_control_mut(&mut self) -> &mut LinkControlView {
+        self.block.view_mut()
+    }
+
+    /// UET's fields; all zero unless the record is UET's.
+    #[inline(always)]
+    pub fn uet(&self) -> &UetView {
+        self.block.view().unwrap_or(&UetView::EMPTY)
+    }
+
+    /// UET's fields to write (see [`PacketRecord::roce_mut`]).
+    #[inline(always)]
+    pub fn uet_mut(&mut self) -> &mut UetView {
+        self.block.view_mut()
+    }
+
+    /// `self` holding RoCE's fields `v` (for building records by hand).
+    pub fn with_roce(mut self, v: RoceView) -> PacketRecord {
+        *self.roce_mut() = v;
+        self
+    }
+
+    /// `self` holding link control's fields `v`.
+    pub fn with_link_control(mut self, v: LinkControlView) -> PacketRecord {
+        *self.link_control_mut() = v;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_reads_only_its_own_block() {
+        let mut r = PacketRecord::default();
+        assert_eq!(r.transport(), None);
+        r.roce_mut().psn = 7;
+        r.roce_mut().icrc = 0xDEAD_BEEF;
+        assert_eq!(r.transport(), Some(crate::wire::TransportId::Roce));
+        assert_eq!((r.roce().psn, r.roce().icrc), (7, 0xDEAD_BEEF));
+        assert_eq!(*r.link_control(), LinkControlView::default());
+        assert_eq!(*r.uet(), UetView::default());
+
+        // Claiming it for another owner empties it first.
+        r.uet_mut().sack_base = 9;
+        assert_eq!(r.transport(), Some(crate::wire::TransportId::Uet));
+        assert_eq!(*r.roce(), RoceView::default());
+        assert_eq!(
+            *r.uet(),
+            UetView {
+                sack_base: 9,
+                ..UetView::default()
+            }
+        );
+        r.link_control_mut().pause_quanta = 3;
+        assert_eq!(r.transport(), None);
+        assert_eq!(r.link_control().pause_quanta, 3);
+        assert_eq!(*r.uet(), UetView::default());
+        r.roce_mut();
+        assert_eq!(*r.roce(), RoceView::default());
+    }
+
+    #[test]
+    fn the_views_share_the_blocks_bytes() {
+        let r = PacketRecord::default().with_roce(RoceView {
+            reth_va: 0x0102_0304_0506_0708,
+            ..RoceView::default()
+        });
+        let words = r.block.words;
+        assert_eq!(words[0], 0x0102_0304_0506_0708);
+        assert!(words[1..].iter().all(|w| *w == 0));
+    }
+}
