@@ -1,7 +1,7 @@
 //! The end of input: what the capture never settled, settled; flows, PFC
 //! intervals, the summary and the findings.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::flows::timeline::flush_bin;
 use super::flows::{FlowTable, flow_row, kept};
@@ -134,6 +134,7 @@ impl Analyzer {
         self.hints = Default::default();
         self.cm_requests = Default::default();
         let duration = self.first_ts.map(|f| last - f).unwrap_or(0);
+        let streamed = self.flows.live() > self.config.rows_held;
         let pfc_summary: Vec<PfcSummary> = self
             .pfc
             .stats
@@ -288,8 +289,10 @@ impl Analyzer {
                 hops: m.hops.len(),
             }),
             nic_timeouts: nic_timeouts(&self.retired.timeouts, &self.flows, &self.ifaces),
-            retirement: (self.retired.totals.flows > 0 || self.retired.interim_rows > 0).then(
-                || Retirement {
+            retirement: (self.retired.totals.flows > 0
+                || self.retired.interim_rows > 0
+                || streamed)
+                .then(|| Retirement {
                     flow_idle_ns: self.config.flow_idle_ns,
                     flow_active_ns: self.config.flow_active_ns,
                     retired_flows: self.retired.totals.flows,
@@ -297,8 +300,12 @@ impl Analyzer {
                     peak_live_flows: self.expiry.peak_live as u64,
                     evidence_k: kept::EVIDENCE_K as u64,
                     evidence_omitted: self.retired.omitted(),
-                },
-            ),
+                    rows_streamed_at_end: if streamed {
+                        self.flows.live() as u64
+                    } else {
+                        0
+                    },
+                }),
             findings: Vec::new(),
         };
         let diagnoses = findings::diagnose(&findings::Input {
@@ -313,11 +320,21 @@ impl Analyzer {
             hops: &hop_rows,
             nics: &self.nics.rows_per_tap(),
         });
+        // More flows live than the reports hold rows of: each retires now,
+        // its row to the sink; the evidence and the named flows' rows stay.
+        let mut rows = Vec::new();
+        if streamed {
+            let named = diagnoses.iter().flat_map(|d| d.flows.iter().copied());
+            self.retire_all(&named.collect(), &mut rows, sink);
+        }
         // The retired flows kept as evidence (their rows were written as
         // they retired), then the live ones, chunk by chunk: by flow id,
         // which readers look them up by (`Analysis::flow`).
-        let mut rows: Vec<_> = self.retired.evidence().map(flow_row).collect();
-        let evidence = rows.len();
+        let named: BTreeSet<u32> = rows.iter().map(|r| r.flow_id).collect();
+        let evidence = self.retired.evidence().filter(|f| !named.contains(&f.id));
+        let mut rows: Vec<_> = evidence.map(flow_row).chain(rows).collect();
+        let written: BTreeSet<u32> = rows.iter().map(|r| r.flow_id).collect();
+        let held = rows.len();
         // A flow that wrote interim rows: its row since the last.
         let intervals = &self.expiry.intervals;
         rows.extend(std::mem::take(&mut self.flows).into_map(|f| {
@@ -325,10 +342,9 @@ impl Analyzer {
             intervals.since(f, &mut row);
             row
         }));
-        if evidence > 0 || self.retired.totals.flows > 0 {
+        if held > 0 || self.retired.totals.flows > 0 {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
-        let written = self.retired.evidence().map(|f| f.id).collect();
         let taps = &self.taps;
         let origins = taps
             .iter()

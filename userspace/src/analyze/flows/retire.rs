@@ -250,4 +250,28 @@ impl Analyzer {
         sink.flow(&row);
         self.retired.add(f, &row);
     }
+
+    /// More flows live at the end than `Config::rows_held`: each retires as
+    /// at the end of the run, its row written to the sink and folded into
+    /// [`Retired`] (its sums, the findings' evidence). The rows of the flows
+    /// in `named` (those the findings list) are kept in `rows` as well.
+    pub(in crate::analyze) fn retire_all(
+        &mut self,
+        named: &std::collections::BTreeSet<u32>,
+        rows: &mut Vec<FlowRow>,
+        sink: &mut impl Sink,
+    ) {
+        let flows = std::mem::take(&mut self.flows);
+        flows.drain(|f| {
+            let mut row = self.life_row(&f, f.cnps);
+            self.expiry.intervals.since(&f, &mut row);
+            sink.flow(&row);
+            if named.contains(&f.id) {
+                let mut kept = flow_row(&f);
+                self.expiry.intervals.since(&f, &mut kept);
+                rows.push(kept);
+            }
+            self.retired.add(f, &row);
+        });
+    }
 }

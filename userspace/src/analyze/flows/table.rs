@@ -70,22 +70,27 @@ impl FlowTable {
         self.get(i).is_some_and(|f| f.id == id)
     }
 
-    /// Every live flow made into `T`, in order of slot, each chunk freed
-    /// once made and its memory handed back to the system every
-    /// [`GIVE_BACK_CHUNKS`] (`out` lives in fresh pages, so memory the flows
-    /// held and the allocator kept would count twice): the flows and what
-    /// they become are never all held at once.
+    /// Every live flow made into `T`, in order of slot (see [`Self::drain`]):
+    /// `out` lives in fresh pages, so memory the flows held and the
+    /// allocator kept would count twice; the flows and what they become are
+    /// never all held at once.
     pub(crate) fn into_map<T>(self, f: impl Fn(&Flow) -> T) -> Vec<T> {
         let mut out = Vec::with_capacity(self.live());
+        self.drain(|flow| out.push(f(&flow)));
+        out
+    }
+
+    /// Every live flow handed to `f`, in order of slot, each chunk freed
+    /// once handed over and its memory given back to the system every
+    /// [`GIVE_BACK_CHUNKS`].
+    pub(crate) fn drain(self, mut f: impl FnMut(Flow)) {
         for (n, chunk) in self.chunks.into_iter().enumerate() {
-            out.extend(chunk.iter().filter(|x| x.id != FREE).map(&f));
-            drop(chunk);
+            chunk.into_iter().filter(|x| x.id != FREE).for_each(&mut f);
             if n % GIVE_BACK_CHUNKS == GIVE_BACK_CHUNKS - 1 {
                 crate::heap::give_back();
             }
         }
         crate::heap::give_back();
-        out
     }
 
     /// The live flow in slot `i`.
