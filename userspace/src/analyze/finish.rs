@@ -332,17 +332,17 @@ impl Analyzer {
         // which readers look them up by (`Analysis::flow`).
         let named: BTreeSet<u32> = rows.iter().map(|r| r.flow_id).collect();
         let evidence = self.retired.evidence().filter(|f| !named.contains(&f.id));
-        let mut rows: Vec<_> = evidence.map(flow_row).chain(rows).collect();
-        let written: BTreeSet<u32> = rows.iter().map(|r| r.flow_id).collect();
-        let held = rows.len();
+        let held: Vec<_> = evidence.map(flow_row).chain(rows).collect();
+        let written: BTreeSet<u32> = held.iter().map(|r| r.flow_id).collect();
+        let evidence = held.len();
         // A flow that wrote interim rows: its row since the last.
         let intervals = &self.expiry.intervals;
-        rows.extend(std::mem::take(&mut self.flows).into_map(|f| {
+        let mut rows = std::mem::take(&mut self.flows).into_map(held, |f| {
             let mut row = flow_row(f);
             intervals.since(f, &mut row);
             row
-        }));
-        if held > 0 || self.retired.totals.flows > 0 {
+        });
+        if evidence > 0 || self.retired.totals.flows > 0 {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
         let taps = &self.taps;

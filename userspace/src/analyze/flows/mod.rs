@@ -83,14 +83,9 @@ pub(crate) struct Flow {
     pub src_mac: [u8; 6],
     /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
     pub sniffer_tap: bool,
-    /// What only some flows count, from the first on.
+    /// What only some flows count or keep, from the first on: one pointer
+    /// in every flow for all of it.
     pub(super) rare: Option<Box<Rare>>,
-    /// Its rewinds, from the first one on (`None`: it never rewound).
-    pub(super) rewind: Option<Box<RewindHistory>>,
-    /// Its missing PSNs, from the first gap on.
-    pub(super) gap: Option<Box<GapHistory>>,
-    /// Its NAKs, from the first one on.
-    pub(super) nak: Option<Box<NakHistory>>,
     /// The requester's transport timer and what its timeout rewinds measured.
     pub rto: rto::Timer,
     /// The longest request frame (wire length): what an MTU drops.
@@ -102,9 +97,9 @@ pub(crate) struct Flow {
     pub(super) dcqcn: Option<Box<dcqcn::Rate>>,
 }
 
-/// What only some flows ever count: held from the first on, so that a flow
-/// without any carries 8 bytes for them, not 56.
-#[derive(Clone, Copy, Debug, Default)]
+/// What only some flows ever count or keep: held from the first on, so that
+/// a flow without any carries 8 bytes for them, not 80.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Rare {
     /// Packets with BECN set.
     pub becn: u64,
@@ -116,6 +111,12 @@ pub(crate) struct Rare {
     pub mirror_copies: u64,
     /// Its first CE mark no CNP has answered yet.
     pub(in crate::analyze) ce_unanswered: Option<u64>,
+    /// Its rewinds, from the first one on (`None`: it never rewound).
+    pub(in crate::analyze) rewind: Option<Box<RewindHistory>>,
+    /// Its missing PSNs, from the first gap on.
+    pub(in crate::analyze) gap: Option<Box<GapHistory>>,
+    /// Its NAKs, from the first one on.
+    pub(in crate::analyze) nak: Option<Box<NakHistory>>,
 }
 
 /// What a flow that counted none of them reads.
@@ -126,6 +127,9 @@ static NO_RARE: Rare = Rare {
     icrc_errors: 0,
     mirror_copies: 0,
     ce_unanswered: None,
+    rewind: None,
+    gap: None,
+    nak: None,
 };
 
 impl Flow {
@@ -185,9 +189,6 @@ impl Flow {
             src_mac: [0; 6],
             sniffer_tap: false,
             rare: None,
-            rewind: None,
-            gap: None,
-            nak: None,
             rto: rto::Timer::default(),
             max_frame_len: 0,
             marks: qos::FlowMarks::default(),
@@ -197,31 +198,47 @@ impl Flow {
 
     /// Its rewind history (an empty one when it never rewound).
     pub(crate) fn rewind(&self) -> &RewindHistory {
-        self.rewind.as_deref().unwrap_or(&NO_REWINDS)
+        self.rare().rewind.as_deref().unwrap_or(&NO_REWINDS)
     }
 
     pub(super) fn rewind_mut(&mut self) -> &mut RewindHistory {
         let acked = self.rto.highest_acked();
-        self.rewind
+        self.rare_mut()
+            .rewind
             .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)))
+    }
+
+    /// Its rewind history to change, when it has one.
+    pub(super) fn rewind_held(&mut self) -> Option<&mut RewindHistory> {
+        self.rare.as_deref_mut()?.rewind.as_deref_mut()
+    }
+
+    /// Its gap history to change, when it has one.
+    pub(super) fn gap_held(&mut self) -> Option<&mut GapHistory> {
+        self.rare.as_deref_mut()?.gap.as_deref_mut()
+    }
+
+    /// Its NAK history to change, when it has one.
+    pub(super) fn nak_held(&mut self) -> Option<&mut NakHistory> {
+        self.rare.as_deref_mut()?.nak.as_deref_mut()
     }
 
     /// Its gap history (an empty one when it never skipped a PSN).
     pub(crate) fn gap(&self) -> &GapHistory {
-        self.gap.as_deref().unwrap_or(&NO_GAPS)
+        self.rare().gap.as_deref().unwrap_or(&NO_GAPS)
     }
 
     pub(super) fn gap_mut(&mut self) -> &mut GapHistory {
-        self.gap.get_or_insert_with(Box::default)
+        self.rare_mut().gap.get_or_insert_with(Box::default)
     }
 
     /// Its NAK history (an empty one when it carried no NAK).
     pub(crate) fn nak(&self) -> &NakHistory {
-        self.nak.as_deref().unwrap_or(&NO_NAKS)
+        self.rare().nak.as_deref().unwrap_or(&NO_NAKS)
     }
 
     pub(super) fn nak_mut(&mut self) -> &mut NakHistory {
-        self.nak.get_or_insert_with(Box::default)
+        self.rare_mut().nak.get_or_insert_with(Box::default)
     }
 
     /// Its DCQCN reaction (an empty one before its first data packet).

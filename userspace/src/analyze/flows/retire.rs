@@ -160,15 +160,14 @@ impl Analyzer {
         self.decide_fills(i, false, sink);
         let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
         let mut out = Vec::new();
-        if let Some(g) = self.flows[i].gap.as_deref_mut() {
+        if let Some(g) = self.flows[i].gap_held() {
             g.pending_gaps.finish(acked, &mut out);
         }
         for g in out {
             self.resolved(i, g, end, sink);
         }
         let timeouts = self.flows[i]
-            .rewind
-            .as_deref_mut()
+            .rewind_held()
             .map(|r| std::mem::take(&mut r.timeouts));
         for t in timeouts.unwrap_or_default() {
             self.judge_timeout(i, t);
