@@ -682,9 +682,14 @@ fn analyze_loop(
                 }
             }
             ToAnalyzer::Finish(facts) => {
-                let mut sink = TableBatch::default();
+                let mut sink = Flushing {
+                    batch: TableBatch::default(),
+                    wtx: &wtx,
+                    failed: false,
+                };
                 let analysis = finished(analyzer, &mut sink, &facts);
-                if wtx.send(ToWriter::Batch(sink)).is_err()
+                if sink.failed
+                    || wtx.send(ToWriter::Batch(sink.batch)).is_err()
                     || wtx
                         .send(ToWriter::Close(Box::new(analysis), facts))
                         .is_err()
@@ -853,6 +858,39 @@ impl analyze::Sink for Discard {
         false
     }
     fn flow(&mut self, _: &analyze::FlowRow) {}
+}
+
+/// Flow rows the end of a run hands over before the writer has them: the
+/// rows of the flows live at the end once there are more than
+/// `Config::rows_held` (docs/analysis.md, "Retirement").
+const FINISH_BATCH_ROWS: usize = 4096;
+
+/// The end of a run's sink: its flow rows go to the writer in batches as
+/// they are made, so that they are never all held at once.
+struct Flushing<'a> {
+    batch: TableBatch,
+    wtx: &'a SyncSender<ToWriter>,
+    /// The writer stopped: the rest is dropped, its error told at the end.
+    failed: bool,
+}
+
+impl analyze::Sink for Flushing<'_> {
+    fn event(&mut self, e: &analyze::Event) {
+        self.batch.event(e);
+    }
+    fn timeline(&mut self, row: &analyze::TimelineRow) {
+        self.batch.timeline(row);
+    }
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        if self.failed {
+            return;
+        }
+        self.batch.flow(row);
+        if self.batch.flows.len() >= FINISH_BATCH_ROWS {
+            let full = std::mem::take(&mut self.batch);
+            self.failed = self.wtx.send(ToWriter::Batch(full)).is_err();
+        }
+    }
 }
 
 impl analyze::Sink for TableBatch {

@@ -1,7 +1,7 @@
 //! The end of input: what the capture never settled, settled; flows, PFC
 //! intervals, the summary and the findings.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::flows::timeline::flush_bin;
 use super::flows::{FlowTable, flow_row, kept};
@@ -140,6 +140,7 @@ impl Analyzer {
         self.hints = Default::default();
         self.cm_requests = Default::default();
         let duration = self.first_ts.map(|f| last - f).unwrap_or(0);
+        let streamed = self.flows.live() > self.config.rows_held;
         let pfc_summary: Vec<PfcSummary> = self
             .pfc
             .stats
@@ -217,7 +218,11 @@ impl Analyzer {
         }
         self.ecmp.finish();
         facts.extend(self.ecmp.silent_groups());
-        if self.config.ecmp_groups.is_empty() {
+        // The fact compares a host pair's QPs at two taps: with one tap it
+        // is never raised, and its map (a node per host pair: ~430 bytes a
+        // data flow at 1M QPs) is not built.
+        let taps_seen = self.taps.iter().filter(|t| t.seen).count();
+        if self.config.ecmp_groups.is_empty() && taps_seen > 1 {
             let mut qps = self.retired.qps.clone();
             for f in self.flows.iter() {
                 kept::add_qps(&mut qps, f, usize::MAX);
@@ -294,8 +299,10 @@ impl Analyzer {
                 hops: m.hops.len(),
             }),
             nic_timeouts: nic_timeouts(&self.retired.timeouts, &self.flows, &self.ifaces),
-            retirement: (self.retired.totals.flows > 0 || self.retired.interim_rows > 0).then(
-                || Retirement {
+            retirement: (self.retired.totals.flows > 0
+                || self.retired.interim_rows > 0
+                || streamed)
+                .then(|| Retirement {
                     flow_idle_ns: self.config.flow_idle_ns,
                     flow_active_ns: self.config.flow_active_ns,
                     retired_flows: self.retired.totals.flows,
@@ -303,8 +310,12 @@ impl Analyzer {
                     peak_live_flows: self.expiry.peak_live as u64,
                     evidence_k: kept::EVIDENCE_K as u64,
                     evidence_omitted: self.retired.omitted(),
-                },
-            ),
+                    rows_streamed_at_end: if streamed {
+                        self.flows.live() as u64
+                    } else {
+                        0
+                    },
+                }),
             findings: Vec::new(),
         };
         let diagnoses = findings::diagnose(&findings::Input {
@@ -319,22 +330,31 @@ impl Analyzer {
             hops: &hop_rows,
             nics: &self.nics.rows_per_tap(),
         });
+        // More flows live than the reports hold rows of: each retires now,
+        // its row to the sink; the evidence and the named flows' rows stay.
+        let mut rows = Vec::new();
+        if streamed {
+            let named = diagnoses.iter().flat_map(|d| d.flows.iter().copied());
+            self.retire_all(&named.collect(), &mut rows, sink);
+        }
         // The retired flows kept as evidence (their rows were written as
         // they retired), then the live ones, chunk by chunk: by flow id,
         // which readers look them up by (`Analysis::flow`).
-        let mut rows: Vec<_> = self.retired.evidence().map(flow_row).collect();
-        let evidence = rows.len();
+        let named: BTreeSet<u32> = rows.iter().map(|r| r.flow_id).collect();
+        let evidence = self.retired.evidence().filter(|f| !named.contains(&f.id));
+        let held: Vec<_> = evidence.map(flow_row).chain(rows).collect();
+        let written: BTreeSet<u32> = held.iter().map(|r| r.flow_id).collect();
+        let evidence = held.len();
         // A flow that wrote interim rows: its row since the last.
         let intervals = &self.expiry.intervals;
-        rows.extend(std::mem::take(&mut self.flows).into_map(|f| {
+        let mut rows = std::mem::take(&mut self.flows).into_map(held, |f| {
             let mut row = flow_row(f);
             intervals.since(f, &mut row);
             row
-        }));
+        });
         if evidence > 0 || self.retired.totals.flows > 0 {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
-        let written = self.retired.evidence().map(|f| f.id).collect();
         let taps = &self.taps;
         let origins = taps
             .iter()

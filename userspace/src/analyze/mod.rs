@@ -186,6 +186,11 @@ pub struct Config {
     pub flow_idle_ns: u64,
     /// `--flow-active`: a flow active this long writes an interim row.
     pub flow_active_ns: u64,
+    /// More flows live at the end than this: their rows go to the sink as
+    /// they are made, as retired flows' do, and [`Analysis::flows`] holds
+    /// only the findings' evidence and named flows (docs/analysis.md,
+    /// "Retirement").
+    pub rows_held: usize,
 }
 
 /// `--flow-idle`'s default: 60 s of capture time (NetFlow's inactive timeout
@@ -193,6 +198,9 @@ pub struct Config {
 pub const DEFAULT_FLOW_IDLE_NS: u64 = 60_000_000_000;
 /// `--flow-active`'s default: an hour, the dataset's file per hour.
 pub const DEFAULT_FLOW_ACTIVE_NS: u64 = 3_600_000_000_000;
+/// [`Config::rows_held`]'s default: ~40 MB of rows (592 bytes each) and
+/// their filters.
+pub const DEFAULT_ROWS_HELD: usize = 65_536;
 
 impl Config {
     /// The options that change what a run writes, as stable text, one
@@ -283,6 +291,7 @@ impl Default for Config {
             clock_offsets: Vec::new(),
             flow_idle_ns: DEFAULT_FLOW_IDLE_NS,
             flow_active_ns: DEFAULT_FLOW_ACTIVE_NS,
+            rows_held: DEFAULT_ROWS_HELD,
         }
     }
 }

@@ -59,7 +59,7 @@ impl Analyzer {
         if let Some(r) = self.flows[i].paired {
             let nak = has_aeth && (aeth::is_nak(syn) || aeth::is_rnr_nak(syn));
             // Without a rewind there is no run to answer.
-            if let Some(h) = self.flows[r].rewind.as_deref_mut() {
+            if let Some(h) = self.flows[r].rewind_held() {
                 h.livelock.answered(now, nak);
             }
         }
@@ -150,7 +150,7 @@ impl Analyzer {
         let f = &mut self.flows[r];
         let next = f.seq.map(|s| s.next);
         f.rto.acked(a, next, now);
-        if let Some(h) = f.rewind.as_deref_mut() {
+        if let Some(h) = f.rewind_held() {
             h.livelock.acked(a);
             for t in &mut h.timeouts {
                 if t.acked_at.is_none() && psn::diff(a, t.psn) >= 0 {

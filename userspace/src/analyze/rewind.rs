@@ -190,6 +190,8 @@ impl Analyzer {
         let acked = f.rto.highest_acked();
         let timer = &mut f.rto;
         let h = f
+            .rare
+            .get_or_insert_with(Box::default)
             .rewind
             .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)));
         let wait = if matches!(trigger, Trigger::Nak | Trigger::Rnr) {

@@ -284,6 +284,15 @@ pub struct Retirement {
     /// leave them out.
     pub evidence_k: u64,
     pub evidence_omitted: std::collections::BTreeMap<&'static str, u64>,
+    /// Flows live at the end whose rows were written as they were made,
+    /// more than the reports hold (docs/analysis.md, "Retirement"): only
+    /// the findings' evidence among them is in the reports.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rows_streamed_at_end: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Sums over all flows.

@@ -26,15 +26,39 @@ pub(crate) fn nearest_exponent(ns: u64) -> u8 {
     x.log2().round().clamp(0.0, 31.0) as u8
 }
 
+/// A capture time or none, in 8 bytes (an `Option<u64>` takes 16, and
+/// every flow holds two: docs/analysis.md, "Memory"). `u64::MAX` ns, a time
+/// no capture reaches, stands for none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CaptureTime(u64);
+
+impl CaptureTime {
+    const NONE: CaptureTime = CaptureTime(u64::MAX);
+
+    fn get(self) -> Option<u64> {
+        (self != Self::NONE).then_some(self.0)
+    }
+
+    fn at(ns: u64) -> Self {
+        CaptureTime(ns)
+    }
+}
+
+impl Default for CaptureTime {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
 /// A flow's timer as the capture shows it (what its timeout rewinds
 /// measured, [`Waits`], lives with the flow's rewinds).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Timer {
-    /// When the timer last (re)started; `None` while nothing is outstanding.
-    started: Option<u64>,
+    /// When the timer last (re)started; none while nothing is outstanding.
+    started: CaptureTime,
     /// `started` as of the flow's previous packet: the timer in effect when
     /// the idle time before a rewind began.
-    started_before_idle: Option<u64>,
+    started_before_idle: CaptureTime,
     /// Highest PSN acknowledged so far (progress restarts the timer).
     acked: Option<u32>,
 }
@@ -103,7 +127,9 @@ impl Timer {
     /// A request sent at `now`: it starts the timer when nothing was
     /// outstanding.
     pub fn sent(&mut self, now: u64) {
-        self.started.get_or_insert(now);
+        if self.started == CaptureTime::NONE {
+            self.started = CaptureTime::at(now);
+        }
     }
 
     /// An ACK up to `a` at `now`; `next` is one past the highest PSN sent.
@@ -114,7 +140,11 @@ impl Timer {
         }
         self.acked = Some(a);
         let outstanding = next.is_some_and(|n| psn::diff(n, psn::add(a, 1)) > 0);
-        self.started = outstanding.then_some(now);
+        self.started = if outstanding {
+            CaptureTime::at(now)
+        } else {
+            CaptureTime::NONE
+        };
     }
 
     /// ACKs the live tap only counted (summary mode) raised the highest
@@ -124,7 +154,7 @@ impl Timer {
     pub fn acked_counted(&mut self, a: u32, now: u64) {
         if self.acked.is_none_or(|p| psn::diff(a, p) > 0) {
             self.acked = Some(a);
-            self.started = Some(now);
+            self.started = CaptureTime::at(now);
         }
     }
 
@@ -135,7 +165,7 @@ impl Timer {
 
     /// A NAK restarts the timer (the requester resends at once).
     pub fn nak(&mut self, now: u64) {
-        self.started = Some(now);
+        self.started = CaptureTime::at(now);
     }
 
     /// A timeout rewind at `now` after `idle` ns of silence, `paused` ns of
@@ -150,16 +180,16 @@ impl Timer {
     ) -> Option<u64> {
         let mut measured = None;
         if paused == 0 {
-            if let Some(s) = self.started {
+            if let Some(s) = self.started.get() {
                 let wait = now.saturating_sub(s);
                 waits.sample(wait);
                 measured = Some(wait);
             }
-        } else if let Some(s) = self.started_before_idle {
+        } else if let Some(s) = self.started_before_idle.get() {
             let lower = now.saturating_sub(idle).saturating_sub(s);
             waits.bound(lower, now.saturating_sub(s));
         }
-        self.started = Some(now);
+        self.started = CaptureTime::at(now);
         measured
     }
 

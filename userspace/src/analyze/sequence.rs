@@ -118,7 +118,7 @@ impl Analyzer {
         // Outstanding NAKs for this PSN are consumed by any send of it.
         let mut nak: Option<PendingNak> = None;
         if let Some(p) = paired
-            && let Some(naks) = self.flows[p].nak.as_deref_mut()
+            && let Some(naks) = self.flows[p].nak_held()
         {
             naks.pending.retain(|n| {
                 if n.psn == q {
@@ -172,8 +172,7 @@ impl Analyzer {
         };
         if psn::diff(q, s.next) < 0 {
             if let Some((since, nak_named)) = self.flows[i]
-                .gap
-                .as_deref_mut()
+                .gap_held()
                 .and_then(|g| g.pending_gaps.take(q))
             {
                 // A PSN the tap missed, seen for the first time: no copy of
@@ -308,11 +307,7 @@ impl Analyzer {
     /// (`resend`: a retransmission continued forward from them), or late
     /// originals.
     pub(super) fn decide_fills(&mut self, i: usize, resend: bool, sink: &mut impl Sink) {
-        let Some(run) = self.flows[i]
-            .gap
-            .as_deref_mut()
-            .and_then(|g| g.fills.take())
-        else {
+        let Some(run) = self.flows[i].gap_held().and_then(|g| g.fills.take()) else {
             return;
         };
         let iface = self.flows[i].iface;

@@ -218,6 +218,7 @@ impl AnalysisArgs {
             match_window_ns: self.match_window,
             flow_idle_ns: self.flow_idle,
             flow_active_ns: self.flow_active,
+            rows_held: analyze::DEFAULT_ROWS_HELD,
             clock_offsets: self
                 .clock_offset
                 .iter()

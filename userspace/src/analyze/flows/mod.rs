@@ -11,6 +11,7 @@
 mod index;
 mod interim;
 pub(super) mod kept;
+mod rare;
 mod retire;
 mod table;
 pub(super) mod timeline;
@@ -24,10 +25,9 @@ pub(crate) use table::FlowTable;
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};
 
-use super::responses::{NO_NAKS, NakHistory};
-use super::rewind::{NO_REWINDS, RewindHistory, STALL_MIN_NS, froze};
+use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{FlowKey, FlowRow, Verdict, ratio};
-use super::sequence::{GapHistory, NO_GAPS, Seq};
+use super::sequence::Seq;
 use super::{Analyzer, Sink};
 use super::{dcqcn, dups, psn, qos, rto};
 use timeline::bin_mut;
@@ -83,14 +83,9 @@ pub(crate) struct Flow {
     pub src_mac: [u8; 6],
     /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
     pub sniffer_tap: bool,
-    /// What only some flows count, from the first on.
-    pub(super) rare: Option<Box<Rare>>,
-    /// Its rewinds, from the first one on (`None`: it never rewound).
-    pub(super) rewind: Option<Box<RewindHistory>>,
-    /// Its missing PSNs, from the first gap on.
-    pub(super) gap: Option<Box<GapHistory>>,
-    /// Its NAKs, from the first one on.
-    pub(super) nak: Option<Box<NakHistory>>,
+    /// What only some flows count or keep, from the first on: one pointer
+    /// in every flow for all of it.
+    pub(super) rare: Option<Box<rare::Rare>>,
     /// The requester's transport timer and what its timeout rewinds measured.
     pub rto: rto::Timer,
     /// The longest request frame (wire length): what an MTU drops.
@@ -102,42 +97,7 @@ pub(crate) struct Flow {
     pub(super) dcqcn: Option<Box<dcqcn::Rate>>,
 }
 
-/// What only some flows ever count: held from the first on, so that a flow
-/// without any carries 8 bytes for them, not 56.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Rare {
-    /// Packets with BECN set.
-    pub becn: u64,
-    /// Stalls overlapping a pause of the flow's priority.
-    pub stalls: u64,
-    pub stall_paused_ns: u64,
-    /// Frames whose ICRC failed.
-    pub icrc_errors: u64,
-    pub mirror_copies: u64,
-    /// Its first CE mark no CNP has answered yet.
-    pub(in crate::analyze) ce_unanswered: Option<u64>,
-}
-
-/// What a flow that counted none of them reads.
-static NO_RARE: Rare = Rare {
-    becn: 0,
-    stalls: 0,
-    stall_paused_ns: 0,
-    icrc_errors: 0,
-    mirror_copies: 0,
-    ce_unanswered: None,
-};
-
 impl Flow {
-    /// Its rare counts (all 0 when it counted none).
-    pub(crate) fn rare(&self) -> &Rare {
-        self.rare.as_deref().unwrap_or(&NO_RARE)
-    }
-
-    pub(super) fn rare_mut(&mut self) -> &mut Rare {
-        self.rare.get_or_insert_with(Box::default)
-    }
-
     /// The QP the CNPs answering this flow's CE marks are sent to: the
     /// paired flow's for a sequenced service, the DETH's source QP for UD.
     pub(super) fn cnp_qp(&self) -> Option<u32> {
@@ -185,43 +145,11 @@ impl Flow {
             src_mac: [0; 6],
             sniffer_tap: false,
             rare: None,
-            rewind: None,
-            gap: None,
-            nak: None,
             rto: rto::Timer::default(),
             max_frame_len: 0,
             marks: qos::FlowMarks::default(),
             dcqcn: None,
         }
-    }
-
-    /// Its rewind history (an empty one when it never rewound).
-    pub(crate) fn rewind(&self) -> &RewindHistory {
-        self.rewind.as_deref().unwrap_or(&NO_REWINDS)
-    }
-
-    pub(super) fn rewind_mut(&mut self) -> &mut RewindHistory {
-        let acked = self.rto.highest_acked();
-        self.rewind
-            .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)))
-    }
-
-    /// Its gap history (an empty one when it never skipped a PSN).
-    pub(crate) fn gap(&self) -> &GapHistory {
-        self.gap.as_deref().unwrap_or(&NO_GAPS)
-    }
-
-    pub(super) fn gap_mut(&mut self) -> &mut GapHistory {
-        self.gap.get_or_insert_with(Box::default)
-    }
-
-    /// Its NAK history (an empty one when it carried no NAK).
-    pub(crate) fn nak(&self) -> &NakHistory {
-        self.nak.as_deref().unwrap_or(&NO_NAKS)
-    }
-
-    pub(super) fn nak_mut(&mut self) -> &mut NakHistory {
-        self.nak.get_or_insert_with(Box::default)
     }
 
     /// Its DCQCN reaction (an empty one before its first data packet).

@@ -160,15 +160,14 @@ impl Analyzer {
         self.decide_fills(i, false, sink);
         let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
         let mut out = Vec::new();
-        if let Some(g) = self.flows[i].gap.as_deref_mut() {
+        if let Some(g) = self.flows[i].gap_held() {
             g.pending_gaps.finish(acked, &mut out);
         }
         for g in out {
             self.resolved(i, g, end, sink);
         }
         let timeouts = self.flows[i]
-            .rewind
-            .as_deref_mut()
+            .rewind_held()
             .map(|r| std::mem::take(&mut r.timeouts));
         for t in timeouts.unwrap_or_default() {
             self.judge_timeout(i, t);
@@ -249,5 +248,29 @@ impl Analyzer {
         self.expiry.intervals.forget(f.id);
         sink.flow(&row);
         self.retired.add(f, &row);
+    }
+
+    /// More flows live at the end than `Config::rows_held`: each retires as
+    /// at the end of the run, its row written to the sink and folded into
+    /// [`Retired`] (its sums, the findings' evidence). The rows of the flows
+    /// in `named` (those the findings list) are kept in `rows` as well.
+    pub(in crate::analyze) fn retire_all(
+        &mut self,
+        named: &std::collections::BTreeSet<u32>,
+        rows: &mut Vec<FlowRow>,
+        sink: &mut impl Sink,
+    ) {
+        let flows = std::mem::take(&mut self.flows);
+        flows.drain(|f| {
+            let mut row = self.life_row(&f, f.cnps);
+            self.expiry.intervals.since(&f, &mut row);
+            sink.flow(&row);
+            if named.contains(&f.id) {
+                let mut kept = flow_row(&f);
+                self.expiry.intervals.since(&f, &mut kept);
+                rows.push(kept);
+            }
+            self.retired.add(f, &row);
+        });
     }
 }

@@ -70,22 +70,27 @@ impl FlowTable {
         self.get(i).is_some_and(|f| f.id == id)
     }
 
-    /// Every live flow made into `T`, in order of slot, each chunk freed
-    /// once made and its memory handed back to the system every
-    /// [`GIVE_BACK_CHUNKS`] (`out` lives in fresh pages, so memory the flows
-    /// held and the allocator kept would count twice): the flows and what
-    /// they become are never all held at once.
-    pub(crate) fn into_map<T>(self, f: impl Fn(&Flow) -> T) -> Vec<T> {
-        let mut out = Vec::with_capacity(self.live());
+    /// Every live flow made into `T` and pushed onto `out`, in order of
+    /// slot (see [`Self::drain`]): the flows and what they become are never
+    /// all held at once, and `out` grows once (a vector extended by another
+    /// as large would hold both at once: at 1M QPs, two copies of the rows).
+    pub(crate) fn into_map<T>(self, mut out: Vec<T>, f: impl Fn(&Flow) -> T) -> Vec<T> {
+        out.reserve_exact(self.live());
+        self.drain(|flow| out.push(f(&flow)));
+        out
+    }
+
+    /// Every live flow handed to `f`, in order of slot, each chunk freed
+    /// once handed over and its memory given back to the system every
+    /// [`GIVE_BACK_CHUNKS`].
+    pub(crate) fn drain(self, mut f: impl FnMut(Flow)) {
         for (n, chunk) in self.chunks.into_iter().enumerate() {
-            out.extend(chunk.iter().filter(|x| x.id != FREE).map(&f));
-            drop(chunk);
+            chunk.into_iter().filter(|x| x.id != FREE).for_each(&mut f);
             if n % GIVE_BACK_CHUNKS == GIVE_BACK_CHUNKS - 1 {
                 crate::heap::give_back();
             }
         }
         crate::heap::give_back();
-        out
     }
 
     /// The live flow in slot `i`.
@@ -146,7 +151,7 @@ mod tests {
         assert!(t.get(n).is_none());
         t[CHUNK].packets = 7;
         assert_eq!(t.iter().map(|f| f.packets).sum::<u64>(), 7);
-        let ids = t.into_map(|f| f.id);
+        let ids = t.into_map(Vec::new(), |f| f.id);
         assert_eq!(ids, (0..n as u32).collect::<Vec<_>>());
     }
 
@@ -165,6 +170,6 @@ mod tests {
         assert_eq!(t.insert(flow(7)), 1);
         assert!(t.holds(1, 7));
         assert_eq!((t.slots(), t.live()), (3, 3));
-        assert_eq!(t.into_map(|f| f.id), vec![0, 7, 2]);
+        assert_eq!(t.into_map(Vec::new(), |f| f.id), vec![0, 7, 2]);
     }
 }

@@ -265,3 +265,51 @@ fn an_unclaimed_cnp_count_is_swept_after_the_idle_time() {
     assert_eq!((t.cnps, t.cnps_unattributed), (1, 0));
     assert_eq!(kept.flow(A, QB).cnps, 1);
 }
+
+/// More flows live at the end than `rows_held`: each flow's row goes to the
+/// sink as it is made (as a retired flow's does), and the run holds only the
+/// rows of the flows the findings name and of the findings' evidence. Here
+/// every flow is evidence (fewer than K), so the report reads the same as
+/// with every row held.
+#[test]
+fn rows_beyond_rows_held_go_to_the_sink_at_the_end() {
+    let mut recs = nak_rewind();
+    for i in 0..3u32 {
+        recs.extend(exchange(20 * US * u64::from(i + 1), QB + 1 + i, 0));
+    }
+    let held = run(&recs);
+    let config = Config {
+        rows_held: 2,
+        ..Config::default()
+    };
+    let r = run_with(config, &recs);
+    assert!(held.sink.flows.is_empty());
+    // Every flow's row once, in order of its slot, the row the run holding
+    // every row holds (whose filters `render::tell` filled; a sink's rows
+    // get theirs from the tables' annotator, none here).
+    let ids: Vec<u32> = r.sink.flows.iter().map(|f| f.flow_id).collect();
+    assert_eq!(ids, (0..8).collect::<Vec<u32>>());
+    let unfiltered: Vec<FlowRow> = held
+        .a
+        .flows
+        .iter()
+        .map(|f| FlowRow {
+            display_filter: String::new(),
+            decode_as: String::new(),
+            ..f.clone()
+        })
+        .collect();
+    assert_eq!(r.sink.flows, unfiltered);
+    // All eight are evidence: held, and written already.
+    assert_eq!(r.a.flows, held.a.flows);
+    assert_eq!(r.a.written.len(), 8);
+    assert_eq!(r.a.unwritten_flows().count(), 0);
+    // What readers of every row add up is the same.
+    assert_eq!(r.a.sums(), held.a.sums());
+    assert_eq!(r.a.summary.totals, held.a.summary.totals);
+    r.assert_nak_loss();
+    assert_eq!(render_text(&r.a, 0, None), render_text(&held.a, 0, None));
+    let ret = r.a.summary.retirement.as_ref().expect("retirement");
+    assert_eq!((ret.rows_streamed_at_end, ret.retired_flows), (8, 0));
+    assert_eq!(held.a.summary.retirement, None);
+}

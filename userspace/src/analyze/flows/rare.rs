@@ -1,0 +1,99 @@
+//! What only some flows count or keep, behind one pointer in every flow
+//! (docs/analysis.md, "Memory"): a flow that never rewound, skipped a PSN,
+//! carried a NAK or counted a rare event holds 8 bytes for all of it.
+
+use super::super::responses::{NO_NAKS, NakHistory};
+use super::super::rewind::{NO_REWINDS, RewindHistory};
+use super::super::sequence::{GapHistory, NO_GAPS};
+use super::Flow;
+
+/// What only some flows ever count or keep: held from the first on, so that
+/// a flow without any carries 8 bytes for them, not 80.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Rare {
+    /// Packets with BECN set.
+    pub becn: u64,
+    /// Stalls overlapping a pause of the flow's priority.
+    pub stalls: u64,
+    pub stall_paused_ns: u64,
+    /// Frames whose ICRC failed.
+    pub icrc_errors: u64,
+    pub mirror_copies: u64,
+    /// Its first CE mark no CNP has answered yet.
+    pub(in crate::analyze) ce_unanswered: Option<u64>,
+    /// Its rewinds, from the first one on (`None`: it never rewound).
+    pub(in crate::analyze) rewind: Option<Box<RewindHistory>>,
+    /// Its missing PSNs, from the first gap on.
+    pub(in crate::analyze) gap: Option<Box<GapHistory>>,
+    /// Its NAKs, from the first one on.
+    pub(in crate::analyze) nak: Option<Box<NakHistory>>,
+}
+
+/// What a flow that counted none of them reads.
+static NO_RARE: Rare = Rare {
+    becn: 0,
+    stalls: 0,
+    stall_paused_ns: 0,
+    icrc_errors: 0,
+    mirror_copies: 0,
+    ce_unanswered: None,
+    rewind: None,
+    gap: None,
+    nak: None,
+};
+
+impl Flow {
+    /// Its rare counts (all 0 when it counted none).
+    pub(crate) fn rare(&self) -> &Rare {
+        self.rare.as_deref().unwrap_or(&NO_RARE)
+    }
+
+    pub(in crate::analyze) fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Its rewind history (an empty one when it never rewound).
+    pub(crate) fn rewind(&self) -> &RewindHistory {
+        self.rare().rewind.as_deref().unwrap_or(&NO_REWINDS)
+    }
+
+    pub(in crate::analyze) fn rewind_mut(&mut self) -> &mut RewindHistory {
+        let acked = self.rto.highest_acked();
+        self.rare_mut()
+            .rewind
+            .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)))
+    }
+
+    /// Its rewind history to change, when it has one.
+    pub(in crate::analyze) fn rewind_held(&mut self) -> Option<&mut RewindHistory> {
+        self.rare.as_deref_mut()?.rewind.as_deref_mut()
+    }
+
+    /// Its gap history to change, when it has one.
+    pub(in crate::analyze) fn gap_held(&mut self) -> Option<&mut GapHistory> {
+        self.rare.as_deref_mut()?.gap.as_deref_mut()
+    }
+
+    /// Its NAK history to change, when it has one.
+    pub(in crate::analyze) fn nak_held(&mut self) -> Option<&mut NakHistory> {
+        self.rare.as_deref_mut()?.nak.as_deref_mut()
+    }
+
+    /// Its gap history (an empty one when it never skipped a PSN).
+    pub(crate) fn gap(&self) -> &GapHistory {
+        self.rare().gap.as_deref().unwrap_or(&NO_GAPS)
+    }
+
+    pub(in crate::analyze) fn gap_mut(&mut self) -> &mut GapHistory {
+        self.rare_mut().gap.get_or_insert_with(Box::default)
+    }
+
+    /// Its NAK history (an empty one when it carried no NAK).
+    pub(crate) fn nak(&self) -> &NakHistory {
+        self.rare().nak.as_deref().unwrap_or(&NO_NAKS)
+    }
+
+    pub(in crate::analyze) fn nak_mut(&mut self) -> &mut NakHistory {
+        self.rare_mut().nak.get_or_insert_with(Box::default)
+    }
+}
