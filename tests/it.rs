@@ -32,6 +32,8 @@ mod tshark_parity;
 #[cfg(feature = "live")]
 mod live;
 #[cfg(feature = "live")]
+mod live_findings;
+#[cfg(feature = "live")]
 mod live_metrics;
 #[cfg(feature = "live")]
 mod xdp_parity;

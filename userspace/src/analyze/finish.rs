@@ -152,11 +152,7 @@ impl Analyzer {
                 }
             })
             .collect();
-        let mut t = self.retired.totals.clone();
-        for f in self.flows.iter() {
-            kept::add_totals(&mut t, f);
-        }
-        t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
+        let mut t = self.summed_totals();
         t.cnps = attributed;
         t.cnps_unattributed = self.frames.cnp - attributed;
         t.pfc_intervals = self.pfc.rows.len() as u64;

@@ -125,7 +125,7 @@ pub use rows::{
     MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity,
     Summary, TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
-pub use running::{PriorityPauses, Running, RunningTotals};
+pub use running::{Interim, PriorityPauses, Running, RunningTotals};
 pub use sums::{RowGroup, RowSums};
 use taps::TapState;
 
