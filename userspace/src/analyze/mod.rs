@@ -98,7 +98,7 @@ mod sequence;
 mod sums;
 mod taps;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub mod topology;
 pub mod tree;
 

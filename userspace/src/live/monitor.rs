@@ -414,3 +414,103 @@ pub fn active_line(active: &Active) -> String {
     }
     format!("; findings active: {}", ids.join(", "))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::Config;
+    use crate::analyze::tests::pfc3;
+
+    const MS: u64 = 1_000_000;
+
+    struct Discard;
+    impl analyze::Sink for Discard {
+        fn event(&mut self, _: &analyze::Event) {}
+        fn timeline(&mut self, _: &analyze::TimelineRow) {}
+        fn flow(&mut self, _: &analyze::FlowRow) {}
+    }
+
+    /// A storm evaluated while it runs, in the interval it ends in and in
+    /// the one after: start, continue, end, with the pause's own times;
+    /// `pfc-pressure` (the interval's paused share) alike.
+    #[test]
+    fn a_storm_starts_continues_and_ends_with_its_pause() {
+        let mut an = Analyzer::new(Config {
+            storm_ns: MS,
+            ..Config::default()
+        });
+        let mut sink = Discard;
+        // Priority 3 paused from 1 ms, refreshed every 200 µs (65 535
+        // quanta: 335 µs at 100 Gb/s) until an XON at 12 ms.
+        let mut t = MS;
+        while t < 6 * MS {
+            an.push(&pfc3(t, 0xFFFF), &mut sink);
+            t += MS / 5;
+        }
+        let mut tracker = Tracker::default();
+        let storm = |rows: &[FindingRow]| -> Vec<(FindingState, u64, u64)> {
+            rows.iter()
+                .filter(|r| r.id == "pfc-storm")
+                .map(|r| {
+                    assert_eq!(r.subject.as_deref(), Some("if0 priority 3"));
+                    assert_eq!(r.severity, Severity::Critical);
+                    (r.state, r.first_seen_ns, r.last_seen_ns)
+                })
+                .collect()
+        };
+        // Running at 6 ms: counted up to then.
+        let rows = tracker.update(6 * MS, &an.findings_now(0, 6 * MS));
+        assert_eq!(storm(&rows), [(FindingState::Start, MS, 6 * MS)]);
+        assert_eq!(
+            tracker.active(),
+            [
+                ("pfc-pressure", Severity::Critical, 1),
+                ("pfc-storm", Severity::Critical, 1)
+            ]
+        );
+        while t < 12 * MS {
+            an.push(&pfc3(t, 0xFFFF), &mut sink);
+            t += MS / 5;
+        }
+        an.push(&pfc3(12 * MS, 0), &mut sink);
+        // Ended by the XON within (6, 20] ms: still a storm of that interval.
+        let rows = tracker.update(20 * MS, &an.findings_now(6 * MS, 20 * MS));
+        assert_eq!(storm(&rows), [(FindingState::Continue, MS, 12 * MS)]);
+        // Nothing paused in (20, 30] ms: both end, with their last times.
+        let rows = tracker.update(30 * MS, &an.findings_now(20 * MS, 30 * MS));
+        assert_eq!(storm(&rows), [(FindingState::End, MS, 12 * MS)]);
+        let ended: Vec<_> = rows.iter().map(|r| (r.id, r.state)).collect();
+        assert_eq!(
+            ended,
+            [
+                ("pfc-pressure", FindingState::End),
+                ("pfc-storm", FindingState::End)
+            ]
+        );
+        // Ids once active stay as series, at 0.
+        assert_eq!(
+            tracker.active(),
+            [
+                ("pfc-pressure", Severity::Critical, 0),
+                ("pfc-storm", Severity::Critical, 0)
+            ]
+        );
+        // And nothing more while nothing happens.
+        assert!(
+            tracker
+                .update(40 * MS, &an.findings_now(30 * MS, 40 * MS))
+                .is_empty()
+        );
+        // The JSON line carries the row's fields.
+        let line = json_line(&FindingRow {
+            state: FindingState::End,
+            ..rows[1].clone()
+        });
+        assert_eq!(line["id"], "pfc-storm");
+        assert_eq!(line["state"], "end");
+        assert_eq!(line["first_seen_ns"], MS);
+        assert_eq!(line["last_seen_ns"], 12 * MS);
+        assert_eq!(line["first_seen"], "1970-01-01T00:00:00.001000Z");
+        assert_eq!(line["params"]["storms"], 1);
+    }
+}

@@ -572,14 +572,25 @@ impl DatasetWriter {
             };
             telemetry.push(ctx, row.ts_ns, &joined)?;
         }
-        let mut files = self.packets.close(ctx)?;
-        files.extend(flows.close(ctx)?);
+        // A table left out gets no file, not even an empty one.
+        let left_out = |t| self.leave_out.contains(&t);
+        let mut files = Vec::new();
+        if !left_out(StreamedTable::Packets) {
+            files.extend(self.packets.close(ctx)?);
+        }
+        if !left_out(StreamedTable::Flows) {
+            files.extend(flows.close(ctx)?);
+        }
         files.extend(telemetry.close(ctx)?);
         files.extend(hops.close(ctx)?);
         files.extend(nics.close(ctx)?);
-        files.extend(self.events.close(ctx)?);
+        if !left_out(StreamedTable::Events) {
+            files.extend(self.events.close(ctx)?);
+        }
         files.extend(pfc.close(ctx)?);
-        files.extend(self.timeline.close(ctx)?);
+        if !left_out(StreamedTable::Timeline) {
+            files.extend(self.timeline.close(ctx)?);
+        }
         if let Some(findings) = self.findings {
             files.extend(findings.close(ctx)?);
         }
