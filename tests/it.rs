@@ -36,6 +36,8 @@ mod live_findings;
 #[cfg(feature = "live")]
 mod live_metrics;
 #[cfg(feature = "live")]
+mod live_soak;
+#[cfg(feature = "live")]
 mod xdp_parity;
 #[cfg(feature = "live")]
 mod xdp_summary;
