@@ -9,7 +9,7 @@ use super::fmt::fmt_ip;
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{
-    IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary, TapSummary, ratio,
+    IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary, TapSummary,
 };
 use super::taps::TapState;
 use super::{Analysis, Analyzer, Sink};
@@ -140,16 +140,7 @@ impl Analyzer {
             .iter()
             .map(|(&(iface, priority), st)| {
                 let paused_ns = self.pfc.paused_total(iface, priority);
-                PfcSummary {
-                    iface,
-                    iface_name: iface_name(&self.ifaces, iface),
-                    priority,
-                    frames: st.frames,
-                    xon_frames: st.xon_frames,
-                    paused_ns,
-                    fraction: ratio(paused_ns, duration),
-                    storms: st.storms,
-                }
+                self.pfc_summary((iface, priority), st, paused_ns, duration, st.storms)
             })
             .collect();
         let mut t = self.summed_totals();

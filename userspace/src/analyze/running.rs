@@ -7,7 +7,7 @@
 
 use super::findings::{self, Diagnosis};
 use super::flows::kept;
-use super::pfc::SenderPauses;
+use super::pfc::{PrioStats, SenderPauses};
 use super::rows::{PfcSummary, Summary, Totals, iface_name, ratio};
 use super::{Analyzer, FrameCounts, PfcInterval};
 
@@ -117,20 +117,12 @@ impl Analyzer {
             .iter()
             .map(|(&(iface, priority), st)| {
                 let (paused_ns, _) = self.pfc.paused(iface, priority, from_ns, now_ns, now_ns);
-                PfcSummary {
-                    iface,
-                    iface_name: iface_name(&self.ifaces, iface),
-                    priority,
-                    frames: st.frames,
-                    xon_frames: st.xon_frames,
-                    paused_ns,
-                    fraction: ratio(paused_ns, window),
-                    storms: pfc
-                        .iter()
-                        .filter(|r| r.iface == iface && r.priority == priority)
-                        .filter(|r| r.end_ns - r.start_ns > storm_ns)
-                        .count() as u64,
-                }
+                let storms = pfc
+                    .iter()
+                    .filter(|r| r.iface == iface && r.priority == priority)
+                    .filter(|r| r.end_ns - r.start_ns > storm_ns)
+                    .count() as u64;
+                self.pfc_summary((iface, priority), st, paused_ns, window, storms)
             })
             .collect();
         let summary = Summary {
@@ -171,6 +163,28 @@ impl Analyzer {
             summary,
             diagnoses,
             pfc,
+        }
+    }
+
+    /// `summary.json`'s `pfc` entry of `(iface, priority)`: `paused_ns` of
+    /// `span_ns`, and `storms`.
+    pub(super) fn pfc_summary(
+        &self,
+        (iface, priority): (u16, u8),
+        st: &PrioStats,
+        paused_ns: u64,
+        span_ns: u64,
+        storms: u64,
+    ) -> PfcSummary {
+        PfcSummary {
+            iface,
+            iface_name: iface_name(&self.ifaces, iface),
+            priority,
+            frames: st.frames,
+            xon_frames: st.xon_frames,
+            paused_ns,
+            fraction: ratio(paused_ns, span_ns),
+            storms,
         }
     }
 
