@@ -27,6 +27,7 @@
 #   SOAK_INTERVAL  seconds between samples (default 60)
 #   SOAK_WARMUP    seconds before RSS must be flat (default SECONDS / 3: the
 #                  tables' writers fill their first 64k-row groups first)
+#   SOAK_ROTATE    the dataset files' --rotate (default 10m)
 #   SOAK_KEEP      a directory to keep the tables, samples and logs in
 set -euo pipefail
 
@@ -89,7 +90,7 @@ scrape() { ip netns exec "$ns" curl -sf "http://$metrics/metrics"; }
 
 # `ip netns exec` execs the binary: $! is rocescope's pid.
 ip netns exec "$ns" "$bin" live --iface "$b" --out "$work/out" --duration "$((secs + 60))s" --ring-size 4MiB \
-    --flow-idle 2s --metrics "$metrics" --dataset "$work/dataset" --rotate 10m \
+    --flow-idle 2s --metrics "$metrics" --dataset "$work/dataset" --rotate "${SOAK_ROTATE:-10m}" \
     --tables events,timeline,flows,findings --findings "$work/findings.jsonl" \
     --report-interval 10s --dup-window 0 \
     >"$work/live.out" 2>"$work/live.err" &
