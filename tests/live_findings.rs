@@ -4,7 +4,8 @@
 //! for 3 s, then an XON — while `live` evaluates the findings every
 //! second; the JSON lines must show `pfc-storm` start at the storm's first
 //! frame and end at its XON before the run is stopped, and the dataset's
-//! `findings` table must hold the same rows.
+//! `findings` table must hold the same rows. SIGHUP then reopens the file
+//! (moved away meanwhile) for a second storm's lines.
 use crate::common::{Table, corpus};
 use crate::live::{Veth, dataset_files, quiet, replay, usable, wait_for};
 
@@ -117,7 +118,32 @@ fn a_pfc_storm_starts_and_ends_in_the_findings_while_live_runs() {
         "the storm lasted {} ns",
         last - first
     );
-    // While the run goes on: the tap is still attached.
+    // SIGHUP reopens the file: moved away, it is created again for the
+    // lines of a second, shorter storm (1 s), and the moved one keeps the
+    // first storm's.
+    let moved = tmp.path().join("findings.1.jsonl");
+    std::fs::rename(&findings, &moved).unwrap();
+    live.signal(libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(1500));
+    let short = tmp.path().join("short.pcap");
+    let mut frames = vec![corpus::bytes(&PfcFrame::single(3, 0xFFFF)); 200];
+    frames.push(corpus::bytes(&PfcFrame::single(3, 0)));
+    corpus::write_pcap(&short, &frames);
+    assert_eq!(replay(&veth, &short, Some("200")), 201);
+    wait_for("the second storm's end", Duration::from_secs(10), || {
+        storm_lines(&findings).iter().any(|l| l.0 == "end")
+    });
+    assert_eq!(storm_lines(&moved), storm);
+    let second = storm_lines(&findings);
+    assert_eq!(second.first().map(|l| l.0.as_str()), Some("start"));
+    assert_eq!(second.last().map(|l| l.0.as_str()), Some("end"));
+    let (_, f2, l2, _) = *second.last().unwrap();
+    assert!(f2 > last, "the second storm is a new instance: {second:?}");
+    assert!(
+        (900_000_000..1_300_000_000).contains(&(l2 - f2)),
+        "the second storm lasted {} ns",
+        l2 - f2
+    );
     live.signal(libc::SIGTERM);
     let (ok, stdout, stderr) = live.wait(Duration::from_secs(10));
     assert!(ok, "live failed: {stdout}\n{stderr}");
@@ -143,8 +169,9 @@ fn a_pfc_storm_starts_and_ends_in_the_findings_while_live_runs() {
         }
     }
     rows.sort_by_key(|r| (r.2, r.0 != "start", r.0 == "end"));
-    let json: Vec<(String, u64, u64)> = storm_lines(&findings)
+    let json: Vec<(String, u64, u64)> = storm_lines(&moved)
         .into_iter()
+        .chain(storm_lines(&findings))
         .map(|(s, f, l, _)| (s, f, l))
         .collect();
     let mut sorted = json.clone();
@@ -155,5 +182,5 @@ fn a_pfc_storm_starts_and_ends_in_the_findings_while_live_runs() {
         .iter()
         .map(|f| f.1)
         .sum();
-    assert_eq!(all, lines(&findings).len());
+    assert_eq!(all, lines(&moved).len() + lines(&findings).len());
 }
