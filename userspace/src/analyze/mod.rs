@@ -98,7 +98,7 @@ mod sequence;
 mod sums;
 mod taps;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub mod topology;
 pub mod tree;
 
@@ -124,7 +124,7 @@ pub use rows::{
     MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity,
     Summary, TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
-pub use running::{PriorityPauses, Running, RunningTotals};
+pub use running::{Interim, PriorityPauses, Running, RunningTotals};
 pub use sums::{RowGroup, RowSums};
 use taps::TapState;
 
