@@ -97,7 +97,7 @@ mod sequence;
 mod sums;
 mod taps;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub mod topology;
 pub mod tree;
 
@@ -127,7 +127,7 @@ pub use rows::{
     NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity, Summary,
     TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
-pub use running::{PriorityPauses, Running, RunningTotals};
+pub use running::{Interim, PriorityPauses, Running, RunningTotals};
 pub use sums::{RowGroup, RowSums};
 use taps::TapState;
 
