@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::mac_control::{BITS_PER_QUANTUM, PRIORITIES};
 
-use super::fmt::{fmt_duration, fmt_ended_by};
-use super::rows::{EventKind, PauseEnd};
-use super::{Event, PfcInterval, Sink};
-use crate::addr::Mac;
+use super::events::{Event, EventDetail, EventKind, PauseStart, Storm};
+use super::rows::PauseEnd;
+use super::{PfcInterval, Sink};
 
 /// A pause that is still running (its end may still be refreshed or cut by XON).
 #[derive(Clone, Copy, Debug)]
@@ -252,11 +251,12 @@ impl PfcTracker {
                         depth: None,
                         trigger: None,
                         idle_us: None,
-                        detail: format!(
-                            "priority {prio} paused by {} ({q} quanta = {})",
-                            Mac(rec.src_mac),
-                            fmt_duration(dur)
-                        ),
+                        detail: EventDetail::PfcPause(PauseStart {
+                            priority: prio,
+                            src_mac: rec.src_mac,
+                            quanta: q,
+                            pause_ns: dur,
+                        }),
                     });
                 }
             }
@@ -329,16 +329,15 @@ impl PfcTracker {
                 depth: None,
                 trigger: None,
                 idle_us: None,
-                detail: format!(
-                    "priority {} paused by {} continuously for {} from {} (storm threshold {}, {} frames, {})",
-                    key.1,
-                    Mac(mac),
-                    fmt_duration(end - o.start),
-                    o.start,
-                    fmt_duration(self.storm_ns),
-                    o.frames,
-                    fmt_ended_by(ended_by)
-                ),
+                detail: EventDetail::PfcStorm(Storm {
+                    priority: key.1,
+                    src_mac: mac,
+                    start_ns: o.start,
+                    paused_ns: end - o.start,
+                    threshold_ns: self.storm_ns,
+                    frames: o.frames,
+                    ended_by,
+                }),
             });
         }
     }

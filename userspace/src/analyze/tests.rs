@@ -1,6 +1,7 @@
 //! Hand-made record sequences with exact expected numbers: the record
 //! builders and the run here, the tests by concern in `tests/`.
 
+mod events;
 mod fmt;
 mod pairing;
 mod pfc;
