@@ -163,6 +163,12 @@ fuzz_target!(|data: &[u8]| {
             [usize::from(cfg[2] >> 2 & 3)],
         flow_active_ns: [Config::default().flow_active_ns, 1, 1_000_000, u64::MAX]
             [usize::from(cfg[2] >> 4 & 3)],
+        // Every row held to the end, or every row streamed as it is made.
+        rows_held: if cfg[2] & 0x40 != 0 {
+            0
+        } else {
+            Config::default().rows_held
+        },
     };
     let Ok(mut pipe) = RecordPipeline::new(config, None) else {
         return;
