@@ -82,6 +82,10 @@ pub(crate) struct Input {
     pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
     #[command(flatten)]
     pub(crate) telemetry: TelemetryArgs,
+    /// Frame times from the capture's clock or the switch's ERSPAN III timestamps (docs/inputs.md,
+    /// "Hardware time"); by default ERSPAN III time for a file whose first record has it.
+    #[arg(long, value_enum, default_value_t = crate::sources::TimeChoice::Auto, value_name = "CLOCK")]
+    pub(crate) time: crate::sources::TimeChoice,
 }
 
 /// Where switch telemetry is marked (docs/inputs.md, "Switch telemetry"):
@@ -137,6 +141,7 @@ impl Input {
                 .telemetry
                 .recognition(&self.udp_ports)
                 .map_err(Error::Usage)?,
+            time: self.time,
         })
     }
 }

@@ -97,7 +97,7 @@ impl Feeder {
                 self.evicted_flows += 1;
             }
         }
-        rec._reserved = [0; 6];
+        rec._reserved = [0; 4];
         rec.frame = self.next_frame;
         self.next_frame += 1;
         rec.ts_ns = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);

@@ -380,6 +380,7 @@ pub fn run_with(
         warnings: Vec::new(),
         stopped_by: stopped_by_error.as_ref().map(|e| e.to_string()),
         decode: None,
+        time: None,
         live: Some(facts.clone()),
         // The ring carries records, not the hops' bytes (docs/live.md).
         telemetry: None,
