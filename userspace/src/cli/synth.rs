@@ -64,8 +64,9 @@ pub(crate) struct SynthArgs {
     /// Deliver the mirrored frames inside ERSPAN (type II or III) over GRE.
     #[arg(long, value_name = "TYPE", value_enum)]
     pub(crate) erspan: Option<ErspanArg>,
-    /// ERSPAN III: the units the switch stamps the model's time in.
-    #[arg(long, value_name = "UNITS", value_enum, default_value_t = ErspanGranularity::Ns100, requires = "erspan")]
+    /// ERSPAN III: the units the switch stamps the model's time in (IEEE 1588 nanoseconds: the
+    /// capture's own times, to the nanosecond).
+    #[arg(long, value_name = "UNITS", value_enum, default_value_t = ErspanGranularity::Ieee1588, requires = "erspan")]
     pub(crate) erspan_granularity: ErspanGranularity,
     /// ERSPAN III: add the platform subheader with the timestamp's upper word (platform id 3;
     /// the seconds, id 5, for IEEE 1588).

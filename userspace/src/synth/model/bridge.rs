@@ -209,7 +209,8 @@ pub struct CaptureOptions {
 /// How the mirror session stamps ERSPAN III frames: the model's time of
 /// the frame (the capture's timestamp of it), in the granularity's units
 /// (`rocescope_common::hw_time::GRA_*`), with or without the platform
-/// subheader's upper word.
+/// subheader's upper word. By default IEEE 1588 nanoseconds without the
+/// seconds: frame times read from it are the capture's, to the nanosecond.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ErspanTime {
     pub granularity: u8,
@@ -219,7 +220,7 @@ pub struct ErspanTime {
 impl Default for ErspanTime {
     fn default() -> Self {
         ErspanTime {
-            granularity: hw_time::GRA_100_NS,
+            granularity: hw_time::GRA_IEEE_1588,
             upper: false,
         }
     }
