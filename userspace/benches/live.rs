@@ -478,6 +478,7 @@ fn live_rounds(
             cpus: cpus.tap.clone(),
             records_seen: Some(seen.clone()),
             metrics: None,
+            time: Default::default(),
         };
         let done = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();

@@ -83,7 +83,7 @@ pub(crate) struct Input {
     #[command(flatten)]
     pub(crate) telemetry: TelemetryArgs,
     /// Frame times from the capture's clock or the switch's ERSPAN III timestamps (docs/inputs.md,
-    /// "Hardware time"); by default ERSPAN III time for a file whose first record has it.
+    /// "Hardware time"); by default ERSPAN III time for a file whose first record has it within 1 s.
     #[arg(long, value_enum, default_value_t = crate::sources::TimeChoice::Auto, value_name = "CLOCK")]
     pub(crate) time: crate::sources::TimeChoice,
 }

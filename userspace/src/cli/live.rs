@@ -62,6 +62,10 @@ pub(crate) struct LiveArgs {
     pub(crate) metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub(crate) telemetry: super::args::TelemetryArgs,
+    /// Frame times from the kernel's clock or the switch's ERSPAN III timestamps (docs/inputs.md,
+    /// "Hardware time"); by default ERSPAN III time when the first record has it within 1 s.
+    #[arg(long, value_enum, default_value_t = crate::sources::TimeChoice::Auto, value_name = "CLOCK")]
+    pub(crate) time: crate::sources::TimeChoice,
     #[command(flatten)]
     pub(crate) analysis: AnalysisArgs,
     #[command(flatten)]
@@ -103,6 +107,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         udp_ports,
         metrics,
         telemetry,
+        time,
         analysis,
         dataset,
     } = args;
@@ -127,6 +132,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
             .transpose()?,
         records_seen: None,
         metrics,
+        time,
     };
     // Missing privileges are the likelier problem: say so first.
     live::tap::check_privileges()?;

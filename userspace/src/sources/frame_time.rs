@@ -5,6 +5,11 @@
 use rocescope_common::{PacketRecord, flags, hw_time};
 
 const NS_PER_SEC: u64 = 1_000_000_000;
+/// By default a file is timed by ERSPAN III only when its first record's
+/// switch time is within this of its capture time: a switch clock that is
+/// not on the same time service (or a timestamp word that is no time at
+/// all) is not silently taken; `--time erspan` takes it anyway.
+const AUTO_AGREEMENT_NS: u64 = NS_PER_SEC;
 /// A 32-bit timestamp wraps after this many units.
 const WRAP: u128 = 1 << 32;
 
@@ -13,7 +18,8 @@ const WRAP: u128 = 1 << 32;
 #[serde(rename_all = "lowercase")]
 pub enum TimeChoice {
     /// The best source present: ERSPAN III time for a capture file whose
-    /// first record carries it in a known granularity, capture time otherwise.
+    /// first record carries it in a known granularity, within a second of
+    /// the capture's time; capture time otherwise.
     #[default]
     Auto,
     /// The capture's timestamps.
@@ -116,8 +122,11 @@ impl FrameTimes {
             return capture_ns;
         };
         let clock = *clock.get_or_insert(match (self.choice, hardware) {
-            (TimeChoice::Capture, _) | (TimeChoice::Auto, None) => Clock::Capture,
-            (TimeChoice::Erspan, _) | (TimeChoice::Auto, Some(_)) => Clock::Erspan,
+            (TimeChoice::Erspan, _) => Clock::Erspan,
+            (TimeChoice::Auto, Some(ns)) if ns.abs_diff(capture_ns) <= AUTO_AGREEMENT_NS => {
+                Clock::Erspan
+            }
+            _ => Clock::Capture,
         });
         match (clock, hardware) {
             (Clock::Capture, _) => capture_ns,
@@ -250,5 +259,15 @@ mod tests {
         let mut t = FrameTimes::new(TimeChoice::Auto, 1);
         assert_eq!(t.time(0, &plain, 5), 5);
         assert_eq!(t.facts(&names[..1]), None);
+        // A switch clock more than a second off the capture's is not taken
+        // by default, only when asked for.
+        let off = 100_000 + NS_PER_SEC + 100;
+        let mut t = FrameTimes::new(TimeChoice::Auto, 1);
+        assert_eq!(t.time(0, &hw, off), off);
+        assert_eq!(t.facts(&names[..1]), None);
+        let mut t = FrameTimes::new(TimeChoice::Erspan, 1);
+        assert_eq!(t.time(0, &hw, off), 100_000);
+        let mut t = FrameTimes::new(TimeChoice::Auto, 1);
+        assert_eq!(t.time(0, &hw, 100_000 + NS_PER_SEC), 100_000);
     }
 }
