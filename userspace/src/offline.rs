@@ -48,7 +48,8 @@ pub struct Options {
     pub taps: Vec<TapSpec>,
     /// Where transports are recognised (`--udp-port`).
     pub recognition: Recognition,
-    /// `--time`: which clock times the frames.
+    /// `--time`: which clock times the frames (the default adds nothing to
+    /// the identity, so runs from before `--time` keep theirs).
     pub time: TimeChoice,
 }
 
@@ -61,7 +62,6 @@ impl Options {
         if let Some(f) = &self.filter {
             s.push_str(&format!("filter={f}\n"));
         }
-        // The default adds nothing: identities of runs before `--time` stay.
         if self.time != TimeChoice::Auto {
             s.push_str(&format!("time={:?}\n", self.time));
         }
@@ -220,8 +220,8 @@ pub fn run_with(
     let mut notes = notes;
     notes.extend(taps.note());
     notes.extend(decode.note(frames_read));
-    let time = times.facts(&file_names);
     let analysis = pipeline.finish(RunFacts {
+        time: times.facts(&file_names),
         captures: file_names,
         taps: taps.facts(),
         frames_read,
@@ -231,7 +231,6 @@ pub fn run_with(
         decode: Some(decode.facts()),
         live: None,
         telemetry,
-        time,
     })?;
     Ok(Outcome {
         analysis,
@@ -264,7 +263,6 @@ struct Run {
     framed: Vec<Vec<bool>>,
     /// The switches' telemetry read so far (`telemetry.parquet`).
     telemetry: TelemetryLog,
-    /// Which clock times each file's frames (`--time`).
     times: FrameTimes,
 }
 

@@ -237,8 +237,8 @@ impl ErspanTime {
     /// units to write in.
     pub fn stamp(self, ns: u64) -> Option<(u32, Option<[u8; 8]>)> {
         let (value, upper, id) = match self.granularity {
-            hw_time::GRA_100_US => (ns / 100_000, ns / 100_000 >> 32, Self::PLATFORM_UPPER),
-            hw_time::GRA_100_NS => (ns / 100, ns / 100 >> 32, Self::PLATFORM_UPPER),
+            hw_time::GRA_100_US => (ns / 100_000, (ns / 100_000) >> 32, Self::PLATFORM_UPPER),
+            hw_time::GRA_100_NS => (ns / 100, (ns / 100) >> 32, Self::PLATFORM_UPPER),
             hw_time::GRA_IEEE_1588 => (ns % NS_PER_SEC, ns / NS_PER_SEC, Self::PLATFORM_SECONDS),
             _ => return None,
         };
