@@ -35,7 +35,11 @@ mod tshark_parity;
 #[cfg(feature = "live")]
 mod live;
 #[cfg(feature = "live")]
+mod live_findings;
+#[cfg(feature = "live")]
 mod live_metrics;
+#[cfg(feature = "live")]
+mod live_soak;
 #[cfg(feature = "live")]
 mod xdp_parity;
 #[cfg(feature = "live")]

@@ -300,7 +300,7 @@ fn analyze_offline(cap: &Path, dir: &Path) -> PathBuf {
     out
 }
 
-fn live_facts(dir: &Path) -> serde_json::Value {
+pub(crate) fn live_facts(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v["input"]["live"].clone()
@@ -485,7 +485,7 @@ fn xdp_attached(veth: &Veth, dev: &str) -> bool {
     String::from_utf8_lossy(&link.stdout).contains("xdp")
 }
 
-fn replay(veth: &Veth, cap: &Path, pps: Option<&str>) -> u64 {
+pub(crate) fn replay(veth: &Veth, cap: &Path, pps: Option<&str>) -> u64 {
     let mut args = vec!["replay", cap.to_str().unwrap(), "--iface", &veth.a];
     if let Some(p) = pps {
         args.extend(["--pps", p]);
@@ -1177,7 +1177,7 @@ fn service_unit_passes_systemd_analyze_verify() {
 
 /// The Parquet files of a dataset table (under its root, as a reader
 /// globs them), with their rows; a file a reader cannot open fails.
-fn dataset_files(dataset: &Path, table: &str) -> Vec<(PathBuf, usize)> {
+pub(crate) fn dataset_files(dataset: &Path, table: &str) -> Vec<(PathBuf, usize)> {
     let mut files = Vec::new();
     let mut dirs = vec![dataset.join(table)];
     while let Some(d) = dirs.pop() {
@@ -1205,7 +1205,7 @@ fn dataset_files(dataset: &Path, table: &str) -> Vec<(PathBuf, usize)> {
 }
 
 /// Waits until `cond` holds (bounded).
-fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     let start = std::time::Instant::now();
     while !cond() {
         assert!(start.elapsed() < limit, "{what}: not within {limit:?}");

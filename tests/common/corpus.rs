@@ -13,7 +13,7 @@ use rocescope::synth::frame::{
 };
 use rocescope::synth::{CaptureWrite, PcapWriter};
 
-fn bytes(f: &impl WireFrame) -> Vec<u8> {
+pub fn bytes(f: &impl WireFrame) -> Vec<u8> {
     let mut v = Vec::new();
     f.write(&mut v);
     v

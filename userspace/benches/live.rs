@@ -478,6 +478,8 @@ fn live_rounds(
             cpus: cpus.tap.clone(),
             records_seen: Some(seen.clone()),
             metrics: None,
+            report_interval: live::monitor::DEFAULT_REPORT_INTERVAL,
+            findings: None,
             time: Default::default(),
         };
         let done = Arc::new(AtomicBool::new(false));

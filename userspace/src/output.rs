@@ -35,6 +35,11 @@ pub trait Output: analyze::Sink + Send {
     fn reopen(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Findings that started, continued or ended while the run goes on
+    /// (the live tap's `--report-interval`; docs/live.md).
+    fn findings(&mut self, _rows: &[FindingRow]) -> Result<()> {
+        Ok(())
+    }
     /// Writes whatever is left and completes every file.
     fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
 }
@@ -46,6 +51,91 @@ pub trait Output: analyze::Sink + Send {
 pub trait Watch: analyze::Sink + Send {
     /// `records` more records (and the deltas among them) were analysed.
     fn analysed(&mut self, analyzer: &analyze::Analyzer, records: usize);
+    /// The findings rows made since the last call, for the outputs.
+    fn take_findings(&mut self) -> Vec<FindingRow> {
+        Vec::new()
+    }
+    /// Completes the files the watch writes and starts new ones (SIGHUP).
+    fn reopen(&mut self) {}
+}
+
+/// Two watches, both shown everything.
+pub(crate) struct Both(pub(crate) Box<dyn Watch>, pub(crate) Box<dyn Watch>);
+
+impl analyze::Sink for Both {
+    fn event(&mut self, e: &analyze::Event) {
+        self.0.event(e);
+        self.1.event(e);
+    }
+    fn timeline(&mut self, row: &analyze::TimelineRow) {
+        self.0.timeline(row);
+        self.1.timeline(row);
+    }
+    fn flow(&mut self, row: &analyze::FlowRow) {
+        self.0.flow(row);
+        self.1.flow(row);
+    }
+}
+
+impl Watch for Both {
+    fn analysed(&mut self, analyzer: &analyze::Analyzer, records: usize) {
+        self.0.analysed(analyzer, records);
+        self.1.analysed(analyzer, records);
+    }
+    fn take_findings(&mut self) -> Vec<FindingRow> {
+        let mut rows = self.0.take_findings();
+        rows.extend(self.1.take_findings());
+        rows
+    }
+    fn reopen(&mut self) {
+        self.0.reopen();
+        self.1.reopen();
+    }
+}
+
+/// Where a finding stands at a report interval's end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FindingState {
+    /// Seen in this interval, not in the one before.
+    Start,
+    /// Seen in this interval and the one before.
+    Continue,
+    /// Seen in the interval before, not in this one.
+    End,
+}
+
+impl FindingState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingState::Start => "start",
+            FindingState::Continue => "continue",
+            FindingState::End => "end",
+        }
+    }
+}
+
+/// A finding's state at the end of a report interval: a line of
+/// `--findings` and a row of the dataset's `findings` table (docs/live.md,
+/// docs/tables.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FindingRow {
+    /// The end of the interval it was evaluated over (ns since the epoch).
+    pub ts_ns: u64,
+    pub id: &'static str,
+    pub severity: analyze::Severity,
+    pub state: FindingState,
+    /// Which instance, where a finding has several (`pfc-storm`: the port
+    /// and priority), else `None`.
+    pub subject: Option<String>,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub impact: f64,
+    pub title: String,
+    /// The finding's detail, as `report` words its evidence.
+    pub evidence: String,
+    /// As `report --json`'s `params`.
+    pub params: std::collections::BTreeMap<&'static str, serde_json::Value>,
 }
 
 /// A sink, and the [`Watch`] if there is one: both get every event and row.

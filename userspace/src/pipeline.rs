@@ -151,6 +151,8 @@ struct TableBatch {
     timeline: Vec<TimelineRow>,
     /// Rows of flows that retired.
     flows: Vec<analyze::FlowRow>,
+    /// Findings that started, continued or ended ([`Watch::take_findings`]).
+    findings: Vec<crate::output::FindingRow>,
 }
 
 enum ToWriter {
@@ -221,7 +223,10 @@ impl RecordPipeline {
     /// Shows the analysis to `watch` as it goes (before the first record).
     pub fn watch(&mut self, watch: Box<dyn Watch>) {
         if let Stage::NotStarted { .. } = self.stage {
-            self.watch = Some(watch);
+            self.watch = Some(match self.watch.take() {
+                Some(first) => Box::new(crate::output::Both(first, watch)),
+                None => watch,
+            });
         }
     }
 
@@ -339,9 +344,7 @@ impl RecordPipeline {
                 let mut fanout = Fanout(outputs);
                 let verdict =
                     analyzer.push(rec, &mut Watched(&mut fanout, self.watch.as_deref_mut()));
-                if let Some(w) = self.watch.as_deref_mut() {
-                    w.analysed(analyzer, 1);
-                }
+                watched_inline(self.watch.as_deref_mut(), analyzer, 1, outputs)?;
                 send_pairings(analyzer, self.pairings.as_ref());
                 for o in outputs.iter_mut() {
                     o.packet(rec, verdict)?;
@@ -373,10 +376,7 @@ impl RecordPipeline {
                 let mut fanout = Fanout(outputs);
                 let mut sink = Watched(&mut fanout, self.watch.as_deref_mut());
                 analyzer.apply_delta(iface, delta, &mut sink);
-                if let Some(w) = self.watch.as_deref_mut() {
-                    w.analysed(analyzer, 0);
-                }
-                Ok(())
+                watched_inline(self.watch.as_deref_mut(), analyzer, 0, outputs)
             }
             Stage::Pipelined(p) => {
                 p.deltas.push((p.batch.len(), iface, *delta));
@@ -633,7 +633,11 @@ fn analyze_loop(
                     recs.clear();
                     let _ = spare.send(recs);
                 }
-                ToAnalyzer::Reopen => {}
+                ToAnalyzer::Reopen => {
+                    if let Some(w) = watch.as_deref_mut() {
+                        w.reopen();
+                    }
+                }
                 ToAnalyzer::Finish(facts) => return Ok(finished(analyzer, &mut Discard, &facts)),
             }
         }
@@ -668,6 +672,7 @@ fn analyze_loop(
                 });
                 if let Some(w) = watch.as_deref_mut() {
                     w.analysed(&analyzer, records.len());
+                    sink.findings = w.take_findings();
                 }
                 send_pairings(&mut analyzer, pairings.as_ref());
                 sink.verdicts = verdicts;
@@ -677,6 +682,9 @@ fn analyze_loop(
                 }
             }
             ToAnalyzer::Reopen => {
+                if let Some(w) = watch.as_deref_mut() {
+                    w.reopen();
+                }
                 if wtx.send(ToWriter::Reopen).is_err() {
                     return Err(writer_failed(whandle));
                 }
@@ -738,6 +746,25 @@ fn analyze_batch(
     }
 }
 
+/// Inline: tells the watch `records` more were analysed and hands the
+/// findings it made to the outputs.
+fn watched_inline(
+    watch: Option<&mut (dyn Watch + 'static)>,
+    analyzer: &Analyzer,
+    records: usize,
+    outputs: &mut [Box<dyn Output>],
+) -> Result<()> {
+    let Some(w) = watch else { return Ok(()) };
+    w.analysed(analyzer, records);
+    let rows = w.take_findings();
+    if !rows.is_empty() {
+        for o in outputs.iter_mut() {
+            o.findings(&rows)?;
+        }
+    }
+    Ok(())
+}
+
 /// Hands the pairings the analyzer made to whoever watches them.
 fn send_pairings(analyzer: &mut Analyzer, to: Option<&Sender<Pairing>>) {
     if let Some(tx) = to {
@@ -774,6 +801,9 @@ fn write_loop(
                 }
                 for o in &mut outputs {
                     o.packets(&b.records, &b.verdicts)?;
+                    if !b.findings.is_empty() {
+                        o.findings(&b.findings)?;
+                    }
                 }
                 b.records.clear();
                 let _ = spare.send(b.records);

@@ -158,6 +158,11 @@ fuzz_target!(|data: &[u8]| {
             _ => vec![("tap0".into(), i64::MAX), ("tap1".into(), -1)],
         },
         topology: None,
+        // Retirement from the first frame on (1 ns), never, or the default.
+        flow_idle_ns: [Config::default().flow_idle_ns, 1, 1_000_000, u64::MAX]
+            [usize::from(cfg[2] >> 2 & 3)],
+        flow_active_ns: [Config::default().flow_active_ns, 1, 1_000_000, u64::MAX]
+            [usize::from(cfg[2] >> 4 & 3)],
     };
     let Ok(mut pipe) = RecordPipeline::new(config, None) else {
         return;

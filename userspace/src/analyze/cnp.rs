@@ -1,15 +1,12 @@
 //! CNP attribution: a CNP counts for the request flow it answers
 //! (`docs/analysis.md`, *CNPs*).
 
-use std::fmt::Write as _;
-
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::ib;
 
-use crate::addr::Ip;
-
+use super::events::{CnpDetail, Event, EventDetail, EventKind};
 use super::flows::timeline::bin_mut;
-use super::rows::{Event, EventKind, Verdict};
+use super::rows::Verdict;
 use super::{Analyzer, Sink, dups, nics};
 
 impl Analyzer {
@@ -60,22 +57,6 @@ impl Analyzer {
             *r = (r.0 + 1, r.1 + rt, r.2.min(rt), r.3.max(rt));
         }
         let flow_id = target.map(|r| self.flows[r].id);
-        // Built in place: one CNP event per CNP, tens of thousands a capture.
-        let mut detail = String::with_capacity(96);
-        // Writing to a String cannot fail.
-        let _ = write!(
-            detail,
-            "CNP from {} to QP {qp} on {}",
-            Ip(rec.src_ip),
-            Ip(rec.dst_ip)
-        );
-        if let Some(rt) = reaction {
-            let _ = write!(
-                detail,
-                ", {:.1} µs after the first unanswered CE",
-                rt as f64 / 1000.0
-            );
-        }
         sink.event(&Event {
             ts_ns: now,
             iface: rec.iface,
@@ -85,7 +66,12 @@ impl Analyzer {
             depth: None,
             trigger: None,
             idle_us: None,
-            detail,
+            detail: EventDetail::Cnp(CnpDetail {
+                src_ip: rec.src_ip,
+                dst_ip: rec.dst_ip,
+                qp,
+                reaction_ns: reaction,
+            }),
         });
         Verdict {
             flow_id,

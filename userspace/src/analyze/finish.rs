@@ -8,7 +8,7 @@ use super::flows::{FlowTable, flow_row, kept};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{
-    IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary, TapSummary, ratio,
+    IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary, TapSummary,
 };
 use super::taps::TapState;
 use super::{Analysis, Analyzer, Sink};
@@ -147,23 +147,10 @@ impl Analyzer {
             .iter()
             .map(|(&(iface, priority), st)| {
                 let paused_ns = self.pfc.paused_total(iface, priority);
-                PfcSummary {
-                    iface,
-                    iface_name: iface_name(&self.ifaces, iface),
-                    priority,
-                    frames: st.frames,
-                    xon_frames: st.xon_frames,
-                    paused_ns,
-                    fraction: ratio(paused_ns, duration),
-                    storms: st.storms,
-                }
+                self.pfc_summary((iface, priority), st, paused_ns, duration, st.storms)
             })
             .collect();
-        let mut t = self.retired.totals.clone();
-        for f in self.flows.iter() {
-            kept::add_totals(&mut t, f);
-        }
-        t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
+        let mut t = self.summed_totals();
         t.cnps = attributed;
         t.cnps_unattributed = self.frames.cnp - attributed;
         t.pfc_intervals = self.pfc.rows.len() as u64;

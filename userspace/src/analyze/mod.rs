@@ -22,9 +22,7 @@
 //! This module computes; `crate::render` tells (words the findings, formats
 //! the report, builds Wireshark filters) and is never imported here.
 //!
-//! 1. leaves: [`psn`]: PSN arithmetic; [`hash`]: the maps' hasher; `fmt`:
-//!    durations as the events' `detail` prints them (every other value a
-//!    person reads is formatted in `crate::render::fmt`);
+//! 1. leaves: [`psn`]: PSN arithmetic; [`hash`]: the maps' hasher;
 //!    trackers with output types of their own: [`dups`]: mirror copies;
 //!    [`gaps`]: what became of missing PSNs; [`rto`]: the NIC's
 //!    retransmission timeout; [`hops`]: cross-tap frame matching, tap-pair
@@ -36,9 +34,10 @@
 //! 2. `rows`: every output type — the flow key, the tables' rows,
 //!    `summary.json`, a worded `Finding`, the PFC trees, a finding's
 //!    Wireshark hand-off, the closed sets' enums (`Severity`, `Trigger`,
-//!    `EventKind`, `PauseEnd`, `NodeKind`); the modules that own the data
-//!    build them; `sums`: the rows of every flow when retired flows' rows
-//!    went to the output already;
+//!    `PauseEnd`, `NodeKind`); `events`: an event and its typed `detail`
+//!    (`EventKind`, `EventDetail`, worded by `crate::render::events`); the
+//!    modules that own the data build them; `sums`: the rows of every
+//!    flow when retired flows' rows went to the output already;
 //! 3. per-record trackers that name no `Flow` (they are given the values
 //!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
 //!    `rewind`: rewinds and timeout rewinds; `sequence`: PSN sequencing of
@@ -77,10 +76,10 @@ mod dcqcn;
 mod delta;
 pub mod dups;
 mod ecmp;
+mod events;
 pub mod findings;
 mod finish;
 mod flows;
-pub(crate) mod fmt;
 pub mod gaps;
 pub mod hash;
 pub mod hops;
@@ -98,7 +97,7 @@ mod sequence;
 mod sums;
 mod taps;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub mod topology;
 pub mod tree;
 
@@ -110,6 +109,10 @@ use rocescope_common::wire::TransportId;
 use rocescope_common::{Kind, PacketRecord, flags};
 
 pub use ecmp::EcmpGroup;
+pub use events::{
+    CnpDetail, Event, EventDetail, EventKind, LatePsn, Missing, NakDetail, PauseStart, PausedIdle,
+    ResolvedPsns, RewindDetail, Storm,
+};
 pub(crate) use findings::input::{share, timeout_exponent};
 pub(crate) use findings::rank_findings;
 pub use findings::{Diagnosis, Evidence};
@@ -120,11 +123,11 @@ use pfc::PfcTracker;
 pub use pfc::SenderPauses;
 pub(crate) use rows::iface_name;
 pub use rows::{
-    Event, EventKind, Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin,
-    MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity,
-    Summary, TapSummary, TimelineRow, Totals, Trigger, Verdict,
+    Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin, MatchingSummary,
+    NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity, Summary,
+    TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
-pub use running::{PriorityPauses, Running, RunningTotals};
+pub use running::{Interim, PriorityPauses, Running, RunningTotals};
 pub use sums::{RowGroup, RowSums};
 use taps::TapState;
 

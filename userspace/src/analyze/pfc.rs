@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use rocescope_common::PacketRecord;
 use rocescope_common::proto::mac_control::{BITS_PER_QUANTUM, PRIORITIES};
 
-use super::fmt::{fmt_duration, fmt_ended_by};
-use super::rows::{EventKind, PauseEnd};
-use super::{Event, PfcInterval, Sink};
-use crate::addr::Mac;
+use super::events::{Event, EventDetail, EventKind, PauseStart, Storm};
+use super::rows::PauseEnd;
+use super::{PfcInterval, Sink};
 
 /// A pause that is still running (its end may still be refreshed or cut by XON).
 #[derive(Clone, Copy, Debug)]
@@ -18,6 +17,18 @@ struct Open {
     /// When it expires unless refreshed.
     deadline: u64,
     frames: u64,
+}
+
+impl Open {
+    /// Where a pause still open when its tap's capture ends at `last_ts`
+    /// ends: its timer ran out before, or the capture does.
+    fn end_at(self, last_ts: u64) -> (u64, PauseEnd) {
+        if self.deadline <= last_ts {
+            (self.deadline, PauseEnd::Expiry)
+        } else {
+            (last_ts, PauseEnd::CaptureEnd)
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -240,11 +251,12 @@ impl PfcTracker {
                         depth: None,
                         trigger: None,
                         idle_us: None,
-                        detail: format!(
-                            "priority {prio} paused by {} ({q} quanta = {})",
-                            Mac(rec.src_mac),
-                            fmt_duration(dur)
-                        ),
+                        detail: EventDetail::PfcPause(PauseStart {
+                            priority: prio,
+                            src_mac: rec.src_mac,
+                            quanta: q,
+                            pause_ns: dur,
+                        }),
                     });
                 }
             }
@@ -317,16 +329,15 @@ impl PfcTracker {
                 depth: None,
                 trigger: None,
                 idle_us: None,
-                detail: format!(
-                    "priority {} paused by {} continuously for {} from {} (storm threshold {}, {} frames, {})",
-                    key.1,
-                    Mac(mac),
-                    fmt_duration(end - o.start),
-                    o.start,
-                    fmt_duration(self.storm_ns),
-                    o.frames,
-                    fmt_ended_by(ended_by)
-                ),
+                detail: EventDetail::PfcStorm(Storm {
+                    priority: key.1,
+                    src_mac: mac,
+                    start_ns: o.start,
+                    paused_ns: end - o.start,
+                    threshold_ns: self.storm_ns,
+                    frames: o.frames,
+                    ended_by,
+                }),
             });
         }
     }
@@ -345,15 +356,34 @@ impl PfcTracker {
         let prios = &self.prios;
         open.sort_by_key(|&(at, mac, o)| (o.start, prios[at].key, mac));
         for (at, mac, o) in open {
-            let last_ts = tap_end(self.prios[at].key.0);
-            if o.deadline <= last_ts {
-                self.close(at, mac, o, o.deadline, PauseEnd::Expiry, sink);
-            } else {
-                self.close(at, mac, o, last_ts, PauseEnd::CaptureEnd, sink);
-            }
+            let (end, ended_by) = o.end_at(tap_end(self.prios[at].key.0));
+            self.close(at, mac, o, end, ended_by, sink);
         }
         self.rows
             .sort_by_key(|r| (r.start_ns, r.iface, r.priority, r.src_mac));
+    }
+
+    /// The pauses still running, as rows closed at `now(iface)` the way
+    /// [`PfcTracker::finish`] would close them there (appended to `out`):
+    /// the live monitor's view of a pause that goes on.
+    pub fn open_rows(&self, now: impl Fn(u16) -> u64, out: &mut Vec<PfcInterval>) {
+        for prio in &self.prios {
+            let (iface, priority) = prio.key;
+            for m in &prio.macs {
+                if let Some(o) = m.open {
+                    let (end, ended_by) = o.end_at(now(iface));
+                    out.push(PfcInterval {
+                        iface,
+                        src_mac: m.mac,
+                        priority,
+                        start_ns: o.start,
+                        end_ns: end.max(o.start),
+                        frames: o.frames,
+                        ended_by,
+                    });
+                }
+            }
+        }
     }
 
     /// Every sender's pauses so far (appended to `out`), an open pause

@@ -4,7 +4,7 @@
 use rocescope_common::proto::ib::{PSN_MASK, aeth, op};
 use rocescope_common::{PacketRecord, flags};
 
-use super::rows::{Event, EventKind};
+use super::events::{Event, EventDetail, EventKind, NakDetail};
 use super::{Analyzer, Sink};
 use super::{nics, psn};
 
@@ -33,17 +33,6 @@ pub(crate) struct NakHistory {
 /// What a flow with no NAK history reads.
 pub(super) static NO_NAKS: std::sync::LazyLock<NakHistory> =
     std::sync::LazyLock::new(NakHistory::default);
-
-pub(super) fn nak_name(syndrome: u8) -> &'static str {
-    match syndrome & 0x1F {
-        aeth::NAK_PSN_SEQUENCE_ERROR => "PSN sequence error",
-        aeth::NAK_INVALID_REQUEST => "invalid request",
-        aeth::NAK_REMOTE_ACCESS_ERROR => "remote access error",
-        aeth::NAK_REMOTE_OPERATIONAL_ERROR => "remote operational error",
-        aeth::NAK_INVALID_RD_REQUEST => "invalid RD request",
-        _ => "reserved code",
-    }
-}
 
 impl Analyzer {
     /// A response packet (ACK, atomic ACK, READ response, NAK).
@@ -115,15 +104,6 @@ impl Analyzer {
                 ts: now,
                 rnr,
             });
-            let what = if rnr {
-                format!("RNR NAK (timer code {}) for PSN {q}", syn & 0x1F)
-            } else {
-                format!("NAK {} for PSN {q}", nak_name(syn))
-            };
-            let to = match paired {
-                Some(id) => format!(" to request flow {id}"),
-                None => String::new(),
-            };
             sink.event(&Event {
                 ts_ns: now,
                 iface: rec.iface,
@@ -137,7 +117,12 @@ impl Analyzer {
                 depth: None,
                 trigger: None,
                 idle_us: None,
-                detail: format!("{what}{to}"),
+                detail: EventDetail::Nak(NakDetail {
+                    psn: q,
+                    rnr,
+                    code: syn & 0x1F,
+                    request_flow: paired,
+                }),
             });
         }
     }

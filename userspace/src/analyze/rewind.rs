@@ -3,15 +3,13 @@
 //! (`docs/analysis.md`, *Rewinds*, *Ghost retransmissions*, *Spurious
 //! retransmissions*).
 
-use super::fmt::fmt_duration;
+use super::events::{Event, EventDetail, EventKind, PausedIdle, RewindDetail};
 use super::livelock::Trigger;
 use super::nics;
 use super::pfc::Cover;
 use super::psn;
 use super::responses::PendingNak;
-use super::rows::{Event, EventKind};
 use super::{Analyzer, Sink};
-use crate::addr::Mac;
 
 /// Shortest idle time that can make a stall without a rewind.
 pub(super) const STALL_MIN_NS: u64 = 10_000;
@@ -246,32 +244,22 @@ impl Analyzer {
         if h.note.is_none_or(|n| note.rank() > n.rank()) {
             h.note = Some(note);
         }
-        let why = match nak {
-            Some(n) => format!(
-                "{} for PSN {q} seen {} before",
-                if n.rnr { "RNR NAK" } else { "NAK" },
-                fmt_duration(now.saturating_sub(n.ts))
-            ),
-            None => format!("no NAK for PSN {q} seen"),
+        let detail = RewindDetail {
+            next,
+            psn: q,
+            depth,
+            trigger,
+            nak_before_ns: nak.map(|n| now.saturating_sub(n.ts)),
+            idle_ns: idle,
+            acked: acked_n,
+            lost_before_tap: lost,
+            paused: cover.filter(|_| paused > 0).map(|c| PausedIdle {
+                priority: c.priority,
+                paused_ns: paused,
+                src_mac: c.src_mac,
+                start_ns: c.start_ns,
+            }),
         };
-        let mut detail = format!(
-            "go-back-N from next PSN {next} back to {q} (depth {depth}), {why}; idle {}; {acked_n} of the rewound PSNs already acknowledged",
-            fmt_duration(idle)
-        );
-        if lost {
-            detail.push_str(&format!(
-                "; PSN {q} was never seen before: lost before the tap"
-            ));
-        }
-        if let (Some(c), true) = (cover, paused > 0) {
-            detail.push_str(&format!(
-                "; priority {} paused {} of the idle time (pause by {} from {})",
-                c.priority,
-                fmt_duration(paused),
-                Mac(c.src_mac),
-                c.start_ns
-            ));
-        }
         sink.event(&Event {
             ts_ns: now,
             iface,
@@ -281,7 +269,7 @@ impl Analyzer {
             depth: Some(depth),
             trigger: Some(trigger),
             idle_us: Some(idle as f64 / 1000.0),
-            detail,
+            detail: EventDetail::Rewind(detail),
         });
     }
 

@@ -10,37 +10,6 @@ use super::{dups, gaps, rto};
 pub use super::gaps::GapClass;
 pub use super::livelock::Trigger;
 
-/// What an event is (`events.parquet`'s `kind`; docs/tables.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    Rewind,
-    Gap,
-    /// A missing PSN resolved (`late`, `lost_before_tap`, …).
-    Resolved(GapClass),
-    Nak,
-    RnrNak,
-    Cnp,
-    PfcPause,
-    PfcStorm,
-}
-
-impl EventKind {
-    /// As in `events.parquet`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::Rewind => "rewind",
-            EventKind::Gap => "gap",
-            EventKind::Resolved(class) => class.as_str(),
-            EventKind::Nak => "nak",
-            EventKind::RnrNak => "rnr_nak",
-            EventKind::Cnp => "cnp",
-            EventKind::PfcPause => "pfc_pause",
-            EventKind::PfcStorm => "pfc_storm",
-        }
-    }
-}
-
 /// How a pause interval ended (`pfc.parquet`'s `ended_by`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -110,21 +79,6 @@ pub struct Verdict {
     /// The ICRC fails because a sniffer rewrote the frame, not because it
     /// was corrupted: `icrc_ok` is null (see "ICRC" in `docs/analysis.md`).
     pub icrc_unknown: bool,
-}
-
-/// A row of `events.parquet`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Event {
-    pub ts_ns: u64,
-    pub iface: u16,
-    pub flow_id: Option<u32>,
-    pub kind: EventKind,
-    pub psn: Option<u32>,
-    pub depth: Option<u32>,
-    /// For rewinds: what triggered it.
-    pub trigger: Option<Trigger>,
-    pub idle_us: Option<f64>,
-    pub detail: String,
 }
 
 /// A row of `timeline.parquet`.

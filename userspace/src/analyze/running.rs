@@ -5,8 +5,11 @@
 //! more than the records), so a snapshot costs the PFC senders it lists
 //! and nothing per flow.
 
-use super::pfc::SenderPauses;
-use super::{Analyzer, FrameCounts};
+use super::findings::{self, Diagnosis};
+use super::flows::kept;
+use super::pfc::{PrioStats, SenderPauses};
+use super::rows::{PfcSummary, Summary, Totals, iface_name, ratio};
+use super::{Analyzer, FrameCounts, PfcInterval};
 
 /// Sums over flows kept as the records come: at the end of a run they
 /// equal `summary.json`'s `totals` of the same names (the sums of the
@@ -70,5 +73,129 @@ impl Analyzer {
         out.senders.clear();
         let tap_end = |iface: u16| self.taps.get(usize::from(iface)).map_or(0, |t| t.last_ts);
         self.pfc.senders(tap_end, &mut out.senders);
+    }
+}
+
+/// The findings over one report interval of a run still going (the live
+/// tap's `--report-interval`, docs/live.md "Findings as they happen"), and
+/// the summary they were made from (to word them with
+/// `crate::render::findings::word`).
+#[derive(Clone, Debug)]
+pub struct Interim {
+    pub summary: Summary,
+    pub diagnoses: Vec<Diagnosis>,
+    /// The pauses of the window, the running ones closed at its end.
+    pub pfc: Vec<PfcInterval>,
+}
+
+impl Analyzer {
+    /// The findings now, without ending the run: over the flows as they
+    /// stand (the live ones and what the retired ones left, as at the end)
+    /// and, for PFC, over the window `[from_ns, now_ns)` only, a pause still
+    /// running counted up to `now_ns` as the end of a run would close it
+    /// there — so a storm is a finding while it lasts and the interval it
+    /// ends in, and not after. What only the end of a run settles is left
+    /// out: cross-tap matching (`hops`), the congestion trees, the NIC
+    /// timeouts and the CE → CNP reaction times. Costs a walk over the live
+    /// flows and the PFC intervals.
+    pub fn findings_now(&self, from_ns: u64, now_ns: u64) -> Interim {
+        let now = |_: u16| now_ns;
+        let mut pfc: Vec<PfcInterval> = self
+            .pfc
+            .rows
+            .iter()
+            .filter(|r| r.end_ns > from_ns && r.start_ns < now_ns)
+            .cloned()
+            .collect();
+        self.pfc.open_rows(now, &mut pfc);
+        pfc.sort_by_key(|r| (r.start_ns, r.iface, r.priority, r.src_mac));
+        let window = now_ns.saturating_sub(from_ns);
+        let storm_ns = self.config.storm_ns;
+        let pfc_summary = self
+            .pfc
+            .stats
+            .iter()
+            .map(|(&(iface, priority), st)| {
+                let (paused_ns, _) = self.pfc.paused(iface, priority, from_ns, now_ns, now_ns);
+                let storms = pfc
+                    .iter()
+                    .filter(|r| r.iface == iface && r.priority == priority)
+                    .filter(|r| r.end_ns - r.start_ns > storm_ns)
+                    .count() as u64;
+                self.pfc_summary((iface, priority), st, paused_ns, window, storms)
+            })
+            .collect();
+        let summary = Summary {
+            first_ts_ns: self.first_ts,
+            last_ts_ns: self.first_ts.map(|_| self.last_ts),
+            duration_ns: self.first_ts.map_or(0, |f| self.last_ts - f),
+            frames: self.frames.clone(),
+            ifaces: self.ifaces.clone(),
+            link_speed_bps: self.config.link_speed_bps,
+            bin_ns: self.config.bin_ns,
+            storm_ns,
+            dscp_to_priority: self.config.dscp_to_priority.map(|m| m.to_vec()),
+            totals: self.summed_totals(),
+            ce_to_cnp: None,
+            pfc: pfc_summary,
+            taps: Vec::new(),
+            capture_facts: Vec::new(),
+            pfc_trees: Vec::new(),
+            clock_offsets: Vec::new(),
+            matching: None,
+            nic_timeouts: Vec::new(),
+            retirement: None,
+            findings: Vec::new(),
+        };
+        let diagnoses = findings::diagnose(&findings::Input {
+            flows: &self.flows,
+            retired: &self.retired,
+            by_id: findings::input::ids_of(&self.flows, &self.retired),
+            pfc: &pfc,
+            summary: &summary,
+            ghost_covers: &self.ghost_covers,
+            ecmp: &self.ecmp,
+            qos: &self.qos,
+            hops: &[],
+            nics: &self.nics.rows_per_tap(),
+        });
+        Interim {
+            summary,
+            diagnoses,
+            pfc,
+        }
+    }
+
+    /// `summary.json`'s `pfc` entry of `(iface, priority)`: `paused_ns` of
+    /// `span_ns`, and `storms`.
+    pub(super) fn pfc_summary(
+        &self,
+        (iface, priority): (u16, u8),
+        st: &PrioStats,
+        paused_ns: u64,
+        span_ns: u64,
+        storms: u64,
+    ) -> PfcSummary {
+        PfcSummary {
+            iface,
+            iface_name: iface_name(&self.ifaces, iface),
+            priority,
+            frames: st.frames,
+            xon_frames: st.xon_frames,
+            paused_ns,
+            fraction: ratio(paused_ns, span_ns),
+            storms,
+        }
+    }
+
+    /// The retired flows' totals and the live ones', summed (`summary.json`'s
+    /// `totals` but for what only the end settles: CNP attribution, PFC).
+    pub(super) fn summed_totals(&self) -> Totals {
+        let mut t = self.retired.totals.clone();
+        for f in self.flows.iter() {
+            kept::add_totals(&mut t, f);
+        }
+        t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
+        t
     }
 }

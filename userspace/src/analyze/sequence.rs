@@ -5,11 +5,10 @@
 use rocescope_common::proto::ib::{PSN_MASK, op, transport};
 use rocescope_common::{PacketRecord, flags};
 
-use super::fmt::fmt_duration;
+use super::events::{Event, EventDetail, EventKind, LatePsn, Missing, ResolvedPsns};
 use super::pfc::Cover;
 use super::responses::PendingNak;
 use super::rewind::Rewind;
-use super::rows::{Event, EventKind};
 use super::{Analyzer, Sink};
 use super::{gaps, nics, psn};
 
@@ -266,7 +265,11 @@ impl Analyzer {
                     depth: Some(g as u32),
                     trigger: None,
                     idle_us: Some(idle as f64 / 1000.0),
-                    detail: format!("{g} PSNs missing: {bound}..={}", psn::add(q, PSN_MASK)),
+                    detail: EventDetail::Gap(Missing {
+                        psns: g as u32,
+                        first: bound,
+                        last: psn::add(q, PSN_MASK),
+                    }),
                 });
                 if let Some((lo, len, nak_named)) = evicted {
                     let class = if nak_named {
@@ -358,12 +361,11 @@ impl Analyzer {
                 depth: Some(fl.psns_late),
                 trigger: None,
                 idle_us: None,
-                detail: format!(
-                    "PSN {} arrived {} after it went missing, {} PSNs late, and was not resent: reordered on the path",
-                    fl.psn,
-                    fmt_duration(late_ns),
-                    fl.psns_late
-                ),
+                detail: EventDetail::Late(LatePsn {
+                    psn: fl.psn,
+                    late_ns,
+                    psns_late: fl.psns_late,
+                }),
             });
         }
     }
@@ -374,17 +376,6 @@ impl Analyzer {
         let f = &mut self.flows[i];
         f.gap_mut().gap_counts.add(r.class, u64::from(r.len));
         let last = psn::add(r.lo, r.len.saturating_sub(1));
-        let why = match r.class {
-            gaps::GapClass::LostBeforeTap => "first seen in a resend: lost before the tap",
-            gaps::GapClass::NakLost => "named by a sequence-error NAK: lost before the responder",
-            gaps::GapClass::CaptureLost => {
-                "never seen, yet acknowledged with no NAK and no resend: the tap missed them"
-            }
-            gaps::GapClass::Unresolved => {
-                "never seen, and nothing in the capture says what became of them"
-            }
-            gaps::GapClass::Late => "arrived late",
-        };
         sink.event(&Event {
             ts_ns: now,
             iface: f.iface,
@@ -394,13 +385,13 @@ impl Analyzer {
             depth: Some(r.len),
             trigger: None,
             idle_us: None,
-            detail: format!(
-                "{} missing PSN{} {}..={last} {why} (missing since {} before)",
-                r.len,
-                if r.len == 1 { "" } else { "s" },
-                r.lo,
-                fmt_duration(now.saturating_sub(r.since_ns))
-            ),
+            detail: EventDetail::Resolved(ResolvedPsns {
+                class: r.class,
+                psns: r.len,
+                first: r.lo,
+                last,
+                missing_ns: now.saturating_sub(r.since_ns),
+            }),
         });
     }
 }

@@ -1,6 +1,7 @@
 //! Hand-made record sequences with exact expected numbers: the record
 //! builders and the run here, the tests by concern in `tests/`.
 
+mod events;
 mod fmt;
 mod pairing;
 mod pfc;
@@ -119,7 +120,7 @@ fn pfc(ts: u64, enable: u8, quanta: [u16; 8]) -> PacketRecord {
 }
 
 /// Priority 3 paused for `q` quanta (5.12 ns each at 100 Gb/s).
-fn pfc3(ts: u64, q: u16) -> PacketRecord {
+pub(crate) fn pfc3(ts: u64, q: u16) -> PacketRecord {
     let mut quanta = [0; 8];
     quanta[3] = q;
     pfc(ts, 1 << 3, quanta)

@@ -40,6 +40,16 @@ impl DatasetArgs {
         &self,
         identity: String,
     ) -> Result<Option<Box<dyn crate::output::Output>>> {
+        self.writer_with(identity, |_| {})
+    }
+
+    /// [`DatasetArgs::writer`], its options adjusted by `adjust` (the live
+    /// tap's findings table and `--tables`).
+    pub(crate) fn writer_with(
+        &self,
+        identity: String,
+        adjust: impl FnOnce(&mut crate::tables::dataset::DatasetOptions),
+    ) -> Result<Option<Box<dyn crate::output::Output>>> {
         use crate::tables::dataset::{DatasetOptions, DatasetWriter, local_host_name};
         let Some(dir) = &self.dataset else {
             return Ok(None);
@@ -49,6 +59,7 @@ impl DatasetArgs {
         opts.rotate_ns = self.rotate.unwrap_or(0);
         opts.rotate_bytes = self.rotate_size;
         opts.identity = identity;
+        adjust(&mut opts);
         Ok(Some(Box::new(DatasetWriter::create(&opts)?)))
     }
 }

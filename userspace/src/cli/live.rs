@@ -60,6 +60,15 @@ pub(crate) struct LiveArgs {
     /// Serve Prometheus metrics (the text exposition format) on http://ADDR:PORT/metrics while running, e.g. 127.0.0.1:9464 or [::]:9464.
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) metrics: Option<std::net::SocketAddr>,
+    /// Evaluate the findings this often while running (wall time, e.g. 10s): each finding that starts, continues or ends goes to --findings, the dataset's findings table, the metrics and the status line.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = units::positive_duration)]
+    pub(crate) report_interval: u64,
+    /// Append each finding that starts, continues or ends to FILE as a JSON line (- for standard output); reopened on SIGHUP, never truncated.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) findings: Option<String>,
+    /// With --dataset: the streamed tables to write, comma-separated (default: all of packets, events, timeline, flows, findings). A long run on a fast port leaves out packets: a row per frame.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    pub(crate) tables: Option<Vec<crate::tables::dataset::StreamedTable>>,
     #[command(flatten)]
     pub(crate) telemetry: super::args::TelemetryArgs,
     /// Frame times from the kernel's clock or the switch's ERSPAN III timestamps (docs/inputs.md,
@@ -89,6 +98,12 @@ pub(crate) struct ReplayArgs {
     pub(crate) tap: Option<String>,
 }
 
+/// Every table `--tables` names.
+const STREAMED: [crate::tables::dataset::StreamedTable; 5] = {
+    use crate::tables::dataset::StreamedTable::*;
+    [Packets, Events, Timeline, Flows, Findings]
+};
+
 /// `live`: tap a mirror port until stopped, then write every table.
 pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
     let LiveArgs {
@@ -106,6 +121,9 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         cpus,
         udp_ports,
         metrics,
+        report_interval,
+        findings,
+        tables,
         telemetry,
         time,
         analysis,
@@ -132,6 +150,8 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
             .transpose()?,
         records_seen: None,
         metrics,
+        report_interval: std::time::Duration::from_nanos(report_interval),
+        findings: findings.as_deref().map(live::monitor::FindingsTo::parse),
         time,
     };
     // Missing privileges are the likelier problem: say so first.
@@ -151,7 +171,13 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         opts.analyzer.identity()
     );
     let outcome = live::run_with(&opts, || {
-        Ok(dataset.writer(identity.clone())?.into_iter().collect())
+        let writer = dataset.writer_with(identity.clone(), |o| {
+            o.findings = true;
+            if let Some(keep) = &tables {
+                o.leave_out = STREAMED.into_iter().filter(|t| !keep.contains(t)).collect();
+            }
+        })?;
+        Ok(writer.into_iter().collect())
     })?;
     let f = &outcome.facts;
     outln!(

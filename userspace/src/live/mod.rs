@@ -104,6 +104,7 @@ pub mod cpus;
 pub mod drain;
 mod feeder;
 pub mod metrics;
+pub mod monitor;
 pub mod netif;
 pub mod reorder;
 pub mod replay;
@@ -181,6 +182,11 @@ pub struct Options {
     pub records_seen: Option<Arc<AtomicU64>>,
     /// Serve Prometheus metrics on `/metrics` there (`--metrics`, [`metrics`]).
     pub metrics: Option<SocketAddr>,
+    /// How often the findings are evaluated while running
+    /// (`--report-interval`, [`monitor`]).
+    pub report_interval: Duration,
+    /// Where the findings that start, continue and end go (`--findings`).
+    pub findings: Option<monitor::FindingsTo>,
     /// `--time`: which clock times the records.
     pub time: crate::sources::TimeChoice,
 }
@@ -261,6 +267,12 @@ pub fn run_with(
     if exporter.is_some() {
         pipeline.watch(metrics.tally());
     }
+    let active = metrics.findings();
+    pipeline.watch(Box::new(monitor::Monitor::new(
+        opts.report_interval,
+        opts.findings.clone(),
+        active.clone(),
+    )?));
     pipeline.name_iface(0, &opts.iface);
     let serving = exporter
         .as_ref()
@@ -302,6 +314,7 @@ pub fn run_with(
         &mut merge,
         &mut feeder,
         publish,
+        &active,
     ));
 
     // Detach first, then take whatever is still on the rings (the threads
@@ -403,6 +416,7 @@ async fn event_loop(
     merge: &mut Reorder,
     feeder: &mut Feeder,
     metrics: Option<&Metrics>,
+    active: &monitor::Active,
 ) -> Result<Stop> {
     let sig = |kind: SignalKind| {
         signal(kind).map_err(|e| Error::Live(format!("cannot watch signals: {e}")))
@@ -455,7 +469,11 @@ async fn event_loop(
                     netif::State::Gone => break Stop::Interface("disappeared".into()),
                 }
                 if show && let Ok(c) = tap.counters() {
-                    eprint!("\r{}   ", counters_line(&opts.iface, &c, started.elapsed()));
+                    eprint!(
+                        "\r{}{}   ",
+                        counters_line(&opts.iface, &c, started.elapsed()),
+                        monitor::active_line(active)
+                    );
                 }
                 if let Some(m) = metrics
                     && let (Ok(counters), Ok(records_per_cpu)) = (tap.counters(), tap.records_per_cpu())

@@ -10,11 +10,14 @@
 //! * [`report`]: the terminal report and `report --json`;
 //! * [`nics`]: the NIC reaction latencies' cells, lines and JSON;
 //! * [`wireshark`]: display filters and Decode As hints (docs/wireshark.md);
+//! * `events`: an event's `detail` (`events.parquet`), the `Display` of
+//!   `analyze::EventDetail`;
 //! * [`fmt`]: values as a person reads them (durations, counts, rates,
 //!   shares, addresses, flows);
 //! * [`date`]: capture times as calendar dates.
 
 pub mod date;
+mod events;
 mod findings;
 pub mod fmt;
 pub mod nics;

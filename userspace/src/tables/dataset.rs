@@ -53,6 +53,7 @@ use rocescope_common::PacketRecord;
 use super::analysis::{
     EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TimelineColumns,
 };
+use super::findings::FindingColumns;
 use super::iface_name;
 use super::packets::{PacketColumns, PacketRow};
 use super::telemetry::{FlowIndex, Joined, TelemetryColumns};
@@ -87,6 +88,23 @@ pub struct DatasetOptions {
     /// options that change the tables ([`capture_identity`], or the live
     /// tap's interface and options). Hashed into the run id.
     pub identity: String,
+    /// The streamed tables left out (`live --tables`): a long run's
+    /// `packets` holds a row per frame.
+    pub leave_out: Vec<StreamedTable>,
+    /// Writes the live tap's `findings` table (an empty one if nothing was
+    /// found); a capture's analysis has none.
+    pub findings: bool,
+}
+
+/// The tables a dataset streams as the run goes (`live --tables`); the
+/// others (pfc, hops, nics, telemetry, the summary) are written at the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamedTable {
+    Packets,
+    Events,
+    Timeline,
+    Flows,
+    Findings,
 }
 
 impl DatasetOptions {
@@ -99,6 +117,8 @@ impl DatasetOptions {
             rotate_ns: 0,
             rotate_bytes: 512 << 20,
             identity: String::new(),
+            leave_out: Vec::new(),
+            findings: false,
         })
     }
 }
@@ -391,6 +411,9 @@ pub struct DatasetWriter {
     timeline: Partitioned<TimelineColumns>,
     /// Flows' rows: those that retired as they did, the rest at the end.
     flows: Partitioned<FlowColumns>,
+    /// The live tap's findings, when it writes them.
+    findings: Option<Partitioned<FindingColumns>>,
+    leave_out: Vec<StreamedTable>,
     /// The first error of a sink call (the Sink trait cannot return one).
     failed: Option<Error>,
     /// Event and timeline rows that came before the run's first packet
@@ -446,6 +469,9 @@ impl DatasetWriter {
             events: Partitioned::new("events"),
             timeline: Partitioned::new("timeline"),
             flows: Partitioned::new("flows"),
+            findings: (opts.findings && !opts.leave_out.contains(&StreamedTable::Findings))
+                .then(|| Partitioned::new("findings")),
+            leave_out: opts.leave_out.clone(),
             failed: None,
             early: Vec::new(),
         })
@@ -470,6 +496,9 @@ impl DatasetWriter {
     }
 
     fn push_event(&mut self, e: &analyze::Event) -> Result<()> {
+        if self.leave_out.contains(&StreamedTable::Events) {
+            return Ok(());
+        }
         let row = Named {
             row: e,
             ifaces: &self.ifaces,
@@ -478,6 +507,9 @@ impl DatasetWriter {
     }
 
     fn push_flow(&mut self, row: &analyze::FlowRow) -> Result<()> {
+        if self.leave_out.contains(&StreamedTable::Flows) {
+            return Ok(());
+        }
         let named = Named {
             row,
             ifaces: &self.ifaces,
@@ -509,8 +541,10 @@ impl DatasetWriter {
         let ifaces = &self.ifaces;
         let ctx = &mut self.ctx;
         let mut flows = self.flows;
-        for row in analysis.unwritten_flows() {
-            flows.push(ctx, row.first_ts_ns, &Named { row, ifaces })?;
+        if !self.leave_out.contains(&StreamedTable::Flows) {
+            for row in analysis.unwritten_flows() {
+                flows.push(ctx, row.first_ts_ns, &Named { row, ifaces })?;
+            }
         }
         let mut pfc = Partitioned::<PfcColumns>::new("pfc");
         for row in &analysis.pfc {
@@ -538,14 +572,28 @@ impl DatasetWriter {
             };
             telemetry.push(ctx, row.ts_ns, &joined)?;
         }
-        let mut files = self.packets.close(ctx)?;
-        files.extend(flows.close(ctx)?);
+        // A table left out gets no file, not even an empty one.
+        let left_out = |t| self.leave_out.contains(&t);
+        let mut files = Vec::new();
+        if !left_out(StreamedTable::Packets) {
+            files.extend(self.packets.close(ctx)?);
+        }
+        if !left_out(StreamedTable::Flows) {
+            files.extend(flows.close(ctx)?);
+        }
         files.extend(telemetry.close(ctx)?);
         files.extend(hops.close(ctx)?);
         files.extend(nics.close(ctx)?);
-        files.extend(self.events.close(ctx)?);
+        if !left_out(StreamedTable::Events) {
+            files.extend(self.events.close(ctx)?);
+        }
         files.extend(pfc.close(ctx)?);
-        files.extend(self.timeline.close(ctx)?);
+        if !left_out(StreamedTable::Timeline) {
+            files.extend(self.timeline.close(ctx)?);
+        }
+        if let Some(findings) = self.findings {
+            files.extend(findings.close(ctx)?);
+        }
 
         let Some((start, run)) = ctx.run.clone() else {
             // No record at all: nothing to partition by.
@@ -622,6 +670,9 @@ impl analyze::Sink for DatasetWriter {
     }
 
     fn timeline(&mut self, row: &analyze::TimelineRow) {
+        if self.leave_out.contains(&StreamedTable::Timeline) {
+            return;
+        }
         if self.held(|| Early::Timeline(row.clone())) {
             return;
         }
@@ -660,6 +711,9 @@ impl crate::output::Output for DatasetWriter {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
+        if self.leave_out.contains(&StreamedTable::Packets) {
+            return Ok(());
+        }
         let row = PacketRow::new(rec, &self.ifaces, &self.files, verdict);
         self.packets.push(&mut self.ctx, rec.ts_ns, &row)
     }
@@ -673,7 +727,31 @@ impl crate::output::Output for DatasetWriter {
         self.packets.reopen()?;
         self.events.reopen()?;
         self.flows.reopen()?;
+        if let Some(f) = &mut self.findings {
+            f.reopen()?;
+        }
         self.timeline.reopen()
+    }
+
+    fn findings(&mut self, rows: &[crate::output::FindingRow]) -> Result<()> {
+        let Some(first) = rows.first() else {
+            return Ok(());
+        };
+        if self.findings.is_none() {
+            return Ok(());
+        }
+        if self.ctx.run.is_none() {
+            self.start_run(Some(first.ts_ns));
+        }
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        if let Some(table) = &mut self.findings {
+            for r in rows {
+                table.push(&mut self.ctx, r.ts_ns, r)?;
+            }
+        }
+        Ok(())
     }
 
     fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()> {

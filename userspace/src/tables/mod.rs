@@ -41,6 +41,7 @@ use crate::{Error, Result};
 
 pub mod analysis;
 pub mod dataset;
+pub mod findings;
 pub mod format;
 pub mod packets;
 pub mod telemetry;

@@ -5,7 +5,7 @@ use super::*;
 /// Priority 3 paused for 335.5 µs from 10 µs; the sender's 250 µs timer
 /// fires during it and it goes back 6 PSNs, 4 of them already
 /// acknowledged (PSN 1008, the next new one, not sent yet).
-fn paused_resend() -> Vec<PacketRecord> {
+pub(super) fn paused_resend() -> Vec<PacketRecord> {
     let mut recs = Vec::new();
     for i in 0..8u32 {
         recs.push(tagged(req(i as u64 * US, 1000 + i), 3));
@@ -35,9 +35,18 @@ fn ghost_drop_under_pfc_pause_is_diagnosed() {
     let e = &r.events("rewind")[0];
     assert_eq!(e.idle_us, Some(250.0));
     assert!(
-        e.detail
-            .contains("priority 3 paused 247.0 µs of the idle time"),
-        "{}",
+        matches!(
+            e.detail,
+            EventDetail::Rewind(RewindDetail {
+                paused: Some(PausedIdle {
+                    priority: 3,
+                    paused_ns: 247_000,
+                    ..
+                }),
+                ..
+            })
+        ),
+        "{:?}",
         e.detail
     );
     assert_eq!(r.a.pfc.len(), 1);

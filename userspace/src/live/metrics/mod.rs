@@ -26,8 +26,11 @@
 //!   `src_mac` for the PFC senders: the first [`MAX_PFC_SENDERS`] MACs that
 //!   pause get a series each, any later one is summed into
 //!   `src_mac="other"`, so forged source MACs cannot grow the series.
-//! * **Findings** are evaluated only at the end of a run today, so there is
-//!   no metric of active findings yet.
+//! * **Findings**: `rocescope_findings_active{id,severity}`, the instances
+//!   of each finding active at the last report interval
+//!   ([`super::monitor`]); a series per id and severity that was ever
+//!   active in the run (0 once it ended), so at most one per finding id
+//!   and severity.
 
 pub mod server;
 
@@ -59,6 +62,8 @@ pub struct Metrics {
     iface: String,
     tap: Mutex<TapSnapshot>,
     analysis: Mutex<AnalysisSnapshot>,
+    /// The findings active now, as the monitor last evaluated them.
+    findings: super::monitor::Active,
 }
 
 /// The XDP program's counters and the merge's, as the event loop last read them.
@@ -127,7 +132,13 @@ impl Metrics {
             iface: iface.to_string(),
             tap: Mutex::default(),
             analysis: Mutex::default(),
+            findings: super::monitor::Active::default(),
         })
+    }
+
+    /// Where the monitor publishes the active findings.
+    pub fn findings(&self) -> super::monitor::Active {
+        self.findings.clone()
     }
 
     /// The tap's counters now (the event loop, once a second).
@@ -302,6 +313,7 @@ impl Collector for Metrics {
         // Copies, so that the encoding holds no lock.
         let tap = lock(&self.tap).clone();
         let a = lock(&self.analysis).clone();
+        let findings = lock(&self.findings).clone();
         let iface = self.iface.as_str();
         let on = || -> Labels { vec![("iface", iface)] };
         let with = |k: &'static str, v| -> Labels { vec![("iface", iface), (k, v)] };
@@ -491,6 +503,21 @@ impl Collector for Metrics {
             senders
                 .iter()
                 .map(|(k, s)| (sender(iface, k), gauge(s.open_ns as f64 / 1e9))),
+        )?;
+        family(
+            e,
+            "rocescope_findings_active",
+            "Instances of the finding active at the last report interval (pfc-storm: ports and priorities)",
+            findings.iter().map(|&(id, severity, n)| {
+                (
+                    vec![
+                        ("iface", iface),
+                        ("id", id),
+                        ("severity", severity.as_str()),
+                    ],
+                    gauge(n as i64),
+                )
+            }),
         )?;
         Ok(())
     }

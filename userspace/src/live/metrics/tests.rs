@@ -18,7 +18,48 @@ fn event(
         depth: Some(depth),
         trigger,
         idle_us: None,
-        detail: String::new(),
+        detail: detail(kind, trigger, depth),
+    }
+}
+
+/// The detail an event of `kind` carries, with what the tally reads.
+fn detail(
+    kind: analyze::EventKind,
+    trigger: Option<analyze::Trigger>,
+    depth: u32,
+) -> analyze::EventDetail {
+    use analyze::{EventDetail, EventKind};
+    match (kind, trigger) {
+        (EventKind::Rewind, Some(trigger)) => EventDetail::Rewind(analyze::RewindDetail {
+            next: depth,
+            psn: 0,
+            depth,
+            trigger,
+            nak_before_ns: (trigger != analyze::Trigger::Timeout).then_some(0),
+            idle_ns: 0,
+            acked: 0,
+            lost_before_tap: false,
+            paused: None,
+        }),
+        (EventKind::Resolved(GapClass::Late), _) => EventDetail::Late(analyze::LatePsn {
+            psn: 0,
+            late_ns: 0,
+            psns_late: depth,
+        }),
+        (EventKind::Resolved(class), _) => EventDetail::Resolved(analyze::ResolvedPsns {
+            class,
+            psns: depth,
+            first: 0,
+            last: depth.saturating_sub(1),
+            missing_ns: 0,
+        }),
+        (EventKind::Cnp, _) => EventDetail::Cnp(analyze::CnpDetail {
+            src_ip: [0; 16],
+            dst_ip: [0; 16],
+            qp: 0,
+            reaction_ns: None,
+        }),
+        other => panic!("no test event {other:?}"),
     }
 }
 
