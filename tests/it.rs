@@ -16,6 +16,7 @@ mod counters;
 mod evidence;
 mod fabric;
 mod handoff;
+mod hardware_time;
 mod infiniband;
 mod inputs;
 mod oracle;

@@ -480,6 +480,7 @@ fn live_rounds(
             metrics: None,
             report_interval: live::monitor::DEFAULT_REPORT_INTERVAL,
             findings: None,
+            time: Default::default(),
         };
         let done = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();

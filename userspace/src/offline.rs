@@ -22,7 +22,8 @@ use crate::output::RunFacts;
 use crate::pipeline::{RecordPipeline, Threads};
 use crate::progress::FileProgress;
 use crate::sources::{
-    CaptureReader, Filter, FirstLook, Frame, Inputs, Merge, TapSpec, Taps, Visit, Warning, skipped,
+    CaptureReader, Filter, FirstLook, Frame, FrameTimes, Inputs, Merge, TapSpec, Taps, TimeChoice,
+    Visit, Warning, skipped,
 };
 use crate::telemetry::{TelemetryLog, TelemetryRow};
 use crate::{Error, Result};
@@ -47,6 +48,9 @@ pub struct Options {
     pub taps: Vec<TapSpec>,
     /// Where transports are recognised (`--udp-port`).
     pub recognition: Recognition,
+    /// `--time`: which clock times the frames (the default adds nothing to
+    /// the identity, so runs from before `--time` keep theirs).
+    pub time: TimeChoice,
 }
 
 impl Options {
@@ -57,6 +61,9 @@ impl Options {
         let mut s = self.analyzer.identity();
         if let Some(f) = &self.filter {
             s.push_str(&format!("filter={f}\n"));
+        }
+        if self.time != TimeChoice::Auto {
+            s.push_str(&format!("time={:?}\n", self.time));
         }
         s.push_str(&crate::transport::identity(&self.recognition));
         for t in &self.taps {
@@ -183,6 +190,7 @@ pub fn run_with(
         rec: PacketRecord::default(),
         framed: vec![Vec::new(); names.len()],
         telemetry: TelemetryLog::default(),
+        times: FrameTimes::new(opts.time, names.len()),
     };
     let stopped_by = merge.walk(&mut run).err().map(|e| e.to_string());
     run.progress.done();
@@ -193,6 +201,7 @@ pub fn run_with(
         frames_read,
         decode,
         telemetry,
+        times,
         ..
     } = run;
     let telemetry = telemetry.finish();
@@ -212,6 +221,7 @@ pub fn run_with(
     notes.extend(taps.note());
     notes.extend(decode.note(frames_read));
     let analysis = pipeline.finish(RunFacts {
+        time: times.facts(&file_names),
         captures: file_names,
         taps: taps.facts(),
         frames_read,
@@ -253,6 +263,7 @@ struct Run {
     framed: Vec<Vec<bool>>,
     /// The switches' telemetry read so far (`telemetry.parquet`).
     telemetry: TelemetryLog,
+    times: FrameTimes,
 }
 
 /// What is remembered of each file while it is read.
@@ -470,6 +481,7 @@ impl Run {
             return Ok(());
         }
         let rec = &mut self.rec;
+        let ts_ns = self.times.time(slot, rec, ts_ns);
         rec.ts_ns = ts_ns;
         rec.iface = iface;
         rec.frame = number;

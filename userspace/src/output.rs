@@ -189,6 +189,10 @@ pub struct RunFacts {
     /// when the captures held none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::telemetry::TelemetryFacts>,
+    /// Which clock timed the frames (`--time`, docs/inputs.md, "Hardware
+    /// time"); absent when every frame kept its capture time by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<crate::sources::TimeFacts>,
 }
 
 /// What `rocescope live` reports in `summary.json` under `input.live`: the

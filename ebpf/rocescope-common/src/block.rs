@@ -33,21 +33,30 @@ pub(crate) mod tag {
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub struct TransportBlock {
     words: [u64; BLOCK_WORDS],
-    /// `tag::*`.
-    tag: u8,
-    /// Keeps the size a multiple of 8 with every byte named.
-    _reserved: [u8; 7],
 }
 
-pub const TRANSPORT_BLOCK_SIZE: usize = BLOCK_SIZE + 8;
+pub const TRANSPORT_BLOCK_SIZE: usize = BLOCK_SIZE;
 const _: () = assert!(core::mem::size_of::<TransportBlock>() == TRANSPORT_BLOCK_SIZE);
 
 impl core::fmt::Debug for TransportBlock {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TransportBlock")
-            .field("tag", &self.tag)
             .field("words", &self.words)
             .finish()
+    }
+}
+
+/// Whose fields the [`TransportBlock`] holds (`tag::*`); a byte of the
+/// record of its own, outside the block, so the block is all words. Only
+/// the record's view methods change it.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+pub struct BlockTag(u8);
+
+impl BlockTag {
+    /// `tag::*`.
+    pub(crate) const fn get(self) -> u8 {
+        self.0
     }
 }
 
@@ -70,19 +79,14 @@ const fn fits<V>() -> bool {
     core::mem::size_of::<V>() <= BLOCK_SIZE && core::mem::align_of::<V>() <= 8
 }
 
-impl TransportBlock {
-    /// `tag::*`: whose fields the block holds.
-    pub(crate) const fn tag(&self) -> u8 {
-        self.tag
-    }
-
+impl PacketRecord {
     /// `V`'s fields, if the block holds them.
     #[inline(always)]
     fn view<V: View>(&self) -> Option<&V> {
-        if self.tag == V::TAG {
+        if self.block_tag.0 == V::TAG {
             // SAFETY: `V` is plain integers that fit the block's words in
             // size and alignment (`View`), so any bytes there read as a `V`.
-            Some(unsafe { &*self.words.as_ptr().cast::<V>() })
+            Some(unsafe { &*self.block.words.as_ptr().cast::<V>() })
         } else {
             None
         }
@@ -90,19 +94,19 @@ impl TransportBlock {
 
     #[inline(always)]
     fn view_mut<V: View>(&mut self) -> &mut V {
-        if self.tag != V::TAG {
-            if self.tag != tag::NONE {
+        if self.block_tag.0 != V::TAG {
+            if self.block_tag.0 != tag::NONE {
                 // Word stores the compiler keeps (a `memset` would be a
                 // byte loop in the XDP program).
-                for w in self.words.iter_mut() {
+                for w in self.block.words.iter_mut() {
                     // SAFETY: a valid, aligned `u64` of `self`.
                     unsafe { core::ptr::write_volatile(w, 0) };
                 }
             }
-            self.tag = V::TAG;
+            self.block_tag = BlockTag(V::TAG);
         }
         // SAFETY: as in `view`; writes through `V` keep the words plain bytes.
-        unsafe { &mut *self.words.as_mut_ptr().cast::<V>() }
+        unsafe { &mut *self.block.words.as_mut_ptr().cast::<V>() }
     }
 }
 
@@ -280,38 +284,38 @@ impl PacketRecord {
     /// so: no pointer to the empty view's constant).
     #[inline(always)]
     pub fn try_roce(&self) -> Option<&RoceView> {
-        self.block.view()
+        self.view()
     }
 
     /// RoCE's fields to write: makes the record RoCE's (the block is
     /// emptied first if it held another's fields).
     #[inline(always)]
     pub fn roce_mut(&mut self) -> &mut RoceView {
-        self.block.view_mut()
+        self.view_mut()
     }
 
     /// PFC's and PAUSE's fields; all zero on any other record.
     #[inline(always)]
     pub fn link_control(&self) -> &LinkControlView {
-        self.block.view().unwrap_or(&LinkControlView::EMPTY)
+        self.view().unwrap_or(&LinkControlView::EMPTY)
     }
 
     /// PFC's and PAUSE's fields to write (see [`PacketRecord::roce_mut`]).
     #[inline(always)]
     pub fn link_control_mut(&mut self) -> &mut LinkControlView {
-        self.block.view_mut()
+        self.view_mut()
     }
 
     /// UET's fields; all zero unless the record is UET's.
     #[inline(always)]
     pub fn uet(&self) -> &UetView {
-        self.block.view().unwrap_or(&UetView::EMPTY)
+        self.view().unwrap_or(&UetView::EMPTY)
     }
 
     /// UET's fields to write (see [`PacketRecord::roce_mut`]).
     #[inline(always)]
     pub fn uet_mut(&mut self) -> &mut UetView {
-        self.block.view_mut()
+        self.view_mut()
     }
 
     /// `self` holding RoCE's fields `v` (for building records by hand).

@@ -13,7 +13,7 @@ pub mod summary;
 pub mod wire;
 
 pub use block::{
-    BLOCK_SIZE, LinkControlView, RoceView, TRANSPORT_BLOCK_SIZE, TransportBlock, UetView,
+    BLOCK_SIZE, BlockTag, LinkControlView, RoceView, TRANSPORT_BLOCK_SIZE, TransportBlock, UetView,
     uet_present,
 };
 
@@ -132,6 +132,9 @@ pub mod flags {
     pub const VCRC_CHECKED: u32 = 1 << 29;
     /// With `VCRC_CHECKED`: it matched.
     pub const VCRC_OK: u32 = 1 << 28;
+    /// The frame came in ERSPAN III: `hw_time` and `hw_time_format` hold
+    /// the switch's timestamp of it.
+    pub const HAS_HW_TIME: u32 = 1 << 27;
     /// Switch telemetry (INT-MD or IFA) sat between the IP or UDP header
     /// and the BTH; the walk stepped over it (`wire::telemetry`).
     pub const TELEMETRY: u32 = 1 << 26;
@@ -142,6 +145,29 @@ pub mod flags {
     pub const fn traffic_class(flags: u32) -> bool {
         flags & (HAS_IPV4 | HAS_IPV6) != 0 || (flags & HAS_GRH != 0 && flags & IB_LRH == 0)
     }
+}
+
+/// `PacketRecord::hw_time_format`: how to read an ERSPAN III timestamp
+/// (Wireshark's `packet-cisco-erspan.c` names the fields: the Gra bits of
+/// the header's last 16-bit word, mask 0x0006, and the platform
+/// subheader's second word).
+pub mod hw_time {
+    /// The granularity (Gra) bits, shifted down: one of the values below.
+    pub const GRANULARITY_MASK: u8 = 0x03;
+    /// Ticks of 100 µs.
+    pub const GRA_100_US: u8 = 0;
+    /// Ticks of 100 ns.
+    pub const GRA_100_NS: u8 = 1;
+    /// IEEE 1588: nanoseconds (the subheader, if any, has the seconds).
+    pub const GRA_IEEE_1588: u8 = 2;
+    /// User-defined: units the capture does not say.
+    pub const GRA_USER: u8 = 3;
+    /// The platform subheader carried the upper 32 bits of the timestamp
+    /// (platform ids 3, 7 and 0) or, for IEEE 1588, its seconds (ids 5
+    /// and 6): `hw_time`'s high half holds it.
+    pub const UPPER: u8 = 0x04;
+    /// With `UPPER`: it is IEEE 1588 seconds (platform ids 5 and 6).
+    pub const UPPER_IS_SECONDS: u8 = 0x08;
 }
 
 /// One decoded frame: every field the tables and the analyzer use.
@@ -161,8 +187,14 @@ pub struct PacketRecord {
     pub frame: u64,
     /// Capture timestamp, nanoseconds since the Unix epoch.
     pub ts_ns: u64,
-    /// The transport's fields (or PFC's and PAUSE's), behind its tag.
+    /// The transport's fields (or PFC's and PAUSE's), behind `block_tag`.
     pub block: TransportBlock,
+    /// The switch's hardware timestamp of the mirrored frame (`HAS_HW_TIME`):
+    /// the ERSPAN III header's 32-bit timestamp in the low half, the
+    /// platform subheader's upper word in the high half when it has one
+    /// (`hw_time::UPPER`); as the switch wrote them, in the units
+    /// `hw_time_format` names (docs/inputs.md, "Hardware time").
+    pub hw_time: u64,
     /// Length of the frame on the wire.
     pub frame_len: u32,
     /// Bytes of it in the capture (snaplen may cut).
@@ -196,9 +228,13 @@ pub struct PacketRecord {
     pub dscp: u8,
     /// ECN (2 bits; 3 = CE), of the same.
     pub ecn: u8,
+    /// Whose fields `block` holds.
+    pub block_tag: BlockTag,
+    /// `hw_time::*`: the ERSPAN III granularity and what the upper word is.
+    pub hw_time_format: u8,
     /// Keeps the size a multiple of 8 with every byte named (summary mode
     /// marks forwarded records in the first: `summary::record_marks`).
-    pub _reserved: [u8; 6],
+    pub _reserved: [u8; 4],
 }
 
 /// Size of a record on the ring buffer and in memory.
@@ -207,7 +243,7 @@ pub const PACKET_RECORD_SIZE: usize = 200;
 // No hidden padding: the named fields add up to the size.
 const _: () = assert!(core::mem::size_of::<PacketRecord>() == PACKET_RECORD_SIZE);
 const _: () = assert!(
-    2 * 8 + TRANSPORT_BLOCK_SIZE + 4 * 4 + 2 * 16 + 5 * 2 + 2 * 6 + 4 + 6 == PACKET_RECORD_SIZE
+    3 * 8 + TRANSPORT_BLOCK_SIZE + 4 * 4 + 2 * 16 + 5 * 2 + 2 * 6 + 4 + 2 + 4 == PACKET_RECORD_SIZE
 );
 // A transport's block tag is its registry id.
 const _: () = assert!(block::tag::ROCE == wire::TransportId::Roce as u8);
@@ -238,11 +274,13 @@ impl core::fmt::Debug for PacketRecord {
             .field("pcp", &self.pcp)
             .field("dscp", &self.dscp)
             .field("ecn", &self.ecn)
+            .field("hw_time", &self.hw_time)
+            .field("hw_time_format", &self.hw_time_format)
             .field("_reserved", &self._reserved);
         match self.transport() {
             Some(wire::TransportId::Roce) => d.field("roce", self.roce()),
             Some(wire::TransportId::Uet) => d.field("uet", self.uet()),
-            None if self.block.tag() == block::tag::LINK_CONTROL => {
+            None if self.block_tag.get() == block::tag::LINK_CONTROL => {
                 d.field("link_control", self.link_control())
             }
             None => d.field("block", &self.block),
@@ -265,7 +303,7 @@ impl PacketRecord {
     /// and `Other`.
     #[inline(always)]
     pub const fn transport(&self) -> Option<wire::TransportId> {
-        match self.block.tag() {
+        match self.block_tag.get() {
             block::tag::ROCE => Some(wire::TransportId::Roce),
             block::tag::UET => Some(wire::TransportId::Uet),
             _ => None,

@@ -58,6 +58,15 @@ pub mod gre {
     pub const ERSPAN_III_PLATFORM_LEN: usize = 8;
     /// O flag: lowest bit of the last byte of the ERSPAN III header.
     pub const ERSPAN_III_O_FLAG: u8 = 0x01;
+    /// Gra: the two bits above O (mask 0x0006 of the last 16-bit word).
+    pub const ERSPAN_III_GRA_SHIFT: u8 = 1;
+    /// Platform ID: the top 6 bits of the subheader's first byte.
+    pub const ERSPAN_PLATFORM_ID_SHIFT: u8 = 2;
+    /// Platform ids whose second word is the upper 32 bits of the
+    /// timestamp (0 is an alias of 7 on some platforms).
+    pub const ERSPAN_PLATFORM_UPPER: [u8; 3] = [0, 3, 7];
+    /// Platform ids whose second word is the timestamp's seconds.
+    pub const ERSPAN_PLATFORM_SECONDS: [u8; 2] = [5, 6];
 }
 
 /// IPv4 and IPv6.

@@ -93,6 +93,10 @@ pub(crate) struct Input {
     pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
     #[command(flatten)]
     pub(crate) telemetry: TelemetryArgs,
+    /// Frame times from the capture's clock or the switch's ERSPAN III timestamps (docs/inputs.md,
+    /// "Hardware time"); by default ERSPAN III time for a file whose first record has it within 1 s.
+    #[arg(long, value_enum, default_value_t = crate::sources::TimeChoice::Auto, value_name = "CLOCK")]
+    pub(crate) time: crate::sources::TimeChoice,
 }
 
 /// Where switch telemetry is marked (docs/inputs.md, "Switch telemetry"):
@@ -148,6 +152,7 @@ impl Input {
                 .telemetry
                 .recognition(&self.udp_ports)
                 .map_err(Error::Usage)?,
+            time: self.time,
         })
     }
 }

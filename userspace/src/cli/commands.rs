@@ -198,6 +198,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<ExitCode> {
         source_yields: false,
         taps: Vec::new(),
         recognition: Default::default(),
+        time: Default::default(),
     };
     let d = crate::diff::Diff::of(&args.before, &args.after, &opts)?;
     if let Some(path) = &args.html {

@@ -71,6 +71,10 @@ pub(crate) struct LiveArgs {
     pub(crate) tables: Option<Vec<crate::tables::dataset::StreamedTable>>,
     #[command(flatten)]
     pub(crate) telemetry: super::args::TelemetryArgs,
+    /// Frame times from the kernel's clock or the switch's ERSPAN III timestamps (docs/inputs.md,
+    /// "Hardware time"); by default ERSPAN III time when the first record has it within 1 s.
+    #[arg(long, value_enum, default_value_t = crate::sources::TimeChoice::Auto, value_name = "CLOCK")]
+    pub(crate) time: crate::sources::TimeChoice,
     #[command(flatten)]
     pub(crate) analysis: AnalysisArgs,
     #[command(flatten)]
@@ -121,6 +125,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         findings,
         tables,
         telemetry,
+        time,
         analysis,
         dataset,
     } = args;
@@ -147,6 +152,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         metrics,
         report_interval: std::time::Duration::from_nanos(report_interval),
         findings: findings.as_deref().map(live::monitor::FindingsTo::parse),
+        time,
     };
     // Missing privileges are the likelier problem: say so first.
     live::tap::check_privileges()?;

@@ -64,6 +64,14 @@ pub(crate) struct SynthArgs {
     /// Deliver the mirrored frames inside ERSPAN (type II or III) over GRE.
     #[arg(long, value_name = "TYPE", value_enum)]
     pub(crate) erspan: Option<ErspanArg>,
+    /// ERSPAN III: the units the switch stamps the model's time in (IEEE 1588 nanoseconds: the
+    /// capture's own times, to the nanosecond).
+    #[arg(long, value_name = "UNITS", value_enum, default_value_t = ErspanGranularity::Ieee1588, requires = "erspan")]
+    pub(crate) erspan_granularity: ErspanGranularity,
+    /// ERSPAN III: add the platform subheader with the timestamp's upper word (platform id 3;
+    /// the seconds, id 5, for IEEE 1588).
+    #[arg(long, requires = "erspan")]
+    pub(crate) erspan_upper: bool,
     /// Only these taps (index, repeatable); a .pcap needs exactly one.
     #[arg(long, value_name = "N")]
     pub(crate) tap: Vec<usize>,
@@ -86,6 +94,17 @@ pub(crate) enum ErspanArg {
     Ii,
     #[value(alias = "3")]
     Iii,
+}
+
+/// `synth --erspan-granularity`: ERSPAN III's Gra values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ErspanGranularity {
+    #[value(name = "100us")]
+    Us100,
+    #[value(name = "100ns")]
+    Ns100,
+    #[value(name = "ieee1588")]
+    Ieee1588,
 }
 
 pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
@@ -164,6 +183,14 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
     let opts = bridge::CaptureOptions {
         snaplen: a.snaplen,
         erspan,
+        erspan_time: bridge::ErspanTime {
+            granularity: match a.erspan_granularity {
+                ErspanGranularity::Us100 => rocescope_common::hw_time::GRA_100_US,
+                ErspanGranularity::Ns100 => rocescope_common::hw_time::GRA_100_NS,
+                ErspanGranularity::Ieee1588 => rocescope_common::hw_time::GRA_IEEE_1588,
+            },
+            upper: a.erspan_upper,
+        },
         taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
         sniffer: a.sniffer,
     };

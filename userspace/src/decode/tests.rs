@@ -677,6 +677,77 @@ fn erspan_type_i_ii_iii() {
     assert_other(&dec(&f), &f);
 }
 
+/// ERSPAN III's timestamp, granularity and platform subheader, laid out as
+/// Wireshark's `packet-cisco-erspan.c` reads them: bytes 4-7 the 32-bit
+/// timestamp; in the word at 10-11 Gra is mask 0x0006 and O mask 0x0001;
+/// the subheader's Platform ID is the top 6 bits of its first word, its
+/// second word the "Upper 32-bit Timestamp" (ids 3, 7, and 0 as an alias
+/// of 7) or the "Timestamp (seconds)" (ids 5, 6).
+#[test]
+fn erspan_iii_hardware_time() {
+    use rocescope_common::hw_time;
+    let iii = |last: u8, sub: &[u8]| {
+        let mut g = vec![
+            0x10, 0x00, 0x22, 0xEB, 0x00, 0x00, 0x00, 0x01, // GRE S
+            0x20, 0x00, 0x00, 0x01, // ver 2, session 1
+            0x89, 0xAB, 0xCD, 0xEF, // timestamp
+            0x00, 0x00, 0xFC, last, // SGT; P, FT 0, HW id 0x3F, D, Gra, O
+        ];
+        g.extend_from_slice(sub);
+        dec(&erspan_frame(&g))
+    };
+    let read = |r: &PacketRecord| (r.has(flags::HAS_HW_TIME), r.hw_time, r.hw_time_format);
+
+    // 100 µs (Gra 0), D set: the low word only.
+    let r = iii(0x08, &[]);
+    assert_inner_cnp(&r);
+    assert_eq!(read(&r), (true, 0x89AB_CDEF, hw_time::GRA_100_US));
+    // 100 ns (Gra 1), IEEE 1588 (Gra 2), user-defined (Gra 3).
+    assert_eq!(read(&iii(0x02, &[])).2, hw_time::GRA_100_NS);
+    assert_eq!(read(&iii(0x04, &[])).2, hw_time::GRA_IEEE_1588);
+    assert_eq!(read(&iii(0x0E, &[])).2, hw_time::GRA_USER);
+
+    // Platform id 3 (0x0C >> 2): port index, then the upper 32 bits.
+    let r = iii(0x03, &[0x0C, 0x00, 0x00, 0x05, 0x00, 0x00, 0x01, 0x02]);
+    assert_inner_cnp(&r);
+    assert_eq!(
+        read(&r),
+        (true, 0x0102_89AB_CDEF, hw_time::GRA_100_NS | hw_time::UPPER)
+    );
+    // Platform id 7 and its alias 0: the same.
+    for first in [0x1C, 0x00] {
+        let r = iii(0x03, &[first, 0, 0, 0, 0, 0, 0, 0x09]);
+        assert_eq!(r.hw_time >> 32, 9);
+        assert_eq!(r.hw_time_format & hw_time::UPPER, hw_time::UPPER);
+    }
+    // Platform id 5 (0x14 >> 2) and 6, IEEE 1588: switch id and port, then
+    // the seconds.
+    for first in [0x14, 0x18] {
+        let r = iii(0x05, &[first, 0x01, 0x00, 0x02, 0x65, 0x00, 0x00, 0x00]);
+        assert_inner_cnp(&r);
+        let f = hw_time::GRA_IEEE_1588 | hw_time::UPPER | hw_time::UPPER_IS_SECONDS;
+        assert_eq!(read(&r), (true, 0x6500_0000_89AB_CDEF, f));
+    }
+    // Platform id 1 (VSM domain, port index): no time in it.
+    let r = iii(0x03, &[0x04, 0, 0, 1, 0, 0, 0, 2]);
+    assert_eq!(read(&r), (true, 0x89AB_CDEF, hw_time::GRA_100_NS));
+    // Cut inside the subheader: nothing of the inner frame.
+    let mut g = vec![
+        0x10, 0x00, 0x22, 0xEB, 0, 0, 0, 1, 0x20, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0x01,
+    ];
+    g.extend_from_slice(&[0x0C, 0, 0]);
+    let f = eth(0x0800, &ipv4(47, &g));
+    assert_other(&dec(&f), &f);
+
+    // Type II has no timestamp; nor does a frame not mirrored.
+    let ii = [
+        0x10, 0x00, 0x88, 0xBE, 0, 0, 0, 1, 0x10, 0x00, 0x00, 0x01, 0, 0, 0, 0,
+    ];
+    let r = dec(&erspan_frame(&ii));
+    assert_eq!(read(&r), (false, 0, 0));
+    assert_eq!(read(&dec(&CX4_CNP)), (false, 0, 0));
+}
+
 #[test]
 fn linux_cooked_captures() {
     let ip = &CX4_CNP[ETH_LEN..];

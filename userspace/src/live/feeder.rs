@@ -14,6 +14,7 @@ use super::reorder::Reorder;
 use super::{RingItem, Tap};
 use crate::Result;
 use crate::pipeline::{Pairing, RecordPipeline};
+use crate::sources::FrameTimes;
 
 /// Numbers, timestamps and pushes records.
 pub(super) struct Feeder {
@@ -32,6 +33,8 @@ pub(super) struct Feeder {
     /// `NEW_FLOW_STATE`), and how many of them started again (evictions).
     pub(super) started_flows: std::collections::HashSet<FlowKey>,
     pub(super) evicted_flows: u64,
+    /// Which clock times the records (`--time`); one slot: the tap.
+    pub(super) times: FrameTimes,
 }
 
 impl Feeder {
@@ -97,10 +100,11 @@ impl Feeder {
                 self.evicted_flows += 1;
             }
         }
-        rec._reserved = [0; 6];
+        rec._reserved = [0; 4];
         rec.frame = self.next_frame;
         self.next_frame += 1;
-        rec.ts_ns = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);
+        let wall = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);
+        rec.ts_ns = self.times.time(0, &rec, wall);
         rec.iface = 0;
         self.pipeline.push(&rec)?;
         self.show_progress();

@@ -187,6 +187,8 @@ pub struct Options {
     pub report_interval: Duration,
     /// Where the findings that start, continue and end go (`--findings`).
     pub findings: Option<monitor::FindingsTo>,
+    /// `--time`: which clock times the records.
+    pub time: crate::sources::TimeChoice,
 }
 
 /// What a live run produced besides the tables.
@@ -302,6 +304,7 @@ pub fn run_with(
         delta_frames: 0,
         started_flows: Default::default(),
         evicted_flows: 0,
+        times: crate::sources::FrameTimes::new(opts.time, 1),
     };
     let publish = exporter.is_some().then_some(&*metrics);
     let stop = runtime.block_on(event_loop(
@@ -393,6 +396,7 @@ pub fn run_with(
         warnings: Vec::new(),
         stopped_by: stopped_by_error.as_ref().map(|e| e.to_string()),
         decode: None,
+        time: feeder.times.facts(std::slice::from_ref(&opts.iface)),
         live: Some(facts.clone()),
         // The ring carries records, not the hops' bytes (docs/live.md).
         telemetry: None,

@@ -74,6 +74,7 @@
 //!   declared interface; no allocation follows a length read from the file.
 mod compress;
 mod filter;
+mod frame_time;
 mod input;
 mod merge;
 mod reader;
@@ -81,6 +82,7 @@ mod taps;
 
 pub use compress::Compression;
 pub use filter::Filter;
+pub use frame_time::{Clock, FileTime, FrameTimes, TimeChoice, TimeFacts, erspan_ns};
 pub use input::{Input, Inputs, capture_stem, skipped};
 pub use merge::{FirstLook, HeldFrame, Merge, Next, Visit};
 pub use reader::{

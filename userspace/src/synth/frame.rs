@@ -920,6 +920,8 @@ pub struct Erspan {
     pub direction: bool,
     /// Type III timestamp granularity (2 bits).
     pub granularity: u8,
+    /// Type III platform-specific subheader (8 bytes; sets O).
+    pub platform: Option<[u8; gre::ERSPAN_III_PLATFORM_LEN]>,
 }
 
 impl Default for Erspan {
@@ -949,6 +951,7 @@ impl Default for Erspan {
             hw_id: 0,
             direction: false,
             granularity: 0,
+            platform: None,
         }
     }
 }
@@ -964,6 +967,7 @@ impl Erspan {
                 ErspanVersion::II => gre::ERSPAN_II_LEN,
                 ErspanVersion::III => gre::ERSPAN_III_LEN,
             }
+            + self.platform.map_or(0, |p| p.len())
     }
 
     /// `inner` wrapped, appended to `out`.
@@ -1013,11 +1017,15 @@ impl Erspan {
             ErspanVersion::III => {
                 out.extend_from_slice(&self.timestamp.to_be_bytes());
                 out.extend_from_slice(&self.sgt.to_be_bytes());
-                // P = 0, FT = 0 (an Ethernet frame), O = 0 (no subheader).
+                // P = 0, FT = 0 (an Ethernet frame), O: a subheader follows.
                 let low = (u16::from(self.hw_id & 0x3F) << 4)
                     | (u16::from(self.direction) << 3)
-                    | (u16::from(self.granularity & 3) << 1);
+                    | (u16::from(self.granularity & 3) << 1)
+                    | u16::from(self.platform.is_some());
                 out.extend_from_slice(&low.to_be_bytes());
+                if let Some(p) = &self.platform {
+                    out.extend_from_slice(p);
+                }
             }
         }
         inner.append(out);

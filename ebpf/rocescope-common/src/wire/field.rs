@@ -89,8 +89,16 @@ pub mod erspan {
     pub const COS_T: usize = 2;
     /// T: the switch cut the mirrored frame.
     pub const T_FLAG: u8 = 0x04;
-    /// ERSPAN III: the byte whose lowest bit is O (platform subheader follows).
+    /// ERSPAN III: the 32-bit timestamp.
+    pub const III_TIMESTAMP: usize = 4;
+    /// ERSPAN III: the byte holding the low HW ID bits, D, Gra (2 bits) and
+    /// O (platform subheader follows).
     pub const III_HW_D_GRA_O: usize = 11;
+    /// ERSPAN III platform subheader: Platform ID in the top 6 bits.
+    pub const PLATFORM_ID: usize = 0;
+    /// ERSPAN III platform subheader: its second word (the upper timestamp
+    /// bits or the seconds, by platform id).
+    pub const PLATFORM_UPPER: usize = 4;
 }
 
 /// InfiniBand Global Route Header (IBA Vol. 1 §8.3; RoCE Annex A16): laid

@@ -31,7 +31,7 @@ pub use self::roce::walk_infiniband;
 pub use self::stop::{Foreign, Layer, Limit, Stop};
 
 use crate::proto::{self, ethernet, gre, ib, ip, linktype as lt, mac_control, udp};
-use crate::{Kind, PacketRecord, flags};
+use crate::{Kind, PacketRecord, flags, hw_time};
 
 /// Read access to a frame's captured bytes.
 pub trait Frame {
@@ -196,7 +196,7 @@ pub fn walk_with<F: Frame + ?Sized, V: Visit>(
         },
         _ => Next::Stop(Stop::LinkType),
     };
-    if let Next::Erspan(at, end, truncated) = next {
+    if let Next::Erspan(at, end, truncated, stamp) = next {
         // The mirrored frame is what is analysed: start its record afresh.
         f.reset(rec);
         w = Walked {
@@ -205,6 +205,11 @@ pub fn walk_with<F: Frame + ?Sized, V: Visit>(
         };
         next = ethernet_frame(f, reg, rec, v, &mut w, f.opaque(at), f.opaque(end), false);
         rec.flags |= flags::ERSPAN;
+        if let Some(stamp) = stamp {
+            rec.flags |= flags::HAS_HW_TIME;
+            rec.hw_time = stamp.time;
+            rec.hw_time_format = stamp.format;
+        }
     }
     match next {
         Next::Done => {}
@@ -238,8 +243,15 @@ enum Next {
     /// Ended early, for this reason (`rec.kind` may still be set).
     Stop(Stop),
     /// ERSPAN/GRE: the mirrored Ethernet frame is `at..end`; `true` when the
-    /// switch marked it truncated.
-    Erspan(usize, usize, bool),
+    /// switch marked it truncated; ERSPAN III's timestamp.
+    Erspan(usize, usize, bool, Option<HwStamp>),
+}
+
+/// An ERSPAN III timestamp as the record keeps it (`PacketRecord::hw_time`).
+#[derive(Clone, Copy)]
+struct HwStamp {
+    time: u64,
+    format: u8,
 }
 
 #[inline(always)]
@@ -655,30 +667,45 @@ fn gre<F: Frame + ?Sized, V: Visit>(f: &F, v: &mut V, at: usize, end: usize) -> 
     let truncated = |cos_t: u8| cos_t & field::erspan::T_FLAG != 0;
     match be16(&g, field::gre::PROTOCOL) {
         // Type I has no sequence number and no ERSPAN header.
-        gre::PROTO_ERSPAN_II if fv & gre::FLAG_SEQUENCE == 0 => Next::Erspan(payload, end, false),
+        gre::PROTO_ERSPAN_II if fv & gre::FLAG_SEQUENCE == 0 => {
+            Next::Erspan(payload, end, false, None)
+        }
         gre::PROTO_ERSPAN_II => {
             let Some(e) = f.load::<{ gre::ERSPAN_II_LEN }>(payload, end) else {
                 return cut;
             };
             v.header(Layer::Erspan, payload, payload + gre::ERSPAN_II_LEN);
             let t = truncated(e[field::erspan::COS_T]);
-            Next::Erspan(payload + gre::ERSPAN_II_LEN, end, t)
+            Next::Erspan(payload + gre::ERSPAN_II_LEN, end, t, None)
         }
         gre::PROTO_ERSPAN_III => {
             let Some(e) = f.load::<{ gre::ERSPAN_III_LEN }>(payload, end) else {
                 return cut;
             };
-            let len = gre::ERSPAN_III_LEN
-                + if e[field::erspan::III_HW_D_GRA_O] & gre::ERSPAN_III_O_FLAG != 0 {
-                    gre::ERSPAN_III_PLATFORM_LEN
-                } else {
-                    0
+            let last = e[field::erspan::III_HW_D_GRA_O];
+            let mut stamp = HwStamp {
+                time: u64::from(be32(&e, field::erspan::III_TIMESTAMP)),
+                format: (last >> gre::ERSPAN_III_GRA_SHIFT) & hw_time::GRANULARITY_MASK,
+            };
+            let mut len = gre::ERSPAN_III_LEN;
+            if last & gre::ERSPAN_III_O_FLAG != 0 {
+                let Some(p) = f.load::<{ gre::ERSPAN_III_PLATFORM_LEN }>(payload + len, end) else {
+                    return cut;
                 };
-            if end - payload < len {
-                return cut;
+                len += gre::ERSPAN_III_PLATFORM_LEN;
+                let id = p[field::erspan::PLATFORM_ID] >> gre::ERSPAN_PLATFORM_ID_SHIFT;
+                let upper = u64::from(be32(&p, field::erspan::PLATFORM_UPPER)) << 32;
+                if gre::ERSPAN_PLATFORM_UPPER.contains(&id) {
+                    stamp.time |= upper;
+                    stamp.format |= hw_time::UPPER;
+                } else if gre::ERSPAN_PLATFORM_SECONDS.contains(&id) {
+                    stamp.time |= upper;
+                    stamp.format |= hw_time::UPPER | hw_time::UPPER_IS_SECONDS;
+                }
             }
             v.header(Layer::Erspan, payload, payload + len);
-            Next::Erspan(payload + len, end, truncated(e[field::erspan::COS_T]))
+            let t = truncated(e[field::erspan::COS_T]);
+            Next::Erspan(payload + len, end, t, Some(stamp))
         }
         _ => Next::Stop(Stop::Foreign(Foreign::GreProtocol)),
     }

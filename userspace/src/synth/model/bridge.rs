@@ -17,6 +17,7 @@ use crate::synth::frame::{Erspan, ErspanVersion, RawFrame};
 use crate::synth::model::postcards::{Postcard, TelemetryCfg};
 use crate::synth::telemetry::{IntHop, Report};
 use crate::{Error, Result};
+use rocescope_common::hw_time;
 use rocescope_common::proto::linktype;
 use rocescope_common::wire::{Recognition, TransportId};
 
@@ -192,6 +193,8 @@ pub struct CaptureOptions {
     /// Deliver every mirrored frame inside ERSPAN over GRE, as a remote
     /// mirror session does.
     pub erspan: Option<ErspanVersion>,
+    /// How ERSPAN III stamps each frame with the model's time.
+    pub erspan_time: ErspanTime,
     /// Only these taps (indices into `run.taps`); `None`: every tap.
     pub taps: Option<Vec<usize>>,
     /// Write each tap as a NIC's RDMA sniffer (`tcpdump -i mlx5_N`) records
@@ -202,6 +205,59 @@ pub struct CaptureOptions {
     /// length shows the cut). `Some(0)` rewrites without cutting.
     pub sniffer: Option<u32>,
 }
+
+/// How the mirror session stamps ERSPAN III frames: the model's time of
+/// the frame (the capture's timestamp of it), in the granularity's units
+/// (`rocescope_common::hw_time::GRA_*`), with or without the platform
+/// subheader's upper word. By default IEEE 1588 nanoseconds without the
+/// seconds: frame times read from it are the capture's, to the nanosecond.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErspanTime {
+    pub granularity: u8,
+    pub upper: bool,
+}
+
+impl Default for ErspanTime {
+    fn default() -> Self {
+        ErspanTime {
+            granularity: hw_time::GRA_IEEE_1588,
+            upper: false,
+        }
+    }
+}
+
+impl ErspanTime {
+    /// Platform ids of the subheader (Wireshark's `packet-cisco-erspan.c`):
+    /// 3 carries the upper 32 bits, 5 the IEEE 1588 seconds.
+    const PLATFORM_UPPER: u8 = 3;
+    const PLATFORM_SECONDS: u8 = 5;
+
+    /// The header's timestamp word and subheader for a frame at `ns` since
+    /// the epoch; `None` for a user-defined granularity, which has no
+    /// units to write in.
+    pub fn stamp(self, ns: u64) -> Option<(u32, Option<[u8; 8]>)> {
+        let (value, upper, id) = match self.granularity {
+            hw_time::GRA_100_US => (ns / 100_000, (ns / 100_000) >> 32, Self::PLATFORM_UPPER),
+            hw_time::GRA_100_NS => (ns / 100, (ns / 100) >> 32, Self::PLATFORM_UPPER),
+            hw_time::GRA_IEEE_1588 => (ns % NS_PER_SEC, ns / NS_PER_SEC, Self::PLATFORM_SECONDS),
+            _ => return None,
+        };
+        let platform = self.upper.then(|| {
+            let mut p = [0u8; 8];
+            p[0] = id << 2;
+            p[4..].copy_from_slice(&(upper as u32).to_be_bytes());
+            p
+        });
+        Some((value as u32, platform))
+    }
+
+    /// The subheader's bytes in every frame.
+    fn platform_len(self) -> usize {
+        if self.upper { 8 } else { 0 }
+    }
+}
+
+const NS_PER_SEC: u64 = 1_000_000_000;
 
 /// The source MAC a sniffer capture of tap `tap` shows on every RoCE frame.
 pub fn sniffer_mac(tap: usize) -> [u8; 6] {
@@ -219,11 +275,16 @@ pub fn recorded_len(frame: &FrameSpec, opts: &CaptureOptions) -> (u32, bool) {
         whole = false;
     }
     if let Some(version) = opts.erspan {
-        len += Erspan {
+        let subheader = match version {
+            ErspanVersion::III => opts.erspan_time.platform_len(),
+            ErspanVersion::II => 0,
+        };
+        len += (Erspan {
             version,
             ..Erspan::default()
         }
-        .overhead() as u32;
+        .overhead()
+            + subheader) as u32;
     }
     if opts.snaplen > 0 && len > opts.snaplen {
         len = opts.snaplen;
@@ -387,12 +448,19 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
         }
         let bytes = match opts.erspan {
             Some(version) => {
+                let (timestamp, platform) = match version {
+                    ErspanVersion::III => opts.erspan_time.stamp(EPOCH_NS + f.ts_ns),
+                    ErspanVersion::II => None,
+                }
+                .unwrap_or((0, None));
                 let session = Erspan {
                     version,
                     gre_seq: written as u32,
                     // ERSPAN's 10-bit session ID: wraps past 1023 taps.
                     session_id: ((f.tap + 1) & 0x3FF) as u16,
-                    timestamp: f.ts_ns as u32,
+                    timestamp,
+                    granularity: opts.erspan_time.granularity,
+                    platform,
                     ..Erspan::default()
                 };
                 session.write(&RawFrame(&inner), &mut outer);

@@ -1,0 +1,273 @@
+//! Which clock a frame's time comes from (`--time`, docs/inputs.md,
+//! "Hardware time"): the capture's own timestamp, or the switch's ERSPAN
+//! III timestamp of the mirrored frame, read with its granularity and
+//! widened to 64 bits.
+use rocescope_common::{PacketRecord, flags, hw_time};
+
+const NS_PER_SEC: u64 = 1_000_000_000;
+/// By default a file is timed by ERSPAN III only when its first record's
+/// switch time is within this of its capture time: a switch clock that is
+/// not on the same time service (or a timestamp word that is no time at
+/// all) is not silently taken; `--time erspan` takes it anyway.
+const AUTO_AGREEMENT_NS: u64 = NS_PER_SEC;
+/// A 32-bit timestamp wraps after this many units.
+const WRAP: u128 = 1 << 32;
+
+/// `--time`: where frame times come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeChoice {
+    /// The best source present: ERSPAN III time for a capture file whose
+    /// first record carries it in a known granularity, within a second of
+    /// the capture's time; capture time otherwise.
+    #[default]
+    Auto,
+    /// The capture's timestamps.
+    Capture,
+    /// The ERSPAN III timestamps wherever a record has one in a known
+    /// granularity (capture time for the others, counted).
+    Erspan,
+}
+
+/// The clock a capture file's frames were timed by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Clock {
+    Capture,
+    Erspan,
+}
+
+/// The switch's time of `rec` in nanoseconds, if it carries an ERSPAN III
+/// timestamp in a known granularity. A timestamp without its upper bits
+/// is widened to the value nearest `capture_ns` (the capture clock),
+/// which is right while the two clocks agree to within half the 32-bit
+/// span: ±214 s for 100 ns ticks, ±2.5 days for 100 µs ticks, ±0.5 s for
+/// IEEE 1588 nanoseconds without their seconds.
+pub fn erspan_ns(rec: &PacketRecord, capture_ns: u64) -> Option<u64> {
+    if !rec.has(flags::HAS_HW_TIME) {
+        return None;
+    }
+    let format = rec.hw_time_format;
+    let low = rec.hw_time & 0xFFFF_FFFF;
+    let upper = rec.hw_time >> 32;
+    let has_upper = format & hw_time::UPPER != 0;
+    let unit_ns: u64 = match format & hw_time::GRANULARITY_MASK {
+        hw_time::GRA_100_US => 100_000,
+        hw_time::GRA_100_NS => 100,
+        hw_time::GRA_IEEE_1588 => 1,
+        _ => return None,
+    };
+    if format & hw_time::GRANULARITY_MASK == hw_time::GRA_IEEE_1588
+        && (!has_upper || format & hw_time::UPPER_IS_SECONDS != 0)
+    {
+        // Seconds and nanoseconds: the low word is the nanoseconds.
+        if low >= NS_PER_SEC {
+            return None;
+        }
+        return if has_upper {
+            upper.checked_mul(NS_PER_SEC)?.checked_add(low)
+        } else {
+            let ns = nearest(
+                u128::from(capture_ns),
+                u128::from(low),
+                u128::from(NS_PER_SEC),
+            );
+            u64::try_from(ns).ok()
+        };
+    }
+    let ticks = if has_upper && format & hw_time::UPPER_IS_SECONDS == 0 {
+        u128::from(rec.hw_time)
+    } else {
+        nearest(u128::from(capture_ns / unit_ns), u128::from(low), WRAP)
+    };
+    u64::try_from(ticks * u128::from(unit_ns)).ok()
+}
+
+/// The value congruent to `low` modulo `span` nearest `reference`.
+fn nearest(reference: u128, low: u128, span: u128) -> u128 {
+    let base = reference - reference % span + low;
+    [base.checked_sub(span), Some(base), Some(base + span)]
+        .into_iter()
+        .flatten()
+        .min_by_key(|v| v.abs_diff(reference))
+        .unwrap_or(base)
+}
+
+/// Per capture file, the clock its frames were timed by, and the records
+/// of an ERSPAN-timed file that had no usable ERSPAN III time.
+#[derive(Debug)]
+pub struct FrameTimes {
+    choice: TimeChoice,
+    clocks: Vec<Option<Clock>>,
+    fallbacks: Vec<u64>,
+}
+
+impl FrameTimes {
+    pub fn new(choice: TimeChoice, files: usize) -> FrameTimes {
+        FrameTimes {
+            choice,
+            clocks: vec![None; files],
+            fallbacks: vec![0; files],
+        }
+    }
+
+    /// The time of `rec`, the next record of file `slot`, captured at
+    /// `capture_ns`.
+    pub fn time(&mut self, slot: usize, rec: &PacketRecord, capture_ns: u64) -> u64 {
+        let hardware = match self.choice {
+            TimeChoice::Capture => None,
+            TimeChoice::Auto | TimeChoice::Erspan => erspan_ns(rec, capture_ns),
+        };
+        let Some(clock) = self.clocks.get_mut(slot) else {
+            return capture_ns;
+        };
+        let clock = *clock.get_or_insert(match (self.choice, hardware) {
+            (TimeChoice::Erspan, _) => Clock::Erspan,
+            (TimeChoice::Auto, Some(ns)) if ns.abs_diff(capture_ns) <= AUTO_AGREEMENT_NS => {
+                Clock::Erspan
+            }
+            _ => Clock::Capture,
+        });
+        match (clock, hardware) {
+            (Clock::Capture, _) => capture_ns,
+            (Clock::Erspan, Some(ns)) => ns,
+            (Clock::Erspan, None) => {
+                self.fallbacks[slot] += 1;
+                capture_ns
+            }
+        }
+    }
+
+    /// What `summary.json` says under `input.time`: nothing when every
+    /// frame kept its capture time by default (the outputs are then what
+    /// they were before hardware time was read).
+    pub fn facts(&self, captures: &[String]) -> Option<TimeFacts> {
+        if self.choice == TimeChoice::Auto && !self.clocks.contains(&Some(Clock::Erspan)) {
+            return None;
+        }
+        Some(TimeFacts {
+            choice: self.choice,
+            files: captures
+                .iter()
+                .zip(&self.clocks)
+                .zip(&self.fallbacks)
+                .map(|((capture, clock), &capture_time_records)| FileTime {
+                    capture: capture.clone(),
+                    clock: clock.unwrap_or(Clock::Capture),
+                    capture_time_records,
+                })
+                .collect(),
+        })
+    }
+}
+
+/// `input.time` in `summary.json`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TimeFacts {
+    /// `--time` as given (`auto` by default).
+    pub choice: TimeChoice,
+    pub files: Vec<FileTime>,
+}
+
+/// The clock of one capture file's frame times.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FileTime {
+    pub capture: String,
+    pub clock: Clock,
+    /// With clock `erspan`: records timed by the capture clock because
+    /// they had no ERSPAN III time in a known granularity.
+    pub capture_time_records: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamped(time: u64, format: u8) -> PacketRecord {
+        PacketRecord {
+            flags: flags::HAS_HW_TIME | flags::ERSPAN,
+            hw_time: time,
+            hw_time_format: format,
+            ..PacketRecord::default()
+        }
+    }
+
+    #[test]
+    fn granularities_and_upper_bits() {
+        let capture = 1_700_000_000_123_456_789u64;
+        // 100 ns ticks, widened against the capture clock: the switch's
+        // clock reads 3 ms before the capture's.
+        let switch = capture - 3_000_000;
+        let r = stamped((switch / 100) & 0xFFFF_FFFF, hw_time::GRA_100_NS);
+        assert_eq!(erspan_ns(&r, capture), Some(switch / 100 * 100));
+        // The same ticks with their upper bits need no capture clock.
+        let r = stamped(switch / 100, hw_time::GRA_100_NS | hw_time::UPPER);
+        assert_eq!(erspan_ns(&r, 0), Some(switch / 100 * 100));
+        // 100 µs ticks.
+        let r = stamped((switch / 100_000) & 0xFFFF_FFFF, hw_time::GRA_100_US);
+        assert_eq!(erspan_ns(&r, capture), Some(switch / 100_000 * 100_000));
+        // IEEE 1588 seconds and nanoseconds; nanoseconds alone take the
+        // nearest second of the capture clock (across a second boundary).
+        let (s, ns) = (switch / NS_PER_SEC, switch % NS_PER_SEC);
+        let f = hw_time::GRA_IEEE_1588 | hw_time::UPPER | hw_time::UPPER_IS_SECONDS;
+        assert_eq!(erspan_ns(&stamped(s << 32 | ns, f), 0), Some(switch));
+        let r = stamped(999_999_000, hw_time::GRA_IEEE_1588);
+        assert_eq!(
+            erspan_ns(&r, 1_000_000_000_000_000_100),
+            Some(999_999_999_999_999_000)
+        );
+        assert_eq!(
+            erspan_ns(&stamped(NS_PER_SEC, hw_time::GRA_IEEE_1588), 5),
+            None
+        );
+        // User-defined units, or no ERSPAN III header: no time.
+        assert_eq!(erspan_ns(&stamped(5, hw_time::GRA_USER), capture), None);
+        assert_eq!(erspan_ns(&PacketRecord::default(), capture), None);
+        // A wrap between the two readings: the 32-bit tick counter has just
+        // wrapped on the switch, not yet at the capture clock's reading.
+        let capture_ticks: u64 = (7 << 32) - 10;
+        let r = stamped(5, hw_time::GRA_100_NS);
+        assert_eq!(
+            erspan_ns(&r, capture_ticks * 100),
+            Some(((7 << 32) + 5) * 100)
+        );
+    }
+
+    #[test]
+    fn the_default_follows_each_files_first_record() {
+        let hw = stamped(1_000, hw_time::GRA_100_NS);
+        let plain = PacketRecord::default();
+        let mut t = FrameTimes::new(TimeChoice::Auto, 2);
+        // File 0 starts with ERSPAN III time; file 1 does not.
+        assert_eq!(t.time(0, &hw, 100_000), 100_000);
+        assert_eq!(t.time(1, &plain, 7), 7);
+        assert_eq!(t.time(1, &hw, 8), 8);
+        assert_eq!(t.time(0, &plain, 9), 9);
+        let names = ["a".to_string(), "b".to_string()];
+        let facts = t.facts(&names).expect("a file timed by ERSPAN");
+        assert_eq!(
+            facts
+                .files
+                .iter()
+                .map(|f| (f.clock, f.capture_time_records))
+                .collect::<Vec<_>>(),
+            [(Clock::Erspan, 1), (Clock::Capture, 0)]
+        );
+        let mut t = FrameTimes::new(TimeChoice::Capture, 1);
+        assert_eq!(t.time(0, &hw, 5), 5);
+        assert!(t.facts(&names[..1]).is_some());
+        let mut t = FrameTimes::new(TimeChoice::Auto, 1);
+        assert_eq!(t.time(0, &plain, 5), 5);
+        assert_eq!(t.facts(&names[..1]), None);
+        // A switch clock more than a second off the capture's is not taken
+        // by default, only when asked for.
+        let off = 100_000 + NS_PER_SEC + 100;
+        let mut t = FrameTimes::new(TimeChoice::Auto, 1);
+        assert_eq!(t.time(0, &hw, off), off);
+        assert_eq!(t.facts(&names[..1]), None);
+        let mut t = FrameTimes::new(TimeChoice::Erspan, 1);
+        assert_eq!(t.time(0, &hw, off), 100_000);
+        let mut t = FrameTimes::new(TimeChoice::Auto, 1);
+        assert_eq!(t.time(0, &hw, 100_000 + NS_PER_SEC), 100_000);
+    }
+}
