@@ -57,6 +57,10 @@ pub trait Watch: analyze::Sink + Send {
     }
     /// Completes the files the watch writes and starts new ones (SIGHUP).
     fn reopen(&mut self) {}
+    /// The run stops, every record analysed: a last look before the
+    /// analysis ends (the live tap's findings end; docs/live.md), its rows
+    /// then taken by [`Watch::take_findings`].
+    fn stopped(&mut self, _analyzer: &analyze::Analyzer) {}
 }
 
 /// Two watches, both shown everything.
@@ -91,18 +95,30 @@ impl Watch for Both {
         self.0.reopen();
         self.1.reopen();
     }
+    fn stopped(&mut self, analyzer: &analyze::Analyzer) {
+        self.0.stopped(analyzer);
+        self.1.stopped(analyzer);
+    }
 }
 
 /// Where a finding stands at a report interval's end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FindingState {
     /// Seen in this interval, not in the one before.
     Start,
     /// Seen in this interval and the one before.
     Continue,
+    /// No longer active, and why.
+    End(EndReason),
+}
+
+/// Why a finding ended (docs/live.md, "Findings as they happen").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndReason {
     /// Seen in the interval before, not in this one.
-    End,
+    Cleared,
+    /// Still active when the run stopped: it may well go on.
+    Stopped,
 }
 
 impl FindingState {
@@ -110,7 +126,16 @@ impl FindingState {
         match self {
             FindingState::Start => "start",
             FindingState::Continue => "continue",
-            FindingState::End => "end",
+            FindingState::End(_) => "end",
+        }
+    }
+
+    /// An `end`'s reason (`cleared`, `stopped`); none for the others.
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            FindingState::End(EndReason::Cleared) => Some("cleared"),
+            FindingState::End(EndReason::Stopped) => Some("stopped"),
+            FindingState::Start | FindingState::Continue => None,
         }
     }
 }

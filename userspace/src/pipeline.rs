@@ -466,6 +466,12 @@ impl RecordPipeline {
                 mut outputs,
                 ..
             } => {
+                let rows = stopped(self.watch.as_deref_mut(), &analyzer);
+                if !rows.is_empty() {
+                    for o in outputs.iter_mut() {
+                        o.findings(&rows)?;
+                    }
+                }
                 let analysis = finished(*analyzer, &mut Fanout(&mut outputs), &facts);
                 close_all(outputs, &analysis, &facts)?;
                 Ok(analysis)
@@ -638,7 +644,10 @@ fn analyze_loop(
                         w.reopen();
                     }
                 }
-                ToAnalyzer::Finish(facts) => return Ok(finished(analyzer, &mut Discard, &facts)),
+                ToAnalyzer::Finish(facts) => {
+                    stopped(watch.as_deref_mut(), &analyzer);
+                    return Ok(finished(analyzer, &mut Discard, &facts));
+                }
             }
         }
         return Err(Error::Internal(
@@ -691,7 +700,10 @@ fn analyze_loop(
             }
             ToAnalyzer::Finish(facts) => {
                 let mut sink = Flushing {
-                    batch: TableBatch::default(),
+                    batch: TableBatch {
+                        findings: stopped(watch.as_deref_mut(), &analyzer),
+                        ..TableBatch::default()
+                    },
                     wtx: &wtx,
                     failed: false,
                 };
@@ -763,6 +775,16 @@ fn watched_inline(
         }
     }
     Ok(())
+}
+
+/// The run stops: the watch's last look, and the findings rows it made.
+fn stopped(
+    watch: Option<&mut (dyn Watch + 'static)>,
+    analyzer: &Analyzer,
+) -> Vec<crate::output::FindingRow> {
+    let Some(w) = watch else { return Vec::new() };
+    w.stopped(analyzer);
+    w.take_findings()
 }
 
 /// Hands the pairings the analyzer made to whoever watches them.

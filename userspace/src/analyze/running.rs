@@ -99,7 +99,26 @@ impl Analyzer {
     /// timeouts and the CE → CNP reaction times. Costs a walk over the live
     /// flows and the PFC intervals.
     pub fn findings_now(&self, from_ns: u64, now_ns: u64) -> Interim {
-        let now = |_: u16| now_ns;
+        self.findings_over(from_ns, now_ns, |_| now_ns)
+    }
+
+    /// [`Analyzer::findings_now`] for the last interval of a run that
+    /// stops at `now_ns` (every record analysed): a pause still running is
+    /// closed at its tap's last record, as [`Analyzer::finish`] closes it
+    /// for `pfc.parquet`, so its storm's last time is the last evidence of
+    /// it, not the moment the run stopped.
+    pub fn findings_at_stop(&self, from_ns: u64, now_ns: u64) -> Interim {
+        self.findings_over(from_ns, now_ns, |iface| {
+            self.taps
+                .get(usize::from(iface))
+                .filter(|t| t.seen)
+                .map_or(now_ns, |t| t.last_ts.min(now_ns))
+        })
+    }
+
+    /// The findings over `[from_ns, now_ns)`, a pause of interface `i`
+    /// still running closed at `close(i)`.
+    fn findings_over(&self, from_ns: u64, now_ns: u64, close: impl Fn(u16) -> u64) -> Interim {
         let mut pfc: Vec<PfcInterval> = self
             .pfc
             .rows
@@ -107,7 +126,19 @@ impl Analyzer {
             .filter(|r| r.end_ns > from_ns && r.start_ns < now_ns)
             .cloned()
             .collect();
-        self.pfc.open_rows(now, &mut pfc);
+        // An open pause is in the window when it ran into it: one whose
+        // timer ran out before (no frame of its sender since to close it)
+        // is over, not a storm in every interval after.
+        let (mut running, mut closed) = (Vec::new(), Vec::new());
+        self.pfc.open_rows(|_| now_ns, &mut running);
+        self.pfc.open_rows(&close, &mut closed);
+        pfc.extend(
+            closed
+                .into_iter()
+                .zip(running)
+                .filter(|(_, r)| r.end_ns > from_ns)
+                .map(|(c, _)| c),
+        );
         pfc.sort_by_key(|r| (r.start_ns, r.iface, r.priority, r.src_mac));
         let window = now_ns.saturating_sub(from_ns);
         let storm_ns = self.config.storm_ns;
@@ -116,7 +147,9 @@ impl Analyzer {
             .stats
             .iter()
             .map(|(&(iface, priority), st)| {
-                let (paused_ns, _) = self.pfc.paused(iface, priority, from_ns, now_ns, now_ns);
+                let (paused_ns, _) =
+                    self.pfc
+                        .paused(iface, priority, from_ns, now_ns, close(iface));
                 let storms = pfc
                     .iter()
                     .filter(|r| r.iface == iface && r.priority == priority)

@@ -16,6 +16,7 @@ columns! {
         id: StringBuilder = |r| Some(r.id),
         severity: StringBuilder = |r| Some(r.severity.as_str()),
         state: StringBuilder = |r| Some(r.state.as_str()),
+        reason: StringBuilder = |r| r.state.reason(),
         subject: StringBuilder = |r| r.subject.as_deref(),
         first_seen_ns: Int64Builder = |r| Some(r.first_seen_ns as i64),
         last_seen_ns: Int64Builder = |r| Some(r.last_seen_ns as i64),

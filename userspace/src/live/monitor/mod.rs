@@ -19,6 +19,10 @@
 //!   storms; every other finding once per id (the first of its rank order
 //!   when it has several, e.g. `link-speed`), its times those of the
 //!   intervals it was active in.
+//! * **A stop** (`Watch::stopped`) evaluates one last interval, up to the
+//!   last record, then ends every instance still active with
+//!   [`EndReason::Stopped`]: a reader can tell the stream is closed and
+//!   that the finding may well go on.
 //! * **The file** is opened for appending and never truncated; SIGHUP
 //!   closes and reopens it (log rotation). A write error is reported once
 //!   on stderr and the run goes on.
@@ -33,7 +37,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::analyze::{self, Analyzer, Diagnosis, Evidence, Interim, Severity};
-use crate::output::{FindingRow, FindingState, Watch};
+use crate::output::{EndReason, FindingRow, FindingState, Watch};
 use crate::render::{fmt_utc, word};
 
 /// `--report-interval`'s default.
@@ -124,7 +128,7 @@ impl Tracker {
             .collect();
         for key in ended {
             if let Some(o) = self.open.remove(&key) {
-                rows.push(row(now_ns, key, FindingState::End, &o));
+                rows.push(row(now_ns, key, FindingState::End(EndReason::Cleared), &o));
             }
         }
         for (key, found) in active {
@@ -151,16 +155,26 @@ impl Tracker {
                 ),
             };
             rows.push(row(now_ns, key.clone(), state, &o));
+            self.ever.insert((o.severity, key.0));
             self.open.insert(key, o);
+        }
+        rows
+    }
+
+    /// The rows of the last interval, ending at `now_ns` when the run
+    /// stops ([`Tracker::update`]), then an `end` ([`EndReason::Stopped`])
+    /// for every instance still active, with the times it had.
+    pub fn stop(&mut self, now_ns: u64, interim: &Interim) -> Vec<FindingRow> {
+        let mut rows = self.update(now_ns, interim);
+        for (key, o) in std::mem::take(&mut self.open) {
+            rows.push(row(now_ns, key, FindingState::End(EndReason::Stopped), &o));
         }
         rows
     }
 
     /// Per id and severity ever active in the run: its instances active
     /// now (0 once they ended, so a series does not vanish).
-    pub fn active(&mut self) -> Vec<(&'static str, Severity, u64)> {
-        self.ever
-            .extend(self.open.iter().map(|(k, o)| (o.severity, k.0)));
+    pub fn active(&self) -> Vec<(&'static str, Severity, u64)> {
         self.ever
             .iter()
             .map(|&(severity, id)| {
@@ -246,6 +260,7 @@ pub fn json_line(r: &FindingRow) -> Value {
         "id": r.id,
         "severity": r.severity.as_str(),
         "state": r.state.as_str(),
+        "reason": r.state.reason(),
         "subject": r.subject,
         "first_seen": fmt_utc(r.first_seen_ns),
         "last_seen": fmt_utc(r.last_seen_ns),
@@ -350,6 +365,27 @@ impl Monitor {
     }
 }
 
+impl Monitor {
+    /// The interval since the last one, to now: its rows (made by `rows`
+    /// from the interval's start and end) written, kept for the outputs,
+    /// and the active findings published.
+    fn evaluate(&mut self, rows: impl FnOnce(u64, u64, &mut Tracker) -> Vec<FindingRow>) {
+        let now_ns = wall_ns();
+        let from_ns = self
+            .last_ns
+            .unwrap_or(now_ns.saturating_sub(self.interval.as_nanos() as u64));
+        self.last_ns = Some(now_ns);
+        let rows = rows(from_ns, now_ns, &mut self.tracker);
+        if let Some(log) = &mut self.log
+            && !rows.is_empty()
+        {
+            log.write(&rows);
+        }
+        *self.active.lock().unwrap_or_else(|e| e.into_inner()) = self.tracker.active();
+        self.rows.extend(rows);
+    }
+}
+
 /// Wall time now (the live tap's records carry wall time too).
 fn wall_ns() -> u64 {
     std::time::SystemTime::now()
@@ -372,20 +408,15 @@ impl Watch for Monitor {
             return;
         }
         self.due = (self.due + self.interval).max(now + DUE_SLACK);
-        let now_ns = wall_ns();
-        let from_ns = self
-            .last_ns
-            .unwrap_or(now_ns.saturating_sub(self.interval.as_nanos() as u64));
-        self.last_ns = Some(now_ns);
-        let interim = analyzer.findings_now(from_ns, now_ns);
-        let rows = self.tracker.update(now_ns, &interim);
-        if let Some(log) = &mut self.log
-            && !rows.is_empty()
-        {
-            log.write(&rows);
-        }
-        *self.active.lock().unwrap_or_else(|e| e.into_inner()) = self.tracker.active();
-        self.rows.extend(rows);
+        self.evaluate(|from_ns, now_ns, tracker| {
+            tracker.update(now_ns, &analyzer.findings_now(from_ns, now_ns))
+        });
+    }
+
+    fn stopped(&mut self, analyzer: &Analyzer) {
+        self.evaluate(|from_ns, now_ns, tracker| {
+            tracker.stop(now_ns, &analyzer.findings_at_stop(from_ns, now_ns))
+        });
     }
 
     fn take_findings(&mut self) -> Vec<FindingRow> {
@@ -416,101 +447,4 @@ pub fn active_line(active: &Active) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::analyze::Config;
-    use crate::analyze::tests::pfc3;
-
-    const MS: u64 = 1_000_000;
-
-    struct Discard;
-    impl analyze::Sink for Discard {
-        fn event(&mut self, _: &analyze::Event) {}
-        fn timeline(&mut self, _: &analyze::TimelineRow) {}
-        fn flow(&mut self, _: &analyze::FlowRow) {}
-    }
-
-    /// A storm evaluated while it runs, in the interval it ends in and in
-    /// the one after: start, continue, end, with the pause's own times;
-    /// `pfc-pressure` (the interval's paused share) alike.
-    #[test]
-    fn a_storm_starts_continues_and_ends_with_its_pause() {
-        let mut an = Analyzer::new(Config {
-            storm_ns: MS,
-            ..Config::default()
-        });
-        let mut sink = Discard;
-        // Priority 3 paused from 1 ms, refreshed every 200 µs (65 535
-        // quanta: 335 µs at 100 Gb/s) until an XON at 12 ms.
-        let mut t = MS;
-        while t < 6 * MS {
-            an.push(&pfc3(t, 0xFFFF), &mut sink);
-            t += MS / 5;
-        }
-        let mut tracker = Tracker::default();
-        let storm = |rows: &[FindingRow]| -> Vec<(FindingState, u64, u64)> {
-            rows.iter()
-                .filter(|r| r.id == "pfc-storm")
-                .map(|r| {
-                    assert_eq!(r.subject.as_deref(), Some("if0 priority 3"));
-                    assert_eq!(r.severity, Severity::Critical);
-                    (r.state, r.first_seen_ns, r.last_seen_ns)
-                })
-                .collect()
-        };
-        // Running at 6 ms: counted up to then.
-        let rows = tracker.update(6 * MS, &an.findings_now(0, 6 * MS));
-        assert_eq!(storm(&rows), [(FindingState::Start, MS, 6 * MS)]);
-        assert_eq!(
-            tracker.active(),
-            [
-                ("pfc-pressure", Severity::Critical, 1),
-                ("pfc-storm", Severity::Critical, 1)
-            ]
-        );
-        while t < 12 * MS {
-            an.push(&pfc3(t, 0xFFFF), &mut sink);
-            t += MS / 5;
-        }
-        an.push(&pfc3(12 * MS, 0), &mut sink);
-        // Ended by the XON within (6, 20] ms: still a storm of that interval.
-        let rows = tracker.update(20 * MS, &an.findings_now(6 * MS, 20 * MS));
-        assert_eq!(storm(&rows), [(FindingState::Continue, MS, 12 * MS)]);
-        // Nothing paused in (20, 30] ms: both end, with their last times.
-        let rows = tracker.update(30 * MS, &an.findings_now(20 * MS, 30 * MS));
-        assert_eq!(storm(&rows), [(FindingState::End, MS, 12 * MS)]);
-        let ended: Vec<_> = rows.iter().map(|r| (r.id, r.state)).collect();
-        assert_eq!(
-            ended,
-            [
-                ("pfc-pressure", FindingState::End),
-                ("pfc-storm", FindingState::End)
-            ]
-        );
-        // Ids once active stay as series, at 0.
-        assert_eq!(
-            tracker.active(),
-            [
-                ("pfc-pressure", Severity::Critical, 0),
-                ("pfc-storm", Severity::Critical, 0)
-            ]
-        );
-        // And nothing more while nothing happens.
-        assert!(
-            tracker
-                .update(40 * MS, &an.findings_now(30 * MS, 40 * MS))
-                .is_empty()
-        );
-        // The JSON line carries the row's fields.
-        let line = json_line(&FindingRow {
-            state: FindingState::End,
-            ..rows[1].clone()
-        });
-        assert_eq!(line["id"], "pfc-storm");
-        assert_eq!(line["state"], "end");
-        assert_eq!(line["first_seen_ns"], MS);
-        assert_eq!(line["last_seen_ns"], 12 * MS);
-        assert_eq!(line["first_seen"], "1970-01-01T00:00:00.001000Z");
-        assert_eq!(line["params"]["storms"], 1);
-    }
-}
+mod tests;
