@@ -5,7 +5,9 @@
 //! second; the JSON lines must show `pfc-storm` start at the storm's first
 //! frame and end at its XON before the run is stopped, and the dataset's
 //! `findings` table must hold the same rows. SIGHUP then reopens the file
-//! (moved away meanwhile) for a second storm's lines.
+//! (moved away meanwhile) for a second storm's lines. A storm still
+//! running when `live` gets SIGTERM ends there: an `end` line and row with
+//! `reason` `stopped`, its last time the last pausing frame.
 use crate::common::{Table, corpus};
 use crate::live::{Veth, dataset_files, quiet, replay, usable, wait_for};
 
@@ -28,6 +30,16 @@ fn lines(path: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// A process killed on drop (a replay still sending when the test ends).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The storm's lines: (state, first_seen_ns, last_seen_ns, ts).
@@ -183,4 +195,176 @@ fn a_pfc_storm_starts_and_ends_in_the_findings_while_live_runs() {
         .map(|f| f.1)
         .sum();
     assert_eq!(all, lines(&moved).len() + lines(&findings).len());
+}
+
+/// A storm still running when `live` is stopped (SIGTERM): the stop
+/// evaluates one last interval and ends it — its last line `end` with
+/// `reason` `stopped`, first seen where its `start` said, last seen at the
+/// last pausing frame the tap took (where `pfc.parquet` closes the pause,
+/// `capture_end`) — and every other instance likewise; the dataset's
+/// `findings` rows say the same, `reason` included.
+#[test]
+fn a_storm_running_at_sigterm_ends_with_reason_stopped() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // 4 000 pausing frames at 200 a second (20 s): still sending at SIGTERM.
+    let cap = tmp.path().join("storm.pcap");
+    let frames = vec![corpus::bytes(&PfcFrame::single(3, 0xFFFF)); 4000];
+    corpus::write_pcap(&cap, &frames);
+    let veth = Veth::new();
+    quiet(&veth);
+    let out = tmp.path().join("live");
+    let dataset = tmp.path().join("dataset");
+    let findings = tmp.path().join("findings.jsonl");
+    let live = veth.live(
+        &out,
+        &[
+            "--link-speed",
+            "1G",
+            "--report-interval",
+            "1s",
+            "--findings",
+            findings.to_str().unwrap(),
+            "--dataset",
+            dataset.to_str().unwrap(),
+        ],
+    );
+    let replay = Killed(
+        veth.rocescope(&[
+            "replay",
+            cap.to_str().unwrap(),
+            "--iface",
+            &veth.a,
+            "--pps",
+            "200",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    wait_for("the storm to go on", Duration::from_secs(15), || {
+        storm_lines(&findings).iter().any(|l| l.0 == "continue")
+    });
+    let before = lines(&findings).len();
+    let stopped_at = wall_ns();
+    live.signal(libc::SIGTERM);
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(10));
+    assert!(ok, "live failed: {stdout}\n{stderr}");
+    drop(replay);
+
+    let all = lines(&findings);
+    let subject = format!("{} priority 3", veth.b);
+    let storm: Vec<&Value> = all.iter().filter(|l| l["id"] == "pfc-storm").collect();
+    let states: Vec<&str> = storm.iter().map(|l| l["state"].as_str().unwrap()).collect();
+    // Started once, went on, ended once: by the stop.
+    assert_eq!(states.first(), Some(&"start"), "{states:?}");
+    assert_eq!(states.last(), Some(&"end"), "{states:?}");
+    assert!(
+        states[1..states.len() - 1].iter().all(|s| *s == "continue"),
+        "{states:?}"
+    );
+    let end = storm.last().unwrap();
+    assert_eq!(end["reason"], "stopped", "{end}");
+    assert_eq!(end["subject"], subject.as_str(), "{end}");
+    assert_eq!(end["severity"], "critical", "{end}");
+    for l in &storm[..storm.len() - 1] {
+        assert_eq!(l["reason"], Value::Null, "{l}");
+    }
+    // The pause as the end of the run wrote it: still running, closed at
+    // the capture's end, the tap's last frame.
+    let pfc = Table::read(&out.join("pfc.parquet"));
+    assert_eq!(pfc.rows(), 1);
+    assert_eq!(pfc.strings("ended_by")[0].as_deref(), Some("capture_end"));
+    let (start_ns, end_ns) = (
+        pfc.ints("start_ns")[0].unwrap() as u64,
+        pfc.ints("end_ns")[0].unwrap() as u64,
+    );
+    let packets = Table::read(&out.join("packets.parquet"));
+    let ts: Vec<u64> = packets
+        .ints("ts_ns")
+        .iter()
+        .map(|t| t.unwrap() as u64)
+        .collect();
+    assert!(
+        packets
+            .strings("kind")
+            .iter()
+            .all(|k| k.as_deref() == Some("pfc"))
+    );
+    assert!(
+        packets.rows() > 200 && packets.rows() < 4000,
+        "{} frames before the stop",
+        packets.rows()
+    );
+    assert_eq!(start_ns, ts[0]);
+    assert_eq!(end_ns, *ts.iter().max().unwrap());
+    assert_eq!(storm[0]["first_seen_ns"], start_ns);
+    assert_eq!(end["first_seen_ns"], start_ns);
+    assert_eq!(end["last_seen_ns"], end_ns);
+    // Written at the stop, after the SIGTERM and the last frame.
+    let end_ts = end["ts"].as_str().unwrap();
+    assert!(
+        end_ns < stopped_at + 1_000_000_000,
+        "last seen {end_ns}, SIGTERM at {stopped_at}"
+    );
+    let before_ts = all[before - 1]["ts"].as_str().unwrap();
+    assert!(end_ts > before_ts, "{end_ts} after {before_ts}");
+    // The last interval (to the stop) went on to the same last frame, and
+    // its line has the stop's time.
+    let last_interval = storm[storm.len() - 2];
+    assert_eq!(last_interval["state"], "continue");
+    assert_eq!(last_interval["ts"], end_ts);
+    assert_eq!(last_interval["last_seen_ns"], end_ns);
+    // Every instance ended, each once and last, by the stop (here
+    // `pfc-pressure` too): nothing is left open to a reader.
+    let mut last_state = std::collections::BTreeMap::new();
+    for l in &all {
+        let key = (l["id"].to_string(), l["subject"].to_string());
+        last_state.insert(key, (l["state"].clone(), l["reason"].clone()));
+    }
+    assert!(last_state.len() >= 2, "{last_state:?}");
+    for (key, state) in &last_state {
+        assert_eq!(
+            *state,
+            (Value::from("end"), Value::from("stopped")),
+            "{key:?}"
+        );
+    }
+    let ends = all.iter().filter(|l| l["state"] == "end").count();
+    assert_eq!(ends, last_state.len());
+
+    // The dataset's findings table: the same rows, reason included.
+    let mut rows = Vec::new();
+    for (file, _) in dataset_files(&dataset, "findings") {
+        let t = Table::read(&file);
+        let (ids, states, reasons) = (t.strings("id"), t.strings("state"), t.strings("reason"));
+        let (first, last) = (t.ints("first_seen_ns"), t.ints("last_seen_ns"));
+        for i in 0..t.rows() {
+            rows.push((
+                ids[i].clone().unwrap(),
+                states[i].clone().unwrap(),
+                reasons[i].clone(),
+                first[i].unwrap() as u64,
+                last[i].unwrap() as u64,
+            ));
+        }
+    }
+    let mut json: Vec<_> = all
+        .iter()
+        .map(|l| {
+            (
+                l["id"].as_str().unwrap().to_string(),
+                l["state"].as_str().unwrap().to_string(),
+                l["reason"].as_str().map(str::to_string),
+                l["first_seen_ns"].as_u64().unwrap(),
+                l["last_seen_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    rows.sort();
+    json.sort();
+    assert_eq!(rows, json);
 }
