@@ -16,8 +16,10 @@
 #   * frames = records + ring-full drops (summary.json; nothing else is on
 #     the wire) and the last scrape's tap counters equal summary.json's;
 #   * the findings lines equal the dataset's findings rows (per id and
-#     state), and rocescope_findings_active in the last scrape equals the
-#     instances whose last line is not `end`.
+#     state), rocescope_findings_active in the last scrape (before SIGTERM)
+#     equals the instances whose last line written before it is not `end`,
+#     and the stop ended every instance (its last line `end`; those active
+#     at the scrape with reason `stopped`).
 #
 #   scripts/soak.sh [SECONDS] [PPS]        (defaults: 1800 s, 600 frames/s)
 #
@@ -146,7 +148,8 @@ live_pid=""
 cat "$work/live.out"
 
 python3 - "$work" "$warmup" <<'EOF'
-import glob, json, re, sys
+import glob, json, os, re, sys
+from datetime import datetime, timezone
 from collections import Counter
 import polars as pl
 
@@ -193,9 +196,25 @@ by_line = Counter((l["id"], l["state"]) for l in lines)
 by_row = Counter(zip(table["id"].to_list(), table["state"].to_list())) if len(table) else Counter()
 if by_line != by_row:
     failures.append(f"findings lines {dict(by_line)} != table rows {dict(by_row)}")
+# The instances active at the last scrape: the lines written before it
+# (the stop's last interval and its `stopped` ends come after).
+scraped = os.path.getmtime(f"{work}/metrics-last.txt")
+def written(l):
+    return datetime.strptime(l["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
 open_now = {}
 for l in lines:
-    open_now[(l["id"], l["subject"])] = (l["severity"], l["state"] != "end")
+    if written(l) <= scraped:
+        open_now[(l["id"], l["subject"])] = (l["severity"], l["state"] != "end")
+last_line = {}
+for l in lines:
+    last_line[(l["id"], l["subject"])] = l["state"]
+left_open = sorted(k for k, s in last_line.items() if s != "end")
+if left_open:
+    failures.append(f"instances the stop did not end: {left_open}")
+stopped = {(l["id"], l["subject"]) for l in lines if l.get("reason") == "stopped"}
+was_open = {k for k, (_, on) in open_now.items() if on}
+if not was_open <= stopped:
+    failures.append(f"active at the last scrape, no stop end: {sorted(was_open - stopped)}")
 active = Counter()
 for (i, _), (sev, on) in open_now.items():
     active[(i, sev)] += on

@@ -29,7 +29,8 @@
 //!   frames), like `tcpdump -c` counts what it keeps.
 //! * **Stopping**: `--count`, `--duration`, Ctrl-C or SIGTERM, or the
 //!   interface going down or away. In every case the program is detached,
-//!   the ring buffer drained and every table written; an interface that
+//!   the ring buffer drained, the findings still active ended
+//!   ([`monitor`]) and every table written; an interface that
 //!   went away makes the run fail after writing.
 //! * **Counters** (frames, records, ring-full drops, parse failures; in
 //!   summary mode also frames summarized, deltas and ring-buffer bytes) are
