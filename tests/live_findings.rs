@@ -11,7 +11,7 @@
 use crate::common::{Table, corpus};
 use crate::live::{Veth, dataset_files, quiet, replay, usable, wait_for};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rocescope::synth::frame::PfcFrame;
@@ -58,36 +58,73 @@ fn storm_lines(path: &Path) -> Vec<(String, u64, u64, String)> {
         .collect()
 }
 
+/// `live` on a quiet veth pair at 1 Gb/s, evaluating the findings every
+/// second into `findings` and the dataset.
+struct Rig {
+    live: crate::live::Running,
+    veth: Veth,
+    tmp: tempfile::TempDir,
+    out: PathBuf,
+    dataset: PathBuf,
+    findings: PathBuf,
+}
+
+impl Rig {
+    /// `None` when the live tests cannot run here.
+    fn start() -> Option<Rig> {
+        if !usable() {
+            return None;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let veth = Veth::new();
+        quiet(&veth);
+        let out = tmp.path().join("live");
+        let dataset = tmp.path().join("dataset");
+        let findings = tmp.path().join("findings.jsonl");
+        let live = veth.live(
+            &out,
+            &[
+                "--link-speed",
+                "1G",
+                "--report-interval",
+                "1s",
+                "--findings",
+                findings.to_str().unwrap(),
+                "--dataset",
+                dataset.to_str().unwrap(),
+            ],
+        );
+        Some(Rig {
+            live,
+            veth,
+            tmp,
+            out,
+            dataset,
+            findings,
+        })
+    }
+}
+
 #[test]
 fn a_pfc_storm_starts_and_ends_in_the_findings_while_live_runs() {
-    if !usable() {
+    // Bindings drop in reverse: the run, then the pair, then the files.
+    let Some(Rig {
+        tmp,
+        dataset,
+        findings,
+        veth,
+        live,
+        ..
+    }) = Rig::start()
+    else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    };
     // 600 pausing frames (65 535 quanta: 33.5 ms at 1 Gb/s, refreshed
     // every 5 ms: one continuous pause), then an XON that ends it.
     let cap = tmp.path().join("storm.pcap");
     let mut frames = vec![corpus::bytes(&PfcFrame::single(3, 0xFFFF)); 600];
     frames.push(corpus::bytes(&PfcFrame::single(3, 0)));
     corpus::write_pcap(&cap, &frames);
-    let veth = Veth::new();
-    quiet(&veth);
-    let out = tmp.path().join("live");
-    let dataset = tmp.path().join("dataset");
-    let findings = tmp.path().join("findings.jsonl");
-    let live = veth.live(
-        &out,
-        &[
-            "--link-speed",
-            "1G",
-            "--report-interval",
-            "1s",
-            "--findings",
-            findings.to_str().unwrap(),
-            "--dataset",
-            dataset.to_str().unwrap(),
-        ],
-    );
     std::thread::sleep(Duration::from_millis(1500));
     let sent_from = wall_ns();
     assert_eq!(replay(&veth, &cap, Some("200")), 601);
@@ -205,32 +242,21 @@ fn a_pfc_storm_starts_and_ends_in_the_findings_while_live_runs() {
 /// `findings` rows say the same, `reason` included.
 #[test]
 fn a_storm_running_at_sigterm_ends_with_reason_stopped() {
-    if !usable() {
+    let Some(Rig {
+        tmp,
+        out,
+        dataset,
+        findings,
+        veth,
+        live,
+    }) = Rig::start()
+    else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    };
     // 4 000 pausing frames at 200 a second (20 s): still sending at SIGTERM.
     let cap = tmp.path().join("storm.pcap");
     let frames = vec![corpus::bytes(&PfcFrame::single(3, 0xFFFF)); 4000];
     corpus::write_pcap(&cap, &frames);
-    let veth = Veth::new();
-    quiet(&veth);
-    let out = tmp.path().join("live");
-    let dataset = tmp.path().join("dataset");
-    let findings = tmp.path().join("findings.jsonl");
-    let live = veth.live(
-        &out,
-        &[
-            "--link-speed",
-            "1G",
-            "--report-interval",
-            "1s",
-            "--findings",
-            findings.to_str().unwrap(),
-            "--dataset",
-            dataset.to_str().unwrap(),
-        ],
-    );
     let replay = Killed(
         veth.rocescope(&[
             "replay",
