@@ -211,10 +211,12 @@ for l in lines:
 left_open = sorted(k for k, s in last_line.items() if s != "end")
 if left_open:
     failures.append(f"instances the stop did not end: {left_open}")
-stopped = {(l["id"], l["subject"]) for l in lines if l.get("reason") == "stopped"}
+# What was active at the last scrape ended after it: cleared by the
+# stop's last interval, or `stopped` by the stop itself.
+ended_after = {(l["id"], l["subject"]) for l in lines if l["state"] == "end" and written(l) > scraped}
 was_open = {k for k, (_, on) in open_now.items() if on}
-if not was_open <= stopped:
-    failures.append(f"active at the last scrape, no stop end: {sorted(was_open - stopped)}")
+if not was_open <= ended_after:
+    failures.append(f"active at the last scrape, not ended after it: {sorted(was_open - ended_after)}")
 active = Counter()
 for (i, _), (sev, on) in open_now.items():
     active[(i, sev)] += on
