@@ -342,16 +342,18 @@ impl Analyzer {
         if evidence > 0 || self.retired.totals.flows > 0 {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
-        let taps = &self.taps;
-        let origins = taps
+        // Interfaces that recorded something, per capture file: counted once,
+        // since a record's interface index can reach 65,535.
+        let mut seen_per_capture: BTreeMap<u32, usize> = BTreeMap::new();
+        for t in self.taps.iter().filter(|t| t.seen) {
+            *seen_per_capture.entry(t.capture).or_default() += 1;
+        }
+        let origins = self
+            .taps
             .iter()
             .map(|t| IfaceOrigin {
                 local: t.local,
-                shared_file: taps
-                    .iter()
-                    .filter(|o| o.seen && o.capture == t.capture)
-                    .count()
-                    > 1,
+                shared_file: seen_per_capture.get(&t.capture).copied().unwrap_or(0) > 1,
             })
             .collect();
         Analysis {
