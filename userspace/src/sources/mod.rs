@@ -78,6 +78,7 @@ mod frame_time;
 mod input;
 mod merge;
 mod reader;
+mod sniffer_clock;
 mod taps;
 
 pub use compress::Compression;
@@ -89,6 +90,7 @@ pub use reader::{
     BUFFER_CAPACITY, CaptureReader, Frame, Interface, InterfaceDrops, MAX_CAPLEN, MAX_INTERFACES,
     MAX_WARNINGS, Warning,
 };
+pub use sniffer_clock::{SnifferClock, Survey, mac_value};
 pub use taps::{Grouping, TapFacts, TapSpec, Taps};
 
 #[cfg(test)]
