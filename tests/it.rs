@@ -26,6 +26,7 @@ mod real_captures;
 mod report;
 mod retire;
 mod rotation;
+mod sniffer_time;
 mod switches;
 mod synth;
 mod telemetry;

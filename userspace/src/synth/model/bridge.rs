@@ -288,8 +288,13 @@ pub fn sniffer_capture_ns(ts_ns: u64) -> u64 {
 /// What a capture written with `opts` holds of `frame`: the bytes kept of
 /// it (ERSPAN encapsulation included) and whether that is all of it.
 pub fn recorded_len(frame: &FrameSpec, opts: &CaptureOptions) -> (u32, bool) {
+    recorded_len_with(frame, 0, opts)
+}
+
+/// [`recorded_len`] of a frame carrying `inband` bytes of in-band telemetry.
+pub fn recorded_len_with(frame: &FrameSpec, inband: usize, opts: &CaptureOptions) -> (u32, bool) {
     // frame_len counts the FCS, which captures do not hold.
-    let mut len = frame.frame_len() - 4;
+    let mut len = frame.frame_len() - 4 + inband as u32;
     let mut whole = true;
     if let Some(cut) = opts.sniffer.filter(|&c| c > 0 && len > c) {
         len = cut;
@@ -384,6 +389,12 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
                 .into(),
         ));
     }
+    if opts.sniffer.is_some() && run.switch_log.in_band().is_some() {
+        return Err(Error::Usage(
+            "a sniffer capture is a host's, and the last switch strips in-band telemetry before the host: choose --sniffer or --telemetry int-md|ifa"
+                .into(),
+        ));
+    }
     if let Some(&bad) = taps.iter().find(|&&t| t >= run.taps.len()) {
         return Err(Error::Usage(format!(
             "tap {bad} does not exist; this scenario has taps 0..{}",
@@ -457,13 +468,16 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
         }
         Ok(n)
     };
-    for f in &run.frames {
+    for (i, f) in run.frames.iter().enumerate() {
         written += send_reports(f.ts_ns, &mut *writer).map_err(io_err)?;
         let Some(iface) = iface_of.get(f.tap).copied().flatten() else {
             continue;
         };
         inner.clear();
         append_frame(&f.frame, &mut inner);
+        if let (Some(mode), Some(hops)) = (run.switch_log.in_band(), run.switch_log.inband.get(&i)) {
+            inner = super::inband::with_hops(mode, &f.frame, &inner, hops);
+        }
         let mut at = EPOCH_NS + f.ts_ns;
         if let Some(cut) = opts.sniffer {
             sniff(&f.frame, f.tap, f.ts_ns, &mut inner, cut);
