@@ -17,6 +17,7 @@ mod evidence;
 mod fabric;
 mod handoff;
 mod hardware_time;
+mod inband_telemetry;
 mod infiniband;
 mod inputs;
 mod oracle;

@@ -81,7 +81,7 @@ fn seen(cap: &Path) -> BTreeMap<u64, Seen> {
                 iface: tshark::num(&r["frame.interface_id"]),
                 capture: epoch_ns(&r["frame.time_epoch"]),
                 mac,
-                roce: !r["infiniband.bth.opcode"].is_empty(),
+                roce: r.contains_key("infiniband.bth.opcode"),
             },
         )
     })
@@ -111,7 +111,10 @@ fn sniffer_macs_time_the_frames_to_the_nanosecond() {
     assert_eq!(wire.len(), model.len());
     let roce = wire.values().filter(|s| s.roce).count();
     let other = wire.len() - roce;
-    assert!(roce > 100 && other > 10, "{roce} RoCE, {other} other frames");
+    assert!(
+        roce > 100 && other > 10,
+        "{roce} RoCE, {other} other frames"
+    );
 
     // By default the file's MACs are taken as the clock; the PFC frames
     // (their MAC is the port's) keep the capture time, counted.
@@ -143,7 +146,11 @@ fn sniffer_macs_time_the_frames_to_the_nanosecond() {
     assert!(finer > 0, "the NIC clock is finer than the capture's");
 
     // `--time capture`: the capture's microseconds.
-    let summary = analyze(&sniffed, &dir.path().join("capture"), &["--time", "capture"]);
+    let summary = analyze(
+        &sniffed,
+        &dir.path().join("capture"),
+        &["--time", "capture"],
+    );
     assert_eq!(file_time(&summary)["clock"], "capture");
     for (frame, ts) in frame_times(&dir.path().join("capture")) {
         assert_eq!(ts, wire[&frame].capture);

@@ -475,7 +475,8 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
         };
         inner.clear();
         append_frame(&f.frame, &mut inner);
-        if let (Some(mode), Some(hops)) = (run.switch_log.in_band(), run.switch_log.inband.get(&i)) {
+        if let (Some(mode), Some(hops)) = (run.switch_log.in_band(), run.switch_log.inband.get(&i))
+        {
             inner = super::inband::with_hops(mode, &f.frame, &inner, hops);
         }
         let mut at = EPOCH_NS + f.ts_ns;

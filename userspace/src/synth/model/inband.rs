@@ -18,7 +18,12 @@ const NS_PER_SEC: u64 = 1_000_000_000;
 /// `bytes` (the frame `spec` as built) with the stack `hops` in, as `mode`
 /// carries it; unchanged for a frame that is no RoCE packet or a mode that
 /// is not in-band.
-pub fn with_hops(mode: TelemetryMode, spec: &FrameSpec, bytes: &[u8], hops: &[InbandHop]) -> Vec<u8> {
+pub fn with_hops(
+    mode: TelemetryMode,
+    spec: &FrameSpec,
+    bytes: &[u8],
+    hops: &[InbandHop],
+) -> Vec<u8> {
     let FrameSpec::Roce(r) = spec else {
         return bytes.to_vec();
     };

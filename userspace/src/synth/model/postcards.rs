@@ -35,9 +35,7 @@ pub const INT_PORT: u16 = 32767;
 pub const IFA_PROTOCOL: u8 = 131;
 
 /// How the switches export what their queues did.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum TelemetryMode {
     /// Telemetry Report v2.0 postcards and drop reports to a collector.
@@ -210,9 +208,13 @@ impl SwitchLog {
         use rocescope_common::wire::{ifa, int};
         match self.in_band() {
             Some(TelemetryMode::IntMd) => {
-                int::SHIM_LEN + int::MD_HEADER_LEN + hops.len() * crate::synth::telemetry::INT_HOP_LEN
+                int::SHIM_LEN
+                    + int::MD_HEADER_LEN
+                    + hops.len() * crate::synth::telemetry::INT_HOP_LEN
             }
-            Some(TelemetryMode::Ifa) => ifa::HEADER_LEN + ifa::MD_HEADER_LEN + hops.len() * ifa::HOP_LEN,
+            Some(TelemetryMode::Ifa) => {
+                ifa::HEADER_LEN + ifa::MD_HEADER_LEN + hops.len() * ifa::HOP_LEN
+            }
             _ => 0,
         }
     }

@@ -171,7 +171,11 @@ impl TelemetryTruth {
                     return None;
                 };
                 Some(InbandTruth {
-                    tap: run.taps.get(f.tap).map(|t| t.name.clone()).unwrap_or_default(),
+                    tap: run
+                        .taps
+                        .get(f.tap)
+                        .map(|t| t.name.clone())
+                        .unwrap_or_default(),
                     ts_ns: f.ts_ns,
                     dest_qp: r.dest_qp,
                     psn: r.psn,
