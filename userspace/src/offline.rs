@@ -479,13 +479,8 @@ impl Run {
                 .name_iface_of(iface, self.taps.name(iface), capture, file_iface);
         }
         let capture = u16::try_from(slot).unwrap_or(u16::MAX);
-        // Telemetry rows take the frame's time in its file's clock, as
-        // packets.parquet does (docs/tables.md).
-        let ts_ns = if record {
-            self.times.time(slot, file_iface, &self.rec, ts_ns)
-        } else {
-            self.times.time_of_other(slot, file_iface, &self.rec, ts_ns)
-        };
+        // Telemetry rows too take the frame's time in its file's clock.
+        let ts_ns = self.times.time(slot, file_iface, &self.rec, ts_ns);
         self.telemetry
             .push_frame(telemetry, ts_ns, iface, number, capture);
         if !record {

@@ -4,7 +4,7 @@
 //! widened to 64 bits, or the NIC's clock a ConnectX RDMA sniffer leaves
 //! in the source MACs ([`super::sniffer_clock`]) where the file shows it.
 use rocescope_common::wire::Recognition;
-use rocescope_common::{PacketRecord, flags, hw_time};
+use rocescope_common::{Kind, PacketRecord, flags, hw_time};
 
 use super::input::Input;
 use super::sniffer_clock::{self, SnifferClock};
@@ -162,8 +162,10 @@ impl FrameTimes {
         t
     }
 
-    /// The time of `rec`, the next record of file `slot`, captured on its
-    /// interface `file_iface` at `capture_ns`.
+    /// The time of `rec`, the next frame of file `slot`, captured on its
+    /// interface `file_iface` at `capture_ns`. A frame that is no record
+    /// (a telemetry report) takes the file's clock as decided so far, and
+    /// neither decides it nor is counted.
     pub fn time(
         &mut self,
         slot: usize,
@@ -171,6 +173,9 @@ impl FrameTimes {
         rec: &PacketRecord,
         capture_ns: u64,
     ) -> u64 {
+        if rec.kind() == Kind::Other {
+            return self.time_of_other(slot, file_iface, rec, capture_ns);
+        }
         let Some(decided) = self.clocks.get(slot).copied() else {
             return capture_ns;
         };
@@ -191,7 +196,7 @@ impl FrameTimes {
 
     /// The time of a frame of file `slot` that is no record (a telemetry
     /// report), in the file's clock as decided so far; nothing counted.
-    pub fn time_of_other(
+    fn time_of_other(
         &self,
         slot: usize,
         file_iface: u32,
@@ -288,6 +293,7 @@ mod tests {
 
     fn stamped(time: u64, format: u8) -> PacketRecord {
         PacketRecord {
+            kind: Kind::Roce as u8,
             flags: flags::HAS_HW_TIME | flags::ERSPAN,
             hw_time: time,
             hw_time_format: format,
@@ -339,7 +345,10 @@ mod tests {
     #[test]
     fn the_default_follows_each_files_first_record() {
         let hw = stamped(1_000, hw_time::GRA_100_NS);
-        let plain = PacketRecord::default();
+        let plain = PacketRecord {
+            kind: Kind::Roce as u8,
+            ..PacketRecord::default()
+        };
         let mut t = FrameTimes::new(TimeChoice::Auto, 2);
         // File 0 starts with ERSPAN III time; file 1 does not.
         assert_eq!(t.time(0, 0, &hw, 100_000), 100_000);
@@ -372,5 +381,52 @@ mod tests {
         assert_eq!(t.time(0, 0, &hw, off), 100_000);
         let mut t = FrameTimes::new(TimeChoice::Auto, 1);
         assert_eq!(t.time(0, 0, &hw, 100_000 + NS_PER_SEC), 100_000);
+    }
+
+    #[test]
+    fn a_sniffer_clock_times_the_roce_records_of_its_file() {
+        let mut t = FrameTimes::new(TimeChoice::Auto, 1);
+        t.sniffer[0] = Some(SnifferClock {
+            offsets: [(0, 1_000)].into(),
+            frames: 16,
+            weakest: Default::default(),
+        });
+        let mut roce = PacketRecord {
+            kind: Kind::Roce as u8,
+            flags: flags::HAS_BTH,
+            ..PacketRecord::default()
+        };
+        roce.src_mac = [0, 0, 0, 0, 0x13, 0x88]; // 5000 ns on the NIC's clock
+        let pfc = PacketRecord {
+            kind: Kind::Pfc as u8,
+            ..PacketRecord::default()
+        };
+        // A telemetry report (no record) before any record: capture time,
+        // and the file's clock is not decided by it.
+        let report = PacketRecord::default();
+        assert_eq!(t.time(0, 0, &report, 7_000), 7_000);
+        assert_eq!(t.clocks[0], None);
+        assert_eq!(t.time(0, 0, &roce, 6_500), 6_000);
+        // PFC's MAC is the port's: capture time, counted.
+        assert_eq!(t.time(0, 0, &pfc, 6_600), 6_600);
+        // A report's frame has no MAC time either; not counted.
+        assert_eq!(t.time(0, 0, &report, 6_700), 6_700);
+        // A RoCE frame of an interface that showed no clock.
+        assert_eq!(t.time(0, 1, &roce, 6_800), 6_800);
+        let facts = t.facts(&["s".to_string()]).expect("a sniffer-timed file");
+        assert_eq!(facts.files[0].clock, Clock::Sniffer);
+        assert_eq!(facts.files[0].capture_time_records, 2);
+        // `--time sniffer` without a survey (live): capture time, and why.
+        let mut t = FrameTimes::new(TimeChoice::Sniffer, 1);
+        assert_eq!(t.time(0, 0, &roce, 6_500), 6_500);
+        let facts = t.facts(&["live".to_string()]).unwrap();
+        assert_eq!(facts.files[0].clock, Clock::Capture);
+        assert!(
+            facts.files[0]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("not surveyed")
+        );
     }
 }
