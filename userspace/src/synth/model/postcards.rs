@@ -55,6 +55,10 @@ impl TelemetryMode {
     pub fn in_band(self) -> bool {
         self != TelemetryMode::Postcards
     }
+
+    pub fn is_postcards(&self) -> bool {
+        *self == TelemetryMode::Postcards
+    }
 }
 
 /// One switch's hop of in-band telemetry, as the model knew it: pushed

@@ -11,7 +11,9 @@ use super::spec::FrameSpec;
 /// `truth.json`'s `telemetry` (present when the switches exported it).
 #[derive(Clone, Debug, Serialize)]
 pub struct TelemetryTruth {
-    /// `postcards`, `int-md` or `ifa`.
+    /// `int-md` or `ifa`; absent for postcards (the truth of a postcard
+    /// run is what it was before the in-band modes).
+    #[serde(skip_serializing_if = "TelemetryMode::is_postcards")]
     pub mode: TelemetryMode,
     /// The reports' UDP destination port (`--telemetry-report-port`).
     pub collector_port: u16,
