@@ -7,6 +7,7 @@ use rocescope_common::wire::Recognition;
 use rocescope_common::{Kind, PacketRecord, flags, hw_time};
 
 use super::input::Input;
+use super::wrap::nearest;
 use super::sniffer_clock::{self, SnifferClock};
 
 const NS_PER_SEC: u64 = 1_000_000_000;
@@ -96,15 +97,6 @@ pub fn erspan_ns(rec: &PacketRecord, capture_ns: u64) -> Option<u64> {
     u64::try_from(ticks * u128::from(unit_ns)).ok()
 }
 
-/// The value congruent to `low` modulo `span` nearest `reference`.
-pub(super) fn nearest(reference: u128, low: u128, span: u128) -> u128 {
-    let base = reference - reference % span + low;
-    [base.checked_sub(span), Some(base), Some(base + span)]
-        .into_iter()
-        .flatten()
-        .min_by_key(|v| v.abs_diff(reference))
-        .unwrap_or(base)
-}
 
 /// Per capture file, the clock its frames were timed by, the records of a
 /// hardware-timed file that had no usable hardware time, and the sniffer

@@ -80,6 +80,7 @@ mod merge;
 mod reader;
 mod sniffer_clock;
 mod taps;
+mod wrap;
 
 pub use compress::Compression;
 pub use filter::Filter;

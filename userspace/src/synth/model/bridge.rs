@@ -477,7 +477,7 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
         append_frame(&f.frame, &mut inner);
         if let (Some(mode), Some(hops)) = (run.switch_log.in_band(), run.switch_log.inband.get(&i))
         {
-            inner = super::inband::with_hops(mode, &f.frame, &inner, hops);
+            inner = super::inband::with_hops(mode, &f.frame, &inner, hops, EPOCH_NS);
         }
         let mut at = EPOCH_NS + f.ts_ns;
         if let Some(cut) = opts.sniffer {

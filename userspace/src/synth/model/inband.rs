@@ -4,7 +4,6 @@
 //! (INT v2.1, marked by UDP port [`INT_PORT`]) or IFA 2.0 (IP protocol
 //! [`IFA_PROTOCOL`]), through the builders of [`crate::synth::telemetry`].
 //! The frame keeps the sender's ICRC, as on the wire.
-use super::bridge::EPOCH_NS;
 use super::postcards::{IFA_PROTOCOL, INT_PORT, InbandHop, TelemetryMode};
 use super::spec::FrameSpec;
 use crate::synth::frame::{EthHeader, VlanTag};
@@ -38,13 +37,13 @@ pub fn with_hops(
         TelemetryMode::IntMd => IntMd {
             mark: IntMark::Port(INT_PORT),
             remaining_hop_count: left,
-            hops: hops.iter().map(int_hop).collect(),
+            hops: hops.iter().map(|h| int_hop(h, epoch_ns)).collect(),
         }
         .insert(bytes, &eth),
         TelemetryMode::Ifa => Ifa {
             protocol: IFA_PROTOCOL,
             hop_limit: left,
-            hops: hops.iter().map(ifa_hop).collect(),
+            hops: hops.iter().map(|h| ifa_hop(h, epoch_ns)).collect(),
             udp_length_grows: true,
         }
         .insert(bytes, &eth),
@@ -55,7 +54,7 @@ pub fn with_hops(
 /// INT-MD's hop: node id, level 1 ports, hop latency (ns), queue id and
 /// occupancy (bytes, 24 bits), ingress and egress timestamps (ns since the
 /// epoch).
-fn int_hop(h: &InbandHop) -> IntHop {
+fn int_hop(h: &InbandHop, epoch_ns: u64) -> IntHop {
     IntHop {
         node_id: h.switch_id,
         ingress_port: h.ingress_port,
@@ -63,8 +62,8 @@ fn int_hop(h: &InbandHop) -> IntHop {
         hop_latency: h.hop_latency_ns,
         queue_id: h.queue,
         queue_occupancy: h.occupancy.min(0x00FF_FFFF),
-        ingress_ts: EPOCH_NS + h.arrival_ns,
-        egress_ts: EPOCH_NS + h.departure_ns,
+        ingress_ts: epoch_ns + h.arrival_ns,
+        egress_ts: epoch_ns + h.departure_ns,
     }
 }
 
@@ -73,8 +72,8 @@ fn int_hop(h: &InbandHop) -> IntHop {
 /// nanoseconds), ports, residence time (ns); of the vendor words, the
 /// first holds the queue's occupancy in bytes (one vendor's reading of it;
 /// the draft leaves them to the vendor), the others 0.
-fn ifa_hop(h: &InbandHop) -> IfaHop {
-    let rx = EPOCH_NS + h.arrival_ns;
+fn ifa_hop(h: &InbandHop, epoch_ns: u64) -> IfaHop {
+    let rx = epoch_ns + h.arrival_ns;
     IfaHop {
         device_id: h.switch_id & 0xF_FFFF,
         ip_ttl: h.ttl,
