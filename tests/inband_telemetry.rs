@@ -147,6 +147,21 @@ fn inband_hops_equal_the_models_at_every_frame() {
         // something and hops that took time among them.
         assert!(want.values().all(|h| h.len() == 2), "{mode}");
         assert!(want.values().any(|h| h[1][4] > 0 && h[1][5] > 0), "{mode}");
+        // `congested-queue` names first the queue the model filled most
+        // (leaf0's port toward spine0, priority 3: the source's hop).
+        let summary: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        let first = summary["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "congested-queue")
+            .unwrap_or_else(|| panic!("{mode}: no congested-queue finding"));
+        let model = &truth["telemetry"]["congested_queue"];
+        assert_eq!(first["params"]["switch_id"], model["switch_id"], "{mode}");
+        assert_eq!(first["params"]["egress_port"], model["egress_port"], "{mode}");
+        assert_eq!(first["params"]["queue_id"], model["queue"], "{mode}");
     }
 }
 
