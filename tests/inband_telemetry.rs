@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{Table, rocescope_ok, tshark};
+use crate::common::{Table, analyze_into as analyze, rocescope_ok, tshark};
 
 /// The model's time 0 in synth's captures (2026-01-01T00:00:00Z).
 const EPOCH_NS: u64 = 1_767_225_600_000_000_000;
@@ -30,17 +30,6 @@ fn synth(dir: &Path, name: &str, options: &[&str]) -> (PathBuf, Value) {
     let truth = dir.join(format!("{name}.truth.json"));
     let truth = serde_json::from_str(&std::fs::read_to_string(truth).unwrap()).unwrap();
     (cap, truth)
-}
-
-fn analyze(cap: &Path, out: &Path, options: &[&str]) {
-    let mut args = vec![
-        "analyze",
-        cap.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(options);
-    rocescope_ok(&args);
 }
 
 /// A frame's hops: (switch id, ingress port, egress port, queue,
@@ -160,7 +149,10 @@ fn inband_hops_equal_the_models_at_every_frame() {
             .unwrap_or_else(|| panic!("{mode}: no congested-queue finding"));
         let model = &truth["telemetry"]["congested_queue"];
         assert_eq!(first["params"]["switch_id"], model["switch_id"], "{mode}");
-        assert_eq!(first["params"]["egress_port"], model["egress_port"], "{mode}");
+        assert_eq!(
+            first["params"]["egress_port"], model["egress_port"],
+            "{mode}"
+        );
         assert_eq!(first["params"]["queue_id"], model["queue"], "{mode}");
     }
 }

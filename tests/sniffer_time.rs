@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{Table, rocescope_ok, tshark};
+use crate::common::{Table, analyze_into, rocescope_ok, tshark};
 
 fn synth(dir: &Path, name: &str, scenario: &[&str]) -> PathBuf {
     let cap = dir.join(format!("{name}.pcapng"));
@@ -24,14 +24,7 @@ fn synth(dir: &Path, name: &str, scenario: &[&str]) -> PathBuf {
 
 /// `analyze CAP OPTIONS` into `out`: summary.json.
 fn analyze(cap: &Path, out: &Path, options: &[&str]) -> Value {
-    let mut args = vec![
-        "analyze",
-        cap.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(options);
-    rocescope_ok(&args);
+    analyze_into(cap, out, options);
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
@@ -212,4 +205,45 @@ fn macs_that_are_no_clock_keep_the_capture_time_with_the_reason() {
     let summary = analyze(&sniffed, &dir.path().join("cap"), &["--time", "capture"]);
     assert_eq!(file_time(&summary)["clock"], "capture");
     assert!(file_time(&summary).get("reason").is_none());
+}
+
+/// The real captures (tests/data: host and mirror captures, none a
+/// sniffer's) are refused as clocks, and rightly: tshark shows a direction
+/// whose source MAC repeats in each that has two RoCE frames of one
+/// direction.
+#[test]
+fn real_captures_hold_no_mac_clock() {
+    if !tshark::available() {
+        eprintln!("skipped: tshark not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(rocescope::testdata::captures_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pcap"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10);
+    for (i, cap) in files.iter().enumerate() {
+        let rows = tshark::fields(cap, &["-Y", "infiniband"], &["ip.src", "ip.dst", "eth.src"]);
+        let mut last: BTreeMap<(String, String), String> = BTreeMap::new();
+        let repeats = rows.iter().any(|r| {
+            let key = (r["ip.src"].clone(), r["ip.dst"].clone());
+            last.insert(key, r["eth.src"].clone()).as_ref() == Some(&r["eth.src"])
+        });
+        let summary = analyze(cap, &dir.path().join(i.to_string()), &["--time", "sniffer"]);
+        let f = file_time(&summary);
+        assert_eq!(f["clock"], "capture", "{}", cap.display());
+        let reason = f["reason"].as_str().unwrap();
+        if repeats {
+            assert!(reason.contains("repeats"), "{}: {reason}", cap.display());
+        } else {
+            assert!(
+                reason.contains("no two RoCE frames"),
+                "{}: {reason}",
+                cap.display()
+            );
+        }
+    }
 }

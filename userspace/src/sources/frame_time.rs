@@ -7,8 +7,8 @@ use rocescope_common::wire::Recognition;
 use rocescope_common::{Kind, PacketRecord, flags, hw_time};
 
 use super::input::Input;
-use super::wrap::nearest;
 use super::sniffer_clock::{self, SnifferClock};
+use super::wrap::nearest;
 
 const NS_PER_SEC: u64 = 1_000_000_000;
 /// By default a file is timed by ERSPAN III only when its first record's
@@ -96,7 +96,6 @@ pub fn erspan_ns(rec: &PacketRecord, capture_ns: u64) -> Option<u64> {
     };
     u64::try_from(ticks * u128::from(unit_ns)).ok()
 }
-
 
 /// Per capture file, the clock its frames were timed by, the records of a
 /// hardware-timed file that had no usable hardware time, and the sniffer

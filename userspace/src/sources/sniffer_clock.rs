@@ -96,8 +96,7 @@ impl SnifferClock {
         }
         let offset = self.offsets.get(&file_iface)?;
         let at = (mac_value(&rec.src_mac) + offset) % SPAN;
-        let ns =
-            super::wrap::nearest(u128::from(capture_ns), u128::from(at), u128::from(SPAN));
+        let ns = super::wrap::nearest(u128::from(capture_ns), u128::from(at), u128::from(SPAN));
         u64::try_from(ns).ok()
     }
 }

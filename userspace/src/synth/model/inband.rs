@@ -15,13 +15,15 @@ const MAX_HOPS: u8 = 8;
 const NS_PER_SEC: u64 = 1_000_000_000;
 
 /// `bytes` (the frame `spec` as built) with the stack `hops` in, as `mode`
-/// carries it; unchanged for a frame that is no RoCE packet or a mode that
-/// is not in-band.
+/// carries it, its times counted from `epoch_ns` (the capture's model time
+/// 0); unchanged for a frame that is no RoCE packet or a mode that is not
+/// in-band.
 pub fn with_hops(
     mode: TelemetryMode,
     spec: &FrameSpec,
     bytes: &[u8],
     hops: &[InbandHop],
+    epoch_ns: u64,
 ) -> Vec<u8> {
     let FrameSpec::Roce(r) = spec else {
         return bytes.to_vec();
