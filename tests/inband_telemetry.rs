@@ -136,24 +136,27 @@ fn inband_hops_equal_the_models_at_every_frame() {
         // something and hops that took time among them.
         assert!(want.values().all(|h| h.len() == 2), "{mode}");
         assert!(want.values().any(|h| h[1][4] > 0 && h[1][5] > 0), "{mode}");
-        // `congested-queue` names first the queue the model filled most
-        // (leaf0's port toward spine0, priority 3: the source's hop).
+        // `congested-queue` names the queue the model filled most (leaf0's
+        // port toward spine0, priority 3: the source's hop) — first with
+        // INT-MD, whose occupancy it reads; IFA's is a vendor word, so its
+        // queues rank by hop latency alone.
         let summary: Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
                 .unwrap();
-        let first = summary["findings"]
+        let named: Vec<[Value; 3]> = summary["findings"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|f| f["id"] == "congested-queue")
-            .unwrap_or_else(|| panic!("{mode}: no congested-queue finding"));
+            .filter(|f| f["id"] == "congested-queue")
+            .map(|f| ["switch_id", "egress_port", "queue_id"].map(|k| f["params"][k].clone()))
+            .collect();
         let model = &truth["telemetry"]["congested_queue"];
-        assert_eq!(first["params"]["switch_id"], model["switch_id"], "{mode}");
-        assert_eq!(
-            first["params"]["egress_port"], model["egress_port"],
-            "{mode}"
-        );
-        assert_eq!(first["params"]["queue_id"], model["queue"], "{mode}");
+        let fullest = ["switch_id", "egress_port", "queue"].map(|k| model[k].clone());
+        let at = named.iter().position(|q| *q == fullest);
+        assert!(at.is_some(), "{mode}: {named:?} vs {fullest:?}");
+        if mode == "int-md" {
+            assert_eq!(at, Some(0), "{mode}: {named:?}");
+        }
     }
 }
 
