@@ -818,7 +818,7 @@ fn sniffer_flag_writes_a_sniffer_capture() {
             let nic = rocescope::sources::mac_value(&d.src_mac)
                 - bridge::sniffer_boot_ns(f.iface as usize);
             let at = f.ts_ns - bridge::EPOCH_NS;
-            assert!(at % 1000 == 0 && (at..at + 1000).contains(&nic));
+            assert!(at.is_multiple_of(1000) && (at..at + 1000).contains(&nic));
             assert_eq!(f.orig_len as usize, f.data.len());
             assert!(f.data.len() <= cut);
             let ip_total = u16::from_be_bytes([f.data[16], f.data[17]]) as usize;

@@ -845,7 +845,7 @@ fn sniffer_captures_rewrite_and_cut() {
         // The MAC is the NIC's clock; the capture's time is the model's to
         // the microsecond.
         let nic = crate::sources::mac_value(&d.src_mac) - bridge::sniffer_boot_ns(r.iface as usize);
-        assert!(r.ts_ns % 1000 == 0 && (r.ts_ns..r.ts_ns + 1000).contains(&nic));
+        assert!(r.ts_ns.is_multiple_of(1000) && (r.ts_ns..r.ts_ns + 1000).contains(&nic));
         assert_eq!(r.orig_len as usize, r.data.len());
         assert!(r.data.len() <= 128);
         let ip_total = u16::from_be_bytes([r.data[16], r.data[17]]) as usize;
