@@ -791,12 +791,13 @@ fn impairments_at_zero_leave_the_capture_unchanged() {
     assert!(got == want, "zero impairments changed the capture");
 }
 
-/// `synth --sniffer`: every RoCE frame from UDP port 4791 with a rewritten
-/// source MAC and a failing ICRC, cut at 256 bytes (or N) with the record's
+/// `synth --sniffer`: every RoCE frame from UDP port 4791 with the NIC's
+/// clock as its source MAC and a failing ICRC, cut at 256 bytes (or N) with the record's
 /// original length equal to what it holds; the truth says so.
 #[test]
 fn sniffer_flag_writes_a_sniffer_capture() {
     use rocescope::sources::CaptureReader;
+    use rocescope::synth::model::bridge;
     let dir = tempfile::tempdir().unwrap();
     for (flag, cut) in [("--sniffer", 256usize), ("--sniffer=128", 128)] {
         let options: Vec<String> = ["--packets", "600", "--snaplen", "0", flag]
@@ -812,7 +813,12 @@ fn sniffer_flag_writes_a_sniffer_capture() {
             n += 1;
             let d = rocescope::decode::decode(f.linktype, f.data, f.orig_len);
             assert_eq!(d.udp_sport, 4791);
-            assert_eq!(d.src_mac[..3], [0x02, 0x53, 0x4E]);
+            // The source MAC is the tap's NIC clock; the timestamp is the
+            // model's time to the microsecond.
+            let nic = rocescope::sources::mac_value(&d.src_mac)
+                - bridge::sniffer_boot_ns(f.iface as usize);
+            let at = f.ts_ns - bridge::EPOCH_NS;
+            assert!(at.is_multiple_of(1000) && (at..at + 1000).contains(&nic));
             assert_eq!(f.orig_len as usize, f.data.len());
             assert!(f.data.len() <= cut);
             let ip_total = u16::from_be_bytes([f.data[16], f.data[17]]) as usize;

@@ -80,11 +80,14 @@ pub(crate) struct SynthArgs {
     /// (default 256; 0: not cut) with the original length recorded as the cut one.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "256")]
     pub(crate) sniffer: Option<u32>,
-    /// The switches send a collector a Telemetry Report v2.0 for each RoCE request they forward
-    /// (its queue's occupancy and hop latency) and each they drop: UDP port 32766, on the
-    /// capture's own `collector` interface; the truth lists every report.
-    #[arg(long)]
-    pub(crate) telemetry: bool,
+    /// The switches export their queues' occupancy and hop latency for each RoCE request:
+    /// postcards (default) sends a collector a Telemetry Report v2.0 for each they forward and
+    /// each they drop (UDP port 32766, on the capture's own `collector` interface); int-md (INT
+    /// v2.1 over UDP, marked by UDP port 32767: analyse with --int-port 32767) and ifa (IFA 2.0,
+    /// IP protocol 131) put the hops into the packets between switches. The truth lists every
+    /// report and hop.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, default_missing_value = "postcards")]
+    pub(crate) telemetry: Option<crate::synth::model::postcards::TelemetryMode>,
 }
 
 /// `synth --erspan`.
@@ -141,8 +144,11 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
     if let Some(p) = a.ecn_pmax {
         switch.ecn_pmax = p;
     }
-    if a.telemetry {
-        cfg.switch.telemetry = Some(model::postcards::TelemetryCfg::default());
+    if let Some(mode) = a.telemetry {
+        cfg.switch.telemetry = Some(model::postcards::TelemetryCfg {
+            mode,
+            ..model::postcards::TelemetryCfg::default()
+        });
     }
     if let Some(bps) = a.link_speed {
         cfg.link_gbps = bps as f64 / 1e9;

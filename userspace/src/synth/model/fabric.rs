@@ -6,7 +6,9 @@ use super::hosts::{
     IP_TTL, MAX_FLOWS, MAX_SPINES, ephemeral_port, port_mac, receiver_ip, requester_qpn,
     responder_qpn, sender_ip,
 };
-use super::postcards::{DROP_REASON_TRAFFIC_MANAGER, PortName, Postcard, SwitchLog, switch_id};
+use super::postcards::{
+    DROP_REASON_TRAFFIC_MANAGER, InbandHop, PortName, Postcard, SwitchLog, switch_id,
+};
 use super::qp::{Placed, Qp, QpStats, RateStep};
 use super::scenario::{Config, Dir};
 use super::spec::{
@@ -40,6 +42,9 @@ struct Pkt {
     /// ahead of it (what its telemetry report says).
     queued: Option<(u64, u64)>,
     meta: FrameMeta,
+    /// In-band telemetry it carries (`synth --telemetry int-md|ifa`),
+    /// newest hop first.
+    hops: Vec<InbandHop>,
 }
 
 #[derive(Debug)]
@@ -137,7 +142,7 @@ enum Ev {
     /// Slowdown `k` starts (`true`) or ends.
     Slow(usize, bool),
     /// A mirror's delayed second copy of a frame is recorded.
-    Mirror(Box<(TapFrame, FrameMeta)>),
+    Mirror(Box<(TapFrame, FrameMeta, Vec<InbandHop>)>),
 }
 
 /// A tap's recording impairments, with the tap's own random stream.
@@ -824,9 +829,10 @@ impl Fabric {
                 self.start_rx(h);
             }
             Ev::Mirror(copy) => {
-                let (frame, meta) = *copy;
+                let (frame, meta, hops) = *copy;
                 self.frames.push(frame);
                 self.meta.push(meta);
+                self.log_hops(&hops);
             }
         }
     }
@@ -867,6 +873,7 @@ impl Fabric {
                 frame: pkt.spec.clone(),
             });
             self.meta.push(pkt.meta);
+            self.log_hops(&pkt.hops);
             if !twice {
                 continue;
             }
@@ -887,9 +894,21 @@ impl Fabric {
             if gap == 0 {
                 self.frames.push(copy);
                 self.meta.push(meta);
+                self.log_hops(&pkt.hops);
             } else {
-                self.push(now + gap, Ev::Mirror(Box::new((copy, meta))));
+                self.push(
+                    now + gap,
+                    Ev::Mirror(Box::new((copy, meta, pkt.hops.clone()))),
+                );
             }
+        }
+    }
+
+    /// The in-band telemetry of the tap frame just recorded, if it has any.
+    fn log_hops(&mut self, hops: &[InbandHop]) {
+        if !hops.is_empty() {
+            let frame = self.frames.len() - 1;
+            self.switch_log.inband.insert(frame, hops.to_vec());
         }
     }
 
@@ -943,7 +962,7 @@ impl Fabric {
         pkt.spec.set_macs(self.ports[p].mac, self.ports[peer].mac);
         self.remark(p, &mut pkt);
         if let Some((arrived, depth)) = pkt.queued.take() {
-            self.postcard(ingress, p, (arrived, depth), &pkt, false);
+            self.postcard(ingress, p, (arrived, depth), &mut pkt, false);
         }
         self.max_frame_len = self.max_frame_len.max(pkt.len);
         let port = &mut self.ports[p];
@@ -1088,7 +1107,7 @@ impl Fabric {
         let sw = &self.cfg.switch;
         if depth + pkt.len as u64 > sw.queue_limit {
             self.net_drop(e, &pkt);
-            self.postcard(Some(p_in), e, (self.now, depth), &pkt, true);
+            self.postcard(Some(p_in), e, (self.now, depth), &mut pkt, true);
             self.stats.switch_drops += 1;
             if let Some(q) = pkt.meta.flow {
                 self.qps[q].stats.switch_drops += 1;
@@ -1121,7 +1140,7 @@ impl Fabric {
         ingress: Option<usize>,
         egress: usize,
         queued: (u64, u64),
-        pkt: &Pkt,
+        pkt: &mut Pkt,
         dropped: bool,
     ) {
         let FrameSpec::Roce(r) = &pkt.spec else {
@@ -1132,6 +1151,34 @@ impl Fabric {
         }
         let (arrived, depth) = queued;
         let node = self.ports[egress].node;
+        if self.switch_log.in_band().is_some() {
+            // In the packet instead: the first switch inserts the header,
+            // each pushes its hop, the last (toward a host) strips them
+            // before the host's link. A dropped packet's hops go with it.
+            if dropped {
+                return;
+            }
+            let hop = InbandHop {
+                node,
+                switch_id: switch_id(node),
+                ingress_port: ingress.map_or(0, |i| self.ports[i].number),
+                egress_port: self.ports[egress].number,
+                egress,
+                queue: pkt.prio,
+                occupancy: u32::try_from(depth).unwrap_or(u32::MAX),
+                hop_latency_ns: u32::try_from(self.now - arrived).unwrap_or(u32::MAX),
+                arrival_ns: arrived,
+                departure_ns: self.now,
+                ttl: r.ttl,
+                gbps: self.ports[egress].gbps,
+            };
+            pkt.hops.insert(0, hop);
+            let peer = self.ports[egress].peer;
+            if matches!(self.kinds[self.ports[peer].node], NodeKind::Host(_)) {
+                pkt.hops.clear();
+            }
+            return;
+        }
         let Some(congested) = self.switch_log.reports(node, depth, dropped) else {
             return;
         };
@@ -1264,6 +1311,7 @@ impl Fabric {
             ingress: None,
             queued: None,
             meta,
+            hops: Vec::new(),
         });
         self.try_tx(p);
     }
@@ -1426,6 +1474,7 @@ impl Fabric {
                 rewind_no,
                 ..FrameMeta::default()
             },
+            hops: Vec::new(),
         }
     }
 
@@ -1788,6 +1837,7 @@ impl Fabric {
                 ingress: None,
                 queued: None,
                 meta,
+                hops: Vec::new(),
             },
         );
     }
@@ -1825,6 +1875,7 @@ impl Fabric {
                 ingress: None,
                 queued: None,
                 meta,
+                hops: Vec::new(),
             },
         );
     }

@@ -24,6 +24,7 @@ pub mod bridge;
 pub mod fabric;
 pub mod hop_truth;
 pub mod hosts;
+pub mod inband;
 pub mod nic_truth;
 pub mod pause_truth;
 pub mod postcards;

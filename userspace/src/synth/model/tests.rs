@@ -824,7 +824,7 @@ fn corrupted_frames_fail_the_icrc_in_the_capture() {
 }
 
 /// A sniffer capture: every RoCE frame from UDP port 4791 with the
-/// sniffer's source MAC, long frames cut at 128 bytes with the record's
+/// NIC's clock as its source MAC, long frames cut at 128 bytes with the record's
 /// original length saying 128 (only the IP total length shows the cut),
 /// and no whole RoCE frame with a valid ICRC.
 #[test]
@@ -842,7 +842,10 @@ fn sniffer_captures_rewrite_and_cut() {
         let d = r.decoded();
         assert!(matches!(d.kind(), crate::Kind::Roce | crate::Kind::Cnp));
         assert_eq!(d.udp_sport, 4791);
-        assert_eq!(d.src_mac, bridge::sniffer_mac(r.iface as usize));
+        // The MAC is the NIC's clock; the capture's time is the model's to
+        // the microsecond.
+        let nic = crate::sources::mac_value(&d.src_mac) - bridge::sniffer_boot_ns(r.iface as usize);
+        assert!(r.ts_ns.is_multiple_of(1000) && (r.ts_ns..r.ts_ns + 1000).contains(&nic));
         assert_eq!(r.orig_len as usize, r.data.len());
         assert!(r.data.len() <= 128);
         let ip_total = u16::from_be_bytes([r.data[16], r.data[17]]) as usize;
