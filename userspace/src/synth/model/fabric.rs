@@ -262,6 +262,9 @@ pub struct Run {
     /// for the telemetry truth.
     #[serde(skip)]
     pub port_names: Vec<PortName>,
+    /// A UET run's own record (`super::uet`); `None` for RoCE.
+    #[serde(skip)]
+    pub uet: Option<Box<super::uet::UetLog>>,
 }
 
 /// One connection as configured, with what the model did on it.
@@ -770,6 +773,7 @@ impl Fabric {
             fabric: self.stats,
             switch_log: self.switch_log,
             port_names,
+            uet: None,
         }
     }
 
@@ -974,7 +978,7 @@ impl Fabric {
         let dscp = match &mut pkt.spec {
             FrameSpec::Roce(r) => &mut r.dscp,
             FrameSpec::Cnp(c) => &mut c.dscp,
-            FrameSpec::Pfc(_) => return,
+            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
         };
         let Some(&[from, to]) = self.ports[p].remark_dscp.iter().find(|r| r[0] == *dscp) else {
             return;
@@ -1067,7 +1071,7 @@ impl Fabric {
         let (src, dst, sport, qp) = match &pkt.spec {
             FrameSpec::Roce(r) => (r.src_ip, r.dst_ip, r.udp_sport, r.dest_qp),
             FrameSpec::Cnp(c) => (c.src_ip, c.dst_ip, c.udp_sport, c.dest_qp),
-            FrameSpec::Pfc(_) => return,
+            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
         };
         let NodeKind::Switch { routes } = &self.kinds[self.ports[p_in].node] else {
             return;
@@ -1614,7 +1618,7 @@ impl Fabric {
                 self.on_response(qi, &r, pkt.meta.resp_seq);
             }
             FrameSpec::Cnp(_) => self.on_cnp(qi),
-            FrameSpec::Pfc(_) => {}
+            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => {}
         }
     }
 
