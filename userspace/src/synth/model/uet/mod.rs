@@ -174,6 +174,8 @@ pub struct NetEvent {
     pub send: Option<usize>,
     /// Dropped by a switch (queue limit), not lost on a link.
     pub switch: bool,
+    /// Tap records made before it (`Run::frames` up to here).
+    pub frames_before: usize,
 }
 
 /// A request the target placed.
@@ -213,24 +215,23 @@ pub struct UetLog {
 }
 
 impl UetLog {
-    fn trim(&mut self, ts_ns: u64, port: usize, pkt: &net::Pkt) {
-        self.trims.push(NetEvent {
-            ts_ns,
-            port,
-            pdc: pkt.pdc,
-            send: pkt.send,
-            switch: true,
-        });
-    }
-
-    fn drop(&mut self, ts_ns: u64, port: usize, pkt: &net::Pkt, switch: bool) {
-        self.drops.push(NetEvent {
+    fn event(&self, ts_ns: u64, port: usize, pkt: &net::Pkt, switch: bool) -> NetEvent {
+        NetEvent {
             ts_ns,
             port,
             pdc: pkt.pdc,
             send: pkt.send,
             switch,
-        });
+            frames_before: self.frame_sends.len(),
+        }
+    }
+
+    fn trim(&mut self, ts_ns: u64, port: usize, pkt: &net::Pkt) {
+        self.trims.push(self.event(ts_ns, port, pkt, true));
+    }
+
+    fn drop(&mut self, ts_ns: u64, port: usize, pkt: &net::Pkt, switch: bool) {
+        self.drops.push(self.event(ts_ns, port, pkt, switch));
     }
 }
 
