@@ -58,7 +58,10 @@ fn tshark_reads_the_uet_samples_as_the_truth_counts_them() {
         let mut per_tap: BTreeMap<String, [u64; 4]> = BTreeMap::new();
         let mut per_entropy: BTreeMap<(String, String, u64), u64> = BTreeMap::new();
         for r in &rows {
-            assert_eq!(r["frame.protocols"], "eth:ethertype:ip:udp:data", "{name}: {r:?}");
+            assert_eq!(
+                r["frame.protocols"], "eth:ethertype:ip:udp:data",
+                "{name}: {r:?}"
+            );
             assert_eq!(num(&r["udp.dstport"]), 4793, "{name}: {r:?}");
             let len = num(&r["udp.length"]);
             let iface = r["frame.interface_name"].clone();
@@ -83,7 +86,11 @@ fn tshark_reads_the_uet_samples_as_the_truth_counts_them() {
                 .map(|k| t[k].as_u64().unwrap())
                 .collect();
             let got = per_tap.get(iface).copied().unwrap_or_default();
-            assert_eq!(got.to_vec(), want, "{name} {iface}: requests, trimmed, acks, nacks");
+            assert_eq!(
+                got.to_vec(),
+                want,
+                "{name} {iface}: requests, trimmed, acks, nacks"
+            );
         }
         let mut want = BTreeMap::new();
         for p in truth["pdcs"].as_array().unwrap() {
@@ -96,7 +103,10 @@ fn tshark_reads_the_uet_samples_as_the_truth_counts_them() {
                 *want.entry(key).or_default() += e["packets"].as_u64().unwrap();
             }
         }
-        assert_eq!(per_entropy, want, "{name}: requests per tap, source and entropy");
+        assert_eq!(
+            per_entropy, want,
+            "{name}: requests per tap, source and entropy"
+        );
         let trimmed: u64 = per_tap.values().map(|c| c[1]).sum();
         let nacks: u64 = per_tap.values().map(|c| c[3]).sum();
         if name == "uet-incast" {

@@ -59,7 +59,11 @@ impl<'a> PdsMut<'a> {
 
     /// A request's clear PSN offset.
     pub fn set_clear_psn_offset(&mut self, offset: i16) {
-        put(self.buf, pf::request::CLEAR_PSN_OFFSET, offset.to_be_bytes());
+        put(
+            self.buf,
+            pf::request::CLEAR_PSN_OFFSET,
+            offset.to_be_bytes(),
+        );
     }
 
     /// The PSN: a request's or CONTROL's, a NACK's NACK PSN.
@@ -96,7 +100,11 @@ impl<'a> PdsMut<'a> {
     /// acknowledges from it.
     pub fn set_ack_psns(&mut self, cack_psn: u32, ack_psn_offset: i16) {
         put(self.buf, pf::ack::CACK_PSN, cack_psn.to_be_bytes());
-        put(self.buf, pf::ack::ACK_PSN_OFFSET, ack_psn_offset.to_be_bytes());
+        put(
+            self.buf,
+            pf::ack::ACK_PSN_OFFSET,
+            ack_psn_offset.to_be_bytes(),
+        );
     }
 
     /// ACK_CC/ACK_CCX: CC type (4 bits), maximum PSN range, and the SACK
@@ -137,7 +145,11 @@ impl<'a> PdsMut<'a> {
     pub fn set_nack(&mut self, code: u8, vendor_code: u8, max_recv_psn_plus_1: u32) {
         put(self.buf, pf::nack::CODE, [code]);
         put(self.buf, pf::nack::VENDOR_CODE, [vendor_code]);
-        put(self.buf, pf::nack::PAYLOAD, max_recv_psn_plus_1.to_be_bytes());
+        put(
+            self.buf,
+            pf::nack::PAYLOAD,
+            max_recv_psn_plus_1.to_be_bytes(),
+        );
     }
 }
 
@@ -295,11 +307,20 @@ mod tests {
         assert_eq!(s.opcode(), Some(Opcode::Write));
         assert_eq!((s.som(), s.eom()), (false, true));
         assert_eq!(s.message_id(), Some(77));
-        assert_eq!((s.index_generation(), s.job_id()), (Some(2), Some(0xABCDEF)));
-        assert_eq!((s.pid_on_fep(), s.resource_index()), (Some(0x432), Some(0x765)));
+        assert_eq!(
+            (s.index_generation(), s.job_id()),
+            (Some(2), Some(0xABCDEF))
+        );
+        assert_eq!(
+            (s.pid_on_fep(), s.resource_index()),
+            (Some(0x432), Some(0x765))
+        );
         assert_eq!(s.buffer_offset(), Some(1 << 40));
         assert_eq!((s.initiator(), s.memory_key()), (Some(9), Some(0x55)));
-        assert_eq!((s.payload_length(), s.message_offset()), (Some(3), Some(4096)));
+        assert_eq!(
+            (s.payload_length(), s.message_offset()),
+            (Some(3), Some(4096))
+        );
         assert_eq!(s.request_length(), Some(8192));
         assert_eq!(f.payload_len, 3);
 
@@ -335,7 +356,10 @@ mod tests {
         );
         let s = f.ses.unwrap();
         assert_eq!(s.response_opcode(), Some(ResponseOpcode::DefaultResponse));
-        assert_eq!((s.message_id(), s.modified_length()), (Some(4), Some(65536)));
+        assert_eq!(
+            (s.message_id(), s.modified_length()),
+            (Some(4), Some(65536))
+        );
 
         let mut b = [0u8; 16];
         let mut p = PdsMut::new_checked(&mut b, PdsType::Nack).unwrap();
@@ -344,7 +368,10 @@ mod tests {
         p.set_pdc_ids(2, 1);
         p.set_nack(NackCode::Trimmed as u8, 0, 45);
         let p = over_udp(&b).unwrap().pds.unwrap();
-        assert_eq!((p.psn(), p.nack_code()), (Some(41), Some(NackCode::Trimmed)));
+        assert_eq!(
+            (p.psn(), p.nack_code()),
+            (Some(41), Some(NackCode::Trimmed))
+        );
         assert_eq!(p.nack_max_recv_psn_plus_1(), Some(45));
 
         assert!(PdsMut::new_checked(&mut [0u8; 11], PdsType::RudRequest).is_err());

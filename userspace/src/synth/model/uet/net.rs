@@ -96,7 +96,9 @@ impl Net {
             return Err("at most 250 senders, 250 receivers and 64 spines".into());
         }
         if c.mtu == 0 || c.mtu > 0x3FFF || c.link_gbps <= 0.0 {
-            return Err("mtu is 1 to 16383 (SES payload length: 14 bits) and link_gbps positive".into());
+            return Err(
+                "mtu is 1 to 16383 (SES payload length: 14 bits) and link_gbps positive".into(),
+            );
         }
         if ucfg.entropies == 0 {
             return Err("uet.entropies must be at least 1".into());
@@ -192,7 +194,9 @@ impl Net {
         for (k, imp) in c.impairments.iter().enumerate() {
             for (what, p) in [("loss", imp.loss), ("reorder", imp.reorder)] {
                 if !(0.0..=1.0).contains(&p) {
-                    return Err(format!("impairments.{k}.{what} = {p}: a probability is between 0 and 1"));
+                    return Err(format!(
+                        "impairments.{k}.{what} = {p}: a probability is between 0 and 1"
+                    ));
                 }
             }
             if imp.corrupt > 0.0 || imp.max_frame > 0 || !imp.remark_dscp.is_empty() {
@@ -401,7 +405,10 @@ impl Net {
                 port.hibytes -= u64::from(k.len);
                 Some(k)
             }
-            None => port.queue.pop_front().inspect(|k| port.qbytes -= u64::from(k.len)),
+            None => port
+                .queue
+                .pop_front()
+                .inspect(|k| port.qbytes -= u64::from(k.len)),
         };
         if pkt.is_none()
             && let Kind::Host(h) = self.kinds[self.ports[p].node]
@@ -480,9 +487,7 @@ impl Net {
             self.log.drop(self.now, e, &pkt, true);
             return;
         }
-        if request
-            && depth > u.ecn_bytes
-            && (pkt.spec.ecn == ECN_ECT0 || pkt.spec.ecn == ECN_ECT1)
+        if request && depth > u.ecn_bytes && (pkt.spec.ecn == ECN_ECT0 || pkt.spec.ecn == ECN_ECT1)
         {
             pkt.spec.ecn = ECN_CE;
         }

@@ -43,7 +43,10 @@ fn check_decodes(u: &UetSpec, bytes: &[u8], trim_dscp: u8) {
         Pdu::Request(r) => {
             assert_eq!(p.pds_type(), PdsType::RudRequest);
             assert_eq!(p.psn(), Some(r.psn));
-            assert_eq!((p.retx(), p.ar(), p.syn()), (r.retx, r.ar, r.dpdcid.is_none()));
+            assert_eq!(
+                (p.retx(), p.ar(), p.syn()),
+                (r.retx, r.ar, r.dpdcid.is_none())
+            );
             assert_eq!(p.clear_psn_offset(), Some(r.clear_psn_offset));
             assert_eq!(p.spdcid(), Some(r.spdcid));
             assert_eq!(p.dpdcid(), r.dpdcid);
@@ -201,7 +204,13 @@ fn frames_decode_through_the_uet_views_and_recount_to_the_truth() {
                     .map(|e| (e.entropy, (e.packets, e.payload_bytes)))
                     .collect(),
             };
-            assert_eq!(counted[&(t.tap, t.pdc)], want, "{name} {} pdc {}", t.iface, t.pdc);
+            assert_eq!(
+                counted[&(t.tap, t.pdc)],
+                want,
+                "{name} {} pdc {}",
+                t.iface,
+                t.pdc
+            );
         }
     }
 }
@@ -220,7 +229,11 @@ fn the_models_event_log_keeps_its_invariants() {
             .iter()
             .map(|d| ((d.pdc, d.idx), d.ts_ns))
             .collect();
-        assert_eq!(delivered.len(), log.delivers.len(), "{name}: delivered once");
+        assert_eq!(
+            delivered.len(),
+            log.delivers.len(),
+            "{name}: delivered once"
+        );
         for n in &log.nacks {
             let resent = log.sends.iter().any(|s| {
                 (s.pdc, s.idx) == (n.pdc, n.idx) && s.ts_ns >= n.ts_ns && s.reason.is_some()
@@ -240,7 +253,11 @@ fn the_models_event_log_keeps_its_invariants() {
             .iter()
             .filter_map(|t| Some((t.send?, t.frames_before)))
             .collect();
-        assert_eq!(trimmed_at.len(), log.trims.len(), "{name}: a send is trimmed once");
+        assert_eq!(
+            trimmed_at.len(),
+            log.trims.len(),
+            "{name}: a send is trimmed once"
+        );
         for (i, f) in run.frames.iter().enumerate() {
             let FrameSpec::Uet(u) = &f.frame else {
                 continue;

@@ -137,7 +137,9 @@ pub fn ack_covers(
     bitmap: u64,
 ) -> Vec<(i64, bool)> {
     let index = |psn: u32| i64::from(psn.wrapping_sub(start_psn) as i32);
-    let mut v: Vec<(i64, bool)> = (from.max(0)..=index(cack_psn)).map(|i| (i, false)).collect();
+    let mut v: Vec<(i64, bool)> = (from.max(0)..=index(cack_psn))
+        .map(|i| (i, false))
+        .collect();
     let base = cack_psn.wrapping_add(u32::from(sack_offset));
     for bit in 0..64u32 {
         if bitmap & (1 << bit) != 0 {
@@ -233,7 +235,9 @@ impl UetTruth {
             .collect();
         let mut trimmed_at = BTreeMap::new();
         for t in &log.trims {
-            *trimmed_at.entry(log.port_names[t.port].clone()).or_insert(0) += 1;
+            *trimmed_at
+                .entry(log.port_names[t.port].clone())
+                .or_insert(0) += 1;
         }
         UetTruth {
             scenario: run.scenario.clone(),
