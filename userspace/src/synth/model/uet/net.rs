@@ -8,7 +8,7 @@ use super::pdc::{Reason, Rx, Tx};
 use super::wire::{Pdu, UetSpec};
 use super::{UetCfg, UetLog};
 use crate::synth::model::fabric::{FabricStats, Run, TapInfo, wire_ns};
-use crate::synth::model::hosts::{port_mac, receiver_ip, sender_ip};
+use crate::synth::model::hosts::{Cabling, cable_leaf_spine, port_mac, receiver_ip, sender_ip};
 use crate::synth::model::postcards::SwitchLog;
 use crate::synth::model::scenario::{Config, Dir};
 use crate::synth::model::spec::{FrameMeta, FrameSpec, TapFrame};
@@ -147,38 +147,9 @@ impl Net {
             n.names.push(name);
             n.kinds.push(Kind::Switch(BTreeMap::new()));
         }
-        let (leaf0, leaf1) = (hosts, hosts + 1);
-        for h in 0..hosts {
-            let sender = h < c.senders;
-            let (hp, lp) = n.link(h, if sender { leaf0 } else { leaf1 });
-            n.host_port[h] = hp;
-            let ip = if sender {
-                sender_ip(h)
-            } else {
-                receiver_ip(h - c.senders)
-            };
-            n.route(if sender { leaf0 } else { leaf1 }, ip, vec![lp]);
-        }
-        let (mut up0, mut up1) = (vec![], vec![]);
-        for s in 0..c.spines {
-            let spine = hosts + 2 + s;
-            let (a, sp0) = n.link(leaf0, spine);
-            let (b, sp1) = n.link(leaf1, spine);
-            up0.push(a);
-            up1.push(b);
-            for i in 0..c.senders {
-                n.route(spine, sender_ip(i), vec![sp0]);
-            }
-            for i in 0..c.receivers {
-                n.route(spine, receiver_ip(i), vec![sp1]);
-            }
-        }
-        for i in 0..c.receivers {
-            n.route(leaf0, receiver_ip(i), up0.clone());
-        }
-        for i in 0..c.senders {
-            n.route(leaf1, sender_ip(i), up1.clone());
-        }
+        let host_nodes: Vec<usize> = (0..hosts).collect();
+        let spines: Vec<usize> = (0..c.spines).map(|s| hosts + 2 + s).collect();
+        n.host_port = cable_leaf_spine(&mut n, &host_nodes, c.senders, [hosts, hosts + 1], &spines);
         for (i, fc) in c.flows.iter().enumerate() {
             if fc.src >= c.senders || fc.dst >= c.receivers {
                 return Err(format!(
@@ -233,8 +204,10 @@ impl Net {
         }
         Ok(n)
     }
+}
 
-    fn link(&mut self, a: usize, b: usize) -> (usize, usize) {
+impl Cabling for Net {
+    fn cable(&mut self, a: usize, b: usize) -> (usize, usize) {
         let pa = self.ports.len();
         for (node, peer) in [(a, pa + 1), (b, pa)] {
             let local = self.ports.iter().filter(|p| p.node == node).count();
@@ -258,12 +231,14 @@ impl Net {
         (pa, pa + 1)
     }
 
-    fn route(&mut self, node: usize, ip: Ipv4Addr, ports: Vec<usize>) {
+    fn route_to(&mut self, node: usize, ip: Ipv4Addr, ports: Vec<usize>) {
         if let Kind::Switch(routes) = &mut self.kinds[node] {
             routes.insert(ip, ports);
         }
     }
+}
 
+impl Net {
     fn port_of(&self, node: &str, toward: &str) -> Result<usize, String> {
         let find = |x: &str| {
             self.names
