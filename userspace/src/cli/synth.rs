@@ -111,8 +111,8 @@ pub(crate) enum ErspanGranularity {
 #[derive(serde::Serialize)]
 #[serde(untagged)]
 enum AnyTruth {
-    Roce(crate::synth::model::Truth),
-    Uet(crate::synth::model::uet::truth::UetTruth),
+    Roce(Box<crate::synth::model::Truth>),
+    Uet(Box<crate::synth::model::uet::truth::UetTruth>),
 }
 
 pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
@@ -209,8 +209,10 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
         )));
     }
     let truth = match run.uet.as_deref() {
-        Some(log) => AnyTruth::Uet(model::uet::truth::UetTruth::of_capture(&run, log, &opts)),
-        None => AnyTruth::Roce(Truth::of_capture(&run, &opts)),
+        Some(log) => AnyTruth::Uet(Box::new(model::uet::truth::UetTruth::of_capture(
+            &run, log, &opts,
+        ))),
+        None => AnyTruth::Roce(Box::new(Truth::of_capture(&run, &opts))),
     };
     let frames = bridge::write_capture(&run, &a.out, &opts)?;
     let truth_path = a.truth.unwrap_or_else(|| {
