@@ -82,6 +82,8 @@ pub struct UetTapTruth {
     pub trimmed: u64,
     pub first_ts_ns: u64,
     pub last_ts_ns: u64,
+    /// Speed of the tapped link.
+    pub link_gbps: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -179,6 +181,7 @@ impl UetTruth {
             .map(|(tap, t)| UetTapTruth {
                 tap,
                 iface: t.name.clone(),
+                link_gbps: t.link_gbps,
                 ..UetTapTruth::default()
             })
             .collect();
