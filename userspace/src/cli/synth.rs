@@ -110,6 +110,14 @@ pub(crate) enum ErspanGranularity {
     Ieee1588,
 }
 
+/// A run's truth, written as the transport's own struct.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum AnyTruth {
+    Roce(Box<crate::synth::model::Truth>),
+    Uet(Box<crate::synth::model::uet::truth::UetTruth>),
+}
+
 pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
     use crate::synth::ErspanVersion;
     use crate::synth::model::{self, Config, SCENARIOS, Truth, bridge};
@@ -200,7 +208,18 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
         taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
         sniffer: a.sniffer,
     };
-    let truth = Truth::of_capture(&run, &opts);
+    if run.uet.is_some() && (a.sniffer.is_some() || a.telemetry || a.counters.is_some()) {
+        return Err(Error::Usage(format!(
+            "synth {}: --sniffer, --telemetry and --counters are RoCE's (a UET scenario has none)",
+            a.scenario
+        )));
+    }
+    let truth = match run.uet.as_deref() {
+        Some(log) => AnyTruth::Uet(Box::new(model::uet::truth::UetTruth::of_capture(
+            &run, log, &opts,
+        ))),
+        None => AnyTruth::Roce(Box::new(Truth::of_capture(&run, &opts))),
+    };
     let frames = bridge::write_capture(&run, &a.out, &opts)?;
     let truth_path = a.truth.unwrap_or_else(|| {
         let stem = a
@@ -220,8 +239,11 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
             crate::tables::write_text(path, &text)?;
         }
     }
-    let written: Vec<&str> = truth
-        .capture
+    let capture = match &truth {
+        AnyTruth::Roce(t) => &t.capture,
+        AnyTruth::Uet(t) => &t.capture,
+    };
+    let written: Vec<&str> = capture
         .taps
         .iter()
         .map(|&t| run.taps[t].name.as_str())

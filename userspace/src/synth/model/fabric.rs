@@ -3,8 +3,8 @@
 //! propagation delay, and the mirror taps.
 
 use super::hosts::{
-    IP_TTL, MAX_FLOWS, MAX_SPINES, ephemeral_port, port_mac, receiver_ip, requester_qpn,
-    responder_qpn, sender_ip,
+    Cabling, IP_TTL, MAX_FLOWS, MAX_SPINES, cable_leaf_spine, ephemeral_port, port_mac,
+    receiver_ip, requester_qpn, responder_qpn, sender_ip,
 };
 use super::postcards::{
     DROP_REASON_TRAFFIC_MANAGER, InbandHop, PortName, Postcard, SwitchLog, switch_id,
@@ -267,6 +267,9 @@ pub struct Run {
     /// for the telemetry truth.
     #[serde(skip)]
     pub port_names: Vec<PortName>,
+    /// A UET run's own record (`super::uet`); `None` for RoCE.
+    #[serde(skip)]
+    pub uet: Option<Box<super::uet::UetLog>>,
 }
 
 /// One connection as configured, with what the model did on it.
@@ -442,32 +445,9 @@ impl Fabric {
             .map(|i| switch(&mut f, format!("spine{i}")))
             .collect();
         // Links.
-        for (i, &n) in host_nodes.iter().enumerate() {
-            let leaf = if i < c.senders { leaf0 } else { leaf1 };
-            let (hp, lp) = f.link(n, leaf);
-            f.hosts[i].port = hp;
-            let ip = f.hosts[i].ip;
-            f.route(leaf, ip, vec![lp]);
-        }
-        let mut up0 = vec![];
-        let mut up1 = vec![];
-        for &s in &spines {
-            let (a, sp0) = f.link(leaf0, s);
-            let (b, sp1) = f.link(leaf1, s);
-            up0.push(a);
-            up1.push(b);
-            for i in 0..c.senders {
-                f.route(s, sender_ip(i), vec![sp0]);
-            }
-            for i in 0..c.receivers {
-                f.route(s, receiver_ip(i), vec![sp1]);
-            }
-        }
-        for i in 0..c.receivers {
-            f.route(leaf0, receiver_ip(i), up0.clone());
-        }
-        for i in 0..c.senders {
-            f.route(leaf1, sender_ip(i), up1.clone());
+        let host_ports = cable_leaf_spine(&mut f, &host_nodes, c.senders, [leaf0, leaf1], &spines);
+        for (host, port) in f.hosts.iter_mut().zip(host_ports) {
+            host.port = port;
         }
         // Queue pairs.
         for (i, fc) in c.flows.iter().enumerate() {
@@ -628,7 +608,18 @@ impl Fabric {
             routes.insert(ip, ports);
         }
     }
+}
 
+impl Cabling for Fabric {
+    fn cable(&mut self, a: usize, b: usize) -> (usize, usize) {
+        self.link(a, b)
+    }
+    fn route_to(&mut self, node: usize, ip: Ipv4Addr, ports: Vec<usize>) {
+        self.route(node, ip, ports);
+    }
+}
+
+impl Fabric {
     fn port_of(&self, node: &str, toward: &str) -> Result<usize, String> {
         let n = self
             .names
@@ -775,6 +766,7 @@ impl Fabric {
             fabric: self.stats,
             switch_log: self.switch_log,
             port_names,
+            uet: None,
         }
     }
 
@@ -993,7 +985,7 @@ impl Fabric {
         let dscp = match &mut pkt.spec {
             FrameSpec::Roce(r) => &mut r.dscp,
             FrameSpec::Cnp(c) => &mut c.dscp,
-            FrameSpec::Pfc(_) => return,
+            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
         };
         let Some(&[from, to]) = self.ports[p].remark_dscp.iter().find(|r| r[0] == *dscp) else {
             return;
@@ -1086,7 +1078,7 @@ impl Fabric {
         let (src, dst, sport, qp) = match &pkt.spec {
             FrameSpec::Roce(r) => (r.src_ip, r.dst_ip, r.udp_sport, r.dest_qp),
             FrameSpec::Cnp(c) => (c.src_ip, c.dst_ip, c.udp_sport, c.dest_qp),
-            FrameSpec::Pfc(_) => return,
+            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
         };
         let NodeKind::Switch { routes } = &self.kinds[self.ports[p_in].node] else {
             return;
@@ -1663,7 +1655,7 @@ impl Fabric {
                 self.on_response(qi, &r, pkt.meta.resp_seq);
             }
             FrameSpec::Cnp(_) => self.on_cnp(qi),
-            FrameSpec::Pfc(_) => {}
+            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => {}
         }
     }
 

@@ -733,6 +733,8 @@ impl Truth {
                         }
                     }
                 }
+                // The UET truth is `super::uet::truth`'s.
+                FrameSpec::Uet(_) => {}
                 FrameSpec::Cnp(_) => {
                     tt.cnp += 1;
                     if let Some(flow) = m.flow.filter(|_| !m.copy) {
