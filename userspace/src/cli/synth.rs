@@ -208,7 +208,7 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
         taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
         sniffer: a.sniffer,
     };
-    if run.uet.is_some() && (a.sniffer.is_some() || a.telemetry || a.counters.is_some()) {
+    if run.uet.is_some() && (a.sniffer.is_some() || a.telemetry.is_some() || a.counters.is_some()) {
         return Err(Error::Usage(format!(
             "synth {}: --sniffer, --telemetry and --counters are RoCE's (a UET scenario has none)",
             a.scenario
