@@ -385,6 +385,9 @@ pub struct Analyzer {
     expiry: flows::Expiry,
     /// What the run keeps of its retired flows.
     retired: flows::Retired,
+    /// What the flows' sequencing judged of the packet in hand (a buffer
+    /// kept between packets).
+    judged: Vec<crate::transport::sequencing::Judgement>,
     /// Fills a retiring flow's row's Wireshark filters (the presentation
     /// layer's, set by the pipeline: analyze/ does not word rows itself).
     annotate_row: Option<fn(&mut FlowRow, IfaceOrigin)>,
@@ -440,6 +443,7 @@ impl Analyzer {
             next_id: 0,
             expiry: flows::Expiry::default(),
             retired: flows::Retired::default(),
+            judged: Vec::new(),
             annotate_row: None,
         }
     }

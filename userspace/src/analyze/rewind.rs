@@ -7,7 +7,6 @@ use super::events::{Event, EventDetail, EventKind, PausedIdle, RewindDetail};
 use super::livelock::Trigger;
 use super::nics;
 use super::pfc::Cover;
-use super::psn;
 use super::responses::PendingNak;
 use super::{Analyzer, Sink};
 
@@ -34,20 +33,22 @@ pub(super) struct TimeoutRewind {
 /// with what is known when a newer one needs room.
 pub(super) const MAX_TIMEOUTS_PENDING: usize = 64;
 
-/// What a rewind records.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Rewind {
-    /// The PSN resent.
-    pub(super) q: u32,
-    /// `next` before it: the rewind's depth is `next - q`.
-    pub(super) next: u32,
+/// What a rewind starting at a packet records beside its PSNs: the idle
+/// time before it and the pause that covered it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RewindContext {
     pub(super) idle: u64,
     pub(super) paused: u64,
     pub(super) cover: Option<Cover>,
-    pub(super) acked: Option<u32>,
+}
+
+/// What a rewind records: what the sequencing judged of it, and the idle
+/// time, pause and NAK before it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Rewind {
+    pub(super) went: crate::transport::sequencing::Rewind,
+    pub(super) context: RewindContext,
     pub(super) nak: Option<PendingNak>,
-    /// `q` had never been seen before.
-    pub(super) lost: bool,
 }
 
 /// A request flow's rewinds: counts, the note a finding quotes, the timeout
@@ -163,27 +164,19 @@ impl Analyzer {
         r: Rewind,
         sink: &mut impl Sink,
     ) {
-        let Rewind {
-            q,
-            next,
+        let Rewind { went, context, nak } = r;
+        let (q, next, depth, acked_n, lost) =
+            (went.psn, went.next, went.depth, went.acked, went.lost);
+        let RewindContext {
             idle,
             paused,
             cover,
-            acked,
-            nak,
-            lost,
-        } = r;
-        let depth = psn::diff(next, q).max(0) as u32;
+        } = context;
         let trigger = match nak {
-            Some(n) if n.rnr => Trigger::Rnr,
+            Some(n) if n.rnr() => Trigger::Rnr,
             Some(_) => Trigger::Nak,
             None => Trigger::Timeout,
         };
-        let acked_n = acked
-            .map(|a| psn::diff(a, q) + 1)
-            .filter(|&k| k > 0)
-            .map(|k| (k as u32).min(depth))
-            .unwrap_or(0);
         let f = &mut self.flows[i];
         let acked = f.rto.highest_acked();
         let timer = &mut f.rto;

@@ -27,7 +27,8 @@ use rocescope_common::{PacketRecord, flags};
 
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{FlowKey, FlowRow, Verdict, ratio};
-use super::sequence::Seq;
+use crate::transport::roce::sequencing::GoBackN;
+use crate::transport::sequencing::Sequencing;
 use super::{Analyzer, Sink};
 use super::{dcqcn, dups, psn, qos, rto};
 use timeline::bin_mut;
@@ -70,7 +71,8 @@ pub(crate) struct Flow {
     pub responses: u64,
     pub max_idle_ns: u64,
     pub(super) mtu: u32,
-    pub(super) seq: Option<Seq>,
+    /// Its sequencing, from its first request on (RoCE's go-back-N).
+    pub(super) seq: Option<GoBackN>,
     /// Highest PSN ACKed by the AETHs this flow carries.
     pub(super) acked: Option<u32>,
     /// CNPs resolved at the end.
@@ -176,8 +178,7 @@ impl Flow {
 
     /// PSNs `[lo, hi)` the flow's requests have covered (READ slack included).
     pub(super) fn sent_range(&self) -> Option<(u32, u32)> {
-        self.seq
-            .map(|s| (s.first_psn, psn::max(s.next, s.slack_end)))
+        self.seq.as_ref().map(GoBackN::sent_range)
     }
 }
 
@@ -349,7 +350,8 @@ impl Analyzer {
         let maybe_rewind = ib::is_request(rec.roce().opcode)
             && self.flows[i]
                 .seq
-                .is_some_and(|s| psn::diff(rec.roce().psn & PSN_MASK, s.next) < 0);
+                .as_ref()
+                .is_some_and(|s| s.behind(rec.roce().psn & PSN_MASK));
         let (paused, cover) = match self.flows[i].priority {
             Some(p) if idle > 0 && (idle >= STALL_MIN_NS || maybe_rewind) => {
                 self.pfc.paused(rec.iface, p, now - idle, now, now)
