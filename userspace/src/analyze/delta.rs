@@ -6,9 +6,9 @@ use rocescope_common::summary::{FlowDelta, delta_flags};
 
 use super::flows::Flow;
 use super::flows::timeline::spread_over_bins;
+use super::{Analyzer, Sink};
 use crate::transport::roce::sequencing::GoBackN;
 use crate::transport::sequencing::{Ack, Sequencing};
-use super::{Analyzer, Sink};
 
 impl Analyzer {
     /// Frames of one flow the live tap counted in the kernel instead of

@@ -53,7 +53,7 @@ pub(super) struct Rewind {
 
 /// A request flow's rewinds: counts, the note a finding quotes, the timeout
 /// rewinds awaiting evidence, the livelock run. A flow has one from its
-/// first rewind (or spurious retransmission) on; a flow that never rewinds
+/// first rewind on; a flow that never rewinds
 /// carries none (docs/analysis.md, "Memory").
 #[derive(Clone, Debug)]
 pub(crate) struct RewindHistory {
@@ -62,7 +62,6 @@ pub(crate) struct RewindHistory {
     pub rewinds_rnr: u64,
     pub rewinds_timeout: u64,
     pub max_depth: u32,
-    pub spurious: u64,
     /// Timeout rewinds whose idle time overlapped a pause.
     pub timeout_rewinds_paused: u64,
     pub timeout_idle_min_ns: u64,
@@ -87,7 +86,6 @@ impl Default for RewindHistory {
             rewinds_rnr: 0,
             rewinds_timeout: 0,
             max_depth: 0,
-            spurious: 0,
             timeout_rewinds_paused: 0,
             timeout_idle_min_ns: u64::MAX,
             timeout_idle_max_ns: 0,

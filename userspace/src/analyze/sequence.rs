@@ -29,25 +29,29 @@ struct Here {
     nak: Option<PendingNak>,
 }
 
-/// A request flow's missing PSNs as the findings read them: counts, the
-/// latest late arrival, and the rewind context of arrivals the sequencing
-/// left undecided. A flow has one from its first gap on; a flow that never
-/// skips a PSN carries none (docs/analysis.md, "Memory").
+/// What a request flow's sequencing judged, as the findings read it
+/// whatever the transport: missing PSNs by fate, the latest late arrival,
+/// spurious retransmissions, and the rewind context of arrivals the
+/// sequencing left undecided. A flow has one from its first gap or
+/// spurious retransmission on; a flow with neither carries none
+/// (docs/analysis.md, "Memory").
 #[derive(Clone, Debug, Default)]
-pub(crate) struct GapHistory {
+pub(crate) struct SequenceHistory {
     pub gaps: u64,
     /// PSNs missing over all gaps.
     pub gap_psns: u64,
     pub gap_counts: gaps::GapCounts,
     pub late_max_ns: Option<u64>,
     pub late_max_psns: u32,
+    /// Retransmissions of PSNs the tap had seen acknowledged.
+    pub spurious: u64,
     /// What a rewind starting at the first undecided arrival records.
     pub(super) resend_context: Option<RewindContext>,
 }
 
-/// What a flow with no gap history reads.
-pub(super) static NO_GAPS: std::sync::LazyLock<GapHistory> =
-    std::sync::LazyLock::new(GapHistory::default);
+/// What a flow with no sequence history reads.
+pub(super) static NO_SEQUENCE: std::sync::LazyLock<SequenceHistory> =
+    std::sync::LazyLock::new(SequenceHistory::default);
 
 impl Analyzer {
     /// PSNs a request consumes: `(at least, at most)`.
@@ -176,7 +180,7 @@ impl Analyzer {
                 Judgement::Rewind(r) if !r.here => {
                     // The resend began at the first undecided arrival.
                     let context = self.flows[i]
-                        .gap_held()
+                        .sequence_held()
                         .and_then(|g| g.resend_context.take())
                         .unwrap_or_default();
                     let iface = self.flows[i].iface;
@@ -214,7 +218,7 @@ impl Analyzer {
                 }
             }
             Judgement::GapOpened { first, psns, last } => {
-                let g = f.gap_mut();
+                let g = f.sequence_mut();
                 g.gaps += 1;
                 g.gap_psns += u64::from(psns);
                 sink.event(&Event {
@@ -230,14 +234,14 @@ impl Analyzer {
                 });
             }
             Judgement::Undecided => {
-                f.gap_mut().resend_context.get_or_insert(h.context);
+                f.sequence_mut().resend_context.get_or_insert(h.context);
             }
             Judgement::Retransmission { spurious } => {
                 f.retrans += 1;
                 self.running.retrans_packets += 1;
                 f.rtt_probe = None;
                 if spurious {
-                    f.rewind_mut().spurious += 1;
+                    f.sequence_mut().spurious += 1;
                     self.running.spurious_retrans += 1;
                 }
                 return true;
@@ -267,7 +271,7 @@ impl Analyzer {
     ) {
         let late_ns = at_ns.saturating_sub(since_ns);
         let f = &mut self.flows[i];
-        let g = f.gap_mut();
+        let g = f.sequence_mut();
         // The undecided arrivals are decided.
         g.resend_context = None;
         g.gap_counts.add(gaps::GapClass::Late, 1);
@@ -294,7 +298,7 @@ impl Analyzer {
     /// counted, and an event.
     fn resolved(&mut self, i: usize, r: Resolved, sink: &mut impl Sink) {
         let f = &mut self.flows[i];
-        f.gap_mut().gap_counts.add(r.class, u64::from(r.len));
+        f.sequence_mut().gap_counts.add(r.class, u64::from(r.len));
         sink.event(&Event {
             ts_ns: r.at_ns,
             iface: f.iface,

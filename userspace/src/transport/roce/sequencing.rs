@@ -292,7 +292,9 @@ impl Sequencing for GoBackN {
                     } else {
                         GapClass::Unresolved
                     };
-                    out.push(Judgement::Resolved(gaps::resolved(class, lo, len, now, now)));
+                    out.push(Judgement::Resolved(gaps::resolved(
+                        class, lo, len, now, now,
+                    )));
                 }
             }
             self.next = psn::add(q, n_min);

@@ -232,8 +232,8 @@ fn a_selective_transport_judges_by_its_sack_and_retx_flag() {
                 bitmap: 0b11,
             },
         },
-        data(60, 3, true), // resent though SACKed: spurious
-        data(70, 2, true), // the missing PSN, flagged RETX: lost upstream
+        data(60, 3, true),  // resent though SACKed: spurious
+        data(70, 2, true),  // the missing PSN, flagged RETX: lost upstream
         data(80, 5, false), // the other, unflagged: a late original
         data(90, 8, false), // 7 missing
         Step::Nack(Nack {
