@@ -343,3 +343,104 @@ impl Sequencing for GoBackN {
         out.extend(resolved.into_iter().map(Judgement::Resolved));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::sequencing::Resolved;
+
+    fn data(ts: u64, q: u32) -> Data {
+        Data {
+            ts,
+            psn: q,
+            consumes: (1, 1),
+            retx: false,
+            never_resent: false,
+            nacked: None,
+        }
+    }
+
+    #[test]
+    fn a_gap_across_the_24_bit_wrap_and_its_psn_named_by_a_nak() {
+        let mut s = GoBackN::start(&data(0, PSN_MASK - 1));
+        let mut out = Vec::new();
+        s.data(&data(10, 1), &None, &mut out); // 0xFFFFFF and 0 missing
+        assert_eq!(
+            out,
+            [
+                Judgement::GapOpened {
+                    first: PSN_MASK,
+                    psns: 2,
+                    last: 0
+                },
+                Judgement::New
+            ]
+        );
+        assert_eq!(s.next(), 2);
+        assert!(s.behind(PSN_MASK) && !s.behind(2));
+        s.nack(&Nack {
+            ts: 20,
+            psn: PSN_MASK,
+            code: NackCode::Sequence,
+        });
+        out.clear();
+        // The NAKed PSN resent: lost upstream, and the requester went back.
+        s.data(&data(30, PSN_MASK), &Some(PSN_MASK - 1), &mut out);
+        let Judgement::Rewind(r) = out[1] else {
+            panic!("{out:?}");
+        };
+        assert_eq!(
+            out[0],
+            Judgement::Resolved(Resolved {
+                class: GapClass::NakLost,
+                lo: PSN_MASK,
+                len: 1,
+                last: PSN_MASK,
+                since_ns: 10,
+                at_ns: 30,
+            })
+        );
+        assert_eq!(
+            (r.psn, r.next, r.depth, r.acked, r.lost),
+            (PSN_MASK, 2, 3, 0, true)
+        );
+        // The rest of the resend continues it; an ACK past the wrap leaves
+        // nothing missing.
+        out.clear();
+        s.data(&data(40, 0), &None, &mut out);
+        s.ack(50, &Some(1), &mut out);
+        s.finish(60, &Some(1), &mut out);
+        assert_eq!(
+            out,
+            [Judgement::Resolved(Resolved {
+                class: GapClass::LostBeforeTap,
+                lo: 0,
+                len: 1,
+                last: 0,
+                since_ns: 10,
+                at_ns: 40,
+            })]
+        );
+    }
+
+    #[test]
+    fn uc_repeats_are_stray_copies_and_reads_consume_by_length() {
+        let mut s = GoBackN::start(&data(0, 5));
+        let mut out = Vec::new();
+        let uc = Data {
+            never_resent: true,
+            ..data(1, 5)
+        };
+        s.data(&uc, &None, &mut out);
+        assert_eq!(out, [Judgement::StrayCopy]);
+        // A 4 KiB READ at a 1 KiB path MTU: four response PSNs; unknown
+        // MTU: one to sixteen (256-byte minimum).
+        assert_eq!(consumption(op::READ_REQUEST, Some(4096), 1024), (4, 4));
+        assert_eq!(consumption(op::READ_REQUEST, Some(4096), 0), (1, 16));
+        assert_eq!(consumption(op::READ_REQUEST, None, 1024), (1, 1));
+        assert_eq!(nack_code(0x60), Some(NackCode::Sequence));
+        assert_eq!(nack_code(0x62), Some(NackCode::Other(2)));
+        assert_eq!(nack_code(0x21), Some(NackCode::NotReady));
+        assert_eq!(nack_code(0x1F), None);
+    }
+}
