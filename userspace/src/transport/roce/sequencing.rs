@@ -65,12 +65,37 @@ pub struct GoBackN {
     next: u32,
     /// One past the highest PSN an un-sized READ may have consumed (≥ next).
     slack_end: u32,
-    /// The previous request packet's PSN: a rewind goes back to or before it.
-    prev_psn: u32,
-    /// The previous request packet was part of a resend (a retransmission or
-    /// a missing PSN filled by one): a forward step continues that resend.
-    resending: bool,
+    /// The previous request packet: its PSN, a rewind goes back to or
+    /// before it, and whether it was part of a resend.
+    prev: Prev,
     missing: Option<Box<Missing>>,
+}
+
+/// The previous request packet's PSN (bits 0–23) and whether it was part
+/// of a resend (a retransmission or a missing PSN filled by one: a forward
+/// step continues that resend; bit 30), in 4 bytes that are never 0 (bit
+/// 31): a flow's `Option<GoBackN>` takes no more room than a `GoBackN`,
+/// 24 bytes (a test holds it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Prev(core::num::NonZeroU32);
+
+impl Prev {
+    const SET: u32 = 1 << 31;
+    const RESENDING: u32 = 1 << 30;
+
+    fn new(q: u32, resending: bool) -> Self {
+        let bits = (q & PSN_MASK) | Self::SET | if resending { Self::RESENDING } else { 0 };
+        // Bit 31 is set: never 0.
+        Prev(core::num::NonZeroU32::new(bits).unwrap_or(core::num::NonZeroU32::MIN))
+    }
+
+    fn psn(self) -> u32 {
+        self.0.get() & PSN_MASK
+    }
+
+    fn resending(self) -> bool {
+        self.0.get() & Self::RESENDING != 0
+    }
 }
 
 /// A flow's missing PSNs and the arrivals of missing PSNs awaiting their
@@ -116,8 +141,7 @@ impl GoBackN {
         self.decide_fills(false, out);
         self.next = next;
         self.slack_end = next;
-        self.prev_psn = psn::add(next, PSN_MASK);
-        self.resending = false;
+        self.prev = Prev::new(psn::add(next, PSN_MASK), false);
     }
 
     fn missing_mut(&mut self) -> &mut Missing {
@@ -200,8 +224,7 @@ impl Sequencing for GoBackN {
             first_psn: q,
             next: psn::add(q, n_min),
             slack_end: psn::add(q, n_max),
-            prev_psn: q,
-            resending: false,
+            prev: Prev::new(q, false),
             missing: None,
         }
     }
@@ -209,7 +232,9 @@ impl Sequencing for GoBackN {
     fn data(&mut self, d: &Data, acked: &Option<u32>, out: &mut Vec<Judgement>) {
         let (q, now) = (d.psn, d.ts);
         let (n_min, n_max) = d.consumes;
-        let forward = psn::diff(q, self.prev_psn) > 0;
+        let forward = psn::diff(q, self.prev.psn()) > 0;
+        // Whether this packet is part of a resend: unchanged unless judged.
+        let mut resending = self.prev.resending();
         let next = self.next;
         let here = |lost| Judgement::Rewind(Self::rewind(q, next, *acked, lost, now, true));
         if psn::diff(q, next) < 0 {
@@ -217,7 +242,7 @@ impl Sequencing for GoBackN {
             if let Some((since, nak_named)) = filled {
                 // A PSN the tap missed, seen for the first time: no copy of
                 // it was seen before, so it is no retransmission here.
-                let continues = self.resending && forward;
+                let continues = resending && forward;
                 let this_psn = |class| Judgement::Resolved(gaps::resolved(class, q, 1, since, now));
                 if nak_named || d.nacked.is_some() {
                     let class = if nak_named || d.nacked.is_some_and(NackCode::lost) {
@@ -230,7 +255,7 @@ impl Sequencing for GoBackN {
                     if !continues {
                         out.push(here(true));
                     }
-                    self.resending = true;
+                    resending = true;
                 } else if continues {
                     out.push(this_psn(GapClass::LostBeforeTap));
                 } else {
@@ -253,7 +278,7 @@ impl Sequencing for GoBackN {
                     if full {
                         self.decide_fills(false, out);
                     }
-                    self.resending = false;
+                    resending = false;
                 }
             } else if d.never_resent {
                 // Seen before, but UC never resends: a stray copy, neither a
@@ -267,14 +292,14 @@ impl Sequencing for GoBackN {
                 self.decide_fills(resend_began_at_fills, out);
                 // A rewind goes back: a forward step inside a resend (an ACK
                 // covered the rest, or a PSN was lost upstream) continues it.
-                if !(forward && (self.resending || resend_began_at_fills)) {
+                if !(forward && (resending || resend_began_at_fills)) {
                     out.push(here(false));
                 }
-                self.resending = true;
+                resending = true;
             }
         } else {
             self.decide_fills(false, out);
-            self.resending = false;
+            resending = false;
             let bound = psn::max(next, self.slack_end);
             let g = psn::diff(q, bound);
             if g > 0 {
@@ -301,7 +326,7 @@ impl Sequencing for GoBackN {
             self.slack_end = psn::add(q, n_max);
             out.push(Judgement::New);
         }
-        self.prev_psn = q;
+        self.prev = Prev::new(q, resending);
     }
 
     fn ack(&mut self, ts: u64, acked: &Option<u32>, out: &mut Vec<Judgement>) {
@@ -421,6 +446,15 @@ mod tests {
                 at_ns: 40,
             })]
         );
+    }
+
+    #[test]
+    fn a_flows_sequencing_is_24_bytes_with_or_without_one() {
+        assert_eq!(std::mem::size_of::<Option<GoBackN>>(), 24);
+        let p = Prev::new(PSN_MASK, true);
+        assert_eq!((p.psn(), p.resending()), (PSN_MASK, true));
+        let p = Prev::new(0, false);
+        assert_eq!((p.psn(), p.resending()), (0, false));
     }
 
     #[test]
