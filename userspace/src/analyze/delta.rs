@@ -6,8 +6,9 @@ use rocescope_common::summary::{FlowDelta, delta_flags};
 
 use super::flows::Flow;
 use super::flows::timeline::spread_over_bins;
-use super::psn;
 use super::{Analyzer, Sink};
+use crate::transport::roce::sequencing::GoBackN;
+use crate::transport::sequencing::{Ack, Sequencing};
 
 impl Analyzer {
     /// Frames of one flow the live tap counted in the kernel instead of
@@ -55,7 +56,7 @@ impl Analyzer {
             }
         }
         let raise_acked = |f: &mut Flow, q: u32| {
-            f.acked = Some(f.acked.map_or(q, |a| psn::max(a, q)));
+            GoBackN::acknowledge(&mut f.acked, &Ack::Cumulative(q));
         };
         if d.has(delta_flags::ACKED) {
             raise_acked(&mut self.flows[i], d.acked_psn & PSN_MASK);
@@ -80,22 +81,12 @@ impl Analyzer {
         self.last_ts = self.last_ts.max(now);
         let bin_ns = self.config.bin_ns;
         if d.data_packets > 0 {
-            // New data after them: pending fills were late originals.
-            self.decide_fills(i, false, sink);
+            // Every counted request was in order and none was a READ: new
+            // data after undecided arrivals, which were late originals.
+            let next = d.next_psn & PSN_MASK;
+            self.sequencing(i, sink, |s, out| s.counted(next, out));
         }
         let f = &mut self.flows[i];
-        if d.data_packets > 0
-            && let Some(s) = &mut f.seq
-        {
-            // Every counted request was in order and none was a READ.
-            let next = d.next_psn & PSN_MASK;
-            s.next = next;
-            s.slack_end = next;
-            s.prev_lo = next;
-            s.prev_hi = next;
-            s.prev_psn = psn::add(next, PSN_MASK);
-            s.resending = false;
-        }
         f.packets += d.packets;
         f.bytes += d.bytes;
         f.payload_bytes += d.payload_bytes;

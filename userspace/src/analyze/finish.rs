@@ -160,7 +160,7 @@ impl Analyzer {
         capture_lost.resize(self.taps.len(), 0);
         for f in self.flows.iter() {
             if let Some(c) = capture_lost.get_mut(usize::from(f.iface)) {
-                *c += f.gap().gap_counts.capture_lost;
+                *c += f.sequence().gap_counts.capture_lost;
             }
         }
         // Every named interface, a tap that recorded nothing too (its

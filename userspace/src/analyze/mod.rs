@@ -22,9 +22,10 @@
 //! This module computes; `crate::render` tells (words the findings, formats
 //! the report, builds Wireshark filters) and is never imported here.
 //!
-//! 1. leaves: [`psn`]: PSN arithmetic; [`hash`]: the maps' hasher;
+//! 1. leaves: [`psn`]: RoCE's PSN arithmetic (from `transport::roce`);
+//!    [`hash`]: the maps' hasher;
 //!    trackers with output types of their own: [`dups`]: mirror copies;
-//!    [`gaps`]: what became of missing PSNs; [`rto`]: the NIC's
+//!    [`gaps`]: the counts of missing PSNs by fate; [`rto`]: the NIC's
 //!    retransmission timeout; [`hops`]: cross-tap frame matching, tap-pair
 //!    clock offsets and the hop table (`hops/clocks.rs`, `hops/sketch.rs`,
 //!    `hops/tally.rs`);
@@ -40,8 +41,9 @@
 //!    flow when retired flows' rows went to the output already;
 //! 3. per-record trackers that name no `Flow` (they are given the values
 //!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
-//!    `rewind`: rewinds and timeout rewinds; `sequence`: PSN sequencing of
-//!    request flows; `qos`: the DSCP and PCP marks per tap and per flow;
+//!    `rewind`: rewinds and timeout rewinds; `sequence`: what request
+//!    flows' sequencing judged (`crate::transport::sequencing::Sequencing`,
+//!    RoCE's go-back-N in `crate::transport::roce::sequencing`), acted on; `qos`: the DSCP and PCP marks per tap and per flow;
 //!    `ecmp`: the load of ECMP group members; `taps`: per-tap state, ICRC
 //!    and sniffer captures; `cm`: pairing hints from CM REQ/REP; made from
 //!    rows: [`tree`]: the congestion tree; [`topology`]: the `--topology`
@@ -388,6 +390,9 @@ pub struct Analyzer {
     expiry: flows::Expiry,
     /// What the run keeps of its retired flows.
     retired: flows::Retired,
+    /// What the flows' sequencing judged of the packet in hand (a buffer
+    /// kept between packets).
+    judged: Vec<crate::transport::sequencing::Judgement>,
     /// Fills a retiring flow's row's Wireshark filters (the presentation
     /// layer's, set by the pipeline: analyze/ does not word rows itself).
     annotate_row: Option<fn(&mut FlowRow, IfaceOrigin)>,
@@ -443,6 +448,7 @@ impl Analyzer {
             next_id: 0,
             expiry: flows::Expiry::default(),
             retired: flows::Retired::default(),
+            judged: Vec::new(),
             annotate_row: None,
         }
     }

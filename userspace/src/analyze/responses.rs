@@ -4,6 +4,9 @@
 use rocescope_common::proto::ib::{PSN_MASK, aeth, op};
 use rocescope_common::{PacketRecord, flags};
 
+use crate::transport::roce::sequencing::{GoBackN, nack_code};
+use crate::transport::sequencing::{Ack, Nack, NackCode, Sequencing};
+
 use super::events::{Event, EventDetail, EventKind, NakDetail};
 use super::{Analyzer, Sink};
 use super::{nics, psn};
@@ -15,7 +18,14 @@ pub(super) const MAX_PENDING_NAKS: usize = 16;
 pub(super) struct PendingNak {
     pub(super) psn: u32,
     pub(super) ts: u64,
-    pub(super) rnr: bool,
+    pub(super) code: NackCode,
+}
+
+impl PendingNak {
+    /// An RNR NAK: the responder was not ready.
+    pub(super) fn rnr(&self) -> bool {
+        self.code == NackCode::NotReady
+    }
 }
 
 /// A response flow's NAKs: counts, the ones awaiting the rewind they
@@ -46,7 +56,7 @@ impl Analyzer {
         let syn = rec.roce().aeth_syndrome;
         let has_aeth = rec.has(flags::HAS_AETH);
         if let Some(r) = self.flows[i].paired {
-            let nak = has_aeth && (aeth::is_nak(syn) || aeth::is_rnr_nak(syn));
+            let nak = has_aeth && nack_code(syn).is_some();
             // Without a rewind there is no run to answer.
             if let Some(h) = self.flows[r].rewind_held() {
                 h.livelock.answered(now, nak);
@@ -63,16 +73,12 @@ impl Analyzer {
             if matches!(o, op::ACKNOWLEDGE | op::ATOMIC_ACKNOWLEDGE) {
                 f.acks += 1;
             }
-            let a = match f.acked {
-                Some(a) => psn::max(a, q),
-                None => q,
-            };
-            f.acked = Some(a);
+            let a = GoBackN::acknowledge(&mut f.acked, &Ack::Cumulative(q));
             if let Some(r) = request {
                 self.acked(r, a, now, sink);
             }
-        } else if aeth::is_nak(syn) || aeth::is_rnr_nak(syn) {
-            let rnr = aeth::is_rnr_nak(syn);
+        } else if let Some(code) = nack_code(syn) {
+            let rnr = code == NackCode::NotReady;
             if rnr {
                 f.nak_mut().rnr_naks += 1;
             } else {
@@ -87,8 +93,14 @@ impl Analyzer {
             }
             if let (Some(r), false) = (request, rnr) {
                 // A sequence error names the PSN the responder expected.
-                if syn & 0x1F == aeth::NAK_PSN_SEQUENCE_ERROR {
-                    self.flows[r].gap_mut().pending_gaps.nak(q);
+                if code == NackCode::Sequence {
+                    if let Some(s) = self.flows[r].seq.as_mut() {
+                        s.nack(&Nack {
+                            ts: now,
+                            psn: q,
+                            code,
+                        });
+                    }
                     // The NAK's sender is the receiver whose NIC reacted.
                     if let Some(t) = self.nics.out_of_sequence(self.flows[r].id, q) {
                         let nic = (rec.src_mac, rec.src_ip);
@@ -102,7 +114,7 @@ impl Analyzer {
             f.nak_mut().pending.push(PendingNak {
                 psn: q,
                 ts: now,
-                rnr,
+                code,
             });
             sink.event(&Event {
                 ts_ns: now,
@@ -133,7 +145,7 @@ impl Analyzer {
     pub(super) fn acked(&mut self, r: usize, a: u32, now: u64, sink: &mut impl Sink) {
         self.nics.acked(self.flows[r].id, a);
         let f = &mut self.flows[r];
-        let next = f.seq.map(|s| s.next);
+        let next = f.seq.as_ref().map(Sequencing::next);
         f.rto.acked(a, next, now);
         if let Some(h) = f.rewind_held() {
             h.livelock.acked(a);
@@ -150,13 +162,6 @@ impl Analyzer {
             f.min_rtt_ns = Some(f.min_rtt_ns.map_or(rtt, |m| m.min(rtt)));
             f.rtt_probe = None;
         }
-        if f.gap().pending_gaps.is_empty() {
-            return;
-        }
-        let mut out = Vec::new();
-        f.gap_mut().pending_gaps.acked(a, &mut out);
-        for g in out {
-            self.resolved(r, g, now, sink);
-        }
+        self.sequencing(r, sink, |s, out| s.ack(now, &Some(a), out));
     }
 }

@@ -7,7 +7,6 @@ use super::events::{Event, EventDetail, EventKind, PausedIdle, RewindDetail};
 use super::livelock::Trigger;
 use super::nics;
 use super::pfc::Cover;
-use super::psn;
 use super::responses::PendingNak;
 use super::{Analyzer, Sink};
 
@@ -34,25 +33,27 @@ pub(super) struct TimeoutRewind {
 /// with what is known when a newer one needs room.
 pub(super) const MAX_TIMEOUTS_PENDING: usize = 64;
 
-/// What a rewind records.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Rewind {
-    /// The PSN resent.
-    pub(super) q: u32,
-    /// `next` before it: the rewind's depth is `next - q`.
-    pub(super) next: u32,
+/// What a rewind starting at a packet records beside its PSNs: the idle
+/// time before it and the pause that covered it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RewindContext {
     pub(super) idle: u64,
     pub(super) paused: u64,
     pub(super) cover: Option<Cover>,
-    pub(super) acked: Option<u32>,
+}
+
+/// What a rewind records: what the sequencing judged of it, and the idle
+/// time, pause and NAK before it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Rewind {
+    pub(super) went: crate::transport::sequencing::Rewind,
+    pub(super) context: RewindContext,
     pub(super) nak: Option<PendingNak>,
-    /// `q` had never been seen before.
-    pub(super) lost: bool,
 }
 
 /// A request flow's rewinds: counts, the note a finding quotes, the timeout
 /// rewinds awaiting evidence, the livelock run. A flow has one from its
-/// first rewind (or spurious retransmission) on; a flow that never rewinds
+/// first rewind on; a flow that never rewinds
 /// carries none (docs/analysis.md, "Memory").
 #[derive(Clone, Debug)]
 pub(crate) struct RewindHistory {
@@ -61,7 +62,6 @@ pub(crate) struct RewindHistory {
     pub rewinds_rnr: u64,
     pub rewinds_timeout: u64,
     pub max_depth: u32,
-    pub spurious: u64,
     /// Timeout rewinds whose idle time overlapped a pause.
     pub timeout_rewinds_paused: u64,
     pub timeout_idle_min_ns: u64,
@@ -86,7 +86,6 @@ impl Default for RewindHistory {
             rewinds_rnr: 0,
             rewinds_timeout: 0,
             max_depth: 0,
-            spurious: 0,
             timeout_rewinds_paused: 0,
             timeout_idle_min_ns: u64::MAX,
             timeout_idle_max_ns: 0,
@@ -163,27 +162,19 @@ impl Analyzer {
         r: Rewind,
         sink: &mut impl Sink,
     ) {
-        let Rewind {
-            q,
-            next,
+        let Rewind { went, context, nak } = r;
+        let (q, next, depth, acked_n, lost) =
+            (went.psn, went.next, went.depth, went.acked, went.lost);
+        let RewindContext {
             idle,
             paused,
             cover,
-            acked,
-            nak,
-            lost,
-        } = r;
-        let depth = psn::diff(next, q).max(0) as u32;
+        } = context;
         let trigger = match nak {
-            Some(n) if n.rnr => Trigger::Rnr,
+            Some(n) if n.rnr() => Trigger::Rnr,
             Some(_) => Trigger::Nak,
             None => Trigger::Timeout,
         };
-        let acked_n = acked
-            .map(|a| psn::diff(a, q) + 1)
-            .filter(|&k| k > 0)
-            .map(|k| (k as u32).min(depth))
-            .unwrap_or(0);
         let f = &mut self.flows[i];
         let acked = f.rto.highest_acked();
         let timer = &mut f.rto;

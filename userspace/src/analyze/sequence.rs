@@ -1,102 +1,65 @@
-//! PSN sequencing of request flows: retransmissions, gaps and the fills that
-//! tell a late original from a resend (`docs/analysis.md`, *Sequence
-//! analysis*, *Retransmissions*, *Gaps*).
+//! Request flows' sequencing, as the analyzer acts on it: a request packet
+//! goes to its transport's [`Sequencing`] (RoCE's go-back-N, `GoBackN`),
+//! and what it judged — new data, gaps, late arrivals, missing PSNs
+//! resolved, retransmissions, rewinds — is counted, written as events and
+//! kept for the findings (`docs/analysis.md`, *Sequence analysis*,
+//! *Retransmissions*, *Gaps*).
 
-use rocescope_common::proto::ib::{PSN_MASK, op, transport};
+use rocescope_common::proto::ib::{PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};
+
+use crate::transport::roce::sequencing::{GoBackN, consumption};
+use crate::transport::sequencing::{Data, Judgement, Resolved, Sequencing};
 
 use super::events::{Event, EventDetail, EventKind, LatePsn, Missing, ResolvedPsns};
 use super::pfc::Cover;
 use super::responses::PendingNak;
-use super::rewind::Rewind;
+use super::rewind::{Rewind, RewindContext};
 use super::{Analyzer, Sink};
-use super::{gaps, nics, psn};
+use super::{gaps, nics};
 
-/// Smallest IB path MTU.
-pub(super) const MIN_MTU: u32 = 256;
-
-/// Request-sequence state of a flow.
+/// The request packet being judged.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Seq {
-    pub(super) first_psn: u32,
-    /// One past the highest PSN carried.
-    pub(super) next: u32,
-    /// One past the highest PSN an un-sized READ may have consumed (≥ next).
-    pub(super) slack_end: u32,
-    /// PSNs that may follow the previous packet: `[prev_lo, prev_hi]`.
-    pub(super) prev_lo: u32,
-    pub(super) prev_hi: u32,
-    /// The previous request packet's PSN: a rewind goes back to or before it.
-    pub(super) prev_psn: u32,
-    /// The previous request packet was part of a resend (a retransmission or
-    /// a missing PSN filled by one): a forward step continues that resend.
-    pub(super) resending: bool,
+struct Here {
+    q: u32,
+    now: u64,
+    iface: u16,
+    context: RewindContext,
+    /// The NAK its send answered.
+    nak: Option<PendingNak>,
 }
 
-/// A missing PSN that arrived, not yet known to be a late original or the
-/// first packet of a resend (the next request packet tells).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Fill {
-    pub(super) psn: u32,
-    pub(super) ts: u64,
-    /// When it went missing (the PSN after it was seen).
-    pub(super) since: u64,
-    /// How far behind the highest PSN seen it arrived.
-    pub(super) psns_late: u32,
-}
-
-/// Consecutive request packets that filled gaps, awaiting the packet that
-/// tells whether they began a resend.
-#[derive(Clone, Debug)]
-pub(super) struct FillRun {
-    /// What a rewind starting at the first fill would record.
-    pub(super) idle: u64,
-    pub(super) paused: u64,
-    pub(super) cover: Option<Cover>,
-    pub(super) next: u32,
-    pub(super) acked: Option<u32>,
-    pub(super) fills: Vec<Fill>,
-}
-
-/// A request flow's missing PSNs: counts, the ranges awaiting resolution,
-/// the latest late arrival, the fills awaiting their verdict. A flow has one
-/// from its first gap on; a flow that never skips a PSN carries none
+/// What a request flow's sequencing judged, as the findings read it
+/// whatever the transport: missing PSNs by fate, the latest late arrival,
+/// spurious retransmissions, and the rewind context of arrivals the
+/// sequencing left undecided. A flow has one from its first gap or
+/// spurious retransmission on; a flow with neither carries none
 /// (docs/analysis.md, "Memory").
 #[derive(Clone, Debug, Default)]
-pub(crate) struct GapHistory {
+pub(crate) struct SequenceHistory {
     pub gaps: u64,
     /// PSNs missing over all gaps.
     pub gap_psns: u64,
-    pub(super) pending_gaps: gaps::Pending,
     pub gap_counts: gaps::GapCounts,
     pub late_max_ns: Option<u64>,
     pub late_max_psns: u32,
-    pub(super) fills: Option<FillRun>,
+    /// Retransmissions of PSNs the tap had seen acknowledged.
+    pub spurious: u64,
+    /// What a rewind starting at the first undecided arrival records.
+    pub(super) resend_context: Option<RewindContext>,
 }
 
-/// What a flow with no gap history reads.
-pub(super) static NO_GAPS: std::sync::LazyLock<GapHistory> =
-    std::sync::LazyLock::new(GapHistory::default);
-
-/// Most fills one run holds; a longer run is decided as late.
-pub(super) const MAX_FILLS: usize = 256;
+/// What a flow with no sequence history reads.
+pub(super) static NO_SEQUENCE: std::sync::LazyLock<SequenceHistory> =
+    std::sync::LazyLock::new(SequenceHistory::default);
 
 impl Analyzer {
     /// PSNs a request consumes: `(at least, at most)`.
-    pub(super) fn consumption(&self, i: usize, rec: &PacketRecord) -> (u32, u32) {
-        if rec.roce().opcode & 0x1F != op::READ_REQUEST || !rec.has(flags::HAS_RETH) {
-            return (1, 1);
-        }
-        let len = rec.roce().reth_len as u64;
+    fn consumption(&self, i: usize, rec: &PacketRecord) -> (u32, u32) {
         let f = &self.flows[i];
         let mtu = f.mtu.max(f.paired.map(|p| self.flows[p].mtu).unwrap_or(0));
-        let ceil = |m: u64| len.div_ceil(m).clamp(1, 1 << 22) as u32;
-        if mtu > 0 {
-            let n = ceil(mtu as u64);
-            (n, n)
-        } else {
-            (1, ceil(MIN_MTU as u64))
-        }
+        let reth_len = rec.has(flags::HAS_RETH).then_some(rec.roce().reth_len);
+        consumption(rec.roce().opcode, reth_len, mtu)
     }
 
     /// A request packet: returns (retransmission, rewind).
@@ -111,7 +74,7 @@ impl Analyzer {
     ) -> (bool, bool) {
         let now = rec.ts_ns;
         let q = rec.roce().psn & PSN_MASK;
-        let (n_min, n_max) = self.consumption(i, rec);
+        let consumes = self.consumption(i, rec);
         self.flows[i].data_packets += 1;
         let paired = self.flows[i].paired;
         // Outstanding NAKs for this PSN are consumed by any send of it.
@@ -130,7 +93,7 @@ impl Analyzer {
                 }
             });
         }
-        if let Some(n) = nak.filter(|n| !n.rnr) {
+        if let Some(n) = nak.filter(|n| !n.rnr()) {
             // The sender's first send of the PSN its NAK named.
             let nic = (rec.src_mac, rec.src_ip);
             let reaction = now.saturating_sub(n.ts);
@@ -143,241 +106,201 @@ impl Analyzer {
             self.nics.sent(self.flows[i].id, q, now);
         }
         let acked = paired.and_then(|p| self.flows[p].acked);
-        let Some(mut s) = self.flows[i].seq else {
-            self.flows[i].seq = Some(Seq {
-                first_psn: q,
-                next: psn::add(q, n_min),
-                slack_end: psn::add(q, n_max),
-                prev_lo: psn::add(q, n_min),
-                prev_hi: psn::add(q, n_max),
-                prev_psn: q,
-                resending: false,
-            });
-            self.flows[i].rtt_probe = Some((q, now));
+        let d = Data {
+            ts: now,
+            psn: q,
+            consumes,
+            retx: false,
+            never_resent: rec.roce().opcode >> 5 == transport::UC,
+            nacked: nak.map(|n| n.code),
+        };
+        let mut out = std::mem::take(&mut self.judged);
+        let f = &mut self.flows[i];
+        let Some(s) = f.seq.as_mut() else {
+            f.seq = Some(GoBackN::start(&d));
+            f.rtt_probe = Some((q, now));
             return (false, false);
         };
-        let forward = psn::diff(q, s.prev_psn) > 0;
-        let mut result = (false, false);
-        // What a rewind starting at this packet records.
-        let rewind_here = |lost| Rewind {
+        s.data(&d, &acked, &mut out);
+        let here = Here {
             q,
-            next: s.next,
-            idle,
-            paused,
-            cover,
-            acked,
+            now,
+            iface: rec.iface,
+            context: RewindContext {
+                idle,
+                paused,
+                cover,
+            },
             nak,
-            lost,
         };
-        if psn::diff(q, s.next) < 0 {
-            if let Some((since, nak_named)) = self.flows[i]
-                .gap_held()
-                .and_then(|g| g.pending_gaps.take(q))
-            {
-                // A PSN the tap missed, seen for the first time: no copy of
-                // it was seen before, so it is no retransmission here.
-                let continues = s.resending && forward;
-                let this_psn = |class| gaps::Resolved {
-                    class,
-                    lo: q,
-                    len: 1,
-                    since_ns: since,
-                };
-                if nak_named || nak.is_some() {
-                    let class = if nak_named || nak.is_some_and(|n| !n.rnr) {
-                        gaps::GapClass::NakLost
-                    } else {
-                        gaps::GapClass::LostBeforeTap
-                    };
-                    self.decide_fills(i, false, sink);
-                    self.resolved(i, this_psn(class), now, sink);
-                    if !continues {
-                        self.rewind(i, rec.iface, now, rewind_here(true), sink);
-                        result.1 = true;
-                    }
-                    s.resending = true;
-                } else if continues {
-                    self.resolved(i, this_psn(gaps::GapClass::LostBeforeTap), now, sink);
-                } else {
-                    // A late original, or the first packet of a resend: the
-                    // next request packet tells.
-                    let f = &mut self.flows[i];
-                    let run = f.gap_mut().fills.get_or_insert_with(|| FillRun {
-                        idle,
-                        paused,
-                        cover,
-                        next: s.next,
-                        acked,
-                        fills: Vec::new(),
-                    });
-                    run.fills.push(Fill {
-                        psn: q,
-                        ts: now,
-                        since,
-                        psns_late: (psn::diff(s.next, q) - 1).max(0) as u32,
-                    });
-                    if run.fills.len() >= MAX_FILLS {
-                        self.decide_fills(i, false, sink);
-                    }
-                    s.resending = false;
-                }
-            } else if rec.roce().opcode >> 5 == transport::UC {
-                // Seen before, but UC never resends: a stray copy, neither a
-                // retransmission nor a rewind, and the sequence goes on.
-            } else {
-                // Seen before: a retransmission.
-                result.0 = true;
-                let f = &mut self.flows[i];
-                f.retrans += 1;
-                self.running.retrans_packets += 1;
-                f.rtt_probe = None;
-                let spurious = acked.is_some_and(|a| psn::diff(a, q) >= 0);
-                if spurious {
-                    f.rewind_mut().spurious += 1;
-                    self.running.spurious_retrans += 1;
-                }
-                let resend_began_at_fills = forward && f.gap().fills.is_some();
-                self.decide_fills(i, resend_began_at_fills, sink);
-                // A rewind goes back: a forward step inside a resend (an ACK
-                // covered the rest, or a PSN was lost upstream) continues it.
-                if !(forward && (s.resending || resend_began_at_fills)) {
-                    self.rewind(i, rec.iface, now, rewind_here(false), sink);
-                    result.1 = true;
-                }
-                s.resending = true;
-            }
-        } else {
-            self.decide_fills(i, false, sink);
-            s.resending = false;
-            let bound = psn::max(s.next, s.slack_end);
-            let g = psn::diff(q, bound);
-            if g > 0 {
-                let f = &mut self.flows[i];
-                f.gap_mut().gaps += 1;
-                f.gap_mut().gap_psns += g as u64;
-                let evicted = f.gap_mut().pending_gaps.add(bound, g as u32, now);
-                sink.event(&Event {
-                    ts_ns: now,
-                    iface: rec.iface,
-                    flow_id: Some(f.id),
-                    kind: EventKind::Gap,
-                    psn: Some(bound),
-                    depth: Some(g as u32),
-                    trigger: None,
-                    idle_us: Some(idle as f64 / 1000.0),
-                    detail: EventDetail::Gap(Missing {
-                        psns: g as u32,
-                        first: bound,
-                        last: psn::add(q, PSN_MASK),
-                    }),
-                });
-                if let Some((lo, len, nak_named)) = evicted {
-                    let class = if nak_named {
-                        gaps::GapClass::NakLost
-                    } else if acked.is_some_and(|a| psn::diff(a, psn::add(lo, len - 1)) >= 0) {
-                        gaps::GapClass::CaptureLost
-                    } else {
-                        gaps::GapClass::Unresolved
-                    };
-                    self.resolved(
-                        i,
-                        gaps::Resolved {
-                            class,
-                            lo,
-                            len,
-                            since_ns: now,
-                        },
-                        now,
-                        sink,
-                    );
-                }
-            }
-            s.next = psn::add(q, n_min);
-            s.slack_end = psn::add(q, n_max);
-            let f = &mut self.flows[i];
-            if f.rtt_probe.is_none() {
-                f.rtt_probe = Some((q, now));
-            }
-        }
-        s.prev_lo = psn::add(q, n_min);
-        s.prev_hi = psn::add(q, n_max);
-        s.prev_psn = q;
-        self.flows[i].seq = Some(s);
+        let result = self.judge(i, &out, Some(here), sink);
+        out.clear();
+        self.judged = out;
         result
     }
 
-    /// The flow's pending fills are decided: the first packet of a resend
-    /// (`resend`: a retransmission continued forward from them), or late
-    /// originals.
-    pub(super) fn decide_fills(&mut self, i: usize, resend: bool, sink: &mut impl Sink) {
-        let Some(run) = self.flows[i].gap_held().and_then(|g| g.fills.take()) else {
+    /// Runs `f` on flow `i`'s sequencing, if it has one, and acts on what
+    /// it judged (an acknowledgment, the flow's end, counted requests).
+    pub(super) fn sequencing(
+        &mut self,
+        i: usize,
+        sink: &mut impl Sink,
+        f: impl FnOnce(&mut GoBackN, &mut Vec<Judgement>),
+    ) {
+        let Some(s) = self.flows[i].seq.as_mut() else {
             return;
         };
-        let iface = self.flows[i].iface;
-        if resend {
-            let Some(first) = run.fills.first().copied() else {
-                return;
-            };
-            let r = Rewind {
-                q: first.psn,
-                next: run.next,
-                idle: run.idle,
-                paused: run.paused,
-                cover: run.cover,
-                acked: run.acked,
-                nak: None,
-                lost: true,
-            };
-            self.rewind(i, iface, first.ts, r, sink);
-            for fl in &run.fills {
-                let class = gaps::GapClass::LostBeforeTap;
-                self.resolved(
-                    i,
-                    gaps::Resolved {
-                        class,
-                        lo: fl.psn,
-                        len: 1,
-                        since_ns: fl.since,
-                    },
-                    fl.ts,
-                    sink,
-                );
-            }
-            return;
-        }
-        for fl in &run.fills {
-            let late_ns = fl.ts.saturating_sub(fl.since);
-            let f = &mut self.flows[i];
-            f.gap_mut().gap_counts.add(gaps::GapClass::Late, 1);
-            f.gap_mut().late_max_ns =
-                Some(f.gap_mut().late_max_ns.map_or(late_ns, |m| m.max(late_ns)));
-            f.gap_mut().late_max_psns = f.gap_mut().late_max_psns.max(fl.psns_late);
-            sink.event(&Event {
-                ts_ns: fl.ts,
-                iface,
-                flow_id: Some(f.id),
-                kind: EventKind::Resolved(gaps::GapClass::Late),
-                psn: Some(fl.psn),
-                depth: Some(fl.psns_late),
-                trigger: None,
-                idle_us: None,
-                detail: EventDetail::Late(LatePsn {
-                    psn: fl.psn,
-                    late_ns,
-                    psns_late: fl.psns_late,
-                }),
-            });
-        }
+        let mut out = std::mem::take(&mut self.judged);
+        f(s, &mut out);
+        self.judge(i, &out, None, sink);
+        out.clear();
+        self.judged = out;
     }
 
-    /// Missing PSNs resolved (not `late`, which [`Analyzer::decide_fills`]
-    /// writes itself): counted, and an event.
-    pub(super) fn resolved(&mut self, i: usize, r: gaps::Resolved, now: u64, sink: &mut impl Sink) {
+    /// Acts on flow `i`'s judgements (`here`: the request packet judged,
+    /// when one was): returns (retransmission, rewind at `here`).
+    fn judge(
+        &mut self,
+        i: usize,
+        judged: &[Judgement],
+        here: Option<Here>,
+        sink: &mut impl Sink,
+    ) -> (bool, bool) {
+        let mut result = (false, false);
+        for j in judged {
+            match *j {
+                Judgement::Resolved(r) => self.resolved(i, r, sink),
+                Judgement::Late {
+                    psn,
+                    at_ns,
+                    since_ns,
+                    psns_late,
+                } => self.late(i, psn, at_ns, since_ns, psns_late, sink),
+                Judgement::StrayCopy => {}
+                Judgement::Rewind(r) if !r.here => {
+                    // The resend began at the first undecided arrival.
+                    let context = self.flows[i]
+                        .sequence_held()
+                        .and_then(|g| g.resend_context.take())
+                        .unwrap_or_default();
+                    let iface = self.flows[i].iface;
+                    let rewind = Rewind {
+                        went: r,
+                        context,
+                        nak: None,
+                    };
+                    self.rewind(i, iface, r.at_ns, rewind, sink);
+                }
+                _ => {
+                    let Some(h) = here else {
+                        continue;
+                    };
+                    if self.judge_here(i, *j, h, sink) {
+                        result.0 = true;
+                    }
+                    if matches!(j, Judgement::Rewind(_)) {
+                        result.1 = true;
+                    }
+                }
+            }
+        }
+        result
+    }
+
+    /// A judgement of the request packet `h`; returns whether it was a
+    /// retransmission.
+    fn judge_here(&mut self, i: usize, j: Judgement, h: Here, sink: &mut impl Sink) -> bool {
         let f = &mut self.flows[i];
-        f.gap_mut().gap_counts.add(r.class, u64::from(r.len));
-        let last = psn::add(r.lo, r.len.saturating_sub(1));
+        match j {
+            Judgement::New => {
+                if f.rtt_probe.is_none() {
+                    f.rtt_probe = Some((h.q, h.now));
+                }
+            }
+            Judgement::GapOpened { first, psns, last } => {
+                let g = f.sequence_mut();
+                g.gaps += 1;
+                g.gap_psns += u64::from(psns);
+                sink.event(&Event {
+                    ts_ns: h.now,
+                    iface: h.iface,
+                    flow_id: Some(f.id),
+                    kind: EventKind::Gap,
+                    psn: Some(first),
+                    depth: Some(psns),
+                    trigger: None,
+                    idle_us: Some(h.context.idle as f64 / 1000.0),
+                    detail: EventDetail::Gap(Missing { psns, first, last }),
+                });
+            }
+            Judgement::Undecided => {
+                f.sequence_mut().resend_context.get_or_insert(h.context);
+            }
+            Judgement::Retransmission { spurious } => {
+                f.retrans += 1;
+                self.running.retrans_packets += 1;
+                f.rtt_probe = None;
+                if spurious {
+                    f.sequence_mut().spurious += 1;
+                    self.running.spurious_retrans += 1;
+                }
+                return true;
+            }
+            Judgement::Rewind(went) => {
+                let r = Rewind {
+                    went,
+                    context: h.context,
+                    nak: h.nak,
+                };
+                self.rewind(i, h.iface, h.now, r, sink);
+            }
+            Judgement::Resolved(_) | Judgement::Late { .. } | Judgement::StrayCopy => {}
+        }
+        false
+    }
+
+    /// A missing PSN arrived late: counted, and an event.
+    fn late(
+        &mut self,
+        i: usize,
+        psn: u32,
+        at_ns: u64,
+        since_ns: u64,
+        psns_late: u32,
+        sink: &mut impl Sink,
+    ) {
+        let late_ns = at_ns.saturating_sub(since_ns);
+        let f = &mut self.flows[i];
+        let g = f.sequence_mut();
+        // The undecided arrivals are decided.
+        g.resend_context = None;
+        g.gap_counts.add(gaps::GapClass::Late, 1);
+        g.late_max_ns = Some(g.late_max_ns.map_or(late_ns, |m| m.max(late_ns)));
+        g.late_max_psns = g.late_max_psns.max(psns_late);
         sink.event(&Event {
-            ts_ns: now,
+            ts_ns: at_ns,
+            iface: f.iface,
+            flow_id: Some(f.id),
+            kind: EventKind::Resolved(gaps::GapClass::Late),
+            psn: Some(psn),
+            depth: Some(psns_late),
+            trigger: None,
+            idle_us: None,
+            detail: EventDetail::Late(LatePsn {
+                psn,
+                late_ns,
+                psns_late,
+            }),
+        });
+    }
+
+    /// Missing PSNs resolved (not `late`, which [`Analyzer::late`] writes):
+    /// counted, and an event.
+    fn resolved(&mut self, i: usize, r: Resolved, sink: &mut impl Sink) {
+        let f = &mut self.flows[i];
+        f.sequence_mut().gap_counts.add(r.class, u64::from(r.len));
+        sink.event(&Event {
+            ts_ns: r.at_ns,
             iface: f.iface,
             flow_id: Some(f.id),
             kind: EventKind::Resolved(r.class),
@@ -389,8 +312,8 @@ impl Analyzer {
                 class: r.class,
                 psns: r.len,
                 first: r.lo,
-                last,
-                missing_ns: now.saturating_sub(r.since_ns),
+                last: r.last,
+                missing_ns: r.at_ns.saturating_sub(r.since_ns),
             }),
         });
     }

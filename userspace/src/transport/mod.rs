@@ -99,6 +99,7 @@ pub fn identity(reg: &Recognition) -> String {
 }
 
 pub mod roce;
+pub mod sequencing;
 
 #[cfg(test)]
 mod tests;

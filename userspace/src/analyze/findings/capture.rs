@@ -78,7 +78,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Diagnosis>) {
 fn capture_loss(x: &Input) -> Option<Diagnosis> {
     let lost: Vec<&Flow> = x
         .flows()
-        .filter(|f| f.gap().gap_counts.capture_lost > 0)
+        .filter(|f| f.sequence().gap_counts.capture_lost > 0)
         .collect();
     // What the capture says of itself (pcapng interface statistics).
     let counted: Vec<(u16, Option<u64>, Option<u64>)> = x
@@ -91,7 +91,10 @@ fn capture_loss(x: &Input) -> Option<Diagnosis> {
     if lost.is_empty() && counted.is_empty() {
         return None;
     }
-    let n: u64 = lost.iter().map(|f| f.gap().gap_counts.capture_lost).sum();
+    let n: u64 = lost
+        .iter()
+        .map(|f| f.sequence().gap_counts.capture_lost)
+        .sum();
     let counted_drops: u64 = x
         .summary
         .taps
@@ -150,7 +153,10 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
 
 /// Late PSNs: reordering, not loss.
 pub(super) fn reordering(x: &Input) -> Option<Diagnosis> {
-    let flows: Vec<&Flow> = x.flows().filter(|f| f.gap().gap_counts.late > 0).collect();
+    let flows: Vec<&Flow> = x
+        .flows()
+        .filter(|f| f.sequence().gap_counts.late > 0)
+        .collect();
     if flows.is_empty() {
         return None;
     }
@@ -159,16 +165,16 @@ pub(super) fn reordering(x: &Input) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact: x.traffic_share(&ids),
         evidence: Evidence::Reordering(Reordering {
-            late_psns: flows.iter().map(|f| f.gap().gap_counts.late).sum(),
+            late_psns: flows.iter().map(|f| f.sequence().gap_counts.late).sum(),
             flows: flows.len() as u64,
             max_late_ns: flows
                 .iter()
-                .filter_map(|f| f.gap().late_max_ns)
+                .filter_map(|f| f.sequence().late_max_ns)
                 .max()
                 .unwrap_or(0),
             max_late_psns: flows
                 .iter()
-                .map(|f| f.gap().late_max_psns)
+                .map(|f| f.sequence().late_max_psns)
                 .max()
                 .unwrap_or(0),
         }),

@@ -50,7 +50,7 @@ pub(crate) fn vanished(x: &Input, h: &HopRow) -> Vanished {
         .and_then(|id| x.flow(id))
         .filter(|f| f.iface == h.down_iface)
     {
-        let g = &f.gap().gap_counts;
+        let g = &f.sequence().gap_counts;
         v.resent = h.missing_down.min(g.lost_before_tap + g.nak_lost);
         v.capture_lost = (h.missing_down - v.resent).min(g.capture_lost);
     }

@@ -64,7 +64,7 @@ pub struct GhostRewind {
 pub(super) fn ghost(x: &Input) -> Option<Diagnosis> {
     let flows: Vec<&Flow> = x
         .flows()
-        .filter(|f| f.rewind().rewinds_timeout_ghost > 0 || f.rewind().spurious > 0)
+        .filter(|f| f.rewind().rewinds_timeout_ghost > 0 || f.sequence().spurious > 0)
         .collect();
     if flows.is_empty() {
         return None;
@@ -74,7 +74,7 @@ pub(super) fn ghost(x: &Input) -> Option<Diagnosis> {
         .iter()
         .map(|f| f.rewind().timeout_rewinds_paused)
         .sum();
-    let spurious: u64 = flows.iter().map(|f| f.rewind().spurious).sum();
+    let spurious: u64 = flows.iter().map(|f| f.sequence().spurious).sum();
     let retrans: u64 = flows.iter().map(|f| f.retrans).sum();
     let idle_min = flows
         .iter()
@@ -102,7 +102,7 @@ pub(super) fn ghost(x: &Input) -> Option<Diagnosis> {
                 trigger: n.trigger,
                 acked: n.acked,
                 flow_retrans: f.retrans,
-                flow_spurious: f.rewind().spurious,
+                flow_spurious: f.sequence().spurious,
                 paused: cover.map(|c| (c.priority, n.paused_ns)),
                 cover: cover.and_then(|c| {
                     x.pfc
@@ -207,7 +207,7 @@ pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
         .filter(|f| {
             f.rewind().rewinds_nak > 0
                 || f.nak().naks > 0
-                || f.gap().gap_counts.lost() > 0
+                || f.sequence().gap_counts.lost() > 0
                 || f.rewind().rewinds_timeout_unexplained > 0
         })
         .collect();
@@ -220,7 +220,7 @@ pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
         .max_by_key(|f| {
             (
                 f.rewind().rewinds_nak
-                    + f.gap().gap_counts.lost()
+                    + f.sequence().gap_counts.lost()
                     + f.rewind().rewinds_timeout_unexplained,
                 f.rewind().max_depth,
             )
@@ -229,7 +229,7 @@ pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
             flow: FlowRef::from(*f),
             nak_rewinds: f.rewind().rewinds_nak,
             max_depth: f.rewind().max_depth,
-            lost: f.gap().gap_counts.lost(),
+            lost: f.sequence().gap_counts.lost(),
         });
     let ids: Vec<u32> = flows.iter().map(|f| f.id).collect();
     Some(Diagnosis {
@@ -240,8 +240,8 @@ pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
             flows: flows.len() as u64,
             naks: sum(|f| f.nak().naks),
             nak_rewinds: sum(|f| f.rewind().rewinds_nak),
-            nak_lost: sum(|f| f.gap().gap_counts.nak_lost),
-            before_tap: sum(|f| f.gap().gap_counts.lost_before_tap),
+            nak_lost: sum(|f| f.sequence().gap_counts.nak_lost),
+            before_tap: sum(|f| f.sequence().gap_counts.lost_before_tap),
             timeouts: sum(|f| f.rewind().rewinds_timeout_unexplained),
             most,
         }),

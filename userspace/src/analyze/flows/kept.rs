@@ -82,8 +82,8 @@ impl Family {
                 f.retrans + f.rewind().rewinds + f.nak().naks + f.nak().rnr_naks
             }
             Family::Gaps => {
-                let g = &f.gap().gap_counts;
-                f.gap().gaps + g.late + g.lost() + g.capture_lost + g.unresolved
+                let g = &f.sequence().gap_counts;
+                f.sequence().gaps + g.late + g.lost() + g.capture_lost + g.unresolved
             }
             Family::Congestion => f.ce + f.cnps + f.rare().becn + f.dcqcn().without,
             Family::Stalls => f.rare().stall_paused_ns + f.rare().stalls,
@@ -162,12 +162,12 @@ pub(crate) fn add_totals(t: &mut Totals, f: &Flow) {
     t.data_packets += f.data_packets;
     t.payload_bytes += f.payload_bytes;
     t.retrans_packets += f.retrans;
-    let (r, g, n) = (f.rewind(), f.gap(), f.nak());
+    let (r, g, n) = (f.rewind(), f.sequence(), f.nak());
     t.rewinds += r.rewinds;
     t.rewinds_nak += r.rewinds_nak;
     t.rewinds_rnr += r.rewinds_rnr;
     t.rewinds_timeout += r.rewinds_timeout;
-    t.spurious_retrans += r.spurious;
+    t.spurious_retrans += g.spurious;
     t.gaps += g.gaps;
     t.acks += f.acks;
     t.naks += n.naks;
@@ -247,7 +247,7 @@ impl Retired {
         if self.capture_lost.len() <= tap {
             self.capture_lost.resize(tap + 1, 0);
         }
-        self.capture_lost[tap] += f.gap().gap_counts.capture_lost;
+        self.capture_lost[tap] += f.sequence().gap_counts.capture_lost;
         self.hosts.insert(f.src_mac);
         if f.rare().stalls > 0 {
             self.stalled.entry(f.iface).or_default().push(f.id);

@@ -27,9 +27,10 @@ use rocescope_common::{PacketRecord, flags};
 
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{FlowKey, FlowRow, Verdict, ratio};
-use super::sequence::Seq;
 use super::{Analyzer, Sink};
 use super::{dcqcn, dups, psn, qos, rto};
+use crate::transport::roce::sequencing::GoBackN;
+use crate::transport::sequencing::Sequencing;
 use timeline::bin_mut;
 
 pub(super) type HostPair = (u16, [u8; 16], [u8; 16]);
@@ -70,7 +71,8 @@ pub(crate) struct Flow {
     pub responses: u64,
     pub max_idle_ns: u64,
     pub(super) mtu: u32,
-    pub(super) seq: Option<Seq>,
+    /// Its sequencing, from its first request on (RoCE's go-back-N).
+    pub(super) seq: Option<GoBackN>,
     /// Highest PSN ACKed by the AETHs this flow carries.
     pub(super) acked: Option<u32>,
     /// CNPs resolved at the end.
@@ -176,8 +178,7 @@ impl Flow {
 
     /// PSNs `[lo, hi)` the flow's requests have covered (READ slack included).
     pub(super) fn sent_range(&self) -> Option<(u32, u32)> {
-        self.seq
-            .map(|s| (s.first_psn, psn::max(s.next, s.slack_end)))
+        self.seq.as_ref().map(GoBackN::sent_range)
     }
 }
 
@@ -349,7 +350,8 @@ impl Analyzer {
         let maybe_rewind = ib::is_request(rec.roce().opcode)
             && self.flows[i]
                 .seq
-                .is_some_and(|s| psn::diff(rec.roce().psn & PSN_MASK, s.next) < 0);
+                .as_ref()
+                .is_some_and(|s| s.behind(rec.roce().psn & PSN_MASK));
         let (paused, cover) = match self.flows[i].priority {
             Some(p) if idle > 0 && (idle >= STALL_MIN_NS || maybe_rewind) => {
                 self.pfc.paused(rec.iface, p, now - idle, now, now)
@@ -476,8 +478,8 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         rewinds_rnr: f.rewind().rewinds_rnr,
         rewinds_timeout: f.rewind().rewinds_timeout,
         max_rewind_depth: f.rewind().max_depth,
-        spurious_retrans: f.rewind().spurious,
-        gaps: f.gap().gaps,
+        spurious_retrans: f.sequence().spurious,
+        gaps: f.sequence().gaps,
         acks: f.acks,
         naks: f.nak().naks,
         rnr_naks: f.nak().rnr_naks,
@@ -487,13 +489,13 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         goodput_gbps: f.rate_gbps(f.goodput_bytes),
         max_idle_us: f.max_idle_ns as f64 / 1000.0,
         rewinds_timeout_ghost: f.rewind().rewinds_timeout_ghost,
-        gap_late: f.gap().gap_counts.late,
-        gap_lost_before_tap: f.gap().gap_counts.lost_before_tap,
-        gap_nak_lost: f.gap().gap_counts.nak_lost,
-        gap_capture_lost: f.gap().gap_counts.capture_lost,
-        gap_unresolved: f.gap().gap_counts.unresolved,
-        late_max_us: f.gap().late_max_ns.map(|n| n as f64 / 1000.0),
-        late_max_psns: f.gap().late_max_ns.map(|_| f.gap().late_max_psns),
+        gap_late: f.sequence().gap_counts.late,
+        gap_lost_before_tap: f.sequence().gap_counts.lost_before_tap,
+        gap_nak_lost: f.sequence().gap_counts.nak_lost,
+        gap_capture_lost: f.sequence().gap_counts.capture_lost,
+        gap_unresolved: f.sequence().gap_counts.unresolved,
+        late_max_us: f.sequence().late_max_ns.map(|n| n as f64 / 1000.0),
+        late_max_psns: f.sequence().late_max_ns.map(|_| f.sequence().late_max_psns),
         icrc_errors: (!f.sniffer_tap).then_some(f.rare().icrc_errors),
         mirror_copies: f.rare().mirror_copies,
         display_filter: String::new(),

@@ -4,7 +4,7 @@
 
 use super::super::responses::{NO_NAKS, NakHistory};
 use super::super::rewind::{NO_REWINDS, RewindHistory};
-use super::super::sequence::{GapHistory, NO_GAPS};
+use super::super::sequence::{NO_SEQUENCE, SequenceHistory};
 use super::Flow;
 
 /// What only some flows ever count or keep: held from the first on, so that
@@ -23,8 +23,9 @@ pub(crate) struct Rare {
     pub(in crate::analyze) ce_unanswered: Option<u64>,
     /// Its rewinds, from the first one on (`None`: it never rewound).
     pub(in crate::analyze) rewind: Option<Box<RewindHistory>>,
-    /// Its missing PSNs, from the first gap on.
-    pub(in crate::analyze) gap: Option<Box<GapHistory>>,
+    /// What its sequencing judged (missing PSNs, late arrivals, spurious
+    /// retransmissions), from the first on.
+    pub(in crate::analyze) sequence: Option<Box<SequenceHistory>>,
     /// Its NAKs, from the first one on.
     pub(in crate::analyze) nak: Option<Box<NakHistory>>,
 }
@@ -38,7 +39,7 @@ static NO_RARE: Rare = Rare {
     mirror_copies: 0,
     ce_unanswered: None,
     rewind: None,
-    gap: None,
+    sequence: None,
     nak: None,
 };
 
@@ -69,9 +70,9 @@ impl Flow {
         self.rare.as_deref_mut()?.rewind.as_deref_mut()
     }
 
-    /// Its gap history to change, when it has one.
-    pub(in crate::analyze) fn gap_held(&mut self) -> Option<&mut GapHistory> {
-        self.rare.as_deref_mut()?.gap.as_deref_mut()
+    /// Its sequence history to change, when it has one.
+    pub(in crate::analyze) fn sequence_held(&mut self) -> Option<&mut SequenceHistory> {
+        self.rare.as_deref_mut()?.sequence.as_deref_mut()
     }
 
     /// Its NAK history to change, when it has one.
@@ -79,13 +80,14 @@ impl Flow {
         self.rare.as_deref_mut()?.nak.as_deref_mut()
     }
 
-    /// Its gap history (an empty one when it never skipped a PSN).
-    pub(crate) fn gap(&self) -> &GapHistory {
-        self.rare().gap.as_deref().unwrap_or(&NO_GAPS)
+    /// Its sequence history (an empty one when its sequencing judged no
+    /// gap, late arrival or spurious retransmission).
+    pub(crate) fn sequence(&self) -> &SequenceHistory {
+        self.rare().sequence.as_deref().unwrap_or(&NO_SEQUENCE)
     }
 
-    pub(in crate::analyze) fn gap_mut(&mut self) -> &mut GapHistory {
-        self.rare_mut().gap.get_or_insert_with(Box::default)
+    pub(in crate::analyze) fn sequence_mut(&mut self) -> &mut SequenceHistory {
+        self.rare_mut().sequence.get_or_insert_with(Box::default)
     }
 
     /// Its NAK history (an empty one when it carried no NAK).

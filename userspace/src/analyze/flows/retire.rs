@@ -161,15 +161,10 @@ impl Analyzer {
     /// Settles flow `i` with what the capture showed of it by `end`: its
     /// pending fills and gaps, its timeout rewinds, a sniffer tap's ICRCs.
     pub(in crate::analyze) fn settle(&mut self, i: usize, end: u64, sink: &mut impl Sink) {
-        self.decide_fills(i, false, sink);
         let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
-        let mut out = Vec::new();
-        if let Some(g) = self.flows[i].gap_held() {
-            g.pending_gaps.finish(acked, &mut out);
-        }
-        for g in out {
-            self.resolved(i, g, end, sink);
-        }
+        self.sequencing(i, sink, |s, out| {
+            crate::transport::sequencing::Sequencing::finish(s, end, &acked, out)
+        });
         let timeouts = self.flows[i]
             .rewind_held()
             .map(|r| std::mem::take(&mut r.timeouts));
