@@ -99,6 +99,7 @@ pub fn identity(reg: &Recognition) -> String {
 }
 
 pub mod roce;
+pub mod uet;
 
 #[cfg(test)]
 mod tests;
