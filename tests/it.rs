@@ -30,6 +30,7 @@ mod switches;
 mod synth;
 mod telemetry;
 mod tshark_parity;
+mod uet;
 
 // The live tap's: they load the XDP program (root; skipped otherwise).
 #[cfg(feature = "live")]

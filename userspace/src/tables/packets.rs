@@ -790,7 +790,10 @@ mod tests {
         assert!(col("frame").nulls().is_none());
         assert_eq!(col("flow_id").null_count(), 1);
         assert!(col("mirror_copy").nulls().is_none());
-        assert_eq!(columns.len(), 63);
+        assert_eq!(
+            columns.len(),
+            63 + 1 + crate::transport::uet::PACKET_COLUMNS.len()
+        );
         // Ethernet frames: link `roce`, no VCRC.
         assert_eq!(texts_of(&col("link")), vec![Some("roce".to_string()); 3]);
         assert_eq!(col("vcrc_ok").null_count(), 3);

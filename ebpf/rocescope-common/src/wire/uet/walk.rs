@@ -176,12 +176,11 @@ pub(super) fn packet<F: Frame + ?Sized, V: Visit>(
     let prefix = u16::from_be_bytes(p);
     let raw_type = (prefix >> pds::field::TYPE_SHIFT) as u8;
     u.pds_type = raw_type;
-    u.next_header =
-        ((prefix >> pds::field::NEXT_HEADER_SHIFT) & pds::field::NEXT_HEADER_MASK) as u8;
-    u.pds_flags = (prefix & pds::field::FLAGS_MASK) as u8;
     u.present |= present::PDS;
 
     let mut buf = [0u8; PDS_MAX];
+    // A TSS header's other prefix bits are its SP and AN, not a PDS's
+    // next header and flags: those stay 0.
     if raw_type == tss::TYPE {
         // Type, SP, AN and SDI in the first word say how long it is.
         let Some(w0) = f.load::<4>(at, end) else {
@@ -200,6 +199,9 @@ pub(super) fn packet<F: Frame + ?Sized, V: Visit>(
             after: at + len,
         });
     }
+    u.next_header =
+        ((prefix >> pds::field::NEXT_HEADER_SHIFT) & pds::field::NEXT_HEADER_MASK) as u8;
+    u.pds_flags = (prefix & pds::field::FLAGS_MASK) as u8;
     let Some(t) = PdsType::from_u8(raw_type) else {
         return Err(invalid(Layer::Pds, Header::PdsPrefix, raw_type));
     };
