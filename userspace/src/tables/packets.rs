@@ -330,10 +330,14 @@ impl RowTexts {
         let transport =
             transport_texts().column(transports.iter().map(|t| t.map(|t| t.index() as u32)));
         // The transport-neutral PSN: the BTH's, or UET's PDS PSN.
-        let psn_valid = validity(
-            &flags.iter().zip(&uet_present).collect::<Vec<_>>(),
-            |(fl, u)| **fl & f::HAS_BTH != 0 || **u & rocescope_common::uet_present::PSN != 0,
-        );
+        let bth_or_pds: Vec<(u32, u16)> = flags
+            .iter()
+            .copied()
+            .zip(uet_present.iter().copied())
+            .collect();
+        let psn_valid = validity(&bth_or_pds, |&(fl, u)| {
+            fl & f::HAS_BTH != 0 || u & rocescope_common::uet_present::PSN != 0
+        });
         let psn = b.u32s(&psn_valid, |r| match r.transport() {
             Some(TransportId::Uet) => uet::psn(r.uet()).unwrap_or(0),
             _ => r.roce().psn,
