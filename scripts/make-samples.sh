@@ -32,6 +32,8 @@ mtu-mismatch      --packets 1500
 qos-mismatch      --packets 3000
 ecn-overmark
 dcqcn-off
+uet-incast
+uet-spray
 '
 
 profile=${PROFILE:-release}

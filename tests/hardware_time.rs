@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{Table, rocescope_ok, tshark};
+use crate::common::{Table, analyze_into, rocescope_ok, tshark};
 
 /// `synth healthy` mirrored in ERSPAN III with `stamp` options, into `dir`.
 fn synth(dir: &Path, name: &str, stamp: &[&str]) -> std::path::PathBuf {
@@ -28,14 +28,7 @@ fn synth(dir: &Path, name: &str, stamp: &[&str]) -> std::path::PathBuf {
 
 /// `analyze CAP OPTIONS`: packets.parquet's (frame, ts_ns) and summary.json.
 fn analyze(cap: &Path, out: &Path, options: &[&str]) -> (Vec<(u64, u64)>, Value) {
-    let mut args = vec![
-        "analyze",
-        cap.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(options);
-    rocescope_ok(&args);
+    analyze_into(cap, out, options);
     let t = Table::read(&out.join("packets.parquet"));
     let frames = t.ints("frame");
     let ts = t.ints("ts_ns");

@@ -17,6 +17,7 @@ mod evidence;
 mod fabric;
 mod handoff;
 mod hardware_time;
+mod inband_telemetry;
 mod infiniband;
 mod inputs;
 mod oracle;
@@ -26,11 +27,13 @@ mod real_captures;
 mod report;
 mod retire;
 mod rotation;
+mod sniffer_time;
 mod switches;
 mod synth;
 mod telemetry;
 mod tshark_parity;
 mod uet;
+mod uet_synth;
 
 // The live tap's: they load the XDP program (root; skipped otherwise).
 #[cfg(feature = "live")]

@@ -351,7 +351,9 @@ def fabrics(rocescope, tmp_path_factory):
     ghost = tmp / "ghost-drop-4taps.pcapng"
     rocescope("synth", "ghost-drop", "--out", ghost, "--packets", 20_000, "--snaplen", 128)
     out = {}
-    for cap in [*sorted(SAMPLES.glob("*.pcapng")), ghost]:
+    # The UET samples: nothing decodes them yet (the UET analysis comes later).
+    roce = [c for c in sorted(SAMPLES.glob("*.pcapng")) if not c.stem.startswith("uet-")]
+    for cap in [*roce, ghost]:
         rocescope("analyze", cap, "--out", tmp / cap.stem)
         # Taps that recorded RoCE: a collector interface of telemetry
         # reports alone is not one.

@@ -38,6 +38,18 @@ pub fn rocescope_ok(args: &[&str]) -> Output {
     out
 }
 
+/// `rocescope analyze CAP --out OUT OPTIONS…`, required to succeed.
+pub fn analyze_into(cap: &Path, out: &Path, options: &[&str]) {
+    let mut args = vec![
+        "analyze",
+        cap.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(options);
+    rocescope_ok(&args);
+}
+
 /// Runs a tool of the test set-up (tshark, editcap, mergecap: scripts/setup.sh
 /// --test) and requires success.
 pub fn run_tool(tool: &str, args: &[&str]) {

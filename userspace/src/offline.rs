@@ -190,7 +190,11 @@ pub fn run_with(
         rec: PacketRecord::default(),
         framed: vec![Vec::new(); names.len()],
         telemetry: TelemetryLog::default(),
-        times: FrameTimes::new(opts.time, names.len()),
+        times: FrameTimes::surveyed(
+            opts.time,
+            &merge.slots.iter().map(|s| &s.input).collect::<Vec<_>>(),
+            &opts.recognition,
+        ),
     };
     let stopped_by = merge.walk(&mut run).err().map(|e| e.to_string());
     run.progress.done();
@@ -475,13 +479,14 @@ impl Run {
                 .name_iface_of(iface, self.taps.name(iface), capture, file_iface);
         }
         let capture = u16::try_from(slot).unwrap_or(u16::MAX);
+        // Telemetry rows too take the frame's time in its file's clock.
+        let ts_ns = self.times.time(slot, file_iface, &self.rec, ts_ns);
         self.telemetry
             .push_frame(telemetry, ts_ns, iface, number, capture);
         if !record {
             return Ok(());
         }
         let rec = &mut self.rec;
-        let ts_ns = self.times.time(slot, rec, ts_ns);
         rec.ts_ns = ts_ns;
         rec.iface = iface;
         rec.frame = number;

@@ -15,6 +15,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::rows::CaptureFact;
+
 /// A loaded bin is imbalanced when its busiest member carries at least this
 /// many times its fair share (1 / members)…
 pub(crate) const BUSY_FACTOR: f64 = 1.5;
@@ -187,18 +189,14 @@ impl EcmpLoad {
 
     /// Groups none of whose members recorded a frame: nothing to judge
     /// (their names may be wrong), said as capture facts.
-    pub fn silent_groups(&self) -> Vec<String> {
+    pub fn silent_groups(&self) -> impl Iterator<Item = CaptureFact> + '_ {
         self.groups
             .iter()
             // Named or not (an idle interface its capture declared is).
             .filter(|g| g.bytes.iter().all(|&b| b == 0))
-            .map(|g| {
-                format!(
-                    "ECMP group {}: none of its interfaces recorded a frame, so its balance was not judged (give the names as in the tables' iface column)",
-                    g.members.join(",")
-                )
+            .map(|g| CaptureFact::SilentEcmpGroup {
+                members: g.members.clone(),
             })
-            .collect()
     }
 }
 
@@ -241,7 +239,7 @@ mod tests {
             (g.first_imbalanced_ns, g.last_imbalanced_ns),
             (Some(0), Some(6000))
         );
-        assert!(l.silent_groups().is_empty());
+        assert_eq!(l.silent_groups().count(), 0);
         // A member that never records a frame carries nothing.
         let mut l = EcmpLoad::new(&groups, 1000, |_| 8_000_000_000);
         l.set_iface(0, "a");
@@ -253,10 +251,10 @@ mod tests {
         );
         let l = EcmpLoad::new(&groups, 1000, |_| 1);
         assert_eq!(
-            l.silent_groups(),
-            [
-                "ECMP group a,b: none of its interfaces recorded a frame, so its balance was not judged (give the names as in the tables' iface column)"
-            ]
+            l.silent_groups().collect::<Vec<_>>(),
+            [CaptureFact::SilentEcmpGroup {
+                members: vec!["a".into(), "b".into()]
+            }]
         );
         // Interfaces its capture declared that recorded nothing are named
         // (docs/inputs.md): silent all the same.
@@ -264,7 +262,7 @@ mod tests {
         l.set_iface(0, "a");
         l.set_iface(1, "b");
         l.finish();
-        assert_eq!(l.silent_groups().len(), 1);
+        assert_eq!(l.silent_groups().count(), 1);
     }
 
     /// The last bin of a capture near `u64::MAX` ends past it (the

@@ -8,7 +8,8 @@ use super::flows::{FlowTable, flow_row, kept};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{
-    IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary, TapSummary,
+    CaptureFact, IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary,
+    TapSummary,
 };
 use super::taps::TapState;
 use super::{Analysis, Analyzer, Sink};
@@ -192,16 +193,12 @@ impl Analyzer {
             .collect();
         let mut facts = Vec::new();
         for r in tap_rows.iter().filter(|r| r.sniffer) {
-            facts.push(format!(
-                "{}: a NIC's RDMA sniffer capture (every RoCE frame from UDP port 4791 with a failing ICRC: the sniffer rewrote the headers); ICRC results are unknown for its frames",
-                r.iface_name
-            ));
+            facts.push(CaptureFact::SnifferTap { iface: r.iface });
         }
         if self.frames.cut > 0 {
-            facts.push(format!(
-                "{} RoCE frames are cut short of their IP length (snap length, sniffer or ERSPAN truncation): their ICRC could not be checked",
-                self.frames.cut
-            ));
+            facts.push(CaptureFact::CutFrames {
+                frames: self.frames.cut,
+            });
         }
         self.ecmp.finish();
         facts.extend(self.ecmp.silent_groups());
@@ -214,19 +211,17 @@ impl Analyzer {
             for f in self.flows.iter() {
                 kept::add_qps(&mut qps, f, usize::MAX);
             }
-            facts.extend(findings::ecmp::unnamed_fact(&qps, &self.ifaces));
+            facts.extend(findings::ecmp::unnamed_fact(&qps));
         }
         if t.gaps_resolved.capture_lost > 0 {
-            facts.push(format!(
-                "the capture is incomplete: {} PSNs the responders acknowledged never reached the capture; every count is a lower bound",
-                t.gaps_resolved.capture_lost
-            ));
+            facts.push(CaptureFact::CaptureLost {
+                psns: t.gaps_resolved.capture_lost,
+            });
         }
         if t.gaps_resolved.unresolved > 0 {
-            facts.push(format!(
-                "the capture ends before, or lacks the direction that shows, what became of {} PSNs it never saw (neither resent, NAKed nor acknowledged in it): unknown, not counted as loss",
-                t.gaps_resolved.unresolved
-            ));
+            facts.push(CaptureFact::Unresolved {
+                psns: t.gaps_resolved.unresolved,
+            });
         }
         let (n, sum, min, max) = self.reactions;
         let ce_to_cnp = (n > 0).then(|| Reaction {
@@ -273,7 +268,7 @@ impl Analyzer {
             ce_to_cnp,
             pfc: pfc_summary,
             taps: tap_rows,
-            capture_facts: facts,
+            capture_facts: Vec::new(),
             pfc_trees,
             clock_offsets: matching
                 .as_ref()
@@ -365,6 +360,7 @@ impl Analyzer {
             nics: nic_rows,
             summary,
             diagnoses,
+            facts,
             origins,
         }
     }

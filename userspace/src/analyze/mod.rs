@@ -123,9 +123,9 @@ use pfc::PfcTracker;
 pub use pfc::SenderPauses;
 pub(crate) use rows::iface_name;
 pub use rows::{
-    Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin, MatchingSummary,
-    NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity, Summary,
-    TapSummary, TimelineRow, Totals, Trigger, Verdict,
+    CaptureFact, Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin,
+    MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity,
+    Summary, TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
 pub use running::{Interim, PriorityPauses, Running, RunningTotals};
 pub use sums::{RowGroup, RowSums};
@@ -154,6 +154,9 @@ pub struct Analysis {
     pub summary: Summary,
     /// The findings as computed, ranked (docs/analysis.md, "Findings").
     pub diagnoses: Vec<Diagnosis>,
+    /// What limits what the capture can show; `summary.capture_facts` is
+    /// empty until `crate::render::tell` words these.
+    pub facts: Vec<CaptureFact>,
     /// Per interface index: where it comes from, for Wireshark filters.
     pub origins: Vec<IfaceOrigin>,
 }

@@ -25,26 +25,6 @@ use super::rows::NodeKind;
 
 pub use super::rows::{PauseNode, PauseTree};
 
-impl PauseNode {
-    /// The sender as findings name it: its MAC, after its device when the
-    /// topology file names it (`r0 [02:00:00:02:00:01]`).
-    pub fn sender_name(&self) -> String {
-        match &self.device {
-            Some(d) => format!("{d} [{}]", self.src_mac),
-            None => self.src_mac.clone(),
-        }
-    }
-
-    /// The tap as findings name it: the interface, and its place when the
-    /// topology file gives it (`leaf1-r0-both [leaf1 Ethernet0]`).
-    pub fn tap_name(&self) -> String {
-        match &self.place {
-            Some(p) => format!("{} [{p}]", self.iface_name),
-            None => self.iface_name.clone(),
-        }
-    }
-}
-
 /// The trees of a run's pause intervals (sorted by start, as
 /// `PfcTracker::finish` leaves them). `hosts` are the MACs that sent RoCE
 /// frames; `iface_name` names interfaces; `victims_on` lists the stalled

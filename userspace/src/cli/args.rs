@@ -93,8 +93,10 @@ pub(crate) struct Input {
     pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
     #[command(flatten)]
     pub(crate) telemetry: TelemetryArgs,
-    /// Frame times from the capture's clock or the switch's ERSPAN III timestamps (docs/inputs.md,
-    /// "Hardware time"); by default ERSPAN III time for a file whose first record has it within 1 s.
+    /// Frame times from the capture's clock, the switch's ERSPAN III timestamps or the NIC's clock in
+    /// an RDMA sniffer capture's source MACs (docs/inputs.md, "Hardware time"); by default the MAC
+    /// clock where a whole file shows one, else ERSPAN III time when a file's first record has it
+    /// within 1 s.
     #[arg(long, value_enum, default_value_t = crate::sources::TimeChoice::Auto, value_name = "CLOCK")]
     pub(crate) time: crate::sources::TimeChoice,
 }

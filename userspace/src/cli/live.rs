@@ -72,7 +72,8 @@ pub(crate) struct LiveArgs {
     #[command(flatten)]
     pub(crate) telemetry: super::args::TelemetryArgs,
     /// Frame times from the kernel's clock or the switch's ERSPAN III timestamps (docs/inputs.md,
-    /// "Hardware time"); by default ERSPAN III time when the first record has it within 1 s.
+    /// "Hardware time"; `sniffer` keeps the kernel's: a live tap is no sniffer capture); by default
+    /// ERSPAN III time when the first record has it within 1 s.
     #[arg(long, value_enum, default_value_t = crate::sources::TimeChoice::Auto, value_name = "CLOCK")]
     pub(crate) time: crate::sources::TimeChoice,
     #[command(flatten)]

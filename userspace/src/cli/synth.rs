@@ -80,11 +80,14 @@ pub(crate) struct SynthArgs {
     /// (default 256; 0: not cut) with the original length recorded as the cut one.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "256")]
     pub(crate) sniffer: Option<u32>,
-    /// The switches send a collector a Telemetry Report v2.0 for each RoCE request they forward
-    /// (its queue's occupancy and hop latency) and each they drop: UDP port 32766, on the
-    /// capture's own `collector` interface; the truth lists every report.
-    #[arg(long)]
-    pub(crate) telemetry: bool,
+    /// The switches export their queues' occupancy and hop latency for each RoCE request:
+    /// postcards (default) sends a collector a Telemetry Report v2.0 for each they forward and
+    /// each they drop (UDP port 32766, on the capture's own `collector` interface); int-md (INT
+    /// v2.1 over UDP, marked by UDP port 32767: analyse with --int-port 32767) and ifa (IFA 2.0,
+    /// IP protocol 131) put the hops into the packets between switches. The truth lists every
+    /// report and hop.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, default_missing_value = "postcards")]
+    pub(crate) telemetry: Option<crate::synth::model::postcards::TelemetryMode>,
 }
 
 /// `synth --erspan`.
@@ -105,6 +108,14 @@ pub(crate) enum ErspanGranularity {
     Ns100,
     #[value(name = "ieee1588")]
     Ieee1588,
+}
+
+/// A run's truth, written as the transport's own struct.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum AnyTruth {
+    Roce(Box<crate::synth::model::Truth>),
+    Uet(Box<crate::synth::model::uet::truth::UetTruth>),
 }
 
 pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
@@ -141,8 +152,11 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
     if let Some(p) = a.ecn_pmax {
         switch.ecn_pmax = p;
     }
-    if a.telemetry {
-        cfg.switch.telemetry = Some(model::postcards::TelemetryCfg::default());
+    if let Some(mode) = a.telemetry {
+        cfg.switch.telemetry = Some(model::postcards::TelemetryCfg {
+            mode,
+            ..model::postcards::TelemetryCfg::default()
+        });
     }
     if let Some(bps) = a.link_speed {
         cfg.link_gbps = bps as f64 / 1e9;
@@ -194,7 +208,18 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
         taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
         sniffer: a.sniffer,
     };
-    let truth = Truth::of_capture(&run, &opts);
+    if run.uet.is_some() && (a.sniffer.is_some() || a.telemetry.is_some() || a.counters.is_some()) {
+        return Err(Error::Usage(format!(
+            "synth {}: --sniffer, --telemetry and --counters are RoCE's (a UET scenario has none)",
+            a.scenario
+        )));
+    }
+    let truth = match run.uet.as_deref() {
+        Some(log) => AnyTruth::Uet(Box::new(model::uet::truth::UetTruth::of_capture(
+            &run, log, &opts,
+        ))),
+        None => AnyTruth::Roce(Box::new(Truth::of_capture(&run, &opts))),
+    };
     let frames = bridge::write_capture(&run, &a.out, &opts)?;
     let truth_path = a.truth.unwrap_or_else(|| {
         let stem = a
@@ -214,8 +239,11 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
             crate::tables::write_text(path, &text)?;
         }
     }
-    let written: Vec<&str> = truth
-        .capture
+    let capture = match &truth {
+        AnyTruth::Roce(t) => &t.capture,
+        AnyTruth::Uet(t) => &t.capture,
+    };
+    let written: Vec<&str> = capture
         .taps
         .iter()
         .map(|&t| run.taps[t].name.as_str())

@@ -5,7 +5,7 @@ use super::{Page, esc, plots};
 use crate::addr::Mac;
 use crate::analyze::Finding;
 use crate::error::Result;
-use crate::render::fmt_duration;
+use crate::render::{fmt_duration, fmt_pause_sender, fmt_pause_tap};
 
 impl Page<'_> {
     /// The tree the finding names (`params.widest_tree`).
@@ -50,7 +50,12 @@ impl Page<'_> {
                     .map(|p| (us(p.start_ns), us(p.end_ns)))
                     .collect();
                 plots::TreeRow {
-                    label: format!("{} ({}) on {}", n.sender_name(), n.kind, n.tap_name()),
+                    label: format!(
+                        "{} ({}) on {}",
+                        fmt_pause_sender(n),
+                        n.kind,
+                        fmt_pause_tap(n)
+                    ),
                     onset_us: us(n.first_pause_ns),
                     paused_us,
                 }

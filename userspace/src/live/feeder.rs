@@ -104,7 +104,7 @@ impl Feeder {
         rec.frame = self.next_frame;
         self.next_frame += 1;
         let wall = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);
-        rec.ts_ns = self.times.time(0, &rec, wall);
+        rec.ts_ns = self.times.time(0, 0, &rec, wall);
         rec.iface = 0;
         self.pipeline.push(&rec)?;
         self.show_progress();

@@ -3,6 +3,7 @@
 //! shares, delays, how a pause ended.
 
 use crate::addr::{Ip, Mac};
+use crate::analyze::tree::PauseNode;
 use crate::analyze::{PauseEnd, PfcSummary};
 
 /// A value scaled to the unit its size calls for: ns below 1 µs, µs below
@@ -120,4 +121,22 @@ pub fn fmt_pfc(iface: &str, p: &PfcSummary) -> String {
         fmt_duration(p.paused_ns),
         fmt_pct(p.fraction)
     )
+}
+
+/// A pause tree node's sender as findings name it: its MAC, after its
+/// device when the topology file names it (`r0 [02:00:00:02:00:01]`).
+pub fn fmt_pause_sender(node: &PauseNode) -> String {
+    match &node.device {
+        Some(d) => format!("{d} [{}]", node.src_mac),
+        None => node.src_mac.clone(),
+    }
+}
+
+/// A pause tree node's tap as findings name it: the interface, and its
+/// place when the topology file gives it (`leaf1-r0-both [leaf1 Ethernet0]`).
+pub fn fmt_pause_tap(node: &PauseNode) -> String {
+    match &node.place {
+        Some(p) => format!("{} [{p}]", node.iface_name),
+        None => node.iface_name.clone(),
+    }
 }

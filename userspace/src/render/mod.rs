@@ -4,8 +4,9 @@
 //! never computes what the analysis did not (docs/report.md).
 //!
 //! * [`tell`]: the step after `Analyzer::finish` every run takes — the
-//!   diagnoses worded into `summary.json`'s findings, each flow's and
-//!   finding's Wireshark filter filled in;
+//!   diagnoses and capture facts worded into `summary.json`'s findings and
+//!   `capture_facts`, each flow's and finding's Wireshark filter filled in;
+//! * `facts`: a capture fact's sentence;
 //! * `findings`: a diagnosis' title, detail, advice and `params`;
 //! * [`report`]: the terminal report and `report --json`;
 //! * [`nics`]: the NIC reaction latencies' cells, lines and JSON;
@@ -18,6 +19,7 @@
 
 pub mod date;
 mod events;
+mod facts;
 mod findings;
 pub mod fmt;
 pub mod nics;
@@ -32,7 +34,7 @@ pub(crate) use findings::marks_words;
 pub use findings::word;
 pub use fmt::{
     fmt_count, fmt_delay, fmt_duration, fmt_ended_by, fmt_flow, fmt_gbps, fmt_ip, fmt_mac, fmt_ns,
-    fmt_offset, fmt_pct, fmt_pfc,
+    fmt_offset, fmt_pause_sender, fmt_pause_tap, fmt_pct, fmt_pfc,
 };
 pub(crate) use nics::{latency_cell, latency_headings, nic_name, shown_nics};
 pub use report::{
@@ -41,7 +43,8 @@ pub use report::{
 };
 
 /// Words the diagnoses into `analysis.summary.findings` (in their rank
-/// order) and fills the flows' and findings' Wireshark filters: what
+/// order) and the capture facts into `analysis.summary.capture_facts`, and
+/// fills the flows' and findings' Wireshark filters: what
 /// `summary.json`, the tables and the reports show.
 pub fn tell(analysis: &mut Analysis) {
     let summary = &analysis.summary;
@@ -51,6 +54,12 @@ pub fn tell(analysis: &mut Analysis) {
         .map(|d| word(d, summary))
         .collect();
     analysis.summary.findings = findings;
+    let facts = analysis
+        .facts
+        .iter()
+        .map(|f| facts::fact_words(f, &analysis.summary))
+        .collect();
+    analysis.summary.capture_facts = facts;
     let origins = &analysis.origins;
     wireshark::annotate(
         &mut analysis.flows,

@@ -78,7 +78,9 @@ mod frame_time;
 mod input;
 mod merge;
 mod reader;
+mod sniffer_clock;
 mod taps;
+mod wrap;
 
 pub use compress::Compression;
 pub use filter::Filter;
@@ -89,6 +91,7 @@ pub use reader::{
     BUFFER_CAPACITY, CaptureReader, Frame, Interface, InterfaceDrops, MAX_CAPLEN, MAX_INTERFACES,
     MAX_WARNINGS, Warning,
 };
+pub use sniffer_clock::{SnifferClock, Survey, mac_value};
 pub use taps::{Grouping, TapFacts, TapSpec, Taps};
 
 #[cfg(test)]

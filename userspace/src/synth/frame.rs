@@ -119,7 +119,7 @@ impl EthHeader {
                 * (usize::from(self.outer_vlan.is_some()) + usize::from(self.vlan.is_some()))
     }
 
-    fn append(&self, out: &mut Vec<u8>, ethertype: u16) {
+    pub(crate) fn append(&self, out: &mut Vec<u8>, ethertype: u16) {
         use field::{ethernet as fe, vlan as fv};
         let mut tags = [self.outer_vlan, self.vlan]
             .into_iter()
@@ -205,7 +205,7 @@ impl IpHeader {
     }
 
     /// Appends the header for `payload_len` bytes of protocol `proto`.
-    fn append(&self, out: &mut Vec<u8>, proto: u8, payload_len: usize) {
+    pub(crate) fn append(&self, out: &mut Vec<u8>, proto: u8, payload_len: usize) {
         match self.addrs {
             IpAddrs::V4 { src, dst } => {
                 use field::ipv4 as f4;

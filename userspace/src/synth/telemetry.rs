@@ -73,7 +73,7 @@ impl IntMd {
     /// The shim, metadata header and stack; `original_port` the UDP
     /// destination port the shim keeps when marked by port.
     pub fn bytes(&self, original_port: u16) -> Vec<u8> {
-        let hop_words = INT_BITMAP_LEN / 4;
+        let hop_words = INT_HOP_LEN / 4;
         let len_words = int::MD_HEADER_LEN / 4 + hop_words * self.hops.len();
         let mut b = Vec::with_capacity(int::SHIM_LEN + len_words * 4);
         let (npt, port) = match self.mark {
@@ -117,7 +117,8 @@ impl IntMd {
     }
 }
 
-const INT_BITMAP_LEN: usize = int::metadata_len(INT_BITMAP);
+/// The bytes of one [`IntHop`] in the stack.
+pub const INT_HOP_LEN: usize = int::metadata_len(INT_BITMAP);
 
 /// One IFA hop (local namespace 1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -20,7 +20,8 @@ pub use self::lost::{LostReports, SwitchReports};
 /// One hop of switch telemetry (a row of `telemetry.parquet`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TelemetryRow {
-    /// Capture time of the frame that carried it.
+    /// Time of the frame that carried it, in its file's clock (`--time`):
+    /// its `packets.parquet` row's.
     pub ts_ns: u64,
     pub iface: u16,
     /// The frame's number in its file, and the file's index.

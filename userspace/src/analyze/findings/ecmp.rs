@@ -6,9 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::addr::Ip;
 use crate::analyze::ecmp::{ELEPHANT_SHARE, EcmpLoad, GroupLoad, IMBALANCED_BINS};
-use crate::analyze::{Flow, Severity, iface_name};
+use crate::analyze::{CaptureFact, Flow, Severity};
 
 use super::input::{FlowRef, Input, share};
 use super::{Diagnosis, Evidence};
@@ -223,18 +222,17 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64) -> Diagnosis {
 /// two hosts may be parallel paths, but nothing in a capture says they are
 /// (an idle member carries nothing to compare). Said once, as a capture fact.
 /// `by_pair`: the QPs with data per host pair and tap.
-pub(crate) fn unnamed_fact(by_pair: &QpsByPair, names: &BTreeMap<u16, String>) -> Option<String> {
-    for ((s, d), taps) in by_pair {
+pub(crate) fn unnamed_fact(by_pair: &QpsByPair) -> Option<CaptureFact> {
+    for (&(src, dst), taps) in by_pair {
         let taps: Vec<(&u16, &BTreeSet<u32>)> = taps.iter().collect();
         for (i, (a, qa)) in taps.iter().enumerate() {
             for (b, qb) in &taps[i + 1..] {
                 if qa.is_disjoint(qb) {
-                    let (a, b) = (iface_name(names, **a), iface_name(names, **b));
-                    return Some(format!(
-                        "{a} and {b} carry different QPs between the same hosts ({} → {}): if they are parallel paths, name them with --ecmp-group {a},{b}; ECMP balance is judged only for named groups",
-                        Ip(*s),
-                        Ip(*d)
-                    ));
+                    return Some(CaptureFact::UnnamedParallelPaths {
+                        taps: [**a, **b],
+                        src,
+                        dst,
+                    });
                 }
             }
         }

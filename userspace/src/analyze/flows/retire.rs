@@ -96,7 +96,11 @@ impl Analyzer {
                 continue;
             }
             self.interim(slot, boundary, sink);
-            let next = boundary.saturating_add(active);
+            // The next boundary after `now`: the intervals in between had no
+            // frame, so they write no row (a far-future timestamp would
+            // otherwise step through every empty interval).
+            let steps = (now - boundary).div_ceil(active.max(1)).max(1);
+            let next = boundary.saturating_add(steps.saturating_mul(active));
             self.expiry.active.push(Reverse((next, slot as u32, id)));
         }
         // Once per `--flow-idle`: a sweep costs the counts held, which

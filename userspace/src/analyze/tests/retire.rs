@@ -247,6 +247,41 @@ fn a_long_flow_writes_interim_rows_that_add_up() {
     assert_eq!(packets, 25);
 }
 
+/// A frame far past a flow's interval (a clock jump, a corrupt timestamp)
+/// closes that interval and sets the next boundary after it: the empty
+/// intervals in between write no row and cost nothing (stepping through
+/// 10^12 of them once hung the analyzer's fuzz target).
+#[test]
+fn a_frame_far_in_the_future_skips_the_empty_intervals() {
+    const MS: u64 = 1_000_000;
+    const FAR: u64 = 1_000_000_000_000_000_000;
+    let recs = [req(0, 0), req(FAR, 1), req(FAR + 2 * MS, 2)];
+    let config = Config {
+        flow_active_ns: MS,
+        flow_idle_ns: u64::MAX,
+        ..Config::default()
+    };
+    let r = run_with(config, &recs);
+    let rows: Vec<(bool, u64, u64, u64)> = r
+        .sink
+        .flows
+        .iter()
+        .chain(&r.a.flows)
+        .map(|f| (f.interim, f.first_ts_ns, f.last_ts_ns, f.packets))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (true, 0, 0, 1),
+            // From the last row's boundary (1 ms) to the boundary at FAR,
+            // closed by the frame 2 ms after FAR: the intervals between
+            // held no frame and wrote nothing.
+            (true, MS, FAR, 1),
+            (false, FAR, FAR + 2 * MS, 1),
+        ]
+    );
+}
+
 /// A CNP count no flow claims goes after `--flow-idle`: a flow that appears
 /// later is not given CNPs that came long before it (they stay counted as
 /// unattributed).

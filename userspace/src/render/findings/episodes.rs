@@ -5,7 +5,7 @@ use serde_json::json;
 use crate::analyze::NodeKind;
 use crate::analyze::findings::{CongestionTree, NodeAt};
 use crate::analyze::tree::PauseNode;
-use crate::render::{fmt_count, fmt_duration};
+use crate::render::{fmt_count, fmt_duration, fmt_pause_sender, fmt_pause_tap};
 
 use super::{Names, Words, params};
 
@@ -37,7 +37,7 @@ pub(super) fn congestion_tree(e: &CongestionTree, n: &Names) -> Option<Words> {
             let parent = s
                 .parent
                 .and_then(|p| n.node(p))
-                .map_or_else(|| "?".to_string(), PauseNode::sender_name);
+                .map_or_else(|| "?".to_string(), fmt_pause_sender);
             let (lo, hi) = (s.min_delay_ns, s.max_delay_ns);
             let after = if lo == hi {
                 fmt_duration(lo)
@@ -54,9 +54,9 @@ pub(super) fn congestion_tree(e: &CongestionTree, n: &Names) -> Option<Words> {
             };
             Some(format!(
                 "Then {} ({}) on {} paused {after} after {parent}{times}.",
-                node.sender_name(),
+                fmt_pause_sender(node),
                 kind(node.kind),
-                node.tap_name()
+                fmt_pause_tap(node)
             ))
         })
         .collect();
@@ -73,7 +73,7 @@ pub(super) fn congestion_tree(e: &CongestionTree, n: &Names) -> Option<Words> {
             };
             Some(format!(
                 "{}: {} {}{more}",
-                node.tap_name(),
+                fmt_pause_tap(node),
                 if v.listed.len() + v.more == 1 {
                     "flow"
                 } else {
@@ -101,7 +101,7 @@ pub(super) fn congestion_tree(e: &CongestionTree, n: &Names) -> Option<Words> {
     Some(Words {
         title: format!(
             "Pauses on priority {priority} spread from {} ({}) to {} more {}{}",
-            root.sender_name(),
+            fmt_pause_sender(root),
             if root_is_host {
                 "an end host"
             } else {
@@ -117,9 +117,9 @@ pub(super) fn congestion_tree(e: &CongestionTree, n: &Names) -> Option<Words> {
         ),
         detail: format!(
             "Root: {} ({}) seen on {}, {when}, paused {} in all.\n{}{}",
-            root.sender_name(),
+            fmt_pause_sender(root),
             kind(root.kind),
-            root.tap_name(),
+            fmt_pause_tap(root),
             fmt_duration(e.root_paused_ns),
             lines.join("\n"),
             if victims.is_empty() {
@@ -131,7 +131,7 @@ pub(super) fn congestion_tree(e: &CongestionTree, n: &Names) -> Option<Words> {
         recommendation: if root_is_host {
             format!(
                 "The tree grows from a receiver that does not drain ({}): find out why (host memory or PCIe pressure, an application not posting buffers, the NIC's rx_prio{priority}_pause_duration and rx_discards_phy counters), and let ECN act before PFC so the senders slow down before the pause spreads. The PFC watchdog caps how long it can freeze the fabric.",
-                root.sender_name()
+                fmt_pause_sender(root)
             )
         } else {
             "The tree grows from a switch port: find its congested egress (an incast, a slow downstream link or a PFC deadlock), let ECN act before PFC, and enable the PFC watchdog.".to_string()

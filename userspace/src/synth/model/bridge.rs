@@ -114,6 +114,7 @@ pub fn append_frame(spec: &FrameSpec, out: &mut Vec<u8>) {
             };
             f.append(out);
         }
+        FrameSpec::Uet(u) => u.append(out),
     }
 }
 
@@ -199,10 +200,12 @@ pub struct CaptureOptions {
     pub taps: Option<Vec<usize>>,
     /// Write each tap as a NIC's RDMA sniffer (`tcpdump -i mlx5_N`) records
     /// it: every RoCE frame (CNPs included) with its UDP source port
-    /// rewritten to 4791 and its source MAC to [`sniffer_mac`] — so no ICRC
-    /// matches — and frames longer than this many bytes cut to it, with the
-    /// record's original length saying the cut length (only the IP total
-    /// length shows the cut). `Some(0)` rewrites without cutting.
+    /// rewritten to 4791 and its source MAC to the NIC's nanosecond clock
+    /// ([`sniffer_mac`]) — so no ICRC matches — and frames longer than this
+    /// many bytes cut to it, with the record's original length saying the
+    /// cut length (only the IP total length shows the cut); every frame
+    /// timestamped to the microsecond, as libpcap's `gettimeofday` does.
+    /// `Some(0)` rewrites without cutting.
     pub sniffer: Option<u32>,
 }
 
@@ -259,16 +262,40 @@ impl ErspanTime {
 
 const NS_PER_SEC: u64 = 1_000_000_000;
 
-/// The source MAC a sniffer capture of tap `tap` shows on every RoCE frame.
-pub fn sniffer_mac(tap: usize) -> [u8; 6] {
-    [0x02, 0x53, 0x4E, 0x00, (tap >> 8) as u8, tap as u8]
+/// The reading of tap `tap`'s NIC clock at the model's time 0: the NIC
+/// booted 5 hours before, each tap's a second and a bit later than the one
+/// before (its own clock, not the capture host's).
+pub fn sniffer_boot_ns(tap: usize) -> u64 {
+    5 * 3600 * NS_PER_SEC + tap as u64 * 1_000_123_457
+}
+
+/// The source MAC a sniffer capture of tap `tap` shows on a RoCE frame at
+/// the model's time `ts_ns`: the NIC's nanosecond clock, 48 bits, as the
+/// real ConnectX sniffer captures show it (docs/inputs.md, "Hardware time").
+pub fn sniffer_mac(tap: usize, ts_ns: u64) -> [u8; 6] {
+    let clock = (sniffer_boot_ns(tap) + ts_ns).to_be_bytes();
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&clock[2..]);
+    mac
+}
+
+/// A sniffer capture's timestamp of a frame at the model's `ts_ns`: the
+/// capture host's clock to the microsecond (libpcap's RDMA sniffer stamps
+/// each completion with `gettimeofday`).
+pub fn sniffer_capture_ns(ts_ns: u64) -> u64 {
+    (EPOCH_NS + ts_ns) / 1000 * 1000
 }
 
 /// What a capture written with `opts` holds of `frame`: the bytes kept of
 /// it (ERSPAN encapsulation included) and whether that is all of it.
 pub fn recorded_len(frame: &FrameSpec, opts: &CaptureOptions) -> (u32, bool) {
+    recorded_len_with(frame, 0, opts)
+}
+
+/// [`recorded_len`] of a frame carrying `inband` bytes of in-band telemetry.
+pub fn recorded_len_with(frame: &FrameSpec, inband: usize, opts: &CaptureOptions) -> (u32, bool) {
     // frame_len counts the FCS, which captures do not hold.
-    let mut len = frame.frame_len() - 4;
+    let mut len = frame.frame_len() - 4 + inband as u32;
     let mut whole = true;
     if let Some(cut) = opts.sniffer.filter(|&c| c > 0 && len > c) {
         len = cut;
@@ -299,23 +326,23 @@ pub fn icrc_fails(frame: &FrameSpec, opts: &CaptureOptions) -> Option<bool> {
     let (corrupt, sport) = match frame {
         FrameSpec::Roce(r) => (r.corrupt, r.udp_sport),
         FrameSpec::Cnp(c) => (false, c.udp_sport),
-        FrameSpec::Pfc(_) => return None,
+        FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return None,
     };
     Some(corrupt || (opts.sniffer.is_some() && sport != ROCE_PORT))
 }
 
 /// Rewrites a RoCE frame `bytes` (as [`append_frame`] wrote it) the way a
 /// NIC's RDMA sniffer records it, and cuts it to `cut` bytes (0: not cut).
-fn sniff(frame: &FrameSpec, tap: usize, bytes: &mut Vec<u8>, cut: u32) {
+fn sniff(frame: &FrameSpec, tap: usize, ts_ns: u64, bytes: &mut Vec<u8>, cut: u32) {
     let vlan = match frame {
         FrameSpec::Roce(r) => r.vlan.is_some(),
         FrameSpec::Cnp(c) => c.vlan.is_some(),
-        FrameSpec::Pfc(_) => return,
+        FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
     };
     // The model writes IPv4 headers without options.
     let udp = 14 + if vlan { 4 } else { 0 } + 20;
     if bytes.len() >= udp + 2 {
-        bytes[6..12].copy_from_slice(&sniffer_mac(tap));
+        bytes[6..12].copy_from_slice(&sniffer_mac(tap, ts_ns));
         bytes[udp..udp + 2].copy_from_slice(&ROCE_PORT.to_be_bytes());
     }
     if cut > 0 {
@@ -360,6 +387,12 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
     if opts.sniffer.is_some() && opts.erspan.is_some() {
         return Err(Error::Usage(
             "a sniffer capture is a host's, not a mirror session's: choose --sniffer or --erspan"
+                .into(),
+        ));
+    }
+    if opts.sniffer.is_some() && run.switch_log.in_band().is_some() {
+        return Err(Error::Usage(
+            "a sniffer capture is a host's, and the last switch strips in-band telemetry before the host: choose --sniffer or --telemetry int-md|ifa"
                 .into(),
         ));
     }
@@ -436,15 +469,21 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
         }
         Ok(n)
     };
-    for f in &run.frames {
+    for (i, f) in run.frames.iter().enumerate() {
         written += send_reports(f.ts_ns, &mut *writer).map_err(io_err)?;
         let Some(iface) = iface_of.get(f.tap).copied().flatten() else {
             continue;
         };
         inner.clear();
         append_frame(&f.frame, &mut inner);
+        if let (Some(mode), Some(hops)) = (run.switch_log.in_band(), run.switch_log.inband.get(&i))
+        {
+            inner = super::inband::with_hops(mode, &f.frame, &inner, hops, EPOCH_NS);
+        }
+        let mut at = EPOCH_NS + f.ts_ns;
         if let Some(cut) = opts.sniffer {
-            sniff(&f.frame, f.tap, &mut inner, cut);
+            sniff(&f.frame, f.tap, f.ts_ns, &mut inner, cut);
+            at = sniffer_capture_ns(f.ts_ns);
         }
         let bytes = match opts.erspan {
             Some(version) => {
@@ -468,9 +507,7 @@ fn write_capture_to(run: &Run, path: &Path, partial: &Path, opts: &CaptureOption
             }
             None => &inner,
         };
-        writer
-            .write_frame(iface, EPOCH_NS + f.ts_ns, bytes)
-            .map_err(io_err)?;
+        writer.write_frame(iface, at, bytes).map_err(io_err)?;
         written += 1;
     }
     written += send_reports(u64::MAX, &mut *writer).map_err(io_err)?;

@@ -3,10 +3,12 @@
 //! propagation delay, and the mirror taps.
 
 use super::hosts::{
-    IP_TTL, MAX_FLOWS, MAX_SPINES, ephemeral_port, port_mac, receiver_ip, requester_qpn,
-    responder_qpn, sender_ip,
+    Cabling, IP_TTL, MAX_FLOWS, MAX_SPINES, cable_leaf_spine, ephemeral_port, port_mac,
+    receiver_ip, requester_qpn, responder_qpn, sender_ip,
 };
-use super::postcards::{DROP_REASON_TRAFFIC_MANAGER, PortName, Postcard, SwitchLog, switch_id};
+use super::postcards::{
+    DROP_REASON_TRAFFIC_MANAGER, InbandHop, PortName, Postcard, SwitchLog, switch_id,
+};
 use super::qp::{Placed, Qp, QpStats, RateStep};
 use super::scenario::{Config, Dir};
 use super::spec::{
@@ -40,6 +42,9 @@ struct Pkt {
     /// ahead of it (what its telemetry report says).
     queued: Option<(u64, u64)>,
     meta: FrameMeta,
+    /// In-band telemetry it carries (`synth --telemetry int-md|ifa`),
+    /// newest hop first.
+    hops: Vec<InbandHop>,
 }
 
 #[derive(Debug)]
@@ -137,7 +142,7 @@ enum Ev {
     /// Slowdown `k` starts (`true`) or ends.
     Slow(usize, bool),
     /// A mirror's delayed second copy of a frame is recorded.
-    Mirror(Box<(TapFrame, FrameMeta)>),
+    Mirror(Box<(TapFrame, FrameMeta, Vec<InbandHop>)>),
 }
 
 /// A tap's recording impairments, with the tap's own random stream.
@@ -262,6 +267,9 @@ pub struct Run {
     /// for the telemetry truth.
     #[serde(skip)]
     pub port_names: Vec<PortName>,
+    /// A UET run's own record (`super::uet`); `None` for RoCE.
+    #[serde(skip)]
+    pub uet: Option<Box<super::uet::UetLog>>,
 }
 
 /// One connection as configured, with what the model did on it.
@@ -437,32 +445,9 @@ impl Fabric {
             .map(|i| switch(&mut f, format!("spine{i}")))
             .collect();
         // Links.
-        for (i, &n) in host_nodes.iter().enumerate() {
-            let leaf = if i < c.senders { leaf0 } else { leaf1 };
-            let (hp, lp) = f.link(n, leaf);
-            f.hosts[i].port = hp;
-            let ip = f.hosts[i].ip;
-            f.route(leaf, ip, vec![lp]);
-        }
-        let mut up0 = vec![];
-        let mut up1 = vec![];
-        for &s in &spines {
-            let (a, sp0) = f.link(leaf0, s);
-            let (b, sp1) = f.link(leaf1, s);
-            up0.push(a);
-            up1.push(b);
-            for i in 0..c.senders {
-                f.route(s, sender_ip(i), vec![sp0]);
-            }
-            for i in 0..c.receivers {
-                f.route(s, receiver_ip(i), vec![sp1]);
-            }
-        }
-        for i in 0..c.receivers {
-            f.route(leaf0, receiver_ip(i), up0.clone());
-        }
-        for i in 0..c.senders {
-            f.route(leaf1, sender_ip(i), up1.clone());
+        let host_ports = cable_leaf_spine(&mut f, &host_nodes, c.senders, [leaf0, leaf1], &spines);
+        for (host, port) in f.hosts.iter_mut().zip(host_ports) {
+            host.port = port;
         }
         // Queue pairs.
         for (i, fc) in c.flows.iter().enumerate() {
@@ -623,7 +608,18 @@ impl Fabric {
             routes.insert(ip, ports);
         }
     }
+}
 
+impl Cabling for Fabric {
+    fn cable(&mut self, a: usize, b: usize) -> (usize, usize) {
+        self.link(a, b)
+    }
+    fn route_to(&mut self, node: usize, ip: Ipv4Addr, ports: Vec<usize>) {
+        self.route(node, ip, ports);
+    }
+}
+
+impl Fabric {
     fn port_of(&self, node: &str, toward: &str) -> Result<usize, String> {
         let n = self
             .names
@@ -770,6 +766,7 @@ impl Fabric {
             fabric: self.stats,
             switch_log: self.switch_log,
             port_names,
+            uet: None,
         }
     }
 
@@ -824,9 +821,10 @@ impl Fabric {
                 self.start_rx(h);
             }
             Ev::Mirror(copy) => {
-                let (frame, meta) = *copy;
+                let (frame, meta, hops) = *copy;
                 self.frames.push(frame);
                 self.meta.push(meta);
+                self.log_hops(&hops);
             }
         }
     }
@@ -867,6 +865,7 @@ impl Fabric {
                 frame: pkt.spec.clone(),
             });
             self.meta.push(pkt.meta);
+            self.log_hops(&pkt.hops);
             if !twice {
                 continue;
             }
@@ -887,9 +886,21 @@ impl Fabric {
             if gap == 0 {
                 self.frames.push(copy);
                 self.meta.push(meta);
+                self.log_hops(&pkt.hops);
             } else {
-                self.push(now + gap, Ev::Mirror(Box::new((copy, meta))));
+                self.push(
+                    now + gap,
+                    Ev::Mirror(Box::new((copy, meta, pkt.hops.clone()))),
+                );
             }
+        }
+    }
+
+    /// The in-band telemetry of the tap frame just recorded, if it has any.
+    fn log_hops(&mut self, hops: &[InbandHop]) {
+        if !hops.is_empty() {
+            let frame = self.frames.len() - 1;
+            self.switch_log.inband.insert(frame, hops.to_vec());
         }
     }
 
@@ -943,7 +954,7 @@ impl Fabric {
         pkt.spec.set_macs(self.ports[p].mac, self.ports[peer].mac);
         self.remark(p, &mut pkt);
         if let Some((arrived, depth)) = pkt.queued.take() {
-            self.postcard(ingress, p, (arrived, depth), &pkt, false);
+            self.postcard(ingress, p, (arrived, depth), &mut pkt, false);
         }
         self.max_frame_len = self.max_frame_len.max(pkt.len);
         let port = &mut self.ports[p];
@@ -974,7 +985,7 @@ impl Fabric {
         let dscp = match &mut pkt.spec {
             FrameSpec::Roce(r) => &mut r.dscp,
             FrameSpec::Cnp(c) => &mut c.dscp,
-            FrameSpec::Pfc(_) => return,
+            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
         };
         let Some(&[from, to]) = self.ports[p].remark_dscp.iter().find(|r| r[0] == *dscp) else {
             return;
@@ -1067,7 +1078,7 @@ impl Fabric {
         let (src, dst, sport, qp) = match &pkt.spec {
             FrameSpec::Roce(r) => (r.src_ip, r.dst_ip, r.udp_sport, r.dest_qp),
             FrameSpec::Cnp(c) => (c.src_ip, c.dst_ip, c.udp_sport, c.dest_qp),
-            FrameSpec::Pfc(_) => return,
+            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
         };
         let NodeKind::Switch { routes } = &self.kinds[self.ports[p_in].node] else {
             return;
@@ -1088,7 +1099,7 @@ impl Fabric {
         let sw = &self.cfg.switch;
         if depth + pkt.len as u64 > sw.queue_limit {
             self.net_drop(e, &pkt);
-            self.postcard(Some(p_in), e, (self.now, depth), &pkt, true);
+            self.postcard(Some(p_in), e, (self.now, depth), &mut pkt, true);
             self.stats.switch_drops += 1;
             if let Some(q) = pkt.meta.flow {
                 self.qps[q].stats.switch_drops += 1;
@@ -1121,7 +1132,7 @@ impl Fabric {
         ingress: Option<usize>,
         egress: usize,
         queued: (u64, u64),
-        pkt: &Pkt,
+        pkt: &mut Pkt,
         dropped: bool,
     ) {
         let FrameSpec::Roce(r) = &pkt.spec else {
@@ -1132,6 +1143,34 @@ impl Fabric {
         }
         let (arrived, depth) = queued;
         let node = self.ports[egress].node;
+        if self.switch_log.in_band().is_some() {
+            // In the packet instead: the first switch inserts the header,
+            // each pushes its hop, the last (toward a host) strips them
+            // before the host's link. A dropped packet's hops go with it.
+            if dropped {
+                return;
+            }
+            let hop = InbandHop {
+                node,
+                switch_id: switch_id(node),
+                ingress_port: ingress.map_or(0, |i| self.ports[i].number),
+                egress_port: self.ports[egress].number,
+                egress,
+                queue: pkt.prio,
+                occupancy: u32::try_from(depth).unwrap_or(u32::MAX),
+                hop_latency_ns: u32::try_from(self.now - arrived).unwrap_or(u32::MAX),
+                arrival_ns: arrived,
+                departure_ns: self.now,
+                ttl: r.ttl,
+                gbps: self.ports[egress].gbps,
+            };
+            pkt.hops.insert(0, hop);
+            let peer = self.ports[egress].peer;
+            if matches!(self.kinds[self.ports[peer].node], NodeKind::Host(_)) {
+                pkt.hops.clear();
+            }
+            return;
+        }
         let Some(congested) = self.switch_log.reports(node, depth, dropped) else {
             return;
         };
@@ -1264,6 +1303,7 @@ impl Fabric {
             ingress: None,
             queued: None,
             meta,
+            hops: Vec::new(),
         });
         self.try_tx(p);
     }
@@ -1426,6 +1466,7 @@ impl Fabric {
                 rewind_no,
                 ..FrameMeta::default()
             },
+            hops: Vec::new(),
         }
     }
 
@@ -1614,7 +1655,7 @@ impl Fabric {
                 self.on_response(qi, &r, pkt.meta.resp_seq);
             }
             FrameSpec::Cnp(_) => self.on_cnp(qi),
-            FrameSpec::Pfc(_) => {}
+            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => {}
         }
     }
 
@@ -1788,6 +1829,7 @@ impl Fabric {
                 ingress: None,
                 queued: None,
                 meta,
+                hops: Vec::new(),
             },
         );
     }
@@ -1825,6 +1867,7 @@ impl Fabric {
                 ingress: None,
                 queued: None,
                 meta,
+                hops: Vec::new(),
             },
         );
     }

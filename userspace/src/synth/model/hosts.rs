@@ -31,6 +31,63 @@ pub const MAX_FLOWS: usize = (1 << 24) - 0x200;
 /// Most spines: every switch port's number fits [`port_mac`].
 pub const MAX_SPINES: usize = 64;
 
+/// What cabling the leaf-spine needs of a fabric being built (the RoCE
+/// fabric's and the UET one's).
+pub trait Cabling {
+    /// Cables nodes `a` and `b`: their new ports, `a`'s first.
+    fn cable(&mut self, a: usize, b: usize) -> (usize, usize);
+    /// Switch `node` reaches `ip` over `ports` (its ECMP group).
+    fn route_to(&mut self, node: usize, ip: Ipv4Addr, ports: Vec<usize>);
+}
+
+/// Cables the model's leaf-spine: host node `hosts[i]` (the `senders`
+/// first, on `leaves[0]`; the receivers on `leaves[1]`) to its leaf, every
+/// spine to both leaves, with the routes (a leaf's ECMP group toward the
+/// other leaf's hosts is its spine ports). Returns each host's port.
+pub fn cable_leaf_spine(
+    f: &mut impl Cabling,
+    hosts: &[usize],
+    senders: usize,
+    leaves: [usize; 2],
+    spines: &[usize],
+) -> Vec<usize> {
+    let receivers = hosts.len() - senders;
+    let ip = |i: usize| {
+        if i < senders {
+            sender_ip(i)
+        } else {
+            receiver_ip(i - senders)
+        }
+    };
+    let mut host_ports = Vec::with_capacity(hosts.len());
+    for (i, &n) in hosts.iter().enumerate() {
+        let leaf = leaves[usize::from(i >= senders)];
+        let (hp, lp) = f.cable(n, leaf);
+        host_ports.push(hp);
+        f.route_to(leaf, ip(i), vec![lp]);
+    }
+    let mut up = [vec![], vec![]];
+    for &s in spines {
+        let (a, sp0) = f.cable(leaves[0], s);
+        let (b, sp1) = f.cable(leaves[1], s);
+        up[0].push(a);
+        up[1].push(b);
+        for i in 0..senders {
+            f.route_to(s, sender_ip(i), vec![sp0]);
+        }
+        for i in 0..receivers {
+            f.route_to(s, receiver_ip(i), vec![sp1]);
+        }
+    }
+    for i in 0..receivers {
+        f.route_to(leaves[0], receiver_ip(i), up[0].clone());
+    }
+    for i in 0..senders {
+        f.route_to(leaves[1], sender_ip(i), up[1].clone());
+    }
+    host_ports
+}
+
 /// The `i`th of a series of UDP source ports `stride` apart, wrapping
 /// within the ephemeral range 0xC000..=0xFFFF (RFC 6335), whatever `i`.
 pub fn ephemeral_port(i: usize, stride: u16) -> u16 {

@@ -24,6 +24,7 @@ pub mod bridge;
 pub mod fabric;
 pub mod hop_truth;
 pub mod hosts;
+pub mod inband;
 pub mod nic_truth;
 pub mod pause_truth;
 pub mod postcards;
@@ -33,6 +34,7 @@ pub mod spec;
 pub mod switch;
 pub mod telemetry_truth;
 pub mod truth;
+pub mod uet;
 
 #[cfg(test)]
 mod tests;
@@ -50,6 +52,9 @@ pub use truth::{FlowTruth, PfcTruth, TapTruth, Truth};
 
 /// Run the model for `cfg`. Errors name the bad setting.
 pub fn simulate(cfg: &Config) -> Result<Run, String> {
+    if cfg.uet.is_some() {
+        return uet::simulate(cfg);
+    }
     Ok(fabric::Fabric::new(cfg)?.run())
 }
 

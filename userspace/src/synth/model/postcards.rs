@@ -25,9 +25,70 @@ pub const COLLECTOR_PORT: u16 = 32766;
 /// = 71, p4lang's switch programs): the egress queue had no room.
 pub const DROP_REASON_TRAFFIC_MANAGER: u8 = 71;
 
+/// The UDP destination port that marks INT-MD in synth's captures (the
+/// original port moves into the shim; operators choose one, none is
+/// standard): analyse them with `--int-port 32767`.
+pub const INT_PORT: u16 = 32767;
+
+/// The IP protocol that marks IFA in synth's captures: the draft's 131
+/// (rocescope's `--ifa-proto` default).
+pub const IFA_PROTOCOL: u8 = 131;
+
+/// How the switches export what their queues did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TelemetryMode {
+    /// Telemetry Report v2.0 postcards and drop reports to a collector.
+    #[default]
+    Postcards,
+    /// INT-MD over UDP (INT v2.1) in the packets themselves: the first
+    /// switch inserts the shim and metadata header, every switch pushes
+    /// its hop, the last (toward the host) strips them.
+    IntMd,
+    /// IFA 2.0 (draft-kumar-ippm-ifa) the same way: the header after IP,
+    /// the metadata stack after UDP.
+    Ifa,
+}
+
+impl TelemetryMode {
+    /// The telemetry travels in the packets.
+    pub fn in_band(self) -> bool {
+        self != TelemetryMode::Postcards
+    }
+
+    pub fn is_postcards(&self) -> bool {
+        *self == TelemetryMode::Postcards
+    }
+}
+
+/// One switch's hop of in-band telemetry, as the model knew it: pushed
+/// at the packet's departure from its queue state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InbandHop {
+    pub node: usize,
+    pub switch_id: u32,
+    pub ingress_port: u16,
+    pub egress_port: u16,
+    /// The egress port (index into the run's ports), for its name.
+    pub egress: usize,
+    pub queue: u8,
+    /// Bytes in the egress queue when the packet joined it.
+    pub occupancy: u32,
+    /// From arrival to departure.
+    pub hop_latency_ns: u32,
+    pub arrival_ns: u64,
+    pub departure_ns: u64,
+    /// The packet's IP TTL there, and the egress link's speed (Gb/s).
+    pub ttl: u8,
+    pub gbps: f64,
+}
+
 /// What the switches export.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TelemetryCfg {
+    /// Reports to a collector, or INT-MD or IFA in the packets.
+    #[serde(default)]
+    pub mode: TelemetryMode,
     /// UDP destination port of the reports.
     pub collector_port: u16,
     /// Bytes of the packet a report carries (a truncated copy).
@@ -43,6 +104,7 @@ pub struct TelemetryCfg {
 impl Default for TelemetryCfg {
     fn default() -> Self {
         TelemetryCfg {
+            mode: TelemetryMode::Postcards,
             collector_port: COLLECTOR_PORT,
             truncate: 128,
             congested_bytes: 64 * 1024,
@@ -104,6 +166,9 @@ pub struct SwitchLog {
     /// Per switch egress queue `(port, priority)`: the configured flows
     /// whose packets joined it.
     pub crossed: BTreeMap<(usize, u8), BTreeSet<usize>>,
+    /// In-band telemetry: per tap frame (index into the run's frames)
+    /// carrying it, its stack, newest hop first.
+    pub inband: BTreeMap<usize, Vec<InbandHop>>,
     next_sequence: Vec<u32>,
     /// Per switch: requests forwarded and not reported since its last
     /// sampled report.
@@ -131,6 +196,30 @@ impl SwitchLog {
         let peak = &mut self.peaks[port][prio as usize & 7];
         if bytes > peak.bytes {
             *peak = QueuePeak { bytes, at_ns: now };
+        }
+    }
+
+    /// The in-band mode, if the switches put telemetry into the packets.
+    pub fn in_band(&self) -> Option<TelemetryMode> {
+        self.cfg.as_ref().map(|c| c.mode).filter(|m| m.in_band())
+    }
+
+    /// The bytes in-band telemetry adds to tap frame `frame` on the wire.
+    pub fn inband_len(&self, frame: usize) -> usize {
+        let Some(hops) = self.inband.get(&frame) else {
+            return 0;
+        };
+        use rocescope_common::wire::{ifa, int};
+        match self.in_band() {
+            Some(TelemetryMode::IntMd) => {
+                int::SHIM_LEN
+                    + int::MD_HEADER_LEN
+                    + hops.len() * crate::synth::telemetry::INT_HOP_LEN
+            }
+            Some(TelemetryMode::Ifa) => {
+                ifa::HEADER_LEN + ifa::MD_HEADER_LEN + hops.len() * ifa::HOP_LEN
+            }
+            _ => 0,
         }
     }
 

@@ -275,6 +275,9 @@ pub struct Config {
     pub impairments: Vec<Impairment>,
     pub flows: Vec<FlowCfg>,
     pub taps: Vec<TapPoint>,
+    /// A UET scenario's own knobs (`super::uet`); `None`: RoCE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uet: Option<super::uet::UetCfg>,
 }
 
 pub const SCENARIOS: &[&str] = &[
@@ -295,6 +298,8 @@ pub const SCENARIOS: &[&str] = &[
     "qos-mismatch",
     "ecn-overmark",
     "dcqcn-off",
+    "uet-incast",
+    "uet-spray",
 ];
 
 impl Default for Config {
@@ -361,6 +366,7 @@ impl Default for Config {
                 TapPoint::new("leaf0", "s0", Dir::Both),
                 TapPoint::new("leaf1", "r0", Dir::Both),
             ],
+            uet: None,
         }
     }
 }
@@ -802,6 +808,7 @@ impl Config {
                     TapPoint::new("leaf0", "s1", Dir::Both),
                 ];
             }
+            name if super::uet::preset(&mut c, name) => {}
             _ => return None,
         }
         Some(c)

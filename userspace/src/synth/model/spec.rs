@@ -87,6 +87,8 @@ pub enum FrameSpec {
     Roce(RoceSpec),
     Cnp(CnpSpec),
     Pfc(PfcSpec),
+    /// A UET frame (`super::uet`).
+    Uet(super::uet::wire::UetSpec),
 }
 
 /// PFC / PAUSE destination address.
@@ -113,6 +115,7 @@ impl FrameSpec {
                 14 + 20 + 8 + 12 + 16 + 4 + 4 + if c.vlan.is_some() { 4 } else { 0 }
             }
             FrameSpec::Pfc(_) => 64,
+            FrameSpec::Uet(u) => u.frame_len(),
         };
         len.max(64)
     }
@@ -124,6 +127,7 @@ impl FrameSpec {
         match &mut f {
             FrameSpec::Roce(r) => r.ttl = r.ttl.saturating_sub(1),
             FrameSpec::Cnp(c) => c.ttl = c.ttl.saturating_sub(1),
+            FrameSpec::Uet(u) => u.ttl = u.ttl.saturating_sub(1),
             FrameSpec::Pfc(_) => {}
         }
         f
@@ -145,6 +149,10 @@ impl FrameSpec {
             FrameSpec::Cnp(c) => {
                 c.src_mac = src;
                 c.dst_mac = dst;
+            }
+            FrameSpec::Uet(u) => {
+                u.src_mac = src;
+                u.dst_mac = dst;
             }
             FrameSpec::Pfc(_) => {}
         }

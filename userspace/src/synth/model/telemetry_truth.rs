@@ -5,15 +5,30 @@
 use serde::Serialize;
 
 use super::fabric::Run;
+use super::postcards::{IFA_PROTOCOL, INT_PORT, TelemetryMode};
 use super::spec::FrameSpec;
 
 /// `truth.json`'s `telemetry` (present when the switches exported it).
 #[derive(Clone, Debug, Serialize)]
 pub struct TelemetryTruth {
+    /// `int-md` or `ifa`; absent for postcards (the truth of a postcard
+    /// run is what it was before the in-band modes).
+    #[serde(skip_serializing_if = "TelemetryMode::is_postcards")]
+    pub mode: TelemetryMode,
     /// The reports' UDP destination port (`--telemetry-report-port`).
     pub collector_port: u16,
-    /// Every report, in the order the switches sent them.
+    /// INT-MD's marking UDP port (`--int-port`), with `int-md`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub int_port: Option<u16>,
+    /// IFA's IP protocol (`--ifa-proto`), with `ifa`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ifa_protocol: Option<u8>,
+    /// Every report, in the order the switches sent them (postcards).
     pub reports: Vec<ReportTruth>,
+    /// In-band modes: every tap frame that carried telemetry, in the
+    /// order the taps recorded them, with its stack.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inband: Vec<InbandTruth>,
     /// The switch egress queue that held the most bytes in the run.
     pub congested_queue: Option<QueueTruth>,
 }
@@ -42,6 +57,35 @@ pub struct ReportTruth {
     pub flow: Option<usize>,
     pub dest_qp: u32,
     pub psn: u32,
+}
+
+/// A tap frame carrying in-band telemetry.
+#[derive(Clone, Debug, Serialize)]
+pub struct InbandTruth {
+    /// The tap (its interface name) and when it recorded the frame (model
+    /// time, ns).
+    pub tap: String,
+    pub ts_ns: u64,
+    pub dest_qp: u32,
+    pub psn: u32,
+    /// Newest hop first, as the stack holds them.
+    pub hops: Vec<HopTruth>,
+}
+
+/// One switch's hop, from its queue state at the packet's departure.
+#[derive(Clone, Debug, Serialize)]
+pub struct HopTruth {
+    pub switch: String,
+    pub switch_id: u32,
+    pub ingress_port: u16,
+    pub egress_port: u16,
+    /// The egress port's name (`NODE-TOWARD`).
+    pub port: String,
+    pub queue: u8,
+    /// Bytes ahead of the packet in its egress queue when it joined.
+    pub occupancy: u32,
+    /// Arrival to departure, ns.
+    pub hop_latency_ns: u32,
 }
 
 /// A switch egress queue at its fullest.
@@ -120,9 +164,49 @@ impl TelemetryTruth {
                     .unwrap_or_default(),
             }
         });
+        let inband = log
+            .inband
+            .iter()
+            .filter_map(|(&i, hops)| {
+                let f = run.frames.get(i)?;
+                let FrameSpec::Roce(r) = &f.frame else {
+                    return None;
+                };
+                Some(InbandTruth {
+                    tap: run
+                        .taps
+                        .get(f.tap)
+                        .map(|t| t.name.clone())
+                        .unwrap_or_default(),
+                    ts_ns: f.ts_ns,
+                    dest_qp: r.dest_qp,
+                    psn: r.psn,
+                    hops: hops
+                        .iter()
+                        .map(|h| {
+                            let port = name(h.egress);
+                            HopTruth {
+                                switch: port.node,
+                                switch_id: h.switch_id,
+                                ingress_port: h.ingress_port,
+                                egress_port: h.egress_port,
+                                port: port.name,
+                                queue: h.queue,
+                                occupancy: h.occupancy,
+                                hop_latency_ns: h.hop_latency_ns,
+                            }
+                        })
+                        .collect(),
+                })
+            })
+            .collect();
         Some(TelemetryTruth {
+            mode: cfg.mode,
             collector_port: cfg.collector_port,
+            int_port: (cfg.mode == TelemetryMode::IntMd).then_some(INT_PORT),
+            ifa_protocol: (cfg.mode == TelemetryMode::Ifa).then_some(IFA_PROTOCOL),
             reports,
+            inband,
             congested_queue,
         })
     }

@@ -1,5 +1,14 @@
 use super::*;
 
+/// The RoCE presets: the UET ones have their own truth and tests
+/// (`uet::tests`).
+fn roce_scenarios() -> impl Iterator<Item = &'static str> {
+    SCENARIOS
+        .iter()
+        .copied()
+        .filter(|s| !uet::SCENARIOS.contains(s))
+}
+
 fn summary(name: &str) {
     let t0 = std::time::Instant::now();
     let (run, truth) = run_scenario(name, 1, None).unwrap();
@@ -52,7 +61,7 @@ fn summary(name: &str) {
 
 #[test]
 fn print_all() {
-    for s in SCENARIOS {
+    for s in roce_scenarios() {
         summary(s);
     }
 }
@@ -75,7 +84,7 @@ fn sum<F: Fn(&FlowTruth) -> u64>(t: &Truth, tap: Option<usize>, f: F) -> u64 {
 
 #[test]
 fn every_preset_builds_and_runs_in_order() {
-    for name in SCENARIOS {
+    for name in roce_scenarios() {
         let (run, truth) = run_named(name, 3);
         assert!(!run.frames.is_empty(), "{name}: no frames");
         assert_eq!(run.frames.len(), run.meta.len());
@@ -290,7 +299,7 @@ fn frame_limit_and_overrides() {
 /// `mirror_duplicates_in_the_capture_are_the_truths` finds by their bytes).
 #[test]
 fn truth_matches_the_frames() {
-    for name in SCENARIOS {
+    for name in roce_scenarios() {
         let (run, t) = run_named(name, 5);
         #[derive(Default, Debug, PartialEq)]
         struct C {
@@ -346,6 +355,7 @@ fn truth_matches_the_frames() {
                         .cnps += 1;
                 }
                 FrameSpec::Pfc(_) => pfc[f.tap] += 1,
+                FrameSpec::Uet(_) => unreachable!("RoCE scenarios only"),
             }
         }
         assert_eq!(seen.len(), t.flows.len(), "{name}");
@@ -420,7 +430,7 @@ fn analyzer_agrees_with_truth() {
     use crate::analyze::{Analyzer, Config as AConfig, VecSink};
     use crate::proto::linktype;
     let mut mismatches = vec![];
-    for name in SCENARIOS {
+    for name in roce_scenarios() {
         // The ghost-drop fabric runs at 400G: 1 ms (two r0 stalls) keeps it quick.
         let (run, t) = if name.starts_with("ghost-drop") {
             run_short(name, 2, 1_000_000)
@@ -824,7 +834,7 @@ fn corrupted_frames_fail_the_icrc_in_the_capture() {
 }
 
 /// A sniffer capture: every RoCE frame from UDP port 4791 with the
-/// sniffer's source MAC, long frames cut at 128 bytes with the record's
+/// NIC's clock as its source MAC, long frames cut at 128 bytes with the record's
 /// original length saying 128 (only the IP total length shows the cut),
 /// and no whole RoCE frame with a valid ICRC.
 #[test]
@@ -842,7 +852,10 @@ fn sniffer_captures_rewrite_and_cut() {
         let d = r.decoded();
         assert!(matches!(d.kind(), crate::Kind::Roce | crate::Kind::Cnp));
         assert_eq!(d.udp_sport, 4791);
-        assert_eq!(d.src_mac, bridge::sniffer_mac(r.iface as usize));
+        // The MAC is the NIC's clock; the capture's time is the model's to
+        // the microsecond.
+        let nic = crate::sources::mac_value(&d.src_mac) - bridge::sniffer_boot_ns(r.iface as usize);
+        assert!(r.ts_ns.is_multiple_of(1000) && (r.ts_ns..r.ts_ns + 1000).contains(&nic));
         assert_eq!(r.orig_len as usize, r.data.len());
         assert!(r.data.len() <= 128);
         let ip_total = u16::from_be_bytes([r.data[16], r.data[17]]) as usize;
@@ -962,7 +975,7 @@ fn connections_are_the_models_counters() {
 /// although the mirror lost some of their first packets.
 #[test]
 fn rewinds_seen_survive_mirror_drops() {
-    for name in SCENARIOS {
+    for name in roce_scenarios() {
         let (_, t) = run_short(name, 1, 1_000_000);
         for f in &t.flows {
             if f.tap_dropped == 0 {

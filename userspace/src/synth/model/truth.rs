@@ -15,7 +15,7 @@
 //! `connections` holds the model's counters per connection, not
 //! tap-relative. docs/synth-truth.md describes every field.
 
-use super::bridge::{CaptureOptions, icrc_fails, recorded_len};
+use super::bridge::{CaptureOptions, icrc_fails, recorded_len_with};
 use super::fabric::{FabricStats, QpSummary, Run};
 use super::spec::{FrameSpec, Trigger};
 use crate::addr::Mac;
@@ -628,8 +628,9 @@ impl Truth {
             .collect();
         let mut flows: BTreeMap<(usize, usize), FlowState> = BTreeMap::new();
         let mut pauses: BTreeMap<(usize, [u8; 6], u8), (PfcTruth, PauseState)> = BTreeMap::new();
-        for (f, m) in run.frames.iter().zip(&run.meta) {
+        for (i, (f, m)) in run.frames.iter().zip(&run.meta).enumerate() {
             let t = f.tap;
+            let inband = run.switch_log.inband_len(i);
             if !wanted[t] {
                 continue;
             }
@@ -644,8 +645,8 @@ impl Truth {
             }
             tt.frames += 1;
             tt.last_ts_ns = f.ts_ns;
-            tt.bytes += f.frame.frame_len() as u64;
-            let (_, whole) = recorded_len(&f.frame, opts);
+            tt.bytes += (f.frame.frame_len() as usize + inband) as u64;
+            let (_, whole) = recorded_len_with(&f.frame, inband, opts);
             let icrc_bad = whole && icrc_fails(&f.frame, opts) == Some(true);
             tt.cut += !whole as u64;
             tt.icrc_bad += icrc_bad as u64;
@@ -732,6 +733,8 @@ impl Truth {
                         }
                     }
                 }
+                // The UET truth is `super::uet::truth`'s.
+                FrameSpec::Uet(_) => {}
                 FrameSpec::Cnp(_) => {
                     tt.cnp += 1;
                     if let Some(flow) = m.flow.filter(|_| !m.copy) {

@@ -33,6 +33,7 @@ macro_rules! wire_enum {
     };
 }
 
+pub mod build;
 mod nack;
 pub mod pds;
 pub mod ses;

@@ -1,0 +1,598 @@
+//! The UET fabric's event loop: the leaf-spine of the RoCE model (its
+//! addressing, links, ECMP hash and taps) with UET endpoints and switches
+//! that trim instead of pausing. No PFC: a queue past `trim_bytes` cuts a
+//! request to its headers and sends those ahead on a priority queue; past
+//! `queue_limit` it drops.
+
+use super::pdc::{Reason, Rx, Tx};
+use super::wire::{Pdu, UetSpec};
+use super::{UetCfg, UetLog};
+use crate::synth::model::fabric::{FabricStats, Run, TapInfo, wire_ns};
+use crate::synth::model::hosts::{Cabling, cable_leaf_spine, port_mac, receiver_ip, sender_ip};
+use crate::synth::model::postcards::SwitchLog;
+use crate::synth::model::scenario::{Config, Dir};
+use crate::synth::model::spec::{FrameMeta, FrameSpec, TapFrame};
+use crate::synth::model::switch::{Rng, ecmp_pick};
+use rocescope_common::proto::ip::{ECN_CE, ECN_ECT0, ECN_ECT1};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::net::Ipv4Addr;
+
+/// A packet in the network, with what the model knows of it.
+#[derive(Clone, Debug)]
+pub(super) struct Pkt {
+    pub spec: UetSpec,
+    pub len: u32,
+    pub pdc: usize,
+    /// Requests: the send (index into `UetLog::sends`).
+    pub send: Option<usize>,
+}
+
+struct Port {
+    node: usize,
+    peer: usize,
+    mac: [u8; 6],
+    /// Trimmed headers go first.
+    hi: VecDeque<Pkt>,
+    queue: VecDeque<Pkt>,
+    qbytes: u64,
+    hibytes: u64,
+    busy: bool,
+    // Impairments of the link into this port.
+    loss: f64,
+    slow: f64,
+    slow_ns: u64,
+    taps_tx: Vec<usize>,
+    taps_rx: Vec<usize>,
+}
+
+enum Kind {
+    Host(usize),
+    Switch(BTreeMap<Ipv4Addr, Vec<usize>>),
+}
+
+enum Ev {
+    TxDone(usize),
+    Arrive(usize, Box<Pkt>),
+    /// A host looks for something to send.
+    Pull(usize),
+    /// The retransmit timer of a PDC's packet `idx`, armed at its `n`th send.
+    Rto(usize, u64, u32),
+}
+
+pub(super) struct Net {
+    pub cfg: Config,
+    pub ucfg: UetCfg,
+    pub now: u64,
+    seq: u64,
+    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    evs: Vec<Option<Ev>>,
+    free: Vec<usize>,
+    rng: Rng,
+    names: Vec<String>,
+    kinds: Vec<Kind>,
+    ports: Vec<Port>,
+    /// Per host: its port and its PDCs (senders) or nothing (receivers).
+    host_port: Vec<usize>,
+    host_pdcs: Vec<Vec<usize>>,
+    host_rr: Vec<usize>,
+    pub tx: Vec<Tx>,
+    pub rx: Vec<Rx>,
+    pub log: UetLog,
+    taps: Vec<TapInfo>,
+    frames: Vec<TapFrame>,
+    meta: Vec<FrameMeta>,
+    stats: FabricStats,
+    max_frame_len: u32,
+}
+
+impl Net {
+    pub fn new(cfg: &Config, ucfg: &UetCfg) -> Result<Net, String> {
+        let c = cfg.clone();
+        if c.senders == 0 || c.receivers == 0 || c.spines == 0 {
+            return Err("senders, receivers and spines must be at least 1".into());
+        }
+        if c.senders > 250 || c.receivers > 250 || c.spines > 64 {
+            return Err("at most 250 senders, 250 receivers and 64 spines".into());
+        }
+        if c.mtu == 0 || c.mtu > 0x3FFF || c.link_gbps <= 0.0 {
+            return Err(
+                "mtu is 1 to 16383 (SES payload length: 14 bits) and link_gbps positive".into(),
+            );
+        }
+        if ucfg.entropies == 0 {
+            return Err("uet.entropies must be at least 1".into());
+        }
+        if c.flows.len() > 0x1000 {
+            return Err("at most 4096 PDCs".into());
+        }
+        let mut n = Net {
+            ucfg: ucfg.clone(),
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            evs: vec![],
+            free: vec![],
+            rng: Rng::new(c.seed),
+            names: vec![],
+            kinds: vec![],
+            ports: vec![],
+            host_port: vec![],
+            host_pdcs: vec![],
+            host_rr: vec![],
+            tx: vec![],
+            rx: vec![],
+            log: UetLog::default(),
+            taps: vec![],
+            frames: vec![],
+            meta: vec![],
+            stats: FabricStats::default(),
+            max_frame_len: 0,
+            cfg: c.clone(),
+        };
+        for (prefix, count) in [("s", c.senders), ("r", c.receivers)] {
+            for i in 0..count {
+                n.kinds.push(Kind::Host(n.host_port.len()));
+                n.names.push(format!("{prefix}{i}"));
+                n.host_port.push(usize::MAX);
+                n.host_pdcs.push(vec![]);
+                n.host_rr.push(0);
+            }
+        }
+        let hosts = n.names.len();
+        for name in ["leaf0".to_string(), "leaf1".to_string()]
+            .into_iter()
+            .chain((0..c.spines).map(|i| format!("spine{i}")))
+        {
+            n.names.push(name);
+            n.kinds.push(Kind::Switch(BTreeMap::new()));
+        }
+        let host_nodes: Vec<usize> = (0..hosts).collect();
+        let spines: Vec<usize> = (0..c.spines).map(|s| hosts + 2 + s).collect();
+        n.host_port = cable_leaf_spine(&mut n, &host_nodes, c.senders, [hosts, hosts + 1], &spines);
+        for (i, fc) in c.flows.iter().enumerate() {
+            if fc.src >= c.senders || fc.dst >= c.receivers {
+                return Err(format!(
+                    "flows.{i}: s{} -> r{} is not in the fabric",
+                    fc.src, fc.dst
+                ));
+            }
+            n.tx.push(Tx::new(i, fc, c.mtu, ucfg));
+            n.rx.push(Rx::new(i, n.tx[i].packets));
+            n.host_pdcs[fc.src].push(i);
+            n.push(fc.start_ns, Ev::Pull(fc.src));
+        }
+        for (k, imp) in c.impairments.iter().enumerate() {
+            for (what, p) in [("loss", imp.loss), ("reorder", imp.reorder)] {
+                if !(0.0..=1.0).contains(&p) {
+                    return Err(format!(
+                        "impairments.{k}.{what} = {p}: a probability is between 0 and 1"
+                    ));
+                }
+            }
+            if imp.corrupt > 0.0 || imp.max_frame > 0 || !imp.remark_dscp.is_empty() {
+                return Err(format!(
+                    "impairments.{k}: the UET model has loss and reorder (a slower path), not corrupt, max_frame or remark_dscp"
+                ));
+            }
+            let p = n.port_of(&imp.node, &imp.toward)?;
+            let peer = n.ports[p].peer;
+            n.ports[peer].loss = imp.loss;
+            n.ports[peer].slow = imp.reorder;
+            n.ports[peer].slow_ns = imp.reorder_delay_ns;
+        }
+        for (t, tp) in c.taps.iter().enumerate() {
+            if tp.drop > 0.0 || tp.duplicate > 0.0 {
+                return Err(format!(
+                    "taps.{t}: the UET model's mirrors record every frame once (no drop or duplicate)"
+                ));
+            }
+            let p = n.port_of(&tp.node, &tp.toward)?;
+            if matches!(tp.dir, Dir::Tx | Dir::Both) {
+                n.ports[p].taps_tx.push(t);
+            }
+            if matches!(tp.dir, Dir::Rx | Dir::Both) {
+                n.ports[p].taps_rx.push(t);
+            }
+            n.taps.push(TapInfo {
+                name: tp.name(),
+                node: tp.node.clone(),
+                toward: tp.toward.clone(),
+                dir: tp.dir,
+                link_gbps: c.link_gbps,
+            });
+        }
+        Ok(n)
+    }
+}
+
+impl Cabling for Net {
+    fn cable(&mut self, a: usize, b: usize) -> (usize, usize) {
+        let pa = self.ports.len();
+        for (node, peer) in [(a, pa + 1), (b, pa)] {
+            let local = self.ports.iter().filter(|p| p.node == node).count();
+            let host = matches!(self.kinds[node], Kind::Host(_));
+            self.ports.push(Port {
+                node,
+                peer,
+                mac: port_mac(host, node, local),
+                hi: VecDeque::new(),
+                queue: VecDeque::new(),
+                qbytes: 0,
+                hibytes: 0,
+                busy: false,
+                loss: 0.0,
+                slow: 0.0,
+                slow_ns: 0,
+                taps_tx: vec![],
+                taps_rx: vec![],
+            });
+        }
+        (pa, pa + 1)
+    }
+
+    fn route_to(&mut self, node: usize, ip: Ipv4Addr, ports: Vec<usize>) {
+        if let Kind::Switch(routes) = &mut self.kinds[node] {
+            routes.insert(ip, ports);
+        }
+    }
+}
+
+impl Net {
+    fn port_of(&self, node: &str, toward: &str) -> Result<usize, String> {
+        let find = |x: &str| {
+            self.names
+                .iter()
+                .position(|n| n == x)
+                .ok_or_else(|| format!("no node `{x}`"))
+        };
+        let (a, b) = (find(node)?, find(toward)?);
+        self.ports
+            .iter()
+            .position(|p| p.node == a && self.ports[p.peer].node == b)
+            .ok_or_else(|| format!("`{node}` has no port toward `{toward}`"))
+    }
+
+    /// The port's name, `NODE-TOWARD`.
+    pub fn port_name(&self, p: usize) -> String {
+        let port = &self.ports[p];
+        format!(
+            "{}-{}",
+            self.names[port.node], self.names[self.ports[port.peer].node]
+        )
+    }
+
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.evs[s] = Some(ev);
+                s
+            }
+            None => {
+                self.evs.push(Some(ev));
+                self.evs.len() - 1
+            }
+        };
+        self.heap.push(Reverse((t, self.seq, slot)));
+    }
+
+    pub fn run(mut self) -> Run {
+        let limit = self.cfg.max_frames.unwrap_or(usize::MAX);
+        while let Some(Reverse((t, _, slot))) = self.heap.pop() {
+            if t > self.cfg.duration_ns {
+                break;
+            }
+            let Some(ev) = self.evs[slot].take() else {
+                continue;
+            };
+            self.free.push(slot);
+            self.now = t;
+            self.stats.events += 1;
+            match ev {
+                Ev::TxDone(p) => {
+                    self.ports[p].busy = false;
+                    self.try_tx(p);
+                }
+                Ev::Arrive(p, pkt) => self.arrive(p, *pkt),
+                Ev::Pull(h) => {
+                    let p = self.host_port[h];
+                    self.try_tx(p);
+                }
+                Ev::Rto(q, idx, n) => self.rto(q, idx, n),
+            }
+            if self.frames.len() >= limit {
+                self.frames.truncate(limit);
+                self.meta.truncate(limit);
+                self.log.frame_sends.truncate(limit);
+                self.stats.truncated = true;
+                break;
+            }
+        }
+        self.stats.end_ns = self.now;
+        self.finish()
+    }
+
+    fn finish(mut self) -> Run {
+        self.log.rto_ns = self.cfg.nic.min_rto_ns;
+        self.log.end_ns = self.now;
+        self.log.pdcs = self
+            .tx
+            .iter()
+            .zip(&self.rx)
+            .zip(&self.cfg.flows)
+            .map(|((t, r), fc)| {
+                let mut s = t.summary(r);
+                s.src_ip = Some(sender_ip(fc.src));
+                s.dst_ip = Some(receiver_ip(fc.dst));
+                s
+            })
+            .collect();
+        self.log.port_names = (0..self.ports.len()).map(|p| self.port_name(p)).collect();
+        Run {
+            scenario: self.cfg.name.clone(),
+            seed: self.cfg.seed,
+            taps: self.taps,
+            frames: self.frames,
+            meta: self.meta,
+            tap_drops: vec![],
+            net_drops: vec![],
+            qps: vec![],
+            fabric: self.stats,
+            ports: vec![],
+            rto_ns: self.cfg.nic.min_rto_ns,
+            pauses: vec![],
+            prop_ns: self.cfg.prop_ns,
+            max_frame_len: self.max_frame_len,
+            link_gbps: self.cfg.link_gbps,
+            switch_log: SwitchLog::new(None),
+            port_names: vec![],
+            uet: Some(Box::new(self.log)),
+        }
+    }
+
+    fn record(&mut self, taps: &[usize], pkt: &Pkt) {
+        for &t in taps {
+            self.frames.push(TapFrame {
+                ts_ns: self.now,
+                tap: t,
+                frame: FrameSpec::Uet(pkt.spec.clone()),
+            });
+            let req = pkt.spec.request();
+            self.meta.push(FrameMeta {
+                flow: Some(pkt.pdc),
+                retrans: req.is_some_and(|r| r.retx),
+                index: pkt.send.map(|s| self.log.sends[s].idx),
+                send_seq: pkt.send.map_or(0, |s| s as u64),
+                ..FrameMeta::default()
+            });
+            self.log.frame_sends.push(pkt.send);
+        }
+    }
+
+    fn try_tx(&mut self, p: usize) {
+        if self.ports[p].busy {
+            return;
+        }
+        let port = &mut self.ports[p];
+        let mut pkt = match port.hi.pop_front() {
+            Some(k) => {
+                port.hibytes -= u64::from(k.len);
+                Some(k)
+            }
+            None => port
+                .queue
+                .pop_front()
+                .inspect(|k| port.qbytes -= u64::from(k.len)),
+        };
+        if pkt.is_none()
+            && let Kind::Host(h) = self.kinds[self.ports[p].node]
+        {
+            pkt = self.pull(h);
+        }
+        let Some(mut pkt) = pkt else { return };
+        let peer = self.ports[p].peer;
+        pkt.spec.src_mac = self.ports[p].mac;
+        pkt.spec.dst_mac = self.ports[peer].mac;
+        self.max_frame_len = self.max_frame_len.max(pkt.len);
+        self.ports[p].busy = true;
+        let ser = wire_ns(pkt.len, self.cfg.link_gbps);
+        let taps = std::mem::take(&mut self.ports[p].taps_tx);
+        self.record(&taps, &pkt);
+        self.ports[p].taps_tx = taps;
+        let mut at = self.now + ser + self.cfg.prop_ns;
+        let (slow, slow_ns) = (self.ports[peer].slow, self.ports[peer].slow_ns);
+        if self.rng.chance(slow) {
+            at += slow_ns;
+            self.stats.reordered += 1;
+        }
+        self.push(self.now + ser, Ev::TxDone(p));
+        self.push(at, Ev::Arrive(peer, Box::new(pkt)));
+    }
+
+    fn arrive(&mut self, p: usize, pkt: Pkt) {
+        if self.rng.chance(self.ports[p].loss) {
+            self.stats.link_drops += 1;
+            self.log.drop(self.now, p, &pkt, false);
+            return;
+        }
+        let taps = std::mem::take(&mut self.ports[p].taps_rx);
+        self.record(&taps, &pkt);
+        self.ports[p].taps_rx = taps;
+        match self.kinds[self.ports[p].node] {
+            Kind::Host(_) => self.host_rx(pkt),
+            Kind::Switch(_) => self.forward(p, pkt),
+        }
+    }
+
+    /// A switch: ECMP on the entropy (the UDP source port), then trim,
+    /// drop or queue.
+    fn forward(&mut self, p_in: usize, mut pkt: Pkt) {
+        let s = &pkt.spec;
+        let node = self.ports[p_in].node;
+        let Kind::Switch(routes) = &self.kinds[node] else {
+            return;
+        };
+        let Some(members) = routes.get(&s.dst_ip) else {
+            return;
+        };
+        let e = members[ecmp_pick(s.src_ip, s.dst_ip, s.entropy, 0, members.len())];
+        let u = &self.ucfg;
+        let depth = self.ports[e].qbytes;
+        let request = matches!(pkt.spec.pdu, Pdu::Request(_));
+        if request && !pkt.spec.trimmed && depth + u64::from(pkt.len) > u.trim_bytes {
+            pkt.spec.trimmed = true;
+            pkt.spec.payload_len = 0;
+            pkt.spec.dscp = u.trim_dscp;
+            pkt.len = pkt.spec.frame_len();
+            if self.ports[e].hibytes + u64::from(pkt.len) > u.queue_limit {
+                self.stats.switch_drops += 1;
+                self.log.drop(self.now, e, &pkt, true);
+                return;
+            }
+            self.log.trim(self.now, e, &pkt);
+            let port = &mut self.ports[e];
+            port.hibytes += u64::from(pkt.len);
+            port.hi.push_back(pkt);
+            self.try_tx(e);
+            return;
+        }
+        if depth + u64::from(pkt.len) > u.queue_limit {
+            self.stats.switch_drops += 1;
+            self.log.drop(self.now, e, &pkt, true);
+            return;
+        }
+        if request && depth > u.ecn_bytes && (pkt.spec.ecn == ECN_ECT0 || pkt.spec.ecn == ECN_ECT1)
+        {
+            pkt.spec.ecn = ECN_CE;
+        }
+        let port = &mut self.ports[e];
+        port.qbytes += u64::from(pkt.len);
+        port.queue.push_back(pkt);
+        self.try_tx(e);
+    }
+
+    // ---- endpoints ---------------------------------------------------------
+
+    /// The next request of host `h`'s PDCs (round robin over those the
+    /// window lets send).
+    fn pull(&mut self, h: usize) -> Option<Pkt> {
+        let n = self.host_pdcs[h].len();
+        for k in 0..n {
+            let q = self.host_pdcs[h][(self.host_rr[h] + k) % n];
+            if self.tx[q].start_ns > self.now {
+                continue;
+            }
+            let Some((idx, reason)) = self.tx[q].next(self.cfg.mtu) else {
+                continue;
+            };
+            self.host_rr[h] = (self.host_rr[h] + k + 1) % n;
+            return Some(self.send(q, idx, reason));
+        }
+        None
+    }
+
+    fn send(&mut self, q: usize, idx: u64, reason: Option<Reason>) -> Pkt {
+        let src = sender_ip(self.cfg.flows[q].src);
+        let dst = receiver_ip(self.cfg.flows[q].dst);
+        let spurious = reason.is_some() && self.rx[q].has(idx);
+        let send = self.log.sends.len();
+        if let Some(r) = reason {
+            self.tx[q].count_resend(r, spurious);
+        }
+        let (spec, n) = self.tx[q].packet(idx, reason.is_some(), self.now, src, dst, &self.cfg);
+        self.log.sends.push(super::SendEvent {
+            pdc: q,
+            idx,
+            ts_ns: self.now,
+            reason,
+            entropy: spec.entropy,
+            spurious,
+        });
+        let t = self.now + self.cfg.nic.min_rto_ns;
+        self.push(t, Ev::Rto(q, idx, n));
+        Pkt {
+            len: spec.frame_len(),
+            spec,
+            pdc: q,
+            send: Some(send),
+        }
+    }
+
+    fn rto(&mut self, q: usize, idx: u64, n: u32) {
+        if self.tx[q].expire(idx, n) {
+            self.log.timeouts += 1;
+            let h = self.cfg.flows[q].src;
+            self.try_tx(self.host_port[h]);
+        }
+    }
+
+    fn host_rx(&mut self, pkt: Pkt) {
+        let q = pkt.pdc;
+        match &pkt.spec.pdu {
+            Pdu::Request(r) => {
+                let idx = self.tx[q].index(r.psn);
+                let ce = pkt.spec.ecn == ECN_CE;
+                let reply = self.rx[q].receive(
+                    idx,
+                    pkt.spec.trimmed,
+                    pkt.spec.payload_len,
+                    ce,
+                    &self.tx[q],
+                    r,
+                );
+                let idx = idx.max(0) as u64;
+                if reply.delivered {
+                    self.log.delivers.push(super::DeliverEvent {
+                        pdc: q,
+                        idx,
+                        ts_ns: self.now,
+                        send: pkt.send,
+                    });
+                }
+                if let Pdu::Nack(n) = &reply.pdu {
+                    self.log.nacks.push(super::NackEvent {
+                        pdc: q,
+                        idx,
+                        code: n.code,
+                        ts_ns: self.now,
+                    });
+                }
+                let h = self.cfg.senders + self.cfg.flows[q].dst;
+                let spec = UetSpec {
+                    src_mac: [0; 6],
+                    dst_mac: [0; 6],
+                    src_ip: pkt.spec.dst_ip,
+                    dst_ip: pkt.spec.src_ip,
+                    dscp: self.cfg.data_dscp,
+                    ecn: 0,
+                    ttl: pkt.spec.ttl,
+                    // ACKs and NACKs go back on the request's entropy.
+                    entropy: pkt.spec.entropy,
+                    pdu: reply.pdu,
+                    payload_len: 0,
+                    trimmed: false,
+                };
+                let len = spec.frame_len();
+                let p = self.host_port[h];
+                let port = &mut self.ports[p];
+                port.qbytes += u64::from(len);
+                port.queue.push_back(Pkt {
+                    spec,
+                    len,
+                    pdc: q,
+                    send: None,
+                });
+                self.try_tx(p);
+            }
+            Pdu::Ack(a) => {
+                self.tx[q].on_ack(a, self.now, &self.ucfg, self.cfg.mtu);
+                self.try_tx(self.host_port[self.cfg.flows[q].src]);
+            }
+            Pdu::Nack(n) => {
+                self.tx[q].on_nack(n, self.now, self.cfg.mtu);
+                self.try_tx(self.host_port[self.cfg.flows[q].src]);
+            }
+        }
+    }
+}
