@@ -14,7 +14,10 @@ CONTRACT = {
         pfc_quanta_0 pfc_quanta_1 pfc_quanta_2 pfc_quanta_3 pfc_quanta_4 pfc_quanta_5 pfc_quanta_6
         pfc_quanta_7 pause_quanta flow_id retrans mirror_copy outer_vlan erspan ieth_rkey deth_qkey
         deth_src_qp atomic_va atomic_rkey atomic_swap_add atomic_compare atomic_orig icrc link
-        vcrc_ok""",
+        vcrc_ok transport uet_pds_type uet_next_header uet_flags uet_spdcid uet_dpdcid
+        uet_cack_psn uet_ack_psn uet_sack_base uet_sack_bitmap uet_cc_type uet_cc_state
+        uet_ccc_id uet_credit_target uet_nack_code uet_pkt_id uet_entropy uet_ses_opcode
+        uet_ses_flags uet_message_id uet_job_id""",
     "flows.parquet": """flow_id iface src_ip dst_ip dest_qp paired_qp roce_version udp_sport pcp dscp first_ts_ns
         last_ts_ns first_ts last_ts packets bytes data_packets payload_bytes retrans_packets retrans_rate rewinds
         rewinds_nak rewinds_rnr rewinds_timeout max_rewind_depth spurious_retrans gaps acks naks
@@ -25,7 +28,7 @@ CONTRACT = {
         nic_timeout_exponent nic_timeout_bounded nic_timeout_lower_us nic_timeout_upper_us
         max_rewinds_one_psn livelock_psn dcqcn_reactions dcqcn_reaction_us
         dcqcn_reaction_max_us dcqcn_recovery_us dcqcn_cnps_without_reaction service link becn
-        interim""",
+        interim transport""",
     "events.parquet": "ts_ns ts iface flow_id kind psn depth trigger idle_us detail",
     "pfc.parquet": "iface src_mac priority start_ns end_ns start_ts end_ts frames ended_by",
     "timeline.parquet": """flow_id bin_start_ns bin_start bin_ns packets bytes retrans_packets ce cnps gbps

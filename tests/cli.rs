@@ -193,12 +193,23 @@ fn udp_port_moves_rocev2() {
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("105 UDP to another port than 4792"), "{err}");
 
-    for bad in ["roce", "roce=0", "uet=4793"] {
+    for bad in ["roce", "roce=0", "iwarp=4793"] {
         let r = rocescope(&["report", cap.to_str().unwrap(), "--udp-port", bad]);
         assert!(!r.status.success(), "{bad}");
         let err = String::from_utf8_lossy(&r.stderr);
         assert!(err.contains("--udp-port"), "{bad}: {err}");
     }
+    // UET's port moves too (its walk is wired in); the RoCE capture reads
+    // as before.
+    let r = rocescope_ok(&[
+        "report",
+        moved.to_str().unwrap(),
+        "--udp-port",
+        "roce=4792",
+        "--udp-port",
+        "uet=49150",
+    ]);
+    assert!(String::from_utf8_lossy(&r.stdout).contains("105 decoded"));
 }
 
 #[test]

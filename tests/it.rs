@@ -32,6 +32,7 @@ mod switches;
 mod synth;
 mod telemetry;
 mod tshark_parity;
+mod uet;
 mod uet_synth;
 
 // The live tap's: they load the XDP program (root; skipped otherwise).

@@ -4,7 +4,8 @@
 //! `decode::decode`; the records must be identical except `ts_ns` (the
 //! kernel's clock) and the ICRC (`icrc`, `ICRC_CHECKED`, `ICRC_OK`: the
 //! kernel does not check it, by design). The corpus has RoCEv1 (GRH)
-//! frames next to RoCEv2 ones. Corpus frames are also run
+//! frames next to RoCEv2 ones, and UET's (every PDS type and SES header
+//! over UDP; the native IP mode in a test of its own). Corpus frames are also run
 //! split into a linear part and fragments at every header byte, so the
 //! program's reads beyond the linear part are compared too.
 //!
@@ -183,6 +184,7 @@ fn synth_corpus_matches() {
         Kind::Pfc,
         Kind::Pause,
         Kind::Malformed,
+        Kind::Uet,
     ] {
         assert!(kinds.contains(&k), "corpus lacks {k:?}");
     }
@@ -415,4 +417,66 @@ fn telemetry_marks_decode_in_the_kernel_too() {
         let want = (*want_kind != Kind::Other).then_some(want);
         assert_eq!(got, want, "kernel (left) and userspace (right), frame {i}");
     }
+}
+
+/// UET's native IP mode, its protocol number set by the loader
+/// (`IP_PROTOCOLS` global): every UET test packet over IPv4 and IPv6 with
+/// the entropy header, whole and cut at every length, decodes in the
+/// kernel as in userspace.
+#[test]
+fn uet_native_ip_mode_decodes_in_the_kernel_too() {
+    use crate::common::uet::{NATIVE_PROTOCOL, native_frame, vectors};
+    use rocescope::live::LoadOptions;
+    use rocescope::wire::{Recognition, TransportId};
+    if !root() {
+        return;
+    }
+    let mut reg = Recognition::DEFAULT;
+    reg.ip_protocols[TransportId::Uet.index()] = u16::from(NATIVE_PROTOCOL);
+    let opts = LoadOptions {
+        recognition: reg,
+        ..LoadOptions::default()
+    };
+    let mut tap = Tap::load_with(Program::Decoder, &opts).expect("the XDP program loads");
+    let mut records = 0;
+    for v in vectors() {
+        for ipv6 in [false, true] {
+            let frame = native_frame(ipv6, 0xBEEF, &v.bytes);
+            for len in (proto::ethernet::HEADER_LEN..=frame.len()).rev() {
+                let cut = &frame[..len];
+                let mut want = PacketRecord::default();
+                decode::decode_walk_with(
+                    &mut want,
+                    &reg,
+                    proto::linktype::ETHERNET,
+                    cut,
+                    len as u32,
+                );
+                want.flags &= !(flags::ICRC_CHECKED | flags::ICRC_OK | flags::CUT);
+                assert_eq!(tap.test_run(cut).unwrap(), XDP_PASS);
+                let got = tap.next_record().map(|mut r| {
+                    r.ts_ns = 0;
+                    r
+                });
+                let what = format!("{} native ipv6 {ipv6} cut to {len}", v.name);
+                if want.kind() == Kind::Other {
+                    assert_eq!(got, None, "{what}");
+                } else {
+                    records += 1;
+                    assert_eq!(
+                        got,
+                        Some(want),
+                        "{what}: kernel (left) and userspace (right)"
+                    );
+                }
+            }
+            assert_eq!(
+                decode::decode(proto::linktype::ETHERNET, &frame, frame.len() as u32).kind(),
+                Kind::Other,
+                "{}: without the protocol configured",
+                v.name
+            );
+        }
+    }
+    assert!(records > 500, "{records} UET records");
 }

@@ -233,3 +233,26 @@ fn summary_mode_leaves_counts_for_the_end_of_the_run() {
         .expect("response flow");
     assert_eq!((resp.packets, resp.acks, resp.acked_psn), (1, 1, 15));
 }
+
+/// Summary mode counts by RoCE's sequencing only: every UET record goes up
+/// whole, no delta before it, as the decoder made it.
+#[test]
+fn summary_mode_forwards_uet_records_whole() {
+    use crate::common::uet::{udp_frame, vectors};
+    use rocescope::{decode, flags, proto};
+    if !root() {
+        return;
+    }
+    let mut k = Kernel::load();
+    k.tap.pair(&request_key(), &response_key()).unwrap();
+    for v in vectors() {
+        let frame = udp_frame(4793, &v.bytes);
+        let (d, mut r) = k.forwarded(v.name, &frame);
+        assert_eq!(d, None, "{}", v.name);
+        let mut want = decode::decode(proto::linktype::ETHERNET, &frame, frame.len() as u32);
+        want.flags &= !flags::CUT;
+        r.ts_ns = 0;
+        assert_eq!(r, want, "{}: kernel (left) and userspace (right)", v.name);
+        assert_eq!(r.kind(), Kind::Uet);
+    }
+}

@@ -1,7 +1,8 @@
 //! Frames built with the synth frame builder for the live-tap tests: every
 //! layer the decoders walk (VLAN, QinQ, IPv6 and its extension headers,
 //! ERSPAN II/III, CNP, PFC, PAUSE, ACK/NAK/RNR NAK, RETH, atomics, DETH,
-//! IETH, RD, XRC, unknown opcodes, malformed datagrams, RoCEv1's GRH) and a RoCE
+//! IETH, RD, XRC, unknown opcodes, malformed datagrams, RoCEv1's GRH, UET's
+//! PDS, TSS and SES headers over UDP) and a RoCE
 //! conversation with a Go-Back-N rewind for the end-to-end test.
 #![allow(dead_code)]
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -72,6 +73,15 @@ fn with_ipv6_ext(frame: &[u8], exts: &[(u8, usize)]) -> Vec<u8> {
     out.extend_from_slice(&ext_bytes);
     out.extend_from_slice(&frame[ip + 40..]);
     out
+}
+
+/// A frame's bytes as they are.
+struct Raw(Vec<u8>);
+
+impl WireFrame for Raw {
+    fn append(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0);
+    }
 }
 
 /// Frames covering every decoder path (whole; the parity test also cuts them).
@@ -261,6 +271,29 @@ pub fn decoder_frames() -> Vec<(String, Vec<u8>)> {
     arp.extend_from_slice(&[2, 0, 0, 0, 0, 9, 0x08, 0x06]);
     arp.resize(60, 0);
     add("arp", arp);
+
+    // UET over UDP 4793: every PDS type and SES header (super::uet), an
+    // undefined PDS type and next header, a UDP length too short for the
+    // SES header, and one in ERSPAN.
+    for u in super::uet::vectors() {
+        add(
+            &format!("uet {}", u.name),
+            super::uet::udp_frame(4793, &u.bytes),
+        );
+    }
+    let mut rud = super::uet::vectors().remove(0).bytes;
+    let whole = rud.clone();
+    rud[0] = 15 << 3;
+    add("uet pds type 15", super::uet::udp_frame(4793, &rud));
+    rud[0] = 2 << 3 | 3;
+    rud[1] = 0x80;
+    add("uet next header 7", super::uet::udp_frame(4793, &rud));
+    let mut short = super::uet::udp_frame(4793, &whole[..30]);
+    short.extend_from_slice(&whole[30..]);
+    add("uet udp length cuts the ses", short);
+    let mut out = Vec::new();
+    Erspan::default().write(&Raw(super::uet::udp_frame(4793, &whole)), &mut out);
+    add("erspan ii uet", out);
     v
 }
 

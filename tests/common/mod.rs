@@ -13,6 +13,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 pub mod corpus;
 pub mod oracle;
 pub mod tshark;
+pub mod uet;
 
 /// The real captures by others (see `rocescope::testdata`); not every test uses them.
 #[allow(unused_imports)]

@@ -21,7 +21,7 @@ pub use block::{
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
 pub enum Kind {
-    /// Not RoCE, CNP, PFC or PAUSE: not recorded.
+    /// Not RoCE, CNP, UET, PFC or PAUSE: not recorded.
     #[default]
     Other = 0,
     /// RoCEv2 (UDP destination port 4791, or the one configured:
@@ -37,6 +37,11 @@ pub enum Kind {
     /// To RoCEv2's UDP port but its UDP datagram is too short for a BTH (or a
     /// RoCEv1 GRH whose payload length is).
     Malformed = 5,
+    /// Ultra Ethernet Transport (UDP destination port 4793, or the one
+    /// configured; or its native IP mode): PDS and SES headers in the
+    /// record's UET view ([`PacketRecord::uet`]), however far they were
+    /// whole.
+    Uet = 6,
 }
 
 impl Kind {
@@ -47,6 +52,7 @@ impl Kind {
             3 => Kind::Pfc,
             4 => Kind::Pause,
             5 => Kind::Malformed,
+            6 => Kind::Uet,
             _ => Kind::Other,
         }
     }
@@ -60,6 +66,7 @@ impl Kind {
             Kind::Pfc => "pfc",
             Kind::Pause => "pause",
             Kind::Malformed => "malformed",
+            Kind::Uet => "uet",
         }
     }
 }
@@ -112,10 +119,10 @@ pub mod flags {
     pub const HAS_PFC: u32 = 1 << 22;
     /// `pause_quanta` is set (kind `pause`).
     pub const HAS_PAUSE: u32 = 1 << 23;
-    /// The RoCE datagram is cut short of the length its IP/UDP headers
-    /// declare (a snap length, a sniffer that records `orig_len == caplen`,
-    /// or a switch's ERSPAN truncation): its ICRC cannot be checked.
-    /// Userspace decoder only.
+    /// The RoCE (or UET) datagram is cut short of the length its IP/UDP
+    /// headers declare (a snap length, a sniffer that records `orig_len ==
+    /// caplen`, or a switch's ERSPAN truncation): a RoCE frame's ICRC cannot
+    /// be checked. Userspace decoder only.
     pub const CUT: u32 = 1 << 24;
     /// RoCEv1: `src_ip`, `dst_ip` hold the GRH's source and destination
     /// GIDs, `dscp` and `ecn` its TClass (there is no IP or UDP header;
@@ -202,7 +209,8 @@ pub struct PacketRecord {
     /// Which `flags` are set.
     pub flags: u32,
     /// Bytes of application payload: after the BTH and its extension headers,
-    /// before pad and ICRC.
+    /// before pad and ICRC; UET: after the last PDS or SES header (behind a
+    /// TSS header, the encrypted bytes, integrity check value included).
     pub payload_len: u32,
     /// IPv6 address, or IPv4-mapped (`::ffff:a.b.c.d`) for IPv4; the
     /// source GID for RoCEv1 (`HAS_GRH`).
@@ -299,7 +307,7 @@ impl PacketRecord {
     }
 
     /// The transport whose fields the record holds (`wire::registry`):
-    /// RoCE for RoCE, CNP and malformed RoCE records; none for PFC, PAUSE
+    /// RoCE for RoCE, CNP and malformed RoCE records, UET for UET ones; none for PFC, PAUSE
     /// and `Other`.
     #[inline(always)]
     pub const fn transport(&self) -> Option<wire::TransportId> {
@@ -321,9 +329,10 @@ impl PacketRecord {
 
     /// RoCE version of a RoCE, CNP or malformed record: 1 for a GRH
     /// straight in Ethernet (EtherType 0x8915), 2 for UDP to RoCEv2's port;
-    /// none on native InfiniBand (`IB_LRH`), which is not RoCE.
+    /// none on native InfiniBand (`IB_LRH`), which is not RoCE, and on
+    /// another transport's records (UET over UDP).
     pub const fn roce_version(&self) -> Option<u8> {
-        if self.has(flags::IB_LRH) {
+        if self.has(flags::IB_LRH) || matches!(self.transport(), Some(wire::TransportId::Uet)) {
             None
         } else if self.has(flags::HAS_GRH) {
             Some(1)

@@ -6,7 +6,8 @@
 //! length is then claimed 100 bytes longer than the bytes given); bit 6
 //! marks switch telemetry (INT by DSCP 46 and by UDP port 5000, reports to
 //! 32766; IFA is on protocol 131 either way), whose hops are then read
-//! into rows too. The rest is the frame.
+//! into rows too; bit 3 recognises UET's native IP mode on protocol 253
+//! (UET over UDP 4793 is recognised always). The rest is the frame.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -37,6 +38,10 @@ fuzz_target!(|data: &[u8]| {
         reg.telemetry.int_port = 5000;
         reg.telemetry.report_port = 32766;
     }
+    if selector & 0x08 != 0 {
+        reg.ip_protocols[rocescope::wire::TransportId::Uet.index()] =
+            u16::from(rocescope::wire::registry::UET_REFERENCE_IP_PROTOCOL);
+    }
     let mut record = rocescope::PacketRecord::default();
     let walk = rocescope::decode::decode_walk_with(&mut record, &reg, lt, frame, frame_len);
     if let Some((found, bytes)) = walk.telemetry {
@@ -44,6 +49,11 @@ fuzz_target!(|data: &[u8]| {
     }
     // A frame that gave no record always says why.
     assert!(record.kind() != rocescope::Kind::Other || walk.stop.is_some());
+    // A UET record is never RoCE's: its own view, no ICRC verdict.
+    if record.kind() == rocescope::Kind::Uet {
+        assert_eq!(record.transport(), Some(rocescope::wire::TransportId::Uet));
+        assert_eq!(record.icrc_ok(), None);
+    }
     let cm = rocescope::transport::roce::cm::message(&record, walk.payload);
     std::hint::black_box((record, cm));
 });

@@ -464,6 +464,7 @@ impl Analyzer {
             Kind::Pfc => self.frames.pfc += 1,
             Kind::Pause => self.frames.pause += 1,
             Kind::Malformed => self.frames.malformed += 1,
+            Kind::Uet => self.frames.uet += 1,
         }
         self.frames.total += 1;
         if self.first_ts.is_none() {
@@ -489,7 +490,8 @@ impl Analyzer {
                 Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, sink),
                 _ => Verdict::default(),
             },
-            // Not walked yet: the shared walk stops at UET frames.
+            // UET's flow key and sequencing (per PDC) are the next step
+            // (docs/build.md, "UET so far"): its records are counted only.
             Some(TransportId::Uet) => Verdict::default(),
             None if kind == Kind::Pfc && rec.has(flags::HAS_PFC) => {
                 self.pfc.frame(rec, sink);

@@ -214,6 +214,10 @@ pub struct FrameCounts {
     /// 802.3x PAUSE (not PFC).
     pub pause: u64,
     pub malformed: u64,
+    /// Ultra Ethernet Transport records (absent from `summary.json` when
+    /// there were none, as in every RoCE capture).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub uet: u64,
     /// Of the records above, mirror copies (see [`dups`]).
     pub mirror_copies: u64,
     /// RoCE frames cut short of their IP length (by a snap length, a sniffer

@@ -58,8 +58,14 @@ pub fn impact_words(f: &Finding) -> String {
 /// The frame counts every command prints the same way: what was read, what
 /// was decoded into records (by kind) and what was neither.
 pub fn frames_line(frames_read: u64, f: &FrameCounts) -> String {
+    // UET is named only when there was some: RoCE captures read as before.
+    let uet = if f.uet > 0 {
+        format!(", {} UET", f.uet)
+    } else {
+        String::new()
+    };
     format!(
-        "{} read: {} decoded ({} RoCE, {} CNP, {} PFC, {} 802.3x PAUSE, {} malformed), {} other",
+        "{} read: {} decoded ({} RoCE{uet}, {} CNP, {} PFC, {} 802.3x PAUSE, {} malformed), {} other",
         fmt_count(frames_read, "frame"),
         f.total,
         f.roce,

@@ -1,10 +1,12 @@
-//! `packets.parquet`: one row per RoCE, CNP, PFC, PAUSE or malformed frame.
+//! `packets.parquet`: one row per RoCE, CNP, UET, PFC, PAUSE or malformed
+//! frame.
 //!
 //! The contract's columns come first, in its order; after them, fields the
 //! contract does not name but a Wireshark user would look for:
 //! `outer_vlan`, `erspan`, `ieth_rkey`, `deth_qkey`, `deth_src_qp`,
 //! `atomic_va`, `atomic_rkey`, `atomic_swap_add`, `atomic_compare`,
-//! `atomic_orig` and `icrc` (the value on the wire).
+//! `atomic_orig` and `icrc` (the value on the wire); then `transport` and
+//! each transport's own prefixed columns (UET's: `transport::uet`).
 //!
 //! Unlike the other tables (row by row into Arrow builders, [`crate::columns`]),
 //! this one is built a batch at a time: rows are buffered as records, then
@@ -32,6 +34,7 @@ use arrow_array::{
 };
 use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
+use rocescope_common::wire::TransportId;
 use rocescope_common::{Kind, PacketRecord, flags as f};
 
 use super::format::{Widen, micros, timestamp_type};
@@ -39,6 +42,7 @@ use super::{ColumnEncoding, Columns};
 use crate::addr::{Ip, Mac};
 use crate::analyze::Verdict;
 use crate::analyze::hash::FastState;
+use crate::transport::uet;
 
 /// One `packets.parquet` row: the record, its interface's name, and what the
 /// analyzer said of it.
@@ -242,6 +246,15 @@ const FEW_VALUES: &[&str] = &[
     "payload_len",
     "flow_id",
     "link",
+    "transport",
+    "uet_pds_type",
+    "uet_next_header",
+    "uet_flags",
+    "uet_spdcid",
+    "uet_dpdcid",
+    "uet_entropy",
+    "uet_ses_opcode",
+    "uet_job_id",
 ];
 
 /// Distinct addresses kept formatted between batches.
@@ -264,6 +277,11 @@ impl RowTexts {
         // passes below read 16 KB instead of striding over 800 KB of records.
         let flags: Vec<u32> = recs.iter().map(|r| r.flags).collect();
         let has = |flag: u32| validity(&flags, |fl| fl & flag != 0);
+        // The same for whose transport block each record holds, and which
+        // of UET's fields it has (0 on every other record).
+        let transports: Vec<Option<TransportId>> = recs.iter().map(|r| r.transport()).collect();
+        let uet_present: Vec<u16> = recs.iter().map(|r| r.uet().present).collect();
+        let not_uet = validity(&transports, |t| *t != Some(TransportId::Uet));
         let vlan = has(f::HAS_VLAN);
         let tclass = validity(&flags, |fl| f::traffic_class(*fl));
         let bth = has(f::HAS_BTH);
@@ -305,7 +323,25 @@ impl RowTexts {
         let addrs = has(f::HAS_IPV4 | f::HAS_IPV6 | f::HAS_GRH | f::IB_LRH);
         let src_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.src_ip));
         let dst_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.dst_ip));
-        let link = link_texts().column(recs.iter().map(|r| Some(u32::from(r.has(f::IB_LRH)))));
+        let link =
+            link_texts().column(recs.iter().zip(&transports).map(|(r, t)| {
+                (*t != Some(TransportId::Uet)).then_some(u32::from(r.has(f::IB_LRH)))
+            }));
+        let transport =
+            transport_texts().column(transports.iter().map(|t| t.map(|t| t.index() as u32)));
+        // The transport-neutral PSN: the BTH's, or UET's PDS PSN.
+        let bth_or_pds: Vec<(u32, u16)> = flags
+            .iter()
+            .copied()
+            .zip(uet_present.iter().copied())
+            .collect();
+        let psn_valid = validity(&bth_or_pds, |&(fl, u)| {
+            fl & f::HAS_BTH != 0 || u & rocescope_common::uet_present::PSN != 0
+        });
+        let psn = b.u32s(&psn_valid, |r| match r.transport() {
+            Some(TransportId::Uet) => uet::psn(r.uet()).unwrap_or(0),
+            _ => r.roce().psn,
+        });
         let flow_id =
             primitive::<Int64Type, _>(extra, &validity(extra, |e| e.flow_id.is_some()), |e| {
                 e.flow_id.unwrap_or(0).widen()
@@ -314,7 +350,7 @@ impl RowTexts {
             e.retrans == Some(true)
         });
         let mirror_copy = boolean(extra, &None, |e| e.mirror_copy);
-        vec![
+        let mut columns = vec![
             ("frame", b.u64s(&all, |r| r.frame)),
             (
                 "ts_ns",
@@ -336,7 +372,7 @@ impl RowTexts {
             ("ecn", b.u8s(&tclass, |r| r.ecn)),
             (
                 "roce_version",
-                b.u8s(&has(f::HAS_GRH | f::HAS_UDP), |r| {
+                b.u8s(&and(has(f::HAS_GRH | f::HAS_UDP), &not_uet), |r| {
                     r.roce_version().unwrap_or(0)
                 }),
             ),
@@ -351,7 +387,7 @@ impl RowTexts {
             ("becn", bits(&bth, f::BECN)),
             ("dest_qp", b.u32s(&bth, |r| r.roce().dest_qp)),
             ("ack_req", bits(&bth, f::ACK_REQ)),
-            ("psn", b.u32s(&bth, |r| r.roce().psn)),
+            ("psn", psn),
             ("aeth_syndrome", b.u8s(&aeth, |r| r.roce().aeth_syndrome)),
             ("aeth_msn", b.u32s(&aeth, |r| r.roce().aeth_msn)),
             ("reth_va", b.u64s(&reth, |r| r.roce().reth_va)),
@@ -407,8 +443,40 @@ impl RowTexts {
             ("icrc", b.u32s(&icrc, |r| r.roce().icrc)),
             ("link", link),
             ("vcrc_ok", bits(&has(f::VCRC_CHECKED), f::VCRC_OK)),
-        ]
+            ("transport", transport),
+        ];
+        columns.extend(uet_columns(&b, &uet_present));
+        columns
     }
+}
+
+/// UET's columns ([`uet::PACKET_COLUMNS`]), null where the record is not
+/// UET's or lacks the field.
+fn uet_columns(b: &Batch<'_>, present: &[u16]) -> Vec<(&'static str, ArrayRef)> {
+    let any = present.iter().fold(0, |a, p| a | p);
+    uet::PACKET_COLUMNS
+        .iter()
+        .map(|c| {
+            let nulls = if any & c.present == 0 {
+                // The common case, every RoCE batch: no pass over the rows.
+                Some(NullBuffer::new_null(present.len()))
+            } else {
+                validity(present, |p| p & c.present != 0)
+            };
+            let column = match c.value {
+                uet::Value::U8(v) => b.u8s(&nulls, |r| v(r.uet())),
+                uet::Value::U16(v) => b.u16s(&nulls, |r| v(r.uet())),
+                uet::Value::U32(v) => b.u32s(&nulls, |r| v(r.uet())),
+                uet::Value::U64(v) => b.u64s(&nulls, |r| v(r.uet())),
+            };
+            (c.name, column)
+        })
+        .collect()
+}
+
+/// Rows valid in both `a` and `b`.
+fn and(a: Option<NullBuffer>, b: &Option<NullBuffer>) -> Option<NullBuffer> {
+    NullBuffer::union(a.as_ref(), b.as_ref())
 }
 
 /// Which rows hold a value. `None` when every row does: the array then
@@ -473,7 +541,6 @@ impl Batch<'_> {
     }
 }
 
-/// The `kind` column's names, keyed by [`Kind`]'s byte.
 /// `link`: native InfiniBand (an LRH) or not.
 fn link_texts() -> Texts<Kind> {
     Texts {
@@ -482,10 +549,22 @@ fn link_texts() -> Texts<Kind> {
     }
 }
 
+/// `transport`: the registry's names, keyed by [`TransportId::index`].
+fn transport_texts() -> Texts<Kind> {
+    Texts {
+        texts: TransportId::ALL
+            .iter()
+            .map(|t| t.entry().name.into())
+            .collect(),
+        ..Texts::default()
+    }
+}
+
+/// The `kind` column's names, keyed by [`Kind`]'s byte.
 fn kind_texts() -> Texts<Kind> {
     Texts {
         keys: HashMap::default(),
-        texts: (0..=Kind::Malformed as u8)
+        texts: (0..=Kind::Uet as u8)
             .map(|v| Kind::from_u8(v).as_str().into())
             .collect(),
         ..Texts::default()
@@ -715,7 +794,10 @@ mod tests {
         assert!(col("frame").nulls().is_none());
         assert_eq!(col("flow_id").null_count(), 1);
         assert!(col("mirror_copy").nulls().is_none());
-        assert_eq!(columns.len(), 63);
+        assert_eq!(
+            columns.len(),
+            63 + 1 + crate::transport::uet::PACKET_COLUMNS.len()
+        );
         // Ethernet frames: link `roce`, no VCRC.
         assert_eq!(texts_of(&col("link")), vec![Some("roce".to_string()); 3]);
         assert_eq!(col("vcrc_ok").null_count(), 3);

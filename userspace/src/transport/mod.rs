@@ -100,6 +100,7 @@ pub fn identity(reg: &Recognition) -> String {
 
 pub mod roce;
 pub mod sequencing;
+pub mod uet;
 
 #[cfg(test)]
 mod tests;

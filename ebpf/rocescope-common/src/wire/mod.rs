@@ -1,7 +1,8 @@
 //! The frame walk, once for the XDP program and the userspace decoder: from
 //! the link layer through IP and UDP to where a transport of the
 //! [`registry`] is recognised, then that transport's own walk (RoCE's:
-//! [`roce`], the InfiniBand transport headers), filling one
+//! [`roce`], the InfiniBand transport headers; UET's: [`uet`], the PDS and
+//! SES headers), filling one
 //! [`PacketRecord`] and saying where each header lies and why the walk
 //! stopped ([`Stop`]).
 //!
@@ -105,9 +106,10 @@ pub struct Walked {
     /// Why the walk ended before the end of the headers (always set when the
     /// record's kind is `Other`).
     pub stop: Option<Stop>,
-    /// The captured part of a RoCE frame's application payload (after the
-    /// extension headers, before pad and ICRC); empty when there is none or
-    /// a header was cut.
+    /// The captured part of a frame's application payload (RoCE: after the
+    /// extension headers, before pad and ICRC; UET: after the last PDS or
+    /// SES header, or the encrypted bytes after a TSS header); empty when
+    /// there is none or a header was cut.
     pub payload: Span,
     /// The bytes the ICRC is computed over, from the first byte of the IP
     /// header (RoCEv1: of the GRH, `HAS_GRH`; native InfiniBand,
@@ -118,7 +120,8 @@ pub struct Walked {
     /// Native InfiniBand: the Variant CRC's two bytes after the ICRC, when
     /// captured (it covers `icrc`'s bytes).
     pub vcrc: Option<Span>,
-    /// The RoCE datagram is cut short of the length its headers declare.
+    /// The RoCE or UET datagram is cut short of the length its headers
+    /// declare.
     pub cut: bool,
     /// The frame was unwrapped from ERSPAN whose T (truncated) bit was set.
     pub erspan_truncated: bool,
@@ -634,11 +637,9 @@ fn transport<F: Frame + ?Sized, V: Visit>(
         gre::IP_PROTO if allow_erspan => gre(f, v, l3.at + l3.l4_at, l3.end),
         gre::IP_PROTO => Next::Stop(Stop::Limit(Limit::NestedEncapsulation)),
         p => match reg.by_ip_protocol(p) {
-            // RoCE has no native IP mode (its registry line says so); UET's
-            // walk (`uet::over_ip`) is not wired in yet.
-            Some(TransportId::Roce | TransportId::Uet) | None => {
-                Next::Stop(Stop::Foreign(Foreign::IpProtocol))
-            }
+            Some(TransportId::Uet) => uet::walk::over_ip(f, rec, v, w, l3),
+            // RoCE has no native IP mode (its registry line says so).
+            Some(TransportId::Roce) | None => Next::Stop(Stop::Foreign(Foreign::IpProtocol)),
         },
     }
 }
@@ -780,12 +781,9 @@ fn udp<F: Frame + ?Sized, V: Visit>(
         Some((_, i, _)) => i.original_port.unwrap_or(dport),
         None => dport,
     };
-    match reg.by_udp_port(port) {
-        Some(TransportId::Roce) => {}
-        // UET's walk (`uet::over_udp`) is not wired in yet: its frames
-        // stay foreign, their record untouched.
-        Some(TransportId::Uet) | None => return Next::Stop(Stop::Foreign(Foreign::UdpPort)),
-    }
+    let Some(transport) = reg.by_udp_port(port) else {
+        return Next::Stop(Stop::Foreign(Foreign::UdpPort));
+    };
     rec.udp_sport = be16(&u, fu::SRC_PORT);
     rec.flags |= flags::HAS_UDP;
     let skipped = match inserted {
@@ -806,7 +804,11 @@ fn udp<F: Frame + ?Sized, V: Visit>(
         }
         None => 0,
     };
-    roce::over_udp(f, rec, v, w, l3, datagram_len, f.opaque(skipped))
+    let skipped = f.opaque(skipped);
+    match transport {
+        TransportId::Roce => roce::over_udp(f, rec, v, w, l3, datagram_len, skipped),
+        TransportId::Uet => uet::walk::over_udp(f, rec, v, w, l3, datagram_len, skipped),
+    }
 }
 
 #[inline(always)]

@@ -4,7 +4,8 @@
 //! The shared walk reads the link layer, IP and UDP; where those name a
 //! transport — a UDP destination port, an EtherType, a capture's link type
 //! or an IP protocol number — it asks this table which one, and hands the
-//! rest of the frame to that transport's own walk (`wire::roce` for RoCE).
+//! rest of the frame to that transport's own walk (`wire::roce` for RoCE,
+//! `wire::uet` for UET).
 //! A new transport is a new [`TransportId`], a line in [`TRANSPORTS`] and
 //! an arm where the walk dispatches on it (docs/build.md, "Adding a
 //! transport").
@@ -26,9 +27,7 @@ pub enum TransportId {
     /// native InfiniBand (an LRH, by link type).
     Roce = 1,
     /// Ultra Ethernet Transport (UE Specification 1.0.1): PDS and SES
-    /// headers over UDP or in native IP mode (`wire::uet`). Recognised by
-    /// the registry but not yet walked: the shared walk stops at its
-    /// frames as foreign (docs/build.md, "Adding a transport").
+    /// headers over UDP or in native IP mode (`wire::uet`).
     Uet = 2,
 }
 
@@ -73,9 +72,10 @@ pub struct Transport {
     pub ethertype: Option<u16>,
     /// Capture link types whose frames are this transport's.
     pub linktypes: &'static [u32],
-    /// Whether the shared walk decodes its frames yet (UET: recognised,
-    /// but its frames still stop the walk as foreign; messages that name
-    /// the ports the run decodes leave it out).
+    /// Whether the shared walk decodes its frames (a transport registered
+    /// before its walk is written stops the walk as foreign; messages that
+    /// name the ports the run decodes leave it out, and `--udp-port`
+    /// refuses to move it).
     pub walked: bool,
 }
 
@@ -106,7 +106,7 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
         ip_protocol: true,
         ethertype: None,
         linktypes: &[],
-        walked: false,
+        walked: true,
     },
 ];
 

@@ -33,10 +33,18 @@ pub enum Layer {
     Ifa,
     /// A Telemetry Report's group header.
     TelemetryReport,
+    /// UET's native IP mode: the entropy header before the PDS header.
+    UetEntropy,
+    /// A UET PDS header (its 16-bit prefix and the header its type names).
+    Pds,
+    /// A UET TSS (encryption) header.
+    Tss,
+    /// A UET SES header (the one a PDS header's next header names).
+    Ses,
 }
 
 impl Layer {
-    pub const ALL: [Layer; 17] = [
+    pub const ALL: [Layer; 21] = [
         Layer::Link,
         Layer::Vlan,
         Layer::Ipv4,
@@ -54,6 +62,10 @@ impl Layer {
         Layer::Int,
         Layer::Ifa,
         Layer::TelemetryReport,
+        Layer::UetEntropy,
+        Layer::Pds,
+        Layer::Tss,
+        Layer::Ses,
     ];
 
     /// The name used in `summary.json` and messages.
@@ -76,6 +88,10 @@ impl Layer {
             Layer::Int => "int",
             Layer::Ifa => "ifa",
             Layer::TelemetryReport => "telemetry_report",
+            Layer::UetEntropy => "uet_entropy",
+            Layer::Pds => "pds",
+            Layer::Tss => "tss",
+            Layer::Ses => "ses",
         }
     }
 }
@@ -118,7 +134,7 @@ impl Limit {
 }
 
 /// The field that says a whole, valid frame is something else than RoCE,
-/// CNP, PFC or PAUSE.
+/// CNP, UET, PFC or PAUSE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Foreign {
     /// The EtherType is neither IPv4, IPv6 nor MAC Control (ARP, LLDP, …).
@@ -126,9 +142,11 @@ pub enum Foreign {
     /// A BSD null/loopback address family other than IPv4/IPv6, or a
     /// raw-IP packet whose version nibble is neither 4 nor 6.
     AddressFamily,
-    /// The IP protocol is neither UDP nor GRE (TCP, ICMP, …).
+    /// The IP protocol is neither UDP, GRE nor a transport's native IP
+    /// mode (TCP, ICMP, …).
     IpProtocol,
-    /// UDP to another port than 4791.
+    /// UDP to another port than those of the transports the walk decodes
+    /// (4791, 4793 or the configured ones).
     UdpPort,
     /// GRE carrying something other than ERSPAN (or a GRE version/routing
     /// header rocescope does not unwrap).
@@ -194,7 +212,7 @@ pub enum Stop {
     Invalid(Layer),
     /// A decoder limit was reached.
     Limit(Limit),
-    /// Whole and valid, but not RoCE, CNP, PFC or PAUSE.
+    /// Whole and valid, but not RoCE, CNP, UET, PFC or PAUSE.
     Foreign(Foreign),
 }
 

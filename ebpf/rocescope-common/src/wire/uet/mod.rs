@@ -3,13 +3,14 @@
 //! header ([`tss`]) and the SES headers ([`ses`]), and [`over_udp`] /
 //! [`over_ip`], which walk what follows UDP (port 4793 by default) or a
 //! native IP header (the operator's protocol number, then a 4-byte entropy
-//! header) from PDS to SES and say what they found.
+//! header) from PDS to SES and say what they found. The shared walk
+//! (`wire::walk`, the XDP program's and the userspace decoder's) runs the
+//! same code through `Frame` ([`walk`]), filling the record's UET view.
 //!
 //! The layouts follow the 1.0.1 text as Wireshark master's
 //! `epan/dissectors/packet-uet.c` reads it, checked against xdp2's
 //! `src/include/uet/pds.h` and `ses.h`; docs/inputs.md ("UET") lists each
-//! place the two differ and which was followed. Nothing here is called by
-//! the shared walk yet (docs/build.md, "Adding a transport").
+//! place the two differ and which was followed.
 //!
 //! `no_std`, no allocation; every read is bounds-checked (a short buffer is
 //! an [`Error`], never a panic).
@@ -37,6 +38,7 @@ mod nack;
 pub mod pds;
 pub mod ses;
 pub mod tss;
+pub(super) mod walk;
 
 pub use self::pds::{CcState, ControlType, NackCode, Pds, PdsType};
 pub use self::ses::{NextHeader, Opcode, ResponseOpcode, Ses};
@@ -85,58 +87,41 @@ pub struct Found<'a> {
 }
 
 /// The UDP payload of a UET datagram (`payload`: what follows the UDP
-/// header, as the UDP length bounds it).
+/// header, as the UDP length bounds it), read by the walk the shared walk
+/// runs ([`walk::packet`]).
 pub fn over_udp(payload: &[u8]) -> Result<Found<'_>, Error> {
-    walk(payload, None)
+    found(payload, false)
 }
 
 /// A native IP mode packet: the IP payload, starting with the entropy
 /// header.
 pub fn over_ip(payload: &[u8]) -> Result<Found<'_>, Error> {
-    if payload.len() < ENTROPY_HEADER_LEN {
-        return Err(Error::Truncated(Header::Entropy));
-    }
-    let rest = payload.get(ENTROPY_HEADER_LEN..).unwrap_or(&[]);
-    walk(rest, Some(be16(payload, ENTROPY)))
+    found(payload, true)
 }
 
-fn walk(buf: &[u8], entropy: Option<u16>) -> Result<Found<'_>, Error> {
-    let mut found = Found {
-        entropy,
-        tss: None,
-        encrypted_len: 0,
-        pds: None,
-        ses: None,
-        payload_len: 0,
+/// [`walk::packet`] over `buf`, its headers handed out as views.
+fn found(buf: &[u8], native: bool) -> Result<Found<'_>, Error> {
+    let mut u = crate::UetView::default();
+    let len = buf.len();
+    let read = walk::packet(buf, &mut (), &mut u, 0, len, len, native).map_err(|f| f.error)?;
+    let tss = walk::tss_of(buf, &u, &read);
+    let pds = match tss {
+        Some(_) => None,
+        None => Some(Pds::new_checked(buf.get(read.first..).unwrap_or(&[]))?),
     };
-    if buf.len() < pds::PREFIX_LEN {
-        return Err(Error::Truncated(Header::PdsPrefix));
-    }
-    if byte(buf, 0) >> 3 == tss::TYPE {
-        let t = Tss::new_checked(buf)?;
-        found.encrypted_len = t.encrypted_len();
-        found.tss = Some(t);
-        return Ok(found);
-    }
-    let p = Pds::new_checked(buf)?;
-    found.pds = Some(p);
-    let rest = p.payload();
-    found.payload_len = rest.len();
-    // CONTROL's next-header bits are its control type: no SES follows.
-    if p.pds_type() == PdsType::Control {
-        return Ok(found);
-    }
-    let nh = p.next_header_raw();
-    match NextHeader::from_u8(nh) {
-        Some(NextHeader::None) => {}
-        Some(kind) => {
-            let s = Ses::new_checked(rest, kind)?;
-            found.payload_len = s.payload().len();
-            found.ses = Some(s);
-        }
-        None => return Err(Error::UnknownType(Header::PdsPrefix, nh)),
-    }
-    Ok(found)
+    let ses = match (read.ses, NextHeader::from_u8(u.next_header)) {
+        (Some(at), Some(kind)) => Some(Ses::new_checked(buf.get(at..).unwrap_or(&[]), kind)?),
+        _ => None,
+    };
+    let rest = len - read.after;
+    Ok(Found {
+        entropy: native.then_some(u.entropy),
+        tss,
+        encrypted_len: if tss.is_some() { rest } else { 0 },
+        pds,
+        ses,
+        payload_len: if tss.is_some() { 0 } else { rest },
+    })
 }
 
 // Reads that never panic: a view's constructor checked its length, and a

@@ -464,6 +464,11 @@ impl<'a> Pds<'a> {
         })
     }
 
+    /// ACK_CC: its 8 bytes of CC state as on the wire (big-endian).
+    pub fn cc_state_raw(&self) -> Option<u64> {
+        (self.pds_type == PdsType::AckCc).then(|| be64(self.buf, field::ack::CC_STATE))
+    }
+
     /// ACK_CCX: its 16 bytes of extended CC state, undecoded.
     pub fn ccx_state(&self) -> Option<&'a [u8]> {
         match self.pds_type {

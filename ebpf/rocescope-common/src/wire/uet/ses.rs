@@ -181,8 +181,15 @@ impl<'a> Ses<'a> {
         self.buf.get(self.header_len()..).unwrap_or(&[])
     }
 
-    fn opcode_raw(&self) -> u8 {
+    /// The opcode's 6 bits, a request's or a response's as the kind says.
+    pub fn opcode_raw(&self) -> u8 {
         byte(self.buf, field::OPCODE) & field::OPCODE_MASK
+    }
+
+    /// Byte 1 as sent: a request's version and flags, a response's
+    /// version and return code.
+    pub fn flags_byte(&self) -> u8 {
+        byte(self.buf, field::FLAGS)
     }
 
     /// A request's opcode, when known.
