@@ -84,7 +84,10 @@ fn merge(recs: &[rocescope::PacketRecord], rings: usize) -> u64 {
         let now = batch.last().map_or(0, |l| l.ts_ns);
         for q in 0..rings {
             if q != ring {
-                r.mark_empty(q, now.saturating_add(rocescope::live::reorder::EMPTY_MARGIN_NS));
+                r.mark_empty(
+                    q,
+                    now.saturating_add(rocescope::live::reorder::EMPTY_MARGIN_NS),
+                );
             }
         }
         while let Some(item) = r.pop(Some(now)) {

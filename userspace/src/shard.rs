@@ -99,7 +99,10 @@ mod tests {
             assert_eq!(shard_of(&rec(Kind::Cnp, b, a), n), fwd);
             assert!(matches!(fwd, Shard::One(i) if i < n));
             assert_eq!(shard_of(&rec(Kind::Pfc, [0; 16], [0; 16]), n), Shard::Every);
-            assert_eq!(shard_of(&rec(Kind::Pause, [0; 16], [0; 16]), n), Shard::Every);
+            assert_eq!(
+                shard_of(&rec(Kind::Pause, [0; 16], [0; 16]), n),
+                Shard::Every
+            );
         }
         assert_eq!(pair_shard(&a, &b, 1), 0);
     }

@@ -60,10 +60,13 @@ fn group(comm: &str) -> &'static str {
     }
 }
 
+/// Each thread's name and CPU time (ns) since the sampler started, by tid.
+type PerThread = BTreeMap<u32, (String, u64)>;
+
 /// Samples every thread's CPU time (ns, `schedstat`) of this process.
 struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<(BTreeMap<u32, (String, u64)>, Duration)>,
+    handle: JoinHandle<(PerThread, Duration)>,
 }
 
 impl Sampler {
@@ -74,7 +77,7 @@ impl Sampler {
             let stop = stop.clone();
             std::thread::spawn(move || {
                 let me = gettid();
-                let mut seen: BTreeMap<u32, (String, u64)> = BTreeMap::new();
+                let mut seen = PerThread::new();
                 let mut first: BTreeMap<u32, u64> = BTreeMap::new();
                 loop {
                     let last = stop.load(Ordering::Acquire);
@@ -209,8 +212,10 @@ pub fn per_frame(rig: &Rig<'_>, rounds: usize, pps: f64) {
     let base = median(&mut all[0].iter().map(|r| r.ns_per_frame(r.cpu)).collect());
     for (setup, rounds) in setups.iter().zip(&all) {
         let total = median(&mut rounds.iter().map(|r| r.ns_per_frame(r.cpu)).collect());
-        let mut groups: Vec<&'static str> =
-            rounds.iter().flat_map(|r| r.groups.keys().copied()).collect();
+        let mut groups: Vec<&'static str> = rounds
+            .iter()
+            .flat_map(|r| r.groups.keys().copied())
+            .collect();
         groups.dedup();
         groups.sort();
         groups.dedup();
@@ -249,7 +254,8 @@ fn drain_only(rig: &Rig<'_>, pps: f64) -> Round {
             if let Some(c) = tap_cpus {
                 c.pin_current_thread().expect("pin");
             }
-            let (drains, mut rx) = Drains::spawn(rings, RingTuning::default().poll).expect("drains");
+            let (drains, mut rx) =
+                Drains::spawn(rings, RingTuning::default().poll).expect("drains");
             let counted = Arc::new(AtomicU64::new(0));
             let c = counted.clone();
             std::thread::Builder::new()
