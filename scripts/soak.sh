@@ -227,6 +227,8 @@ for (i, sev), n in active.items():
 packets = glob.glob(f"{work}/dataset/packets/**/*.parquet", recursive=True)
 if packets:
     failures.append("a packets table although --tables left it out")
+if os.path.exists(f"{work}/out/packets.parquet"):
+    failures.append("--out has packets.parquet although --tables left it out")
 
 print(f"soak: {len(rows)} samples over {rows[-1][0]} s; after the {warmup} s warm-up RSS "
       f"{min(rss)}-{max(rss)} KiB ({growth:.1%}), open files {min(fds)}-{max(fds)}; "

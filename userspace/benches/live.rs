@@ -28,6 +28,10 @@
 //!    (`ROCESCOPE_BENCH_RINGS_PACED` frames/s per CPU, default 300 000):
 //!    see `live/rings.rs`. `ROCESCOPE_BENCH_ONLY=rings` runs only this (and the
 //!    program cost).
+//! 7. **Userspace CPU per frame**: rocescope's own CPU time per frame
+//!    analysed, with and without the `packets` table, against the drain
+//!    threads alone, interleaved rounds: see `live/cpu.rs`.
+//!    `ROCESCOPE_BENCH_ONLY=cpu` runs only this.
 //!
 //! Before those, each program's cost per frame in the kernel alone
 //! (BPF_PROG_TEST_RUN repeating a WRITE, an ACK and a non-RoCE UDP frame): what the
@@ -67,6 +71,8 @@ use rocescope::live::{self, Program, RingTuning, Tap, XdpModeArg};
 use rocescope::synth::frame::{IpAddrs, RoceFrame, WireFrame};
 use rocescope::units;
 
+#[path = "live/cpu.rs"]
+mod cpu;
 #[path = "live/rings.rs"]
 mod rings;
 
@@ -198,6 +204,24 @@ fn main() {
     let sender = RawSender::open(&a).expect("raw socket");
     let cpus = Pinning::from_env();
     cpus.pin_sender();
+    let cpu_rounds: usize = std::env::var("ROCESCOPE_BENCH_CPU_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let cpu_paced: f64 = std::env::var("ROCESCOPE_BENCH_CPU_PACED")
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(500_000.0);
+    if std::env::var("ROCESCOPE_BENCH_ONLY").as_deref() == Ok("cpu") {
+        let rig = Rig {
+            iface: &b,
+            sender: &sender,
+            frames: &frames,
+            cpus: &cpus,
+        };
+        cpu::per_frame(&rig, cpu_rounds, cpu_paced);
+        return;
+    }
     println!(
         "live path on veth ({n} frames: RoCE RDMA WRITE of {} bytes, an ACK per 8)",
         frames[0].len()
@@ -257,6 +281,8 @@ fn main() {
         let t = RingTuning::default();
         live_rounds(&rig, live::TapMode::Records, t, paced_rate, Some(paced));
     }
+    // 7. rocescope's own CPU per frame (before 6, which unpins this thread).
+    cpu::per_frame(&rig, cpu_rounds, cpu_paced);
     // 6. Ring layouts with one and two producing CPUs.
     rings::compare(&ns.0, &frames, rings_paced);
 }
@@ -481,6 +507,7 @@ fn live_rounds(
             report_interval: live::monitor::DEFAULT_REPORT_INTERVAL,
             findings: None,
             time: Default::default(),
+            packets: true,
         };
         let done = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();

@@ -8,7 +8,8 @@
 //! | read + decode | reader and decoder, each record dropped once decoded |
 //! | read + decode, records kept | the same, records collected in memory (the input of the stages below) |
 //! | analyze | the analyzer over those records (events and timeline dropped) |
-//! | write | every table from the analyzer's output: Arrow builders, Parquet encoding, files |
+//! | write | every table from the analyzer's output: Arrow builders, Parquet encoding, files; and every table but `packets.parquet` |
+//! | merge | the live tap's time-order merge of the rings (`live::reorder`) over the records in memory, dealt to 2 and to 16 rings in batches of 4096 as the drain threads hand them |
 //! | report / analyze | `offline::run` without / with tables, `--threads 1` and pipelined |
 //!
 //! `cargo bench -p rocescope --bench stages` (harness-less: it prints
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     analyse, analyse_only, decode_each, env_usize, make_capture, read_decode, write_tables,
+    write_tables_with,
 };
 use rocescope::offline::{self, Options};
 use rocescope::pipeline::Threads;
@@ -60,6 +62,44 @@ fn read_only(path: &Path) -> u64 {
         n += 1;
     }
     n
+}
+
+/// The live tap's merge (`live::reorder`) over `recs`: dealt to `rings`
+/// rings a batch of 4096 at a time, as the drain threads hand them over,
+/// each batch followed by what may leave; returns the items released.
+#[cfg(feature = "live")]
+fn merge(recs: &[rocescope::PacketRecord], rings: usize) -> u64 {
+    use rocescope::live::RingItem;
+    use rocescope::live::reorder::Reorder;
+    let mut r = Reorder::new(rings);
+    let mut out = 0u64;
+    // Every ring's records in time order: ring i takes chunks i, i + rings, ...
+    let chunk = 4096;
+    for (n, batch) in recs.chunks(chunk).enumerate() {
+        let ring = n % rings;
+        for rec in batch {
+            r.push(ring, RingItem::Record(*rec));
+        }
+        // The batch's last record's time: every ring was drained then.
+        let now = batch.last().map_or(0, |l| l.ts_ns);
+        for q in 0..rings {
+            if q != ring {
+                r.mark_empty(
+                    q,
+                    now.saturating_add(rocescope::live::reorder::EMPTY_MARGIN_NS),
+                );
+            }
+        }
+        while let Some(item) = r.pop(Some(now)) {
+            black_box(item);
+            out += 1;
+        }
+    }
+    while let Some(item) = r.pop(None) {
+        black_box(item);
+        out += 1;
+    }
+    out
 }
 
 fn main() {
@@ -112,6 +152,11 @@ fn main() {
     });
     let (t_write, _) = best(rounds, || write(false));
     let (t_write_thread, _) = best(rounds, || write(true));
+    let (t_write_no_packets, _) = best(rounds, || {
+        write_tables_with(&out, &recs, &analysed, false, false)
+    });
+    #[cfg(feature = "live")]
+    let merges = [2, 16].map(|rings| (rings, best(rounds, || merge(&recs, rings)).0));
     let job = |threads: Threads, tables: bool| {
         let opts = Options {
             threads,
@@ -147,6 +192,11 @@ fn main() {
     line("packets batches -> Arrow arrays (no Parquet)", t_arrays);
     line("write all tables (one thread)", t_write);
     line("write all tables (packets encoder thread)", t_write_thread);
+    line("write every table but packets", t_write_no_packets);
+    #[cfg(feature = "live")]
+    for (rings, t) in merges {
+        line(&format!("live merge by time, {rings} rings"), t);
+    }
     line("report --threads 1", t_report_1);
     line("report (pipelined)", t_report_p);
     line("analyze --threads 1", t_analyze_1);

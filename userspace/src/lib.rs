@@ -30,6 +30,7 @@ pub mod output;
 pub mod pipeline;
 pub mod progress;
 pub mod render;
+pub mod shard;
 pub mod sources;
 pub mod synth;
 pub mod tables;

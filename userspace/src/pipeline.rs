@@ -174,10 +174,23 @@ impl RecordPipeline {
         out: Option<&Path>,
         threads: Threads,
     ) -> Result<Self> {
+        Self::with_tables(config, out, threads, true)
+    }
+
+    /// [`RecordPipeline::with_threads`]; without `packets`, `out` gets
+    /// every table but `packets.parquet` (`live --tables`).
+    pub fn with_tables(
+        config: analyze::Config,
+        out: Option<&Path>,
+        threads: Threads,
+        packets: bool,
+    ) -> Result<Self> {
         let mut outputs: Outputs = Vec::new();
         if let Some(dir) = out {
             let pipelined = threads == Threads::Pipelined;
-            outputs.push(Box::new(TableSet::create_with(dir, pipelined)?));
+            outputs.push(Box::new(TableSet::create_with_packets(
+                dir, pipelined, packets,
+            )?));
         }
         let mut analyzer = Box::new(Analyzer::new(config));
         analyzer.set_row_annotator(crate::render::wireshark::annotate_row);

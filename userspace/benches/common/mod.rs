@@ -134,7 +134,18 @@ pub fn analyse(recs: &[PacketRecord]) -> Analysed {
 
 /// Every table of `recs` into `out`, from the analyzer's output.
 pub fn write_tables(out: &Path, recs: &[PacketRecord], a: &Analysed, encoder_thread: bool) {
-    let mut t = TableSet::create_with(out, encoder_thread).expect("tables");
+    write_tables_with(out, recs, a, encoder_thread, true)
+}
+
+/// [`write_tables`]; without `packets`, every table but `packets.parquet`.
+pub fn write_tables_with(
+    out: &Path,
+    recs: &[PacketRecord],
+    a: &Analysed,
+    encoder_thread: bool,
+    packets: bool,
+) {
+    let mut t = TableSet::create_with_packets(out, encoder_thread, packets).expect("tables");
     for i in 0..16 {
         t.set_iface_name(i, &format!("if{i}"));
     }

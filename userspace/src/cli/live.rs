@@ -66,7 +66,7 @@ pub(crate) struct LiveArgs {
     /// Append each finding that starts, continues or ends to FILE as a JSON line (- for standard output); reopened on SIGHUP, never truncated.
     #[arg(long, value_name = "FILE")]
     pub(crate) findings: Option<String>,
-    /// With --dataset: the streamed tables to write, comma-separated (default: all of packets, events, timeline, flows, findings). A long run on a fast port leaves out packets: a row per frame.
+    /// The streamed tables to write, comma-separated (default: all of packets, events, timeline, flows, findings; --dataset writes these, --out leaves out packets if it is not named). A long run on a fast port leaves out packets: a row per frame.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
     pub(crate) tables: Option<Vec<crate::tables::dataset::StreamedTable>>,
     #[command(flatten)]
@@ -154,6 +154,9 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         report_interval: std::time::Duration::from_nanos(report_interval),
         findings: findings.as_deref().map(live::monitor::FindingsTo::parse),
         time,
+        packets: tables
+            .as_ref()
+            .is_none_or(|t| t.contains(&crate::tables::dataset::StreamedTable::Packets)),
     };
     // Missing privileges are the likelier problem: say so first.
     live::tap::check_privileges()?;

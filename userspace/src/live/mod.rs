@@ -190,6 +190,10 @@ pub struct Options {
     pub findings: Option<monitor::FindingsTo>,
     /// `--time`: which clock times the records.
     pub time: crate::sources::TimeChoice,
+    /// Write `packets.parquet` to `out` (`--tables` without `packets`
+    /// leaves it out there too: a row per frame is most of the CPU a
+    /// record costs, docs/benchmarks.md "Live").
+    pub packets: bool,
 }
 
 /// What a live run produced besides the tables.
@@ -260,7 +264,12 @@ pub fn run_with(
         detail: format!("cannot create the output directory: {e}"),
         source: e,
     })?;
-    let mut pipeline = RecordPipeline::new(opts.analyzer.clone(), Some(&opts.out))?;
+    let mut pipeline = RecordPipeline::with_tables(
+        opts.analyzer.clone(),
+        Some(&opts.out),
+        crate::pipeline::Threads::Pipelined,
+        opts.packets,
+    )?;
     for o in outputs()? {
         pipeline.add_output(o);
     }

@@ -529,7 +529,8 @@ pub struct TableSet {
     ifaces: Vec<String>,
     /// The run's capture files, by [`PacketRecord::capture`].
     files: Vec<String>,
-    packets: ParquetTable<PacketColumns>,
+    /// `None`: left out (`live --tables` without `packets`).
+    packets: Option<ParquetTable<PacketColumns>>,
     events: ParquetTable<EventColumns>,
     timeline: ParquetTable<TimelineColumns>,
     /// `flows.parquet`, once a flow retired (else made at the end).
@@ -547,6 +548,12 @@ impl TableSet {
     /// With `encoder_thread`, `packets.parquet` (nearly all of the output)
     /// is encoded on a thread of its own.
     pub fn create_with(dir: &Path, encoder_thread: bool) -> Result<Self> {
+        Self::create_with_packets(dir, encoder_thread, true)
+    }
+
+    /// [`TableSet::create_with`]; without `packets`, no `packets.parquet`
+    /// (a long live run's per-frame table, docs/live.md `--tables`).
+    pub fn create_with_packets(dir: &Path, encoder_thread: bool, packets: bool) -> Result<Self> {
         // What a previous run left here (its tables, summary.json, partial
         // files of a killed run) goes first.
         for name in OUTPUT_FILES {
@@ -564,14 +571,17 @@ impl TableSet {
                 }
             }
         }
-        let packets = Encoding {
+        let encoding = Encoding {
             thread: encoder_thread,
         };
+        let packets = packets
+            .then(|| ParquetTable::create_with(dir, "packets.parquet", encoding))
+            .transpose()?;
         Ok(Self {
             dir: dir.to_path_buf(),
             ifaces: Vec::new(),
             files: Vec::new(),
-            packets: ParquetTable::create_with(dir, "packets.parquet", packets)?,
+            packets,
             events: ParquetTable::create(dir, "events.parquet")?,
             timeline: ParquetTable::create(dir, "timeline.parquet")?,
             flows: None,
@@ -589,14 +599,20 @@ impl TableSet {
     }
 
     pub fn packet(&mut self, rec: &PacketRecord, verdict: Verdict) -> Result<()> {
+        let Some(packets) = &mut self.packets else {
+            return Ok(());
+        };
         let row = PacketRow::new(rec, &self.ifaces, &self.files, verdict);
-        self.packets.push(&row)?;
+        packets.push(&row)?;
         self.failed.take().map_or(Ok(()), Err)
     }
 
     /// A batch of records with their verdicts: a full batch becomes arrays
     /// straight from the records, without copying them into the buffer.
     pub fn packets(&mut self, recs: &[PacketRecord], verdicts: &[Verdict]) -> Result<()> {
+        if self.packets.is_none() {
+            return Ok(());
+        }
         let rows = PacketColumns::BATCH_ROWS;
         for (recs, verdicts) in recs.chunks(rows).zip(verdicts.chunks(rows)) {
             if recs.len() < rows {
@@ -606,8 +622,10 @@ impl TableSet {
                 continue;
             }
             let (ifaces, files) = (&self.ifaces, &self.files);
-            self.packets
-                .push_arrays(|columns| columns.arrays_of(recs, verdicts, ifaces, files))?;
+            let Some(packets) = &mut self.packets else {
+                return Ok(());
+            };
+            packets.push_arrays(|columns| columns.arrays_of(recs, verdicts, ifaces, files))?;
         }
         self.failed.take().map_or(Ok(()), Err)
     }
@@ -655,7 +673,9 @@ impl TableSet {
         pfc.close()?;
         hops.close()?;
         nics.close()?;
-        self.packets.close()?;
+        if let Some(packets) = self.packets {
+            packets.close()?;
+        }
         self.events.close()?;
         self.timeline.close()?;
 
