@@ -34,7 +34,7 @@ pub enum Shard {
 pub fn shard_of(rec: &PacketRecord, shards: usize) -> Shard {
     match rec.kind() {
         Kind::Pfc | Kind::Pause => Shard::Every,
-        Kind::Roce | Kind::Cnp | Kind::Malformed | Kind::Other => {
+        Kind::Roce | Kind::Cnp | Kind::Uet | Kind::Malformed | Kind::Other => {
             Shard::One(pair_shard(&rec.src_ip, &rec.dst_ip, shards))
         }
     }
