@@ -438,6 +438,12 @@ fn prometheus_scraping_live_sees_what_the_tables_hold() {
             n(&frames[kind]),
         );
     }
+    // `frames.uet` is left out of summary.json when no UET frame came.
+    put(
+        "rocescope_frames_total",
+        &[("kind", "uet")],
+        frames.get("uet").map_or(0.0, n),
+    );
     put(
         "rocescope_mirror_copies_total",
         &[],

@@ -305,7 +305,7 @@ fn gauge<N: EncodeGaugeValue>(n: N) -> ConstGauge<N> {
     ConstGauge::new(n)
 }
 
-const FRAME_KINDS: [&str; 5] = ["roce", "cnp", "pfc", "pause", "malformed"];
+const FRAME_KINDS: [&str; 6] = ["roce", "cnp", "uet", "pfc", "pause", "malformed"];
 const PRIORITIES: [&str; 8] = ["0", "1", "2", "3", "4", "5", "6", "7"];
 
 impl Collector for Metrics {
@@ -416,7 +416,7 @@ impl Collector for Metrics {
 
         // The analysis so far: by kind, trigger, class.
         let f = &r.frames;
-        let by_kind = [f.roce, f.cnp, f.pfc, f.pause, f.malformed];
+        let by_kind = [f.roce, f.cnp, f.uet, f.pfc, f.pause, f.malformed];
         family(
             e,
             "rocescope_frames",
