@@ -174,7 +174,7 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
         .filter(|f| {
             f.data_packets > 0
                 && f.service.is_some_and(ib::is_acknowledged)
-                && f.paired_qp.is_none()
+                && f.paired_qp().is_none()
                 && f.last_ts - f.first_ts >= UNANSWERED_NS
                 && two_way.contains(&f.iface)
                 && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))

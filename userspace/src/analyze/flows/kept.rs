@@ -91,7 +91,7 @@ impl Family {
             Family::Unanswered => {
                 let unanswered = f.data_packets > 0
                     && f.service.is_some_and(ib::is_acknowledged)
-                    && f.paired_qp.is_none()
+                    && f.paired_qp().is_none()
                     && f.last_ts - f.first_ts >= UNANSWERED_NS;
                 if unanswered { f.data_packets } else { 0 }
             }
@@ -156,7 +156,7 @@ pub(crate) fn add_totals(t: &mut Totals, f: &Flow) {
     t.flows += 1;
     t.request_flows += f.seq.is_some() as u64;
     t.response_flows += (f.responses > 0) as u64;
-    t.paired_flows += (f.seq.is_some() && f.paired_qp.is_some()) as u64;
+    t.paired_flows += (f.seq.is_some() && f.paired_qp().is_some()) as u64;
     t.packets += f.packets;
     t.bytes += f.bytes;
     t.data_packets += f.data_packets;
@@ -287,7 +287,9 @@ impl Retired {
                 continue;
             };
             top.omitted += 1;
-            if (score, f.id) > least {
+            // Ties go to the flow kept first: a run of equal flows (a
+            // million alike) boxes none of them after the first K.
+            if score > least.0 {
                 top.worst.pop();
                 top.worst.push(Reverse((score, f.id)));
                 holders += 1;
