@@ -197,7 +197,9 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
     }
     sending
         .into_iter()
-        .filter(|f| two_way.contains(&f.iface) && !answered.contains(&(f.iface, f.dst_ip, f.src_ip)))
+        .filter(|f| {
+            two_way.contains(&f.iface) && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))
+        })
         .collect()
 }
 

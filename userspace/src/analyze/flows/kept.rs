@@ -267,6 +267,18 @@ impl Retired {
         self.keep_as_evidence(f);
     }
 
+    /// Folds in a flow retired at the end of the run, once the summary and
+    /// the findings are made ([`Analyzer::retire_all`]): only what is read
+    /// after them, its row's sums and its place in the evidence, whose rows
+    /// the reports show.
+    ///
+    /// [`Analyzer::retire_all`]: crate::analyze::Analyzer
+    pub(crate) fn add_at_end(&mut self, mut f: Flow, row: &FlowRow) {
+        self.rows.entry(RowGroup::of(row)).or_default().add(row);
+        f.paired = None;
+        self.keep_as_evidence(f);
+    }
+
     fn keep_as_evidence(&mut self, f: Flow) {
         if self.families.is_empty() {
             self.families = FAMILIES.iter().map(|_| TopK::default()).collect();

@@ -252,7 +252,8 @@ impl Analyzer {
 
     /// More flows live at the end than `Config::rows_held`: each retires as
     /// at the end of the run, its row written to the sink and folded into
-    /// [`Retired`] (its sums, the findings' evidence). The rows of the flows
+    /// [`Retired`] (its row's sums, the evidence: the summary and findings,
+    /// made before, read nothing else of it). The rows of the flows
     /// in `named` (those the findings list) are kept in `rows` as well.
     pub(in crate::analyze) fn retire_all(
         &mut self,
@@ -271,7 +272,7 @@ impl Analyzer {
                 self.expiry.intervals.since(&f, &mut kept);
                 rows.push(kept);
             }
-            self.retired.add(f, &row);
+            self.retired.add_at_end(f, &row);
         });
     }
 }
