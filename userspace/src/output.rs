@@ -188,6 +188,9 @@ impl<S: analyze::Sink> analyze::Sink for Watched<'_, S> {
     fn keeps_timeline(&self) -> bool {
         self.0.keeps_timeline()
     }
+    fn keeps_flows(&self) -> bool {
+        self.0.keeps_flows()
+    }
 }
 
 /// Facts about the run that `summary.json` reports beside the analysis.

@@ -923,6 +923,9 @@ impl analyze::Sink for Discard {
         false
     }
     fn flow(&mut self, _: &analyze::FlowRow) {}
+    fn keeps_flows(&self) -> bool {
+        false
+    }
 }
 
 /// Flow rows the end of a run hands over before the writer has them: the

@@ -88,7 +88,7 @@ impl Analyzer {
         if self.flows[r].paired.is_some() {
             return;
         }
-        self.flows[r].paired_qp = Some(qp);
+        self.flows[r].set_paired_qp(qp);
         let f = &self.flows[r];
         let skey = (f.iface, f.dst_ip, f.src_ip, qp);
         if let Some(s) = self.by_key.get(&self.flows, &skey)

@@ -11,7 +11,7 @@
 //! at a lower rate is the one before the first long gap.
 //!
 //! O(1) per request packet and per CNP. A flow that sends data holds its
-//! last packets ([`Rate`], 120 bytes, from its first data packet on); what
+//! last packets ([`Rate`], 72 bytes, from its first data packet on); what
 //! its CNPs measured ([`Reaction`], ~130 bytes more) only from the first
 //! CNP it could be measured against. The measurement here (a
 //! [`Flow`](super::flows::Flow) owns a [`Rate`]); the finding,
@@ -26,23 +26,62 @@ pub(crate) const RECOVERED: f64 = 0.9;
 /// Request packets after a CNP with no drop among them: no reaction.
 pub(crate) const DECIDE_PACKETS: u32 = 16;
 
-/// The last `WINDOW + 1` request packets: time and frame length.
+/// The last `WINDOW + 1` request packets: time and frame length, in 64
+/// bytes (a `Rate` fits a 80-byte allocation, not 128): times as `u32`
+/// offsets from `base` (a window spans at most [`SPAN_MAX_NS`]), lengths as
+/// `u16` (a RoCE frame is at most an IB MTU of 4096 bytes and its headers;
+/// a longer one counts as 65,535 bytes). docs/analysis.md, "Memory".
 #[derive(Clone, Copy, Debug, Default)]
 struct Ring {
-    ts: [u64; WINDOW + 1],
-    len: [u32; WINDOW + 1],
+    base: u64,
+    off: [u32; WINDOW + 1],
+    len: [u16; WINDOW + 1],
     /// Packets held (up to `WINDOW + 1`) and the slot of the newest.
     n: u8,
     head: u8,
 }
 
+/// The longest a window of packets spans: a packet further from the
+/// oldest held (a flow silent for seconds) starts the window over from the
+/// packets within it.
+pub(crate) const SPAN_MAX_NS: u64 = u32::MAX as u64;
+
 impl Ring {
+    fn ts(&self, slot: usize) -> u64 {
+        self.base + u64::from(self.off[slot])
+    }
+
     fn push(&mut self, ts: u64, len: u32) {
+        if ts < self.base || ts - self.base > SPAN_MAX_NS {
+            self.rebase(ts);
+        }
         let head = (usize::from(self.head) + 1) % (WINDOW + 1);
         self.head = head as u8;
-        self.ts[head] = ts;
-        self.len[head] = len;
+        self.off[head] = (ts - self.base) as u32;
+        self.len[head] = len.min(u32::from(u16::MAX)) as u16;
         self.n = (self.n + 1).min(WINDOW as u8 + 1);
+    }
+
+    /// Makes room for a packet at `ts` outside the offsets' reach: the
+    /// packets held that are within [`SPAN_MAX_NS`] of it stay, from the
+    /// earliest of them and `ts`.
+    fn rebase(&mut self, ts: u64) {
+        let held = usize::from(self.n);
+        // The newest packets within reach of `ts`, counted back from the
+        // newest: the first out of reach ends the window.
+        let kept = (0..held)
+            .map(|back| self.ts(self.at(back)))
+            .take_while(|&t| t.abs_diff(ts) <= SPAN_MAX_NS)
+            .count();
+        let base = (0..kept)
+            .map(|back| self.ts(self.at(back)))
+            .fold(ts, u64::min);
+        for back in 0..kept {
+            let slot = self.at(back);
+            self.off[slot] = (self.ts(slot) - base) as u32;
+        }
+        self.base = base;
+        self.n = kept as u8;
     }
 
     /// Slot `back` packets before the newest.
@@ -56,11 +95,13 @@ impl Ring {
             return None;
         }
         let oldest = self.at(WINDOW);
-        let span = self.ts[usize::from(self.head)].checked_sub(self.ts[oldest])?;
+        let span = self
+            .ts(usize::from(self.head))
+            .checked_sub(self.ts(oldest))?;
         let bits: u64 = (1..=WINDOW)
             .map(|b| u64::from(self.len[self.at(b)]) * 8)
             .sum();
-        (span > 0).then(|| (bits as f64 / span as f64, self.ts[oldest]))
+        (span > 0).then(|| (bits as f64 / span as f64, self.ts(oldest)))
     }
 
     /// The newest gap: the packet before it (time) and its rate in Gb/s.
@@ -69,10 +110,12 @@ impl Ring {
             return None;
         }
         let prev = self.at(1);
-        let gap = self.ts[usize::from(self.head)].saturating_sub(self.ts[prev]);
+        let gap = self
+            .ts(usize::from(self.head))
+            .saturating_sub(self.ts(prev));
         let bits = u64::from(self.len[prev]) * 8;
         Some((
-            self.ts[prev],
+            self.ts(prev),
             if gap == 0 {
                 f64::INFINITY
             } else {
@@ -307,6 +350,35 @@ mod tests {
         r.cnp(t);
         assert!(r.reaction.as_ref().is_some_and(|x| x.pending.is_some()));
         assert_eq!((r.reaction().reactions, r.reaction().without), (0, 0));
+    }
+
+    /// The window's times are offsets of 32 bits: a packet more than
+    /// [`SPAN_MAX_NS`] after the oldest held starts the window over with
+    /// the packets within reach (docs/analysis.md, "Memory").
+    #[test]
+    fn a_window_spans_at_most_its_offsets_reach() {
+        assert_eq!(std::mem::size_of::<Rate>(), 72);
+        let mut r = Rate::default();
+        // Capture times far from 0, as a capture's epoch times are.
+        let t0 = 1_700_000_000_000_000_000;
+        let t = send(&mut r, t0, 100, 9);
+        assert_eq!(r.ring.rate().map(|x| x.1), Some(t0));
+        assert_eq!(r.ring.last_gap().map(|g| g.0), Some(t - 200));
+        // Five seconds of silence: only the new packet is held.
+        let t = send(&mut r, t + 5_000_000_000, 100, 8);
+        assert!(r.ring.rate().is_none());
+        let t = send(&mut r, t, 100, 1);
+        assert_eq!(r.ring.rate(), Some((80.0, t - 900)));
+        // Under the reach, a long gap is measured, as before.
+        let mut r = Rate::default();
+        let t = send(&mut r, t0, 100, 8);
+        let late = t + 3_000_000_000;
+        r.request(late, 1000, |_, _| false);
+        assert_eq!(r.ring.rate().map(|x| x.1), Some(t0));
+        // A frame longer than 65,535 bytes counts as 65,535.
+        r.request(late + 10, 100_000, |_, _| false);
+        r.request(late + 20, 1000, |_, _| false);
+        assert_eq!(r.ring.last_gap(), Some((late + 10, 65535.0 * 8.0 / 10.0)));
     }
 
     #[test]

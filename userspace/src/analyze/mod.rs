@@ -316,6 +316,11 @@ pub trait Sink {
     /// A flow's row, written as it retires (docs/analysis.md,
     /// "Retirement"); the flows live at the end come in [`Analysis::flows`].
     fn flow(&mut self, row: &FlowRow);
+    /// Whether it keeps flow rows: when not, the rows it is handed carry
+    /// no Wireshark filters (a string or two per flow, made for nothing).
+    fn keeps_flows(&self) -> bool {
+        true
+    }
 }
 
 /// Collects everything in memory (tests, small captures).

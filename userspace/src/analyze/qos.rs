@@ -56,8 +56,10 @@ impl Marks {
     }
 }
 
-/// The DSCPs and PCPs of a flow's frames at its tap.
+/// The DSCPs and PCPs of a flow's frames at its tap. Packed: 9 bytes in
+/// every flow, not 16.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, packed)]
 pub struct FlowMarks {
     pub dscps: u64,
     pub pcps: u8,

@@ -79,6 +79,19 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
             .map_or(x.summary.link_speed_bps, |t| t.link_speed_bps) as f64
             / 1e9
     };
+    // Loss (Go-Back-N) explains low goodput by itself; a flow needs two
+    // CNPs at least every CNP_INTERVAL_NS to be overloaded. Checked first:
+    // without such a flow, no map of every connection is made.
+    let candidate = |f: &Flow| {
+        let life = f.last_ts - f.first_ts;
+        f.rewind().rewinds == 0
+            && f.cnps >= 2
+            && life > 0
+            && f.cnps.saturating_mul(CNP_INTERVAL_NS) >= life
+    };
+    if !x.flows().any(|f| f.data_packets > 0 && candidate(f)) {
+        return None;
+    }
     // (flow, its gbps, its goodput in Gb/s)
     let requests: Vec<(&Flow, f64, f64)> = x
         .flows()
@@ -99,13 +112,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let into = |dst: [u8; 16]| conns.iter().filter(move |(c, _)| c.1 == dst);
     let mut groups: BTreeMap<[u8; 16], Vec<(&Flow, f64, f64)>> = BTreeMap::new();
     for &(f, _, goodput_gbps) in &requests {
-        let life = f.last_ts - f.first_ts;
-        // Loss (Go-Back-N) explains low goodput by itself.
-        if f.rewind().rewinds > 0
-            || f.cnps < 2
-            || life == 0
-            || f.cnps.saturating_mul(CNP_INTERVAL_NS) < life
-        {
+        if !candidate(f) {
             continue;
         }
         let paused = x.pfc.iter().any(|p| {

@@ -52,7 +52,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
             && x.flows().any(|p| {
                 p.iface == r.iface
                     && (p.src_ip, p.dst_ip) == (r.dst_ip, r.src_ip)
-                    && Some(p.dest_qp) == r.paired_qp
+                    && Some(p.dest_qp) == r.paired_qp()
                     && p.rare().becn > 0
             })
     };
@@ -77,7 +77,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
                         flow: FlowRef::from(*r),
                         dscp: r.dscp,
                         ce: r.ce,
-                        paired: r.paired_qp.is_some(),
+                        paired: r.paired_qp().is_some(),
                     })
                     .collect(),
                 reaction: reaction.clone(),

@@ -162,24 +162,43 @@ pub(crate) use crate::analyze::flows::kept::UNANSWERED_NS;
 /// sent nothing back to their source on their tap, on a tap that recorded
 /// responses of other flows.
 pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
-    // (tap, from, to) of every response seen, and taps that saw any.
-    let mut answered: BTreeSet<(u16, [u8; 16], [u8; 16])> = x
+    // Past the pairs kept of retired flows: unknown, not judged.
+    if x.retired.answered_full {
+        return Vec::new();
+    }
+    let sending: Vec<&Flow> = x
         .flows()
-        .filter(|f| f.responses > 0)
-        .map(|f| (f.iface, f.src_ip, f.dst_ip))
-        .collect();
-    answered.extend(&x.retired.answered);
-    let two_way: BTreeSet<u16> = answered.iter().map(|k| k.0).collect();
-    x.flows()
         .filter(|f| {
             f.data_packets > 0
                 && f.service.is_some_and(ib::is_acknowledged)
-                && f.paired_qp.is_none()
+                && f.paired_qp().is_none()
                 && f.last_ts - f.first_ts >= UNANSWERED_NS
-                && two_way.contains(&f.iface)
-                && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))
-                // Past the pairs kept of retired flows: unknown, not judged.
-                && !x.retired.answered_full
+        })
+        .collect();
+    if sending.is_empty() {
+        return sending;
+    }
+    // Taps that saw any response, and of the (tap, from, to) answering
+    // those flows the ones seen: a set of every response flow's would be
+    // one entry per flow at a million QPs.
+    let wanted: BTreeSet<(u16, [u8; 16], [u8; 16])> = sending
+        .iter()
+        .map(|f| (f.iface, f.dst_ip, f.src_ip))
+        .collect();
+    let mut two_way: BTreeSet<u16> = BTreeSet::new();
+    let mut answered = BTreeSet::new();
+    let responses = x.flows().filter(|f| f.responses > 0);
+    let seen = responses.map(|f| (f.iface, f.src_ip, f.dst_ip));
+    for k in seen.chain(x.retired.answered.iter().copied()) {
+        two_way.insert(k.0);
+        if wanted.contains(&k) {
+            answered.insert(k);
+        }
+    }
+    sending
+        .into_iter()
+        .filter(|f| {
+            two_way.contains(&f.iface) && !answered.contains(&(f.iface, f.dst_ip, f.src_ip))
         })
         .collect()
 }

@@ -98,7 +98,7 @@ pub(crate) fn retry_exhausted(x: &Input) -> Option<Diagnosis> {
                     flow: FlowRef::from(*f),
                     exhausted: *e,
                     timeout_exponent: nearest_exponent(e.timeout_ns),
-                    paired_qp: f.paired_qp,
+                    paired_qp: f.paired_qp(),
                     max_frame_len: f.max_frame_len,
                 })
                 .collect(),

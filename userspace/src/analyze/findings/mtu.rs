@@ -107,7 +107,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     for f in silent {
         let answered = x
             .flows()
-            .filter(|o| o.iface == f.iface && o.paired_qp.is_some() && o.data_packets > 0)
+            .filter(|o| o.iface == f.iface && o.paired_qp().is_some() && o.data_packets > 0)
             .map(|o| o.max_frame_len)
             .max();
         let Some(largest) = answered.filter(|&l| f.max_frame_len > l) else {

@@ -112,7 +112,7 @@ pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
             .filter_map(|f| {
                 let m = *marks
                     .cnps
-                    .get(&(f.iface, f.dst_ip, f.src_ip, f.paired_qp?))?;
+                    .get(&(f.iface, f.dst_ip, f.src_ip, f.paired_qp()?))?;
                 Some((*f, m))
             })
             .collect();

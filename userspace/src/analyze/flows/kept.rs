@@ -91,7 +91,7 @@ impl Family {
             Family::Unanswered => {
                 let unanswered = f.data_packets > 0
                     && f.service.is_some_and(ib::is_acknowledged)
-                    && f.paired_qp.is_none()
+                    && f.paired_qp().is_none()
                     && f.last_ts - f.first_ts >= UNANSWERED_NS;
                 if unanswered { f.data_packets } else { 0 }
             }
@@ -156,7 +156,7 @@ pub(crate) fn add_totals(t: &mut Totals, f: &Flow) {
     t.flows += 1;
     t.request_flows += f.seq.is_some() as u64;
     t.response_flows += (f.responses > 0) as u64;
-    t.paired_flows += (f.seq.is_some() && f.paired_qp.is_some()) as u64;
+    t.paired_flows += (f.seq.is_some() && f.paired_qp().is_some()) as u64;
     t.packets += f.packets;
     t.bytes += f.bytes;
     t.data_packets += f.data_packets;
@@ -267,6 +267,18 @@ impl Retired {
         self.keep_as_evidence(f);
     }
 
+    /// Folds in a flow retired at the end of the run, once the summary and
+    /// the findings are made ([`Analyzer::retire_all`]): only what is read
+    /// after them, its row's sums and its place in the evidence, whose rows
+    /// the reports show.
+    ///
+    /// [`Analyzer::retire_all`]: crate::analyze::Analyzer
+    pub(crate) fn add_at_end(&mut self, mut f: Flow, row: &FlowRow) {
+        self.rows.entry(RowGroup::of(row)).or_default().add(row);
+        f.paired = None;
+        self.keep_as_evidence(f);
+    }
+
     fn keep_as_evidence(&mut self, f: Flow) {
         if self.families.is_empty() {
             self.families = FAMILIES.iter().map(|_| TopK::default()).collect();
@@ -287,7 +299,9 @@ impl Retired {
                 continue;
             };
             top.omitted += 1;
-            if (score, f.id) > least {
+            // Ties go to the flow kept first: a run of equal flows (a
+            // million alike) boxes none of them after the first K.
+            if score > least.0 {
                 top.worst.pop();
                 top.worst.push(Reverse((score, f.id)));
                 holders += 1;

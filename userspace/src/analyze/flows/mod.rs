@@ -48,11 +48,12 @@ pub(crate) struct Flow {
     /// Its first packet was native InfiniBand (an LRH).
     pub ib_link: bool,
     pub(super) paired: Option<usize>,
-    pub paired_qp: Option<u32>,
+    /// Its partner's QP ([`Flow::paired_qp`]).
+    partner_qp: Qpn,
     /// UD: the DETH's source QP of its first packet, to which the
     /// receiver's CNPs for its CE marks go (Annex A17.9.3: a CNP's DestQP
     /// is the marked packet's source QP).
-    pub(super) ud_src_qp: Option<u32>,
+    ud_src_qp: Qpn,
     pub roce_version: Option<u8>,
     pub udp_sport: Option<u16>,
     pub pcp: Option<u8>,
@@ -99,14 +100,41 @@ pub(crate) struct Flow {
     pub(super) dcqcn: Option<Box<dcqcn::Rate>>,
 }
 
+/// A QP number that may be absent, in 4 bytes, not `Option<u32>`'s 8:
+/// QPNs are 24 bits wide, so `u32::MAX` stands for none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Qpn(u32);
+
+impl Qpn {
+    const NONE: Qpn = Qpn(u32::MAX);
+
+    fn get(self) -> Option<u32> {
+        (self != Self::NONE).then_some(self.0)
+    }
+
+    fn of(qp: Option<u32>) -> Qpn {
+        qp.map_or(Self::NONE, Qpn)
+    }
+}
+
 impl Flow {
     /// The QP the CNPs answering this flow's CE marks are sent to: the
     /// paired flow's for a sequenced service, the DETH's source QP for UD.
     pub(super) fn cnp_qp(&self) -> Option<u32> {
         match self.seq {
-            Some(_) => self.paired_qp,
-            None => self.ud_src_qp,
+            Some(_) => self.paired_qp(),
+            None => self.ud_src_qp.get(),
         }
+    }
+
+    /// Its partner's QP: the flow of the other direction it is paired with
+    /// (by PSNs or a CM exchange), kept when that flow retires.
+    pub fn paired_qp(&self) -> Option<u32> {
+        self.partner_qp.get()
+    }
+
+    pub(super) fn set_paired_qp(&mut self, qp: u32) {
+        self.partner_qp = Qpn::of(Some(qp));
     }
 
     pub(super) fn new(id: u32, key: FlowKey, ts: u64) -> Self {
@@ -119,8 +147,8 @@ impl Flow {
             service: None,
             ib_link: false,
             paired: None,
-            paired_qp: None,
-            ud_src_qp: None,
+            partner_qp: Qpn::NONE,
+            ud_src_qp: Qpn::NONE,
             roce_version: None,
             udp_sport: None,
             pcp: None,
@@ -219,11 +247,11 @@ impl Analyzer {
         let (rq, sq) = (self.flows[r].dest_qp, self.flows[s].dest_qp);
         let fr = &mut self.flows[r];
         fr.paired = Some(s);
-        fr.paired_qp = Some(sq);
+        fr.set_paired_qp(sq);
         fr.mtu = mtu;
         let fs = &mut self.flows[s];
         fs.paired = Some(r);
-        fs.paired_qp = Some(rq);
+        fs.set_paired_qp(rq);
         fs.mtu = mtu;
     }
 
@@ -242,7 +270,7 @@ impl Analyzer {
                 continue;
             }
             let fr = &self.flows[r];
-            if fr.paired.is_some() || fr.paired_qp.is_some() {
+            if fr.paired.is_some() || fr.paired_qp().is_some() {
                 continue;
             }
             let Some((lo, hi)) = fr.sent_range() else {
@@ -323,8 +351,10 @@ impl Analyzer {
             let f = &mut self.flows[i];
             if f.packets == 0 {
                 f.service = rec.has(flags::HAS_BTH).then_some(rec.roce().opcode >> 5);
-                f.ud_src_qp = (f.service == Some(transport::UD) && rec.has(flags::HAS_DETH))
-                    .then_some(rec.roce().deth_src_qp & ib::QPN_MASK);
+                f.ud_src_qp = Qpn::of(
+                    (f.service == Some(transport::UD) && rec.has(flags::HAS_DETH))
+                        .then_some(rec.roce().deth_src_qp & ib::QPN_MASK),
+                );
                 f.ib_link = rec.has(flags::IB_LRH);
                 f.src_mac = rec.src_mac;
                 f.roce_version = rec.roce_version();
@@ -460,7 +490,7 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         src_ip: f.src_ip,
         dst_ip: f.dst_ip,
         dest_qp: f.dest_qp,
-        paired_qp: f.paired_qp,
+        paired_qp: f.paired_qp(),
         roce_version: f.roce_version,
         udp_sport: f.udp_sport,
         pcp: f.pcp,

@@ -131,11 +131,11 @@ impl Analyzer {
     }
 
     /// Flow `i`'s row over its life so far: its CNPs counted now, its
-    /// filters made.
-    fn life_row(&self, f: &Flow, cnps: u64) -> FlowRow {
+    /// filters made when the sink keeps it (`keeps`).
+    fn life_row(&self, f: &Flow, cnps: u64, keeps: bool) -> FlowRow {
         let mut row = flow_row(f);
         row.cnps = cnps;
-        if let Some(annotate) = self.annotate_row {
+        if let Some(annotate) = self.annotate_row.filter(|_| keeps) {
             let origin = self.origin(row.iface);
             annotate(&mut row, origin);
         }
@@ -146,7 +146,7 @@ impl Analyzer {
     /// had frames in the interval.
     fn interim(&mut self, i: usize, boundary: u64, sink: &mut impl Sink) {
         let f = &self.flows[i];
-        let life = self.life_row(f, self.cnps_of(f));
+        let life = self.life_row(f, self.cnps_of(f), sink.keeps_flows());
         let mut row = life.clone();
         self.expiry.intervals.since(f, &mut row);
         if row.packets == 0 {
@@ -242,7 +242,7 @@ impl Analyzer {
         {
             self.flows[p].paired = None;
         }
-        let mut row = self.life_row(&f, f.cnps);
+        let mut row = self.life_row(&f, f.cnps, sink.keeps_flows());
         self.expiry.intervals.since(&f, &mut row);
         self.expiry.intervals.forget(f.id);
         sink.flow(&row);
@@ -251,7 +251,8 @@ impl Analyzer {
 
     /// More flows live at the end than `Config::rows_held`: each retires as
     /// at the end of the run, its row written to the sink and folded into
-    /// [`Retired`] (its sums, the findings' evidence). The rows of the flows
+    /// [`Retired`] (its row's sums, the evidence: the summary and findings,
+    /// made before, read nothing else of it). The rows of the flows
     /// in `named` (those the findings list) are kept in `rows` as well.
     pub(in crate::analyze) fn retire_all(
         &mut self,
@@ -260,8 +261,9 @@ impl Analyzer {
         sink: &mut impl Sink,
     ) {
         let flows = std::mem::take(&mut self.flows);
+        let keeps = sink.keeps_flows();
         flows.drain(|f| {
-            let mut row = self.life_row(&f, f.cnps);
+            let mut row = self.life_row(&f, f.cnps, keeps);
             self.expiry.intervals.since(&f, &mut row);
             sink.flow(&row);
             if named.contains(&f.id) {
@@ -269,7 +271,7 @@ impl Analyzer {
                 self.expiry.intervals.since(&f, &mut kept);
                 rows.push(kept);
             }
-            self.retired.add(f, &row);
+            self.retired.add_at_end(f, &row);
         });
     }
 }
