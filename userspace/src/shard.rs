@@ -141,11 +141,15 @@ mod tests {
             let mut sink = VecSink::default();
             let mut attributed = Vec::new();
             let mut r = PacketRecord::default();
+            // UET records get no flow yet (its analysis is to come): a
+            // sample of UET alone attributes nothing.
+            let mut roce = 0;
             while let Some(f) = reader.next_frame().unwrap() {
                 crate::decode::decode_into(&mut r, f.linktype, f.data, f.orig_len);
                 if r.kind() == Kind::Other {
                     continue;
                 }
+                roce += u32::from(matches!(r.kind(), Kind::Roce | Kind::Cnp));
                 r.frame = f.number;
                 r.ts_ns = f.ts_ns;
                 r.iface = f.iface as u16;
@@ -160,7 +164,7 @@ mod tests {
                 .chain(&analysis.flows)
                 .map(|f| (f.flow_id, (f.src_ip, f.dst_ip)))
                 .collect();
-            assert!(!attributed.is_empty(), "{}", path.display());
+            assert!(roce == 0 || !attributed.is_empty(), "{}", path.display());
             let unordered = |a: [u8; 16], b: [u8; 16]| if a <= b { (a, b) } else { (b, a) };
             for (flow, src, dst) in attributed {
                 let (fs, fd) = pairs[&flow];
