@@ -120,9 +120,9 @@ enum AnyTruth {
 
 pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
     use crate::synth::ErspanVersion;
-    use crate::synth::model::{self, Config, SCENARIOS, Truth, bridge};
+    use crate::synth::model::{self, SCENARIOS, Truth, bridge};
 
-    let mut cfg = Config::preset(&a.scenario).ok_or_else(|| {
+    let mut cfg = model::preset(&a.scenario).ok_or_else(|| {
         Error::Usage(format!(
             "unknown scenario {:?}; known: {}",
             a.scenario,

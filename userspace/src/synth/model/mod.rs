@@ -35,6 +35,7 @@ pub mod switch;
 pub mod telemetry_truth;
 pub mod truth;
 pub mod uet;
+pub mod uet_log;
 
 #[cfg(test)]
 mod tests;
@@ -50,6 +51,12 @@ pub use spec::{
 };
 pub use truth::{FlowTruth, PfcTruth, TapTruth, Truth};
 
+/// A named scenario's configuration, RoCE's ([`Config::preset`]) or
+/// UET's ([`uet::preset`]); `None` for an unknown name.
+pub fn preset(name: &str) -> Option<Config> {
+    Config::preset(name).or_else(|| uet::preset(name))
+}
+
 /// Run the model for `cfg`. Errors name the bad setting.
 pub fn simulate(cfg: &Config) -> Result<Run, String> {
     if cfg.uet.is_some() {
@@ -64,7 +71,7 @@ pub fn run_scenario(
     seed: u64,
     max_frames: Option<usize>,
 ) -> Result<(Run, Truth), String> {
-    let mut cfg = Config::preset(name)
+    let mut cfg = preset(name)
         .ok_or_else(|| format!("unknown scenario `{name}`; known: {}", SCENARIOS.join(", ")))?;
     cfg.seed = seed;
     if max_frames.is_some() {

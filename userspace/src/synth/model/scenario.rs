@@ -277,7 +277,7 @@ pub struct Config {
     pub taps: Vec<TapPoint>,
     /// A UET scenario's own knobs (`super::uet`); `None`: RoCE.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uet: Option<super::uet::UetCfg>,
+    pub uet: Option<UetCfg>,
 }
 
 pub const SCENARIOS: &[&str] = &[
@@ -808,7 +808,6 @@ impl Config {
                     TapPoint::new("leaf0", "s1", Dir::Both),
                 ];
             }
-            name if super::uet::preset(&mut c, name) => {}
             _ => return None,
         }
         Some(c)
@@ -855,5 +854,58 @@ impl Config {
             serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.into()));
         *self = serde_json::from_value(root).map_err(|e| format!("`{path}={value}`: {e}"))?;
         Ok(())
+    }
+}
+
+/// NSCC's window (bytes) and its reactions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Nscc {
+    pub init_cwnd: u64,
+    pub max_cwnd: u64,
+    /// Queueing delay NSCC aims at: an acknowledged packet's send-to-ACK
+    /// time above it is "delay high".
+    pub target_delay_ns: u64,
+    /// Multiplicative decrease at full excess delay with ECN.
+    pub md: f64,
+    /// Window growth per window acknowledged, in packets: below target
+    /// delay without ECN, and above it without ECN.
+    pub fast_increase: f64,
+    pub fair_increase: f64,
+}
+
+/// What UET adds to a scenario (`--set uet.KNOB=VALUE`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UetCfg {
+    /// Entropy values each PDC sprays over, one per packet in turn.
+    pub entropies: u16,
+    /// A switch trims a request that would take its egress queue past
+    /// this many bytes.
+    pub trim_bytes: u64,
+    /// The DSCP a trimmed packet is re-marked with.
+    pub trim_dscp: u8,
+    /// A switch marks CE on an ECT request joining a queue above this.
+    pub ecn_bytes: u64,
+    /// Beyond this a queue (trimmed headers' too) drops.
+    pub queue_limit: u64,
+    pub nscc: Nscc,
+}
+
+impl Default for UetCfg {
+    fn default() -> UetCfg {
+        UetCfg {
+            entropies: 8,
+            trim_bytes: 64 * 1024,
+            trim_dscp: 46,
+            ecn_bytes: 24 * 1024,
+            queue_limit: 1 << 20,
+            nscc: Nscc {
+                init_cwnd: 64 * 1024,
+                max_cwnd: 256 * 1024,
+                target_delay_ns: 10_000,
+                md: 0.5,
+                fast_increase: 1.0,
+                fair_increase: 0.25,
+            },
+        }
     }
 }

@@ -88,7 +88,7 @@ pub enum FrameSpec {
     Cnp(CnpSpec),
     Pfc(PfcSpec),
     /// A UET frame (`super::uet`).
-    Uet(super::uet::wire::UetSpec),
+    Uet(crate::synth::uet_frame::UetSpec),
 }
 
 /// PFC / PAUSE destination address.

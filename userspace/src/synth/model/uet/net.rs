@@ -5,14 +5,14 @@
 //! `queue_limit` it drops.
 
 use super::pdc::{Reason, Rx, Tx};
-use super::wire::{Pdu, UetSpec};
-use super::{UetCfg, UetLog};
+use super::{NetEvent, UetCfg, UetLog};
 use crate::synth::model::fabric::{FabricStats, Run, TapInfo, wire_ns};
 use crate::synth::model::hosts::{Cabling, cable_leaf_spine, port_mac, receiver_ip, sender_ip};
 use crate::synth::model::postcards::SwitchLog;
 use crate::synth::model::scenario::{Config, Dir};
 use crate::synth::model::spec::{FrameMeta, FrameSpec, TapFrame};
 use crate::synth::model::switch::{Rng, ecmp_pick};
+use crate::synth::uet_frame::{Pdu, UetSpec};
 use rocescope_common::proto::ip::{ECN_CE, ECN_ECT0, ECN_ECT1};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -594,5 +594,26 @@ impl Net {
                 self.try_tx(self.host_port[self.cfg.flows[q].src]);
             }
         }
+    }
+}
+
+impl UetLog {
+    fn event(&self, ts_ns: u64, port: usize, pkt: &Pkt, switch: bool) -> NetEvent {
+        NetEvent {
+            ts_ns,
+            port,
+            pdc: pkt.pdc,
+            send: pkt.send,
+            switch,
+            frames_before: self.frame_sends.len(),
+        }
+    }
+
+    fn trim(&mut self, ts_ns: u64, port: usize, pkt: &Pkt) {
+        self.trims.push(self.event(ts_ns, port, pkt, true));
+    }
+
+    fn drop(&mut self, ts_ns: u64, port: usize, pkt: &Pkt, switch: bool) {
+        self.drops.push(self.event(ts_ns, port, pkt, switch));
     }
 }

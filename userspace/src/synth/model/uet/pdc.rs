@@ -5,24 +5,14 @@
 //! and a SACK bitmap, a NACK by code for a trimmed one).
 
 use super::UetCfg;
-use super::wire::{Ack, Nack, Pdu, Request, UetSpec};
 use crate::synth::model::hosts::{IP_TTL, ephemeral_port};
 use crate::synth::model::scenario::{Config, FlowCfg};
+pub use crate::synth::model::uet_log::{PdcSummary, Reason};
+use crate::synth::uet_frame::{Ack, Nack, Pdu, Request, UetSpec};
 use rocescope_common::proto::ip::ECN_ECT0;
 use rocescope_common::wire::uet::NackCode;
-use serde::Serialize;
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
-
-/// Why the initiator resent a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Reason {
-    /// A NACK with this code named it.
-    Nack(u8),
-    /// Its retransmit timer expired.
-    Timeout,
-}
 
 /// The initiator's PDC id for PDC `q`, and the target's.
 pub fn initiator_pdcid(q: usize) -> u16 {
@@ -30,42 +20,6 @@ pub fn initiator_pdcid(q: usize) -> u16 {
 }
 pub fn target_pdcid(q: usize) -> u16 {
     0x2000 + q as u16
-}
-
-/// What the model counted on one PDC (docs/synth-truth.md, "UET").
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct PdcSummary {
-    pub pdc: usize,
-    pub src_ip: Option<Ipv4Addr>,
-    pub dst_ip: Option<Ipv4Addr>,
-    pub spdcid: u16,
-    pub dpdcid: u16,
-    pub start_psn: u32,
-    pub packets: u64,
-    pub entropies: Vec<u16>,
-    pub packets_sent: u64,
-    pub first_transmissions: u64,
-    pub resends: u64,
-    pub resends_nack: u64,
-    pub resends_timeout: u64,
-    pub spurious_resends: u64,
-    pub timeouts: u64,
-    pub nacks_received: u64,
-    pub acks_received: u64,
-    pub acked_packets: u64,
-    pub delivered_packets: u64,
-    pub delivered_bytes: u64,
-    pub duplicates_received: u64,
-    pub trimmed_received: u64,
-    pub ce_received: u64,
-    pub acks_sent: u64,
-    pub nacks_sent: u64,
-    pub done_ns: Option<u64>,
-    pub cwnd_initial: u64,
-    pub cwnd_min: u64,
-    pub cwnd_max: u64,
-    pub cwnd_final: u64,
-    pub cwnd_decreases: u64,
 }
 
 /// The initiator.

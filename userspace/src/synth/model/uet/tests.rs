@@ -4,17 +4,16 @@
 //! event log.
 use super::pdc::{Reason, initiator_pdcid};
 use super::truth::{UetTruth, ack_covers, nack_name};
-use super::wire::{MPR, Pdu, UET_PORT, UetSpec};
 use super::{UetLog, simulate};
-use crate::synth::model::Config;
 use crate::synth::model::bridge::{CaptureOptions, append_frame};
 use crate::synth::model::fabric::Run;
 use crate::synth::model::spec::FrameSpec;
+use crate::synth::uet_frame::{MPR, Pdu, UET_PORT, UetSpec};
 use rocescope_common::wire::uet::{CcState, NextHeader, Opcode, PdsType, ResponseOpcode, over_udp};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn run(name: &str) -> (Run, UetTruth) {
-    let mut cfg = Config::preset(name).unwrap();
+    let mut cfg = crate::synth::model::preset(name).unwrap();
     cfg.seed = 1;
     let run = simulate(&cfg).unwrap();
     let log = run.uet.as_deref().unwrap();
@@ -126,7 +125,7 @@ struct Counted {
 fn frames_decode_through_the_uet_views_and_recount_to_the_truth() {
     for name in super::SCENARIOS {
         let (run, truth) = run(name);
-        let cfg = Config::preset(name).unwrap();
+        let cfg = crate::synth::model::preset(name).unwrap();
         let trim_dscp = cfg.uet.as_ref().unwrap().trim_dscp;
         let starts: Vec<u32> = log(&run).pdcs.iter().map(|p| p.start_psn).collect();
         let mut counted: BTreeMap<(usize, usize), Counted> = BTreeMap::new();

@@ -6,11 +6,11 @@
 
 use super::UetLog;
 use super::pdc::{PdcSummary, Reason};
-use super::wire::{Pdu, UetSpec};
 use crate::synth::model::bridge::{CaptureOptions, EPOCH_NS};
 use crate::synth::model::fabric::Run;
 use crate::synth::model::spec::FrameSpec;
 use crate::synth::model::truth::CaptureTruth;
+use crate::synth::uet_frame::{Pdu, UetSpec};
 use rocescope_common::proto::ip::ECN_CE;
 use rocescope_common::wire::uet::NackCode;
 use serde::Serialize;
