@@ -80,5 +80,8 @@ pub fn psn(u: &UetView) -> Option<u32> {
     (u.present & present::PSN != 0).then_some(u.psn)
 }
 
+mod key;
+pub use key::PdcKey;
+
 #[cfg(test)]
 mod tests;

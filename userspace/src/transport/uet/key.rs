@@ -1,0 +1,47 @@
+//! A PDC's key: the one way UET's trackers name a packet delivery context
+//! seen at a tap (docs/analysis.md, "UET: PDCs").
+//!
+//! A PDC is a pair of PDC ids, one at each end; every PDS header but
+//! RUDI's and UUD's carries the sender's (`spdcid`), and all but a SYN
+//! request the receiver's (`dpdcid`). So one direction of a PDC at one tap
+//! is named by the addresses and the sending end's PDC id: a SYN request,
+//! sent before its `dpdcid` is known, joins its PDC with no lookup, and
+//! the reverse direction (ACKs, NACKs, responses) is the key whose
+//! `spdcid` is this one's `dpdcid`.
+use rocescope_common::{PacketRecord, uet_present as present};
+
+/// One direction of a PDC at one tap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PdcKey {
+    pub iface: u16,
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    /// The sending end's PDC id.
+    pub spdcid: u16,
+}
+
+impl PdcKey {
+    /// The PDC direction `rec` belongs to; `None` for a record with no
+    /// PDC id (RUDI, UUD, a TSS-encrypted or cut PDS header).
+    pub fn of(rec: &PacketRecord) -> Option<PdcKey> {
+        let u = rec.uet();
+        (u.present & present::PDC != 0).then_some(PdcKey {
+            iface: rec.iface,
+            src_ip: rec.src_ip,
+            dst_ip: rec.dst_ip,
+            spdcid: u.spdcid,
+        })
+    }
+
+    /// The reverse direction of `rec`'s PDC (where its `dpdcid` sends
+    /// from); `None` when `rec` carries no `dpdcid` (a SYN request).
+    pub fn reverse_of(rec: &PacketRecord) -> Option<PdcKey> {
+        let u = rec.uet();
+        (u.present & present::DPDCID != 0).then_some(PdcKey {
+            iface: rec.iface,
+            src_ip: rec.dst_ip,
+            dst_ip: rec.src_ip,
+            spdcid: u.dpdcid,
+        })
+    }
+}
