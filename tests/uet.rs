@@ -478,3 +478,119 @@ fn walkdir(dir: &std::path::Path) -> BTreeSet<String> {
     }
     found
 }
+
+/// `extract --uet-pdc SRC,DST,SPDCID` (docs/wireshark.md, "UET"): the
+/// frames from SRC to DST of that PDC id and those back to it, from a
+/// capture of every test packet both ways (UDP, then the native mode with
+/// `--ip-proto`); the display filter is the PDC's and Decode As follows
+/// the run's recognition.
+#[test]
+fn extract_takes_a_uet_pdcs_frames_both_ways() {
+    use rocescope::uet_present as bit;
+    let dir = tempfile::tempdir().unwrap();
+    let swap = |f: &[u8]| {
+        let mut f = f.to_vec();
+        let (a, b) = (f[26..30].to_vec(), f[30..34].to_vec());
+        f[26..30].copy_from_slice(&b);
+        f[30..34].copy_from_slice(&a);
+        f
+    };
+    let spdcid = 0x0102;
+    for native in [false, true] {
+        let mut frames = Vec::new();
+        for v in vectors() {
+            let f = if native {
+                native_frame(false, 7, &v.bytes)
+            } else {
+                udp_frame(4793, &v.bytes)
+            };
+            frames.push(swap(&f));
+            frames.push(f);
+        }
+        // What the PDC holds: 10.0.0.1 -> 10.0.0.2 from 0x0102, and back
+        // to it (the record's view, as the decoder read it).
+        let reg = if native {
+            self::native()
+        } else {
+            Recognition::DEFAULT
+        };
+        let a = std::net::Ipv4Addr::new(10, 0, 0, 1)
+            .to_ipv6_mapped()
+            .octets();
+        let want: Vec<&Vec<u8>> = frames
+            .iter()
+            .filter(|f| {
+                let (rec, _) = decoded(&reg, f);
+                let u = rec.uet();
+                let forward = rec.src_ip == a && u.present & bit::PDC != 0 && u.spdcid == spdcid;
+                let back = rec.dst_ip == a && u.present & bit::DPDCID != 0 && u.dpdcid == spdcid;
+                forward || back
+            })
+            .collect();
+        assert!(want.len() >= 4, "{}", want.len());
+        let from = |ip: [u8; 4]| want.iter().any(|f| f[26..30] == ip);
+        assert!(from([10, 0, 0, 1]) && from([10, 0, 0, 2]), "both ways");
+        let cap = dir.path().join(format!("both-{native}.pcap"));
+        common::corpus::write_pcap(&cap, &frames);
+        let out = dir.path().join(format!("pdc-{native}.pcapng"));
+        let mut args = vec![
+            "extract",
+            cap.to_str().unwrap(),
+            "--uet-pdc",
+            "10.0.0.1,10.0.0.2,0x0102",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if native {
+            args.extend(["--ip-proto", "uet=253"]);
+        }
+        let r = common::rocescope_ok(&args);
+        let text = String::from_utf8_lossy(&r.stdout);
+        assert!(
+            text.contains(&format!(
+                "{} frames of UET PDC 258 from 10.0.0.1 to 10.0.0.2",
+                want.len()
+            )),
+            "{text}"
+        );
+        assert!(text.contains(
+            "(ip.src==10.0.0.1 && ip.dst==10.0.0.2 && uet.pds.spdcid==258) || \
+             (ip.src==10.0.0.2 && ip.dst==10.0.0.1 && uet.pds.dpdcid==258)"
+        ));
+        let decode_as = if native {
+            "-d udp.port==4793,uet -d ip.proto==253,uet.entropy"
+        } else {
+            "-d udp.port==4793,uet"
+        };
+        assert!(text.contains(&format!("decode as: {decode_as}")), "{text}");
+        // The frames written are those, in order, bytes unchanged.
+        let mut reader = rocescope::sources::CaptureReader::open(&out).unwrap();
+        let mut got = Vec::new();
+        while let Some(f) = reader.next_frame().unwrap() {
+            got.push(f.data.to_vec());
+        }
+        assert_eq!(got.iter().collect::<Vec<_>>(), want, "native {native}");
+    }
+    // No frame of that PDC: a usage error that says where PDCs are listed.
+    let cap = dir.path().join("both-false.pcap");
+    let out = dir.path().join("none.pcapng");
+    let r = common::rocescope(&[
+        "extract",
+        cap.to_str().unwrap(),
+        "--uet-pdc",
+        "10.0.0.1,10.0.0.2,999",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success() && err.contains("uet_spdcid"), "{err}");
+    let r = common::rocescope(&[
+        "extract",
+        cap.to_str().unwrap(),
+        "--uet-pdc",
+        "10.0.0.1,x,1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&r.stderr).contains("not an IPv4 or IPv6 address"));
+}

@@ -18,7 +18,11 @@ const UDP_PAYLOAD_AT: usize = 14 + 20 + 8;
 /// The frames of a classic pcap (scapy writes little-endian, Ethernet).
 fn frames(name: &str) -> Vec<Vec<u8>> {
     let bytes = std::fs::read(rocescope::testdata::shared_capture(name)).unwrap();
-    assert_eq!(bytes[..4], [0xd4, 0xc3, 0xb2, 0xa1], "{name}: LE classic pcap");
+    assert_eq!(
+        bytes[..4],
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        "{name}: LE classic pcap"
+    );
     assert_eq!(u32::from_le_bytes(bytes[20..24].try_into().unwrap()), 1);
     let mut out = Vec::new();
     let mut at = 24;
@@ -125,7 +129,10 @@ fn check_request(f: &Found<'_>, t: PdsType, syn: bool) {
     assert_eq!(p.spdcid(), Some(SPDCID));
     if syn {
         assert_eq!(p.dpdcid(), None, "a SYN has no DPDCID yet");
-        assert_eq!((p.use_rsv_pdc(), p.psn_offset()), (Some(true), Some(PSN_OFFSET)));
+        assert_eq!(
+            (p.use_rsv_pdc(), p.psn_offset()),
+            (Some(true), Some(PSN_OFFSET))
+        );
     } else {
         assert_eq!(p.dpdcid(), Some(REQ_DPDCID));
     }
@@ -172,7 +179,11 @@ fn xdp2s_pds_samples_decode_field_by_field() {
         check_request(&found(&fs[i], entropy), t, syn);
         // The record's neutral PSN is the PDS PSN.
         let (rec, _) = record(&fs[i]);
-        assert_eq!((rec.uet().psn, rec.uet().spdcid), (PSN, SPDCID), "frame {i}");
+        assert_eq!(
+            (rec.uet().psn, rec.uet().spdcid),
+            (PSN, SPDCID),
+            "frame {i}"
+        );
     }
 
     // ACK.
@@ -221,15 +232,27 @@ fn xdp2s_pds_samples_decode_field_by_field() {
     // it then does not fit the UDP length. The PDS fields before the
     // state are read all the same.
     let (rec, stop) = record(&fs[11]);
-    assert_eq!((rec.kind(), stop), (Kind::Uet, Some(Stop::Invalid(Layer::Ses))));
+    assert_eq!(
+        (rec.kind(), stop),
+        (Kind::Uet, Some(Stop::Invalid(Layer::Ses)))
+    );
     let u = rec.uet();
     assert_eq!(u.pds_type, PdsType::AckCcx as u8);
-    assert_eq!((u.cack_psn, u.spdcid, u.dpdcid), (CACK_PSN, SPDCID, ACK_DPDCID));
-    assert_eq!((u.sack_base, u.sack_bitmap), (CACK_PSN.wrapping_add(0x9988), 0x1234_5678_9abc_def0));
+    assert_eq!(
+        (u.cack_psn, u.spdcid, u.dpdcid),
+        (CACK_PSN, SPDCID, ACK_DPDCID)
+    );
+    assert_eq!(
+        (u.sack_base, u.sack_bitmap),
+        (CACK_PSN.wrapping_add(0x9988), 0x1234_5678_9abc_def0)
+    );
     // The CCX type in the CC-type nibble, the state's first 8 bytes.
     let pds = uet::Pds::new_checked(&fs[11][UDP_PAYLOAD_AT..]).unwrap();
     assert_eq!(pds.cc_type(), Some(0xe));
-    assert_eq!(pds.ccx_state().unwrap()[..8], 0x1122_3344_5566_7788u64.to_be_bytes());
+    assert_eq!(
+        pds.ccx_state().unwrap()[..8],
+        0x1122_3344_5566_7788u64.to_be_bytes()
+    );
 
     // NACK: RUDI type (NT), PDC_MODE_MISMATCH.
     let f = found(&fs[12], entropy);
@@ -237,16 +260,26 @@ fn xdp2s_pds_samples_decode_field_by_field() {
     assert_eq!(p.pds_type(), PdsType::Nack);
     assert_eq!(p.flags(), M | RETX | NT);
     assert!(p.m() && p.retx() && p.nt());
-    assert_eq!((p.nack_code_raw(), p.nack_vendor_code()), (Some(0x16), Some(0x87)));
+    assert_eq!(
+        (p.nack_code_raw(), p.nack_vendor_code()),
+        (Some(0x16), Some(0x87))
+    );
     assert_eq!(p.psn(), Some(0x9988_7766), "the NACK PSN (or packet id)");
     assert_eq!((p.spdcid(), p.dpdcid()), (Some(SPDCID), Some(ACK_DPDCID)));
-    assert_eq!(p.nack_max_recv_psn_plus_1(), Some(0x5678_9abc), "the payload");
+    assert_eq!(
+        p.nack_max_recv_psn_plus_1(),
+        Some(0x5678_9abc),
+        "the payload"
+    );
     check_response(&f.ses.unwrap(), 0x01);
 
     // NACK_CCX: xdp2's CCX part is 8 bytes (24 in all), Wireshark's 16
     // (32): the SES after it does not fit, as for ACK_CCX.
     let (rec, stop) = record(&fs[13]);
-    assert_eq!((rec.kind(), stop), (Kind::Uet, Some(Stop::Invalid(Layer::Ses))));
+    assert_eq!(
+        (rec.kind(), stop),
+        (Kind::Uet, Some(Stop::Invalid(Layer::Ses)))
+    );
     assert_eq!(rec.uet().pds_type, PdsType::NackCcx as u8);
     assert_eq!(rec.uet().nack_code, 0x15, "INVALID_SYN");
     assert_eq!(rec.uet().pds_flags, RETX, "not ECN-marked, RUD/ROD type");
@@ -267,7 +300,11 @@ fn xdp2s_pds_samples_decode_field_by_field() {
     assert_eq!(p.probe_opaque(), Some(0x9876));
     assert_eq!(p.psn(), Some(0xcdef_0123));
     assert_eq!((p.spdcid(), p.dpdcid()), (Some(0xcdef), Some(0xfedc)));
-    assert_eq!(p.control_payload(), Some(0xc1_09_1234), "the response's first word");
+    assert_eq!(
+        p.control_payload(),
+        Some(0xc109_1234),
+        "the response's first word"
+    );
     assert_eq!((f.ses, f.payload_len), (None, 8));
 
     // CONTROL with SYN, NEGOTIATION.
@@ -285,7 +322,10 @@ fn xdp2s_pds_samples_decode_field_by_field() {
     // UUD request: the prefix only, then the standard request.
     let f = found(&fs[16], entropy);
     let p = f.pds.unwrap();
-    assert_eq!((p.pds_type(), p.header_len(), p.flags()), (PdsType::UudRequest, 4, 0));
+    assert_eq!(
+        (p.pds_type(), p.header_len(), p.flags()),
+        (PdsType::UudRequest, 4, 0)
+    );
     check_standard_som(&f.ses.unwrap(), 0x02);
 
     // RUDI request and response: the packet id.
@@ -319,7 +359,10 @@ fn xdp2s_ses_samples_decode_field_by_field() {
     assert_eq!((s.opcode_raw(), s.flags_byte()), (0x01, DC_REL_EOM));
     check_common(&s, 0x77);
     assert_eq!(s.header_data(), None);
-    assert_eq!((s.payload_length(), s.message_offset()), (Some(0x345), Some(0x7766_5544)));
+    assert_eq!(
+        (s.payload_length(), s.message_offset()),
+        (Some(0x345), Some(0x7766_5544))
+    );
     assert_eq!(s.request_length(), Some(0x9988_7766));
 
     // Deferrable send (no SOM): the restart tokens in the buffer offset's
@@ -357,9 +400,16 @@ fn xdp2s_ses_samples_decode_field_by_field() {
     // header data lies where the standard request's buffer offset does.
     for (i, opcode, ext) in [(6, 0x01, 0), (7, 0x03, 4), (8, 0x03, 36), (16, 0x00, 0)] {
         let f = ses(i);
-        assert_eq!(f.pds.unwrap().next_header_raw(), NextHeader::RequestMedium as u8);
+        assert_eq!(
+            f.pds.unwrap().next_header_raw(),
+            NextHeader::RequestMedium as u8
+        );
         let s = f.ses.unwrap();
-        assert_eq!((s.kind(), s.opcode_raw()), (NextHeader::RequestMedium, opcode), "frame {i}");
+        assert_eq!(
+            (s.kind(), s.opcode_raw()),
+            (NextHeader::RequestMedium, opcode),
+            "frame {i}"
+        );
         assert_eq!(s.flags_byte(), DC_REL_EOM | SOM);
         check_common(&s, 0x77);
         assert_eq!((s.message_id(), s.request_length()), (None, Some(0x1234)));
@@ -374,7 +424,11 @@ fn xdp2s_ses_samples_decode_field_by_field() {
     for (i, opcode, ext) in [(9, 0x02, 0), (10, 0x03, 4), (11, 0x03, 36)] {
         let f = ses(i);
         let s = f.ses.unwrap();
-        assert_eq!((s.kind(), s.opcode_raw()), (NextHeader::RequestSmall, opcode), "frame {i}");
+        assert_eq!(
+            (s.kind(), s.opcode_raw()),
+            (NextHeader::RequestSmall, opcode),
+            "frame {i}"
+        );
         check_common(&s, 0x77);
         assert_eq!((s.message_id(), s.request_length()), (None, Some(0x1234)));
         assert_eq!(s.buffer_offset(), Some(0x9876_5432_9876_5432));
@@ -395,7 +449,11 @@ fn xdp2s_ses_samples_decode_field_by_field() {
     assert_eq!(s.message_id(), Some(0x1234));
     assert_eq!(s.job_id(), Some(0x65_4321));
     assert_eq!(s.read_req_message_id(), Some(0x1234));
-    assert_eq!(s.payload_length(), Some(0x321), "12 bits (xdp2) or 14 (Wireshark)");
+    assert_eq!(
+        s.payload_length(),
+        Some(0x321),
+        "12 bits (xdp2) or 14 (Wireshark)"
+    );
     assert_eq!(s.modified_length(), Some(0x8765_4321));
     assert_eq!(s.message_offset(), Some(0x09ab_cdef));
 
@@ -404,12 +462,19 @@ fn xdp2s_ses_samples_decode_field_by_field() {
     // the decoder's 4, the 8 after them payload.
     let f = ses(14);
     let s = f.ses.unwrap();
-    assert_eq!((s.kind(), s.header_len()), (NextHeader::ResponseDataSmall, 4));
+    assert_eq!(
+        (s.kind(), s.header_len()),
+        (NextHeader::ResponseDataSmall, 4)
+    );
     assert_eq!((s.opcode_raw(), s.return_code()), (0x02, Some(0x09)));
     assert_eq!(s.payload_length(), Some(0x3456));
     assert_eq!(f.payload_len, 8);
     assert_eq!(s.payload()[1..4], [0x03, 0x68, 0x70], "job id 223344");
-    assert_eq!(s.payload()[4..8], 0x1234u32.to_be_bytes(), "original request PSN");
+    assert_eq!(
+        s.payload()[4..8],
+        0x1234u32.to_be_bytes(),
+        "original request PSN"
+    );
 
     // Standard request with SOM, RENDEZVOUS_TSEND.
     check_standard_som(&ses(15).ses.unwrap(), 0x0a);
