@@ -594,3 +594,39 @@ fn extract_takes_a_uet_pdcs_frames_both_ways() {
     ]);
     assert!(String::from_utf8_lossy(&r.stderr).contains("not an IPv4 or IPv6 address"));
 }
+
+/// `report --html`: with UET frames in the run the capture line counts
+/// them and the flow table has a `transport` column; a RoCE-only page has
+/// neither (it stays as it was).
+#[test]
+fn the_html_page_shows_the_transport_once_uet_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let (vs, uet) = vector_frames();
+    let roce = common::corpus::conversation();
+    let mixed = dir.path().join("mixed.pcap");
+    let alone = dir.path().join("roce.pcap");
+    common::corpus::write_pcap(&mixed, &[roce.clone(), uet].concat());
+    common::corpus::write_pcap(&alone, &roce);
+    let page = |cap: &std::path::Path| {
+        let html = dir.path().join("page.html");
+        common::rocescope_ok(&[
+            "report",
+            cap.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ]);
+        std::fs::read_to_string(&html).unwrap()
+    };
+    let h = page(&mixed);
+    assert!(
+        h.contains(&format!(", {} UET,", vs.len())),
+        "the capture line"
+    );
+    assert!(h.contains("<th>id</th><th>transport</th><th>interface</th>"));
+    assert!(
+        h.contains("</td><td>roce</td><td>"),
+        "each flow's transport"
+    );
+    let h = page(&alone);
+    assert!(!h.contains("<th>transport</th>") && !h.contains(" UET"));
+}

@@ -108,7 +108,7 @@ columns! {
 /// names). Every flow the analyzer keys is a RoCE QP's: UET's records
 /// make no flow until its per-PDC analysis exists (docs/build.md, "UET
 /// so far").
-fn flow_transport(_row: &FlowRow) -> &'static str {
+pub(crate) fn flow_transport(_row: &FlowRow) -> &'static str {
     rocescope_common::wire::TransportId::Roce.entry().name
 }
 
