@@ -7,10 +7,10 @@
 //! What stays is bounded by what is active: a [`QueueTally`] per queue
 //! that had a hop within `--flow-idle` (each with at most [`FLOWS_KEPT`]
 //! connections), the [`QUEUES_SHOWN`] fullest congested queues that went
-//! idle, and the ids of the queues ever congested (a fabric's queues, not
-//! the run's length).
+//! idle, the ids of the queues ever congested and the hop counts of quiet
+//! queues that went idle (a fabric's queues, not the run's length).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::wire::telemetry::Source;
@@ -167,6 +167,9 @@ pub struct QueueTracker {
     idle: BTreeMap<QueueId, QueueTally>,
     /// Every queue ever congested (`other_queues` counts them).
     congested: HashSet<QueueId>,
+    /// The hops of queues that went idle before any congested hop: a
+    /// queue's `hops` go on from them when it comes back.
+    quiet: HashMap<QueueId, u64>,
     /// When idle queues are next looked for.
     sweep_at: u64,
 }
@@ -188,10 +191,12 @@ impl QueueTracker {
             egress_port,
             queue_id,
         };
-        let tally = self
-            .live
-            .entry(q)
-            .or_insert_with(|| self.idle.remove(&q).unwrap_or_default());
+        let tally = self.live.entry(q).or_insert_with(|| {
+            self.idle.remove(&q).unwrap_or_else(|| QueueTally {
+                hops: self.quiet.remove(&q).unwrap_or(0),
+                ..QueueTally::default()
+            })
+        });
         tally.add(row);
         if tally.congested > 0 {
             self.congested.insert(q);
@@ -212,6 +217,7 @@ impl QueueTracker {
                 continue;
             };
             if t.congested == 0 {
+                self.quiet.insert(q, t.hops);
                 continue;
             }
             self.idle.insert(q, t);
@@ -309,11 +315,12 @@ mod tests {
     }
 
     /// A queue's connections are counted exactly up to FLOWS_KEPT; past
-    /// it the held state stays FLOWS_KEPT long and the heavy hitters stay.
+    /// it the held state stays FLOWS_KEPT long and a heavy hitter (more
+    /// than hops / FLOWS_KEPT) stays with its count.
     #[test]
     fn a_queue_keeps_at_most_flows_kept_connections() {
         let mut t = QueueTally::default();
-        for _ in 0..100 {
+        for _ in 0..500 {
             t.add(&hop(1, 1, 20_000, 7));
         }
         for conn in 1000..11_000 {
@@ -322,8 +329,8 @@ mod tests {
         assert_eq!(t.flows.len(), FLOWS_KEPT);
         assert_eq!(t.connections, 10_001);
         let seven = t.flows.iter().find(|c| c.connection.2 == 7).unwrap();
-        assert_eq!(seven.hops, 100);
-        assert_eq!((t.hops, t.congested), (10_100, 10_100));
+        assert_eq!(seven.hops, 500);
+        assert_eq!((t.hops, t.congested), (10_500, 10_500));
     }
 
     /// Queues idle for `--flow-idle` leave; the fullest congested ones are
