@@ -271,13 +271,19 @@ impl Analyzer {
     /// The live flow a hop is about: for INT-MD and IFA the flow of the
     /// packet that carried it (same tap); for a report's truncated packet
     /// the live flow of its addresses and QP on any tap, the lowest id
-    /// (the one that began first).
+    /// (the one that began first). Live: a frame within `--flow-idle`
+    /// before the hop.
     fn flow_of(&self, row: &TelemetryRow) -> Option<u32> {
         let (src, dst, qp) = (row.src_ip?, row.dst_ip?, row.dest_qp? & QPN_MASK);
+        // Retirement is looked at when records come: a flow idle for
+        // `--flow-idle` at the hop's time is gone for it already.
+        let idle = self.config.flow_idle_ns;
         let id = |iface: u16| {
             self.by_key
                 .get(&self.flows, &(iface, src, dst, qp))
-                .map(|i| self.flows[i].id)
+                .map(|i| &self.flows[i])
+                .filter(|f| f.last_ts.saturating_add(idle) >= row.ts_ns)
+                .map(|f| f.id)
         };
         match row.source? {
             Source::Report => (0..self.taps.len())
@@ -331,6 +337,43 @@ mod tests {
         let seven = t.flows.iter().find(|c| c.connection.2 == 7).unwrap();
         assert_eq!(seven.hops, 500);
         assert_eq!((t.hops, t.congested), (10_500, 10_500));
+    }
+
+    /// What the analyzer holds of telemetry does not grow with the rows:
+    /// 200 000 hops over 2 000 queues that each go idle after a while and
+    /// 50 000 connections leave at most the queues active within
+    /// `--flow-idle`, 5 idle ones and 64 connections a queue; every row
+    /// went to the sink as it came.
+    #[test]
+    fn the_held_state_is_bounded_by_the_active_queues() {
+        let mut an = Analyzer::new(crate::analyze::Config {
+            flow_idle_ns: 10_000,
+            ..crate::analyze::Config::default()
+        });
+        let mut rows = 0u64;
+        struct Count<'a>(&'a mut u64);
+        impl Sink for Count<'_> {
+            fn event(&mut self, _: &super::super::Event) {}
+            fn timeline(&mut self, _: &super::super::TimelineRow) {}
+            fn flow(&mut self, _: &super::super::FlowRow) {}
+            fn telemetry(&mut self, _: &TelemetryRow) {
+                *self.0 += 1;
+            }
+        }
+        let mut sink = Count(&mut rows);
+        let mut most = (0, 0);
+        for i in 0..200_000u64 {
+            // Queue i / 100 (100 hops, 100 ns apart), connection i % 50 000.
+            let mut row = hop(i * 100, (i / 100) as u32, 20_000, (i % 50_000) as u32);
+            an.telemetry(&mut row, &mut sink);
+            let (live, idle) = an.queues().held();
+            most = (most.0.max(live), most.1.max(idle));
+            assert!(an.queues().live.values().all(|t| t.flows.len() <= FLOWS_KEPT));
+        }
+        assert!(most.0 <= 3, "live queues at most {}", most.0);
+        assert_eq!(most.1, QUEUES_SHOWN);
+        assert_eq!(an.queues().congested_count(), 2_000);
+        assert_eq!(rows, 200_000);
     }
 
     /// Queues idle for `--flow-idle` leave; the fullest congested ones are
