@@ -88,13 +88,14 @@ fn inband_hops_get_the_flow_live_at_their_frame_though_it_retired() {
         "--out",
         cap.to_str().unwrap(),
     ]);
-    let truth: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("g.truth.json")).unwrap(),
-    )
-    .unwrap();
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("g.truth.json")).unwrap())
+            .unwrap();
     let out = dir.path().join("out");
     analyze(&cap, &out, &["--int-port", "32767", "--flow-idle", "20us"]);
-    let retired = summary(&out)["retirement"]["retired_flows"].as_u64().unwrap();
+    let retired = summary(&out)["retirement"]["retired_flows"]
+        .as_u64()
+        .unwrap();
     assert!(retired > 5, "{retired} flows retired before the end");
     let flows = flows(&out);
     let connections = truth_connections(&truth);
@@ -130,7 +131,9 @@ fn inband_hops_get_the_flow_live_at_their_frame_though_it_retired() {
             qp[i].unwrap() as u64,
             psn[i].unwrap() as u64,
         );
-        let conn = frames.get(&key).unwrap_or_else(|| panic!("{key:?} in the truth"));
+        let conn = frames
+            .get(&key)
+            .unwrap_or_else(|| panic!("{key:?} in the truth"));
         let lives = &flows[conn];
         let want: Vec<u64> = lives
             .iter()
@@ -138,8 +141,15 @@ fn inband_hops_get_the_flow_live_at_their_frame_though_it_retired() {
             .map(|(id, _, _)| *id)
             .collect();
         assert_eq!(want.len(), 1, "{key:?}: one flow of {conn:?} covers it");
-        assert_eq!(flow_id[i].map(|v| v as u64), Some(want[0]), "row {i} {key:?}");
-        ids_per_connection.entry(conn.clone()).or_default().insert(want[0]);
+        assert_eq!(
+            flow_id[i].map(|v| v as u64),
+            Some(want[0]),
+            "row {i} {key:?}"
+        );
+        ids_per_connection
+            .entry(conn.clone())
+            .or_default()
+            .insert(want[0]);
         checked += 1;
     }
     assert_eq!(checked, t.rows());
@@ -165,8 +175,25 @@ fn reports_get_the_live_flow_of_their_packet_on_any_tap() {
     .unwrap();
     let idle: u64 = 5_000;
     let out = dir.path().join("out");
-    analyze(&cap, &out, &["--telemetry-report-port", "32766", "--flow-idle", "5us"]);
-    assert!(summary(&out)["retirement"]["retired_flows"].as_u64().unwrap() > 0);
+    let dataset = dir.path().join("ds");
+    analyze(
+        &cap,
+        &out,
+        &[
+            "--telemetry-report-port",
+            "32766",
+            "--flow-idle",
+            "5us",
+            "--dataset",
+            dataset.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        summary(&out)["retirement"]["retired_flows"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     let flows = flows(&out);
     // The truth's reports: (switch id, sequence) → the model's flow's
     // connection (src, dst, dest QP).
@@ -191,10 +218,7 @@ fn reports_get_the_live_flow_of_their_packet_on_any_tap() {
         .iter()
         .filter_map(|r| {
             let flow = by_flow.get(&r["flow"].as_u64()?)?;
-            Some((
-                (r["switch_id"].as_u64()?, r["sequence"].as_u64()?),
-                flow,
-            ))
+            Some(((r["switch_id"].as_u64()?, r["sequence"].as_u64()?), flow))
         })
         .collect();
     let t = Table::read(&out.join("telemetry.parquet"));
@@ -243,5 +267,30 @@ fn reports_get_the_live_flow_of_their_packet_on_any_tap() {
             none += 1;
         }
     }
-    assert!(checked > 100 && live > 50, "{checked} checked, {live} with a flow, {none} without");
+    // The dataset's telemetry table got the same rows as they streamed.
+    let mut parts = Vec::new();
+    let mut dirs = vec![dataset.join("telemetry")];
+    while let Some(d) = dirs.pop() {
+        for p in crate::common::files_in(&d) {
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|e| e == "parquet") {
+                parts.push(p);
+            }
+        }
+    }
+    parts.sort();
+    let streamed: Vec<(Option<i128>, Option<i128>)> = parts
+        .iter()
+        .flat_map(|p| {
+            let d = Table::read(p);
+            d.ints("frame").into_iter().zip(d.ints("flow_id"))
+        })
+        .collect();
+    let written: Vec<_> = t.ints("frame").into_iter().zip(flow_id.clone()).collect();
+    assert_eq!(streamed, written);
+    assert!(
+        checked > 100 && live > 50,
+        "{checked} checked, {live} with a flow, {none} without"
+    );
 }

@@ -15,9 +15,29 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::wire::telemetry::Source;
 
-use super::findings::queues::{CONGESTED_LATENCY, Connection, QUEUES_SHOWN, QueueId};
 use super::{Analyzer, Sink};
 use crate::telemetry::TelemetryRow;
+
+/// A queue is congested when one of its hops waited at least this long
+/// (hop latency; INT leaves the unit to the device, switches in use report
+/// nanoseconds) or a report flagged it (Q) or said it dropped (D).
+pub const CONGESTED_LATENCY: u32 = 10_000;
+
+/// At most this many queues get a finding, the fullest first; the rest are
+/// counted in the last one's `other_queues`.
+pub const QUEUES_SHOWN: usize = 5;
+
+/// A connection as a packet names it: source and destination address,
+/// destination QP.
+pub type Connection = ([u8; 16], [u8; 16], u32);
+
+/// A switch queue as telemetry names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueueId {
+    pub switch_id: u32,
+    pub egress_port: u32,
+    pub queue_id: u8,
+}
 
 /// Connections a queue's aggregate counts exactly; past it the least
 /// counted one gives way to a newcomer (Space-Saving: a count is then at
@@ -368,7 +388,12 @@ mod tests {
             an.telemetry(&mut row, &mut sink);
             let (live, idle) = an.queues().held();
             most = (most.0.max(live), most.1.max(idle));
-            assert!(an.queues().live.values().all(|t| t.flows.len() <= FLOWS_KEPT));
+            assert!(
+                an.queues()
+                    .live
+                    .values()
+                    .all(|t| t.flows.len() <= FLOWS_KEPT)
+            );
         }
         assert!(most.0 <= 3, "live queues at most {}", most.0);
         assert_eq!(most.1, QUEUES_SHOWN);

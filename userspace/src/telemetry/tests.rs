@@ -439,7 +439,10 @@ fn the_log_counts_hops_and_keeps_no_rows() {
         })
         .collect();
     log.stamp(&mut rows, 7, 2, 9, 1);
-    assert!(rows.iter().all(|r| (r.ts_ns, r.iface, r.frame, r.capture) == (7, 2, 9, 1)));
+    assert!(
+        rows.iter()
+            .all(|r| (r.ts_ns, r.iface, r.frame, r.capture) == (7, 2, 9, 1))
+    );
     let facts = log.finish().expect("facts");
     assert_eq!(facts.hops, 5);
     assert_eq!((facts.reports, facts.lost_reports), (0, 0));

@@ -15,19 +15,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::analyze::telemetry::QueueTracker;
+pub use crate::analyze::telemetry::{CONGESTED_LATENCY, Connection, QUEUES_SHOWN, QueueId};
 use crate::analyze::tree::PauseTree;
 use crate::analyze::{FlowRow, Severity};
 
 use super::{Diagnosis, Evidence, FlowRef};
-
-/// A queue is congested when one of its hops waited at least this long
-/// (hop latency; INT leaves the unit to the device, switches in use report
-/// nanoseconds) or a report flagged it (Q) or said it dropped (D).
-pub const CONGESTED_LATENCY: u32 = 10_000;
-
-/// At most this many queues get a finding, the fullest first; the rest are
-/// counted in the last one's `other_queues`.
-pub const QUEUES_SHOWN: usize = 5;
 
 /// The flows of a queue listed by id, the most reported first; the rest
 /// are counted.
@@ -44,7 +36,9 @@ impl FlowIndex {
     pub fn new(flows: &[FlowRow]) -> FlowIndex {
         let mut first_row: HashMap<Connection, usize> = HashMap::with_capacity(flows.len());
         for (i, f) in flows.iter().enumerate() {
-            let first = first_row.entry((f.src_ip, f.dst_ip, f.dest_qp)).or_insert(i);
+            let first = first_row
+                .entry((f.src_ip, f.dst_ip, f.dest_qp))
+                .or_insert(i);
             if f.flow_id < flows[*first].flow_id {
                 *first = i;
             }
@@ -56,18 +50,6 @@ impl FlowIndex {
     pub fn first(&self, src: [u8; 16], dst: [u8; 16], qp: u32) -> Option<usize> {
         self.first_row.get(&(src, dst, qp)).copied()
     }
-}
-
-/// A connection as a packet names it: source and destination address,
-/// destination QP.
-pub type Connection = ([u8; 16], [u8; 16], u32);
-
-/// A switch queue as telemetry names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct QueueId {
-    pub switch_id: u32,
-    pub egress_port: u32,
-    pub queue_id: u8,
 }
 
 /// What the endpoints showed of a queue's flows: per flow, at the tap that
@@ -253,7 +235,11 @@ pub fn diagnose(
                 },
                 impact,
                 flows: if flows.is_empty() {
-                    by_hops.iter().take(FLOWS_SHOWN).filter_map(|c| c.flow_id).collect()
+                    by_hops
+                        .iter()
+                        .take(FLOWS_SHOWN)
+                        .filter_map(|c| c.flow_id)
+                        .collect()
                 } else {
                     evidence
                         .flows
