@@ -31,6 +31,7 @@ mod sniffer_time;
 mod switches;
 mod synth;
 mod telemetry;
+mod telemetry_join;
 mod tshark_parity;
 mod uet;
 mod uet_synth;

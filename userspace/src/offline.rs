@@ -209,7 +209,6 @@ pub fn run_with(
         ..
     } = run;
     let telemetry = telemetry.finish();
-    warnings.extend(telemetry.as_ref().and_then(|t| t.warning()));
     let mut taps = taps;
     warnings.extend(taps.take_warnings());
     // Every tap is known only now (a pcapng may declare one late).
@@ -481,10 +480,11 @@ impl Run {
         let capture = u16::try_from(slot).unwrap_or(u16::MAX);
         // Telemetry rows too take the frame's time in its file's clock.
         let ts_ns = self.times.time(slot, file_iface, &self.rec, ts_ns);
+        let mut telemetry = telemetry;
         self.telemetry
-            .push_frame(telemetry, ts_ns, iface, number, capture);
+            .stamp(&mut telemetry, ts_ns, iface, number, capture);
         if !record {
-            return Ok(());
+            return self.pipeline.telemetry(telemetry);
         }
         let rec = &mut self.rec;
         rec.ts_ns = ts_ns;
@@ -522,7 +522,10 @@ impl Run {
         if let Some(msg) = cm {
             self.pipeline.cm(rec, msg)?;
         }
-        self.pipeline.push(rec)
+        self.pipeline.push(rec)?;
+        // After the record that carried them: INT-MD and IFA hops join the
+        // flow it made or went on.
+        self.pipeline.telemetry(telemetry)
     }
 }
 

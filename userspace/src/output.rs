@@ -185,6 +185,9 @@ impl<S: analyze::Sink> analyze::Sink for Watched<'_, S> {
     fn flow(&mut self, row: &analyze::FlowRow) {
         self.0.flow(row);
     }
+    fn telemetry(&mut self, row: &crate::telemetry::TelemetryRow) {
+        self.0.telemetry(row);
+    }
     fn keeps_timeline(&self) -> bool {
         self.0.keeps_timeline()
     }

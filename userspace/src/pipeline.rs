@@ -46,6 +46,7 @@ use rocescope_common::summary::FlowDelta;
 use crate::analyze::{self, Analysis, Analyzer, Event, FlowKey, TimelineRow, Verdict};
 use crate::output::{Output, RunFacts, Watch, Watched};
 use crate::tables::TableSet;
+use crate::telemetry::TelemetryRow;
 use crate::transport::roce::cm::CmMessage;
 use crate::{Error, Result};
 
@@ -95,6 +96,10 @@ pub type Pairing = (FlowKey, FlowKey);
 /// A flow delta to apply before the record at this index of its batch.
 type Delta = (usize, u16, FlowDelta);
 
+/// A telemetry hop to join before the record at this index of its batch
+/// (after the record that carried it).
+type Hop = (usize, TelemetryRow);
+
 enum Stage {
     /// Outputs may still be added; nothing has run yet.
     NotStarted {
@@ -118,6 +123,8 @@ struct Pipelined {
     batch: Vec<PacketRecord>,
     /// Deltas among the batch's records.
     deltas: Vec<Delta>,
+    /// Telemetry hops among the batch's records.
+    hops: Vec<Hop>,
     tx: SyncSender<ToAnalyzer>,
     /// Emptied record buffers coming back.
     spare: Receiver<Vec<PacketRecord>>,
@@ -135,7 +142,7 @@ enum ToAnalyzer {
     /// Interface index, frames its capture says it dropped (interface, host).
     Drops(u16, Option<u64>, Option<u64>),
     Cm(Box<PacketRecord>, CmMessage),
-    Records(Vec<PacketRecord>, Vec<Delta>),
+    Records(Vec<PacketRecord>, Vec<Delta>, Vec<Hop>),
     /// [`Output::reopen`] once everything before is written.
     Reopen,
     Finish(Box<RunFacts>),
@@ -151,6 +158,8 @@ struct TableBatch {
     timeline: Vec<TimelineRow>,
     /// Rows of flows that retired.
     flows: Vec<analyze::FlowRow>,
+    /// Telemetry hops, joined to their flows.
+    telemetry: Vec<TelemetryRow>,
     /// Findings that started, continued or ended ([`Watch::take_findings`]).
     findings: Vec<crate::output::FindingRow>,
 }
@@ -402,6 +411,39 @@ impl RecordPipeline {
         }
     }
 
+    /// Switch telemetry hops (`crate::telemetry`), joined to their flows
+    /// after every record pushed before them (push the record that carried
+    /// them first) and written as they are joined: nothing is held until
+    /// the end (docs/analysis.md, "Telemetry and flows").
+    pub fn telemetry(&mut self, rows: Vec<TelemetryRow>) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.start()?;
+        match &mut self.stage {
+            Stage::NotStarted { .. } => Ok(()),
+            Stage::Inline {
+                analyzer, outputs, ..
+            } => {
+                let mut fanout = Fanout(outputs);
+                let mut sink = Watched(&mut fanout, self.watch.as_deref_mut());
+                for mut row in rows {
+                    analyzer.telemetry(&mut row, &mut sink);
+                }
+                Ok(())
+            }
+            Stage::Pipelined(p) => {
+                let at = p.batch.len();
+                p.hops.extend(rows.into_iter().map(|r| (at, r)));
+                if p.hops.len() >= BATCH && p.flush().is_err() {
+                    return Err(self.fail());
+                }
+                Ok(())
+            }
+            Stage::Failed(cause) => Err(Error::Stopped(cause.clone())),
+        }
+    }
+
     /// A CM REQ/REP found in a record's payload (offline only: the live
     /// tap's records carry no payload). Applied after every record pushed
     /// before it.
@@ -485,7 +527,7 @@ impl RecordPipeline {
                         o.findings(&rows)?;
                     }
                 }
-                let analysis = finished(*analyzer, &mut Fanout(&mut outputs), &facts);
+                let analysis = finished(*analyzer, &mut Fanout(&mut outputs));
                 close_all(outputs, &analysis, &facts)?;
                 Ok(analysis)
             }
@@ -563,6 +605,7 @@ impl Pipelined {
         Ok(Self {
             batch: Vec::with_capacity(BATCH),
             deltas: Vec::new(),
+            hops: Vec::new(),
             tx,
             spare,
             analyzer,
@@ -573,7 +616,8 @@ impl Pipelined {
 
     /// Sends the current batch (if any); `Err` when the analyzer is gone.
     fn flush(&mut self) -> std::result::Result<(), ()> {
-        if self.batch.is_empty() && self.deltas.is_empty() && !self.watched {
+        if self.batch.is_empty() && self.deltas.is_empty() && self.hops.is_empty() && !self.watched
+        {
             return Ok(());
         }
         let next = self
@@ -585,8 +629,9 @@ impl Pipelined {
         }
         let full = std::mem::replace(&mut self.batch, next);
         let deltas = std::mem::take(&mut self.deltas);
+        let hops = std::mem::take(&mut self.hops);
         self.tx
-            .send(ToAnalyzer::Records(full, deltas))
+            .send(ToAnalyzer::Records(full, deltas, hops))
             .map_err(|_| ())
     }
 }
@@ -642,9 +687,9 @@ fn analyze_loop(
                 }
                 ToAnalyzer::Drops(i, ifdrop, osdrop) => analyzer.set_tap_drops(i, ifdrop, osdrop),
                 ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
-                ToAnalyzer::Records(mut recs, deltas) => {
+                ToAnalyzer::Records(mut recs, deltas, hops) => {
                     let mut sink = Watched(&mut Discard, watch.as_deref_mut());
-                    analyze_batch(&mut analyzer, &recs, &deltas, &mut sink, |_| {});
+                    analyze_batch(&mut analyzer, &recs, &deltas, hops, &mut sink, |_| {});
                     if let Some(w) = watch.as_deref_mut() {
                         w.analysed(&analyzer, recs.len());
                     }
@@ -657,9 +702,9 @@ fn analyze_loop(
                         w.reopen();
                     }
                 }
-                ToAnalyzer::Finish(facts) => {
+                ToAnalyzer::Finish(_) => {
                     stopped(watch.as_deref_mut(), &analyzer);
-                    return Ok(finished(analyzer, &mut Discard, &facts));
+                    return Ok(finished(analyzer, &mut Discard));
                 }
             }
         }
@@ -685,11 +730,11 @@ fn analyze_loop(
             }
             ToAnalyzer::Drops(i, ifdrop, osdrop) => analyzer.set_tap_drops(i, ifdrop, osdrop),
             ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
-            ToAnalyzer::Records(records, deltas) => {
+            ToAnalyzer::Records(records, deltas, hops) => {
                 let mut sink = TableBatch::default();
                 let mut verdicts = Vec::with_capacity(records.len());
                 let mut watched = Watched(&mut sink, watch.as_deref_mut());
-                analyze_batch(&mut analyzer, &records, &deltas, &mut watched, |v| {
+                analyze_batch(&mut analyzer, &records, &deltas, hops, &mut watched, |v| {
                     verdicts.push(v)
                 });
                 if let Some(w) = watch.as_deref_mut() {
@@ -720,7 +765,7 @@ fn analyze_loop(
                     wtx: &wtx,
                     failed: false,
                 };
-                let analysis = finished(analyzer, &mut sink, &facts);
+                let analysis = finished(analyzer, &mut sink);
                 if sink.failed
                     || wtx.send(ToWriter::Batch(sink.batch)).is_err()
                     || wtx
@@ -745,18 +790,21 @@ fn analyze_loop(
     ))
 }
 
-/// `records` through the analyzer, each delta before the record it was
-/// pushed before; `verdict` gets each record's verdict in order.
+/// `records` through the analyzer, each delta and telemetry hop before
+/// the record it was pushed before; `verdict` gets each record's verdict
+/// in order.
 fn analyze_batch(
     analyzer: &mut Analyzer,
     records: &[PacketRecord],
     deltas: &[Delta],
+    hops: Vec<Hop>,
     sink: &mut impl analyze::Sink,
     mut verdict: impl FnMut(Verdict),
 ) {
     // By index, not a peekable iterator: its peek moved a whole delta
     // (~100 bytes) on every record, deltas or not.
     let mut next = 0;
+    let mut hops = hops.into_iter().peekable();
     for (i, rec) in records.iter().enumerate() {
         while let Some((at, iface, d)) = deltas.get(next)
             && *at <= i
@@ -764,10 +812,16 @@ fn analyze_batch(
             analyzer.apply_delta(*iface, d, sink);
             next += 1;
         }
+        while let Some((_, mut row)) = hops.next_if(|(at, _)| *at <= i) {
+            analyzer.telemetry(&mut row, sink);
+        }
         verdict(analyzer.push(rec, sink));
     }
     for (_, iface, d) in deltas.get(next..).unwrap_or_default() {
         analyzer.apply_delta(*iface, d, sink);
+    }
+    for (_, mut row) in hops {
+        analyzer.telemetry(&mut row, sink);
     }
 }
 
@@ -834,6 +888,9 @@ fn write_loop(
                 for row in &b.flows {
                     all.flow(row);
                 }
+                for row in &b.telemetry {
+                    all.telemetry(row);
+                }
                 for o in &mut outputs {
                     o.packets(&b.records, &b.verdicts)?;
                     if !b.findings.is_empty() {
@@ -875,22 +932,8 @@ struct Fanout<'a>(&'a mut [Box<dyn Output>]);
 
 /// The analysis at the end of input, told: findings worded and Wireshark
 /// filters filled in (`render::tell`), as every output writes it.
-/// The switches' telemetry (`facts.telemetry`) joins the findings here, at
-/// the end, beside the flow rows it names its flows by.
-fn finished(analyzer: Analyzer, sink: &mut impl analyze::Sink, facts: &RunFacts) -> Analysis {
+fn finished(analyzer: Analyzer, sink: &mut impl analyze::Sink) -> Analysis {
     let mut analysis = analyzer.finish(sink);
-    if let Some(t) = &facts.telemetry {
-        let queues = analyze::findings::queues::diagnose(
-            &t.rows,
-            &analysis.flows,
-            &analysis.summary.pfc_trees,
-        );
-        if !queues.is_empty() {
-            analysis.diagnoses.extend(queues);
-            analyze::findings::rank_diagnoses(&mut analysis.diagnoses);
-            analyze::findings::queues::cite(&mut analysis.diagnoses);
-        }
-    }
     crate::render::tell(&mut analysis);
     analysis
 }
@@ -909,6 +952,11 @@ impl analyze::Sink for Fanout<'_> {
     fn flow(&mut self, row: &analyze::FlowRow) {
         for o in self.0.iter_mut() {
             o.flow(row);
+        }
+    }
+    fn telemetry(&mut self, row: &TelemetryRow) {
+        for o in self.0.iter_mut() {
+            o.telemetry(row);
         }
     }
 }
@@ -959,6 +1007,9 @@ impl analyze::Sink for Flushing<'_> {
             self.failed = self.wtx.send(ToWriter::Batch(full)).is_err();
         }
     }
+    fn telemetry(&mut self, row: &TelemetryRow) {
+        self.batch.telemetry(row);
+    }
 }
 
 impl analyze::Sink for TableBatch {
@@ -970,6 +1021,9 @@ impl analyze::Sink for TableBatch {
     }
     fn flow(&mut self, row: &analyze::FlowRow) {
         self.flows.push(row.clone());
+    }
+    fn telemetry(&mut self, row: &TelemetryRow) {
+        self.telemetry.push(row.clone());
     }
 }
 

@@ -337,6 +337,15 @@ impl Analyzer {
         if evidence > 0 || self.retired.totals.flows > 0 {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
+        // The switches' queues join the findings here, beside the flow rows
+        // they name their flows by.
+        let mut diagnoses = diagnoses;
+        let queues = findings::queues::diagnose(&self.queues, None, &rows, &summary.pfc_trees);
+        if !queues.is_empty() {
+            diagnoses.extend(queues);
+            findings::rank_diagnoses(&mut diagnoses);
+            findings::queues::cite(&mut diagnoses);
+        }
         // Interfaces that recorded something, per capture file: counted once,
         // since a record's interface index can reach 65,535.
         let mut seen_per_capture: BTreeMap<u32, usize> = BTreeMap::new();

@@ -98,6 +98,7 @@ mod running;
 mod sequence;
 mod sums;
 mod taps;
+pub mod telemetry;
 #[cfg(test)]
 pub(crate) mod tests;
 pub mod topology;
@@ -321,6 +322,9 @@ pub trait Sink {
     fn keeps_flows(&self) -> bool {
         true
     }
+    /// A switch telemetry hop, its flow joined as it arrived
+    /// ([`Analyzer::telemetry`]; `telemetry.parquet`).
+    fn telemetry(&mut self, _row: &crate::telemetry::TelemetryRow) {}
 }
 
 /// Collects everything in memory (tests, small captures).
@@ -329,9 +333,13 @@ pub struct VecSink {
     pub events: Vec<Event>,
     pub timeline: Vec<TimelineRow>,
     pub flows: Vec<FlowRow>,
+    pub telemetry: Vec<crate::telemetry::TelemetryRow>,
 }
 
 impl Sink for VecSink {
+    fn telemetry(&mut self, row: &crate::telemetry::TelemetryRow) {
+        self.telemetry.push(row.clone());
+    }
     fn event(&mut self, e: &Event) {
         self.events.push(e.clone());
     }
@@ -401,6 +409,8 @@ pub struct Analyzer {
     /// Fills a retiring flow's row's Wireshark filters (the presentation
     /// layer's, set by the pipeline: analyze/ does not word rows itself).
     annotate_row: Option<fn(&mut FlowRow, IfaceOrigin)>,
+    /// The switch queues' telemetry aggregates (`congested-queue`).
+    queues: telemetry::QueueTracker,
 }
 
 impl Analyzer {
@@ -455,6 +465,7 @@ impl Analyzer {
             retired: flows::Retired::default(),
             judged: Vec::new(),
             annotate_row: None,
+            queues: telemetry::QueueTracker::default(),
         }
     }
 

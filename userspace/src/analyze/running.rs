@@ -96,8 +96,9 @@ impl Analyzer {
     /// there — so a storm is a finding while it lasts and the interval it
     /// ends in, and not after. What only the end of a run settles is left
     /// out: cross-tap matching (`hops`), the congestion trees, the NIC
-    /// timeouts and the CE → CNP reaction times. Costs a walk over the live
-    /// flows and the PFC intervals.
+    /// timeouts and the CE → CNP reaction times. `congested-queue` is over
+    /// the queues with a congested hop in the window. Costs a walk over the
+    /// live flows and the PFC intervals.
     pub fn findings_now(&self, from_ns: u64, now_ns: u64) -> Interim {
         self.findings_over(from_ns, now_ns, |_| now_ns)
     }
@@ -180,7 +181,7 @@ impl Analyzer {
             retirement: None,
             findings: Vec::new(),
         };
-        let diagnoses = findings::diagnose(&findings::Input {
+        let mut diagnoses = findings::diagnose(&findings::Input {
             flows: &self.flows,
             retired: &self.retired,
             by_id: findings::input::ids_of(&self.flows, &self.retired),
@@ -192,6 +193,14 @@ impl Analyzer {
             hops: &[],
             nics: &self.nics.rows_per_tap(),
         });
+        // The switch queues congested in the window (their aggregates run
+        // from the queue's first hop since it was last idle).
+        let queues = findings::queues::diagnose(&self.queues, Some(from_ns), &[], &[]);
+        if !queues.is_empty() {
+            diagnoses.extend(queues);
+            findings::rank_diagnoses(&mut diagnoses);
+            findings::queues::cite(&mut diagnoses);
+        }
         Interim {
             summary,
             diagnoses,

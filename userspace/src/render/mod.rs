@@ -31,7 +31,7 @@ use crate::analyze::Analysis;
 pub(crate) use date::fmt_utc;
 #[cfg(test)]
 pub(crate) use findings::marks_words;
-pub use findings::word;
+pub use findings::{queue_name, word};
 pub use fmt::{
     fmt_count, fmt_delay, fmt_duration, fmt_ended_by, fmt_flow, fmt_gbps, fmt_ip, fmt_mac, fmt_ns,
     fmt_offset, fmt_pause_sender, fmt_pause_tap, fmt_pct, fmt_pfc,

@@ -56,7 +56,7 @@ use super::analysis::{
 use super::findings::FindingColumns;
 use super::iface_name;
 use super::packets::{PacketColumns, PacketRow};
-use super::telemetry::{FlowIndex, Joined, TelemetryColumns};
+use super::telemetry::{Joined, TelemetryColumns};
 use super::{Columns, Encoding, ParquetTable, summary_json, write_text_at};
 use crate::analyze::{self, Analysis, Verdict};
 use crate::output::RunFacts;
@@ -411,6 +411,8 @@ pub struct DatasetWriter {
     timeline: Partitioned<TimelineColumns>,
     /// Flows' rows: those that retired as they did, the rest at the end.
     flows: Partitioned<FlowColumns>,
+    /// Switch telemetry hops, as they were joined to their flows.
+    telemetry: Partitioned<TelemetryColumns>,
     /// The live tap's findings, when it writes them.
     findings: Option<Partitioned<FindingColumns>>,
     leave_out: Vec<StreamedTable>,
@@ -433,6 +435,7 @@ enum Early {
     Event(analyze::Event),
     Timeline(analyze::TimelineRow),
     Flow(Box<analyze::FlowRow>),
+    Telemetry(Box<crate::telemetry::TelemetryRow>),
 }
 
 impl Early {
@@ -441,6 +444,7 @@ impl Early {
             Early::Event(e) => e.ts_ns,
             Early::Timeline(t) => t.bin_start_ns,
             Early::Flow(f) => f.first_ts_ns,
+            Early::Telemetry(t) => t.ts_ns,
         }
     }
 }
@@ -469,6 +473,7 @@ impl DatasetWriter {
             events: Partitioned::new("events"),
             timeline: Partitioned::new("timeline"),
             flows: Partitioned::new("flows"),
+            telemetry: Partitioned::new("telemetry"),
             findings: (opts.findings && !opts.leave_out.contains(&StreamedTable::Findings))
                 .then(|| Partitioned::new("findings")),
             leave_out: opts.leave_out.clone(),
@@ -490,6 +495,7 @@ impl DatasetWriter {
                 Early::Event(e) => self.push_event(e),
                 Early::Timeline(t) => self.timeline.push(&mut self.ctx, t.bin_start_ns, t),
                 Early::Flow(f) => self.push_flow(f),
+                Early::Telemetry(t) => self.push_telemetry(t),
             };
             self.keep_first_error(r);
         }
@@ -504,6 +510,15 @@ impl DatasetWriter {
             ifaces: &self.ifaces,
         };
         self.events.push(&mut self.ctx, e.ts_ns, &row)
+    }
+
+    fn push_telemetry(&mut self, row: &crate::telemetry::TelemetryRow) -> Result<()> {
+        let joined = Joined {
+            row,
+            iface: iface_name(&self.ifaces, row.iface),
+            file: self.files.get(usize::from(row.capture)).map(String::as_str),
+        };
+        self.telemetry.push(&mut self.ctx, row.ts_ns, &joined)
     }
 
     fn push_flow(&mut self, row: &analyze::FlowRow) -> Result<()> {
@@ -560,18 +575,6 @@ impl DatasetWriter {
         for row in &analysis.nics {
             nics.push(ctx, run_start, row)?;
         }
-        let mut telemetry = Partitioned::<TelemetryColumns>::new("telemetry");
-        let index = FlowIndex::new(&analysis.flows);
-        let rows = facts.telemetry.as_ref().map_or(&[][..], |t| &t.rows[..]);
-        for row in rows {
-            let joined = Joined {
-                row,
-                iface: iface_name(ifaces, row.iface),
-                file: self.files.get(usize::from(row.capture)).map(String::as_str),
-                flow_id: index.flow_of(row),
-            };
-            telemetry.push(ctx, row.ts_ns, &joined)?;
-        }
         // A table left out gets no file, not even an empty one.
         let left_out = |t| self.leave_out.contains(&t);
         let mut files = Vec::new();
@@ -581,7 +584,7 @@ impl DatasetWriter {
         if !left_out(StreamedTable::Flows) {
             files.extend(flows.close(ctx)?);
         }
-        files.extend(telemetry.close(ctx)?);
+        files.extend(self.telemetry.close(ctx)?);
         files.extend(hops.close(ctx)?);
         files.extend(nics.close(ctx)?);
         if !left_out(StreamedTable::Events) {
@@ -689,6 +692,15 @@ impl analyze::Sink for DatasetWriter {
         let r = self.push_flow(row);
         self.keep_first_error(r);
     }
+
+    /// Into the hour of the frame that carried it, as it was joined.
+    fn telemetry(&mut self, row: &crate::telemetry::TelemetryRow) {
+        if self.held(|| Early::Telemetry(Box::new(row.clone()))) {
+            return;
+        }
+        let r = self.push_telemetry(row);
+        self.keep_first_error(r);
+    }
 }
 
 impl crate::output::Output for DatasetWriter {
@@ -727,6 +739,7 @@ impl crate::output::Output for DatasetWriter {
         self.packets.reopen()?;
         self.events.reopen()?;
         self.flows.reopen()?;
+        self.telemetry.reopen()?;
         if let Some(f) = &mut self.findings {
             f.reopen()?;
         }

@@ -53,7 +53,7 @@ use analysis::{
 };
 use packets::{PacketColumns, PacketRow};
 use rocescope_common::PacketRecord;
-use telemetry::{FlowIndex, Joined, TelemetryColumns};
+use telemetry::{Joined, TelemetryColumns};
 
 /// Rows buffered in builders before they become a record batch.
 const BATCH_ROWS: usize = 16 * 1024;
@@ -535,6 +535,8 @@ pub struct TableSet {
     timeline: ParquetTable<TimelineColumns>,
     /// `flows.parquet`, once a flow retired (else made at the end).
     flows: Option<ParquetTable<FlowColumns>>,
+    /// `telemetry.parquet`, once a hop came (else made at the end).
+    telemetry: Option<ParquetTable<TelemetryColumns>>,
     /// The first error of a sink call (the Sink trait cannot return one).
     failed: Option<Error>,
 }
@@ -585,6 +587,7 @@ impl TableSet {
             events: ParquetTable::create(dir, "events.parquet")?,
             timeline: ParquetTable::create(dir, "timeline.parquet")?,
             flows: None,
+            telemetry: None,
             failed: None,
         })
     }
@@ -656,18 +659,11 @@ impl TableSet {
         for row in &analysis.nics {
             nics.push(row)?;
         }
-        let mut telemetry =
-            ParquetTable::<TelemetryColumns>::create(&self.dir, "telemetry.parquet")?;
-        let rows = facts.telemetry.as_ref().map_or(&[][..], |t| &t.rows[..]);
-        let index = FlowIndex::new(&analysis.flows);
-        for row in rows {
-            telemetry.push(&Joined {
-                row,
-                iface: iface_name(ifaces, row.iface),
-                file: self.files.get(usize::from(row.capture)).map(String::as_str),
-                flow_id: index.flow_of(row),
-            })?;
-        }
+        // Its rows were written as they were joined.
+        let telemetry = match self.telemetry {
+            Some(t) => t,
+            None => ParquetTable::<TelemetryColumns>::create(&self.dir, "telemetry.parquet")?,
+        };
         flows.close()?;
         telemetry.close()?;
         pfc.close()?;
@@ -715,6 +711,23 @@ impl analyze::Sink for TableSet {
             let r = t.push(&Named {
                 row,
                 ifaces: &self.ifaces,
+            });
+            self.keep_first_error(r);
+        }
+    }
+
+    fn telemetry(&mut self, row: &crate::telemetry::TelemetryRow) {
+        if self.telemetry.is_none() {
+            match ParquetTable::create(&self.dir, "telemetry.parquet") {
+                Ok(t) => self.telemetry = Some(t),
+                Err(e) => return self.keep_first_error(Err(e)),
+            }
+        }
+        if let Some(t) = &mut self.telemetry {
+            let r = t.push(&Joined {
+                row,
+                iface: iface_name(&self.ifaces, row.iface),
+                file: self.files.get(usize::from(row.capture)).map(String::as_str),
             });
             self.keep_first_error(r);
         }

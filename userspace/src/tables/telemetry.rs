@@ -1,6 +1,6 @@
 //! `telemetry.parquet`: one row per hop per INT-MD packet, IFA packet or
 //! telemetry report (docs/tables.md), joined to `flows.parquet` by
-//! `flow_id` when the run ends.
+//! `flow_id` as it arrived (`analyze::telemetry`), written as it comes.
 use arrow_array::builder::{
     BooleanBuilder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
     TimestampMicrosecondBuilder,
@@ -8,16 +8,14 @@ use arrow_array::builder::{
 
 use super::format::micros;
 use crate::addr::Ip;
-pub use crate::analyze::findings::queues::FlowIndex;
 use crate::columns;
 use crate::telemetry::TelemetryRow;
 
-/// A row with its interface's and file's names and its flow.
+/// A row with its interface's and file's names.
 pub struct Joined<'a> {
     pub row: &'a TelemetryRow,
     pub iface: &'a str,
     pub file: Option<&'a str>,
-    pub flow_id: Option<u32>,
 }
 
 columns! {
@@ -60,6 +58,6 @@ columns! {
         dst_ip: StringBuilder = |j| j.row.dst_ip.map(Ip),
         dest_qp: Int64Builder = |j| j.row.dest_qp.map(i64::from),
         psn: Int64Builder = |j| j.row.psn.map(i64::from),
-        flow_id: Int64Builder = |j| j.flow_id.map(i64::from),
+        flow_id: Int64Builder = |j| j.row.flow_id.map(i64::from),
     }
 }

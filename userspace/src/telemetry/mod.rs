@@ -72,7 +72,8 @@ pub struct TelemetryRow {
     pub dst_ip: Option<[u8; 16]>,
     pub dest_qp: Option<u32>,
     pub psn: Option<u32>,
-    /// The flow (`flows.parquet`'s), set when the run ends.
+    /// The flow (`flows.parquet`'s), joined when the analyzer takes the
+    /// row (docs/analysis.md, "Telemetry and flows").
     pub flow_id: Option<u32>,
 }
 
@@ -286,47 +287,17 @@ fn inner_packet<'a>(r: &report::Report<'a>, reg: &Recognition) -> (RoceFields, O
     (RoceFields::of(&rec), stack)
 }
 
-/// Rows kept for `telemetry.parquet` before the run ends (about 200 bytes
-/// each): past it, hops are counted but get no row, and the run warns.
-pub const MAX_ROWS: usize = 1_000_000;
-
-/// What a run collects of the switches' telemetry: the rows, joined to the
-/// flows and written when the run ends, and the lost reports.
-#[derive(Clone, Debug)]
+/// What the reading side keeps of the switches' telemetry: the hops
+/// counted and the lost reports. The rows themselves go on to the
+/// analyzer as they are read (`RecordPipeline::telemetry`), which joins
+/// them to their flows and streams them to the tables.
+#[derive(Clone, Debug, Default)]
 pub struct TelemetryLog {
-    rows: Vec<TelemetryRow>,
-    /// Rows kept at most ([`MAX_ROWS`]).
-    limit: usize,
-    left_out: u64,
+    hops: u64,
     lost: LostReports,
 }
 
-impl Default for TelemetryLog {
-    fn default() -> Self {
-        TelemetryLog::with_limit(MAX_ROWS)
-    }
-}
-
 impl TelemetryLog {
-    /// A log keeping at most `limit` rows.
-    pub fn with_limit(limit: usize) -> Self {
-        TelemetryLog {
-            rows: Vec::new(),
-            limit,
-            left_out: 0,
-            lost: LostReports::default(),
-        }
-    }
-
-    /// `row`, unless the limit is reached.
-    pub fn push(&mut self, row: TelemetryRow) {
-        if self.rows.len() < self.limit {
-            self.rows.push(row);
-        } else {
-            self.left_out += 1;
-        }
-    }
-
     /// The hops of a frame's telemetry (`rows`), a report's group header
     /// counted for the lost reports.
     pub fn read(
@@ -342,23 +313,22 @@ impl TelemetryLog {
         rows(found, frame, rec, reg)
     }
 
-    /// A frame's rows, once its time, interface, number and file are known.
-    pub fn push_frame(
+    /// A frame's rows, given its time, interface, number and file: counted,
+    /// and ready for the analyzer.
+    pub fn stamp(
         &mut self,
-        rows: Vec<TelemetryRow>,
+        rows: &mut [TelemetryRow],
         ts_ns: u64,
         iface: u16,
         frame: u64,
         capture: u16,
     ) {
+        self.hops += rows.len() as u64;
         for row in rows {
-            self.push(TelemetryRow {
-                ts_ns,
-                iface,
-                frame,
-                capture,
-                ..row
-            });
+            row.ts_ns = ts_ns;
+            row.iface = iface;
+            row.frame = frame;
+            row.capture = capture;
         }
     }
 
@@ -373,47 +343,29 @@ impl TelemetryLog {
     /// The run's telemetry facts, or `None` when the captures held none.
     pub fn finish(self) -> Option<TelemetryFacts> {
         let switches = self.lost.switches();
-        if self.rows.is_empty() && self.left_out == 0 && switches.is_empty() {
+        if self.hops == 0 && switches.is_empty() {
             return None;
         }
         Some(TelemetryFacts {
-            hops: self.rows.len() as u64 + self.left_out,
-            hops_left_out: self.left_out,
+            hops: self.hops,
             reports: switches.iter().map(|s| s.reports).sum(),
             lost_reports: self.lost.lost(),
             switches,
-            rows: self.rows,
         })
     }
 }
 
-impl TelemetryFacts {
-    /// The run's warning when hops were left out of the table.
-    pub fn warning(&self) -> Option<String> {
-        (self.hops_left_out > 0).then(|| {
-            format!(
-                "{} telemetry hops past the first {MAX_ROWS} have no row in telemetry.parquet (counted in summary.json's input.telemetry)",
-                self.hops_left_out
-            )
-        })
-    }
-}
-
-/// `summary.json`'s `input.telemetry` (docs/tables.md), and the rows.
+/// `summary.json`'s `input.telemetry` (docs/tables.md).
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct TelemetryFacts {
-    /// Hops read: rows of `telemetry.parquet` and those left out.
+    /// Hops read: rows of `telemetry.parquet`.
     pub hops: u64,
-    /// Hops past [`MAX_ROWS`], counted without a row.
-    pub hops_left_out: u64,
     /// Telemetry report packets captured.
     pub reports: u64,
     /// Reports lost before the capture, from the sequence numbers.
     pub lost_reports: u64,
     /// Per reporting switch (node id, hw_id).
     pub switches: Vec<SwitchReports>,
-    #[serde(skip)]
-    pub rows: Vec<TelemetryRow>,
 }
 
 #[cfg(test)]

@@ -426,20 +426,24 @@ fn mutated_and_cut_telemetry_frames_never_panic() {
     assert!(rows_seen > 0);
 }
 
-/// Past its limit a log counts hops without keeping them; a run without
-/// telemetry has no facts to report.
+/// The log counts the hops it stamps and keeps none of them; a run
+/// without telemetry has no facts to report.
 #[test]
-fn the_log_keeps_rows_up_to_its_limit_and_counts_the_rest() {
+fn the_log_counts_hops_and_keeps_no_rows() {
     assert!(TelemetryLog::default().finish().is_none());
-    let mut log = TelemetryLog::with_limit(2);
-    for hop in 0..5 {
-        log.push(TelemetryRow {
+    let mut log = TelemetryLog::default();
+    let mut rows: Vec<TelemetryRow> = (0..5)
+        .map(|hop| TelemetryRow {
             hop,
             ..TelemetryRow::default()
-        });
-    }
+        })
+        .collect();
+    log.stamp(&mut rows, 7, 2, 9, 1);
+    assert!(
+        rows.iter()
+            .all(|r| (r.ts_ns, r.iface, r.frame, r.capture) == (7, 2, 9, 1))
+    );
     let facts = log.finish().expect("facts");
-    assert_eq!((facts.hops, facts.hops_left_out), (5, 3));
-    assert_eq!(facts.rows.iter().map(|r| r.hop).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(facts.hops, 5);
     assert_eq!((facts.reports, facts.lost_reports), (0, 0));
 }

@@ -6,90 +6,50 @@
 //! tree on the queue's priority — and the packets the switch said it
 //! dropped there (drop reports, D flag), by drop reason.
 //!
-//! The telemetry is read when the run ends, beside the flow rows: a report
-//! names its packet by addresses and destination QP, which is how it finds
-//! its flow ([`FlowIndex`], also `telemetry.parquet`'s `flow_id`).
+//! The queues' aggregates are kept as the hops arrive
+//! (`analyze::telemetry`, bounded by the queues active); the finding is
+//! made from them at the end of a run, beside the flow rows (a connection
+//! is named by its first flow row, [`FlowIndex`]), and every
+//! `--report-interval` of a live run over the queues congested in it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use rocescope_common::wire::telemetry::Source;
-
+use crate::analyze::telemetry::QueueTracker;
+pub use crate::analyze::telemetry::{CONGESTED_LATENCY, Connection, QUEUES_SHOWN, QueueId};
 use crate::analyze::tree::PauseTree;
 use crate::analyze::{FlowRow, Severity};
-use crate::telemetry::TelemetryRow;
 
 use super::{Diagnosis, Evidence, FlowRef};
-
-/// A queue is congested when one of its hops waited at least this long
-/// (hop latency; INT leaves the unit to the device, switches in use report
-/// nanoseconds) or a report flagged it (Q) or said it dropped (D).
-pub const CONGESTED_LATENCY: u32 = 10_000;
-
-/// At most this many queues get a finding, the fullest first; the rest are
-/// counted in the last one's `other_queues`.
-pub const QUEUES_SHOWN: usize = 5;
 
 /// The flows of a queue listed by id, the most reported first; the rest
 /// are counted.
 pub const FLOWS_SHOWN: usize = 10;
 
-/// The flows a telemetry row can belong to: the flow of the packet that
-/// carried it (INT-MD, IFA: same interface, addresses and QP), or for a
-/// report's truncated packet the first flow with its addresses and QP on
-/// any interface (the collector's tap is not the flow's).
+/// The flow rows of a connection, as the end of a run holds them: the
+/// first row of each `(source, destination, destination QP)` (its lowest
+/// flow id), on any tap.
 pub struct FlowIndex {
-    exact: HashMap<(u16, [u8; 16], [u8; 16], u32), u32>,
-    any_tap: HashMap<Connection, u32>,
-    /// The position in the rows of each connection's lowest flow id.
     first_row: HashMap<Connection, usize>,
 }
 
 impl FlowIndex {
     pub fn new(flows: &[FlowRow]) -> FlowIndex {
-        let mut exact = HashMap::with_capacity(flows.len());
-        let mut any_tap = HashMap::with_capacity(flows.len());
-        let mut first_row = HashMap::with_capacity(flows.len());
+        let mut first_row: HashMap<Connection, usize> = HashMap::with_capacity(flows.len());
         for (i, f) in flows.iter().enumerate() {
-            let key = (f.src_ip, f.dst_ip, f.dest_qp);
-            exact.insert((f.iface, f.src_ip, f.dst_ip, f.dest_qp), f.flow_id);
-            let first = any_tap.entry(key).or_insert(f.flow_id);
-            if f.flow_id <= *first {
-                *first = f.flow_id;
-                first_row.insert(key, i);
+            let first = first_row
+                .entry((f.src_ip, f.dst_ip, f.dest_qp))
+                .or_insert(i);
+            if f.flow_id < flows[*first].flow_id {
+                *first = i;
             }
         }
-        FlowIndex {
-            exact,
-            any_tap,
-            first_row,
-        }
+        FlowIndex { first_row }
     }
 
     /// The row (position in the rows) of the connection's lowest flow id.
     pub fn first(&self, src: [u8; 16], dst: [u8; 16], qp: u32) -> Option<usize> {
         self.first_row.get(&(src, dst, qp)).copied()
     }
-
-    /// `row`'s flow, if the run has it.
-    pub fn flow_of(&self, row: &TelemetryRow) -> Option<u32> {
-        let (src, dst, qp) = (row.src_ip?, row.dst_ip?, row.dest_qp?);
-        match row.source? {
-            Source::Report => self.any_tap.get(&(src, dst, qp)).copied(),
-            _ => self.exact.get(&(row.iface, src, dst, qp)).copied(),
-        }
-    }
-}
-
-/// A connection as a packet names it: source and destination address,
-/// destination QP.
-pub type Connection = ([u8; 16], [u8; 16], u32);
-
-/// A switch queue as telemetry names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct QueueId {
-    pub switch_id: u32,
-    pub egress_port: u32,
-    pub queue_id: u8,
 }
 
 /// What the endpoints showed of a queue's flows: per flow, at the tap that
@@ -201,81 +161,23 @@ pub fn cite(diagnoses: &mut [Diagnosis]) {
     }
 }
 
-#[derive(Default)]
-struct Tally {
-    hops: u64,
-    congested: u64,
-    first_ns: u64,
-    last_ns: u64,
-    peak_occupancy: (u32, u64),
-    peak_latency: (u32, u64),
-    drops: BTreeMap<Option<u8>, u64>,
-    /// Congested rows per connection `(src, dst, dest QP)`.
-    flows: BTreeMap<Connection, u64>,
-}
-
-fn congested(row: &TelemetryRow) -> bool {
-    row.dropped == Some(true)
-        || row.congested_queue == Some(true)
-        || row.hop_latency.is_some_and(|l| l >= CONGESTED_LATENCY)
-}
-
-/// The `congested-queue` findings of a run's telemetry `rows`, joined to
-/// its flow rows and PFC trees; ranked as findings are (docs/analysis.md).
-pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -> Vec<Diagnosis> {
+/// The `congested-queue` findings of the queues' aggregates (with
+/// `since`, those congested at or after it: a live interval), joined to
+/// the flow rows and PFC trees given (none while a run goes on: the flows
+/// are then named by the ids their telemetry was joined to at arrival);
+/// ranked as findings are (docs/analysis.md).
+pub fn diagnose(
+    queues: &QueueTracker,
+    since: Option<u64>,
+    flows: &[FlowRow],
+    trees: &[PauseTree],
+) -> Vec<Diagnosis> {
     let index = FlowIndex::new(flows);
-    let mut queues: BTreeMap<QueueId, Tally> = BTreeMap::new();
-    for row in rows {
-        let (Some(switch_id), Some(egress_port), Some(queue_id)) =
-            (row.switch_id, row.egress_port, row.queue_id)
-        else {
-            continue;
-        };
-        let t = queues
-            .entry(QueueId {
-                switch_id,
-                egress_port,
-                queue_id,
-            })
-            .or_default();
-        t.hops += 1;
-        let occupancy = row.queue_occupancy.unwrap_or(0);
-        let latency = row.hop_latency.unwrap_or(0);
-        if occupancy > t.peak_occupancy.0 {
-            t.peak_occupancy = (occupancy, row.ts_ns);
-        }
-        if latency > t.peak_latency.0 {
-            t.peak_latency = (latency, row.ts_ns);
-        }
-        if row.dropped == Some(true) {
-            *t.drops.entry(row.drop_reason).or_default() += 1;
-        }
-        if !congested(row) {
-            continue;
-        }
-        if t.congested == 0 {
-            t.first_ns = row.ts_ns;
-        }
-        t.congested += 1;
-        t.first_ns = t.first_ns.min(row.ts_ns);
-        t.last_ns = t.last_ns.max(row.ts_ns);
-        if let (Some(src), Some(dst), Some(qp)) = (row.src_ip, row.dst_ip, row.dest_qp) {
-            *t.flows.entry((src, dst, qp)).or_default() += 1;
-        }
-    }
-    let mut found: Vec<(QueueId, Tally)> = queues
-        .into_iter()
-        .filter(|(_, t)| t.congested > 0)
-        .collect();
-    // The fullest first; then the longest wait.
-    found.sort_by(|(qa, a), (qb, b)| {
-        (b.peak_occupancy.0, b.peak_latency.0, *qa).cmp(&(
-            a.peak_occupancy.0,
-            a.peak_latency.0,
-            *qb,
-        ))
-    });
-    let other_queues = found.len().saturating_sub(QUEUES_SHOWN) as u64;
+    let mut found = queues.congested_queues(since);
+    let other_queues = match since {
+        None => queues.congested_count().saturating_sub(QUEUES_SHOWN as u64),
+        Some(_) => found.len().saturating_sub(QUEUES_SHOWN) as u64,
+    };
     found.truncate(QUEUES_SHOWN);
     let shown = found.len();
     let data_total: u64 = flows.iter().map(|f| f.data_packets).sum();
@@ -283,9 +185,9 @@ pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -
         .into_iter()
         .enumerate()
         .map(|(i, (queue, t))| {
-            let mut by_hops: Vec<_> = t.flows.into_iter().collect();
-            by_hops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            let keys: Vec<_> = by_hops.iter().map(|&(k, _)| k).collect();
+            let mut by_hops = t.flows.clone();
+            by_hops.sort_by(|a, b| b.hops.cmp(&a.hops).then(a.connection.cmp(&b.connection)));
+            let keys: Vec<_> = by_hops.iter().map(|c| c.connection).collect();
             let crossed: HashSet<_> = keys.iter().copied().collect();
             let endpoints = endpoints(&crossed, flows, trees, queue.queue_id);
             let data: u64 = flows
@@ -308,7 +210,7 @@ pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -
                 peak_occupancy_ns: t.peak_occupancy.1,
                 peak_latency: t.peak_latency.0,
                 peak_latency_ns: t.peak_latency.1,
-                drops: t.drops,
+                drops: t.drops.clone(),
                 flows: keys
                     .iter()
                     .take(FLOWS_SHOWN)
@@ -321,7 +223,7 @@ pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -
                             .map(|i| FlowRef::from_row(&flows[i])),
                     })
                     .collect(),
-                flows_more: keys.len().saturating_sub(FLOWS_SHOWN) as u64,
+                flows_more: t.connections.saturating_sub(FLOWS_SHOWN as u64),
                 endpoints,
                 other_queues: if i + 1 == shown { other_queues } else { 0 },
             };
@@ -332,11 +234,19 @@ pub fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -
                     Severity::Warning
                 },
                 impact,
-                flows: evidence
-                    .flows
-                    .iter()
-                    .filter_map(|f| f.seen.map(|r| r.id))
-                    .collect(),
+                flows: if flows.is_empty() {
+                    by_hops
+                        .iter()
+                        .take(FLOWS_SHOWN)
+                        .filter_map(|c| c.flow_id)
+                        .collect()
+                } else {
+                    evidence
+                        .flows
+                        .iter()
+                        .filter_map(|f| f.seen.map(|r| r.id))
+                        .collect()
+                },
                 evidence: Evidence::CongestedQueue(Box::new(evidence)),
             }
         })
@@ -394,6 +304,8 @@ fn endpoints(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::TelemetryRow;
+    use rocescope_common::wire::telemetry::Source;
 
     /// A report hop of switch 9, port `port`, queue 3 about the packet of
     /// connection `conn` (10.0.0.conn → 10.0.1.1, QP 0x100 + conn).
@@ -418,6 +330,15 @@ mod tests {
             dest_qp: Some(0x100 + u32::from(conn)),
             ..TelemetryRow::default()
         }
+    }
+
+    /// The findings of `rows` arriving in order, no queue retiring.
+    fn diagnose(rows: &[TelemetryRow], flows: &[FlowRow], trees: &[PauseTree]) -> Vec<Diagnosis> {
+        let mut q = QueueTracker::default();
+        for r in rows {
+            q.add(r, u64::MAX);
+        }
+        super::diagnose(&q, None, flows, trees)
     }
 
     fn queue(d: &Diagnosis) -> &CongestedQueue {

@@ -16,7 +16,8 @@
 //!   ends, and starts again when it moves.
 //! * **Instances**: `pfc-storm` is tracked per port and priority (its
 //!   `subject`, e.g. `eth1 priority 3`), each with the times of its own
-//!   storms; every other finding once per id (the first of its rank order
+//!   storms; `congested-queue` per switch queue (`switch 1 port 4 queue
+//!   3`), with the times of its congested hops; every other finding once per id (the first of its rank order
 //!   when it has several, e.g. `link-speed`), its times those of the
 //!   intervals it was active in.
 //! * **A stop** (`Watch::stopped`) evaluates one last interval, up to the
@@ -38,7 +39,7 @@ use serde_json::{Value, json};
 
 use crate::analyze::{self, Analyzer, Diagnosis, Evidence, Interim, Severity};
 use crate::output::{EndReason, FindingRow, FindingState, Watch};
-use crate::render::{fmt_utc, word};
+use crate::render::{fmt_utc, queue_name, word};
 
 /// `--report-interval`'s default.
 pub const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(10);
@@ -47,8 +48,10 @@ pub const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(10);
 /// and at the live loop's flush every second, not on a timer of its own.
 const DUE_SLACK: Duration = Duration::from_millis(250);
 
-/// The findings whose input is the interval's alone (see the module docs).
-const WINDOWED: [&str; 2] = ["pfc-storm", "pfc-pressure"];
+/// The findings whose input is the interval's alone (see the module docs):
+/// `congested-queue` is found in an interval when its queue had a
+/// congested hop in it.
+const WINDOWED: [&str; 3] = ["pfc-storm", "pfc-pressure", "congested-queue"];
 
 /// `--findings`: where the JSON lines go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -242,6 +245,12 @@ fn instances(interim: &Interim) -> Vec<Found> {
                     span,
                 });
             }
+        } else if let Evidence::CongestedQueue(q) = &d.evidence {
+            out.push(Found {
+                key: (d.evidence.id(), Some(queue_name(&q.queue))),
+                diagnosis: d.clone(),
+                span: Some((q.first_ns, q.last_ns)),
+            });
         } else if !out.iter().any(|f| f.key.0 == d.evidence.id()) {
             out.push(Found {
                 key: (d.evidence.id(), None),

@@ -279,3 +279,81 @@ fn the_monitor_ends_what_is_active_when_the_run_stops() {
     assert_eq!(active.lock().unwrap().len(), 2);
     assert_eq!(active_line(&active), "");
 }
+
+/// A switch queue's telemetry while the run goes on: the interval its
+/// congested hops arrive in starts `congested-queue` for that queue (its
+/// `subject`), the next one with more continues it, the one without ends
+/// it (`cleared`); a queue that only ever had quiet hops is never found.
+/// The rows come through `Analyzer::telemetry` as the pipeline hands them
+/// over, each joined to its flow as it arrives.
+#[test]
+fn a_congested_queue_starts_continues_and_ends_while_the_run_goes_on() {
+    use crate::telemetry::TelemetryRow;
+    use rocescope_common::wire::telemetry::Source;
+    let mut an = Analyzer::new(Config::default());
+    let mut sink = analyze::VecSink::default();
+    let hop = |ts: u64, port: u32, latency: u32| TelemetryRow {
+        ts_ns: ts,
+        source: Some(Source::Report),
+        switch_id: Some(5),
+        egress_port: Some(port),
+        queue_id: Some(3),
+        queue_occupancy: Some(latency * 10),
+        hop_latency: Some(latency),
+        src_ip: Some([1; 16]),
+        dst_ip: Some([2; 16]),
+        dest_qp: Some(0x200),
+        ..TelemetryRow::default()
+    };
+    let mut feed = |an: &mut Analyzer, from: u64, to: u64, port: u32, latency: u32| {
+        let mut t = from;
+        while t < to {
+            an.telemetry(&mut hop(t, port, latency), &mut sink);
+            t += MS / 10;
+        }
+    };
+    let mut tracker = Tracker::default();
+    let queue = |rows: &[FindingRow]| -> Vec<(Option<String>, FindingState, u64, u64)> {
+        rows.iter()
+            .filter(|r| r.id == "congested-queue")
+            .map(|r| (r.subject.clone(), r.state, r.first_seen_ns, r.last_seen_ns))
+            .collect()
+    };
+    let subject = Some("switch 5 port 4 queue 3".to_string());
+    // (0, 10] ms: port 4 waits 20 µs per hop from 2 ms; port 1 stays quiet.
+    feed(&mut an, MS, 10 * MS, 1, 100);
+    feed(&mut an, 2 * MS, 5 * MS, 4, 20_000);
+    let rows = tracker.update(10 * MS, &an.findings_now(0, 10 * MS));
+    let last = 5 * MS - MS / 10;
+    assert_eq!(
+        queue(&rows),
+        [(subject.clone(), FindingState::Start, 2 * MS, last)]
+    );
+    // (10, 20] ms: congested again at 15 ms.
+    feed(&mut an, 15 * MS, 16 * MS, 4, 30_000);
+    let rows = tracker.update(20 * MS, &an.findings_now(10 * MS, 20 * MS));
+    let last = 16 * MS - MS / 10;
+    assert_eq!(
+        queue(&rows),
+        [(subject.clone(), FindingState::Continue, 2 * MS, last)]
+    );
+    match &an.findings_now(10 * MS, 20 * MS).diagnoses[..] {
+        [d] => match &d.evidence {
+            Evidence::CongestedQueue(q) => {
+                assert_eq!((q.peak_latency, q.congested_hops), (30_000, 40));
+                assert_eq!(q.flows.len(), 1);
+            }
+            e => panic!("{e:?}"),
+        },
+        d => panic!("{d:?}"),
+    }
+    // (20, 30] ms: only quiet hops: ended, with the times it had.
+    feed(&mut an, 21 * MS, 29 * MS, 4, 100);
+    let rows = tracker.update(30 * MS, &an.findings_now(20 * MS, 30 * MS));
+    assert_eq!(
+        queue(&rows),
+        [(subject, FindingState::End(EndReason::Cleared), 2 * MS, last)]
+    );
+    // Every row went to the sink as it came; none is held.
+    assert_eq!(sink.telemetry.len(), 90 + 30 + 10 + 80);
+}

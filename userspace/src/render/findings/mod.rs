@@ -16,6 +16,7 @@ mod nics;
 mod pfc;
 mod qos;
 mod queues;
+pub use queues::queue_name;
 mod retrans;
 mod unanswered;
 

@@ -2,17 +2,22 @@
 
 use serde_json::json;
 
-use crate::analyze::findings::queues::{CONGESTED_LATENCY, CongestedQueue, QueueCitation};
+use crate::analyze::findings::queues::{CONGESTED_LATENCY, CongestedQueue, QueueCitation, QueueId};
 use crate::render::{fmt_count, fmt_ip};
 
 use super::{Names, Words, params};
 
-pub(super) fn congested_queue(q: &CongestedQueue, x: &Names) -> Words {
-    let id = &q.queue;
-    let queue = format!(
+/// A queue as the findings name it (also the live findings' `subject`).
+pub fn queue_name(id: &QueueId) -> String {
+    format!(
         "switch {} port {} queue {}",
         id.switch_id, id.egress_port, id.queue_id
-    );
+    )
+}
+
+pub(super) fn congested_queue(q: &CongestedQueue, x: &Names) -> Words {
+    let id = &q.queue;
+    let queue = queue_name(id);
     let mut detail = format!(
         "{} of {} telemetry hops about it congested (hop latency at least {CONGESTED_LATENCY}, or flagged) from {} to {}; occupancy peaked at {} at {}, hop latency at {} at {} (the switch's units)",
         q.congested_hops,
