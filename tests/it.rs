@@ -33,6 +33,7 @@ mod synth;
 mod telemetry;
 mod tshark_parity;
 mod uet;
+mod uet_paths;
 mod uet_synth;
 
 // The live tap's: they load the XDP program (root; skipped otherwise).

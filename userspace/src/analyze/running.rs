@@ -191,6 +191,7 @@ impl Analyzer {
             qos: &self.qos,
             hops: &[],
             nics: &self.nics.rows_per_tap(),
+            uet: &self.uet_paths,
         });
         Interim {
             summary,
