@@ -93,3 +93,74 @@ fn per_entropy_and_per_tap_counts_equal_the_truth() {
         }
     }
 }
+
+fn report_json(name: &str) -> Value {
+    let capture = repo().join(format!("pcaps/{name}.pcapng"));
+    let out = common::rocescope_ok(&["report", capture.to_str().unwrap(), "--json"]);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `report` on uet-incast leads with trimming, worded as the congestion
+/// signal it is, with the truth's trimmed requests at r0's tap and the
+/// senders' tap seeing only the NACKs; no trim is called loss.
+#[test]
+fn report_names_trimming_as_the_congestion_signal() {
+    let truth = truth("uet-incast");
+    let v = report_json("uet-incast");
+    let findings = v["findings"].as_array().unwrap();
+    let ids: Vec<&str> = findings.iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(ids[0], "uet-trimming", "{ids:?}");
+    assert!(!ids.contains(&"real-loss"), "{ids:?}");
+    let f = &findings[0];
+    let title = f["title"].as_str().unwrap();
+    assert!(title.contains("congestion signal"), "{title}");
+    assert!(
+        f["detail"]
+            .as_str()
+            .unwrap()
+            .contains("a congestion signal, not loss"),
+        "{f}"
+    );
+    let p = &f["params"];
+    let trimmed_at_taps: u64 = truth["taps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["trimmed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(p["trimmed_requests"], trimmed_at_taps);
+    let nacks: u64 = truth["pdcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["nacks_by_code"]["TRIMMED"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(p["trimmed_nacks"], nacks);
+    assert_eq!(
+        p["taps"],
+        serde_json::json!(["leaf0-s0-both", "leaf1-r0-both"])
+    );
+    // Every PDC was trimmed: five listed, the rest counted.
+    let listed = p["pdcs"].as_array().unwrap().len() as u64;
+    assert_eq!(listed + p["other_pdcs"].as_u64().unwrap(), 9);
+}
+
+/// uet-spray's slower path (spine2 → leaf1, 3 µs) makes the entropy values
+/// hashed onto it late at r0's tap, downstream of it, and at no tap upstream.
+#[test]
+fn report_names_the_late_entropies_of_the_slower_path() {
+    let v = report_json("uet-spray");
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "uet-spray-imbalance")
+        .expect("uet-spray-imbalance");
+    let pdcs = f["params"]["pdcs"].as_array().unwrap();
+    assert!(!pdcs.is_empty());
+    for p in pdcs {
+        assert_eq!(p["iface"], "leaf1-r0-both", "{p}");
+        assert!(!p["late_entropies"].as_array().unwrap().is_empty(), "{p}");
+        assert!(p["heavy_entropies"].as_array().unwrap().is_empty(), "{p}");
+    }
+}

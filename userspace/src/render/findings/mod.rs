@@ -17,6 +17,7 @@ mod pfc;
 mod qos;
 mod queues;
 mod retrans;
+mod uet;
 mod unanswered;
 
 use std::collections::BTreeMap;
@@ -124,6 +125,8 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
             w
         }
         Evidence::CongestedQueue(e) => queues::congested_queue(e, &names),
+        Evidence::UetTrimming(e) => uet::trimming(e, &names),
+        Evidence::UetSpray(e) => uet::spray_imbalance(e, &names),
     };
     Finding {
         id: d.evidence.id(),
