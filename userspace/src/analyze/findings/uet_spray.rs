@@ -152,3 +152,73 @@ fn uneven(key: PdcKey, paths: &[&PathRow]) -> Option<UnevenPdc> {
         share: share(flagged, total.packets),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(entropy: u16, packets: u64, late_sum_ns: u64) -> PathRow {
+        PathRow {
+            key: Some(PdcKey {
+                iface: 0,
+                src_ip: [1; 16],
+                dst_ip: [2; 16],
+                spdcid: 7,
+            }),
+            dpdcid: None,
+            entropy: Some(entropy),
+            iface: 0,
+            first_ts_ns: 0,
+            last_ts_ns: 0,
+            counts: PathCounts {
+                packets,
+                late: u64::from(late_sum_ns > 0),
+                late_sum_ns,
+                ..PathCounts::default()
+            },
+            pdc_entropies: 4,
+        }
+    }
+
+    fn judged(rows: &[PathRow]) -> Option<UnevenPdc> {
+        let refs: Vec<&PathRow> = rows.iter().collect();
+        uneven(rows[0].key.unwrap(), &refs)
+    }
+
+    #[test]
+    fn an_even_spray_is_no_finding() {
+        let rows: Vec<PathRow> = (0..4).map(|e| row(e, 10, 2_000)).collect();
+        assert_eq!(judged(&rows), None);
+    }
+
+    #[test]
+    fn a_value_far_later_than_the_others_is_late_and_only_it() {
+        // Entropy 3: 2.5 µs a request on average; the others 0.1 µs.
+        let mut rows: Vec<PathRow> = (0..3).map(|e| row(e, 10, 1_000)).collect();
+        rows.push(row(3, 10, 25_000));
+        let u = judged(&rows).unwrap();
+        assert!(u.heavy.is_empty());
+        assert_eq!(u.late.len(), 1);
+        let l = u.late[0];
+        assert_eq!((l.entropy, l.mean_late_ns), (3, 2_500.0));
+        assert_eq!(l.others_mean_late_ns, 100.0);
+        assert_eq!(u.share, 0.25);
+    }
+
+    #[test]
+    fn late_needs_a_microsecond_and_heavy_twice_the_mean() {
+        // 4× the others' but under 1 µs: not late.
+        let mut rows: Vec<PathRow> = (0..3).map(|e| row(e, 10, 100)).collect();
+        rows.push(row(3, 10, 4_000));
+        assert_eq!(judged(&rows), None);
+        // 40 of 70 requests on one of 4 values: 2.3× the mean of 17.5.
+        let mut rows: Vec<PathRow> = (0..3).map(|e| row(e, 10, 0)).collect();
+        rows.push(row(3, 40, 0));
+        let u = judged(&rows).unwrap();
+        assert_eq!(u.heavy.len(), 1);
+        assert_eq!(u.heavy[0].entropy, 3);
+        // Too few requests to judge.
+        let rows: Vec<PathRow> = vec![row(0, 2, 0), row(1, 20, 0)];
+        assert_eq!(judged(&rows), None);
+    }
+}
