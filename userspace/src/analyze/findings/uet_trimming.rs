@@ -8,7 +8,7 @@
 
 use crate::analyze::Severity;
 use crate::transport::uet::PdcKey;
-use crate::transport::uet::paths::{PdcSignals, TapTrims};
+use crate::transport::uet::paths::{Answers, PdcSignals, TapTrims};
 
 use super::input::{Input, share};
 use super::{Diagnosis, Evidence};
@@ -35,16 +35,11 @@ pub struct TrimmedPdc {
     pub dpdcid: Option<u16>,
     pub requests: u64,
     pub trimmed: u64,
-    pub trimmed_nacks: u64,
     pub retransmissions: u64,
     pub ce: u64,
-    pub acks: u64,
-    /// ACKs with the M flag: the target echoed a CE mark.
-    pub acks_ecn: u64,
-    /// ACK_CCs with NSCC state, and of them asking the sender to hold
-    /// back (`rcv_cwnd_pend` not 0).
-    pub acks_nscc: u64,
-    pub acks_cwnd_pend: u64,
+    /// The ACKs (M flag: the target echoed a CE mark; NSCC state) and
+    /// trimmed NACKs of its requests.
+    pub answers: Answers,
     pub first_trim_ns: Option<u64>,
     /// Mean PSNs in flight before and after the first trim signal.
     pub inflight_before: Option<f64>,
@@ -58,13 +53,9 @@ impl TrimmedPdc {
             dpdcid: s.dpdcid,
             requests: s.requests.packets,
             trimmed: s.requests.trimmed,
-            trimmed_nacks: s.trimmed_nacks,
             retransmissions: s.requests.retransmissions,
             ce: s.ce,
-            acks: s.acks,
-            acks_ecn: s.acks_ecn,
-            acks_nscc: s.acks_nscc,
-            acks_cwnd_pend: s.acks_cwnd_pend,
+            answers: s.answers,
             first_trim_ns: s.first_trim_ns,
             inflight_before: s.inflight_before,
             inflight_after: s.inflight_after,
@@ -98,10 +89,13 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         .uet
         .signals()
         .iter()
-        .filter(|s| s.requests.trimmed > 0 || s.trimmed_nacks > 0)
+        .filter(|s| s.requests.trimmed > 0 || s.answers.trimmed_nacks > 0)
         .map(TrimmedPdc::of)
         .collect();
-    pdcs.sort_by_key(|p| (std::cmp::Reverse(p.trimmed + p.trimmed_nacks), p.key));
+    pdcs.sort_by_key(|p| {
+        let signals = p.trimmed + p.answers.trimmed_nacks;
+        (std::cmp::Reverse(signals), p.key)
+    });
     let other_pdcs = pdcs.len().saturating_sub(TRIMMED_PDCS_LISTED) as u64;
     pdcs.truncate(TRIMMED_PDCS_LISTED);
     Some(Diagnosis {

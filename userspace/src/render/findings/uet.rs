@@ -22,6 +22,20 @@ fn pdc(key: &PdcKey, n: &Names) -> String {
     )
 }
 
+/// A PDC direction in `params`: its tap, addresses and PDC id, and `more`.
+fn pdc_json(key: &PdcKey, n: &Names, more: serde_json::Value) -> serde_json::Value {
+    let mut v = json!({
+        "iface": n.tap(key.iface),
+        "src_ip": fmt_ip(&key.src_ip),
+        "dst_ip": fmt_ip(&key.dst_ip),
+        "spdcid": key.spdcid,
+    });
+    if let (Some(v), serde_json::Value::Object(more)) = (v.as_object_mut(), more) {
+        v.extend(more);
+    }
+    v
+}
+
 fn us(ns: f64) -> String {
     fmt_duration(ns.round() as u64)
 }
@@ -29,12 +43,12 @@ fn us(ns: f64) -> String {
 fn reaction(p: &TrimmedPdc) -> String {
     let ecn = format!(
         "ECN: {} of its requests CE-marked, {} of {} ACKs with the M flag",
-        p.ce, p.acks_ecn, p.acks
+        p.ce, p.answers.acks_ecn, p.answers.acks
     );
-    let nscc = if p.acks_nscc > 0 {
+    let nscc = if p.answers.acks_nscc > 0 {
         format!(
             "; NSCC: {} of {} ACK_CCs asked the sender to hold back",
-            p.acks_cwnd_pend, p.acks_nscc
+            p.answers.acks_cwnd_pend, p.answers.acks_nscc
         )
     } else {
         String::new()
@@ -75,7 +89,7 @@ pub(super) fn trimming(e: &UetTrimming, n: &Names) -> Words {
             "{}: {} trimmed and {} of {}, {} resent (RETX); {}.",
             pdc(&p.key, n),
             p.trimmed,
-            fmt_count(p.trimmed_nacks, "trimmed NACK"),
+            fmt_count(p.answers.trimmed_nacks, "trimmed NACK"),
             fmt_count(p.requests, "request"),
             p.retransmissions,
             reaction(p),
@@ -124,17 +138,13 @@ pub(super) fn trimming(e: &UetTrimming, n: &Names) -> Words {
                 json!(
                     e.pdcs
                         .iter()
-                        .map(|p| json!({
-                            "iface": n.tap(p.key.iface),
-                            "src_ip": fmt_ip(&p.key.src_ip),
-                            "dst_ip": fmt_ip(&p.key.dst_ip),
-                            "spdcid": p.key.spdcid,
+                        .map(|p| pdc_json(&p.key, n, json!({
                             "dpdcid": p.dpdcid,
                             "trimmed": p.trimmed,
-                            "trimmed_nacks": p.trimmed_nacks,
-                            "acks_ecn": p.acks_ecn,
+                            "trimmed_nacks": p.answers.trimmed_nacks,
+                            "acks_ecn": p.answers.acks_ecn,
                             "window_closed": p.window_closed(),
-                        }))
+                        })))
                         .collect::<Vec<_>>()
                 ),
             ),
@@ -211,15 +221,11 @@ pub(super) fn spray_imbalance(e: &SprayImbalance, n: &Names) -> Words {
                 json!(
                     e.pdcs
                         .iter()
-                        .map(|p| json!({
-                            "iface": n.tap(p.key.iface),
-                            "src_ip": fmt_ip(&p.key.src_ip),
-                            "dst_ip": fmt_ip(&p.key.dst_ip),
-                            "spdcid": p.key.spdcid,
+                        .map(|p| pdc_json(&p.key, n, json!({
                             "late_entropies": p.late.iter().map(|l| l.entropy).collect::<Vec<_>>(),
                             "heavy_entropies": p.heavy.iter().map(|h| h.entropy).collect::<Vec<_>>(),
                             "share": p.share,
-                        }))
+                        })))
                         .collect::<Vec<_>>()
                 ),
             ),

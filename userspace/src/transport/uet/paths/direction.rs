@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::{ENTROPIES_KEPT, PROVISIONAL, PathCounts, RECENT_HIGHEST};
+use super::{Answers, ENTROPIES_KEPT, PROVISIONAL, PathCounts, RECENT_HIGHEST};
 
 /// A request as the tracker reads it.
 #[derive(Clone, Copy, Debug)]
@@ -54,17 +54,8 @@ pub(super) struct Direction {
     pub others: Option<Path>,
     /// Requests with CE.
     pub ce: u64,
-    /// ACKs of its requests (the reverse direction's), and of them with
-    /// the M flag (the acknowledged request arrived CE-marked).
-    pub acks: u64,
-    pub acks_ecn: u64,
-    /// ACK_CCs with NSCC state (CC type 0), and of them asking the sender
-    /// to hold back (`rcv_cwnd_pend` not 0).
-    pub acks_nscc: u64,
-    pub acks_cwnd_pend: u64,
-    /// NACKs of its requests with a trimmed code (0x01–0x03): the
-    /// receiver's answer to trimmed requests.
-    pub trimmed_nacks: u64,
+    /// What the reverse direction's ACKs and NACKs said of its requests.
+    pub answers: Answers,
     /// The latest cumulative ACK PSN seen, for the PSNs in flight.
     cack: Option<u32>,
     /// When the first trim signal (a trimmed request or a trimmed NACK)
@@ -89,11 +80,7 @@ impl Direction {
             paths: Vec::new(),
             others: None,
             ce: 0,
-            acks: 0,
-            acks_ecn: 0,
-            acks_nscc: 0,
-            acks_cwnd_pend: 0,
-            trimmed_nacks: 0,
+            answers: Answers::default(),
             cack: None,
             first_trim_ns: None,
             inflight_before: (0, 0),
@@ -263,11 +250,12 @@ impl Direction {
     /// its cumulative PSN.
     pub(super) fn ack(&mut self, ts_ns: u64, ecn: bool, nscc: Option<u8>, cack: u32) {
         self.last_ts_ns = self.last_ts_ns.max(ts_ns);
-        self.acks += 1;
-        self.acks_ecn += u64::from(ecn);
+        let a = &mut self.answers;
+        a.acks += 1;
+        a.acks_ecn += u64::from(ecn);
         if let Some(pend) = nscc {
-            self.acks_nscc += 1;
-            self.acks_cwnd_pend += u64::from(pend != 0);
+            a.acks_nscc += 1;
+            a.acks_cwnd_pend += u64::from(pend != 0);
         }
         let newer = self.cack.is_none_or(|c| cack.wrapping_sub(c) as i32 > 0);
         if newer {
@@ -278,7 +266,7 @@ impl Direction {
     /// A NACK of this direction's requests with a trimmed code.
     pub(super) fn trimmed_nack(&mut self, ts_ns: u64) {
         self.last_ts_ns = self.last_ts_ns.max(ts_ns);
-        self.trimmed_nacks += 1;
+        self.answers.trimmed_nacks += 1;
         self.trim_signal(ts_ns);
     }
 

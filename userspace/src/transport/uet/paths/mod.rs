@@ -101,6 +101,22 @@ pub struct PathRow {
     pub pdc_entropies: u32,
 }
 
+/// What the ACKs and NACKs of a PDC direction's requests said.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Answers {
+    /// ACKs, and of them with the M flag (the acknowledged request
+    /// arrived CE-marked).
+    pub acks: u64,
+    pub acks_ecn: u64,
+    /// ACK_CCs with NSCC state (CC type 0), and of them asking the sender
+    /// to hold back (`rcv_cwnd_pend` not 0).
+    pub acks_nscc: u64,
+    pub acks_cwnd_pend: u64,
+    /// NACKs with a trimmed code (0x01–0x03): the target's answer to
+    /// trimmed requests.
+    pub trimmed_nacks: u64,
+}
+
 /// What a PDC direction's ACKs and NACKs said, and its requests' totals:
 /// the `uet-trimming` finding's per-PDC evidence.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -111,11 +127,7 @@ pub struct PdcSignals {
     pub last_ts_ns: u64,
     pub requests: PathCounts,
     pub ce: u64,
-    pub acks: u64,
-    pub acks_ecn: u64,
-    pub acks_nscc: u64,
-    pub acks_cwnd_pend: u64,
-    pub trimmed_nacks: u64,
+    pub answers: Answers,
     pub first_trim_ns: Option<u64>,
     /// Mean PSNs in flight before and after the first trim signal (`None`
     /// without a sample).
@@ -331,11 +343,7 @@ fn signals_of(key: PdcKey, d: &Direction) -> PdcSignals {
         last_ts_ns: d.last_ts_ns,
         requests: d.totals(),
         ce: d.ce,
-        acks: d.acks,
-        acks_ecn: d.acks_ecn,
-        acks_nscc: d.acks_nscc,
-        acks_cwnd_pend: d.acks_cwnd_pend,
-        trimmed_nacks: d.trimmed_nacks,
+        answers: d.answers,
         first_trim_ns: d.first_trim_ns,
         inflight_before: mean(d.inflight_before),
         inflight_after: mean(d.inflight_after),

@@ -175,12 +175,13 @@ fn acks_and_trimmed_nacks_count_for_the_requests_direction() {
     let s = p.signals();
     assert_eq!(s.len(), 1);
     let s = &s[0];
+    let a = &s.answers;
     assert_eq!(s.key, key());
     assert_eq!(
-        (s.acks, s.acks_ecn, s.acks_nscc, s.acks_cwnd_pend),
+        (a.acks, a.acks_ecn, a.acks_nscc, a.acks_cwnd_pend),
         (1, 1, 1, 1)
     );
-    assert_eq!((s.trimmed_nacks, s.first_trim_ns), (1, Some(2)));
+    assert_eq!((a.trimmed_nacks, s.first_trim_ns), (1, Some(2)));
     assert_eq!((s.inflight_before, s.inflight_after), (None, Some(4.0)));
     assert_eq!(p.taps()[&0].trimmed_nacks, 1);
 }
