@@ -46,6 +46,9 @@ CONTRACT = {
         egress_ts egress_tx_utilization buffer_id buffer_occupancy sequence dropped congested_queue
         tracked_flow intermediate drop_reason ifa_congestion ifa_port_speed ifa_vendor_word5
         ifa_vendor_word6 ifa_vendor_word7 src_ip dst_ip dest_qp psn flow_id""",
+    "uet_paths.parquet": """iface src_ip dst_ip spdcid dpdcid entropy pdc_entropies first_ts_ns last_ts_ns
+        first_ts last_ts packets bytes payload_bytes retrans_packets trimmed late_packets late_max_psns
+        late_max_us late_mean_us""",
 }
 
 TIMESTAMPS = {
@@ -56,6 +59,7 @@ TIMESTAMPS = {
     "timeline.parquet": ("bin_start",),
     "hops.parquet": ("first_ts", "last_ts"),
     "telemetry.parquet": ("ts",),
+    "uet_paths.parquet": ("first_ts", "last_ts"),
 }
 
 

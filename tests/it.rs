@@ -34,6 +34,7 @@ mod telemetry;
 mod telemetry_join;
 mod tshark_parity;
 mod uet;
+mod uet_paths;
 mod uet_synth;
 mod uet_xdp2;
 

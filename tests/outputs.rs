@@ -19,7 +19,7 @@ use std::time::Instant;
 use common::Table;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rocescope");
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 9] = [
     "packets",
     "flows",
     "events",
@@ -28,6 +28,7 @@ const TABLES: [&str; 8] = [
     "hops",
     "nics",
     "telemetry",
+    "uet_paths",
 ];
 
 /// A synth capture big enough to take a few seconds to analyse; built once.
@@ -175,7 +176,8 @@ fn stale_outputs_are_removed_at_start() {
             "pfc.parquet",
             "summary.json",
             "telemetry.parquet",
-            "timeline.parquet"
+            "timeline.parquet",
+            "uet_paths.parquet"
         ]
     );
     Table::read(&out.join("pfc.parquet"));

@@ -23,7 +23,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 import pytest
 
-CAPTURE_TABLES = ("packets", "flows", "events", "pfc", "timeline", "hops", "nics", "telemetry")
+CAPTURE_TABLES = ("packets", "flows", "events", "pfc", "timeline", "hops", "nics", "telemetry", "uet_paths")
 TABLES = CAPTURE_TABLES + ("counters",)
 # Each table's TIMESTAMP(MICROS, UTC) columns and the *_ns column each mirrors.
 TIMESTAMPS = {
@@ -35,6 +35,7 @@ TIMESTAMPS = {
     "hops": {"first_ts": "first_ts_ns", "last_ts": "last_ts_ns"},
     "nics": {},
     "telemetry": {"ts": "ts_ns"},
+    "uet_paths": {"first_ts": "first_ts_ns", "last_ts": "last_ts_ns"},
     "counters": {"ts": "ts_ns"},
 }
 SYSFS = Path(__file__).resolve().parent / "data" / "counters" / "sysfs"

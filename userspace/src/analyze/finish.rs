@@ -311,6 +311,7 @@ impl Analyzer {
             qos: &self.qos,
             hops: &hop_rows,
             nics: &self.nics.rows_per_tap(),
+            uet: &self.uet_paths,
         });
         // More flows live than the reports hold rows of: each retires now,
         // its row to the sink; the evidence and the named flows' rows stay.
@@ -367,6 +368,7 @@ impl Analyzer {
             pfc: std::mem::take(&mut self.pfc.rows),
             hops: hop_rows,
             nics: nic_rows,
+            uet_paths: self.uet_paths.rows(),
             summary,
             diagnoses,
             facts,

@@ -153,6 +153,9 @@ pub struct Analysis {
     pub hops: Vec<hops::HopRow>,
     /// `nics.parquet`: how fast each NIC reacts.
     pub nics: Vec<nics::NicRow>,
+    /// `uet_paths.parquet`: UET requests per tap, PDC direction and
+    /// entropy value (`crate::transport::uet::paths`).
+    pub uet_paths: Vec<crate::transport::uet::paths::PathRow>,
     /// `summary.findings` is empty until `crate::render::tell` words these.
     pub summary: Summary,
     /// The findings as computed, ranked (docs/analysis.md, "Findings").
@@ -395,6 +398,8 @@ pub struct Analyzer {
     matcher: hops::Matcher,
     /// How fast each NIC reacts.
     nics: nics::Nics,
+    /// UET's spraying and trimming per tap, PDC direction and entropy.
+    uet_paths: crate::transport::uet::paths::Paths,
     /// Sums over flows kept as records come, for a monitor ([`running`]).
     running: RunningTotals,
     /// The next flow's id (flows retire: a slot is no id).
@@ -459,6 +464,7 @@ impl Analyzer {
             qos: qos::Marks::default(),
             matcher,
             nics: nics::Nics::default(),
+            uet_paths: Default::default(),
             running: RunningTotals::default(),
             next_id: 0,
             expiry: flows::Expiry::default(),
@@ -507,8 +513,12 @@ impl Analyzer {
                 _ => Verdict::default(),
             },
             // UET's flow key and sequencing (per PDC) are the next step
-            // (docs/build.md, "UET so far"): its records are counted only.
-            Some(TransportId::Uet) => Verdict::default(),
+            // (docs/build.md, "UET so far").
+            Some(TransportId::Uet) => {
+                let idle = self.config.flow_idle_ns;
+                self.uet_paths.record(rec, self.last_ts, idle);
+                Verdict::default()
+            }
             None if kind == Kind::Pfc && rec.has(flags::HAS_PFC) => {
                 self.pfc.frame(rec, sink);
                 Verdict::default()

@@ -192,6 +192,7 @@ impl Analyzer {
             qos: &self.qos,
             hops: &[],
             nics: &self.nics.rows_per_tap(),
+            uet: &self.uet_paths,
         });
         // The switch queues congested in the window (their aggregates run
         // from the queue's first hop since it was last idle).

@@ -1,5 +1,5 @@
 //! The analyzer's tables: `flows`, `events`, `pfc`, `timeline`, `hops`,
-//! `nics`
+//! `nics`, `uet_paths`
 //! (docs/tables.md). `iface` columns hold the interface's name.
 //!
 //! Integer columns are signed and wider than the analyzer's unsigned
@@ -17,6 +17,7 @@ use crate::analyze::hops::HopRow;
 use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow, Trigger};
 use crate::analyze::{Latency, NicRow};
 use crate::columns;
+use crate::transport::uet::paths::PathRow;
 
 /// A row and the names of the run's interfaces.
 pub struct Named<'a, R> {
@@ -216,5 +217,32 @@ columns! {
         cnp_generation_p50_ns: Int64Builder = |n| n.summary(Latency::CnpGeneration).p50_ns,
         cnp_generation_p99_ns: Int64Builder = |n| n.summary(Latency::CnpGeneration).p99_ns,
         cnp_generation_max_ns: Int64Builder = |n| n.summary(Latency::CnpGeneration).max_ns,
+    }
+}
+
+columns! {
+    /// One row per tap, UET PDC direction and entropy value: its requests
+    /// (docs/tables.md, `uet_paths.parquet`).
+    pub struct UetPathColumns for Named<'a, PathRow> {
+        iface: StringBuilder = |n| Some(n.iface(n.row.iface)),
+        src_ip: StringBuilder = |n| n.row.key.map(|k| Ip(k.src_ip)),
+        dst_ip: StringBuilder = |n| n.row.key.map(|k| Ip(k.dst_ip)),
+        spdcid: Int32Builder = |n| n.row.key.map(|k| k.spdcid),
+        dpdcid: Int32Builder = |n| n.row.dpdcid,
+        entropy: Int32Builder = |n| n.row.entropy,
+        pdc_entropies: Int64Builder = |n| n.row.key.map(|_| n.row.pdc_entropies),
+        first_ts_ns: Int64Builder = |n| Some(n.row.first_ts_ns as i64),
+        last_ts_ns: Int64Builder = |n| Some(n.row.last_ts_ns as i64),
+        first_ts: TimestampMicrosecondBuilder = |n| Some(micros(n.row.first_ts_ns)),
+        last_ts: TimestampMicrosecondBuilder = |n| Some(micros(n.row.last_ts_ns)),
+        packets: Int64Builder = |n| Some(n.row.counts.packets),
+        bytes: Int64Builder = |n| Some(n.row.counts.bytes),
+        payload_bytes: Int64Builder = |n| Some(n.row.counts.payload_bytes),
+        retrans_packets: Int64Builder = |n| Some(n.row.counts.retransmissions),
+        trimmed: Int64Builder = |n| Some(n.row.counts.trimmed),
+        late_packets: Int64Builder = |n| Some(n.row.counts.late),
+        late_max_psns: Int64Builder = |n| Some(n.row.counts.late_max_psns),
+        late_max_us: Float64Builder = |n| Some(n.row.counts.late_max_ns as f64 / 1e3),
+        late_mean_us: Float64Builder = |n| Some(n.row.counts.mean_late_ns() / 1e3),
     }
 }

@@ -52,6 +52,7 @@ use rocescope_common::PacketRecord;
 
 use super::analysis::{
     EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TimelineColumns,
+    UetPathColumns,
 };
 use super::findings::FindingColumns;
 use super::iface_name;
@@ -575,6 +576,10 @@ impl DatasetWriter {
         for row in &analysis.nics {
             nics.push(ctx, run_start, row)?;
         }
+        let mut uet_paths = Partitioned::<UetPathColumns>::new("uet_paths");
+        for row in &analysis.uet_paths {
+            uet_paths.push(ctx, row.first_ts_ns, &Named { row, ifaces })?;
+        }
         // A table left out gets no file, not even an empty one.
         let left_out = |t| self.leave_out.contains(&t);
         let mut files = Vec::new();
@@ -587,6 +592,7 @@ impl DatasetWriter {
         files.extend(self.telemetry.close(ctx)?);
         files.extend(hops.close(ctx)?);
         files.extend(nics.close(ctx)?);
+        files.extend(uet_paths.close(ctx)?);
         if !left_out(StreamedTable::Events) {
             files.extend(self.events.close(ctx)?);
         }
@@ -980,6 +986,7 @@ mod tests {
             "hops",
             "nics",
             "telemetry",
+            "uet_paths",
         ] {
             let prefix = format!("{table}/host=tap1/date=2026-01-01/hour=0/part-{run}-");
             assert!(files.iter().any(|f| rel(f).starts_with(&prefix)), "{table}");
@@ -997,7 +1004,7 @@ mod tests {
         assert_eq!(text.lines().count(), 1);
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(json["dataset"]["run"], run.as_str());
-        assert_eq!(json["dataset"]["files"].as_array().unwrap().len(), 11);
+        assert_eq!(json["dataset"]["files"].as_array().unwrap().len(), 12);
     }
 
     /// Captures that start at the same instant on one host (the synthetic

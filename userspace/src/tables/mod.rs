@@ -50,6 +50,7 @@ use crate::analyze::{self, Analysis, Verdict};
 use crate::output::{Output, RunFacts};
 use analysis::{
     EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TimelineColumns,
+    UetPathColumns,
 };
 use packets::{PacketColumns, PacketRow};
 use rocescope_common::PacketRecord;
@@ -155,7 +156,7 @@ macro_rules! columns {
 }
 
 /// Every file a [`TableSet`] writes.
-pub const OUTPUT_FILES: [&str; 9] = [
+pub const OUTPUT_FILES: [&str; 10] = [
     "packets.parquet",
     "flows.parquet",
     "events.parquet",
@@ -164,6 +165,7 @@ pub const OUTPUT_FILES: [&str; 9] = [
     "hops.parquet",
     "nics.parquet",
     "telemetry.parquet",
+    "uet_paths.parquet",
     "summary.json",
 ];
 
@@ -659,6 +661,10 @@ impl TableSet {
         for row in &analysis.nics {
             nics.push(row)?;
         }
+        let mut uet_paths = ParquetTable::<UetPathColumns>::create(&self.dir, "uet_paths.parquet")?;
+        for row in &analysis.uet_paths {
+            uet_paths.push(&Named { row, ifaces })?;
+        }
         // Its rows were written as they were joined.
         let telemetry = match self.telemetry {
             Some(t) => t,
@@ -669,6 +675,7 @@ impl TableSet {
         pfc.close()?;
         hops.close()?;
         nics.close()?;
+        uet_paths.close()?;
         if let Some(packets) = self.packets {
             packets.close()?;
         }

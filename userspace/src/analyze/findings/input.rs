@@ -70,6 +70,8 @@ pub(crate) struct Input<'a> {
     /// How fast each NIC reacts, per tap (interface index): `nics.parquet`'s
     /// rows before the taps are pooled.
     pub nics: &'a [(u16, crate::analyze::NicRow)],
+    /// UET's spraying and trimming (`crate::transport::uet::paths`).
+    pub uet: &'a crate::transport::uet::paths::Paths,
 }
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.

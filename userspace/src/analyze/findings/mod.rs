@@ -12,7 +12,7 @@
 //! `livelock` (and retry exhaustion), `unanswered`, `mtu`, `ecmp`, `qos`,
 //! `cnp_overload`, `dcqcn`, `hops` (hop loss and queueing), `nics` (slow
 //! NIC reactions), `episodes` (congestion
-//! episodes). Each computes a [`Diagnosis`] holding its [`Evidence`] (no
+//! episodes), UET's `uet_trimming` and `uet_spray`. Each computes a [`Diagnosis`] holding its [`Evidence`] (no
 //! words: `crate::render::findings` words it). Their definitions:
 //! `docs/analysis.md`, *Findings*; their text and `params`: `docs/report.md`.
 
@@ -31,6 +31,8 @@ mod pfc;
 mod qos;
 pub mod queues;
 mod retrans;
+mod uet_spray;
+mod uet_trimming;
 mod unanswered;
 
 use capture::{capture, corruption, reordering};
@@ -57,6 +59,11 @@ pub use nics::SlowNic;
 pub use pfc::{LinkSpeed, Pressure, StormPort, Storms, Victim, Victims};
 pub use qos::{QosMismatch, Remarked, Unprotected};
 pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
+pub use uet_spray::{
+    HEAVY_FACTOR, Heavy, LATE_FACTOR, LATE_FLOOR_NS, Late, SPRAY_MIN_PACKETS, SprayImbalance,
+    UnevenPdc,
+};
+pub use uet_trimming::{TrimmedPdc, UetTrimming};
 pub use unanswered::{SilentFlow, Unanswered};
 
 /// A finding as the analyzer computes it: how bad it is, how much of the
@@ -130,6 +137,10 @@ pub enum Evidence {
     CongestionTree(CongestionTree),
     /// `congested-queue`, one per switch queue.
     CongestedQueue(Box<queues::CongestedQueue>),
+    /// `uet-trimming`.
+    UetTrimming(UetTrimming),
+    /// `uet-spray-imbalance`.
+    UetSpray(SprayImbalance),
 }
 
 impl Evidence {
@@ -164,6 +175,8 @@ impl Evidence {
             Evidence::Ecmp(_) => "ecmp-imbalance",
             Evidence::CongestionTree(_) => "pfc-congestion-tree",
             Evidence::CongestedQueue(_) => "congested-queue",
+            Evidence::UetTrimming(_) => "uet-trimming",
+            Evidence::UetSpray(_) => "uet-spray-imbalance",
         }
     }
 }
@@ -182,6 +195,8 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(dcqcn::finding(x));
     hops::finding(x, &mut out);
     nics::finding(x, &mut out);
+    out.extend(uet_trimming::finding(x));
+    out.extend(uet_spray::finding(x));
     out.extend(real_loss(x));
     out.extend(reordering(x));
     corruption(x, &mut out);

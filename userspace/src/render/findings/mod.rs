@@ -18,6 +18,7 @@ mod qos;
 mod queues;
 pub use queues::queue_name;
 mod retrans;
+mod uet;
 mod unanswered;
 
 use std::collections::BTreeMap;
@@ -125,6 +126,8 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
             w
         }
         Evidence::CongestedQueue(e) => queues::congested_queue(e, &names),
+        Evidence::UetTrimming(e) => uet::trimming(e, &names),
+        Evidence::UetSpray(e) => uet::spray_imbalance(e, &names),
     };
     Finding {
         id: d.evidence.id(),

@@ -81,6 +81,7 @@ pub fn psn(u: &UetView) -> Option<u32> {
 }
 
 mod key;
+pub mod paths;
 pub use key::PdcKey;
 
 #[cfg(test)]
