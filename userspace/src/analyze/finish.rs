@@ -334,7 +334,11 @@ impl Analyzer {
             intervals.since(f, &mut row);
             row
         });
-        if evidence > 0 || self.retired.totals.flows > 0 {
+        // UET's PDC directions live at the end (docs/analysis.md, "UET:
+        // PDCs").
+        let pdcs = self.pdcs.finish(last);
+        rows.extend(pdcs.iter().map(super::rows::FlowRow::of_pdc));
+        if evidence > 0 || self.retired.totals.flows > 0 || !pdcs.is_empty() {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
         // Interfaces that recorded something, per capture file: counted once,

@@ -398,6 +398,8 @@ pub struct Analyzer {
     /// What the flows' sequencing judged of the packet in hand (a buffer
     /// kept between packets).
     judged: Vec<crate::transport::sequencing::Judgement>,
+    /// UET's PDC directions (`crate::transport::uet::Pdcs`).
+    pdcs: crate::transport::uet::Pdcs,
     /// Fills a retiring flow's row's Wireshark filters (the presentation
     /// layer's, set by the pipeline: analyze/ does not word rows itself).
     annotate_row: Option<fn(&mut FlowRow, IfaceOrigin)>,
@@ -454,6 +456,7 @@ impl Analyzer {
             expiry: flows::Expiry::default(),
             retired: flows::Retired::default(),
             judged: Vec::new(),
+            pdcs: Default::default(),
             annotate_row: None,
         }
     }
@@ -495,9 +498,11 @@ impl Analyzer {
                 Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, sink),
                 _ => Verdict::default(),
             },
-            // UET's flow key and sequencing (per PDC) are the next step
-            // (docs/build.md, "UET so far"): its records are counted only.
-            Some(TransportId::Uet) => Verdict::default(),
+            // Per PDC direction (docs/analysis.md, "UET: PDCs").
+            Some(TransportId::Uet) => {
+                self.pdcs.record(rec, &mut self.next_id);
+                Verdict::default()
+            }
             None if kind == Kind::Pfc && rec.has(flags::HAS_PFC) => {
                 self.pfc.frame(rec, sink);
                 Verdict::default()

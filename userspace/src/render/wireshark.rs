@@ -237,6 +237,10 @@ pub fn finding_handoff(
 
 /// A flow row's display filter and Decode As.
 pub(crate) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
+    // A UET PDC's frames are no QP's: its filters are UET's (uet.*).
+    if r.uet.is_some() {
+        return;
+    }
     r.display_filter = flow_filter(r, origin);
     r.decode_as = flow_decode_as(r);
 }

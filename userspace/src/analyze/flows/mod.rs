@@ -192,12 +192,7 @@ impl Flow {
     /// Gb/s of `bytes` over the flow's life (0 when that is one instant):
     /// `gbps` and `goodput_gbps`.
     pub(crate) fn rate_gbps(&self, bytes: u64) -> f64 {
-        let dur = self.last_ts - self.first_ts;
-        if dur == 0 {
-            0.0
-        } else {
-            bytes as f64 * 8.0 / dur as f64
-        }
+        super::rows::gbps(bytes, self.first_ts, self.last_ts)
     }
 
     pub(super) fn key(&self) -> FlowKey {
@@ -548,5 +543,6 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         link: if f.ib_link { "ib" } else { "roce" },
         becn: f.rare().becn,
         interim: false,
+        uet: None,
     }
 }
