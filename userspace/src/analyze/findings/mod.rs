@@ -31,6 +31,7 @@ mod pfc;
 mod qos;
 pub mod queues;
 mod retrans;
+pub(super) mod uet_pdc;
 mod unanswered;
 
 use capture::{capture, corruption, reordering};
@@ -57,6 +58,7 @@ pub use nics::SlowNic;
 pub use pfc::{LinkSpeed, Pressure, StormPort, Storms, Victim, Victims};
 pub use qos::{QosMismatch, Remarked, Unprotected};
 pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
+pub use uet_pdc::{PdcRef, ResourcePdc, SpuriousPdc, UetResources, UetSpurious};
 pub use unanswered::{SilentFlow, Unanswered};
 
 /// A finding as the analyzer computes it: how bad it is, how much of the
@@ -130,6 +132,8 @@ pub enum Evidence {
     CongestionTree(CongestionTree),
     /// `congested-queue`, one per switch queue.
     CongestedQueue(Box<queues::CongestedQueue>),
+    UetSpurious(Box<UetSpurious>),
+    UetResources(Box<UetResources>),
 }
 
 impl Evidence {
@@ -164,6 +168,8 @@ impl Evidence {
             Evidence::Ecmp(_) => "ecmp-imbalance",
             Evidence::CongestionTree(_) => "pfc-congestion-tree",
             Evidence::CongestedQueue(_) => "congested-queue",
+            Evidence::UetSpurious(_) => "uet-spurious-retransmissions",
+            Evidence::UetResources(_) => "uet-receiver-resources",
         }
     }
 }

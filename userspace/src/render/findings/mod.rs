@@ -17,6 +17,7 @@ mod pfc;
 mod qos;
 mod queues;
 mod retrans;
+mod uet_pdc;
 mod unanswered;
 
 use std::collections::BTreeMap;
@@ -124,6 +125,8 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
             w
         }
         Evidence::CongestedQueue(e) => queues::congested_queue(e, &names),
+        Evidence::UetSpurious(e) => uet_pdc::spurious(e, &names),
+        Evidence::UetResources(e) => uet_pdc::resources(e, &names),
     };
     Finding {
         id: d.evidence.id(),

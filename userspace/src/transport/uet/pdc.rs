@@ -58,6 +58,16 @@ impl NackCounts {
         *slot += 1;
     }
 
+    /// Adds `o`'s counts.
+    pub fn sum(&mut self, o: &NackCounts) {
+        self.trimmed += o.trimmed;
+        self.no_pdc += o.no_pdc;
+        self.no_pkt_buffer += o.no_pkt_buffer;
+        self.psn_oor_window += o.psn_oor_window;
+        self.no_resource += o.no_resource;
+        self.other += o.other;
+    }
+
     /// The receiver's resources ran short (everything but trimming and
     /// `other`).
     pub fn resources(&self) -> u64 {
@@ -316,6 +326,18 @@ impl Pdc {
         }
     }
 
+    /// A copy without its windows (what the findings read of a retired one).
+    fn shed(&self) -> Pdc {
+        Pdc {
+            seq: None,
+            sent: BTreeMap::new(),
+            nack_pending: BTreeSet::new(),
+            nacked_psns: BTreeSet::new(),
+            covered: Covered::default(),
+            ..self.clone()
+        }
+    }
+
     /// Settles what is still missing at `end`.
     fn settle(&mut self, end: u64, out: &mut Vec<Judgement>) {
         out.clear();
@@ -326,10 +348,21 @@ impl Pdc {
     }
 }
 
+/// Retired PDC directions kept as the findings' evidence (those with
+/// spurious resends or NACKs), at most this many; the rest are counted.
+pub const KEPT: usize = 64;
+
 /// Every PDC direction live at the taps.
 #[derive(Debug, Default)]
 pub struct Pdcs {
     live: BTreeMap<PdcKey, Pdc>,
+    /// Retired directions the findings may name (at most [`KEPT`]), their
+    /// windows shed.
+    pub kept: Vec<Pdc>,
+    /// Retired directions with evidence beyond [`KEPT`].
+    pub kept_omitted: u64,
+    /// Requests of every direction retired.
+    pub retired_requests: u64,
     /// When the live directions are next looked at for retirement.
     sweep_at: u64,
     judged: Vec<Judgement>,
@@ -417,7 +450,7 @@ impl Pdcs {
             .map(|(k, _)| *k)
             .collect();
         let mut out = std::mem::take(&mut self.judged);
-        let done = keys
+        let done: Vec<Pdc> = keys
             .into_iter()
             .filter_map(|k| self.live.remove(&k))
             .map(|mut p| {
@@ -426,6 +459,16 @@ impl Pdcs {
             })
             .collect();
         self.judged = out;
+        for p in &done {
+            self.retired_requests += p.requests;
+            if p.spurious > 0 || p.nacks > 0 {
+                if self.kept.len() < KEPT {
+                    self.kept.push(p.shed());
+                } else {
+                    self.kept_omitted += 1;
+                }
+            }
+        }
         done
     }
 
