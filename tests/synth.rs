@@ -780,6 +780,44 @@ fn the_uet_samples_analyse_to_their_pdcs() {
     assert_clean(bad);
 }
 
+/// `report` on uet-incast names its spurious retransmissions (the truth's,
+/// summed over the taps) and the NACKs' cause, trimming, as congestion; no
+/// RoCE finding fires on a UET capture.
+#[test]
+fn the_uet_incast_report_names_spurious_resends_and_the_nack_causes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, truth) = analyse_sample(dir.path(), "uet-incast");
+    let pdcs = truth["pdcs"].as_array().unwrap();
+    let sum = |k: &str, spurious_only: bool| -> i64 {
+        pdcs.iter()
+            .filter(|p| !spurious_only || p["spurious"].as_i64().unwrap() > 0)
+            .map(|p| p[k].as_i64().unwrap())
+            .sum()
+    };
+    let (spurious, resends) = (sum("spurious", false), sum("retransmissions", true));
+    assert!(spurious > 0, "the sample has spurious resends");
+    let f = finding(&a, "uet-spurious-retransmissions");
+    let title = f["title"].as_str().unwrap();
+    assert!(title.starts_with(&format!("{spurious} of {resends} UET retransmissions")), "{title}");
+    let trimmed: i64 = pdcs
+        .iter()
+        .map(|p| p["nacks_by_code"]["TRIMMED"].as_i64().unwrap_or(0))
+        .sum();
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("{trimmed} TRIMMED (a switch cut the packet: congestion, not loss)")),
+        "{detail}"
+    );
+    // RoCE's findings stay RoCE's; no receiver ran out of resources.
+    let ids = findings_of(&a);
+    assert!(ids.iter().all(|i| i.starts_with("uet-")), "{ids:?}");
+    assert!(!ids.iter().any(|i| i == "uet-receiver-resources"), "{ids:?}");
+    let out = rocescope_ok(&["report", repo().join("pcaps/uet-incast.pcapng").to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("uet-spurious-retransmissions"), "{text}");
+    assert!(text.contains("TRIMMED"), "{text}");
+}
+
 /// Captures the samples do not cover: every tap of ghost-drop (spurious
 /// resends seen near the receiver), ERSPAN delivery, a classic pcap of one tap.
 #[test]

@@ -181,3 +181,39 @@ fn resources(pdcs: &[Pdc], requests: u64) -> Option<Diagnosis> {
         evidence: Evidence::UetResources(Box::new(e)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pdcs_resource_nacks_and_spurious_resends_are_findings_trimming_is_neither() {
+        let pdcs = crate::transport::uet::pdc::tests::sample();
+        let mut out = Vec::new();
+        findings(&pdcs, 8, &mut out);
+        let ids: Vec<_> = out.iter().map(|d| d.evidence.id()).collect();
+        assert_eq!(ids, ["uet-spurious-retransmissions", "uet-receiver-resources"]);
+        let Evidence::UetSpurious(s) = &out[0].evidence else {
+            panic!()
+        };
+        assert_eq!((s.spurious, s.retransmissions, s.nack_resends), (1, 3, 2));
+        assert_eq!((s.resend_wait_min_ns, s.nacks.trimmed), (Some(30), 1));
+        assert_eq!(out[0].flows, [0]);
+        let Evidence::UetResources(r) = &out[1].evidence else {
+            panic!()
+        };
+        // Named on the receiver's direction, the one that sent them.
+        assert_eq!((r.nacks.no_pkt_buffer, r.nacks.trimmed), (1, 1));
+        assert_eq!((r.pdcs.len(), r.pdcs[0].pdc.spdcid), (1, 2));
+        assert_eq!(out[1].impact, 1.0 / 8.0);
+        // Trimming alone raises neither.
+        let mut trimmed_only = pdcs.clone();
+        for p in &mut trimmed_only {
+            p.spurious = 0;
+            p.nacks_by.no_pkt_buffer = 0;
+        }
+        let mut out = Vec::new();
+        findings(&trimmed_only, 8, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+    }
+}

@@ -488,3 +488,7 @@ impl Pdcs {
         self.live.values()
     }
 }
+
+#[cfg(test)]
+#[path = "pdc_tests.rs"]
+pub(crate) mod tests;
