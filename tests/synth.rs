@@ -256,7 +256,9 @@ fn compare_uet(label: &str, truth: &Value, a: &Analysis) -> Vec<String> {
                 let got = col(column)[r];
                 let want = p[truth_name].as_i64().map(i128::from);
                 if got != want {
-                    bad.push(format!("{at} {side} {column}: {got:?}, truth {truth_name} {want:?}"));
+                    bad.push(format!(
+                        "{at} {side} {column}: {got:?}, truth {truth_name} {want:?}"
+                    ));
                 }
             }
         }
@@ -283,9 +285,15 @@ fn compare_uet(label: &str, truth: &Value, a: &Analysis) -> Vec<String> {
         }
     }
     // Every UET row is one of the truth's PDCs' directions.
-    let uet_rows = transport.iter().filter(|t| t.as_deref() == Some("uet")).count();
+    let uet_rows = transport
+        .iter()
+        .filter(|t| t.as_deref() == Some("uet"))
+        .count();
     if uet_rows != 2 * pdcs.len() {
-        bad.push(format!("{label}: {uet_rows} UET rows, truth {} PDCs x 2", pdcs.len()));
+        bad.push(format!(
+            "{label}: {uet_rows} UET rows, truth {} PDCs x 2",
+            pdcs.len()
+        ));
     }
     bad
 }
@@ -798,21 +806,32 @@ fn the_uet_incast_report_names_spurious_resends_and_the_nack_causes() {
     assert!(spurious > 0, "the sample has spurious resends");
     let f = finding(&a, "uet-spurious-retransmissions");
     let title = f["title"].as_str().unwrap();
-    assert!(title.starts_with(&format!("{spurious} of {resends} UET retransmissions")), "{title}");
+    assert!(
+        title.starts_with(&format!("{spurious} of {resends} UET retransmissions")),
+        "{title}"
+    );
     let trimmed: i64 = pdcs
         .iter()
         .map(|p| p["nacks_by_code"]["TRIMMED"].as_i64().unwrap_or(0))
         .sum();
     let detail = f["detail"].as_str().unwrap();
     assert!(
-        detail.contains(&format!("{trimmed} TRIMMED (a switch cut the packet: congestion, not loss)")),
+        detail.contains(&format!(
+            "{trimmed} TRIMMED (a switch cut the packet: congestion, not loss)"
+        )),
         "{detail}"
     );
     // RoCE's findings stay RoCE's; no receiver ran out of resources.
     let ids = findings_of(&a);
     assert!(ids.iter().all(|i| i.starts_with("uet-")), "{ids:?}");
-    assert!(!ids.iter().any(|i| i == "uet-receiver-resources"), "{ids:?}");
-    let out = rocescope_ok(&["report", repo().join("pcaps/uet-incast.pcapng").to_str().unwrap()]);
+    assert!(
+        !ids.iter().any(|i| i == "uet-receiver-resources"),
+        "{ids:?}"
+    );
+    let out = rocescope_ok(&[
+        "report",
+        repo().join("pcaps/uet-incast.pcapng").to_str().unwrap(),
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("uet-spurious-retransmissions"), "{text}");
     assert!(text.contains("TRIMMED"), "{text}");

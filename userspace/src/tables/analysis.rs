@@ -16,12 +16,12 @@ use arrow_array::ArrayRef;
 
 use super::format::{AppendValue, WithRows, micros};
 use super::{ColumnEncoding, Columns};
-use crate::transport::uet;
 use crate::addr::{Ip, Mac};
 use crate::analyze::hops::HopRow;
 use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow, Trigger};
 use crate::analyze::{Latency, NicRow};
 use crate::columns;
+use crate::transport::uet;
 
 /// A row and the names of the run's interfaces.
 pub struct Named<'a, R> {
@@ -170,7 +170,9 @@ impl Columns for FlowColumns {
                 (uet::FlowValue::Count(f), UetBuilder::Count(b)) => {
                     b.append_value_opt(values.and_then(f))
                 }
-                (uet::FlowValue::Us(f), UetBuilder::Us(b)) => b.append_value_opt(values.and_then(f)),
+                (uet::FlowValue::Us(f), UetBuilder::Us(b)) => {
+                    b.append_value_opt(values.and_then(f))
+                }
                 // Built from the same entries: never mismatched.
                 _ => {}
             }

@@ -192,7 +192,10 @@ mod tests {
         let mut out = Vec::new();
         findings(&pdcs, 8, &mut out);
         let ids: Vec<_> = out.iter().map(|d| d.evidence.id()).collect();
-        assert_eq!(ids, ["uet-spurious-retransmissions", "uet-receiver-resources"]);
+        assert_eq!(
+            ids,
+            ["uet-spurious-retransmissions", "uet-receiver-resources"]
+        );
         let Evidence::UetSpurious(s) = &out[0].evidence else {
             panic!()
         };

@@ -137,7 +137,10 @@ impl Analyzer {
             }
         }
         // UET's PDC directions, by the same rule.
-        for p in self.pdcs.retire_idle(now, idle, |last| idle_past(last, idle, now)) {
+        for p in self
+            .pdcs
+            .retire_idle(now, idle, |last| idle_past(last, idle, now))
+        {
             sink.flow(&FlowRow::of_pdc(&p));
         }
     }

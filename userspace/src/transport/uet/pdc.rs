@@ -293,7 +293,12 @@ impl Pdc {
                 done.extend(self.sent.range(lo..=c).map(|(&q, _)| q));
             } else {
                 // Across the 32-bit wrap.
-                done.extend(self.sent.range(lo..).chain(self.sent.range(..=c)).map(|(&q, _)| q));
+                done.extend(
+                    self.sent
+                        .range(lo..)
+                        .chain(self.sent.range(..=c))
+                        .map(|(&q, _)| q),
+                );
             }
         }
         if let Ack::Selective { base, bitmap, .. } = *ack {
@@ -399,7 +404,9 @@ impl Pdcs {
                 | PdsType::RudCcRequest
                 | PdsType::RodCcRequest,
             ) => p.request(rec, &mut out),
-            Some(PdsType::Ack | PdsType::AckCc | PdsType::AckCcx) if u.present & present::ACK != 0 => {
+            Some(PdsType::Ack | PdsType::AckCc | PdsType::AckCcx)
+                if u.present & present::ACK != 0 =>
+            {
                 p.acks += 1;
                 p.acks_ecn += u64::from(u.pds_flags & pf::FLAG_M != 0);
                 let ack = if u.present & present::SACK != 0 {

@@ -103,7 +103,10 @@ fn a_pdc_pairs_its_directions_and_counts_what_its_data_became() {
     // NACKed (one for want of buffers, one trimmed), the trimmed one no loss.
     assert_eq!((a.requests, a.retransmissions, a.spurious), (7, 3, 1));
     assert_eq!((a.gaps, a.gap), (1, [0, 1, 0, 0, 0]));
-    assert_eq!((a.covered.delivered, a.covered.sacked_psns, a.nacked), (5, 2, 2));
+    assert_eq!(
+        (a.covered.delivered, a.covered.sacked_psns, a.nacked),
+        (5, 2, 2)
+    );
     // The spurious resend of 3 was the timer's (no NACK named it).
     assert_eq!(a.timeout_resends, 1);
     assert_eq!((a.resend_wait.n, a.resend_wait.min), (1, 30));
