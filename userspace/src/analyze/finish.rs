@@ -345,7 +345,7 @@ impl Analyzer {
             intervals.since(f, &mut row);
             row
         });
-        rows.extend(pdcs.iter().map(super::rows::FlowRow::of_pdc));
+        rows.extend(pdcs.iter().map(super::flows::pdc_row));
         if evidence > 0 || self.retired.totals.flows > 0 || !pdcs.is_empty() {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }

@@ -141,7 +141,7 @@ impl Analyzer {
             .pdcs
             .retire_idle(now, idle, |last| idle_past(last, idle, now))
         {
-            sink.flow(&FlowRow::of_pdc(&p));
+            sink.flow(&super::pdc_row(&p));
         }
     }
 
