@@ -34,6 +34,7 @@ mod telemetry;
 mod tshark_parity;
 mod uet;
 mod uet_synth;
+mod uet_xdp2;
 
 // The live tap's: they load the XDP program (root; skipped otherwise).
 #[cfg(feature = "live")]

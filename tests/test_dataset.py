@@ -513,3 +513,21 @@ def test_the_pfc_tree_sql_equals_summary_pfc_trees(sql, fabrics, engine):
     # pfc-storm: r0's NIC, then leaf0's port; ghost-drop: two trees of
     # three steps each.
     assert steps >= 7
+
+
+def test_the_transport_column_counts_uet_beside_roce(rocescope, tmp_path):
+    """A dataset of a UET sample and a RoCE one: packets' `transport` holds
+    UET rows beside RoCE ones, as many as the runs' summaries count
+    (`frames.uet`), and every flow names its transport."""
+    ds = tmp_path / "ds"
+    rocescope("analyze", SAMPLES / "uet-incast.pcapng", "--dataset", ds, "--host", "u")
+    rocescope("analyze", SAMPLES / "healthy.pcapng", "--dataset", ds, "--host", "r")
+    by = dict(duckdb.sql(
+        f"SELECT transport, count(*) FROM '{ds}/packets/**/*.parquet' GROUP BY transport").fetchall())
+    summaries = [json.loads(p.read_text()) for p in ds.glob("summaries/host=*/date=*/hour=*/summary-*.json")]
+    assert len(summaries) == 2
+    uet = sum(s["frames"].get("uet", 0) for s in summaries)
+    assert uet > 0 and by.get("uet") == uet, (by, uet)
+    assert by.get("roce", 0) >= sum(s["frames"]["roce"] for s in summaries) > 0, by
+    flows = duckdb.sql(f"SELECT DISTINCT transport FROM '{ds}/flows/**/*.parquet'").fetchall()
+    assert {t for (t,) in flows} <= {"roce", "uet"} and flows, flows

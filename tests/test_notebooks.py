@@ -102,6 +102,28 @@ def test_ghost_drops_notebook_draws_every_figure(sample):
     assert "text/html" in mimetypes(tagged["flows"])
 
 
+def test_ghost_drops_notebook_shows_the_transport_of_flows_and_frames(sample, tmp_path, rocescope):
+    """The flows table's transport column, and UET frames counted beside
+    RoCE's when a run has them (the ghost sample with the uet-incast one)."""
+    out = tmp_path / "mixed"
+    rocescope("analyze", sample["ghost"], ROOT / "pcaps" / "uet-incast.pcapng", "--out", out)
+    frames = json.loads((out / "summary.json").read_text())["frames"]
+    assert frames["uet"] > 0
+    nb = execute("ghost_drops.ipynb", {"ROCESCOPE_OUT": str(out)})
+    tagged = outputs_by_tag(nb)
+    html = "".join(o["data"]["text/html"] for o in tagged["flows"] if "data" in o)
+    rows = [re.findall(r"<t[hd]>(.*?)</t[hd]>", r) for r in re.findall(r"<tr>(.*?)</tr>", html)]
+    at = rows[0].index("transport")
+    assert rows[0][:2] == ["flow_id", "transport"], rows[0]
+    assert {r[at] for r in rows[2:]} <= {'&quot;roce&quot;', '&quot;uet&quot;', "roce", "uet"}, rows[2:]
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"{frames['roce']} RoCE frames, {frames['uet']} UET frames" in printed, printed
+    # RoCE alone: no UET count.
+    nb = execute("ghost_drops.ipynb", {"ROCESCOPE_OUT": str(sample["out"])})
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "RoCE frames" in printed and "UET" not in printed, printed
+
+
 def test_ghost_drops_notebook_honours_the_runs_dscp_map(sample, tmp_path, rocescope):
     # The sample's flows are untagged DSCP 26: priority 3 by default, 5 here.
     out = tmp_path / "mapped"
@@ -144,6 +166,9 @@ def test_fabric_notebook_queries_the_dataset(sample):
         assert "text/html" in mimetypes(tagged[fig]), f"{fig}: no table"
     hosts = "".join(o["data"]["text/plain"] for o in tagged["hosts"] if "data" in o)
     assert "tap-a" in hosts and "tap-b" in hosts
+    assert "roce_packets" in hosts and "uet_packets" in hosts, hosts
+    qps = "".join(o["data"]["text/plain"] for o in tagged["fig-qps"] if "data" in o)
+    assert "transport" in qps and "roce" in qps, qps
 
 
 def test_html_report_is_self_contained_and_renders(sample, tmp_path, rocescope):

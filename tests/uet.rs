@@ -210,7 +210,7 @@ fn cut_and_invalid_headers_are_counted_by_layer() {
 #[test]
 fn a_configured_uet_port_moves_the_walk() {
     use rocescope::transport::{parse_udp_port, recognition};
-    let reg = recognition(&[parse_udp_port("uet=49150").unwrap()]).unwrap();
+    let reg = recognition(&[parse_udp_port("uet=49150").unwrap()], &[]).unwrap();
     let v = &vectors()[5];
     let (rec, stop) = decoded(&reg, &udp_frame(49150, &v.bytes));
     assert_eq!((rec.kind(), stop), (Kind::Uet, None));
@@ -227,7 +227,7 @@ fn a_configured_uet_port_moves_the_walk() {
     // Two transports on one port are refused.
     let both = [parse_udp_port("uet=4791").unwrap()];
     assert!(
-        recognition(&both)
+        recognition(&both, &[])
             .unwrap_err()
             .contains("both roce and uet")
     );
@@ -353,4 +353,289 @@ fn analyze_counts_uet_frames_and_writes_their_columns() {
         assert_eq!(spdcid[i].is_some(), uet, "row {i}");
         assert_eq!(dest_qp[i].is_none(), uet, "row {i}");
     }
+}
+
+/// `--ip-proto uet=253` (docs/inputs.md, "Transports and their ports"): a
+/// capture of UET in the native IP mode (IPv4 and IPv6, protocol 253, the
+/// entropy header first) decodes with it — every frame a UET row whose
+/// `uet_entropy` is the entropy header's and `udp_sport` null — and
+/// without it is IP of another protocol, decoded not at all; the option
+/// joins the run's identity; conflicting numbers are usage errors.
+#[test]
+fn ip_proto_decodes_a_native_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let vs = vectors();
+    let entropy = |i: usize| 0x1000 + i as u16;
+    let frames: Vec<Vec<u8>> = vs
+        .iter()
+        .enumerate()
+        .map(|(i, v)| native_frame(i % 2 == 1, entropy(i), &v.bytes))
+        .collect();
+    let cap = dir.path().join("native.pcap");
+    common::corpus::write_pcap(&cap, &frames);
+    let run = |out: &str, extra: &[&str]| {
+        let out = dir.path().join(out);
+        let mut args = vec![
+            "analyze",
+            cap.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        (common::rocescope(&args), out)
+    };
+    let (r, with) = run("with", &["--ip-proto", "uet=253"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(with.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["frames"]["uet"], vs.len());
+    assert_eq!(summary["input"]["decode"]["not_decoded"], 0);
+    let packets = Table::read(&with.join("packets.parquet"));
+    assert_eq!(packets.rows(), vs.len());
+    let got_entropy = packets.ints("uet_entropy");
+    let sport = packets.ints("udp_sport");
+    let transport = packets.strings("transport");
+    let psn = packets.ints("psn");
+    for (i, v) in vs.iter().enumerate() {
+        let name = v.name;
+        assert_eq!(transport[i].as_deref(), Some("uet"), "{name}");
+        assert_eq!(
+            got_entropy[i],
+            Some(i128::from(entropy(i))),
+            "{name}: the entropy header's"
+        );
+        assert_eq!(sport[i], None, "{name}: no UDP");
+        let has_psn = v.want.present & rocescope::uet_present::PSN != 0;
+        assert_eq!(psn[i], has_psn.then_some(i128::from(v.want.psn)), "{name}");
+    }
+
+    // Without the option: another IP protocol, nothing decoded, and the
+    // decode note says so.
+    let (r, without) = run("without", &[]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        !r.status.success() && err.contains("IP but neither UDP nor GRE"),
+        "{err}"
+    );
+    assert!(
+        !without.join("packets.parquet").exists()
+            || Table::read(&without.join("packets.parquet")).rows() == 0
+    );
+
+    // The option is in the run's identity: on a capture holding frames
+    // on 253 and on 254 (IPv4, byte 23 the protocol), `uet=254` is
+    // another run (another summary file) than `uet=253`.
+    let data = dir.path().join("ds");
+    let both = dir.path().join("both.pcap");
+    let mut on_254 = frames[0].clone();
+    on_254[14 + 9] = 254;
+    common::corpus::write_pcap(&both, &[frames.clone(), vec![on_254]].concat());
+    let summaries = |protocol: &str| {
+        let args = [
+            "analyze",
+            both.to_str().unwrap(),
+            "--dataset",
+            data.to_str().unwrap(),
+        ];
+        let mut args = args.to_vec();
+        args.extend(["--host", "h", "--ip-proto", protocol]);
+        common::rocescope(&args);
+        walkdir(&data.join("summaries"))
+    };
+    let one = summaries("uet=253");
+    assert_eq!(one.len(), 1, "{one:?}");
+    assert_eq!(summaries("uet=253"), one, "the same options: the same run");
+    assert_eq!(summaries("uet=254").len(), 2);
+
+    for (bad, says) in [
+        ("uet=17", "UDP's"),
+        ("roce=253", "no transport with a native IP mode"),
+        (
+            "uet=131",
+            "IP protocol 131 is given to both uet (--ip-proto) and IFA",
+        ),
+    ] {
+        let (r, _) = run(&format!("bad{says:.3}"), &["--ip-proto", bad]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "{bad}");
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+    // IFA moved off 131 (or off), 131 is UET's to take: accepted, it
+    // decodes nothing of this capture (on 253) and says where it looked.
+    let (r, _) = run("ifa-off", &["--ip-proto", "uet=131", "--ifa-proto", "none"]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    let n = vs.len();
+    assert!(
+        err.contains(&format!("{n} IP but neither UDP nor GRE nor 131 (uet)")),
+        "{err}"
+    );
+}
+
+/// The files under `dir`, by name.
+fn walkdir(dir: &std::path::Path) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                found.insert(p.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
+}
+
+/// `extract --uet-pdc SRC,DST,SPDCID` (docs/wireshark.md, "UET"): the
+/// frames from SRC to DST of that PDC id and those back to it, from a
+/// capture of every test packet both ways (UDP, then the native mode with
+/// `--ip-proto`); the display filter is the PDC's and Decode As follows
+/// the run's recognition.
+#[test]
+fn extract_takes_a_uet_pdcs_frames_both_ways() {
+    use rocescope::uet_present as bit;
+    let dir = tempfile::tempdir().unwrap();
+    let swap = |f: &[u8]| {
+        let mut f = f.to_vec();
+        let (a, b) = (f[26..30].to_vec(), f[30..34].to_vec());
+        f[26..30].copy_from_slice(&b);
+        f[30..34].copy_from_slice(&a);
+        f
+    };
+    let spdcid = 0x0102;
+    for native in [false, true] {
+        let mut frames = Vec::new();
+        for v in vectors() {
+            let f = if native {
+                native_frame(false, 7, &v.bytes)
+            } else {
+                udp_frame(4793, &v.bytes)
+            };
+            frames.push(swap(&f));
+            frames.push(f);
+        }
+        // What the PDC holds: 10.0.0.1 -> 10.0.0.2 from 0x0102, and back
+        // to it (the record's view, as the decoder read it).
+        let reg = if native {
+            self::native()
+        } else {
+            Recognition::DEFAULT
+        };
+        let a = std::net::Ipv4Addr::new(10, 0, 0, 1)
+            .to_ipv6_mapped()
+            .octets();
+        let want: Vec<&Vec<u8>> = frames
+            .iter()
+            .filter(|f| {
+                let (rec, _) = decoded(&reg, f);
+                let u = rec.uet();
+                let forward = rec.src_ip == a && u.present & bit::PDC != 0 && u.spdcid == spdcid;
+                let back = rec.dst_ip == a && u.present & bit::DPDCID != 0 && u.dpdcid == spdcid;
+                forward || back
+            })
+            .collect();
+        assert!(want.len() >= 4, "{}", want.len());
+        let from = |ip: [u8; 4]| want.iter().any(|f| f[26..30] == ip);
+        assert!(from([10, 0, 0, 1]) && from([10, 0, 0, 2]), "both ways");
+        let cap = dir.path().join(format!("both-{native}.pcap"));
+        common::corpus::write_pcap(&cap, &frames);
+        let out = dir.path().join(format!("pdc-{native}.pcapng"));
+        let mut args = vec![
+            "extract",
+            cap.to_str().unwrap(),
+            "--uet-pdc",
+            "10.0.0.1,10.0.0.2,0x0102",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if native {
+            args.extend(["--ip-proto", "uet=253"]);
+        }
+        let r = common::rocescope_ok(&args);
+        let text = String::from_utf8_lossy(&r.stdout);
+        assert!(
+            text.contains(&format!(
+                "{} frames of UET PDC 258 from 10.0.0.1 to 10.0.0.2",
+                want.len()
+            )),
+            "{text}"
+        );
+        assert!(text.contains(
+            "(ip.src==10.0.0.1 && ip.dst==10.0.0.2 && uet.pds.spdcid==258) || \
+             (ip.src==10.0.0.2 && ip.dst==10.0.0.1 && uet.pds.dpdcid==258)"
+        ));
+        let decode_as = if native {
+            "-d udp.port==4793,uet -d ip.proto==253,uet.entropy"
+        } else {
+            "-d udp.port==4793,uet"
+        };
+        assert!(text.contains(&format!("decode as: {decode_as}")), "{text}");
+        // The frames written are those, in order, bytes unchanged.
+        let mut reader = rocescope::sources::CaptureReader::open(&out).unwrap();
+        let mut got = Vec::new();
+        while let Some(f) = reader.next_frame().unwrap() {
+            got.push(f.data.to_vec());
+        }
+        assert_eq!(got.iter().collect::<Vec<_>>(), want, "native {native}");
+    }
+    // No frame of that PDC: a usage error that says where PDCs are listed.
+    let cap = dir.path().join("both-false.pcap");
+    let out = dir.path().join("none.pcapng");
+    let r = common::rocescope(&[
+        "extract",
+        cap.to_str().unwrap(),
+        "--uet-pdc",
+        "10.0.0.1,10.0.0.2,999",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success() && err.contains("uet_spdcid"), "{err}");
+    let r = common::rocescope(&[
+        "extract",
+        cap.to_str().unwrap(),
+        "--uet-pdc",
+        "10.0.0.1,x,1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&r.stderr).contains("not an IPv4 or IPv6 address"));
+}
+
+/// `report --html`: with UET frames in the run the capture line counts
+/// them and the flow table has a `transport` column; a RoCE-only page has
+/// neither (it stays as it was).
+#[test]
+fn the_html_page_shows_the_transport_once_uet_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let (vs, uet) = vector_frames();
+    let roce = common::corpus::conversation();
+    let mixed = dir.path().join("mixed.pcap");
+    let alone = dir.path().join("roce.pcap");
+    common::corpus::write_pcap(&mixed, &[roce.clone(), uet].concat());
+    common::corpus::write_pcap(&alone, &roce);
+    let page = |cap: &std::path::Path| {
+        let html = dir.path().join("page.html");
+        common::rocescope_ok(&[
+            "report",
+            cap.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ]);
+        std::fs::read_to_string(&html).unwrap()
+    };
+    let h = page(&mixed);
+    assert!(
+        h.contains(&format!(", {} UET,", vs.len())),
+        "the capture line"
+    );
+    assert!(h.contains("<th>id</th><th>transport</th><th>interface</th>"));
+    assert!(
+        h.contains("</td><td>roce</td><td>"),
+        "each flow's transport"
+    );
+    let h = page(&alone);
+    assert!(!h.contains("<th>transport</th>") && !h.contains(" UET"));
 }

@@ -1,17 +1,20 @@
-//! `extract`: the frames a flow's or a finding's display filter shows
-//! ([`crate::render::wireshark`]), copied to a pcapng of their own
-//! (docs/wireshark.md).
+//! `extract`: the frames a flow's, a finding's or a UET PDC's display
+//! filter shows ([`crate::render::wireshark`]), copied to a pcapng of
+//! their own (docs/wireshark.md).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use rocescope_common::{Kind, PacketRecord, flags, proto::ib};
+use rocescope_common::{Kind, PacketRecord, flags, proto::ib, uet_present};
 
-use crate::analyze::{Analysis, FlowKey, FlowRow, Handoff};
+use rocescope_common::wire::Recognition;
+
+use crate::analyze::{Analysis, FlowKey, FlowRow, Handoff, IfaceOrigin};
 use crate::decode;
 use crate::offline::{self, Options};
 use crate::sources::{CaptureReader, Filter, FirstLook, Frame, Inputs, Merge, Taps, Visit};
 use crate::synth::capture_writer::{CaptureWrite, PcapngWriter, write_error};
+use crate::transport::uet::PdcKey;
 use crate::{Error, Result};
 
 /// What `extract` takes out.
@@ -21,6 +24,62 @@ pub enum Selection {
     Flow(u32),
     /// A finding's `id` as in summary.json.
     Finding(String),
+    /// A UET PDC, both ways, at every tap.
+    UetPdc(UetPdc),
+}
+
+/// A UET PDC as `extract --uet-pdc` names it: the frames from `src_ip` to
+/// `dst_ip` of PDC id `spdcid` (the sending end's), and those back to it
+/// (docs/wireshark.md, "UET").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UetPdc {
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    pub spdcid: u16,
+}
+
+impl UetPdc {
+    /// Parses `SRC,DST,SPDCID` (IPv4 or IPv6 addresses; the PDC id in
+    /// decimal or 0x-hex, as packets.parquet's `uet_spdcid` or Wireshark's
+    /// `uet.pds.spdcid` shows it).
+    pub fn parse(s: &str) -> std::result::Result<UetPdc, String> {
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        let [src, dst, id] = parts[..] else {
+            return Err(format!(
+                "expected SRC,DST,SPDCID (e.g. 10.0.0.1,10.0.0.2,13398), got {s:?}"
+            ));
+        };
+        let addr = |a: &str| -> std::result::Result<[u8; 16], String> {
+            let ip: std::net::IpAddr = a
+                .parse()
+                .map_err(|_| format!("{a:?} is not an IPv4 or IPv6 address"))?;
+            Ok(match ip {
+                std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+                std::net::IpAddr::V6(v6) => v6.octets(),
+            })
+        };
+        let spdcid = match id.strip_prefix("0x") {
+            Some(hex) => u16::from_str_radix(hex, 16),
+            None => id.parse::<u16>(),
+        }
+        .map_err(|_| format!("{id:?} is not a PDC id (0-65535)"))?;
+        Ok(UetPdc {
+            src_ip: addr(src)?,
+            dst_ip: addr(dst)?,
+            spdcid,
+        })
+    }
+
+    /// Its key as the UET trackers name one direction (the tap left 0:
+    /// the filter names none).
+    fn key(&self) -> PdcKey {
+        PdcKey {
+            iface: 0,
+            src_ip: self.src_ip,
+            dst_ip: self.dst_ip,
+            spdcid: self.spdcid,
+        }
+    }
 }
 
 /// What `extract` wrote.
@@ -47,6 +106,9 @@ struct Wanted {
     /// `(src_ip, dst_ip, dest_qp)` of `flows` and `cnps`: looked up for
     /// every record, before its interface is known.
     triples: HashSet<([u8; 16], [u8; 16], u32)>,
+    /// UET PDCs `(src_ip, dst_ip, spdcid)`, at every tap: their frames
+    /// forward, and those back to the PDC id (its `dpdcid`).
+    uet_pdcs: HashSet<([u8; 16], [u8; 16], u16)>,
 }
 
 impl Wanted {
@@ -67,8 +129,19 @@ impl Wanted {
             Kind::Roce if rec.has(flags::HAS_BTH) => self.triples.contains(&triple),
             Kind::Cnp if rec.has(flags::HAS_BTH) => self.all_cnps || self.triples.contains(&triple),
             Kind::Pause => self.pauses,
+            Kind::Uet => self.uet_pdc(rec),
             _ => false,
         }
+    }
+
+    /// Whether UET record `rec` is of a wanted PDC, either way (as the
+    /// filter of `render::wireshark::uet::pdc_filter` shows it).
+    fn uet_pdc(&self, rec: &PacketRecord) -> bool {
+        let u = rec.uet();
+        let has = |bit: u16| u.present & bit != 0;
+        (has(uet_present::PDC) && self.uet_pdcs.contains(&(rec.src_ip, rec.dst_ip, u.spdcid)))
+            || (has(uet_present::DPDCID)
+                && self.uet_pdcs.contains(&(rec.dst_ip, rec.src_ip, u.dpdcid)))
     }
 
     fn matches(&self, rec: &PacketRecord, iface: u16) -> bool {
@@ -82,6 +155,7 @@ impl Wanted {
             Kind::Roce => self.flows.contains(&key),
             Kind::Cnp => self.all_cnps || self.cnps.contains(&key),
             Kind::Pause => self.pauses,
+            Kind::Uet => self.uet_pdc(rec),
             _ => false,
         }
     }
@@ -106,7 +180,7 @@ pub fn extract(
             id: *id,
             row: picked.clone(),
         })],
-        Selection::Finding(_) => Vec::new(),
+        Selection::Finding(_) | Selection::UetPdc(_) => Vec::new(),
     };
     let mut outcome = offline::run_with(paths, opts, None, outputs)?;
     let picked = picked.lock().ok().and_then(|mut p| p.take());
@@ -116,7 +190,7 @@ pub fn extract(
             a.flows.insert(i, row);
         }
     }
-    let (flows, wanted, handoff) = select(&outcome.analysis, what)?;
+    let (flows, wanted, handoff) = select(&outcome.analysis, what, &opts.recognition)?;
     let Inputs { captures, .. } = Inputs::expand(paths)?;
     // Files that cannot be opened were warned about by the analysis.
     let mut merge = Merge::open(&captures, &mut Vec::new())?;
@@ -131,6 +205,7 @@ pub fn extract(
             .collect(),
         taps: &outcome.taps,
         filter: opts.filter.as_deref().map(Filter::new).transpose()?,
+        recognition: opts.recognition,
         wanted: wanted.with_triples(),
         rec: PacketRecord::default(),
         data: Vec::new(),
@@ -146,6 +221,14 @@ pub fn extract(
         ..
     } = copy;
     writer.finish().map_err(|e| write_error(out, e))?;
+    if let Selection::UetPdc(_) = what
+        && frames == 0
+    {
+        return Err(Error::Usage(format!(
+            "--uet-pdc: no UET frame of that PDC in these captures (their PDCs: packets.parquet's src_ip, dst_ip and uet_spdcid where transport is uet); {} is empty",
+            out.display()
+        )));
+    }
     Ok(Extracted {
         frames,
         flows,
@@ -163,6 +246,8 @@ struct Copy<'a> {
     /// Run-wide interface indices, as the analysis handed them out.
     taps: &'a Taps,
     filter: Option<Filter>,
+    /// Where the run recognises the transports.
+    recognition: Recognition,
     wanted: Wanted,
     rec: PacketRecord,
     /// The bytes of the frame [`Visit::frame`] kept.
@@ -193,7 +278,14 @@ impl Visit for Copy<'_> {
         {
             return Ok(None);
         }
-        decode::decode_into(&mut self.rec, frame.linktype, frame.data, frame.orig_len);
+        // As the analysis decoded it: `--udp-port`, `--ip-proto`.
+        decode::decode_walk_with(
+            &mut self.rec,
+            &self.recognition,
+            frame.linktype,
+            frame.data,
+            frame.orig_len,
+        );
         if self.rec.kind() == Kind::Other || !self.wanted.maybe(&self.rec) {
             return Ok(None);
         }
@@ -304,10 +396,28 @@ impl crate::output::Output for PickFlow {
 }
 
 /// The flows of `what`, the frames its filter shows and the filter; an
-/// unknown id is an error listing the ones there are.
-fn select(analysis: &Analysis, what: &Selection) -> Result<(Vec<u32>, Wanted, Handoff)> {
+/// unknown id is an error listing the ones there are. `reg`: where the
+/// run recognised the transports (UET's Decode As).
+fn select(
+    analysis: &Analysis,
+    what: &Selection,
+    reg: &Recognition,
+) -> Result<(Vec<u32>, Wanted, Handoff)> {
     let key = |r: &FlowRow| (r.iface, r.src_ip, r.dst_ip, r.dest_qp);
     match what {
+        Selection::UetPdc(pdc) => {
+            use crate::render::wireshark::uet;
+            let wanted = Wanted {
+                uet_pdcs: HashSet::from([(pdc.src_ip, pdc.dst_ip, pdc.spdcid)]),
+                ..Wanted::default()
+            };
+            let handoff = Handoff {
+                display_filter: uet::pdc_filter(&pdc.key(), IfaceOrigin::default()),
+                decode_as: uet::decode_as(reg),
+                flows_left_out: 0,
+            };
+            Ok((Vec::new(), wanted, handoff))
+        }
         Selection::Flow(id) => {
             let Some(row) = analysis.flow(*id) else {
                 return Err(Error::Usage(match analysis.summary.totals.flows as usize {

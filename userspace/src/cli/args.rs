@@ -87,10 +87,8 @@ pub(crate) struct Input {
     /// (repeatable; files not named are grouped as docs/inputs.md says).
     #[arg(long = "tap", value_name = "NAME=FILE,FILE…")]
     pub(crate) taps: Vec<crate::sources::TapSpec>,
-    /// Recognise TRANSPORT on this UDP destination port instead of its default (roce: 4791, which
-    /// is then not RoCE); repeatable.
-    #[arg(long = "udp-port", value_name = "TRANSPORT=PORT", value_parser = crate::transport::parse_udp_port)]
-    pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
+    #[command(flatten)]
+    pub(crate) transports: TransportArgs,
     #[command(flatten)]
     pub(crate) telemetry: TelemetryArgs,
     /// Frame times from the capture's clock, the switch's ERSPAN III timestamps or the NIC's clock in
@@ -99,6 +97,20 @@ pub(crate) struct Input {
     /// within 1 s.
     #[arg(long, value_enum, default_value_t = crate::sources::TimeChoice::Auto, value_name = "CLOCK")]
     pub(crate) time: crate::sources::TimeChoice,
+}
+
+/// Where the transports are recognised (docs/inputs.md, "Transports and
+/// their ports"): shared by `analyze`, `report` and `live`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct TransportArgs {
+    /// Recognise TRANSPORT on this UDP destination port instead of its default (roce: 4791, uet:
+    /// 4793, which are then not theirs); repeatable.
+    #[arg(long = "udp-port", value_name = "TRANSPORT=PORT", value_parser = crate::transport::parse_udp_port)]
+    pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
+    /// Recognise TRANSPORT in its native IP mode on this IP protocol number (uet: no IANA number;
+    /// the UEC reference provider uses 253), e.g. uet=253; repeatable.
+    #[arg(long = "ip-proto", value_name = "TRANSPORT=PROTOCOL", value_parser = crate::transport::parse_ip_protocol)]
+    pub(crate) ip_protocols: Vec<crate::transport::IpProtocol>,
 }
 
 /// Where switch telemetry is marked (docs/inputs.md, "Switch telemetry"):
@@ -123,12 +135,13 @@ pub struct TelemetryArgs {
 }
 
 impl TelemetryArgs {
-    /// The transports' recognition (`--udp-port`) with the telemetry marks.
+    /// The transports' recognition (`--udp-port`, `--ip-proto`) with the
+    /// telemetry marks.
     pub(crate) fn recognition(
         &self,
-        ports: &[crate::transport::UdpPort],
+        transports: &TransportArgs,
     ) -> std::result::Result<rocescope_common::wire::Recognition, String> {
-        let reg = crate::transport::recognition(ports)?;
+        let reg = crate::transport::recognition(&transports.udp_ports, &transports.ip_protocols)?;
         let marks = rocescope_common::wire::telemetry::TelemetryMarks {
             int_port: self.int_port,
             report_port: self.report_port,
@@ -152,7 +165,7 @@ impl Input {
             taps: self.taps.clone(),
             recognition: self
                 .telemetry
-                .recognition(&self.udp_ports)
+                .recognition(&self.transports)
                 .map_err(Error::Usage)?,
             time: self.time,
         })

@@ -25,6 +25,10 @@ pub(crate) struct ExtractWhat {
     /// A flow_id, as in flows.parquet of the same captures.
     #[arg(long, value_name = "N")]
     pub(crate) flow: Option<u32>,
+    /// A UET PDC, both ways, at every tap: SRC,DST,SPDCID (its frames from SRC to DST with that
+    /// source PDC id, and those back to it), e.g. 10.0.0.1,10.0.0.2,13398.
+    #[arg(long, value_name = "SRC,DST,SPDCID", value_parser = crate::wireshark::UetPdc::parse)]
+    pub(crate) uet_pdc: Option<crate::wireshark::UetPdc>,
 }
 
 #[derive(Args)]
@@ -148,10 +152,11 @@ pub(crate) fn report(
 /// `extract`: one finding's or flow's frames to a pcapng.
 pub(crate) fn extract(input: Input, select: ExtractWhat, out: PathBuf) -> Result<ExitCode> {
     use crate::wireshark::{self, Selection};
-    // clap requires exactly one of the two.
-    let what = match (select.finding, select.flow) {
-        (Some(id), _) => Selection::Finding(id),
-        (None, n) => Selection::Flow(n.unwrap_or_default()),
+    // clap requires exactly one of the three.
+    let what = match (select.finding, select.uet_pdc, select.flow) {
+        (Some(id), _, _) => Selection::Finding(id),
+        (None, Some(pdc), _) => Selection::UetPdc(pdc),
+        (None, None, n) => Selection::Flow(n.unwrap_or_default()),
     };
     let mut opts = input.options()?;
     opts.source_yields = false;
@@ -165,6 +170,12 @@ pub(crate) fn extract(input: Input, select: ExtractWhat, out: PathBuf) -> Result
         Selection::Finding(id) => {
             format!("finding {id} ({})", count(x.flows.len(), "flow", "flows"))
         }
+        Selection::UetPdc(pdc) => format!(
+            "UET PDC {} from {} to {}",
+            pdc.spdcid,
+            crate::addr::Ip(pdc.src_ip),
+            crate::addr::Ip(pdc.dst_ip)
+        ),
     };
     outln!(
         "{}: {} of {of} from {} ({})",

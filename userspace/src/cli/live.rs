@@ -53,10 +53,8 @@ pub(crate) struct LiveArgs {
     /// Run rocescope's threads only on these CPUs (e.g. 2-3): keep them off the CPUs that take the mirror port's receive interrupts, where the XDP program runs.
     #[arg(long, value_name = "LIST")]
     pub(crate) cpus: Option<String>,
-    /// Recognise TRANSPORT on this UDP destination port instead of its default (roce: 4791, which
-    /// is then not RoCE); repeatable.
-    #[arg(long = "udp-port", value_name = "TRANSPORT=PORT", value_parser = crate::transport::parse_udp_port)]
-    pub(crate) udp_ports: Vec<crate::transport::UdpPort>,
+    #[command(flatten)]
+    pub(crate) transports: super::args::TransportArgs,
     /// Serve Prometheus metrics (the text exposition format) on http://ADDR:PORT/metrics while running, e.g. 127.0.0.1:9464 or [::]:9464.
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) metrics: Option<std::net::SocketAddr>,
@@ -120,7 +118,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         ring_size,
         wakeup,
         cpus,
-        udp_ports,
+        transports,
         metrics,
         report_interval,
         findings,
@@ -140,7 +138,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         tap_mode: mode,
         flush_ns: Some(flush_interval),
         drop_after_capture,
-        recognition: telemetry.recognition(&udp_ports).map_err(Error::Usage)?,
+        recognition: telemetry.recognition(&transports).map_err(Error::Usage)?,
         analyzer: analysis.config(),
         progress: true,
         ring,
@@ -167,12 +165,15 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
     {
         return Err(crate::Error::Usage(unknown));
     }
+    // The transports' and telemetry's places join it where they differ
+    // from the defaults (as for captures), so default runs keep their id.
     let identity = format!(
-        "live {} {:?} {}\n{}",
+        "live {} {:?} {}\n{}{}",
         opts.iface,
         opts.mode,
         opts.tap_mode.as_str(),
-        opts.analyzer.identity()
+        opts.analyzer.identity(),
+        crate::transport::identity(&opts.recognition)
     );
     let outcome = live::run_with(&opts, || {
         let writer = dataset.writer_with(identity.clone(), |o| {

@@ -39,7 +39,8 @@ impl Undecoded {
         }
     }
 
-    /// A few words for a person; `reg` names the UDP ports recognised.
+    /// A few words for a person; `reg` names the UDP ports and native IP
+    /// protocols recognised.
     pub fn describe(self, reg: &Recognition) -> String {
         match self {
             Undecoded::FilteredOut => "filtered out by --filter".into(),
@@ -53,7 +54,15 @@ impl Undecoded {
             Undecoded::Stop(Stop::Foreign(f)) => match f {
                 Foreign::EtherType => "not IP (another EtherType)".into(),
                 Foreign::AddressFamily => "not IP (another address family)".into(),
-                Foreign::IpProtocol => "IP but neither UDP nor GRE".into(),
+                Foreign::IpProtocol => {
+                    // The native IP modes configured (`--ip-proto`), if any.
+                    let native: String = TransportId::ALL
+                        .into_iter()
+                        .filter(|t| t.entry().walked && reg.ip_protocol(*t) != 0)
+                        .map(|t| format!(" nor {} ({})", reg.ip_protocol(t), t.entry().name))
+                        .collect();
+                    format!("IP but neither UDP nor GRE{native}")
+                }
                 Foreign::UdpPort => {
                     let ports: Vec<String> = TransportId::ALL
                         .into_iter()

@@ -257,7 +257,17 @@ impl HtmlReport {
             fmt_count(analysis.summary.totals.flows, "flow"),
             analysis.flows.len().min(TABLE_ROWS)
         );
-        h.push_str("<div class=scroll id=flow-table><table class=flows><thead><tr><th>id</th><th>interface</th><th>src → dst</th><th>QP</th><th>pair</th><th>prio</th><th>packets</th><th>retrans</th><th>rate</th><th>rewinds (nak/rnr/timeout)</th><th>spurious</th><th>gaps</th><th>CE</th><th>CNPs</th><th>Gb/s</th><th>goodput</th><th>max idle</th></tr></thead><tbody>\n");
+        // The transport beside each flow once the run holds another than
+        // RoCE (UET frames or flows): RoCE-only pages stay as they were.
+        let transport_of = crate::tables::analysis::flow_transport;
+        let roce = rocescope_common::wire::TransportId::Roce.entry().name;
+        let show_transport =
+            s.frames.uet > 0 || analysis.flows.iter().any(|f| transport_of(f) != roce);
+        h.push_str("<div class=scroll id=flow-table><table class=flows><thead><tr><th>id</th>");
+        if show_transport {
+            h.push_str("<th>transport</th>");
+        }
+        h.push_str("<th>interface</th><th>src → dst</th><th>QP</th><th>pair</th><th>prio</th><th>packets</th><th>retrans</th><th>rate</th><th>rewinds (nak/rnr/timeout)</th><th>spurious</th><th>gaps</th><th>CE</th><th>CNPs</th><th>Gb/s</th><th>goodput</th><th>max idle</th></tr></thead><tbody>\n");
         let mut flows: Vec<&FlowRow> = analysis.flows.iter().collect();
         flows.sort_by(|a, b| {
             b.retrans_packets
@@ -266,9 +276,14 @@ impl HtmlReport {
                 .then(a.flow_id.cmp(&b.flow_id))
         });
         for f in flows.into_iter().take(TABLE_ROWS) {
+            let transport = if show_transport {
+                format!("<td>{}</td>", transport_of(f))
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} %</td><td>{} ({}/{}/{})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td></tr>",
+                "<tr><td>{}</td>{transport}<td>{}</td><td>{} → {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} %</td><td>{} ({}/{}/{})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td></tr>",
                 f.flow_id,
                 esc(&s.iface_name(f.iface)),
                 fmt_ip(&f.src_ip),

@@ -22,6 +22,8 @@ use rocescope_common::proto;
 
 use crate::analyze::{Finding, FlowRow, Handoff, IfaceOrigin};
 
+pub mod uet;
+
 /// The RoCEv2 UDP port.
 const ROCE_PORT: u16 = 4791;
 /// BTH opcode of a CNP: not part of any flow.
@@ -47,11 +49,15 @@ impl Handoff {
                 self.display_filter.len()
             ));
         }
-        let default = format!("udp.port=={ROCE_PORT},infiniband");
+        // What Wireshark maps by itself: RoCEv2's port, UET's (4.7+).
+        let defaults = [
+            format!("udp.port=={ROCE_PORT},infiniband"),
+            uet::default_decode_as(),
+        ];
         let extra: Vec<String> = self
             .decode_as
             .iter()
-            .filter(|d| **d != default)
+            .filter(|d| !defaults.contains(d))
             .map(|d| format!("-d {d}"))
             .collect();
         let mut line = format!("Wireshark: {}", self.display_filter);
@@ -141,10 +147,44 @@ fn addr_text(row: &FlowRow) -> ([&'static str; 2], String, String) {
             d.to_string(),
         );
     }
+    ip_text(row.src_ip, row.dst_ip)
+}
+
+/// The IP fields naming `src` and `dst`, and their values: `ip.src`/`ip.dst`
+/// for IPv4-mapped addresses, `ipv6.*` for others.
+fn ip_text(src: [u8; 16], dst: [u8; 16]) -> ([&'static str; 2], String, String) {
+    let (s, d) = (Ipv6Addr::from(src), Ipv6Addr::from(dst));
     match (s.to_ipv4_mapped(), d.to_ipv4_mapped()) {
         (Some(s), Some(d)) => (["ip.src", "ip.dst"], s.to_string(), d.to_string()),
         _ => (["ipv6.src", "ipv6.dst"], s.to_string(), d.to_string()),
     }
+}
+
+/// `clauses` (each with the flows it covers) ORed, each parenthesised
+/// when there are several, up to [`MAX_FILTER_CHARS`]: the filter, and
+/// for each clause whether it was kept (a clause left out leaves its
+/// flows out, [`Handoff::flows_left_out`]).
+fn or_clauses<T>(clauses: &[(String, T)]) -> (String, Vec<bool>) {
+    let mut filter = String::new();
+    let mut kept_flags = Vec::with_capacity(clauses.len());
+    let mut kept = 0;
+    for (clause, _) in clauses {
+        // 8: " || " and the parentheses around two clauses.
+        if kept > 0 && filter.len() + clause.len() + 8 > MAX_FILTER_CHARS {
+            kept_flags.push(false);
+            continue;
+        }
+        kept += 1;
+        kept_flags.push(true);
+        match kept {
+            1 => filter = clause.clone(),
+            2 => filter = format!("({filter}) || ({clause})"),
+            _ => {
+                let _ = write!(filter, " || ({clause})");
+            }
+        }
+    }
+    (filter, kept_flags)
 }
 
 /// A finding's filter: the OR of its flows' (the QPs of one IP pair on one
@@ -207,20 +247,13 @@ pub fn finding_handoff(
         _ => {}
     }
     let mut h = Handoff::default();
-    let mut kept = 0;
-    for (clause, covered) in &clauses {
-        // 8: " || " and the parentheses around two clauses.
-        if kept > 0 && h.display_filter.len() + clause.len() + 8 > MAX_FILTER_CHARS {
+    let (filter, kept_flags) = or_clauses(&clauses);
+    h.display_filter = filter;
+    let kept = kept_flags.iter().filter(|k| **k).count();
+    for ((_, covered), kept) in clauses.iter().zip(kept_flags) {
+        if !kept {
             h.flows_left_out += covered.len();
             continue;
-        }
-        kept += 1;
-        match kept {
-            1 => h.display_filter = clause.clone(),
-            2 => h.display_filter = format!("({}) || ({clause})", h.display_filter),
-            _ => {
-                let _ = write!(h.display_filter, " || ({clause})");
-            }
         }
         for r in covered {
             let d = flow_decode_as(r);

@@ -117,7 +117,7 @@ fn qp<T>(n: &Named<'_, FlowRow>, v: T) -> Option<T> {
 
 /// The transport whose flow `row` is (`roce`, `uet`: the registry's
 /// names).
-fn flow_transport(row: &FlowRow) -> &'static str {
+pub(crate) fn flow_transport(row: &FlowRow) -> &'static str {
     use rocescope_common::wire::TransportId;
     let t = if row.uet.is_some() {
         TransportId::Uet

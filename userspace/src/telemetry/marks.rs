@@ -71,13 +71,19 @@ pub fn apply(mut reg: Recognition, marks: TelemetryMarks) -> Result<Recognition,
         ));
     }
     if marks.ifa_protocol != 0
-        && TransportId::ALL
-            .iter()
-            .any(|&t| reg.ip_protocols[t.index()] == u16::from(marks.ifa_protocol))
+        && let Some(t) = TransportId::ALL
+            .into_iter()
+            .find(|&t| reg.ip_protocol(t) == marks.ifa_protocol)
     {
+        let p = marks.ifa_protocol;
         return Err(format!(
-            "--ifa-proto {} is a transport's native IP protocol",
-            marks.ifa_protocol
+            "IP protocol {p} is given to both {} (--ip-proto) and IFA (--ifa-proto, {}): give IFA another number or none",
+            t.entry().name,
+            if p == TelemetryMarks::DEFAULT.ifa_protocol {
+                "its default"
+            } else {
+                "as set"
+            },
         ));
     }
     reg.telemetry = marks;

@@ -174,6 +174,19 @@ impl Recognition {
         self.udp_ports[t.index()]
     }
 
+    /// `self` with `t` recognised in native IP mode on IP protocol
+    /// `protocol` (0: not at all). Only a transport whose registry line
+    /// has a native IP mode is ever found by it ([`Self::by_ip_protocol`]).
+    pub const fn with_ip_protocol(mut self, t: TransportId, protocol: u8) -> Recognition {
+        self.ip_protocols[t.index()] = protocol as u16;
+        self
+    }
+
+    /// The IP protocol `t` is recognised by in native IP mode (0: none).
+    pub const fn ip_protocol(&self, t: TransportId) -> u8 {
+        self.ip_protocols[t.index()] as u8
+    }
+
     /// The transport on UDP destination port `port`. The first listed
     /// wins when two share a port (an operator's mistake the option
     /// parser refuses).
