@@ -28,7 +28,10 @@ CONTRACT = {
         nic_timeout_exponent nic_timeout_bounded nic_timeout_lower_us nic_timeout_upper_us
         max_rewinds_one_psn livelock_psn dcqcn_reactions dcqcn_reaction_us
         dcqcn_reaction_max_us dcqcn_recovery_us dcqcn_cnps_without_reaction service link becn
-        interim transport""",
+        interim transport uet_spdcid uet_dpdcid uet_first_transmissions uet_timeout_resends
+        uet_rod_requests uet_acks_ecn uet_nacks_trimmed uet_nacks_no_pdc uet_nacks_no_pkt_buffer
+        uet_nacks_psn_oor_window uet_nacks_no_resource uet_nacks_other uet_delivered uet_sacked
+        uet_nacked uet_ack_delay_min_us uet_ack_delay_max_us uet_resend_wait_min_us""",
     "events.parquet": "ts_ns ts iface flow_id kind psn depth trigger idle_us detail",
     "pfc.parquet": "iface src_mac priority start_ns end_ns start_ts end_ts frames ended_by",
     "timeline.parquet": """flow_id bin_start_ns bin_start bin_ns packets bytes retrans_packets ce cnps gbps

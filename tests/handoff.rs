@@ -149,7 +149,17 @@ fn display_filters_show_exactly_each_flows_and_findings_frames() {
         let cnps = flows.ints("cnps");
         // (what, filter, frames expected)
         let mut cases: Vec<(String, String, i128)> = Vec::new();
-        let mut decode_as: Vec<String> = flows.strings("decode_as").into_iter().flatten().collect();
+        // A UET PDC's row and findings get UET's filters (`uet.*`,
+        // Wireshark 4.7+), which this tshark cannot run: RoCE's are checked.
+        let transport = flows.strings("transport");
+        let roce = |i: usize| transport[i].as_deref() == Some("roce");
+        let mut decode_as: Vec<String> = flows
+            .strings("decode_as")
+            .into_iter()
+            .enumerate()
+            .filter(|&(i, _)| roce(i))
+            .filter_map(|(_, d)| d)
+            .collect();
         decode_as.sort();
         decode_as.dedup();
         // A filter names its interface exactly when tshark sees RoCE or
@@ -158,6 +168,9 @@ fn display_filters_show_exactly_each_flows_and_findings_frames() {
         let interfaces = tshark_fields(&cap, &decode_as, "infiniband", &["frame.interface_id"]);
         let multi = interfaces.iter().any(|i| *i != interfaces[0]);
         for (i, filter) in flows.strings("display_filter").into_iter().enumerate() {
+            if !roce(i) {
+                continue;
+            }
             let filter = filter.unwrap();
             assert_eq!(filter.contains("frame.interface_id"), multi, "{filter}");
             cases.push((
@@ -173,6 +186,9 @@ fn display_filters_show_exactly_each_flows_and_findings_frames() {
         .unwrap();
         for f in summary["findings"].as_array().unwrap() {
             let id = f["id"].as_str().unwrap();
+            if id.starts_with("uet-") {
+                continue;
+            }
             assert_eq!(f["flows_left_out"], 0, "{id}");
             let ids: Vec<usize> = f["flows"]
                 .as_array()

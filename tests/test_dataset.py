@@ -352,7 +352,8 @@ def fabrics(rocescope, tmp_path_factory):
     ghost = tmp / "ghost-drop-4taps.pcapng"
     rocescope("synth", "ghost-drop", "--out", ghost, "--packets", 20_000, "--snaplen", 128)
     out = {}
-    # The UET samples: nothing decodes them yet (the UET analysis comes later).
+    # The UET samples: their PDCs are flows now, but cross-tap matching
+    # (hops.parquet, and the hops and tree SQL this fixture feeds) is RoCE's.
     roce = [c for c in sorted(SAMPLES.glob("*.pcapng")) if not c.stem.startswith("uet-")]
     for cap in [*roce, ghost]:
         rocescope("analyze", cap, "--out", tmp / cap.stem)

@@ -335,15 +335,24 @@ fn analyze_counts_uet_frames_and_writes_their_columns() {
             c.name
         );
     }
+    // The RoCE flows' rows are as without UET; the UET frames with a PDC
+    // id make PDC rows of their own (docs/analysis.md, "UET: PDCs").
     let flows = Table::read(&out.join("flows.parquet"));
     let base_flows = Table::read(&base.join("flows.parquet"));
-    assert_eq!(flows.rows(), base_flows.rows());
-    assert!(
-        flows
-            .strings("transport")
-            .iter()
-            .all(|t| t.as_deref() == Some("roce"))
-    );
+    let transports = flows.strings("transport");
+    let roce_rows = transports
+        .iter()
+        .filter(|t| t.as_deref() == Some("roce"))
+        .count();
+    assert_eq!(roce_rows, base_flows.rows());
+    let spdcid = flows.ints("uet_spdcid");
+    let dest_qp = flows.ints("dest_qp");
+    for (i, t) in transports.iter().enumerate() {
+        let uet = t.as_deref() == Some("uet");
+        assert!(uet || t.as_deref() == Some("roce"), "{t:?}");
+        assert_eq!(spdcid[i].is_some(), uet, "row {i}");
+        assert_eq!(dest_qp[i].is_none(), uet, "row {i}");
+    }
 }
 
 /// `--ip-proto uet=253` (docs/inputs.md, "Transports and their ports"): a

@@ -300,7 +300,10 @@ impl Analyzer {
                 }),
             findings: Vec::new(),
         };
-        let diagnoses = findings::diagnose(&findings::Input {
+        // UET's PDC directions live at the end, settled (docs/analysis.md,
+        // "UET: PDCs"), and their findings beside the RoCE ones.
+        let pdcs = self.pdcs.finish(last);
+        let mut diagnoses = findings::diagnose(&findings::Input {
             flows: &self.flows,
             retired: &self.retired,
             by_id: findings::input::ids_of(&self.flows, &self.retired),
@@ -313,6 +316,14 @@ impl Analyzer {
             nics: &self.nics.rows_per_tap(),
             uet: &self.uet_paths,
         });
+        if !pdcs.is_empty() || !self.pdcs.kept.is_empty() {
+            let mut evidence = std::mem::take(&mut self.pdcs.kept);
+            let requests: u64 =
+                self.pdcs.retired_requests + pdcs.iter().map(|p| p.requests).sum::<u64>();
+            evidence.extend(pdcs.iter().cloned());
+            findings::uet_pdc::findings(&evidence, requests, &mut diagnoses);
+            findings::rank_diagnoses(&mut diagnoses);
+        }
         // More flows live than the reports hold rows of: each retires now,
         // its row to the sink; the evidence and the named flows' rows stay.
         let mut rows = Vec::new();
@@ -335,7 +346,8 @@ impl Analyzer {
             intervals.since(f, &mut row);
             row
         });
-        if evidence > 0 || self.retired.totals.flows > 0 {
+        rows.extend(pdcs.iter().map(super::flows::pdc_row));
+        if evidence > 0 || self.retired.totals.flows > 0 || !pdcs.is_empty() {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
         // The switches' queues join the findings here, beside the flow rows

@@ -411,6 +411,8 @@ pub struct Analyzer {
     /// What the flows' sequencing judged of the packet in hand (a buffer
     /// kept between packets).
     judged: Vec<crate::transport::sequencing::Judgement>,
+    /// UET's PDC directions (`crate::transport::uet::Pdcs`).
+    pdcs: crate::transport::uet::Pdcs,
     /// Fills a retiring flow's row's Wireshark filters (the presentation
     /// layer's, set by the pipeline: analyze/ does not word rows itself).
     annotate_row: Option<fn(&mut FlowRow, IfaceOrigin)>,
@@ -470,6 +472,7 @@ impl Analyzer {
             expiry: flows::Expiry::default(),
             retired: flows::Retired::default(),
             judged: Vec::new(),
+            pdcs: Default::default(),
             annotate_row: None,
             queues: telemetry::QueueTracker::default(),
         }
@@ -512,9 +515,10 @@ impl Analyzer {
                 Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, sink),
                 _ => Verdict::default(),
             },
-            // UET's flow key and sequencing (per PDC) are the next step
-            // (docs/build.md, "UET so far").
+            // Per PDC direction (docs/analysis.md, "UET: PDCs"), and per
+            // entropy value ("UET: spraying and trimming").
             Some(TransportId::Uet) => {
+                self.pdcs.record(rec, &mut self.next_id);
                 let idle = self.config.flow_idle_ns;
                 self.uet_paths.record(rec, self.last_ts, idle);
                 Verdict::default()

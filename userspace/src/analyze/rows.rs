@@ -202,6 +202,10 @@ pub struct FlowRow {
     /// An interim row: the flow, active longer than `--flow-active`, goes
     /// on in later rows (docs/tables.md, "flows.parquet").
     pub interim: bool,
+    /// A UET PDC direction's own values (`uet_` columns); none on a QP's
+    /// row, whose `transport` is `roce`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uet: Option<Box<crate::transport::uet::PdcValues>>,
 }
 
 /// Records seen, per kind.
@@ -552,6 +556,16 @@ pub(crate) fn iface_name(names: &BTreeMap<u16, String>, iface: u16) -> String {
         .get(&iface)
         .cloned()
         .unwrap_or_else(|| format!("if{iface}"))
+}
+
+/// Gb/s of `bytes` from `first` to `last` (0 when that is one instant).
+pub(super) fn gbps(bytes: u64, first: u64, last: u64) -> f64 {
+    let dur = last.saturating_sub(first);
+    if dur == 0 {
+        0.0
+    } else {
+        bytes as f64 * 8.0 / dur as f64
+    }
 }
 
 pub(super) fn ratio(a: u64, b: u64) -> f64 {

@@ -441,12 +441,12 @@ fn top_flows(p: &mut Page, a: &Analysis) {
     let ends: Vec<String> = top
         .iter()
         .map(|r| {
-            format!(
-                "{} → {} QP {}",
-                fmt_ip(&r.src_ip),
-                fmt_ip(&r.dst_ip),
-                r.dest_qp
-            )
+            // A UET PDC direction is named by its PDC ids, not a QP.
+            let end = match r.uet.as_deref() {
+                Some(u) => format!("PDC {}", u.spdcid),
+                None => format!("QP {}", r.dest_qp),
+            };
+            format!("{} → {} {end}", fmt_ip(&r.src_ip), fmt_ip(&r.dst_ip))
         })
         .collect();
     let head = [

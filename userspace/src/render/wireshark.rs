@@ -197,7 +197,8 @@ pub fn finding_handoff(
     rows: &[FlowRow],
     origin: impl Fn(u16) -> IfaceOrigin,
 ) -> Handoff {
-    // The rows are in order of flow id (`Analysis::flows`).
+    // The rows are in order of flow id (`Analysis::flows`); a UET PDC's
+    // frames are no QP's (its filters are UET's, uet.*).
     let flows: Vec<&FlowRow> = finding
         .flows
         .iter()
@@ -205,6 +206,7 @@ pub fn finding_handoff(
             let i = rows.binary_search_by_key(&id, |r| r.flow_id).ok()?;
             rows.get(i)
         })
+        .filter(|r| r.uet.is_none())
         .collect();
     // By (interface, source, destination).
     let mut groups: BTreeMap<_, Vec<&FlowRow>> = BTreeMap::new();
@@ -270,6 +272,10 @@ pub fn finding_handoff(
 
 /// A flow row's display filter and Decode As.
 pub(crate) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
+    // A UET PDC's frames are no QP's: its filters are UET's (uet.*).
+    if r.uet.is_some() {
+        return;
+    }
     r.display_filter = flow_filter(r, origin);
     r.decode_as = flow_decode_as(r);
 }

@@ -10,14 +10,19 @@ use arrow_array::builder::{
     TimestampMicrosecondBuilder,
 };
 
-use super::ColumnEncoding;
-use super::format::micros;
+use std::sync::Arc;
+
+use arrow_array::ArrayRef;
+
+use super::format::{AppendValue, WithRows, micros};
+use super::{ColumnEncoding, Columns};
 use crate::addr::{Ip, Mac};
 use crate::analyze::hops::HopRow;
 use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow, Trigger};
 use crate::analyze::{Latency, NicRow};
 use crate::columns;
 use crate::transport::uet::paths::PathRow;
+use crate::transport::uet;
 
 /// A row and the names of the run's interfaces.
 pub struct Named<'a, R> {
@@ -35,12 +40,12 @@ impl<R> Named<'_, R> {
 }
 
 columns! {
-    pub struct FlowColumns for Named<'a, FlowRow> {
+    pub struct FlowBase for Named<'a, FlowRow> {
         flow_id: Int64Builder = |n| Some(n.row.flow_id),
         iface: StringBuilder = |n| Some(n.iface(n.row.iface)),
         src_ip: StringBuilder = |n| Some(Ip(n.row.src_ip)),
         dst_ip: StringBuilder = |n| Some(Ip(n.row.dst_ip)),
-        dest_qp: Int64Builder = |n| Some(n.row.dest_qp),
+        dest_qp: Int64Builder = |n| qp(n, n.row.dest_qp),
         paired_qp: Int64Builder = |n| n.row.paired_qp,
         roce_version: Int16Builder = |n| n.row.roce_version,
         udp_sport: Int32Builder = |n| n.row.udp_sport,
@@ -56,22 +61,22 @@ columns! {
         payload_bytes: Int64Builder = |n| Some(n.row.payload_bytes),
         retrans_packets: Int64Builder = |n| Some(n.row.retrans_packets),
         retrans_rate: Float64Builder = |n| Some(n.row.retrans_rate),
-        rewinds: Int64Builder = |n| Some(n.row.rewinds),
-        rewinds_nak: Int64Builder = |n| Some(n.row.rewinds_nak),
-        rewinds_rnr: Int64Builder = |n| Some(n.row.rewinds_rnr),
-        rewinds_timeout: Int64Builder = |n| Some(n.row.rewinds_timeout),
-        max_rewind_depth: Int64Builder = |n| Some(n.row.max_rewind_depth),
+        rewinds: Int64Builder = |n| qp(n, n.row.rewinds),
+        rewinds_nak: Int64Builder = |n| qp(n, n.row.rewinds_nak),
+        rewinds_rnr: Int64Builder = |n| qp(n, n.row.rewinds_rnr),
+        rewinds_timeout: Int64Builder = |n| qp(n, n.row.rewinds_timeout),
+        max_rewind_depth: Int64Builder = |n| qp(n, n.row.max_rewind_depth),
         spurious_retrans: Int64Builder = |n| Some(n.row.spurious_retrans),
         gaps: Int64Builder = |n| Some(n.row.gaps),
         acks: Int64Builder = |n| Some(n.row.acks),
         naks: Int64Builder = |n| Some(n.row.naks),
-        rnr_naks: Int64Builder = |n| Some(n.row.rnr_naks),
+        rnr_naks: Int64Builder = |n| qp(n, n.row.rnr_naks),
         ce: Int64Builder = |n| Some(n.row.ce),
-        cnps: Int64Builder = |n| Some(n.row.cnps),
+        cnps: Int64Builder = |n| qp(n, n.row.cnps),
         gbps: Float64Builder = |n| Some(n.row.gbps),
         goodput_gbps: Float64Builder = |n| Some(n.row.goodput_gbps),
         max_idle_us: Float64Builder = |n| Some(n.row.max_idle_us),
-        rewinds_timeout_ghost: Int64Builder = |n| Some(n.row.rewinds_timeout_ghost),
+        rewinds_timeout_ghost: Int64Builder = |n| qp(n, n.row.rewinds_timeout_ghost),
         gap_late: Int64Builder = |n| Some(n.row.gap_late),
         gap_lost_before_tap: Int64Builder = |n| Some(n.row.gap_lost_before_tap),
         gap_nak_lost: Int64Builder = |n| Some(n.row.gap_nak_lost),
@@ -80,37 +85,118 @@ columns! {
         late_max_us: Float64Builder = |n| n.row.late_max_us,
         late_max_psns: Int64Builder = |n| n.row.late_max_psns,
         icrc_errors: Int64Builder = |n| n.row.icrc_errors,
-        mirror_copies: Int64Builder = |n| Some(n.row.mirror_copies),
+        mirror_copies: Int64Builder = |n| qp(n, n.row.mirror_copies),
         display_filter: StringBuilder = |n| Some(n.row.display_filter.as_str()),
         decode_as: StringBuilder = |n| Some(n.row.decode_as.as_str()),
-        nic_timeout_samples: Int64Builder = |n| Some(n.row.nic_timeout_samples),
+        nic_timeout_samples: Int64Builder = |n| qp(n, n.row.nic_timeout_samples),
         nic_timeout_us: Float64Builder = |n| n.row.nic_timeout_us,
         nic_timeout_max_us: Float64Builder = |n| n.row.nic_timeout_max_us,
         nic_timeout_exponent: Int16Builder = |n| n.row.nic_timeout_exponent,
-        nic_timeout_bounded: Int64Builder = |n| Some(n.row.nic_timeout_bounded),
+        nic_timeout_bounded: Int64Builder = |n| qp(n, n.row.nic_timeout_bounded),
         nic_timeout_lower_us: Float64Builder = |n| n.row.nic_timeout_lower_us,
         nic_timeout_upper_us: Float64Builder = |n| n.row.nic_timeout_upper_us,
-        max_rewinds_one_psn: Int64Builder = |n| Some(n.row.max_rewinds_one_psn),
+        max_rewinds_one_psn: Int64Builder = |n| qp(n, n.row.max_rewinds_one_psn),
         livelock_psn: Int64Builder = |n| n.row.livelock_psn,
-        dcqcn_reactions: Int64Builder = |n| Some(n.row.dcqcn_reactions),
+        dcqcn_reactions: Int64Builder = |n| qp(n, n.row.dcqcn_reactions),
         dcqcn_reaction_us: Float64Builder = |n| n.row.dcqcn_reaction_us,
         dcqcn_reaction_max_us: Float64Builder = |n| n.row.dcqcn_reaction_max_us,
         dcqcn_recovery_us: Float64Builder = |n| n.row.dcqcn_recovery_us,
-        dcqcn_cnps_without_reaction: Int64Builder = |n| Some(n.row.dcqcn_cnps_without_reaction),
+        dcqcn_cnps_without_reaction: Int64Builder = |n| qp(n, n.row.dcqcn_cnps_without_reaction),
         service: StringBuilder = |n| n.row.service,
-        link: StringBuilder = |n| Some(n.row.link),
-        becn: Int64Builder = |n| Some(n.row.becn),
+        link: StringBuilder = |n| qp(n, n.row.link),
+        becn: Int64Builder = |n| qp(n, n.row.becn),
         interim: BooleanBuilder = |n| Some(n.row.interim),
         transport: StringBuilder = |n| Some(flow_transport(n.row)),
     }
 }
 
+/// A QP's own column: null on a UET PDC's row (docs/tables.md,
+/// "flows.parquet").
+fn qp<T>(n: &Named<'_, FlowRow>, v: T) -> Option<T> {
+    n.row.uet.is_none().then_some(v)
+}
+
 /// The transport whose flow `row` is (`roce`, `uet`: the registry's
-/// names). Every flow the analyzer keys is a RoCE QP's: UET's records
-/// make no flow until its per-PDC analysis exists (docs/build.md, "UET
-/// so far").
-pub(crate) fn flow_transport(_row: &FlowRow) -> &'static str {
-    rocescope_common::wire::TransportId::Roce.entry().name
+/// names).
+pub(crate) fn flow_transport(row: &FlowRow) -> &'static str {
+    use rocescope_common::wire::TransportId;
+    let t = if row.uet.is_some() {
+        TransportId::Uet
+    } else {
+        TransportId::Roce
+    };
+    t.entry().name
+}
+
+/// `flows.parquet`: the columns every flow has ([`FlowBase`]), then UET's
+/// ([`uet::FLOW_COLUMNS`]), null on a QP's row.
+#[derive(Default)]
+pub struct FlowColumns {
+    base: FlowBase,
+    uet: UetFlowColumns,
+}
+
+/// One builder per [`uet::FLOW_COLUMNS`] entry, in its order.
+struct UetFlowColumns(Vec<UetBuilder>);
+
+enum UetBuilder {
+    Count(Int64Builder),
+    Us(Float64Builder),
+}
+
+impl Default for UetFlowColumns {
+    fn default() -> Self {
+        Self::with_rows(1024)
+    }
+}
+
+impl UetFlowColumns {
+    fn with_rows(rows: usize) -> Self {
+        let builder = |c: &uet::FlowColumn| match c.value {
+            uet::FlowValue::Count(_) => UetBuilder::Count(WithRows::with_rows(rows)),
+            uet::FlowValue::Us(_) => UetBuilder::Us(WithRows::with_rows(rows)),
+        };
+        UetFlowColumns(uet::FLOW_COLUMNS.iter().map(builder).collect())
+    }
+}
+
+impl Columns for FlowColumns {
+    type Row<'a> = Named<'a, FlowRow>;
+
+    fn append(&mut self, row: &Self::Row<'_>) {
+        self.base.append(row);
+        let values = row.row.uet.as_deref();
+        for (c, b) in uet::FLOW_COLUMNS.iter().zip(&mut self.uet.0) {
+            match (c.value, b) {
+                (uet::FlowValue::Count(f), UetBuilder::Count(b)) => {
+                    b.append_value_opt(values.and_then(f))
+                }
+                (uet::FlowValue::Us(f), UetBuilder::Us(b)) => {
+                    b.append_value_opt(values.and_then(f))
+                }
+                // Built from the same entries: never mismatched.
+                _ => {}
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.base.len()
+    }
+
+    fn finish(&mut self) -> Vec<(&'static str, ArrayRef)> {
+        let rows = self.base.len().max(1024);
+        let mut columns = self.base.finish();
+        let built = std::mem::replace(&mut self.uet, UetFlowColumns::with_rows(rows));
+        for (c, b) in uet::FLOW_COLUMNS.iter().zip(built.0) {
+            let array: ArrayRef = match b {
+                UetBuilder::Count(mut b) => Arc::new(b.finish()),
+                UetBuilder::Us(mut b) => Arc::new(b.finish()),
+            };
+            columns.push((c.name, array));
+        }
+        columns
+    }
 }
 
 /// Events: dictionary pages only where few values repeat. Times are unique

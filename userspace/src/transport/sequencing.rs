@@ -13,7 +13,7 @@
 //! selective-ACK transport (UET's RUD/ROD) fits the same trait: its ACK is
 //! an [`Ack::Selective`], its NACK carries a [`NackCode`], and its RETX flag
 //! is [`Data::retx`] (the shape is in docs/build.md; the test below is a
-//! small one).
+//! small one, `transport::uet::sack` UET's own).
 
 use serde::Serialize;
 

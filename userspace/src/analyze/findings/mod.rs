@@ -33,6 +33,7 @@ pub mod queues;
 mod retrans;
 mod uet_spray;
 mod uet_trimming;
+pub(super) mod uet_pdc;
 mod unanswered;
 
 use capture::{capture, corruption, reordering};
@@ -64,6 +65,7 @@ pub use uet_spray::{
     UnevenPdc,
 };
 pub use uet_trimming::{TrimmedPdc, UetTrimming};
+pub use uet_pdc::{PdcRef, ResourcePdc, SpuriousPdc, UetResources, UetSpurious};
 pub use unanswered::{SilentFlow, Unanswered};
 
 /// A finding as the analyzer computes it: how bad it is, how much of the
@@ -108,7 +110,9 @@ pub enum Evidence {
     /// `pfc-victims`.
     Victims(Victims),
     /// `link-pause`: 802.3x PAUSE frames seen.
-    LinkPause { frames: u64 },
+    LinkPause {
+        frames: u64,
+    },
     /// `slow-nic-reaction`, one per NIC, tap and latency.
     SlowNic(SlowNic),
     /// `qos-mismatch`.
@@ -141,6 +145,8 @@ pub enum Evidence {
     UetTrimming(UetTrimming),
     /// `uet-spray-imbalance`.
     UetSpray(SprayImbalance),
+    UetSpurious(Box<UetSpurious>),
+    UetResources(Box<UetResources>),
 }
 
 impl Evidence {
@@ -177,6 +183,8 @@ impl Evidence {
             Evidence::CongestedQueue(_) => "congested-queue",
             Evidence::UetTrimming(_) => "uet-trimming",
             Evidence::UetSpray(_) => "uet-spray-imbalance",
+            Evidence::UetSpurious(_) => "uet-spurious-retransmissions",
+            Evidence::UetResources(_) => "uet-receiver-resources",
         }
     }
 }

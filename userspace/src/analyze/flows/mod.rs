@@ -192,12 +192,7 @@ impl Flow {
     /// Gb/s of `bytes` over the flow's life (0 when that is one instant):
     /// `gbps` and `goodput_gbps`.
     pub(crate) fn rate_gbps(&self, bytes: u64) -> f64 {
-        let dur = self.last_ts - self.first_ts;
-        if dur == 0 {
-            0.0
-        } else {
-            bytes as f64 * 8.0 / dur as f64
-        }
+        super::rows::gbps(bytes, self.first_ts, self.last_ts)
     }
 
     pub(super) fn key(&self) -> FlowKey {
@@ -480,6 +475,46 @@ impl Analyzer {
     }
 }
 
+/// The row of a UET PDC direction (docs/analysis.md, "UET: PDCs"):
+/// the neutral columns filled as a QP's are, the QP's own left at
+/// their defaults (null in the table: `tables::analysis`).
+pub(in crate::analyze) fn pdc_row(p: &crate::transport::uet::Pdc) -> FlowRow {
+    let goodput = p.payload_bytes.saturating_sub(p.retrans_payload);
+    FlowRow {
+        flow_id: p.id,
+        iface: p.key.iface,
+        src_ip: p.key.src_ip,
+        dst_ip: p.key.dst_ip,
+        pcp: p.pcp,
+        dscp: Some(p.dscp),
+        first_ts_ns: p.first_ts,
+        last_ts_ns: p.last_ts,
+        packets: p.packets,
+        bytes: p.bytes,
+        data_packets: p.requests,
+        payload_bytes: p.payload_bytes,
+        retrans_packets: p.retransmissions,
+        retrans_rate: ratio(p.retransmissions, p.requests),
+        spurious_retrans: p.spurious,
+        gaps: p.gaps,
+        acks: p.acks,
+        naks: p.nacks,
+        ce: p.ce,
+        gbps: super::rows::gbps(p.bytes, p.first_ts, p.last_ts),
+        goodput_gbps: super::rows::gbps(goodput, p.first_ts, p.last_ts),
+        max_idle_us: p.max_idle_ns as f64 / 1000.0,
+        gap_late: p.gap[0],
+        gap_lost_before_tap: p.gap[1],
+        gap_nak_lost: p.gap[2],
+        gap_capture_lost: p.gap[3],
+        gap_unresolved: p.gap[4],
+        late_max_us: p.late_max_ns.map(|n| n as f64 / 1000.0),
+        late_max_psns: p.late_max_psns,
+        uet: Some(Box::new(crate::transport::uet::PdcValues::of(p))),
+        ..FlowRow::default()
+    }
+}
+
 pub(super) fn flow_row(f: &Flow) -> FlowRow {
     let w = f.rewind().waits;
     let measured = w.samples > 0;
@@ -548,5 +583,6 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         link: if f.ib_link { "ib" } else { "roce" },
         becn: f.rare().becn,
         interim: false,
+        uet: None,
     }
 }

@@ -41,6 +41,13 @@ pub(in crate::analyze) fn cnps_for(counts: &FastMap<FlowKey, CnpCount>, f: &Flow
     })
 }
 
+/// The retirement rule (docs/analysis.md, "Retirement"): no frame since
+/// `last_ts` for longer than `--flow-idle` (`idle_ns`) at `now`. QP flows
+/// and UET's PDC directions retire by it.
+pub(in crate::analyze) fn idle_past(last_ts: u64, idle_ns: u64, now: u64) -> bool {
+    last_ts.saturating_add(idle_ns) < now
+}
+
 /// `(deadline, slot, flow id)`, earliest first.
 type Deadlines = BinaryHeap<Reverse<(u64, u32, u32)>>;
 
@@ -115,8 +122,9 @@ impl Analyzer {
             if !self.flows.holds(slot, id) {
                 continue;
             }
-            let due = self.flows[slot].last_ts.saturating_add(idle);
-            if due < now {
+            let last = self.flows[slot].last_ts;
+            let due = last.saturating_add(idle);
+            if idle_past(last, idle, now) {
                 self.retire(slot, now, sink);
                 continue;
             }
@@ -127,6 +135,13 @@ impl Analyzer {
                 let entry = Reverse((first_end, slot as u32, id));
                 self.expiry.active.push(entry);
             }
+        }
+        // UET's PDC directions, by the same rule.
+        for p in self
+            .pdcs
+            .retire_idle(now, idle, |last| idle_past(last, idle, now))
+        {
+            sink.flow(&super::pdc_row(&p));
         }
     }
 

@@ -11,7 +11,7 @@
 use rocescope_common::{PacketRecord, uet_present as present};
 
 /// One direction of a PDC at one tap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PdcKey {
     pub iface: u16,
     pub src_ip: [u8; 16],

@@ -80,9 +80,14 @@ pub fn psn(u: &UetView) -> Option<u32> {
     (u.present & present::PSN != 0).then_some(u.psn)
 }
 
+mod columns;
 mod key;
 pub mod paths;
+pub mod pdc;
+pub mod sack;
+pub use columns::{FLOW_COLUMNS, FlowColumn, FlowValue, PdcValues};
 pub use key::PdcKey;
+pub use pdc::{Pdc, Pdcs};
 
 #[cfg(test)]
 mod tests;
