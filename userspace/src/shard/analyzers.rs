@@ -203,7 +203,7 @@ fn add_frames(to: &mut FrameCounts, more: &FrameCounts, pauses: bool) {
 
 /// The sink of an analyzer other than the first: its pause events are
 /// copies of analyzer 0's and are dropped; its flows' go through.
-struct PauseCopies<'a, S: Sink>(&'a mut S);
+pub(crate) struct PauseCopies<'a, S: Sink>(pub(crate) &'a mut S);
 
 impl<S: Sink> Sink for PauseCopies<'_, S> {
     fn event(&mut self, e: &Event) {

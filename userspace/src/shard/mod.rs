@@ -22,7 +22,9 @@
 use rocescope_common::{Kind, PacketRecord};
 
 pub mod analyzers;
+pub mod parallel;
 pub use analyzers::{Merged, Shards};
+pub use parallel::Parallel;
 
 /// Where a record goes among `n` shards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
