@@ -72,7 +72,10 @@ fn run(setup: Setup, recs: &[PacketRecord]) -> (Duration, Duration) {
         Setup::Threads(n) => {
             let mut p = Parallel::new(&analyze::Config::default(), n).expect("threads");
             for chunk in recs.chunks(rocescope::pipeline::BATCH) {
-                black_box(p.push_batch(Arc::new(chunk.to_vec()), &mut Null).expect("batch"));
+                black_box(
+                    p.push_batch(Arc::new(chunk.to_vec()), &mut Null)
+                        .expect("batch"),
+                );
             }
             black_box(p.finish(&mut Null).expect("finish"));
         }
