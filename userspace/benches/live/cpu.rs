@@ -153,21 +153,47 @@ impl Round {
     }
 }
 
-/// Waits until `iface` has an XDP program attached (the verifier is done).
-fn attached(iface: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
+/// Waits until `iface` has an XDP program attached (the verifier is done)
+/// by the `live` run on `runner`. A run that ends before attaching (it
+/// failed to load or attach) panics with `live`'s own error, and so does
+/// one still not attached after `ATTACH_WAIT` (the verifier on a loaded
+/// 2-core machine takes seconds, not minutes).
+fn attached(iface: &str, runner: &JoinHandle<rocescope::Result<live::Outcome>>) -> bool {
+    const ATTACH_WAIT: Duration = Duration::from_secs(180);
+    let started = Instant::now();
+    while started.elapsed() < ATTACH_WAIT {
         let out = Command::new("ip")
             .args(["link", "show", "dev", iface])
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
         if out.contains("xdp") {
-            return;
+            return true;
+        }
+        if runner.is_finished() {
+            return false;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("no XDP program attached to {iface}");
+    panic!(
+        "no XDP program attached to {iface} after {} s (the live run is still loading)",
+        ATTACH_WAIT.as_secs()
+    );
+}
+
+/// Blocks SIGCHLD on the calling thread (and the threads it spawns): the
+/// `ip` processes [`attached`] runs exit while `live` loads its program,
+/// and a SIGCHLD routed to the loading thread makes the verifier give up
+/// with `EAGAIN` (it stops whenever a signal is pending).
+fn block_sigchld() {
+    // SAFETY: a zeroed sigset is valid; the calls fill and apply it to
+    // this thread alone.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// Runs the comparison (see the module docs).
@@ -323,9 +349,21 @@ fn live_run(rig: &Rig<'_>, pps: f64, packets: bool) -> Round {
     };
     let runner = std::thread::Builder::new()
         .name("live-run".into())
-        .spawn(move || live::run(&opts))
+        .spawn(move || {
+            block_sigchld();
+            live::run(&opts)
+        })
         .expect("runner");
-    attached(rig.iface);
+    if !attached(rig.iface, &runner) {
+        match runner.join() {
+            Ok(Ok(_)) => panic!(
+                "the live run ended before its program was seen on {}",
+                rig.iface
+            ),
+            Ok(Err(e)) => panic!("the live run failed before attaching to {}: {e}", rig.iface),
+            Err(_) => panic!("the live run panicked before attaching to {}", rig.iface),
+        }
+    }
     let sampler = Sampler::start(gettid());
     let (self0, main0) = (rusage(libc::RUSAGE_SELF), rusage(libc::RUSAGE_THREAD));
     send(rig.sender, rig.frames, Some(pps));

@@ -404,6 +404,8 @@ pub struct Analyzer {
     running: RunningTotals,
     /// The next flow's id (flows retire: a slot is no id).
     next_id: u32,
+    /// What the next id adds ([`Analyzer::number_flows`]; 1 unsharded).
+    id_step: u32,
     /// When each live flow is next looked at for retirement.
     expiry: flows::Expiry,
     /// What the run keeps of its retired flows.
@@ -426,6 +428,15 @@ impl Analyzer {
     /// `crate::render::tell`).
     pub fn set_row_annotator(&mut self, f: fn(&mut FlowRow, IfaceOrigin)) {
         self.annotate_row = Some(f);
+    }
+
+    /// Numbers flows `first`, `first + step`, … (before the first
+    /// record): the analyzers of a sharded run (`crate::shard`) give
+    /// their flows disjoint ids, so their rows and findings merge
+    /// without renaming.
+    pub fn number_flows(&mut self, first: u32, step: u32) {
+        self.next_id = first;
+        self.id_step = step.max(1);
     }
 
     pub fn new(config: Config) -> Self {
@@ -469,6 +480,7 @@ impl Analyzer {
             uet_paths: Default::default(),
             running: RunningTotals::default(),
             next_id: 0,
+            id_step: 1,
             expiry: flows::Expiry::default(),
             retired: flows::Retired::default(),
             judged: Vec::new(),
@@ -476,6 +488,33 @@ impl Analyzer {
             annotate_row: None,
             queues: telemetry::QueueTracker::default(),
         }
+    }
+
+    /// A record another analyzer of a sharded run takes (`crate::shard`):
+    /// time moves here as there — the run's span, its tap's first and
+    /// last record, retirement — without the record being analysed or
+    /// counted, so that what is judged against the run's time (pause
+    /// fractions, flows silent to the end) is judged alike in every shard.
+    pub fn pass_time(&mut self, rec: &PacketRecord, sink: &mut impl Sink) {
+        if rec.kind() != Kind::Other {
+            self.clock(rec, sink);
+        }
+    }
+
+    /// The run's and the tap's clock at `rec`, and what retires by then.
+    fn clock(&mut self, rec: &PacketRecord, sink: &mut impl Sink) {
+        let now = rec.ts_ns;
+        if self.first_ts.is_none() {
+            self.first_ts = Some(now);
+        }
+        self.last_ts = self.last_ts.max(now);
+        self.expire(self.last_ts, sink);
+        let t = self.tap_mut(rec.iface);
+        if !t.seen {
+            t.seen = true;
+            t.first_ts = now;
+        }
+        t.last_ts = t.last_ts.max(now);
     }
 
     /// One record (kind != Other), in capture order.
@@ -492,18 +531,8 @@ impl Analyzer {
             Kind::Uet => self.frames.uet += 1,
         }
         self.frames.total += 1;
-        if self.first_ts.is_none() {
-            self.first_ts = Some(now);
-        }
-        self.last_ts = self.last_ts.max(now);
-        self.expire(self.last_ts, sink);
-        let t = self.tap_mut(rec.iface);
-        if !t.seen {
-            t.seen = true;
-            t.first_ts = now;
-        }
-        t.records += 1;
-        t.last_ts = t.last_ts.max(now);
+        self.clock(rec, sink);
+        self.tap_mut(rec.iface).records += 1;
         if rec.has(flags::CUT) {
             self.frames.cut += 1;
         }

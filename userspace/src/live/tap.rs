@@ -167,7 +167,7 @@ impl Tap {
             .map_err(|e| Error::Live(format!("cannot load the XDP program: {}", chain(&e))))?;
         {
             let prog = xdp_mut(&mut ebpf, program)?;
-            prog.load().map_err(|e| load_error(&e))?;
+            load_retrying(prog)?;
         }
         let mut take = |name: &str| {
             ebpf.take_map(name)
@@ -470,6 +470,25 @@ fn xdp_mut(ebpf: &mut Ebpf, program: Program) -> Result<&mut Xdp> {
         .ok_or_else(|| Error::Live(format!("the XDP object has no program {name}")))?
         .try_into()
         .map_err(|e: ProgramError| Error::Live(format!("program {name}: {}", chain(&e))))
+}
+
+/// Loads `prog`, again when the verifier was interrupted: it gives up
+/// with `EAGAIN` whenever the loading thread has a signal pending (its
+/// main loop checks `signal_pending(current)`), as when a SIGCHLD of a
+/// process the program spawned is routed to this thread — the live bench
+/// polling `ip link` did so on every run. libbpf retries the same way
+/// (`PROG_LOAD_ATTEMPTS`, 5).
+fn load_retrying(prog: &mut Xdp) -> Result<()> {
+    const ATTEMPTS: usize = 5;
+    for attempt in 1..=ATTEMPTS {
+        match prog.load() {
+            Ok(()) => return Ok(()),
+            Err(ProgramError::LoadError { io_error, .. })
+                if io_error.raw_os_error() == Some(libc::EAGAIN) && attempt < ATTEMPTS => {}
+            Err(e) => return Err(load_error(&e)),
+        }
+    }
+    unreachable!("the last attempt returns")
 }
 
 fn load_error(e: &ProgramError) -> Error {

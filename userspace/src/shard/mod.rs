@@ -21,6 +21,11 @@
 //! same shard in every run, so a sharded run is repeatable.
 use rocescope_common::{Kind, PacketRecord};
 
+pub mod analyzers;
+pub mod parallel;
+pub use analyzers::{Merged, Shards};
+pub use parallel::Parallel;
+
 /// Where a record goes among `n` shards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shard {
@@ -69,7 +74,7 @@ fn mix(mut x: u64) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::analyze::{self, Analyzer, VecSink};
     use crate::sources::CaptureReader;
@@ -128,32 +133,18 @@ mod tests {
     /// shard of its flow whatever the number of shards.
     #[test]
     fn every_sample_attributes_records_within_their_address_pair() {
-        let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../pcaps"));
         let mut samples = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "pcapng") {
-                continue;
-            }
+        for (path, records) in sample_records() {
             samples += 1;
-            let mut reader = CaptureReader::open(&path).unwrap();
             let mut analyzer = Analyzer::new(analyze::Config::default());
             let mut sink = VecSink::default();
             let mut attributed = Vec::new();
-            let mut r = PacketRecord::default();
             // UET records get no flow yet (its analysis is to come): a
             // sample of UET alone attributes nothing.
             let mut roce = 0;
-            while let Some(f) = reader.next_frame().unwrap() {
-                crate::decode::decode_into(&mut r, f.linktype, f.data, f.orig_len);
-                if r.kind() == Kind::Other {
-                    continue;
-                }
+            for r in &records {
                 roce += u32::from(matches!(r.kind(), Kind::Roce | Kind::Cnp));
-                r.frame = f.number;
-                r.ts_ns = f.ts_ns;
-                r.iface = f.iface as u16;
-                if let Some(flow) = analyzer.push(&r, &mut sink).flow_id {
+                if let Some(flow) = analyzer.push(r, &mut sink).flow_id {
                     attributed.push((flow, r.src_ip, r.dst_ip));
                 }
             }
@@ -176,6 +167,40 @@ mod tests {
                 );
             }
         }
+        let dir = samples_dir();
         assert!(samples >= 15, "{samples} samples in {}", dir.display());
+    }
+
+    pub(crate) fn samples_dir() -> std::path::PathBuf {
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../pcaps")).to_path_buf()
+    }
+
+    /// Every bundled sample capture's records (kind other than `Other`),
+    /// numbered, timed and on their interfaces as `analyze` feeds them.
+    pub(crate) fn sample_records() -> Vec<(std::path::PathBuf, Vec<PacketRecord>)> {
+        let mut out = Vec::new();
+        let mut paths: Vec<_> = std::fs::read_dir(samples_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "pcapng"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let mut reader = CaptureReader::open(&path).unwrap();
+            let mut records = Vec::new();
+            let mut r = PacketRecord::default();
+            while let Some(f) = reader.next_frame().unwrap() {
+                crate::decode::decode_into(&mut r, f.linktype, f.data, f.orig_len);
+                if r.kind() == Kind::Other {
+                    continue;
+                }
+                r.frame = f.number;
+                r.ts_ns = f.ts_ns;
+                r.iface = f.iface as u16;
+                records.push(r);
+            }
+            out.push((path, records));
+        }
+        out
     }
 }

@@ -1,0 +1,229 @@
+//! N analyzers, each owning the flows of its shards, and the merge of
+//! their results (docs/live.md, "Sharded analysis").
+//!
+//! Records go where [`shard_of`] sends them: a RoCE, CNP or malformed
+//! record to the analyzer of its address pair, a PFC or PAUSE frame to
+//! every analyzer (each attributes pauses to its own flows). The merge:
+//!
+//! * **Flow ids** are disjoint by construction: analyzer `k` of `n`
+//!   numbers its flows `k`, `k + n`, `k + 2n`, … ([`Analyzer::number_flows`]),
+//!   so rows, events and findings need no renaming. With `n = 1` they are
+//!   the unsharded ids.
+//! * **Flow rows, timeline rows, flow events** (rewinds, gaps, NAKs, CNPs):
+//!   each flow lives in one analyzer, so each comes from exactly one; the
+//!   rows are put in flow id order.
+//! * **PFC and PAUSE**: every analyzer holds the whole pause state; analyzer
+//!   0 alone speaks for it — its `pfc_pause`/`pfc_storm` events, its PFC
+//!   intervals, its PFC and PAUSE frame counts, and the findings that read
+//!   the pause state (`pfc-storm`, `pfc-pressure`, `link-pause`,
+//!   `pfc-congestion-tree`): analyzer 0's instance, naming the flows on the
+//!   paused ports that each analyzer's instance names (disjoint). The
+//!   others' pause events are dropped.
+//! * **Time** moves in every analyzer: a record one analyzer takes moves
+//!   the others' clocks ([`Analyzer::pass_time`]), so the run's span (pause
+//!   fractions), the taps' ends and retirement are the same in each.
+//! * **Counts add** (frames by kind, less the PFC/PAUSE frames every
+//!   analyzer but the first counted again).
+//! * **Other findings**: each analyzer's, over its own flows, ranked
+//!   together. A finding raised by more than one analyzer appears once per
+//!   analyzer (its evidence is typed per finding and is not merged yet):
+//!   together they name the flows, at the severity, one analyzer gives
+//!   (tested on every sample), but for [`CROSS_PAIR_FINDINGS`], which
+//!   compare flows of different address pairs.
+use rocescope_common::PacketRecord;
+
+use super::{Shard, shard_of};
+use crate::analyze::{
+    self, Analysis, Analyzer, Diagnosis, Event, EventKind, FlowRow, FrameCounts, PfcInterval, Sink,
+    TimelineRow, Verdict,
+};
+
+/// The findings only the pause state decides: analyzer 0's stand for all.
+pub const PAUSE_STATE_FINDINGS: [&str; 4] = [
+    "pfc-storm",
+    "pfc-pressure",
+    "link-pause",
+    "pfc-congestion-tree",
+];
+
+/// The findings that compare flows of different address pairs: the
+/// fabric's majority MTU (`mtu-mismatch`, and `unanswered-flows`, which
+/// compares a silent frame's size with the tap's answered ones), links'
+/// load and fair shares (`cnp-overload`, `link-speed`, `ecmp-imbalance`,
+/// `qos-mismatch`), losses summed per pair of taps (`hop-loss`,
+/// `hop-queueing`). An analyzer of a shard sees only its pairs, so these
+/// differ from the unsharded run's (on the samples: `cnp-overload` raised
+/// where it was not, `hop-loss` graded lower, `mtu-mismatch` missed); they
+/// need the findings to run once over the merged flows (docs/live.md).
+pub const CROSS_PAIR_FINDINGS: [&str; 8] = [
+    "mtu-mismatch",
+    "unanswered-flows",
+    "cnp-overload",
+    "link-speed",
+    "ecmp-imbalance",
+    "qos-mismatch",
+    "hop-loss",
+    "hop-queueing",
+];
+
+/// `n` analyzers fed by [`shard_of`].
+pub struct Shards {
+    analyzers: Vec<Analyzer>,
+}
+
+/// The merge of the analyzers' results at the end of a run.
+#[derive(Debug)]
+pub struct Merged {
+    /// Every analyzer's rows held at the end, by flow id.
+    pub flows: Vec<FlowRow>,
+    /// Analyzer 0's (the whole pause state).
+    pub pfc: Vec<PfcInterval>,
+    /// Ranked; see the module docs for what is merged.
+    pub diagnoses: Vec<Diagnosis>,
+    pub frames: FrameCounts,
+    /// Each analyzer's own analysis, for what is not merged yet.
+    pub shards: Vec<Analysis>,
+}
+
+impl Shards {
+    pub fn new(config: &analyze::Config, n: usize) -> Self {
+        let n = n.max(1);
+        let analyzers = (0..n)
+            .map(|k| {
+                let mut a = Analyzer::new(config.clone());
+                a.number_flows(k as u32, n as u32);
+                a
+            })
+            .collect();
+        Shards { analyzers }
+    }
+
+    pub fn len(&self) -> usize {
+        self.analyzers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.analyzers.is_empty()
+    }
+
+    /// Names interface `iface` in every analyzer.
+    pub fn name_iface(&mut self, iface: u16, name: &str) {
+        for a in &mut self.analyzers {
+            a.set_iface_name(iface, name);
+        }
+    }
+
+    /// One record to its analyzer (a PFC or PAUSE frame to each): the
+    /// verdict of the analyzer that owns it (analyzer 0's for PFC/PAUSE).
+    pub fn push(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
+        let n = self.analyzers.len();
+        match shard_of(rec, n) {
+            Shard::One(k) => {
+                for (i, a) in self.analyzers.iter_mut().enumerate() {
+                    if i != k {
+                        a.pass_time(rec, sink);
+                    }
+                }
+                self.analyzers[k].push(rec, sink)
+            }
+            Shard::Every => {
+                let (first, rest) = self.analyzers.split_at_mut(1);
+                let verdict = first[0].push(rec, sink);
+                for a in rest {
+                    a.push(rec, &mut PauseCopies(sink));
+                }
+                verdict
+            }
+        }
+    }
+
+    /// Ends every analyzer and merges their results (module docs).
+    pub fn finish(self, sink: &mut impl Sink) -> Merged {
+        let mut shards = Vec::with_capacity(self.analyzers.len());
+        for (k, a) in self.analyzers.into_iter().enumerate() {
+            shards.push(if k == 0 {
+                a.finish(sink)
+            } else {
+                a.finish(&mut PauseCopies(sink))
+            });
+        }
+        merge(shards)
+    }
+}
+
+/// The merge rules of the module docs over the analyzers' analyses.
+pub fn merge(shards: Vec<Analysis>) -> Merged {
+    let mut flows: Vec<FlowRow> = shards.iter().flat_map(|a| a.flows.clone()).collect();
+    flows.sort_unstable_by_key(|r| r.flow_id);
+    let pfc = shards.first().map(|a| a.pfc.clone()).unwrap_or_default();
+    let mut diagnoses: Vec<Diagnosis> = Vec::new();
+    for (k, a) in shards.iter().enumerate() {
+        for d in &a.diagnoses {
+            let id = d.evidence.id();
+            if k == 0 || !PAUSE_STATE_FINDINGS.contains(&id) {
+                diagnoses.push(d.clone());
+            } else if let Some(whole) = diagnoses.iter_mut().find(|w| w.evidence.id() == id) {
+                // Analyzer 0's evidence; the flows it names on the paused
+                // ports are every analyzer's (disjoint).
+                whole.flows.extend(&d.flows);
+                whole.flows.sort_unstable();
+            }
+        }
+    }
+    analyze::findings::rank_diagnoses(&mut diagnoses);
+    let mut frames = FrameCounts::default();
+    for (k, a) in shards.iter().enumerate() {
+        add_frames(&mut frames, &a.summary.frames, k == 0);
+    }
+    Merged {
+        flows,
+        pfc,
+        diagnoses,
+        frames,
+        shards,
+    }
+}
+
+/// Adds `more` to `to`; `pauses`: whether its PFC and PAUSE frames count
+/// (analyzer 0's only: every analyzer saw them).
+fn add_frames(to: &mut FrameCounts, more: &FrameCounts, pauses: bool) {
+    let again = if pauses { 0 } else { more.pfc + more.pause };
+    to.total += more.total - again;
+    to.roce += more.roce;
+    to.cnp += more.cnp;
+    if pauses {
+        to.pfc += more.pfc;
+        to.pause += more.pause;
+    }
+    to.malformed += more.malformed;
+    to.uet += more.uet;
+    to.mirror_copies += more.mirror_copies;
+    to.cut += more.cut;
+}
+
+/// The sink of an analyzer other than the first: its pause events are
+/// copies of analyzer 0's and are dropped; its flows' go through.
+pub(crate) struct PauseCopies<'a, S: Sink>(pub(crate) &'a mut S);
+
+impl<S: Sink> Sink for PauseCopies<'_, S> {
+    fn event(&mut self, e: &Event) {
+        if !matches!(e.kind, EventKind::PfcPause | EventKind::PfcStorm) {
+            self.0.event(e);
+        }
+    }
+    fn timeline(&mut self, row: &TimelineRow) {
+        self.0.timeline(row);
+    }
+    fn keeps_timeline(&self) -> bool {
+        self.0.keeps_timeline()
+    }
+    fn flow(&mut self, row: &FlowRow) {
+        self.0.flow(row);
+    }
+    fn keeps_flows(&self) -> bool {
+        self.0.keeps_flows()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,251 @@
+//! [`Shards`] on threads: an analyzer thread per shard, fed batches over
+//! bounded channels, their results put back in record order.
+//!
+//! ```text
+//! caller: push_batch ─► Arc<batch> to every analyzer thread (sync_channel(DEPTH))
+//!   analyzer k: the batch's records of shard k (PFC/PAUSE: all), then the
+//!               batch's last time ─► its verdicts by index, events, rows
+//!   caller: verdicts merged by index, rows and events analyzer by analyzer
+//! ```
+//!
+//! Each thread reads the whole batch (shared, not copied) and takes the
+//! records [`shard_of`] gives it; the others move its clock twice, at the
+//! batch's first and last records ([`Analyzer::pass_time`]): within a batch (4096
+//! records) a shard's retirement may run up to a batch late, which changes
+//! no row (retirement is by idle time, seconds). The results of a batch
+//! are merged once every thread has answered it, so the merged stream does
+//! not depend on thread timing; memory is bounded by `DEPTH` batches per
+//! thread.
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use rocescope_common::PacketRecord;
+
+use super::analyzers::{Merged, PauseCopies, merge};
+use super::{Shard, shard_of};
+use crate::analyze::{self, Analysis, Analyzer, Sink, VecSink, Verdict};
+use crate::{Error, Result};
+
+/// Batches in flight per analyzer thread.
+const DEPTH: usize = 4;
+
+enum Job {
+    Batch(Arc<Vec<PacketRecord>>),
+    Finish,
+}
+
+/// What an analyzer thread returns for a batch: (index in the batch,
+/// verdict) of its records, and what its sink received.
+struct Done {
+    verdicts: Vec<(u32, Verdict)>,
+    sink: VecSink,
+}
+
+/// `n` analyzer threads.
+pub struct Parallel {
+    jobs: Vec<SyncSender<Job>>,
+    done: Vec<Receiver<Done>>,
+    threads: Vec<JoinHandle<Analysis>>,
+}
+
+impl Parallel {
+    pub fn new(config: &analyze::Config, n: usize) -> Result<Self> {
+        let n = n.max(1);
+        let (mut jobs, mut done, mut threads) = (Vec::new(), Vec::new(), Vec::new());
+        for k in 0..n {
+            let (job_tx, job_rx) = sync_channel::<Job>(DEPTH);
+            let (done_tx, done_rx) = sync_channel::<Done>(DEPTH);
+            let mut analyzer = Analyzer::new(config.clone());
+            analyzer.number_flows(k as u32, n as u32);
+            let handle = std::thread::Builder::new()
+                .name(format!("rocescope-shard{k}"))
+                .spawn(move || shard_loop(analyzer, k, n, job_rx, done_tx))
+                .map_err(|e| Error::Internal(format!("cannot start an analyzer thread: {e}")))?;
+            jobs.push(job_tx);
+            done.push(done_rx);
+            threads.push(handle);
+        }
+        Ok(Parallel {
+            jobs,
+            done,
+            threads,
+        })
+    }
+
+    /// Analyses `batch` (records in time order) on every thread; the
+    /// verdicts in record order, and every event and row to `sink`.
+    pub fn push_batch(
+        &mut self,
+        batch: Arc<Vec<PacketRecord>>,
+        sink: &mut impl Sink,
+    ) -> Result<Vec<Verdict>> {
+        let len = batch.len();
+        for tx in &self.jobs {
+            tx.send(Job::Batch(batch.clone()))
+                .map_err(|_| Error::Internal("an analyzer thread stopped".into()))?;
+        }
+        let mut verdicts = vec![Verdict::default(); len];
+        for rx in &self.done {
+            let d = rx
+                .recv()
+                .map_err(|_| Error::Internal("an analyzer thread stopped".into()))?;
+            for (i, v) in d.verdicts {
+                verdicts[i as usize] = v;
+            }
+            replay(&d.sink, sink);
+        }
+        Ok(verdicts)
+    }
+
+    /// Ends every analyzer and merges ([`merge`]); their end-of-run rows and
+    /// events go to `sink` (pause events from analyzer 0 only).
+    pub fn finish(self, sink: &mut impl Sink) -> Result<Merged> {
+        for tx in &self.jobs {
+            let _ = tx.send(Job::Finish);
+        }
+        let mut shards = Vec::new();
+        for (k, (rx, handle)) in self.done.into_iter().zip(self.threads).enumerate() {
+            if let Ok(d) = rx.recv() {
+                if k == 0 {
+                    replay(&d.sink, sink);
+                } else {
+                    replay(&d.sink, &mut PauseCopies(sink));
+                }
+            }
+            shards.push(
+                handle
+                    .join()
+                    .map_err(|_| Error::Internal("an analyzer thread panicked".into()))?,
+            );
+        }
+        Ok(merge(shards))
+    }
+}
+
+/// Hands what `from` collected to `to`, in order.
+fn replay(from: &VecSink, to: &mut impl Sink) {
+    for e in &from.events {
+        to.event(e);
+    }
+    for t in &from.timeline {
+        to.timeline(t);
+    }
+    for f in &from.flows {
+        to.flow(f);
+    }
+}
+
+fn shard_loop(
+    mut analyzer: Analyzer,
+    k: usize,
+    n: usize,
+    jobs: Receiver<Job>,
+    done: SyncSender<Done>,
+) -> Analysis {
+    let mut sink = VecSink::default();
+    while let Ok(job) = jobs.recv() {
+        match job {
+            Job::Batch(batch) => {
+                let mut verdicts = Vec::new();
+                // The run starts at the batch's first record in every
+                // shard (the span pause fractions are taken over).
+                if let Some(first) = batch.first() {
+                    analyzer.pass_time(first, &mut sink);
+                }
+                for (i, rec) in batch.iter().enumerate() {
+                    // A PFC/PAUSE frame's verdict is analyzer 0's.
+                    let (mine, speaks) = match shard_of(rec, n) {
+                        Shard::One(s) => (s == k, true),
+                        Shard::Every => (true, k == 0),
+                    };
+                    if !mine {
+                        continue;
+                    }
+                    let v = if k == 0 {
+                        analyzer.push(rec, &mut sink)
+                    } else {
+                        analyzer.push(rec, &mut PauseCopies(&mut sink))
+                    };
+                    if speaks {
+                        verdicts.push((i as u32, v));
+                    }
+                }
+                if let Some(last) = batch.last() {
+                    analyzer.pass_time(last, &mut sink);
+                }
+                let out = Done {
+                    verdicts,
+                    sink: std::mem::take(&mut sink),
+                };
+                if done.send(out).is_err() {
+                    break;
+                }
+            }
+            Job::Finish => break,
+        }
+    }
+    let analysis = if k == 0 {
+        analyzer.finish(&mut sink)
+    } else {
+        analyzer.finish(&mut PauseCopies(&mut sink))
+    };
+    let _ = done.send(Done {
+        verdicts: Vec::new(),
+        sink,
+    });
+    analysis
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::Shards;
+    use crate::shard::tests::sample_records;
+
+    /// The threads give what the inline shards give (which equal one
+    /// analyzer: `analyzers::tests`), record by record and at the end.
+    #[test]
+    fn threads_give_what_inline_shards_give_on_every_sample() {
+        let config = analyze::Config::default();
+        for (path, records) in sample_records() {
+            let mut inline = Shards::new(&config, 2);
+            let mut inline_sink = VecSink::default();
+            let want: Vec<Verdict> = records
+                .iter()
+                .map(|r| inline.push(r, &mut inline_sink))
+                .collect();
+            let inline = inline.finish(&mut inline_sink);
+
+            let mut threads = Parallel::new(&config, 2).unwrap();
+            let mut sink = VecSink::default();
+            let mut got = Vec::new();
+            // Small batches: the clocks move between them.
+            for chunk in records.chunks(64) {
+                got.extend(
+                    threads
+                        .push_batch(Arc::new(chunk.to_vec()), &mut sink)
+                        .unwrap(),
+                );
+            }
+            let merged = threads.finish(&mut sink).unwrap();
+            let name = path.display();
+            assert_eq!(got, want, "{name}: verdicts");
+            assert_eq!(merged.flows, inline.flows, "{name}: flows");
+            assert_eq!(merged.pfc, inline.pfc, "{name}: pfc");
+            assert_eq!(merged.frames, inline.frames, "{name}: frames");
+            assert_eq!(merged.diagnoses, inline.diagnoses, "{name}: findings");
+            let mut a = sink.flows.clone();
+            let mut b = inline_sink.flows.clone();
+            a.sort_by_key(|r| r.flow_id);
+            b.sort_by_key(|r| r.flow_id);
+            assert_eq!(a, b, "{name}: streamed rows");
+            let key = |e: &analyze::Event| (e.ts_ns, e.flow_id, e.kind.as_str());
+            let mut a: Vec<_> = sink.events.iter().map(key).collect();
+            let mut b: Vec<_> = inline_sink.events.iter().map(key).collect();
+            a.sort();
+            b.sort();
+            assert_eq!(a, b, "{name}: events");
+        }
+    }
+}
