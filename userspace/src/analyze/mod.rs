@@ -402,10 +402,9 @@ pub struct Analyzer {
     uet_paths: crate::transport::uet::paths::Paths,
     /// Sums over flows kept as records come, for a monitor ([`running`]).
     running: RunningTotals,
-    /// The next flow's id (flows retire: a slot is no id).
-    next_id: u32,
-    /// What the next id adds ([`Analyzer::number_flows`]; 1 unsharded).
-    id_step: u32,
+    /// Hands out flow ids, QPs' and PDCs' alike (flows retire: a slot is
+    /// no id).
+    ids: crate::transport::FlowIds,
     /// When each live flow is next looked at for retirement.
     expiry: flows::Expiry,
     /// What the run keeps of its retired flows.
@@ -435,8 +434,7 @@ impl Analyzer {
     /// their flows disjoint ids, so their rows and findings merge
     /// without renaming.
     pub fn number_flows(&mut self, first: u32, step: u32) {
-        self.next_id = first;
-        self.id_step = step.max(1);
+        self.ids = crate::transport::FlowIds::new(first, step);
     }
 
     pub fn new(config: Config) -> Self {
@@ -479,8 +477,7 @@ impl Analyzer {
             nics: nics::Nics::default(),
             uet_paths: Default::default(),
             running: RunningTotals::default(),
-            next_id: 0,
-            id_step: 1,
+            ids: crate::transport::FlowIds::default(),
             expiry: flows::Expiry::default(),
             retired: flows::Retired::default(),
             judged: Vec::new(),
@@ -547,7 +544,7 @@ impl Analyzer {
             // Per PDC direction (docs/analysis.md, "UET: PDCs"), and per
             // entropy value ("UET: spraying and trimming").
             Some(TransportId::Uet) => {
-                self.pdcs.record(rec, &mut self.next_id);
+                self.pdcs.record(rec, &mut self.ids);
                 let idle = self.config.flow_idle_ns;
                 self.uet_paths.record(rec, self.last_ts, idle);
                 Verdict::default()

@@ -21,8 +21,8 @@ use crate::analyze::hops::HopRow;
 use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow, Trigger};
 use crate::analyze::{Latency, NicRow};
 use crate::columns;
-use crate::transport::uet::paths::PathRow;
 use crate::transport::uet;
+use crate::transport::uet::paths::PathRow;
 
 /// A row and the names of the run's interfaces.
 pub struct Named<'a, R> {

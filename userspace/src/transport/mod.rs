@@ -201,6 +201,38 @@ pub fn identity(reg: &Recognition) -> String {
     s
 }
 
+/// Hands out `flow_id`s, one sequence for every transport's flows (QPs,
+/// PDC directions): `first`, `first + step`, … — a sharded run's analyzers
+/// (`crate::shard`) step by their number, so their ids never meet.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowIds {
+    next: u32,
+    step: u32,
+}
+
+impl Default for FlowIds {
+    fn default() -> Self {
+        FlowIds::new(0, 1)
+    }
+}
+
+impl FlowIds {
+    pub fn new(first: u32, step: u32) -> Self {
+        FlowIds {
+            next: first,
+            step: step.max(1),
+        }
+    }
+
+    /// The next id. It stops short of `u32::MAX`, which marks a free slot
+    /// in the flow table.
+    pub fn take(&mut self) -> u32 {
+        let id = self.next;
+        self.next = self.next.saturating_add(self.step).min(u32::MAX - 1);
+        id
+    }
+}
+
 pub mod roce;
 pub mod sequencing;
 pub mod uet;

@@ -31,9 +31,9 @@ mod pfc;
 mod qos;
 pub mod queues;
 mod retrans;
+pub(super) mod uet_pdc;
 mod uet_spray;
 mod uet_trimming;
-pub(super) mod uet_pdc;
 mod unanswered;
 
 use capture::{capture, corruption, reordering};
@@ -60,12 +60,12 @@ pub use nics::SlowNic;
 pub use pfc::{LinkSpeed, Pressure, StormPort, Storms, Victim, Victims};
 pub use qos::{QosMismatch, Remarked, Unprotected};
 pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
+pub use uet_pdc::{PdcRef, ResourcePdc, SpuriousPdc, UetResources, UetSpurious};
 pub use uet_spray::{
     HEAVY_FACTOR, Heavy, LATE_FACTOR, LATE_FLOOR_NS, Late, SPRAY_MIN_PACKETS, SprayImbalance,
     UnevenPdc,
 };
 pub use uet_trimming::{TrimmedPdc, UetTrimming};
-pub use uet_pdc::{PdcRef, ResourcePdc, SpuriousPdc, UetResources, UetSpurious};
 pub use unanswered::{SilentFlow, Unanswered};
 
 /// A finding as the analyzer computes it: how bad it is, how much of the

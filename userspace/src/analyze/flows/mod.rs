@@ -210,9 +210,7 @@ impl Analyzer {
         if let Some(i) = self.by_key.get(&self.flows, &key) {
             return i;
         }
-        let id = self.next_id;
-        // u32::MAX marks a free slot (`table`).
-        self.next_id = self.next_id.saturating_add(self.id_step).min(u32::MAX - 1);
+        let id = self.ids.take();
         let i = self.flows.insert(Flow::new(id, key, ts));
         self.expiry.peak_live = self.expiry.peak_live.max(self.flows.live());
         self.expiry.new_flow(&self.config, ts, i, id);

@@ -17,6 +17,7 @@ use rocescope_common::{PacketRecord, flags, uet_present as present};
 
 use super::PdcKey;
 use super::sack::{Covered, Sack, WINDOW, diff};
+use crate::transport::FlowIds;
 use crate::transport::sequencing::{Ack, Data, GapClass, Judgement, Nack, NackCode, Sequencing};
 
 /// NACKs by what their code says, in a bounded shape (docs/tables.md,
@@ -374,24 +375,22 @@ pub struct Pdcs {
 }
 
 impl Pdcs {
-    /// The direction `key`, made (with the id `next_id` hands out) when new.
-    fn get(&mut self, key: PdcKey, rec: &PacketRecord, next_id: &mut u32) -> &mut Pdc {
-        self.live.entry(key).or_insert_with(|| {
-            let id = *next_id;
-            *next_id += 1;
-            Pdc::new(key, id, rec)
-        })
+    /// The direction `key`, made (with the next of `ids`) when new.
+    fn get(&mut self, key: PdcKey, rec: &PacketRecord, ids: &mut FlowIds) -> &mut Pdc {
+        self.live
+            .entry(key)
+            .or_insert_with(|| Pdc::new(key, ids.take(), rec))
     }
 
-    /// One UET record, in capture order; `next_id` hands out flow ids.
+    /// One UET record, in capture order; `ids` hands out flow ids.
     /// Records without a PDC id (RUDI, UUD, TSS-encrypted, cut) are left
     /// out (docs/analysis.md, "UET: PDCs").
-    pub fn record(&mut self, rec: &PacketRecord, next_id: &mut u32) {
+    pub fn record(&mut self, rec: &PacketRecord, ids: &mut FlowIds) {
         let Some(key) = PdcKey::of(rec) else { return };
         let u = *rec.uet();
         let reverse = PdcKey::reverse_of(rec);
         let mut out = std::mem::take(&mut self.judged);
-        let p = self.get(key, rec, next_id);
+        let p = self.get(key, rec, ids);
         p.frame(rec);
         if let Some(r) = reverse {
             p.peer = Some(r.spdcid);

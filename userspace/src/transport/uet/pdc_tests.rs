@@ -1,6 +1,7 @@
 //! The PDC tracker on hand-made records: pairing by PDC ids, spurious
 //! resends, NACKs by code on the NACK's sender, SACKed PSNs, retirement.
 
+use crate::transport::FlowIds;
 use rocescope_common::wire::uet::pds::field as pf;
 use rocescope_common::{PacketRecord, UetView, uet_present as present};
 
@@ -70,7 +71,7 @@ fn nack(ts: u64, psn: u32, code: Code) -> PacketRecord {
 /// packet buffers once and saw one packet trimmed: both directions, by id.
 pub(crate) fn sample() -> Vec<Pdc> {
     let mut t = Pdcs::default();
-    let mut id = 0;
+    let mut id = FlowIds::default();
     for r in [
         request(0, 0, false),
         request(10, 2, false), // 1 missing
@@ -120,7 +121,7 @@ fn a_pdc_pairs_its_directions_and_counts_what_its_data_became() {
 #[test]
 fn idle_directions_retire_by_the_rule_given_once_per_idle_time() {
     let mut t = Pdcs::default();
-    let mut id = 0;
+    let mut id = FlowIds::default();
     t.record(&request(0, 0, false), &mut id);
     t.record(&ack(5, 0, 1, 0, false), &mut id);
     // Nothing is idle yet at 50 with a 100 ns idle time.
