@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::flows::timeline::flush_bin;
-use super::hash::FastState;
 use super::flows::{FlowTable, flow_row, kept};
+use super::hash::FastState;
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{

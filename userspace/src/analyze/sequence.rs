@@ -57,7 +57,9 @@ impl Analyzer {
     /// PSNs a request consumes: `(at least, at most)`.
     fn consumption(&self, i: usize, rec: &PacketRecord) -> (u32, u32) {
         let f = &self.flows[i];
-        let mtu = f.mtu.max(f.paired().map(|p| self.flows[p].mtu).unwrap_or(0));
+        let mtu = f
+            .mtu
+            .max(f.paired().map(|p| self.flows[p].mtu).unwrap_or(0));
         let reth_len = rec.has(flags::HAS_RETH).then_some(rec.roce().reth_len);
         consumption(rec.roce().opcode, reth_len, mtu)
     }

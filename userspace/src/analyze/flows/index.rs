@@ -37,7 +37,11 @@ impl FlowIndex {
     /// Indexes flow `i` of `flows` (a key not indexed yet) by its key.
     pub(crate) fn insert(&mut self, flows: &FlowTable, i: usize) {
         let hasher = &self.hasher;
-        regrow(&mut self.table, |&j| j, |j| hasher.hash_one(flows[j as usize].key()));
+        regrow(
+            &mut self.table,
+            |&j| j,
+            |j| hasher.hash_one(flows[j as usize].key()),
+        );
         let hash = hasher.hash_one(flows[i].key());
         self.table.insert_unique(hash, i as u32, |&j| {
             hasher.hash_one(flows[j as usize].key())

@@ -25,10 +25,10 @@ pub(crate) use table::FlowTable;
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};
 
+use super::compact::{Opt32, Opt64};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{FlowKey, FlowRow, Verdict, ratio};
 use super::{Analyzer, Sink};
-use super::compact::{Opt32, Opt64};
 use super::{dcqcn, dups, psn, qos, rto};
 use crate::transport::roce::sequencing::GoBackN;
 use crate::transport::sequencing::{Ack, Sequencing};
