@@ -2,7 +2,7 @@
 //! pair. Their buckets hold flow indexes only; the keys are read from the
 //! flows themselves. A map of keys to indexes held each 40-byte key a
 //! second time: at a million QPs (two million flows) the key map and the
-//! host-pair map were ~100 and ~165 bytes a flow, now ~10 and ~35
+//! host-pair map were ~100 and ~165 bytes a flow, now ~10 and ~18
 //! (docs/benchmarks.md, "Per-flow memory").
 //!
 //! They grow by [`regrow`], not by hashbrown's own rehash: that reads each
