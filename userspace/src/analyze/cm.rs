@@ -85,14 +85,14 @@ impl Analyzer {
         let Some(&qp) = self.hints.get(&self.flows[r].key()) else {
             return;
         };
-        if self.flows[r].paired.is_some() {
+        if self.flows[r].paired().is_some() {
             return;
         }
         self.flows[r].set_paired_qp(qp);
         let f = &self.flows[r];
         let skey = (f.iface, f.dst_ip, f.src_ip, qp);
         if let Some(s) = self.by_key.get(&self.flows, &skey)
-            && self.flows[s].paired.is_none()
+            && self.flows[s].paired().is_none()
         {
             self.link(r, s);
         }

@@ -7,8 +7,7 @@ use rocescope_common::summary::{FlowDelta, delta_flags};
 use super::flows::Flow;
 use super::flows::timeline::spread_over_bins;
 use super::{Analyzer, Sink};
-use crate::transport::roce::sequencing::GoBackN;
-use crate::transport::sequencing::{Ack, Sequencing};
+use crate::transport::sequencing::Ack;
 
 impl Analyzer {
     /// Frames of one flow the live tap counted in the kernel instead of
@@ -44,7 +43,7 @@ impl Analyzer {
         let Some(i) = self.by_key.get(&self.flows, &key) else {
             return;
         };
-        let paired = self.flows[i].paired;
+        let paired = self.flows[i].paired();
         // State first: the path MTU and the highest ACKed PSNs.
         let raise_mtu = |f: &mut Flow, m: u32| f.mtu = f.mtu.max(m);
         raise_mtu(&mut self.flows[i], d.mtu);
@@ -56,7 +55,7 @@ impl Analyzer {
             }
         }
         let raise_acked = |f: &mut Flow, q: u32| {
-            GoBackN::acknowledge(&mut f.acked, &Ack::Cumulative(q));
+            f.acknowledge(&Ack::Cumulative(q));
         };
         if d.has(delta_flags::ACKED) {
             raise_acked(&mut self.flows[i], d.acked_psn & PSN_MASK);

@@ -1,10 +1,11 @@
 //! The end of input: what the capture never settled, settled; flows, PFC
 //! intervals, the summary and the findings.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::flows::timeline::flush_bin;
 use super::flows::{FlowTable, flow_row, kept};
+use super::hash::FastState;
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{
@@ -231,7 +232,10 @@ impl Analyzer {
             max_us: max as f64 / 1000.0,
         });
         let mut hosts = self.retired.hosts.clone();
-        hosts.extend(self.flows.iter().map(|f| f.src_mac));
+        // Few hosts, many flows: their MACs through a hash set first, not a
+        // B-tree descent per flow (5 % of `report`'s CPU at 100k QPs).
+        let macs: HashSet<[u8; 6], FastState> = self.flows.iter().map(|f| f.src_mac).collect();
+        hosts.extend(macs);
         hosts.extend(&self.cnp_macs);
         let flows = &self.flows;
         let names = &self.ifaces;

@@ -74,6 +74,7 @@
 
 mod cm;
 mod cnp;
+mod compact;
 mod dcqcn;
 mod delta;
 pub mod dups;

@@ -4,7 +4,7 @@
 use rocescope_common::proto::ib::{PSN_MASK, aeth, op};
 use rocescope_common::{PacketRecord, flags};
 
-use crate::transport::roce::sequencing::{GoBackN, nack_code};
+use crate::transport::roce::sequencing::nack_code;
 use crate::transport::sequencing::{Ack, Nack, NackCode, Sequencing};
 
 use super::events::{Event, EventDetail, EventKind, NakDetail};
@@ -50,12 +50,12 @@ impl Analyzer {
         let now = rec.ts_ns;
         let q = rec.roce().psn & PSN_MASK;
         self.flows[i].responses += 1;
-        if self.flows[i].paired.is_none() {
+        if self.flows[i].paired().is_none() {
             self.try_pair(i, q);
         }
         let syn = rec.roce().aeth_syndrome;
         let has_aeth = rec.has(flags::HAS_AETH);
-        if let Some(r) = self.flows[i].paired {
+        if let Some(r) = self.flows[i].paired() {
             let nak = has_aeth && nack_code(syn).is_some();
             // Without a rewind there is no run to answer.
             if let Some(h) = self.flows[r].rewind_held() {
@@ -66,14 +66,14 @@ impl Analyzer {
             return;
         }
         let o = rec.roce().opcode & 0x1F;
-        let request = self.flows[i].paired;
+        let request = self.flows[i].paired();
         let paired = request.map(|p| self.flows[p].id);
         let f = &mut self.flows[i];
         if aeth::is_ack(syn) {
             if matches!(o, op::ACKNOWLEDGE | op::ATOMIC_ACKNOWLEDGE) {
                 f.acks += 1;
             }
-            let a = GoBackN::acknowledge(&mut f.acked, &Ack::Cumulative(q));
+            let a = f.acknowledge(&Ack::Cumulative(q));
             if let Some(r) = request {
                 self.acked(r, a, now, sink);
             }
@@ -155,12 +155,11 @@ impl Analyzer {
                 }
             }
         }
-        if let Some((p, t)) = f.rtt_probe
+        if let Some((p, t)) = f.rtt_probe()
             && psn::diff(a, p) >= 0
         {
-            let rtt = now.saturating_sub(t);
-            f.min_rtt_ns = Some(f.min_rtt_ns.map_or(rtt, |m| m.min(rtt)));
-            f.rtt_probe = None;
+            f.round_trip(now.saturating_sub(t));
+            f.set_rtt_probe(None);
         }
         self.sequencing(r, sink, |s, out| s.ack(now, &Some(a), out));
     }

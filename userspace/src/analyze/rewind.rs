@@ -269,7 +269,7 @@ impl Analyzer {
     /// idle) or not.
     pub(super) fn judge_timeout(&mut self, i: usize, t: TimeoutRewind) {
         let f = &mut self.flows[i];
-        let acked_late = match (t.acked_at, f.min_rtt_ns) {
+        let acked_late = match (t.acked_at, f.min_rtt_ns()) {
             (Some(at), Some(rtt)) => at.saturating_sub(t.ts) < rtt,
             _ => false,
         };

@@ -14,6 +14,7 @@
 
 use serde::Serialize;
 
+use super::compact::Opt64;
 use super::psn;
 
 /// IB local ACK timeout unit: 4.096 µs × 2^T.
@@ -26,39 +27,16 @@ pub(crate) fn nearest_exponent(ns: u64) -> u8 {
     x.log2().round().clamp(0.0, 31.0) as u8
 }
 
-/// A capture time or none, in 8 bytes (an `Option<u64>` takes 16, and
-/// every flow holds two: docs/analysis.md, "Memory"). `u64::MAX` ns, a time
-/// no capture reaches, stands for none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct CaptureTime(u64);
-
-impl CaptureTime {
-    const NONE: CaptureTime = CaptureTime(u64::MAX);
-
-    fn get(self) -> Option<u64> {
-        (self != Self::NONE).then_some(self.0)
-    }
-
-    fn at(ns: u64) -> Self {
-        CaptureTime(ns)
-    }
-}
-
-impl Default for CaptureTime {
-    fn default() -> Self {
-        Self::NONE
-    }
-}
-
 /// A flow's timer as the capture shows it (what its timeout rewinds
 /// measured, [`Waits`], lives with the flow's rewinds).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Timer {
-    /// When the timer last (re)started; none while nothing is outstanding.
-    started: CaptureTime,
+    /// When the timer last (re)started; none while nothing is outstanding
+    /// (8 bytes, not `Option<u64>`'s 16: every flow holds two).
+    started: Opt64,
     /// `started` as of the flow's previous packet: the timer in effect when
     /// the idle time before a rewind began.
-    started_before_idle: CaptureTime,
+    started_before_idle: Opt64,
     /// Highest PSN acknowledged so far (progress restarts the timer).
     acked: Option<u32>,
 }
@@ -127,8 +105,8 @@ impl Timer {
     /// A request sent at `now`: it starts the timer when nothing was
     /// outstanding.
     pub fn sent(&mut self, now: u64) {
-        if self.started == CaptureTime::NONE {
-            self.started = CaptureTime::at(now);
+        if self.started == Opt64::NONE {
+            self.started = Opt64::some(now);
         }
     }
 
@@ -141,9 +119,9 @@ impl Timer {
         self.acked = Some(a);
         let outstanding = next.is_some_and(|n| psn::diff(n, psn::add(a, 1)) > 0);
         self.started = if outstanding {
-            CaptureTime::at(now)
+            Opt64::some(now)
         } else {
-            CaptureTime::NONE
+            Opt64::NONE
         };
     }
 
@@ -154,7 +132,7 @@ impl Timer {
     pub fn acked_counted(&mut self, a: u32, now: u64) {
         if self.acked.is_none_or(|p| psn::diff(a, p) > 0) {
             self.acked = Some(a);
-            self.started = CaptureTime::at(now);
+            self.started = Opt64::some(now);
         }
     }
 
@@ -165,7 +143,7 @@ impl Timer {
 
     /// A NAK restarts the timer (the requester resends at once).
     pub fn nak(&mut self, now: u64) {
-        self.started = CaptureTime::at(now);
+        self.started = Opt64::some(now);
     }
 
     /// A timeout rewind at `now` after `idle` ns of silence, `paused` ns of
@@ -189,7 +167,7 @@ impl Timer {
             let lower = now.saturating_sub(idle).saturating_sub(s);
             waits.bound(lower, now.saturating_sub(s));
         }
-        self.started = CaptureTime::at(now);
+        self.started = Opt64::some(now);
         measured
     }
 

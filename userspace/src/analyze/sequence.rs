@@ -57,7 +57,9 @@ impl Analyzer {
     /// PSNs a request consumes: `(at least, at most)`.
     fn consumption(&self, i: usize, rec: &PacketRecord) -> (u32, u32) {
         let f = &self.flows[i];
-        let mtu = f.mtu.max(f.paired.map(|p| self.flows[p].mtu).unwrap_or(0));
+        let mtu = f
+            .mtu
+            .max(f.paired().map(|p| self.flows[p].mtu).unwrap_or(0));
         let reth_len = rec.has(flags::HAS_RETH).then_some(rec.roce().reth_len);
         consumption(rec.roce().opcode, reth_len, mtu)
     }
@@ -76,7 +78,7 @@ impl Analyzer {
         let q = rec.roce().psn & PSN_MASK;
         let consumes = self.consumption(i, rec);
         self.flows[i].data_packets += 1;
-        let paired = self.flows[i].paired;
+        let paired = self.flows[i].paired();
         // Outstanding NAKs for this PSN are consumed by any send of it.
         let mut nak: Option<PendingNak> = None;
         if let Some(p) = paired
@@ -105,7 +107,7 @@ impl Analyzer {
         if paired.is_some() && matches!(rec.roce().opcode >> 5, transport::RC | transport::XRC) {
             self.nics.sent(self.flows[i].id, q, now);
         }
-        let acked = paired.and_then(|p| self.flows[p].acked);
+        let acked = paired.and_then(|p| self.flows[p].acked());
         let d = Data {
             ts: now,
             psn: q,
@@ -118,7 +120,7 @@ impl Analyzer {
         let f = &mut self.flows[i];
         let Some(s) = f.seq.as_mut() else {
             f.seq = Some(GoBackN::start(&d));
-            f.rtt_probe = Some((q, now));
+            f.set_rtt_probe(Some((q, now)));
             return (false, false);
         };
         s.data(&d, &acked, &mut out);
@@ -213,8 +215,8 @@ impl Analyzer {
         let f = &mut self.flows[i];
         match j {
             Judgement::New => {
-                if f.rtt_probe.is_none() {
-                    f.rtt_probe = Some((h.q, h.now));
+                if f.rtt_probe().is_none() {
+                    f.set_rtt_probe(Some((h.q, h.now)));
                 }
             }
             Judgement::GapOpened { first, psns, last } => {
@@ -239,7 +241,7 @@ impl Analyzer {
             Judgement::Retransmission { spurious } => {
                 f.retrans += 1;
                 self.running.retrans_packets += 1;
-                f.rtt_probe = None;
+                f.set_rtt_probe(None);
                 if spurious {
                     f.sequence_mut().spurious += 1;
                     self.running.spurious_retrans += 1;

@@ -216,7 +216,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Diagnosis>) {
             .iter()
             .filter(|f| {
                 f.rewind().rewinds > 0
-                    || f.paired
+                    || f.paired()
                         .is_some_and(|p| x.flows.get(p).is_some_and(|r| r.nak().naks > 0))
             })
             .count();

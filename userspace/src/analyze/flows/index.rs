@@ -2,14 +2,19 @@
 //! pair. Their buckets hold flow indexes only; the keys are read from the
 //! flows themselves. A map of keys to indexes held each 40-byte key a
 //! second time: at a million QPs (two million flows) the key map and the
-//! host-pair map were ~100 and ~165 bytes a flow, now ~10 and ~35
+//! host-pair map were ~100 and ~165 bytes a flow, now ~10 and ~18
 //! (docs/benchmarks.md, "Per-flow memory").
+//!
+//! They grow by [`regrow`], not by hashbrown's own rehash: that reads each
+//! indexed flow's key in bucket order, a cache miss per flow (the indexes'
+//! growth was ~12 % of `report`'s CPU at 100k QPs).
 
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
 use super::{FlowTable, HostPair};
+use crate::analyze::compact::Opt32;
 use crate::analyze::hash::FastState;
 use crate::analyze::rows::FlowKey;
 
@@ -32,6 +37,11 @@ impl FlowIndex {
     /// Indexes flow `i` of `flows` (a key not indexed yet) by its key.
     pub(crate) fn insert(&mut self, flows: &FlowTable, i: usize) {
         let hasher = &self.hasher;
+        regrow(
+            &mut self.table,
+            |&j| j,
+            |j| hasher.hash_one(flows[j as usize].key()),
+        );
         let hash = hasher.hash_one(flows[i].key());
         self.table.insert_unique(hash, i as u32, |&j| {
             hasher.hash_one(flows[j as usize].key())
@@ -48,30 +58,39 @@ impl FlowIndex {
     }
 }
 
-/// The flows of one host pair, by index (a `u32`, as `flow_id`): the first
-/// inline, as most pairs carry one flow each way, the others after it.
+/// The flows of one host pair, by slot, in the order they began.
 #[derive(Debug)]
-pub(crate) struct HostFlows {
+pub(crate) struct HostFlows<'a> {
     first: u32,
-    // Boxed: a bucket of 16 bytes, not 32 (a pair with more flows pays the
-    // extra allocation).
-    #[allow(clippy::box_collection)]
-    more: Option<Box<Vec<u32>>>,
+    more: &'a [u32],
 }
 
-impl HostFlows {
+impl HostFlows<'_> {
     pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         std::iter::once(&self.first)
-            .chain(self.more.iter().flat_map(|m| m.iter()))
+            .chain(self.more)
             .map(|&i| i as usize)
     }
+}
+
+/// A host pair's bucket, 8 bytes: its first flow's slot inline, as most
+/// pairs carry one flow each way, and the list of the others, if any, by
+/// its number in [`HostIndex::lists`].
+#[derive(Debug)]
+struct Pair {
+    first: u32,
+    more: Opt32,
 }
 
 /// Flows by host pair `(iface, source, destination)`.
 #[derive(Default)]
 pub(crate) struct HostIndex {
     hasher: FastState,
-    table: HashTable<HostFlows>,
+    table: HashTable<Pair>,
+    /// The further flows of the pairs that have more than one.
+    lists: Vec<Vec<u32>>,
+    /// Numbers of the lists no pair holds (empty), taken first.
+    free: Vec<u32>,
 }
 
 fn hosts(flows: &FlowTable, i: u32) -> HostPair {
@@ -81,9 +100,14 @@ fn hosts(flows: &FlowTable, i: u32) -> HostPair {
 
 impl HostIndex {
     /// The flows of host pair `pair`, in the order they began.
-    pub(crate) fn get(&self, flows: &FlowTable, pair: &HostPair) -> Option<&HostFlows> {
+    pub(crate) fn get(&self, flows: &FlowTable, pair: &HostPair) -> Option<HostFlows<'_>> {
         let hash = self.hasher.hash_one(pair);
-        self.table.find(hash, |l| hosts(flows, l.first) == *pair)
+        let p = self.table.find(hash, |l| hosts(flows, l.first) == *pair)?;
+        let more = p.more.slot().map_or(&[][..], |m| &self.lists[m]);
+        Some(HostFlows {
+            first: p.first,
+            more,
+        })
     }
 
     /// Adds flow `i` of `flows` (not added yet) to its host pair's flows.
@@ -92,12 +116,31 @@ impl HostIndex {
         let pair = hosts(flows, i as u32);
         let hash = hasher.hash_one(pair);
         if let Some(l) = self.table.find_mut(hash, |l| hosts(flows, l.first) == pair) {
-            l.more.get_or_insert_with(Default::default).push(i as u32);
+            let m = match l.more.slot() {
+                Some(m) => m,
+                None => {
+                    let m = match self.free.pop() {
+                        Some(m) => m as usize,
+                        None => {
+                            self.lists.push(Vec::new());
+                            self.lists.len() - 1
+                        }
+                    };
+                    l.more = Opt32::of_slot(Some(m));
+                    m
+                }
+            };
+            self.lists[m].push(i as u32);
             return;
         }
-        let one = HostFlows {
+        regrow(
+            &mut self.table,
+            |l| l.first,
+            |j| hasher.hash_one(hosts(flows, j)),
+        );
+        let one = Pair {
             first: i as u32,
-            more: None,
+            more: Opt32::NONE,
         };
         self.table
             .insert_unique(hash, one, |l| hasher.hash_one(hosts(flows, l.first)));
@@ -116,20 +159,44 @@ impl HostIndex {
         };
         let l = e.get_mut();
         let i = i as u32;
-        let mut more = l.more.take().map(|m| *m).unwrap_or_default();
-        if l.first == i {
-            if more.is_empty() {
+        let Some(m) = l.more.slot() else {
+            if l.first == i {
                 e.remove();
-                return;
             }
+            return;
+        };
+        let more = &mut self.lists[m];
+        if l.first == i {
             l.first = more.remove(0);
         } else {
             more.retain(|&s| s != i);
         }
-        if !more.is_empty() {
-            l.more = Some(Box::new(more));
+        if more.is_empty() {
+            // Its memory goes with it: the lists follow the pairs live.
+            *more = Vec::new();
+            self.free.push(m as u32);
+            l.more = Opt32::NONE;
         }
     }
+}
+
+/// Makes room for one more entry when `table` is full: a table of twice
+/// the entries, filled in the order of their flows' slots (`slot` of an
+/// entry), so that `hash`, which reads a flow's key, walks the flow table
+/// forward instead of jumping about it. The entries, their number and what
+/// each holds are unchanged; only the buckets move.
+fn regrow<T>(table: &mut HashTable<T>, slot: impl Fn(&T) -> u32, hash: impl Fn(u32) -> u64) {
+    if table.len() < table.capacity() {
+        return;
+    }
+    let mut entries: Vec<T> = std::mem::take(table).into_iter().collect();
+    entries.sort_unstable_by_key(&slot);
+    let mut grown = HashTable::with_capacity((2 * entries.len()).max(16));
+    for e in entries {
+        let h = hash(slot(&e));
+        grown.insert_unique(h, e, |e| hash(slot(e)));
+    }
+    *table = grown;
 }
 
 #[cfg(test)]
@@ -195,6 +262,9 @@ mod tests {
         }
         assert_eq!(pair(&by_hosts, &flows, 0), [1, 2]);
         assert!(pair(&by_hosts, &flows, 1).is_empty());
+        // Host 1's list of further flows went with them, for the next.
+        assert_eq!(by_hosts.free, [1]);
+        assert!(by_hosts.lists[1].is_empty());
         assert_eq!(by_key.get(&flows, &key(0)), None);
         assert_eq!(by_key.get(&flows, &key(2)), Some(2));
         assert_eq!(by_key.get(&flows, &key(4)), None);
@@ -210,6 +280,6 @@ mod tests {
     /// "Memory"); a field added to it should be one every packet touches.
     #[test]
     fn the_hot_flow_record_stays_small() {
-        assert_eq!(std::mem::size_of::<Flow>(), 328);
+        assert_eq!(std::mem::size_of::<Flow>(), 288);
     }
 }

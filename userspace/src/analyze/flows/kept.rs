@@ -240,7 +240,7 @@ impl Retired {
     pub(crate) fn add(&mut self, mut f: Flow, row: &FlowRow) {
         self.rows.entry(RowGroup::of(row)).or_default().add(row);
         // Its partner's slot will be another flow's.
-        f.paired = None;
+        f.set_paired(None);
         add_totals(&mut self.totals, &f);
         self.cnps += f.cnps;
         let tap = usize::from(f.iface);
@@ -275,7 +275,7 @@ impl Retired {
     /// [`Analyzer::retire_all`]: crate::analyze::Analyzer
     pub(crate) fn add_at_end(&mut self, mut f: Flow, row: &FlowRow) {
         self.rows.entry(RowGroup::of(row)).or_default().add(row);
-        f.paired = None;
+        f.set_paired(None);
         self.keep_as_evidence(f);
     }
 

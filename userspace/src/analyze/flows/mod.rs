@@ -25,12 +25,13 @@ pub(crate) use table::FlowTable;
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};
 
+use super::compact::{Opt32, Opt64};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{FlowKey, FlowRow, Verdict, ratio};
 use super::{Analyzer, Sink};
 use super::{dcqcn, dups, psn, qos, rto};
 use crate::transport::roce::sequencing::GoBackN;
-use crate::transport::sequencing::Sequencing;
+use crate::transport::sequencing::{Ack, Sequencing};
 use timeline::bin_mut;
 
 pub(super) type HostPair = (u16, [u8; 16], [u8; 16]);
@@ -47,13 +48,14 @@ pub(crate) struct Flow {
     pub service: Option<u8>,
     /// Its first packet was native InfiniBand (an LRH).
     pub ib_link: bool,
-    pub(super) paired: Option<usize>,
+    /// The slot of the flow of the other direction it is paired with.
+    paired: Opt32,
     /// Its partner's QP ([`Flow::paired_qp`]).
-    partner_qp: Qpn,
+    partner_qp: Opt32,
     /// UD: the DETH's source QP of its first packet, to which the
     /// receiver's CNPs for its CE marks go (Annex A17.9.3: a CNP's DestQP
     /// is the marked packet's source QP).
-    ud_src_qp: Qpn,
+    ud_src_qp: Opt32,
     pub roce_version: Option<u8>,
     pub udp_sport: Option<u16>,
     pub pcp: Option<u8>,
@@ -74,14 +76,17 @@ pub(crate) struct Flow {
     pub(super) mtu: u32,
     /// Its sequencing, from its first request on (RoCE's go-back-N).
     pub(super) seq: Option<GoBackN>,
-    /// Highest PSN ACKed by the AETHs this flow carries.
-    pub(super) acked: Option<u32>,
+    /// Highest PSN ACKed by the AETHs this flow carries ([`Flow::acked`]).
+    acked: Opt32,
     /// CNPs resolved at the end.
     pub cnps: u64,
-    /// A first transmission awaiting its ACK, for the round-trip time.
-    pub(super) rtt_probe: Option<(u32, u64)>,
-    /// Shortest time from a request to the ACK covering it, at this tap.
-    pub min_rtt_ns: Option<u64>,
+    /// A first transmission awaiting its ACK, for the round-trip time:
+    /// when it was sent ([`Flow::rtt_probe`]) and its PSN.
+    rtt_probe_at: Opt64,
+    rtt_probe_psn: u32,
+    /// Shortest time from a request to the ACK covering it, at this tap
+    /// ([`Flow::min_rtt_ns`]).
+    min_rtt: Opt64,
     /// The source MAC of its first packet.
     pub src_mac: [u8; 6],
     /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
@@ -98,23 +103,6 @@ pub(crate) struct Flow {
     /// Its sending rate and how it answered its CNPs: from its first data
     /// packet on (a response flow carries none).
     pub(super) dcqcn: Option<Box<dcqcn::Rate>>,
-}
-
-/// A QP number that may be absent, in 4 bytes, not `Option<u32>`'s 8:
-/// QPNs are 24 bits wide, so `u32::MAX` stands for none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Qpn(u32);
-
-impl Qpn {
-    const NONE: Qpn = Qpn(u32::MAX);
-
-    fn get(self) -> Option<u32> {
-        (self != Self::NONE).then_some(self.0)
-    }
-
-    fn of(qp: Option<u32>) -> Qpn {
-        qp.map_or(Self::NONE, Qpn)
-    }
 }
 
 impl Flow {
@@ -134,7 +122,50 @@ impl Flow {
     }
 
     pub(super) fn set_paired_qp(&mut self, qp: u32) {
-        self.partner_qp = Qpn::of(Some(qp));
+        self.partner_qp = Opt32::of(Some(qp));
+    }
+
+    /// The slot of the flow it is paired with while both are live.
+    pub(super) fn paired(&self) -> Option<usize> {
+        self.paired.slot()
+    }
+
+    pub(super) fn set_paired(&mut self, slot: Option<usize>) {
+        self.paired = Opt32::of_slot(slot);
+    }
+
+    /// Highest PSN ACKed by the AETHs this flow carries.
+    pub(super) fn acked(&self) -> Option<u32> {
+        self.acked.get()
+    }
+
+    /// Advances [`Flow::acked`] by `ack` (go-back-N's cumulative rule);
+    /// returns the PSN it acknowledges.
+    pub(super) fn acknowledge(&mut self, ack: &Ack) -> u32 {
+        let mut a = self.acked.get();
+        let psn = GoBackN::acknowledge(&mut a, ack);
+        self.acked = Opt32::of(a);
+        psn
+    }
+
+    /// The first transmission awaiting its ACK: its PSN and when it was sent.
+    pub(super) fn rtt_probe(&self) -> Option<(u32, u64)> {
+        self.rtt_probe_at.get().map(|t| (self.rtt_probe_psn, t))
+    }
+
+    pub(super) fn set_rtt_probe(&mut self, probe: Option<(u32, u64)>) {
+        let (psn, at) = probe.map_or((0, Opt64::NONE), |(q, t)| (q, Opt64::some(t)));
+        self.rtt_probe_psn = psn;
+        self.rtt_probe_at = at;
+    }
+
+    /// Shortest time from a request to the ACK covering it, at this tap.
+    pub fn min_rtt_ns(&self) -> Option<u64> {
+        self.min_rtt.get()
+    }
+
+    pub(super) fn round_trip(&mut self, rtt: u64) {
+        self.min_rtt = Opt64::some(self.min_rtt.get().map_or(rtt, |m| m.min(rtt)));
     }
 
     pub(super) fn new(id: u32, key: FlowKey, ts: u64) -> Self {
@@ -146,9 +177,9 @@ impl Flow {
             dest_qp: key.3,
             service: None,
             ib_link: false,
-            paired: None,
-            partner_qp: Qpn::NONE,
-            ud_src_qp: Qpn::NONE,
+            paired: Opt32::NONE,
+            partner_qp: Opt32::NONE,
+            ud_src_qp: Opt32::NONE,
             roce_version: None,
             udp_sport: None,
             pcp: None,
@@ -168,10 +199,11 @@ impl Flow {
             max_idle_ns: 0,
             mtu: 0,
             seq: None,
-            acked: None,
+            acked: Opt32::NONE,
             cnps: 0,
-            rtt_probe: None,
-            min_rtt_ns: None,
+            rtt_probe_at: Opt64::NONE,
+            rtt_probe_psn: 0,
+            min_rtt: Opt64::NONE,
             src_mac: [0; 6],
             sniffer_tap: false,
             rare: None,
@@ -239,11 +271,11 @@ impl Analyzer {
         let mtu = self.flows[r].mtu.max(self.flows[s].mtu);
         let (rq, sq) = (self.flows[r].dest_qp, self.flows[s].dest_qp);
         let fr = &mut self.flows[r];
-        fr.paired = Some(s);
+        fr.set_paired(Some(s));
         fr.set_paired_qp(sq);
         fr.mtu = mtu;
         let fs = &mut self.flows[s];
-        fs.paired = Some(r);
+        fs.set_paired(Some(r));
         fs.set_paired_qp(rq);
         fs.mtu = mtu;
     }
@@ -263,7 +295,7 @@ impl Analyzer {
                 continue;
             }
             let fr = &self.flows[r];
-            if fr.paired.is_some() || fr.paired_qp().is_some() {
+            if fr.paired().is_some() || fr.paired_qp().is_some() {
                 continue;
             }
             let Some((lo, hi)) = fr.sent_range() else {
@@ -320,7 +352,7 @@ impl Analyzer {
         );
         let i = self.flow_index(key, now);
         let last_nak = self.flows[i]
-            .paired
+            .paired()
             .and_then(|p| self.flows[p].nak().last_nak_ts);
         if self
             .dups
@@ -344,7 +376,7 @@ impl Analyzer {
             let f = &mut self.flows[i];
             if f.packets == 0 {
                 f.service = rec.has(flags::HAS_BTH).then_some(rec.roce().opcode >> 5);
-                f.ud_src_qp = Qpn::of(
+                f.ud_src_qp = Opt32::of(
                     (f.service == Some(transport::UD) && rec.has(flags::HAS_DETH))
                         .then_some(rec.roce().deth_src_qp & ib::QPN_MASK),
                 );
@@ -394,7 +426,7 @@ impl Analyzer {
             let m = payload.min(u32::MAX as u64) as u32;
             let f = &mut self.flows[i];
             f.mtu = f.mtu.max(m);
-            if let Some(p) = f.paired {
+            if let Some(p) = f.paired() {
                 self.flows[p].mtu = self.flows[p].mtu.max(m);
             }
         }

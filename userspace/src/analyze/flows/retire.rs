@@ -176,7 +176,7 @@ impl Analyzer {
     /// Settles flow `i` with what the capture showed of it by `end`: its
     /// pending fills and gaps, its timeout rewinds, a sniffer tap's ICRCs.
     pub(in crate::analyze) fn settle(&mut self, i: usize, end: u64, sink: &mut impl Sink) {
-        let acked = self.flows[i].paired.and_then(|p| self.flows[p].acked);
+        let acked = self.flows[i].paired().and_then(|p| self.flows[p].acked());
         self.sequencing(i, sink, |s, out| {
             crate::transport::sequencing::Sequencing::finish(s, end, &acked, out)
         });
@@ -252,10 +252,10 @@ impl Analyzer {
         self.hints.remove(&key);
         self.retry_counts.remove(&key);
         self.matcher.forget(i);
-        if let Some(p) = f.paired
+        if let Some(p) = f.paired()
             && self.flows.get(p).is_some()
         {
-            self.flows[p].paired = None;
+            self.flows[p].set_paired(None);
         }
         let mut row = self.life_row(&f, f.cnps, sink.keeps_flows());
         self.expiry.intervals.since(&f, &mut row);
