@@ -356,7 +356,6 @@ impl Analyzer {
         }
         // The switches' queues join the findings here, beside the flow rows
         // they name their flows by.
-        let mut diagnoses = diagnoses;
         let queues = findings::queues::diagnose(&self.queues, None, &rows, &summary.pfc_trees);
         if !queues.is_empty() {
             diagnoses.extend(queues);

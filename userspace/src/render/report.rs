@@ -175,7 +175,9 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
         "  ",
         "    ",
         &format!(
-            "{} ({} request, {} paired); {}, {} retransmitted ({}); {} ({} NAK, {} RNR, {} timeout), {} spurious, {}",
+            "{}{} ({} request, {} paired); {}, {} retransmitted ({}); {} ({} NAK, {} RNR, {} timeout), {} spurious, {}",
+            // The totals are RoCE's: said so when UET's are beside them.
+            if s.frames.uet > 0 { "RoCE: " } else { "" },
             fmt_count(t.flows, "flow"),
             t.request_flows,
             t.paired_flows,
@@ -190,6 +192,13 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
             fmt_count(t.gaps, "gap")
         ),
     );
+    if s.frames.uet > 0 {
+        p.para(
+            "  ",
+            "    ",
+            "UET: per PDC direction in flows.parquet (transport uet) and per entropy value in uet_paths.parquet; the UET findings below",
+        );
+    }
     let g = &t.gaps_resolved;
     if t.gaps > 0 || s.frames.mirror_copies > 0 {
         p.para(

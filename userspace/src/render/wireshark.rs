@@ -21,6 +21,8 @@ use std::net::Ipv6Addr;
 use rocescope_common::proto;
 
 use crate::analyze::{Finding, FlowRow, Handoff, IfaceOrigin};
+use crate::transport::uet::PdcKey;
+use rocescope_common::wire::Recognition;
 
 pub mod uet;
 
@@ -198,16 +200,22 @@ pub fn finding_handoff(
     origin: impl Fn(u16) -> IfaceOrigin,
 ) -> Handoff {
     // The rows are in order of flow id (`Analysis::flows`); a UET PDC's
-    // frames are no QP's (its filters are UET's, uet.*).
-    let flows: Vec<&FlowRow> = finding
+    // frames are no QP's: its filters are UET's (uet.*).
+    let (pdcs, flows): (Vec<&FlowRow>, Vec<&FlowRow>) = finding
         .flows
         .iter()
         .filter_map(|&id| {
             let i = rows.binary_search_by_key(&id, |r| r.flow_id).ok()?;
             rows.get(i)
         })
-        .filter(|r| r.uet.is_none())
-        .collect();
+        .partition(|r| r.uet.is_some());
+    if flows.is_empty() && !pdcs.is_empty() {
+        let pdcs: Vec<_> = pdcs
+            .iter()
+            .filter_map(|r| Some((pdc_key(r)?, origin(r.iface))))
+            .collect();
+        return uet::pdcs_handoff(&pdcs, &Recognition::DEFAULT);
+    }
     // By (interface, source, destination).
     let mut groups: BTreeMap<_, Vec<&FlowRow>> = BTreeMap::new();
     for r in &flows {
@@ -270,10 +278,24 @@ pub fn finding_handoff(
     h
 }
 
-/// A flow row's display filter and Decode As.
+/// The PDC direction a UET flow row is (`None` for a QP's row).
+fn pdc_key(r: &FlowRow) -> Option<PdcKey> {
+    let u = r.uet.as_ref()?;
+    Some(PdcKey {
+        iface: r.iface,
+        src_ip: r.src_ip,
+        dst_ip: r.dst_ip,
+        spdcid: u.spdcid,
+    })
+}
+
+/// A flow row's display filter and Decode As (a UET PDC's with the
+/// default UDP port's mapping: docs/wireshark.md, "UET").
 pub(crate) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
     // A UET PDC's frames are no QP's: its filters are UET's (uet.*).
-    if r.uet.is_some() {
+    if let Some(key) = pdc_key(r) {
+        r.display_filter = uet::pdc_filter(&key, origin);
+        r.decode_as = uet::default_decode_as();
         return;
     }
     r.display_filter = flow_filter(r, origin);

@@ -47,7 +47,7 @@ fn reaction(p: &TrimmedPdc) -> String {
     );
     let nscc = if p.answers.acks_nscc > 0 {
         format!(
-            "; NSCC: {} of {} ACK_CCs asked the sender to hold back",
+            "; NSCC: {} of {} congestion-control ACKs asked the sender to hold back",
             p.answers.acks_cwnd_pend, p.answers.acks_nscc
         )
     } else {
