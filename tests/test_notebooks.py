@@ -115,7 +115,9 @@ def test_ghost_drops_notebook_shows_the_transport_of_flows_and_frames(sample, tm
     rows = [re.findall(r"<t[hd]>(.*?)</t[hd]>", r) for r in re.findall(r"<tr>(.*?)</tr>", html)]
     at = rows[0].index("transport")
     assert rows[0][:2] == ["flow_id", "transport"], rows[0]
-    assert {r[at] for r in rows[2:]} <= {'&quot;roce&quot;', '&quot;uet&quot;', "roce", "uet"}, rows[2:]
+    # polars elides the middle of a long table with a row of ellipses.
+    shown = {r[at] for r in rows[2:]} - {"&hellip;", "…"}
+    assert shown and shown <= {'&quot;roce&quot;', '&quot;uet&quot;', "roce", "uet"}, rows[2:]
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert f"{frames['roce']} RoCE frames, {frames['uet']} UET frames" in printed, printed
     # RoCE alone: no UET count.
