@@ -648,7 +648,7 @@ fn nothing_decodable_fails_loudly() {
     pcap_frame(&mut v, TS0_US + 1, &as_tcp(&roce(0)));
     pcap_frame(&mut v, TS0_US + 2, &as_tcp(&roce(1)));
     let r = analyze("tcp.pcap", &v);
-    r.expect_failure_after_writing("no frame could be decoded as RoCE, CNP, PFC or PAUSE");
+    r.expect_failure_after_writing("no frame could be decoded as RoCE, UET, CNP, PFC or PAUSE");
     r.expect_not_decoded(&[("not_roce.ethertype", 1), ("not_roce.ip_protocol", 2)]);
     assert_eq!(r.rows(), 0);
     assert!(

@@ -122,7 +122,7 @@ impl Outcome {
                 .note(self.frames_read)
                 .unwrap_or_else(|| format!("{} frames read", self.frames_read));
             format!(
-                "no frame could be decoded as RoCE, CNP, PFC or PAUSE ({why}); check the capture point, the --filter, or docs/inputs.md for what rocescope reads"
+                "no frame could be decoded as RoCE, UET, CNP, PFC or PAUSE ({why}); check the capture point, the --filter, or docs/inputs.md for what rocescope reads"
             )
         })
     }
