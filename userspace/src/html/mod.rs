@@ -25,7 +25,7 @@ use crate::addr::Mac;
 use crate::analyze::{self, Analysis, Config, EventKind, FlowRow, TimelineRow, Verdict};
 use crate::output::{Output, RunFacts};
 use crate::render::{self, fmt_utc};
-use crate::render::{fmt_count, fmt_duration, fmt_ip};
+use crate::render::{fmt_count, fmt_duration, fmt_flow_end, fmt_ip};
 
 mod counters;
 mod nics;
@@ -288,7 +288,11 @@ impl HtmlReport {
                 esc(&s.iface_name(f.iface)),
                 fmt_ip(&f.src_ip),
                 fmt_ip(&f.dst_ip),
-                f.dest_qp,
+                // The column is a QP's number; a PDC direction says it is one.
+                match f.uet {
+                    Some(_) => fmt_flow_end(f),
+                    None => f.dest_qp.to_string(),
+                },
                 f.paired_qp.map(|q| q.to_string()).unwrap_or_default(),
                 self.priority(f).map(|p| p.to_string()).unwrap_or_default(),
                 f.packets,

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::series::rebin;
 use super::{Bin, HtmlReport, Series, THROUGHPUT_FLOWS, esc, plot_bin_ns, plots};
 use crate::analyze::{Analysis, Finding, FlowRow};
-use crate::render::{self, fmt_count, fmt_duration, fmt_ip, fmt_offset};
+use crate::render::{self, fmt_count, fmt_duration, fmt_flow_end, fmt_ip, fmt_offset};
 use crate::{Error, Result};
 
 /// What the page's sections draw from.
@@ -181,11 +181,11 @@ impl Page<'_> {
             .collect();
         let (from, to) = (f.first_ts_ns, f.last_ts_ns.max(f.first_ts_ns + 1));
         let mut caption = format!(
-            "PSN of flow {} ({} → {} QP {}, {}) over its whole life, {} to {}: {}, {} retransmitted of {}",
+            "PSN of flow {} ({} → {} {}, {}) over its whole life, {} to {}: {}, {} retransmitted of {}",
             f.flow_id,
             fmt_ip(&f.src_ip),
             fmt_ip(&f.dst_ip),
-            f.dest_qp,
+            fmt_flow_end(f),
             s.iface_name(f.iface),
             fmt_offset(from - self.t0),
             fmt_offset(to - self.t0),
@@ -249,7 +249,7 @@ impl Page<'_> {
             .iter()
             .map(|(f, ser)| {
                 (
-                    format!("flow {} QP {}", f.flow_id, f.dest_qp),
+                    format!("flow {} {}", f.flow_id, fmt_flow_end(f)),
                     rebin(&ser.bins, width, self.t0, self.t1),
                 )
             })

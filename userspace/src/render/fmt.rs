@@ -4,7 +4,7 @@
 
 use crate::addr::{Ip, Mac};
 use crate::analyze::tree::PauseNode;
-use crate::analyze::{PauseEnd, PfcSummary};
+use crate::analyze::{FlowRow, PauseEnd, PfcSummary};
 
 /// A value scaled to the unit its size calls for: ns below 1 µs, µs below
 /// 1 ms, ms below 1 s, s above, with `decimals[i]` decimals in unit `i`
@@ -60,6 +60,15 @@ pub fn fmt_mac(m: &[u8; 6]) -> String {
 /// An address in its usual form (IPv4-mapped addresses as IPv4).
 pub fn fmt_ip(a: &[u8; 16]) -> String {
     Ip(*a).to_string()
+}
+
+/// What names a flow between its two addresses: a QP's destination QP
+/// (`QP 17`), a UET PDC direction's sending PDC id (`PDC 256`).
+pub fn fmt_flow_end(r: &FlowRow) -> String {
+    match r.uet.as_deref() {
+        Some(u) => format!("PDC {}", u.spdcid),
+        None => format!("QP {}", r.dest_qp),
+    }
 }
 
 /// A time since the capture's first frame, to the microsecond:

@@ -33,8 +33,8 @@ pub(crate) use date::fmt_utc;
 pub(crate) use findings::marks_words;
 pub use findings::{queue_name, word};
 pub use fmt::{
-    fmt_count, fmt_delay, fmt_duration, fmt_ended_by, fmt_flow, fmt_gbps, fmt_ip, fmt_mac, fmt_ns,
-    fmt_offset, fmt_pause_sender, fmt_pause_tap, fmt_pct, fmt_pfc,
+    fmt_count, fmt_delay, fmt_duration, fmt_ended_by, fmt_flow, fmt_flow_end, fmt_gbps, fmt_ip,
+    fmt_mac, fmt_ns, fmt_offset, fmt_pause_sender, fmt_pause_tap, fmt_pct, fmt_pfc,
 };
 pub(crate) use nics::{latency_cell, latency_headings, nic_name, shown_nics};
 pub use report::{

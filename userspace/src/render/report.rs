@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::date::fmt_utc;
 use crate::analyze::{Analysis, Finding, FlowRow, FrameCounts};
 use crate::render::{fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct, fmt_pfc};
-use crate::render::{fmt_delay, fmt_ns};
+use crate::render::{fmt_delay, fmt_flow_end, fmt_ns};
 
 /// Findings' flows listed by id before "…".
 const FLOW_IDS_SHOWN: usize = 20;
@@ -450,12 +450,12 @@ fn top_flows(p: &mut Page, a: &Analysis) {
     let ends: Vec<String> = top
         .iter()
         .map(|r| {
-            // A UET PDC direction is named by its PDC ids, not a QP.
-            let end = match r.uet.as_deref() {
-                Some(u) => format!("PDC {}", u.spdcid),
-                None => format!("QP {}", r.dest_qp),
-            };
-            format!("{} → {} {end}", fmt_ip(&r.src_ip), fmt_ip(&r.dst_ip))
+            format!(
+                "{} → {} {}",
+                fmt_ip(&r.src_ip),
+                fmt_ip(&r.dst_ip),
+                fmt_flow_end(r)
+            )
         })
         .collect();
     let head = [
