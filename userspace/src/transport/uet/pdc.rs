@@ -15,8 +15,8 @@ use rocescope_common::wire::uet::pds::field as pf;
 use rocescope_common::wire::uet::{NackCode as Code, PdsType};
 use rocescope_common::{PacketRecord, flags, uet_present as present};
 
-use super::PdcKey;
 use super::sack::{Covered, Sack, WINDOW, diff};
+use super::{PdcKey, UetTotals};
 use crate::transport::FlowIds;
 use crate::transport::sequencing::{Ack, Data, GapClass, Judgement, Nack, NackCode, Sequencing};
 
@@ -358,6 +358,39 @@ impl Pdc {
 /// spurious resends or NACKs), at most this many; the rest are counted.
 pub const KEPT: usize = 64;
 
+impl UetTotals {
+    /// Adds direction `p`'s counts (`retrans_rate` is the caller's to set).
+    pub fn add(&mut self, p: &Pdc) {
+        self.pdc_directions += 1;
+        self.request_directions += u64::from(p.requests > 0);
+        self.data_packets += p.requests;
+        self.payload_bytes += p.payload_bytes;
+        self.retrans_packets += p.retransmissions;
+        self.spurious_retrans += p.spurious;
+        self.timeout_resends += p.timeout_resends;
+        self.acks += p.acks;
+        self.nacks += p.nacks;
+        let n = &p.nacks_by;
+        self.nacks_trimmed += n.trimmed;
+        self.nacks_no_pdc += n.no_pdc;
+        self.nacks_no_pkt_buffer += n.no_pkt_buffer;
+        self.nacks_psn_oor_window += n.psn_oor_window;
+        self.nacks_no_resource += n.no_resource;
+        self.nacks_other += n.other;
+        self.delivered += p.covered.delivered;
+        self.sacked += p.covered.sacked_psns;
+    }
+
+    /// These sums with `more` directions added.
+    pub fn with<'a>(&self, more: impl IntoIterator<Item = &'a Pdc>) -> UetTotals {
+        let mut t = self.clone();
+        for p in more {
+            t.add(p);
+        }
+        t
+    }
+}
+
 /// Every PDC direction live at the taps.
 #[derive(Debug, Default)]
 pub struct Pdcs {
@@ -367,8 +400,9 @@ pub struct Pdcs {
     pub kept: Vec<Pdc>,
     /// Retired directions with evidence beyond [`KEPT`].
     pub kept_omitted: u64,
-    /// Requests of every direction retired.
-    pub retired_requests: u64,
+    /// Every retired direction's counts, summed as it retires
+    /// (`summary.json`'s `uet` adds the live ones to them).
+    pub retired: UetTotals,
     /// When the live directions are next looked at for retirement.
     sweep_at: u64,
     judged: Vec<Judgement>,
@@ -466,7 +500,7 @@ impl Pdcs {
             .collect();
         self.judged = out;
         for p in &done {
-            self.retired_requests += p.requests;
+            self.retired.add(p);
             if p.spurious > 0 || p.nacks > 0 {
                 if self.kept.len() < KEPT {
                     self.kept.push(p.shed());
