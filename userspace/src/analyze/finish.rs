@@ -351,7 +351,7 @@ impl Analyzer {
             intervals.since(f, &mut row);
             row
         });
-        rows.extend(pdcs.iter().map(super::flows::pdc_row));
+        rows.extend(pdcs.iter().map(|p| intervals.pdc_row(p)));
         if evidence > 0 || self.retired.totals.flows > 0 || !pdcs.is_empty() {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
