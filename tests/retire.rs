@@ -121,3 +121,76 @@ fn retired_and_interim_rows_add_up_to_the_flows() {
     assert_eq!(tables.iter().map(Table::rows).sum::<usize>(), 32);
     assert_eq!(by_key(&tables), split);
 }
+
+/// UET PDC directions write interim rows by the QP flows' rule
+/// (docs/analysis.md, "Retirement" and "UET: PDCs"): uet-incast (153 µs)
+/// with `--flow-active 20us` splits each direction into rows whose counts,
+/// neutral and `uet_` alike, add up to its row of a run without interim
+/// rows, each direction's rows ending with one that is not interim; the
+/// summary's `uet` totals do not change.
+#[test]
+fn uet_pdc_interim_rows_add_up_to_the_directions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = sample("uet-incast");
+    let cap = cap.to_str().unwrap();
+    let (base, run) = (tmp.path().join("base"), tmp.path().join("run"));
+    rocescope_ok(&["analyze", cap, "--out", base.to_str().unwrap()]);
+    let (run_s, base_s) = (run.to_str().unwrap(), base.to_str().unwrap());
+    rocescope_ok(&["analyze", cap, "--flow-active", "20us", "--out", run_s]);
+    const COUNTS: [&str; 13] = [
+        "packets",
+        "bytes",
+        "data_packets",
+        "retrans_packets",
+        "spurious_retrans",
+        "acks",
+        "naks",
+        "gap_late",
+        "uet_nacks_trimmed",
+        "uet_delivered",
+        "uet_sacked",
+        "uet_nacked",
+        "uet_timeout_resends",
+    ];
+    type Direction = (Option<String>, Option<String>, Option<i128>);
+    // Per direction: its counts summed, its rows and its interim rows.
+    let per_direction = |t: &Table| {
+        let mut out: BTreeMap<Direction, ([i128; 13], usize, usize)> = BTreeMap::new();
+        let (iface, src, id) = (
+            t.strings("iface"),
+            t.strings("src_ip"),
+            t.ints("uet_spdcid"),
+        );
+        let interim = t.bools("interim");
+        let cols: Vec<_> = COUNTS.iter().map(|c| t.ints(c)).collect();
+        for i in (0..t.rows()).filter(|&i| id[i].is_some()) {
+            let e = out
+                .entry((iface[i].clone(), src[i].clone(), id[i]))
+                .or_default();
+            for (j, c) in cols.iter().enumerate() {
+                e.0[j] += c[i].unwrap();
+            }
+            e.1 += 1;
+            e.2 += usize::from(interim[i] == Some(true));
+        }
+        out
+    };
+    let whole = per_direction(&Table::read(&base.join("flows.parquet")));
+    let split = per_direction(&Table::read(&run.join("flows.parquet")));
+    assert_eq!(whole.len(), 18);
+    assert!(whole.values().all(|w| w.1 == 1 && w.2 == 0));
+    let sums = |m: &BTreeMap<Direction, ([i128; 13], usize, usize)>| -> Vec<[i128; 13]> {
+        m.values().map(|v| v.0).collect()
+    };
+    assert_eq!(sums(&split), sums(&whole), "{COUNTS:?}");
+    // Every direction is live across several 20 µs boundaries.
+    assert!(split.values().all(|s| s.2 >= 2 && s.1 == s.2 + 1));
+    let interim: usize = split.values().map(|s| s.2).sum();
+    let read = |dir: &str| -> serde_json::Value {
+        let p = Path::new(dir).join("summary.json");
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let (s, b) = (read(run_s), read(base_s));
+    assert_eq!(s["retirement"]["interim_rows"], serde_json::json!(interim));
+    assert_eq!(s["uet"], b["uet"]);
+}

@@ -788,6 +788,107 @@ fn the_uet_samples_analyse_to_their_pdcs() {
     assert_clean(bad);
 }
 
+/// `summary.json`'s `uet` totals on the UET samples are the truth's
+/// `pdcs[]` summed over its entries, one per PDC and tap: the totals count
+/// a PDC direction once per tap that saw it, as `flows.parquet` has a row
+/// for it there (docs/tables.md, "summary.json").
+#[test]
+fn the_uet_samples_totals_are_their_pdcs_summed_over_the_taps() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, _) in samples().into_iter().filter(|(s, _)| s.starts_with("uet-")) {
+        let (a, truth) = analyse_sample(dir.path(), &name);
+        let pdcs = truth["pdcs"].as_array().unwrap();
+        let sum = |k: &str| -> u64 { pdcs.iter().map(|p| p[k].as_u64().unwrap()).sum() };
+        let code = |codes: &[&str]| -> u64 {
+            let by = |p: &Value, c: &str| p["nacks_by_code"][c].as_u64().unwrap_or(0);
+            pdcs.iter()
+                .flat_map(|p| codes.iter().map(move |c| by(p, c)))
+                .sum()
+        };
+        let u = &a.summary["uet"];
+        let n = pdcs.len() as u64;
+        let want = [
+            // Each PDC: the initiator's direction sends, the target's answers.
+            ("pdc_directions", 2 * n),
+            ("request_directions", n),
+            ("data_packets", sum("requests")),
+            ("retrans_packets", sum("retransmissions")),
+            ("spurious_retrans", sum("spurious")),
+            ("acks", sum("acks")),
+            ("nacks", sum("nacks")),
+            (
+                "nacks_trimmed",
+                code(&["TRIMMED", "TRIMMED_LASTHOP", "TRIMMED_ACK"]),
+            ),
+            ("nacks_no_pdc", code(&["NO_PDC_AVAIL"])),
+            ("nacks_no_pkt_buffer", code(&["NO_PKT_BUFFER"])),
+            ("nacks_psn_oor_window", code(&["PSN_OOR_WINDOW"])),
+            ("delivered", sum("delivered")),
+            ("sacked", sum("sacked")),
+        ];
+        for (key, want) in want {
+            assert_eq!(u[key].as_u64(), Some(want), "{name}: uet.{key} in {u}");
+        }
+        // The samples' NACKs are all trims (uet-incast's; uet-spray has none).
+        assert_eq!(u["nacks"], u["nacks_trimmed"], "{name}: {u}");
+        assert_eq!(name == "uet-incast", u["nacks"] != 0, "{name}: {u}");
+        let rate = u["retrans_rate"].as_f64().unwrap();
+        let retrans = sum("retransmissions") as f64 / sum("requests") as f64;
+        assert!((rate - retrans).abs() < 1e-12, "{name}: {u}");
+        // The report's Capture section says the same numbers in words.
+        let out = rocescope_ok(&[
+            "report",
+            repo()
+                .join(format!("pcaps/{name}.pcapng"))
+                .to_str()
+                .unwrap(),
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = format!(
+            "UET: {} PDC directions ({n} sending); {} data packets, {} retransmitted",
+            2 * n,
+            sum("requests"),
+            sum("retransmissions")
+        );
+        assert!(text.contains(&line), "{name}: no `{line}` in\n{text}");
+    }
+}
+
+/// PDC directions that retire before the end (a `--flow-idle` shorter than
+/// uet-incast's pauses, so its directions retire and come back many times)
+/// still count in `summary.json`'s `uet`: its sums are those of every UET
+/// row of `flows.parquet`, retired ones included.
+#[test]
+fn the_uet_totals_count_retired_pdc_directions() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("uet-incast.pcapng");
+    std::fs::copy(repo().join("pcaps/uet-incast.pcapng"), &copy).unwrap();
+    let truth = read_json(&repo().join("pcaps/uet-incast.truth.json"));
+    let a = analyze_with(&copy, &truth, &["--flow-idle", "2us"]);
+    let (f, u) = (&a.flows, &a.summary["uet"]);
+    let transport = f.strings("transport");
+    let uet: Vec<usize> = (0..f.rows())
+        .filter(|&i| transport[i].as_deref() == Some("uet"))
+        .collect();
+    let sum = |c: &str| -> u64 {
+        let col = f.ints(c);
+        uet.iter().map(|&i| col[i].unwrap() as u64).sum()
+    };
+    assert!(uet.len() > 2 * 9, "directions retired: {} rows", uet.len());
+    assert_eq!(u["pdc_directions"].as_u64(), Some(uet.len() as u64), "{u}");
+    for (key, column) in [
+        ("data_packets", "data_packets"),
+        ("retrans_packets", "retrans_packets"),
+        ("spurious_retrans", "spurious_retrans"),
+        ("nacks", "naks"),
+        ("nacks_trimmed", "uet_nacks_trimmed"),
+        ("delivered", "uet_delivered"),
+        ("sacked", "uet_sacked"),
+    ] {
+        assert_eq!(u[key].as_u64(), Some(sum(column)), "uet.{key} in {u}");
+    }
+}
+
 /// `report` on uet-incast names its spurious retransmissions (the truth's,
 /// summed over the taps) and the NACKs' cause, trimming, as congestion; no
 /// RoCE finding fires on a UET capture.

@@ -258,6 +258,10 @@ impl Analyzer {
             .map(|m| m.hops.clone())
             .unwrap_or_default();
         let nic_rows = self.nics.rows();
+        // UET's PDC directions live at the end, settled (docs/analysis.md,
+        // "UET: PDCs"): their sums join the retired ones', their findings
+        // the RoCE ones below.
+        let pdcs = self.pdcs.finish(last);
         let summary = Summary {
             first_ts_ns: self.first_ts,
             last_ts_ns: self.first_ts.map(|_| last),
@@ -269,6 +273,7 @@ impl Analyzer {
             storm_ns: self.config.storm_ns,
             dscp_to_priority: self.config.dscp_to_priority.map(|m| m.to_vec()),
             totals: t,
+            uet: self.uet_totals(&pdcs),
             ce_to_cnp,
             pfc: pfc_summary,
             taps: tap_rows,
@@ -304,9 +309,6 @@ impl Analyzer {
                 }),
             findings: Vec::new(),
         };
-        // UET's PDC directions live at the end, settled (docs/analysis.md,
-        // "UET: PDCs"), and their findings beside the RoCE ones.
-        let pdcs = self.pdcs.finish(last);
         let mut diagnoses = findings::diagnose(&findings::Input {
             flows: &self.flows,
             retired: &self.retired,
@@ -322,8 +324,7 @@ impl Analyzer {
         });
         if !pdcs.is_empty() || !self.pdcs.kept.is_empty() {
             let mut evidence = std::mem::take(&mut self.pdcs.kept);
-            let requests: u64 =
-                self.pdcs.retired_requests + pdcs.iter().map(|p| p.requests).sum::<u64>();
+            let requests = summary.uet.as_ref().map_or(0, |u| u.data_packets);
             evidence.extend(pdcs.iter().cloned());
             findings::uet_pdc::findings(&evidence, requests, &mut diagnoses);
             findings::rank_diagnoses(&mut diagnoses);
@@ -350,7 +351,7 @@ impl Analyzer {
             intervals.since(f, &mut row);
             row
         });
-        rows.extend(pdcs.iter().map(super::flows::pdc_row));
+        rows.extend(pdcs.iter().map(|p| intervals.pdc_row(p)));
         if evidence > 0 || self.retired.totals.flows > 0 || !pdcs.is_empty() {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }

@@ -451,6 +451,7 @@ impl Analyzer {
                 .map_or(config.link_speed_bps, |&(_, bps)| bps)
         });
         let matcher = hops::Matcher::new(config.match_window_ns);
+        let pdcs = crate::transport::uet::Pdcs::with_interim_rows(config.flow_active_ns);
         Analyzer {
             config,
             flows: FlowTable::default(),
@@ -482,7 +483,7 @@ impl Analyzer {
             expiry: flows::Expiry::default(),
             retired: flows::Retired::default(),
             judged: Vec::new(),
-            pdcs: Default::default(),
+            pdcs,
             annotate_row: None,
             queues: telemetry::QueueTracker::default(),
         }

@@ -375,6 +375,10 @@ pub struct Summary {
     /// the default `DSCP >> 3`. Notebooks derive a flow's priority with it.
     pub dscp_to_priority: Option<Vec<u8>>,
     pub totals: Totals,
+    /// UET's totals over its PDC directions (docs/tables.md, "summary.json");
+    /// absent without a UET record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uet: Option<crate::transport::uet::UetTotals>,
     pub ce_to_cnp: Option<Reaction>,
     pub pfc: Vec<PfcSummary>,
     /// Per tap (interface): what the capture itself did.

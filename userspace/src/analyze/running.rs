@@ -170,6 +170,7 @@ impl Analyzer {
             storm_ns,
             dscp_to_priority: self.config.dscp_to_priority.map(|m| m.to_vec()),
             totals: self.summed_totals(),
+            uet: self.uet_totals(self.pdcs.live()),
             ce_to_cnp: None,
             pfc: pfc_summary,
             taps: Vec::new(),
@@ -240,5 +241,19 @@ impl Analyzer {
         }
         t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
         t
+    }
+
+    /// UET's totals (`summary.json`'s `uet`): the retired PDC directions'
+    /// sums and `live`'s; none without a UET record, so a RoCE run's
+    /// summary reads as before.
+    pub(super) fn uet_totals<'a>(
+        &self,
+        live: impl IntoIterator<Item = &'a crate::transport::uet::Pdc>,
+    ) -> Option<crate::transport::uet::UetTotals> {
+        (self.frames.uet > 0).then(|| {
+            let mut t = self.pdcs.retired.with(live);
+            t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
+            t
+        })
     }
 }

@@ -55,6 +55,42 @@ pub fn impact_words(f: &Finding) -> String {
     format!("impact {}", fmt_pct(f.impact))
 }
 
+/// UET's totals (`summary.json`'s `uet`) the way the RoCE line reads: PDC
+/// directions, requests and resends, NACKs by what their code says (the
+/// groups of the `uet_nacks_*` columns, only those that came), and what
+/// the ACKs covered.
+fn uet_line(u: &crate::transport::uet::UetTotals) -> String {
+    let groups = [
+        (u.nacks_trimmed, "trimmed"),
+        (u.nacks_no_pdc, "no PDC"),
+        (u.nacks_no_pkt_buffer, "no packet buffer"),
+        (u.nacks_psn_oor_window, "PSN out of window"),
+        (u.nacks_no_resource, "other resource short"),
+        (u.nacks_other, "other code"),
+    ];
+    let by: Vec<String> = groups
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    let nacks = if by.is_empty() {
+        fmt_count(u.nacks, "NACK")
+    } else {
+        format!("{} ({})", fmt_count(u.nacks, "NACK"), by.join(", "))
+    };
+    format!(
+        "UET: {} ({} sending); {}, {} retransmitted ({}), {} spurious; {nacks}; {} delivered, {} SACKed",
+        fmt_count(u.pdc_directions, "PDC direction"),
+        u.request_directions,
+        fmt_count(u.data_packets, "data packet"),
+        u.retrans_packets,
+        fmt_pct(u.retrans_rate),
+        u.spurious_retrans,
+        u.delivered,
+        u.sacked,
+    )
+}
+
 /// The frame counts every command prints the same way: what was read, what
 /// was decoded into records (by kind) and what was neither.
 pub fn frames_line(frames_read: u64, f: &FrameCounts) -> String {
@@ -192,12 +228,8 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
             fmt_count(t.gaps, "gap")
         ),
     );
-    if s.frames.uet > 0 {
-        p.para(
-            "  ",
-            "    ",
-            "UET: per PDC direction in flows.parquet (transport uet) and per entropy value in uet_paths.parquet; the UET findings below",
-        );
+    if let Some(u) = &s.uet {
+        p.para("  ", "    ", &uet_line(u));
     }
     let g = &t.gaps_resolved;
     if t.gaps > 0 || s.frames.mirror_copies > 0 {

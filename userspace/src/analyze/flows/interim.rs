@@ -27,7 +27,13 @@ impl Intervals {
     /// `row`, flow `f`'s row over its life, made its row since its last
     /// interim row (unchanged for a flow that wrote none).
     pub(crate) fn since(&self, f: &Flow, row: &mut FlowRow) {
-        if let Some(iv) = self.0.get(&f.id) {
+        self.since_of(f.id, f.goodput_bytes, row);
+    }
+
+    /// [`Self::since`] for flow `id` (a QP's or a UET PDC direction's) with
+    /// `goodput_bytes` over its life.
+    pub(crate) fn since_of(&self, id: u32, goodput_bytes: u64, row: &mut FlowRow) {
+        if let Some(iv) = self.0.get(&id) {
             subtract(row, &iv.base);
             // Nothing since its last interim row: a row of zero counts at
             // its last packet ends it.
@@ -45,22 +51,29 @@ impl Intervals {
                 }
             };
             row.gbps = gbps(row.bytes);
-            row.goodput_gbps = gbps(f.goodput_bytes.saturating_sub(iv.goodput_bytes));
+            row.goodput_gbps = gbps(goodput_bytes.saturating_sub(iv.goodput_bytes));
             row.retrans_rate = ratio(row.retrans_packets, row.data_packets);
         }
     }
 
-    /// Flow `f`'s interval ends at `boundary`: its row over its life then
-    /// is `life`.
-    pub(crate) fn restart(&mut self, f: &Flow, life: FlowRow, boundary: u64) {
+    /// Flow `id`'s interval ends at `boundary`: its row over its life then
+    /// is `life`, its goodput `goodput_bytes`.
+    pub(crate) fn restart(&mut self, id: u32, goodput_bytes: u64, life: FlowRow, boundary: u64) {
         self.0.insert(
-            f.id,
+            id,
             Box::new(Interval {
                 start_ns: boundary,
                 base: life,
-                goodput_bytes: f.goodput_bytes,
+                goodput_bytes,
             }),
         );
+    }
+
+    /// The row of UET PDC direction `p` since its last interim row.
+    pub(crate) fn pdc_row(&self, p: &crate::transport::uet::Pdc) -> FlowRow {
+        let mut row = super::pdc_row(p);
+        self.since_of(p.id, p.goodput_bytes(), &mut row);
+        row
     }
 
     /// Flow `id` retired.
@@ -106,4 +119,7 @@ fn subtract(r: &mut FlowRow, base: &FlowRow) {
         base.dcqcn_cnps_without_reaction,
     );
     sub(&mut r.becn, base.becn);
+    if let (Some(u), Some(b)) = (&mut r.uet, &base.uet) {
+        u.subtract(b);
+    }
 }

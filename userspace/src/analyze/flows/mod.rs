@@ -509,7 +509,7 @@ impl Analyzer {
 /// the neutral columns filled as a QP's are, the QP's own left at
 /// their defaults (null in the table: `tables::analysis`).
 pub(in crate::analyze) fn pdc_row(p: &crate::transport::uet::Pdc) -> FlowRow {
-    let goodput = p.payload_bytes.saturating_sub(p.retrans_payload);
+    let goodput = p.goodput_bytes();
     FlowRow {
         flow_id: p.id,
         iface: p.key.iface,

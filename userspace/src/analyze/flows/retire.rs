@@ -48,6 +48,14 @@ pub(in crate::analyze) fn idle_past(last_ts: u64, idle_ns: u64, now: u64) -> boo
     last_ts.saturating_add(idle_ns) < now
 }
 
+/// The first interval end after `now` past `boundary`: the intervals in
+/// between had no frame, so they write no row (a far-future timestamp
+/// would otherwise step through every empty interval).
+fn next_boundary(boundary: u64, now: u64, active: u64) -> u64 {
+    let steps = (now - boundary).div_ceil(active.max(1)).max(1);
+    boundary.saturating_add(steps.saturating_mul(active))
+}
+
 /// `(deadline, slot, flow id)`, earliest first.
 type Deadlines = BinaryHeap<Reverse<(u64, u32, u32)>>;
 
@@ -103,12 +111,21 @@ impl Analyzer {
                 continue;
             }
             self.interim(slot, boundary, sink);
-            // The next boundary after `now`: the intervals in between had no
-            // frame, so they write no row (a far-future timestamp would
-            // otherwise step through every empty interval).
-            let steps = (now - boundary).div_ceil(active.max(1)).max(1);
-            let next = boundary.saturating_add(steps.saturating_mul(active));
+            let next = next_boundary(boundary, now, active);
             self.expiry.active.push(Reverse((next, slot as u32, id)));
+        }
+        // UET's PDC directions, by the same rule.
+        while let Some((boundary, p)) = self.pdcs.interval_due(now) {
+            let (id, key, goodput) = (p.id, p.key, p.goodput_bytes());
+            let life = super::pdc_row(p);
+            if self
+                .interim_row(id, goodput, life, boundary, sink)
+                .is_some()
+            {
+                self.retired.interim_rows += 1;
+            }
+            let next = next_boundary(boundary, now, active);
+            self.pdcs.next_interval(id, key, next);
         }
         // Once per `--flow-idle`: a sweep costs the counts held, which
         // are at most those of two such times.
@@ -141,7 +158,8 @@ impl Analyzer {
             .pdcs
             .retire_idle(now, idle, |last| idle_past(last, idle, now))
         {
-            sink.flow(&super::pdc_row(&p));
+            sink.flow(&self.expiry.intervals.pdc_row(&p));
+            self.expiry.intervals.forget(p.id);
         }
     }
 
@@ -162,15 +180,32 @@ impl Analyzer {
     fn interim(&mut self, i: usize, boundary: u64, sink: &mut impl Sink) {
         let f = &self.flows[i];
         let life = self.life_row(f, self.cnps_of(f), sink.keeps_flows());
+        let (id, goodput) = (f.id, f.goodput_bytes);
+        if let Some(row) = self.interim_row(id, goodput, life, boundary, sink) {
+            self.retired.add_interim(&row);
+        }
+    }
+
+    /// Flow `id`'s (a QP's or a UET PDC direction's) interval ends at
+    /// `boundary`, `life` its row over its life, `goodput` its goodput
+    /// bytes: its interim row, written when it had frames in the interval.
+    fn interim_row(
+        &mut self,
+        id: u32,
+        goodput: u64,
+        life: FlowRow,
+        boundary: u64,
+        sink: &mut impl Sink,
+    ) -> Option<FlowRow> {
         let mut row = life.clone();
-        self.expiry.intervals.since(f, &mut row);
+        self.expiry.intervals.since_of(id, goodput, &mut row);
         if row.packets == 0 {
-            return;
+            return None;
         }
         row.interim = true;
         sink.flow(&row);
-        self.retired.add_interim(&row);
-        self.expiry.intervals.restart(f, life, boundary);
+        self.expiry.intervals.restart(id, goodput, life, boundary);
+        Some(row)
     }
 
     /// Settles flow `i` with what the capture showed of it by `end`: its

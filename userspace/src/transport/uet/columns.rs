@@ -60,6 +60,30 @@ impl PdcValues {
     }
 }
 
+impl PdcValues {
+    /// The counts less `base`'s (an interim row's, docs/tables.md); ids and
+    /// measurements stay these.
+    pub fn subtract(&mut self, base: &PdcValues) {
+        for (a, b) in [
+            (&mut self.first_transmissions, base.first_transmissions),
+            (&mut self.timeout_resends, base.timeout_resends),
+            (&mut self.rod_requests, base.rod_requests),
+            (&mut self.acks_ecn, base.acks_ecn),
+            (&mut self.nacks_trimmed, base.nacks_trimmed),
+            (&mut self.nacks_no_pdc, base.nacks_no_pdc),
+            (&mut self.nacks_no_pkt_buffer, base.nacks_no_pkt_buffer),
+            (&mut self.nacks_psn_oor_window, base.nacks_psn_oor_window),
+            (&mut self.nacks_no_resource, base.nacks_no_resource),
+            (&mut self.nacks_other, base.nacks_other),
+            (&mut self.delivered, base.delivered),
+            (&mut self.sacked, base.sacked),
+            (&mut self.nacked, base.nacked),
+        ] {
+            *a = a.saturating_sub(b);
+        }
+    }
+}
+
 /// One `uet_` column of `flows.parquet`: its name and value (null on a
 /// QP's row).
 pub struct FlowColumn {

@@ -85,9 +85,11 @@ mod key;
 pub mod paths;
 pub mod pdc;
 pub mod sack;
+mod totals;
 pub use columns::{FLOW_COLUMNS, FlowColumn, FlowValue, PdcValues};
 pub use key::PdcKey;
 pub use pdc::{Pdc, Pdcs};
+pub use totals::UetTotals;
 
 #[cfg(test)]
 mod tests;

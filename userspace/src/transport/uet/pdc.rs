@@ -15,8 +15,8 @@ use rocescope_common::wire::uet::pds::field as pf;
 use rocescope_common::wire::uet::{NackCode as Code, PdsType};
 use rocescope_common::{PacketRecord, flags, uet_present as present};
 
-use super::PdcKey;
 use super::sack::{Covered, Sack, WINDOW, diff};
+use super::{PdcKey, UetTotals};
 use crate::transport::FlowIds;
 use crate::transport::sequencing::{Ack, Data, GapClass, Judgement, Nack, NackCode, Sequencing};
 
@@ -168,6 +168,8 @@ pub struct Pdc {
     nack_pending: BTreeSet<u32>,
     /// PSNs NACKs named, for the distinct count (at most WINDOW).
     nacked_psns: BTreeSet<u32>,
+    /// Where its current `--flow-active` interval ends (0: none).
+    interval_end: u64,
 }
 
 fn gap_slot(c: GapClass) -> usize {
@@ -332,6 +334,11 @@ impl Pdc {
         }
     }
 
+    /// Its payload bytes less those resent.
+    pub fn goodput_bytes(&self) -> u64 {
+        self.payload_bytes.saturating_sub(self.retrans_payload)
+    }
+
     /// A copy without its windows (what the findings read of a retired one).
     fn shed(&self) -> Pdc {
         Pdc {
@@ -358,6 +365,39 @@ impl Pdc {
 /// spurious resends or NACKs), at most this many; the rest are counted.
 pub const KEPT: usize = 64;
 
+impl UetTotals {
+    /// Adds direction `p`'s counts (`retrans_rate` is the caller's to set).
+    pub fn add(&mut self, p: &Pdc) {
+        self.pdc_directions += 1;
+        self.request_directions += u64::from(p.requests > 0);
+        self.data_packets += p.requests;
+        self.payload_bytes += p.payload_bytes;
+        self.retrans_packets += p.retransmissions;
+        self.spurious_retrans += p.spurious;
+        self.timeout_resends += p.timeout_resends;
+        self.acks += p.acks;
+        self.nacks += p.nacks;
+        let n = &p.nacks_by;
+        self.nacks_trimmed += n.trimmed;
+        self.nacks_no_pdc += n.no_pdc;
+        self.nacks_no_pkt_buffer += n.no_pkt_buffer;
+        self.nacks_psn_oor_window += n.psn_oor_window;
+        self.nacks_no_resource += n.no_resource;
+        self.nacks_other += n.other;
+        self.delivered += p.covered.delivered;
+        self.sacked += p.covered.sacked_psns;
+    }
+
+    /// These sums with `more` directions added.
+    pub fn with<'a>(&self, more: impl IntoIterator<Item = &'a Pdc>) -> UetTotals {
+        let mut t = self.clone();
+        for p in more {
+            t.add(p);
+        }
+        t
+    }
+}
+
 /// Every PDC direction live at the taps.
 #[derive(Debug, Default)]
 pub struct Pdcs {
@@ -367,19 +407,55 @@ pub struct Pdcs {
     pub kept: Vec<Pdc>,
     /// Retired directions with evidence beyond [`KEPT`].
     pub kept_omitted: u64,
-    /// Requests of every direction retired.
-    pub retired_requests: u64,
+    /// Every retired direction's counts, summed as it retires
+    /// (`summary.json`'s `uet` adds the live ones to them).
+    pub retired: UetTotals,
     /// When the live directions are next looked at for retirement.
     sweep_at: u64,
     judged: Vec<Judgement>,
+    /// `--flow-active` (0: no interim rows), and each live direction's
+    /// current interval end, earliest first: `(end, id, key)`.
+    active_ns: u64,
+    intervals: BTreeSet<(u64, u32, PdcKey)>,
 }
 
 impl Pdcs {
     /// The direction `key`, made (with the next of `ids`) when new.
     fn get(&mut self, key: PdcKey, rec: &PacketRecord, ids: &mut FlowIds) -> &mut Pdc {
-        self.live
-            .entry(key)
-            .or_insert_with(|| Pdc::new(key, ids.take(), rec))
+        let (active, intervals) = (self.active_ns, &mut self.intervals);
+        self.live.entry(key).or_insert_with(|| {
+            let mut p = Pdc::new(key, ids.take(), rec);
+            if active > 0 {
+                p.interval_end = rec.ts_ns.saturating_add(active);
+                intervals.insert((p.interval_end, p.id, key));
+            }
+            p
+        })
+    }
+
+    /// Directions write interim rows every `active_ns` of capture time
+    /// (`--flow-active`, docs/analysis.md "Retirement").
+    pub fn with_interim_rows(active_ns: u64) -> Pdcs {
+        Pdcs {
+            active_ns,
+            ..Pdcs::default()
+        }
+    }
+
+    /// The live direction whose interval ended first, before `now`: its
+    /// interval end, taken out; [`Self::next_interval`] queues its next.
+    pub fn interval_due(&mut self, now: u64) -> Option<(u64, &Pdc)> {
+        let &(end, _, key) = self.intervals.first().filter(|e| e.0 < now)?;
+        self.intervals.pop_first();
+        self.live.get(&key).map(|p| (end, p))
+    }
+
+    /// Direction `id`'s next interval ends at `end`.
+    pub fn next_interval(&mut self, id: u32, key: PdcKey, end: u64) {
+        if let Some(p) = self.live.get_mut(&key).filter(|p| p.id == id) {
+            p.interval_end = end;
+            self.intervals.insert((end, id, key));
+        }
     }
 
     /// One UET record, in capture order; `ids` hands out flow ids.
@@ -460,13 +536,14 @@ impl Pdcs {
             .into_iter()
             .filter_map(|k| self.live.remove(&k))
             .map(|mut p| {
+                self.intervals.remove(&(p.interval_end, p.id, p.key));
                 p.settle(now, &mut out);
                 p
             })
             .collect();
         self.judged = out;
         for p in &done {
-            self.retired_requests += p.requests;
+            self.retired.add(p);
             if p.spurious > 0 || p.nacks > 0 {
                 if self.kept.len() < KEPT {
                     self.kept.push(p.shed());
@@ -481,6 +558,7 @@ impl Pdcs {
     /// The end of input at `end`: every live direction, settled, by id.
     pub fn finish(&mut self, end: u64) -> Vec<Pdc> {
         let mut out = Vec::new();
+        self.intervals.clear();
         let mut all: Vec<Pdc> = std::mem::take(&mut self.live).into_values().collect();
         for p in &mut all {
             p.settle(end, &mut out);
