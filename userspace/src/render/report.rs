@@ -207,7 +207,11 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
         None => p.para("  ", "    ", "empty: no frame was decoded"),
     }
     p.para("  ", "    ", &frames_line(frames_read, &s.frames));
-    p.para(
+    // RoCE's flow and ECN lines (its totals) are left out of a capture of
+    // UET alone: zeros there would read as RoCE traffic that did nothing.
+    let roce = s.frames.uet == 0 || s.frames.roce > 0 || s.frames.cnp > 0;
+    if roce {
+        p.para(
         "  ",
         "    ",
         &format!(
@@ -228,6 +232,7 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
             fmt_count(t.gaps, "gap")
         ),
     );
+    }
     if let Some(u) = &s.uet {
         p.para("  ", "    ", &uet_line(u));
     }
@@ -263,7 +268,9 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
             us(r.max_us)
         );
     }
-    p.para("  ", "    ", &ecn);
+    if roce {
+        p.para("  ", "    ", &ecn);
+    }
     for pfc in &s.pfc {
         p.para(
             "  ",
