@@ -107,12 +107,16 @@ pub(crate) fn findings(pdcs: &[Pdc], requests: u64, out: &mut Vec<Diagnosis>) {
     out.extend(resources(pdcs, requests));
 }
 
+/// The PDC directions with a nonzero `count`, the most first (then by
+/// flow id); `None` when there is none.
+fn worst(pdcs: &[Pdc], count: impl Fn(&Pdc) -> u64) -> Option<Vec<&Pdc>> {
+    let mut hit: Vec<&Pdc> = pdcs.iter().filter(|p| count(p) > 0).collect();
+    hit.sort_by_key(|p| (std::cmp::Reverse(count(p)), p.id));
+    (!hit.is_empty()).then_some(hit)
+}
+
 fn spurious(pdcs: &[Pdc], requests: u64) -> Option<Diagnosis> {
-    let mut hit: Vec<&Pdc> = pdcs.iter().filter(|p| p.spurious > 0).collect();
-    if hit.is_empty() {
-        return None;
-    }
-    hit.sort_by_key(|p| (std::cmp::Reverse(p.spurious), p.id));
+    let hit = worst(pdcs, |p| p.spurious)?;
     let wait = |p: &Pdc| (p.resend_wait.n > 0).then_some(p.resend_wait.min);
     let delay = |p: &Pdc| (p.ack_delay.n > 0).then_some(p.ack_delay.max);
     let spurious: u64 = hit.iter().map(|p| p.spurious).sum();
@@ -153,11 +157,7 @@ fn spurious(pdcs: &[Pdc], requests: u64) -> Option<Diagnosis> {
 }
 
 fn resources(pdcs: &[Pdc], requests: u64) -> Option<Diagnosis> {
-    let mut hit: Vec<&Pdc> = pdcs.iter().filter(|p| p.nacks_by.resources() > 0).collect();
-    if hit.is_empty() {
-        return None;
-    }
-    hit.sort_by_key(|p| (std::cmp::Reverse(p.nacks_by.resources()), p.id));
+    let hit = worst(pdcs, |p| p.nacks_by.resources())?;
     let mut nacks = NackCounts::default();
     for p in &hit {
         nacks.sum(&p.nacks_by);
