@@ -127,6 +127,13 @@ impl HtmlReport {
             fmt_count(s.totals.flows, "flow"),
             s.link_speed_bps as f64 / 1e9,
         );
+        // UET's totals and ECN, as the terminal report's Capture section
+        // says them (docs/report.md).
+        if let Some(u) = &s.uet {
+            for line in [render::report::uet_line(u), render::report::uet_ecn_line(u)] {
+                let _ = writeln!(h, "<p class=facts>{}</p>", esc(&line));
+            }
+        }
         if let Some(stop) = &facts.stopped_by {
             let _ = writeln!(
                 h,
