@@ -873,6 +873,8 @@ fn the_uet_samples_totals_are_their_pdcs_summed_over_the_taps() {
             html.to_str().unwrap(),
         ]);
         let page = std::fs::read_to_string(&html).unwrap();
+        // The flow count is RoCE's: none here.
+        assert!(page.contains(" · 0 RoCE flows · "), "{name}");
         let uet = text
             .lines()
             .find(|l| l.trim_start().starts_with("UET: "))

@@ -667,8 +667,12 @@ fn the_html_page_shows_the_transport_once_uet_is_there() {
         h.contains("</td><td>roce</td><td>"),
         "each flow's transport"
     );
+    // Its UET lines (the totals, ECN) and the RoCE flows said as such.
+    assert!(h.contains("<p class=facts>UET: ") && h.contains("<p class=facts>UET ECN: "));
+    assert!(h.contains(" RoCE flows · "));
     let h = page(&alone);
     assert!(!h.contains("<th>transport</th>") && !h.contains(" UET"));
+    assert!(!h.contains("RoCE flow"));
 }
 
 /// `extract --finding uet-receiver-resources` (docs/wireshark.md, "UET")

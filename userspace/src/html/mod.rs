@@ -124,7 +124,11 @@ impl HtmlReport {
             esc(&fmt_utc(t1)),
             esc(&fmt_duration(s.duration_ns)),
             esc(&render::frames_line(facts.frames_read, &s.frames)),
-            fmt_count(s.totals.flows, "flow"),
+            // The totals are RoCE's: said so when UET's are beside them.
+            fmt_count(
+                s.totals.flows,
+                if s.uet.is_some() { "RoCE flow" } else { "flow" }
+            ),
             s.link_speed_bps as f64 / 1e9,
         );
         // UET's totals and ECN, as the terminal report's Capture section
