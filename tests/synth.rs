@@ -825,6 +825,9 @@ fn the_uet_samples_totals_are_their_pdcs_summed_over_the_taps() {
             ("nacks_psn_oor_window", code(&["PSN_OOR_WINDOW"])),
             ("delivered", sum("delivered")),
             ("sacked", sum("sacked")),
+            // ECN: the requests that arrived CE-marked, the ACKs echoing a mark.
+            ("ce", sum("ce")),
+            ("acks_ecn", sum("acks_ecn")),
         ];
         for (key, want) in want {
             assert_eq!(u[key].as_u64(), Some(want), "{name}: uet.{key} in {u}");
@@ -851,6 +854,38 @@ fn the_uet_samples_totals_are_their_pdcs_summed_over_the_taps() {
             sum("retransmissions")
         );
         assert!(text.contains(&line), "{name}: no `{line}` in\n{text}");
+        let ecn = format!(
+            "UET ECN: {} CE-marked requests; {} of {} ACKs echoed a mark (M flag)",
+            sum("ce"),
+            sum("acks_ecn"),
+            sum("acks")
+        );
+        assert!(text.contains(&ecn), "{name}: no `{ecn}` in\n{text}");
+        // A UET capture has no RoCE ECN line: its CE marks are UET's.
+        assert!(!text.contains("\n  ECN:"), "{name}: {text}");
+        // The HTML page says both lines too (docs/report.md).
+        let html = dir.path().join(format!("{name}.html"));
+        let capture = repo().join(format!("pcaps/{name}.pcapng"));
+        rocescope_ok(&[
+            "report",
+            capture.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ]);
+        let page = std::fs::read_to_string(&html).unwrap();
+        // The flow count is RoCE's: none here.
+        assert!(page.contains(" · 0 RoCE flows · "), "{name}");
+        let uet = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("UET: "))
+            .unwrap()
+            .trim();
+        for l in [uet, ecn.as_str()] {
+            assert!(
+                page.contains(&format!("<p class=facts>{l}</p>")),
+                "{name}: no `{l}` in the page"
+            );
+        }
     }
 }
 
@@ -876,6 +911,35 @@ fn the_uet_totals_count_retired_pdc_directions() {
     };
     assert!(uet.len() > 2 * 9, "directions retired: {} rows", uet.len());
     assert_eq!(u["pdc_directions"].as_u64(), Some(uet.len() as u64), "{u}");
+    // `retirement.retired_pdc_directions` (docs/analysis.md, "Retirement"):
+    // every row but each direction's last was retired (traffic after it
+    // made a new row), and so may its last; QP flows there are none.
+    let keys: std::collections::BTreeSet<_> = {
+        let (iface, src, spdcid) = (
+            f.strings("iface"),
+            f.strings("src_ip"),
+            f.ints("uet_spdcid"),
+        );
+        uet.iter()
+            .map(|&i| (iface[i].clone(), src[i].clone(), spdcid[i]))
+            .collect()
+    };
+    let r = &a.summary["retirement"];
+    let retired = r["retired_pdc_directions"].as_u64().unwrap() as usize;
+    assert!(
+        retired >= uet.len() - keys.len() && retired <= uet.len(),
+        "{retired} retired of {} rows, {} directions: {r}",
+        uet.len(),
+        keys.len()
+    );
+    assert_eq!(r["retired_flows"].as_u64(), Some(0), "{r}");
+    // Without retirement: no `retirement`.
+    let whole = analyze(&copy, &truth);
+    assert!(
+        whole.summary.get("retirement").is_none(),
+        "{}",
+        whole.summary
+    );
     for (key, column) in [
         ("data_packets", "data_packets"),
         ("retrans_packets", "retrans_packets"),

@@ -488,6 +488,25 @@ fn walkdir(dir: &std::path::Path) -> BTreeSet<String> {
     found
 }
 
+/// Frame `f` (Ethernet, IPv4) the other way: its addresses swapped.
+fn swapped(f: &[u8]) -> Vec<u8> {
+    let mut f = f.to_vec();
+    let (a, b) = (f[26..30].to_vec(), f[30..34].to_vec());
+    f[26..30].copy_from_slice(&b);
+    f[30..34].copy_from_slice(&a);
+    f
+}
+
+/// The frames of capture `path`, bytes as written.
+fn frames_in(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let mut reader = rocescope::sources::CaptureReader::open(path).unwrap();
+    let mut got = Vec::new();
+    while let Some(f) = reader.next_frame().unwrap() {
+        got.push(f.data.to_vec());
+    }
+    got
+}
+
 /// `extract --uet-pdc SRC,DST,SPDCID` (docs/wireshark.md, "UET"): the
 /// frames from SRC to DST of that PDC id and those back to it, from a
 /// capture of every test packet both ways (UDP, then the native mode with
@@ -497,13 +516,6 @@ fn walkdir(dir: &std::path::Path) -> BTreeSet<String> {
 fn extract_takes_a_uet_pdcs_frames_both_ways() {
     use rocescope::uet_present as bit;
     let dir = tempfile::tempdir().unwrap();
-    let swap = |f: &[u8]| {
-        let mut f = f.to_vec();
-        let (a, b) = (f[26..30].to_vec(), f[30..34].to_vec());
-        f[26..30].copy_from_slice(&b);
-        f[30..34].copy_from_slice(&a);
-        f
-    };
     let spdcid = 0x0102;
     for native in [false, true] {
         let mut frames = Vec::new();
@@ -513,7 +525,7 @@ fn extract_takes_a_uet_pdcs_frames_both_ways() {
             } else {
                 udp_frame(4793, &v.bytes)
             };
-            frames.push(swap(&f));
+            frames.push(swapped(&f));
             frames.push(f);
         }
         // What the PDC holds: 10.0.0.1 -> 10.0.0.2 from 0x0102, and back
@@ -573,12 +585,31 @@ fn extract_takes_a_uet_pdcs_frames_both_ways() {
         };
         assert!(text.contains(&format!("decode as: {decode_as}")), "{text}");
         // The frames written are those, in order, bytes unchanged.
-        let mut reader = rocescope::sources::CaptureReader::open(&out).unwrap();
-        let mut got = Vec::new();
-        while let Some(f) = reader.next_frame().unwrap() {
-            got.push(f.data.to_vec());
-        }
+        let got = frames_in(&out);
         assert_eq!(got.iter().collect::<Vec<_>>(), want, "native {native}");
+        // That PDC direction's row of flows.parquet (one tap): `extract
+        // --flow` writes the same frames, with the same Decode As.
+        let tables = dir.path().join(format!("tables-{native}"));
+        let options: &[&str] = if native {
+            &["--ip-proto", "uet=253"]
+        } else {
+            &[]
+        };
+        common::analyze_into(&cap, &tables, options);
+        let t = Table::read(&tables.join("flows.parquet"));
+        let (ids, src, spdcid) = (t.ints("flow_id"), t.strings("src_ip"), t.ints("uet_spdcid"));
+        let row = (0..t.rows())
+            .find(|&i| src[i].as_deref() == Some("10.0.0.1") && spdcid[i] == Some(0x0102))
+            .expect("the PDC direction's row");
+        let id = ids[row].unwrap().to_string();
+        let by_row = dir.path().join(format!("flow-{native}.pcapng"));
+        let mut args = vec!["extract", cap.to_str().unwrap(), "--flow", &id];
+        args.extend(["--out", by_row.to_str().unwrap()]);
+        args.extend(options);
+        let r = common::rocescope_ok(&args);
+        let text = String::from_utf8_lossy(&r.stdout);
+        assert!(text.contains(&format!("decode as: {decode_as}")), "{text}");
+        assert_eq!(frames_in(&by_row), got, "native {native}: {text}");
     }
     // No frame of that PDC: a usage error that says where PDCs are listed.
     let cap = dir.path().join("both-false.pcap");
@@ -636,6 +667,101 @@ fn the_html_page_shows_the_transport_once_uet_is_there() {
         h.contains("</td><td>roce</td><td>"),
         "each flow's transport"
     );
+    // Its UET lines (the totals, ECN) and the RoCE flows said as such.
+    assert!(h.contains("<p class=facts>UET: ") && h.contains("<p class=facts>UET ECN: "));
+    assert!(h.contains(" RoCE flows · "));
     let h = page(&alone);
     assert!(!h.contains("<th>transport</th>") && !h.contains(" UET"));
+    assert!(!h.contains("RoCE flow"));
+}
+
+/// `extract --finding uet-receiver-resources` (docs/wireshark.md, "UET")
+/// on the test packets both ways, whose NACK_CCX says NO_PKT_BUFFER: the
+/// finding names the PDC rows of the directions that sent such NACKs and
+/// carries their filter, and `extract` writes their PDCs' frames — those
+/// whose bytes carry the PDC id, read here from the PDS header at the
+/// offsets the spec gives (the sending end's id at byte 8, the receiving
+/// end's at byte 10; none in TSS, RUDI and UUD headers, no `dpdcid` in a
+/// SYN request), not by the decoder.
+#[test]
+fn extract_of_a_receiver_resources_finding_takes_its_pdcs_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, uet) = vector_frames();
+    let frames: Vec<Vec<u8>> = uet.iter().flat_map(|f| [swapped(f), f.clone()]).collect();
+    let cap = dir.path().join("both.pcap");
+    common::corpus::write_pcap(&cap, &frames);
+    let out = dir.path().join("out");
+    common::analyze_into(&cap, &out, &[]);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let f = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "uet-receiver-resources")
+        .unwrap_or_else(|| panic!("{summary}"));
+    let named: Vec<i128> = f["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| i128::from(v.as_u64().unwrap()))
+        .collect();
+    assert!(!named.is_empty(), "{f}");
+    let t = Table::read(&out.join("flows.parquet"));
+    let (id, src, spdcid) = (t.ints("flow_id"), t.strings("src_ip"), t.ints("uet_spdcid"));
+    let dst = t.strings("dst_ip");
+    let v4 = |s: &Option<String>| {
+        let ip: std::net::Ipv4Addr = s.as_deref().unwrap().parse().unwrap();
+        ip.octets().to_vec()
+    };
+    // (source, destination, PDC id) of each direction named.
+    let pdcs: Vec<(Vec<u8>, Vec<u8>, u16)> = (0..t.rows())
+        .filter(|&i| named.contains(&id[i].unwrap()))
+        .map(|i| (v4(&src[i]), v4(&dst[i]), spdcid[i].unwrap() as u16))
+        .collect();
+    assert_eq!(pdcs.len(), named.len());
+    let be16 = |f: &[u8], at: usize| u16::from_be_bytes([f[PDS_AT + at], f[PDS_AT + at + 1]]);
+    let want: Vec<&Vec<u8>> = frames
+        .iter()
+        .filter(|f| {
+            let prefix = be16(f, 0);
+            let pds_type = prefix >> 11;
+            // TSS, RUDI request and response, UUD: no PDC ids.
+            if matches!(pds_type, 1 | 4 | 5 | 6) {
+                return false;
+            }
+            let request = matches!(pds_type, 2 | 3 | 13 | 14);
+            let syn = request && prefix & 0x04 != 0;
+            let (s, d) = (&f[26..30], &f[30..34]);
+            pdcs.iter().any(|(a, b, pdc)| {
+                (s == a && d == b && be16(f, 8) == *pdc)
+                    || (!syn && s == b && d == a && be16(f, 10) == *pdc)
+            })
+        })
+        .collect();
+    assert!(!want.is_empty());
+    let file = dir.path().join("resources.pcapng");
+    let r = common::rocescope_ok(&[
+        "extract",
+        cap.to_str().unwrap(),
+        "--finding",
+        "uet-receiver-resources",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&r.stdout);
+    let filter = f["display_filter"].as_str().unwrap();
+    assert!(filter.contains("uet.pds.spdcid=="), "{filter}");
+    assert!(
+        text.contains(&format!(
+            "display filter (for the original captures): {filter}\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("decode as: -d udp.port==4793,uet\n"),
+        "{text}"
+    );
+    let got = frames_in(&file);
+    assert_eq!(got.iter().collect::<Vec<_>>(), want, "{text}");
 }

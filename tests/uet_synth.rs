@@ -114,3 +114,262 @@ fn tshark_reads_the_uet_samples_as_the_truth_counts_them() {
         }
     }
 }
+
+/// A PDC direction at a tap as tshark (no UET dissector) finds its frames
+/// both ways, by the addresses and the PDC id at its fixed offset in the
+/// PDS header (docs/inputs.md, "UET headers"): the sending end's at byte
+/// 8 going, and at byte 10 (`dpdcid`) coming back.
+fn pdc_clause(iface: &str, src: &str, dst: &str, spdcid: i128) -> String {
+    let id = format!("{:02x}:{:02x}", spdcid >> 8, spdcid & 0xff);
+    format!(
+        "(frame.interface_name==\"{iface}\" && udp.dstport==4793 && \
+         ((ip.src=={src} && ip.dst=={dst} && udp.payload[8:2]=={id}) || \
+         (ip.src=={dst} && ip.dst=={src} && udp.payload[10:2]=={id})))"
+    )
+}
+
+/// The truth's PDC a UET row of `flows.parquet` is a direction of: its
+/// initiator's (the row's source and `spdcid`) or its target's.
+fn truth_pdc<'a>(
+    pdcs: &'a [Value],
+    iface: &str,
+    src: &str,
+    dst: &str,
+    spdcid: i128,
+) -> Option<&'a Value> {
+    pdcs.iter().find(|p| {
+        let is = |k: &str, v: &str| p[k].as_str() == Some(v);
+        let id = |k: &str| i128::from(p[k].as_u64().unwrap()) == spdcid;
+        is("iface", iface)
+            && ((is("src_ip", src) && id("spdcid")) || (is("src_ip", dst) && id("dpdcid")))
+    })
+}
+
+/// What tells frames apart in tshark's eyes: time, interface, addresses,
+/// entropy (the UDP source port) and length, sorted.
+fn frames_seen(capture: &Path, filter: &str) -> Vec<String> {
+    let args: Vec<&str> = if filter.is_empty() {
+        vec![]
+    } else {
+        vec!["-Y", filter]
+    };
+    let mut rows: Vec<String> = tshark::fields(
+        capture,
+        &args,
+        &[
+            "frame.time_epoch",
+            "frame.interface_name",
+            "ip.src",
+            "ip.dst",
+            "udp.srcport",
+            "udp.length",
+        ],
+    )
+    .iter()
+    .map(|r| {
+        [
+            "frame.time_epoch",
+            "frame.interface_name",
+            "ip.src",
+            "ip.dst",
+            "udp.srcport",
+            "udp.length",
+        ]
+        .map(|f| r.get(f).cloned().unwrap_or_default())
+        .join(" ")
+    })
+    .collect();
+    rows.sort();
+    rows
+}
+
+/// Sample `name`: its capture and truth, and `analyze`'s output of it
+/// (under `dir`).
+fn sample_analysed(name: &str, dir: &Path) -> (PathBuf, Value, PathBuf) {
+    let capture = repo().join(format!("pcaps/{name}.pcapng"));
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join(format!("pcaps/{name}.truth.json"))).unwrap(),
+    )
+    .unwrap();
+    let out = dir.join(name);
+    common::analyze_into(&capture, &out, &[]);
+    (capture, truth, out)
+}
+
+/// The UET rows of `flows.parquet` in `out`: flow id → (iface, src_ip,
+/// dst_ip, uet_spdcid, display_filter).
+fn uet_rows(out: &Path) -> BTreeMap<i128, (String, String, String, i128, String)> {
+    let t = common::Table::read(&out.join("flows.parquet"));
+    let (id, transport, spdcid) = (
+        t.ints("flow_id"),
+        t.strings("transport"),
+        t.ints("uet_spdcid"),
+    );
+    let s = |c: &str| t.strings(c);
+    let (iface, src, dst, filter) = (s("iface"), s("src_ip"), s("dst_ip"), s("display_filter"));
+    (0..t.rows())
+        .filter(|&i| transport[i].as_deref() == Some("uet"))
+        .map(|i| {
+            let v = |c: &Vec<Option<String>>| c[i].clone().unwrap();
+            (
+                id[i].unwrap(),
+                (v(&iface), v(&src), v(&dst), spdcid[i].unwrap(), v(&filter)),
+            )
+        })
+        .collect()
+}
+
+/// `extract CAPTURE SELECTOR`: its stdout and the frames written as tshark
+/// reads them.
+fn extracted(capture: &Path, selector: &[&str], out: &Path) -> (String, Vec<String>) {
+    let mut args = vec!["extract", capture.to_str().unwrap()];
+    args.extend_from_slice(selector);
+    args.extend(["--out", out.to_str().unwrap()]);
+    let r = common::rocescope_ok(&args);
+    (
+        String::from_utf8_lossy(&r.stdout).into_owned(),
+        frames_seen(out, ""),
+    )
+}
+
+/// `extract --flow ID` on a UET row of `flows.parquet` (one PDC direction
+/// at one tap, docs/wireshark.md "UET") writes that PDC's frames both ways
+/// at that tap: the frames tshark finds by the PDC's bytes
+/// ([`pdc_clause`]), as many as the truth's requests, ACKs and NACKs of
+/// that PDC there (a target's row: less the initiator's SYN requests,
+/// which carry no `dpdcid`); and it prints the row's display filter and
+/// UET's Decode As.
+#[test]
+fn extract_of_a_uet_row_writes_its_pdcs_frames_at_its_tap() {
+    if !tshark::available() {
+        eprintln!("tshark not installed: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["uet-incast", "uet-spray"] {
+        let (capture, truth, out) = sample_analysed(name, dir.path());
+        let rows = uet_rows(&out);
+        let pdcs = truth["pdcs"].as_array().unwrap();
+        assert_eq!(rows.len(), 2 * pdcs.len(), "{name}: a row per direction");
+        for (id, (iface, src, dst, spdcid, filter)) in &rows {
+            let file = dir.path().join(format!("{name}-{id}.pcapng"));
+            let (printed, got) = extracted(&capture, &["--flow", &id.to_string()], &file);
+            let want = frames_seen(&capture, &pdc_clause(iface, src, dst, *spdcid));
+            assert_eq!(got, want, "{name} flow {id}: {printed}");
+            let p = truth_pdc(pdcs, iface, src, dst, *spdcid)
+                .unwrap_or_else(|| panic!("{name}: flow {id} is no PDC of the truth"));
+            // The target's direction's filter (its PDC id as `dpdcid`) leaves
+            // out the initiator's SYN requests, which carry none.
+            let syn = if p["src_ip"].as_str() == Some(src.as_str()) {
+                0
+            } else {
+                let pdc = p["spdcid"].as_u64().unwrap();
+                let initiator = format!("{:02x}:{:02x}", pdc >> 8, pdc & 0xff);
+                let syn = format!(
+                    "frame.interface_name==\"{iface}\" && ip.src=={dst} && ip.dst=={src} && \
+                     udp.payload[8:2]=={initiator} && udp.payload[1:1] & 04"
+                );
+                frames_seen(&capture, &syn).len()
+            };
+            let n = |k: &str| p[k].as_u64().unwrap() as usize;
+            assert_eq!(
+                got.len(),
+                n("requests") + n("acks") + n("nacks") - syn,
+                "{name} flow {id}"
+            );
+            assert!(
+                printed.contains(&format!(
+                    "{} frames of flow {id} from 1 interface ({iface})",
+                    got.len()
+                )),
+                "{printed}"
+            );
+            assert!(printed.contains(&format!(
+                "display filter (for the original captures): {filter}\n"
+            )));
+            assert!(
+                printed.contains("decode as: -d udp.port==4793,uet\n"),
+                "{printed}"
+            );
+        }
+    }
+}
+
+/// Every `uet-*` finding on the UET samples names PDC rows and carries
+/// their filter, and `extract --finding` writes the frames of those PDCs
+/// (tshark's count by their bytes, [`pdc_clause`]); the rows named are
+/// those the finding is about in the truth: trimmed PDCs for
+/// `uet-trimming`, spurious resends for `uet-spurious-retransmissions`.
+#[test]
+fn extract_of_a_uet_finding_writes_its_pdcs_frames() {
+    if !tshark::available() {
+        eprintln!("tshark not installed: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = Vec::new();
+    for name in ["uet-incast", "uet-spray"] {
+        let (capture, truth, out) = sample_analysed(name, dir.path());
+        let rows = uet_rows(&out);
+        let summary: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        for f in summary["findings"].as_array().unwrap() {
+            let id = f["id"].as_str().unwrap();
+            if !id.starts_with("uet-") {
+                continue;
+            }
+            seen.push(id.to_string());
+            let flows: Vec<i128> = f["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| i128::from(v.as_u64().unwrap()))
+                .collect();
+            assert!(!flows.is_empty(), "{name} {id} names its PDC rows");
+            assert!(
+                f["display_filter"].as_str().unwrap().contains("uet.pds."),
+                "{name} {id}: {f}"
+            );
+            assert_eq!(f["decode_as"], serde_json::json!(["udp.port==4793,uet"]));
+            let mut clauses = Vec::new();
+            for flow in &flows {
+                let (iface, src, dst, spdcid, _) = &rows[flow];
+                clauses.push(pdc_clause(iface, src, dst, *spdcid));
+                let p = truth_pdc(truth["pdcs"].as_array().unwrap(), iface, src, dst, *spdcid)
+                    .unwrap_or_else(|| panic!("{name} {id}: flow {flow} is no PDC of the truth"));
+                let n = |k: &str| p[k].as_u64().unwrap();
+                match id {
+                    "uet-trimming" => assert!(n("trimmed") > 0 || n("nacks") > 0, "{p}"),
+                    "uet-spurious-retransmissions" => assert!(n("spurious") > 0, "{p}"),
+                    _ => {}
+                }
+            }
+            let file = dir.path().join(format!("{name}-{id}.pcapng"));
+            let (printed, got) = extracted(&capture, &["--finding", id], &file);
+            let want = frames_seen(&capture, &clauses.join(" || "));
+            assert!(!got.is_empty(), "{name} {id}: {printed}");
+            assert_eq!(got, want, "{name} {id}: {printed}");
+            let named = match flows.len() {
+                1 => "1 flow".to_string(),
+                n => format!("{n} flows"),
+            };
+            assert!(
+                printed.contains(&format!("{} frames of finding {id} ({named})", got.len())),
+                "{printed}"
+            );
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    for id in [
+        "uet-trimming",
+        "uet-spray-imbalance",
+        "uet-spurious-retransmissions",
+    ] {
+        assert!(
+            seen.iter().any(|s| s == id),
+            "{id} on the samples: {seen:?}"
+        );
+    }
+}

@@ -106,8 +106,13 @@ struct Wanted {
     /// `(src_ip, dst_ip, dest_qp)` of `flows` and `cnps`: looked up for
     /// every record, before its interface is known.
     triples: HashSet<([u8; 16], [u8; 16], u32)>,
-    /// UET PDCs `(src_ip, dst_ip, spdcid)`, at every tap: their frames
-    /// forward, and those back to the PDC id (its `dpdcid`).
+    /// UET PDC directions: their frames forward, and those back to their
+    /// PDC id (its `dpdcid`), at their tap — or at every tap
+    /// (`uet_any_tap`, `--uet-pdc`).
+    uet_keys: HashSet<PdcKey>,
+    uet_any_tap: bool,
+    /// `(src_ip, dst_ip, spdcid)` of `uet_keys`: looked up before a
+    /// record's interface is known.
     uet_pdcs: HashSet<([u8; 16], [u8; 16], u16)>,
 }
 
@@ -119,6 +124,11 @@ impl Wanted {
             .chain(&self.cnps)
             .map(|k| (k.1, k.2, k.3))
             .collect();
+        self.uet_pdcs = self
+            .uet_keys
+            .iter()
+            .map(|k| (k.src_ip, k.dst_ip, k.spdcid))
+            .collect();
         self
     }
 
@@ -129,19 +139,28 @@ impl Wanted {
             Kind::Roce if rec.has(flags::HAS_BTH) => self.triples.contains(&triple),
             Kind::Cnp if rec.has(flags::HAS_BTH) => self.all_cnps || self.triples.contains(&triple),
             Kind::Pause => self.pauses,
-            Kind::Uet => self.uet_pdc(rec),
+            Kind::Uet => self.uet_pdc(rec, None),
             _ => false,
         }
     }
 
-    /// Whether UET record `rec` is of a wanted PDC, either way (as the
-    /// filter of `render::wireshark::uet::pdc_filter` shows it).
-    fn uet_pdc(&self, rec: &PacketRecord) -> bool {
+    /// Whether UET record `rec` (at tap `iface`, when known) is of a
+    /// wanted PDC direction, either way (as the filter of
+    /// `render::wireshark::uet::pdc_filter` shows it).
+    fn uet_pdc(&self, rec: &PacketRecord, iface: Option<u16>) -> bool {
         let u = rec.uet();
         let has = |bit: u16| u.present & bit != 0;
-        (has(uet_present::PDC) && self.uet_pdcs.contains(&(rec.src_ip, rec.dst_ip, u.spdcid)))
-            || (has(uet_present::DPDCID)
-                && self.uet_pdcs.contains(&(rec.dst_ip, rec.src_ip, u.dpdcid)))
+        let wanted = |src_ip, dst_ip, spdcid| match iface {
+            Some(iface) if !self.uet_any_tap => self.uet_keys.contains(&PdcKey {
+                iface,
+                src_ip,
+                dst_ip,
+                spdcid,
+            }),
+            _ => self.uet_pdcs.contains(&(src_ip, dst_ip, spdcid)),
+        };
+        (has(uet_present::PDC) && wanted(rec.src_ip, rec.dst_ip, u.spdcid))
+            || (has(uet_present::DPDCID) && wanted(rec.dst_ip, rec.src_ip, u.dpdcid))
     }
 
     fn matches(&self, rec: &PacketRecord, iface: u16) -> bool {
@@ -155,9 +174,27 @@ impl Wanted {
             Kind::Roce => self.flows.contains(&key),
             Kind::Cnp => self.all_cnps || self.cnps.contains(&key),
             Kind::Pause => self.pauses,
-            Kind::Uet => self.uet_pdc(rec),
+            Kind::Uet => self.uet_pdc(rec, Some(iface)),
             _ => false,
         }
+    }
+
+    /// Wants `rows`: a QP's frames, or a UET PDC direction's
+    /// ([`crate::render::wireshark::annotate_row`] gives each its filter).
+    fn rows<'a>(rows: impl IntoIterator<Item = &'a FlowRow>) -> Wanted {
+        let mut w = Wanted::default();
+        for r in rows {
+            match &r.uet {
+                Some(u) => w.uet_keys.insert(PdcKey {
+                    iface: r.iface,
+                    src_ip: r.src_ip,
+                    dst_ip: r.dst_ip,
+                    spdcid: u.spdcid,
+                }),
+                None => w.flows.insert((r.iface, r.src_ip, r.dst_ip, r.dest_qp)),
+            };
+        }
+        w
     }
 }
 
@@ -403,12 +440,12 @@ fn select(
     what: &Selection,
     reg: &Recognition,
 ) -> Result<(Vec<u32>, Wanted, Handoff)> {
-    let key = |r: &FlowRow| (r.iface, r.src_ip, r.dst_ip, r.dest_qp);
     match what {
         Selection::UetPdc(pdc) => {
             use crate::render::wireshark::uet;
             let wanted = Wanted {
-                uet_pdcs: HashSet::from([(pdc.src_ip, pdc.dst_ip, pdc.spdcid)]),
+                uet_keys: HashSet::from([pdc.key()]),
+                uet_any_tap: true,
                 ..Wanted::default()
             };
             let handoff = Handoff {
@@ -428,13 +465,14 @@ fn select(
                     ),
                 }));
             };
-            let wanted = Wanted {
-                flows: HashSet::from([key(row)]),
-                ..Wanted::default()
-            };
+            let wanted = Wanted::rows([row]);
             let handoff = Handoff {
                 display_filter: row.display_filter.clone(),
-                decode_as: vec![row.decode_as.clone()],
+                // A PDC's: where this run recognised UET.
+                decode_as: match row.uet {
+                    Some(_) => crate::render::wireshark::uet::decode_as(reg),
+                    None => vec![row.decode_as.clone()],
+                },
                 flows_left_out: 0,
             };
             Ok((vec![*id], wanted, handoff))
@@ -452,7 +490,7 @@ fn select(
                     )
                 }));
             };
-            let h = f.wireshark.clone().unwrap_or_default();
+            let mut h = f.wireshark.clone().unwrap_or_default();
             if h.display_filter.is_empty() {
                 return Err(Error::Usage(format!(
                     "--finding {name}: it names no flows and no frames of its own (see its detail in `rocescope report`)"
@@ -460,10 +498,12 @@ fn select(
             }
             let rows: Vec<&FlowRow> = f.flows.iter().filter_map(|&id| analysis.flow(id)).collect();
             // As in `finding_handoff`.
-            let mut wanted = Wanted {
-                flows: rows.iter().map(|r| key(r)).collect(),
-                ..Wanted::default()
-            };
+            let mut wanted = Wanted::rows(rows.iter().copied());
+            // The UET findings name PDC directions alone: their Decode As
+            // is where this run recognised UET.
+            if !rows.is_empty() && rows.iter().all(|r| r.uet.is_some()) {
+                h.decode_as = crate::render::wireshark::uet::decode_as(reg);
+            }
             match f.id {
                 "cnp-without-ce" if rows.is_empty() => wanted.all_cnps = true,
                 "cnp-without-ce" => {

@@ -291,12 +291,15 @@ impl Analyzer {
             }),
             nic_timeouts: nic_timeouts(&self.retired.timeouts, &self.flows, &self.ifaces),
             retirement: (self.retired.totals.flows > 0
+                || self.pdcs.retired.pdc_directions > 0
                 || self.retired.interim_rows > 0
                 || streamed)
                 .then(|| Retirement {
                     flow_idle_ns: self.config.flow_idle_ns,
                     flow_active_ns: self.config.flow_active_ns,
                     retired_flows: self.retired.totals.flows,
+                    retired_pdc_directions: (self.frames.uet > 0)
+                        .then_some(self.pdcs.retired.pdc_directions),
                     interim_rows: self.retired.interim_rows,
                     peak_live_flows: self.expiry.peak_live as u64,
                     evidence_k: kept::EVIDENCE_K as u64,
@@ -327,6 +330,7 @@ impl Analyzer {
             let requests = summary.uet.as_ref().map_or(0, |u| u.data_packets);
             evidence.extend(pdcs.iter().cloned());
             findings::uet_pdc::findings(&evidence, requests, &mut diagnoses);
+            findings::uet_pdc::name_rows(&evidence, &mut diagnoses);
             findings::rank_diagnoses(&mut diagnoses);
         }
         // More flows live than the reports hold rows of: each retires now,

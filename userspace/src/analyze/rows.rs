@@ -237,6 +237,11 @@ pub struct Retirement {
     pub flow_active_ns: u64,
     /// Flows retired before the end of the run (their rows written then).
     pub retired_flows: u64,
+    /// UET PDC directions retired before the end (`retired_flows` counts
+    /// QP flows): present when the run had UET records, so a RoCE run's
+    /// summary reads as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retired_pdc_directions: Option<u64>,
     /// Interim rows written for flows active longer than `flow_active_ns`.
     pub interim_rows: u64,
     /// The most flows live at once: the flow table's slots.

@@ -124,9 +124,20 @@ impl HtmlReport {
             esc(&fmt_utc(t1)),
             esc(&fmt_duration(s.duration_ns)),
             esc(&render::frames_line(facts.frames_read, &s.frames)),
-            fmt_count(s.totals.flows, "flow"),
+            // The totals are RoCE's: said so when UET's are beside them.
+            fmt_count(
+                s.totals.flows,
+                if s.uet.is_some() { "RoCE flow" } else { "flow" }
+            ),
             s.link_speed_bps as f64 / 1e9,
         );
+        // UET's totals and ECN, as the terminal report's Capture section
+        // says them (docs/report.md).
+        if let Some(u) = &s.uet {
+            for line in [render::report::uet_line(u), render::report::uet_ecn_line(u)] {
+                let _ = writeln!(h, "<p class=facts>{}</p>", esc(&line));
+            }
+        }
         if let Some(stop) = &facts.stopped_by {
             let _ = writeln!(
                 h,

@@ -59,7 +59,7 @@ pub fn impact_words(f: &Finding) -> String {
 /// directions, requests and resends, NACKs by what their code says (the
 /// groups of the `uet_nacks_*` columns, only those that came), and what
 /// the ACKs covered.
-fn uet_line(u: &crate::transport::uet::UetTotals) -> String {
+pub(crate) fn uet_line(u: &crate::transport::uet::UetTotals) -> String {
     let groups = [
         (u.nacks_trimmed, "trimmed"),
         (u.nacks_no_pdc, "no PDC"),
@@ -88,6 +88,17 @@ fn uet_line(u: &crate::transport::uet::UetTotals) -> String {
         u.spurious_retrans,
         u.delivered,
         u.sacked,
+    )
+}
+
+/// UET's ECN: no CNPs, the mark comes back in the ACKs' M flag
+/// (docs/report.md, "Capture").
+pub(crate) fn uet_ecn_line(u: &crate::transport::uet::UetTotals) -> String {
+    format!(
+        "UET ECN: {}; {} of {} echoed a mark (M flag)",
+        fmt_count(u.ce, "CE-marked request"),
+        u.acks_ecn,
+        fmt_count(u.acks, "ACK")
     )
 }
 
@@ -270,6 +281,9 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
     }
     if roce {
         p.para("  ", "    ", &ecn);
+    }
+    if let Some(u) = &s.uet {
+        p.para("  ", "    ", &uet_ecn_line(u));
     }
     for pfc in &s.pfc {
         p.para(

@@ -8,9 +8,11 @@
 //! from the PDC directions (`crate::transport::uet::Pdc`), never from a
 //! QP's flow: the RoCE findings never see a PDC.
 
+use std::collections::BTreeMap;
+
 use crate::analyze::Severity;
-use crate::transport::uet::Pdc;
 use crate::transport::uet::pdc::NackCounts;
+use crate::transport::uet::{Pdc, PdcKey};
 
 use super::input::share;
 use super::{Diagnosis, Evidence};
@@ -105,6 +107,44 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 pub(crate) fn findings(pdcs: &[Pdc], requests: u64, out: &mut Vec<Diagnosis>) {
     out.extend(spurious(pdcs, requests));
     out.extend(resources(pdcs, requests));
+}
+
+/// `uet-trimming` and `uet-spray-imbalance` name PDC directions by their
+/// keys (their counts are `uet_paths`', per tap): their `flows` become
+/// the rows of those directions among `pdcs` (the directions the run
+/// holds: live at the end, retired ones kept as evidence) — a key's own,
+/// else the direction answering it, whose frames the same filter shows —
+/// so they carry a Wireshark filter and `extract --finding` takes their
+/// frames (docs/wireshark.md). A direction retired and not kept is named
+/// by its key in the evidence alone.
+pub(crate) fn name_rows(pdcs: &[Pdc], diagnoses: &mut [Diagnosis]) {
+    let mut ids: BTreeMap<PdcKey, Vec<u32>> = BTreeMap::new();
+    for p in pdcs {
+        ids.entry(p.key).or_default().push(p.id);
+    }
+    for d in diagnoses {
+        let keys: Vec<(PdcKey, Option<u16>)> = match &d.evidence {
+            Evidence::UetTrimming(t) => t.pdcs.iter().map(|p| (p.key, p.dpdcid)).collect(),
+            Evidence::UetSpray(s) => s.pdcs.iter().map(|p| (p.key, None)).collect(),
+            _ => continue,
+        };
+        for (key, dpdcid) in keys {
+            let answering = dpdcid.map(|spdcid| PdcKey {
+                src_ip: key.dst_ip,
+                dst_ip: key.src_ip,
+                spdcid,
+                ..key
+            });
+            let named = ids
+                .get(&key)
+                .or_else(|| answering.and_then(|k| ids.get(&k)));
+            for &id in named.into_iter().flatten() {
+                if !d.flows.contains(&id) {
+                    d.flows.push(id);
+                }
+            }
+        }
+    }
 }
 
 /// The PDC directions with a nonzero `count`, the most first (then by
@@ -218,5 +258,44 @@ mod tests {
         let mut out = Vec::new();
         findings(&trimmed_only, 8, &mut out);
         assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn trimming_names_its_directions_rows_or_the_answering_ones() {
+        use crate::analyze::findings::{TrimmedPdc, UetTrimming};
+        let pdcs = crate::transport::uet::pdc::tests::sample();
+        let (a, b) = (pdcs[0].key, pdcs[1].key);
+        let trimmed = |key: PdcKey, dpdcid: Option<u16>| TrimmedPdc {
+            key,
+            dpdcid,
+            requests: 1,
+            trimmed: 1,
+            retransmissions: 0,
+            ce: 0,
+            answers: Default::default(),
+            first_trim_ns: None,
+            inflight_before: None,
+            inflight_after: None,
+        };
+        // A's direction by its key; one the tap saw only the answers of
+        // (no row of its own) by B's, which answered it; one unknown at all.
+        let unseen = PdcKey { iface: 9, ..a };
+        let answered_only = PdcKey { spdcid: 77, ..a };
+        let mut d = vec![Diagnosis {
+            severity: Severity::Warning,
+            impact: 0.0,
+            flows: Vec::new(),
+            evidence: Evidence::UetTrimming(UetTrimming {
+                taps: Vec::new(),
+                pdcs: vec![
+                    trimmed(a, Some(b.spdcid)),
+                    trimmed(answered_only, Some(b.spdcid)),
+                    trimmed(unseen, Some(b.spdcid)),
+                ],
+                other_pdcs: 0,
+            }),
+        }];
+        name_rows(&pdcs, &mut d);
+        assert_eq!(d[0].flows, [pdcs[0].id, pdcs[1].id]);
     }
 }

@@ -386,6 +386,8 @@ impl UetTotals {
         self.nacks_other += n.other;
         self.delivered += p.covered.delivered;
         self.sacked += p.covered.sacked_psns;
+        self.ce += p.ce;
+        self.acks_ecn += p.acks_ecn;
     }
 
     /// These sums with `more` directions added.

@@ -36,4 +36,8 @@ pub struct UetTotals {
     /// PSNs cumulative ACKs covered, and PSNs only SACK bits covered.
     pub delivered: u64,
     pub sacked: u64,
+    /// ECN (docs/report.md, "Capture"): requests that arrived CE-marked,
+    /// and ACKs with the M flag (the target echoing a CE mark).
+    pub ce: u64,
+    pub acks_ecn: u64,
 }
