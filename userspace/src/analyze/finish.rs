@@ -186,6 +186,7 @@ impl Analyzer {
                     capture_lost: capture_lost[i],
                     icrc_checked: t.icrc_checked,
                     icrc_failed: t.icrc_failed,
+                    trimmed: t.trimmed,
                     sniffer: t.is_sniffer(),
                     isb_ifdrop: t.isb_ifdrop,
                     isb_osdrop: t.isb_osdrop,

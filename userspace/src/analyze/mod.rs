@@ -104,6 +104,7 @@ pub mod telemetry;
 pub(crate) mod tests;
 pub mod topology;
 pub mod tree;
+mod trims;
 
 use std::collections::BTreeMap;
 

@@ -19,6 +19,9 @@ pub(super) struct PendingNak {
     pub(super) psn: u32,
     pub(super) ts: u64,
     pub(super) code: NackCode,
+    /// It named a frame a switch trimmed (docs/analysis.md, "RoCE: trimmed
+    /// frames").
+    pub(super) trim: bool,
 }
 
 impl PendingNak {
@@ -34,6 +37,8 @@ impl PendingNak {
 pub(crate) struct NakHistory {
     pub naks: u64,
     pub rnr_naks: u64,
+    /// Of its NAKs (not RNR NAKs), those naming a frame a switch trimmed.
+    pub trim_naks: u64,
     /// At most [`MAX_PENDING_NAKS`].
     pub(super) pending: Vec<PendingNak>,
     /// When the flow last carried a NAK or RNR NAK.
@@ -78,7 +83,11 @@ impl Analyzer {
                 self.acked(r, a, now, sink);
             }
         } else if let Some(code) = nack_code(syn) {
+            // A NAK naming a frame a switch trimmed: congestion, not loss.
+            let trim = request.is_some_and(|r| self.trim_nak(r, q));
+            let f = &mut self.flows[i];
             let rnr = code == NackCode::NotReady;
+            f.nak_mut().trim_naks += u64::from(trim && !rnr);
             if rnr {
                 f.nak_mut().rnr_naks += 1;
             } else {
@@ -115,6 +124,7 @@ impl Analyzer {
                 psn: q,
                 ts: now,
                 code,
+                trim,
             });
             sink.event(&Event {
                 ts_ns: now,

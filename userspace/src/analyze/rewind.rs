@@ -61,6 +61,8 @@ pub(crate) struct RewindHistory {
     pub rewinds_nak: u64,
     pub rewinds_rnr: u64,
     pub rewinds_timeout: u64,
+    /// Of the NAK rewinds, those a NAK naming a trimmed frame caused (docs/analysis.md, "RoCE: trimmed frames").
+    pub rewinds_trim: u64,
     pub max_depth: u32,
     /// Timeout rewinds whose idle time overlapped a pause.
     pub timeout_rewinds_paused: u64,
@@ -85,6 +87,7 @@ impl Default for RewindHistory {
             rewinds_nak: 0,
             rewinds_rnr: 0,
             rewinds_timeout: 0,
+            rewinds_trim: 0,
             max_depth: 0,
             timeout_rewinds_paused: 0,
             timeout_idle_min_ns: u64::MAX,
@@ -189,6 +192,7 @@ impl Analyzer {
             timer.timeout_rewind(&mut h.waits, now, idle, paused)
         };
         h.rewinds += 1;
+        h.rewinds_trim += u64::from(matches!(trigger, Trigger::Nak) && nak.is_some_and(|n| n.trim));
         h.livelock.rewind(q, now, idle, trigger);
         h.max_depth = h.max_depth.max(depth);
         match trigger {

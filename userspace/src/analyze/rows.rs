@@ -162,6 +162,10 @@ pub struct FlowRow {
     pub late_max_psns: Option<u32>,
     /// Frames whose ICRC failed (null on a sniffer-rewritten tap).
     pub icrc_errors: Option<u64>,
+    /// Request frames a switch trimmed that the receiver NAKed (see "RoCE:
+    /// trimmed frames"): in neither `icrc_errors` nor `frames.cut`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub trimmed: u64,
     /// Mirror copies of the flow's frames (not counted anywhere else).
     pub mirror_copies: u64,
     /// Wireshark display filter showing the flow's frames, and the Decode
@@ -299,6 +303,9 @@ pub struct Totals {
     pub gaps_resolved: gaps::GapCounts,
     pub icrc_errors: u64,
     pub mirror_copies: u64,
+    /// Frames a switch trimmed (absent when none, as in a run without).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub trimmed: u64,
 }
 
 /// CE → CNP reaction time over all flows.
@@ -508,6 +515,10 @@ pub struct TapSummary {
     /// RoCE frames with an ICRC checked, and of them failing.
     pub icrc_checked: u64,
     pub icrc_failed: u64,
+    /// RoCE frames a switch trimmed (absent when none): not in
+    /// `icrc_failed`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub trimmed: u64,
     /// Every RoCE frame came from UDP port 4791 and failed its ICRC: a NIC's
     /// RDMA sniffer rewrote the headers (ICRC results are unknown here).
     pub sniffer: bool,

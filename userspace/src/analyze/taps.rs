@@ -26,6 +26,9 @@ pub(super) struct TapState {
     pub(super) failed_from_4791: u64,
     /// RoCE frames from another UDP source port.
     pub(super) other_sport: u64,
+    /// RoCE frames a switch trimmed (docs/analysis.md, "RoCE: trimmed
+    /// frames"): not in `icrc_failed`.
+    pub(super) trimmed: u64,
 }
 
 impl TapState {

@@ -10,6 +10,7 @@ mod retry;
 mod sequence;
 mod timeline;
 mod transports;
+mod trims;
 
 use super::*;
 use crate::render::render_text;

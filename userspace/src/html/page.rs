@@ -45,7 +45,8 @@ fn plot_for(id: &str) -> Plot {
         | "reordering"
         | "receiver-not-ready"
         | "capture-loss"
-        | "corrupted-frames" => Plot::Psn,
+        | "corrupted-frames"
+        | "trimming" => Plot::Psn,
         "pfc-storm" | "pfc-pressure" => Plot::Pauses,
         "pfc-victims" => Plot::Stalled,
         "pfc-congestion-tree" => Plot::Tree,

@@ -107,6 +107,7 @@ columns! {
         becn: Int64Builder = |n| qp(n, n.row.becn),
         interim: BooleanBuilder = |n| Some(n.row.interim),
         transport: StringBuilder = |n| Some(flow_transport(n.row)),
+        trimmed: Int64Builder = |n| qp(n, n.row.trimmed),
     }
 }
 

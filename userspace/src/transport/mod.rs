@@ -235,6 +235,7 @@ impl FlowIds {
 
 pub mod roce;
 pub mod sequencing;
+pub mod trim;
 pub mod uet;
 
 #[cfg(test)]

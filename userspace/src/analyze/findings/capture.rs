@@ -1,6 +1,6 @@
 //! Findings about the capture and the wire: capture loss and mirror copies,
-//! reordering, corrupted frames (`docs/analysis.md`, *Mirror duplicates*,
-//! *Gaps*, *ICRC*). Worded in `render/findings/capture.rs`.
+//! reordering, corrupted and trimmed frames (`docs/analysis.md`, *Mirror
+//! duplicates*, *Gaps*, *ICRC*, *RoCE: trimmed frames*). Worded in `render/findings/capture.rs`.
 
 use crate::analyze::dups::TapDuplicates;
 use crate::analyze::{Flow, Severity};
@@ -52,6 +52,19 @@ pub struct Sniffer {
     pub iface: u16,
     pub icrc_failed: u64,
     pub icrc_checked: u64,
+}
+
+/// `trimming`'s evidence: one tap's RoCE frames a switch trimmed and the
+/// receiver NAKed (docs/analysis.md, "RoCE: trimmed frames").
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trimmed {
+    pub iface: u16,
+    pub trimmed: u64,
+    /// The flows with trimmed frames, their request packets and the
+    /// rewinds the trims' NAKs caused.
+    pub flows: u64,
+    pub data_packets: u64,
+    pub rewinds: u64,
 }
 
 /// `corrupted-frames`' evidence: one tap's frames failing their ICRC.
@@ -232,6 +245,30 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Diagnosis>) {
                 failed_fraction,
                 flows: flows.len() as u64,
                 followed: followed as u64,
+            }),
+        });
+    }
+}
+
+/// Frames a switch trimmed, per tap (`trimming`): a congestion signal the
+/// receivers answered with NAKs, never corruption or loss.
+pub(super) fn trimming(x: &Input, out: &mut Vec<Diagnosis>) {
+    for t in x.summary.taps.iter().filter(|t| t.trimmed > 0) {
+        let flows: Vec<&Flow> = x
+            .flows()
+            .filter(|f| f.iface == t.iface && f.trimmed() > 0)
+            .collect();
+        let data_packets = flows.iter().map(|f| f.data_packets).sum();
+        out.push(Diagnosis {
+            severity: Severity::Warning,
+            impact: share(t.trimmed, data_packets),
+            flows: flows.iter().map(|f| f.id).collect(),
+            evidence: Evidence::Trimmed(Trimmed {
+                iface: t.iface,
+                trimmed: t.trimmed,
+                flows: flows.len() as u64,
+                data_packets,
+                rewinds: flows.iter().map(|f| f.rewind().rewinds_trim).sum(),
             }),
         });
     }

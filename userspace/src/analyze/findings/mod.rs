@@ -36,7 +36,7 @@ mod uet_spray;
 mod uet_trimming;
 mod unanswered;
 
-use capture::{capture, corruption, reordering};
+use capture::{capture, corruption, reordering, trimming};
 use ecn::ce_cnp;
 use pfc::{link_pause, link_speed, pressure, storms, victims};
 use retrans::{ghost, real_loss, rnr};
@@ -44,7 +44,7 @@ use retrans::{ghost, real_loss, rnr};
 use super::{Finding, Severity};
 
 pub(crate) use crate::analyze::ecmp::{BUSY_FACTOR, ELEPHANT_SHARE, IDLE_FACTOR, LOADED_SHARE};
-pub use capture::{CaptureLoss, Corrupted, MirrorCopies, Reordering, Sniffer};
+pub use capture::{CaptureLoss, Corrupted, MirrorCopies, Reordering, Sniffer, Trimmed};
 pub(crate) use cnp_overload::{CNP_INTERVAL_NS, HELD_DOWN, NOT_FULL};
 pub use cnp_overload::{CnpOverload, Destination, HeldDown};
 pub use dcqcn::{Dcqcn, Deaf, Working};
@@ -129,6 +129,8 @@ pub enum Evidence {
     Sniffer(Sniffer),
     /// `corrupted-frames`, one per tap.
     Corrupted(Corrupted),
+    /// `trimming`, one per tap.
+    Trimmed(Trimmed),
     /// `cnp-overload`.
     CnpOverload(CnpOverload),
     /// `hop-loss`, one per pair of adjacent taps.
@@ -175,6 +177,7 @@ impl Evidence {
             Evidence::Reordering(_) => "reordering",
             Evidence::Sniffer(_) => "sniffer-capture",
             Evidence::Corrupted(_) => "corrupted-frames",
+            Evidence::Trimmed(_) => "trimming",
             Evidence::CnpOverload(_) => "cnp-overload",
             Evidence::HopLoss(_) => "hop-loss",
             Evidence::HopQueueing(_) => "hop-queueing",
@@ -208,6 +211,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(real_loss(x));
     out.extend(reordering(x));
     corruption(x, &mut out);
+    trimming(x, &mut out);
     link_speed(x, &mut out);
     out.extend(rnr(x));
     out.extend(storms(x));

@@ -202,11 +202,19 @@ pub struct MostLoss {
 /// in a resend, timeouts nothing shows were delays). Unresolved PSNs are not
 /// evidence: the summary's capture facts say them.
 pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
+    // A NAK naming a frame a switch trimmed, and the rewind it caused, are
+    // congestion, not loss (docs/analysis.md, "RoCE: trimmed frames").
+    let nak_rewinds = |f: &Flow| {
+        f.rewind()
+            .rewinds_nak
+            .saturating_sub(f.rewind().rewinds_trim)
+    };
+    let naks = |f: &Flow| f.nak().naks.saturating_sub(f.nak().trim_naks);
     let flows: Vec<&Flow> = x
         .flows()
         .filter(|f| {
-            f.rewind().rewinds_nak > 0
-                || f.nak().naks > 0
+            nak_rewinds(f) > 0
+                || naks(f) > 0
                 || f.sequence().gap_counts.lost() > 0
                 || f.rewind().rewinds_timeout_unexplained > 0
         })
@@ -219,7 +227,7 @@ pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
         .iter()
         .max_by_key(|f| {
             (
-                f.rewind().rewinds_nak
+                nak_rewinds(f)
                     + f.sequence().gap_counts.lost()
                     + f.rewind().rewinds_timeout_unexplained,
                 f.rewind().max_depth,
@@ -227,7 +235,7 @@ pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
         })
         .map(|f| MostLoss {
             flow: FlowRef::from(*f),
-            nak_rewinds: f.rewind().rewinds_nak,
+            nak_rewinds: nak_rewinds(f),
             max_depth: f.rewind().max_depth,
             lost: f.sequence().gap_counts.lost(),
         });
@@ -238,8 +246,8 @@ pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
         flows: ids,
         evidence: Evidence::RealLoss(RealLoss {
             flows: flows.len() as u64,
-            naks: sum(|f| f.nak().naks),
-            nak_rewinds: sum(|f| f.rewind().rewinds_nak),
+            naks: sum(naks),
+            nak_rewinds: sum(nak_rewinds),
             nak_lost: sum(|f| f.sequence().gap_counts.nak_lost),
             before_tap: sum(|f| f.sequence().gap_counts.lost_before_tap),
             timeouts: sum(|f| f.rewind().rewinds_timeout_unexplained),

@@ -112,6 +112,7 @@ fn subtract(r: &mut FlowRow, base: &FlowRow) {
         sub(a, b);
     }
     sub(&mut r.mirror_copies, base.mirror_copies);
+    sub(&mut r.trimmed, base.trimmed);
     sub(&mut r.nic_timeout_samples, base.nic_timeout_samples);
     sub(&mut r.dcqcn_reactions, base.dcqcn_reactions);
     sub(

@@ -177,6 +177,7 @@ pub(crate) fn add_totals(t: &mut Totals, f: &Flow) {
     t.gaps_resolved.sum(&g.gap_counts);
     t.icrc_errors += f.rare().icrc_errors;
     t.mirror_copies += f.rare().mirror_copies;
+    t.trimmed += f.trimmed();
 }
 
 /// `(source, destination)` → tap → QPs with data (at most [`QPS_K`]).

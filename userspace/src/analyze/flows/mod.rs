@@ -96,8 +96,9 @@ pub(crate) struct Flow {
     pub(super) rare: Option<Box<rare::Rare>>,
     /// The requester's transport timer and what its timeout rewinds measured.
     pub rto: rto::Timer,
-    /// The longest request frame (wire length): what an MTU drops.
+    /// The longest request frame (wire length: what an MTU drops), its DSCP.
     pub max_frame_len: u32,
+    pub(super) max_frame_dscp: u8,
     /// The DSCPs and PCPs of its frames.
     pub marks: qos::FlowMarks,
     /// Its sending rate and how it answered its CNPs: from its first data
@@ -209,6 +210,7 @@ impl Flow {
             rare: None,
             rto: rto::Timer::default(),
             max_frame_len: 0,
+            max_frame_dscp: 0,
             marks: qos::FlowMarks::default(),
             dcqcn: None,
         }
@@ -367,10 +369,7 @@ impl Analyzer {
             };
         }
         self.matcher.push(rec, i);
-        let (corrupt, rewritten) = self.icrc(rec);
-        if corrupt {
-            self.flows[i].rare_mut().icrc_errors += 1;
-        }
+        let rewritten = self.flow_icrc(i, rec);
         let prio = self.priority_of(rec);
         {
             let f = &mut self.flows[i];
@@ -455,8 +454,8 @@ impl Analyzer {
         let ce = data && rec.is_ce();
         let bin_ns = self.config.bin_ns;
         let f = &mut self.flows[i];
-        if ib::is_request(opcode) {
-            f.max_frame_len = f.max_frame_len.max(rec.frame_len);
+        if ib::is_request(opcode) && rec.frame_len > f.max_frame_len {
+            (f.max_frame_len, f.max_frame_dscp) = (rec.frame_len, rec.dscp);
         }
         if data {
             let (pfc, iface, prio) = (&self.pfc, f.iface, f.priority);
@@ -592,6 +591,7 @@ pub(super) fn flow_row(f: &Flow) -> FlowRow {
         late_max_us: f.sequence().late_max_ns.map(|n| n as f64 / 1000.0),
         late_max_psns: f.sequence().late_max_ns.map(|_| f.sequence().late_max_psns),
         icrc_errors: (!f.sniffer_tap).then_some(f.rare().icrc_errors),
+        trimmed: f.trimmed(),
         mirror_copies: f.rare().mirror_copies,
         display_filter: String::new(),
         decode_as: String::new(),

@@ -5,6 +5,7 @@
 use super::super::responses::{NO_NAKS, NakHistory};
 use super::super::rewind::{NO_REWINDS, RewindHistory};
 use super::super::sequence::{NO_SEQUENCE, SequenceHistory};
+use super::super::trims::Trims;
 use super::Flow;
 
 /// What only some flows ever count or keep: held from the first on, so that
@@ -28,6 +29,8 @@ pub(crate) struct Rare {
     pub(in crate::analyze) sequence: Option<Box<SequenceHistory>>,
     /// Its NAKs, from the first one on.
     pub(in crate::analyze) nak: Option<Box<NakHistory>>,
+    /// Its frames a switch trimmed, from the first one that may be.
+    pub(in crate::analyze) trims: Option<Box<Trims>>,
 }
 
 /// What a flow that counted none of them reads.
@@ -41,6 +44,7 @@ static NO_RARE: Rare = Rare {
     rewind: None,
     sequence: None,
     nak: None,
+    trims: None,
 };
 
 impl Flow {
@@ -73,6 +77,17 @@ impl Flow {
     /// Its sequence history to change, when it has one.
     pub(in crate::analyze) fn sequence_held(&mut self) -> Option<&mut SequenceHistory> {
         self.rare.as_deref_mut()?.sequence.as_deref_mut()
+    }
+
+    /// Frames of it a NAK showed trimmed (docs/analysis.md, "RoCE: trimmed
+    /// frames").
+    pub(crate) fn trimmed(&self) -> u64 {
+        self.rare().trims.as_ref().map_or(0, |t| t.trimmed)
+    }
+
+    /// Its trims to change, when it has any.
+    pub(in crate::analyze) fn trims_held(&mut self) -> Option<&mut Trims> {
+        self.rare.as_deref_mut()?.trims.as_deref_mut()
     }
 
     /// Its NAK history to change, when it has one.

@@ -1,9 +1,11 @@
-//! `capture-loss`, `mirror-duplicates`, `reordering`, `sniffer-capture` and
-//! `corrupted-frames` in words.
+//! `capture-loss`, `mirror-duplicates`, `reordering`, `sniffer-capture`,
+//! `corrupted-frames` and `trimming` in words.
 
 use serde_json::json;
 
-use crate::analyze::findings::{CaptureLoss, Corrupted, MirrorCopies, Reordering, Sniffer};
+use crate::analyze::findings::{
+    CaptureLoss, Corrupted, MirrorCopies, Reordering, Sniffer, Trimmed,
+};
 use crate::render::{fmt_count, fmt_duration, fmt_pct};
 
 use super::{Names, Words, params};
@@ -164,6 +166,29 @@ pub(super) fn corrupted(e: &Corrupted, n: &Names) -> Words {
             ("icrc_failed", json!(e.icrc_failed)),
             ("icrc_checked", json!(e.icrc_checked)),
             ("failed_fraction", json!(e.failed_fraction)),
+        ]),
+    }
+}
+
+pub(super) fn trimmed(e: &Trimmed, n: &Names) -> Words {
+    let tap = n.tap(e.iface);
+    Words {
+        title: format!(
+            "{tap}: a switch trimmed {} (congestion)",
+            fmt_count(e.trimmed, "RoCE frame")
+        ),
+        detail: format!(
+            "{} of the {} request packets of {} on {tap} arrived cut short and re-marked to another DSCP, and a NAK of the receiver asked for each again: a switch trimmed them instead of dropping them when its queue was full. They are not corruption (not counted as ICRC failures) nor loss on the wire; the NAKs made the senders resend at once ({} rewinds), a round trip per trim instead of a timeout.",
+            e.trimmed,
+            e.data_packets,
+            fmt_count(e.flows, "flow"),
+            e.rewinds,
+        ),
+        recommendation: "Trimming is the switch's answer to a queue past its limit: find the congested egress (the switch's trim counters, e.g. `nv show interface counters packet-trim`), and relieve it — fewer senders per receiver, ECN marking early enough for DCQCN to slow the senders before the queue fills, or more buffer for the traffic class.".into(),
+        params: params([
+            ("trimmed", json!(e.trimmed)),
+            ("data_packets", json!(e.data_packets)),
+            ("rewinds", json!(e.rewinds)),
         ]),
     }
 }

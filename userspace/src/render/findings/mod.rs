@@ -116,6 +116,7 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
         Evidence::Reordering(e) => capture::reordering(e),
         Evidence::Sniffer(e) => capture::sniffer(e, &names),
         Evidence::Corrupted(e) => capture::corrupted(e, &names),
+        Evidence::Trimmed(e) => capture::trimmed(e, &names),
         Evidence::CnpOverload(e) => cnp_overload::cnp_overload(e, &names),
         Evidence::HopLoss(e) => hops::hop_loss(e, &names),
         Evidence::HopQueueing(e) => hops::hop_queueing(e, &names),

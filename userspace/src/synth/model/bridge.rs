@@ -71,7 +71,9 @@ pub fn append_frame(spec: &FrameSpec, out: &mut Vec<u8>) {
                 ext,
                 payload_len: r.payload_len as usize,
                 payload_seed: r.psn as u8,
-                icrc: if r.corrupt {
+                // A trimmed frame carries no valid ICRC: the switch cut
+                // the bytes it covered and computes none.
+                icrc: if r.corrupt || r.trimmed {
                     IcrcMode::Corrupt
                 } else {
                     IcrcMode::Valid
@@ -321,10 +323,11 @@ pub fn recorded_len_with(frame: &FrameSpec, inband: usize, opts: &CaptureOptions
 }
 
 /// Whether the ICRC of `frame`, as written with `opts`, fails: a bit error
-/// hit it, or the sniffer rewrote its UDP source port. `None`: not RoCE.
+/// hit it, a switch trimmed it, or the sniffer rewrote its UDP source port.
+/// `None`: not RoCE.
 pub fn icrc_fails(frame: &FrameSpec, opts: &CaptureOptions) -> Option<bool> {
     let (corrupt, sport) = match frame {
-        FrameSpec::Roce(r) => (r.corrupt, r.udp_sport),
+        FrameSpec::Roce(r) => (r.corrupt || r.trimmed, r.udp_sport),
         FrameSpec::Cnp(c) => (false, c.udp_sport),
         FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return None,
     };

@@ -15,7 +15,7 @@ use super::spec::{
     Aeth, CnpSpec, FrameMeta, FrameSpec, MAC_CONTROL_DST, PfcSpec, Reth, RoceSpec, TapDrop,
     TapFrame, Trigger, Vlan,
 };
-use super::switch::{Rng, ecmp_pick, ecn_mark_probability};
+use super::switch::{Rng, ecmp_pick, ecn_mark_probability, trims};
 use crate::proto::ib::{self, aeth, op};
 use serde::Serialize;
 use std::cmp::Ordering;
@@ -194,6 +194,9 @@ pub struct FabricStats {
     pub end_ns: u64,
     /// Discards by switches (queue limit): what a switch's counters show.
     pub switch_drops: u64,
+    /// RoCE requests the switches trimmed (`switch.trim_bytes`).
+    #[serde(skip_serializing_if = "super::is_zero")]
+    pub trimmed: u64,
     pub link_drops: u64,
     pub corrupted: u64,
     pub pfc_frames_sent: u64,
@@ -289,6 +292,10 @@ pub struct QpSummary {
     /// Each sequence-error NAK's cause: `(send_seq, resp_seq)` (`Qp::nak_causes`).
     #[serde(skip)]
     pub nak_causes: Vec<(u64, u64)>,
+    /// The NAKs of trimmed requests: `(index named, resp_seq)`
+    /// (`Qp::trim_naks`).
+    #[serde(skip)]
+    pub trim_naks: Vec<(u64, u64)>,
     /// Each NAK's first resend: `(resp_seq, send_seq)` (`Qp::nak_resends`).
     #[serde(skip)]
     pub nak_resends: Vec<(u64, u64)>,
@@ -685,6 +692,7 @@ impl Fabric {
                     stats,
                     nak_named: q.nak_named.clone(),
                     nak_causes: q.nak_causes.clone(),
+                    trim_naks: q.trim_naks.clone(),
                     nak_resends: q.nak_resends.clone(),
                     resp_acked: q.resp_acked,
                     rewinds: q.rewinds.clone(),
@@ -1094,6 +1102,7 @@ impl Fabric {
         {
             via.push(e);
         }
+        self.trim(e, &mut pkt);
         let prio = pkt.prio as usize;
         let depth = self.ports[e].qbytes[prio];
         let sw = &self.cfg.switch;
@@ -1121,6 +1130,35 @@ impl Fabric {
             .joined(e, pkt.prio, pkt.meta.flow, depth + pkt.len as u64, self.now);
         self.ingress_add(p_in, pkt.prio, pkt.len, Some(e));
         self.enqueue(e, pkt);
+    }
+
+    /// A RoCE request that would take egress `e`'s queue past
+    /// `switch.trim_bytes` is trimmed (docs/synth-truth.md): its payload
+    /// cut, its DSCP re-marked, and it goes on `cnp_prio`'s queue, served
+    /// before the data's, as UET's switches trim.
+    fn trim(&mut self, e: usize, pkt: &mut Pkt) {
+        let sw = &self.cfg.switch;
+        let depth = self.ports[e].qbytes[pkt.prio as usize];
+        let FrameSpec::Roce(r) = &mut pkt.spec else {
+            return;
+        };
+        if sw.trim_bytes == 0
+            || r.trimmed
+            || r.payload_len == 0
+            || !ib::is_request(r.opcode)
+            || !trims(depth, pkt.len, sw.trim_bytes)
+        {
+            return;
+        }
+        r.trimmed = true;
+        r.payload_len = 0;
+        r.dscp = sw.trim_dscp;
+        pkt.len = pkt.spec.frame_len();
+        pkt.prio = self.cfg.cnp_prio;
+        self.stats.trimmed += 1;
+        if let Some(q) = pkt.meta.flow {
+            self.qps[q].stats.trimmed += 1;
+        }
     }
 
     /// With telemetry on, the report of the switch owning `egress` on the
@@ -1441,6 +1479,7 @@ impl Fabric {
             aeth: None,
             payload_len: payload,
             corrupt: false,
+            trimmed: false,
         });
         q.snd_nxt += 1;
         q.snd_max = q.snd_max.max(q.snd_nxt);
@@ -1703,6 +1742,22 @@ impl Fabric {
             return;
         }
         let idx = q.index_near(r.psn, q.epsn);
+        if r.trimmed && idx == q.epsn as i64 {
+            // A NIC that knows trimming NAKs the expected packet trimmed
+            // at once (again for a resend trimmed again), then drops it.
+            q.stats.trimmed_received += 1;
+            q.nak_sent = true;
+            let resp_seq = q.stats.acks_sent + q.stats.naks_sent;
+            q.trim_naks.push((q.epsn, resp_seq));
+            self.send_aeth(h, qi, aeth::KIND_NAK | aeth::NAK_PSN_SEQUENCE_ERROR);
+            return;
+        }
+        if r.trimmed {
+            // Out of sequence or a duplicate: as if it never came, its
+            // loss shows as the next packet's gap.
+            q.stats.trimmed_received += 1;
+            return;
+        }
         let last = matches!(r.opcode & 0x1F, op::WRITE_LAST | op::WRITE_ONLY);
         let reply = if idx == q.epsn as i64 {
             q.epsn += 1;
@@ -1811,6 +1866,7 @@ impl Fabric {
             }),
             payload_len: 0,
             corrupt: false,
+            trimmed: false,
         });
         let len = spec.frame_len();
         let meta = FrameMeta {

@@ -29,12 +29,18 @@ pub struct QpStats {
     pub delivered_bytes: u64,
     pub duplicate_packets: u64,
     pub corrupt_discarded: u64,
+    /// Trimmed requests the responder received (and discarded).
+    #[serde(skip_serializing_if = "super::is_zero")]
+    pub trimmed_received: u64,
     pub acks_sent: u64,
     pub naks_sent: u64,
     pub cnps_sent: u64,
     pub ce_received: u64,
     /// Packets of this connection discarded by a switch (queue limit).
     pub switch_drops: u64,
+    /// Requests of this connection a switch trimmed.
+    #[serde(skip_serializing_if = "super::is_zero")]
+    pub trimmed: u64,
     /// Packets of this connection lost on a link.
     pub link_drops: u64,
     /// Of those, frames longer than a link carries (`max_frame`).
@@ -144,6 +150,10 @@ pub struct Qp {
     /// What made each of the responder's sequence-error NAKs: `(send_seq of
     /// the packet out of sequence it answered, the NAK's resp_seq)`.
     pub nak_causes: Vec<(u64, u64)>,
+    /// Each NAK the responder sent for a trimmed request it expected next:
+    /// `(the index it named, the NAK's resp_seq)` (in neither `nak_named`
+    /// nor `nak_causes`: nothing was missing or out of sequence).
+    pub trim_naks: Vec<(u64, u64)>,
     /// The NAK (its resp_seq) the pending rewind answers.
     pub pending_nak: Option<u64>,
     /// The requester's first resend after each NAK: `(the NAK's resp_seq,
@@ -203,6 +213,7 @@ impl Qp {
             ooo: BTreeMap::new(),
             nak_named: vec![],
             nak_causes: vec![],
+            trim_naks: vec![],
             pending_nak: None,
             nak_resends: vec![],
             rewinds: vec![],

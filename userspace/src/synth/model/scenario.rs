@@ -179,6 +179,14 @@ pub struct SwitchCfg {
     pub pfc_xon: u64,
     /// Egress queue limit per priority; beyond it the switch drops (a discard).
     pub queue_limit: u64,
+    /// A switch trims a RoCE request that would take its egress queue past
+    /// this many bytes instead of queueing it whole (0: never): its payload
+    /// cut, re-marked `trim_dscp`, queued on `cnp_prio`'s queue (UET's
+    /// switches trim so too, `uet.trim_bytes`).
+    #[serde(default)]
+    pub trim_bytes: u64,
+    #[serde(default = "default_trim_dscp")]
+    pub trim_dscp: u8,
     /// Telemetry reports to a collector (`synth --telemetry`; `None`: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<super::postcards::TelemetryCfg>,
@@ -352,6 +360,8 @@ impl Default for Config {
                 pfc_xoff: 2800 * 1024,
                 pfc_xon: 2200 * 1024,
                 queue_limit: 16 * 1024 * 1024,
+                trim_bytes: 0,
+                trim_dscp: default_trim_dscp(),
                 telemetry: None,
             },
             rx_gbps: vec![],
@@ -873,6 +883,12 @@ pub struct Nscc {
     pub fair_increase: f64,
 }
 
+/// The DSCP a trimmed packet is re-marked with, RoCE's and UET's (an
+/// operator's choice, no standard value: docs/analysis.md).
+fn default_trim_dscp() -> u8 {
+    46
+}
+
 /// What UET adds to a scenario (`--set uet.KNOB=VALUE`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UetCfg {
@@ -895,7 +911,7 @@ impl Default for UetCfg {
         UetCfg {
             entropies: 8,
             trim_bytes: 64 * 1024,
-            trim_dscp: 46,
+            trim_dscp: default_trim_dscp(),
             ecn_bytes: 24 * 1024,
             queue_limit: 1 << 20,
             nscc: Nscc {

@@ -51,6 +51,10 @@ pub struct RoceSpec {
     pub payload_len: u32,
     /// A bit error hit the frame on a link: its ICRC (and FCS) is wrong.
     pub corrupt: bool,
+    /// A switch trimmed it (`switch.trim_bytes`): payload cut, IP length
+    /// made to match, DSCP re-marked; its ICRC (the sender's) cannot match.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub trimmed: bool,
 }
 
 /// A RoCEv2 Congestion Notification Packet (BTH opcode 0x81, BECN set).

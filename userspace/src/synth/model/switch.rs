@@ -25,6 +25,13 @@ pub fn ecmp_pick(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dest_qp: u32, members
     (h % members as u64) as usize
 }
 
+/// Whether a switch trims a request of `len` bytes joining an egress queue
+/// of `depth` bytes instead of queueing it whole: it would take the queue
+/// past `trim_bytes` (RoCE's `switch.trim_bytes`, UET's `uet.trim_bytes`).
+pub fn trims(depth: u64, len: u32, trim_bytes: u64) -> bool {
+    depth + u64::from(len) > trim_bytes
+}
+
 /// WRED/ECN marking probability for a packet joining a queue of `depth` bytes.
 pub fn ecn_mark_probability(depth: u64, min: u64, max: u64, pmax: f64) -> f64 {
     if depth <= min {

@@ -117,9 +117,13 @@ pub struct FlowTruth {
     pub missing_nak_tap_dropped: u64,
     pub missing_nak_unresolved: u64,
     /// RoCE frames of this connection (requests, responses, CNPs) recorded
-    /// whole whose ICRC fails: a bit error upstream of this tap, or every
-    /// frame of a sniffer capture.
+    /// whole whose ICRC fails: a bit error upstream of this tap, a trim not
+    /// `trimmed`, or every frame of a sniffer capture.
     pub icrc_bad: u64,
+    /// Requests a switch trimmed before this tap, recorded here, that a NAK
+    /// recorded here asked for again ([`trims_naked`]; absent when none).
+    #[serde(skip_serializing_if = "super::is_zero")]
+    pub trimmed: u64,
     /// Frames of this connection recorded with fewer bytes than the frame
     /// had (snaplen, or a sniffer's cut).
     pub cut: u64,
@@ -200,6 +204,9 @@ pub struct TapTruth {
     /// ICRC fails, and of frames of any kind held cut.
     pub icrc_bad: u64,
     pub cut: u64,
+    /// The sum of the flows' `trimmed` (absent when none).
+    #[serde(skip_serializing_if = "super::is_zero")]
+    pub trimmed: u64,
 }
 
 /// One connection: what its requester and responder did, and what the
@@ -628,6 +635,7 @@ impl Truth {
             .collect();
         let mut flows: BTreeMap<(usize, usize), FlowState> = BTreeMap::new();
         let mut pauses: BTreeMap<(usize, [u8; 6], u8), (PfcTruth, PauseState)> = BTreeMap::new();
+        let trim_naked = trims_naked(run);
         for (i, (f, m)) in run.frames.iter().zip(&run.meta).enumerate() {
             let t = f.tap;
             let inband = run.switch_log.inband_len(i);
@@ -647,14 +655,18 @@ impl Truth {
             tt.last_ts_ns = f.ts_ns;
             tt.bytes += (f.frame.frame_len() as usize + inband) as u64;
             let (_, whole) = recorded_len_with(&f.frame, inband, opts);
-            let icrc_bad = whole && icrc_fails(&f.frame, opts) == Some(true);
+            let trimmed =
+                !m.copy && m.index.is_some() && trim_naked.contains(&(t, m.flow, m.send_seq));
+            let icrc_bad = whole && icrc_fails(&f.frame, opts) == Some(true) && !trimmed;
             tt.cut += !whole as u64;
             tt.icrc_bad += icrc_bad as u64;
+            tt.trimmed += trimmed as u64;
             tt.tap_duplicates += m.copy as u64;
             if let Some(flow) = m.flow {
                 let (ft, _, seen) = entry(&mut flows, run, t, flow);
                 ft.cut += (!whole && !m.copy) as u64;
                 ft.icrc_bad += (icrc_bad && !m.copy) as u64;
+                ft.trimmed += trimmed as u64;
                 ft.tap_duplicates += m.copy as u64;
                 ft.tap_duplicate_requests += (m.copy && m.index.is_some()) as u64;
                 if !m.copy
@@ -883,4 +895,58 @@ impl Truth {
             .map(|p| p.fraction)
             .sum()
     }
+}
+
+/// `(tap, flow, send_seq)` of every trimmed request a tap recorded that a
+/// NAK of its responder the same tap recorded asked for again: one naming
+/// its index or an earlier one, recorded after it and before its index was
+/// sent again, or recorded before it and still outstanding (its index not
+/// sent again since) — the frames the analysis can call trimmed there
+/// (docs/synth-truth.md, "Trimming switches").
+fn trims_naked(run: &Run) -> BTreeSet<(usize, Option<usize>, u64)> {
+    // Every sequence-error NAK of the model, by (flow, resp_seq): the index
+    // it named.
+    let mut named: BTreeMap<(usize, u64), u64> = BTreeMap::new();
+    for (q, s) in run.qps.iter().enumerate() {
+        for (&(_, resp), &n) in s.nak_causes.iter().zip(&s.nak_named) {
+            named.insert((q, resp), n);
+        }
+        for &(n, resp) in &s.trim_naks {
+            named.insert((q, resp), n);
+        }
+    }
+    let mut out = BTreeSet::new();
+    if run.qps.iter().all(|s| s.trim_naks.is_empty()) {
+        return out;
+    }
+    // Per (tap, flow): whether a whole request was recorded (what a trim
+    // is judged against), NAKs outstanding (the index named), and trimmed
+    // requests waiting for one (index, send_seq).
+    type Waits = (bool, Vec<u64>, Vec<(u64, u64)>);
+    let mut at: BTreeMap<(usize, usize), Waits> = BTreeMap::new();
+    for (f, m) in run.frames.iter().zip(&run.meta) {
+        let (Some(q), FrameSpec::Roce(r), false) = (m.flow, &f.frame, m.copy) else {
+            continue;
+        };
+        let (whole, naks, waiting) = at.entry((f.tap, q)).or_default();
+        if let Some(i) = m.index {
+            waiting.retain(|&(w, _)| w != i);
+            *whole |= !r.trimmed;
+            if r.trimmed && *whole {
+                if naks.iter().any(|&n| n < i) {
+                    out.insert((f.tap, Some(q), m.send_seq));
+                } else {
+                    waiting.push((i, m.send_seq));
+                }
+            }
+            naks.retain(|&n| n != i);
+        } else if let Some(&n) = m.resp_seq.and_then(|s| named.get(&(q, s))) {
+            for &(_, send) in waiting.iter().filter(|&&(w, _)| w >= n) {
+                out.insert((f.tap, Some(q), send));
+            }
+            waiting.retain(|&(w, _)| w < n);
+            naks.push(n);
+        }
+    }
+    out
 }

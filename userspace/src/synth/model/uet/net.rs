@@ -11,7 +11,7 @@ use crate::synth::model::hosts::{Cabling, cable_leaf_spine, port_mac, receiver_i
 use crate::synth::model::postcards::SwitchLog;
 use crate::synth::model::scenario::{Config, Dir};
 use crate::synth::model::spec::{FrameMeta, FrameSpec, TapFrame};
-use crate::synth::model::switch::{Rng, ecmp_pick};
+use crate::synth::model::switch::{Rng, ecmp_pick, trims};
 use crate::synth::uet_frame::{Pdu, UetSpec};
 use rocescope_common::proto::ip::{ECN_CE, ECN_ECT0, ECN_ECT1};
 use std::cmp::Reverse;
@@ -440,7 +440,7 @@ impl Net {
         let u = &self.ucfg;
         let depth = self.ports[e].qbytes;
         let request = matches!(pkt.spec.pdu, Pdu::Request(_));
-        if request && !pkt.spec.trimmed && depth + u64::from(pkt.len) > u.trim_bytes {
+        if request && !pkt.spec.trimmed && trims(depth, pkt.len, u.trim_bytes) {
             pkt.spec.trimmed = true;
             pkt.spec.payload_len = 0;
             pkt.spec.dscp = u.trim_dscp;

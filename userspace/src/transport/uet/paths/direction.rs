@@ -4,6 +4,8 @@
 
 use std::collections::VecDeque;
 
+use crate::transport::trim::cut_and_remarked;
+
 use super::{Answers, ENTROPIES_KEPT, PROVISIONAL, PathCounts, RECENT_HIGHEST};
 
 /// A request as the tracker reads it.
@@ -149,7 +151,7 @@ impl Direction {
         let mut found = 0;
         let provisional = std::mem::take(&mut self.provisional);
         for &(index, d, p, ts) in &provisional {
-            if d != dscp && p < payload {
+            if cut_and_remarked(d, p, dscp, payload) {
                 self.path_at(index).counts.trimmed += 1;
                 self.trim_signal(ts);
                 found += 1;
@@ -157,7 +159,7 @@ impl Direction {
         }
         self.provisional = provisional
             .into_iter()
-            .filter(|&(_, d, p, _)| !(d != dscp && p < payload))
+            .filter(|&(_, d, p, _)| !cut_and_remarked(d, p, dscp, payload))
             .collect();
         found
     }
@@ -170,7 +172,7 @@ impl Direction {
     fn trimmed(&mut self, dscp: u8, payload: u32) -> bool {
         match self.whole {
             Some((whole_dscp, whole_payload)) if payload <= whole_payload => {
-                dscp != whole_dscp && payload < whole_payload
+                cut_and_remarked(dscp, payload, whole_dscp, whole_payload)
             }
             _ => {
                 self.whole = Some((dscp, payload));
