@@ -243,10 +243,9 @@ impl Analyzer {
             Ok(i) => return i,
             Err(hash) => hash,
         };
-        let id = self.ids.take();
-        let i = self.flows.insert(Flow::new(id, key, ts));
+        let i = self.flows.insert(Flow::new(self.ids.take(), key, ts));
         self.expiry.peak_live = self.expiry.peak_live.max(self.flows.live());
-        self.expiry.new_flow(&self.config, ts, i, id);
+        self.expiry.new_flow(&self.config, ts, i, self.flows[i].id);
         self.by_key.insert_hashed(&self.flows, i, hash);
         self.by_hosts.insert(&self.flows, i);
         // A hint may name this flow as the request or the response side.
