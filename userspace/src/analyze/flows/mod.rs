@@ -241,14 +241,14 @@ impl Flow {
 
 impl Analyzer {
     pub(super) fn flow_index(&mut self, key: FlowKey, ts: u64) -> usize {
-        if let Some(i) = self.by_key.get(&self.flows, &key) {
-            return i;
-        }
-        let id = self.ids.take();
-        let i = self.flows.insert(Flow::new(id, key, ts));
+        let hash = match self.by_key.find(&self.flows, &key) {
+            Ok(i) => return i,
+            Err(hash) => hash,
+        };
+        let i = self.flows.insert(Flow::new(self.ids.take(), key, ts));
         self.expiry.peak_live = self.expiry.peak_live.max(self.flows.live());
-        self.expiry.new_flow(&self.config, ts, i, id);
-        self.by_key.insert(&self.flows, i);
+        self.expiry.new_flow(&self.config, ts, i, self.flows[i].id);
+        self.by_key.insert_hashed(&self.flows, i, hash);
         self.by_hosts.insert(&self.flows, i);
         // A hint may name this flow as the request or the response side.
         self.apply_hint(i);
