@@ -291,6 +291,32 @@ mod tests {
     }
 
     #[test]
+    fn releases_runs_across_batches_and_keeps_what_the_taker_refuses() {
+        let mut r = Reorder::with_limits(2, 1_000, 100);
+        r.push_batch(0, vec![rec(10), rec(20)]);
+        r.push_batch(0, vec![rec(30), rec(40)]);
+        r.push_batch(1, vec![rec(25)]);
+        // Ring 1 found empty long after: nothing earlier can come there.
+        r.mark_empty(1, 2_000_000);
+        let mut got = Vec::new();
+        r.release(Some(0), |i| {
+            if got.len() == 3 {
+                return Ok::<bool, ()>(false);
+            }
+            got.push(i.kernel_ts());
+            Ok(true)
+        })
+        .unwrap();
+        // 10, 20 (ring 0's first batch), 25 (ring 1), then 30 refused.
+        assert_eq!(got, vec![10, 20, 25]);
+        assert_eq!(r.held(), 2);
+        // The first batch of ring 0 and ring 1's come back for reuse.
+        assert_eq!(r.take_spare().len(), 2);
+        assert_eq!(drain(&mut r, Some(0)), vec![30, 40]);
+        assert_eq!((r.late(), r.held()), (0, 0));
+    }
+
+    #[test]
     fn a_delta_keeps_its_place_on_its_ring() {
         let mut r = Reorder::with_limits(1, 50, 100);
         r.push(0, rec(100));
