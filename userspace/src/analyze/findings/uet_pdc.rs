@@ -124,8 +124,8 @@ pub(crate) fn name_rows(pdcs: &[Pdc], diagnoses: &mut [Diagnosis]) {
     }
     for d in diagnoses {
         let keys: Vec<(PdcKey, Option<u16>)> = match &d.evidence {
-            Evidence::UetTrimming(t) => t.pdcs.iter().map(|p| (p.key, p.dpdcid)).collect(),
-            Evidence::UetSpray(s) => s.pdcs.iter().map(|p| (p.key, None)).collect(),
+            Evidence::UetTrimming(t) => t.named.clone(),
+            Evidence::UetSpray(s) => s.named.iter().map(|&key| (key, None)).collect(),
             _ => continue,
         };
         for (key, dpdcid) in keys {
@@ -287,12 +287,12 @@ mod tests {
             flows: Vec::new(),
             evidence: Evidence::UetTrimming(UetTrimming {
                 taps: Vec::new(),
-                pdcs: vec![
-                    trimmed(a, Some(b.spdcid)),
-                    trimmed(answered_only, Some(b.spdcid)),
-                    trimmed(unseen, Some(b.spdcid)),
-                ],
-                other_pdcs: 0,
+                pdcs: vec![trimmed(a, Some(b.spdcid))],
+                other_pdcs: 2,
+                // The listed one and the two counted are all named.
+                named: [a, answered_only, unseen]
+                    .map(|k| (k, Some(b.spdcid)))
+                    .to_vec(),
             }),
         }];
         name_rows(&pdcs, &mut d);

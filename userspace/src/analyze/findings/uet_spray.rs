@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::analyze::Severity;
+use crate::analyze::flows::kept::EVIDENCE_K;
 use crate::transport::uet::PdcKey;
 use crate::transport::uet::paths::{PathCounts, PathRow};
 
@@ -32,6 +33,9 @@ pub struct SprayImbalance {
     /// requests on such values first.
     pub pdcs: Vec<UnevenPdc>,
     pub other_pdcs: u64,
+    /// Every uneven direction, in the same order, at most the evidence K:
+    /// the rows the finding names (`uet_pdc::name_rows`).
+    pub named: Vec<PdcKey>,
 }
 
 /// One PDC direction at one tap.
@@ -86,13 +90,18 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     }
     pdcs.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.key.cmp(&b.key)));
     let impact = pdcs[0].share;
+    let named = pdcs.iter().take(EVIDENCE_K).map(|p| p.key).collect();
     let other_pdcs = pdcs.len().saturating_sub(SPRAY_PDCS_LISTED) as u64;
     pdcs.truncate(SPRAY_PDCS_LISTED);
     Some(Diagnosis {
         severity: Severity::Warning,
         impact,
         flows: Vec::new(),
-        evidence: Evidence::UetSpray(SprayImbalance { pdcs, other_pdcs }),
+        evidence: Evidence::UetSpray(SprayImbalance {
+            pdcs,
+            other_pdcs,
+            named,
+        }),
     })
 }
 

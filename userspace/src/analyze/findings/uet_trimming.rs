@@ -7,6 +7,7 @@
 //! `render/findings/uet.rs`.
 
 use crate::analyze::Severity;
+use crate::analyze::flows::kept::EVIDENCE_K;
 use crate::transport::uet::PdcKey;
 use crate::transport::uet::paths::{Answers, PdcSignals, TapTrims};
 
@@ -26,6 +27,12 @@ pub struct UetTrimming {
     pub pdcs: Vec<TrimmedPdc>,
     /// Directions with a trim signal not listed.
     pub other_pdcs: u64,
+    /// Every direction with a trim signal, the most first, at most
+    /// the evidence K (docs/analysis.md, "Retirement"): with the receiving
+    /// direction's PDC id, the rows the finding names
+    /// (`uet_pdc::name_rows`), which an analyzer of a shard names the
+    /// same way as the whole run.
+    pub named: Vec<(PdcKey, Option<u16>)>,
 }
 
 /// One PDC direction at one tap and what its trims drew.
@@ -96,6 +103,11 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         let signals = p.trimmed + p.answers.trimmed_nacks;
         (std::cmp::Reverse(signals), p.key)
     });
+    let named = pdcs
+        .iter()
+        .take(EVIDENCE_K)
+        .map(|p| (p.key, p.dpdcid))
+        .collect();
     let other_pdcs = pdcs.len().saturating_sub(TRIMMED_PDCS_LISTED) as u64;
     pdcs.truncate(TRIMMED_PDCS_LISTED);
     Some(Diagnosis {
@@ -106,6 +118,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
             taps,
             pdcs,
             other_pdcs,
+            named,
         }),
     })
 }
