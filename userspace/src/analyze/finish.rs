@@ -157,11 +157,21 @@ impl Analyzer {
         t.cnps_unattributed = self.frames.cnp - attributed;
         t.pfc_intervals = self.pfc.rows.len() as u64;
         t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
+        // UET's PDC directions live at the end, settled (docs/analysis.md,
+        // "UET: PDCs"): their sums join the retired ones', their findings
+        // the RoCE ones below.
+        let pdcs = self.pdcs.finish(last);
         let mut capture_lost = self.retired.capture_lost.clone();
         capture_lost.resize(self.taps.len(), 0);
-        for f in self.flows.iter() {
-            if let Some(c) = capture_lost.get_mut(usize::from(f.iface)) {
-                *c += f.sequence().gap_counts.capture_lost;
+        let uet_lost = self.pdcs.retired_capture_lost.iter().map(|(&i, &n)| (i, n));
+        let uet_lost = uet_lost.chain(pdcs.iter().map(|p| (p.key.iface, p.gap[3])));
+        let lost = self
+            .flows
+            .iter()
+            .map(|f| (f.iface, f.sequence().gap_counts.capture_lost));
+        for (iface, n) in lost.chain(uet_lost) {
+            if let Some(c) = capture_lost.get_mut(usize::from(iface)) {
+                *c += n;
             }
         }
         // Every named interface, a tap that recorded nothing too (its
@@ -259,10 +269,6 @@ impl Analyzer {
             .map(|m| m.hops.clone())
             .unwrap_or_default();
         let nic_rows = self.nics.rows();
-        // UET's PDC directions live at the end, settled (docs/analysis.md,
-        // "UET: PDCs"): their sums join the retired ones', their findings
-        // the RoCE ones below.
-        let pdcs = self.pdcs.finish(last);
         let summary = Summary {
             first_ts_ns: self.first_ts,
             last_ts_ns: self.first_ts.map(|_| last),
@@ -325,6 +331,7 @@ impl Analyzer {
             hops: &hop_rows,
             nics: &self.nics.rows_per_tap(),
             uet: &self.uet_paths,
+            pdcs: self.pdcs.kept.iter().chain(&pdcs).collect(),
         });
         if !pdcs.is_empty() || !self.pdcs.kept.is_empty() {
             let mut evidence = std::mem::take(&mut self.pdcs.kept);
