@@ -353,6 +353,40 @@ mod tests {
         );
     }
 
+    /// A UET request of PDC 0x100, PSN `psn`, flags `flags`, on entropy
+    /// `entropy`.
+    fn uet(ts: u64, psn: u32, flags: u8, entropy: u16) -> PacketRecord {
+        let mut r = PacketRecord {
+            ts_ns: ts,
+            payload_len: 4096,
+            ..PacketRecord::default()
+        };
+        *r.uet_mut() = rocescope_common::UetView {
+            present: uet_present::PDC | uet_present::PSN,
+            pds_type: 2,
+            pds_flags: flags,
+            spdcid: 0x100,
+            psn,
+            entropy,
+            ..rocescope_common::UetView::default()
+        };
+        r
+    }
+
+    #[test]
+    fn a_uet_copy_is_a_copy_and_a_resend_or_another_path_is_not() {
+        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
+        let mut copy = |r: PacketRecord, nack| d.is_copy(&r, Owner::Uet, nack);
+        assert!(!copy(uet(1_000, 5, 0, 7), None));
+        assert!(copy(uet(3_000, 5, 0, 7), None), "2 µs later: a copy");
+        // Its resend (RETX) is no copy, nor the same PSN on another path.
+        assert!(!copy(uet(3_500, 5, 0x10, 7), None));
+        assert!(!copy(uet(3_600, 5, 0, 8), None));
+        // A second resend soon after a NACK of its data is legitimate.
+        assert!(!copy(uet(5_000, 5, 0x10, 7), Some(4_000)));
+        assert_eq!(d.total(), 1);
+    }
+
     #[test]
     fn a_zero_window_turns_detection_off() {
         let mut d = MirrorDups::new(0);
