@@ -599,6 +599,17 @@ fn mirror_copies_and_capture_loss_of_uet_frames_are_counted() {
     }
     assert_eq!(summary(&out)["uet"], summary(&base)["uet"], "UET totals");
     assert_eq!(rows(&out), rows(&base), "UET rows, copies left out");
+    let s = summary(&out);
+    let found = s["findings"].as_array().unwrap().iter();
+    let copies = found
+        .filter(|f| f["id"] == "mirror-duplicates")
+        .next()
+        .unwrap();
+    let words = copies["detail"].as_str().unwrap();
+    assert!(
+        words.contains(&format!("; {copies_made} of UET PDCs")),
+        "{words}"
+    );
     let per_row = common::Table::read(&out.join("flows.parquet")).ints("mirror_copies");
     let per_row: i128 = per_row.iter().map(|c| c.unwrap()).sum();
     assert_eq!(per_row as u64, copies_made, "flows.parquet mirror_copies");

@@ -33,6 +33,8 @@ pub struct MirrorCopies {
     pub by_tap: Vec<(u16, TapDuplicates)>,
     /// The longest gap from an original to its copy, over the taps.
     pub max_gap_ns: Option<u64>,
+    /// Of `copies`, those of UET PDC directions' frames.
+    pub uet_copies: u64,
 }
 
 /// `reordering`'s evidence.
@@ -174,6 +176,7 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
             copies,
             by_tap,
             max_gap_ns,
+            uet_copies: x.pdcs.iter().map(|p| p.mirror_copies).sum(),
         }),
     })
 }
