@@ -12,8 +12,8 @@
 //! the sender acted on it). Copies are counted per tap and per flow and take no part in
 //! any other analysis.
 //!
-//! A UET frame has no ICRC: it is keyed by its PDC direction (addresses
-//! and `spdcid`), PDS type, flags and PSN (an ACK's cumulative PSN) and a
+//! A UET frame has no ICRC: it is keyed by its PDC direction's flow id
+//! (addresses and `spdcid`), PDS type, flags and PSN (an ACK's cumulative PSN) and a
 //! digest of every other field the walk read of it (see [`uet_digest`]),
 //! with the NACKs of its reverse direction in place of a QP's NAKs.
 //!
@@ -65,10 +65,9 @@ struct Key {
 /// not flows.
 const CNP_OWNER: u32 = 1 << 31;
 
-/// In an owner key's last field, above a QP's 24 bits: a UET PDC
-/// direction's `spdcid`, and a UET frame with no PDC id (RUDI, UUD).
-const UET_PDC: u32 = 1 << 24;
-const UET_NO_PDC: u32 = 1 << 25;
+/// In an owner key's last field, above a QP's 24 bits: a UET frame with
+/// no PDC id (RUDI, UUD).
+const UET_NO_PDC: u32 = 1 << 24;
 
 /// Whose frame it is: the owner part of its [`Key`].
 #[derive(Clone, Copy, Debug)]
@@ -79,9 +78,9 @@ pub(crate) enum Owner {
     Flow(usize),
     /// A CNP: keyed by its own `(iface, src, dst, dest_qp & QPN_MASK)`.
     Cnp,
-    /// A UET frame: keyed by its own `(iface, src, dst, spdcid)` (one key
-    /// per address pair for the frames without a PDC id).
-    Uet,
+    /// A UET frame: of the PDC direction with this flow id, or, without
+    /// a PDC id (RUDI, UUD), keyed by its own `(iface, src, dst)`.
+    Uet(Option<u32>),
 }
 
 /// Copies one tap recorded.
@@ -200,17 +199,16 @@ impl MirrorDups {
     }
 
     fn key(&mut self, rec: &PacketRecord, owner: Owner) -> Key {
-        let uet = matches!(owner, Owner::Uet);
+        let uet = matches!(owner, Owner::Uet(_));
         let owner = match owner {
-            // A flow index is below 2^31: one flow per frame at most.
+            // A flow id is below 2^31 (QPs and PDC directions share them):
+            // one flow per frame at most.
             Owner::Flow(i) => i as u32,
-            Owner::Cnp | Owner::Uet => {
+            Owner::Uet(Some(id)) => id,
+            Owner::Cnp | Owner::Uet(None) => {
                 let next = self.cnp_owners.len() as u32 | CNP_OWNER;
                 let last = match owner {
-                    Owner::Uet if rec.uet().present & uet_present::PDC != 0 => {
-                        UET_PDC | u32::from(rec.uet().spdcid)
-                    }
-                    Owner::Uet => UET_NO_PDC,
+                    Owner::Uet(_) => UET_NO_PDC,
                     _ => rec.roce().dest_qp & QPN_MASK,
                 };
                 let k = (rec.iface, rec.src_ip, rec.dst_ip, last);
@@ -376,7 +374,7 @@ mod tests {
     #[test]
     fn a_uet_copy_is_a_copy_and_a_resend_or_another_path_is_not() {
         let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        let mut copy = |r: PacketRecord, nack| d.is_copy(&r, Owner::Uet, nack);
+        let mut copy = |r: PacketRecord, nack| d.is_copy(&r, Owner::Uet(Some(3)), nack);
         assert!(!copy(uet(1_000, 5, 0, 7), None));
         assert!(copy(uet(3_000, 5, 0, 7), None), "2 µs later: a copy");
         // Its resend (RETX) is no copy, nor the same PSN on another path.

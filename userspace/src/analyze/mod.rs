@@ -550,7 +550,8 @@ impl Analyzer {
                 // Mirror copies first, as a QP's are: counted, never
                 // analysed (docs/analysis.md, "Mirror duplicates").
                 let last_nack = self.pdcs.last_nack(rec);
-                if self.dups.is_copy(rec, dups::Owner::Uet, last_nack) {
+                let owner = dups::Owner::Uet(self.pdcs.id_of(rec, &mut self.ids));
+                if self.dups.is_copy(rec, owner, last_nack) {
                     self.pdcs.mirror_copy(rec);
                     self.frames.mirror_copies += 1;
                     return Verdict {

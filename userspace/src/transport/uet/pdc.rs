@@ -482,6 +482,13 @@ impl Pdcs {
         self.live.get(&PdcKey::of(rec)?)?.last_nack_ts
     }
 
+    /// The flow id of `rec`'s PDC direction, made when new (`None`: no
+    /// PDC id, see [`Self::record`]).
+    pub fn id_of(&mut self, rec: &PacketRecord, ids: &mut FlowIds) -> Option<u32> {
+        let key = PdcKey::of(rec)?;
+        Some(self.get(key, rec, ids).id)
+    }
+
     /// `rec` was a mirror copy: counted on its direction (live: its
     /// original made it so), never analysed.
     pub fn mirror_copy(&mut self, rec: &PacketRecord) {
