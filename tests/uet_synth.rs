@@ -426,11 +426,9 @@ fn capture_counts(out: &Path) -> (BTreeMap<String, (u64, u64)>, u64, u64) {
         (name, (n("duplicates"), n("capture_lost")))
     });
     let finding = |id: &str, key: &str| {
-        let found = s["findings"].as_array().unwrap().iter();
-        let mut found = found.filter(|f| f["id"] == id);
-        found
-            .next()
-            .map_or(0, |f| f["params"][key].as_u64().unwrap())
+        let mut found = s["findings"].as_array().unwrap().iter();
+        let found = found.find(|f| f["id"] == id);
+        found.map_or(0, |f| f["params"][key].as_u64().unwrap())
     };
     (
         taps.collect(),
@@ -600,11 +598,8 @@ fn mirror_copies_and_capture_loss_of_uet_frames_are_counted() {
     assert_eq!(summary(&out)["uet"], summary(&base)["uet"], "UET totals");
     assert_eq!(rows(&out), rows(&base), "UET rows, copies left out");
     let s = summary(&out);
-    let found = s["findings"].as_array().unwrap().iter();
-    let copies = found
-        .filter(|f| f["id"] == "mirror-duplicates")
-        .next()
-        .unwrap();
+    let mut found = s["findings"].as_array().unwrap().iter();
+    let copies = found.find(|f| f["id"] == "mirror-duplicates").unwrap();
     let words = copies["detail"].as_str().unwrap();
     assert!(
         words.contains(&format!("; {copies_made} of UET PDCs")),
