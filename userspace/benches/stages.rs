@@ -77,9 +77,10 @@ fn merge(recs: &[rocescope::PacketRecord], rings: usize) -> u64 {
     let chunk = 4096;
     for (n, batch) in recs.chunks(chunk).enumerate() {
         let ring = n % rings;
-        for rec in batch {
-            r.push(ring, RingItem::Record(*rec));
-        }
+        r.push_batch(
+            ring,
+            batch.iter().map(|rec| RingItem::Record(*rec)).collect(),
+        );
         // The batch's last record's time: every ring was drained then.
         let now = batch.last().map_or(0, |l| l.ts_ns);
         for q in 0..rings {
@@ -90,15 +91,17 @@ fn merge(recs: &[rocescope::PacketRecord], rings: usize) -> u64 {
                 );
             }
         }
-        while let Some(item) = r.pop(Some(now)) {
+        let _ = r.release(Some(now), |item| {
             black_box(item);
             out += 1;
-        }
+            Ok::<bool, ()>(true)
+        });
     }
-    while let Some(item) = r.pop(None) {
+    let _ = r.release(None, |item| {
         black_box(item);
         out += 1;
-    }
+        Ok::<bool, ()>(true)
+    });
     out
 }
 

@@ -353,6 +353,16 @@ impl RecordPipeline {
     }
 
     pub fn push(&mut self, rec: &PacketRecord) -> Result<()> {
+        self.push_with(rec, |_| {})
+    }
+
+    /// [`RecordPipeline::push`] of `rec` as `edit` changes it, edited where
+    /// the batch holds it (the live tap's records: one copy, not two).
+    pub fn push_with(
+        &mut self,
+        rec: &PacketRecord,
+        edit: impl FnOnce(&mut PacketRecord),
+    ) -> Result<()> {
         self.records += 1;
         self.start()?;
         match &mut self.stage {
@@ -362,7 +372,9 @@ impl RecordPipeline {
                 outputs,
                 last,
             } => {
-                *last = Some(*rec);
+                let rec = last.insert(*rec);
+                edit(rec);
+                let rec = &*rec;
                 let mut fanout = Fanout(outputs);
                 let verdict =
                     analyzer.push(rec, &mut Watched(&mut fanout, self.watch.as_deref_mut()));
@@ -375,6 +387,9 @@ impl RecordPipeline {
             }
             Stage::Pipelined(p) => {
                 p.batch.push(*rec);
+                if let Some(last) = p.batch.last_mut() {
+                    edit(last);
+                }
                 if p.batch.len() >= BATCH && p.flush().is_err() {
                     return Err(self.fail());
                 }

@@ -46,10 +46,18 @@ impl Analyzer {
     /// End of input: flush open bins and intervals, return the tables.
     pub fn finish(mut self, sink: &mut impl Sink) -> Analysis {
         let last = self.last_ts;
-        // What the capture never settled, settled with what it showed.
+        // What the capture never settled, settled with what it showed; the
+        // PSNs each tap's capture lost, counted in the same pass (settling a
+        // flow classifies its own gaps only).
+        let mut capture_lost = self.retired.capture_lost.clone();
+        capture_lost.resize(self.taps.len(), 0);
         for i in 0..self.flows.slots() {
             if self.flows.get(i).is_some() {
                 self.settle(i, last, sink);
+                let f = &self.flows[i];
+                if let Some(c) = capture_lost.get_mut(usize::from(f.iface)) {
+                    *c += f.sequence().gap_counts.capture_lost;
+                }
             }
         }
         let taps = self.taps.clone();
@@ -65,37 +73,43 @@ impl Analyzer {
                 .copied()
                 .unwrap_or(last)
         };
-        // A sniffer's rewrite is no corruption.
-        for f in self.flows.iter_mut() {
-            if taps
-                .get(usize::from(f.iface))
-                .is_some_and(TapState::is_sniffer)
-            {
-                if let Some(r) = f.rare.as_deref_mut() {
-                    r.icrc_errors = 0;
+        // A sniffer's rewrite is no corruption. (Each pass over every flow
+        // below runs only when it could change one: at a million QPs a
+        // pass reads half a gigabyte.)
+        if taps.iter().any(TapState::is_sniffer) {
+            for f in self.flows.iter_mut() {
+                if taps
+                    .get(usize::from(f.iface))
+                    .is_some_and(TapState::is_sniffer)
+                {
+                    if let Some(r) = f.rare.as_deref_mut() {
+                        r.icrc_errors = 0;
+                    }
+                    f.sniffer_tap = true;
                 }
-                f.sniffer_tap = true;
             }
         }
         self.pfc.finish(tap_end, sink);
         // A flow that went silent as a pause began and stayed so to the end
         // of its tap's capture was frozen by it.
-        for f in self.flows.iter_mut() {
-            let Some(p) = f.priority else { continue };
-            let end = tap_end(f.iface);
-            let idle = end.saturating_sub(f.last_ts);
-            if idle < STALL_MIN_NS || f.packets == 0 {
-                continue;
-            }
-            let (paused, cover) = self.pfc.paused(f.iface, p, f.last_ts, end, end);
-            if froze(idle, paused, cover, f.last_ts) {
-                let r = f.rare_mut();
-                r.stalls += 1;
-                r.stall_paused_ns += paused;
+        if self.pfc.any_priority() {
+            for f in self.flows.iter_mut() {
+                let Some(p) = f.priority else { continue };
+                let end = tap_end(f.iface);
+                let idle = end.saturating_sub(f.last_ts);
+                if idle < STALL_MIN_NS || f.packets == 0 {
+                    continue;
+                }
+                let (paused, cover) = self.pfc.paused(f.iface, p, f.last_ts, end, end);
+                if froze(idle, paused, cover, f.last_ts) {
+                    let r = f.rare_mut();
+                    r.stalls += 1;
+                    r.stall_paused_ns += paused;
+                }
             }
         }
         let bin_ns = self.config.bin_ns;
-        for i in 0..self.flows.slots() {
+        for i in 0..self.bins.held().min(self.flows.slots()) {
             let Some(f) = self.flows.get(i) else {
                 continue;
             };
@@ -106,10 +120,12 @@ impl Analyzer {
         self.bins = Default::default();
         // CNPs by pairing as known at the end.
         let mut attributed = self.retired.cnps;
-        for f in self.flows.iter_mut() {
-            if f.cnp_qp().is_some() {
-                f.cnps = super::flows::cnps_for(&self.cnp_counts, f);
-                attributed += f.cnps;
+        if !self.cnp_counts.is_empty() {
+            for f in self.flows.iter_mut() {
+                if f.cnp_qp().is_some() {
+                    f.cnps = super::flows::cnps_for(&self.cnp_counts, f);
+                    attributed += f.cnps;
+                }
             }
         }
         let matcher = std::mem::replace(&mut self.matcher, hops::Matcher::new(0));
@@ -159,17 +175,10 @@ impl Analyzer {
         t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
         // UET's PDC directions live at the end, settled (docs/analysis.md,
         // "UET: PDCs"): their sums join the retired ones', their findings
-        // the RoCE ones below.
+        // the RoCE ones below, their PSNs missed by the capture the QPs'.
         let pdcs = self.pdcs.finish(last);
-        let mut capture_lost = self.retired.capture_lost.clone();
-        capture_lost.resize(self.taps.len(), 0);
         let uet_lost = self.pdcs.retired_capture_lost.iter().map(|(&i, &n)| (i, n));
-        let uet_lost = uet_lost.chain(pdcs.iter().map(|p| (p.key.iface, p.gap[3])));
-        let lost = self
-            .flows
-            .iter()
-            .map(|f| (f.iface, f.sequence().gap_counts.capture_lost));
-        for (iface, n) in lost.chain(uet_lost) {
+        for (iface, n) in uet_lost.chain(pdcs.iter().map(|p| (p.key.iface, p.gap[3]))) {
             if let Some(c) = capture_lost.get_mut(usize::from(iface)) {
                 *c += n;
             }

@@ -282,6 +282,12 @@ impl PfcTracker {
     }
 
     /// The state of `(iface, priority)`, if a PFC frame ever named it.
+    /// Whether any PFC frame was seen: before the first, [`Self::paused`]
+    /// finds no pause anywhere.
+    pub(crate) fn any_priority(&self) -> bool {
+        !self.prios.is_empty()
+    }
+
     fn prio(&self, iface: u16, priority: u8) -> Option<&Prio> {
         // A priority past 7 (a library caller's DSCP map) would index the
         // next interface's slots: no PFC frame names it.

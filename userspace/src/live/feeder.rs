@@ -9,7 +9,7 @@ use std::sync::mpsc::Receiver;
 use rocescope_common::PacketRecord;
 use rocescope_common::summary::{FlowDelta, FlowKey, record_marks};
 
-use super::drain::Batch;
+use super::drain::{Batch, Spares};
 use super::reorder::Reorder;
 use super::{RingItem, Tap};
 use crate::Result;
@@ -35,13 +35,15 @@ pub(super) struct Feeder {
     pub(super) evicted_flows: u64,
     /// Which clock times the records (`--time`); one slot: the tap.
     pub(super) times: FrameTimes,
+    /// Where the merge's emptied batches go back to the drain threads.
+    pub(super) spares: Spares,
 }
 
 impl Feeder {
-    pub(super) fn push_item(&mut self, item: RingItem) -> Result<()> {
+    pub(super) fn push_item(&mut self, item: &RingItem) -> Result<()> {
         match item {
             RingItem::Record(rec) => self.push(rec),
-            RingItem::Delta(d) => self.push_delta(d),
+            RingItem::Delta(d) => self.push_delta(*d),
         }
     }
 
@@ -89,7 +91,7 @@ impl Feeder {
         Ok(())
     }
 
-    fn push(&mut self, mut rec: PacketRecord) -> Result<()> {
+    fn push(&mut self, rec: &PacketRecord) -> Result<()> {
         if rec._reserved[0] & record_marks::NEW_FLOW_STATE != 0 {
             let key = FlowKey {
                 src_ip: rec.src_ip,
@@ -100,13 +102,17 @@ impl Feeder {
                 self.evicted_flows += 1;
             }
         }
-        rec._reserved = [0; 4];
-        rec.frame = self.next_frame;
+        let frame = self.next_frame;
         self.next_frame += 1;
         let wall = u64::try_from(i128::from(rec.ts_ns) + self.offset).unwrap_or(0);
-        rec.ts_ns = self.times.time(0, 0, &rec, wall);
-        rec.iface = 0;
-        self.pipeline.push(&rec)?;
+        let times = &mut self.times;
+        // Written straight into the pipeline's batch: one copy of the record.
+        self.pipeline.push_with(rec, |r| {
+            r._reserved = [0; 4];
+            r.frame = frame;
+            r.iface = 0;
+            r.ts_ns = times.time(0, 0, r, wall);
+        })?;
         self.show_progress();
         Ok(())
     }
@@ -132,21 +138,24 @@ impl Feeder {
         merge: &mut Reorder,
         now_ns: Option<u64>,
     ) -> Result<()> {
-        for item in batch.items {
-            merge.push(batch.ring, item);
-        }
+        merge.push_batch(batch.ring, batch.items);
         if let Some(at) = batch.emptied_at {
             merge.mark_empty(batch.ring, at);
         }
         self.release(merge, now_ns)
     }
 
-    /// What may leave the merge at kernel time `now_ns`, into the pipeline.
+    /// What may leave the merge at kernel time `now_ns`, into the pipeline
+    /// (`None`: everything, in order).
     pub(super) fn release(&mut self, merge: &mut Reorder, now_ns: Option<u64>) -> Result<()> {
-        while !self.full() {
-            let Some(item) = merge.pop(now_ns) else { break };
+        let result = merge.release(now_ns, |item| {
+            if self.full() {
+                return Ok(false);
+            }
             self.push_item(item)?;
-        }
-        Ok(())
+            Ok(true)
+        });
+        self.spares.give(merge.take_spare());
+        result
     }
 }

@@ -315,6 +315,7 @@ pub fn run_with(
         started_flows: Default::default(),
         evicted_flows: 0,
         times: crate::sources::FrameTimes::new(opts.time, 1),
+        spares: drains.spares(),
     };
     let publish = exporter.is_some().then_some(&*metrics);
     let stop = runtime.block_on(event_loop(
@@ -345,12 +346,7 @@ pub fn run_with(
     if let Err(Some(e)) = result {
         return Err(e);
     }
-    while let Some(item) = merge.pop(None) {
-        if feeder.full() {
-            break;
-        }
-        feeder.push_item(item)?;
-    }
+    feeder.release(&mut merge, None)?;
     if summary && !feeder.full() {
         for d in tap.remaining_deltas()? {
             feeder.push_delta(d)?;

@@ -18,6 +18,11 @@ use crate::analyze::compact::Opt32;
 use crate::analyze::hash::FastState;
 use crate::analyze::rows::FlowKey;
 
+/// A key's hash in a [`FlowIndex`] (its hasher's: only that index's
+/// [`FlowIndex::insert_hashed`] takes it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyHash(u64);
+
 /// Flows by key.
 #[derive(Default)]
 pub(crate) struct FlowIndex {
@@ -28,22 +33,29 @@ pub(crate) struct FlowIndex {
 impl FlowIndex {
     /// The index of the flow with `key` in `flows`.
     pub(crate) fn get(&self, flows: &FlowTable, key: &FlowKey) -> Option<usize> {
+        self.find(flows, key).ok()
+    }
+
+    /// The index of the flow with `key` in `flows`, or the key's hash for
+    /// [`Self::insert_hashed`]: a new flow's key is hashed once.
+    pub(crate) fn find(&self, flows: &FlowTable, key: &FlowKey) -> Result<usize, KeyHash> {
         let hash = self.hasher.hash_one(key);
         self.table
             .find(hash, |&i| flows[i as usize].key() == *key)
             .map(|&i| i as usize)
+            .ok_or(KeyHash(hash))
     }
 
-    /// Indexes flow `i` of `flows` (a key not indexed yet) by its key.
-    pub(crate) fn insert(&mut self, flows: &FlowTable, i: usize) {
+    /// Indexes flow `i` of `flows` by its key, whose hash [`Self::find`]
+    /// returned (the key was not indexed).
+    pub(crate) fn insert_hashed(&mut self, flows: &FlowTable, i: usize, hash: KeyHash) {
         let hasher = &self.hasher;
         regrow(
             &mut self.table,
             |&j| j,
             |j| hasher.hash_one(flows[j as usize].key()),
         );
-        let hash = hasher.hash_one(flows[i].key());
-        self.table.insert_unique(hash, i as u32, |&j| {
+        self.table.insert_unique(hash.0, i as u32, |&j| {
             hasher.hash_one(flows[j as usize].key())
         });
     }
@@ -210,6 +222,12 @@ mod tests {
         a
     }
 
+    /// Indexes flow `i` by its key as a new flow is: the miss's hash.
+    fn index(by_key: &mut FlowIndex, flows: &FlowTable, i: usize) {
+        let hash = by_key.find(flows, &flows[i].key()).expect_err("a new key");
+        by_key.insert_hashed(flows, i, hash);
+    }
+
     #[test]
     fn flows_are_found_by_key_and_by_host_pair() {
         let mut flows = FlowTable::default();
@@ -218,7 +236,7 @@ mod tests {
         let key = |i: u32| ((i % 2) as u16, ip((i % 3) as u8), ip(9), i);
         for i in 0..5000u32 {
             flows.insert(Flow::new(i, key(i), 0));
-            by_key.insert(&flows, i as usize);
+            index(&mut by_key, &flows, i as usize);
             by_hosts.insert(&flows, i as usize);
         }
         for i in [0u32, 1, 4095, 4096, 4999] {
@@ -246,7 +264,7 @@ mod tests {
         let key = |i: u32| (0u16, ip((i / 3) as u8), ip(9), i);
         for i in 0..6u32 {
             flows.insert(Flow::new(i, key(i), 0));
-            by_key.insert(&flows, i as usize);
+            index(&mut by_key, &flows, i as usize);
             by_hosts.insert(&flows, i as usize);
         }
         for i in [0usize, 4, 3, 5] {
@@ -270,7 +288,7 @@ mod tests {
         assert_eq!(by_key.get(&flows, &key(4)), None);
         // A new flow takes a freed slot and is found there.
         let i = flows.insert(Flow::new(6, key(4), 0));
-        by_key.insert(&flows, i);
+        index(&mut by_key, &flows, i);
         by_hosts.insert(&flows, i);
         assert_eq!(by_key.get(&flows, &key(4)), Some(i));
         assert_eq!(pair(&by_hosts, &flows, 1), [i]);

@@ -43,6 +43,12 @@ impl OpenBins {
         self.chunks.get(i / CHUNK)?.get(i % CHUNK)?.as_ref()
     }
 
+    /// Slots below which a flow may hold an open bin (none when the sink
+    /// keeps no timeline).
+    pub(in crate::analyze) fn held(&self) -> usize {
+        self.chunks.len() * CHUNK
+    }
+
     /// Flow `i`'s open bin, closed.
     pub(in crate::analyze) fn take(&mut self, i: usize) -> Option<Bin> {
         self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)?.take()

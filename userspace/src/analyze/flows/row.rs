@@ -1,0 +1,123 @@
+//! A flow's row of `flows.parquet` (docs/tables.md, "flows"): a QP
+//! flow's from its [`Flow`] and its trackers, a UET PDC direction's from
+//! the PDC tracker's own state.
+
+use rocescope_common::proto::ib::transport;
+
+use super::super::rows::{FlowRow, ratio};
+use super::super::rto;
+use super::Flow;
+
+/// The row of a UET PDC direction (docs/analysis.md, "UET: PDCs"):
+/// the neutral columns filled as a QP's are, the QP's own left at
+/// their defaults (null in the table: `tables::analysis`).
+pub(in crate::analyze) fn pdc_row(p: &crate::transport::uet::Pdc) -> FlowRow {
+    let goodput = p.goodput_bytes();
+    FlowRow {
+        flow_id: p.id,
+        iface: p.key.iface,
+        src_ip: p.key.src_ip,
+        dst_ip: p.key.dst_ip,
+        pcp: p.pcp,
+        dscp: Some(p.dscp),
+        first_ts_ns: p.first_ts,
+        last_ts_ns: p.last_ts,
+        packets: p.packets,
+        bytes: p.bytes,
+        data_packets: p.requests,
+        payload_bytes: p.payload_bytes,
+        retrans_packets: p.retransmissions,
+        retrans_rate: ratio(p.retransmissions, p.requests),
+        spurious_retrans: p.spurious,
+        gaps: p.gaps,
+        acks: p.acks,
+        naks: p.nacks,
+        ce: p.ce,
+        gbps: super::super::rows::gbps(p.bytes, p.first_ts, p.last_ts),
+        goodput_gbps: super::super::rows::gbps(goodput, p.first_ts, p.last_ts),
+        max_idle_us: p.max_idle_ns as f64 / 1000.0,
+        gap_late: p.gap[0],
+        gap_lost_before_tap: p.gap[1],
+        gap_nak_lost: p.gap[2],
+        gap_capture_lost: p.gap[3],
+        mirror_copies: p.mirror_copies,
+        gap_unresolved: p.gap[4],
+        late_max_us: p.late_max_ns.map(|n| n as f64 / 1000.0),
+        late_max_psns: p.late_max_psns,
+        uet: Some(Box::new(crate::transport::uet::PdcValues::of(p))),
+        ..FlowRow::default()
+    }
+}
+
+pub(in crate::analyze) fn flow_row(f: &Flow) -> FlowRow {
+    let w = f.rewind().waits;
+    let measured = w.samples > 0;
+    let us = |ns: u64| ns as f64 / 1000.0;
+    FlowRow {
+        flow_id: f.id,
+        iface: f.iface,
+        src_ip: f.src_ip,
+        dst_ip: f.dst_ip,
+        dest_qp: f.dest_qp,
+        paired_qp: f.paired_qp(),
+        roce_version: f.roce_version,
+        udp_sport: f.udp_sport,
+        pcp: f.pcp,
+        dscp: f.dscp,
+        first_ts_ns: f.first_ts,
+        last_ts_ns: f.last_ts,
+        packets: f.packets,
+        bytes: f.bytes,
+        data_packets: f.data_packets,
+        payload_bytes: f.payload_bytes,
+        retrans_packets: f.retrans,
+        retrans_rate: ratio(f.retrans, f.data_packets),
+        rewinds: f.rewind().rewinds,
+        rewinds_nak: f.rewind().rewinds_nak,
+        rewinds_rnr: f.rewind().rewinds_rnr,
+        rewinds_timeout: f.rewind().rewinds_timeout,
+        max_rewind_depth: f.rewind().max_depth,
+        spurious_retrans: f.sequence().spurious,
+        gaps: f.sequence().gaps,
+        acks: f.acks,
+        naks: f.nak().naks,
+        rnr_naks: f.nak().rnr_naks,
+        ce: f.ce,
+        cnps: f.cnps,
+        gbps: f.rate_gbps(f.bytes),
+        goodput_gbps: f.rate_gbps(f.goodput_bytes),
+        max_idle_us: f.max_idle_ns as f64 / 1000.0,
+        rewinds_timeout_ghost: f.rewind().rewinds_timeout_ghost,
+        gap_late: f.sequence().gap_counts.late,
+        gap_lost_before_tap: f.sequence().gap_counts.lost_before_tap,
+        gap_nak_lost: f.sequence().gap_counts.nak_lost,
+        gap_capture_lost: f.sequence().gap_counts.capture_lost,
+        gap_unresolved: f.sequence().gap_counts.unresolved,
+        late_max_us: f.sequence().late_max_ns.map(|n| n as f64 / 1000.0),
+        late_max_psns: f.sequence().late_max_ns.map(|_| f.sequence().late_max_psns),
+        icrc_errors: (!f.sniffer_tap).then_some(f.rare().icrc_errors),
+        trimmed: f.trimmed(),
+        mirror_copies: f.rare().mirror_copies,
+        display_filter: String::new(),
+        decode_as: String::new(),
+        nic_timeout_samples: w.samples,
+        nic_timeout_us: measured.then(|| us(w.min_ns)),
+        nic_timeout_max_us: measured.then(|| us(w.max_ns)),
+        nic_timeout_exponent: measured.then(|| rto::nearest_exponent(w.min_ns)),
+        nic_timeout_bounded: w.bounded,
+        nic_timeout_lower_us: w.bounds().map(|b| us(b.0)),
+        nic_timeout_upper_us: w.bounds().map(|b| us(b.1)),
+        max_rewinds_one_psn: f.rewind().livelock.worst.map_or(0, |r| r.rewinds),
+        livelock_psn: f.rewind().livelock.livelock().map(|r| r.psn),
+        dcqcn_reactions: f.dcqcn().reactions,
+        dcqcn_reaction_us: f.dcqcn().reaction_us(),
+        dcqcn_reaction_max_us: (f.dcqcn().reactions > 0).then(|| us(f.dcqcn().reaction_max_ns)),
+        dcqcn_recovery_us: f.dcqcn().recovery_us(),
+        dcqcn_cnps_without_reaction: f.dcqcn().without,
+        service: f.service.and_then(transport::name),
+        link: if f.ib_link { "ib" } else { "roce" },
+        becn: f.rare().becn,
+        interim: false,
+        uet: None,
+    }
+}
