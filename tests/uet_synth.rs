@@ -373,3 +373,258 @@ fn extract_of_a_uet_finding_writes_its_pdcs_frames() {
         );
     }
 }
+
+/// One frame of a capture as read: interface, time, captured bytes and
+/// length on the wire.
+struct Recorded {
+    iface: u32,
+    ts_ns: u64,
+    data: Vec<u8>,
+    orig_len: u32,
+}
+
+/// Capture `path`'s frames, and its interfaces' names.
+fn recorded(path: &Path) -> (Vec<Recorded>, Vec<String>) {
+    let mut reader = rocescope::sources::CaptureReader::open(path).unwrap();
+    let mut frames = Vec::new();
+    while let Some(f) = reader.next_frame().unwrap() {
+        frames.push(Recorded {
+            iface: f.iface,
+            ts_ns: f.ts_ns,
+            data: f.data.to_vec(),
+            orig_len: f.orig_len,
+        });
+    }
+    let names = reader.interfaces().iter();
+    let names = names.map(|i| i.name.clone().unwrap()).collect();
+    (frames, names)
+}
+
+/// Writes `frames` (sorted by time, stably) as a pcapng of `ifaces`.
+fn write_recorded(path: &Path, ifaces: &[String], mut frames: Vec<Recorded>) {
+    use rocescope::synth::{CaptureWrite, PcapngWriter};
+    frames.sort_by_key(|f| f.ts_ns);
+    let mut w = PcapngWriter::create(path).unwrap();
+    for name in ifaces {
+        w.add_interface(name, 1, 0).unwrap();
+    }
+    for f in &frames {
+        w.write_frame_orig(f.iface, f.ts_ns, &f.data, f.orig_len)
+            .unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// `summary.json`'s per-tap `(duplicates, capture_lost)` by tap name, and
+/// the `capture-loss` and `mirror-duplicates` findings' counts (0: none).
+fn capture_counts(out: &Path) -> (BTreeMap<String, (u64, u64)>, u64, u64) {
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let taps = s["taps"].as_array().unwrap().iter().map(|t| {
+        let n = |k: &str| t[k].as_u64().unwrap();
+        let name = t["iface"].as_str().unwrap().to_string();
+        (name, (n("duplicates"), n("capture_lost")))
+    });
+    let finding = |id: &str, key: &str| {
+        let mut found = s["findings"].as_array().unwrap().iter();
+        let found = found.find(|f| f["id"] == id);
+        found.map_or(0, |f| f["params"][key].as_u64().unwrap())
+    };
+    (
+        taps.collect(),
+        finding("capture-loss", "frames_missed"),
+        finding("mirror-duplicates", "mirror_copies"),
+    )
+}
+
+/// The capture-level findings on UET (docs/analysis.md, "Mirror
+/// duplicates" and "Gaps"), against a truth known by construction: the
+/// `uet-incast` sample with chosen frames recorded twice at their tap
+/// (same bytes, a request 2 µs later, a frame without payload 0.2 µs
+/// later, as a mirror does) and chosen first sends deleted at the
+/// receivers' tap whose PSN a later ACK there covers (cumulatively or by a
+/// SACK bit) and that the tap never sees again. Every copy is counted at
+/// its tap and in `mirror-duplicates`, and nothing else changes: the UET
+/// rows of `flows.parquet` and `summary.json`'s `uet` are the unchanged
+/// capture's; every deleted request is a PSN missed by the capture, in
+/// `taps[].capture_lost` and `capture-loss`. The sample's late PSNs (its
+/// spraying) raise no `reordering`.
+#[test]
+fn mirror_copies_and_capture_loss_of_uet_frames_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (capture, _, base) = sample_analysed("uet-incast", dir.path());
+    let (frames, ifaces) = recorded(&capture);
+    // Late PSNs are what spraying does: on UET rows, never `reordering`
+    // (docs/analysis.md, "UET: PDCs").
+    let late = common::Table::read(&base.join("flows.parquet")).ints("gap_late");
+    assert!(late.iter().map(|n| n.unwrap()).sum::<i128>() > 0);
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(base.join("summary.json")).unwrap()).unwrap();
+    let mut ids = s["findings"].as_array().unwrap().iter().map(|f| &f["id"]);
+    assert!(ids.all(|id| id != "reordering"), "no reordering on UET");
+    let p = common::Table::read(&base.join("packets.parquet"));
+    assert_eq!(p.rows(), frames.len(), "one row per frame");
+    let (pds_type, flags, psn) = (p.ints("uet_pds_type"), p.ints("uet_flags"), p.ints("psn"));
+    let (spdcid, dpdcid) = (p.ints("uet_spdcid"), p.ints("uet_dpdcid"));
+    let (cack, base_psn, bitmap) = (
+        p.ints("uet_cack_psn"),
+        p.ints("uet_sack_base"),
+        p.ints("uet_sack_bitmap"),
+    );
+    let (src, dst, payload) = (
+        p.strings("src_ip"),
+        p.strings("dst_ip"),
+        p.ints("payload_len"),
+    );
+    const RETX: i128 = 0x10;
+    let is_request = |i: usize| matches!(pds_type[i], Some(2 | 3 | 13 | 14));
+    let is_ack = |i: usize| cack[i].is_some();
+    let receivers_tap = ifaces.iter().position(|n| n == "leaf1-r0-both").unwrap() as u32;
+    // The direction a request is of, at its tap.
+    let dir_of = |i: usize| (frames[i].iface, src[i].clone(), dst[i].clone(), spdcid[i]);
+    // Deleted: every 7th first send at the receivers' tap that is not its
+    // direction's first request there nor its last, is seen once there,
+    // and is covered by a later ACK there.
+    let mut deleted: BTreeMap<usize, ()> = BTreeMap::new();
+    let mut candidates = 0;
+    for i in (0..frames.len()).filter(|&i| frames[i].iface == receivers_tap && is_request(i)) {
+        let (d, q) = (dir_of(i), psn[i].unwrap());
+        if flags[i].unwrap() & RETX != 0 {
+            continue;
+        }
+        let same = |j: usize| is_request(j) && dir_of(j) == d;
+        let earlier = (0..i).any(same);
+        let later = (i + 1..frames.len()).any(|j| same(j) && psn[j].unwrap() > q);
+        let once = (0..frames.len())
+            .filter(|&j| same(j) && psn[j] == Some(q))
+            .count()
+            == 1;
+        let covered = (i + 1..frames.len()).any(|j| {
+            is_ack(j)
+                && frames[j].iface == d.0
+                && src[j] == d.2
+                && dst[j] == d.1
+                && dpdcid[j] == d.3
+                && (cack[j].unwrap() >= q || {
+                    let k = q - base_psn[j].unwrap_or(i128::MAX);
+                    (0..64).contains(&k) && (bitmap[j].unwrap() as u64) >> k & 1 == 1
+                })
+        });
+        if earlier && later && once && covered {
+            candidates += 1;
+            if candidates % 7 == 0 {
+                deleted.insert(i, ());
+            }
+        }
+    }
+    assert!(deleted.len() >= 5, "{} deletable requests", deleted.len());
+    // Copied: every 23rd frame but the resends (repeated legitimately
+    // after a NACK) and the deleted ones, at its own tap.
+    let copied = |i: usize| {
+        let resend = is_request(i) && flags[i].unwrap() & RETX != 0;
+        i % 23 == 11 && !resend && !deleted.contains_key(&i)
+    };
+    let edit = |delete: bool| -> Vec<Recorded> {
+        let kept = (0..frames.len()).filter(|i| !delete || !deleted.contains_key(i));
+        kept.flat_map(|i| {
+            let f = &frames[i];
+            let later = if payload[i].unwrap() > 0 { 2_000 } else { 200 };
+            let copy = copied(i).then(|| Recorded {
+                ts_ns: f.ts_ns + later,
+                data: f.data.clone(),
+                ..*f
+            });
+            [
+                Some(Recorded {
+                    data: f.data.clone(),
+                    ..*f
+                }),
+                copy,
+            ]
+        })
+        .flatten()
+        .collect()
+    };
+    let mut duplicated: BTreeMap<String, u64> = BTreeMap::new();
+    for i in (0..frames.len()).filter(|&i| copied(i)) {
+        *duplicated
+            .entry(ifaces[frames[i].iface as usize].clone())
+            .or_default() += 1;
+    }
+    let copies_made: u64 = duplicated.values().sum();
+    assert!(copies_made >= 20, "{duplicated:?}");
+    let summary = |d: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap()
+    };
+    // The UET rows' counters, `mirror_copies` aside.
+    let rows = |d: &Path| {
+        let t = common::Table::read(&d.join("flows.parquet"));
+        let cols = [
+            "flow_id",
+            "packets",
+            "bytes",
+            "data_packets",
+            "retrans_packets",
+            "spurious_retrans",
+            "gaps",
+            "gap_late",
+            "gap_lost_before_tap",
+            "gap_nak_lost",
+            "gap_capture_lost",
+            "gap_unresolved",
+            "acks",
+            "naks",
+            "uet_sacked",
+            "uet_delivered",
+            "uet_nacked",
+        ];
+        cols.map(|c| t.ints(c))
+    };
+
+    // Copies only: counted, and nothing else changes.
+    let with_copies = dir.path().join("copies.pcapng");
+    write_recorded(&with_copies, &ifaces, edit(false));
+    let out = dir.path().join("copies");
+    common::analyze_into(&with_copies, &out, &[]);
+    let (taps, lost, copies) = capture_counts(&out);
+    assert_eq!(
+        (copies, lost),
+        (copies_made, 0),
+        "mirror-duplicates, capture-loss"
+    );
+    for (name, (dups, _)) in &taps {
+        assert_eq!(*dups, duplicated.get(name).copied().unwrap_or(0), "{name}");
+    }
+    assert_eq!(summary(&out)["uet"], summary(&base)["uet"], "UET totals");
+    assert_eq!(rows(&out), rows(&base), "UET rows, copies left out");
+    let s = summary(&out);
+    let mut found = s["findings"].as_array().unwrap().iter();
+    let copies = found.find(|f| f["id"] == "mirror-duplicates").unwrap();
+    let words = copies["detail"].as_str().unwrap();
+    assert!(
+        words.contains(&format!("; {copies_made} of UET PDCs")),
+        "{words}"
+    );
+    let per_row = common::Table::read(&out.join("flows.parquet")).ints("mirror_copies");
+    let per_row: i128 = per_row.iter().map(|c| c.unwrap()).sum();
+    assert_eq!(per_row as u64, copies_made, "flows.parquet mirror_copies");
+
+    // Copies and deletions: the deleted requests are PSNs missed by the
+    // capture, at the receivers' tap.
+    let with_both = dir.path().join("edited.pcapng");
+    write_recorded(&with_both, &ifaces, edit(true));
+    let out = dir.path().join("edited");
+    common::analyze_into(&with_both, &out, &[]);
+    let (taps, lost, copies) = capture_counts(&out);
+    assert_eq!(copies, copies_made, "mirror-duplicates");
+    assert_eq!(lost, deleted.len() as u64, "capture-loss");
+    for (name, (dups, capture_lost)) in &taps {
+        assert_eq!(*dups, duplicated.get(name).copied().unwrap_or(0), "{name}");
+        let want = if name == "leaf1-r0-both" {
+            deleted.len() as u64
+        } else {
+            0
+        };
+        assert_eq!(*capture_lost, want, "taps[{name}].capture_lost");
+    }
+}

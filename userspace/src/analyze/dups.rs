@@ -12,6 +12,11 @@
 //! the sender acted on it). Copies are counted per tap and per flow and take no part in
 //! any other analysis.
 //!
+//! A UET frame has no ICRC: it is keyed by its PDC direction's flow id
+//! (addresses and `spdcid`), PDS type, flags and PSN (an ACK's cumulative PSN) and a
+//! digest of every other field the walk read of it (see [`uet_digest`]),
+//! with the NACKs of its reverse direction in place of a QP's NAKs.
+//!
 //! Frames without payload (ACKs, NAKs, CNPs) repeat byte for byte by design
 //! — a NIC may send CNPs to a QP every few µs, all alike — so for them the
 //! window is at most [`CONTROL_WINDOW_NS`], the time a switch takes to
@@ -24,7 +29,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::hash::FastMap;
 use rocescope_common::proto::ib::QPN_MASK;
-use rocescope_common::{Kind, PacketRecord};
+use rocescope_common::{Kind, PacketRecord, uet_present};
 use serde::Serialize;
 
 /// Default copy window: longer than a switch's ingress→egress latency, shorter
@@ -46,16 +51,23 @@ struct Key {
     /// A flow index, or a CNP key's index with [`CNP_OWNER`] set.
     owner: u32,
     opcode: u8,
-    /// The destination QP's bits above the 24 a flow key keeps (0 for
-    /// every decoded frame): frames that differ there are not copies.
+    /// RoCE: the destination QP's bits above the 24 a flow key keeps (0
+    /// for every decoded frame): frames that differ there are not copies.
+    /// UET: the PDS flags (a resend's RETX among them).
     qp_high: u8,
     psn: u32,
+    /// RoCE: the ICRC; UET, which has none: [`uet_digest`].
     icrc: u32,
     payload_len: u32,
 }
 
-/// Marks a [`Key::owner`] that indexes CNP keys, not flows.
+/// Marks a [`Key::owner`] that indexes its own keys (CNPs', UET frames'),
+/// not flows.
 const CNP_OWNER: u32 = 1 << 31;
+
+/// In an owner key's last field, above a QP's 24 bits: a UET frame with
+/// no PDC id (RUDI, UUD).
+const UET_NO_PDC: u32 = 1 << 24;
 
 /// Whose frame it is: the owner part of its [`Key`].
 #[derive(Clone, Copy, Debug)]
@@ -66,6 +78,9 @@ pub(crate) enum Owner {
     Flow(usize),
     /// A CNP: keyed by its own `(iface, src, dst, dest_qp & QPN_MASK)`.
     Cnp,
+    /// A UET frame: of the PDC direction with this flow id, or, without
+    /// a PDC id (RUDI, UUD), keyed by its own `(iface, src, dst)`.
+    Uet(Option<u32>),
 }
 
 /// Copies one tap recorded.
@@ -112,7 +127,7 @@ pub(crate) struct MirrorDups {
     /// Last time each frame was recorded.
     seen: FastMap<Key, u64>,
     order: VecDeque<(Key, u64)>,
-    /// The owner index of every CNP key seen.
+    /// The owner index of every CNP and UET key seen.
     cnp_owners: FastMap<(u16, [u8; 16], [u8; 16], u32), u32>,
     pub per_tap: BTreeMap<u16, TapDuplicates>,
 }
@@ -184,20 +199,37 @@ impl MirrorDups {
     }
 
     fn key(&mut self, rec: &PacketRecord, owner: Owner) -> Key {
+        let uet = matches!(owner, Owner::Uet(_));
         let owner = match owner {
-            // A flow index is below 2^31: one flow per frame at most.
+            // A flow id is below 2^31 (QPs and PDC directions share them):
+            // one flow per frame at most.
             Owner::Flow(i) => i as u32,
-            Owner::Cnp => {
+            Owner::Uet(Some(id)) => id,
+            Owner::Cnp | Owner::Uet(None) => {
                 let next = self.cnp_owners.len() as u32 | CNP_OWNER;
-                let k = (
-                    rec.iface,
-                    rec.src_ip,
-                    rec.dst_ip,
-                    rec.roce().dest_qp & QPN_MASK,
-                );
+                let last = match owner {
+                    Owner::Uet(_) => UET_NO_PDC,
+                    _ => rec.roce().dest_qp & QPN_MASK,
+                };
+                let k = (rec.iface, rec.src_ip, rec.dst_ip, last);
                 *self.cnp_owners.entry(k).or_insert(next)
             }
         };
+        if uet {
+            let u = rec.uet();
+            return Key {
+                owner,
+                opcode: u.pds_type,
+                qp_high: u.pds_flags,
+                psn: if u.present & uet_present::ACK != 0 {
+                    u.cack_psn
+                } else {
+                    u.psn
+                },
+                icrc: uet_digest(u),
+                payload_len: rec.payload_len,
+            };
+        }
         Key {
             owner,
             opcode: rec.roce().opcode,
@@ -212,6 +244,31 @@ impl MirrorDups {
     pub(crate) fn total(&self) -> u64 {
         self.per_tap.values().map(|d| d.copies).sum()
     }
+}
+
+/// What tells two UET frames of one PDC direction with the same type,
+/// flags, PSN and length apart, in 32 bits: every other field the walk
+/// read (entropy, the other end's PDC id, the ACK's PSNs and SACK bitmap,
+/// CC state, NACK code, packet and message ids, SES opcode …), folded by
+/// FNV-1a. Two different frames alike in all the key's other fields
+/// within one window collide once in 2^32.
+fn uet_digest(u: &rocescope_common::UetView) -> u32 {
+    let words = [
+        u64::from(u.present),
+        u64::from(u.next_header) | u64::from(u.nack_code) << 8 | u64::from(u.cc_type) << 16,
+        u64::from(u.ccc_id) | u64::from(u.ses_opcode) << 8 | u64::from(u.ses_flags) << 16,
+        u64::from(u.entropy) | u64::from(u.dpdcid) << 16 | u64::from(u.message_id) << 32,
+        u64::from(u.psn) | u64::from(u.ack_psn) << 32,
+        u64::from(u.sack_base) | u64::from(u.job_id) << 32,
+        u.sack_bitmap,
+        u.cc_state,
+        u64::from(u.credit_target) | u64::from(u.pkt_id) << 32,
+    ];
+    let mut h: u32 = 0x811c_9dc5;
+    for b in words.iter().flat_map(|w| w.to_le_bytes()) {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h
 }
 
 #[cfg(test)]
@@ -292,6 +349,40 @@ mod tests {
             !d.is_copy_of0(&cnp(5_000), None),
             "4 µs later: the next CNP"
         );
+    }
+
+    /// A UET request of PDC 0x100, PSN `psn`, flags `flags`, on entropy
+    /// `entropy`.
+    fn uet(ts: u64, psn: u32, flags: u8, entropy: u16) -> PacketRecord {
+        let mut r = PacketRecord {
+            ts_ns: ts,
+            payload_len: 4096,
+            ..PacketRecord::default()
+        };
+        *r.uet_mut() = rocescope_common::UetView {
+            present: uet_present::PDC | uet_present::PSN,
+            pds_type: 2,
+            pds_flags: flags,
+            spdcid: 0x100,
+            psn,
+            entropy,
+            ..rocescope_common::UetView::default()
+        };
+        r
+    }
+
+    #[test]
+    fn a_uet_copy_is_a_copy_and_a_resend_or_another_path_is_not() {
+        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
+        let mut copy = |r: PacketRecord, nack| d.is_copy(&r, Owner::Uet(Some(3)), nack);
+        assert!(!copy(uet(1_000, 5, 0, 7), None));
+        assert!(copy(uet(3_000, 5, 0, 7), None), "2 µs later: a copy");
+        // Its resend (RETX) is no copy, nor the same PSN on another path.
+        assert!(!copy(uet(3_500, 5, 0x10, 7), None));
+        assert!(!copy(uet(3_600, 5, 0, 8), None));
+        // A second resend soon after a NACK of its data is legitimate.
+        assert!(!copy(uet(5_000, 5, 0x10, 7), Some(4_000)));
+        assert_eq!(d.total(), 1);
     }
 
     #[test]

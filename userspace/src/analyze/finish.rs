@@ -173,6 +173,16 @@ impl Analyzer {
         t.cnps_unattributed = self.frames.cnp - attributed;
         t.pfc_intervals = self.pfc.rows.len() as u64;
         t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
+        // UET's PDC directions live at the end, settled (docs/analysis.md,
+        // "UET: PDCs"): their sums join the retired ones', their findings
+        // the RoCE ones below, their PSNs missed by the capture the QPs'.
+        let pdcs = self.pdcs.finish(last);
+        let uet_lost = self.pdcs.retired_capture_lost.iter().map(|(&i, &n)| (i, n));
+        for (iface, n) in uet_lost.chain(pdcs.iter().map(|p| (p.key.iface, p.gap[3]))) {
+            if let Some(c) = capture_lost.get_mut(usize::from(iface)) {
+                *c += n;
+            }
+        }
         // Every named interface, a tap that recorded nothing too (its
         // capture declared it): the user sees it captured nothing.
         let tap_rows: Vec<TapSummary> = self
@@ -268,10 +278,6 @@ impl Analyzer {
             .map(|m| m.hops.clone())
             .unwrap_or_default();
         let nic_rows = self.nics.rows();
-        // UET's PDC directions live at the end, settled (docs/analysis.md,
-        // "UET: PDCs"): their sums join the retired ones', their findings
-        // the RoCE ones below.
-        let pdcs = self.pdcs.finish(last);
         let summary = Summary {
             first_ts_ns: self.first_ts,
             last_ts_ns: self.first_ts.map(|_| last),
@@ -334,6 +340,7 @@ impl Analyzer {
             hops: &hop_rows,
             nics: &self.nics.rows_per_tap(),
             uet: &self.uet_paths,
+            pdcs: self.pdcs.kept.iter().chain(&pdcs).collect(),
         });
         if !pdcs.is_empty() || !self.pdcs.kept.is_empty() {
             let mut evidence = std::mem::take(&mut self.pdcs.kept);

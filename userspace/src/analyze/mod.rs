@@ -547,6 +547,18 @@ impl Analyzer {
             // Per PDC direction (docs/analysis.md, "UET: PDCs"), and per
             // entropy value ("UET: spraying and trimming").
             Some(TransportId::Uet) => {
+                // Mirror copies first, as a QP's are: counted, never
+                // analysed (docs/analysis.md, "Mirror duplicates").
+                let last_nack = self.pdcs.last_nack(rec);
+                let owner = dups::Owner::Uet(self.pdcs.id_of(rec, &mut self.ids));
+                if self.dups.is_copy(rec, owner, last_nack) {
+                    self.pdcs.mirror_copy(rec);
+                    self.frames.mirror_copies += 1;
+                    return Verdict {
+                        mirror_copy: true,
+                        ..Verdict::default()
+                    };
+                }
                 self.pdcs.record(rec, &mut self.ids);
                 let idle = self.config.flow_idle_ns;
                 self.uet_paths.record(rec, self.last_ts, idle);

@@ -85,7 +85,7 @@ columns! {
         late_max_us: Float64Builder = |n| n.row.late_max_us,
         late_max_psns: Int64Builder = |n| n.row.late_max_psns,
         icrc_errors: Int64Builder = |n| n.row.icrc_errors,
-        mirror_copies: Int64Builder = |n| qp(n, n.row.mirror_copies),
+        mirror_copies: Int64Builder = |n| Some(n.row.mirror_copies),
         display_filter: StringBuilder = |n| Some(n.row.display_filter.as_str()),
         decode_as: StringBuilder = |n| Some(n.row.decode_as.as_str()),
         nic_timeout_samples: Int64Builder = |n| qp(n, n.row.nic_timeout_samples),

@@ -33,6 +33,8 @@ pub struct MirrorCopies {
     pub by_tap: Vec<(u16, TapDuplicates)>,
     /// The longest gap from an original to its copy, over the taps.
     pub max_gap_ns: Option<u64>,
+    /// Of `copies`, those of UET PDC directions' frames.
+    pub uet_copies: u64,
 }
 
 /// `reordering`'s evidence.
@@ -101,12 +103,21 @@ fn capture_loss(x: &Input) -> Option<Diagnosis> {
         .filter(|t| t.isb_ifdrop.unwrap_or(0) + t.isb_osdrop.unwrap_or(0) > 0)
         .map(|t| (t.iface, t.isb_ifdrop, t.isb_osdrop))
         .collect();
-    if lost.is_empty() && counted.is_empty() {
+    // UET's PDC directions, their gaps resolved alike (docs/analysis.md,
+    // "UET: PDCs").
+    let uet_lost: Vec<u32> = x
+        .pdcs
+        .iter()
+        .filter(|p| p.gap[3] > 0)
+        .map(|p| p.id)
+        .collect();
+    if lost.is_empty() && uet_lost.is_empty() && counted.is_empty() {
         return None;
     }
     let n: u64 = lost
         .iter()
         .map(|f| f.sequence().gap_counts.capture_lost)
+        .chain(x.pdcs.iter().map(|p| p.gap[3]))
         .sum();
     let counted_drops: u64 = x
         .summary
@@ -117,10 +128,14 @@ fn capture_loss(x: &Input) -> Option<Diagnosis> {
     Some(Diagnosis {
         severity: Severity::Warning,
         impact: share(n + counted_drops, x.summary.frames.total + counted_drops),
-        flows: lost.iter().map(|f| f.id).collect(),
+        flows: lost
+            .iter()
+            .map(|f| f.id)
+            .chain(uet_lost.iter().copied())
+            .collect(),
         evidence: Evidence::CaptureLoss(CaptureLoss {
             frames_missed: n,
-            flows: lost.len() as u64,
+            flows: (lost.len() + uet_lost.len()) as u64,
             by_tap: x
                 .summary
                 .taps
@@ -150,6 +165,7 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
         .flows()
         .filter(|f| f.rare().mirror_copies > 0)
         .map(|f| f.id)
+        .chain(x.pdcs.iter().filter(|p| p.mirror_copies > 0).map(|p| p.id))
         .collect();
     flows.sort_unstable();
     Some(Diagnosis {
@@ -160,6 +176,7 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
             copies,
             by_tap,
             max_gap_ns,
+            uet_copies: x.pdcs.iter().map(|p| p.mirror_copies).sum(),
         }),
     })
 }

@@ -72,6 +72,9 @@ pub(crate) struct Input<'a> {
     pub nics: &'a [(u16, crate::analyze::NicRow)],
     /// UET's spraying and trimming (`crate::transport::uet::paths`).
     pub uet: &'a crate::transport::uet::paths::Paths,
+    /// UET's PDC directions: the retired ones kept as evidence, then the
+    /// live ones (what the capture-level findings count of UET).
+    pub pdcs: Vec<&'a crate::transport::uet::Pdc>,
 }
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.

@@ -40,6 +40,7 @@ pub(in crate::analyze) fn pdc_row(p: &crate::transport::uet::Pdc) -> FlowRow {
         gap_lost_before_tap: p.gap[1],
         gap_nak_lost: p.gap[2],
         gap_capture_lost: p.gap[3],
+        mirror_copies: p.mirror_copies,
         gap_unresolved: p.gap[4],
         late_max_us: p.late_max_ns.map(|n| n as f64 / 1000.0),
         late_max_psns: p.late_max_psns,

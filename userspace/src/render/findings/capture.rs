@@ -90,11 +90,19 @@ pub(super) fn mirror_copies(e: &MirrorCopies, n: &Names) -> Words {
             fmt_count(copies, "frame")
         ),
         detail: format!(
-            "{} of a frame the same tap had recorded moments before (same addresses, QP, PSN, opcode and ICRC).\n{}.\nThey were left out of every other count.",
+            "{} of a frame the same tap had recorded moments before (same addresses, QP, PSN, opcode and ICRC{}).\n{}.\nThey were left out of every other count.",
             if copies == 1 {
                 "1 frame was a copy".to_string()
             } else {
                 format!("{copies} frames were copies")
+            },
+            if e.uet_copies > 0 {
+                format!(
+                    "; {} of UET PDCs: same addresses, PDC, PDS type, flags, PSN and every other header field",
+                    e.uet_copies
+                )
+            } else {
+                String::new()
             },
             taps.join("; ")
         ),

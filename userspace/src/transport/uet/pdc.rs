@@ -150,6 +150,12 @@ pub struct Pdc {
     /// Distinct PSNs of this direction's data NACKs named.
     pub nacked: u64,
     pub gaps: u64,
+    /// Mirror copies of its frames, left out of every other count
+    /// (docs/analysis.md, "Mirror duplicates").
+    pub mirror_copies: u64,
+    /// When the last NACK naming a PSN of its data passed the tap: a fast
+    /// resend after it is no mirror copy.
+    pub last_nack_ts: Option<u64>,
     /// Missing PSNs by [`GapClass`], in its order.
     pub gap: [u64; 5],
     pub late_max_ns: Option<u64>,
@@ -325,6 +331,7 @@ impl Pdc {
 
     /// A NACK naming `psn` of this direction's data.
     fn nacked(&mut self, n: &Nack) {
+        self.last_nack_ts = Some(n.ts);
         if bounded_insert(&mut self.nacked_psns, n.psn) {
             self.nacked += 1;
         }
@@ -362,7 +369,8 @@ impl Pdc {
 }
 
 /// Retired PDC directions kept as the findings' evidence (those with
-/// spurious resends or NACKs), at most this many; the rest are counted.
+/// spurious resends, NACKs, PSNs missed by the capture or mirror copies),
+/// at most this many; the rest are counted.
 pub const KEPT: usize = 64;
 
 impl UetTotals {
@@ -409,6 +417,9 @@ pub struct Pdcs {
     pub kept: Vec<Pdc>,
     /// Retired directions with evidence beyond [`KEPT`].
     pub kept_omitted: u64,
+    /// Retired directions' PSNs missed by the capture, per tap (interface
+    /// index): `taps[].capture_lost` adds the live ones' to them.
+    pub retired_capture_lost: BTreeMap<u16, u64>,
     /// Every retired direction's counts, summed as it retires
     /// (`summary.json`'s `uet` adds the live ones to them).
     pub retired: UetTotals,
@@ -457,6 +468,32 @@ impl Pdcs {
         if let Some(p) = self.live.get_mut(&key).filter(|p| p.id == id) {
             p.interval_end = end;
             self.intervals.insert((end, id, key));
+        }
+    }
+
+    /// When the last NACK of `rec`'s data passed the tap, `rec` a resend
+    /// (RETX) of a live direction; `None` otherwise: a UET resend carries
+    /// RETX, so a first send and its resend never look alike, and only a
+    /// resend can be a legitimate fast repeat of another.
+    pub fn last_nack(&self, rec: &PacketRecord) -> Option<u64> {
+        if rec.uet().pds_flags & pf::FLAG_RETX == 0 {
+            return None;
+        }
+        self.live.get(&PdcKey::of(rec)?)?.last_nack_ts
+    }
+
+    /// The flow id of `rec`'s PDC direction, made when new (`None`: no
+    /// PDC id, see [`Self::record`]).
+    pub fn id_of(&mut self, rec: &PacketRecord, ids: &mut FlowIds) -> Option<u32> {
+        let key = PdcKey::of(rec)?;
+        Some(self.get(key, rec, ids).id)
+    }
+
+    /// `rec` was a mirror copy: counted on its direction (live: its
+    /// original made it so), never analysed.
+    pub fn mirror_copy(&mut self, rec: &PacketRecord) {
+        if let Some(p) = PdcKey::of(rec).and_then(|k| self.live.get_mut(&k)) {
+            p.mirror_copies += 1;
         }
     }
 
@@ -546,7 +583,10 @@ impl Pdcs {
         self.judged = out;
         for p in &done {
             self.retired.add(p);
-            if p.spurious > 0 || p.nacks > 0 {
+            if p.gap[3] > 0 {
+                *self.retired_capture_lost.entry(p.key.iface).or_default() += p.gap[3];
+            }
+            if p.spurious > 0 || p.nacks > 0 || p.gap[3] > 0 || p.mirror_copies > 0 {
                 if self.kept.len() < KEPT {
                     self.kept.push(p.shed());
                 } else {
