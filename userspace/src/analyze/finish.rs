@@ -234,9 +234,11 @@ impl Analyzer {
             }
             facts.extend(findings::ecmp::unnamed_fact(&qps));
         }
-        if t.gaps_resolved.capture_lost > 0 {
+        // Every transport's, as the taps count them (`totals` are RoCE's).
+        let psns_capture_lost: u64 = capture_lost.iter().sum();
+        if psns_capture_lost > 0 {
             facts.push(CaptureFact::CaptureLost {
-                psns: t.gaps_resolved.capture_lost,
+                psns: psns_capture_lost,
             });
         }
         if t.gaps_resolved.unresolved > 0 {

@@ -253,7 +253,8 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
             "  ",
             "    ",
             &format!(
-                "Missing PSNs: {} late (reordered), {} lost before the tap, {} NAKed, {} missed by the capture, {} unresolved; {} left out",
+                "{}issing PSNs: {} late (reordered), {} lost before the tap, {} NAKed, {} missed by the capture, {} unresolved; {} left out",
+                if s.uet.is_some() { "RoCE's m" } else { "M" },
                 g.late,
                 g.lost_before_tap,
                 g.nak_lost,
