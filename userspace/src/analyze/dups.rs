@@ -27,10 +27,11 @@
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
-use super::hash::FastMap;
+use super::hash::{FastMap, FastState};
 use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{Kind, PacketRecord, uet_present};
 use serde::Serialize;
+use std::hash::BuildHasher;
 
 /// Default copy window: longer than a switch's ingress→egress latency, shorter
 /// than any retransmission timeout a NIC offers in practice (4.096 µs × 2^T
@@ -44,11 +45,11 @@ pub const CONTROL_WINDOW_NS: u64 = 500;
 
 /// A frame as the copy check compares it. The addresses, interface and QP
 /// are the frame's [`Owner`]: a flow index (the flow table has already
-/// looked them up) or, for a CNP, an index of its own, so a key is 20
+/// looked them up) or, for a CNP, a hash of them, so a key is 20
 /// bytes, not the 51 of the fields it stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
-    /// A flow index, or a CNP key's index with [`CNP_OWNER`] set.
+    /// A flow index, or a CNP key's hash with [`CNP_OWNER`] set.
     owner: u32,
     opcode: u8,
     /// RoCE: the destination QP's bits above the 24 a flow key keeps (0
@@ -61,8 +62,8 @@ struct Key {
     payload_len: u32,
 }
 
-/// Marks a [`Key::owner`] that indexes its own keys (CNPs', UET frames'),
-/// not flows.
+/// Marks a [`Key::owner`] that hashes its own fields (CNPs', UET frames'
+/// without a PDC id), not a flow's id.
 const CNP_OWNER: u32 = 1 << 31;
 
 /// In an owner key's last field, above a QP's 24 bits: a UET frame with
@@ -127,8 +128,10 @@ pub(crate) struct MirrorDups {
     /// Last time each frame was recorded.
     seen: FastMap<Key, u64>,
     order: VecDeque<(Key, u64)>,
-    /// The owner index of every CNP and UET key seen.
-    cnp_owners: FastMap<(u16, [u8; 16], [u8; 16], u32), u32>,
+    /// Hashes a CNP's or a PDC-less UET frame's owner fields to its
+    /// [`Key::owner`]: no state a key (a table of them would grow with
+    /// every address pair a run sees, not with the window's frames).
+    owners: FastState,
     pub per_tap: BTreeMap<u16, TapDuplicates>,
 }
 
@@ -138,7 +141,7 @@ impl MirrorDups {
             window_ns,
             seen: FastMap::default(),
             order: VecDeque::new(),
-            cnp_owners: FastMap::default(),
+            owners: FastState::default(),
             per_tap: BTreeMap::new(),
         }
     }
@@ -206,13 +209,18 @@ impl MirrorDups {
             Owner::Flow(i) => i as u32,
             Owner::Uet(Some(id)) => id,
             Owner::Cnp | Owner::Uet(None) => {
-                let next = self.cnp_owners.len() as u32 | CNP_OWNER;
                 let last = match owner {
                     Owner::Uet(_) => UET_NO_PDC,
                     _ => rec.roce().dest_qp & QPN_MASK,
                 };
-                let k = (rec.iface, rec.src_ip, rec.dst_ip, last);
-                *self.cnp_owners.entry(k).or_insert(next)
+                // 31 bits of a per-run seeded hash: two owners meeting on
+                // one needs, within the window, the same opcode, PSN,
+                // length and ICRC (which covers the addresses) or digest
+                // as well — and no capture can be crafted for the seed.
+                let h = self
+                    .owners
+                    .hash_one((rec.iface, rec.src_ip, rec.dst_ip, last));
+                (h >> 33) as u32 | CNP_OWNER
             }
         };
         if uet {
@@ -334,6 +342,28 @@ mod tests {
         assert!(!d.is_copy_of0(&frame(20_000, 7), Some(3_500)));
         assert!(d.is_copy_of0(&frame(20_005, 7), Some(3_500)));
         assert_eq!(d.total(), 1);
+    }
+
+    /// A CNP's owner is a hash, not an entry a pair: what the check holds
+    /// follows the window's frames, not the address pairs a run has seen.
+    #[test]
+    fn cnps_of_ever_new_pairs_hold_only_the_windows_frames() {
+        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
+        for i in 0..10_000u32 {
+            let mut cnp = PacketRecord {
+                payload_len: 0,
+                ..frame(u64::from(i) * 1_000_000, 0)
+            };
+            cnp.src_ip[..4].copy_from_slice(&i.to_be_bytes());
+            let copy = PacketRecord {
+                ts_ns: cnp.ts_ns + 100,
+                ..cnp
+            };
+            assert!(!d.is_copy(&cnp, Owner::Cnp, None));
+            assert!(d.is_copy(&copy, Owner::Cnp, None), "pair {i}: a copy");
+            assert!(d.seen.len() <= 1 && d.order.len() <= 1);
+        }
+        assert_eq!(d.total(), 10_000);
     }
 
     #[test]
