@@ -76,8 +76,9 @@ pub struct Verdict {
     pub retrans: Option<bool>,
     /// A mirror copy of a frame the tap had just recorded (see [`dups`]).
     pub mirror_copy: bool,
-    /// The ICRC fails because a sniffer rewrote the frame, not because it
-    /// was corrupted: `icrc_ok` is null (see "ICRC" in `docs/analysis.md`).
+    /// The ICRC fails because a sniffer rewrote the frame or a switch cut
+    /// it (trimmed), not because it was corrupted: `icrc_ok` is null (see
+    /// "ICRC" and "RoCE: trimmed frames" in `docs/analysis.md`).
     pub icrc_unknown: bool,
 }
 
