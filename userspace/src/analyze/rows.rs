@@ -249,7 +249,8 @@ pub struct Retirement {
     pub retired_pdc_directions: Option<u64>,
     /// Interim rows written for flows active longer than `flow_active_ns`.
     pub interim_rows: u64,
-    /// The most flows live at once: the flow table's slots.
+    /// The most flows live at once, QP flows and UET PDC directions
+    /// together (each a row of `flows.parquet`).
     pub peak_live_flows: u64,
     /// Per finding family, retired flows that were evidence of it but not
     /// among its worst K kept (`evidence_k`): the findings' lists of flows
