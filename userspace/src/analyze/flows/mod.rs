@@ -248,7 +248,7 @@ impl Analyzer {
             Err(hash) => hash,
         };
         let i = self.flows.insert(Flow::new(self.ids.take(), key, ts));
-        self.expiry.peak_live = self.expiry.peak_live.max(self.flows.live());
+        self.note_live();
         self.expiry.new_flow(&self.config, ts, i, self.flows[i].id);
         self.by_key.insert_hashed(&self.flows, i, hash);
         self.by_hosts.insert(&self.flows, i);

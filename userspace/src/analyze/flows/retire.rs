@@ -68,7 +68,8 @@ pub(crate) struct Expiry {
     active: Deadlines,
     /// The current intervals of flows that wrote interim rows.
     pub intervals: Intervals,
-    /// The most flows live at once.
+    /// The most flows live at once: QP flows and UET PDC directions
+    /// together (`retirement.peak_live_flows`).
     pub peak_live: usize,
     /// When the CNP counts no flow claims are next swept.
     sweep_at: u64,
@@ -102,6 +103,13 @@ fn take_due(heap: &mut Deadlines, now: u64) -> Option<(u64, usize, u32)> {
 }
 
 impl Analyzer {
+    /// A QP flow or a UET PDC direction may have just been made: the most
+    /// live at once, both counted (each a row of `flows.parquet`).
+    pub(in crate::analyze) fn note_live(&mut self) {
+        let live = self.flows.live() + self.pdcs.live_count();
+        self.expiry.peak_live = self.expiry.peak_live.max(live);
+    }
+
     /// Retires every flow idle for longer than `--flow-idle` at `now`.
     /// Writes the interim rows of flows active past `--flow-active`.
     pub(in crate::analyze) fn expire(&mut self, now: u64, sink: &mut impl Sink) {
