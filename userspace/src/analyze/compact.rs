@@ -1,6 +1,6 @@
 //! Optional numbers in the room of the number: every flow holds several
 //! (docs/analysis.md, "Memory"), and an `Option<u64>` or `Option<usize>`
-//! takes 16 bytes, an `Option<u32>` 8.
+//! takes 16 bytes, an `Option<u32>` 8, an `Option<u8>` 2.
 
 /// A `u64` or none, in 8 bytes: `u64::MAX`, a time no capture reaches and
 /// a span none holds, stands for none.
@@ -57,6 +57,30 @@ impl Default for Opt32 {
     }
 }
 
+/// A small field of a frame's headers or none, in 1 byte: `u8::MAX`
+/// stands for none (a DSCP is 6 bits wide, a PCP, priority or transport
+/// service 3, a RoCE version 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Opt8(u8);
+
+impl Opt8 {
+    pub(crate) const NONE: Opt8 = Opt8(u8::MAX);
+
+    pub(crate) fn get(self) -> Option<u8> {
+        (self != Self::NONE).then_some(self.0)
+    }
+
+    pub(crate) fn of(v: Option<u8>) -> Self {
+        v.map_or(Self::NONE, Opt8)
+    }
+}
+
+impl Default for Opt8 {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +89,9 @@ mod tests {
     fn none_and_values_round_trip_in_the_room_of_the_value() {
         assert_eq!(std::mem::size_of::<Opt64>(), 8);
         assert_eq!(std::mem::size_of::<Opt32>(), 4);
+        assert_eq!(std::mem::size_of::<Opt8>(), 1);
+        assert_eq!(Opt8::of(Some(63)).get(), Some(63));
+        assert_eq!(Opt8::default().get(), None);
         assert_eq!(Opt64::default().get(), None);
         assert_eq!(Opt64::some(0).get(), Some(0));
         assert_eq!(Opt32::of(Some(0xff_ffff)).get(), Some(0xff_ffff));
