@@ -4,8 +4,8 @@
 use rocescope_common::proto::ib::{self, PSN_MASK};
 use rocescope_common::summary::{FlowDelta, delta_flags};
 
-use super::flows::{Count, Flow};
 use super::flows::timeline::spread_over_bins;
+use super::flows::{Count, Flow};
 use super::{Analyzer, Sink};
 use crate::transport::sequencing::Ack;
 

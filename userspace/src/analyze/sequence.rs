@@ -12,10 +12,10 @@ use crate::transport::roce::sequencing::{GoBackN, consumption};
 use crate::transport::sequencing::{Data, Judgement, Resolved, Sequencing};
 
 use super::events::{Event, EventDetail, EventKind, LatePsn, Missing, ResolvedPsns};
+use super::flows::Count;
 use super::pfc::Cover;
 use super::responses::PendingNak;
 use super::rewind::{Rewind, RewindContext};
-use super::flows::Count;
 use super::{Analyzer, Sink};
 use super::{gaps, nics};
 

@@ -19,12 +19,12 @@ mod sender;
 mod table;
 pub(super) mod timeline;
 
+pub(crate) use counts::Count;
 pub(crate) use index::{FlowIndex, HostIndex};
 pub(crate) use kept::Retired;
 pub(crate) use retire::Expiry;
 pub(super) use retire::{CnpCount, cnps_for};
 pub(super) use row::{flow_row, pdc_row};
-pub(crate) use counts::Count;
 pub(crate) use table::FlowTable;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};

@@ -2,10 +2,10 @@
 //! (docs/analysis.md, "Memory"): a flow that never rewound, skipped a PSN,
 //! carried a NAK or counted a rare event holds 8 bytes for all of it.
 
+use super::super::compact::Opt64;
 use super::super::responses::{NO_NAKS, NakHistory};
 use super::super::rewind::{NO_REWINDS, RewindHistory};
 use super::super::sequence::{NO_SEQUENCE, SequenceHistory};
-use super::super::compact::Opt64;
 use super::super::trims::Trims;
 use super::Flow;
 use super::counts::High;
@@ -132,5 +132,14 @@ impl Flow {
 
     pub(in crate::analyze) fn nak_mut(&mut self) -> &mut NakHistory {
         self.rare_mut().nak.get_or_insert_with(Box::default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The rare counts in 88 bytes (docs/analysis.md, "Memory").
+    #[test]
+    fn the_rare_counts_stay_small() {
+        assert_eq!(std::mem::size_of::<super::Rare>(), 88);
     }
 }
