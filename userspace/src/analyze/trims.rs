@@ -71,7 +71,12 @@ impl Analyzer {
         }
         // Against the longest request so far: its DSCP is the data DSCP.
         if !rec.has_traffic_class()
-            || !cut_and_remarked(rec.dscp, rec.frame_len, f.max_frame_dscp, f.max_frame_len)
+            || !cut_and_remarked(
+                rec.dscp,
+                rec.frame_len,
+                f.max_frame_dscp(),
+                f.max_frame_len(),
+            )
         {
             return false;
         }

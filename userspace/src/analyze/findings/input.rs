@@ -126,7 +126,7 @@ impl Input<'_> {
         let of: u64 = flows
             .iter()
             .filter_map(|&id| self.flow(id))
-            .map(|f| f.data_packets)
+            .map(|f| f.data_packets())
             .sum();
         share(of, self.summary.totals.data_packets)
     }
@@ -146,7 +146,7 @@ impl Input<'_> {
     /// Flows whose priority is `prio` on `iface`.
     pub(super) fn flows_on(&self, iface: u16, prio: u8) -> Vec<u32> {
         self.flows()
-            .filter(|f| f.iface == iface && f.priority == Some(prio))
+            .filter(|f| f.iface == iface && f.priority() == Some(prio))
             .map(|f| f.id)
             .collect()
     }
@@ -174,8 +174,8 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
     let sending: Vec<&Flow> = x
         .flows()
         .filter(|f| {
-            f.data_packets > 0
-                && f.service.is_some_and(ib::is_acknowledged)
+            f.data_packets() > 0
+                && f.service().is_some_and(ib::is_acknowledged)
                 && f.paired_qp().is_none()
                 && f.last_ts - f.first_ts >= UNANSWERED_NS
         })
@@ -192,7 +192,7 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
         .collect();
     let mut two_way: BTreeSet<u16> = BTreeSet::new();
     let mut answered = BTreeSet::new();
-    let responses = x.flows().filter(|f| f.responses > 0);
+    let responses = x.flows().filter(|f| f.responses() > 0);
     let seen = responses.map(|f| (f.iface, f.src_ip, f.dst_ip));
     for k in seen.chain(x.retired.answered.iter().copied()) {
         two_way.insert(k.0);

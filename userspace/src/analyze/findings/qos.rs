@@ -45,7 +45,7 @@ pub struct Remarked {
 
 /// `qos-mismatch`.
 pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
-    let requests: Vec<&Flow> = x.flows().filter(|f| f.data_packets > 0).collect();
+    let requests: Vec<&Flow> = x.flows().filter(|f| f.data_packets() > 0).collect();
     // Priorities PFC paused anywhere in the capture.
     let paused: BTreeSet<u8> = x
         .summary
@@ -60,10 +60,10 @@ pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
     } else {
         requests
             .iter()
-            .filter(|f| f.priority.is_some_and(|p| !paused.contains(&p)))
+            .filter(|f| f.priority().is_some_and(|p| !paused.contains(&p)))
             .map(|f| Unprotected {
                 flow: FlowRef::from(*f),
-                priority: f.priority.unwrap_or(0),
+                priority: f.priority().unwrap_or(0),
                 marks: f.marks,
             })
             .collect()
@@ -104,7 +104,7 @@ pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
     // taps: the CNPs' DSCP or priority is rewritten on their way.
     let mut cnps_remarked = Vec::new();
     for ((s, d, qp), at) in &by_conn {
-        if at.iter().all(|f| f.ce == 0) {
+        if at.iter().all(|f| f.ce() == 0) {
             continue;
         }
         let cnp: Vec<(&Flow, FlowMarks)> = at
