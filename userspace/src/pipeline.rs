@@ -812,14 +812,14 @@ fn analyze_batch(
     analyzer: &mut Analyzer,
     records: &[PacketRecord],
     deltas: &[Delta],
-    hops: Vec<Hop>,
+    mut hops: Vec<Hop>,
     sink: &mut impl analyze::Sink,
     mut verdict: impl FnMut(Verdict),
 ) {
     // By index, not a peekable iterator: its peek moved a whole delta
-    // (~100 bytes) on every record, deltas or not.
-    let mut next = 0;
-    let mut hops = hops.into_iter().peekable();
+    // (~100 bytes), or a whole hop row, on every record, none or not (the
+    // hops' `next_if` was 4 % of the live analyzer thread; benchmarks.md).
+    let (mut next, mut next_hop) = (0, 0);
     for (i, rec) in records.iter().enumerate() {
         while let Some((at, iface, d)) = deltas.get(next)
             && *at <= i
@@ -827,16 +827,19 @@ fn analyze_batch(
             analyzer.apply_delta(*iface, d, sink);
             next += 1;
         }
-        while let Some((_, mut row)) = hops.next_if(|(at, _)| *at <= i) {
-            analyzer.telemetry(&mut row, sink);
+        while let Some((at, row)) = hops.get_mut(next_hop)
+            && *at <= i
+        {
+            analyzer.telemetry(row, sink);
+            next_hop += 1;
         }
         verdict(analyzer.push(rec, sink));
     }
     for (_, iface, d) in deltas.get(next..).unwrap_or_default() {
         analyzer.apply_delta(*iface, d, sink);
     }
-    for (_, mut row) in hops {
-        analyzer.telemetry(&mut row, sink);
+    for (_, row) in hops.get_mut(next_hop..).unwrap_or_default() {
+        analyzer.telemetry(row, sink);
     }
 }
 
