@@ -240,6 +240,11 @@ fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> 
         "nic_timeout_exponent",
         "nic_timeout_lower_us",
         "nic_timeout_upper_us",
+        // Whether a pause overlapped a timeout's silence (measured or only
+        // bounded) depends on the replay's spacing; their sum is compared
+        // below.
+        "nic_timeout_samples",
+        "nic_timeout_bounded",
         // Rates from request packets' times, which counted frames lack: the
         // measurement starts over after them (docs/analysis.md, "DCQCN reaction").
         "dcqcn_reactions",
@@ -270,6 +275,12 @@ fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> 
         for (row, v) in values.into_iter().enumerate() {
             cells[row].push((c.clone(), v));
         }
+    }
+    let samples = t.ints("nic_timeout_samples");
+    let bounded = t.ints("nic_timeout_bounded");
+    for (row, cell) in cells.iter_mut().enumerate() {
+        let timeouts = samples[row].unwrap_or(0) + bounded[row].unwrap_or(0);
+        cell.push(("nic_timeout_samples+bounded".into(), timeouts.to_string()));
     }
     let src = t.strings("src_ip");
     let dst = t.strings("dst_ip");
