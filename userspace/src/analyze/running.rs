@@ -195,6 +195,7 @@ impl Analyzer {
             nics: &self.nics.rows_per_tap(),
             uet: &self.uet_paths,
             pdcs: self.pdcs.kept.iter().chain(self.pdcs.live()).collect(),
+            census: findings::input::Census::of(&self.flows),
         });
         // The switch queues congested in the window (their aggregates run
         // from the queue's first hop since it was last idle).
