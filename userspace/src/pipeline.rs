@@ -830,6 +830,7 @@ fn analyze_batch(
         while let Some((_, mut row)) = hops.next_if(|(at, _)| *at <= i) {
             analyzer.telemetry(&mut row, sink);
         }
+        analyzer.prefetch(records.get(i + 1..).unwrap_or_default());
         verdict(analyzer.push(rec, sink));
     }
     for (_, iface, d) in deltas.get(next..).unwrap_or_default() {
