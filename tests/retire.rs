@@ -193,4 +193,15 @@ fn uet_pdc_interim_rows_add_up_to_the_directions() {
     let (s, b) = (read(run_s), read(base_s));
     assert_eq!(s["retirement"]["interim_rows"], serde_json::json!(interim));
     assert_eq!(s["uet"], b["uet"]);
+    // None retires (`--flow-idle` 60 s): every PDC direction of the truth
+    // (two per PDC and tap) is live at once by the end, and
+    // `peak_live_flows` counts them as flows (docs/tables.md).
+    let truth_path = Path::new(cap).with_extension("truth.json");
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(truth_path).unwrap()).unwrap();
+    let directions = 2 * truth["pdcs"].as_array().unwrap().len();
+    assert_eq!(
+        s["retirement"]["peak_live_flows"],
+        serde_json::json!(directions)
+    );
 }

@@ -889,6 +889,144 @@ fn the_uet_samples_totals_are_their_pdcs_summed_over_the_taps() {
     }
 }
 
+/// The UET scenarios through impaired mirrors (docs/synth-truth.md, "UET"):
+/// taps that drop frames and record some twice. The truth is the model's
+/// record of what each mirror did (`Run::tap_drops`, the copies it
+/// recorded), and the analysis equals it where the tap can see it: every
+/// copy counted at its tap and on its PDC direction (`mirror_copies`,
+/// `taps[].duplicates`, `mirror-duplicates`) and nowhere else (the PDCs'
+/// counters are the truth's, copies left out), every PSN the mirror lost
+/// and an ACK at the tap covered is one the capture missed
+/// (`gap_capture_lost`, `taps[].capture_lost`, `capture-loss`). The
+/// fabric does the same as without the impairments.
+///
+/// `uet-spray` takes drops and copies (exact, and 300 ns later);
+/// `uet-incast` drops only: its resends follow NACKs within a dup window,
+/// and a copy of such a resend is, by the rule a tap can apply, the
+/// initiator's fast resend (docs/analysis.md, "Mirror duplicates").
+#[test]
+fn uet_mirror_drops_and_copies_are_the_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets = |pairs: &[&str]| -> Vec<String> {
+        pairs
+            .iter()
+            .flat_map(|p| ["--set".to_string(), p.to_string()])
+            .collect()
+    };
+    let runs = [
+        (
+            "uet-spray",
+            sets(&[
+                "taps.0.drop=0.03",
+                "taps.0.duplicate=0.1",
+                "taps.0.dup_gap_ns=300",
+                "taps.1.drop=0.03",
+                "taps.1.duplicate=0.05",
+            ]),
+        ),
+        (
+            "uet-incast",
+            sets(&["taps.0.drop=0.02", "taps.1.drop=0.02"]),
+        ),
+    ];
+    let mut bad = vec![];
+    for (scenario, options) in runs {
+        let name = format!("{scenario}-mirrored.pcapng");
+        let (capture, truth) = synth(dir.path(), scenario, &name, &options);
+        let (_, clean) = synth(dir.path(), scenario, &format!("{scenario}.pcapng"), &[]);
+        // The same fabric (its events but the copies recorded later).
+        let fabric = |t: &Value| {
+            let mut f = t["fabric"].clone();
+            f.as_object_mut().unwrap().remove("events");
+            f
+        };
+        assert_eq!(fabric(&truth), fabric(&clean), "{scenario}: fabric");
+        assert_eq!(truth["connections"], clean["connections"], "{scenario}");
+        let a = analyze(&capture, &truth);
+        bad.extend(compare_uet(scenario, &truth, &a));
+        let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+        let pdcs = truth["pdcs"].as_array().unwrap();
+        let (mut copies, mut lost, mut dropped) = (0, 0, 0);
+        for t in truth["taps"].as_array().unwrap() {
+            let iface = t["iface"].as_str().unwrap();
+            let at: Vec<&Value> = pdcs.iter().filter(|p| p["iface"] == iface).collect();
+            let want_lost: u64 = at.iter().map(|p| n(p, "capture_lost")).sum();
+            let mut taps = a.summary["taps"].as_array().unwrap().iter();
+            let tap = taps.find(|s| s["iface"] == a.iface(iface)).unwrap();
+            let got = (n(tap, "duplicates"), n(tap, "capture_lost"));
+            if got != (n(t, "tap_duplicates"), want_lost) {
+                bad.push(format!(
+                    "{scenario} {iface}: (duplicates, capture_lost) {got:?}, truth ({}, {want_lost})",
+                    n(t, "tap_duplicates")
+                ));
+            }
+            copies += n(t, "tap_duplicates");
+            lost += want_lost;
+            dropped += n(t, "tap_dropped");
+        }
+        // Per PDC direction: the initiator's copies and missed PSNs, the
+        // target's copies (of its ACKs and NACKs).
+        let f = &a.flows;
+        let (iface, spdcid) = (f.strings("iface"), f.ints("uet_spdcid"));
+        let (row_copies, row_lost) = (f.ints("mirror_copies"), f.ints("gap_capture_lost"));
+        for p in pdcs {
+            let tap = a.iface(p["iface"].as_str().unwrap());
+            let row = |id: &str| {
+                let id = i128::from(p[id].as_u64().unwrap());
+                (0..f.rows()).find(|&i| iface[i].as_deref() == Some(tap) && spdcid[i] == Some(id))
+            };
+            let (Some(i), Some(t)) = (row("spdcid"), row("dpdcid")) else {
+                continue; // compare_uet said so
+            };
+            let requests = n(p, "tap_duplicate_requests");
+            let want = [
+                ("initiator mirror_copies", row_copies[i], requests),
+                (
+                    "initiator gap_capture_lost",
+                    row_lost[i],
+                    n(p, "capture_lost"),
+                ),
+                (
+                    "target mirror_copies",
+                    row_copies[t],
+                    n(p, "tap_duplicates") - requests,
+                ),
+            ];
+            for (what, got, want) in want {
+                if got != Some(i128::from(want)) {
+                    bad.push(format!(
+                        "{scenario} {tap} PDC {}: {what} {got:?}, truth {want}",
+                        p["pdc"]
+                    ));
+                }
+            }
+        }
+        let finding = |id: &str, key: &str| {
+            let mut found = a.summary["findings"].as_array().unwrap().iter();
+            found
+                .find(|f| f["id"] == id)
+                .map_or(0, |f| f["params"][key].as_u64().unwrap())
+        };
+        assert_eq!(finding("capture-loss", "frames_missed"), lost, "{scenario}");
+        assert_eq!(
+            finding("mirror-duplicates", "mirror_copies"),
+            copies,
+            "{scenario}"
+        );
+        // The impairments did something to find.
+        assert!(
+            dropped > 0 && lost > 0,
+            "{scenario}: {dropped} dropped, {lost} missed"
+        );
+        assert_eq!(
+            copies > 0,
+            scenario == "uet-spray",
+            "{scenario}: {copies} copies"
+        );
+    }
+    assert_clean(bad);
+}
+
 /// PDC directions that retire before the end (a `--flow-idle` shorter than
 /// uet-incast's pauses, so its directions retire and come back many times)
 /// still count in `summary.json`'s `uet`: its sums are those of every UET
@@ -2485,6 +2623,42 @@ fn trimmed_roce_frames_are_congestion_not_corruption_or_loss() {
     }
     assert_eq!(seen as u64, trimmed_truth);
     assert_eq!(a.summary["totals"]["trimmed"], trimmed_truth);
+    // packets.parquet: a frame a switch cut has no ICRC to check
+    // (`icrc_ok` null, docs/tables.md). Per tap, the BTH frames held
+    // whole (`cap_len` = `frame_len`) whose ICRC is not true are the
+    // model's trims recorded there (`trimmed` + `icrc_bad`: the scenario
+    // corrupts nothing); every NAKed trim is null, and a false one can
+    // only be a trim no NAK asked for (the wire rule did not see it cut:
+    // one before its flow's first whole request at the tap).
+    let p = Table::read(&capture.with_extension("out").join("packets.parquet"));
+    let (p_iface, opcode, icrc_ok) = (p.strings("iface"), p.ints("opcode"), p.bools("icrc_ok"));
+    let (frame_len, cap_len) = (p.ints("frame_len"), p.ints("cap_len"));
+    for tt in truth["taps"].as_array().unwrap() {
+        let iface = a.iface(tt["iface"].as_str().unwrap());
+        let whole = (0..p.rows()).filter(|&i| {
+            p_iface[i].as_deref() == Some(iface)
+                && opcode[i].is_some()
+                && cap_len[i] >= frame_len[i]
+        });
+        let (mut null, mut failed) = (0, 0);
+        for i in whole {
+            match icrc_ok[i] {
+                None => null += 1,
+                Some(false) => failed += 1,
+                Some(true) => {}
+            }
+        }
+        let (trims_naked, others) = (n(tt, "trimmed"), n(tt, "icrc_bad"));
+        assert_eq!(
+            null + failed,
+            trims_naked + others,
+            "{iface}: whole frames not ICRC-true"
+        );
+        assert!(
+            null >= trims_naked && failed <= others,
+            "{iface}: {null} null, {failed} false"
+        );
+    }
     // Said as congestion; corruption only for the trims no NAK asked for;
     // the trims' NAK rewinds are not loss.
     let t = finding(&a, "trimming");

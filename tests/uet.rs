@@ -601,6 +601,13 @@ fn extract_takes_a_uet_pdcs_frames_both_ways() {
         let row = (0..t.rows())
             .find(|&i| src[i].as_deref() == Some("10.0.0.1") && spdcid[i] == Some(0x0102))
             .expect("the PDC direction's row");
+        // Its Decode As is what its frames came as (docs/tables.md).
+        let row_decode_as = if native {
+            "ip.proto==253,uet.entropy"
+        } else {
+            "udp.port==4793,uet"
+        };
+        assert_eq!(t.strings("decode_as")[row].as_deref(), Some(row_decode_as));
         let id = ids[row].unwrap().to_string();
         let by_row = dir.path().join(format!("flow-{native}.pcapng"));
         let mut args = vec!["extract", cap.to_str().unwrap(), "--flow", &id];

@@ -167,7 +167,11 @@ pub fn run_with(
     let names: Vec<PathBuf> = merge.slots.iter().map(|s| s.name.clone()).collect();
     let taps = Taps::new(&names, &opts.taps)?;
     let filter = opts.filter.as_deref().map(Filter::new).transpose()?;
-    let mut pipeline = RecordPipeline::with_threads(opts.analyzer.clone(), out, opts.threads)?;
+    let config = analyze::Config {
+        recognition: opts.recognition,
+        ..opts.analyzer.clone()
+    };
+    let mut pipeline = RecordPipeline::with_threads(config, out, opts.threads)?;
     if opts.source_yields {
         // A file can wait; the table side cannot.
         pipeline.source_yields();

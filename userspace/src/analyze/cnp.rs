@@ -36,11 +36,11 @@ impl Analyzer {
         if let Some(r) = target {
             let bin_ns = self.config.bin_ns;
             let f = &mut self.flows[r];
-            if let Some(t) = f.rare.as_deref_mut().and_then(|r| r.ce_unanswered.take()) {
+            if let Some(t) = f.ce_answered() {
                 reaction = Some(now.saturating_sub(t));
             }
             // Without a request packet yet, nothing to measure the CNP against.
-            if let Some(d) = f.dcqcn.as_deref_mut() {
+            if let Some(d) = f.rate_held() {
                 d.cnp(now);
             }
             let f = &self.flows[r];

@@ -14,7 +14,7 @@
 //! last packets ([`Rate`], 72 bytes, from its first data packet on); what
 //! its CNPs measured ([`Reaction`], ~130 bytes more) only from the first
 //! CNP it could be measured against. The measurement here (a
-//! [`Flow`](super::flows::Flow) owns a [`Rate`]); the finding,
+//! [`Flow`](super::flows::Flow)'s sender's part owns a [`Rate`]); the finding,
 //! `dcqcn-reaction`, in `findings/dcqcn.rs`.
 
 /// Gaps the rate before a CNP (and the recovered rate) is measured over.
@@ -27,7 +27,7 @@ pub(crate) const RECOVERED: f64 = 0.9;
 pub(crate) const DECIDE_PACKETS: u32 = 16;
 
 /// The last `WINDOW + 1` request packets: time and frame length, in 64
-/// bytes (a `Rate` fits a 80-byte allocation, not 128): times as `u32`
+/// bytes (was 128; a `Rate` is 72, in a sending flow's part): times as `u32`
 /// offsets from `base` (a window spans at most [`SPAN_MAX_NS`]), lengths as
 /// `u16` (a RoCE frame is at most an IB MTU of 4096 bytes and its headers;
 /// a longer one counts as 65,535 bytes). docs/analysis.md, "Memory".

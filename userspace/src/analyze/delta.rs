@@ -4,8 +4,8 @@
 use rocescope_common::proto::ib::{self, PSN_MASK};
 use rocescope_common::summary::{FlowDelta, delta_flags};
 
-use super::flows::Flow;
 use super::flows::timeline::spread_over_bins;
+use super::flows::{Count, Flow};
 use super::{Analyzer, Sink};
 use crate::transport::sequencing::Ack;
 
@@ -61,6 +61,7 @@ impl Analyzer {
             raise_acked(&mut self.flows[i], d.acked_psn & PSN_MASK);
             if let Some(p) = paired {
                 self.flows[p]
+                    .sender_mut()
                     .rto
                     .acked_counted(d.acked_psn & PSN_MASK, d.last_ts_ns);
             }
@@ -86,27 +87,27 @@ impl Analyzer {
             self.sequencing(i, sink, |s, out| s.counted(next, out));
         }
         let f = &mut self.flows[i];
-        f.packets += d.packets;
-        f.bytes += d.bytes;
-        f.payload_bytes += d.payload_bytes;
-        f.goodput_bytes += d.payload_bytes;
-        f.data_packets += u64::from(d.data_packets);
-        f.acks += u64::from(d.acks);
-        f.responses += u64::from(d.responses);
+        f.add(Count::Packets, d.packets);
+        f.add(Count::Bytes, d.bytes);
+        f.add(Count::PayloadBytes, d.payload_bytes);
+        f.add(Count::GoodputBytes, d.payload_bytes);
+        f.add(Count::DataPackets, u64::from(d.data_packets));
+        f.add(Count::Acks, u64::from(d.acks));
+        f.add(Count::Responses, u64::from(d.responses));
         if d.ce > 0 {
-            f.ce += u64::from(d.ce);
+            f.add(Count::Ce, u64::from(d.ce));
             self.running.ce += u64::from(d.ce);
-            f.rare_mut().ce_unanswered.get_or_insert(d.first_ce_ts_ns);
+            f.ce_marked(d.first_ce_ts_ns);
         }
         f.max_idle_ns = f.max_idle_ns.max(d.max_idle_ns);
         f.last_ts = f.last_ts.max(now);
         if d.data_packets > 0 {
-            f.rto.sent(d.first_ts_ns);
-            if let Some(r) = f.dcqcn.as_deref_mut() {
+            f.sender_mut().rto.sent(d.first_ts_ns);
+            if let Some(r) = f.rate_held() {
                 r.counted();
             }
         }
-        f.rto.packet_done();
+        f.timer_packet_done();
         let f = &self.flows[i];
         spread_over_bins(&mut self.bins, i, f, &self.pfc, d, bin_ns, sink);
     }

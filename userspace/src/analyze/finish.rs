@@ -85,7 +85,7 @@ impl Analyzer {
                     if let Some(r) = f.rare.as_deref_mut() {
                         r.icrc_errors = 0;
                     }
-                    f.sniffer_tap = true;
+                    f.set_sniffer_tap();
                 }
             }
         }
@@ -94,10 +94,10 @@ impl Analyzer {
         // of its tap's capture was frozen by it.
         if self.pfc.any_priority() {
             for f in self.flows.iter_mut() {
-                let Some(p) = f.priority else { continue };
+                let Some(p) = f.priority() else { continue };
                 let end = tap_end(f.iface);
                 let idle = end.saturating_sub(f.last_ts);
-                if idle < STALL_MIN_NS || f.packets == 0 {
+                if idle < STALL_MIN_NS || f.packets() == 0 {
                     continue;
                 }
                 let (paused, cover) = self.pfc.paused(f.iface, p, f.last_ts, end, end);
@@ -123,8 +123,9 @@ impl Analyzer {
         if !self.cnp_counts.is_empty() {
             for f in self.flows.iter_mut() {
                 if f.cnp_qp().is_some() {
-                    f.cnps = super::flows::cnps_for(&self.cnp_counts, f);
-                    attributed += f.cnps;
+                    let cnps = super::flows::cnps_for(&self.cnp_counts, f);
+                    f.set(super::flows::Count::Cnps, cnps);
+                    attributed += f.cnps();
                 }
             }
         }

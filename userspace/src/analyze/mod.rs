@@ -205,6 +205,10 @@ pub struct Config {
     /// only the findings' evidence and named flows (docs/analysis.md,
     /// "Retirement").
     pub rows_held: usize,
+    /// Where the run recognises transports (`--udp-port`, `--ip-proto`;
+    /// the reading options' own, in the run's identity there): what a UET
+    /// row's Decode As names (docs/tables.md, `decode_as`).
+    pub recognition: rocescope_common::wire::Recognition,
 }
 
 /// `--flow-idle`'s default: 60 s of capture time (NetFlow's inactive timeout
@@ -306,6 +310,7 @@ impl Default for Config {
             flow_idle_ns: DEFAULT_FLOW_IDLE_NS,
             flow_active_ns: DEFAULT_FLOW_ACTIVE_NS,
             rows_held: DEFAULT_ROWS_HELD,
+            recognition: rocescope_common::wire::Recognition::DEFAULT,
         }
     }
 }
@@ -452,7 +457,7 @@ impl Analyzer {
                 .map_or(config.link_speed_bps, |&(_, bps)| bps)
         });
         let matcher = hops::Matcher::new(config.match_window_ns);
-        let pdcs = crate::transport::uet::Pdcs::with_interim_rows(config.flow_active_ns);
+        let pdcs = crate::transport::uet::Pdcs::new(config.flow_active_ns, config.recognition);
         Analyzer {
             config,
             flows: FlowTable::default(),
@@ -551,6 +556,7 @@ impl Analyzer {
                 // analysed (docs/analysis.md, "Mirror duplicates").
                 let last_nack = self.pdcs.last_nack(rec);
                 let owner = dups::Owner::Uet(self.pdcs.id_of(rec, &mut self.ids));
+                self.note_live();
                 if self.dups.is_copy(rec, owner, last_nack) {
                     self.pdcs.mirror_copy(rec);
                     self.frames.mirror_copies += 1;

@@ -8,6 +8,7 @@ use crate::transport::roce::sequencing::nack_code;
 use crate::transport::sequencing::{Ack, Nack, NackCode, Sequencing};
 
 use super::events::{Event, EventDetail, EventKind, NakDetail};
+use super::flows::Count;
 use super::{Analyzer, Sink};
 use super::{nics, psn};
 
@@ -54,7 +55,7 @@ impl Analyzer {
     pub(super) fn response(&mut self, i: usize, rec: &PacketRecord, sink: &mut impl Sink) {
         let now = rec.ts_ns;
         let q = rec.roce().psn & PSN_MASK;
-        self.flows[i].responses += 1;
+        self.flows[i].add(Count::Responses, 1);
         if self.flows[i].paired().is_none() {
             self.try_pair(i, q);
         }
@@ -76,7 +77,7 @@ impl Analyzer {
         let f = &mut self.flows[i];
         if aeth::is_ack(syn) {
             if matches!(o, op::ACKNOWLEDGE | op::ATOMIC_ACKNOWLEDGE) {
-                f.acks += 1;
+                f.add(Count::Acks, 1);
             }
             let a = f.acknowledge(&Ack::Cumulative(q));
             if let Some(r) = request {
@@ -98,12 +99,12 @@ impl Analyzer {
             }
             f.nak_mut().last_nak_ts = Some(now);
             if let Some(r) = request {
-                self.flows[r].rto.nak(now);
+                self.flows[r].sender_mut().rto.nak(now);
             }
             if let (Some(r), false) = (request, rnr) {
                 // A sequence error names the PSN the responder expected.
                 if code == NackCode::Sequence {
-                    if let Some(s) = self.flows[r].seq.as_mut() {
+                    if let Some(s) = self.flows[r].seq_mut() {
                         s.nack(&Nack {
                             ts: now,
                             psn: q,
@@ -155,8 +156,8 @@ impl Analyzer {
     pub(super) fn acked(&mut self, r: usize, a: u32, now: u64, sink: &mut impl Sink) {
         self.nics.acked(self.flows[r].id, a);
         let f = &mut self.flows[r];
-        let next = f.seq.as_ref().map(Sequencing::next);
-        f.rto.acked(a, next, now);
+        let next = f.seq().map(Sequencing::next);
+        f.sender_mut().rto.acked(a, next, now);
         if let Some(h) = f.rewind_held() {
             h.livelock.acked(a);
             for t in &mut h.timeouts {

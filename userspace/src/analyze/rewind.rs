@@ -179,8 +179,8 @@ impl Analyzer {
             None => Trigger::Timeout,
         };
         let f = &mut self.flows[i];
-        let acked = f.rto.highest_acked();
-        let timer = &mut f.rto;
+        let acked = f.highest_acked();
+        let timer = &mut f.sender.get_or_insert_with(Box::default).rto;
         let h = f
             .rare
             .get_or_insert_with(Box::default)

@@ -76,8 +76,9 @@ pub struct Verdict {
     pub retrans: Option<bool>,
     /// A mirror copy of a frame the tap had just recorded (see [`dups`]).
     pub mirror_copy: bool,
-    /// The ICRC fails because a sniffer rewrote the frame, not because it
-    /// was corrupted: `icrc_ok` is null (see "ICRC" in `docs/analysis.md`).
+    /// The ICRC fails because a sniffer rewrote the frame or a switch cut
+    /// it (trimmed), not because it was corrupted: `icrc_ok` is null (see
+    /// "ICRC" and "RoCE: trimmed frames" in `docs/analysis.md`).
     pub icrc_unknown: bool,
 }
 
@@ -248,7 +249,8 @@ pub struct Retirement {
     pub retired_pdc_directions: Option<u64>,
     /// Interim rows written for flows active longer than `flow_active_ns`.
     pub interim_rows: u64,
-    /// The most flows live at once: the flow table's slots.
+    /// The most flows live at once, QP flows and UET PDC directions
+    /// together (each a row of `flows.parquet`).
     pub peak_live_flows: u64,
     /// Per finding family, retired flows that were evidence of it but not
     /// among its worst K kept (`evidence_k`): the findings' lists of flows

@@ -12,6 +12,7 @@ use crate::transport::roce::sequencing::{GoBackN, consumption};
 use crate::transport::sequencing::{Data, Judgement, Resolved, Sequencing};
 
 use super::events::{Event, EventDetail, EventKind, LatePsn, Missing, ResolvedPsns};
+use super::flows::Count;
 use super::pfc::Cover;
 use super::responses::PendingNak;
 use super::rewind::{Rewind, RewindContext};
@@ -77,7 +78,7 @@ impl Analyzer {
         let now = rec.ts_ns;
         let q = rec.roce().psn & PSN_MASK;
         let consumes = self.consumption(i, rec);
-        self.flows[i].data_packets += 1;
+        self.flows[i].add(Count::DataPackets, 1);
         let paired = self.flows[i].paired();
         // Outstanding NAKs for this PSN are consumed by any send of it.
         let mut nak: Option<PendingNak> = None;
@@ -118,8 +119,8 @@ impl Analyzer {
         };
         let mut out = std::mem::take(&mut self.judged);
         let f = &mut self.flows[i];
-        let Some(s) = f.seq.as_mut() else {
-            f.seq = Some(GoBackN::start(&d));
+        let Some(s) = f.seq_mut() else {
+            f.start_seq(GoBackN::start(&d));
             f.set_rtt_probe(Some((q, now)));
             return (false, false);
         };
@@ -149,7 +150,7 @@ impl Analyzer {
         sink: &mut impl Sink,
         f: impl FnOnce(&mut GoBackN, &mut Vec<Judgement>),
     ) {
-        let Some(s) = self.flows[i].seq.as_mut() else {
+        let Some(s) = self.flows[i].seq_mut() else {
             return;
         };
         let mut out = std::mem::take(&mut self.judged);
@@ -239,7 +240,7 @@ impl Analyzer {
                 f.sequence_mut().resend_context.get_or_insert(h.context);
             }
             Judgement::Retransmission { spurious } => {
-                f.retrans += 1;
+                f.add(Count::Retrans, 1);
                 self.running.retrans_packets += 1;
                 f.set_rtt_probe(None);
                 if spurious {

@@ -40,14 +40,17 @@ pub(crate) struct Trims {
 impl Analyzer {
     /// A RoCE frame of flow `i`: its ICRC counted on its tap and, failing,
     /// on the flow; then whether a switch may have trimmed it. Returns
-    /// whether the failure is a sniffer's rewrite.
+    /// whether its ICRC verdict says nothing (`icrc_ok` null): a sniffer
+    /// rewrote it, or it fails and is cut and re-marked against its flow —
+    /// a switch cut it, so its ICRC could not be checked (docs/tables.md,
+    /// `icrc_ok`), whether or not a NAK later confirms the trim.
     pub(super) fn flow_icrc(&mut self, i: usize, rec: &PacketRecord) -> bool {
         let (corrupt, rewritten) = self.icrc(rec);
         if corrupt {
             self.flows[i].rare_mut().icrc_errors += 1;
         }
-        self.trim_candidate(i, rec, corrupt);
-        rewritten
+        let cut_by_a_switch = self.trim_candidate(i, rec, corrupt);
+        rewritten || cut_by_a_switch
     }
 
     /// A frame of flow `i`, a request's before its length joins the flow's:
@@ -55,10 +58,11 @@ impl Analyzer {
     /// it was sent again); a frame cut and re-marked whose bytes cannot be
     /// whole is trimmed when a NAK still outstanding asked for it (named
     /// it or an earlier PSN), and starts a wait otherwise. `corrupt`: its
-    /// ICRC failed and the tap is no sniffer's.
-    fn trim_candidate(&mut self, i: usize, rec: &PacketRecord, corrupt: bool) {
+    /// ICRC failed and the tap is no sniffer's. Returns whether it is such
+    /// a frame whose ICRC failed.
+    fn trim_candidate(&mut self, i: usize, rec: &PacketRecord, corrupt: bool) -> bool {
         if !ib::is_request(rec.roce().opcode) {
-            return;
+            return false;
         }
         let psn = rec.roce().psn & ib::PSN_MASK;
         let f = &mut self.flows[i];
@@ -67,9 +71,14 @@ impl Analyzer {
         }
         // Against the longest request so far: its DSCP is the data DSCP.
         if !rec.has_traffic_class()
-            || !cut_and_remarked(rec.dscp, rec.frame_len, f.max_frame_dscp, f.max_frame_len)
+            || !cut_and_remarked(
+                rec.dscp,
+                rec.frame_len,
+                f.max_frame_dscp(),
+                f.max_frame_len(),
+            )
         {
-            return;
+            return false;
         }
         let icrc_failed = corrupt && rec.has(flags::ICRC_CHECKED) && !rec.has(flags::ICRC_OK);
         // Short on the wire itself (not a snap length: the capture holds
@@ -82,7 +91,7 @@ impl Analyzer {
         } else if short_on_wire {
             Counted::Cut
         } else {
-            return;
+            return false;
         };
         // A NAK still outstanding (its PSN not sent again since) asked for
         // this one already: the receiver sends no second NAK.
@@ -95,7 +104,7 @@ impl Analyzer {
         });
         if asked {
             self.trimmed(i, &[counted]);
-            return;
+            return icrc_failed;
         }
         let t = self.flows[i]
             .rare_mut()
@@ -105,6 +114,7 @@ impl Analyzer {
             t.pending.remove(0);
         }
         t.pending.push((psn, counted));
+        icrc_failed
     }
 
     /// The receiver's NAK (sequence error or RNR) naming `psn` of request

@@ -250,6 +250,7 @@ impl AnalysisArgs {
             flow_idle_ns: self.flow_idle,
             flow_active_ns: self.flow_active,
             rows_held: analyze::DEFAULT_ROWS_HELD,
+            recognition: Default::default(),
             clock_offsets: self
                 .clock_offset
                 .iter()

@@ -265,7 +265,10 @@ pub fn run_with(
         source: e,
     })?;
     let mut pipeline = RecordPipeline::with_tables(
-        opts.analyzer.clone(),
+        crate::analyze::Config {
+            recognition: opts.recognition,
+            ..opts.analyzer.clone()
+        },
         Some(&opts.out),
         crate::pipeline::Threads::Pipelined,
         opts.packets,

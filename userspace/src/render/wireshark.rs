@@ -22,7 +22,6 @@ use rocescope_common::proto;
 
 use crate::analyze::{Finding, FlowRow, Handoff, IfaceOrigin};
 use crate::transport::uet::PdcKey;
-use rocescope_common::wire::Recognition;
 
 pub mod uet;
 
@@ -212,9 +211,9 @@ pub fn finding_handoff(
     if flows.is_empty() && !pdcs.is_empty() {
         let pdcs: Vec<_> = pdcs
             .iter()
-            .filter_map(|r| Some((pdc_key(r)?, origin(r.iface))))
+            .filter_map(|r| Some((pdc_key(r)?, origin(r.iface), r.uet.as_ref()?.carrier)))
             .collect();
-        return uet::pdcs_handoff(&pdcs, &Recognition::DEFAULT);
+        return uet::pdcs_handoff(&pdcs);
     }
     // By (interface, source, destination).
     let mut groups: BTreeMap<_, Vec<&FlowRow>> = BTreeMap::new();
@@ -289,13 +288,13 @@ fn pdc_key(r: &FlowRow) -> Option<PdcKey> {
     })
 }
 
-/// A flow row's display filter and Decode As (a UET PDC's with the
-/// default UDP port's mapping: docs/wireshark.md, "UET").
+/// A flow row's display filter and Decode As (a UET PDC's as its frames
+/// came: docs/wireshark.md, "UET").
 pub(crate) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
     // A UET PDC's frames are no QP's: its filters are UET's (uet.*).
-    if let Some(key) = pdc_key(r) {
+    if let (Some(key), Some(u)) = (pdc_key(r), r.uet.as_ref()) {
+        r.decode_as = uet::carrier_decode_as(u.carrier);
         r.display_filter = uet::pdc_filter(&key, origin);
-        r.decode_as = uet::default_decode_as();
         return;
     }
     r.display_filter = flow_filter(r, origin);

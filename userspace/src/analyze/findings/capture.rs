@@ -275,7 +275,7 @@ pub(super) fn trimming(x: &Input, out: &mut Vec<Diagnosis>) {
             .flows_if(x.census.rare > 0)
             .filter(|f| f.iface == t.iface && f.trimmed() > 0)
             .collect();
-        let data_packets = flows.iter().map(|f| f.data_packets).sum();
+        let data_packets = flows.iter().map(|f| f.data_packets()).sum();
         out.push(Diagnosis {
             severity: Severity::Warning,
             impact: share(t.trimmed, data_packets),

@@ -85,19 +85,22 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let candidate = |f: &Flow| {
         let life = f.last_ts - f.first_ts;
         f.rewind().rewinds == 0
-            && f.cnps >= 2
+            && f.cnps() >= 2
             && life > 0
-            && f.cnps.saturating_mul(CNP_INTERVAL_NS) >= life
+            && f.cnps().saturating_mul(CNP_INTERVAL_NS) >= life
     };
     let live = x.census.congested > 0;
-    if !x.flows_if(live).any(|f| f.data_packets > 0 && candidate(f)) {
+    if !x
+        .flows_if(live)
+        .any(|f| f.data_packets() > 0 && candidate(f))
+    {
         return None;
     }
     // (flow, its gbps, its goodput in Gb/s)
     let requests: Vec<(&Flow, f64, f64)> = x
         .flows()
-        .filter(|f| f.data_packets > 0)
-        .map(|f| (f, f.rate_gbps(f.bytes), f.rate_gbps(f.goodput_bytes)))
+        .filter(|f| f.data_packets() > 0)
+        .map(|f| (f, f.rate_gbps(f.bytes()), f.rate_gbps(f.goodput_bytes())))
         .collect();
     // Each connection's wire rate, the highest of the taps that saw it.
     let mut conns: BTreeMap<Conn, f64> = BTreeMap::new();
@@ -118,7 +121,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         }
         let paused = x.pfc.iter().any(|p| {
             p.iface == f.iface
-                && Some(p.priority) == f.priority
+                && Some(p.priority) == f.priority()
                 && p.start_ns < f.last_ts
                 && p.end_ns > f.first_ts
         });
@@ -164,13 +167,13 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
             .iter()
             .map(|&(f, goodput_gbps, share_gbps)| {
                 let life_ns = f.last_ts - f.first_ts;
-                let interval_ns = life_ns / f.cnps;
+                let interval_ns = life_ns / f.cnps();
                 worst_interval = worst_interval.min(interval_ns);
-                cnps += f.cnps;
+                cnps += f.cnps();
                 flows.push(f.id);
                 HeldDown {
                     flow: FlowRef::from(f),
-                    cnps: f.cnps,
+                    cnps: f.cnps(),
                     life_ns,
                     interval_ns,
                     goodput_gbps,

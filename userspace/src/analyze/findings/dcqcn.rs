@@ -81,7 +81,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         impact: x.traffic_share(&ids),
         flows: ids,
         evidence: Evidence::Dcqcn(Dcqcn {
-            cnps: deaf.iter().map(|f| f.cnps).sum(),
+            cnps: deaf.iter().map(|f| f.cnps()).sum(),
             cnps_without_reaction: deaf.iter().map(|f| f.dcqcn().without).sum(),
             reaction_max_ns: working.iter().map(|f| f.dcqcn().reaction_max_ns).max(),
             recovery_max_ns: working.iter().map(|f| f.dcqcn().recovery_max_ns).max(),
@@ -91,7 +91,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
                     let d = f.dcqcn();
                     Deaf {
                         flow: FlowRef::from(*f),
-                        cnps: f.cnps,
+                        cnps: f.cnps(),
                         without: d.without,
                         without_mean_gbps: d.without_gbps_sum / d.without as f64,
                     }

@@ -107,7 +107,7 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64) -> Diagnosis {
     let idlest = (0..n).min_by_key(|&m| (g.bytes[m], m)).unwrap_or(0);
     let on = |m: usize| -> Vec<&Flow> {
         x.flows()
-            .filter(|f| g.ifaces[m] == Some(f.iface) && f.packets > 0)
+            .filter(|f| g.ifaces[m] == Some(f.iface) && f.packets() > 0)
             .collect()
     };
     let idle = |iface: u16| {
@@ -138,7 +138,7 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64) -> Diagnosis {
     let elephants: Vec<&Flow> = busy
         .iter()
         .copied()
-        .filter(|f| f.bytes as f64 >= ELEPHANT_SHARE * g.bytes[busiest] as f64)
+        .filter(|f| f.bytes() as f64 >= ELEPHANT_SHARE * g.bytes[busiest] as f64)
         .collect();
     let mut collided: Vec<&Flow> = elephants
         .iter()
@@ -155,10 +155,10 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64) -> Diagnosis {
     let mut pairs: BTreeMap<HostPair, (BTreeSet<u16>, BTreeSet<u32>)> = BTreeMap::new();
     let mut by_port: BTreeMap<SourcePort, BTreeSet<Qp>> = BTreeMap::new();
     for m in 0..n {
-        for f in on(m).into_iter().filter(|f| f.data_packets > 0) {
+        for f in on(m).into_iter().filter(|f| f.data_packets() > 0) {
             let e = pairs.entry((f.src_ip, f.dst_ip)).or_default();
             e.1.insert(f.dest_qp);
-            if let Some(p) = f.udp_sport {
+            if let Some(p) = f.udp_sport() {
                 e.0.insert(p);
                 by_port
                     .entry((f.src_ip, p))
@@ -199,9 +199,9 @@ fn imbalance(x: &Input, g: &GroupLoad, bin_ns: u64) -> Diagnosis {
                 .iter()
                 .map(|f| Elephant {
                     flow: FlowRef::from(*f),
-                    udp_sport: f.udp_sport,
-                    bytes: f.bytes,
-                    share: share(f.bytes, g.bytes[busiest]),
+                    udp_sport: f.udp_sport(),
+                    bytes: f.bytes(),
+                    share: share(f.bytes(), g.bytes[busiest]),
                 })
                 .collect(),
             entropy: pairs

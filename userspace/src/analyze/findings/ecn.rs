@@ -48,7 +48,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
     // On InfiniBand the destination may answer FECN with BECN on the
     // packets it sends back instead of CNPs (docs/analysis.md, "CNPs").
     let becn_back = |r: &Flow| {
-        r.ib_link
+        r.ib_link()
             && x.flows().any(|p| {
                 p.iface == r.iface
                     && (p.src_ip, p.dst_ip) == (r.dst_ip, r.src_ip)
@@ -58,7 +58,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
     };
     let silent: Vec<&Flow> = x
         .flows_if(x.census.congested > 0)
-        .filter(|f| f.ce > 0 && f.cnps == 0 && (f.cnp_qp().is_some() || unattributed == 0))
+        .filter(|f| f.ce() > 0 && f.cnps() == 0 && (f.cnp_qp().is_some() || unattributed == 0))
         .filter(|f| !becn_back(f))
         .collect();
     if !silent.is_empty() {
@@ -68,15 +68,15 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
             impact: x.traffic_share(&ids),
             flows: ids,
             evidence: Evidence::CeWithoutCnp(CeWithoutCnp {
-                ce: silent.iter().map(|r| r.ce).sum(),
+                ce: silent.iter().map(|r| r.ce()).sum(),
                 flows: silent.len() as u64,
                 shown: silent
                     .iter()
                     .take(SHOWN)
                     .map(|r| SilentCe {
                         flow: FlowRef::from(*r),
-                        dscp: r.dscp,
-                        ce: r.ce,
+                        dscp: r.dscp(),
+                        ce: r.ce(),
                         paired: r.paired_qp().is_some(),
                     })
                     .collect(),
@@ -86,10 +86,10 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
     }
     let loud: Vec<&Flow> = x
         .flows_if(x.census.congested > 0)
-        .filter(|r| r.cnps > 0 && r.ce == 0)
+        .filter(|r| r.cnps() > 0 && r.ce() == 0)
         .collect();
     if !loud.is_empty() || unattributed > 0 {
-        let cnps: u64 = loud.iter().map(|r| r.cnps).sum();
+        let cnps: u64 = loud.iter().map(|r| r.cnps()).sum();
         out.push(Diagnosis {
             severity: Severity::Info,
             impact: share(cnps + unattributed, x.summary.frames.cnp),

@@ -116,21 +116,21 @@ impl Census {
     /// Counts live flow `f`.
     pub(crate) fn add(&mut self, f: &Flow) {
         self.rare += usize::from(f.rare.is_some());
-        self.congested += usize::from(f.ce > 0 || f.cnps > 0);
+        self.congested += usize::from(f.ce() > 0 || f.cnps() > 0);
         self.sending += usize::from(sending(f));
-        if f.data_packets > 0 {
+        if f.data_packets() > 0 {
             self.sized += usize::from(f.mtu > 0);
             match self.request_tap {
                 None => self.request_tap = Some(f.iface),
                 Some(t) => self.requests_at_two_taps |= t != f.iface,
             }
         }
-        if f.packets >= 2 {
+        if f.packets() >= 2 {
             let tap = usize::from(f.iface);
             if self.fastest.len() <= tap {
                 self.fastest.resize(tap + 1, f64::NEG_INFINITY);
             }
-            self.fastest[tap] = self.fastest[tap].max(f.rate_gbps(f.bytes));
+            self.fastest[tap] = self.fastest[tap].max(f.rate_gbps(f.bytes()));
         }
     }
 
@@ -200,7 +200,7 @@ impl Input<'_> {
         let of: u64 = flows
             .iter()
             .filter_map(|&id| self.flow(id))
-            .map(|f| f.data_packets)
+            .map(|f| f.data_packets())
             .sum();
         share(of, self.summary.totals.data_packets)
     }
@@ -220,7 +220,7 @@ impl Input<'_> {
     /// Flows whose priority is `prio` on `iface`.
     pub(super) fn flows_on(&self, iface: u16, prio: u8) -> Vec<u32> {
         self.flows()
-            .filter(|f| f.iface == iface && f.priority == Some(prio))
+            .filter(|f| f.iface == iface && f.priority() == Some(prio))
             .map(|f| f.id)
             .collect()
     }
@@ -240,8 +240,8 @@ pub(crate) use crate::analyze::flows::kept::UNANSWERED_NS;
 /// A request flow of an acknowledged service, not paired, sending for
 /// [`UNANSWERED_NS`] or more: one [`unanswered`] weighs.
 fn sending(f: &Flow) -> bool {
-    f.data_packets > 0
-        && f.service.is_some_and(ib::is_acknowledged)
+    f.data_packets() > 0
+        && f.service().is_some_and(ib::is_acknowledged)
         && f.paired_qp().is_none()
         && f.last_ts - f.first_ts >= UNANSWERED_NS
 }
@@ -270,7 +270,7 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
         .collect();
     let mut two_way: BTreeSet<u16> = BTreeSet::new();
     let mut answered = BTreeSet::new();
-    let responses = x.flows().filter(|f| f.responses > 0);
+    let responses = x.flows().filter(|f| f.responses() > 0);
     let seen = responses.map(|f| (f.iface, f.src_ip, f.dst_ip));
     for k in seen.chain(x.retired.answered.iter().copied()) {
         two_way.insert(k.0);

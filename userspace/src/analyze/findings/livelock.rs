@@ -68,7 +68,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
                 .map(|(f, run)| Stuck {
                     flow: FlowRef::from(*f),
                     run: *run,
-                    max_frame_len: f.max_frame_len,
+                    max_frame_len: f.max_frame_len(),
                 })
                 .collect(),
         ),
@@ -99,7 +99,7 @@ pub(crate) fn retry_exhausted(x: &Input) -> Option<Diagnosis> {
                     exhausted: *e,
                     timeout_exponent: nearest_exponent(e.timeout_ns),
                     paired_qp: f.paired_qp(),
-                    max_frame_len: f.max_frame_len,
+                    max_frame_len: f.max_frame_len(),
                 })
                 .collect(),
         ),

@@ -61,7 +61,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     // Request flows with a learned MTU.
     let sized: Vec<&Flow> = x
         .flows_if(x.census.sized > 0)
-        .filter(|f| f.data_packets > 0 && f.mtu > 0)
+        .filter(|f| f.data_packets() > 0 && f.mtu > 0)
         .collect();
     // The fabric's MTU: what most flows use (the larger on a tie).
     let mut count: BTreeMap<u32, u64> = BTreeMap::new();
@@ -91,7 +91,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
             small.push(SmallMtu {
                 flow: FlowRef::from(*f),
                 mtu: f.mtu,
-                data_packets: f.data_packets,
+                data_packets: f.data_packets(),
                 peer: peer.map(|o| (o.id, o.mtu)),
             });
             flows.push(f.id);
@@ -115,20 +115,20 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let mut answered: BTreeMap<u16, u32> = BTreeMap::new();
     if !silent.is_empty() {
         for o in x.flows() {
-            if o.paired_qp().is_some() && o.data_packets > 0 {
-                let l = answered.entry(o.iface).or_insert(o.max_frame_len);
-                *l = (*l).max(o.max_frame_len);
+            if o.paired_qp().is_some() && o.data_packets() > 0 {
+                let l = answered.entry(o.iface).or_insert(o.max_frame_len());
+                *l = (*l).max(o.max_frame_len());
             }
         }
     }
     for f in silent {
         let answered = answered.get(&f.iface).copied();
-        let Some(largest) = answered.filter(|&l| f.max_frame_len > l) else {
+        let Some(largest) = answered.filter(|&l| f.max_frame_len() > l) else {
             continue;
         };
         too_big.push(TooBig {
             flow: FlowRef::from(f),
-            max_frame_len: f.max_frame_len,
+            max_frame_len: f.max_frame_len(),
             answered_max: largest,
         });
         flows.push(f.id);

@@ -86,7 +86,7 @@ fn diagnosis(x: &Input, s: SlowNic) -> Diagnosis {
     // The request flows this NIC reacted for: as their receiver or sender.
     let ids: Vec<u32> = x
         .flows()
-        .filter(|f| f.data_packets > 0 && f.iface == s.iface)
+        .filter(|f| f.data_packets() > 0 && f.iface == s.iface)
         .filter(|f| {
             if receiver {
                 f.dst_ip == s.ip

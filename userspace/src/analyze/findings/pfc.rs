@@ -75,8 +75,8 @@ pub(super) fn link_speed(x: &Input, out: &mut Vec<Diagnosis>) {
         // (flow, its gbps)
         let fast: Vec<(&Flow, f64)> = x
             .flows_if(x.census.faster_than(t.iface, limit))
-            .filter(|f| f.iface == t.iface && f.packets >= 2)
-            .map(|f| (f, f.rate_gbps(f.bytes)))
+            .filter(|f| f.iface == t.iface && f.packets() >= 2)
+            .map(|f| (f, f.rate_gbps(f.bytes())))
             .filter(|&(_, gbps)| gbps > limit)
             .collect();
         let Some(&(top, top_gbps)) = fast.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
@@ -194,7 +194,7 @@ pub(super) fn victims(x: &Input) -> Option<Diagnosis> {
                 .take(SHOWN_VICTIMS)
                 .map(|f| Victim {
                     flow: FlowRef::from(*f),
-                    priority: f.priority.unwrap_or(0),
+                    priority: f.priority().unwrap_or(0),
                     stalls: f.rare().stalls,
                     paused_ns: f.rare().stall_paused_ns,
                 })

@@ -55,14 +55,14 @@ pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
         .collect();
     // The live request flows are read only when a priority was paused or
     // request flows were seen at two taps: else neither part below has any.
-    let kept: Vec<&Flow> = x.flows_if(false).filter(|f| f.data_packets > 0).collect();
+    let kept: Vec<&Flow> = x.flows_if(false).filter(|f| f.data_packets() > 0).collect();
     let mut taps = kept.iter().map(|f| f.iface).chain(x.census.request_tap);
     let first = taps.next();
     let two_taps = x.census.requests_at_two_taps || taps.any(|t| Some(t) != first);
     let requests: Vec<&Flow> = if paused.is_empty() && !two_taps {
         kept
     } else {
-        x.flows().filter(|f| f.data_packets > 0).collect()
+        x.flows().filter(|f| f.data_packets() > 0).collect()
     };
     let mut ids: Vec<u32> = Vec::new();
     let unprotected: Vec<Unprotected> = if paused.is_empty() {
@@ -70,10 +70,10 @@ pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
     } else {
         requests
             .iter()
-            .filter(|f| f.priority.is_some_and(|p| !paused.contains(&p)))
+            .filter(|f| f.priority().is_some_and(|p| !paused.contains(&p)))
             .map(|f| Unprotected {
                 flow: FlowRef::from(*f),
-                priority: f.priority.unwrap_or(0),
+                priority: f.priority().unwrap_or(0),
                 marks: f.marks,
             })
             .collect()
@@ -114,7 +114,7 @@ pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
     // taps: the CNPs' DSCP or priority is rewritten on their way.
     let mut cnps_remarked = Vec::new();
     for ((s, d, qp), at) in &by_conn {
-        if at.iter().all(|f| f.ce == 0) {
+        if at.iter().all(|f| f.ce() == 0) {
             continue;
         }
         let cnp: Vec<(&Flow, FlowMarks)> = at

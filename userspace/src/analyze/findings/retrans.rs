@@ -75,7 +75,7 @@ pub(super) fn ghost(x: &Input) -> Option<Diagnosis> {
         .map(|f| f.rewind().timeout_rewinds_paused)
         .sum();
     let spurious: u64 = flows.iter().map(|f| f.sequence().spurious).sum();
-    let retrans: u64 = flows.iter().map(|f| f.retrans).sum();
+    let retrans: u64 = flows.iter().map(|f| f.retrans()).sum();
     let idle_min = flows
         .iter()
         .filter(|f| f.rewind().rewinds_timeout > 0)
@@ -101,7 +101,7 @@ pub(super) fn ghost(x: &Input) -> Option<Diagnosis> {
                 idle_ns: n.idle_ns,
                 trigger: n.trigger,
                 acked: n.acked,
-                flow_retrans: f.retrans,
+                flow_retrans: f.retrans(),
                 flow_spurious: f.sequence().spurious,
                 paused: cover.map(|c| (c.priority, n.paused_ns)),
                 cover: cover.and_then(|c| {
@@ -127,7 +127,7 @@ pub(super) fn ghost(x: &Input) -> Option<Diagnosis> {
         .flat_map(|f| {
             x.pfc
                 .iter()
-                .filter(move |p| p.iface == f.iface && Some(p.priority) == f.priority)
+                .filter(move |p| p.iface == f.iface && Some(p.priority) == f.priority())
         })
         .map(|p| p.end_ns - p.start_ns)
         .max();

@@ -44,7 +44,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
                 .iter()
                 .map(|f| SilentFlow {
                     flow: FlowRef::from(*f),
-                    data_packets: f.data_packets,
+                    data_packets: f.data_packets(),
                     sent_ns: f.last_ts - f.first_ts,
                 })
                 .collect(),

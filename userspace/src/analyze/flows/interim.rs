@@ -27,7 +27,7 @@ impl Intervals {
     /// `row`, flow `f`'s row over its life, made its row since its last
     /// interim row (unchanged for a flow that wrote none).
     pub(crate) fn since(&self, f: &Flow, row: &mut FlowRow) {
-        self.since_of(f.id, f.goodput_bytes, row);
+        self.since_of(f.id, f.goodput_bytes(), row);
     }
 
     /// [`Self::since`] for flow `id` (a QP's or a UET PDC direction's) with

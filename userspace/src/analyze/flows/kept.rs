@@ -79,23 +79,23 @@ impl Family {
     fn score(self, f: &Flow) -> u64 {
         match self {
             Family::Retransmission => {
-                f.retrans + f.rewind().rewinds + f.nak().naks + f.nak().rnr_naks
+                f.retrans() + f.rewind().rewinds + f.nak().naks + f.nak().rnr_naks
             }
             Family::Gaps => {
                 let g = &f.sequence().gap_counts;
                 f.sequence().gaps + g.late + g.lost() + g.capture_lost + g.unresolved
             }
-            Family::Congestion => f.ce + f.cnps + f.rare().becn + f.dcqcn().without,
+            Family::Congestion => f.ce() + f.cnps() + f.rare().becn + f.dcqcn().without,
             Family::Stalls => f.rare().stall_paused_ns + f.rare().stalls,
             Family::Corruption => f.rare().icrc_errors,
             Family::Unanswered => {
-                let unanswered = f.data_packets > 0
-                    && f.service.is_some_and(ib::is_acknowledged)
+                let unanswered = f.data_packets() > 0
+                    && f.service().is_some_and(ib::is_acknowledged)
                     && f.paired_qp().is_none()
                     && f.last_ts - f.first_ts >= UNANSWERED_NS;
-                if unanswered { f.data_packets } else { 0 }
+                if unanswered { f.data_packets() } else { 0 }
             }
-            Family::Traffic => f.bytes,
+            Family::Traffic => f.bytes(),
         }
     }
 }
@@ -154,14 +154,14 @@ pub(crate) fn add_timeouts(by_sender: &mut Vec<SenderTimeouts>, f: &Flow) {
 /// of pause intervals, made at the end).
 pub(crate) fn add_totals(t: &mut Totals, f: &Flow) {
     t.flows += 1;
-    t.request_flows += f.seq.is_some() as u64;
-    t.response_flows += (f.responses > 0) as u64;
-    t.paired_flows += (f.seq.is_some() && f.paired_qp().is_some()) as u64;
-    t.packets += f.packets;
-    t.bytes += f.bytes;
-    t.data_packets += f.data_packets;
-    t.payload_bytes += f.payload_bytes;
-    t.retrans_packets += f.retrans;
+    t.request_flows += f.seq().is_some() as u64;
+    t.response_flows += (f.responses() > 0) as u64;
+    t.paired_flows += (f.seq().is_some() && f.paired_qp().is_some()) as u64;
+    t.packets += f.packets();
+    t.bytes += f.bytes();
+    t.data_packets += f.data_packets();
+    t.payload_bytes += f.payload_bytes();
+    t.retrans_packets += f.retrans();
     let (r, g, n) = (f.rewind(), f.sequence(), f.nak());
     t.rewinds += r.rewinds;
     t.rewinds_nak += r.rewinds_nak;
@@ -169,10 +169,10 @@ pub(crate) fn add_totals(t: &mut Totals, f: &Flow) {
     t.rewinds_timeout += r.rewinds_timeout;
     t.spurious_retrans += g.spurious;
     t.gaps += g.gaps;
-    t.acks += f.acks;
+    t.acks += f.acks();
     t.naks += n.naks;
     t.rnr_naks += n.rnr_naks;
-    t.ce += f.ce;
+    t.ce += f.ce();
     t.rewinds_timeout_ghost += r.rewinds_timeout_ghost;
     t.gaps_resolved.sum(&g.gap_counts);
     t.icrc_errors += f.rare().icrc_errors;
@@ -186,7 +186,7 @@ pub(crate) type QpsByPair = BTreeMap<([u8; 16], [u8; 16]), BTreeMap<u16, BTreeSe
 /// Adds a flow with data to [`QpsByPair`], at most `cap` QPs per host pair
 /// and tap.
 pub(crate) fn add_qps(by_pair: &mut QpsByPair, f: &Flow, cap: usize) {
-    if f.data_packets == 0 {
+    if f.data_packets() == 0 {
         return;
     }
     let qps = by_pair
@@ -243,7 +243,7 @@ impl Retired {
         // Its partner's slot will be another flow's.
         f.set_paired(None);
         add_totals(&mut self.totals, &f);
-        self.cnps += f.cnps;
+        self.cnps += f.cnps();
         let tap = usize::from(f.iface);
         if self.capture_lost.len() <= tap {
             self.capture_lost.resize(tap + 1, 0);
@@ -254,7 +254,7 @@ impl Retired {
             self.stalled.entry(f.iface).or_default().push(f.id);
         }
         add_timeouts(&mut self.timeouts, &f);
-        if f.responses > 0 {
+        if f.responses() > 0 {
             let pair = (f.iface, f.src_ip, f.dst_ip);
             if self.answered.len() < PAIRS_K {
                 self.answered.insert(pair);

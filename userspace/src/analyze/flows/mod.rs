@@ -8,15 +8,18 @@
 //! `livelock`, `dcqcn`, `qos`'s marks, `rto`, `gaps`), none of which names
 //! a [`Flow`].
 
+mod counts;
 mod index;
 mod interim;
 pub(super) mod kept;
 mod rare;
 mod retire;
 mod row;
+mod sender;
 mod table;
 pub(super) mod timeline;
 
+pub(crate) use counts::Count;
 pub(crate) use index::{FlowIndex, HostIndex, Prefetch};
 pub(crate) use kept::Retired;
 pub(crate) use retire::Expiry;
@@ -27,11 +30,11 @@ pub(crate) use table::FlowTable;
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};
 
-use super::compact::{Opt32, Opt64};
+use super::compact::{Opt8, Opt32};
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::{FlowKey, Verdict};
 use super::{Analyzer, Sink};
-use super::{dcqcn, dups, psn, qos, rto};
+use super::{dups, psn, qos};
 use crate::transport::roce::sequencing::GoBackN;
 use crate::transport::sequencing::{Ack, Sequencing};
 use timeline::bin_mut;
@@ -45,76 +48,90 @@ pub(crate) struct Flow {
     pub src_ip: [u8; 16],
     pub dst_ip: [u8; 16],
     pub dest_qp: u32,
-    /// Transport service of its first packet (`opcode >> 5`); `None` from
+    /// Transport service of its first packet (`opcode >> 5`); none from
     /// the live tap's summaries.
-    pub service: Option<u8>,
-    /// Its first packet was native InfiniBand (an LRH).
-    pub ib_link: bool,
+    service: Opt8,
     /// The slot of the flow of the other direction it is paired with.
     paired: Opt32,
     /// Its partner's QP ([`Flow::paired_qp`]).
     partner_qp: Opt32,
-    /// UD: the DETH's source QP of its first packet, to which the
-    /// receiver's CNPs for its CE marks go (Annex A17.9.3: a CNP's DestQP
-    /// is the marked packet's source QP).
-    ud_src_qp: Opt32,
-    pub roce_version: Option<u8>,
-    pub udp_sport: Option<u16>,
-    pub pcp: Option<u8>,
-    pub dscp: Option<u8>,
-    pub priority: Option<u8>,
+    /// Its first packet's UDP source port (when [`Frame::UDP`]).
+    udp_sport: u16,
+    /// Its first packet's link and encapsulation, and its tap's kind.
+    frame: Frame,
+    pcp: Opt8,
+    dscp: Opt8,
+    priority: Opt8,
     pub first_ts: u64,
     pub last_ts: u64,
-    pub packets: u64,
-    pub bytes: u64,
-    pub data_packets: u64,
-    pub payload_bytes: u64,
-    pub goodput_bytes: u64,
-    pub retrans: u64,
-    pub acks: u64,
-    pub ce: u64,
-    pub responses: u64,
+    /// Its counts' low 32 bits ([`counts::Count`]).
+    low: counts::Low,
     pub max_idle_ns: u64,
     pub(super) mtu: u32,
-    /// Its sequencing, from its first request on (RoCE's go-back-N).
-    pub(super) seq: Option<GoBackN>,
     /// Highest PSN ACKed by the AETHs this flow carries ([`Flow::acked`]).
     acked: Opt32,
-    /// CNPs resolved at the end.
-    pub cnps: u64,
-    /// A first transmission awaiting its ACK, for the round-trip time:
-    /// when it was sent ([`Flow::rtt_probe`]) and its PSN.
-    rtt_probe_at: Opt64,
-    rtt_probe_psn: u32,
-    /// Shortest time from a request to the ACK covering it, at this tap
-    /// ([`Flow::min_rtt_ns`]).
-    min_rtt: Opt64,
     /// The source MAC of its first packet.
     pub src_mac: [u8; 6],
-    /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
-    pub sniffer_tap: bool,
     /// What only some flows count or keep, from the first on: one pointer
     /// in every flow for all of it.
     pub(super) rare: Option<Box<rare::Rare>>,
-    /// The requester's transport timer and what its timeout rewinds measured.
-    pub rto: rto::Timer,
-    /// The longest request frame (wire length: what an MTU drops), its DSCP.
-    pub max_frame_len: u32,
-    pub(super) max_frame_dscp: u8,
+    /// What only a flow that sends requests or data holds (its sequencing,
+    /// timer, round-trip probe, DCQCN window), from the first write on.
+    pub(in crate::analyze) sender: Option<Box<sender::Sender>>,
     /// The DSCPs and PCPs of its frames.
     pub marks: qos::FlowMarks,
-    /// Its sending rate and how it answered its CNPs: from its first data
-    /// packet on (a response flow carries none).
-    pub(super) dcqcn: Option<Box<dcqcn::Rate>>,
+}
+
+/// A flow's first packet's link and encapsulation, and its tap's kind, in
+/// one byte (docs/analysis.md, "Memory").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Frame(u8);
+
+impl Frame {
+    /// Native InfiniBand (an LRH).
+    const IB_LINK: u8 = 1;
+    /// A UDP header: `udp_sport` holds its source port.
+    const UDP: u8 = 1 << 1;
+    /// RoCE v1 (a GRH) or v2 (UDP) ([`PacketRecord::roce_version`]).
+    const ROCE_V1: u8 = 1 << 2;
+    const ROCE_V2: u8 = 1 << 3;
+    /// The flow's tap is a sniffer's rewritten capture.
+    const SNIFFER_TAP: u8 = 1 << 4;
+
+    /// What `rec`, a flow's first packet, says; the tap's kind stays.
+    fn first(was: Frame, rec: &PacketRecord) -> Frame {
+        let bit = |on: bool, b: u8| if on { b } else { 0 };
+        Frame(
+            (was.0 & Self::SNIFFER_TAP)
+                | bit(rec.has(flags::IB_LRH), Self::IB_LINK)
+                | bit(rec.has(flags::HAS_UDP), Self::UDP)
+                | bit(rec.roce_version() == Some(1), Self::ROCE_V1)
+                | bit(rec.roce_version() == Some(2), Self::ROCE_V2),
+        )
+    }
+
+    fn has(self, b: u8) -> bool {
+        self.0 & b != 0
+    }
+
+    fn roce_version(self) -> Option<u8> {
+        if self.has(Self::ROCE_V1) {
+            Some(1)
+        } else if self.has(Self::ROCE_V2) {
+            Some(2)
+        } else {
+            None
+        }
+    }
 }
 
 impl Flow {
     /// The QP the CNPs answering this flow's CE marks are sent to: the
     /// paired flow's for a sequenced service, the DETH's source QP for UD.
     pub(super) fn cnp_qp(&self) -> Option<u32> {
-        match self.seq {
+        match self.seq() {
             Some(_) => self.paired_qp(),
-            None => self.ud_src_qp.get(),
+            None => self.ud_src_qp(),
         }
     }
 
@@ -151,24 +168,46 @@ impl Flow {
         psn
     }
 
-    /// The first transmission awaiting its ACK: its PSN and when it was sent.
-    pub(super) fn rtt_probe(&self) -> Option<(u32, u64)> {
-        self.rtt_probe_at.get().map(|t| (self.rtt_probe_psn, t))
+    /// Transport service of its first packet (`opcode >> 5`); `None` from
+    /// the live tap's summaries.
+    pub(crate) fn service(&self) -> Option<u8> {
+        self.service.get()
     }
 
-    pub(super) fn set_rtt_probe(&mut self, probe: Option<(u32, u64)>) {
-        let (psn, at) = probe.map_or((0, Opt64::NONE), |(q, t)| (q, Opt64::some(t)));
-        self.rtt_probe_psn = psn;
-        self.rtt_probe_at = at;
+    pub(crate) fn roce_version(&self) -> Option<u8> {
+        self.frame.roce_version()
     }
 
-    /// Shortest time from a request to the ACK covering it, at this tap.
-    pub fn min_rtt_ns(&self) -> Option<u64> {
-        self.min_rtt.get()
+    pub(crate) fn udp_sport(&self) -> Option<u16> {
+        self.frame.has(Frame::UDP).then_some(self.udp_sport)
     }
 
-    pub(super) fn round_trip(&mut self, rtt: u64) {
-        self.min_rtt = Opt64::some(self.min_rtt.get().map_or(rtt, |m| m.min(rtt)));
+    /// Its first packet was native InfiniBand (an LRH).
+    pub(crate) fn ib_link(&self) -> bool {
+        self.frame.has(Frame::IB_LINK)
+    }
+
+    /// The flow's tap is a sniffer's rewritten capture: ICRCs say nothing.
+    pub(crate) fn sniffer_tap(&self) -> bool {
+        self.frame.has(Frame::SNIFFER_TAP)
+    }
+
+    pub(in crate::analyze) fn set_sniffer_tap(&mut self) {
+        self.frame.0 |= Frame::SNIFFER_TAP;
+    }
+
+    /// The PCP and DSCP of its first packet.
+    pub(crate) fn pcp(&self) -> Option<u8> {
+        self.pcp.get()
+    }
+
+    pub(crate) fn dscp(&self) -> Option<u8> {
+        self.dscp.get()
+    }
+
+    /// Its priority (the first packet's that had one).
+    pub(crate) fn priority(&self) -> Option<u8> {
+        self.priority.get()
     }
 
     pub(super) fn new(id: u32, key: FlowKey, ts: u64) -> Self {
@@ -178,51 +217,25 @@ impl Flow {
             src_ip: key.1,
             dst_ip: key.2,
             dest_qp: key.3,
-            service: None,
-            ib_link: false,
+            service: Opt8::NONE,
             paired: Opt32::NONE,
             partner_qp: Opt32::NONE,
-            ud_src_qp: Opt32::NONE,
-            roce_version: None,
-            udp_sport: None,
-            pcp: None,
-            dscp: None,
-            priority: None,
+            udp_sport: 0,
+            frame: Frame::default(),
+            pcp: Opt8::NONE,
+            dscp: Opt8::NONE,
+            priority: Opt8::NONE,
             first_ts: ts,
             last_ts: ts,
-            packets: 0,
-            bytes: 0,
-            data_packets: 0,
-            payload_bytes: 0,
-            goodput_bytes: 0,
-            retrans: 0,
-            acks: 0,
-            ce: 0,
-            responses: 0,
+            low: [0; counts::COUNTS],
             max_idle_ns: 0,
             mtu: 0,
-            seq: None,
             acked: Opt32::NONE,
-            cnps: 0,
-            rtt_probe_at: Opt64::NONE,
-            rtt_probe_psn: 0,
-            min_rtt: Opt64::NONE,
             src_mac: [0; 6],
-            sniffer_tap: false,
             rare: None,
-            rto: rto::Timer::default(),
-            max_frame_len: 0,
-            max_frame_dscp: 0,
+            sender: None,
             marks: qos::FlowMarks::default(),
-            dcqcn: None,
         }
-    }
-
-    /// Its DCQCN reaction (an empty one before its first data packet).
-    pub(crate) fn dcqcn(&self) -> &dcqcn::Reaction {
-        self.dcqcn
-            .as_deref()
-            .map_or(&dcqcn::NO_REACTION, dcqcn::Rate::reaction)
     }
 
     /// Gb/s of `bytes` over the flow's life (0 when that is one instant):
@@ -237,7 +250,7 @@ impl Flow {
 
     /// PSNs `[lo, hi)` the flow's requests have covered (READ slack included).
     pub(super) fn sent_range(&self) -> Option<(u32, u32)> {
-        self.seq.as_ref().map(GoBackN::sent_range)
+        self.seq().map(GoBackN::sent_range)
     }
 }
 
@@ -248,7 +261,7 @@ impl Analyzer {
             Err(hash) => hash,
         };
         let i = self.flows.insert(Flow::new(self.ids.take(), key, ts));
-        self.expiry.peak_live = self.expiry.peak_live.max(self.flows.live());
+        self.note_live();
         self.expiry.new_flow(&self.config, ts, i, self.flows[i].id);
         self.by_key.insert_hashed(&self.flows, i, hash);
         self.by_hosts.insert(&self.flows, i);
@@ -375,28 +388,28 @@ impl Analyzer {
         let prio = self.priority_of(rec);
         {
             let f = &mut self.flows[i];
-            if f.packets == 0 {
-                f.service = rec.has(flags::HAS_BTH).then_some(rec.roce().opcode >> 5);
-                f.ud_src_qp = Opt32::of(
-                    (f.service == Some(transport::UD) && rec.has(flags::HAS_DETH))
+            if f.packets() == 0 {
+                let service = rec.has(flags::HAS_BTH).then_some(rec.roce().opcode >> 5);
+                f.service = Opt8::of(service);
+                f.set_ud_src_qp(
+                    (service == Some(transport::UD) && rec.has(flags::HAS_DETH))
                         .then_some(rec.roce().deth_src_qp & ib::QPN_MASK),
                 );
-                f.ib_link = rec.has(flags::IB_LRH);
+                f.frame = Frame::first(f.frame, rec);
+                f.udp_sport = rec.udp_sport;
                 f.src_mac = rec.src_mac;
-                f.roce_version = rec.roce_version();
-                f.udp_sport = rec.has(flags::HAS_UDP).then_some(rec.udp_sport);
-                f.pcp = rec.has(flags::HAS_VLAN).then_some(rec.pcp);
-                f.dscp = rec.has_traffic_class().then_some(rec.dscp);
+                f.pcp = Opt8::of(rec.has(flags::HAS_VLAN).then_some(rec.pcp));
+                f.dscp = Opt8::of(rec.has_traffic_class().then_some(rec.dscp));
             }
-            if f.priority.is_none() {
-                f.priority = prio;
+            if f.priority == Opt8::NONE {
+                f.priority = Opt8::of(prio);
             }
             f.marks.frame(
                 rec.has_traffic_class().then_some(rec.dscp),
                 rec.has(flags::HAS_VLAN).then_some(rec.pcp),
             );
         }
-        let idle = if self.flows[i].packets == 0 {
+        let idle = if self.flows[i].packets() == 0 {
             0
         } else {
             now.saturating_sub(self.flows[i].last_ts)
@@ -405,10 +418,9 @@ impl Analyzer {
         // stalls (long idles) and rewinds (retransmissions).
         let maybe_rewind = ib::is_request(rec.roce().opcode)
             && self.flows[i]
-                .seq
-                .as_ref()
+                .seq()
                 .is_some_and(|s| s.behind(rec.roce().psn & PSN_MASK));
-        let (paused, cover) = match self.flows[i].priority {
+        let (paused, cover) = match self.flows[i].priority() {
             Some(p) if idle > 0 && (idle >= STALL_MIN_NS || maybe_rewind) => {
                 self.pfc.paused(rec.iface, p, now - idle, now, now)
             }
@@ -442,11 +454,11 @@ impl Analyzer {
             let (retrans, rw) = self.request(i, rec, idle, paused, cover, sink);
             verdict.retrans = Some(retrans);
             rewound = rw;
-            self.flows[i].rto.sent(now);
+            self.flows[i].sender_mut().rto.sent(now);
         } else if ib::is_response(opcode) {
             self.response(i, rec, sink);
         } else if service == transport::UD {
-            self.flows[i].data_packets += 1;
+            self.flows[i].add(Count::DataPackets, 1);
         }
 
         let retrans = verdict.retrans == Some(true);
@@ -456,30 +468,28 @@ impl Analyzer {
         let ce = data && rec.is_ce();
         let bin_ns = self.config.bin_ns;
         let f = &mut self.flows[i];
-        if ib::is_request(opcode) && rec.frame_len > f.max_frame_len {
-            (f.max_frame_len, f.max_frame_dscp) = (rec.frame_len, rec.dscp);
+        if ib::is_request(opcode) {
+            f.request_frame(rec.frame_len, rec.dscp);
         }
         if data {
-            let (pfc, iface, prio) = (&self.pfc, f.iface, f.priority);
-            f.dcqcn
-                .get_or_insert_with(Box::default)
-                .request(now, rec.frame_len, |from, to| {
-                    prio.is_some_and(|p| pfc.paused(iface, p, from, to, now).0 > 0)
-                });
+            let (pfc, iface, prio) = (&self.pfc, f.iface, f.priority());
+            f.rate_mut().request(now, rec.frame_len, |from, to| {
+                prio.is_some_and(|p| pfc.paused(iface, p, from, to, now).0 > 0)
+            });
         }
-        f.packets += 1;
+        f.add(Count::Packets, 1);
         if rec.has(flags::BECN) {
             f.rare_mut().becn += 1;
         }
-        f.bytes += rec.frame_len as u64;
-        f.payload_bytes += payload;
+        f.add(Count::Bytes, u64::from(rec.frame_len));
+        f.add(Count::PayloadBytes, payload);
         if !retrans {
-            f.goodput_bytes += payload;
+            f.add(Count::GoodputBytes, payload);
         }
         if ce {
-            f.ce += 1;
+            f.add(Count::Ce, 1);
             self.running.ce += 1;
-            f.rare_mut().ce_unanswered.get_or_insert(now);
+            f.ce_marked(now);
         }
         f.max_idle_ns = f.max_idle_ns.max(idle);
         if paused > 0 && (rewound || froze(idle, paused, cover, now - idle)) {
@@ -488,7 +498,7 @@ impl Analyzer {
             r.stall_paused_ns += paused;
         }
         f.last_ts = f.last_ts.max(now);
-        f.rto.packet_done();
+        f.timer_packet_done();
         let f = &self.flows[i];
         if let Some(b) = bin_mut(&mut self.bins, i, f, &self.pfc, now, bin_ns, sink) {
             b.packets += 1;

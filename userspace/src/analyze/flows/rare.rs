@@ -2,14 +2,16 @@
 //! (docs/analysis.md, "Memory"): a flow that never rewound, skipped a PSN,
 //! carried a NAK or counted a rare event holds 8 bytes for all of it.
 
+use super::super::compact::Opt64;
 use super::super::responses::{NO_NAKS, NakHistory};
 use super::super::rewind::{NO_REWINDS, RewindHistory};
 use super::super::sequence::{NO_SEQUENCE, SequenceHistory};
 use super::super::trims::Trims;
 use super::Flow;
+use super::counts::High;
 
 /// What only some flows ever count or keep: held from the first on, so that
-/// a flow without any carries 8 bytes for them, not 80.
+/// a flow without any carries 8 bytes for them, not 88.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Rare {
     /// Packets with BECN set.
@@ -21,7 +23,9 @@ pub(crate) struct Rare {
     pub icrc_errors: u64,
     pub mirror_copies: u64,
     /// Its first CE mark no CNP has answered yet.
-    pub(in crate::analyze) ce_unanswered: Option<u64>,
+    ce_unanswered: Opt64,
+    /// The high 32 bits of its counts, from the first that passed 2^32 on.
+    pub(super) high: Option<Box<High>>,
     /// Its rewinds, from the first one on (`None`: it never rewound).
     pub(in crate::analyze) rewind: Option<Box<RewindHistory>>,
     /// What its sequencing judged (missing PSNs, late arrivals, spurious
@@ -40,7 +44,8 @@ static NO_RARE: Rare = Rare {
     stall_paused_ns: 0,
     icrc_errors: 0,
     mirror_copies: 0,
-    ce_unanswered: None,
+    ce_unanswered: Opt64::NONE,
+    high: None,
     rewind: None,
     sequence: None,
     nak: None,
@@ -57,13 +62,28 @@ impl Flow {
         self.rare.get_or_insert_with(Box::default)
     }
 
+    /// A CE mark at `ts`: the first one no CNP has answered yet keeps.
+    pub(in crate::analyze) fn ce_marked(&mut self, ts: u64) {
+        let r = self.rare_mut();
+        if r.ce_unanswered == Opt64::NONE {
+            r.ce_unanswered = Opt64::some(ts);
+        }
+    }
+
+    /// A CNP answered its CE marks: when the first of them was, if any
+    /// was unanswered.
+    pub(in crate::analyze) fn ce_answered(&mut self) -> Option<u64> {
+        let r = self.rare.as_deref_mut()?;
+        std::mem::take(&mut r.ce_unanswered).get()
+    }
+
     /// Its rewind history (an empty one when it never rewound).
     pub(crate) fn rewind(&self) -> &RewindHistory {
         self.rare().rewind.as_deref().unwrap_or(&NO_REWINDS)
     }
 
     pub(in crate::analyze) fn rewind_mut(&mut self) -> &mut RewindHistory {
-        let acked = self.rto.highest_acked();
+        let acked = self.highest_acked();
         self.rare_mut()
             .rewind
             .get_or_insert_with(|| Box::new(RewindHistory::after_acks(acked)))
@@ -112,5 +132,14 @@ impl Flow {
 
     pub(in crate::analyze) fn nak_mut(&mut self) -> &mut NakHistory {
         self.rare_mut().nak.get_or_insert_with(Box::default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The rare counts in 88 bytes (docs/analysis.md, "Memory").
+    #[test]
+    fn the_rare_counts_stay_small() {
+        assert_eq!(std::mem::size_of::<super::Rare>(), 88);
     }
 }

@@ -68,7 +68,8 @@ pub(crate) struct Expiry {
     active: Deadlines,
     /// The current intervals of flows that wrote interim rows.
     pub intervals: Intervals,
-    /// The most flows live at once.
+    /// The most flows live at once: QP flows and UET PDC directions
+    /// together (`retirement.peak_live_flows`).
     pub peak_live: usize,
     /// When the CNP counts no flow claims are next swept.
     sweep_at: u64,
@@ -102,6 +103,13 @@ fn take_due(heap: &mut Deadlines, now: u64) -> Option<(u64, usize, u32)> {
 }
 
 impl Analyzer {
+    /// A QP flow or a UET PDC direction may have just been made: the most
+    /// live at once, both counted (each a row of `flows.parquet`).
+    pub(in crate::analyze) fn note_live(&mut self) {
+        let live = self.flows.live() + self.pdcs.live_count();
+        self.expiry.peak_live = self.expiry.peak_live.max(live);
+    }
+
     /// Retires every flow idle for longer than `--flow-idle` at `now`.
     /// Writes the interim rows of flows active past `--flow-active`.
     pub(in crate::analyze) fn expire(&mut self, now: u64, sink: &mut impl Sink) {
@@ -180,7 +188,7 @@ impl Analyzer {
     fn interim(&mut self, i: usize, boundary: u64, sink: &mut impl Sink) {
         let f = &self.flows[i];
         let life = self.life_row(f, self.cnps_of(f), sink.keeps_flows());
-        let (id, goodput) = (f.id, f.goodput_bytes);
+        let (id, goodput) = (f.id, f.goodput_bytes());
         if let Some(row) = self.interim_row(id, goodput, life, boundary, sink) {
             self.retired.add_interim(&row);
         }
@@ -263,13 +271,13 @@ impl Analyzer {
             if let Some(r) = f.rare.as_deref_mut() {
                 r.icrc_errors = 0;
             }
-            f.sniffer_tap = true;
+            f.set_sniffer_tap();
         }
         // Silent from a pause's start until now: frozen by it, as a flow
         // silent to the end of its capture is.
-        if let Some(p) = f.priority {
+        if let Some(p) = f.priority() {
             let idle = now.saturating_sub(f.last_ts);
-            if idle >= STALL_MIN_NS && f.packets > 0 {
+            if idle >= STALL_MIN_NS && f.packets() > 0 {
                 let (paused, cover) = self.pfc.paused(f.iface, p, f.last_ts, now, now);
                 if froze(idle, paused, cover, f.last_ts) {
                     f.rare_mut().stalls += 1;
@@ -280,7 +288,7 @@ impl Analyzer {
         if let Some(b) = self.bins.take(i) {
             flush_bin(&f, &b, &self.pfc, bin_ns, u64::MAX, sink);
         }
-        f.cnps = cnps;
+        f.set(super::Count::Cnps, cnps);
         if let Some(qp) = f.cnp_qp() {
             self.cnp_counts.remove(&(f.iface, f.dst_ip, f.src_ip, qp));
         }
@@ -292,7 +300,7 @@ impl Analyzer {
         {
             self.flows[p].set_paired(None);
         }
-        let mut row = self.life_row(&f, f.cnps, sink.keeps_flows());
+        let mut row = self.life_row(&f, f.cnps(), sink.keeps_flows());
         self.expiry.intervals.since(&f, &mut row);
         self.expiry.intervals.forget(f.id);
         sink.flow(&row);
@@ -313,7 +321,7 @@ impl Analyzer {
         let flows = std::mem::take(&mut self.flows);
         let keeps = sink.keeps_flows();
         flows.drain(|f| {
-            let mut row = self.life_row(&f, f.cnps, keeps);
+            let mut row = self.life_row(&f, f.cnps(), keeps);
             self.expiry.intervals.since(&f, &mut row);
             sink.flow(&row);
             if named.contains(&f.id) {

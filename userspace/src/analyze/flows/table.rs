@@ -157,8 +157,8 @@ mod tests {
             assert_eq!(t.get(i).map(|f| f.id), Some(i as u32));
         }
         assert!(t.get(n).is_none());
-        t[CHUNK].packets = 7;
-        assert_eq!(t.iter().map(|f| f.packets).sum::<u64>(), 7);
+        t[CHUNK].add(crate::analyze::flows::Count::Packets, 7);
+        assert_eq!(t.iter().map(|f| f.packets()).sum::<u64>(), 7);
         let ids = t.into_map(Vec::new(), |f| f.id);
         assert_eq!(ids, (0..n as u32).collect::<Vec<_>>());
     }

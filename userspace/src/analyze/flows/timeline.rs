@@ -151,7 +151,7 @@ pub(in crate::analyze) fn flush_bin(
     sink: &mut impl Sink,
 ) {
     let paused_ns = f
-        .priority
+        .priority()
         .map(|p| {
             pfc.paused(f.iface, p, b.start, b.start.saturating_add(bin_ns), now)
                 .0

@@ -22,7 +22,7 @@ use rocescope_common::wire::{Recognition, TransportId};
 
 use super::{ip_text, or_clauses};
 use crate::analyze::{Handoff, IfaceOrigin};
-use crate::transport::uet::PdcKey;
+use crate::transport::uet::{Carrier, PdcKey};
 
 /// Every `uet.*` field the filters here use (the sending and receiving PDC
 /// ids; a request's or CONTROL's PSN, an ACK's cumulative and triggering
@@ -61,43 +61,52 @@ pub fn psn_range_filter(key: &PdcKey, origin: IfaceOrigin, first: u32, last: u32
 /// default, unless `--udp-port uet=` moved it) and, with `--ip-proto
 /// uet=N`, the native mode's protocol number.
 pub fn decode_as(reg: &Recognition) -> Vec<String> {
-    let mut d = Vec::new();
     let port = reg.udp_port(TransportId::Uet);
-    if port != 0 {
-        d.push(format!("udp.port=={port},{UDP_DISSECTOR}"));
-    }
     let protocol = reg.ip_protocol(TransportId::Uet);
-    if protocol != 0 {
-        d.push(format!("ip.proto=={protocol},{NATIVE_DISSECTOR}"));
+    let udp = (port != 0).then_some(Carrier::Udp(port));
+    let native = (protocol != 0).then_some(Carrier::Ip(protocol));
+    udp.into_iter()
+        .chain(native)
+        .map(carrier_decode_as)
+        .collect()
+}
+
+/// The mapping frames that came as `carrier` need: UDP to its port, or
+/// the native mode's protocol number (docs/tables.md, `decode_as`).
+pub fn carrier_decode_as(carrier: Carrier) -> String {
+    match carrier {
+        Carrier::Udp(port) => format!("udp.port=={port},{UDP_DISSECTOR}"),
+        Carrier::Ip(protocol) => format!("ip.proto=={protocol},{NATIVE_DISSECTOR}"),
     }
-    d
 }
 
 /// The mapping Wireshark (4.7+) makes by itself: UET on UDP port 4793.
 pub fn default_decode_as() -> String {
-    format!(
-        "udp.port=={},{UDP_DISSECTOR}",
-        Recognition::DEFAULT.udp_port(TransportId::Uet)
-    )
+    carrier_decode_as(Carrier::default())
 }
 
 /// A finding's hand-off over UET PDCs: their filters ORed (one clause
 /// per PDC, at most [`super::MAX_FILTER_CHARS`]; the PDCs left out are
-/// counted in `flows_left_out`), and the Decode As of `reg`. The UET
-/// findings call this with the PDCs their evidence names.
-pub fn pdcs_handoff(pdcs: &[(PdcKey, IfaceOrigin)], reg: &Recognition) -> Handoff {
-    let clauses: Vec<(String, ())> = pdcs
+/// counted in `flows_left_out`), and the Decode As the PDCs kept need
+/// (each as its frames came, [`Carrier`]). The UET findings call this
+/// with the PDCs their evidence names.
+pub fn pdcs_handoff(pdcs: &[(PdcKey, IfaceOrigin, Carrier)]) -> Handoff {
+    let clauses: Vec<(String, Carrier)> = pdcs
         .iter()
-        .map(|(key, origin)| (pdc_filter(key, *origin), ()))
+        .map(|(key, origin, carrier)| (pdc_filter(key, *origin), *carrier))
         .collect();
     let (display_filter, kept) = or_clauses(&clauses);
     let flows_left_out = kept.iter().filter(|k| !**k).count();
+    let mut decode_as: Vec<String> = clauses
+        .iter()
+        .zip(&kept)
+        .filter(|(_, kept)| **kept)
+        .map(|((_, carrier), _)| carrier_decode_as(*carrier))
+        .collect();
+    decode_as.sort();
+    decode_as.dedup();
     Handoff {
-        decode_as: if display_filter.is_empty() {
-            Vec::new()
-        } else {
-            decode_as(reg)
-        },
+        decode_as,
         display_filter,
         flows_left_out,
     }
@@ -213,23 +222,32 @@ mod tests {
             decode_as(&moved),
             ["udp.port==49150,uet", "ip.proto==253,uet.entropy"]
         );
+        // A PDC direction's: as its frames came.
+        assert_eq!(
+            carrier_decode_as(Carrier::Udp(49150)),
+            "udp.port==49150,uet"
+        );
+        assert_eq!(carrier_decode_as(Carrier::default()), "udp.port==4793,uet");
     }
 
     #[test]
     fn several_pdcs_or_and_stay_under_the_limit() {
-        let none = pdcs_handoff(&[], &Recognition::DEFAULT);
+        let none = pdcs_handoff(&[]);
         assert_eq!(none, Handoff::default());
-        let pdcs: Vec<(PdcKey, IfaceOrigin)> = (0..200)
-            .map(|i| (PdcKey { spdcid: i, ..key() }, IfaceOrigin::default()))
+        let pdcs: Vec<(PdcKey, IfaceOrigin, Carrier)> = (0..200)
+            .map(|i| {
+                let key = PdcKey { spdcid: i, ..key() };
+                (key, IfaceOrigin::default(), Carrier::default())
+            })
             .collect();
-        let h = pdcs_handoff(&pdcs[..2], &Recognition::DEFAULT);
+        let h = pdcs_handoff(&pdcs[..2]);
         assert!(
             h.display_filter.starts_with("((ip.src"),
             "{}",
             h.display_filter
         );
         assert_eq!((h.flows_left_out, h.decode_as.len()), (0, 1));
-        let h = pdcs_handoff(&pdcs, &Recognition::DEFAULT);
+        let h = pdcs_handoff(&pdcs);
         assert!(h.display_filter.len() <= super::super::MAX_FILTER_CHARS);
         assert!(h.flows_left_out > 0 && h.flows_left_out < 200);
     }
@@ -259,7 +277,10 @@ mod tests {
             &[crate::transport::parse_ip_protocol("uet=253").unwrap()],
         )
         .unwrap();
-        let mut emitted = pdcs_handoff(&[(key(), IfaceOrigin::default())], &reg).display_filter;
+        let native = Carrier::Ip(253);
+        let handoff = pdcs_handoff(&[(key(), IfaceOrigin::default(), native)]);
+        assert_eq!(handoff.decode_as, ["ip.proto==253,uet.entropy"]);
+        let mut emitted = handoff.display_filter;
         emitted.push(' ');
         emitted.push_str(&psn_range_filter(&key(), IfaceOrigin::default(), 5, 9));
         let mut names: Vec<&str> = FIELDS.to_vec();

@@ -6,6 +6,7 @@ use super::hosts::{
     Cabling, IP_TTL, MAX_FLOWS, MAX_SPINES, cable_leaf_spine, ephemeral_port, port_mac,
     receiver_ip, requester_qpn, responder_qpn, sender_ip,
 };
+use super::mirror::{self, Mirror, Recording};
 use super::postcards::{
     DROP_REASON_TRAFFIC_MANAGER, InbandHop, PortName, Postcard, SwitchLog, switch_id,
 };
@@ -143,16 +144,6 @@ enum Ev {
     Slow(usize, bool),
     /// A mirror's delayed second copy of a frame is recorded.
     Mirror(Box<(TapFrame, FrameMeta, Vec<InbandHop>)>),
-}
-
-/// A tap's recording impairments, with the tap's own random stream.
-#[derive(Debug)]
-struct Mirror {
-    drop: f64,
-    duplicate: f64,
-    dup_gap_ns: u64,
-    dup_egress: bool,
-    rng: Rng,
 }
 
 struct Entry {
@@ -501,8 +492,7 @@ impl Fabric {
             }
         }
         for (t, tp) in c.taps.iter().enumerate() {
-            probability(format!("taps.{t}.drop"), tp.drop)?;
-            probability(format!("taps.{t}.duplicate"), tp.duplicate)?;
+            mirror::check(t, tp)?;
         }
         for imp in &c.impairments {
             let p = f.port_of(&imp.node, &imp.toward)?;
@@ -522,14 +512,7 @@ impl Fabric {
             if matches!(tp.dir, Dir::Rx | Dir::Both) {
                 f.ports[p].taps_rx.push(t);
             }
-            f.mirrors.push(Mirror {
-                drop: tp.drop,
-                duplicate: tp.duplicate,
-                dup_gap_ns: tp.dup_gap_ns,
-                dup_egress: tp.dup_egress,
-                // Its own stream: a mirror's decisions never shift the fabric's.
-                rng: Rng::new(c.seed ^ 0x4D49_5252_4F52_0000u64.wrapping_add((t as u64 + 1) << 8)),
-            });
+            f.mirrors.push(Mirror::new(t, tp, c.seed));
             f.taps.push(TapInfo {
                 name: tp.name(),
                 node: tp.node.clone(),
@@ -853,8 +836,8 @@ impl Fabric {
     fn record(&mut self, taps: &[usize], pkt: &Pkt) {
         let now = self.now;
         for &t in taps {
-            let m = &mut self.mirrors[t];
-            if m.rng.chance(m.drop) {
+            let recording = self.mirrors[t].record(!matches!(pkt.spec, FrameSpec::Pfc(_)));
+            if recording == Recording::Dropped {
                 self.stats.tap_dropped += 1;
                 self.tap_drops.push(TapDrop {
                     ts_ns: now,
@@ -863,10 +846,6 @@ impl Fabric {
                 });
                 continue;
             }
-            // PFC frames end at the port they arrive on and start at the
-            // one that sends them: no second mirror point sees them.
-            let twice = !matches!(pkt.spec, FrameSpec::Pfc(_)) && m.rng.chance(m.duplicate);
-            let (gap, egress) = (m.dup_gap_ns, m.dup_egress);
             self.frames.push(TapFrame {
                 ts_ns: now,
                 tap: t,
@@ -874,32 +853,21 @@ impl Fabric {
             });
             self.meta.push(pkt.meta);
             self.log_hops(&pkt.hops);
-            if !twice {
+            let Some(copy) = recording.copy(now, t, &pkt.spec) else {
                 continue;
-            }
-            self.stats.tap_duplicates += 1;
-            let copy = TapFrame {
-                ts_ns: now + gap,
-                tap: t,
-                frame: if egress {
-                    pkt.spec.routed()
-                } else {
-                    pkt.spec.clone()
-                },
             };
+            self.stats.tap_duplicates += 1;
             let meta = FrameMeta {
                 copy: true,
                 ..pkt.meta
             };
-            if gap == 0 {
+            if copy.ts_ns == now {
                 self.frames.push(copy);
                 self.meta.push(meta);
                 self.log_hops(&pkt.hops);
             } else {
-                self.push(
-                    now + gap,
-                    Ev::Mirror(Box::new((copy, meta, pkt.hops.clone()))),
-                );
+                let at = copy.ts_ns;
+                self.push(at, Ev::Mirror(Box::new((copy, meta, pkt.hops.clone()))));
             }
         }
     }

@@ -25,6 +25,7 @@ pub mod fabric;
 pub mod hop_truth;
 pub mod hosts;
 pub mod inband;
+mod mirror;
 pub mod nic_truth;
 pub mod pause_truth;
 pub mod postcards;

@@ -10,6 +10,9 @@ use super::pdc::Pdc;
 /// What a PDC direction's row holds of UET's own (null on a QP's row).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PdcValues {
+    /// What its frames came as (its row's `decode_as`; not a column).
+    #[serde(skip)]
+    pub carrier: super::Carrier,
     pub spdcid: u16,
     pub dpdcid: Option<u16>,
     pub first_transmissions: u64,
@@ -38,6 +41,7 @@ impl PdcValues {
     pub fn of(p: &Pdc) -> PdcValues {
         let n = &p.nacks_by;
         PdcValues {
+            carrier: p.carrier,
             spdcid: p.key.spdcid,
             dpdcid: p.peer,
             first_transmissions: p.requests - p.retransmissions,

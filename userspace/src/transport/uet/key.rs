@@ -8,7 +8,8 @@
 //! sent before its `dpdcid` is known, joins its PDC with no lookup, and
 //! the reverse direction (ACKs, NACKs, responses) is the key whose
 //! `spdcid` is this one's `dpdcid`.
-use rocescope_common::{PacketRecord, uet_present as present};
+use rocescope_common::wire::{Recognition, TransportId};
+use rocescope_common::{PacketRecord, flags, uet_present as present};
 
 /// One direction of a PDC at one tap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -43,5 +44,32 @@ impl PdcKey {
             dst_ip: rec.src_ip,
             spdcid: u.dpdcid,
         })
+    }
+}
+
+/// What a PDC direction's frames were recognised by (its first frame's):
+/// UDP to the port this run recognises UET on, or native IP mode's
+/// protocol number (`--udp-port uet=`, `--ip-proto uet=`): the Decode As
+/// its `flows.parquet` row gives (docs/tables.md, `decode_as`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carrier {
+    Udp(u16),
+    Ip(u8),
+}
+
+impl Default for Carrier {
+    fn default() -> Self {
+        Carrier::Udp(Recognition::DEFAULT.udp_port(TransportId::Uet))
+    }
+}
+
+impl Carrier {
+    /// `rec`'s, in a run recognising UET by `reg`.
+    pub fn of(rec: &PacketRecord, reg: &Recognition) -> Carrier {
+        if rec.has(flags::HAS_UDP) {
+            Carrier::Udp(reg.udp_port(TransportId::Uet))
+        } else {
+            Carrier::Ip(reg.ip_protocol(TransportId::Uet))
+        }
     }
 }

@@ -87,7 +87,7 @@ pub mod pdc;
 pub mod sack;
 mod totals;
 pub use columns::{FLOW_COLUMNS, FlowColumn, FlowValue, PdcValues};
-pub use key::PdcKey;
+pub use key::{Carrier, PdcKey};
 pub use pdc::{Pdc, Pdcs};
 pub use totals::UetTotals;
 

@@ -11,12 +11,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rocescope_common::proto::ip::ECN_CE;
+use rocescope_common::wire::Recognition;
 use rocescope_common::wire::uet::pds::field as pf;
 use rocescope_common::wire::uet::{NackCode as Code, PdsType};
 use rocescope_common::{PacketRecord, flags, uet_present as present};
 
 use super::sack::{Covered, Sack, WINDOW, diff};
-use super::{PdcKey, UetTotals};
+use super::{Carrier, PdcKey, UetTotals};
 use crate::transport::FlowIds;
 use crate::transport::sequencing::{Ack, Data, GapClass, Judgement, Nack, NackCode, Sequencing};
 
@@ -119,6 +120,8 @@ pub struct Pdc {
     pub key: PdcKey,
     /// Its `flow_id` in `flows.parquet`.
     pub id: u32,
+    /// What its first frame was recognised by (its row's Decode As).
+    pub carrier: Carrier,
     /// The other end's PDC id, once a packet named it.
     pub peer: Option<u16>,
     pub pcp: Option<u8>,
@@ -197,10 +200,11 @@ fn bounded_insert(set: &mut BTreeSet<u32>, q: u32) -> bool {
 }
 
 impl Pdc {
-    fn new(key: PdcKey, id: u32, rec: &PacketRecord) -> Pdc {
+    fn new(key: PdcKey, id: u32, rec: &PacketRecord, carrier: Carrier) -> Pdc {
         Pdc {
             key,
             id,
+            carrier,
             pcp: rec.has(flags::HAS_VLAN).then_some(rec.pcp),
             dscp: rec.dscp,
             first_ts: rec.ts_ns,
@@ -430,14 +434,17 @@ pub struct Pdcs {
     /// current interval end, earliest first: `(end, id, key)`.
     active_ns: u64,
     intervals: BTreeSet<(u64, u32, PdcKey)>,
+    /// Where this run recognises UET (a new direction's [`Carrier`]).
+    recognition: Recognition,
 }
 
 impl Pdcs {
     /// The direction `key`, made (with the next of `ids`) when new.
     fn get(&mut self, key: PdcKey, rec: &PacketRecord, ids: &mut FlowIds) -> &mut Pdc {
         let (active, intervals) = (self.active_ns, &mut self.intervals);
+        let reg = &self.recognition;
         self.live.entry(key).or_insert_with(|| {
-            let mut p = Pdc::new(key, ids.take(), rec);
+            let mut p = Pdc::new(key, ids.take(), rec, Carrier::of(rec, reg));
             if active > 0 {
                 p.interval_end = rec.ts_ns.saturating_add(active);
                 intervals.insert((p.interval_end, p.id, key));
@@ -447,12 +454,19 @@ impl Pdcs {
     }
 
     /// Directions write interim rows every `active_ns` of capture time
-    /// (`--flow-active`, docs/analysis.md "Retirement").
-    pub fn with_interim_rows(active_ns: u64) -> Pdcs {
+    /// (`--flow-active`, docs/analysis.md "Retirement"); UET is recognised
+    /// by `recognition` (`--udp-port`, `--ip-proto`).
+    pub fn new(active_ns: u64, recognition: Recognition) -> Pdcs {
         Pdcs {
             active_ns,
+            recognition,
             ..Pdcs::default()
         }
+    }
+
+    /// How many directions are live.
+    pub fn live_count(&self) -> usize {
+        self.live.len()
     }
 
     /// The live direction whose interval ended first, before `now`: its

@@ -8,9 +8,10 @@ use super::pdc::{Reason, Rx, Tx};
 use super::{NetEvent, UetCfg, UetLog};
 use crate::synth::model::fabric::{FabricStats, Run, TapInfo, wire_ns};
 use crate::synth::model::hosts::{Cabling, cable_leaf_spine, port_mac, receiver_ip, sender_ip};
+use crate::synth::model::mirror::{self, Mirror, Recording};
 use crate::synth::model::postcards::SwitchLog;
 use crate::synth::model::scenario::{Config, Dir};
-use crate::synth::model::spec::{FrameMeta, FrameSpec, TapFrame};
+use crate::synth::model::spec::{FrameMeta, FrameSpec, TapDrop, TapFrame};
 use crate::synth::model::switch::{Rng, ecmp_pick, trims};
 use crate::synth::uet_frame::{Pdu, UetSpec};
 use rocescope_common::proto::ip::{ECN_CE, ECN_ECT0, ECN_ECT1};
@@ -58,6 +59,9 @@ enum Ev {
     Pull(usize),
     /// The retransmit timer of a PDC's packet `idx`, armed at its `n`th send.
     Rto(usize, u64, u32),
+    /// A mirror's delayed second copy of a frame is recorded (with the
+    /// send it is, for `UetLog::frame_sends`).
+    Mirror(Box<(TapFrame, FrameMeta, Option<usize>)>),
 }
 
 pub(super) struct Net {
@@ -80,8 +84,10 @@ pub(super) struct Net {
     pub rx: Vec<Rx>,
     pub log: UetLog,
     taps: Vec<TapInfo>,
+    mirrors: Vec<Mirror>,
     frames: Vec<TapFrame>,
     meta: Vec<FrameMeta>,
+    tap_drops: Vec<TapDrop>,
     stats: FabricStats,
     max_frame_len: u32,
 }
@@ -124,8 +130,10 @@ impl Net {
             rx: vec![],
             log: UetLog::default(),
             taps: vec![],
+            mirrors: vec![],
             frames: vec![],
             meta: vec![],
+            tap_drops: vec![],
             stats: FabricStats::default(),
             max_frame_len: 0,
             cfg: c.clone(),
@@ -182,11 +190,7 @@ impl Net {
             n.ports[peer].slow_ns = imp.reorder_delay_ns;
         }
         for (t, tp) in c.taps.iter().enumerate() {
-            if tp.drop > 0.0 || tp.duplicate > 0.0 {
-                return Err(format!(
-                    "taps.{t}: the UET model's mirrors record every frame once (no drop or duplicate)"
-                ));
-            }
+            mirror::check(t, tp)?;
             let p = n.port_of(&tp.node, &tp.toward)?;
             if matches!(tp.dir, Dir::Tx | Dir::Both) {
                 n.ports[p].taps_tx.push(t);
@@ -194,6 +198,7 @@ impl Net {
             if matches!(tp.dir, Dir::Rx | Dir::Both) {
                 n.ports[p].taps_rx.push(t);
             }
+            n.mirrors.push(Mirror::new(t, tp, c.seed));
             n.taps.push(TapInfo {
                 name: tp.name(),
                 node: tp.node.clone(),
@@ -300,6 +305,12 @@ impl Net {
                     self.try_tx(p);
                 }
                 Ev::Rto(q, idx, n) => self.rto(q, idx, n),
+                Ev::Mirror(copy) => {
+                    let (frame, meta, send) = *copy;
+                    self.frames.push(frame);
+                    self.meta.push(meta);
+                    self.log.frame_sends.push(send);
+                }
             }
             if self.frames.len() >= limit {
                 self.frames.truncate(limit);
@@ -335,7 +346,7 @@ impl Net {
             taps: self.taps,
             frames: self.frames,
             meta: self.meta,
-            tap_drops: vec![],
+            tap_drops: self.tap_drops,
             net_drops: vec![],
             qps: vec![],
             fabric: self.stats,
@@ -351,22 +362,50 @@ impl Net {
         }
     }
 
+    /// The taps `taps` see `pkt` pass: each records it (or its mirror drops
+    /// it), and may record it a second time (the RoCE fabric's mirrors).
     fn record(&mut self, taps: &[usize], pkt: &Pkt) {
+        let now = self.now;
+        let meta = FrameMeta {
+            flow: Some(pkt.pdc),
+            retrans: pkt.spec.request().is_some_and(|r| r.retx),
+            index: pkt.send.map(|s| self.log.sends[s].idx),
+            send_seq: pkt.send.map_or(0, |s| s as u64),
+            ..FrameMeta::default()
+        };
         for &t in taps {
+            let recording = self.mirrors[t].record(true);
+            if recording == Recording::Dropped {
+                self.stats.tap_dropped += 1;
+                self.tap_drops.push(TapDrop {
+                    ts_ns: now,
+                    tap: t,
+                    meta,
+                });
+                continue;
+            }
+            let frame = FrameSpec::Uet(pkt.spec.clone());
+            let copy = recording.copy(now, t, &frame);
             self.frames.push(TapFrame {
-                ts_ns: self.now,
+                ts_ns: now,
                 tap: t,
-                frame: FrameSpec::Uet(pkt.spec.clone()),
+                frame,
             });
-            let req = pkt.spec.request();
-            self.meta.push(FrameMeta {
-                flow: Some(pkt.pdc),
-                retrans: req.is_some_and(|r| r.retx),
-                index: pkt.send.map(|s| self.log.sends[s].idx),
-                send_seq: pkt.send.map_or(0, |s| s as u64),
-                ..FrameMeta::default()
-            });
+            self.meta.push(meta);
             self.log.frame_sends.push(pkt.send);
+            let Some(copy) = copy else {
+                continue;
+            };
+            self.stats.tap_duplicates += 1;
+            let meta = FrameMeta { copy: true, ..meta };
+            if copy.ts_ns == now {
+                self.frames.push(copy);
+                self.meta.push(meta);
+                self.log.frame_sends.push(pkt.send);
+            } else {
+                let at = copy.ts_ns;
+                self.push(at, Ev::Mirror(Box::new((copy, meta, pkt.send))));
+            }
         }
     }
 

@@ -306,3 +306,76 @@ fn the_models_event_log_keeps_its_invariants() {
         }
     }
 }
+
+/// A tap's drops and copies (`taps.N.drop`, `duplicate`, `dup_gap_ns`)
+/// change only what it records: the initiators send the same packets at
+/// the same times; at each tap, every frame of the unimpaired run is
+/// recorded once or dropped (`Run::tap_drops`), and each copy
+/// (`FrameMeta::copy`) repeats the record before it (`dup_gap_ns` later);
+/// the truth counts the drops and copies per tap and per PDC.
+#[test]
+fn mirror_drops_and_copies_change_only_the_records() {
+    for name in super::SCENARIOS {
+        let mut cfg = crate::synth::model::preset(name).unwrap();
+        cfg.seed = 1;
+        let clean = simulate(&cfg).unwrap();
+        for (t, tap) in cfg.taps.iter_mut().enumerate() {
+            tap.drop = 0.05;
+            tap.duplicate = 0.1;
+            tap.dup_gap_ns = 100 * t as u64;
+        }
+        let run = simulate(&cfg).unwrap();
+        let sent = |r: &Run| -> Vec<(usize, u64, u64)> {
+            let sends = log(r).sends.iter();
+            sends.map(|s| (s.pdc, s.idx, s.ts_ns)).collect()
+        };
+        assert_eq!(sent(&run), sent(&clean), "{name}: the same sends");
+        assert!(run.frames.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+        assert_eq!(log(&run).frame_sends.len(), run.frames.len());
+        let truth = UetTruth::of_capture(&run, log(&run), &CaptureOptions::default());
+        for (t, tt) in truth.taps.iter().enumerate() {
+            let records = |r: &Run, copies: bool| -> Vec<(u64, FrameSpec)> {
+                let at = r
+                    .frames
+                    .iter()
+                    .zip(&r.meta)
+                    .filter(|(f, m)| f.tap == t && m.copy == copies);
+                at.map(|(f, _)| (f.ts_ns, f.frame.clone())).collect()
+            };
+            let mut kept = records(&run, false);
+            let drops = run.tap_drops.iter().filter(|d| d.tap == t).count();
+            let whole = records(&clean, false);
+            assert_eq!(kept.len() + drops, whole.len(), "{name} tap {t}");
+            // What it kept is the unimpaired run's records, in order.
+            let mut rest = whole.iter();
+            kept.retain(|k| rest.any(|w| w == k));
+            assert_eq!(kept.len() + drops, whole.len(), "{name} tap {t}: in order");
+            let copies = records(&run, true);
+            for (ts, frame) in &copies {
+                let original = run.frames.iter().filter(|f| f.tap == t);
+                let gap = 100 * t as u64;
+                assert!(
+                    original
+                        .into_iter()
+                        .any(|f| f.ts_ns + gap == *ts && f.frame == *frame)
+                );
+            }
+            assert!(drops > 0 && !copies.is_empty(), "{name} tap {t}");
+            assert_eq!(
+                (tt.tap_dropped, tt.tap_duplicates),
+                (drops as u64, copies.len() as u64)
+            );
+            let at = truth.pdcs.iter().filter(|p| p.tap == t);
+            let (dropped, copied) = at.fold((0, 0), |(d, c), p| {
+                (d + p.tap_dropped, c + p.tap_duplicates)
+            });
+            assert_eq!(
+                (dropped, copied),
+                (drops as u64, copies.len() as u64),
+                "{name} tap {t}: per PDC"
+            );
+        }
+        let lost: u64 = truth.pdcs.iter().map(|p| p.capture_lost).sum();
+        assert!(lost > 0, "{name}: PSNs the capture missed");
+    }
+}

@@ -67,6 +67,23 @@ pub struct PdcTapTruth {
     /// before the ACK that would show it).
     pub model_spurious: u64,
     pub entropies: Vec<EntropyTruth>,
+    /// Frames of the PDC (requests, ACKs, NACKs) the mirror should have
+    /// recorded here and dropped (the tap's `drop`).
+    #[serde(skip_serializing_if = "crate::synth::model::is_zero")]
+    pub tap_dropped: u64,
+    /// Second copies of the PDC's frames the mirror recorded here (the
+    /// tap's `duplicate`), and of them copies of requests; every other
+    /// count of the PDC leaves them out.
+    #[serde(skip_serializing_if = "crate::synth::model::is_zero")]
+    pub tap_duplicates: u64,
+    #[serde(skip_serializing_if = "crate::synth::model::is_zero")]
+    pub tap_duplicate_requests: u64,
+    /// PSNs the capture missed here: the tap recorded a higher PSN of the
+    /// PDC before any record of it (after its first request record), the
+    /// mirror dropped a send of it here, and an ACK recorded here covered
+    /// it before any request of it was recorded here.
+    #[serde(skip_serializing_if = "crate::synth::model::is_zero")]
+    pub capture_lost: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -84,6 +101,12 @@ pub struct UetTapTruth {
     pub last_ts_ns: u64,
     /// Speed of the tapped link.
     pub link_gbps: f64,
+    /// Frames the mirror should have recorded and dropped, and second
+    /// copies it recorded (counted in the records above too).
+    #[serde(skip_serializing_if = "crate::synth::model::is_zero")]
+    pub tap_dropped: u64,
+    #[serde(skip_serializing_if = "crate::synth::model::is_zero")]
+    pub tap_duplicates: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -154,10 +177,21 @@ pub fn ack_covers(
 #[derive(Default)]
 struct Seen {
     covered: BTreeSet<i64>,
-    /// Indices below this are covered (the highest cumulative ACK seen).
-    cumulative: i64,
+    /// Indices below this are covered (the highest cumulative ACK seen);
+    /// `None` before the first ACK recorded here.
+    cumulative: Option<i64>,
+    /// The lowest index of the requests recorded before the first ACK:
+    /// where that ACK's cumulative coverage starts, as the tap shows it.
+    floor: Option<i64>,
     nacked: BTreeSet<u32>,
     entropies: BTreeMap<u16, EntropyTruth>,
+    /// Indices of requests recorded here, the highest of them, and those
+    /// missing (a higher one recorded first).
+    recorded: BTreeSet<i64>,
+    highest: Option<i64>,
+    missing: BTreeSet<i64>,
+    /// Missing indices an ACK covered before any record of them.
+    covered_unseen: BTreeSet<i64>,
 }
 
 impl UetTruth {
@@ -186,13 +220,25 @@ impl UetTruth {
             })
             .collect();
         let mut pdcs: BTreeMap<(usize, usize), (PdcTapTruth, Seen)> = BTreeMap::new();
+        // The requests each tap's mirror dropped, by tap, PDC and index.
+        let mut dropped: BTreeSet<(usize, usize, u64)> = BTreeSet::new();
+        for d in &run.tap_drops {
+            taps[d.tap].tap_dropped += 1;
+            if let Some(q) = d.meta.flow {
+                pdc_entry(&mut pdcs, run, log, d.tap, q).0.tap_dropped += 1;
+                if let Some(idx) = d.meta.index {
+                    dropped.insert((d.tap, q, idx));
+                }
+            }
+        }
         for (i, f) in run.frames.iter().enumerate() {
             let FrameSpec::Uet(u) = &f.frame else {
                 continue;
             };
-            let Some(q) = run.meta.get(i).and_then(|m| m.flow) else {
+            let Some(m) = run.meta.get(i).filter(|m| m.flow.is_some()) else {
                 continue;
             };
+            let q = m.flow.unwrap_or_default();
             let tt = &mut taps[f.tap];
             if tt.frames == 0 {
                 tt.first_ts_ns = f.ts_ns;
@@ -207,30 +253,32 @@ impl UetTruth {
                 capture.frames += 1;
                 capture.last_ts_ns = f.ts_ns;
             }
-            let s = &log.pdcs[q];
-            let (pt, seen) = pdcs.entry((f.tap, q)).or_insert_with(|| {
-                (
-                    PdcTapTruth {
-                        tap: f.tap,
-                        iface: run.taps[f.tap].name.clone(),
-                        pdc: q,
-                        src_ip: s.src_ip,
-                        dst_ip: s.dst_ip,
-                        spdcid: s.spdcid,
-                        dpdcid: s.dpdcid,
-                        ..PdcTapTruth::default()
-                    },
-                    Seen::default(),
-                )
-            });
+            count_record(tt, u);
+            let (pt, seen) = pdc_entry(&mut pdcs, run, log, f.tap, q);
+            if m.copy {
+                tt.tap_duplicates += 1;
+                pt.tap_duplicates += 1;
+                pt.tap_duplicate_requests += u64::from(u.request().is_some());
+                continue;
+            }
             let send = log.frame_sends.get(i).copied().flatten();
-            count(pt, seen, tt, u, send.map(|k| &log.sends[k]), s.start_psn);
+            count(
+                pt,
+                seen,
+                u,
+                send.map(|k| &log.sends[k]),
+                log.pdcs[q].start_psn,
+            );
         }
         capture.duration_ns = capture.last_ts_ns - capture.first_ts_ns;
         let pdcs = pdcs
             .into_values()
             .map(|(mut pt, seen)| {
                 pt.delivered = seen.covered.len() as u64;
+                let dropped_here = |idx: &&i64| {
+                    u64::try_from(**idx).is_ok_and(|i| dropped.contains(&(pt.tap, pt.pdc, i)))
+                };
+                pt.capture_lost = seen.covered_unseen.iter().filter(dropped_here).count() as u64;
                 pt.nacked = seen.nacked.len() as u64;
                 pt.entropies = seen.entropies.into_values().collect();
                 pt
@@ -266,19 +314,55 @@ impl UetTruth {
     }
 }
 
-/// One record of PDC `pt` at its tap.
+/// PDC `q` at tap `tap`, made when new.
+fn pdc_entry<'a>(
+    pdcs: &'a mut BTreeMap<(usize, usize), (PdcTapTruth, Seen)>,
+    run: &Run,
+    log: &UetLog,
+    tap: usize,
+    q: usize,
+) -> &'a mut (PdcTapTruth, Seen) {
+    let s = &log.pdcs[q];
+    pdcs.entry((tap, q)).or_insert_with(|| {
+        let pt = PdcTapTruth {
+            tap,
+            iface: run.taps[tap].name.clone(),
+            pdc: q,
+            src_ip: s.src_ip,
+            dst_ip: s.dst_ip,
+            spdcid: s.spdcid,
+            dpdcid: s.dpdcid,
+            ..PdcTapTruth::default()
+        };
+        (pt, Seen::default())
+    })
+}
+
+/// One record at tap `tt` (a mirror's copy too: the tap's counts are of
+/// records).
+fn count_record(tt: &mut UetTapTruth, u: &UetSpec) {
+    match &u.pdu {
+        Pdu::Request(_) => {
+            tt.requests += 1;
+            tt.trimmed += u64::from(u.trimmed);
+        }
+        Pdu::Ack(_) => tt.acks += 1,
+        Pdu::Nack(_) => tt.nacks += 1,
+    }
+}
+
+/// One record of PDC `pt` at its tap (not a mirror's copy).
 fn count(
     pt: &mut PdcTapTruth,
     seen: &mut Seen,
-    tt: &mut UetTapTruth,
     u: &UetSpec,
     send: Option<&super::SendEvent>,
     start_psn: u32,
 ) {
+    let index = |psn: u32| i64::from(psn.wrapping_sub(start_psn) as i32);
     match &u.pdu {
         Pdu::Request(r) => {
-            tt.requests += 1;
-            tt.trimmed += u64::from(u.trimmed);
+            seen.request(index(r.psn));
             pt.requests += 1;
             pt.payload_bytes += u64::from(u.payload_len);
             pt.trimmed += u64::from(u.trimmed);
@@ -296,8 +380,7 @@ fn count(
             }
             e.retransmissions += 1;
             pt.retransmissions += 1;
-            let idx = i64::from(r.psn.wrapping_sub(start_psn) as i32);
-            pt.spurious += u64::from(seen.covered.contains(&idx));
+            pt.spurious += u64::from(seen.covers(index(r.psn)));
             if let Some(s) = send {
                 pt.model_spurious += u64::from(s.spurious);
                 match s.reason {
@@ -308,12 +391,16 @@ fn count(
             }
         }
         Pdu::Ack(a) => {
-            tt.acks += 1;
             pt.acks += 1;
             pt.acks_ecn += u64::from(a.ecn_marked);
+            // Before any ACK and any request recorded here, where the
+            // coverage starts is unknown: it counts from this ACK on.
+            let after = index(a.cack_psn) + 1;
+            let from = seen.cumulative.or(seen.floor).unwrap_or(after);
+            seen.cumulative = Some(from.max(after));
             let covers = ack_covers(
                 start_psn,
-                seen.cumulative,
+                from,
                 a.cack_psn,
                 a.sack_psn_offset,
                 a.sack_bitmap,
@@ -322,16 +409,47 @@ fn count(
                 if seen.covered.insert(idx) && by_sack {
                     pt.sacked += 1;
                 }
-                if !by_sack {
-                    seen.cumulative = seen.cumulative.max(idx + 1);
+                if seen.missing.remove(&idx) {
+                    seen.covered_unseen.insert(idx);
                 }
             }
         }
         Pdu::Nack(n) => {
-            tt.nacks += 1;
             pt.nacks += 1;
             *pt.nacks_by_code.entry(nack_name(n.code)).or_insert(0) += 1;
             seen.nacked.insert(n.psn);
         }
+    }
+}
+
+impl Seen {
+    /// Whether an ACK recorded here so far covered index `idx`: a SACK bit,
+    /// or a cumulative PSN at or past it (which covers it wherever the
+    /// counting of `delivered` starts).
+    fn covers(&self, idx: i64) -> bool {
+        self.covered.contains(&idx) || self.cumulative.is_some_and(|c| idx < c)
+    }
+
+    /// A request of index `idx` recorded: before the first ACK it may lower
+    /// where that ACK's coverage starts; past the highest recorded it makes
+    /// the indices between missing (or, an ACK recorded here having covered
+    /// one already, missed by the capture); a missing one recorded is no
+    /// longer.
+    fn request(&mut self, idx: i64) {
+        if self.cumulative.is_none() {
+            self.floor = Some(self.floor.map_or(idx, |f| f.min(idx)));
+        }
+        if let Some(h) = self.highest {
+            for i in (h + 1..idx).filter(|i| !self.recorded.contains(i)) {
+                if self.covers(i) {
+                    self.covered_unseen.insert(i);
+                } else {
+                    self.missing.insert(i);
+                }
+            }
+        }
+        self.highest = Some(self.highest.map_or(idx, |h| h.max(idx)));
+        self.recorded.insert(idx);
+        self.missing.remove(&idx);
     }
 }
