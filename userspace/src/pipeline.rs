@@ -833,6 +833,7 @@ fn analyze_batch(
             analyzer.telemetry(row, sink);
             next_hop += 1;
         }
+        analyzer.prefetch(records.get(i + 1..).unwrap_or_default());
         verdict(analyzer.push(rec, sink));
     }
     for (_, iface, d) in deltas.get(next..).unwrap_or_default() {

@@ -24,10 +24,11 @@
 //!
 //! Memory is bounded by the frames a tap records within one window.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
-use super::hash::{FastMap, FastState};
+use super::hash::FastState;
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{Kind, PacketRecord, uet_present};
 use serde::Serialize;
@@ -47,7 +48,7 @@ pub const CONTROL_WINDOW_NS: u64 = 500;
 /// are the frame's [`Owner`]: a flow index (the flow table has already
 /// looked them up) or, for a CNP, a hash of them, so a key is 20
 /// bytes, not the 51 of the fields it stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Key {
     /// A flow index, or a CNP key's hash with [`CNP_OWNER`] set.
     owner: u32,
@@ -126,8 +127,12 @@ impl TapDuplicates {
 pub(crate) struct MirrorDups {
     window_ns: u64,
     /// Last time each frame was recorded.
-    seen: FastMap<Key, u64>,
-    order: VecDeque<(Key, u64)>,
+    seen: HashTable<(Key, u64)>,
+    /// Hashes a [`Key`] ([`key_hash`]).
+    keys: FastState,
+    /// The frames in the order recorded: key, time, the key's hash (a
+    /// frame's key is hashed once, not again as it leaves the window).
+    order: VecDeque<(Key, u64, u64)>,
     /// Hashes a CNP's or a PDC-less UET frame's owner fields to its
     /// [`Key::owner`]: no state a key (a table of them would grow with
     /// every address pair a run sees, not with the window's frames).
@@ -139,7 +144,8 @@ impl MirrorDups {
     pub(crate) fn new(window_ns: u64) -> Self {
         MirrorDups {
             window_ns,
-            seen: FastMap::default(),
+            seen: HashTable::new(),
+            keys: FastState::default(),
             order: VecDeque::new(),
             owners: FastState::default(),
             per_tap: BTreeMap::new(),
@@ -159,28 +165,31 @@ impl MirrorDups {
             return false;
         }
         let now = rec.ts_ns;
-        while let Some(&(k, t)) = self.order.front() {
+        while let Some(&(k, t, h)) = self.order.front() {
             if now.saturating_sub(t) <= self.window_ns {
                 break;
             }
             self.order.pop_front();
-            // One lookup: the key goes only if this was its last record.
-            if let Entry::Occupied(e) = self.seen.entry(k)
-                && *e.get() == t
-            {
+            // The key goes only if this was its last record.
+            if let Ok(e) = self.seen.find_entry(h, |&(sk, st)| sk == k && st == t) {
                 e.remove();
             }
         }
         let key = self.key(rec, owner);
+        let keys = &self.keys;
+        let hash = key_hash(keys, &key);
         let window = if rec.payload_len == 0 || rec.kind() == Kind::Cnp {
             self.window_ns.min(CONTROL_WINDOW_NS)
         } else {
             self.window_ns
         };
         // One lookup for the check and the insert.
-        match self.seen.entry(key) {
+        match self
+            .seen
+            .entry(hash, |(k, _)| *k == key, |(k, _)| key_hash(keys, k))
+        {
             Entry::Occupied(e) => {
-                let t = *e.get();
+                let t = e.get().1;
                 if last_nak.is_none_or(|n| n.saturating_add(self.window_ns) < t)
                     && now >= t
                     && now - t <= window
@@ -191,13 +200,13 @@ impl MirrorDups {
                     // copy of a copy.
                     return true;
                 }
-                *e.into_mut() = now;
+                e.into_mut().1 = now;
             }
             Entry::Vacant(e) => {
-                e.insert(now);
+                e.insert((key, now));
             }
         }
-        self.order.push_back((key, now));
+        self.order.push_back((key, now, hash));
         false
     }
 
@@ -252,6 +261,14 @@ impl MirrorDups {
     pub(crate) fn total(&self) -> u64 {
         self.per_tap.values().map(|d| d.copies).sum()
     }
+}
+
+/// `key`'s hash: its fields packed into three words, three rounds of the
+/// hasher instead of the six a field-by-field `Hash` makes.
+fn key_hash(keys: &FastState, key: &Key) -> u64 {
+    let owner = u64::from(key.owner) | u64::from(key.opcode) << 32 | u64::from(key.qp_high) << 40;
+    let seq = u64::from(key.psn) | u64::from(key.icrc) << 32;
+    keys.hash_one((owner, seq, key.payload_len))
 }
 
 /// What tells two UET frames of one PDC direction with the same type,

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::flows::timeline::flush_bin;
-use super::flows::{FlowTable, flow_row, kept};
+use super::flows::{flow_row, kept};
 use super::hash::FastState;
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
@@ -13,20 +13,20 @@ use super::rows::{
     TapSummary,
 };
 use super::taps::TapState;
-use super::{Analysis, Analyzer, Sink};
+use super::{Analysis, Analyzer, Flow, Sink};
 use super::{findings, hops, rto, tree};
 
 /// Per tap and sender (source address) with timeout rewinds, its NIC's
 /// timeout over all its request flows there, in order of the first flow (a
 /// sender seen at two taps is measured twice, by the same rewinds); the
 /// retired flows' (`retired`) come first.
-pub(super) fn nic_timeouts(
+pub(super) fn nic_timeouts<'a>(
     retired: &[kept::SenderTimeouts],
-    flows: &FlowTable,
+    flows: impl Iterator<Item = &'a Flow>,
     names: &BTreeMap<u16, String>,
 ) -> Vec<rto::NicTimeout> {
     let mut by_sender = retired.to_vec();
-    for f in flows.iter() {
+    for f in flows {
         kept::add_timeouts(&mut by_sender, f);
     }
     by_sender
@@ -169,7 +169,16 @@ impl Analyzer {
                 self.pfc_summary((iface, priority), st, paused_ns, duration, st.storms)
             })
             .collect();
-        let mut t = self.summed_totals();
+        // The totals, the end hosts' MACs and the findings' census in one
+        // walk (no flow changes after it). Few hosts, many flows: their
+        // MACs through a hash set first, not a B-tree descent per flow (5 %
+        // of `report`'s CPU at 100k QPs).
+        let mut macs: HashSet<[u8; 6], FastState> = HashSet::default();
+        let mut census = findings::input::Census::default();
+        let mut t = self.summed_totals_with(|f| {
+            macs.insert(f.src_mac);
+            census.add(f);
+        });
         t.cnps = attributed;
         t.cnps_unattributed = self.frames.cnp - attributed;
         t.pfc_intervals = self.pfc.rows.len() as u64;
@@ -255,9 +264,6 @@ impl Analyzer {
             max_us: max as f64 / 1000.0,
         });
         let mut hosts = self.retired.hosts.clone();
-        // Few hosts, many flows: their MACs through a hash set first, not a
-        // B-tree descent per flow (5 % of `report`'s CPU at 100k QPs).
-        let macs: HashSet<[u8; 6], FastState> = self.flows.iter().map(|f| f.src_mac).collect();
         hosts.extend(macs);
         hosts.extend(&self.cnp_macs);
         let flows = &self.flows;
@@ -308,7 +314,15 @@ impl Analyzer {
                 peak_keys: m.peak_keys,
                 hops: m.hops.len(),
             }),
-            nic_timeouts: nic_timeouts(&self.retired.timeouts, &self.flows, &self.ifaces),
+            // Timeout rewinds are rare counts: none without them.
+            nic_timeouts: nic_timeouts(
+                &self.retired.timeouts,
+                (census.rare > 0)
+                    .then(|| self.flows.iter())
+                    .into_iter()
+                    .flatten(),
+                &self.ifaces,
+            ),
             retirement: (self.retired.totals.flows > 0
                 || self.pdcs.retired.pdc_directions > 0
                 || self.retired.interim_rows > 0
@@ -344,6 +358,7 @@ impl Analyzer {
             nics: &self.nics.rows_per_tap(),
             uet: &self.uet_paths,
             pdcs: self.pdcs.kept.iter().chain(&pdcs).collect(),
+            census,
         });
         if !pdcs.is_empty() || !self.pdcs.kept.is_empty() {
             let mut evidence = std::mem::take(&mut self.pdcs.kept);

@@ -9,7 +9,7 @@ use super::findings::{self, Diagnosis};
 use super::flows::kept;
 use super::pfc::{PrioStats, SenderPauses};
 use super::rows::{PfcSummary, Summary, Totals, iface_name, ratio};
-use super::{Analyzer, FrameCounts, PfcInterval};
+use super::{Analyzer, Flow, FrameCounts, PfcInterval};
 
 /// Sums over flows kept as the records come: at the end of a run they
 /// equal `summary.json`'s `totals` of the same names (the sums of the
@@ -195,6 +195,7 @@ impl Analyzer {
             nics: &self.nics.rows_per_tap(),
             uet: &self.uet_paths,
             pdcs: self.pdcs.kept.iter().chain(self.pdcs.live()).collect(),
+            census: findings::input::Census::of(&self.flows),
         });
         // The switch queues congested in the window (their aggregates run
         // from the queue's first hop since it was last idle).
@@ -236,9 +237,16 @@ impl Analyzer {
     /// The retired flows' totals and the live ones', summed (`summary.json`'s
     /// `totals` but for what only the end settles: CNP attribution, PFC).
     pub(super) fn summed_totals(&self) -> Totals {
+        self.summed_totals_with(|_| {})
+    }
+
+    /// [`Self::summed_totals`], handing each live flow to `each` in the
+    /// same walk (one read of every flow record, not two).
+    pub(super) fn summed_totals_with(&self, mut each: impl FnMut(&Flow)) -> Totals {
         let mut t = self.retired.totals.clone();
         for f in self.flows.iter() {
             kept::add_totals(&mut t, f);
+            each(f);
         }
         t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
         t

@@ -92,7 +92,7 @@ pub(super) fn capture(x: &Input, out: &mut Vec<Diagnosis>) {
 
 fn capture_loss(x: &Input) -> Option<Diagnosis> {
     let lost: Vec<&Flow> = x
-        .flows()
+        .flows_if(x.census.rare > 0)
         .filter(|f| f.sequence().gap_counts.capture_lost > 0)
         .collect();
     // What the capture says of itself (pcapng interface statistics).
@@ -162,7 +162,7 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
         .collect();
     let max_gap_ns = by_tap.iter().map(|(_, d)| d.max_gap_ns).max();
     let mut flows: Vec<u32> = x
-        .flows()
+        .flows_if(x.census.rare > 0)
         .filter(|f| f.rare().mirror_copies > 0)
         .map(|f| f.id)
         .chain(x.pdcs.iter().filter(|p| p.mirror_copies > 0).map(|p| p.id))
@@ -184,7 +184,7 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
 /// Late PSNs: reordering, not loss.
 pub(super) fn reordering(x: &Input) -> Option<Diagnosis> {
     let flows: Vec<&Flow> = x
-        .flows()
+        .flows_if(x.census.rare > 0)
         .filter(|f| f.sequence().gap_counts.late > 0)
         .collect();
     if flows.is_empty() {
@@ -239,7 +239,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Diagnosis>) {
         .filter(|t| !t.sniffer && t.icrc_failed > 0 && t.icrc_failed < t.icrc_checked)
     {
         let flows: Vec<&Flow> = x
-            .flows()
+            .flows_if(x.census.rare > 0)
             .filter(|f| f.iface == t.iface && f.rare().icrc_errors > 0)
             .collect();
         let followed = flows
@@ -272,7 +272,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Diagnosis>) {
 pub(super) fn trimming(x: &Input, out: &mut Vec<Diagnosis>) {
     for t in x.summary.taps.iter().filter(|t| t.trimmed > 0) {
         let flows: Vec<&Flow> = x
-            .flows()
+            .flows_if(x.census.rare > 0)
             .filter(|f| f.iface == t.iface && f.trimmed() > 0)
             .collect();
         let data_packets = flows.iter().map(|f| f.data_packets()).sum();

@@ -89,7 +89,11 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
             && life > 0
             && f.cnps().saturating_mul(CNP_INTERVAL_NS) >= life
     };
-    if !x.flows().any(|f| f.data_packets() > 0 && candidate(f)) {
+    let live = x.census.congested > 0;
+    if !x
+        .flows_if(live)
+        .any(|f| f.data_packets() > 0 && candidate(f))
+    {
         return None;
     }
     // (flow, its gbps, its goodput in Gb/s)

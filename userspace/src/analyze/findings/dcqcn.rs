@@ -58,13 +58,16 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     // A connection seen at several taps reacts when any of them shows it: a
     // tap past a congested queue sees that queue's pacing, not the sender's.
     let conn = |f: &Flow| (f.src_ip, f.dst_ip, f.dest_qp);
+    // A reaction is measured from a CNP frame on (`analyze/cnp.rs`): with
+    // none in the capture, no live flow has one.
+    let live = x.summary.frames.cnp > 0;
     let reacted: std::collections::BTreeSet<_> = x
-        .flows()
+        .flows_if(live)
         .filter(|f| f.dcqcn().reactions > 0)
         .map(conn)
         .collect();
     let deaf: Vec<&Flow> = x
-        .flows()
+        .flows_if(live)
         .filter(|f| f.dcqcn().ignored() && !reacted.contains(&conn(f)))
         .collect();
     if deaf.is_empty() {

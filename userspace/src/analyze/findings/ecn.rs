@@ -57,7 +57,7 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
             })
     };
     let silent: Vec<&Flow> = x
-        .flows()
+        .flows_if(x.census.congested > 0)
         .filter(|f| f.ce() > 0 && f.cnps() == 0 && (f.cnp_qp().is_some() || unattributed == 0))
         .filter(|f| !becn_back(f))
         .collect();
@@ -84,7 +84,10 @@ pub(super) fn ce_cnp(x: &Input, out: &mut Vec<Diagnosis>) {
             }),
         });
     }
-    let loud: Vec<&Flow> = x.flows().filter(|r| r.cnps() > 0 && r.ce() == 0).collect();
+    let loud: Vec<&Flow> = x
+        .flows_if(x.census.congested > 0)
+        .filter(|r| r.cnps() > 0 && r.ce() == 0)
+        .collect();
     if !loud.is_empty() || unattributed > 0 {
         let cnps: u64 = loud.iter().map(|r| r.cnps()).sum();
         out.push(Diagnosis {

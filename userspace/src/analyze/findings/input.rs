@@ -75,6 +75,72 @@ pub(crate) struct Input<'a> {
     /// UET's PDC directions: the retired ones kept as evidence, then the
     /// live ones (what the capture-level findings count of UET).
     pub pdcs: Vec<&'a crate::transport::uet::Pdc>,
+    /// What the live flows hold ([`Census::of`]).
+    pub census: Census,
+}
+
+/// What the live flows hold, counted in one walk before the findings: a
+/// finding whose filter no live flow can pass reads only the retired flows
+/// kept as evidence ([`Input::flows_if`]) instead of every live flow. The
+/// findings made ~15 walks over every flow record; at a million QPs each
+/// read hundreds of megabytes (docs/benchmarks.md, "speed1").
+#[derive(Debug, Default)]
+pub(crate) struct Census {
+    /// Live flows holding rare counts ([`Flow::rare`]: rewinds, gaps, NAKs,
+    /// trims, stalls, BECN, ICRC errors, mirror copies): a flow without
+    /// them reads zero in each.
+    pub rare: usize,
+    /// Live flows with a CE mark or a CNP.
+    pub congested: usize,
+    /// Live request flows with a learned path MTU.
+    pub sized: usize,
+    /// Live flows [`unanswered`] weighs ([`sending`]).
+    pub sending: usize,
+    /// The tap of the first live request flow, and whether one was seen at
+    /// another.
+    pub request_tap: Option<u16>,
+    pub requests_at_two_taps: bool,
+    /// By tap (interface index), the fastest live flow of two packets or
+    /// more, in Gb/s (`link-speed`).
+    fastest: Vec<f64>,
+}
+
+impl Census {
+    /// `flows`' census, in one walk.
+    pub(crate) fn of(flows: &FlowTable) -> Census {
+        let mut c = Census::default();
+        flows.iter().for_each(|f| c.add(f));
+        c
+    }
+
+    /// Counts live flow `f`.
+    pub(crate) fn add(&mut self, f: &Flow) {
+        self.rare += usize::from(f.rare.is_some());
+        self.congested += usize::from(f.ce() > 0 || f.cnps() > 0);
+        self.sending += usize::from(sending(f));
+        if f.data_packets() > 0 {
+            self.sized += usize::from(f.mtu > 0);
+            match self.request_tap {
+                None => self.request_tap = Some(f.iface),
+                Some(t) => self.requests_at_two_taps |= t != f.iface,
+            }
+        }
+        if f.packets() >= 2 {
+            let tap = usize::from(f.iface);
+            if self.fastest.len() <= tap {
+                self.fastest.resize(tap + 1, f64::NEG_INFINITY);
+            }
+            self.fastest[tap] = self.fastest[tap].max(f.rate_gbps(f.bytes()));
+        }
+    }
+
+    /// Whether a live flow of two packets or more at tap `iface` ran
+    /// faster than `gbps`.
+    pub(crate) fn faster_than(&self, iface: u16, gbps: f64) -> bool {
+        self.fastest
+            .get(usize::from(iface))
+            .is_some_and(|&top| top > gbps)
+    }
 }
 
 /// Smallest local ACK timeout exponent T whose timeout exceeds `ns`.
@@ -104,7 +170,15 @@ impl<'a> Input<'a> {
     /// worst K of each family, docs/analysis.md "Retirement"), then the live
     /// ones.
     pub(crate) fn flows(&self) -> impl Iterator<Item = &'a Flow> + use<'a> {
-        self.retired.evidence().chain(self.flows.iter())
+        self.flows_if(true)
+    }
+
+    /// [`Input::flows`], the live ones only when `live` (what the
+    /// [`Census`] says some live flow may match): a finding filtering on
+    /// what no live flow holds reads only the evidence.
+    pub(crate) fn flows_if(&self, live: bool) -> impl Iterator<Item = &'a Flow> + use<'a> {
+        let live = live.then(|| self.flows.iter()).into_iter().flatten();
+        self.retired.evidence().chain(live)
     }
 
     /// Flow `id`, live or kept as evidence.
@@ -163,6 +237,15 @@ pub(crate) fn share(part: u64, whole: u64) -> f64 {
 
 pub(crate) use crate::analyze::flows::kept::UNANSWERED_NS;
 
+/// A request flow of an acknowledged service, not paired, sending for
+/// [`UNANSWERED_NS`] or more: one [`unanswered`] weighs.
+fn sending(f: &Flow) -> bool {
+    f.data_packets() > 0
+        && f.service().is_some_and(ib::is_acknowledged)
+        && f.paired_qp().is_none()
+        && f.last_ts - f.first_ts >= UNANSWERED_NS
+}
+
 /// Request flows sending for [`UNANSWERED_NS`] or more whose destination
 /// sent nothing back to their source on their tap, on a tap that recorded
 /// responses of other flows.
@@ -172,13 +255,8 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
         return Vec::new();
     }
     let sending: Vec<&Flow> = x
-        .flows()
-        .filter(|f| {
-            f.data_packets() > 0
-                && f.service().is_some_and(ib::is_acknowledged)
-                && f.paired_qp().is_none()
-                && f.last_ts - f.first_ts >= UNANSWERED_NS
-        })
+        .flows_if(x.census.sending > 0)
+        .filter(|f| sending(f))
         .collect();
     if sending.is_empty() {
         return sending;

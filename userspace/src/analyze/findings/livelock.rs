@@ -47,7 +47,7 @@ fn exhausted(x: &Input, f: &Flow) -> Option<Exhausted> {
 /// a flow whose longest run ended its retries is `retry-exhausted` instead.
 pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let mut stuck: Vec<(&Flow, Run)> = x
-        .flows()
+        .flows_if(x.census.rare > 0)
         .filter_map(|f| Some((f, f.rewind().livelock.livelock()?)))
         .filter(|(f, r)| {
             exhausted(x, f).is_none_or(|e| (e.run.psn, e.run.first_ts) != (r.psn, r.first_ts))
@@ -80,7 +80,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
 /// (`docs/analysis.md`, "Retry exhaustion").
 pub(crate) fn retry_exhausted(x: &Input) -> Option<Diagnosis> {
     let mut dead: Vec<(&Flow, Exhausted)> = x
-        .flows()
+        .flows_if(x.census.rare > 0)
         .filter_map(|f| Some((f, exhausted(x, f)?)))
         .collect();
     if dead.is_empty() {

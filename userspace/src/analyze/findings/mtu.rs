@@ -60,7 +60,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let mut flows: Vec<u32> = Vec::new();
     // Request flows with a learned MTU.
     let sized: Vec<&Flow> = x
-        .flows()
+        .flows_if(x.census.sized > 0)
         .filter(|f| f.data_packets() > 0 && f.mtu > 0)
         .collect();
     // The fabric's MTU: what most flows use (the larger on a tie).
@@ -73,12 +73,18 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         .max_by_key(|(m, n)| (**n, **m))
         .map(|(m, _)| *m);
     if let Some(major) = majority {
+        // Between each two hosts, the flow with the largest MTU (the last
+        // of equals): one walk, not one per flow.
+        let mut largest: BTreeMap<([u8; 16], [u8; 16]), &Flow> = BTreeMap::new();
+        for f in &sized {
+            let top = largest.entry((f.src_ip, f.dst_ip)).or_insert(f);
+            if f.mtu >= top.mtu {
+                *top = f;
+            }
+        }
         for f in &sized {
             // The largest MTU another flow between the same hosts uses.
-            let peer = sized
-                .iter()
-                .filter(|o| o.src_ip == f.src_ip && o.dst_ip == f.dst_ip && o.mtu > f.mtu)
-                .max_by_key(|o| o.mtu);
+            let peer = largest.get(&(f.src_ip, f.dst_ip)).filter(|o| o.mtu > f.mtu);
             if f.mtu >= major && peer.is_none() {
                 continue;
             }
@@ -96,7 +102,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let silent: Vec<&Flow> = {
         let mut v = unanswered(x);
         v.extend(
-            x.flows()
+            x.flows_if(x.census.rare > 0)
                 .filter(|f| f.rewind().livelock.livelock().is_some()),
         );
         v.sort_by_key(|f| f.id);
@@ -104,12 +110,19 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         v
     };
     let mut too_big = Vec::new();
+    // Per tap, the largest frame of an answered request flow: one walk, and
+    // only when a flow went silent.
+    let mut answered: BTreeMap<u16, u32> = BTreeMap::new();
+    if !silent.is_empty() {
+        for o in x.flows() {
+            if o.paired_qp().is_some() && o.data_packets() > 0 {
+                let l = answered.entry(o.iface).or_insert(o.max_frame_len());
+                *l = (*l).max(o.max_frame_len());
+            }
+        }
+    }
     for f in silent {
-        let answered = x
-            .flows()
-            .filter(|o| o.iface == f.iface && o.paired_qp().is_some() && o.data_packets() > 0)
-            .map(|o| o.max_frame_len())
-            .max();
+        let answered = answered.get(&f.iface).copied();
         let Some(largest) = answered.filter(|&l| f.max_frame_len() > l) else {
             continue;
         };

@@ -74,7 +74,7 @@ pub(super) fn link_speed(x: &Input, out: &mut Vec<Diagnosis>) {
         let limit = t.link_speed_bps as f64 / 1e9;
         // (flow, its gbps)
         let fast: Vec<(&Flow, f64)> = x
-            .flows()
+            .flows_if(x.census.faster_than(t.iface, limit))
             .filter(|f| f.iface == t.iface && f.packets() >= 2)
             .map(|f| (f, f.rate_gbps(f.bytes())))
             .filter(|&(_, gbps)| gbps > limit)
@@ -172,7 +172,10 @@ pub(super) fn pressure(x: &Input) -> Option<Diagnosis> {
 }
 
 pub(super) fn victims(x: &Input) -> Option<Diagnosis> {
-    let mut flows: Vec<&Flow> = x.flows().filter(|f| f.rare().stalls > 0).collect();
+    let mut flows: Vec<&Flow> = x
+        .flows_if(x.census.rare > 0)
+        .filter(|f| f.rare().stalls > 0)
+        .collect();
     if flows.is_empty() {
         return None;
     }

@@ -45,7 +45,6 @@ pub struct Remarked {
 
 /// `qos-mismatch`.
 pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
-    let requests: Vec<&Flow> = x.flows().filter(|f| f.data_packets() > 0).collect();
     // Priorities PFC paused anywhere in the capture.
     let paused: BTreeSet<u8> = x
         .summary
@@ -54,6 +53,17 @@ pub(crate) fn finding(x: &Input, marks: &Marks) -> Option<Diagnosis> {
         .filter(|p| p.paused_ns > 0)
         .map(|p| p.priority)
         .collect();
+    // The live request flows are read only when a priority was paused or
+    // request flows were seen at two taps: else neither part below has any.
+    let kept: Vec<&Flow> = x.flows_if(false).filter(|f| f.data_packets() > 0).collect();
+    let mut taps = kept.iter().map(|f| f.iface).chain(x.census.request_tap);
+    let first = taps.next();
+    let two_taps = x.census.requests_at_two_taps || taps.any(|t| Some(t) != first);
+    let requests: Vec<&Flow> = if paused.is_empty() && !two_taps {
+        kept
+    } else {
+        x.flows().filter(|f| f.data_packets() > 0).collect()
+    };
     let mut ids: Vec<u32> = Vec::new();
     let unprotected: Vec<Unprotected> = if paused.is_empty() {
         Vec::new()

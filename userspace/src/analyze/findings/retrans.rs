@@ -63,7 +63,7 @@ pub struct GhostRewind {
 
 pub(super) fn ghost(x: &Input) -> Option<Diagnosis> {
     let flows: Vec<&Flow> = x
-        .flows()
+        .flows_if(x.census.rare > 0)
         .filter(|f| f.rewind().rewinds_timeout_ghost > 0 || f.sequence().spurious > 0)
         .collect();
     if flows.is_empty() {
@@ -211,7 +211,7 @@ pub(super) fn real_loss(x: &Input) -> Option<Diagnosis> {
     };
     let naks = |f: &Flow| f.nak().naks.saturating_sub(f.nak().trim_naks);
     let flows: Vec<&Flow> = x
-        .flows()
+        .flows_if(x.census.rare > 0)
         .filter(|f| {
             nak_rewinds(f) > 0
                 || naks(f) > 0
@@ -267,7 +267,7 @@ pub struct Rnr {
 
 pub(super) fn rnr(x: &Input) -> Option<Diagnosis> {
     let flows: Vec<&Flow> = x
-        .flows()
+        .flows_if(x.census.rare > 0)
         .filter(|f| f.nak().rnr_naks > 0 || f.rewind().rewinds_rnr > 0)
         .collect();
     if flows.is_empty() {

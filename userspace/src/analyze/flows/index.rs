@@ -5,9 +5,10 @@
 //! host-pair map were ~100 and ~165 bytes a flow, now ~10 and ~18
 //! (docs/benchmarks.md, "Per-flow memory").
 //!
-//! They grow by [`regrow`], not by hashbrown's own rehash: that reads each
-//! indexed flow's key in bucket order, a cache miss per flow (the indexes'
-//! growth was ~12 % of `report`'s CPU at 100k QPs).
+//! They grow by rebuilding in the order of the flows' slots (`regrow`,
+//! [`FlowIndex`]'s own), not by hashbrown's rehash: that read each indexed
+//! flow's key in bucket order, a cache miss per flow (the indexes' growth
+//! was ~12 % of `report`'s CPU at 100k QPs).
 
 use std::hash::BuildHasher;
 
@@ -23,11 +24,49 @@ use crate::analyze::rows::FlowKey;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KeyHash(u64);
 
-/// Flows by key.
+/// A bucket's tag: none here yet.
+const EMPTY: u8 = 0;
+/// A bucket's tag: its flow left ([`FlowIndex::remove`]); probing goes on
+/// past it, an insert may take it.
+const LEFT: u8 = 1;
+
+/// Flows by key: open addressing with linear probing over two arrays, a
+/// byte a bucket of tags (the top 7 bits of the key's hash, with the high
+/// bit set) and four bytes of flow slots — 5 bytes a bucket, as hashbrown's
+/// table of `u32` was. Its own table so that a bucket's place is known
+/// before the lookup: [`FlowIndex::prefetch`] starts loading a frame's
+/// bucket and flow while the frames before it are analysed (the lookup's
+/// cache misses on the bucket and on the flow's key were ~14 % of `report`'s
+/// CPU at 100k QPs: docs/benchmarks.md, "speed1").
 #[derive(Default)]
 pub(crate) struct FlowIndex {
     hasher: FastState,
-    table: HashTable<u32>,
+    /// [`EMPTY`], [`LEFT`] or a key's tag; a power of two long, or empty.
+    tags: Vec<u8>,
+    slots: Vec<u32>,
+    /// Flows indexed.
+    len: usize,
+    /// Buckets not [`EMPTY`]: `len` and the [`LEFT`] ones.
+    used: usize,
+}
+
+fn tag(hash: u64) -> u8 {
+    0x80 | (hash >> 57) as u8
+}
+
+/// Starts loading the cache lines from `p` on that hold `bytes` (no
+/// effect off x86-64).
+#[inline]
+pub(super) fn prefetch_lines<T>(p: *const T, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..bytes).step_by(64) {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch is a hint, never a load: it faults on no
+        // address, and SSE is in every x86-64 CPU.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(line)) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, bytes);
 }
 
 impl FlowIndex {
@@ -40,34 +79,117 @@ impl FlowIndex {
     /// [`Self::insert_hashed`]: a new flow's key is hashed once.
     pub(crate) fn find(&self, flows: &FlowTable, key: &FlowKey) -> Result<usize, KeyHash> {
         let hash = self.hasher.hash_one(key);
-        self.table
-            .find(hash, |&i| flows[i as usize].key() == *key)
-            .map(|&i| i as usize)
-            .ok_or(KeyHash(hash))
+        let found = self.probe(hash, |slot| flows[slot as usize].key() == *key);
+        found.map(|s| s as usize).ok_or(KeyHash(hash))
+    }
+
+    /// The slot of the first bucket from `hash`'s place with its tag whose
+    /// slot `is` accepts, before an empty bucket.
+    fn probe(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
+        let mask = self.tags.len().checked_sub(1)?;
+        let t = tag(hash);
+        let mut p = hash as usize & mask;
+        loop {
+            match self.tags[p] {
+                EMPTY => return None,
+                x if x == t && is(self.slots[p]) => return Some(self.slots[p]),
+                _ => p = (p + 1) & mask,
+            }
+        }
+    }
+
+    /// Starts loading what a lookup of `key` reads into the cache, a step
+    /// of it a call: `Bucket`, its tag and slot; `Flow`, once the bucket is
+    /// in the cache (a call before), the record of the flow its tag names.
+    pub(crate) fn prefetch(&self, flows: &FlowTable, key: &FlowKey, step: Prefetch) {
+        let Some(mask) = self.tags.len().checked_sub(1) else {
+            return;
+        };
+        let hash = self.hasher.hash_one(key);
+        match step {
+            Prefetch::Bucket => {
+                let p = hash as usize & mask;
+                prefetch_lines(&self.tags[p], 1);
+                prefetch_lines(&self.slots[p], 4);
+            }
+            Prefetch::Flow => {
+                // The first slot with the key's tag, unconfirmed: a wrong
+                // one (one probe in 128) loads a record for nothing.
+                if let Some(slot) = self.probe(hash, |_| true) {
+                    flows.prefetch(slot as usize);
+                }
+            }
+        }
     }
 
     /// Indexes flow `i` of `flows` by its key, whose hash [`Self::find`]
     /// returned (the key was not indexed).
     pub(crate) fn insert_hashed(&mut self, flows: &FlowTable, i: usize, hash: KeyHash) {
-        let hasher = &self.hasher;
-        regrow(
-            &mut self.table,
-            |&j| j,
-            |j| hasher.hash_one(flows[j as usize].key()),
-        );
-        self.table.insert_unique(hash.0, i as u32, |&j| {
-            hasher.hash_one(flows[j as usize].key())
-        });
+        // Three quarters full at most: a miss probes ~8 buckets.
+        if (self.used + 1) * 4 > self.tags.len() * 3 {
+            self.rebuild(flows);
+        }
+        let mask = self.tags.len() - 1;
+        let mut p = hash.0 as usize & mask;
+        while self.tags[p] > LEFT {
+            p = (p + 1) & mask;
+        }
+        self.used += usize::from(self.tags[p] == EMPTY);
+        self.tags[p] = tag(hash.0);
+        self.slots[p] = i as u32;
+        self.len += 1;
     }
 
     /// Drops flow `i` of `flows` (still in its slot: its key is read from
     /// it) from the index.
     pub(crate) fn remove(&mut self, flows: &FlowTable, i: usize) {
+        let Some(mask) = self.tags.len().checked_sub(1) else {
+            return;
+        };
         let hash = self.hasher.hash_one(flows[i].key());
-        if let Ok(e) = self.table.find_entry(hash, |&j| j as usize == i) {
-            e.remove();
+        let (t, mut p) = (tag(hash), hash as usize & mask);
+        loop {
+            match self.tags[p] {
+                EMPTY => return,
+                x if x == t && self.slots[p] == i as u32 => break,
+                _ => p = (p + 1) & mask,
+            }
+        }
+        self.tags[p] = LEFT;
+        self.len -= 1;
+    }
+
+    /// Makes room for one more flow: the same buckets without the left
+    /// ones when half or less would be in use, else twice as many. Filled
+    /// in the order of the flows' slots, so that hashing their keys walks
+    /// the flow table forward instead of jumping about it.
+    fn rebuild(&mut self, flows: &FlowTable) {
+        let n = self.tags.len();
+        let room = if (self.len + 1) * 8 <= n * 3 {
+            n
+        } else {
+            (2 * n).max(16)
+        };
+        let mut live: Vec<u32> = (0..n)
+            .filter(|&p| self.tags[p] > LEFT)
+            .map(|p| self.slots[p])
+            .collect();
+        live.sort_unstable();
+        self.tags = vec![EMPTY; room];
+        self.slots = vec![0; room];
+        (self.len, self.used) = (0, 0);
+        for i in live {
+            let hash = KeyHash(self.hasher.hash_one(flows[i as usize].key()));
+            self.insert_hashed(flows, i as usize, hash);
         }
     }
+}
+
+/// The step of a lookup [`FlowIndex::prefetch`] prepares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Prefetch {
+    Bucket,
+    Flow,
 }
 
 /// The flows of one host pair, by slot, in the order they began.
@@ -253,6 +375,43 @@ mod tests {
         assert_eq!(pair.len(), 834);
         assert_eq!(pair, expected);
         assert!(by_hosts.get(&flows, &(1, ip(9), ip(1))).is_none());
+    }
+
+    /// Flows retiring and new ones taking their slots, over and over: every
+    /// live flow is found, no retired one is, and the buckets the retired
+    /// ones left are reused (the key index stays the size of the flows
+    /// live at once, not of those ever seen).
+    #[test]
+    fn the_key_index_follows_the_flows_live() {
+        let mut flows = FlowTable::default();
+        let mut by_key = FlowIndex::default();
+        let key = |n: u32| (0u16, ip((n % 7) as u8), ip(9), n);
+        let mut live: Vec<(usize, u32)> = Vec::new();
+        // Nothing indexed yet: nothing found, nothing to prepare.
+        by_key.prefetch(&flows, &key(0), Prefetch::Bucket);
+        by_key.prefetch(&flows, &key(0), Prefetch::Flow);
+        assert_eq!(by_key.get(&flows, &key(0)), None);
+        for n in 0..40_000u32 {
+            let i = flows.insert(Flow::new(n, key(n), 0));
+            index(&mut by_key, &flows, i);
+            live.push((i, n));
+            // Keep ~1000 live: the oldest retires.
+            if live.len() > 1000 {
+                let (j, _) = live.remove(0);
+                by_key.remove(&flows, j);
+                flows.remove(j);
+            }
+        }
+        for &(i, n) in &live {
+            by_key.prefetch(&flows, &key(n), Prefetch::Bucket);
+            by_key.prefetch(&flows, &key(n), Prefetch::Flow);
+            assert_eq!(by_key.get(&flows, &key(n)), Some(i));
+        }
+        for n in [0u32, 1, 500, 38_999] {
+            assert_eq!(by_key.get(&flows, &key(n)), None, "{n} retired");
+        }
+        assert_eq!(by_key.len, 1000);
+        assert!(by_key.tags.len() <= 4096, "{} buckets", by_key.tags.len());
     }
 
     /// A retired flow leaves both indexes (docs/analysis.md, "Retirement"):

@@ -20,7 +20,7 @@ mod table;
 pub(super) mod timeline;
 
 pub(crate) use counts::Count;
-pub(crate) use index::{FlowIndex, HostIndex};
+pub(crate) use index::{FlowIndex, HostIndex, Prefetch};
 pub(crate) use kept::Retired;
 pub(crate) use retire::Expiry;
 pub(super) use retire::{CnpCount, cnps_for};

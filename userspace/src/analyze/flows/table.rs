@@ -93,6 +93,14 @@ impl FlowTable {
         crate::heap::give_back();
     }
 
+    /// Starts loading slot `i`'s record into the cache (a lookup's
+    /// [`super::FlowIndex::prefetch`]).
+    pub(crate) fn prefetch(&self, i: usize) {
+        if let Some(f) = self.chunks.get(i / CHUNK).and_then(|c| c.get(i % CHUNK)) {
+            super::index::prefetch_lines(f, std::mem::size_of::<Flow>());
+        }
+    }
+
     /// The live flow in slot `i`.
     pub(crate) fn get(&self, i: usize) -> Option<&Flow> {
         self.chunks
