@@ -76,6 +76,7 @@ mod cm;
 mod cnp;
 mod compact;
 mod config;
+mod count;
 mod dcqcn;
 mod delta;
 pub mod dups;

@@ -7,8 +7,8 @@ use rocescope_common::{PacketRecord, flags};
 use crate::transport::roce::sequencing::nack_code;
 use crate::transport::sequencing::{Ack, Nack, NackCode, Sequencing};
 
+use super::count::Count;
 use super::events::{Event, EventDetail, EventKind, NakDetail};
-use super::flows::Count;
 use super::{Analyzer, Sink};
 use super::{nics, psn};
 

@@ -11,8 +11,8 @@ use rocescope_common::{PacketRecord, flags};
 use crate::transport::roce::sequencing::{GoBackN, consumption};
 use crate::transport::sequencing::{Data, Judgement, Resolved, Sequencing};
 
+use super::count::Count;
 use super::events::{Event, EventDetail, EventKind, LatePsn, Missing, ResolvedPsns};
-use super::flows::Count;
 use super::pfc::Cover;
 use super::responses::PendingNak;
 use super::rewind::{Rewind, RewindContext};

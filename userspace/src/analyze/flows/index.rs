@@ -54,21 +54,6 @@ fn tag(hash: u64) -> u8 {
     0x80 | (hash >> 57) as u8
 }
 
-/// Starts loading the cache lines from `p` on that hold `bytes` (no
-/// effect off x86-64).
-#[inline]
-pub(super) fn prefetch_lines<T>(p: *const T, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..bytes).step_by(64) {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: a prefetch is a hint, never a load: it faults on no
-        // address, and SSE is in every x86-64 CPU.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(line)) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, bytes);
-}
-
 impl FlowIndex {
     /// The index of the flow with `key` in `flows`.
     pub(crate) fn get(&self, flows: &FlowTable, key: &FlowKey) -> Option<usize> {
@@ -109,8 +94,8 @@ impl FlowIndex {
         match step {
             Prefetch::Bucket => {
                 let p = hash as usize & mask;
-                prefetch_lines(&self.tags[p], 1);
-                prefetch_lines(&self.slots[p], 4);
+                super::table::prefetch_lines(&self.tags[p], 1);
+                super::table::prefetch_lines(&self.slots[p], 4);
             }
             Prefetch::Flow => {
                 // The first slot with the key's tag, unconfirmed: a wrong

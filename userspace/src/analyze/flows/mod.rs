@@ -19,7 +19,7 @@ mod sender;
 mod table;
 pub(super) mod timeline;
 
-pub(crate) use counts::Count;
+pub(crate) use super::count::Count;
 pub(crate) use index::{FlowIndex, HostIndex, Prefetch};
 pub(crate) use kept::Retired;
 pub(crate) use retire::Expiry;
@@ -64,8 +64,8 @@ pub(crate) struct Flow {
     priority: Opt8,
     pub first_ts: u64,
     pub last_ts: u64,
-    /// Its counts' low 32 bits ([`counts::Count`]).
-    low: counts::Low,
+    /// Its counts' low 32 bits ([`Count`]).
+    low: super::count::Low,
     pub max_idle_ns: u64,
     pub(super) mtu: u32,
     /// Highest PSN ACKed by the AETHs this flow carries ([`Flow::acked`]).
@@ -227,7 +227,7 @@ impl Flow {
             priority: Opt8::NONE,
             first_ts: ts,
             last_ts: ts,
-            low: [0; counts::COUNTS],
+            low: [0; super::count::COUNTS],
             max_idle_ns: 0,
             mtu: 0,
             acked: Opt32::NONE,

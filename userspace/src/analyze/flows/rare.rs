@@ -8,7 +8,7 @@ use super::super::rewind::{NO_REWINDS, RewindHistory};
 use super::super::sequence::{NO_SEQUENCE, SequenceHistory};
 use super::super::trims::Trims;
 use super::Flow;
-use super::counts::High;
+use crate::analyze::count::High;
 
 /// What only some flows ever count or keep: held from the first on, so that
 /// a flow without any carries 8 bytes for them, not 88.
