@@ -119,7 +119,21 @@ impl Veth {
     }
 
     pub(crate) fn rocescope(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("ip");
+        self.rocescope_on(None, args)
+    }
+
+    /// The same, pinned to `cpu` when given (`taskset`): the XDP program
+    /// runs on the sending CPU, so a sender pinned there fills that CPU's
+    /// ring alone.
+    pub(crate) fn rocescope_on(&self, cpu: Option<&str>, args: &[&str]) -> Command {
+        let mut c = match cpu {
+            Some(cpu) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cpu, "ip"]);
+                c
+            }
+            None => Command::new("ip"),
+        };
         c.args(["netns", "exec", &self.ns, env!("CARGO_BIN_EXE_rocescope")]);
         c.args(args);
         c
@@ -497,11 +511,16 @@ fn xdp_attached(veth: &Veth, dev: &str) -> bool {
 }
 
 pub(crate) fn replay(veth: &Veth, cap: &Path, pps: Option<&str>) -> u64 {
+    replay_on(veth, cap, pps, None)
+}
+
+/// [`replay`] from one CPU when `cpu` is given.
+fn replay_on(veth: &Veth, cap: &Path, pps: Option<&str>, cpu: Option<&str>) -> u64 {
     let mut args = vec!["replay", cap.to_str().unwrap(), "--iface", &veth.a];
     if let Some(p) = pps {
         args.extend(["--pps", p]);
     }
-    let sent = veth.rocescope(&args).output().unwrap();
+    let sent = veth.rocescope_on(cpu, &args).output().unwrap();
     assert!(
         sent.status.success(),
         "replay: {}",
@@ -551,8 +570,10 @@ fn ring_overflow_drops_are_counted_exactly() {
     let out = tmp.path().join("live");
     let live = veth.live(&out, &["--xdp-mode", "skb", "--ring-size", "16MiB"]);
     // The reader is stopped while the flood arrives: the ring fills up.
+    // One sending CPU: with a ring per CPU (the default) a flood the
+    // scheduler spread over two CPUs could fit in their two rings.
     live.signal(libc::SIGSTOP);
-    let sent = replay(&veth, &cap, None);
+    let sent = replay_on(&veth, &cap, None, Some("0"));
     assert_eq!(sent, n);
     live.signal(libc::SIGCONT);
     std::thread::sleep(Duration::from_secs(2));
@@ -1095,10 +1116,8 @@ fn per_cpu_rings_take_records_from_two_cpus_in_time_order() {
     let senders: Vec<_> = ["0", "1"]
         .into_iter()
         .map(|cpu| {
-            let mut c = Command::new("taskset");
-            c.args(["-c", cpu, "ip", "netns", "exec", &veth.ns]);
-            c.arg(env!("CARGO_BIN_EXE_rocescope"));
-            c.args(["replay", cap.to_str().unwrap(), "--iface", &veth.a]);
+            let replay = ["replay", cap.to_str().unwrap(), "--iface", &veth.a];
+            let mut c = veth.rocescope_on(Some(cpu), &replay);
             c.args(["--pps", "20000"]);
             c.stdout(Stdio::piped()).spawn().expect("taskset runs")
         })
