@@ -26,6 +26,7 @@ mod pipeline;
 mod real_captures;
 mod report;
 mod retire;
+mod seam;
 mod rotation;
 mod sniffer_time;
 mod switches;
