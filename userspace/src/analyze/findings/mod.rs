@@ -31,9 +31,7 @@ mod pfc;
 mod qos;
 pub mod queues;
 mod retrans;
-pub(super) mod uet_pdc;
-mod uet_spray;
-mod uet_trimming;
+pub(super) mod uet;
 mod unanswered;
 
 use capture::{capture, corruption, reordering, trimming};
@@ -60,12 +58,10 @@ pub use nics::SlowNic;
 pub use pfc::{LinkSpeed, Pressure, StormPort, Storms, Victim, Victims};
 pub use qos::{QosMismatch, Remarked, Unprotected};
 pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
-pub use uet_pdc::{PdcRef, ResourcePdc, SpuriousPdc, UetResources, UetSpurious};
-pub use uet_spray::{
-    HEAVY_FACTOR, Heavy, LATE_FACTOR, LATE_FLOOR_NS, Late, SPRAY_MIN_PACKETS, SprayImbalance,
-    UnevenPdc,
+pub use uet::{
+    HEAVY_FACTOR, Heavy, LATE_FACTOR, LATE_FLOOR_NS, Late, PdcRef, ResourcePdc, SPRAY_MIN_PACKETS,
+    SprayImbalance, SpuriousPdc, TrimmedPdc, UetResources, UetSpurious, UetTrimming, UnevenPdc,
 };
-pub use uet_trimming::{TrimmedPdc, UetTrimming};
 pub use unanswered::{SilentFlow, Unanswered};
 
 /// A finding as the analyzer computes it: how bad it is, how much of the
@@ -206,8 +202,8 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(dcqcn::finding(x));
     hops::finding(x, &mut out);
     nics::finding(x, &mut out);
-    out.extend(uet_trimming::finding(x));
-    out.extend(uet_spray::finding(x));
+    out.extend(uet::trimming::finding(x));
+    out.extend(uet::spray::finding(x));
     out.extend(real_loss(x));
     out.extend(reordering(x));
     corruption(x, &mut out);

@@ -11,8 +11,8 @@ use crate::analyze::flows::kept::EVIDENCE_K;
 use crate::transport::uet::PdcKey;
 use crate::transport::uet::paths::{PathCounts, PathRow};
 
-use super::input::{Input, share};
-use super::{Diagnosis, Evidence};
+use super::super::input::{Input, share};
+use super::super::{Diagnosis, Evidence};
 
 /// A direction needs this many requests at a tap to be judged.
 pub const SPRAY_MIN_PACKETS: u64 = 32;
@@ -34,7 +34,7 @@ pub struct SprayImbalance {
     pub pdcs: Vec<UnevenPdc>,
     pub other_pdcs: u64,
     /// Every uneven direction, in the same order, at most the evidence K:
-    /// the rows the finding names (`uet_pdc::name_rows`).
+    /// the rows the finding names (`uet::pdc::name_rows`).
     pub named: Vec<PdcKey>,
 }
 

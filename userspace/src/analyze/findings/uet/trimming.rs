@@ -11,8 +11,8 @@ use crate::analyze::flows::kept::EVIDENCE_K;
 use crate::transport::uet::PdcKey;
 use crate::transport::uet::paths::{Answers, PdcSignals, TapTrims};
 
-use super::input::{Input, share};
-use super::{Diagnosis, Evidence};
+use super::super::input::{Input, share};
+use super::super::{Diagnosis, Evidence};
 
 /// PDC directions listed; the rest are counted.
 pub const TRIMMED_PDCS_LISTED: usize = 5;
@@ -30,7 +30,7 @@ pub struct UetTrimming {
     /// Every direction with a trim signal, the most first, at most
     /// the evidence K (docs/analysis.md, "Retirement"): with the receiving
     /// direction's PDC id, the rows the finding names
-    /// (`uet_pdc::name_rows`), which an analyzer of a shard names the
+    /// (`uet::pdc::name_rows`), which an analyzer of a shard names the
     /// same way as the whole run.
     pub named: Vec<(PdcKey, Option<u16>)>,
 }

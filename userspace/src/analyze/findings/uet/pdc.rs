@@ -14,8 +14,8 @@ use crate::analyze::Severity;
 use crate::transport::uet::pdc::NackCounts;
 use crate::transport::uet::{Pdc, PdcKey};
 
-use super::input::share;
-use super::{Diagnosis, Evidence};
+use super::super::input::share;
+use super::super::{Diagnosis, Evidence};
 
 /// PDC directions listed per finding; the rest are counted.
 pub const LISTED: usize = 10;
