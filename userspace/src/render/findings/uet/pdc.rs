@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::analyze::findings::{PdcRef, UetResources, UetSpurious};
 use crate::render::{fmt_count, fmt_duration, fmt_ip};
 
-use super::{Names, Words, params};
+use super::super::{Names, Words, params};
 
 /// A PDC direction: its ids, addresses, tap and row.
 fn describe(p: &PdcRef, n: &Names) -> String {
@@ -30,7 +30,7 @@ fn more(other: usize) -> String {
     }
 }
 
-pub(super) fn spurious(e: &UetSpurious, n: &Names) -> Words {
+pub(in crate::render::findings) fn spurious(e: &UetSpurious, n: &Names) -> Words {
     let parts: Vec<String> = e
         .pdcs
         .iter()
@@ -122,7 +122,7 @@ fn codes(c: &crate::transport::uet::pdc::NackCounts) -> String {
     parts.join(", ")
 }
 
-pub(super) fn resources(e: &UetResources, n: &Names) -> Words {
+pub(in crate::render::findings) fn resources(e: &UetResources, n: &Names) -> Words {
     let parts: Vec<String> = e
         .pdcs
         .iter()
