@@ -60,7 +60,8 @@ pub use qos::{QosMismatch, Remarked, Unprotected};
 pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
 pub use uet::{
     HEAVY_FACTOR, Heavy, LATE_FACTOR, LATE_FLOOR_NS, Late, PdcRef, ResourcePdc, SPRAY_MIN_PACKETS,
-    SprayImbalance, SpuriousPdc, TrimmedPdc, UetResources, UetSpurious, UetTrimming, UnevenPdc,
+    SprayImbalance, SpuriousPdc, TrimmedPdc, UetEvidence, UetResources, UetSpurious, UetTrimming,
+    UnevenPdc,
 };
 pub use unanswered::{SilentFlow, Unanswered};
 
@@ -139,12 +140,8 @@ pub enum Evidence {
     CongestionTree(CongestionTree),
     /// `congested-queue`, one per switch queue.
     CongestedQueue(Box<queues::CongestedQueue>),
-    /// `uet-trimming`.
-    UetTrimming(UetTrimming),
-    /// `uet-spray-imbalance`.
-    UetSpray(SprayImbalance),
-    UetSpurious(Box<UetSpurious>),
-    UetResources(Box<UetResources>),
+    /// The `uet-*` findings.
+    Uet(UetEvidence),
 }
 
 impl Evidence {
@@ -180,10 +177,7 @@ impl Evidence {
             Evidence::Ecmp(_) => "ecmp-imbalance",
             Evidence::CongestionTree(_) => "pfc-congestion-tree",
             Evidence::CongestedQueue(_) => "congested-queue",
-            Evidence::UetTrimming(_) => "uet-trimming",
-            Evidence::UetSpray(_) => "uet-spray-imbalance",
-            Evidence::UetSpurious(_) => "uet-spurious-retransmissions",
-            Evidence::UetResources(_) => "uet-receiver-resources",
+            Evidence::Uet(e) => e.id(),
         }
     }
 }

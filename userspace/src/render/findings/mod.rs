@@ -127,10 +127,7 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
             w
         }
         Evidence::CongestedQueue(e) => queues::congested_queue(e, &names),
-        Evidence::UetTrimming(e) => uet::trimming(e, &names),
-        Evidence::UetSpray(e) => uet::spray_imbalance(e, &names),
-        Evidence::UetSpurious(e) => uet::spurious(e, &names),
-        Evidence::UetResources(e) => uet::resources(e, &names),
+        Evidence::Uet(e) => uet::words(e, &names),
     };
     Finding {
         id: d.evidence.id(),

@@ -13,3 +13,29 @@ pub use spray::{
     UnevenPdc,
 };
 pub use trimming::{TrimmedPdc, UetTrimming};
+
+/// What a `uet-*` finding found, one variant per finding id: UET's one arm
+/// in `findings::Evidence`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UetEvidence {
+    /// `uet-trimming`.
+    Trimming(UetTrimming),
+    /// `uet-spray-imbalance`.
+    Spray(SprayImbalance),
+    /// `uet-spurious-retransmissions`.
+    Spurious(Box<UetSpurious>),
+    /// `uet-receiver-resources`.
+    Resources(Box<UetResources>),
+}
+
+impl UetEvidence {
+    /// The finding's `id` (docs/report.md).
+    pub fn id(&self) -> &'static str {
+        match self {
+            UetEvidence::Trimming(_) => "uet-trimming",
+            UetEvidence::Spray(_) => "uet-spray-imbalance",
+            UetEvidence::Spurious(_) => "uet-spurious-retransmissions",
+            UetEvidence::Resources(_) => "uet-receiver-resources",
+        }
+    }
+}

@@ -13,6 +13,7 @@ use crate::transport::uet::paths::{PathCounts, PathRow};
 
 use super::super::input::{Input, share};
 use super::super::{Diagnosis, Evidence};
+use super::UetEvidence;
 
 /// A direction needs this many requests at a tap to be judged.
 pub const SPRAY_MIN_PACKETS: u64 = 32;
@@ -97,11 +98,11 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact,
         flows: Vec::new(),
-        evidence: Evidence::UetSpray(SprayImbalance {
+        evidence: Evidence::Uet(UetEvidence::Spray(SprayImbalance {
             pdcs,
             other_pdcs,
             named,
-        }),
+        })),
     })
 }
 

@@ -13,6 +13,7 @@ use crate::transport::uet::paths::{Answers, PdcSignals, TapTrims};
 
 use super::super::input::{Input, share};
 use super::super::{Diagnosis, Evidence};
+use super::UetEvidence;
 
 /// PDC directions listed; the rest are counted.
 pub const TRIMMED_PDCS_LISTED: usize = 5;
@@ -114,11 +115,11 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact: share(signals, requests).min(1.0),
         flows: Vec::new(),
-        evidence: Evidence::UetTrimming(UetTrimming {
+        evidence: Evidence::Uet(UetEvidence::Trimming(UetTrimming {
             taps,
             pdcs,
             other_pdcs,
             named,
-        }),
+        })),
     })
 }

@@ -5,5 +5,16 @@
 mod paths;
 mod pdc;
 
-pub(super) use paths::{spray_imbalance, trimming};
-pub(super) use pdc::{resources, spurious};
+use crate::analyze::findings::UetEvidence;
+
+use super::{Names, Words};
+
+/// What a `uet-*` finding says: UET's one arm in `word`.
+pub(super) fn words(e: &UetEvidence, n: &Names) -> Words {
+    match e {
+        UetEvidence::Trimming(e) => paths::trimming(e, n),
+        UetEvidence::Spray(e) => paths::spray_imbalance(e, n),
+        UetEvidence::Spurious(e) => pdc::spurious(e, n),
+        UetEvidence::Resources(e) => pdc::resources(e, n),
+    }
+}

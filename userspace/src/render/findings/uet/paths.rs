@@ -69,7 +69,7 @@ fn reaction(p: &TrimmedPdc) -> String {
     format!("{ecn}{nscc}{window}")
 }
 
-pub(in crate::render::findings) fn trimming(e: &UetTrimming, n: &Names) -> Words {
+pub(super) fn trimming(e: &UetTrimming, n: &Names) -> Words {
     let trimmed: u64 = e.taps.iter().map(|(_, t)| t.trimmed).sum();
     let nacks: u64 = e.taps.iter().map(|(_, t)| t.trimmed_nacks).sum();
     let mut lines = vec![
@@ -154,7 +154,7 @@ pub(in crate::render::findings) fn trimming(e: &UetTrimming, n: &Names) -> Words
     }
 }
 
-pub(in crate::render::findings) fn spray_imbalance(e: &SprayImbalance, n: &Names) -> Words {
+pub(super) fn spray_imbalance(e: &SprayImbalance, n: &Names) -> Words {
     let mut lines = vec![format!(
         "Per PDC direction with at least {SPRAY_MIN_PACKETS} requests at a tap: an entropy value (a path) is heavy when it carried at least {HEAVY_FACTOR}× the direction's mean per value, late when its requests arrived on average at least {LATE_FACTOR}× later behind higher PSNs than the direction's other values' (and at least {}).",
         us(LATE_FLOOR_NS)

@@ -30,7 +30,7 @@ fn more(other: usize) -> String {
     }
 }
 
-pub(in crate::render::findings) fn spurious(e: &UetSpurious, n: &Names) -> Words {
+pub(super) fn spurious(e: &UetSpurious, n: &Names) -> Words {
     let parts: Vec<String> = e
         .pdcs
         .iter()
@@ -122,7 +122,7 @@ fn codes(c: &crate::transport::uet::pdc::NackCounts) -> String {
     parts.join(", ")
 }
 
-pub(in crate::render::findings) fn resources(e: &UetResources, n: &Names) -> Words {
+pub(super) fn resources(e: &UetResources, n: &Names) -> Words {
     let parts: Vec<String> = e
         .pdcs
         .iter()
