@@ -235,6 +235,12 @@ pub struct FrameCounts {
 }
 
 impl FrameCounts {
+    /// Records of transports other than RoCE: what RoCE-only wording must
+    /// not claim as RoCE's.
+    pub fn beyond_roce(&self) -> u64 {
+        self.uet
+    }
+
     /// Adds another analyzer's counts (`shard`); `pauses`: whether its PFC
     /// and PAUSE frames count (analyzer 0's only: every analyzer saw them).
     pub(crate) fn add(&mut self, more: &FrameCounts, pauses: bool) {
