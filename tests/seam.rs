@@ -70,7 +70,10 @@ fn lex(text: &str) -> (Vec<u8>, Vec<u8>) {
     while i < b.len() {
         let at = |k: usize| b.get(i + k).copied().unwrap_or(0);
         if at(0) == b'/' && at(1) == b'/' {
-            let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |n| i + n);
+            let end = b[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |n| i + n);
             blank(&mut code, i, end);
             blank(&mut shape, i, end);
             i = end;
@@ -97,7 +100,9 @@ fn lex(text: &str) -> (Vec<u8>, Vec<u8>) {
                 i += 1;
                 continue;
             }
-            let close: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat_n(b'#', hashes)).collect();
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes))
+                .collect();
             let from = i + 2 + hashes;
             let end = b[from..]
                 .windows(close.len())
@@ -157,12 +162,16 @@ fn without_tests(mut code: Vec<u8>, shape: &[u8]) -> Vec<u8> {
             j += 1;
         }
         let rest = &shape[j..];
-        let is_mod = rest.starts_with(b"mod ") || rest.starts_with(b"pub mod ") || rest.starts_with(b"pub(");
+        let is_mod =
+            rest.starts_with(b"mod ") || rest.starts_with(b"pub mod ") || rest.starts_with(b"pub(");
         if !is_mod {
             from = j;
             continue;
         }
-        let open = rest.iter().position(|&c| c == b'{' || c == b';').map_or(shape.len(), |k| j + k);
+        let open = rest
+            .iter()
+            .position(|&c| c == b'{' || c == b';')
+            .map_or(shape.len(), |k| j + k);
         let mut end = open + 1;
         if shape.get(open) == Some(&b'{') {
             let mut depth = 1;
@@ -203,7 +212,11 @@ fn touching() -> BTreeSet<String> {
         let mut files = Vec::new();
         rust_files(&root.join(dir), &mut files);
         for path in files {
-            let rel = path.strip_prefix(&root).expect("under the root").to_string_lossy().replace('\\', "/");
+            let rel = path
+                .strip_prefix(&root)
+                .expect("under the root")
+                .to_string_lossy()
+                .replace('\\', "/");
             if !counted(&rel) {
                 continue;
             }
@@ -221,7 +234,9 @@ fn touching() -> BTreeSet<String> {
 /// backquoted text.
 fn documented() -> BTreeSet<String> {
     let text = fs::read_to_string(workspace().join("docs/build.md")).expect("docs/build.md");
-    let start = text.find(SECTION).unwrap_or_else(|| panic!("docs/build.md has no {SECTION:?}"));
+    let start = text
+        .find(SECTION)
+        .unwrap_or_else(|| panic!("docs/build.md has no {SECTION:?}"));
     let body = &text[start + SECTION.len()..];
     let body = &body[..body.find("\n#").unwrap_or(body.len())];
     body.lines()
@@ -235,7 +250,9 @@ fn documented() -> BTreeSet<String> {
 fn numbered(line: &str) -> Option<&str> {
     let l = line.trim_start();
     let digits = l.bytes().take_while(u8::is_ascii_digit).count();
-    (digits > 0).then(|| l[digits..].strip_prefix(". `")).flatten()
+    (digits > 0)
+        .then(|| l[digits..].strip_prefix(". `"))
+        .flatten()
 }
 
 #[test]
@@ -261,7 +278,9 @@ fn comments_and_test_modules_do_not_count() {
         names_uet(&without_tests(code, &shape))
     };
     assert!(!scan("// UET here\n/* uet_x /* nested Uet */ */ fn f() {}"));
-    assert!(!scan("fn f() { let x = '\"'; }\n#[cfg(test)]\nmod t { fn uet() { let s = \"}\"; } }"));
+    assert!(!scan(
+        "fn f() { let x = '\"'; }\n#[cfg(test)]\nmod t { fn uet() { let s = \"}\"; } }"
+    ));
     assert!(!scan("#[cfg(test)]\nmod uet_tests;\nfn roce() {}"));
     assert!(!scan("fn f<'a>(x: &'a Queue) {} // Uet"));
     assert!(!scan("let s = \"http://x\"; fn requeue() {}"));

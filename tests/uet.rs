@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use rocescope::decode::{self, DecodeTally, Undecoded};
-use rocescope::wire::{self, Foreign, Layer, Recognition, Stop, TransportId, Visit};
 use rocescope::transport::uet::UetView;
+use rocescope::wire::{self, Foreign, Layer, Recognition, Stop, TransportId, Visit};
 use rocescope::{Kind, PacketRecord, RoceView, flags, proto};
 
 use crate::common::uet::{ENTROPY, NATIVE_PROTOCOL, Vector, native_frame, udp_frame, vectors};

@@ -107,9 +107,7 @@ pub enum Evidence {
     /// `pfc-victims`.
     Victims(Victims),
     /// `link-pause`: 802.3x PAUSE frames seen.
-    LinkPause {
-        frames: u64,
-    },
+    LinkPause { frames: u64 },
     /// `slow-nic-reaction`, one per NIC, tap and latency.
     SlowNic(SlowNic),
     /// `qos-mismatch`.

@@ -126,7 +126,9 @@ pub(crate) fn name_rows(pdcs: &[Pdc], diagnoses: &mut [Diagnosis]) {
     for d in diagnoses {
         let keys: Vec<(PdcKey, Option<u16>)> = match &d.evidence {
             Evidence::Uet(UetEvidence::Trimming(t)) => t.named.clone(),
-            Evidence::Uet(UetEvidence::Spray(s)) => s.named.iter().map(|&key| (key, None)).collect(),
+            Evidence::Uet(UetEvidence::Spray(s)) => {
+                s.named.iter().map(|&key| (key, None)).collect()
+            }
             _ => continue,
         };
         for (key, dpdcid) in keys {
