@@ -27,6 +27,7 @@ mod real_captures;
 mod report;
 mod retire;
 mod rotation;
+mod seam;
 mod sniffer_time;
 mod switches;
 mod synth;

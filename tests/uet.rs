@@ -8,8 +8,9 @@
 use std::collections::BTreeSet;
 
 use rocescope::decode::{self, DecodeTally, Undecoded};
+use rocescope::transport::uet::UetView;
 use rocescope::wire::{self, Foreign, Layer, Recognition, Stop, TransportId, Visit};
-use rocescope::{Kind, PacketRecord, RoceView, UetView, flags, proto};
+use rocescope::{Kind, PacketRecord, RoceView, flags, proto};
 
 use crate::common::uet::{ENTROPY, NATIVE_PROTOCOL, Vector, native_frame, udp_frame, vectors};
 use crate::common::{self, Table};
@@ -305,7 +306,7 @@ fn analyze_counts_uet_frames_and_writes_their_columns() {
         assert_eq!(kinds[i].as_deref(), Some("uet"), "{name}");
         assert_eq!(transport[i].as_deref(), Some("uet"), "{name}");
         let p = v.want.present;
-        use rocescope::uet_present as bit;
+        use rocescope::transport::uet::uet_present as bit;
         let has = |b: u16| p & b != 0;
         assert_eq!(
             psn[i],
@@ -405,7 +406,7 @@ fn ip_proto_decodes_a_native_capture() {
             "{name}: the entropy header's"
         );
         assert_eq!(sport[i], None, "{name}: no UDP");
-        let has_psn = v.want.present & rocescope::uet_present::PSN != 0;
+        let has_psn = v.want.present & rocescope::transport::uet::uet_present::PSN != 0;
         assert_eq!(psn[i], has_psn.then_some(i128::from(v.want.psn)), "{name}");
     }
 
@@ -514,7 +515,7 @@ fn frames_in(path: &std::path::Path) -> Vec<Vec<u8>> {
 /// the run's recognition.
 #[test]
 fn extract_takes_a_uet_pdcs_frames_both_ways() {
-    use rocescope::uet_present as bit;
+    use rocescope::transport::uet::uet_present as bit;
     let dir = tempfile::tempdir().unwrap();
     let spdcid = 0x0102;
     for native in [false, true] {

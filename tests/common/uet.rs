@@ -8,7 +8,7 @@
 //! frames that carry them: Ethernet/IPv4/UDP to port 4793, and the native
 //! IP mode (IPv4 or IPv6, protocol 253, the entropy header first).
 #![allow(dead_code)]
-use rocescope::{UetView, uet_present as p};
+use rocescope::transport::uet::{UetView, uet_present as p};
 
 /// The UDP source port of [`udp_frame`]: UET's entropy in UDP mode.
 pub const ENTROPY: u16 = 0xC0DE;

@@ -44,6 +44,5 @@ pub mod wireshark;
 
 pub use error::{Error, Result};
 pub use rocescope_common::{
-    Kind, LinkControlView, PacketRecord, RoceView, UetView, flags, proto, summary, uet_present,
-    wire,
+    Kind, LinkControlView, PacketRecord, RoceView, flags, proto, summary, wire,
 };

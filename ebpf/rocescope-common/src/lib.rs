@@ -69,6 +69,14 @@ impl Kind {
             Kind::Uet => "uet",
         }
     }
+
+    /// A link-level frame (PFC, PAUSE): no IP addresses, a port's.
+    pub const fn link_level(self) -> bool {
+        match self {
+            Kind::Pfc | Kind::Pause => true,
+            Kind::Other | Kind::Roce | Kind::Cnp | Kind::Malformed | Kind::Uet => false,
+        }
+    }
 }
 
 /// Which parts of [`PacketRecord`] hold a value (`HAS_*`) and the one-bit

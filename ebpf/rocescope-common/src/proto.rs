@@ -95,8 +95,6 @@ pub mod udp {
     pub const HEADER_LEN: usize = 8;
     /// RoCEv2: the destination port, never the source (that is flow entropy).
     pub const ROCEV2_PORT: u16 = 4791;
-    /// Ultra Ethernet Transport (IANA).
-    pub const UET_PORT: u16 = 4793;
 }
 
 /// InfiniBand transport headers (IBA Vol. 1, ch. 9) as carried by RoCEv2.

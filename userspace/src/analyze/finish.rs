@@ -364,8 +364,8 @@ impl Analyzer {
             let mut evidence = std::mem::take(&mut self.pdcs.kept);
             let requests = summary.uet.as_ref().map_or(0, |u| u.data_packets);
             evidence.extend(pdcs.iter().cloned());
-            findings::uet_pdc::findings(&evidence, requests, &mut diagnoses);
-            findings::uet_pdc::name_rows(&evidence, &mut diagnoses);
+            findings::uet::pdc::findings(&evidence, requests, &mut diagnoses);
+            findings::uet::pdc::name_rows(&evidence, &mut diagnoses);
             findings::rank_diagnoses(&mut diagnoses);
         }
         // More flows live than the reports hold rows of: each retires now,

@@ -234,6 +234,31 @@ pub struct FrameCounts {
     pub cut: u64,
 }
 
+impl FrameCounts {
+    /// Records of transports other than RoCE: what RoCE-only wording must
+    /// not claim as RoCE's.
+    pub fn beyond_roce(&self) -> u64 {
+        self.uet
+    }
+
+    /// Adds another analyzer's counts (`shard`); `pauses`: whether its PFC
+    /// and PAUSE frames count (analyzer 0's only: every analyzer saw them).
+    pub(crate) fn add(&mut self, more: &FrameCounts, pauses: bool) {
+        let again = if pauses { 0 } else { more.pfc + more.pause };
+        self.total += more.total - again;
+        self.roce += more.roce;
+        self.cnp += more.cnp;
+        if pauses {
+            self.pfc += more.pfc;
+            self.pause += more.pause;
+        }
+        self.malformed += more.malformed;
+        self.uet += more.uet;
+        self.mirror_copies += more.mirror_copies;
+        self.cut += more.cut;
+    }
+}
+
 /// `summary.json`'s `retirement`: what `--flow-idle` and `--flow-active`
 /// did over the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -12,9 +12,9 @@ pub fn fact_words(fact: &CaptureFact, summary: &Summary) -> String {
             "{}: a NIC's RDMA sniffer capture (every RoCE frame from UDP port 4791 with a failing ICRC: the sniffer rewrote the headers); ICRC results are unknown for its frames",
             summary.iface_name(*iface)
         ),
-        // The count is every transport's: a capture with UET is not told
-        // its UET frames are RoCE's.
-        CaptureFact::CutFrames { frames } if summary.frames.uet > 0 => format!(
+        // The count is every transport's: a capture with another transport
+        // is not told its frames are RoCE's.
+        CaptureFact::CutFrames { frames } if summary.frames.beyond_roce() > 0 => format!(
             "{frames} frames are cut short of their IP length (snap length, sniffer or ERSPAN truncation): a RoCE frame's ICRC could not be checked, nor what any carried past the cut"
         ),
         CaptureFact::CutFrames { frames } => format!(

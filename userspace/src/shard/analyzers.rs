@@ -173,7 +173,7 @@ pub fn merge(shards: Vec<Analysis>) -> Merged {
     analyze::findings::rank_diagnoses(&mut diagnoses);
     let mut frames = FrameCounts::default();
     for (k, a) in shards.iter().enumerate() {
-        add_frames(&mut frames, &a.summary.frames, k == 0);
+        frames.add(&a.summary.frames, k == 0);
     }
     Merged {
         flows,
@@ -182,23 +182,6 @@ pub fn merge(shards: Vec<Analysis>) -> Merged {
         frames,
         shards,
     }
-}
-
-/// Adds `more` to `to`; `pauses`: whether its PFC and PAUSE frames count
-/// (analyzer 0's only: every analyzer saw them).
-fn add_frames(to: &mut FrameCounts, more: &FrameCounts, pauses: bool) {
-    let again = if pauses { 0 } else { more.pfc + more.pause };
-    to.total += more.total - again;
-    to.roce += more.roce;
-    to.cnp += more.cnp;
-    if pauses {
-        to.pfc += more.pfc;
-        to.pause += more.pause;
-    }
-    to.malformed += more.malformed;
-    to.uet += more.uet;
-    to.mirror_copies += more.mirror_copies;
-    to.cut += more.cut;
 }
 
 /// The sink of an analyzer other than the first: its pause events are

@@ -19,7 +19,7 @@
 //!
 //! The hash is fixed (no per-process seed): the same record goes to the
 //! same shard in every run, so a sharded run is repeatable.
-use rocescope_common::{Kind, PacketRecord};
+use rocescope_common::PacketRecord;
 
 pub mod analyzers;
 pub mod parallel;
@@ -37,11 +37,10 @@ pub enum Shard {
 
 /// The shard of `rec` among `shards` (at least 1).
 pub fn shard_of(rec: &PacketRecord, shards: usize) -> Shard {
-    match rec.kind() {
-        Kind::Pfc | Kind::Pause => Shard::Every,
-        Kind::Roce | Kind::Cnp | Kind::Uet | Kind::Malformed | Kind::Other => {
-            Shard::One(pair_shard(&rec.src_ip, &rec.dst_ip, shards))
-        }
+    if rec.kind().link_level() {
+        Shard::Every
+    } else {
+        Shard::One(pair_shard(&rec.src_ip, &rec.dst_ip, shards))
     }
 }
 
@@ -78,6 +77,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::analyze::{self, Analyzer, VecSink};
     use crate::sources::CaptureReader;
+    use rocescope_common::Kind;
     use std::collections::HashMap;
 
     fn v4(a: u8, b: u8, c: u8, d: u8) -> [u8; 16] {

@@ -99,7 +99,7 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
         name: "uet",
         // IANA's port for UET, destination only (the source port is the
         // entropy). Pre-standard code used 49150 and 5432: `--udp-port`.
-        udp_port: Some(udp::UET_PORT),
+        udp_port: Some(super::uet::UDP_PORT),
         // Native IP mode: a protocol number IANA never assigned (the UEC
         // reference provider uses [`UET_REFERENCE_IP_PROTOCOL`]), then a
         // 4-byte entropy header (`wire::uet::over_ip`).

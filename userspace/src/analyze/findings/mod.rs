@@ -31,9 +31,7 @@ mod pfc;
 mod qos;
 pub mod queues;
 mod retrans;
-pub(super) mod uet_pdc;
-mod uet_spray;
-mod uet_trimming;
+pub(super) mod uet;
 mod unanswered;
 
 use capture::{capture, corruption, reordering, trimming};
@@ -60,12 +58,11 @@ pub use nics::SlowNic;
 pub use pfc::{LinkSpeed, Pressure, StormPort, Storms, Victim, Victims};
 pub use qos::{QosMismatch, Remarked, Unprotected};
 pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
-pub use uet_pdc::{PdcRef, ResourcePdc, SpuriousPdc, UetResources, UetSpurious};
-pub use uet_spray::{
-    HEAVY_FACTOR, Heavy, LATE_FACTOR, LATE_FLOOR_NS, Late, SPRAY_MIN_PACKETS, SprayImbalance,
+pub use uet::{
+    HEAVY_FACTOR, Heavy, LATE_FACTOR, LATE_FLOOR_NS, Late, PdcRef, ResourcePdc, SPRAY_MIN_PACKETS,
+    SprayImbalance, SpuriousPdc, TrimmedPdc, UetEvidence, UetResources, UetSpurious, UetTrimming,
     UnevenPdc,
 };
-pub use uet_trimming::{TrimmedPdc, UetTrimming};
 pub use unanswered::{SilentFlow, Unanswered};
 
 /// A finding as the analyzer computes it: how bad it is, how much of the
@@ -110,9 +107,7 @@ pub enum Evidence {
     /// `pfc-victims`.
     Victims(Victims),
     /// `link-pause`: 802.3x PAUSE frames seen.
-    LinkPause {
-        frames: u64,
-    },
+    LinkPause { frames: u64 },
     /// `slow-nic-reaction`, one per NIC, tap and latency.
     SlowNic(SlowNic),
     /// `qos-mismatch`.
@@ -143,12 +138,8 @@ pub enum Evidence {
     CongestionTree(CongestionTree),
     /// `congested-queue`, one per switch queue.
     CongestedQueue(Box<queues::CongestedQueue>),
-    /// `uet-trimming`.
-    UetTrimming(UetTrimming),
-    /// `uet-spray-imbalance`.
-    UetSpray(SprayImbalance),
-    UetSpurious(Box<UetSpurious>),
-    UetResources(Box<UetResources>),
+    /// The `uet-*` findings.
+    Uet(UetEvidence),
 }
 
 impl Evidence {
@@ -184,10 +175,7 @@ impl Evidence {
             Evidence::Ecmp(_) => "ecmp-imbalance",
             Evidence::CongestionTree(_) => "pfc-congestion-tree",
             Evidence::CongestedQueue(_) => "congested-queue",
-            Evidence::UetTrimming(_) => "uet-trimming",
-            Evidence::UetSpray(_) => "uet-spray-imbalance",
-            Evidence::UetSpurious(_) => "uet-spurious-retransmissions",
-            Evidence::UetResources(_) => "uet-receiver-resources",
+            Evidence::Uet(e) => e.id(),
         }
     }
 }
@@ -206,8 +194,8 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(dcqcn::finding(x));
     hops::finding(x, &mut out);
     nics::finding(x, &mut out);
-    out.extend(uet_trimming::finding(x));
-    out.extend(uet_spray::finding(x));
+    out.extend(uet::trimming::finding(x));
+    out.extend(uet::spray::finding(x));
     out.extend(real_loss(x));
     out.extend(reordering(x));
     corruption(x, &mut out);

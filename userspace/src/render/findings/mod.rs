@@ -19,7 +19,6 @@ mod queues;
 pub use queues::queue_name;
 mod retrans;
 mod uet;
-mod uet_pdc;
 mod unanswered;
 
 use std::collections::BTreeMap;
@@ -128,10 +127,7 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
             w
         }
         Evidence::CongestedQueue(e) => queues::congested_queue(e, &names),
-        Evidence::UetTrimming(e) => uet::trimming(e, &names),
-        Evidence::UetSpray(e) => uet::spray_imbalance(e, &names),
-        Evidence::UetSpurious(e) => uet_pdc::spurious(e, &names),
-        Evidence::UetResources(e) => uet_pdc::resources(e, &names),
+        Evidence::Uet(e) => uet::words(e, &names),
     };
     Finding {
         id: d.evidence.id(),

@@ -263,7 +263,7 @@ pub struct Run {
     pub port_names: Vec<PortName>,
     /// A UET run's own record (`super::uet`); `None` for RoCE.
     #[serde(skip)]
-    pub uet: Option<Box<super::uet_log::UetLog>>,
+    pub uet: Option<Box<crate::synth::uet::log::UetLog>>,
 }
 
 /// One connection as configured, with what the model did on it.

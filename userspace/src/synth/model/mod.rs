@@ -36,7 +36,6 @@ pub mod switch;
 pub mod telemetry_truth;
 pub mod truth;
 pub mod uet;
-pub mod uet_log;
 
 #[cfg(test)]
 mod tests;

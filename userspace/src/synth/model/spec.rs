@@ -92,7 +92,7 @@ pub enum FrameSpec {
     Cnp(CnpSpec),
     Pfc(PfcSpec),
     /// A UET frame (`super::uet`).
-    Uet(crate::synth::uet_frame::UetSpec),
+    Uet(crate::synth::uet::frame::UetSpec),
 }
 
 /// PFC / PAUSE destination address.

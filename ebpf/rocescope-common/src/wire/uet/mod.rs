@@ -44,6 +44,9 @@ pub use self::pds::{CcState, ControlType, NackCode, Pds, PdsType};
 pub use self::ses::{NextHeader, Opcode, ResponseOpcode, Ses};
 pub use self::tss::Tss;
 
+/// UET's UDP destination port (IANA); the source port is the entropy.
+pub const UDP_PORT: u16 = 4793;
+
 /// The native IP mode's entropy header: entropy (16 bits), reserved (16).
 pub const ENTROPY_HEADER_LEN: usize = 4;
 /// Where the entropy lies in it.

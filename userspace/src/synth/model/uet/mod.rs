@@ -22,7 +22,7 @@ mod tests;
 use super::fabric::Run;
 use super::scenario::{Config, Dir, FlowCfg, Impairment, TapPoint};
 pub use super::scenario::{Nscc, UetCfg};
-pub use super::uet_log::{DeliverEvent, NackEvent, NetEvent, SendEvent, UetLog};
+pub use crate::synth::uet::log::{DeliverEvent, NackEvent, NetEvent, SendEvent, UetLog};
 
 /// The UET scenarios.
 pub const SCENARIOS: &[&str] = &["uet-incast", "uet-spray"];

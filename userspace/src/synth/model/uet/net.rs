@@ -13,7 +13,7 @@ use crate::synth::model::postcards::SwitchLog;
 use crate::synth::model::scenario::{Config, Dir};
 use crate::synth::model::spec::{FrameMeta, FrameSpec, TapDrop, TapFrame};
 use crate::synth::model::switch::{Rng, ecmp_pick, trims};
-use crate::synth::uet_frame::{Pdu, UetSpec};
+use crate::synth::uet::frame::{Pdu, UetSpec};
 use rocescope_common::proto::ip::{ECN_CE, ECN_ECT0, ECN_ECT1};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};

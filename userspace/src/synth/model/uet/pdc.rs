@@ -7,8 +7,8 @@
 use super::UetCfg;
 use crate::synth::model::hosts::{IP_TTL, ephemeral_port};
 use crate::synth::model::scenario::{Config, FlowCfg};
-pub use crate::synth::model::uet_log::{PdcSummary, Reason};
-use crate::synth::uet_frame::{Ack, Nack, Pdu, Request, UetSpec};
+use crate::synth::uet::frame::{Ack, Nack, Pdu, Request, UetSpec};
+pub use crate::synth::uet::log::{PdcSummary, Reason};
 use rocescope_common::proto::ip::ECN_ECT0;
 use rocescope_common::wire::uet::NackCode;
 use std::collections::VecDeque;

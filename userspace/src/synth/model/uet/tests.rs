@@ -8,7 +8,7 @@ use super::{UetLog, simulate};
 use crate::synth::model::bridge::{CaptureOptions, append_frame};
 use crate::synth::model::fabric::Run;
 use crate::synth::model::spec::FrameSpec;
-use crate::synth::uet_frame::{MPR, Pdu, UET_PORT, UetSpec};
+use crate::synth::uet::frame::{MPR, Pdu, UET_PORT, UetSpec};
 use rocescope_common::wire::uet::{CcState, NextHeader, Opcode, PdsType, ResponseOpcode, over_udp};
 use std::collections::{BTreeMap, BTreeSet};
 

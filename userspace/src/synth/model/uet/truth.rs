@@ -10,7 +10,7 @@ use crate::synth::model::bridge::{CaptureOptions, EPOCH_NS};
 use crate::synth::model::fabric::Run;
 use crate::synth::model::spec::FrameSpec;
 use crate::synth::model::truth::CaptureTruth;
-use crate::synth::uet_frame::{Pdu, UetSpec};
+use crate::synth::uet::frame::{Pdu, UetSpec};
 use rocescope_common::proto::ip::ECN_CE;
 use rocescope_common::wire::uet::NackCode;
 use serde::Serialize;

@@ -14,8 +14,9 @@ use crate::analyze::Severity;
 use crate::transport::uet::pdc::NackCounts;
 use crate::transport::uet::{Pdc, PdcKey};
 
-use super::input::share;
-use super::{Diagnosis, Evidence};
+use super::super::input::share;
+use super::super::{Diagnosis, Evidence};
+use super::UetEvidence;
 
 /// PDC directions listed per finding; the rest are counted.
 pub const LISTED: usize = 10;
@@ -124,8 +125,10 @@ pub(crate) fn name_rows(pdcs: &[Pdc], diagnoses: &mut [Diagnosis]) {
     }
     for d in diagnoses {
         let keys: Vec<(PdcKey, Option<u16>)> = match &d.evidence {
-            Evidence::UetTrimming(t) => t.named.clone(),
-            Evidence::UetSpray(s) => s.named.iter().map(|&key| (key, None)).collect(),
+            Evidence::Uet(UetEvidence::Trimming(t)) => t.named.clone(),
+            Evidence::Uet(UetEvidence::Spray(s)) => {
+                s.named.iter().map(|&key| (key, None)).collect()
+            }
             _ => continue,
         };
         for (key, dpdcid) in keys {
@@ -192,7 +195,7 @@ fn spurious(pdcs: &[Pdc], requests: u64) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact: share(spurious, requests),
         flows: hit.iter().map(|p| p.id).collect(),
-        evidence: Evidence::UetSpurious(Box::new(e)),
+        evidence: Evidence::Uet(UetEvidence::Spurious(Box::new(e))),
     })
 }
 
@@ -218,7 +221,7 @@ fn resources(pdcs: &[Pdc], requests: u64) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact: share(nacks.resources(), requests),
         flows: hit.iter().map(|p| p.id).collect(),
-        evidence: Evidence::UetResources(Box::new(e)),
+        evidence: Evidence::Uet(UetEvidence::Resources(Box::new(e))),
     })
 }
 
@@ -236,13 +239,13 @@ mod tests {
             ids,
             ["uet-spurious-retransmissions", "uet-receiver-resources"]
         );
-        let Evidence::UetSpurious(s) = &out[0].evidence else {
+        let Evidence::Uet(UetEvidence::Spurious(s)) = &out[0].evidence else {
             panic!()
         };
         assert_eq!((s.spurious, s.retransmissions, s.nack_resends), (1, 3, 2));
         assert_eq!((s.resend_wait_min_ns, s.nacks.trimmed), (Some(30), 1));
         assert_eq!(out[0].flows, [0]);
-        let Evidence::UetResources(r) = &out[1].evidence else {
+        let Evidence::Uet(UetEvidence::Resources(r)) = &out[1].evidence else {
             panic!()
         };
         // Named on the receiver's direction, the one that sent them.
@@ -285,7 +288,7 @@ mod tests {
             severity: Severity::Warning,
             impact: 0.0,
             flows: Vec::new(),
-            evidence: Evidence::UetTrimming(UetTrimming {
+            evidence: Evidence::Uet(UetEvidence::Trimming(UetTrimming {
                 taps: Vec::new(),
                 pdcs: vec![trimmed(a, Some(b.spdcid))],
                 other_pdcs: 2,
@@ -293,7 +296,7 @@ mod tests {
                 named: [a, answered_only, unseen]
                     .map(|k| (k, Some(b.spdcid)))
                     .to_vec(),
-            }),
+            })),
         }];
         name_rows(&pdcs, &mut d);
         assert_eq!(d[0].flows, [pdcs[0].id, pdcs[1].id]);

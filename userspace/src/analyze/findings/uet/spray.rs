@@ -2,7 +2,7 @@
 //! carried far more than its others, or arrived far later — a path the
 //! hash favoured, or a slower one (the counts:
 //! `crate::transport::uet::paths`; the thresholds: "UET: spraying and
-//! trimming" in docs/analysis.md). Worded in `render/findings/uet.rs`.
+//! trimming" in docs/analysis.md). Worded in `render/findings/uet/paths.rs`.
 
 use std::collections::BTreeMap;
 
@@ -11,8 +11,9 @@ use crate::analyze::flows::kept::EVIDENCE_K;
 use crate::transport::uet::PdcKey;
 use crate::transport::uet::paths::{PathCounts, PathRow};
 
-use super::input::{Input, share};
-use super::{Diagnosis, Evidence};
+use super::super::input::{Input, share};
+use super::super::{Diagnosis, Evidence};
+use super::UetEvidence;
 
 /// A direction needs this many requests at a tap to be judged.
 pub const SPRAY_MIN_PACKETS: u64 = 32;
@@ -34,7 +35,7 @@ pub struct SprayImbalance {
     pub pdcs: Vec<UnevenPdc>,
     pub other_pdcs: u64,
     /// Every uneven direction, in the same order, at most the evidence K:
-    /// the rows the finding names (`uet_pdc::name_rows`).
+    /// the rows the finding names (`uet::pdc::name_rows`).
     pub named: Vec<PdcKey>,
 }
 
@@ -97,11 +98,11 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact,
         flows: Vec::new(),
-        evidence: Evidence::UetSpray(SprayImbalance {
+        evidence: Evidence::Uet(UetEvidence::Spray(SprayImbalance {
             pdcs,
             other_pdcs,
             named,
-        }),
+        })),
     })
 }
 

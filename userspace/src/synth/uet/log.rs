@@ -1,6 +1,6 @@
 //! What a UET run of the model records (`uet::simulate`): its events and
 //! per-PDC counts, the source of the UET truth (docs/synth-truth.md,
-//! "UET"). A leaf of the model, so that `fabric::Run` can carry it.
+//! "UET"). A leaf below the model, so that `model::fabric::Run` can carry it.
 
 use serde::Serialize;
 use std::net::Ipv4Addr;

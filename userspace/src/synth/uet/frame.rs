@@ -1,5 +1,5 @@
 //! What the UET model emits at a tap ([`UetSpec`], plain data like the
-//! RoCE [`super::super::spec::RoceSpec`]) and its bytes: Ethernet, IPv4,
+//! RoCE [`crate::synth::model::spec::RoceSpec`]) and its bytes: Ethernet, IPv4,
 //! UDP from the entropy value to port 4793 (the transport registry's), a
 //! PDS header and an SES header written with
 //! `rocescope_common::wire::uet::build` at the decoder's own offsets, then

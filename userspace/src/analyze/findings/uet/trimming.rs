@@ -4,15 +4,16 @@
 //! which PDCs, and whether ECN and NSCC's window reacted (the counts:
 //! `crate::transport::uet::paths`; see "UET: spraying and trimming" in
 //! docs/analysis.md). A congestion signal, never loss. Worded in
-//! `render/findings/uet.rs`.
+//! `render/findings/uet/paths.rs`.
 
 use crate::analyze::Severity;
 use crate::analyze::flows::kept::EVIDENCE_K;
 use crate::transport::uet::PdcKey;
 use crate::transport::uet::paths::{Answers, PdcSignals, TapTrims};
 
-use super::input::{Input, share};
-use super::{Diagnosis, Evidence};
+use super::super::input::{Input, share};
+use super::super::{Diagnosis, Evidence};
+use super::UetEvidence;
 
 /// PDC directions listed; the rest are counted.
 pub const TRIMMED_PDCS_LISTED: usize = 5;
@@ -30,7 +31,7 @@ pub struct UetTrimming {
     /// Every direction with a trim signal, the most first, at most
     /// the evidence K (docs/analysis.md, "Retirement"): with the receiving
     /// direction's PDC id, the rows the finding names
-    /// (`uet_pdc::name_rows`), which an analyzer of a shard names the
+    /// (`uet::pdc::name_rows`), which an analyzer of a shard names the
     /// same way as the whole run.
     pub named: Vec<(PdcKey, Option<u16>)>,
 }
@@ -114,11 +115,11 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact: share(signals, requests).min(1.0),
         flows: Vec::new(),
-        evidence: Evidence::UetTrimming(UetTrimming {
+        evidence: Evidence::Uet(UetEvidence::Trimming(UetTrimming {
             taps,
             pdcs,
             other_pdcs,
             named,
-        }),
+        })),
     })
 }

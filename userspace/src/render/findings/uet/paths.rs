@@ -9,7 +9,7 @@ use crate::analyze::findings::{
 use crate::render::{fmt_count, fmt_duration, fmt_ip, fmt_pct};
 use crate::transport::uet::PdcKey;
 
-use super::{Names, Words, params};
+use super::super::{Names, Words, params};
 
 /// `10.0.0.1 → 10.0.1.1 PDC 0x100 on leaf1-r0`.
 fn pdc(key: &PdcKey, n: &Names) -> String {

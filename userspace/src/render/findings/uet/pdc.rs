@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::analyze::findings::{PdcRef, UetResources, UetSpurious};
 use crate::render::{fmt_count, fmt_duration, fmt_ip};
 
-use super::{Names, Words, params};
+use super::super::{Names, Words, params};
 
 /// A PDC direction: its ids, addresses, tap and row.
 fn describe(p: &PdcRef, n: &Names) -> String {
