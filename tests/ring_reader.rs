@@ -5,8 +5,9 @@
 //! (the consumer position is published).
 //!
 //! Needs root (loading BPF programs); skipped with a message otherwise.
+use crate::common::corpus::bytes;
 use rocescope::live::{Program, RingTuning, Tap, rings};
-use rocescope::synth::frame::{RoceFrame, WireFrame};
+use rocescope::synth::frame::RoceFrame;
 
 fn root() -> bool {
     // SAFETY: no arguments, no failure.
@@ -20,14 +21,9 @@ fn root() -> bool {
 /// An RDMA WRITE of PSN `psn`.
 fn write(psn: u32) -> Vec<u8> {
     let mut f = RoceFrame::default();
-    f.bth.opcode = 0x0A;
-    f.bth.dest_qp = 0x100;
-    f.bth.psn = psn;
-    f.ext.reth_len = 64;
-    f.payload_len = 64;
-    let mut b = Vec::new();
-    f.write(&mut b);
-    b
+    (f.bth.opcode, f.bth.dest_qp, f.bth.psn) = (0x0A, 0x100, psn);
+    (f.ext.reth_len, f.payload_len) = (64, 64);
+    bytes(&f)
 }
 
 #[test]
