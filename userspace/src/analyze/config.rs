@@ -43,6 +43,11 @@ pub struct Config {
     /// the reading options' own, in the run's identity there): what a UET
     /// row's Decode As names (docs/tables.md, `decode_as`).
     pub recognition: rocescope_common::wire::Recognition,
+    /// The source can only ever have one tap (`live`): cross-tap matching
+    /// keeps no window of frames (`hops::Matcher::one_tap`). What is
+    /// written is the same either way; a source of several taps that sets
+    /// it finds no hops.
+    pub one_tap: bool,
 }
 
 /// `--flow-idle`'s default: 60 s of capture time (NetFlow's inactive timeout
@@ -145,6 +150,7 @@ impl Default for Config {
             flow_active_ns: DEFAULT_FLOW_ACTIVE_NS,
             rows_held: DEFAULT_ROWS_HELD,
             recognition: rocescope_common::wire::Recognition::DEFAULT,
+            one_tap: false,
         }
     }
 }

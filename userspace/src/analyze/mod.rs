@@ -313,7 +313,11 @@ impl Analyzer {
                 .find(|(n, _)| n == name)
                 .map_or(config.link_speed_bps, |&(_, bps)| bps)
         });
-        let matcher = hops::Matcher::new(config.match_window_ns);
+        let matcher = if config.one_tap {
+            hops::Matcher::one_tap(config.match_window_ns)
+        } else {
+            hops::Matcher::new(config.match_window_ns)
+        };
         let pdcs = crate::transport::uet::Pdcs::new(config.flow_active_ns, config.recognition);
         Analyzer {
             config,

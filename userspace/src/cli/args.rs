@@ -251,6 +251,7 @@ impl AnalysisArgs {
             flow_active_ns: self.flow_active,
             rows_held: analyze::DEFAULT_ROWS_HELD,
             recognition: Default::default(),
+            one_tap: false,
             clock_offsets: self
                 .clock_offset
                 .iter()

@@ -9,6 +9,10 @@
 //! without waiting out its window. A full channel blocks the thread: the
 //! ring then fills and the kernel counts what it cannot put on it.
 //!
+//! A round takes what the ring holds (up to [`BATCH`] items) with one
+//! publication of the consumer position ([`RingReader::round`]), not one
+//! an item.
+//!
 //! The batches' buffers come back from the merge once emptied ([`Spares`]):
 //! a buffer grown afresh every round (up to 0.8 MB) showed in the drain
 //! threads' profile as `memmove`, `malloc` and `unmap_page_range`.
@@ -20,6 +24,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::ringread::RingReader;
 use super::rings::{self, RingItem, TapRing};
 use crate::{Error, Result};
 
@@ -82,9 +87,10 @@ impl Drains {
                 None => "ring".to_string(),
             };
             let (tx, stop, spares) = (tx.clone(), stop.clone(), spares.clone());
+            let reader = ring.reader()?;
             let t = std::thread::Builder::new()
                 .name(name)
-                .spawn(move || drain_ring(i, ring, &tx, &stop, &spares, poll))
+                .spawn(move || drain_ring(i, ring, reader, &tx, &stop, &spares, poll))
                 .map_err(|e| Error::Live(format!("cannot start a ring thread: {e}")))?;
             threads.push(t);
         }
@@ -120,7 +126,8 @@ impl Drains {
 
 fn drain_ring(
     index: usize,
-    mut ring: TapRing,
+    ring: TapRing,
+    mut reader: RingReader,
     tx: &mpsc::Sender<Batch>,
     stop: &AtomicBool,
     spares: &Spares,
@@ -134,17 +141,8 @@ fn drain_ring(
         let last = stop.load(Ordering::Acquire);
         let started = monotonic_ns();
         let mut items = spares.take();
-        let mut emptied_at = None;
-        while items.len() < BATCH {
-            match ring.ring.next() {
-                Some(bytes) => items.extend(rings::item_from_bytes(&bytes)),
-                None => {
-                    emptied_at = Some(started);
-                    break;
-                }
-            }
-        }
-        let emptied = emptied_at.is_some();
+        let emptied = reader.round(BATCH, |bytes| items.extend(rings::item_from_bytes(bytes)));
+        let emptied_at = emptied.then_some(started);
         let batch = Batch {
             ring: index,
             items,

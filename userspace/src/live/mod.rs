@@ -109,6 +109,7 @@ pub mod monitor;
 pub mod netif;
 pub mod reorder;
 pub mod replay;
+pub mod ringread;
 pub mod rings;
 pub mod tap;
 
@@ -267,6 +268,8 @@ pub fn run_with(
     let mut pipeline = RecordPipeline::with_tables(
         crate::analyze::Config {
             recognition: opts.recognition,
+            // Every record is the tap's (iface 0).
+            one_tap: true,
             ..opts.analyzer.clone()
         },
         Some(&opts.out),

@@ -95,10 +95,20 @@ impl RingItem {
 }
 
 /// A ring the program writes to, with the CPU it belongs to (`None`: the
-/// shared ring).
+/// shared ring) and its size.
 pub struct TapRing {
     pub cpu: Option<u32>,
     pub ring: RingBuf<MapData>,
+    pub bytes: u32,
+}
+
+impl TapRing {
+    /// A reader that takes the ring's items a round at a time (what the
+    /// drain threads use; `ring.next()` takes one).
+    pub fn reader(&self) -> Result<super::ringread::RingReader> {
+        use std::os::fd::AsFd;
+        super::ringread::RingReader::new(self.ring.as_fd(), self.bytes)
+    }
 }
 
 /// Creates a ring of `bytes` for each online CPU and inserts it into the
@@ -131,6 +141,7 @@ pub(super) fn create_cpu_rings(rings: Map, bytes: u32) -> Result<Vec<TapRing>> {
         out.push(TapRing {
             cpu: Some(cpu),
             ring,
+            bytes,
         });
     }
     Ok(out)

@@ -203,10 +203,16 @@ pub(super) struct Pair {
 ///
 /// While every frame comes from one tap it only keeps the last window of
 /// frames (nothing to match yet, and single-tap analysis pays no hashing);
-/// the first frame of a second tap replays them into the matching.
+/// the first frame of a second tap replays them into the matching. A
+/// source that can only ever have one tap (`live`) says so
+/// ([`Matcher::one_tap`]) and the matcher keeps nothing at all: that
+/// window was a `VecDeque` write a frame (6 % of `live`'s analyzer thread,
+/// docs/benchmarks.md "livecpu2") for a replay that cannot happen.
 #[derive(Debug)]
 pub(crate) struct Matcher {
     window_ns: u64,
+    /// The source has one tap: nothing is matched or kept.
+    one_tap: bool,
     /// The one tap seen so far and its last window of frames.
     solo: Option<(u16, VecDeque<Sighting>)>,
     /// The flows matched, by the number keys name them with.
@@ -240,6 +246,7 @@ impl Matcher {
     pub(crate) fn new(window_ns: u64) -> Self {
         Matcher {
             window_ns,
+            one_tap: false,
             solo: None,
             flows: Vec::new(),
             flow_numbers: FastMap::default(),
@@ -259,10 +266,21 @@ impl Matcher {
         }
     }
 
+    /// A matcher for a source with one tap: with nothing to match its
+    /// frames against, [`Matcher::push`] keeps nothing and
+    /// [`Matcher::finish`] finds no hops, as a capture whose frames all
+    /// came from one tap does.
+    pub(crate) fn one_tap(window_ns: u64) -> Self {
+        Matcher {
+            one_tap: true,
+            ..Matcher::new(window_ns)
+        }
+    }
+
     /// One RoCE BTH frame (not a mirror copy), in time order; `flow_index`
     /// is the analyzer's index of its flow (one per tap and flow).
     pub(crate) fn push(&mut self, rec: &PacketRecord, flow_index: usize) {
-        if rec.iface >= MAX_TAPS {
+        if self.one_tap || rec.iface >= MAX_TAPS {
             return;
         }
         let icrc = rec.has(flags::ICRC_CHECKED);

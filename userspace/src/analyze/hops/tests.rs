@@ -261,3 +261,21 @@ fn offsets_at_the_ends_of_i64_saturate_instead_of_overflowing() {
     assert_eq!(out.clocks[0].offset_ns, i64::MAX);
     assert!(out.hops.iter().all(|h| h.matched == 1), "{:?}", out.hops);
 }
+
+#[test]
+fn a_one_tap_matcher_keeps_nothing_and_finds_what_one_tap_finds() {
+    // The same single-tap frames through both: neither finds hops, and the
+    // one-tap matcher holds no window of them.
+    let frames: Vec<PacketRecord> = (0..100)
+        .map(|i| frame(0, 1_000 * u64::from(i), i, 1, 2))
+        .collect();
+    let (mut solo, mut one) = (Matcher::new(1_000_000), Matcher::one_tap(1_000_000));
+    for r in &frames {
+        push(&mut solo, r);
+        push(&mut one, r);
+    }
+    assert_eq!(solo.solo.as_ref().map(|(_, w)| w.len()), Some(100));
+    assert!(one.solo.is_none() && one.keys.is_empty() && one.order.is_empty());
+    assert!(solo.finish(&BTreeMap::new(), |_, _| None).is_none());
+    assert!(one.finish(&BTreeMap::new(), |_, _| None).is_none());
+}
