@@ -49,8 +49,6 @@ mod live_metrics;
 #[cfg(feature = "live")]
 mod live_soak;
 #[cfg(feature = "live")]
-mod ring_reader;
-#[cfg(feature = "live")]
 mod xdp_parity;
 #[cfg(feature = "live")]
 mod xdp_summary;

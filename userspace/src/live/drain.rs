@@ -9,10 +9,6 @@
 //! without waiting out its window. A full channel blocks the thread: the
 //! ring then fills and the kernel counts what it cannot put on it.
 //!
-//! A round takes what the ring holds (up to [`BATCH`] items) with one
-//! publication of the consumer position ([`RingReader::round`]), not one
-//! an item.
-//!
 //! The batches' buffers come back from the merge once emptied ([`Spares`]):
 //! a buffer grown afresh every round (up to 0.8 MB) showed in the drain
 //! threads' profile as `memmove`, `malloc` and `unmap_page_range`.
@@ -24,7 +20,6 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::ringread::RingReader;
 use super::rings::{self, RingItem, TapRing};
 use crate::{Error, Result};
 
@@ -87,10 +82,9 @@ impl Drains {
                 None => "ring".to_string(),
             };
             let (tx, stop, spares) = (tx.clone(), stop.clone(), spares.clone());
-            let reader = ring.reader()?;
             let t = std::thread::Builder::new()
                 .name(name)
-                .spawn(move || drain_ring(i, ring, reader, &tx, &stop, &spares, poll))
+                .spawn(move || drain_ring(i, ring, &tx, &stop, &spares, poll))
                 .map_err(|e| Error::Live(format!("cannot start a ring thread: {e}")))?;
             threads.push(t);
         }
@@ -126,8 +120,7 @@ impl Drains {
 
 fn drain_ring(
     index: usize,
-    ring: TapRing,
-    mut reader: RingReader,
+    mut ring: TapRing,
     tx: &mpsc::Sender<Batch>,
     stop: &AtomicBool,
     spares: &Spares,
@@ -141,8 +134,17 @@ fn drain_ring(
         let last = stop.load(Ordering::Acquire);
         let started = monotonic_ns();
         let mut items = spares.take();
-        let emptied = reader.round(BATCH, |bytes| items.extend(rings::item_from_bytes(bytes)));
-        let emptied_at = emptied.then_some(started);
+        let mut emptied_at = None;
+        while items.len() < BATCH {
+            match ring.ring.next() {
+                Some(bytes) => items.extend(rings::item_from_bytes(&bytes)),
+                None => {
+                    emptied_at = Some(started);
+                    break;
+                }
+            }
+        }
+        let emptied = emptied_at.is_some();
         let batch = Batch {
             ring: index,
             items,

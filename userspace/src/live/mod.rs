@@ -109,7 +109,6 @@ pub mod monitor;
 pub mod netif;
 pub mod reorder;
 pub mod replay;
-pub mod ringread;
 pub mod rings;
 pub mod tap;
 

@@ -95,20 +95,10 @@ impl RingItem {
 }
 
 /// A ring the program writes to, with the CPU it belongs to (`None`: the
-/// shared ring) and its size.
+/// shared ring).
 pub struct TapRing {
     pub cpu: Option<u32>,
     pub ring: RingBuf<MapData>,
-    pub bytes: u32,
-}
-
-impl TapRing {
-    /// A reader that takes the ring's items a round at a time (what the
-    /// drain threads use; `ring.next()` takes one).
-    pub fn reader(&self) -> Result<super::ringread::RingReader> {
-        use std::os::fd::AsFd;
-        super::ringread::RingReader::new(self.ring.as_fd(), self.bytes)
-    }
 }
 
 /// Creates a ring of `bytes` for each online CPU and inserts it into the
@@ -141,7 +131,6 @@ pub(super) fn create_cpu_rings(rings: Map, bytes: u32) -> Result<Vec<TapRing>> {
         out.push(TapRing {
             cpu: Some(cpu),
             ring,
-            bytes,
         });
     }
     Ok(out)

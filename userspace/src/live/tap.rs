@@ -178,11 +178,7 @@ impl Tap {
             RingLayout::Shared => {
                 let ring = aya::maps::RingBuf::try_from(take(live::MAP_RECORDS)?)
                     .map_err(|e| Error::Live(format!("RECORDS map: {}", chain(&e))))?;
-                vec![TapRing {
-                    cpu: None,
-                    ring,
-                    bytes: opts.ring.bytes,
-                }]
+                vec![TapRing { cpu: None, ring }]
             }
         };
         let counters = ebpf
