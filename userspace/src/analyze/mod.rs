@@ -457,19 +457,13 @@ impl Analyzer {
 
     /// Starts loading into the cache what pushing the next records reads
     /// first (`ahead`: the records still to push, the next first): the key
-    /// index's bucket of the third, the flow record of the second (its
-    /// bucket loaded a call before) and the sender's part of the next (its
-    /// record loaded a call before). On a capture of many flows a flow's
-    /// record and sender's part are cold when its next frame comes; loaded
-    /// ahead, the misses overlap the work on the frames before
-    /// (docs/benchmarks.md, "speed1", "cpu2"). A key is hashed once for
-    /// the three steps and its lookup (the index remembers the last few).
-    pub fn prefetch(&mut self, ahead: &[PacketRecord]) {
-        let steps = [
-            flows::Prefetch::Sender,
-            flows::Prefetch::Flow,
-            flows::Prefetch::Bucket,
-        ];
+    /// index's bucket of the one after next, and the flow record of the next
+    /// (its bucket loaded a call before). On a capture of many flows a
+    /// flow's record is cold when its next frame comes; loaded a frame
+    /// ahead, the misses overlap the work on the frame before
+    /// (docs/benchmarks.md, "speed1").
+    pub fn prefetch(&self, ahead: &[PacketRecord]) {
+        let steps = [flows::Prefetch::Flow, flows::Prefetch::Bucket];
         for (rec, step) in ahead.iter().zip(steps) {
             if rec.transport() == Some(TransportId::Roce)
                 && rec.kind() == Kind::Roce

@@ -48,18 +48,7 @@ pub(crate) struct FlowIndex {
     len: usize,
     /// Buckets not [`EMPTY`]: `len` and the [`LEFT`] ones.
     used: usize,
-    /// The keys [`Self::prefetch`] and [`Self::find_ahead`] hashed last,
-    /// with their hashes (the next to replace at `recent_next`): a frame's
-    /// key prefetched a frame or two ahead is hashed once for both steps
-    /// and its lookup, not three times.
-    recent: [Option<(FlowKey, u64)>; RECENT],
-    recent_next: usize,
 }
-
-/// Keys remembered with their hashes: a frame's bucket is prefetched three
-/// frames ahead, its flow two and its sender's part one, so four frames'
-/// keys are in play.
-const RECENT: usize = 4;
 
 fn tag(hash: u64) -> u8 {
     0x80 | (hash >> 57) as u8
@@ -74,33 +63,9 @@ impl FlowIndex {
     /// The index of the flow with `key` in `flows`, or the key's hash for
     /// [`Self::insert_hashed`]: a new flow's key is hashed once.
     pub(crate) fn find(&self, flows: &FlowTable, key: &FlowKey) -> Result<usize, KeyHash> {
-        self.lookup(flows, key, self.hasher.hash_one(key))
-    }
-
-    fn lookup(&self, flows: &FlowTable, key: &FlowKey, hash: u64) -> Result<usize, KeyHash> {
+        let hash = self.hasher.hash_one(key);
         let found = self.probe(hash, |slot| flows[slot as usize].key() == *key);
         found.map(|s| s as usize).ok_or(KeyHash(hash))
-    }
-
-    /// `key`'s hash: remembered if it is one of the keys hashed last.
-    fn hash_ahead(&mut self, key: &FlowKey) -> u64 {
-        if let Some((_, h)) = self.recent.iter().flatten().find(|(k, _)| k == key) {
-            return *h;
-        }
-        let h = self.hasher.hash_one(key);
-        self.recent[self.recent_next] = Some((*key, h));
-        self.recent_next = (self.recent_next + 1) % RECENT;
-        h
-    }
-
-    /// [`Self::find`] of a key [`Self::prefetch`] may have hashed already.
-    pub(crate) fn find_ahead(
-        &mut self,
-        flows: &FlowTable,
-        key: &FlowKey,
-    ) -> Result<usize, KeyHash> {
-        let hash = self.hash_ahead(key);
-        self.lookup(flows, key, hash)
     }
 
     /// The slot of the first bucket from `hash`'s place with its tag whose
@@ -120,30 +85,23 @@ impl FlowIndex {
 
     /// Starts loading what a lookup of `key` reads into the cache, a step
     /// of it a call: `Bucket`, its tag and slot; `Flow`, once the bucket is
-    /// in the cache (a call before), the record of the flow its tag names;
-    /// `Sender`, once that record is in the cache, the sender's part it
-    /// points to.
-    pub(crate) fn prefetch(&mut self, flows: &FlowTable, key: &FlowKey, step: Prefetch) {
+    /// in the cache (a call before), the record of the flow its tag names.
+    pub(crate) fn prefetch(&self, flows: &FlowTable, key: &FlowKey, step: Prefetch) {
         let Some(mask) = self.tags.len().checked_sub(1) else {
             return;
         };
-        let hash = self.hash_ahead(key);
+        let hash = self.hasher.hash_one(key);
         match step {
             Prefetch::Bucket => {
                 let p = hash as usize & mask;
                 super::table::prefetch_lines(&self.tags[p], 1);
                 super::table::prefetch_lines(&self.slots[p], 4);
             }
-            // The first slot with the key's tag, unconfirmed: a wrong one
-            // (one probe in 128) loads a record for nothing.
             Prefetch::Flow => {
+                // The first slot with the key's tag, unconfirmed: a wrong
+                // one (one probe in 128) loads a record for nothing.
                 if let Some(slot) = self.probe(hash, |_| true) {
                     flows.prefetch(slot as usize);
-                }
-            }
-            Prefetch::Sender => {
-                if let Some(slot) = self.probe(hash, |_| true) {
-                    flows.prefetch_sender(slot as usize);
                 }
             }
         }
@@ -221,7 +179,6 @@ impl FlowIndex {
 pub(crate) enum Prefetch {
     Bucket,
     Flow,
-    Sender,
 }
 
 /// The flows of one host pair, by slot, in the order they began.
@@ -437,16 +394,10 @@ mod tests {
         for &(i, n) in &live {
             by_key.prefetch(&flows, &key(n), Prefetch::Bucket);
             by_key.prefetch(&flows, &key(n), Prefetch::Flow);
-            by_key.prefetch(&flows, &key(n), Prefetch::Sender);
             assert_eq!(by_key.get(&flows, &key(n)), Some(i));
-            // Its hash remembered from the prefetch: the same answer.
-            assert_eq!(by_key.find_ahead(&flows, &key(n)).ok(), Some(i));
         }
         for n in [0u32, 1, 500, 38_999] {
             assert_eq!(by_key.get(&flows, &key(n)), None, "{n} retired");
-            by_key.prefetch(&flows, &key(n), Prefetch::Bucket);
-            let miss = by_key.find_ahead(&flows, &key(n)).expect_err("retired");
-            assert_eq!(miss.0, by_key.hasher.hash_one(key(n)));
         }
         assert_eq!(by_key.len, 1000);
         assert!(by_key.tags.len() <= 4096, "{} buckets", by_key.tags.len());

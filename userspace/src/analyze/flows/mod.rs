@@ -256,7 +256,7 @@ impl Flow {
 
 impl Analyzer {
     pub(super) fn flow_index(&mut self, key: FlowKey, ts: u64) -> usize {
-        let hash = match self.by_key.find_ahead(&self.flows, &key) {
+        let hash = match self.by_key.find(&self.flows, &key) {
             Ok(i) => return i,
             Err(hash) => hash,
         };

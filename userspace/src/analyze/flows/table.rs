@@ -101,16 +101,6 @@ impl FlowTable {
         }
     }
 
-    /// Starts loading the sender's part of slot `i`'s flow, if it has one
-    /// (the record read should be in the cache: [`Self::prefetch`] a frame
-    /// before).
-    pub(crate) fn prefetch_sender(&self, i: usize) {
-        let f = self.chunks.get(i / CHUNK).and_then(|c| c.get(i % CHUNK));
-        if let Some(s) = f.and_then(|f| f.sender.as_deref()) {
-            prefetch_lines(s, std::mem::size_of::<super::sender::Sender>());
-        }
-    }
-
     /// The live flow in slot `i`.
     pub(crate) fn get(&self, i: usize) -> Option<&Flow> {
         self.chunks
