@@ -121,15 +121,12 @@ impl TapDuplicates {
     }
 }
 
-/// The most frames the window holds: past it the oldest leaves early (a
-/// million frames within `--dup-window` is ~10^11 frames a second at the
-/// default 10 µs, beyond any wire; only crafted timestamps get there).
-/// Below 2^31, so that a frame's [`Recent`] number fits a [`Bucket`].
+/// The most frames the window holds (past it the oldest leave early: ~10^11
+/// frames a second at 10 µs, only crafted timestamps get there); below 2^31.
 const MOST_FRAMES: usize = 1 << 20;
 
-/// A frame in the window: its key, when it was recorded, and the low 32
-/// bits of its key's hash ([`key_hash`]; for its bucket's removal when it
-/// leaves the window, without hashing it again).
+/// A frame in the window: its key, its time, its key's hash's low 32 bits
+/// ([`key_hash`], to find its bucket as it leaves without hashing again).
 #[derive(Clone, Copy, Debug)]
 struct Recent {
     key: Key,
@@ -137,9 +134,8 @@ struct Recent {
     at: u64,
 }
 
-/// A bucket of [`MirrorDups::index`]: the number of a key's last frame in
-/// the window (31 bits, [`LIVE`] set; 0 for an empty bucket) and its
-/// hash's low 32 bits, whose low bits are its home bucket.
+/// A bucket of [`MirrorDups::index`]: the number of a key's last frame (31
+/// bits, [`LIVE`] set; 0: empty) and its hash's low 32 bits (its home).
 #[derive(Clone, Copy, Debug, Default)]
 struct Bucket {
     seq: u32,
@@ -156,11 +152,8 @@ const LIVE: u32 = 1 << 31;
 /// bytes a bucket, at most half full) of the number of each key's last
 /// frame. A frame leaving the window takes its key's bucket with it only
 /// if it is the key's last frame — its number is in the bucket — and the
-/// buckets after it move back (no tombstones), so a frame costs a probe
-/// of a table the size of the window's frames and no hash of a key twice.
-/// (hashbrown's table of keys, an insert and a removal a frame, refilled
-/// its tombstones by rehashing every few frames: 5–7 % of `report`'s CPU
-/// on captures of many flows; docs/benchmarks.md, "cpu2".)
+/// buckets after it move back: no tombstones to rehash away
+/// (docs/benchmarks.md, "cpu2").
 #[derive(Debug)]
 pub(crate) struct MirrorDups {
     window_ns: u64,
@@ -486,27 +479,24 @@ mod tests {
         assert_eq!(d.total(), 10_000);
     }
 
-    /// Against a model with nothing of the window's table: the last
-    /// record (not a copy) of every key ever seen, a key in the window while
-    /// that record is. Many keys over few owners and PSNs, so that keys
-    /// repeat, collide in the table's buckets, leave and come back; the
-    /// table grows from empty and its buckets move back as keys leave.
+    /// Against a model: the last record (not a copy) of every key ever
+    /// seen, a key in the window while that record is. Few owners and PSNs:
+    /// keys repeat, collide in buckets, leave (buckets move back) and return.
     #[test]
     fn the_window_table_agrees_with_a_map_of_every_key() {
         let mut d = MirrorDups::new(2_000);
         let mut last: std::collections::HashMap<(usize, u32, u32), u64> = Default::default();
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
+            x = x
+                .wrapping_mul(0x5851_F42D_4C95_7F2D)
+                .wrapping_add(0x1405_7B7E_F767_814F);
+            x ^ (x >> 29)
         };
         let (mut ts, mut copies, mut max_window) = (0u64, 0, 0);
         for _ in 0..200_000 {
             let r = next();
-            // Dense bursts (hundreds of frames a window) and quiet spells
-            // that empty it.
+            // Bursts (hundreds of frames a window), lulls that empty it.
             ts += if r % 64 == 0 {
                 5_000
             } else {
@@ -535,14 +525,12 @@ mod tests {
         assert!(copies > 5_000, "{copies} copies");
         assert!(max_window > 100, "{max_window} frames in a window at most");
         assert_eq!(d.total(), copies);
-        // Every key in the table is one whose last record is in the window.
         let live = d.index.iter().filter(|b| b.seq != 0).count();
         let in_window = last.values().filter(|&&t| ts - t <= 2_000).count();
         assert_eq!(live, in_window);
     }
 
-    /// Frames all at one instant (crafted timestamps) stay in the window
-    /// only up to its bound: the oldest leave.
+    /// Frames at one instant (crafted) stay in the window up to its bound.
     #[test]
     fn the_window_holds_at_most_its_bound() {
         let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
@@ -550,7 +538,6 @@ mod tests {
             assert!(!d.is_copy(&frame(7, i), Owner::Flow(1), None));
         }
         assert_eq!(d.order.len(), MOST_FRAMES);
-        // The first frames' keys left with them; the last ones' are there.
         assert!(!d.is_copy(&frame(7, 0), Owner::Flow(1), None));
         assert!(d.is_copy(&frame(7, MOST_FRAMES as u32 + 99), Owner::Flow(1), None));
     }
