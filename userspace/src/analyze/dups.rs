@@ -22,13 +22,12 @@
 //! window is at most [`CONTROL_WINDOW_NS`], the time a switch takes to
 //! forward a small frame.
 //!
-//! Memory is bounded by the frames a tap records within one window.
+//! Memory is bounded by the frames the taps record within one window, at
+//! most [`MOST_FRAMES`].
 
 use std::collections::{BTreeMap, VecDeque};
 
 use super::hash::FastState;
-use hashbrown::HashTable;
-use hashbrown::hash_table::Entry;
 use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{Kind, PacketRecord, uet_present};
 use serde::Serialize;
@@ -122,17 +121,51 @@ impl TapDuplicates {
     }
 }
 
+/// The most frames the window holds (past it the oldest leave early: ~10^11
+/// frames a second at 10 µs, only crafted timestamps get there); below 2^31.
+const MOST_FRAMES: usize = 1 << 20;
+
+/// A frame in the window: its key, its time, its key's hash's low 32 bits
+/// ([`key_hash`], to find its bucket as it leaves without hashing again).
+#[derive(Clone, Copy, Debug)]
+struct Recent {
+    key: Key,
+    hash: u32,
+    at: u64,
+}
+
+/// A bucket of [`MirrorDups::index`]: the number of a key's last frame (31
+/// bits, [`LIVE`] set; 0: empty) and its hash's low 32 bits (its home).
+#[derive(Clone, Copy, Debug, Default)]
+struct Bucket {
+    seq: u32,
+    hash: u32,
+}
+
+/// Marks a [`Bucket`] in use; the 31 bits below are a frame's number.
+const LIVE: u32 = 1 << 31;
+
 /// The recent frames of every tap.
+///
+/// The window's frames sit in a ring in the order recorded, numbered as
+/// they come; the keys are an open-addressed table (linear probing, 8
+/// bytes a bucket, at most half full) of the number of each key's last
+/// frame. A frame leaving the window takes its key's bucket with it only
+/// if it is the key's last frame — its number is in the bucket — and the
+/// buckets after it move back: no tombstones to rehash away
+/// (docs/benchmarks.md, "cpu2").
 #[derive(Debug)]
 pub(crate) struct MirrorDups {
     window_ns: u64,
-    /// Last time each frame was recorded.
-    seen: HashTable<(Key, u64)>,
+    /// The frames of the window, the oldest first.
+    order: VecDeque<Recent>,
+    /// The number of `order`'s first frame (31 bits, wrapping).
+    first: u32,
+    /// Each key's last frame in `order`: a power of two long (or empty),
+    /// at most half in use.
+    index: Vec<Bucket>,
     /// Hashes a [`Key`] ([`key_hash`]).
     keys: FastState,
-    /// The frames in the order recorded: key, time, the key's hash (a
-    /// frame's key is hashed once, not again as it leaves the window).
-    order: VecDeque<(Key, u64, u64)>,
     /// Hashes a CNP's or a PDC-less UET frame's owner fields to its
     /// [`Key::owner`]: no state a key (a table of them would grow with
     /// every address pair a run sees, not with the window's frames).
@@ -144,9 +177,10 @@ impl MirrorDups {
     pub(crate) fn new(window_ns: u64) -> Self {
         MirrorDups {
             window_ns,
-            seen: HashTable::new(),
-            keys: FastState::default(),
             order: VecDeque::new(),
+            first: 0,
+            index: Vec::new(),
+            keys: FastState::default(),
             owners: FastState::default(),
             per_tap: BTreeMap::new(),
         }
@@ -165,31 +199,26 @@ impl MirrorDups {
             return false;
         }
         let now = rec.ts_ns;
-        while let Some(&(k, t, h)) = self.order.front() {
-            if now.saturating_sub(t) <= self.window_ns {
+        while let Some(r) = self.order.front() {
+            if now.saturating_sub(r.at) <= self.window_ns && self.order.len() < MOST_FRAMES {
                 break;
             }
-            self.order.pop_front();
-            // The key goes only if this was its last record.
-            if let Ok(e) = self.seen.find_entry(h, |&(sk, st)| sk == k && st == t) {
-                e.remove();
-            }
+            self.leave();
         }
         let key = self.key(rec, owner);
-        let keys = &self.keys;
-        let hash = key_hash(keys, &key);
+        let hash = key_hash(&self.keys, &key) as u32;
         let window = if rec.payload_len == 0 || rec.kind() == Kind::Cnp {
             self.window_ns.min(CONTROL_WINDOW_NS)
         } else {
             self.window_ns
         };
-        // One lookup for the check and the insert.
-        match self
-            .seen
-            .entry(hash, |(k, _)| *k == key, |(k, _)| key_hash(keys, k))
-        {
-            Entry::Occupied(e) => {
-                let t = e.get().1;
+        if (self.order.len() + 1) * 2 > self.index.len() {
+            self.grow();
+        }
+        let seq = LIVE | (self.first.wrapping_add(self.order.len() as u32) & !LIVE);
+        let b = match self.find(hash, &key) {
+            Ok(b) => {
+                let t = self.order[self.place(self.index[b].seq)].at;
                 if last_nak.is_none_or(|n| n.saturating_add(self.window_ns) < t)
                     && now >= t
                     && now - t <= window
@@ -200,14 +229,81 @@ impl MirrorDups {
                     // copy of a copy.
                     return true;
                 }
-                e.into_mut().1 = now;
+                b
             }
-            Entry::Vacant(e) => {
-                e.insert((key, now));
+            Err(empty) => empty,
+        };
+        self.index[b] = Bucket { seq, hash };
+        self.order.push_back(Recent { key, hash, at: now });
+        false
+    }
+
+    /// Where the frame numbered `seq` (a bucket's) is in `order`.
+    fn place(&self, seq: u32) -> usize {
+        (seq.wrapping_sub(self.first) & !LIVE) as usize
+    }
+
+    /// The bucket of `key` (whose hash is `hash`), or the empty bucket
+    /// that ends its probe.
+    fn find(&self, hash: u32, key: &Key) -> Result<usize, usize> {
+        let mask = self.index.len() - 1;
+        let mut p = hash as usize & mask;
+        loop {
+            let b = self.index[p];
+            if b.seq == 0 {
+                return Err(p);
+            }
+            if b.hash == hash && self.order[self.place(b.seq)].key == *key {
+                return Ok(p);
+            }
+            p = (p + 1) & mask;
+        }
+    }
+
+    /// The oldest frame leaves the window, and its key's bucket with it
+    /// when it was the key's last frame.
+    fn leave(&mut self) {
+        let Some(r) = self.order.pop_front() else {
+            return;
+        };
+        let seq = LIVE | self.first;
+        self.first = self.first.wrapping_add(1) & !LIVE;
+        let mask = self.index.len() - 1;
+        let mut p = r.hash as usize & mask;
+        loop {
+            match self.index[p].seq {
+                0 => return,
+                s if s == seq => break,
+                _ => p = (p + 1) & mask,
             }
         }
-        self.order.push_back((key, now, hash));
-        false
+        // Backward shift: each bucket after the hole whose home is not
+        // between the hole and it moves into the hole.
+        let mut hole = p;
+        let mut j = (p + 1) & mask;
+        while self.index[j].seq != 0 {
+            let home = self.index[j].hash as usize & mask;
+            if j.wrapping_sub(home) & mask >= j.wrapping_sub(hole) & mask {
+                self.index[hole] = self.index[j];
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.index[hole] = Bucket::default();
+    }
+
+    /// Twice the buckets (16 at first), the keys placed again by the hashes
+    /// their buckets hold.
+    fn grow(&mut self) {
+        let n = (self.index.len() * 2).max(16);
+        let old = std::mem::replace(&mut self.index, vec![Bucket::default(); n]);
+        for b in old.into_iter().filter(|b| b.seq != 0) {
+            let mut p = b.hash as usize & (n - 1);
+            while self.index[p].seq != 0 {
+                p = (p + 1) & (n - 1);
+            }
+            self.index[p] = b;
+        }
     }
 
     fn key(&mut self, rec: &PacketRecord, owner: Owner) -> Key {
@@ -378,9 +474,72 @@ mod tests {
             };
             assert!(!d.is_copy(&cnp, Owner::Cnp, None));
             assert!(d.is_copy(&copy, Owner::Cnp, None), "pair {i}: a copy");
-            assert!(d.seen.len() <= 1 && d.order.len() <= 1);
+            assert!(d.order.len() <= 1 && d.index.iter().filter(|b| b.seq != 0).count() <= 1);
         }
         assert_eq!(d.total(), 10_000);
+    }
+
+    /// Against a model: the last record (not a copy) of every key ever
+    /// seen, a key in the window while that record is. Few owners and PSNs:
+    /// keys repeat, collide in buckets, leave (buckets move back) and return.
+    #[test]
+    fn the_window_table_agrees_with_a_map_of_every_key() {
+        let mut d = MirrorDups::new(2_000);
+        let mut last: std::collections::HashMap<(usize, u32, u32), u64> = Default::default();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x = x
+                .wrapping_mul(0x5851_F42D_4C95_7F2D)
+                .wrapping_add(0x1405_7B7E_F767_814F);
+            x ^ (x >> 29)
+        };
+        let (mut ts, mut copies, mut max_window) = (0u64, 0, 0);
+        for _ in 0..200_000 {
+            let r = next();
+            // Bursts (hundreds of frames a window), lulls that empty it.
+            ts += if r % 64 == 0 {
+                5_000
+            } else {
+                [0, 1, 2, 3, 5, 8, 13, 30][(r % 8) as usize]
+            };
+            let (owner, psn) = ((r >> 8) as usize % 40, (r >> 16) as u32 % 30);
+            let mut rec = frame(ts, psn);
+            rec.payload_len = if (r >> 40) & 7 == 0 { 0 } else { 1024 };
+            let window = if rec.payload_len == 0 { 500 } else { 2_000 };
+            let k = (owner, psn, rec.payload_len);
+            let expected = last
+                .get(&k)
+                .is_some_and(|&t| ts - t <= 2_000 && ts - t <= window);
+            assert_eq!(
+                d.is_copy(&rec, Owner::Flow(owner), None),
+                expected,
+                "at {ts}"
+            );
+            if expected {
+                copies += 1;
+            } else {
+                last.insert(k, ts);
+            }
+            max_window = max_window.max(d.order.len());
+        }
+        assert!(copies > 5_000, "{copies} copies");
+        assert!(max_window > 100, "{max_window} frames in a window at most");
+        assert_eq!(d.total(), copies);
+        let live = d.index.iter().filter(|b| b.seq != 0).count();
+        let in_window = last.values().filter(|&&t| ts - t <= 2_000).count();
+        assert_eq!(live, in_window);
+    }
+
+    /// Frames at one instant (crafted) stay in the window up to its bound.
+    #[test]
+    fn the_window_holds_at_most_its_bound() {
+        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
+        for i in 0..(MOST_FRAMES + 100) as u32 {
+            assert!(!d.is_copy(&frame(7, i), Owner::Flow(1), None));
+        }
+        assert_eq!(d.order.len(), MOST_FRAMES);
+        assert!(!d.is_copy(&frame(7, 0), Owner::Flow(1), None));
+        assert!(d.is_copy(&frame(7, MOST_FRAMES as u32 + 99), Owner::Flow(1), None));
     }
 
     #[test]

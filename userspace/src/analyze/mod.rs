@@ -185,7 +185,9 @@ pub trait Sink {
     /// "Retirement"); the flows live at the end come in [`Analysis::flows`].
     fn flow(&mut self, row: &FlowRow);
     /// Whether it keeps flow rows: when not, the rows it is handed carry
-    /// no Wireshark filters (a string or two per flow, made for nothing).
+    /// no Wireshark filters (a string or two per flow, made for nothing),
+    /// and the flows live at the end of a run that retire then
+    /// (`Config::rows_held`) are not handed to it at all.
     fn keeps_flows(&self) -> bool {
         true
     }

@@ -112,7 +112,7 @@ impl FlowIndex {
     pub(crate) fn insert_hashed(&mut self, flows: &FlowTable, i: usize, hash: KeyHash) {
         // Three quarters full at most: a miss probes ~8 buckets.
         if (self.used + 1) * 4 > self.tags.len() * 3 {
-            self.rebuild(flows);
+            self.rebuild(flows, i);
         }
         let mask = self.tags.len() - 1;
         let mut p = hash.0 as usize & mask;
@@ -144,28 +144,32 @@ impl FlowIndex {
         self.len -= 1;
     }
 
-    /// Makes room for one more flow: the same buckets without the left
-    /// ones when half or less would be in use, else twice as many. Filled
-    /// in the order of the flows' slots, so that hashing their keys walks
-    /// the flow table forward instead of jumping about it.
-    fn rebuild(&mut self, flows: &FlowTable) {
+    /// Makes room for one more flow, `new` (in `flows`, not indexed yet):
+    /// the same buckets without the left ones when half or less would be in
+    /// use, else twice as many. Every other live flow of `flows` is indexed
+    /// (the analyzer indexes a flow as it makes it and drops it as it
+    /// retires it), so they are read from the table in the order of their
+    /// slots: hashing their keys walks the flow table forward instead of
+    /// jumping about it, and no list of slots is gathered and sorted (that
+    /// sort was a quarter of the rebuilds' cost; docs/benchmarks.md, "cpu2").
+    fn rebuild(&mut self, flows: &FlowTable, new: usize) {
+        debug_assert_eq!(
+            self.len + 1,
+            flows.live(),
+            "the index holds every live flow but the new"
+        );
         let n = self.tags.len();
         let room = if (self.len + 1) * 8 <= n * 3 {
             n
         } else {
             (2 * n).max(16)
         };
-        let mut live: Vec<u32> = (0..n)
-            .filter(|&p| self.tags[p] > LEFT)
-            .map(|p| self.slots[p])
-            .collect();
-        live.sort_unstable();
         self.tags = vec![EMPTY; room];
         self.slots = vec![0; room];
         (self.len, self.used) = (0, 0);
-        for i in live {
-            let hash = KeyHash(self.hasher.hash_one(flows[i as usize].key()));
-            self.insert_hashed(flows, i as usize, hash);
+        for (i, f) in flows.enumerate().filter(|&(i, _)| i != new) {
+            let hash = KeyHash(self.hasher.hash_one(f.key()));
+            self.insert_hashed(flows, i, hash);
         }
     }
 }

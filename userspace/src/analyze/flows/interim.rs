@@ -24,6 +24,12 @@ pub(crate) struct Interval {
 pub(crate) struct Intervals(FastMap<u32, Box<Interval>>);
 
 impl Intervals {
+    /// Whether flow `id` wrote an interim row (its row then counts from
+    /// the last one's end).
+    pub(crate) fn holds(&self, id: u32) -> bool {
+        self.0.contains_key(&id)
+    }
+
     /// `row`, flow `f`'s row over its life, made its row since its last
     /// interim row (unchanged for a flow that wrote none).
     pub(crate) fn since(&self, f: &Flow, row: &mut FlowRow) {

@@ -312,6 +312,10 @@ impl Analyzer {
     /// [`Retired`] (its row's sums, the evidence: the summary and findings,
     /// made before, read nothing else of it). The rows of the flows
     /// in `named` (those the findings list) are kept in `rows` as well.
+    /// For a sink that keeps no rows, a flow that wrote no interim row is
+    /// summed from the columns its sums read ([`super::row::summed_row`]):
+    /// its whole row would be made for nothing (`report` of a million QPs
+    /// made two million; docs/benchmarks.md, "cpu2").
     pub(in crate::analyze) fn retire_all(
         &mut self,
         named: &std::collections::BTreeSet<u32>,
@@ -321,6 +325,11 @@ impl Analyzer {
         let flows = std::mem::take(&mut self.flows);
         let keeps = sink.keeps_flows();
         flows.drain(|f| {
+            if !keeps && !self.expiry.intervals.holds(f.id) && !named.contains(&f.id) {
+                let row = super::row::summed_row(&f);
+                self.retired.add_at_end(f, &row);
+                return;
+            }
             let mut row = self.life_row(&f, f.cnps(), keeps);
             self.expiry.intervals.since(&f, &mut row);
             sink.flow(&row);

@@ -49,24 +49,39 @@ pub(in crate::analyze) fn pdc_row(p: &crate::transport::uet::Pdc) -> FlowRow {
     }
 }
 
+/// What of a flow's row is summed per group ([`crate::analyze::RowSums`],
+/// [`crate::analyze::RowGroup`]), the rest default: all a sink that keeps
+/// no rows needs of a flow retired at the end of the run
+/// ([`super::super::Analyzer`]'s `retire_all`). [`flow_row`] takes these
+/// columns from it.
+pub(in crate::analyze) fn summed_row(f: &Flow) -> FlowRow {
+    FlowRow {
+        iface: f.iface,
+        pcp: f.pcp(),
+        dscp: f.dscp(),
+        packets: f.packets(),
+        cnps: f.cnps(),
+        naks: f.nak().naks,
+        rewinds_timeout: f.rewind().rewinds_timeout,
+        goodput_gbps: f.rate_gbps(f.goodput_bytes()),
+        ..FlowRow::default()
+    }
+}
+
 pub(in crate::analyze) fn flow_row(f: &Flow) -> FlowRow {
     let w = f.rewind().waits;
     let measured = w.samples > 0;
     let us = |ns: u64| ns as f64 / 1000.0;
     FlowRow {
         flow_id: f.id,
-        iface: f.iface,
         src_ip: f.src_ip,
         dst_ip: f.dst_ip,
         dest_qp: f.dest_qp,
         paired_qp: f.paired_qp(),
         roce_version: f.roce_version(),
         udp_sport: f.udp_sport(),
-        pcp: f.pcp(),
-        dscp: f.dscp(),
         first_ts_ns: f.first_ts,
         last_ts_ns: f.last_ts,
-        packets: f.packets(),
         bytes: f.bytes(),
         data_packets: f.data_packets(),
         payload_bytes: f.payload_bytes(),
@@ -75,17 +90,13 @@ pub(in crate::analyze) fn flow_row(f: &Flow) -> FlowRow {
         rewinds: f.rewind().rewinds,
         rewinds_nak: f.rewind().rewinds_nak,
         rewinds_rnr: f.rewind().rewinds_rnr,
-        rewinds_timeout: f.rewind().rewinds_timeout,
         max_rewind_depth: f.rewind().max_depth,
         spurious_retrans: f.sequence().spurious,
         gaps: f.sequence().gaps,
         acks: f.acks(),
-        naks: f.nak().naks,
         rnr_naks: f.nak().rnr_naks,
         ce: f.ce(),
-        cnps: f.cnps(),
         gbps: f.rate_gbps(f.bytes()),
-        goodput_gbps: f.rate_gbps(f.goodput_bytes()),
         max_idle_us: f.max_idle_ns as f64 / 1000.0,
         rewinds_timeout_ghost: f.rewind().rewinds_timeout_ghost,
         gap_late: f.sequence().gap_counts.late,
@@ -119,5 +130,6 @@ pub(in crate::analyze) fn flow_row(f: &Flow) -> FlowRow {
         becn: f.rare().becn,
         interim: false,
         uet: None,
+        ..summed_row(f)
     }
 }

@@ -111,7 +111,18 @@ impl FlowTable {
 
     /// The live flows, in order of slot.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Flow> {
-        self.chunks.iter().flatten().filter(|f| f.id != FREE)
+        self.enumerate().map(|(_, f)| f)
+    }
+
+    /// The live flows with their slots, in order of slot.
+    pub(crate) fn enumerate(&self) -> impl Iterator<Item = (usize, &Flow)> {
+        // Every chunk but the last holds CHUNK slots: the n-th flow of the
+        // chunks in a row is slot n.
+        self.chunks
+            .iter()
+            .flatten()
+            .enumerate()
+            .filter(|(_, f)| f.id != FREE)
     }
 
     /// The live flows, in order of slot, to change.

@@ -348,3 +348,54 @@ fn rows_beyond_rows_held_go_to_the_sink_at_the_end() {
     assert_eq!((ret.rows_streamed_at_end, ret.retired_flows), (8, 0));
     assert_eq!(held.a.summary.retirement, None);
 }
+
+/// A sink that keeps no rows (`report`'s) is handed none of the flows that
+/// retire at the end, whose rows are then never made whole: the analysis
+/// is the one a sink keeping every row gets, sums, evidence and summary.
+#[test]
+fn rows_streamed_at_the_end_are_not_made_for_a_sink_that_keeps_none() {
+    struct Keeps(VecSink);
+    impl Sink for Keeps {
+        fn event(&mut self, e: &crate::analyze::Event) {
+            self.0.event(e);
+        }
+        fn timeline(&mut self, row: &crate::analyze::TimelineRow) {
+            self.0.timeline(row);
+        }
+        fn flow(&mut self, row: &FlowRow) {
+            self.0.flow(row);
+        }
+        fn keeps_flows(&self) -> bool {
+            false
+        }
+    }
+    let mut recs = nak_rewind();
+    for i in 0..40u32 {
+        recs.extend(exchange(20 * US * u64::from(i + 1), QB + 1 + i, 0));
+    }
+    let config = || Config {
+        rows_held: 2,
+        ..Config::default()
+    };
+    let all = run_with(config(), &recs);
+    let mut an = Analyzer::new(config());
+    let mut none = Keeps(VecSink::default());
+    for r in &recs {
+        an.push(r, &mut none);
+    }
+    let mut a = an.finish(&mut none);
+    crate::render::tell(&mut a);
+    // Only the rows of the flows the findings name (they are made for
+    // the reports anyway).
+    let named: std::collections::BTreeSet<u32> = a
+        .diagnoses
+        .iter()
+        .flat_map(|d| d.flows.iter().copied())
+        .collect();
+    let handed: Vec<u32> = none.0.flows.iter().map(|f| f.flow_id).collect();
+    assert!(handed.iter().all(|id| named.contains(id)), "{handed:?}");
+    assert!(handed.len() < 10, "{handed:?}");
+    assert_eq!(all.sink.flows.len(), 82);
+    assert_eq!(a, all.a);
+    assert!(a.retired_sums.values().map(|s| s.rows).sum::<u64>() > 40);
+}
