@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::rows::CaptureFact;
+use super::facts::CaptureFact;
 
 /// A loaded bin is imbalanced when its busiest member carries at least this
 /// many times its fair share (1 / members)…

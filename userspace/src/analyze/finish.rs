@@ -3,14 +3,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use super::facts::CaptureFact;
 use super::flows::timeline::flush_bin;
 use super::flows::{flow_row, kept};
 use super::hash::FastState;
 use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{
-    CaptureFact, IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary,
-    TapSummary,
+    IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary, TapSummary,
 };
 use super::taps::TapState;
 use super::{Analysis, Analyzer, Flow, Sink};

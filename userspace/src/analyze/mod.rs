@@ -82,6 +82,7 @@ mod delta;
 pub mod dups;
 mod ecmp;
 mod events;
+mod facts;
 pub mod findings;
 mod finish;
 mod flows;
@@ -121,6 +122,7 @@ pub use events::{
     CnpDetail, Event, EventDetail, EventKind, LatePsn, Missing, NakDetail, PauseStart, PausedIdle,
     ResolvedPsns, RewindDetail, Storm,
 };
+pub use facts::CaptureFact;
 pub(crate) use findings::input::{share, timeout_exponent};
 pub(crate) use findings::rank_findings;
 pub use findings::{Diagnosis, Evidence};
@@ -131,9 +133,9 @@ use pfc::PfcTracker;
 pub use pfc::SenderPauses;
 pub(crate) use rows::iface_name;
 pub use rows::{
-    CaptureFact, Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin,
-    MatchingSummary, NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity,
-    Summary, TapSummary, TimelineRow, Totals, Trigger, Verdict,
+    Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin, MatchingSummary,
+    NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity, Summary,
+    TapSummary, TimelineRow, Totals, Trigger, Verdict,
 };
 pub use running::{Interim, PriorityPauses, Running, RunningTotals};
 pub use sums::{RowGroup, RowSums};
