@@ -23,7 +23,8 @@ use clap::{Parser, Subcommand};
 
 use crate::Result;
 use args::{DatasetArgs, Input};
-use commands::{DiffArgs, ExtractWhat};
+use crate::wireshark::ExtractWhat;
+use commands::DiffArgs;
 use counters::CountersCommand;
 use synth::SynthArgs;
 

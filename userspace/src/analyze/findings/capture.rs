@@ -106,6 +106,7 @@ fn capture_loss(x: &Input) -> Option<Diagnosis> {
     // UET's PDC directions, their gaps resolved alike (docs/analysis.md,
     // "UET: PDCs").
     let uet_lost: Vec<u32> = x
+        .transports
         .pdcs
         .iter()
         .filter(|p| p.gap[3] > 0)
@@ -117,7 +118,7 @@ fn capture_loss(x: &Input) -> Option<Diagnosis> {
     let n: u64 = lost
         .iter()
         .map(|f| f.sequence().gap_counts.capture_lost)
-        .chain(x.pdcs.iter().map(|p| p.gap[3]))
+        .chain(x.transports.pdcs.iter().map(|p| p.gap[3]))
         .sum();
     let counted_drops: u64 = x
         .summary
@@ -165,7 +166,7 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
         .flows_if(x.census.rare > 0)
         .filter(|f| f.rare().mirror_copies > 0)
         .map(|f| f.id)
-        .chain(x.pdcs.iter().filter(|p| p.mirror_copies > 0).map(|p| p.id))
+        .chain(x.transports.pdcs.iter().filter(|p| p.mirror_copies > 0).map(|p| p.id))
         .collect();
     flows.sort_unstable();
     Some(Diagnosis {
@@ -176,7 +177,7 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
             copies,
             by_tap,
             max_gap_ns,
-            uet_copies: x.pdcs.iter().map(|p| p.mirror_copies).sum(),
+            uet_copies: x.transports.pdcs.iter().map(|p| p.mirror_copies).sum(),
         }),
     })
 }

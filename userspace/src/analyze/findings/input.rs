@@ -70,13 +70,19 @@ pub(crate) struct Input<'a> {
     /// How fast each NIC reacts, per tap (interface index): `nics.parquet`'s
     /// rows before the taps are pooled.
     pub nics: &'a [(u16, crate::analyze::NicRow)],
+    /// What the transports beside RoCE hold.
+    pub transports: TransportInput<'a>,
+    /// What the live flows hold ([`Census::of`]).
+    pub census: Census,
+}
+
+/// What the findings read of the transports beside RoCE, one part each.
+pub struct TransportInput<'a> {
     /// UET's spraying and trimming (`crate::transport::uet::paths`).
     pub uet: &'a crate::transport::uet::paths::Paths,
     /// UET's PDC directions: the retired ones kept as evidence, then the
     /// live ones (what the capture-level findings count of UET).
     pub pdcs: Vec<&'a crate::transport::uet::Pdc>,
-    /// What the live flows hold ([`Census::of`]).
-    pub census: Census,
 }
 
 /// What the live flows hold, counted in one walk before the findings: a
