@@ -367,7 +367,11 @@ impl Analyzer {
         });
         if !pdcs.is_empty() || !self.pdcs.kept.is_empty() {
             let mut evidence = std::mem::take(&mut self.pdcs.kept);
-            let requests = summary.transports.uet.as_ref().map_or(0, |u| u.data_packets);
+            let requests = summary
+                .transports
+                .uet
+                .as_ref()
+                .map_or(0, |u| u.data_packets);
             evidence.extend(pdcs.iter().cloned());
             findings::uet::pdc::findings(&evidence, requests, &mut diagnoses);
             findings::uet::pdc::name_rows(&evidence, &mut diagnoses);

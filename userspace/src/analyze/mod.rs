@@ -105,11 +105,11 @@ mod running;
 mod sequence;
 mod sums;
 mod taps;
-mod totals;
 pub mod telemetry;
 #[cfg(test)]
 pub(crate) mod tests;
 pub mod topology;
+mod totals;
 pub mod tree;
 mod trims;
 mod uet;
@@ -140,7 +140,7 @@ pub(crate) use rows::iface_name;
 pub use rows::{
     Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin, MatchingSummary,
     NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity, Summary,
-    TapSummary, TimelineRow, Totals, Trigger, TransportTotals, Verdict,
+    TapSummary, TimelineRow, Totals, TransportTotals, Trigger, Verdict,
 };
 pub use running::{Interim, PriorityPauses, Running, RunningTotals};
 pub use sums::{RowGroup, RowSums};

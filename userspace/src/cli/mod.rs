@@ -22,8 +22,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::Result;
-use args::{DatasetArgs, Input};
 use crate::wireshark::ExtractWhat;
+use args::{DatasetArgs, Input};
 use commands::DiffArgs;
 use counters::CountersCommand;
 use synth::SynthArgs;

@@ -16,12 +16,12 @@ use arrow_array::ArrayRef;
 
 use super::format::{AppendValue, WithRows, micros};
 use super::{ColumnEncoding, Columns};
+use crate::Result;
 use crate::addr::{Ip, Mac};
 use crate::analyze::hops::HopRow;
 use crate::analyze::{Analysis, Event, FlowRow, PfcInterval, TimelineRow, Trigger};
 use crate::analyze::{Latency, NicRow};
 use crate::columns;
-use crate::Result;
 use crate::transport::uet;
 use crate::transport::uet::paths::PathRow;
 

@@ -166,7 +166,13 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
         .flows_if(x.census.rare > 0)
         .filter(|f| f.rare().mirror_copies > 0)
         .map(|f| f.id)
-        .chain(x.transports.pdcs.iter().filter(|p| p.mirror_copies > 0).map(|p| p.id))
+        .chain(
+            x.transports
+                .pdcs
+                .iter()
+                .filter(|p| p.mirror_copies > 0)
+                .map(|p| p.id),
+        )
         .collect();
     flows.sort_unstable();
     Some(Diagnosis {

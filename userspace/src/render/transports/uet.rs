@@ -54,5 +54,7 @@ pub(super) fn ecn_line(u: &UetTotals) -> String {
 
 /// `mirror-duplicates`: `n` copies of UET frames, and what they matched on.
 pub(super) fn copies_clause(n: u64) -> String {
-    format!("; {n} of UET PDCs: same addresses, PDC, PDS type, flags, PSN and every other header field")
+    format!(
+        "; {n} of UET PDCs: same addresses, PDC, PDS type, flags, PSN and every other header field"
+    )
 }
