@@ -9,6 +9,7 @@ mod uet;
 
 use crate::analyze::Summary;
 use crate::analyze::findings::MirrorCopies;
+use rocescope_common::wire::TransportId;
 
 /// Each transport's totals line, in the order of the registry: after
 /// RoCE's flow line.
@@ -21,12 +22,15 @@ pub(crate) fn ecn_lines(s: &Summary) -> Vec<String> {
     s.transports.uet.iter().map(uet::ecn_line).collect()
 }
 
-/// `mirror-duplicates`' clause per transport whose frames had copies: what
-/// its copies matched on, after RoCE's (empty when none had).
+/// `mirror-duplicates`' clause per transport beside RoCE whose frames had
+/// copies: what its copies matched on, after RoCE's (empty when none had).
 pub(crate) fn copies_clauses(e: &MirrorCopies) -> String {
-    let mut clauses = String::new();
-    if e.uet_copies > 0 {
-        clauses += &uet::copies_clause(e.uet_copies);
-    }
-    clauses
+    e.transport_copies
+        .iter()
+        .map(|&(t, n)| match t {
+            TransportId::Uet => uet::copies_clause(n),
+            // The finding's own words are RoCE's.
+            TransportId::Roce => String::new(),
+        })
+        .collect()
 }
