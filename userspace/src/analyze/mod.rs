@@ -41,7 +41,7 @@
 //!    modules that own the data build them; `sums`: the rows of every
 //!    flow when retired flows' rows went to the output already; `uet`: a
 //!    UET PDC direction's flow row (`Pdc::flow_row`), as `flows` makes a
-//!    QP's;
+//!    QP's, and UET's totals;
 //! 3. per-record trackers that name no `Flow` (they are given the values
 //!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
 //!    `rewind`: rewinds and timeout rewinds; `sequence`: what request
