@@ -12,7 +12,7 @@
 //! which no frame became a record fails ([`Outcome::failure`]).
 use std::path::{Path, PathBuf};
 
-use rocescope_common::wire::Recognition;
+use rocescope_common::wire::{Recognition, TransportId};
 use rocescope_common::{Kind, PacketRecord};
 
 use crate::analyze::{self, Analysis};
@@ -121,8 +121,15 @@ impl Outcome {
                 .decode
                 .note(self.frames_read)
                 .unwrap_or_else(|| format!("{} frames read", self.frames_read));
+            let transports: Vec<&str> = TransportId::ALL
+                .iter()
+                .map(|t| t.entry())
+                .filter(|t| t.walked)
+                .map(|t| t.label)
+                .collect();
             format!(
-                "no frame could be decoded as RoCE, UET, CNP, PFC or PAUSE ({why}); check the capture point, the --filter, or docs/inputs.md for what rocescope reads"
+                "no frame could be decoded as {}, CNP, PFC or PAUSE ({why}); check the capture point, the --filter, or docs/inputs.md for what rocescope reads",
+                transports.join(", ")
             )
         })
     }

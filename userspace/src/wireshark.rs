@@ -28,6 +28,50 @@ pub enum Selection {
     UetPdc(UetPdc),
 }
 
+/// `extract`: one finding or one flow.
+#[derive(clap::Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct ExtractWhat {
+    /// A finding's id, as `report` and summary.json name it (e.g. ghost-retransmissions).
+    #[arg(long, value_name = "ID")]
+    pub(crate) finding: Option<String>,
+    /// A flow_id, as in flows.parquet of the same captures.
+    #[arg(long, value_name = "N")]
+    pub(crate) flow: Option<u32>,
+    /// A UET PDC, both ways, at every tap: SRC,DST,SPDCID (its frames from SRC to DST with that
+    /// source PDC id, and those back to it), e.g. 10.0.0.1,10.0.0.2,13398.
+    #[arg(long, value_name = "SRC,DST,SPDCID", value_parser = UetPdc::parse)]
+    pub(crate) uet_pdc: Option<UetPdc>,
+}
+
+impl ExtractWhat {
+    /// The one selection given (clap requires exactly one).
+    pub(crate) fn selection(self) -> Selection {
+        match (self.finding, self.uet_pdc, self.flow) {
+            (Some(id), _, _) => Selection::Finding(id),
+            (None, Some(pdc), _) => Selection::UetPdc(pdc),
+            (None, None, n) => Selection::Flow(n.unwrap_or_default()),
+        }
+    }
+}
+
+impl Selection {
+    /// What was taken out, as `extract` says it: `flow 3`, `finding ID
+    /// (flows)`, `UET PDC 5 from 10.0.0.1 to 10.0.0.2`.
+    pub fn words(&self, flows: &str) -> String {
+        match self {
+            Selection::Flow(n) => format!("flow {n}"),
+            Selection::Finding(id) => format!("finding {id} ({flows})"),
+            Selection::UetPdc(pdc) => format!(
+                "UET PDC {} from {} to {}",
+                pdc.spdcid,
+                crate::addr::Ip(pdc.src_ip),
+                crate::addr::Ip(pdc.dst_ip)
+            ),
+        }
+    }
+}
+
 /// A UET PDC as `extract --uet-pdc` names it: the frames from `src_ip` to
 /// `dst_ip` of PDC id `spdcid` (the sending end's), and those back to it
 /// (docs/wireshark.md, "UET").

@@ -11,6 +11,7 @@ use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{
     IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary, TapSummary,
+    TransportTotals,
 };
 use super::taps::TapState;
 use super::{Analysis, Analyzer, Flow, Sink};
@@ -298,7 +299,9 @@ impl Analyzer {
             storm_ns: self.config.storm_ns,
             dscp_to_priority: self.config.dscp_to_priority.map(|m| m.to_vec()),
             totals: t,
-            uet: self.uet_totals(&pdcs),
+            transports: TransportTotals {
+                uet: self.uet_totals(&pdcs),
+            },
             ce_to_cnp,
             pfc: pfc_summary,
             taps: tap_rows,
@@ -356,13 +359,19 @@ impl Analyzer {
             qos: &self.qos,
             hops: &hop_rows,
             nics: &self.nics.rows_per_tap(),
-            uet: &self.uet_paths,
-            pdcs: self.pdcs.kept.iter().chain(&pdcs).collect(),
+            transports: findings::input::TransportInput {
+                uet: &self.uet_paths,
+                pdcs: self.pdcs.kept.iter().chain(&pdcs).collect(),
+            },
             census,
         });
         if !pdcs.is_empty() || !self.pdcs.kept.is_empty() {
             let mut evidence = std::mem::take(&mut self.pdcs.kept);
-            let requests = summary.uet.as_ref().map_or(0, |u| u.data_packets);
+            let requests = summary
+                .transports
+                .uet
+                .as_ref()
+                .map_or(0, |u| u.data_packets);
             evidence.extend(pdcs.iter().cloned());
             findings::uet::pdc::findings(&evidence, requests, &mut diagnoses);
             findings::uet::pdc::name_rows(&evidence, &mut diagnoses);
@@ -390,7 +399,10 @@ impl Analyzer {
             intervals.since(f, &mut row);
             row
         });
-        rows.extend(pdcs.iter().map(|p| intervals.pdc_row(p)));
+        rows.extend(
+            pdcs.iter()
+                .map(|p| intervals.row_since(p.id, p.goodput_bytes(), p.flow_row())),
+        );
         if evidence > 0 || self.retired.totals.flows > 0 || !pdcs.is_empty() {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }

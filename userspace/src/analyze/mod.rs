@@ -31,14 +31,17 @@
 //!    `hops/tally.rs`);
 //!    `livelock`: the same PSN resent over and over; `dcqcn`: how a
 //!    sender's rate answers its CNPs; `nics`: how fast each NIC reacts
-//!    (NAK and CNP generation, NAK reaction, timeouts);
+//!    (NAK and CNP generation, NAK reaction, timeouts); `totals`:
+//!    `summary.json`'s totals and per-tap, per-priority tallies;
 //! 2. `rows`: every output type — the flow key, the tables' rows,
 //!    `summary.json`, a worded `Finding`, the PFC trees, a finding's
 //!    Wireshark hand-off, the closed sets' enums (`Severity`, `Trigger`,
 //!    `PauseEnd`, `NodeKind`); `events`: an event and its typed `detail`
 //!    (`EventKind`, `EventDetail`, worded by `crate::render::events`); the
 //!    modules that own the data build them; `sums`: the rows of every
-//!    flow when retired flows' rows went to the output already;
+//!    flow when retired flows' rows went to the output already; `uet`: a
+//!    UET PDC direction's flow row (`Pdc::flow_row`), as `flows` makes a
+//!    QP's, and UET's totals;
 //! 3. per-record trackers that name no `Flow` (they are given the values
 //!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
 //!    `rewind`: rewinds and timeout rewinds; `sequence`: what request
@@ -106,8 +109,10 @@ pub mod telemetry;
 #[cfg(test)]
 pub(crate) mod tests;
 pub mod topology;
+mod totals;
 pub mod tree;
 mod trims;
+mod uet;
 
 use std::collections::BTreeMap;
 
@@ -135,7 +140,7 @@ pub(crate) use rows::iface_name;
 pub use rows::{
     Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin, MatchingSummary,
     NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity, Summary,
-    TapSummary, TimelineRow, Totals, Trigger, Verdict,
+    TapSummary, TimelineRow, Totals, TransportTotals, Trigger, Verdict,
 };
 pub use running::{Interim, PriorityPauses, Running, RunningTotals};
 pub use sums::{RowGroup, RowSums};
@@ -479,6 +484,23 @@ impl Analyzer {
                 let key = (rec.iface, rec.src_ip, rec.dst_ip, qp);
                 self.by_key.prefetch(&self.flows, &key, step);
             }
+        }
+    }
+
+    /// The totals of the transports beside RoCE, their live flows counted
+    /// (what `running` reads while records still come).
+    fn live_transport_totals(&self) -> TransportTotals {
+        TransportTotals {
+            uet: self.uet_totals(self.pdcs.live()),
+        }
+    }
+
+    /// What the findings read of the transports beside RoCE, their live
+    /// flows after the retired ones kept as evidence.
+    fn live_transport_input(&self) -> findings::input::TransportInput<'_> {
+        findings::input::TransportInput {
+            uet: &self.uet_paths,
+            pdcs: self.pdcs.kept.iter().chain(self.pdcs.live()).collect(),
         }
     }
 }

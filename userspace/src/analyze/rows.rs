@@ -3,9 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use rocescope_common::Kind;
+use rocescope_common::wire::TransportId;
 use serde::Serialize;
 
-use super::{dups, gaps, rto};
+use super::rto;
+use super::totals::is_zero;
+
+pub use super::totals::{MatchingSummary, PfcSummary, Reaction, TapSummary, Totals};
 
 pub use super::gaps::GapClass;
 pub use super::livelock::Trigger;
@@ -213,6 +218,22 @@ pub struct FlowRow {
     pub uet: Option<Box<crate::transport::uet::PdcValues>>,
 }
 
+impl FlowRow {
+    /// Its transport's own counts less `base`'s (an interim row's; the
+    /// interim rows take the shared counts off themselves).
+    pub(in crate::analyze) fn subtract_transport(&mut self, base: &FlowRow) {
+        if let (Some(u), Some(b)) = (&mut self.uet, &base.uet) {
+            u.subtract(b);
+        }
+    }
+
+    /// What names the flow's end when its transport's part does (a UET PDC
+    /// direction: `PDC 256`); `None` on a QP's row, which its QP names.
+    pub fn transport_end(&self) -> Option<String> {
+        self.uet.as_deref().map(|u| u.end())
+    }
+}
+
 /// Records seen, per kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FrameCounts {
@@ -235,10 +256,28 @@ pub struct FrameCounts {
 }
 
 impl FrameCounts {
+    /// The records of every kind counted (all but `other`), each with its
+    /// kind: the live metrics' `kind` label is [`Kind::as_str`].
+    pub fn by_kind(&self) -> [(Kind, u64); 6] {
+        [
+            (Kind::Roce, self.roce),
+            (Kind::Cnp, self.cnp),
+            (Kind::Uet, self.uet),
+            (Kind::Pfc, self.pfc),
+            (Kind::Pause, self.pause),
+            (Kind::Malformed, self.malformed),
+        ]
+    }
+
     /// Records of transports other than RoCE: what RoCE-only wording must
     /// not claim as RoCE's.
     pub fn beyond_roce(&self) -> u64 {
-        self.uet
+        self.beyond_roce_by_transport().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Those records per transport, in the registry's order.
+    pub fn beyond_roce_by_transport(&self) -> [(TransportId, u64); 1] {
+        [(TransportId::Uet, self.uet)]
     }
 
     /// Adds another analyzer's counts (`shard`); `pauses`: whether its PFC
@@ -287,78 +326,6 @@ pub struct Retirement {
     /// the findings' evidence among them is in the reports.
     #[serde(skip_serializing_if = "is_zero")]
     pub rows_streamed_at_end: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// Sums over all flows.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Totals {
-    pub flows: u64,
-    /// Flows with sequence-analysed request packets.
-    pub request_flows: u64,
-    /// Flows with response packets.
-    pub response_flows: u64,
-    /// Request flows with a known partner.
-    pub paired_flows: u64,
-    pub packets: u64,
-    pub bytes: u64,
-    pub data_packets: u64,
-    pub payload_bytes: u64,
-    pub retrans_packets: u64,
-    pub retrans_rate: f64,
-    pub rewinds: u64,
-    pub rewinds_nak: u64,
-    pub rewinds_rnr: u64,
-    pub rewinds_timeout: u64,
-    pub spurious_retrans: u64,
-    pub gaps: u64,
-    pub acks: u64,
-    pub naks: u64,
-    pub rnr_naks: u64,
-    pub ce: u64,
-    /// CNPs attributed to a flow.
-    pub cnps: u64,
-    /// CNPs no request flow could be found for.
-    pub cnps_unattributed: u64,
-    pub pfc_intervals: u64,
-    pub pfc_storms: u64,
-    pub rewinds_timeout_ghost: u64,
-    /// Missing PSNs by resolution.
-    pub gaps_resolved: gaps::GapCounts,
-    pub icrc_errors: u64,
-    pub mirror_copies: u64,
-    /// Frames a switch trimmed (absent when none, as in a run without).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub trimmed: u64,
-}
-
-/// CE → CNP reaction time over all flows.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Reaction {
-    pub samples: u64,
-    pub min_us: f64,
-    pub mean_us: f64,
-    pub max_us: f64,
-}
-
-/// One `(iface, priority)` of `summary.json`'s `pfc`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PfcSummary {
-    /// The interface's index (names in `Summary::ifaces`).
-    #[serde(rename = "iface_index")]
-    pub iface: u16,
-    /// The interface's name, as in the tables' `iface` columns.
-    #[serde(rename = "iface")]
-    pub iface_name: String,
-    pub priority: u8,
-    pub frames: u64,
-    pub xon_frames: u64,
-    pub paused_ns: u64,
-    pub fraction: f64,
-    pub storms: u64,
 }
 
 /// One diagnosis.
@@ -414,10 +381,9 @@ pub struct Summary {
     /// the default `DSCP >> 3`. Notebooks derive a flow's priority with it.
     pub dscp_to_priority: Option<Vec<u8>>,
     pub totals: Totals,
-    /// UET's totals over its PDC directions (docs/tables.md, "summary.json");
-    /// absent without a UET record.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub uet: Option<crate::transport::uet::UetTotals>,
+    /// The totals of the transports beside RoCE, each its own key.
+    #[serde(flatten)]
+    pub transports: TransportTotals,
     pub ce_to_cnp: Option<Reaction>,
     pub pfc: Vec<PfcSummary>,
     /// Per tap (interface): what the capture itself did.
@@ -507,55 +473,22 @@ pub struct PauseTree {
     pub nodes: Vec<PauseNode>,
 }
 
-/// `summary.json`'s `matching`: how the cross-tap matching went.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct MatchingSummary {
-    pub window_ns: u64,
-    /// Frames more than a window out of time order: not matched.
-    pub late_frames: u64,
-    /// Most frame keys held at once (the window's memory).
-    pub peak_keys: usize,
-    /// Rows of `hops.parquet`.
-    pub hops: usize,
-}
-
-/// One tap (capture interface) of `summary.json`'s `taps`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TapSummary {
-    #[serde(rename = "iface_index")]
-    pub iface: u16,
-    #[serde(rename = "iface")]
-    pub iface_name: String,
-    /// Its records: 0 for an interface its capture declared that recorded
-    /// nothing (or nothing rocescope reads).
-    pub records: u64,
-    /// First and last record; null without any.
-    pub first_ts_ns: Option<u64>,
-    pub last_ts_ns: Option<u64>,
-    /// The speed PFC quanta were timed at on this tap.
-    pub link_speed_bps: u64,
-    /// Mirror copies this tap recorded.
-    pub duplicates: u64,
-    pub duplicate_gaps: Option<dups::TapDuplicates>,
-    /// Missing PSNs the responder acknowledged: frames the tap missed.
-    pub capture_lost: u64,
-    /// RoCE frames with an ICRC checked, and of them failing.
-    pub icrc_checked: u64,
-    pub icrc_failed: u64,
-    /// RoCE frames a switch trimmed (absent when none): not in
-    /// `icrc_failed`.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub trimmed: u64,
-    /// Every RoCE frame came from UDP port 4791 and failed its ICRC: a NIC's
-    /// RDMA sniffer rewrote the headers (ICRC results are unknown here).
-    pub sniffer: bool,
-    /// The capture's own counters (pcapng Interface Statistics Block):
-    /// frames dropped by the interface and by the capture host.
-    pub isb_ifdrop: Option<u64>,
-    pub isb_osdrop: Option<u64>,
+/// `summary.json`'s totals of the transports beside RoCE, one key each
+/// (docs/tables.md, "summary.json").
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TransportTotals {
+    /// UET's totals over its PDC directions; absent without a UET record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uet: Option<crate::transport::uet::UetTotals>,
 }
 
 impl Summary {
+    /// Whether a transport other than RoCE has totals of its own beside
+    /// RoCE's: RoCE-only wording then says it is RoCE's.
+    pub fn beyond_roce(&self) -> bool {
+        self.transports.uet.is_some()
+    }
+
     /// The interface's name, or `if<N>`.
     pub fn iface_name(&self, iface: u16) -> String {
         iface_name(&self.ifaces, iface)

@@ -170,7 +170,7 @@ impl Analyzer {
             storm_ns,
             dscp_to_priority: self.config.dscp_to_priority.map(|m| m.to_vec()),
             totals: self.summed_totals(),
-            uet: self.uet_totals(self.pdcs.live()),
+            transports: self.live_transport_totals(),
             ce_to_cnp: None,
             pfc: pfc_summary,
             taps: Vec::new(),
@@ -193,8 +193,7 @@ impl Analyzer {
             qos: &self.qos,
             hops: &[],
             nics: &self.nics.rows_per_tap(),
-            uet: &self.uet_paths,
-            pdcs: self.pdcs.kept.iter().chain(self.pdcs.live()).collect(),
+            transports: self.live_transport_input(),
             census: findings::input::Census::of(&self.flows),
         });
         // The switch queues congested in the window (their aggregates run
@@ -250,19 +249,5 @@ impl Analyzer {
         }
         t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
         t
-    }
-
-    /// UET's totals (`summary.json`'s `uet`): the retired PDC directions'
-    /// sums and `live`'s; none without a UET record, so a RoCE run's
-    /// summary reads as before.
-    pub(super) fn uet_totals<'a>(
-        &self,
-        live: impl IntoIterator<Item = &'a crate::transport::uet::Pdc>,
-    ) -> Option<crate::transport::uet::UetTotals> {
-        (self.frames.uet > 0).then(|| {
-            let mut t = self.pdcs.retired.with(live);
-            t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
-            t
-        })
     }
 }

@@ -15,22 +15,6 @@ use super::print::{
     terminal_width,
 };
 
-/// `extract`: one finding or one flow.
-#[derive(Args)]
-#[group(required = true, multiple = false)]
-pub(crate) struct ExtractWhat {
-    /// A finding's id, as `report` and summary.json name it (e.g. ghost-retransmissions).
-    #[arg(long, value_name = "ID")]
-    pub(crate) finding: Option<String>,
-    /// A flow_id, as in flows.parquet of the same captures.
-    #[arg(long, value_name = "N")]
-    pub(crate) flow: Option<u32>,
-    /// A UET PDC, both ways, at every tap: SRC,DST,SPDCID (its frames from SRC to DST with that
-    /// source PDC id, and those back to it), e.g. 10.0.0.1,10.0.0.2,13398.
-    #[arg(long, value_name = "SRC,DST,SPDCID", value_parser = crate::wireshark::UetPdc::parse)]
-    pub(crate) uet_pdc: Option<crate::wireshark::UetPdc>,
-}
-
 #[derive(Args)]
 pub(crate) struct DiffArgs {
     /// The run before the fix: a capture, or a directory written by `analyze --out`.
@@ -150,14 +134,13 @@ pub(crate) fn report(
 }
 
 /// `extract`: one finding's or flow's frames to a pcapng.
-pub(crate) fn extract(input: Input, select: ExtractWhat, out: PathBuf) -> Result<ExitCode> {
-    use crate::wireshark::{self, Selection};
-    // clap requires exactly one of the three.
-    let what = match (select.finding, select.uet_pdc, select.flow) {
-        (Some(id), _, _) => Selection::Finding(id),
-        (None, Some(pdc), _) => Selection::UetPdc(pdc),
-        (None, None, n) => Selection::Flow(n.unwrap_or_default()),
-    };
+pub(crate) fn extract(
+    input: Input,
+    select: crate::wireshark::ExtractWhat,
+    out: PathBuf,
+) -> Result<ExitCode> {
+    use crate::wireshark;
+    let what = select.selection();
     let mut opts = input.options()?;
     opts.source_yields = false;
     let x = wireshark::extract(&input.captures, &opts, &what, &out)?;
@@ -165,18 +148,7 @@ pub(crate) fn extract(input: Input, select: ExtractWhat, out: PathBuf) -> Result
         1 => format!("1 {one}"),
         n => format!("{n} {many}"),
     };
-    let of = match &what {
-        Selection::Flow(n) => format!("flow {n}"),
-        Selection::Finding(id) => {
-            format!("finding {id} ({})", count(x.flows.len(), "flow", "flows"))
-        }
-        Selection::UetPdc(pdc) => format!(
-            "UET PDC {} from {} to {}",
-            pdc.spdcid,
-            crate::addr::Ip(pdc.src_ip),
-            crate::addr::Ip(pdc.dst_ip)
-        ),
-    };
+    let of = what.words(&count(x.flows.len(), "flow", "flows"));
     outln!(
         "{}: {} of {of} from {} ({})",
         out.display(),

@@ -22,8 +22,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::Result;
+use crate::wireshark::ExtractWhat;
 use args::{DatasetArgs, Input};
-use commands::{DiffArgs, ExtractWhat};
+use commands::DiffArgs;
 use counters::CountersCommand;
 use synth::SynthArgs;
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use rocescope_common::wire::TransportId;
 
 use super::print::outln;
 use crate::units::{self};
@@ -110,17 +111,9 @@ pub(crate) enum ErspanGranularity {
     Ieee1588,
 }
 
-/// A run's truth, written as the transport's own struct.
-#[derive(serde::Serialize)]
-#[serde(untagged)]
-enum AnyTruth {
-    Roce(Box<crate::synth::model::Truth>),
-    Uet(Box<crate::synth::model::uet::truth::UetTruth>),
-}
-
 pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
     use crate::synth::ErspanVersion;
-    use crate::synth::model::{self, SCENARIOS, Truth, bridge};
+    use crate::synth::model::{self, SCENARIOS, bridge};
 
     let mut cfg = model::preset(&a.scenario).ok_or_else(|| {
         Error::Usage(format!(
@@ -208,18 +201,17 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
         taps: (!a.tap.is_empty()).then(|| a.tap.clone()),
         sniffer: a.sniffer,
     };
-    if run.uet.is_some() && (a.sniffer.is_some() || a.telemetry.is_some() || a.counters.is_some()) {
+    let transport = run.transport();
+    if transport != TransportId::Roce
+        && (a.sniffer.is_some() || a.telemetry.is_some() || a.counters.is_some())
+    {
         return Err(Error::Usage(format!(
-            "synth {}: --sniffer, --telemetry and --counters are RoCE's (a UET scenario has none)",
-            a.scenario
+            "synth {}: --sniffer, --telemetry and --counters are RoCE's (a {} scenario has none)",
+            a.scenario,
+            transport.entry().label
         )));
     }
-    let truth = match run.uet.as_deref() {
-        Some(log) => AnyTruth::Uet(Box::new(model::uet::truth::UetTruth::of_capture(
-            &run, log, &opts,
-        ))),
-        None => AnyTruth::Roce(Box::new(Truth::of_capture(&run, &opts))),
-    };
+    let truth = model::AnyTruth::of_capture(&run, &opts);
     let frames = bridge::write_capture(&run, &a.out, &opts)?;
     let truth_path = a.truth.unwrap_or_else(|| {
         let stem = a
@@ -239,11 +231,8 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
             crate::tables::write_text(path, &text)?;
         }
     }
-    let capture = match &truth {
-        AnyTruth::Roce(t) => &t.capture,
-        AnyTruth::Uet(t) => &t.capture,
-    };
-    let written: Vec<&str> = capture
+    let written: Vec<&str> = truth
+        .capture()
         .taps
         .iter()
         .map(|&t| run.taps[t].name.as_str())

@@ -25,7 +25,7 @@ use crate::addr::Mac;
 use crate::analyze::{self, Analysis, Config, EventKind, FlowRow, TimelineRow, Verdict};
 use crate::output::{Output, RunFacts};
 use crate::render::{self, fmt_utc};
-use crate::render::{fmt_count, fmt_duration, fmt_flow_end, fmt_ip};
+use crate::render::{fmt_count, fmt_duration, fmt_ip};
 
 mod counters;
 mod nics;
@@ -124,19 +124,19 @@ impl HtmlReport {
             esc(&fmt_utc(t1)),
             esc(&fmt_duration(s.duration_ns)),
             esc(&render::frames_line(facts.frames_read, &s.frames)),
-            // The totals are RoCE's: said so when UET's are beside them.
+            // The totals are RoCE's: said so when another transport's are
+            // beside them.
             fmt_count(
                 s.totals.flows,
-                if s.uet.is_some() { "RoCE flow" } else { "flow" }
+                if s.beyond_roce() { "RoCE flow" } else { "flow" }
             ),
             s.link_speed_bps as f64 / 1e9,
         );
-        // UET's totals and ECN, as the terminal report's Capture section
-        // says them (docs/report.md).
-        if let Some(u) = &s.uet {
-            for line in [render::report::uet_line(u), render::report::uet_ecn_line(u)] {
-                let _ = writeln!(h, "<p class=facts>{}</p>", esc(&line));
-            }
+        // The other transports' totals and ECN, as the terminal report's
+        // Capture section says them (docs/report.md).
+        let lines = render::transports::totals_lines(s);
+        for line in lines.iter().chain(&render::transports::ecn_lines(s)) {
+            let _ = writeln!(h, "<p class=facts>{}</p>", esc(line));
         }
         if let Some(stop) = &facts.stopped_by {
             let _ = writeln!(
@@ -273,7 +273,7 @@ impl HtmlReport {
         let transport_of = crate::tables::analysis::flow_transport;
         let roce = rocescope_common::wire::TransportId::Roce.entry().name;
         let show_transport =
-            s.frames.uet > 0 || analysis.flows.iter().any(|f| transport_of(f) != roce);
+            s.frames.beyond_roce() > 0 || analysis.flows.iter().any(|f| transport_of(f) != roce);
         h.push_str("<div class=scroll id=flow-table><table class=flows><thead><tr><th>id</th>");
         if show_transport {
             h.push_str("<th>transport</th>");
@@ -299,11 +299,9 @@ impl HtmlReport {
                 esc(&s.iface_name(f.iface)),
                 fmt_ip(&f.src_ip),
                 fmt_ip(&f.dst_ip),
-                // The column is a QP's number; a PDC direction says it is one.
-                match f.uet {
-                    Some(_) => fmt_flow_end(f),
-                    None => f.dest_qp.to_string(),
-                },
+                // The column is a QP's number; another transport's flow names
+                // its own end (a PDC direction's `PDC 256`).
+                f.transport_end().unwrap_or_else(|| f.dest_qp.to_string()),
                 f.paired_qp.map(|q| q.to_string()).unwrap_or_default(),
                 self.priority(f).map(|p| p.to_string()).unwrap_or_default(),
                 f.packets,

@@ -65,10 +65,8 @@ pub fn fmt_ip(a: &[u8; 16]) -> String {
 /// What names a flow between its two addresses: a QP's destination QP
 /// (`QP 17`), a UET PDC direction's sending PDC id (`PDC 256`).
 pub fn fmt_flow_end(r: &FlowRow) -> String {
-    match r.uet.as_deref() {
-        Some(u) => format!("PDC {}", u.spdcid),
-        None => format!("QP {}", r.dest_qp),
-    }
+    r.transport_end()
+        .unwrap_or_else(|| format!("QP {}", r.dest_qp))
 }
 
 /// A time since the capture's first frame, to the microsecond:

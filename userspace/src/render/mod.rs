@@ -9,6 +9,8 @@
 //! * `facts`: a capture fact's sentence;
 //! * `findings`: a diagnosis' title, detail, advice and `params`;
 //! * [`report`]: the terminal report and `report --json`;
+//! * `transports`: the lines of the transports beside RoCE (their totals
+//!   and ECN) in the report and the HTML page;
 //! * [`nics`]: the NIC reaction latencies' cells, lines and JSON;
 //! * [`wireshark`]: display filters and Decode As hints (docs/wireshark.md);
 //! * `events`: an event's `detail` (`events.parquet`), the `Display` of
@@ -24,6 +26,7 @@ mod findings;
 pub mod fmt;
 pub mod nics;
 pub mod report;
+pub(crate) mod transports;
 pub mod wireshark;
 
 use crate::analyze::Analysis;

@@ -10,6 +10,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::date::fmt_utc;
+use super::transports;
 use crate::analyze::{Analysis, Finding, FlowRow, FrameCounts};
 use crate::render::{fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct, fmt_pfc};
 use crate::render::{fmt_delay, fmt_flow_end, fmt_ns};
@@ -55,64 +56,19 @@ pub fn impact_words(f: &Finding) -> String {
     format!("impact {}", fmt_pct(f.impact))
 }
 
-/// UET's totals (`summary.json`'s `uet`) the way the RoCE line reads: PDC
-/// directions, requests and resends, NACKs by what their code says (the
-/// groups of the `uet_nacks_*` columns, only those that came), and what
-/// the ACKs covered.
-pub(crate) fn uet_line(u: &crate::transport::uet::UetTotals) -> String {
-    let groups = [
-        (u.nacks_trimmed, "trimmed"),
-        (u.nacks_no_pdc, "no PDC"),
-        (u.nacks_no_pkt_buffer, "no packet buffer"),
-        (u.nacks_psn_oor_window, "PSN out of window"),
-        (u.nacks_no_resource, "other resource short"),
-        (u.nacks_other, "other code"),
-    ];
-    let by: Vec<String> = groups
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!("{n} {what}"))
-        .collect();
-    let nacks = if by.is_empty() {
-        fmt_count(u.nacks, "NACK")
-    } else {
-        format!("{} ({})", fmt_count(u.nacks, "NACK"), by.join(", "))
-    };
-    format!(
-        "UET: {} ({} sending); {}, {} retransmitted ({}), {} spurious; {nacks}; {} delivered, {} SACKed",
-        fmt_count(u.pdc_directions, "PDC direction"),
-        u.request_directions,
-        fmt_count(u.data_packets, "data packet"),
-        u.retrans_packets,
-        fmt_pct(u.retrans_rate),
-        u.spurious_retrans,
-        u.delivered,
-        u.sacked,
-    )
-}
-
-/// UET's ECN: no CNPs, the mark comes back in the ACKs' M flag
-/// (docs/report.md, "Capture").
-pub(crate) fn uet_ecn_line(u: &crate::transport::uet::UetTotals) -> String {
-    format!(
-        "UET ECN: {}; {} of {} echoed a mark (M flag)",
-        fmt_count(u.ce, "CE-marked request"),
-        u.acks_ecn,
-        fmt_count(u.acks, "ACK")
-    )
-}
-
 /// The frame counts every command prints the same way: what was read, what
 /// was decoded into records (by kind) and what was neither.
 pub fn frames_line(frames_read: u64, f: &FrameCounts) -> String {
-    // UET is named only when there was some: RoCE captures read as before.
-    let uet = if f.uet > 0 {
-        format!(", {} UET", f.uet)
-    } else {
-        String::new()
-    };
+    // Another transport is named only when it had frames: RoCE captures
+    // read as before.
+    let others: String = f
+        .beyond_roce_by_transport()
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(t, n)| format!(", {n} {}", t.entry().label))
+        .collect();
     format!(
-        "{} read: {} decoded ({} RoCE{uet}, {} CNP, {} PFC, {} 802.3x PAUSE, {} malformed), {} other",
+        "{} read: {} decoded ({} RoCE{others}, {} CNP, {} PFC, {} 802.3x PAUSE, {} malformed), {} other",
         fmt_count(frames_read, "frame"),
         f.total,
         f.roce,
@@ -219,16 +175,18 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
     }
     p.para("  ", "    ", &frames_line(frames_read, &s.frames));
     // RoCE's flow and ECN lines (its totals) are left out of a capture of
-    // UET alone: zeros there would read as RoCE traffic that did nothing.
-    let roce = s.frames.uet == 0 || s.frames.roce > 0 || s.frames.cnp > 0;
+    // other transports alone: zeros there would read as RoCE traffic that
+    // did nothing.
+    let roce = s.frames.beyond_roce() == 0 || s.frames.roce > 0 || s.frames.cnp > 0;
     if roce {
         p.para(
         "  ",
         "    ",
         &format!(
             "{}{} ({} request, {} paired); {}, {} retransmitted ({}); {} ({} NAK, {} RNR, {} timeout), {} spurious, {}",
-            // The totals are RoCE's: said so when UET's are beside them.
-            if s.frames.uet > 0 { "RoCE: " } else { "" },
+            // The totals are RoCE's: said so when another transport's
+            // frames are beside them.
+            if s.frames.beyond_roce() > 0 { "RoCE: " } else { "" },
             fmt_count(t.flows, "flow"),
             t.request_flows,
             t.paired_flows,
@@ -244,8 +202,8 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
         ),
     );
     }
-    if let Some(u) = &s.uet {
-        p.para("  ", "    ", &uet_line(u));
+    for line in transports::totals_lines(s) {
+        p.para("  ", "    ", &line);
     }
     let g = &t.gaps_resolved;
     if t.gaps > 0 || s.frames.mirror_copies > 0 {
@@ -254,7 +212,7 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
             "    ",
             &format!(
                 "{}issing PSNs: {} late (reordered), {} lost before the tap, {} NAKed, {} missed by the capture, {} unresolved; {} left out",
-                if s.uet.is_some() { "RoCE's m" } else { "M" },
+                if s.beyond_roce() { "RoCE's m" } else { "M" },
                 g.late,
                 g.lost_before_tap,
                 g.nak_lost,
@@ -283,8 +241,8 @@ pub fn render_text(a: &Analysis, frames_read: u64, width: Option<usize>) -> Stri
     if roce {
         p.para("  ", "    ", &ecn);
     }
-    if let Some(u) = &s.uet {
-        p.para("  ", "    ", &uet_ecn_line(u));
+    for line in transports::ecn_lines(s) {
+        p.para("  ", "    ", &line);
     }
     for pfc in &s.pfc {
         p.para(

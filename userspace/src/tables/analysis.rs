@@ -16,9 +16,10 @@ use arrow_array::ArrayRef;
 
 use super::format::{AppendValue, WithRows, micros};
 use super::{ColumnEncoding, Columns};
+use crate::Result;
 use crate::addr::{Ip, Mac};
 use crate::analyze::hops::HopRow;
-use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow, Trigger};
+use crate::analyze::{Analysis, Event, FlowRow, PfcInterval, TimelineRow, Trigger};
 use crate::analyze::{Latency, NicRow};
 use crate::columns;
 use crate::transport::uet;
@@ -332,4 +333,34 @@ columns! {
         late_max_us: Float64Builder = |n| Some(n.row.counts.late_max_ns as f64 / 1e3),
         late_mean_us: Float64Builder = |n| Some(n.row.counts.mean_late_ns() / 1e3),
     }
+}
+
+/// The tables transports add beside the shared ones, each written at the
+/// end of the run as `<name>.parquet` (or the dataset's `<name>/`): one
+/// entry per table, and its line in [`transport_tables`].
+pub const TRANSPORT_TABLES: [&str; 1] = [UET_PATHS];
+const UET_PATHS: &str = "uet_paths";
+
+/// What writes a table of [`TRANSPORT_TABLES`]: the output directory's
+/// `TableSet` or the dataset, each its own way.
+pub(crate) trait TableWriter {
+    /// Table `name`'s rows, each with the time that partitions it.
+    fn table<'a, C: Columns>(
+        &mut self,
+        name: &'static str,
+        rows: impl Iterator<Item = (u64, C::Row<'a>)>,
+    ) -> Result<()>;
+}
+
+/// Writes every table of [`TRANSPORT_TABLES`] from `analysis`, in order.
+pub(crate) fn transport_tables(
+    w: &mut impl TableWriter,
+    analysis: &Analysis,
+    ifaces: &[String],
+) -> Result<()> {
+    let paths = analysis.uet_paths.iter();
+    w.table::<UetPathColumns>(
+        UET_PATHS,
+        paths.map(|row| (row.first_ts_ns, Named { row, ifaces })),
+    )
 }

@@ -51,8 +51,8 @@ use std::path::{Path, PathBuf};
 use rocescope_common::PacketRecord;
 
 use super::analysis::{
-    EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TimelineColumns,
-    UetPathColumns,
+    EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TableWriter,
+    TimelineColumns, transport_tables,
 };
 use super::findings::FindingColumns;
 use super::iface_name;
@@ -319,6 +319,28 @@ struct Partitioned<C: Columns> {
     rows: u64,
 }
 
+/// A transport's table as the dataset's partitions: the files it wrote go
+/// to `files`.
+struct Partitions<'c> {
+    ctx: &'c mut Ctx,
+    files: &'c mut Vec<PathBuf>,
+}
+
+impl TableWriter for Partitions<'_> {
+    fn table<'a, C: Columns>(
+        &mut self,
+        name: &'static str,
+        rows: impl Iterator<Item = (u64, C::Row<'a>)>,
+    ) -> Result<()> {
+        let mut table = Partitioned::<C>::new(name);
+        for (ts_ns, row) in rows {
+            table.push(self.ctx, ts_ns, &row)?;
+        }
+        self.files.extend(table.close(self.ctx)?);
+        Ok(())
+    }
+}
+
 impl<C: Columns> Partitioned<C> {
     fn new(table: &'static str) -> Self {
         Self {
@@ -576,10 +598,6 @@ impl DatasetWriter {
         for row in &analysis.nics {
             nics.push(ctx, run_start, row)?;
         }
-        let mut uet_paths = Partitioned::<UetPathColumns>::new("uet_paths");
-        for row in &analysis.uet_paths {
-            uet_paths.push(ctx, row.first_ts_ns, &Named { row, ifaces })?;
-        }
         // A table left out gets no file, not even an empty one.
         let left_out = |t| self.leave_out.contains(&t);
         let mut files = Vec::new();
@@ -592,7 +610,11 @@ impl DatasetWriter {
         files.extend(self.telemetry.close(ctx)?);
         files.extend(hops.close(ctx)?);
         files.extend(nics.close(ctx)?);
-        files.extend(uet_paths.close(ctx)?);
+        let mut tables = Partitions {
+            ctx: &mut *ctx,
+            files: &mut files,
+        };
+        transport_tables(&mut tables, analysis, ifaces)?;
         if !left_out(StreamedTable::Events) {
             files.extend(self.events.close(ctx)?);
         }

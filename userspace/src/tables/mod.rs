@@ -49,8 +49,8 @@ pub mod telemetry;
 use crate::analyze::{self, Analysis, Verdict};
 use crate::output::{Output, RunFacts};
 use analysis::{
-    EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TimelineColumns,
-    UetPathColumns,
+    EventColumns, FlowColumns, HopColumns, Named, NicColumns, PfcColumns, TableWriter,
+    TimelineColumns, transport_tables,
 };
 use packets::{PacketColumns, PacketRow};
 use rocescope_common::PacketRecord;
@@ -155,8 +155,9 @@ macro_rules! columns {
     };
 }
 
-/// Every file a [`TableSet`] writes.
-pub const OUTPUT_FILES: [&str; 10] = [
+/// Every file a [`TableSet`] writes but the transports' own tables
+/// ([`analysis::TRANSPORT_TABLES`]; [`output_files`] has them all).
+const SHARED_FILES: [&str; 9] = [
     "packets.parquet",
     "flows.parquet",
     "events.parquet",
@@ -165,9 +166,17 @@ pub const OUTPUT_FILES: [&str; 10] = [
     "hops.parquet",
     "nics.parquet",
     "telemetry.parquet",
-    "uet_paths.parquet",
     "summary.json",
 ];
+
+/// Every file a [`TableSet`] writes.
+pub fn output_files() -> impl Iterator<Item = String> {
+    let tables = analysis::TRANSPORT_TABLES.iter();
+    SHARED_FILES
+        .iter()
+        .map(|f| f.to_string())
+        .chain(tables.map(|t| format!("{t}.parquet")))
+}
 
 /// The temporary name `name` is written under until it is complete.
 pub fn partial_name(name: &str) -> String {
@@ -560,8 +569,8 @@ impl TableSet {
     pub fn create_with_packets(dir: &Path, encoder_thread: bool, packets: bool) -> Result<Self> {
         // What a previous run left here (its tables, summary.json, partial
         // files of a killed run) goes first.
-        for name in OUTPUT_FILES {
-            for file in [dir.join(name), dir.join(partial_name(name))] {
+        for name in output_files() {
+            for file in [dir.join(&name), dir.join(partial_name(&name))] {
                 match std::fs::remove_file(&file) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -661,10 +670,7 @@ impl TableSet {
         for row in &analysis.nics {
             nics.push(row)?;
         }
-        let mut uet_paths = ParquetTable::<UetPathColumns>::create(&self.dir, "uet_paths.parquet")?;
-        for row in &analysis.uet_paths {
-            uet_paths.push(&Named { row, ifaces })?;
-        }
+        transport_tables(&mut OneFile(&self.dir), analysis, ifaces)?;
         // Its rows were written as they were joined.
         let telemetry = match self.telemetry {
             Some(t) => t,
@@ -675,7 +681,6 @@ impl TableSet {
         pfc.close()?;
         hops.close()?;
         nics.close()?;
-        uet_paths.close()?;
         if let Some(packets) = self.packets {
             packets.close()?;
         }
@@ -690,6 +695,23 @@ impl TableSet {
         if let Err(e) = r {
             self.failed.get_or_insert(e);
         }
+    }
+}
+
+/// A transport's table as a file of the output directory.
+struct OneFile<'a>(&'a Path);
+
+impl TableWriter for OneFile<'_> {
+    fn table<'a, C: Columns>(
+        &mut self,
+        name: &'static str,
+        rows: impl Iterator<Item = (u64, C::Row<'a>)>,
+    ) -> Result<()> {
+        let mut table = ParquetTable::<C>::create(self.0, &format!("{name}.parquet"))?;
+        for (_, row) in rows {
+            table.push(&row)?;
+        }
+        table.close().map(|_| ())
     }
 }
 

@@ -62,6 +62,9 @@ pub struct Transport {
     pub id: TransportId,
     /// Its name in options and messages.
     pub name: &'static str,
+    /// Its name in prose: the report's frame counts and the messages that
+    /// list what can be decoded.
+    pub label: &'static str,
     /// The UDP destination port it is recognised by unless configured
     /// otherwise (`None`: not carried over UDP).
     pub udp_port: Option<u16>,
@@ -84,6 +87,7 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
     Transport {
         id: TransportId::Roce,
         name: "roce",
+        label: "RoCE",
         // RoCEv2 (IBA Annex A17): the IANA port, destination only (the source
         // port is flow entropy).
         udp_port: Some(udp::ROCEV2_PORT),
@@ -97,6 +101,7 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
     Transport {
         id: TransportId::Uet,
         name: "uet",
+        label: "UET",
         // IANA's port for UET, destination only (the source port is the
         // entropy). Pre-standard code used 49150 and 5432: `--udp-port`.
         udp_port: Some(super::uet::UDP_PORT),

@@ -2,6 +2,8 @@
 //! reordering, corrupted and trimmed frames (`docs/analysis.md`, *Mirror
 //! duplicates*, *Gaps*, *ICRC*, *RoCE: trimmed frames*). Worded in `render/findings/capture.rs`.
 
+use rocescope_common::wire::TransportId;
+
 use crate::analyze::dups::TapDuplicates;
 use crate::analyze::{Flow, Severity};
 
@@ -33,8 +35,9 @@ pub struct MirrorCopies {
     pub by_tap: Vec<(u16, TapDuplicates)>,
     /// The longest gap from an original to its copy, over the taps.
     pub max_gap_ns: Option<u64>,
-    /// Of `copies`, those of UET PDC directions' frames.
-    pub uet_copies: u64,
+    /// Of `copies`, those of the transports beside RoCE: per transport
+    /// with any, in the order their flows came.
+    pub transport_copies: Vec<(TransportId, u64)>,
 }
 
 /// `reordering`'s evidence.
@@ -103,21 +106,21 @@ fn capture_loss(x: &Input) -> Option<Diagnosis> {
         .filter(|t| t.isb_ifdrop.unwrap_or(0) + t.isb_osdrop.unwrap_or(0) > 0)
         .map(|t| (t.iface, t.isb_ifdrop, t.isb_osdrop))
         .collect();
-    // UET's PDC directions, their gaps resolved alike (docs/analysis.md,
-    // "UET: PDCs").
-    let uet_lost: Vec<u32> = x
-        .pdcs
-        .iter()
-        .filter(|p| p.gap[3] > 0)
-        .map(|p| p.id)
+    // The other transports' flows, their gaps resolved alike (UET's:
+    // docs/analysis.md, "UET: PDCs").
+    let others_lost: Vec<u32> = x
+        .transports
+        .flows()
+        .filter(|f| f.capture_lost > 0)
+        .map(|f| f.id)
         .collect();
-    if lost.is_empty() && uet_lost.is_empty() && counted.is_empty() {
+    if lost.is_empty() && others_lost.is_empty() && counted.is_empty() {
         return None;
     }
     let n: u64 = lost
         .iter()
         .map(|f| f.sequence().gap_counts.capture_lost)
-        .chain(x.pdcs.iter().map(|p| p.gap[3]))
+        .chain(x.transports.flows().map(|f| f.capture_lost))
         .sum();
     let counted_drops: u64 = x
         .summary
@@ -131,11 +134,11 @@ fn capture_loss(x: &Input) -> Option<Diagnosis> {
         flows: lost
             .iter()
             .map(|f| f.id)
-            .chain(uet_lost.iter().copied())
+            .chain(others_lost.iter().copied())
             .collect(),
         evidence: Evidence::CaptureLoss(CaptureLoss {
             frames_missed: n,
-            flows: (lost.len() + uet_lost.len()) as u64,
+            flows: (lost.len() + others_lost.len()) as u64,
             by_tap: x
                 .summary
                 .taps
@@ -165,9 +168,21 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
         .flows_if(x.census.rare > 0)
         .filter(|f| f.rare().mirror_copies > 0)
         .map(|f| f.id)
-        .chain(x.pdcs.iter().filter(|p| p.mirror_copies > 0).map(|p| p.id))
+        .chain(
+            x.transports
+                .flows()
+                .filter(|f| f.mirror_copies > 0)
+                .map(|f| f.id),
+        )
         .collect();
     flows.sort_unstable();
+    let mut transport_copies: Vec<(TransportId, u64)> = Vec::new();
+    for f in x.transports.flows().filter(|f| f.mirror_copies > 0) {
+        match transport_copies.iter_mut().find(|(t, _)| *t == f.transport) {
+            Some((_, n)) => *n += f.mirror_copies,
+            None => transport_copies.push((f.transport, f.mirror_copies)),
+        }
+    }
     Some(Diagnosis {
         severity: Severity::Info,
         impact: share(copies, x.summary.frames.total),
@@ -176,7 +191,7 @@ fn mirror_copies(x: &Input) -> Option<Diagnosis> {
             copies,
             by_tap,
             max_gap_ns,
-            uet_copies: x.pdcs.iter().map(|p| p.mirror_copies).sum(),
+            transport_copies,
         }),
     })
 }

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use rocescope_common::proto::ib;
+use rocescope_common::wire::TransportId;
 
 use crate::analyze::flows::Retired;
 use crate::analyze::hash::FastMap;
@@ -70,13 +71,45 @@ pub(crate) struct Input<'a> {
     /// How fast each NIC reacts, per tap (interface index): `nics.parquet`'s
     /// rows before the taps are pooled.
     pub nics: &'a [(u16, crate::analyze::NicRow)],
+    /// What the transports beside RoCE hold.
+    pub transports: TransportInput<'a>,
+    /// What the live flows hold ([`Census::of`]).
+    pub census: Census,
+}
+
+/// What the findings read of the transports beside RoCE, one part each.
+pub struct TransportInput<'a> {
     /// UET's spraying and trimming (`crate::transport::uet::paths`).
     pub uet: &'a crate::transport::uet::paths::Paths,
     /// UET's PDC directions: the retired ones kept as evidence, then the
     /// live ones (what the capture-level findings count of UET).
     pub pdcs: Vec<&'a crate::transport::uet::Pdc>,
-    /// What the live flows hold ([`Census::of`]).
-    pub census: Census,
+}
+
+/// A flow of a transport beside RoCE as the capture-level findings count
+/// it (`capture-loss`, `mirror-duplicates`).
+#[derive(Clone, Copy, Debug)]
+pub struct OtherFlow {
+    pub transport: TransportId,
+    /// Its `flow_id`.
+    pub id: u32,
+    /// Missing PSNs the receiver acknowledged: frames the tap missed.
+    pub capture_lost: u64,
+    /// Its frames the mirror copied (left out of every other count).
+    pub mirror_copies: u64,
+}
+
+impl TransportInput<'_> {
+    /// Every flow of the transports beside RoCE, each transport's in its
+    /// own order.
+    pub fn flows(&self) -> impl Iterator<Item = OtherFlow> + '_ {
+        self.pdcs.iter().map(|p| OtherFlow {
+            transport: TransportId::Uet,
+            id: p.id,
+            capture_lost: p.gap[3],
+            mirror_copies: p.mirror_copies,
+        })
+    }
 }
 
 /// What the live flows hold, counted in one walk before the findings: a

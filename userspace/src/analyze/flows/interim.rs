@@ -36,7 +36,7 @@ impl Intervals {
         self.since_of(f.id, f.goodput_bytes(), row);
     }
 
-    /// [`Self::since`] for flow `id` (a QP's or a UET PDC direction's) with
+    /// [`Self::since`] for flow `id` (a QP's or another transport's) with
     /// `goodput_bytes` over its life.
     pub(crate) fn since_of(&self, id: u32, goodput_bytes: u64, row: &mut FlowRow) {
         if let Some(iv) = self.0.get(&id) {
@@ -75,11 +75,11 @@ impl Intervals {
         );
     }
 
-    /// The row of UET PDC direction `p` since its last interim row.
-    pub(crate) fn pdc_row(&self, p: &crate::transport::uet::Pdc) -> FlowRow {
-        let mut row = super::pdc_row(p);
-        self.since_of(p.id, p.goodput_bytes(), &mut row);
-        row
+    /// [`Self::since_of`] on `life`, flow `id`'s row over its life,
+    /// returned.
+    pub(crate) fn row_since(&self, id: u32, goodput_bytes: u64, mut life: FlowRow) -> FlowRow {
+        self.since_of(id, goodput_bytes, &mut life);
+        life
     }
 
     /// Flow `id` retired.
@@ -126,7 +126,5 @@ fn subtract(r: &mut FlowRow, base: &FlowRow) {
         base.dcqcn_cnps_without_reaction,
     );
     sub(&mut r.becn, base.becn);
-    if let (Some(u), Some(b)) = (&mut r.uet, &base.uet) {
-        u.subtract(b);
-    }
+    r.subtract_transport(base);
 }

@@ -24,7 +24,7 @@ pub(crate) use index::{FlowIndex, HostIndex, Prefetch};
 pub(crate) use kept::Retired;
 pub(crate) use retire::Expiry;
 pub(super) use retire::{CnpCount, cnps_for};
-pub(super) use row::{flow_row, pdc_row};
+pub(super) use row::flow_row;
 pub(crate) use table::FlowTable;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};

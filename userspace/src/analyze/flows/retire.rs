@@ -125,7 +125,7 @@ impl Analyzer {
         // UET's PDC directions, by the same rule.
         while let Some((boundary, p)) = self.pdcs.interval_due(now) {
             let (id, key, goodput) = (p.id, p.key, p.goodput_bytes());
-            let life = super::pdc_row(p);
+            let life = p.flow_row();
             if self
                 .interim_row(id, goodput, life, boundary, sink)
                 .is_some()
@@ -166,7 +166,8 @@ impl Analyzer {
             .pdcs
             .retire_idle(now, idle, |last| idle_past(last, idle, now))
         {
-            sink.flow(&self.expiry.intervals.pdc_row(&p));
+            let (id, goodput) = (p.id, p.goodput_bytes());
+            sink.flow(&self.expiry.intervals.row_since(id, goodput, p.flow_row()));
             self.expiry.intervals.forget(p.id);
         }
     }

@@ -1,53 +1,11 @@
-//! A flow's row of `flows.parquet` (docs/tables.md, "flows"): a QP
-//! flow's from its [`Flow`] and its trackers, a UET PDC direction's from
-//! the PDC tracker's own state.
+//! A QP flow's row of `flows.parquet` (docs/tables.md, "flows"), from its
+//! [`Flow`] and its trackers (a UET PDC direction's is `super::super::uet`'s).
 
 use rocescope_common::proto::ib::transport;
 
 use super::super::rows::{FlowRow, ratio};
 use super::super::rto;
 use super::Flow;
-
-/// The row of a UET PDC direction (docs/analysis.md, "UET: PDCs"):
-/// the neutral columns filled as a QP's are, the QP's own left at
-/// their defaults (null in the table: `tables::analysis`).
-pub(in crate::analyze) fn pdc_row(p: &crate::transport::uet::Pdc) -> FlowRow {
-    let goodput = p.goodput_bytes();
-    FlowRow {
-        flow_id: p.id,
-        iface: p.key.iface,
-        src_ip: p.key.src_ip,
-        dst_ip: p.key.dst_ip,
-        pcp: p.pcp,
-        dscp: Some(p.dscp),
-        first_ts_ns: p.first_ts,
-        last_ts_ns: p.last_ts,
-        packets: p.packets,
-        bytes: p.bytes,
-        data_packets: p.requests,
-        payload_bytes: p.payload_bytes,
-        retrans_packets: p.retransmissions,
-        retrans_rate: ratio(p.retransmissions, p.requests),
-        spurious_retrans: p.spurious,
-        gaps: p.gaps,
-        acks: p.acks,
-        naks: p.nacks,
-        ce: p.ce,
-        gbps: super::super::rows::gbps(p.bytes, p.first_ts, p.last_ts),
-        goodput_gbps: super::super::rows::gbps(goodput, p.first_ts, p.last_ts),
-        max_idle_us: p.max_idle_ns as f64 / 1000.0,
-        gap_late: p.gap[0],
-        gap_lost_before_tap: p.gap[1],
-        gap_nak_lost: p.gap[2],
-        gap_capture_lost: p.gap[3],
-        mirror_copies: p.mirror_copies,
-        gap_unresolved: p.gap[4],
-        late_max_us: p.late_max_ns.map(|n| n as f64 / 1000.0),
-        late_max_psns: p.late_max_psns,
-        uet: Some(Box::new(crate::transport::uet::PdcValues::of(p))),
-        ..FlowRow::default()
-    }
-}
 
 /// What of a flow's row is summed per group ([`crate::analyze::RowSums`],
 /// [`crate::analyze::RowGroup`]), the rest default: all a sink that keeps
@@ -129,7 +87,6 @@ pub(in crate::analyze) fn flow_row(f: &Flow) -> FlowRow {
         link: if f.ib_link() { "ib" } else { "roce" },
         becn: f.rare().becn,
         interim: false,
-        uet: None,
         ..summed_row(f)
     }
 }

@@ -305,7 +305,6 @@ fn gauge<N: EncodeGaugeValue>(n: N) -> ConstGauge<N> {
     ConstGauge::new(n)
 }
 
-const FRAME_KINDS: [&str; 6] = ["roce", "cnp", "uet", "pfc", "pause", "malformed"];
 const PRIORITIES: [&str; 8] = ["0", "1", "2", "3", "4", "5", "6", "7"];
 
 impl Collector for Metrics {
@@ -415,16 +414,14 @@ impl Collector for Metrics {
         )?;
 
         // The analysis so far: by kind, trigger, class.
-        let f = &r.frames;
-        let by_kind = [f.roce, f.cnp, f.uet, f.pfc, f.pause, f.malformed];
         family(
             e,
             "rocescope_frames",
             "Frames analysed, by kind (summary mode: the counted ones included)",
-            FRAME_KINDS
-                .iter()
-                .zip(by_kind)
-                .map(|(k, n)| (with("kind", k), counter(n))),
+            r.frames
+                .by_kind()
+                .into_iter()
+                .map(|(k, n)| (with("kind", k.as_str()), counter(n))),
         )?;
         family(
             e,

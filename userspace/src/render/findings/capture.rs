@@ -96,14 +96,7 @@ pub(super) fn mirror_copies(e: &MirrorCopies, n: &Names) -> Words {
             } else {
                 format!("{copies} frames were copies")
             },
-            if e.uet_copies > 0 {
-                format!(
-                    "; {} of UET PDCs: same addresses, PDC, PDS type, flags, PSN and every other header field",
-                    e.uet_copies
-                )
-            } else {
-                String::new()
-            },
+            crate::render::transports::copies_clauses(e),
             taps.join("; ")
         ),
         recommendation: "The mirror copies each frame twice, typically ingress and egress mirroring of the same traffic (or two mirrored ports on one path): mirror one direction of one port per tap. rocescope drops the copies, so the analysis stands.".into(),

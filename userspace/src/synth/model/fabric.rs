@@ -18,6 +18,7 @@ use super::spec::{
 };
 use super::switch::{Rng, ecmp_pick, ecn_mark_probability, trims};
 use crate::proto::ib::{self, aeth, op};
+use rocescope_common::wire::TransportId;
 use serde::Serialize;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -264,6 +265,16 @@ pub struct Run {
     /// A UET run's own record (`super::uet`); `None` for RoCE.
     #[serde(skip)]
     pub uet: Option<Box<crate::synth::uet::log::UetLog>>,
+}
+
+impl Run {
+    /// The transport the run's flows are (a scenario has one).
+    pub fn transport(&self) -> TransportId {
+        match self.uet {
+            Some(_) => TransportId::Uet,
+            None => TransportId::Roce,
+        }
+    }
 }
 
 /// One connection as configured, with what the model did on it.

@@ -82,6 +82,33 @@ pub fn run_scenario(
     Ok((run, truth))
 }
 
+/// A run's truth, written as its transport's own struct (`synth`'s
+/// `--truth`): RoCE's, or UET's (`uet::truth`).
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+pub enum AnyTruth {
+    Roce(Box<Truth>),
+    Uet(Box<uet::truth::UetTruth>),
+}
+
+impl AnyTruth {
+    /// The truth of `run`, its capture written with `opts`.
+    pub fn of_capture(run: &Run, opts: &bridge::CaptureOptions) -> AnyTruth {
+        match run.uet.as_deref() {
+            Some(log) => AnyTruth::Uet(Box::new(uet::truth::UetTruth::of_capture(run, log, opts))),
+            None => AnyTruth::Roce(Box::new(Truth::of_capture(run, opts))),
+        }
+    }
+
+    /// What the capture holds: its taps, what they recorded.
+    pub fn capture(&self) -> &truth::CaptureTruth {
+        match self {
+            AnyTruth::Roce(t) => &t.capture,
+            AnyTruth::Uet(t) => &t.capture,
+        }
+    }
+}
+
 /// For counters a run without what they count leaves out of its JSON (so
 /// such a run's truth reads as before they existed).
 fn is_zero(n: &u64) -> bool {

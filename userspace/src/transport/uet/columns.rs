@@ -65,6 +65,12 @@ impl PdcValues {
 }
 
 impl PdcValues {
+    /// What names the PDC direction between its two addresses, as a QP's
+    /// destination QP names a QP's flow: its sending PDC id (`PDC 256`).
+    pub fn end(&self) -> String {
+        format!("PDC {}", self.spdcid)
+    }
+
     /// The counts less `base`'s (an interim row's, docs/tables.md); ids and
     /// measurements stay these.
     pub fn subtract(&mut self, base: &PdcValues) {

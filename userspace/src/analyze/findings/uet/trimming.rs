@@ -79,6 +79,7 @@ impl TrimmedPdc {
 /// `uet-trimming`: any tap recorded a trimmed request or a trimmed NACK.
 pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let taps: Vec<(u16, TapTrims)> = x
+        .transports
         .uet
         .taps()
         .iter()
@@ -94,6 +95,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         (s + t.trimmed.max(t.trimmed_nacks), r + t.requests)
     });
     let mut pdcs: Vec<TrimmedPdc> = x
+        .transports
         .uet
         .signals()
         .iter()

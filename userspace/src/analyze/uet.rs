@@ -1,0 +1,67 @@
+//! UET's PDC directions as the analyzer's flows (docs/analysis.md, "UET:
+//! PDCs"): each one's row of `flows.parquet`, made the way a QP's is, so
+//! the shared code that writes, retires and splits rows takes both alike;
+//! and UET's totals over them (`summary.json`'s `uet`).
+
+use super::Analyzer;
+use super::rows::{FlowRow, gbps, ratio};
+use crate::transport::uet::{Pdc, PdcValues, UetTotals};
+
+impl Pdc {
+    /// The row of a UET PDC direction (docs/analysis.md, "UET: PDCs"):
+    /// the neutral columns filled as a QP's are, the QP's own left at
+    /// their defaults (null in the table: `tables::analysis`).
+    pub(in crate::analyze) fn flow_row(&self) -> FlowRow {
+        let goodput = self.goodput_bytes();
+        FlowRow {
+            flow_id: self.id,
+            iface: self.key.iface,
+            src_ip: self.key.src_ip,
+            dst_ip: self.key.dst_ip,
+            pcp: self.pcp,
+            dscp: Some(self.dscp),
+            first_ts_ns: self.first_ts,
+            last_ts_ns: self.last_ts,
+            packets: self.packets,
+            bytes: self.bytes,
+            data_packets: self.requests,
+            payload_bytes: self.payload_bytes,
+            retrans_packets: self.retransmissions,
+            retrans_rate: ratio(self.retransmissions, self.requests),
+            spurious_retrans: self.spurious,
+            gaps: self.gaps,
+            acks: self.acks,
+            naks: self.nacks,
+            ce: self.ce,
+            gbps: gbps(self.bytes, self.first_ts, self.last_ts),
+            goodput_gbps: gbps(goodput, self.first_ts, self.last_ts),
+            max_idle_us: self.max_idle_ns as f64 / 1000.0,
+            gap_late: self.gap[0],
+            gap_lost_before_tap: self.gap[1],
+            gap_nak_lost: self.gap[2],
+            gap_capture_lost: self.gap[3],
+            mirror_copies: self.mirror_copies,
+            gap_unresolved: self.gap[4],
+            late_max_us: self.late_max_ns.map(|n| n as f64 / 1000.0),
+            late_max_psns: self.late_max_psns,
+            uet: Some(Box::new(PdcValues::of(self))),
+            ..FlowRow::default()
+        }
+    }
+}
+
+impl Analyzer {
+    /// UET's totals (`summary.json`'s `uet`): the retired PDC directions'
+    /// sums and `live`'s; none without a UET record, so a RoCE run's
+    /// summary reads as before.
+    pub(super) fn uet_totals<'a>(
+        &self,
+        live: impl IntoIterator<Item = &'a Pdc>,
+    ) -> Option<UetTotals> {
+        (self.frames.uet > 0).then(|| {
+            let mut t = self.pdcs.retired.with(live);
+            t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
+            t
+        })
+    }
+}
