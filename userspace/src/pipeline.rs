@@ -820,6 +820,10 @@ fn analyze_batch(
     // (~100 bytes), or a whole hop row, on every record, none or not (the
     // hops' `next_if` was 4 % of the live analyzer thread; benchmarks.md).
     let (mut next, mut next_hop) = (0, 0);
+    // Each record's flow key hashed once, two records ahead, for its
+    // prefetch steps and its lookup (by position, in a ring of three).
+    let hash = |i: usize| records.get(i).and_then(|r| analyzer.key_hash(r));
+    let mut hashes = [hash(0), hash(1), None];
     for (i, rec) in records.iter().enumerate() {
         while let Some((at, iface, d)) = deltas.get(next)
             && *at <= i
@@ -833,8 +837,10 @@ fn analyze_batch(
             analyzer.telemetry(row, sink);
             next_hop += 1;
         }
-        analyzer.prefetch(records.get(i + 1..).unwrap_or_default());
-        verdict(analyzer.push(rec, sink));
+        let after_next = records.get(i + 2).and_then(|r| analyzer.key_hash(r));
+        hashes[(i + 2) % 3] = after_next;
+        analyzer.prefetch(hashes[(i + 1) % 3], after_next);
+        verdict(analyzer.push_hashed(rec, hashes[i % 3], sink));
     }
     for (_, iface, d) in deltas.get(next..).unwrap_or_default() {
         analyzer.apply_delta(*iface, d, sink);

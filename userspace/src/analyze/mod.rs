@@ -394,6 +394,17 @@ impl Analyzer {
 
     /// One record (kind != Other), in capture order.
     pub fn push(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
+        self.push_hashed(rec, None, sink)
+    }
+
+    /// [`Self::push`] with `rec`'s [`Self::key_hash`] if made already
+    /// (`None`: made here, if needed).
+    pub(crate) fn push_hashed(
+        &mut self,
+        rec: &PacketRecord,
+        hash: Option<flows::KeyHash>,
+        sink: &mut impl Sink,
+    ) -> Verdict {
         let kind = rec.kind();
         let now = rec.ts_ns;
         match kind {
@@ -416,7 +427,7 @@ impl Analyzer {
         let verdict = match rec.transport() {
             Some(TransportId::Roce) => match kind {
                 Kind::Cnp if rec.has(flags::HAS_BTH) => self.cnp(rec, sink),
-                Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, sink),
+                Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, hash, sink),
                 _ => Verdict::default(),
             },
             // Per PDC direction (docs/analysis.md, "UET: PDCs"), and per
@@ -466,24 +477,35 @@ impl Analyzer {
         verdict
     }
 
+    /// The key index's hash of `rec`'s flow key (a RoCE frame with a BTH:
+    /// what [`Self::roce`] looks up), for [`Self::prefetch`] and
+    /// [`Self::push_hashed`]: the pipeline hashes a frame's key once where it
+    /// hashed it three times (docs/benchmarks.md, "cpu3").
+    pub(crate) fn key_hash(&self, rec: &PacketRecord) -> Option<flows::KeyHash> {
+        (rec.transport() == Some(TransportId::Roce)
+            && rec.kind() == Kind::Roce
+            && rec.has(flags::HAS_BTH))
+        .then(|| self.by_key.hash(&roce_key(rec)))
+    }
+
     /// Starts loading into the cache what pushing the next records reads
-    /// first (`ahead`: the records still to push, the next first): the key
-    /// index's bucket of the one after next, and the flow record of the next
-    /// (its bucket loaded a call before). On a capture of many flows a
+    /// first: the key index's bucket of the one after next (`after_next`,
+    /// its [`Self::key_hash`]), and the flow record of the next (`next`;
+    /// its bucket loaded a call before). On a capture of many flows a
     /// flow's record is cold when its next frame comes; loaded a frame
     /// ahead, the misses overlap the work on the frame before
     /// (docs/benchmarks.md, "speed1").
-    pub fn prefetch(&self, ahead: &[PacketRecord]) {
-        let steps = [flows::Prefetch::Flow, flows::Prefetch::Bucket];
-        for (rec, step) in ahead.iter().zip(steps) {
-            if rec.transport() == Some(TransportId::Roce)
-                && rec.kind() == Kind::Roce
-                && rec.has(flags::HAS_BTH)
-            {
-                let qp = rec.roce().dest_qp & rocescope_common::proto::ib::QPN_MASK;
-                let key = (rec.iface, rec.src_ip, rec.dst_ip, qp);
-                self.by_key.prefetch(&self.flows, &key, step);
-            }
+    pub(crate) fn prefetch(
+        &self,
+        next: Option<flows::KeyHash>,
+        after_next: Option<flows::KeyHash>,
+    ) {
+        if let Some(h) = next {
+            self.by_key.prefetch(&self.flows, h, flows::Prefetch::Flow);
+        }
+        if let Some(h) = after_next {
+            self.by_key
+                .prefetch(&self.flows, h, flows::Prefetch::Bucket);
         }
     }
 
@@ -503,4 +525,10 @@ impl Analyzer {
             pdcs: self.pdcs.kept.iter().chain(self.pdcs.live()).collect(),
         }
     }
+}
+
+/// A RoCE record's flow key: tap, addresses, destination QP.
+pub(crate) fn roce_key(rec: &PacketRecord) -> FlowKey {
+    let qp = rec.roce().dest_qp & rocescope_common::proto::ib::QPN_MASK;
+    (rec.iface, rec.src_ip, rec.dst_ip, qp)
 }

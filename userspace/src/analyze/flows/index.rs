@@ -5,8 +5,8 @@
 //! host-pair map were ~100 and ~165 bytes a flow, now ~10 and ~18
 //! (docs/benchmarks.md, "Per-flow memory").
 //!
-//! They grow by rebuilding in the order of the flows' slots (`regrow`,
-//! [`FlowIndex`]'s own), not by hashbrown's rehash: that read each indexed
+//! They grow by rebuilding in the order of the flows' slots
+//! ([`HostIndex`]'s `regrow`, [`FlowIndex`]'s own), not by hashbrown's rehash: that read each indexed
 //! flow's key in bucket order, a cache miss per flow (the indexes' growth
 //! was ~12 % of `report`'s CPU at 100k QPs).
 
@@ -50,6 +50,22 @@ pub(crate) struct FlowIndex {
     used: usize,
 }
 
+/// A flow key's hash: its fields packed into three words (the two
+/// addresses whole, the tap and QPN in one), three rounds of the hasher
+/// instead of the six a field-by-field `Hash` makes of the tuple (each
+/// address's length first, then its bytes; docs/benchmarks.md, "cpu3").
+fn key_hash(hasher: &FastState, key: &FlowKey) -> u64 {
+    let (iface, src, dst, qp) = *key;
+    let low = u64::from(iface) | u64::from(qp) << 16;
+    hasher.hash_one((u128::from_ne_bytes(src), u128::from_ne_bytes(dst), low))
+}
+
+/// A host pair's hash, as [`key_hash`]'s.
+fn pair_hash(hasher: &FastState, pair: &HostPair) -> u64 {
+    let (iface, src, dst) = *pair;
+    hasher.hash_one((u128::from_ne_bytes(src), u128::from_ne_bytes(dst), iface))
+}
+
 fn tag(hash: u64) -> u8 {
     0x80 | (hash >> 57) as u8
 }
@@ -63,9 +79,26 @@ impl FlowIndex {
     /// The index of the flow with `key` in `flows`, or the key's hash for
     /// [`Self::insert_hashed`]: a new flow's key is hashed once.
     pub(crate) fn find(&self, flows: &FlowTable, key: &FlowKey) -> Result<usize, KeyHash> {
-        let hash = self.hasher.hash_one(key);
-        let found = self.probe(hash, |slot| flows[slot as usize].key() == *key);
-        found.map(|s| s as usize).ok_or(KeyHash(hash))
+        self.find_hashed(flows, key, self.hash(key))
+    }
+
+    /// [`Self::find`] with the key's hash already made ([`Self::hash`]):
+    /// the pipeline hashes a frame's key once, for its two prefetch steps
+    /// and its lookup.
+    pub(crate) fn find_hashed(
+        &self,
+        flows: &FlowTable,
+        key: &FlowKey,
+        hash: KeyHash,
+    ) -> Result<usize, KeyHash> {
+        debug_assert_eq!(hash.0, self.hash(key).0, "the hash of another key");
+        let found = self.probe(hash.0, |slot| flows[slot as usize].key() == *key);
+        found.map(|s| s as usize).ok_or(hash)
+    }
+
+    /// `key`'s hash in this index.
+    pub(crate) fn hash(&self, key: &FlowKey) -> KeyHash {
+        KeyHash(key_hash(&self.hasher, key))
     }
 
     /// The slot of the first bucket from `hash`'s place with its tag whose
@@ -86,11 +119,11 @@ impl FlowIndex {
     /// Starts loading what a lookup of `key` reads into the cache, a step
     /// of it a call: `Bucket`, its tag and slot; `Flow`, once the bucket is
     /// in the cache (a call before), the record of the flow its tag names.
-    pub(crate) fn prefetch(&self, flows: &FlowTable, key: &FlowKey, step: Prefetch) {
+    pub(crate) fn prefetch(&self, flows: &FlowTable, hash: KeyHash, step: Prefetch) {
         let Some(mask) = self.tags.len().checked_sub(1) else {
             return;
         };
-        let hash = self.hasher.hash_one(key);
+        let hash = hash.0;
         match step {
             Prefetch::Bucket => {
                 let p = hash as usize & mask;
@@ -131,7 +164,7 @@ impl FlowIndex {
         let Some(mask) = self.tags.len().checked_sub(1) else {
             return;
         };
-        let hash = self.hasher.hash_one(flows[i].key());
+        let hash = key_hash(&self.hasher, &flows[i].key());
         let (t, mut p) = (tag(hash), hash as usize & mask);
         loop {
             match self.tags[p] {
@@ -168,7 +201,7 @@ impl FlowIndex {
         self.slots = vec![0; room];
         (self.len, self.used) = (0, 0);
         for (i, f) in flows.enumerate().filter(|&(i, _)| i != new) {
-            let hash = KeyHash(self.hasher.hash_one(f.key()));
+            let hash = self.hash(&f.key());
             self.insert_hashed(flows, i, hash);
         }
     }
@@ -224,7 +257,7 @@ fn hosts(flows: &FlowTable, i: u32) -> HostPair {
 impl HostIndex {
     /// The flows of host pair `pair`, in the order they began.
     pub(crate) fn get(&self, flows: &FlowTable, pair: &HostPair) -> Option<HostFlows<'_>> {
-        let hash = self.hasher.hash_one(pair);
+        let hash = pair_hash(&self.hasher, pair);
         let p = self.table.find(hash, |l| hosts(flows, l.first) == *pair)?;
         let more = p.more.slot().map_or(&[][..], |m| &self.lists[m]);
         Some(HostFlows {
@@ -237,7 +270,7 @@ impl HostIndex {
     pub(crate) fn insert(&mut self, flows: &FlowTable, i: usize) {
         let hasher = &self.hasher;
         let pair = hosts(flows, i as u32);
-        let hash = hasher.hash_one(pair);
+        let hash = pair_hash(hasher, &pair);
         if let Some(l) = self.table.find_mut(hash, |l| hosts(flows, l.first) == pair) {
             let m = match l.more.slot() {
                 Some(m) => m,
@@ -256,24 +289,66 @@ impl HostIndex {
             self.lists[m].push(i as u32);
             return;
         }
-        regrow(
-            &mut self.table,
-            |l| l.first,
-            |j| hasher.hash_one(hosts(flows, j)),
-        );
+        self.regrow(flows);
+        let hasher = &self.hasher;
         let one = Pair {
             first: i as u32,
             more: Opt32::NONE,
         };
         self.table
-            .insert_unique(hash, one, |l| hasher.hash_one(hosts(flows, l.first)));
+            .insert_unique(hash, one, |l| pair_hash(hasher, &hosts(flows, l.first)));
+    }
+
+    /// Makes room for one more pair when the table is full: a table of
+    /// twice the pairs, filled in the order of their first flows' slots, so
+    /// that hashing them (each first flow's hosts read) walks the flow
+    /// table forward instead of jumping about it. The pairs, their number
+    /// and what each holds are unchanged; only the buckets move. The old
+    /// table is read once, in its own order, into a bitmap of the first
+    /// flows' slots and a list of the pairs with more flows (a few): no list
+    /// of every pair is gathered and sorted (that sort was most of the
+    /// growth's cost; docs/benchmarks.md, "cpu3"), and the old table goes
+    /// before the new one is made.
+    fn regrow(&mut self, flows: &FlowTable) {
+        let n = self.table.len();
+        if n < self.table.capacity() {
+            return;
+        }
+        let mut firsts = vec![0u64; flows.slots().div_ceil(64)];
+        let mut more: Vec<(u32, u32)> = Vec::new();
+        for p in self.table.iter() {
+            firsts[p.first as usize / 64] |= 1 << (p.first % 64);
+            if let Some(m) = p.more.slot() {
+                more.push((p.first, m as u32));
+            }
+        }
+        more.sort_unstable();
+        self.table = HashTable::new();
+        let hasher = &self.hasher;
+        let hash = |first: u32| pair_hash(hasher, &hosts(flows, first));
+        let mut grown = HashTable::with_capacity((2 * n).max(16));
+        let mut more = more.into_iter().peekable();
+        for (w, &word) in firsts.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let first = (w * 64) as u32 + bits.trailing_zeros();
+                bits &= bits - 1;
+                let m = more.next_if(|&(f, _)| f == first).map(|(_, m)| m as usize);
+                let pair = Pair {
+                    first,
+                    more: Opt32::of_slot(m),
+                };
+                grown.insert_unique(hash(first), pair, |l| hash(l.first));
+            }
+        }
+        self.table = grown;
     }
 
     /// Drops flow `i` of `flows` (still in its slot: its hosts are read
     /// from it) from its host pair's flows; the pair goes with its last.
     pub(crate) fn remove(&mut self, flows: &FlowTable, i: usize) {
         let pair = hosts(flows, i as u32);
-        let hash = self.hasher.hash_one(pair);
+        let hash = pair_hash(&self.hasher, &pair);
         let Ok(mut e) = self
             .table
             .find_entry(hash, |l| hosts(flows, l.first) == pair)
@@ -301,25 +376,6 @@ impl HostIndex {
             l.more = Opt32::NONE;
         }
     }
-}
-
-/// Makes room for one more entry when `table` is full: a table of twice
-/// the entries, filled in the order of their flows' slots (`slot` of an
-/// entry), so that `hash`, which reads a flow's key, walks the flow table
-/// forward instead of jumping about it. The entries, their number and what
-/// each holds are unchanged; only the buckets move.
-fn regrow<T>(table: &mut HashTable<T>, slot: impl Fn(&T) -> u32, hash: impl Fn(u32) -> u64) {
-    if table.len() < table.capacity() {
-        return;
-    }
-    let mut entries: Vec<T> = std::mem::take(table).into_iter().collect();
-    entries.sort_unstable_by_key(&slot);
-    let mut grown = HashTable::with_capacity((2 * entries.len()).max(16));
-    for e in entries {
-        let h = hash(slot(&e));
-        grown.insert_unique(h, e, |e| hash(slot(e)));
-    }
-    *table = grown;
 }
 
 #[cfg(test)]
@@ -377,8 +433,8 @@ mod tests {
         let key = |n: u32| (0u16, ip((n % 7) as u8), ip(9), n);
         let mut live: Vec<(usize, u32)> = Vec::new();
         // Nothing indexed yet: nothing found, nothing to prepare.
-        by_key.prefetch(&flows, &key(0), Prefetch::Bucket);
-        by_key.prefetch(&flows, &key(0), Prefetch::Flow);
+        by_key.prefetch(&flows, by_key.hash(&key(0)), Prefetch::Bucket);
+        by_key.prefetch(&flows, by_key.hash(&key(0)), Prefetch::Flow);
         assert_eq!(by_key.get(&flows, &key(0)), None);
         for n in 0..40_000u32 {
             let i = flows.insert(Flow::new(n, key(n), 0));
@@ -392,8 +448,8 @@ mod tests {
             }
         }
         for &(i, n) in &live {
-            by_key.prefetch(&flows, &key(n), Prefetch::Bucket);
-            by_key.prefetch(&flows, &key(n), Prefetch::Flow);
+            by_key.prefetch(&flows, by_key.hash(&key(n)), Prefetch::Bucket);
+            by_key.prefetch(&flows, by_key.hash(&key(n)), Prefetch::Flow);
             assert_eq!(by_key.get(&flows, &key(n)), Some(i));
         }
         for n in [0u32, 1, 500, 38_999] {
@@ -401,6 +457,46 @@ mod tests {
         }
         assert_eq!(by_key.len, 1000);
         assert!(by_key.tags.len() <= 4096, "{} buckets", by_key.tags.len());
+    }
+
+    /// The host-pair index grown many times over (its `regrow`), with
+    /// pairs of one flow and of several, some retired between the growths:
+    /// every pair still lists its flows in the order they began.
+    #[test]
+    fn the_host_pair_index_keeps_every_pair_as_it_grows() {
+        let mut flows = FlowTable::default();
+        let mut by_hosts = HostIndex::default();
+        let addr = |n: u32| {
+            let mut a = [0; 16];
+            a[12..].copy_from_slice(&n.to_be_bytes());
+            a
+        };
+        // 30,000 flows over 7,000 source hosts: each pair 4 or 5 flows.
+        let pair_of = |i: u32| (0u16, addr(i % 7000), addr(1));
+        for i in 0..30_000u32 {
+            let s = flows.insert(Flow::new(
+                i,
+                (pair_of(i).0, pair_of(i).1, pair_of(i).2, i),
+                0,
+            ));
+            by_hosts.insert(&flows, s);
+            // Every 3rd flow of the first 9,000 retires at once.
+            if i < 9000 && i % 3 == 0 {
+                by_hosts.remove(&flows, s);
+                flows.remove(s);
+            }
+        }
+        for h in [0u32, 1, 2, 3, 3999, 6999] {
+            let got: Vec<u32> = by_hosts
+                .get(&flows, &pair_of(h))
+                .map(|l| l.iter().map(|s| flows[s].id).collect())
+                .unwrap_or_default();
+            let want: Vec<u32> = (0..30_000u32)
+                .filter(|&i| i % 7000 == h && !(i < 9000 && i % 3 == 0))
+                .collect();
+            assert_eq!(got, want, "host {h}");
+        }
+        assert!(by_hosts.get(&flows, &(0, addr(7000), addr(1))).is_none());
     }
 
     /// A retired flow leaves both indexes (docs/analysis.md, "Retirement"):

@@ -20,7 +20,7 @@ mod table;
 pub(super) mod timeline;
 
 pub(crate) use super::count::Count;
-pub(crate) use index::{FlowIndex, HostIndex, Prefetch};
+pub(crate) use index::{FlowIndex, HostIndex, KeyHash, Prefetch};
 pub(crate) use kept::Retired;
 pub(crate) use retire::Expiry;
 pub(super) use retire::{CnpCount, cnps_for};
@@ -255,8 +255,11 @@ impl Flow {
 }
 
 impl Analyzer {
-    pub(super) fn flow_index(&mut self, key: FlowKey, ts: u64) -> usize {
-        let hash = match self.by_key.find(&self.flows, &key) {
+    /// The slot of the flow of `key` (whose hash `hash` is, if made
+    /// already), a new flow if none.
+    pub(super) fn flow_index(&mut self, key: FlowKey, hash: Option<KeyHash>, ts: u64) -> usize {
+        let hash = hash.unwrap_or_else(|| self.by_key.hash(&key));
+        let hash = match self.by_key.find_hashed(&self.flows, &key, hash) {
             Ok(i) => return i,
             Err(hash) => hash,
         };
@@ -359,15 +362,14 @@ impl Analyzer {
         }
     }
 
-    pub(super) fn roce(&mut self, rec: &PacketRecord, sink: &mut impl Sink) -> Verdict {
+    pub(super) fn roce(
+        &mut self,
+        rec: &PacketRecord,
+        hash: Option<KeyHash>,
+        sink: &mut impl Sink,
+    ) -> Verdict {
         let now = rec.ts_ns;
-        let key = (
-            rec.iface,
-            rec.src_ip,
-            rec.dst_ip,
-            rec.roce().dest_qp & ib::QPN_MASK,
-        );
-        let i = self.flow_index(key, now);
+        let i = self.flow_index(super::roce_key(rec), hash, now);
         let last_nak = self.flows[i]
             .paired()
             .and_then(|p| self.flows[p].nak().last_nak_ts);
