@@ -100,7 +100,9 @@ impl Expiry {
     /// The earliest time anything queued here may be due (see `wake`).
     fn settle_wake(&mut self) {
         let first = |heap: &Deadlines| heap.peek().map_or(u64::MAX, |e| e.0.0.saturating_add(1));
-        self.wake = first(&self.idle).min(first(&self.active)).min(self.sweep_at);
+        self.wake = first(&self.idle)
+            .min(first(&self.active))
+            .min(self.sweep_at);
     }
 }
 

@@ -477,8 +477,15 @@ impl Pdcs {
 
     /// Makes [`Self::wake`] the earliest such time after the look.
     pub fn settle_wake(&mut self) {
-        let end = self.intervals.first().map_or(u64::MAX, |e| e.0.saturating_add(1));
-        let sweep = if self.live.is_empty() { u64::MAX } else { self.sweep_at };
+        let end = self
+            .intervals
+            .first()
+            .map_or(u64::MAX, |e| e.0.saturating_add(1));
+        let sweep = if self.live.is_empty() {
+            u64::MAX
+        } else {
+            self.sweep_at
+        };
         self.wake = end.min(sweep);
     }
 
