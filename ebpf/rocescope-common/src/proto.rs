@@ -236,8 +236,34 @@ pub mod ib {
     /// mlx5's Dynamically Connected transport sends (RD itself was never
     /// built): `DC_BTH` first, then table 38's RD headers, except that an
     /// ACK (0x51) has no RDETH and 0x55 (DC CONNECT) carries only the DCCETH
-    /// (see [`ext_headers_se`]).
+    /// (see [`ext_headers_se`]). Userspace reads it from a table made at
+    /// compile time ([`ext_headers_of`] of every opcode): decoding and the
+    /// analyzer ask it several times a frame.
     pub const fn ext_headers(opcode: u8) -> u16 {
+        #[cfg(not(target_arch = "bpf"))]
+        {
+            EXT_HEADERS[opcode as usize]
+        }
+        #[cfg(target_arch = "bpf")]
+        {
+            ext_headers_of(opcode)
+        }
+    }
+
+    /// [`ext_headers`] of every opcode.
+    #[cfg(not(target_arch = "bpf"))]
+    const EXT_HEADERS: [u16; 256] = {
+        let mut t = [0; 256];
+        let mut i = 0;
+        while i < 256 {
+            t[i] = ext_headers_of(i as u8);
+            i += 1;
+        }
+        t
+    };
+
+    /// [`ext_headers`], worked out from the opcode's service and operation.
+    const fn ext_headers_of(opcode: u8) -> u16 {
         let service = opcode >> 5;
         let o = opcode & 0x1F;
         let per_op = match o {

@@ -73,6 +73,10 @@ pub(crate) struct Expiry {
     pub peak_live: usize,
     /// When the CNP counts no flow claims are next swept.
     sweep_at: u64,
+    /// Nothing above is due before this time (a lower bound, made at the
+    /// end of [`Analyzer::expire`] and lowered by every deadline queued
+    /// since): a frame before it skips the look, most frames do.
+    wake: u64,
 }
 
 impl Expiry {
@@ -83,12 +87,22 @@ impl Expiry {
     /// no entry behind in `active`.
     pub(crate) fn new_flow(&mut self, config: &Config, ts: u64, slot: usize, id: u32) {
         let slot = slot as u32;
-        self.idle
-            .push(Reverse((ts.saturating_add(config.flow_idle_ns), slot, id)));
+        let idle = ts.saturating_add(config.flow_idle_ns);
+        self.idle.push(Reverse((idle, slot, id)));
+        self.wake = self.wake.min(idle.saturating_add(1));
         if config.flow_active_ns <= config.flow_idle_ns {
             let end = ts.saturating_add(config.flow_active_ns);
             self.active.push(Reverse((end, slot, id)));
+            self.wake = self.wake.min(end.saturating_add(1));
         }
+    }
+
+    /// The earliest time anything queued here may be due (see `wake`).
+    fn settle_wake(&mut self) {
+        let first = |heap: &Deadlines| heap.peek().map_or(u64::MAX, |e| e.0.0.saturating_add(1));
+        self.wake = first(&self.idle)
+            .min(first(&self.active))
+            .min(self.sweep_at);
     }
 }
 
@@ -113,6 +127,9 @@ impl Analyzer {
     /// Retires every flow idle for longer than `--flow-idle` at `now`.
     /// Writes the interim rows of flows active past `--flow-active`.
     pub(in crate::analyze) fn expire(&mut self, now: u64, sink: &mut impl Sink) {
+        if now < self.expiry.wake.min(self.pdcs.wake()) {
+            return;
+        }
         let (idle, active) = (self.config.flow_idle_ns, self.config.flow_active_ns);
         while let Some((boundary, slot, id)) = take_due(&mut self.expiry.active, now) {
             if !self.flows.holds(slot, id) {
@@ -170,6 +187,8 @@ impl Analyzer {
             sink.flow(&self.expiry.intervals.row_since(id, goodput, p.flow_row()));
             self.expiry.intervals.forget(p.id);
         }
+        self.expiry.settle_wake();
+        self.pdcs.settle_wake();
     }
 
     /// Flow `i`'s row over its life so far: its CNPs counted now, its

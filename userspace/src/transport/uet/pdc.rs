@@ -434,6 +434,9 @@ pub struct Pdcs {
     /// current interval end, earliest first: `(end, id, key)`.
     active_ns: u64,
     intervals: BTreeSet<(u64, u32, PdcKey)>,
+    /// No interval ends and no sweep is due before this time (a lower
+    /// bound made by [`Self::settle_wake`]; a new direction sets it to 0).
+    wake: u64,
     /// Where this run recognises UET (a new direction's [`Carrier`]).
     recognition: Recognition,
 }
@@ -442,8 +445,9 @@ impl Pdcs {
     /// The direction `key`, made (with the next of `ids`) when new.
     fn get(&mut self, key: PdcKey, rec: &PacketRecord, ids: &mut FlowIds) -> &mut Pdc {
         let (active, intervals) = (self.active_ns, &mut self.intervals);
-        let reg = &self.recognition;
+        let (reg, wake) = (&self.recognition, &mut self.wake);
         self.live.entry(key).or_insert_with(|| {
+            *wake = 0;
             let mut p = Pdc::new(key, ids.take(), rec, Carrier::of(rec, reg));
             if active > 0 {
                 p.interval_end = rec.ts_ns.saturating_add(active);
@@ -462,6 +466,27 @@ impl Pdcs {
             recognition,
             ..Pdcs::default()
         }
+    }
+
+    /// Before this time no direction's interval ends and no sweep is due:
+    /// the caller need not look (see [`Self::interval_due`],
+    /// [`Self::retire_idle`]).
+    pub fn wake(&self) -> u64 {
+        self.wake
+    }
+
+    /// Makes [`Self::wake`] the earliest such time after the look.
+    pub fn settle_wake(&mut self) {
+        let end = self
+            .intervals
+            .first()
+            .map_or(u64::MAX, |e| e.0.saturating_add(1));
+        let sweep = if self.live.is_empty() {
+            u64::MAX
+        } else {
+            self.sweep_at
+        };
+        self.wake = end.min(sweep);
     }
 
     /// How many directions are live.
