@@ -12,10 +12,13 @@
 //! the sender acted on it). Copies are counted per tap and per flow and take no part in
 //! any other analysis.
 //!
-//! A UET frame has no ICRC: it is keyed by its PDC direction's flow id
-//! (addresses and `spdcid`), PDS type, flags and PSN (an ACK's cumulative PSN) and a
-//! digest of every other field the walk read of it (see [`uet_digest`]),
-//! with the NACKs of its reverse direction in place of a QP's NAKs.
+//! A frame of a transport beside RoCE is keyed by its flow's id and the
+//! fields its transport compares ([`Owner::Transport`], [`CopyFields`]):
+//! a UET frame, which has no ICRC, by its PDC direction (addresses and
+//! `spdcid`), PDS type, flags and PSN (an ACK's cumulative PSN) and a
+//! digest of every other field the walk read of it
+//! (`analyze::uet::copy_fields`), with the NACKs of its reverse direction
+//! in place of a QP's NAKs.
 //!
 //! Frames without payload (ACKs, NAKs, CNPs) repeat byte for byte by design
 //! — a NIC may send CNPs to a QP every few µs, all alike — so for them the
@@ -29,7 +32,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::hash::FastState;
 use rocescope_common::proto::ib::QPN_MASK;
-use rocescope_common::{Kind, PacketRecord, uet_present};
+use rocescope_common::{Kind, PacketRecord};
 use serde::Serialize;
 use std::hash::BuildHasher;
 
@@ -54,21 +57,21 @@ struct Key {
     opcode: u8,
     /// RoCE: the destination QP's bits above the 24 a flow key keeps (0
     /// for every decoded frame): frames that differ there are not copies.
-    /// UET: the PDS flags (a resend's RETX among them).
+    /// Another transport: its [`CopyFields::flags`].
     qp_high: u8,
     psn: u32,
-    /// RoCE: the ICRC; UET, which has none: [`uet_digest`].
+    /// RoCE: the ICRC; another transport: its [`CopyFields::digest`].
     icrc: u32,
     payload_len: u32,
 }
 
-/// Marks a [`Key::owner`] that hashes its own fields (CNPs', UET frames'
-/// without a PDC id), not a flow's id.
+/// Marks a [`Key::owner`] that hashes its own fields (CNPs', and frames
+/// of another transport without a flow id), not a flow's id.
 const CNP_OWNER: u32 = 1 << 31;
 
-/// In an owner key's last field, above a QP's 24 bits: a UET frame with
-/// no PDC id (RUDI, UUD).
-const UET_NO_PDC: u32 = 1 << 24;
+/// In an owner key's last field, above a QP's 24 bits: a frame of another
+/// transport with no flow id (UET's RUDI and UUD: no PDC).
+const NO_FLOW_ID: u32 = 1 << 24;
 
 /// Whose frame it is: the owner part of its [`Key`].
 #[derive(Clone, Copy, Debug)]
@@ -79,9 +82,26 @@ pub(crate) enum Owner {
     Flow(usize),
     /// A CNP: keyed by its own `(iface, src, dst, dest_qp & QPN_MASK)`.
     Cnp,
-    /// A UET frame: of the PDC direction with this flow id, or, without
-    /// a PDC id (RUDI, UUD), keyed by its own `(iface, src, dst)`.
-    Uet(Option<u32>),
+    /// A frame of a transport beside RoCE: of its flow with this id or,
+    /// without one, keyed by its own `(iface, src, dst)`; its fields
+    /// compared in place of the BTH's and the ICRC are the function's
+    /// (UET's: `analyze::uet::copy_fields`).
+    Transport(Option<u32>, fn(&PacketRecord) -> CopyFields),
+}
+
+/// What a frame of a transport beside RoCE is compared on, beside its
+/// owner and payload length, in place of the BTH's fields and the ICRC.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CopyFields {
+    /// Its packet type.
+    pub opcode: u8,
+    /// Its flags (a resend's flag among them: a resend is no copy).
+    pub flags: u8,
+    pub psn: u32,
+    /// Every other field its walk read, folded into 32 bits: two
+    /// different frames alike in all the key's other fields within one
+    /// window collide once in 2^32.
+    pub digest: u32,
 }
 
 /// Copies one tap recorded.
@@ -166,7 +186,8 @@ pub(crate) struct MirrorDups {
     index: Vec<Bucket>,
     /// Hashes a [`Key`] ([`key_hash`]).
     keys: FastState,
-    /// Hashes a CNP's or a PDC-less UET frame's owner fields to its
+    /// Hashes a CNP's, or a flowless frame's of another transport, owner
+    /// fields to its
     /// [`Key::owner`]: no state a key (a table of them would grow with
     /// every address pair a run sees, not with the window's frames).
     owners: FastState,
@@ -307,15 +328,18 @@ impl MirrorDups {
     }
 
     fn key(&mut self, rec: &PacketRecord, owner: Owner) -> Key {
-        let uet = matches!(owner, Owner::Uet(_));
+        let fields = match owner {
+            Owner::Transport(_, fields) => Some(fields),
+            _ => None,
+        };
         let owner = match owner {
-            // A flow id is below 2^31 (QPs and PDC directions share them):
-            // one flow per frame at most.
+            // A flow id is below 2^31 (QPs and other transports' flows
+            // share them): one flow per frame at most.
             Owner::Flow(i) => i as u32,
-            Owner::Uet(Some(id)) => id,
-            Owner::Cnp | Owner::Uet(None) => {
+            Owner::Transport(Some(id), _) => id,
+            Owner::Cnp | Owner::Transport(None, _) => {
                 let last = match owner {
-                    Owner::Uet(_) => UET_NO_PDC,
+                    Owner::Transport(..) => NO_FLOW_ID,
                     _ => rec.roce().dest_qp & QPN_MASK,
                 };
                 // 31 bits of a per-run seeded hash: two owners meeting on
@@ -328,18 +352,14 @@ impl MirrorDups {
                 (h >> 33) as u32 | CNP_OWNER
             }
         };
-        if uet {
-            let u = rec.uet();
+        if let Some(fields) = fields {
+            let f = fields(rec);
             return Key {
                 owner,
-                opcode: u.pds_type,
-                qp_high: u.pds_flags,
-                psn: if u.present & uet_present::ACK != 0 {
-                    u.cack_psn
-                } else {
-                    u.psn
-                },
-                icrc: uet_digest(u),
+                opcode: f.opcode,
+                qp_high: f.flags,
+                psn: f.psn,
+                icrc: f.digest,
                 payload_len: rec.payload_len,
             };
         }
@@ -365,31 +385,6 @@ fn key_hash(keys: &FastState, key: &Key) -> u64 {
     let owner = u64::from(key.owner) | u64::from(key.opcode) << 32 | u64::from(key.qp_high) << 40;
     let seq = u64::from(key.psn) | u64::from(key.icrc) << 32;
     keys.hash_one((owner, seq, key.payload_len))
-}
-
-/// What tells two UET frames of one PDC direction with the same type,
-/// flags, PSN and length apart, in 32 bits: every other field the walk
-/// read (entropy, the other end's PDC id, the ACK's PSNs and SACK bitmap,
-/// CC state, NACK code, packet and message ids, SES opcode …), folded by
-/// FNV-1a. Two different frames alike in all the key's other fields
-/// within one window collide once in 2^32.
-fn uet_digest(u: &rocescope_common::UetView) -> u32 {
-    let words = [
-        u64::from(u.present),
-        u64::from(u.next_header) | u64::from(u.nack_code) << 8 | u64::from(u.cc_type) << 16,
-        u64::from(u.ccc_id) | u64::from(u.ses_opcode) << 8 | u64::from(u.ses_flags) << 16,
-        u64::from(u.entropy) | u64::from(u.dpdcid) << 16 | u64::from(u.message_id) << 32,
-        u64::from(u.psn) | u64::from(u.ack_psn) << 32,
-        u64::from(u.sack_base) | u64::from(u.job_id) << 32,
-        u.sack_bitmap,
-        u.cc_state,
-        u64::from(u.credit_target) | u64::from(u.pkt_id) << 32,
-    ];
-    let mut h: u32 = 0x811c_9dc5;
-    for b in words.iter().flat_map(|w| w.to_le_bytes()) {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    h
 }
 
 #[cfg(test)]
@@ -557,6 +552,9 @@ mod tests {
         );
     }
 
+    use crate::analyze::uet::copy_fields as uet_fields;
+    use rocescope_common::uet_present;
+
     /// A UET request of PDC 0x100, PSN `psn`, flags `flags`, on entropy
     /// `entropy`.
     fn uet(ts: u64, psn: u32, flags: u8, entropy: u16) -> PacketRecord {
@@ -580,7 +578,8 @@ mod tests {
     #[test]
     fn a_uet_copy_is_a_copy_and_a_resend_or_another_path_is_not() {
         let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        let mut copy = |r: PacketRecord, nack| d.is_copy(&r, Owner::Uet(Some(3)), nack);
+        let mut copy =
+            |r: PacketRecord, nack| d.is_copy(&r, Owner::Transport(Some(3), uet_fields), nack);
         assert!(!copy(uet(1_000, 5, 0, 7), None));
         assert!(copy(uet(3_000, 5, 0, 7), None), "2 µs later: a copy");
         // Its resend (RETX) is no copy, nor the same PSN on another path.

@@ -436,7 +436,8 @@ impl Analyzer {
                 // Mirror copies first, as a QP's are: counted, never
                 // analysed (docs/analysis.md, "Mirror duplicates").
                 let last_nack = self.pdcs.last_nack(rec);
-                let owner = dups::Owner::Uet(self.pdcs.id_of(rec, &mut self.ids));
+                let owner =
+                    dups::Owner::Transport(self.pdcs.id_of(rec, &mut self.ids), uet::copy_fields);
                 self.note_live();
                 if self.dups.is_copy(rec, owner, last_nack) {
                     self.pdcs.mirror_copy(rec);

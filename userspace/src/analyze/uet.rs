@@ -1,11 +1,14 @@
 //! UET's PDC directions as the analyzer's flows (docs/analysis.md, "UET:
 //! PDCs"): each one's row of `flows.parquet`, made the way a QP's is, so
 //! the shared code that writes, retires and splits rows takes both alike;
-//! and UET's totals over them (`summary.json`'s `uet`).
+//! and UET's totals over them (`summary.json`'s `uet`); what a UET frame
+//! is compared on as a mirror copy (`copy_fields`).
 
 use super::Analyzer;
+use super::dups::CopyFields;
 use super::rows::{FlowRow, gbps, ratio};
 use crate::transport::uet::{Pdc, PdcValues, UetTotals};
+use rocescope_common::{PacketRecord, uet_present};
 
 impl Pdc {
     /// The row of a UET PDC direction (docs/analysis.md, "UET: PDCs"):
@@ -64,4 +67,46 @@ impl Analyzer {
             t
         })
     }
+}
+
+/// What a UET frame is compared on as a mirror copy (`dups::Owner::Transport`):
+/// its PDS type, flags and PSN (an ACK's cumulative PSN), and in place of
+/// the ICRC it has none of, [`digest`].
+pub(super) fn copy_fields(rec: &PacketRecord) -> CopyFields {
+    let u = rec.uet();
+    CopyFields {
+        opcode: u.pds_type,
+        flags: u.pds_flags,
+        psn: if u.present & uet_present::ACK != 0 {
+            u.cack_psn
+        } else {
+            u.psn
+        },
+        digest: digest(u),
+    }
+}
+
+/// What tells two UET frames of one PDC direction with the same type,
+/// flags, PSN and length apart, in 32 bits: every other field the walk
+/// read (entropy, the other end's PDC id, the ACK's PSNs and SACK bitmap,
+/// CC state, NACK code, packet and message ids, SES opcode …), folded by
+/// FNV-1a. Two different frames alike in all the key's other fields
+/// within one window collide once in 2^32.
+fn digest(u: &rocescope_common::UetView) -> u32 {
+    let words = [
+        u64::from(u.present),
+        u64::from(u.next_header) | u64::from(u.nack_code) << 8 | u64::from(u.cc_type) << 16,
+        u64::from(u.ccc_id) | u64::from(u.ses_opcode) << 8 | u64::from(u.ses_flags) << 16,
+        u64::from(u.entropy) | u64::from(u.dpdcid) << 16 | u64::from(u.message_id) << 32,
+        u64::from(u.psn) | u64::from(u.ack_psn) << 32,
+        u64::from(u.sack_base) | u64::from(u.job_id) << 32,
+        u.sack_bitmap,
+        u.cc_state,
+        u64::from(u.credit_target) | u64::from(u.pkt_id) << 32,
+    ];
+    let mut h: u32 = 0x811c_9dc5;
+    for b in words.iter().flat_map(|w| w.to_le_bytes()) {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h
 }

@@ -13,7 +13,7 @@ use crate::{Error, Result};
 #[derive(Args)]
 pub(crate) struct SynthArgs {
     /// The scenario to model.
-    #[arg(value_name = "SCENARIO", value_parser = clap::builder::PossibleValuesParser::new(crate::synth::model::SCENARIOS))]
+    #[arg(value_name = "SCENARIO", value_parser = clap::builder::PossibleValuesParser::new(crate::synth::model::SCENARIOS.iter().copied()))]
     pub(crate) scenario: String,
     /// Capture to write: .pcapng (one interface per tap) or .pcap (one tap).
     #[arg(long, value_name = "FILE")]
@@ -123,7 +123,7 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
         ))
     })?;
     // The options' typed values go straight into the configuration; only
-    // --set's dotted paths go through `Config::set`, after them.
+    // --set's dotted paths go through `model::set` (`Config::set`), after them.
     cfg.seed = a.seed;
     if let Some(ns) = a.duration {
         cfg.duration_ns = ns;
@@ -177,7 +177,7 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
         knobs.push((k.trim().into(), v));
     }
     for (k, v) in &knobs {
-        cfg.set(k, v)
+        model::set(&mut cfg, k, v)
             .map_err(|e| Error::Usage(format!("synth {}: {e}", a.scenario)))?;
     }
     let erspan = a.erspan.map(|e| match e {
@@ -221,7 +221,12 @@ pub(crate) fn synth(a: SynthArgs) -> Result<ExitCode> {
             .unwrap_or_default();
         a.out.with_file_name(format!("{stem}.truth.json"))
     });
-    crate::tables::write_json(&truth_path, &truth)?;
+    let mut text = truth.json().map_err(|e| Error::Write {
+        path: truth_path.clone(),
+        detail: e.to_string(),
+    })?;
+    text.push('\n');
+    crate::tables::write_text(&truth_path, &text)?;
     if let Some(path) = &a.counters {
         let snaps = crate::synth::counters::snapshots(&run, &cfg);
         if path.extension().is_some_and(|e| e == "parquet") {

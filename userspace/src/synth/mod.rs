@@ -16,7 +16,6 @@ pub mod frame;
 pub mod ib_frame;
 pub mod model;
 pub mod telemetry;
-pub mod uet;
 
 pub use capture_writer::{CaptureWrite, PcapWriter, PcapngWriter};
 pub use frame::{

@@ -116,7 +116,7 @@ pub fn append_frame(spec: &FrameSpec, out: &mut Vec<u8>) {
             };
             f.append(out);
         }
-        FrameSpec::Uet(u) => u.append(out),
+        FrameSpec::Transport(t) => t.append(out),
     }
 }
 
@@ -329,7 +329,7 @@ pub fn icrc_fails(frame: &FrameSpec, opts: &CaptureOptions) -> Option<bool> {
     let (corrupt, sport) = match frame {
         FrameSpec::Roce(r) => (r.corrupt || r.trimmed, r.udp_sport),
         FrameSpec::Cnp(c) => (false, c.udp_sport),
-        FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return None,
+        FrameSpec::Pfc(_) | FrameSpec::Transport(_) => return None,
     };
     Some(corrupt || (opts.sniffer.is_some() && sport != ROCE_PORT))
 }
@@ -340,7 +340,7 @@ fn sniff(frame: &FrameSpec, tap: usize, ts_ns: u64, bytes: &mut Vec<u8>, cut: u3
     let vlan = match frame {
         FrameSpec::Roce(r) => r.vlan.is_some(),
         FrameSpec::Cnp(c) => c.vlan.is_some(),
-        FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
+        FrameSpec::Pfc(_) | FrameSpec::Transport(_) => return,
     };
     // The model writes IPv4 headers without options.
     let udp = 14 + if vlan { 4 } else { 0 } + 20;

@@ -20,6 +20,7 @@ use super::switch::{Rng, ecmp_pick, ecn_mark_probability, trims};
 use crate::proto::ib::{self, aeth, op};
 use rocescope_common::wire::TransportId;
 use serde::Serialize;
+use std::any::Any;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::net::Ipv4Addr;
@@ -262,18 +263,38 @@ pub struct Run {
     /// for the telemetry truth.
     #[serde(skip)]
     pub port_names: Vec<PortName>,
-    /// A UET run's own record (`super::uet`); `None` for RoCE.
+    /// The own record of a run of a transport beside RoCE (its model's,
+    /// `super::TransportModel`); `None` for RoCE.
     #[serde(skip)]
-    pub uet: Option<Box<crate::synth::uet::log::UetLog>>,
+    pub transport_log: Option<Box<dyn TransportLog>>,
 }
 
 impl Run {
     /// The transport the run's flows are (a scenario has one).
     pub fn transport(&self) -> TransportId {
-        match self.uet {
-            Some(_) => TransportId::Uet,
-            None => TransportId::Roce,
-        }
+        self.transport_log
+            .as_ref()
+            .map_or(TransportId::Roce, |l| l.transport())
+    }
+
+    /// The record a transport's model kept of the run, as its own type `T`.
+    pub fn log_as<T: TransportLog>(&self) -> Option<&T> {
+        let log: &dyn Any = &**self.transport_log.as_ref()?;
+        log.downcast_ref()
+    }
+}
+
+/// What the model of a transport beside RoCE records of a run, beside the
+/// frames, for its truth: carried by [`Run::transport_log`].
+pub trait TransportLog: Any + std::fmt::Debug + Send + Sync {
+    /// The transport the run's flows are.
+    fn transport(&self) -> TransportId;
+    fn boxed_clone(&self) -> Box<dyn TransportLog>;
+}
+
+impl Clone for Box<dyn TransportLog> {
+    fn clone(&self) -> Self {
+        self.boxed_clone()
     }
 }
 
@@ -768,7 +789,7 @@ impl Fabric {
             fabric: self.stats,
             switch_log: self.switch_log,
             port_names,
-            uet: None,
+            transport_log: None,
         }
     }
 
@@ -972,7 +993,7 @@ impl Fabric {
         let dscp = match &mut pkt.spec {
             FrameSpec::Roce(r) => &mut r.dscp,
             FrameSpec::Cnp(c) => &mut c.dscp,
-            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
+            FrameSpec::Pfc(_) | FrameSpec::Transport(_) => return,
         };
         let Some(&[from, to]) = self.ports[p].remark_dscp.iter().find(|r| r[0] == *dscp) else {
             return;
@@ -1065,7 +1086,7 @@ impl Fabric {
         let (src, dst, sport, qp) = match &pkt.spec {
             FrameSpec::Roce(r) => (r.src_ip, r.dst_ip, r.udp_sport, r.dest_qp),
             FrameSpec::Cnp(c) => (c.src_ip, c.dst_ip, c.udp_sport, c.dest_qp),
-            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => return,
+            FrameSpec::Pfc(_) | FrameSpec::Transport(_) => return,
         };
         let NodeKind::Switch { routes } = &self.kinds[self.ports[p_in].node] else {
             return;
@@ -1673,7 +1694,7 @@ impl Fabric {
                 self.on_response(qi, &r, pkt.meta.resp_seq);
             }
             FrameSpec::Cnp(_) => self.on_cnp(qi),
-            FrameSpec::Pfc(_) | FrameSpec::Uet(_) => {}
+            FrameSpec::Pfc(_) | FrameSpec::Transport(_) => {}
         }
     }
 

@@ -283,11 +283,15 @@ pub struct Config {
     pub impairments: Vec<Impairment>,
     pub flows: Vec<FlowCfg>,
     pub taps: Vec<TapPoint>,
-    /// A UET scenario's own knobs (`super::uet`); `None`: RoCE.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uet: Option<UetCfg>,
+    /// A scenario of a transport beside RoCE: that transport's own knobs,
+    /// as JSON under its name (`--set NAME.KNOB=VALUE`), which its model
+    /// reads and checks (`super::TransportModel`); empty: RoCE.
+    #[serde(flatten)]
+    pub transport: serde_json::Map<String, serde_json::Value>,
 }
 
+/// RoCE's scenarios ([`Config::preset`]); `super::SCENARIOS` lists every
+/// transport's.
 pub const SCENARIOS: &[&str] = &[
     "healthy",
     "ghost-drop",
@@ -306,8 +310,6 @@ pub const SCENARIOS: &[&str] = &[
     "qos-mismatch",
     "ecn-overmark",
     "dcqcn-off",
-    "uet-incast",
-    "uet-spray",
 ];
 
 impl Default for Config {
@@ -376,7 +378,7 @@ impl Default for Config {
                 TapPoint::new("leaf0", "s0", Dir::Both),
                 TapPoint::new("leaf1", "r0", Dir::Both),
             ],
-            uet: None,
+            transport: serde_json::Map::new(),
         }
     }
 }
@@ -867,61 +869,9 @@ impl Config {
     }
 }
 
-/// NSCC's window (bytes) and its reactions.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Nscc {
-    pub init_cwnd: u64,
-    pub max_cwnd: u64,
-    /// Queueing delay NSCC aims at: an acknowledged packet's send-to-ACK
-    /// time above it is "delay high".
-    pub target_delay_ns: u64,
-    /// Multiplicative decrease at full excess delay with ECN.
-    pub md: f64,
-    /// Window growth per window acknowledged, in packets: below target
-    /// delay without ECN, and above it without ECN.
-    pub fast_increase: f64,
-    pub fair_increase: f64,
-}
-
-/// The DSCP a trimmed packet is re-marked with, RoCE's and UET's (an
-/// operator's choice, no standard value: docs/analysis.md).
-fn default_trim_dscp() -> u8 {
+/// The DSCP a trimmed packet is re-marked with, by RoCE's switches and
+/// the other transports' (an operator's choice, no standard value:
+/// docs/analysis.md).
+pub(crate) fn default_trim_dscp() -> u8 {
     46
-}
-
-/// What UET adds to a scenario (`--set uet.KNOB=VALUE`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct UetCfg {
-    /// Entropy values each PDC sprays over, one per packet in turn.
-    pub entropies: u16,
-    /// A switch trims a request that would take its egress queue past
-    /// this many bytes.
-    pub trim_bytes: u64,
-    /// The DSCP a trimmed packet is re-marked with.
-    pub trim_dscp: u8,
-    /// A switch marks CE on an ECT request joining a queue above this.
-    pub ecn_bytes: u64,
-    /// Beyond this a queue (trimmed headers' too) drops.
-    pub queue_limit: u64,
-    pub nscc: Nscc,
-}
-
-impl Default for UetCfg {
-    fn default() -> UetCfg {
-        UetCfg {
-            entropies: 8,
-            trim_bytes: 64 * 1024,
-            trim_dscp: default_trim_dscp(),
-            ecn_bytes: 24 * 1024,
-            queue_limit: 1 << 20,
-            nscc: Nscc {
-                init_cwnd: 64 * 1024,
-                max_cwnd: 256 * 1024,
-                target_delay_ns: 10_000,
-                md: 0.5,
-                fast_increase: 1.0,
-                fair_increase: 0.25,
-            },
-        }
-    }
 }

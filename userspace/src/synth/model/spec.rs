@@ -3,6 +3,8 @@
 //! builder's job; these structs carry exactly the fields it needs.
 
 use serde::Serialize;
+use std::any::Any;
+use std::fmt::Debug;
 use std::net::Ipv4Addr;
 
 /// 802.1Q tag.
@@ -91,9 +93,42 @@ pub enum FrameSpec {
     Roce(RoceSpec),
     Cnp(CnpSpec),
     Pfc(PfcSpec),
-    /// A UET frame (`super::uet`).
-    Uet(crate::synth::uet::frame::UetSpec),
+    /// A frame of a transport beside RoCE, as its own model made it
+    /// (its spec behind [`TransportFrame`]); the RoCE-only steps of the
+    /// fabric, the bridge and the truth pass it by.
+    #[serde(skip)]
+    Transport(Box<dyn TransportFrame>),
 }
+
+/// A frame of a transport beside RoCE, the way the shared fabric carries
+/// it: its length, routing and addressing, and its bytes. The transport's
+/// model reads its own spec back with [`FrameSpec::transport`].
+pub trait TransportFrame: Any + Debug + Send + Sync {
+    /// Length on the wire, FCS included (as [`FrameSpec::frame_len`]).
+    fn frame_len(&self) -> u32;
+    /// As a router sends it on: IP TTL one less.
+    fn route(&mut self);
+    fn set_macs(&mut self, src: [u8; 6], dst: [u8; 6]);
+    /// Appends the Ethernet frame (no FCS) to `out`.
+    fn append(&self, out: &mut Vec<u8>);
+    fn boxed_clone(&self) -> Box<dyn TransportFrame>;
+    /// The same frame (`other` of the same type, equal).
+    fn same(&self, other: &dyn TransportFrame) -> bool;
+}
+
+impl Clone for Box<dyn TransportFrame> {
+    fn clone(&self) -> Self {
+        self.boxed_clone()
+    }
+}
+
+impl PartialEq for dyn TransportFrame {
+    fn eq(&self, other: &Self) -> bool {
+        self.same(other)
+    }
+}
+
+impl Eq for dyn TransportFrame {}
 
 /// PFC / PAUSE destination address.
 pub const MAC_CONTROL_DST: [u8; 6] = [0x01, 0x80, 0xC2, 0x00, 0x00, 0x01];
@@ -119,7 +154,7 @@ impl FrameSpec {
                 14 + 20 + 8 + 12 + 16 + 4 + 4 + if c.vlan.is_some() { 4 } else { 0 }
             }
             FrameSpec::Pfc(_) => 64,
-            FrameSpec::Uet(u) => u.frame_len(),
+            FrameSpec::Transport(t) => t.frame_len(),
         };
         len.max(64)
     }
@@ -131,7 +166,7 @@ impl FrameSpec {
         match &mut f {
             FrameSpec::Roce(r) => r.ttl = r.ttl.saturating_sub(1),
             FrameSpec::Cnp(c) => c.ttl = c.ttl.saturating_sub(1),
-            FrameSpec::Uet(u) => u.ttl = u.ttl.saturating_sub(1),
+            FrameSpec::Transport(t) => t.route(),
             FrameSpec::Pfc(_) => {}
         }
         f
@@ -140,6 +175,14 @@ impl FrameSpec {
     pub fn as_roce(&self) -> Option<&RoceSpec> {
         match self {
             FrameSpec::Roce(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// A transport's own frame spec `T`, if the frame is one.
+    pub fn transport<T: TransportFrame>(&self) -> Option<&T> {
+        match self {
+            FrameSpec::Transport(t) => (&**t as &dyn Any).downcast_ref(),
             _ => None,
         }
     }
@@ -154,10 +197,7 @@ impl FrameSpec {
                 c.src_mac = src;
                 c.dst_mac = dst;
             }
-            FrameSpec::Uet(u) => {
-                u.src_mac = src;
-                u.dst_mac = dst;
-            }
+            FrameSpec::Transport(t) => t.set_macs(src, dst),
             FrameSpec::Pfc(_) => {}
         }
     }

@@ -355,7 +355,7 @@ fn truth_matches_the_frames() {
                         .cnps += 1;
                 }
                 FrameSpec::Pfc(_) => pfc[f.tap] += 1,
-                FrameSpec::Uet(_) => unreachable!("RoCE scenarios only"),
+                FrameSpec::Transport(_) => unreachable!("RoCE scenarios only"),
             }
         }
         assert_eq!(seen.len(), t.flows.len(), "{name}");

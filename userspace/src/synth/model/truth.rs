@@ -745,8 +745,9 @@ impl Truth {
                         }
                     }
                 }
-                // The UET truth is `super::uet::truth`'s.
-                FrameSpec::Uet(_) => {}
+                // Another transport's truth is its model's own
+                // (`super::TransportModel::truth`).
+                FrameSpec::Transport(_) => {}
                 FrameSpec::Cnp(_) => {
                     tt.cnp += 1;
                     if let Some(flow) = m.flow.filter(|_| !m.copy) {

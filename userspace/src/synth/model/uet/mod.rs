@@ -7,11 +7,15 @@
 //! NACK, and initiators with a per-packet retransmit timer and NSCC's
 //! window (docs/synth.md, "UET"; the truth in docs/synth-truth.md, "UET").
 //!
-//! A scenario is a [`Config`] whose `uet` is set: the topology, links,
-//! flows (one PDC each), taps and impairments are the RoCE model's knobs;
-//! [`UetCfg`] holds what UET adds. `nic.min_rto_ns` is the retransmit
-//! timeout.
+//! A scenario is a [`Config`] whose transport part holds `uet`: the
+//! topology, links, flows (one PDC each), taps and impairments are the RoCE
+//! model's knobs; [`UetCfg`] holds what UET adds. `nic.min_rto_ns` is the
+//! retransmit timeout. [`Model`] is how `model` reaches it (its
+//! `TRANSPORTS`): the presets, `simulate`, the knobs' check and the truth.
 
+pub mod cfg;
+pub mod frame;
+pub mod log;
 pub mod net;
 pub mod pdc;
 pub mod truth;
@@ -19,10 +23,13 @@ pub mod truth;
 #[cfg(test)]
 mod tests;
 
+use super::bridge::CaptureOptions;
 use super::fabric::Run;
 use super::scenario::{Config, Dir, FlowCfg, Impairment, TapPoint};
-pub use super::scenario::{Nscc, UetCfg};
-pub use crate::synth::uet::log::{DeliverEvent, NackEvent, NetEvent, SendEvent, UetLog};
+use super::truth::CaptureTruth;
+use super::{TransportModel, TransportTruth};
+pub use cfg::{Nscc, UetCfg};
+pub use log::{DeliverEvent, NackEvent, NetEvent, SendEvent, UetLog};
 
 /// The UET scenarios.
 pub const SCENARIOS: &[&str] = &["uet-incast", "uet-spray"];
@@ -94,12 +101,53 @@ pub fn preset(name: &str) -> Option<Config> {
         }
         _ => return None,
     }
-    c.uet = Some(u);
+    u.put(&mut c);
     Some(c)
 }
 
-/// Runs a UET scenario (`cfg.uet` set).
+/// Runs a UET scenario (its [`UetCfg`] set).
 pub fn simulate(cfg: &Config) -> Result<Run, String> {
-    let u = cfg.uet.clone().unwrap_or_default();
+    let u = UetCfg::of(cfg)?.unwrap_or_default();
     Ok(net::Net::new(cfg, &u)?.run())
+}
+
+/// The record a UET run kept (`None`: a run of another transport).
+pub fn log_of(run: &Run) -> Option<&UetLog> {
+    run.log_as()
+}
+
+/// UET's model, as `model` reaches it.
+pub struct Model;
+
+impl TransportModel for Model {
+    fn scenarios(&self) -> &'static [&'static str] {
+        SCENARIOS
+    }
+
+    fn preset(&self, name: &str) -> Option<Config> {
+        preset(name)
+    }
+
+    fn check(&self, cfg: &Config) -> Result<(), String> {
+        UetCfg::of(cfg).map(|_| ())
+    }
+
+    fn simulate(&self, cfg: &Config) -> Option<Result<Run, String>> {
+        cfg.transport.contains_key(cfg::KEY).then(|| simulate(cfg))
+    }
+
+    fn truth(&self, run: &Run, opts: &CaptureOptions) -> Option<Box<dyn TransportTruth>> {
+        let log = log_of(run)?;
+        Some(Box::new(truth::UetTruth::of_capture(run, log, opts)))
+    }
+}
+
+impl TransportTruth for truth::UetTruth {
+    fn capture(&self) -> &CaptureTruth {
+        &self.capture
+    }
+
+    fn json(&self) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(self)
+    }
 }

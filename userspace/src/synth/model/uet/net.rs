@@ -4,6 +4,7 @@
 //! request to its headers and sends those ahead on a priority queue; past
 //! `queue_limit` it drops.
 
+use super::frame::{Pdu, UetSpec};
 use super::pdc::{Reason, Rx, Tx};
 use super::{NetEvent, UetCfg, UetLog};
 use crate::synth::model::fabric::{FabricStats, Run, TapInfo, wire_ns};
@@ -11,9 +12,8 @@ use crate::synth::model::hosts::{Cabling, cable_leaf_spine, port_mac, receiver_i
 use crate::synth::model::mirror::{self, Mirror, Recording};
 use crate::synth::model::postcards::SwitchLog;
 use crate::synth::model::scenario::{Config, Dir};
-use crate::synth::model::spec::{FrameMeta, FrameSpec, TapDrop, TapFrame};
+use crate::synth::model::spec::{FrameMeta, TapDrop, TapFrame};
 use crate::synth::model::switch::{Rng, ecmp_pick, trims};
-use crate::synth::uet::frame::{Pdu, UetSpec};
 use rocescope_common::proto::ip::{ECN_CE, ECN_ECT0, ECN_ECT1};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -358,7 +358,7 @@ impl Net {
             link_gbps: self.cfg.link_gbps,
             switch_log: SwitchLog::new(None),
             port_names: vec![],
-            uet: Some(Box::new(self.log)),
+            transport_log: Some(Box::new(self.log)),
         }
     }
 
@@ -384,7 +384,7 @@ impl Net {
                 });
                 continue;
             }
-            let frame = FrameSpec::Uet(pkt.spec.clone());
+            let frame = super::frame::carried(pkt.spec.clone());
             let copy = recording.copy(now, t, &frame);
             self.frames.push(TapFrame {
                 ts_ns: now,

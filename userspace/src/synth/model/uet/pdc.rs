@@ -5,10 +5,10 @@
 //! and a SACK bitmap, a NACK by code for a trimmed one).
 
 use super::UetCfg;
+use super::frame::{Ack, Nack, Pdu, Request, UetSpec};
+pub use super::log::{PdcSummary, Reason};
 use crate::synth::model::hosts::{IP_TTL, ephemeral_port};
 use crate::synth::model::scenario::{Config, FlowCfg};
-use crate::synth::uet::frame::{Ack, Nack, Pdu, Request, UetSpec};
-pub use crate::synth::uet::log::{PdcSummary, Reason};
 use rocescope_common::proto::ip::ECN_ECT0;
 use rocescope_common::wire::uet::NackCode;
 use std::collections::VecDeque;

@@ -2,13 +2,13 @@
 //! (`wire::uet::over_udp`) field by field, the truth's counts recounted
 //! from those decoded bytes, and the model's invariants checked on its
 //! event log.
+use super::frame::{MPR, Pdu, UET_PORT, UetSpec};
 use super::pdc::{Reason, initiator_pdcid};
 use super::truth::{UetTruth, ack_covers, nack_name};
 use super::{UetLog, simulate};
 use crate::synth::model::bridge::{CaptureOptions, append_frame};
 use crate::synth::model::fabric::Run;
 use crate::synth::model::spec::FrameSpec;
-use crate::synth::uet::frame::{MPR, Pdu, UET_PORT, UetSpec};
 use rocescope_common::wire::uet::{CcState, NextHeader, Opcode, PdsType, ResponseOpcode, over_udp};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,13 +16,13 @@ fn run(name: &str) -> (Run, UetTruth) {
     let mut cfg = crate::synth::model::preset(name).unwrap();
     cfg.seed = 1;
     let run = simulate(&cfg).unwrap();
-    let log = run.uet.as_deref().unwrap();
+    let log = super::log_of(&run).unwrap();
     let truth = UetTruth::of_capture(&run, log, &CaptureOptions::default());
     (run, truth)
 }
 
 fn log(run: &Run) -> &UetLog {
-    run.uet.as_deref().unwrap()
+    super::log_of(run).unwrap()
 }
 
 /// One decoded frame: the spec it must equal, checked field by field.
@@ -126,13 +126,13 @@ fn frames_decode_through_the_uet_views_and_recount_to_the_truth() {
     for name in super::SCENARIOS {
         let (run, truth) = run(name);
         let cfg = crate::synth::model::preset(name).unwrap();
-        let trim_dscp = cfg.uet.as_ref().unwrap().trim_dscp;
+        let trim_dscp = super::UetCfg::of(&cfg).unwrap().unwrap().trim_dscp;
         let starts: Vec<u32> = log(&run).pdcs.iter().map(|p| p.start_psn).collect();
         let mut counted: BTreeMap<(usize, usize), Counted> = BTreeMap::new();
         let mut covered: BTreeMap<(usize, usize), BTreeSet<i64>> = BTreeMap::new();
         let mut buf = Vec::new();
         for f in &run.frames {
-            let FrameSpec::Uet(u) = &f.frame else {
+            let Some(u) = super::frame::of(&f.frame) else {
                 panic!("{name}: a UET run writes UET frames only");
             };
             buf.clear();
@@ -258,7 +258,7 @@ fn the_models_event_log_keeps_its_invariants() {
             "{name}: a send is trimmed once"
         );
         for (i, f) in run.frames.iter().enumerate() {
-            let FrameSpec::Uet(u) = &f.frame else {
+            let Some(u) = super::frame::of(&f.frame) else {
                 continue;
             };
             let Some(send) = log.frame_sends[i] else {

@@ -5,12 +5,11 @@
 //! model's ends counted.
 
 use super::UetLog;
+use super::frame::{Pdu, UetSpec};
 use super::pdc::{PdcSummary, Reason};
 use crate::synth::model::bridge::{CaptureOptions, EPOCH_NS};
 use crate::synth::model::fabric::Run;
-use crate::synth::model::spec::FrameSpec;
 use crate::synth::model::truth::CaptureTruth;
-use crate::synth::uet::frame::{Pdu, UetSpec};
 use rocescope_common::proto::ip::ECN_CE;
 use rocescope_common::wire::uet::NackCode;
 use serde::Serialize;
@@ -196,7 +195,7 @@ struct Seen {
 
 impl UetTruth {
     /// The truth of the capture `bridge::write_capture` writes of `run`
-    /// (a UET run: `log` is its `uet`) with `opts`.
+    /// (a UET run: `log` is its record, `super::log_of`) with `opts`.
     pub fn of_capture(run: &Run, log: &UetLog, opts: &CaptureOptions) -> UetTruth {
         let chosen: Vec<usize> = match &opts.taps {
             Some(t) => t.iter().copied().filter(|&t| t < run.taps.len()).collect(),
@@ -232,7 +231,7 @@ impl UetTruth {
             }
         }
         for (i, f) in run.frames.iter().enumerate() {
-            let FrameSpec::Uet(u) = &f.frame else {
+            let Some(u) = super::frame::of(&f.frame) else {
                 continue;
             };
             let Some(m) = run.meta.get(i).filter(|m| m.flow.is_some()) else {

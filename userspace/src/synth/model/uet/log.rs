@@ -1,7 +1,10 @@
 //! What a UET run of the model records (`uet::simulate`): its events and
 //! per-PDC counts, the source of the UET truth (docs/synth-truth.md,
-//! "UET"). A leaf below the model, so that `model::fabric::Run` can carry it.
+//! "UET"). `model::fabric::Run` carries it as its transport's log
+//! (`TransportLog`; `super::log_of` reads it back).
 
+use crate::synth::model::fabric::TransportLog;
+use rocescope_common::wire::TransportId;
 use serde::Serialize;
 use std::net::Ipv4Addr;
 
@@ -114,4 +117,14 @@ pub struct UetLog {
     pub rto_ns: u64,
     pub end_ns: u64,
     pub timeouts: u64,
+}
+
+impl TransportLog for UetLog {
+    fn transport(&self) -> TransportId {
+        TransportId::Uet
+    }
+
+    fn boxed_clone(&self) -> Box<dyn TransportLog> {
+        Box::new(self.clone())
+    }
 }

@@ -6,12 +6,14 @@
 //! the payload. docs/synth-truth.md ("UET") says what each field holds.
 
 use crate::synth::frame::{EthHeader, IpAddrs, IpHeader, MIN_FRAME_LEN};
+use crate::synth::model::spec::{FrameSpec, TransportFrame};
 use rocescope_common::proto::{ip, udp};
 use rocescope_common::wire::uet::build::{PdsMut, SesMut};
 use rocescope_common::wire::uet::pds::{self, PdsType, field as pf};
 use rocescope_common::wire::uet::ses::{self, NextHeader, Opcode, ResponseOpcode, field as sf};
 use rocescope_common::wire::{Recognition, TransportId};
 use serde::Serialize;
+use std::any::Any;
 use std::net::Ipv4Addr;
 
 /// UET's UDP port, as the transport registry has it (IANA 4793).
@@ -242,6 +244,44 @@ impl UetSpec {
             _ => None,
         }
     }
+}
+
+/// How the shared fabric carries a UET frame (`FrameSpec::Transport`).
+impl TransportFrame for UetSpec {
+    fn frame_len(&self) -> u32 {
+        UetSpec::frame_len(self)
+    }
+
+    fn route(&mut self) {
+        self.ttl = self.ttl.saturating_sub(1);
+    }
+
+    fn set_macs(&mut self, src: [u8; 6], dst: [u8; 6]) {
+        self.src_mac = src;
+        self.dst_mac = dst;
+    }
+
+    fn append(&self, out: &mut Vec<u8>) {
+        UetSpec::append(self, out);
+    }
+
+    fn boxed_clone(&self) -> Box<dyn TransportFrame> {
+        Box::new(self.clone())
+    }
+
+    fn same(&self, other: &dyn TransportFrame) -> bool {
+        (other as &dyn Any).downcast_ref::<UetSpec>() == Some(self)
+    }
+}
+
+/// `frame`'s UET spec, if it is a UET frame.
+pub fn of(frame: &FrameSpec) -> Option<&UetSpec> {
+    frame.transport()
+}
+
+/// `spec` as a frame the fabric carries.
+pub fn carried(spec: UetSpec) -> FrameSpec {
+    FrameSpec::Transport(Box::new(spec))
 }
 
 /// The maximum PSN range an ACK_CC states (the receiver's window).
