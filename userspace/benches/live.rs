@@ -508,6 +508,7 @@ fn live_rounds(
             findings: None,
             time: Default::default(),
             packets: true,
+            analyzers: 1,
         };
         let done = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();

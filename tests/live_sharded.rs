@@ -1,0 +1,96 @@
+//! `live --analyzers 2` on a veth pair: a capture of many host pairs
+//! replayed into the tap gives the flows `analyze` finds offline in it
+//! (on the columns that do not depend on timing, as `live.rs` compares
+//! one analyzer's), every record in `packets.parquet`, and the frame
+//! counts; the options not built over several analyzers are refused before
+//! anything is attached. Root and iproute2, as `live.rs`.
+use crate::common;
+use crate::live::{Veth, analyze_offline, flows, live_facts, quiet, replay, usable};
+use crate::sharded::summary;
+
+use std::time::Duration;
+
+use common::{Table, rocescope_ok};
+
+#[test]
+fn two_live_analyzers_give_the_offline_flows() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // One tap of the incast: many senders, one receiver, so many address
+    // pairs for the two analyzers to share.
+    let cap = tmp.path().join("incast.pcapng");
+    rocescope_ok(&[
+        "synth",
+        "healthy",
+        "--out",
+        cap.to_str().unwrap(),
+        "--tap",
+        "0",
+    ]);
+    let offline = analyze_offline(&cap, tmp.path());
+    let records = Table::read(&offline.join("packets.parquet")).rows();
+    let want = flows(&offline);
+    let pairs: std::collections::BTreeSet<_> = want
+        .keys()
+        .map(|(s, d, _)| if s <= d { (s, d) } else { (d, s) })
+        .collect();
+    assert!(pairs.len() >= 2, "{} address pairs", pairs.len());
+
+    let veth = Veth::new();
+    quiet(&veth);
+    let out = tmp.path().join("live");
+    let count = records.to_string();
+    let live = veth.live(&out, &["--count", &count, "--analyzers", "2"]);
+    replay(&veth, &cap, Some("20000"));
+    let (ok, stdout, stderr) = live.wait(Duration::from_secs(60));
+    assert!(ok, "live failed: {stdout}\n{stderr}");
+
+    assert_eq!(
+        flows(&out),
+        want,
+        "live with 2 analyzers (left) and offline (right) flows differ"
+    );
+    let facts = live_facts(&out);
+    assert_eq!(facts["ring_full_drops"], 0, "{facts}");
+    assert_eq!(facts["records"], records as u64, "{facts}");
+    assert_eq!(
+        Table::read(&out.join("packets.parquet")).rows(),
+        records,
+        "packets"
+    );
+    let (live, off) = (summary(&out), summary(&offline));
+    assert_eq!(live["frames"], off["frames"], "frame counts");
+    assert_eq!(
+        live["totals"]["flows"], off["totals"]["flows"],
+        "summary.json totals.flows"
+    );
+}
+
+#[test]
+fn live_analyzers_refuse_what_is_not_built_before_attaching() {
+    if !usable() {
+        return;
+    }
+    let veth = Veth::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("live");
+    let o = out.to_str().unwrap();
+    for (extra, option) in [
+        (&["--findings", "-"][..], "--findings"),
+        (&["--metrics", "127.0.0.1:0"][..], "--metrics"),
+        (&["--mode", "summary"][..], "--mode summary"),
+    ] {
+        let mut args = vec!["live", "--iface", &veth.b, "--out", o, "--analyzers", "3"];
+        args.extend_from_slice(extra);
+        let r = veth.rocescope(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "{option} accepted");
+        assert!(
+            err.contains("--analyzers 3") && err.contains(option),
+            "{option}: {err}"
+        );
+        assert!(!out.exists(), "{option}: the output directory was made");
+    }
+}
