@@ -18,12 +18,12 @@ fn two_live_analyzers_give_the_offline_flows() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    // One tap of the incast: many senders, one receiver, so many address
-    // pairs for the two analyzers to share.
+    // The incast's first tap: eight senders to one receiver, no pause
+    // there (pause times would follow the replay's pace, not the file's).
     let cap = tmp.path().join("incast.pcapng");
     rocescope_ok(&[
         "synth",
-        "healthy",
+        "incast",
         "--out",
         cap.to_str().unwrap(),
         "--tap",
