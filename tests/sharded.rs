@@ -91,11 +91,32 @@ impl Named {
                         *v = self.names.get(v.as_str()).cloned().unwrap_or_else(|| {
                             panic!("{col} {v}: no such flow in flows.parquet")
                         });
+                    } else if v.contains("flow ") {
+                        *v = self.rename_text(v);
                     }
                 }
                 format!("{r:?}")
             })
             .collect()
+    }
+
+    /// `text` with each "flow N" (an event's detail) naming the flow.
+    fn rename_text(&self, text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("flow ") {
+            let (before, after) = rest.split_at(at + "flow ".len());
+            out.push_str(before);
+            let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            let id = &after[..digits];
+            match self.names.get(&format!("Some({id})")) {
+                Some(name) if digits > 0 => out.push_str(&format!("<{name}>")),
+                _ => out.push_str(id),
+            }
+            rest = &after[digits..];
+        }
+        out.push_str(rest);
+        out
     }
 
     /// A table's rows, renamed, in file order.

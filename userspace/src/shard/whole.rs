@@ -5,8 +5,9 @@
 //! * analyzer 0's, whose pause state is the whole one and whose clock
 //!   every record moved: the run's span, interface names, PFC (`pfc`, the
 //!   per-port summaries, the congestion trees' nodes), the taps' first and
-//!   last records, link speeds and capture drop counts, the interfaces'
-//!   origins;
+//!   last records (each the earliest and latest any analyzer saw: the
+//!   others' clocks move only at a batch's ends), link speeds and capture
+//!   drop counts, the interfaces' origins;
 //! * added: frame counts ([`merge`]), `totals` (the PFC intervals and
 //!   storms analyzer 0's), UET's totals, per tap its records (less the
 //!   PFC/PAUSE records the other analyzers took again), mirror copies,
@@ -83,6 +84,14 @@ pub fn analysis(merged: Merged, link_level: &LinkLevelRecords) -> Analysis {
             match s.taps.iter_mut().find(|t| t.iface == tap.iface) {
                 Some(t) => {
                     t.records += tap.records;
+                    // An analyzer's clock moves at a batch's first and
+                    // last record: the tap's own are the earliest and
+                    // latest any analyzer saw.
+                    t.first_ts_ns = match (t.first_ts_ns, tap.first_ts_ns) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    t.last_ts_ns = t.last_ts_ns.max(tap.last_ts_ns);
                     t.duplicates += tap.duplicates;
                     t.duplicate_gaps = match (t.duplicate_gaps.take(), &tap.duplicate_gaps) {
                         (Some(mut d), Some(e)) => {
