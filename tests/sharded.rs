@@ -88,9 +88,10 @@ impl Named {
             .map(|mut r| {
                 for (col, v) in r.iter_mut() {
                     if col.ends_with("flow_id") && v != "None" {
-                        *v = self.names.get(v.as_str()).cloned().unwrap_or_else(|| {
-                            panic!("{col} {v}: no such flow in flows.parquet")
-                        });
+                        *v =
+                            self.names.get(v.as_str()).cloned().unwrap_or_else(|| {
+                                panic!("{col} {v}: no such flow in flows.parquet")
+                            });
                     } else if v.contains("flow ") {
                         *v = self.rename_text(v);
                     }
@@ -223,7 +224,10 @@ fn two_analyzers_write_what_one_writes_on_every_sample() {
     }
     assert!(compared >= 15, "{compared} samples");
     // Few samples have many address pairs: enough of them split.
-    assert!(split >= 3, "flows on both analyzers in {split} samples only");
+    assert!(
+        split >= 3,
+        "flows on both analyzers in {split} samples only"
+    );
 }
 
 #[test]

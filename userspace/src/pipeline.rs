@@ -647,7 +647,11 @@ impl Pipelined {
     fn start_with(
         outputs: Outputs,
         watched: bool,
-        stage: impl FnOnce(Receiver<ToAnalyzer>, Option<Writer>, Sender<Vec<PacketRecord>>) -> Result<Analysis>
+        stage: impl FnOnce(
+            Receiver<ToAnalyzer>,
+            Option<Writer>,
+            Sender<Vec<PacketRecord>>,
+        ) -> Result<Analysis>
         + Send
         + 'static,
     ) -> Result<Self> {

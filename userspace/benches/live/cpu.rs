@@ -146,10 +146,7 @@ impl Setup {
                 packets: true,
                 analyzers: 1,
             } => "live, every table".into(),
-            Setup::Live {
-                packets,
-                analyzers,
-            } => format!(
+            Setup::Live { packets, analyzers } => format!(
                 "live, {}, {analyzers} analyzers",
                 if packets {
                     "every table"
@@ -251,10 +248,7 @@ pub fn per_frame(rig: &Rig<'_>, rounds: usize, pps: f64) {
         for (i, setup) in setups.iter().enumerate() {
             let r = match setup {
                 Setup::DrainOnly => drain_only(rig, pps),
-                Setup::Live {
-                    packets,
-                    analyzers,
-                } => live_run(rig, pps, *packets, *analyzers),
+                Setup::Live { packets, analyzers } => live_run(rig, pps, *packets, *analyzers),
             };
             let parts: Vec<String> = r
                 .groups

@@ -106,7 +106,8 @@ fn analyze_loop(
                 }
                 let batch = Arc::new(records);
                 let mut sink = TableBatch::default();
-                let verdicts = parallel.push_batch_with(batch.clone(), Arc::new(hops), &mut sink)?;
+                let verdicts =
+                    parallel.push_batch_with(batch.clone(), Arc::new(hops), &mut sink)?;
                 // Every analyzer thread is done with it: ours is the last.
                 let mut records = Arc::try_unwrap(batch).unwrap_or_else(|b| (*b).clone());
                 match &wtx {

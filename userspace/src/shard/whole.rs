@@ -136,11 +136,11 @@ pub fn analysis(merged: Merged, link_level: &LinkLevelRecords) -> Analysis {
         s.retirement = match (s.retirement.take(), &o.retirement) {
             (Some(mut r), Some(o)) => {
                 r.retired_flows += o.retired_flows;
-                r.retired_pdc_directions = match (r.retired_pdc_directions, o.retired_pdc_directions)
-                {
-                    (Some(a), Some(b)) => Some(a + b),
-                    (a, b) => a.or(b),
-                };
+                r.retired_pdc_directions =
+                    match (r.retired_pdc_directions, o.retired_pdc_directions) {
+                        (Some(a), Some(b)) => Some(a + b),
+                        (a, b) => a.or(b),
+                    };
                 r.interim_rows += o.interim_rows;
                 r.peak_live_flows += o.peak_live_flows;
                 for (&id, &n) in &o.evidence_omitted {
