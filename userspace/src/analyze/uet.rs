@@ -65,3 +65,51 @@ impl Analyzer {
         })
     }
 }
+
+impl super::Analysis {
+    /// UET's part of another analyzer's analysis of the same run added to
+    /// this one (a sharded run, `crate::shard::whole`): its totals added,
+    /// the rate taken again from the sums; its `uet_paths` rows joined,
+    /// in key order as one analyzer's live rows are.
+    pub fn add_transports(&mut self, more: &super::Analysis) {
+        let mine = &mut self.summary.transports.uet;
+        *mine = match (mine.take(), &more.summary.transports.uet) {
+            (Some(mut t), Some(u)) => {
+                add_totals(&mut t, u);
+                t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
+                Some(t)
+            }
+            (t, u) => t.or_else(|| u.clone()),
+        };
+        self.uet_paths.extend(more.uet_paths.iter().cloned());
+        self.uet_paths.sort_by_key(|r| r.key);
+    }
+}
+
+/// `to += more`, field by field (the rate aside).
+fn add_totals(to: &mut UetTotals, more: &UetTotals) {
+    macro_rules! add {
+        ($($f:ident),*) => { $( to.$f += more.$f; )* };
+    }
+    add!(
+        pdc_directions,
+        request_directions,
+        data_packets,
+        payload_bytes,
+        retrans_packets,
+        spurious_retrans,
+        timeout_resends,
+        acks,
+        nacks,
+        nacks_trimmed,
+        nacks_no_pdc,
+        nacks_no_pkt_buffer,
+        nacks_psn_oor_window,
+        nacks_no_resource,
+        nacks_other,
+        delivered,
+        sacked,
+        ce,
+        acks_ecn
+    );
+}

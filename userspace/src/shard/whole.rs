@@ -9,12 +9,13 @@
 //!   others' clocks move only at a batch's ends), link speeds and capture
 //!   drop counts, the interfaces' origins;
 //! * added: frame counts ([`merge`]), `totals` (the PFC intervals and
-//!   storms analyzer 0's), UET's totals, per tap its records (less the
+//!   storms analyzer 0's), the transports' totals
+//!   ([`Analysis::add_transports`]), per tap its records (less the
 //!   PFC/PAUSE records the other analyzers took again), mirror copies,
 //!   capture-lost PSNs, ICRC checks and trims, the retired rows' sums, the
 //!   retirement counts, the cross-tap matching's late frames;
-//! * joined: flow rows (by id), hop and UET path rows (sorted as one
-//!   analyzer sorts them), the trees' victims, the facts;
+//! * joined: flow rows (by id), hop rows and the transports' tables
+//!   (sorted as one analyzer sorts them), the trees' victims, the facts;
 //! * the CE → CNP reaction: samples added, extremes kept, means weighted;
 //! * what is **not** the unsharded value (docs/live.md): `nics` rows and
 //!   `nic_timeouts` (a NIC's samples are split between the analyzers of
@@ -27,7 +28,6 @@ use std::collections::BTreeSet;
 use super::analyzers::Merged;
 use crate::analyze::dups::TapDuplicates;
 use crate::analyze::{Analysis, CaptureFact, Reaction, Totals};
-use crate::transport::uet::UetTotals;
 
 /// PFC and PAUSE records per interface index, as the dispatcher counted
 /// them: every analyzer took each, analyzer 0's count stands.
@@ -69,16 +69,8 @@ pub fn analysis(merged: Merged, link_level: &LinkLevelRecords) -> Analysis {
         }
         whole.hops.extend(a.hops.iter().cloned());
         whole.nics.extend(a.nics.iter().cloned());
-        whole.uet_paths.extend(a.uet_paths.iter().cloned());
         let o = &a.summary;
         add_totals(&mut s.totals, &o.totals);
-        s.transports.uet = match (s.transports.uet.take(), &o.transports.uet) {
-            (Some(mut t), Some(u)) => {
-                add_uet(&mut t, u);
-                Some(t)
-            }
-            (t, u) => t.or_else(|| u.clone()),
-        };
         s.ce_to_cnp = reaction(s.ce_to_cnp.take(), o.ce_to_cnp.as_ref());
         for tap in &o.taps {
             match s.taps.iter_mut().find(|t| t.iface == tap.iface) {
@@ -158,9 +150,6 @@ pub fn analysis(merged: Merged, link_level: &LinkLevelRecords) -> Analysis {
         t.records = t.records.saturating_sub(again);
     }
     s.totals.retrans_rate = ratio(s.totals.retrans_packets, s.totals.data_packets);
-    if let Some(u) = &mut s.transports.uet {
-        u.retrans_rate = ratio(u.retrans_packets, u.data_packets);
-    }
     for tree in &mut s.pfc_trees {
         for node in &mut tree.nodes {
             node.victims.sort_unstable();
@@ -174,7 +163,10 @@ pub fn analysis(merged: Merged, link_level: &LinkLevelRecords) -> Analysis {
     whole
         .hops
         .sort_by_key(|h| (h.up_iface, h.down_iface, h.src_ip, h.dst_ip, h.dest_qp));
-    whole.uet_paths.sort_by_key(|r| r.key);
+    // The transports' own totals and tables (`analyze/uet.rs`).
+    for a in &rest {
+        whole.add_transports(a);
+    }
     whole.facts = facts(&whole, &rest);
     whole
 }
@@ -301,33 +293,6 @@ fn add_totals(to: &mut Totals, more: &Totals) {
         trimmed
     );
     to.gaps_resolved.sum(&more.gaps_resolved);
-}
-
-fn add_uet(to: &mut UetTotals, more: &UetTotals) {
-    macro_rules! add {
-        ($($f:ident),*) => { $( to.$f += more.$f; )* };
-    }
-    add!(
-        pdc_directions,
-        request_directions,
-        data_packets,
-        payload_bytes,
-        retrans_packets,
-        spurious_retrans,
-        timeout_resends,
-        acks,
-        nacks,
-        nacks_trimmed,
-        nacks_no_pdc,
-        nacks_no_pkt_buffer,
-        nacks_psn_oor_window,
-        nacks_no_resource,
-        nacks_other,
-        delivered,
-        sacked,
-        ce,
-        acks_ecn
-    );
 }
 
 /// No analyzer: nothing analysed (never: a sharded run has at least one).
