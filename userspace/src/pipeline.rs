@@ -305,17 +305,8 @@ impl RecordPipeline {
             return Ok(());
         };
         if let Some((n, config)) = self.sharded.take() {
-            if threads == Threads::Inline {
-                return Err(Error::Usage(format!(
-                    "--analyzers {n} runs the analysis on {n} threads of its own; --threads 1 runs everything on one thread: leave out one of them"
-                )));
-            }
-            if self.watch.is_some() || self.pairings.is_some() {
-                return Err(Error::Usage(format!(
-                    "--analyzers {n}: findings as they happen, metrics and the summary mode over several analyzers are not built (docs/live.md, \"Sharded analysis\")"
-                )));
-            }
-            self.stage = Stage::Pipelined(sharded::start(&config, n, outputs)?);
+            let watched = self.watch.is_some() || self.pairings.is_some();
+            self.stage = Stage::Pipelined(sharded::start(&config, n, outputs, threads, watched)?);
             if self.source_yields {
                 lower_current_thread_priority(SOURCE_NICE);
             }

@@ -34,12 +34,25 @@ use crate::analyze::{self, Analysis};
 use crate::shard::{self, Parallel, whole::LinkLevelRecords};
 use crate::{Error, Result};
 
-/// The pipelined stages with `n` analyzers made from `config`.
+/// The pipelined stages with `n` analyzers made from `config`; not for
+/// `threads` inline nor `watched` (a watch or the pairings: not built).
 pub(super) fn start(
     config: &analyze::Config,
     n: usize,
     outputs: super::Outputs,
+    threads: super::Threads,
+    watched: bool,
 ) -> Result<Pipelined> {
+    if threads == super::Threads::Inline {
+        return Err(Error::Usage(format!(
+            "--analyzers {n} runs the analysis on {n} threads of its own; --threads 1 runs everything on one thread: leave out one of them"
+        )));
+    }
+    if watched {
+        return Err(Error::Usage(format!(
+            "--analyzers {n}: findings as they happen, metrics and the summary mode over several analyzers are not built (docs/live.md, \"Sharded analysis\")"
+        )));
+    }
     let parallel = Parallel::with(config, n, |a| {
         a.set_row_annotator(crate::render::wireshark::annotate_row);
     })?;
