@@ -28,6 +28,7 @@ mod report;
 mod retire;
 mod rotation;
 mod seam;
+mod sharded;
 mod sniffer_time;
 mod switches;
 mod synth;
@@ -46,6 +47,8 @@ mod live;
 mod live_findings;
 #[cfg(feature = "live")]
 mod live_metrics;
+#[cfg(feature = "live")]
+mod live_sharded;
 #[cfg(feature = "live")]
 mod live_soak;
 #[cfg(feature = "live")]

@@ -236,7 +236,7 @@ impl Drop for Running {
 
 /// The flows table keyed by (src_ip, dst_ip, dest_qp), on the columns
 /// that do not depend on timing or on the interface's name.
-fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> {
+pub(crate) fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> {
     let t = Table::read(&dir.join("flows.parquet"));
     let timing = [
         "flow_id",
@@ -314,7 +314,7 @@ fn flows(dir: &Path) -> BTreeMap<(String, String, i128), Vec<(String, String)>> 
 }
 
 /// `rocescope analyze CAP --out DIR/offline`; returns that directory.
-fn analyze_offline(cap: &Path, dir: &Path) -> PathBuf {
+pub(crate) fn analyze_offline(cap: &Path, dir: &Path) -> PathBuf {
     let out = dir.join("offline");
     common::rocescope_ok(&[
         "analyze",

@@ -51,6 +51,7 @@
 //! rocescope's threads take time from the sender's CPU, and so from XDP).
 //!
 //! Environment: `ROCESCOPE_BENCH_LIVE_FRAMES` (default 300 000),
+//! `ROCESCOPE_BENCH_LIVE_PAIRS` (host pairs the 16 QPs spread over, default 1),
 //! `ROCESCOPE_BENCH_CPUS` (`SENDER/TAP` CPU lists, default `0/1`, or `none`),
 //! `ROCESCOPE_BENCH_PACED` (frames/s, default 1 000 000, 0: skipped),
 //! `ROCESCOPE_BENCH_RING` (ring tunings, `SIZE/WAKEUP,…`, default
@@ -95,6 +96,18 @@ impl Drop for Netns {
 fn frames(n: usize) -> Vec<Vec<u8>> {
     const QPS: usize = 16;
     const ACK_EVERY: u32 = 8;
+    // `ROCESCOPE_BENCH_LIVE_PAIRS` (default 1, at most 16): the QPs spread
+    // over that many host pairs 10.0.P.1 → 10.0.P.2, for `--analyzers`
+    // (which splits by address pair) to have pairs to split.
+    let pairs: usize = std::env::var("ROCESCOPE_BENCH_LIVE_PAIRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .clamp(1, QPS);
+    let hosts = |qp: usize| {
+        let p = (qp % pairs) as u8;
+        (Ipv4Addr::new(10, 0, p, 1), Ipv4Addr::new(10, 0, p, 2))
+    };
     let mut psn = [0u32; QPS];
     let mut out = Vec::with_capacity(n);
     let mut i = 0;
@@ -102,6 +115,10 @@ fn frames(n: usize) -> Vec<Vec<u8>> {
         let qp = i % QPS;
         i += 1;
         let mut f = RoceFrame::default();
+        if pairs > 1 {
+            let (src, dst) = hosts(qp);
+            f.ip.addrs = IpAddrs::V4 { src, dst };
+        }
         f.bth.opcode = 0x0A;
         f.bth.dest_qp = 0x100 + qp as u32;
         f.bth.psn = psn[qp];
@@ -113,9 +130,10 @@ fn frames(n: usize) -> Vec<Vec<u8>> {
         if psn[qp] % ACK_EVERY == ACK_EVERY - 1 && out.len() < n {
             // The responder's ACK, to the requester's QP (0x1000 + qp).
             let mut a = RoceFrame::default();
+            let (requester, responder) = hosts(qp);
             a.ip.addrs = IpAddrs::V4 {
-                src: Ipv4Addr::new(10, 0, 0, 2),
-                dst: Ipv4Addr::new(10, 0, 0, 1),
+                src: responder,
+                dst: requester,
             };
             a.bth.opcode = 0x11;
             a.bth.dest_qp = 0x1000 + qp as u32;
@@ -508,6 +526,7 @@ fn live_rounds(
             findings: None,
             time: Default::default(),
             packets: true,
+            analyzers: 1,
         };
         let done = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();

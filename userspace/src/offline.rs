@@ -51,6 +51,10 @@ pub struct Options {
     /// `--time`: which clock times the frames (the default adds nothing to
     /// the identity, so runs from before `--time` keep theirs).
     pub time: TimeChoice,
+    /// `--analyzers`: analyzer threads sharing the analysis by address
+    /// pair (0 and 1: one, the pipeline's own; docs/live.md, "Sharded
+    /// analysis").
+    pub analyzers: usize,
 }
 
 impl Options {
@@ -178,7 +182,8 @@ pub fn run_with(
         recognition: opts.recognition,
         ..opts.analyzer.clone()
     };
-    let mut pipeline = RecordPipeline::with_threads(config, out, opts.threads)?;
+    let mut pipeline =
+        RecordPipeline::with_analyzers(config, out, opts.threads, true, opts.analyzers)?;
     if opts.source_yields {
         // A file can wait; the table side cannot.
         pipeline.source_yields();

@@ -50,6 +50,8 @@ use crate::telemetry::TelemetryRow;
 use crate::transport::roce::cm::CmMessage;
 use crate::{Error, Result};
 
+mod sharded;
+
 type Outputs = Vec<Box<dyn Output>>;
 
 /// Records per batch handed between threads (200 bytes each: 800 KB).
@@ -88,6 +90,9 @@ pub struct RecordPipeline {
     watch: Option<Box<dyn Watch>>,
     /// [`RecordPipeline::source_yields`].
     source_yields: bool,
+    /// `--analyzers N`, N > 1: the analyzer stage is N analyzers on
+    /// threads of their own ([`sharded`]), made from this configuration.
+    sharded: Option<(usize, analyze::Config)>,
 }
 
 /// Two flows the analyzer paired: (request flow, response flow).
@@ -194,6 +199,23 @@ impl RecordPipeline {
         threads: Threads,
         packets: bool,
     ) -> Result<Self> {
+        Self::with_analyzers(config, out, threads, packets, 1)
+    }
+
+    /// [`RecordPipeline::with_tables`] with the analysis split across
+    /// `analyzers` analyzer threads by address pair when more than 1
+    /// (`--analyzers`; docs/live.md, "Sharded analysis"): pipelined only,
+    /// and neither [`RecordPipeline::watch`] nor
+    /// [`RecordPipeline::watch_pairings`] (not built for N analyzers: the
+    /// run fails at its first record).
+    pub fn with_analyzers(
+        config: analyze::Config,
+        out: Option<&Path>,
+        threads: Threads,
+        packets: bool,
+        analyzers: usize,
+    ) -> Result<Self> {
+        let sharded = (analyzers > 1).then(|| (analyzers, config.clone()));
         let mut outputs: Outputs = Vec::new();
         if let Some(dir) = out {
             let pipelined = threads == Threads::Pipelined;
@@ -214,6 +236,7 @@ impl RecordPipeline {
             pairings: None,
             watch: None,
             source_yields: false,
+            sharded,
         })
     }
 
@@ -281,6 +304,14 @@ impl RecordPipeline {
         else {
             return Ok(());
         };
+        if let Some((n, config)) = self.sharded.take() {
+            let watched = self.watch.is_some() || self.pairings.is_some();
+            self.stage = Stage::Pipelined(sharded::start(&config, n, outputs, threads, watched)?);
+            if self.source_yields {
+                lower_current_thread_priority(SOURCE_NICE);
+            }
+            return Ok(());
+        }
         self.stage = match threads {
             Threads::Inline => Stage::Inline {
                 analyzer,
@@ -596,6 +627,25 @@ impl Pipelined {
         pairings: Option<Sender<Pairing>>,
         watch: Option<Box<dyn Watch>>,
     ) -> Result<Self> {
+        let watched = watch.is_some();
+        Self::start_with(outputs, watched, move |rx, writer, spare_tx| {
+            analyze_loop(analyzer, rx, writer, spare_tx, pairings, watch)
+        })
+    }
+
+    /// The writer thread (with outputs) and the analyzer stage, `stage`,
+    /// on a thread of its own.
+    fn start_with(
+        outputs: Outputs,
+        watched: bool,
+        stage: impl FnOnce(
+            Receiver<ToAnalyzer>,
+            Option<Writer>,
+            Sender<Vec<PacketRecord>>,
+        ) -> Result<Analysis>
+        + Send
+        + 'static,
+    ) -> Result<Self> {
         let (tx, rx) = sync_channel::<ToAnalyzer>(DEPTH);
         let (spare_tx, spare) = channel();
         let spawn_error = |what: &str, e: std::io::Error| {
@@ -612,10 +662,9 @@ impl Pipelined {
                 .map_err(|e| spawn_error("table writer", e))?;
             Some((wtx, handle))
         };
-        let watched = watch.is_some();
         let analyzer = std::thread::Builder::new()
             .name("rocescope-analyze".into())
-            .spawn(move || analyze_loop(analyzer, rx, writer, spare_tx, pairings, watch))
+            .spawn(move || stage(rx, writer, spare_tx))
             .map_err(|e| spawn_error("analyzer", e))?;
         Ok(Self {
             batch: Vec::with_capacity(BATCH),
@@ -676,6 +725,9 @@ fn lower_current_thread_priority(by: i32) {
     }
 }
 
+/// The writer thread: where its batches go, and its handle.
+type Writer = (SyncSender<ToWriter>, JoinHandle<Result<Analysis>>);
+
 fn join(handle: JoinHandle<Result<Analysis>>) -> Result<Analysis> {
     handle
         .join()
@@ -687,7 +739,7 @@ fn join(handle: JoinHandle<Result<Analysis>>) -> Result<Analysis> {
 fn analyze_loop(
     mut analyzer: Analyzer,
     rx: Receiver<ToAnalyzer>,
-    writer: Option<(SyncSender<ToWriter>, JoinHandle<Result<Analysis>>)>,
+    writer: Option<Writer>,
     spare: Sender<Vec<PacketRecord>>,
     pairings: Option<Sender<Pairing>>,
     mut watch: Option<Box<dyn Watch>>,

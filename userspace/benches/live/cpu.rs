@@ -10,7 +10,11 @@
 //!      batches' items: what taking records off the rings costs;
 //!    * **live, `--tables` without `packets`**: the merge, the analyzer,
 //!      events, timeline, flows and the end-of-run tables;
-//!    * **live, every table**: the same and `packets.parquet`.
+//!    * **live, every table**: the same and `packets.parquet`;
+//!    * with `ROCESCOPE_BENCH_CPU_ANALYZERS=N` (N > 1) also **live, without
+//!      packets, N analyzers** (`live --analyzers N`, docs/live.md,
+//!      "Sharded analysis"): the analyzer threads are `shards`, the
+//!      dispatcher that feeds them and merges their results `analyzer`.
 //!
 //!    The process's CPU (`getrusage(RUSAGE_SELF)`) from the first frame sent
 //!    to the end of the run (the tables closed), less the sending thread's
@@ -53,6 +57,7 @@ fn group(comm: &str) -> &'static str {
         c if c.starts_with("ring") => "drain",
         "live-run" => "merge+feed",
         c if c.starts_with("rocescope-analy") => "analyzer",
+        c if c.starts_with("rocescope-shard") => "shards",
         c if c.starts_with("rocescope-write") => "writer",
         c if c.starts_with("rocescope-encod") => "encoder",
         "count-batches" => "counter",
@@ -126,15 +131,29 @@ impl Sampler {
 #[derive(Clone, Copy, PartialEq)]
 enum Setup {
     DrainOnly,
-    Live { packets: bool },
+    Live { packets: bool, analyzers: usize },
 }
 
 impl Setup {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            Setup::DrainOnly => "drain only (baseline)",
-            Setup::Live { packets: false } => "live, without packets",
-            Setup::Live { packets: true } => "live, every table",
+            Setup::DrainOnly => "drain only (baseline)".into(),
+            Setup::Live {
+                packets: false,
+                analyzers: 1,
+            } => "live, without packets".into(),
+            Setup::Live {
+                packets: true,
+                analyzers: 1,
+            } => "live, every table".into(),
+            Setup::Live { packets, analyzers } => format!(
+                "live, {}, {analyzers} analyzers",
+                if packets {
+                    "every table"
+                } else {
+                    "without packets"
+                }
+            ),
         }
     }
 }
@@ -198,11 +217,27 @@ fn block_sigchld() {
 
 /// Runs the comparison (see the module docs).
 pub fn per_frame(rig: &Rig<'_>, rounds: usize, pps: f64) {
-    let setups = [
+    let mut setups = vec![
         Setup::DrainOnly,
-        Setup::Live { packets: false },
-        Setup::Live { packets: true },
+        Setup::Live {
+            packets: false,
+            analyzers: 1,
+        },
+        Setup::Live {
+            packets: true,
+            analyzers: 1,
+        },
     ];
+    let sharded = std::env::var("ROCESCOPE_BENCH_CPU_ANALYZERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 1);
+    if let Some(analyzers) = sharded {
+        setups.push(Setup::Live {
+            packets: false,
+            analyzers,
+        });
+    }
     println!(
         "  userspace CPU per frame (records mode, ring per CPU, sender paced at {pps:.0} frames/s, \
          {} frames, {rounds} interleaved rounds; ns of CPU per frame analysed):",
@@ -213,7 +248,7 @@ pub fn per_frame(rig: &Rig<'_>, rounds: usize, pps: f64) {
         for (i, setup) in setups.iter().enumerate() {
             let r = match setup {
                 Setup::DrainOnly => drain_only(rig, pps),
-                Setup::Live { packets } => live_run(rig, pps, *packets),
+                Setup::Live { packets, analyzers } => live_run(rig, pps, *packets, *analyzers),
             };
             let parts: Vec<String> = r
                 .groups
@@ -322,7 +357,7 @@ fn drain_only(rig: &Rig<'_>, pps: f64) -> Round {
 }
 
 /// `live` in records mode until it has analysed every frame sent.
-fn live_run(rig: &Rig<'_>, pps: f64, packets: bool) -> Round {
+fn live_run(rig: &Rig<'_>, pps: f64, packets: bool, analyzers: usize) -> Round {
     let n = rig.frames.len() as u64;
     let out = tempfile::tempdir().expect("tempdir");
     let opts = live::Options {
@@ -346,6 +381,7 @@ fn live_run(rig: &Rig<'_>, pps: f64, packets: bool) -> Round {
         findings: None,
         time: Default::default(),
         packets,
+        analyzers,
     };
     let runner = std::thread::Builder::new()
         .name("live-run".into())

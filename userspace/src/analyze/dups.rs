@@ -116,7 +116,7 @@ pub struct TapDuplicates {
     /// Copies that carried exactly the same timestamp as their original.
     pub same_timestamp: u64,
     #[serde(skip)]
-    histogram: [u64; 32],
+    pub(crate) histogram: [u64; 32],
 }
 
 impl TapDuplicates {

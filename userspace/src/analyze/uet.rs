@@ -2,7 +2,8 @@
 //! PDCs"): each one's row of `flows.parquet`, made the way a QP's is, so
 //! the shared code that writes, retires and splits rows takes both alike;
 //! and UET's totals over them (`summary.json`'s `uet`); what a UET frame
-//! is compared on as a mirror copy (`copy_fields`).
+//! is compared on as a mirror copy (`copy_fields`); and UET's part of a
+//! sharded run's merge (`Analysis::add_transports`).
 
 use super::Analyzer;
 use super::dups::CopyFields;
@@ -109,4 +110,52 @@ fn digest(u: &rocescope_common::UetView) -> u32 {
         h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
     }
     h
+}
+
+impl super::Analysis {
+    /// UET's part of another analyzer's analysis of the same run added to
+    /// this one (a sharded run, `crate::shard::whole`): its totals added,
+    /// the rate taken again from the sums; its `uet_paths` rows joined,
+    /// in key order as one analyzer's live rows are.
+    pub fn add_transports(&mut self, more: &super::Analysis) {
+        let mine = &mut self.summary.transports.uet;
+        *mine = match (mine.take(), &more.summary.transports.uet) {
+            (Some(mut t), Some(u)) => {
+                add_totals(&mut t, u);
+                t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
+                Some(t)
+            }
+            (t, u) => t.or_else(|| u.clone()),
+        };
+        self.uet_paths.extend(more.uet_paths.iter().cloned());
+        self.uet_paths.sort_by_key(|r| r.key);
+    }
+}
+
+/// `to += more`, field by field (the rate aside).
+fn add_totals(to: &mut UetTotals, more: &UetTotals) {
+    macro_rules! add {
+        ($($f:ident),*) => { $( to.$f += more.$f; )* };
+    }
+    add!(
+        pdc_directions,
+        request_directions,
+        data_packets,
+        payload_bytes,
+        retrans_packets,
+        spurious_retrans,
+        timeout_resends,
+        acks,
+        nacks,
+        nacks_trimmed,
+        nacks_no_pdc,
+        nacks_no_pkt_buffer,
+        nacks_psn_oor_window,
+        nacks_no_resource,
+        nacks_other,
+        delivered,
+        sacked,
+        ce,
+        acks_ecn
+    );
 }

@@ -64,6 +64,41 @@ impl DatasetArgs {
     }
 }
 
+/// `--analyzers`: the analysis split across analyzer threads (`analyze`,
+/// `live`; docs/live.md, "Sharded analysis").
+#[derive(Args, Clone, Copy, Debug)]
+pub(crate) struct ShardArgs {
+    /// Split the analysis across N analyzer threads by address pair (1 to 64), for more frames a second than one
+    /// analyzer thread keeps up with. Flow ids are then numbered per analyzer, and the findings that compare flows of
+    /// different address pairs can differ from one analyzer's (docs/live.md, "Sharded analysis").
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        value_parser = clap::value_parser!(u16).range(1..=crate::shard::MAX_ANALYZERS as i64)
+    )]
+    pub(crate) analyzers: u16,
+}
+
+impl ShardArgs {
+    /// The number of analyzers, refused with what is not built for more
+    /// than one: `others` names each option given that cannot go with it
+    /// and what to do instead.
+    pub(crate) fn analyzers(&self, others: &[(bool, &str, &str)]) -> Result<usize> {
+        let n = usize::from(self.analyzers);
+        if n > 1 {
+            for (given, option, instead) in others {
+                if *given {
+                    return Err(Error::Usage(format!(
+                        "--analyzers {n} cannot go with {option}: {instead}"
+                    )));
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
 #[derive(Args)]
 pub(crate) struct Input {
     /// pcap or pcapng files (Ethernet, Linux cooked v1/v2, raw IP, BSD loopback; gzip, zstd or lz4
@@ -168,6 +203,7 @@ impl Input {
                 .recognition(&self.transports)
                 .map_err(Error::Usage)?,
             time: self.time,
+            analyzers: 1,
         })
     }
 }

@@ -41,8 +41,14 @@ pub(crate) fn analyze(
     input: Input,
     out: Option<PathBuf>,
     dataset: DatasetArgs,
+    shards: super::args::ShardArgs,
 ) -> Result<ExitCode> {
-    let opts = input.options()?;
+    let mut opts = input.options()?;
+    opts.analyzers = shards.analyzers(&[(
+        input.threads == 1,
+        "--threads 1",
+        "--threads 1 runs everything on one thread; leave out one of them",
+    )])?;
     if let Some(out) = &out {
         std::fs::create_dir_all(out).map_err(|e| Error::WriteIo {
             path: out.clone(),
@@ -182,6 +188,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<ExitCode> {
         taps: Vec::new(),
         recognition: Default::default(),
         time: Default::default(),
+        analyzers: 1,
     };
     let d = crate::diff::Diff::of(&args.before, &args.after, &opts)?;
     if let Some(path) = &args.html {

@@ -78,6 +78,8 @@ pub(crate) struct LiveArgs {
     pub(crate) analysis: AnalysisArgs,
     #[command(flatten)]
     pub(crate) dataset: DatasetArgs,
+    #[command(flatten)]
+    pub(crate) shards: super::args::ShardArgs,
 }
 
 /// `replay`.
@@ -127,7 +129,26 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         time,
         analysis,
         dataset,
+        shards,
     } = args;
+    // Not built over several analyzers (docs/live.md, "Sharded analysis").
+    let analyzers = shards.analyzers(&[
+        (
+            findings.is_some(),
+            "--findings",
+            "findings as they happen are not built over several analyzers (those of the whole run are in summary.json at the end); leave out --findings, or run one analyzer",
+        ),
+        (
+            metrics.is_some(),
+            "--metrics",
+            "metrics are not built over several analyzers; leave out --metrics, or run one analyzer",
+        ),
+        (
+            mode == TapMode::Summary,
+            "--mode summary",
+            "the summary mode's counts are not built over several analyzers; use --mode records, or run one analyzer",
+        ),
+    ])?;
     let ring = live::RingTuning::new(ring_size, wakeup)?;
     let opts = live::Options {
         iface,
@@ -155,6 +176,7 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         packets: tables
             .as_ref()
             .is_none_or(|t| t.contains(&crate::tables::dataset::StreamedTable::Packets)),
+        analyzers,
     };
     // Missing privileges are the likelier problem: say so first.
     live::tap::check_privileges()?;

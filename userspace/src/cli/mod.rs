@@ -51,6 +51,8 @@ enum Command {
         out: Option<PathBuf>,
         #[command(flatten)]
         dataset: DatasetArgs,
+        #[command(flatten)]
+        shards: args::ShardArgs,
     },
     /// Analyse captures and print the diagnosis (no tables written).
     Report {
@@ -119,7 +121,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             input,
             out,
             dataset,
-        } => commands::analyze(input, out, dataset),
+            shards,
+        } => commands::analyze(input, out, dataset, shards),
         Command::Report {
             input,
             json,

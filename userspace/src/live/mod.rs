@@ -194,6 +194,11 @@ pub struct Options {
     /// leaves it out there too: a row per frame is most of the CPU a
     /// record costs, docs/benchmarks.md "Live").
     pub packets: bool,
+    /// `--analyzers`: analyzer threads sharing the analysis by address
+    /// pair (0 and 1: one). With more, nothing watches the analysis while
+    /// it runs: no findings as they happen, no metrics of the analysis,
+    /// no summary mode (docs/live.md, "Sharded analysis").
+    pub analyzers: usize,
 }
 
 /// What a live run produced besides the tables.
@@ -235,6 +240,17 @@ pub fn run_with(
             detail: "no such interface (see `ip link`)".into(),
         });
     }
+    // Not built over several analyzers (docs/live.md, "Sharded analysis"):
+    // refused before anything starts.
+    let sharded = opts.analyzers > 1;
+    if sharded
+        && (opts.tap_mode == TapMode::Summary || opts.findings.is_some() || opts.metrics.is_some())
+    {
+        return Err(Error::Usage(format!(
+            "--analyzers {}: findings as they happen, metrics and the summary mode over several analyzers are not built",
+            opts.analyzers
+        )));
+    }
     // Before any thread of the run starts: they all inherit it.
     if let Some(cpus) = &opts.cpus {
         cpus.pin_current_thread()?;
@@ -264,7 +280,7 @@ pub fn run_with(
         detail: format!("cannot create the output directory: {e}"),
         source: e,
     })?;
-    let mut pipeline = RecordPipeline::with_tables(
+    let mut pipeline = RecordPipeline::with_analyzers(
         crate::analyze::Config {
             recognition: opts.recognition,
             // Every record is the tap's (iface 0).
@@ -274,6 +290,7 @@ pub fn run_with(
         Some(&opts.out),
         crate::pipeline::Threads::Pipelined,
         opts.packets,
+        opts.analyzers,
     )?;
     for o in outputs()? {
         pipeline.add_output(o);
@@ -283,11 +300,13 @@ pub fn run_with(
         pipeline.watch(metrics.tally());
     }
     let active = metrics.findings();
-    pipeline.watch(Box::new(monitor::Monitor::new(
-        opts.report_interval,
-        opts.findings.clone(),
-        active.clone(),
-    )?));
+    if !sharded {
+        pipeline.watch(Box::new(monitor::Monitor::new(
+            opts.report_interval,
+            opts.findings.clone(),
+            active.clone(),
+        )?));
+    }
     pipeline.name_iface(0, &opts.iface);
     let serving = exporter
         .as_ref()

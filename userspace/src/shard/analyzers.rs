@@ -206,6 +206,9 @@ impl<S: Sink> Sink for PauseCopies<'_, S> {
     fn keeps_flows(&self) -> bool {
         self.0.keeps_flows()
     }
+    fn telemetry(&mut self, row: &crate::telemetry::TelemetryRow) {
+        self.0.telemetry(row);
+    }
 }
 
 #[cfg(test)]

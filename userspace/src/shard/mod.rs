@@ -23,8 +23,12 @@ use rocescope_common::PacketRecord;
 
 pub mod analyzers;
 pub mod parallel;
+pub mod whole;
 pub use analyzers::{Merged, Shards};
 pub use parallel::Parallel;
+
+/// The most analyzers a run may split its analysis across (`--analyzers`).
+pub const MAX_ANALYZERS: usize = 64;
 
 /// Where a record goes among `n` shards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,6 +16,15 @@
 //! are merged once every thread has answered it, so the merged stream does
 //! not depend on thread timing; memory is bounded by `DEPTH` batches per
 //! thread.
+//!
+//! Beside the records (`live --analyzers`, `analyze --analyzers`: the
+//! pipeline's sharded stage): switch telemetry hops among a batch's records
+//! go to the analyzer of the address pair they name (analyzer 0 when they
+//! name none), each before the record it came before
+//! ([`Parallel::push_batch_with`]); what is told to every analyzer
+//! (interface names, a capture's drop counts) or to one (a CM message, to
+//! its address pair's) goes in order between batches ([`Parallel::each`],
+//! [`Parallel::one`]).
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
@@ -23,15 +32,23 @@ use std::thread::JoinHandle;
 use rocescope_common::PacketRecord;
 
 use super::analyzers::{Merged, PauseCopies, merge};
-use super::{Shard, shard_of};
+use super::{Shard, pair_shard, shard_of};
 use crate::analyze::{self, Analysis, Analyzer, Sink, VecSink, Verdict};
+use crate::telemetry::TelemetryRow;
 use crate::{Error, Result};
 
 /// Batches in flight per analyzer thread.
 const DEPTH: usize = 4;
 
+/// A telemetry hop to join before the record at this index of its batch.
+pub type Hop = (usize, TelemetryRow);
+
+/// Something to do to an analyzer between two batches.
+pub type Apply = Box<dyn FnOnce(&mut Analyzer) + Send>;
+
 enum Job {
-    Batch(Arc<Vec<PacketRecord>>),
+    Batch(Arc<Vec<PacketRecord>>, Arc<Vec<Hop>>),
+    Apply(Apply),
     Finish,
 }
 
@@ -51,6 +68,12 @@ pub struct Parallel {
 
 impl Parallel {
     pub fn new(config: &analyze::Config, n: usize) -> Result<Self> {
+        Self::with(config, n, |_| {})
+    }
+
+    /// [`Parallel::new`], each analyzer set up by `setup` before its
+    /// thread starts (the pipeline's row annotator).
+    pub fn with(config: &analyze::Config, n: usize, setup: impl Fn(&mut Analyzer)) -> Result<Self> {
         let n = n.max(1);
         let (mut jobs, mut done, mut threads) = (Vec::new(), Vec::new(), Vec::new());
         for k in 0..n {
@@ -58,6 +81,7 @@ impl Parallel {
             let (done_tx, done_rx) = sync_channel::<Done>(DEPTH);
             let mut analyzer = Analyzer::new(config.clone());
             analyzer.number_flows(k as u32, n as u32);
+            setup(&mut analyzer);
             let handle = std::thread::Builder::new()
                 .name(format!("rocescope-shard{k}"))
                 .spawn(move || shard_loop(analyzer, k, n, job_rx, done_tx))
@@ -73,6 +97,32 @@ impl Parallel {
         })
     }
 
+    /// The number of analyzers.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Runs `apply` on every analyzer, after the batches sent before.
+    pub fn each(&mut self, apply: impl Fn(&mut Analyzer) + Clone + Send + 'static) -> Result<()> {
+        for tx in &self.jobs {
+            let f = apply.clone();
+            tx.send(Job::Apply(Box::new(move |a: &mut Analyzer| f(a))))
+                .map_err(|_| stopped())?;
+        }
+        Ok(())
+    }
+
+    /// Runs `apply` on the analyzer of the address pair `a`, `b`, after
+    /// the batches sent before.
+    pub fn one(&mut self, a: &[u8; 16], b: &[u8; 16], apply: Apply) -> Result<()> {
+        let k = pair_shard(a, b, self.jobs.len());
+        self.jobs[k].send(Job::Apply(apply)).map_err(|_| stopped())
+    }
+
     /// Analyses `batch` (records in time order) on every thread; the
     /// verdicts in record order, and every event and row to `sink`.
     pub fn push_batch(
@@ -80,16 +130,28 @@ impl Parallel {
         batch: Arc<Vec<PacketRecord>>,
         sink: &mut impl Sink,
     ) -> Result<Vec<Verdict>> {
+        self.push_batch_with(batch, Arc::new(Vec::new()), sink)
+    }
+
+    /// [`Parallel::push_batch`] with the telemetry hops among the batch's
+    /// records: each joined by the analyzer of the address pair it names
+    /// (analyzer 0's when it names none), before the record at its index.
+    /// Every thread is done with `batch` when this returns: the caller's
+    /// `Arc` is the only one left.
+    pub fn push_batch_with(
+        &mut self,
+        batch: Arc<Vec<PacketRecord>>,
+        hops: Arc<Vec<Hop>>,
+        sink: &mut impl Sink,
+    ) -> Result<Vec<Verdict>> {
         let len = batch.len();
         for tx in &self.jobs {
-            tx.send(Job::Batch(batch.clone()))
-                .map_err(|_| Error::Internal("an analyzer thread stopped".into()))?;
+            tx.send(Job::Batch(batch.clone(), hops.clone()))
+                .map_err(|_| stopped())?;
         }
         let mut verdicts = vec![Verdict::default(); len];
         for rx in &self.done {
-            let d = rx
-                .recv()
-                .map_err(|_| Error::Internal("an analyzer thread stopped".into()))?;
+            let d = rx.recv().map_err(|_| stopped())?;
             for (i, v) in d.verdicts {
                 verdicts[i as usize] = v;
             }
@@ -123,10 +185,25 @@ impl Parallel {
     }
 }
 
+fn stopped() -> Error {
+    Error::Internal("an analyzer thread stopped".into())
+}
+
+/// The analyzer of hop `row` among `n`: its address pair's.
+fn hop_shard(row: &TelemetryRow, n: usize) -> usize {
+    match (&row.src_ip, &row.dst_ip) {
+        (Some(a), Some(b)) => pair_shard(a, b, n),
+        _ => 0,
+    }
+}
+
 /// Hands what `from` collected to `to`, in order.
 fn replay(from: &VecSink, to: &mut impl Sink) {
     for e in &from.events {
         to.event(e);
+    }
+    for t in &from.telemetry {
+        to.telemetry(t);
     }
     for t in &from.timeline {
         to.timeline(t);
@@ -146,14 +223,19 @@ fn shard_loop(
     let mut sink = VecSink::default();
     while let Ok(job) = jobs.recv() {
         match job {
-            Job::Batch(batch) => {
+            Job::Apply(f) => f(&mut analyzer),
+            Job::Batch(batch, hops) => {
                 let mut verdicts = Vec::new();
                 // The run starts at the batch's first record in every
                 // shard (the span pause fractions are taken over).
                 if let Some(first) = batch.first() {
                     analyzer.pass_time(first, &mut sink);
                 }
+                let mut hops = hops.iter().filter(|(_, h)| hop_shard(h, n) == k).peekable();
                 for (i, rec) in batch.iter().enumerate() {
+                    while let Some((_, h)) = hops.next_if(|(at, _)| *at <= i) {
+                        analyzer.telemetry(&mut h.clone(), &mut sink);
+                    }
                     // A PFC/PAUSE frame's verdict is analyzer 0's.
                     let (mine, speaks) = match shard_of(rec, n) {
                         Shard::One(s) => (s == k, true),
@@ -171,9 +253,15 @@ fn shard_loop(
                         verdicts.push((i as u32, v));
                     }
                 }
+                for (_, h) in hops {
+                    analyzer.telemetry(&mut h.clone(), &mut sink);
+                }
                 if let Some(last) = batch.last() {
                     analyzer.pass_time(last, &mut sink);
                 }
+                // Done with the batch before answering: the caller gets
+                // its records back whole.
+                drop(batch);
                 let out = Done {
                     verdicts,
                     sink: std::mem::take(&mut sink),

@@ -1,0 +1,190 @@
+//! The analyzer stage split across N analyzers (`--analyzers N`, N > 1;
+//! docs/live.md, "Sharded analysis"): the pipeline's analyzer thread
+//! becomes a dispatcher feeding [`Parallel`]'s analyzer threads, and the
+//! writer gets their merged stream.
+//!
+//! ```text
+//! source ─► batch ─► dispatcher ─┬► analyzer 0 ─┐  verdicts in record order,
+//!                                ├► analyzer 1 ─┼► events/rows analyzer by analyzer ─► writer
+//!                                └► …          ─┘
+//! ```
+//!
+//! * **Per batch**: each analyzer takes its address pairs' records (PFC and
+//!   PAUSE: every analyzer) and the telemetry hops of its pairs; the
+//!   writer gets the batch's records with their verdicts in record order,
+//!   then the events, timeline rows, retired flows' rows and hops of
+//!   analyzer 0, then of analyzer 1, … So each table holds the rows one
+//!   analyzer writes, in another order: by batch, and within a batch by
+//!   analyzer (`packets` keeps record order).
+//! * **Between batches**: interface names and a capture's drop counts go
+//!   to every analyzer, a CM message to its address pair's.
+//! * **At the end**: every analyzer ends; its end-of-run rows and events go
+//!   to the writer (pause events analyzer 0's), and the outputs close with
+//!   one [`Analysis`] merged by [`shard::whole`], its findings worded.
+//!
+//! One analyzer (`--analyzers 1`, the default) never comes here: the
+//! pipeline's own analyzer stage runs as before.
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender};
+
+use rocescope_common::PacketRecord;
+
+use super::{Discard, Flushing, Pipelined, TableBatch, ToAnalyzer, ToWriter, Writer, join};
+use crate::analyze::{self, Analysis};
+use crate::shard::{self, Parallel, whole::LinkLevelRecords};
+use crate::{Error, Result};
+
+/// The pipelined stages with `n` analyzers made from `config`; not for
+/// `threads` inline nor `watched` (a watch or the pairings: not built).
+pub(super) fn start(
+    config: &analyze::Config,
+    n: usize,
+    outputs: super::Outputs,
+    threads: super::Threads,
+    watched: bool,
+) -> Result<Pipelined> {
+    if threads == super::Threads::Inline {
+        return Err(Error::Usage(format!(
+            "--analyzers {n} runs the analysis on {n} threads of its own; --threads 1 runs everything on one thread: leave out one of them"
+        )));
+    }
+    if watched {
+        return Err(Error::Usage(format!(
+            "--analyzers {n}: findings as they happen, metrics and the summary mode over several analyzers are not built (docs/live.md, \"Sharded analysis\")"
+        )));
+    }
+    let parallel = Parallel::with(config, n, |a| {
+        a.set_row_annotator(crate::render::wireshark::annotate_row);
+    })?;
+    Pipelined::start_with(outputs, false, move |rx, writer, spare| {
+        analyze_loop(parallel, rx, writer, spare)
+    })
+}
+
+/// The dispatcher: messages in, the analyzers' merged results out to the
+/// writer; returns the merged analysis once the writer is done.
+fn analyze_loop(
+    mut parallel: Parallel,
+    rx: Receiver<ToAnalyzer>,
+    writer: Option<Writer>,
+    spare: Sender<Vec<PacketRecord>>,
+) -> Result<Analysis> {
+    let (wtx, whandle) = match writer {
+        Some((wtx, whandle)) => (Some(wtx), Some(whandle)),
+        None => (None, None),
+    };
+    // The writer's own error explains a closed channel better than we can.
+    let writer_failed = |whandle: Option<std::thread::JoinHandle<Result<Analysis>>>| -> Error {
+        match whandle.map(|h| h.join()) {
+            Some(Ok(Err(e))) => e,
+            _ => Error::Internal("the table writer thread stopped".into()),
+        }
+    };
+    let mut link_level = LinkLevelRecords::new();
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            ToAnalyzer::Iface(i, name, capture, local) => {
+                let named = name.clone();
+                parallel.each(move |a| {
+                    a.set_iface_name(i, &named);
+                    a.set_iface_capture(i, capture, local);
+                })?;
+                if let Some(wtx) = &wtx
+                    && wtx.send(ToWriter::Iface(i, name)).is_err()
+                {
+                    return Err(writer_failed(whandle));
+                }
+            }
+            ToAnalyzer::Drops(i, ifdrop, osdrop) => {
+                parallel.each(move |a| a.set_tap_drops(i, ifdrop, osdrop))?;
+            }
+            ToAnalyzer::Cm(rec, msg) => {
+                let (src, dst) = (rec.src_ip, rec.dst_ip);
+                parallel.one(
+                    &src,
+                    &dst,
+                    Box::new(move |a: &mut analyze::Analyzer| a.cm(&rec, msg)),
+                )?;
+            }
+            ToAnalyzer::Records(records, deltas, hops) => {
+                if !deltas.is_empty() {
+                    return Err(Error::Internal(
+                        "the summary mode's deltas over several analyzers are not built".into(),
+                    ));
+                }
+                for r in &records {
+                    if r.kind().link_level() {
+                        *link_level.entry(r.iface).or_default() += 1;
+                    }
+                }
+                let batch = Arc::new(records);
+                let mut sink = TableBatch::default();
+                let verdicts =
+                    parallel.push_batch_with(batch.clone(), Arc::new(hops), &mut sink)?;
+                // Every analyzer thread is done with it: ours is the last.
+                let mut records = Arc::try_unwrap(batch).unwrap_or_else(|b| (*b).clone());
+                match &wtx {
+                    Some(wtx) => {
+                        sink.verdicts = verdicts;
+                        sink.records = records;
+                        if wtx.send(ToWriter::Batch(sink)).is_err() {
+                            return Err(writer_failed(whandle));
+                        }
+                    }
+                    None => {
+                        records.clear();
+                        let _ = spare.send(records);
+                    }
+                }
+            }
+            ToAnalyzer::Reopen => {
+                if let Some(wtx) = &wtx
+                    && wtx.send(ToWriter::Reopen).is_err()
+                {
+                    return Err(writer_failed(whandle));
+                }
+            }
+            ToAnalyzer::Finish(facts) => {
+                let Some(wtx) = wtx else {
+                    let merged = parallel.finish(&mut Discard)?;
+                    return Ok(told(shard::whole::analysis(merged, &link_level)));
+                };
+                let mut sink = Flushing {
+                    batch: TableBatch::default(),
+                    wtx: &wtx,
+                    failed: false,
+                };
+                let merged = parallel.finish(&mut sink)?;
+                let analysis = told(shard::whole::analysis(merged, &link_level));
+                if sink.failed
+                    || wtx.send(ToWriter::Batch(sink.batch)).is_err()
+                    || wtx
+                        .send(ToWriter::Close(Box::new(analysis), facts))
+                        .is_err()
+                {
+                    return Err(writer_failed(whandle));
+                }
+                drop(wtx);
+                return match whandle {
+                    Some(h) => join(h),
+                    None => Err(Error::Internal("the table writer thread is gone".into())),
+                };
+            }
+        }
+    }
+    // Abandoned: the writer drops its outputs, which removes their
+    // partial files, before we return.
+    drop(wtx);
+    if let Some(h) = whandle {
+        let _ = h.join();
+    }
+    Err(Error::Internal(
+        "the record source stopped without finishing".into(),
+    ))
+}
+
+/// The merged analysis, told as every output writes it (`render::tell`).
+fn told(mut analysis: Analysis) -> Analysis {
+    crate::render::tell(&mut analysis);
+    analysis
+}
