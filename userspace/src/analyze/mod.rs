@@ -517,7 +517,8 @@ impl Analyzer {
         {
             if h.response() {
                 // The pair it answers: its bucket loaded a call before.
-                self.by_hosts.prefetch_first(&self.flows, h.pair().reverse());
+                self.by_hosts
+                    .prefetch_first(&self.flows, h.pair().reverse());
             } else {
                 self.by_hosts.prefetch(h.pair());
             }

@@ -375,7 +375,11 @@ mod tests {
             assert!(by_hosts.get(&flows, &pair_of(n)).is_none(), "{n} retired");
         }
         assert_eq!(by_hosts.len, 1000);
-        assert!(by_hosts.tags.len() <= 4096, "{} buckets", by_hosts.tags.len());
+        assert!(
+            by_hosts.tags.len() <= 4096,
+            "{} buckets",
+            by_hosts.tags.len()
+        );
     }
 
     /// A retired flow leaves its pair: the first of its pair's flows, one
