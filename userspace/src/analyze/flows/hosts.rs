@@ -274,7 +274,7 @@ mod tests {
         // 3 host pairs on 2 taps, 5000 QPs, every third flow the other way.
         let key = |i: u32| {
             let (a, b) = (ip((i % 3) as u8), ip(9));
-            if i % 5 == 0 {
+            if i.is_multiple_of(5) {
                 ((i % 2) as u16, b, a, i)
             } else {
                 ((i % 2) as u16, a, b, i)
