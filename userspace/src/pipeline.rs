@@ -873,7 +873,8 @@ fn analyze_batch(
     // hops' `next_if` was 4 % of the live analyzer thread; benchmarks.md).
     let (mut next, mut next_hop) = (0, 0);
     // Each record's flow key hashed once, two records ahead, for its
-    // prefetch steps and its lookup (by position, in a ring of three).
+    // prefetch steps and its lookup (by position, in a ring of three); each
+    // record loaded four ahead, before the hash's first read of it.
     let hash = |i: usize| records.get(i).and_then(|r| analyzer.key_hash(r));
     let mut hashes = [hash(0), hash(1), None];
     for (i, rec) in records.iter().enumerate() {
@@ -888,6 +889,9 @@ fn analyze_batch(
         {
             analyzer.telemetry(row, sink);
             next_hop += 1;
+        }
+        if let Some(r) = records.get(i + 4) {
+            Analyzer::prefetch_record(r);
         }
         let after_next = records.get(i + 2).and_then(|r| analyzer.key_hash(r));
         hashes[(i + 2) % 3] = after_next;

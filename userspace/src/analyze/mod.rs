@@ -486,27 +486,49 @@ impl Analyzer {
         (rec.transport() == Some(TransportId::Roce)
             && rec.kind() == Kind::Roce
             && rec.has(flags::HAS_BTH))
-        .then(|| self.by_key.hash(&roce_key(rec)))
+        .then(|| {
+            let response = rocescope_common::proto::ib::is_response_op(rec.roce().opcode & 0x1F);
+            self.by_key.hash(&roce_key(rec)).of_response(response)
+        })
+    }
+
+    /// Starts loading `rec` into the cache: the pipeline's analyzer loop
+    /// calls it a few records ahead. The reader thread wrote the records,
+    /// on the other core: the first read of each was a miss, most of it in
+    /// the mirror-copy check (docs/benchmarks.md, "cpu1m").
+    pub(crate) fn prefetch_record(rec: &PacketRecord) {
+        flows::prefetch_lines(rec, std::mem::size_of::<PacketRecord>());
     }
 
     /// Starts loading into the cache what pushing the next records reads
     /// first: the key index's bucket of the one after next (`after_next`,
     /// its [`Self::key_hash`]), and the flow record of the next (`next`;
-    /// its bucket loaded a call before). On a capture of many flows a
-    /// flow's record is cold when its next frame comes; loaded a frame
-    /// ahead, the misses overlap the work on the frame before
-    /// (docs/benchmarks.md, "speed1").
+    /// its bucket loaded a call before) or, when no flow holds its key yet,
+    /// the host-pair index's bucket where its flow will go and where a
+    /// response's pairing looks. On a capture of many flows these are cold
+    /// when a frame comes; loaded a frame ahead, the misses overlap the
+    /// work on the frame before (docs/benchmarks.md, "speed1", "cpu1m").
     pub(crate) fn prefetch(
         &self,
         next: Option<flows::KeyHash>,
         after_next: Option<flows::KeyHash>,
     ) {
-        if let Some(h) = next {
-            self.by_key.prefetch(&self.flows, h, flows::Prefetch::Flow);
+        if let Some(h) = next
+            && !self.by_key.prefetch_flow(&self.flows, h)
+        {
+            if h.response() {
+                // The pair it answers: its bucket loaded a call before.
+                self.by_hosts
+                    .prefetch_first(&self.flows, h.pair().reverse());
+            } else {
+                self.by_hosts.prefetch(h.pair());
+            }
         }
         if let Some(h) = after_next {
-            self.by_key
-                .prefetch(&self.flows, h, flows::Prefetch::Bucket);
+            self.by_key.prefetch_bucket(h);
+            if h.response() {
+                self.by_hosts.prefetch(h.pair());
+            }
         }
     }
 

@@ -9,6 +9,7 @@
 //! a [`Flow`].
 
 mod counts;
+mod hosts;
 mod index;
 mod interim;
 pub(super) mod kept;
@@ -20,12 +21,14 @@ mod table;
 pub(super) mod timeline;
 
 pub(crate) use super::count::Count;
-pub(crate) use index::{FlowIndex, HostIndex, KeyHash, Prefetch};
+pub(crate) use hosts::HostIndex;
+pub(crate) use index::{FlowIndex, KeyHash};
 pub(crate) use kept::Retired;
 pub(crate) use retire::Expiry;
 pub(super) use retire::{CnpCount, cnps_for};
 pub(super) use row::flow_row;
 pub(crate) use table::FlowTable;
+pub(super) use table::prefetch_lines;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};
@@ -267,7 +270,7 @@ impl Analyzer {
         self.note_live();
         self.expiry.new_flow(&self.config, ts, i, self.flows[i].id);
         self.by_key.insert_hashed(&self.flows, i, hash);
-        self.by_hosts.insert(&self.flows, i);
+        self.by_hosts.insert_hashed(&self.flows, i, hash.pair());
         // A hint may name this flow as the request or the response side.
         self.apply_hint(i);
         let reverse: Vec<FlowKey> = self

@@ -147,7 +147,7 @@ impl IndexMut<usize> for FlowTable {
 /// Starts loading the cache lines from `p` on that hold `bytes` (no
 /// effect off x86-64).
 #[inline]
-pub(super) fn prefetch_lines<T>(p: *const T, bytes: usize) {
+pub(in crate::analyze) fn prefetch_lines<T>(p: *const T, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     for line in (0..bytes).step_by(64) {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
