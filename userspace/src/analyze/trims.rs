@@ -44,7 +44,6 @@ impl Analyzer {
     /// rewrote it, or it fails and is cut and re-marked against its flow —
     /// a switch cut it, so its ICRC could not be checked (docs/tables.md,
     /// `icrc_ok`), whether or not a NAK later confirms the trim.
-    #[inline]
     pub(super) fn flow_icrc(&mut self, i: usize, rec: &PacketRecord) -> bool {
         let (corrupt, rewritten) = self.icrc(rec);
         if corrupt {
