@@ -28,7 +28,7 @@
 //! Memory is bounded by the frames the taps record within one window, at
 //! most [`MOST_FRAMES`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use super::hash::FastState;
 use rocescope_common::proto::ib::QPN_MASK;
@@ -50,7 +50,7 @@ pub const CONTROL_WINDOW_NS: u64 = 500;
 /// are the frame's [`Owner`]: a flow index (the flow table has already
 /// looked them up) or, for a CNP, a hash of them, so a key is 20
 /// bytes, not the 51 of the fields it stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Key {
     /// A flow index, or a CNP key's hash with [`CNP_OWNER`] set.
     owner: u32,
@@ -147,7 +147,7 @@ const MOST_FRAMES: usize = 1 << 20;
 
 /// A frame in the window: its key, its time, its key's hash's low 32 bits
 /// ([`key_hash`], to find its bucket as it leaves without hashing again).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Recent {
     key: Key,
     hash: u32,
@@ -168,7 +168,9 @@ const LIVE: u32 = 1 << 31;
 /// The recent frames of every tap.
 ///
 /// The window's frames sit in a ring in the order recorded, numbered as
-/// they come; the keys are an open-addressed table (linear probing, 8
+/// they come, frame `n` at `n` modulo the ring's power-of-two length (no
+/// offset to subtract, no wrap to test: a `VecDeque` cost ~45
+/// instructions a frame here); the keys are an open-addressed table (linear probing, 8
 /// bytes a bucket, at most half full) of the number of each key's last
 /// frame. A frame leaving the window takes its key's bucket with it only
 /// if it is the key's last frame — its number is in the bucket — and the
@@ -177,11 +179,14 @@ const LIVE: u32 = 1 << 31;
 #[derive(Debug)]
 pub(crate) struct MirrorDups {
     window_ns: u64,
-    /// The frames of the window, the oldest first.
-    order: VecDeque<Recent>,
-    /// The number of `order`'s first frame (31 bits, wrapping).
+    /// The frames of the window: frame `n` at `n & (ring.len() - 1)`; a
+    /// power of two long (or empty).
+    ring: Vec<Recent>,
+    /// The number of the window's oldest frame (31 bits, wrapping).
     first: u32,
-    /// Each key's last frame in `order`: a power of two long (or empty),
+    /// How many frames the window holds (at most `ring.len()`).
+    len: usize,
+    /// Each key's last frame in `ring`: a power of two long (or empty),
     /// at most half in use.
     index: Vec<Bucket>,
     /// Hashes a [`Key`] ([`key_hash`]).
@@ -198,8 +203,9 @@ impl MirrorDups {
     pub(crate) fn new(window_ns: u64) -> Self {
         MirrorDups {
             window_ns,
-            order: VecDeque::new(),
+            ring: Vec::new(),
             first: 0,
+            len: 0,
             index: Vec::new(),
             keys: FastState::default(),
             owners: FastState::default(),
@@ -220,8 +226,9 @@ impl MirrorDups {
             return false;
         }
         let now = rec.ts_ns;
-        while let Some(r) = self.order.front() {
-            if now.saturating_sub(r.at) <= self.window_ns && self.order.len() < MOST_FRAMES {
+        while self.len > 0 {
+            let at = self.ring[self.place(self.first)].at;
+            if now.saturating_sub(at) <= self.window_ns && self.len < MOST_FRAMES {
                 break;
             }
             self.leave();
@@ -233,13 +240,16 @@ impl MirrorDups {
         } else {
             self.window_ns
         };
-        if (self.order.len() + 1) * 2 > self.index.len() {
+        if (self.len + 1) * 2 > self.index.len() {
             self.grow();
         }
-        let seq = LIVE | (self.first.wrapping_add(self.order.len() as u32) & !LIVE);
+        if self.len == self.ring.len() {
+            self.grow_ring();
+        }
+        let seq = LIVE | (self.first.wrapping_add(self.len as u32) & !LIVE);
         let b = match self.find(hash, &key) {
             Ok(b) => {
-                let t = self.order[self.place(self.index[b].seq)].at;
+                let t = self.ring[self.place(self.index[b].seq)].at;
                 if last_nak.is_none_or(|n| n.saturating_add(self.window_ns) < t)
                     && now >= t
                     && now - t <= window
@@ -255,13 +265,29 @@ impl MirrorDups {
             Err(empty) => empty,
         };
         self.index[b] = Bucket { seq, hash };
-        self.order.push_back(Recent { key, hash, at: now });
+        let at = self.place(seq);
+        self.ring[at] = Recent { key, hash, at: now };
+        self.len += 1;
         false
     }
 
-    /// Where the frame numbered `seq` (a bucket's) is in `order`.
+    /// Where the frame numbered `seq` (a bucket's, [`LIVE`] set or not) is
+    /// in `ring`: the ring is a power of two long, at most 2^20 (below
+    /// [`LIVE`]), so the numbers' wrap at 2^31 keeps every frame's place.
     fn place(&self, seq: u32) -> usize {
-        (seq.wrapping_sub(self.first) & !LIVE) as usize
+        seq as usize & (self.ring.len().wrapping_sub(1))
+    }
+
+    /// Twice the ring (16 at first), each frame of the window moved to its
+    /// place in the longer ring.
+    fn grow_ring(&mut self) {
+        let n = (self.ring.len() * 2).max(16);
+        let old = std::mem::replace(&mut self.ring, vec![Recent::default(); n]);
+        let old_mask = old.len().wrapping_sub(1);
+        for k in 0..self.len {
+            let seq = self.first.wrapping_add(k as u32) & !LIVE;
+            self.ring[seq as usize & (n - 1)] = old[seq as usize & old_mask];
+        }
     }
 
     /// The bucket of `key` (whose hash is `hash`), or the empty bucket
@@ -274,7 +300,7 @@ impl MirrorDups {
             if b.seq == 0 {
                 return Err(p);
             }
-            if b.hash == hash && self.order[self.place(b.seq)].key == *key {
+            if b.hash == hash && self.ring[self.place(b.seq)].key == *key {
                 return Ok(p);
             }
             p = (p + 1) & mask;
@@ -284,9 +310,11 @@ impl MirrorDups {
     /// The oldest frame leaves the window, and its key's bucket with it
     /// when it was the key's last frame.
     fn leave(&mut self) {
-        let Some(r) = self.order.pop_front() else {
+        if self.len == 0 {
             return;
-        };
+        }
+        let r = self.ring[self.place(self.first)];
+        self.len -= 1;
         let seq = LIVE | self.first;
         self.first = self.first.wrapping_add(1) & !LIVE;
         let mask = self.index.len() - 1;
@@ -388,212 +416,4 @@ fn key_hash(keys: &FastState, key: &Key) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frame(ts: u64, psn: u32) -> PacketRecord {
-        PacketRecord {
-            ts_ns: ts,
-            payload_len: 1024,
-            ..PacketRecord::default().with_roce(crate::RoceView {
-                psn,
-                opcode: 0x0A,
-                icrc: 0xABCD_0000 | psn,
-                dest_qp: 7,
-                ..crate::RoceView::default()
-            })
-        }
-    }
-
-    impl MirrorDups {
-        /// A frame of flow 0.
-        fn is_copy_of0(&mut self, rec: &PacketRecord, last_nak: Option<u64>) -> bool {
-            self.is_copy(rec, Owner::Flow(0), last_nak)
-        }
-    }
-
-    #[test]
-    fn a_copy_within_the_window_is_a_copy_and_a_later_resend_is_not() {
-        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        assert!(!d.is_copy_of0(&frame(1_000, 5), None));
-        assert!(
-            d.is_copy_of0(&frame(1_005, 5), None),
-            "5 ns later: SPAN copy"
-        );
-        assert!(!d.is_copy_of0(&frame(1_010, 6), None));
-        assert!(
-            d.is_copy_of0(&frame(1_010, 6), None),
-            "exact copy, same timestamp"
-        );
-        // A resend 40 µs later (a timeout) is analysed as such.
-        assert!(!d.is_copy_of0(&frame(41_000, 5), None));
-        let t = &d.per_tap[&0];
-        assert_eq!(
-            (t.copies, t.min_gap_ns, t.max_gap_ns, t.same_timestamp),
-            (2, 0, 5, 1)
-        );
-    }
-
-    #[test]
-    fn a_nak_in_between_makes_a_fast_resend_legitimate() {
-        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        assert!(!d.is_copy_of0(&frame(1_000, 5), None));
-        assert!(
-            !d.is_copy_of0(&frame(4_000, 5), Some(3_500)),
-            "resent 3 µs after the original, 0.5 µs after a NAK"
-        );
-        // Sent just after the NAK passed the tap, resent before the sender
-        // had acted on it 12 µs later: still a resend.
-        assert!(!d.is_copy_of0(&frame(4_100, 8), Some(3_500)));
-        assert!(!d.is_copy_of0(&frame(13_000, 8), Some(3_500)));
-        // A window after the NAK, copies are copies again.
-        assert!(!d.is_copy_of0(&frame(20_000, 7), Some(3_500)));
-        assert!(d.is_copy_of0(&frame(20_005, 7), Some(3_500)));
-        assert_eq!(d.total(), 1);
-    }
-
-    /// A CNP's owner is a hash, not an entry a pair: what the check holds
-    /// follows the window's frames, not the address pairs a run has seen.
-    #[test]
-    fn cnps_of_ever_new_pairs_hold_only_the_windows_frames() {
-        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        for i in 0..10_000u32 {
-            let mut cnp = PacketRecord {
-                payload_len: 0,
-                ..frame(u64::from(i) * 1_000_000, 0)
-            };
-            cnp.src_ip[..4].copy_from_slice(&i.to_be_bytes());
-            let copy = PacketRecord {
-                ts_ns: cnp.ts_ns + 100,
-                ..cnp
-            };
-            assert!(!d.is_copy(&cnp, Owner::Cnp, None));
-            assert!(d.is_copy(&copy, Owner::Cnp, None), "pair {i}: a copy");
-            assert!(d.order.len() <= 1 && d.index.iter().filter(|b| b.seq != 0).count() <= 1);
-        }
-        assert_eq!(d.total(), 10_000);
-    }
-
-    /// Against a model: the last record (not a copy) of every key ever
-    /// seen, a key in the window while that record is. Few owners and PSNs:
-    /// keys repeat, collide in buckets, leave (buckets move back) and return.
-    #[test]
-    fn the_window_table_agrees_with_a_map_of_every_key() {
-        let mut d = MirrorDups::new(2_000);
-        let mut last: std::collections::HashMap<(usize, u32, u32), u64> = Default::default();
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = || {
-            x = x
-                .wrapping_mul(0x5851_F42D_4C95_7F2D)
-                .wrapping_add(0x1405_7B7E_F767_814F);
-            x ^ (x >> 29)
-        };
-        let (mut ts, mut copies, mut max_window) = (0u64, 0, 0);
-        for _ in 0..200_000 {
-            let r = next();
-            // Bursts (hundreds of frames a window), lulls that empty it.
-            ts += if r % 64 == 0 {
-                5_000
-            } else {
-                [0, 1, 2, 3, 5, 8, 13, 30][(r % 8) as usize]
-            };
-            let (owner, psn) = ((r >> 8) as usize % 40, (r >> 16) as u32 % 30);
-            let mut rec = frame(ts, psn);
-            rec.payload_len = if (r >> 40) & 7 == 0 { 0 } else { 1024 };
-            let window = if rec.payload_len == 0 { 500 } else { 2_000 };
-            let k = (owner, psn, rec.payload_len);
-            let expected = last
-                .get(&k)
-                .is_some_and(|&t| ts - t <= 2_000 && ts - t <= window);
-            assert_eq!(
-                d.is_copy(&rec, Owner::Flow(owner), None),
-                expected,
-                "at {ts}"
-            );
-            if expected {
-                copies += 1;
-            } else {
-                last.insert(k, ts);
-            }
-            max_window = max_window.max(d.order.len());
-        }
-        assert!(copies > 5_000, "{copies} copies");
-        assert!(max_window > 100, "{max_window} frames in a window at most");
-        assert_eq!(d.total(), copies);
-        let live = d.index.iter().filter(|b| b.seq != 0).count();
-        let in_window = last.values().filter(|&&t| ts - t <= 2_000).count();
-        assert_eq!(live, in_window);
-    }
-
-    /// Frames at one instant (crafted) stay in the window up to its bound.
-    #[test]
-    fn the_window_holds_at_most_its_bound() {
-        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        for i in 0..(MOST_FRAMES + 100) as u32 {
-            assert!(!d.is_copy(&frame(7, i), Owner::Flow(1), None));
-        }
-        assert_eq!(d.order.len(), MOST_FRAMES);
-        assert!(!d.is_copy(&frame(7, 0), Owner::Flow(1), None));
-        assert!(d.is_copy(&frame(7, MOST_FRAMES as u32 + 99), Owner::Flow(1), None));
-    }
-
-    #[test]
-    fn frames_without_payload_repeat_by_design() {
-        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        let cnp = |ts| PacketRecord {
-            payload_len: 0,
-            ..frame(ts, 0)
-        };
-        assert!(!d.is_copy_of0(&cnp(1_000), None));
-        assert!(d.is_copy_of0(&cnp(1_300), None), "0.3 µs later: a copy");
-        assert!(
-            !d.is_copy_of0(&cnp(5_000), None),
-            "4 µs later: the next CNP"
-        );
-    }
-
-    use crate::analyze::uet::copy_fields as uet_fields;
-    use rocescope_common::uet_present;
-
-    /// A UET request of PDC 0x100, PSN `psn`, flags `flags`, on entropy
-    /// `entropy`.
-    fn uet(ts: u64, psn: u32, flags: u8, entropy: u16) -> PacketRecord {
-        let mut r = PacketRecord {
-            ts_ns: ts,
-            payload_len: 4096,
-            ..PacketRecord::default()
-        };
-        *r.uet_mut() = rocescope_common::UetView {
-            present: uet_present::PDC | uet_present::PSN,
-            pds_type: 2,
-            pds_flags: flags,
-            spdcid: 0x100,
-            psn,
-            entropy,
-            ..rocescope_common::UetView::default()
-        };
-        r
-    }
-
-    #[test]
-    fn a_uet_copy_is_a_copy_and_a_resend_or_another_path_is_not() {
-        let mut d = MirrorDups::new(DEFAULT_WINDOW_NS);
-        let mut copy =
-            |r: PacketRecord, nack| d.is_copy(&r, Owner::Transport(Some(3), uet_fields), nack);
-        assert!(!copy(uet(1_000, 5, 0, 7), None));
-        assert!(copy(uet(3_000, 5, 0, 7), None), "2 µs later: a copy");
-        // Its resend (RETX) is no copy, nor the same PSN on another path.
-        assert!(!copy(uet(3_500, 5, 0x10, 7), None));
-        assert!(!copy(uet(3_600, 5, 0, 8), None));
-        // A second resend soon after a NACK of its data is legitimate.
-        assert!(!copy(uet(5_000, 5, 0x10, 7), Some(4_000)));
-        assert_eq!(d.total(), 1);
-    }
-
-    #[test]
-    fn a_zero_window_turns_detection_off() {
-        let mut d = MirrorDups::new(0);
-        assert!(!d.is_copy_of0(&frame(1, 5), None));
-        assert!(!d.is_copy_of0(&frame(1, 5), None));
-    }
-}
+mod tests;

@@ -101,14 +101,11 @@ impl Analyzer {
         // An InfiniBand link CRC failure is corruption too; sniffers
         // rewrite Ethernet captures, so it takes no part in that test.
         let vcrc_failed = rec.has(flags::VCRC_CHECKED) && !rec.has(flags::VCRC_OK);
-        let from_4791 = rec.has(flags::HAS_UDP) && rec.udp_sport == proto::udp::ROCEV2_PORT;
+        let udp = rec.has(flags::HAS_UDP);
+        let from_4791 = udp && rec.udp_sport == proto::udp::ROCEV2_PORT;
         let t = self.tap_mut(rec.iface);
-        if rec.has(flags::HAS_UDP) && !from_4791 {
-            t.other_sport += 1;
-        }
-        if checked {
-            t.icrc_checked += 1;
-        }
+        t.other_sport += u64::from(udp && !from_4791);
+        t.icrc_checked += u64::from(checked);
         if failed {
             t.icrc_failed += 1;
             t.failed_from_4791 += u64::from(from_4791);

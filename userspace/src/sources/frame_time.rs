@@ -157,7 +157,25 @@ impl FrameTimes {
     /// interface `file_iface` at `capture_ns`. A frame that is no record
     /// (a telemetry report) takes the file's clock as decided so far, and
     /// neither decides it nor is counted.
+    #[inline]
     pub fn time(
+        &mut self,
+        slot: usize,
+        file_iface: u32,
+        rec: &PacketRecord,
+        capture_ns: u64,
+    ) -> u64 {
+        // Inlined where every frame asks: a file decided on its capture
+        // clock keeps it, and every frame's time (a telemetry report's
+        // too) is the capture's.
+        if let Some(Some(Clock::Capture)) = self.clocks.get(slot) {
+            return capture_ns;
+        }
+        self.time_by_clock(slot, file_iface, rec, capture_ns)
+    }
+
+    /// [`FrameTimes::time`] but of a file not (yet) on its capture clock.
+    fn time_by_clock(
         &mut self,
         slot: usize,
         file_iface: u32,

@@ -291,13 +291,20 @@ impl Taps {
     }
 
     /// The run-wide index of `file`'s interface `iface`, and whether it is
-    /// new; `None` past u16.
+    /// new; `None` past u16. Inlined where a frame asks (every frame asks):
+    /// an interface already named is two lookups.
+    #[inline]
     pub fn index(&mut self, file: usize, iface: u32, if_name: Option<&str>) -> Option<(u16, bool)> {
         let t = self.tap_of(file)?;
-        let slot = iface as usize;
-        if let Some(&Some(i)) = self.taps[t].ifaces.get(slot) {
+        if let Some(&Some(i)) = self.taps[t].ifaces.get(iface as usize) {
             return Some((i, false));
         }
+        self.name_new(t, iface, if_name)
+    }
+
+    /// Names interface `iface` of tap `t`, not named before.
+    fn name_new(&mut self, t: usize, iface: u32, if_name: Option<&str>) -> Option<(u16, bool)> {
+        let slot = iface as usize;
         let i = u16::try_from(self.names.len()).ok()?;
         let tap = &self.taps[t];
         let forced = tap.grouped_by == Grouping::Option;
