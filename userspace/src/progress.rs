@@ -58,7 +58,19 @@ impl FileProgress {
     }
 
     /// `frames` read so far, the current file (`file_index`) at byte `offset`.
+    /// Called on every frame: without a bar (not a terminal, or not asked)
+    /// it is this inlined check alone, the bar's work out of line
+    /// (docs/benchmarks.md, "pairhash").
+    #[inline]
     pub fn tick(&mut self, file_index: usize, offset: u64, frames: u64) {
+        if self.bar.is_some() {
+            self.tick_bar(file_index, offset, frames);
+        }
+    }
+
+    /// [`Self::tick`] with a bar.
+    #[inline(never)]
+    fn tick_bar(&mut self, file_index: usize, offset: u64, frames: u64) {
         let Some(bar) = &self.bar else {
             return;
         };
