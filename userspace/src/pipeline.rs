@@ -671,7 +671,10 @@ impl Pipelined {
                 .name("rocescope-write".into())
                 .spawn(move || write_loop(outputs, wrx, spare_tx))
                 .map_err(|e| spawn_error("table writer", e))?;
-            Some((wtx, handle))
+            Some(Writer {
+                tx: wtx,
+                handle: Some(handle),
+            })
         };
         let analyzer = std::thread::Builder::new()
             .name("rocescope-analyze".into())
@@ -736,8 +739,70 @@ fn lower_current_thread_priority(by: i32) {
     }
 }
 
-/// The writer thread: where its batches go, and its handle.
-type Writer = (SyncSender<ToWriter>, JoinHandle<Result<Analysis>>);
+/// The analyzer stage's end of the writer thread: where its batches go,
+/// and the thread, whose own error explains a closed channel better than
+/// the channel can.
+struct Writer {
+    tx: SyncSender<ToWriter>,
+    handle: Option<JoinHandle<Result<Analysis>>>,
+}
+
+impl Writer {
+    fn send(&mut self, msg: ToWriter) -> Result<()> {
+        match self.tx.send(msg) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.failed()),
+        }
+    }
+
+    fn failed(&mut self) -> Error {
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(Err(e))) => e,
+            _ => Error::Internal("the table writer thread stopped".into()),
+        }
+    }
+
+    /// The sink the end of the run writes through, starting with `batch`.
+    fn flushing(&self, batch: TableBatch) -> Flushing<'_> {
+        Flushing {
+            batch,
+            wtx: &self.tx,
+            failed: false,
+        }
+    }
+
+    /// The end of a run: the last batch (`None`: the writer stopped while
+    /// the run ended), the analysis told, the outputs closed; the writer's
+    /// result.
+    fn close(
+        mut self,
+        last: Option<TableBatch>,
+        analysis: Analysis,
+        facts: Box<RunFacts>,
+    ) -> Result<Analysis> {
+        let Some(last) = last else {
+            return Err(self.failed());
+        };
+        self.send(ToWriter::Batch(last))?;
+        self.send(ToWriter::Close(Box::new(told(analysis)), facts))?;
+        let Writer { tx, handle } = self;
+        drop(tx);
+        match handle {
+            Some(h) => join(h),
+            None => Err(Error::Internal("the table writer thread is gone".into())),
+        }
+    }
+
+    /// Abandoned (see [`RecordPipeline::abandon`]): the writer drops its
+    /// outputs, which removes their partial files, before we return.
+    fn abandon(self) {
+        let Writer { tx, handle } = self;
+        drop(tx);
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}
 
 fn join(handle: JoinHandle<Result<Analysis>>) -> Result<Analysis> {
     handle
@@ -755,7 +820,7 @@ fn analyze_loop(
     pairings: Option<Sender<Pairing>>,
     mut watch: Option<Box<dyn Watch>>,
 ) -> Result<Analysis> {
-    let Some((wtx, whandle)) = writer else {
+    let Some(mut writer) = writer else {
         // No tables: analyse and hand the buffers straight back.
         while let Ok(msg) = rx.recv() {
             match msg {
@@ -790,21 +855,12 @@ fn analyze_loop(
             "the record source stopped without finishing".into(),
         ));
     };
-    // The writer's own error explains a closed channel better than we can.
-    let writer_failed = |whandle: JoinHandle<Result<Analysis>>| -> Error {
-        match whandle.join() {
-            Ok(Err(e)) => e,
-            _ => Error::Internal("the table writer thread stopped".into()),
-        }
-    };
     while let Ok(msg) = rx.recv() {
         match msg {
             ToAnalyzer::Iface(i, name, capture, local) => {
                 analyzer.set_iface_name(i, &name);
                 analyzer.set_iface_capture(i, capture, local);
-                if wtx.send(ToWriter::Iface(i, name)).is_err() {
-                    return Err(writer_failed(whandle));
-                }
+                writer.send(ToWriter::Iface(i, name))?;
             }
             ToAnalyzer::Drops(i, ifdrop, osdrop) => analyzer.set_tap_drops(i, ifdrop, osdrop),
             ToAnalyzer::Cm(rec, msg) => analyzer.cm(&rec, msg),
@@ -822,47 +878,26 @@ fn analyze_loop(
                 send_pairings(&mut analyzer, pairings.as_ref());
                 sink.verdicts = verdicts;
                 sink.records = records;
-                if wtx.send(ToWriter::Batch(sink)).is_err() {
-                    return Err(writer_failed(whandle));
-                }
+                writer.send(ToWriter::Batch(sink))?;
             }
             ToAnalyzer::Reopen => {
                 if let Some(w) = watch.as_deref_mut() {
                     w.reopen();
                 }
-                if wtx.send(ToWriter::Reopen).is_err() {
-                    return Err(writer_failed(whandle));
-                }
+                writer.send(ToWriter::Reopen)?;
             }
             ToAnalyzer::Finish(facts) => {
-                let mut sink = Flushing {
-                    batch: TableBatch {
-                        findings: stopped(watch.as_deref_mut(), &analyzer),
-                        ..TableBatch::default()
-                    },
-                    wtx: &wtx,
-                    failed: false,
-                };
-                let analysis = finished(analyzer, &mut sink);
-                if sink.failed
-                    || wtx.send(ToWriter::Batch(sink.batch)).is_err()
-                    || wtx
-                        .send(ToWriter::Close(Box::new(analysis), facts))
-                        .is_err()
-                {
-                    return Err(writer_failed(whandle));
-                }
-                drop(wtx);
-                return whandle.join().unwrap_or_else(|_| {
-                    Err(Error::Internal("the table writer thread panicked".into()))
+                let mut sink = writer.flushing(TableBatch {
+                    findings: stopped(watch.as_deref_mut(), &analyzer),
+                    ..TableBatch::default()
                 });
+                let analysis = analyzer.finish(&mut sink);
+                let last = sink.last();
+                return writer.close(last, analysis, facts);
             }
         }
     }
-    // Abandoned (see [`RecordPipeline::abandon`]): the writer drops its
-    // outputs, which removes their partial files, before we return.
-    drop(wtx);
-    let _ = whandle.join();
+    writer.abandon();
     Err(Error::Internal(
         "the record source stopped without finishing".into(),
     ))
@@ -1025,7 +1060,11 @@ struct Fanout<'a>(&'a mut [Box<dyn Output>]);
 /// The analysis at the end of input, told: findings worded and Wireshark
 /// filters filled in (`render::tell`), as every output writes it.
 fn finished(analyzer: Analyzer, sink: &mut impl analyze::Sink) -> Analysis {
-    let mut analysis = analyzer.finish(sink);
+    told(analyzer.finish(sink))
+}
+
+/// `analysis` told as every output writes it (`render::tell`).
+fn told(mut analysis: Analysis) -> Analysis {
     crate::render::tell(&mut analysis);
     analysis
 }
@@ -1080,6 +1119,13 @@ struct Flushing<'a> {
     wtx: &'a SyncSender<ToWriter>,
     /// The writer stopped: the rest is dropped, its error told at the end.
     failed: bool,
+}
+
+impl Flushing<'_> {
+    /// What is left to send; `None` when the writer stopped meanwhile.
+    fn last(self) -> Option<TableBatch> {
+        (!self.failed).then_some(self.batch)
+    }
 }
 
 impl analyze::Sink for Flushing<'_> {

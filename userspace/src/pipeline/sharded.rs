@@ -29,7 +29,7 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use rocescope_common::PacketRecord;
 
-use super::{Discard, Flushing, Pipelined, TableBatch, ToAnalyzer, ToWriter, Writer, join};
+use super::{Discard, Pipelined, TableBatch, ToAnalyzer, ToWriter, Writer, told};
 use crate::analyze::{self, Analysis};
 use crate::shard::{self, Parallel, whole::LinkLevelRecords};
 use crate::{Error, Result};
@@ -66,20 +66,9 @@ pub(super) fn start(
 fn analyze_loop(
     mut parallel: Parallel,
     rx: Receiver<ToAnalyzer>,
-    writer: Option<Writer>,
+    mut writer: Option<Writer>,
     spare: Sender<Vec<PacketRecord>>,
 ) -> Result<Analysis> {
-    let (wtx, whandle) = match writer {
-        Some((wtx, whandle)) => (Some(wtx), Some(whandle)),
-        None => (None, None),
-    };
-    // The writer's own error explains a closed channel better than we can.
-    let writer_failed = |whandle: Option<std::thread::JoinHandle<Result<Analysis>>>| -> Error {
-        match whandle.map(|h| h.join()) {
-            Some(Ok(Err(e))) => e,
-            _ => Error::Internal("the table writer thread stopped".into()),
-        }
-    };
     let mut link_level = LinkLevelRecords::new();
     while let Ok(msg) = rx.recv() {
         match msg {
@@ -89,10 +78,8 @@ fn analyze_loop(
                     a.set_iface_name(i, &named);
                     a.set_iface_capture(i, capture, local);
                 })?;
-                if let Some(wtx) = &wtx
-                    && wtx.send(ToWriter::Iface(i, name)).is_err()
-                {
-                    return Err(writer_failed(whandle));
+                if let Some(w) = &mut writer {
+                    w.send(ToWriter::Iface(i, name))?;
                 }
             }
             ToAnalyzer::Drops(i, ifdrop, osdrop) => {
@@ -123,13 +110,11 @@ fn analyze_loop(
                     parallel.push_batch_with(batch.clone(), Arc::new(hops), &mut sink)?;
                 // Every analyzer thread is done with it: ours is the last.
                 let mut records = Arc::try_unwrap(batch).unwrap_or_else(|b| (*b).clone());
-                match &wtx {
-                    Some(wtx) => {
+                match &mut writer {
+                    Some(w) => {
                         sink.verdicts = verdicts;
                         sink.records = records;
-                        if wtx.send(ToWriter::Batch(sink)).is_err() {
-                            return Err(writer_failed(whandle));
-                        }
+                        w.send(ToWriter::Batch(sink))?;
                     }
                     None => {
                         records.clear();
@@ -138,53 +123,26 @@ fn analyze_loop(
                 }
             }
             ToAnalyzer::Reopen => {
-                if let Some(wtx) = &wtx
-                    && wtx.send(ToWriter::Reopen).is_err()
-                {
-                    return Err(writer_failed(whandle));
+                if let Some(w) = &mut writer {
+                    w.send(ToWriter::Reopen)?;
                 }
             }
             ToAnalyzer::Finish(facts) => {
-                let Some(wtx) = wtx else {
+                let Some(writer) = writer else {
                     let merged = parallel.finish(&mut Discard)?;
                     return Ok(told(shard::whole::analysis(merged, &link_level)));
                 };
-                let mut sink = Flushing {
-                    batch: TableBatch::default(),
-                    wtx: &wtx,
-                    failed: false,
-                };
+                let mut sink = writer.flushing(TableBatch::default());
                 let merged = parallel.finish(&mut sink)?;
-                let analysis = told(shard::whole::analysis(merged, &link_level));
-                if sink.failed
-                    || wtx.send(ToWriter::Batch(sink.batch)).is_err()
-                    || wtx
-                        .send(ToWriter::Close(Box::new(analysis), facts))
-                        .is_err()
-                {
-                    return Err(writer_failed(whandle));
-                }
-                drop(wtx);
-                return match whandle {
-                    Some(h) => join(h),
-                    None => Err(Error::Internal("the table writer thread is gone".into())),
-                };
+                let last = sink.last();
+                return writer.close(last, shard::whole::analysis(merged, &link_level), facts);
             }
         }
     }
-    // Abandoned: the writer drops its outputs, which removes their
-    // partial files, before we return.
-    drop(wtx);
-    if let Some(h) = whandle {
-        let _ = h.join();
+    if let Some(w) = writer {
+        w.abandon();
     }
     Err(Error::Internal(
         "the record source stopped without finishing".into(),
     ))
-}
-
-/// The merged analysis, told as every output writes it (`render::tell`).
-fn told(mut analysis: Analysis) -> Analysis {
-    crate::render::tell(&mut analysis);
-    analysis
 }
