@@ -44,13 +44,38 @@ pub trait Output: analyze::Sink + Send {
     fn close(self: Box<Self>, analysis: &Analysis, facts: &RunFacts) -> Result<()>;
 }
 
-/// Watches the analysis where it runs (the analyzer's thread): every event
-/// and timeline row as the outputs get them, and after each batch of
-/// records the analyzer itself, to read its running state
-/// ([`analyze::Analyzer::running`]). The live tap's metrics are one.
+/// What a [`Watch`] reads of an analysis still running: one analyzer's
+/// state, or that of a sharded run's analyzers merged (`crate::shard`,
+/// docs/live.md "Sharded analysis"). `None`: the analysis stopped.
+pub trait Analysing {
+    /// [`analyze::Analyzer::running`].
+    fn running(&mut self, out: &mut analyze::Running) -> Option<()>;
+    /// [`analyze::Analyzer::findings_now`].
+    fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Option<analyze::Interim>;
+    /// [`analyze::Analyzer::findings_at_stop`].
+    fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Option<analyze::Interim>;
+}
+
+impl Analysing for analyze::Analyzer {
+    fn running(&mut self, out: &mut analyze::Running) -> Option<()> {
+        analyze::Analyzer::running(self, out);
+        Some(())
+    }
+    fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Option<analyze::Interim> {
+        Some(analyze::Analyzer::findings_now(self, from_ns, now_ns))
+    }
+    fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Option<analyze::Interim> {
+        Some(analyze::Analyzer::findings_at_stop(self, from_ns, now_ns))
+    }
+}
+
+/// Watches the analysis where it runs (the analyzer's thread, or a sharded
+/// run's dispatcher): every event and timeline row as the outputs get them,
+/// and after each batch of records the analysis itself, to read its running
+/// state ([`Analysing`]). The live tap's metrics are one.
 pub trait Watch: analyze::Sink + Send {
     /// `records` more records (and the deltas among them) were analysed.
-    fn analysed(&mut self, analyzer: &analyze::Analyzer, records: usize);
+    fn analysed(&mut self, analysis: &mut dyn Analysing, records: usize);
     /// The findings rows made since the last call, for the outputs.
     fn take_findings(&mut self) -> Vec<FindingRow> {
         Vec::new()
@@ -60,7 +85,7 @@ pub trait Watch: analyze::Sink + Send {
     /// The run stops, every record analysed: a last look before the
     /// analysis ends (the live tap's findings end; docs/live.md), its rows
     /// then taken by [`Watch::take_findings`].
-    fn stopped(&mut self, _analyzer: &analyze::Analyzer) {}
+    fn stopped(&mut self, _analysis: &mut dyn Analysing) {}
 }
 
 /// Two watches, both shown everything.
@@ -82,9 +107,9 @@ impl analyze::Sink for Both {
 }
 
 impl Watch for Both {
-    fn analysed(&mut self, analyzer: &analyze::Analyzer, records: usize) {
-        self.0.analysed(analyzer, records);
-        self.1.analysed(analyzer, records);
+    fn analysed(&mut self, analysis: &mut dyn Analysing, records: usize) {
+        self.0.analysed(analysis, records);
+        self.1.analysed(analysis, records);
     }
     fn take_findings(&mut self) -> Vec<FindingRow> {
         let mut rows = self.0.take_findings();
@@ -95,9 +120,9 @@ impl Watch for Both {
         self.0.reopen();
         self.1.reopen();
     }
-    fn stopped(&mut self, analyzer: &analyze::Analyzer) {
-        self.0.stopped(analyzer);
-        self.1.stopped(analyzer);
+    fn stopped(&mut self, analysis: &mut dyn Analysing) {
+        self.0.stopped(analysis);
+        self.1.stopped(analysis);
     }
 }
 

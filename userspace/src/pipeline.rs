@@ -316,8 +316,11 @@ impl RecordPipeline {
             return Ok(());
         };
         if let Some((n, config)) = self.sharded.take() {
-            let watched = self.watch.is_some() || self.pairings.is_some();
-            self.stage = Stage::Pipelined(sharded::start(&config, n, outputs, threads, watched)?);
+            let watch = self.watch.take();
+            let pairings = self.pairings.is_some();
+            self.stage = Stage::Pipelined(sharded::start(
+                &config, n, outputs, threads, watch, pairings,
+            )?);
             if self.source_yields {
                 lower_current_thread_priority(SOURCE_NICE);
             }
@@ -574,11 +577,11 @@ impl RecordPipeline {
         match std::mem::replace(&mut self.stage, Stage::Failed(None)) {
             Stage::NotStarted { .. } => Err(Error::Internal("the pipeline never started".into())),
             Stage::Inline {
-                analyzer,
+                mut analyzer,
                 mut outputs,
                 ..
             } => {
-                let rows = stopped(self.watch.as_deref_mut(), &analyzer);
+                let rows = stopped(self.watch.as_deref_mut(), &mut *analyzer);
                 if !rows.is_empty() {
                     for o in outputs.iter_mut() {
                         o.findings(&rows)?;
@@ -834,7 +837,7 @@ fn analyze_loop(
                     let mut sink = Watched(&mut Discard, watch.as_deref_mut());
                     analyze_batch(&mut analyzer, &recs, &deltas, hops, &mut sink, |_| {});
                     if let Some(w) = watch.as_deref_mut() {
-                        w.analysed(&analyzer, recs.len());
+                        w.analysed(&mut analyzer, recs.len());
                     }
                     send_pairings(&mut analyzer, pairings.as_ref());
                     recs.clear();
@@ -846,7 +849,7 @@ fn analyze_loop(
                     }
                 }
                 ToAnalyzer::Finish(_) => {
-                    stopped(watch.as_deref_mut(), &analyzer);
+                    stopped(watch.as_deref_mut(), &mut analyzer);
                     return Ok(finished(analyzer, &mut Discard));
                 }
             }
@@ -872,7 +875,7 @@ fn analyze_loop(
                     verdicts.push(v)
                 });
                 if let Some(w) = watch.as_deref_mut() {
-                    w.analysed(&analyzer, records.len());
+                    w.analysed(&mut analyzer, records.len());
                     sink.findings = w.take_findings();
                 }
                 send_pairings(&mut analyzer, pairings.as_ref());
@@ -888,7 +891,7 @@ fn analyze_loop(
             }
             ToAnalyzer::Finish(facts) => {
                 let mut sink = writer.flushing(TableBatch {
-                    findings: stopped(watch.as_deref_mut(), &analyzer),
+                    findings: stopped(watch.as_deref_mut(), &mut analyzer),
                     ..TableBatch::default()
                 });
                 let analysis = analyzer.finish(&mut sink);
@@ -956,7 +959,7 @@ fn analyze_batch(
 /// findings it made to the outputs.
 fn watched_inline(
     watch: Option<&mut (dyn Watch + 'static)>,
-    analyzer: &Analyzer,
+    analyzer: &mut Analyzer,
     records: usize,
     outputs: &mut [Box<dyn Output>],
 ) -> Result<()> {
@@ -974,10 +977,10 @@ fn watched_inline(
 /// The run stops: the watch's last look, and the findings rows it made.
 fn stopped(
     watch: Option<&mut (dyn Watch + 'static)>,
-    analyzer: &Analyzer,
+    analysis: &mut dyn crate::output::Analysing,
 ) -> Vec<crate::output::FindingRow> {
     let Some(w) = watch else { return Vec::new() };
-    w.stopped(analyzer);
+    w.stopped(analysis);
     w.take_findings()
 }
 

@@ -142,7 +142,7 @@ pub use rows::{
     NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity, Summary,
     TapSummary, TimelineRow, Totals, TransportTotals, Trigger, Verdict,
 };
-pub use running::{Interim, PriorityPauses, Running, RunningTotals};
+pub use running::{Interim, PriorityPauses, Running, RunningTotals, TapEnd};
 pub use sums::{RowGroup, RowSums};
 use taps::TapState;
 

@@ -34,6 +34,23 @@ pub struct PriorityPauses {
     pub storms: u64,
 }
 
+/// Where an interface's records end so far ([`Analyzer::tap_ends`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TapEnd {
+    pub seen: bool,
+    pub last_ts: u64,
+}
+
+impl TapEnd {
+    /// The end of the interface over two analyzers' records.
+    pub fn join(self, other: TapEnd) -> TapEnd {
+        TapEnd {
+            seen: self.seen || other.seen,
+            last_ts: self.last_ts.max(other.last_ts),
+        }
+    }
+}
+
 /// A snapshot of what the analyzer has found so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Running {
@@ -53,6 +70,24 @@ impl Analyzer {
     /// where the end of a run with one interface (the live tap) closes it;
     /// a capture file's pauses end with its last record on any interface.
     pub fn running(&self, out: &mut Running) {
+        self.running_to(out, &self.tap_ends());
+    }
+
+    /// Per interface: whether a record of it came, and the time of its
+    /// last (a sharded run's analyzers' are merged: `crate::shard::running`).
+    pub fn tap_ends(&self) -> Vec<TapEnd> {
+        self.taps
+            .iter()
+            .map(|t| TapEnd {
+                seen: t.seen,
+                last_ts: t.last_ts,
+            })
+            .collect()
+    }
+
+    /// [`Analyzer::running`], an open pause counted up to `ends`' last
+    /// record of its interface.
+    pub fn running_to(&self, out: &mut Running, ends: &[TapEnd]) {
         out.frames.clone_from(&self.frames);
         out.totals = self.running;
         out.flows = self.flows.live() as u64;
@@ -71,7 +106,7 @@ impl Analyzer {
                     }),
             );
         out.senders.clear();
-        let tap_end = |iface: u16| self.taps.get(usize::from(iface)).map_or(0, |t| t.last_ts);
+        let tap_end = |iface: u16| ends.get(usize::from(iface)).map_or(0, |t| t.last_ts);
         self.pfc.senders(tap_end, &mut out.senders);
     }
 }
@@ -109,9 +144,14 @@ impl Analyzer {
     /// for `pfc.parquet`, so its storm's last time is the last evidence of
     /// it, not the moment the run stopped.
     pub fn findings_at_stop(&self, from_ns: u64, now_ns: u64) -> Interim {
+        self.findings_at_stop_to(from_ns, now_ns, &self.tap_ends())
+    }
+
+    /// [`Analyzer::findings_at_stop`], a running pause closed at `ends`'
+    /// last record of its interface.
+    pub fn findings_at_stop_to(&self, from_ns: u64, now_ns: u64, ends: &[TapEnd]) -> Interim {
         self.findings_over(from_ns, now_ns, |iface| {
-            self.taps
-                .get(usize::from(iface))
+            ends.get(usize::from(iface))
                 .filter(|t| t.seen)
                 .map_or(now_ns, |t| t.last_ts.min(now_ns))
         })

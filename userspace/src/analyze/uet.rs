@@ -118,8 +118,18 @@ impl super::Analysis {
     /// the rate taken again from the sums; its `uet_paths` rows joined,
     /// in key order as one analyzer's live rows are.
     pub fn add_transports(&mut self, more: &super::Analysis) {
-        let mine = &mut self.summary.transports.uet;
-        *mine = match (mine.take(), &more.summary.transports.uet) {
+        self.summary.transports.add(&more.summary.transports);
+        self.uet_paths.extend(more.uet_paths.iter().cloned());
+        self.uet_paths.sort_by_key(|r| r.key);
+    }
+}
+
+impl super::rows::TransportTotals {
+    /// Another analyzer's totals of the same run added (a sharded run:
+    /// `crate::shard`), the rate taken again from the sums.
+    pub fn add(&mut self, more: &Self) {
+        let mine = &mut self.uet;
+        *mine = match (mine.take(), &more.uet) {
             (Some(mut t), Some(u)) => {
                 add_totals(&mut t, u);
                 t.retrans_rate = ratio(t.retrans_packets, t.data_packets);
@@ -127,8 +137,6 @@ impl super::Analysis {
             }
             (t, u) => t.or_else(|| u.clone()),
         };
-        self.uet_paths.extend(more.uet_paths.iter().cloned());
-        self.uet_paths.sort_by_key(|r| r.key);
     }
 }
 

@@ -132,23 +132,11 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         shards,
     } = args;
     // Not built over several analyzers (docs/live.md, "Sharded analysis").
-    let analyzers = shards.analyzers(&[
-        (
-            findings.is_some(),
-            "--findings",
-            "findings as they happen are not built over several analyzers (those of the whole run are in summary.json at the end); leave out --findings, or run one analyzer",
-        ),
-        (
-            metrics.is_some(),
-            "--metrics",
-            "metrics are not built over several analyzers; leave out --metrics, or run one analyzer",
-        ),
-        (
-            mode == TapMode::Summary,
-            "--mode summary",
-            "the summary mode's counts are not built over several analyzers; use --mode records, or run one analyzer",
-        ),
-    ])?;
+    let analyzers = shards.analyzers(&[(
+        mode == TapMode::Summary,
+        "--mode summary",
+        "the summary mode's counts are not built over several analyzers; use --mode records, or run one analyzer",
+    )    ])?;
     let ring = live::RingTuning::new(ring_size, wakeup)?;
     let opts = live::Options {
         iface,

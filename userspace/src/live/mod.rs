@@ -242,12 +242,9 @@ pub fn run_with(
     }
     // Not built over several analyzers (docs/live.md, "Sharded analysis"):
     // refused before anything starts.
-    let sharded = opts.analyzers > 1;
-    if sharded
-        && (opts.tap_mode == TapMode::Summary || opts.findings.is_some() || opts.metrics.is_some())
-    {
+    if opts.analyzers > 1 && opts.tap_mode == TapMode::Summary {
         return Err(Error::Usage(format!(
-            "--analyzers {}: findings as they happen, metrics and the summary mode over several analyzers are not built",
+            "--analyzers {}: the summary mode's counts over several analyzers are not built",
             opts.analyzers
         )));
     }
@@ -300,13 +297,11 @@ pub fn run_with(
         pipeline.watch(metrics.tally());
     }
     let active = metrics.findings();
-    if !sharded {
-        pipeline.watch(Box::new(monitor::Monitor::new(
-            opts.report_interval,
-            opts.findings.clone(),
-            active.clone(),
-        )?));
-    }
+    pipeline.watch(Box::new(monitor::Monitor::new(
+        opts.report_interval,
+        opts.findings.clone(),
+        active.clone(),
+    )?));
     pipeline.name_iface(0, &opts.iface);
     let serving = exporter
         .as_ref()

@@ -29,35 +29,39 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use rocescope_common::PacketRecord;
 
-use super::{Discard, Pipelined, TableBatch, ToAnalyzer, ToWriter, Writer, told};
+use super::{Discard, Pipelined, TableBatch, ToAnalyzer, ToWriter, Writer, stopped, told};
 use crate::analyze::{self, Analysis};
+use crate::output::{Watch, Watched};
 use crate::shard::{self, Parallel, whole::LinkLevelRecords};
 use crate::{Error, Result};
 
-/// The pipelined stages with `n` analyzers made from `config`; not for
-/// `threads` inline nor `watched` (a watch or the pairings: not built).
+/// The pipelined stages with `n` analyzers made from `config`, `watch`
+/// shown their merged analysis (`shard::running`); not for `threads`
+/// inline nor a run that watches `pairings` (the summary mode: not built).
 pub(super) fn start(
     config: &analyze::Config,
     n: usize,
     outputs: super::Outputs,
     threads: super::Threads,
-    watched: bool,
+    watch: Option<Box<dyn Watch>>,
+    pairings: bool,
 ) -> Result<Pipelined> {
     if threads == super::Threads::Inline {
         return Err(Error::Usage(format!(
             "--analyzers {n} runs the analysis on {n} threads of its own; --threads 1 runs everything on one thread: leave out one of them"
         )));
     }
-    if watched {
+    if pairings {
         return Err(Error::Usage(format!(
-            "--analyzers {n}: findings as they happen, metrics and the summary mode over several analyzers are not built (docs/live.md, \"Sharded analysis\")"
+            "--analyzers {n}: the summary mode over several analyzers is not built (docs/live.md, \"Sharded analysis\")"
         )));
     }
     let parallel = Parallel::with(config, n, |a| {
         a.set_row_annotator(crate::render::wireshark::annotate_row);
     })?;
-    Pipelined::start_with(outputs, false, move |rx, writer, spare| {
-        analyze_loop(parallel, rx, writer, spare)
+    let watched = watch.is_some();
+    Pipelined::start_with(outputs, watched, move |rx, writer, spare| {
+        analyze_loop(parallel, rx, writer, spare, watch)
     })
 }
 
@@ -68,6 +72,7 @@ fn analyze_loop(
     rx: Receiver<ToAnalyzer>,
     mut writer: Option<Writer>,
     spare: Sender<Vec<PacketRecord>>,
+    mut watch: Option<Box<dyn Watch>>,
 ) -> Result<Analysis> {
     let mut link_level = LinkLevelRecords::new();
     while let Ok(msg) = rx.recv() {
@@ -106,8 +111,13 @@ fn analyze_loop(
                 }
                 let batch = Arc::new(records);
                 let mut sink = TableBatch::default();
+                let mut watched = Watched(&mut sink, watch.as_deref_mut());
                 let verdicts =
-                    parallel.push_batch_with(batch.clone(), Arc::new(hops), &mut sink)?;
+                    parallel.push_batch_with(batch.clone(), Arc::new(hops), &mut watched)?;
+                if let Some(w) = watch.as_deref_mut() {
+                    w.analysed(&mut parallel, batch.len());
+                    sink.findings = w.take_findings();
+                }
                 // Every analyzer thread is done with it: ours is the last.
                 let mut records = Arc::try_unwrap(batch).unwrap_or_else(|b| (*b).clone());
                 match &mut writer {
@@ -123,16 +133,23 @@ fn analyze_loop(
                 }
             }
             ToAnalyzer::Reopen => {
+                if let Some(w) = watch.as_deref_mut() {
+                    w.reopen();
+                }
                 if let Some(w) = &mut writer {
                     w.send(ToWriter::Reopen)?;
                 }
             }
             ToAnalyzer::Finish(facts) => {
+                let findings = stopped(watch.as_deref_mut(), &mut parallel);
                 let Some(writer) = writer else {
                     let merged = parallel.finish(&mut Discard)?;
                     return Ok(told(shard::whole::analysis(merged, &link_level)));
                 };
-                let mut sink = writer.flushing(TableBatch::default());
+                let mut sink = writer.flushing(TableBatch {
+                    findings,
+                    ..TableBatch::default()
+                });
                 let merged = parallel.finish(&mut sink)?;
                 let last = sink.last();
                 return writer.close(last, shard::whole::analysis(merged, &link_level), facts);

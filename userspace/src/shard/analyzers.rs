@@ -156,9 +156,26 @@ pub fn merge(shards: Vec<Analysis>) -> Merged {
     let mut flows: Vec<FlowRow> = shards.iter().flat_map(|a| a.flows.clone()).collect();
     flows.sort_unstable_by_key(|r| r.flow_id);
     let pfc = shards.first().map(|a| a.pfc.clone()).unwrap_or_default();
-    let mut diagnoses: Vec<Diagnosis> = Vec::new();
+    let diagnoses = merge_diagnoses(shards.iter().map(|a| a.diagnoses.as_slice()));
+    let mut frames = FrameCounts::default();
     for (k, a) in shards.iter().enumerate() {
-        for d in &a.diagnoses {
+        frames.add(&a.summary.frames, k == 0);
+    }
+    Merged {
+        flows,
+        pfc,
+        diagnoses,
+        frames,
+        shards,
+    }
+}
+
+/// The analyzers' findings, in analyzer order, as one ranked list: the
+/// pause-state findings analyzer 0's, naming every analyzer's flows.
+pub fn merge_diagnoses<'a>(each: impl Iterator<Item = &'a [Diagnosis]>) -> Vec<Diagnosis> {
+    let mut diagnoses: Vec<Diagnosis> = Vec::new();
+    for (k, theirs) in each.enumerate() {
+        for d in theirs {
             let id = d.evidence.id();
             if k == 0 || !PAUSE_STATE_FINDINGS.contains(&id) {
                 diagnoses.push(d.clone());
@@ -171,17 +188,7 @@ pub fn merge(shards: Vec<Analysis>) -> Merged {
         }
     }
     analyze::findings::rank_diagnoses(&mut diagnoses);
-    let mut frames = FrameCounts::default();
-    for (k, a) in shards.iter().enumerate() {
-        frames.add(&a.summary.frames, k == 0);
-    }
-    Merged {
-        flows,
-        pfc,
-        diagnoses,
-        frames,
-        shards,
-    }
+    diagnoses
 }
 
 /// The sink of an analyzer other than the first: its pause events are

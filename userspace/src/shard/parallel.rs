@@ -116,6 +116,29 @@ impl Parallel {
         Ok(())
     }
 
+    /// `ask` of every analyzer, in analyzer order, after the batches sent
+    /// before (a watch's look at the running analysis, `shard::running`).
+    pub fn gather<T: Send + 'static>(
+        &mut self,
+        ask: impl Fn(&Analyzer) -> T + Clone + Send + 'static,
+    ) -> Result<Vec<T>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        for (k, jobs) in self.jobs.iter().enumerate() {
+            let (ask, tx) = (ask.clone(), tx.clone());
+            let apply = move |a: &mut Analyzer| {
+                let _ = tx.send((k, ask(a)));
+            };
+            jobs.send(Job::Apply(Box::new(apply)))
+                .map_err(|_| stopped())?;
+        }
+        drop(tx);
+        let mut answers: Vec<Option<T>> = (0..self.jobs.len()).map(|_| None).collect();
+        for (k, answer) in rx {
+            answers[k] = Some(answer);
+        }
+        answers.into_iter().map(|a| a.ok_or_else(stopped)).collect()
+    }
+
     /// Runs `apply` on the analyzer of the address pair `a`, `b`, after
     /// the batches sent before.
     pub fn one(&mut self, a: &[u8; 16], b: &[u8; 16], apply: Apply) -> Result<()> {

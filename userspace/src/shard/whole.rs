@@ -240,7 +240,7 @@ fn merge_copies(to: &mut TapDuplicates, more: &TapDuplicates) {
     }
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
+pub(super) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
@@ -261,7 +261,7 @@ fn reaction(a: Option<Reaction>, b: Option<&Reaction>) -> Option<Reaction> {
 }
 
 /// `to += more`, but the PFC intervals and storms (analyzer 0's alone).
-fn add_totals(to: &mut Totals, more: &Totals) {
+pub(super) fn add_totals(to: &mut Totals, more: &Totals) {
     macro_rules! add {
         ($($f:ident),*) => { $( to.$f += more.$f; )* };
     }

@@ -46,8 +46,8 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
 use crate::analyze::gaps::GapClass;
-use crate::analyze::{self, Analyzer, Running};
-use crate::output::Watch;
+use crate::analyze::{self, Running};
+use crate::output::{Analysing, Watch};
 
 use super::Counters;
 
@@ -248,7 +248,7 @@ impl analyze::Sink for Tally {
 }
 
 impl Watch for Tally {
-    fn analysed(&mut self, analyzer: &Analyzer, records: usize) {
+    fn analysed(&mut self, analysis: &mut dyn Analysing, records: usize) {
         self.own.records += records as u64;
         // A flush with no records (the live loop's, every second) still
         // comes here: what was held back goes out then.
@@ -257,7 +257,9 @@ impl Watch for Tally {
             return;
         }
         self.published = Some(Instant::now());
-        analyzer.running(&mut self.own.running);
+        if analysis.running(&mut self.own.running).is_none() {
+            return;
+        }
         let own = &mut self.own;
         own.sender_labels.clear();
         for s in &own.running.senders {

@@ -2,6 +2,7 @@
 //! events and PFC frames.
 
 use super::*;
+use crate::analyze::Analyzer;
 use rocescope_common::{Kind, PacketRecord, flags};
 
 fn event(
@@ -127,7 +128,7 @@ fn events_and_senders_become_bounded_series() {
         let mac = [2, 0, 0, 0, (i >> 8) as u8, i as u8];
         an.push(&pause(1_000_000 + i * 10_000, mac), &mut sink);
     }
-    tally.analysed(&an, 300);
+    tally.analysed(&mut an, 300);
     metrics.publish_tap(TapSnapshot {
         counters: Counters {
             frames: 310,
@@ -207,20 +208,20 @@ fn events_and_senders_become_bounded_series() {
 fn a_busy_analyzer_publishes_at_most_every_100_ms_and_when_idle() {
     let metrics = Metrics::new("tap0");
     let mut tally = metrics.tally();
-    let an = Analyzer::new(analyze::Config::default());
+    let mut an = Analyzer::new(analyze::Config::default());
     let cnps = |m: &Arc<Metrics>| {
         line(&m.render(), r#"rocescope_cnps_total{iface="tap0"}"#).map(str::to_string)
     };
-    tally.analysed(&an, 10);
+    tally.analysed(&mut an, 10);
     assert_eq!(cnps(&metrics).as_deref(), Some("0"));
     tally.event(&event(analyze::EventKind::Cnp, None, 0));
-    tally.analysed(&an, 10);
+    tally.analysed(&mut an, 10);
     assert_eq!(
         cnps(&metrics).as_deref(),
         Some("0"),
         "published within 100 ms"
     );
     std::thread::sleep(PUBLISH_EVERY);
-    tally.analysed(&an, 0);
+    tally.analysed(&mut an, 0);
     assert_eq!(cnps(&metrics).as_deref(), Some("1"));
 }

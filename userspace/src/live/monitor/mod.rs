@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::analyze::{self, Analyzer, Diagnosis, Evidence, Interim, Severity};
-use crate::output::{EndReason, FindingRow, FindingState, Watch};
+use crate::analyze::{self, Diagnosis, Evidence, Interim, Severity};
+use crate::output::{Analysing, EndReason, FindingRow, FindingState, Watch};
 use crate::render::{fmt_utc, queue_name, word};
 
 /// `--report-interval`'s default.
@@ -409,7 +409,7 @@ impl analyze::Sink for Monitor {
 }
 
 impl Watch for Monitor {
-    fn analysed(&mut self, analyzer: &Analyzer, _records: usize) {
+    fn analysed(&mut self, analysis: &mut dyn Analysing, _records: usize) {
         // The watch is told at least once a second (the live loop's
         // flush): an interval is due a little early rather than a second late.
         let now = Instant::now();
@@ -418,13 +418,17 @@ impl Watch for Monitor {
         }
         self.due = (self.due + self.interval).max(now + DUE_SLACK);
         self.evaluate(|from_ns, now_ns, tracker| {
-            tracker.update(now_ns, &analyzer.findings_now(from_ns, now_ns))
+            analysis
+                .findings_now(from_ns, now_ns)
+                .map_or_else(Vec::new, |i| tracker.update(now_ns, &i))
         });
     }
 
-    fn stopped(&mut self, analyzer: &Analyzer) {
+    fn stopped(&mut self, analysis: &mut dyn Analysing) {
         self.evaluate(|from_ns, now_ns, tracker| {
-            tracker.stop(now_ns, &analyzer.findings_at_stop(from_ns, now_ns))
+            analysis
+                .findings_at_stop(from_ns, now_ns)
+                .map_or_else(Vec::new, |i| tracker.stop(now_ns, &i))
         });
     }
 

@@ -1,8 +1,8 @@
 //! The tracker's rows over a storm, as the analyzer finds it interval by
 //! interval (docs/live.md, "Findings as they happen").
 use super::*;
-use crate::analyze::Config;
 use crate::analyze::tests::pfc3;
+use crate::analyze::{Analyzer, Config};
 
 const MS: u64 = 1_000_000;
 
@@ -246,7 +246,7 @@ fn the_monitor_ends_what_is_active_when_the_run_stops() {
     let t0 = wall_ns() - 50 * MS;
     paused(&mut an, t0, t0 + 40 * MS);
     let last = t0 + 39_800_000;
-    monitor.stopped(&an);
+    monitor.stopped(&mut an);
     let rows = monitor.take_findings();
     let storm: Vec<_> = rows
         .iter()
