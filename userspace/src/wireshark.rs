@@ -228,7 +228,7 @@ impl Wanted {
     fn rows<'a>(rows: impl IntoIterator<Item = &'a FlowRow>) -> Wanted {
         let mut w = Wanted::default();
         for r in rows {
-            match &r.uet {
+            match &r.transport.uet {
                 Some(u) => w.uet_keys.insert(PdcKey {
                     iface: r.iface,
                     src_ip: r.src_ip,
@@ -513,7 +513,7 @@ fn select(
             let handoff = Handoff {
                 display_filter: row.display_filter.clone(),
                 // A PDC's: where this run recognised UET.
-                decode_as: match row.uet {
+                decode_as: match row.transport.uet {
                     Some(_) => crate::render::wireshark::uet::decode_as(reg),
                     None => vec![row.decode_as.clone()],
                 },
@@ -545,7 +545,7 @@ fn select(
             let mut wanted = Wanted::rows(rows.iter().copied());
             // The UET findings name PDC directions alone: their Decode As
             // is where this run recognised UET.
-            if !rows.is_empty() && rows.iter().all(|r| r.uet.is_some()) {
+            if !rows.is_empty() && rows.iter().all(|r| r.transport.uet.is_some()) {
                 h.decode_as = crate::render::wireshark::uet::decode_as(reg);
             }
             match f.id {

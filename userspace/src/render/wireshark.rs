@@ -207,11 +207,11 @@ pub fn finding_handoff(
             let i = rows.binary_search_by_key(&id, |r| r.flow_id).ok()?;
             rows.get(i)
         })
-        .partition(|r| r.uet.is_some());
+        .partition(|r| r.transport.uet.is_some());
     if flows.is_empty() && !pdcs.is_empty() {
         let pdcs: Vec<_> = pdcs
             .iter()
-            .filter_map(|r| Some((pdc_key(r)?, origin(r.iface), r.uet.as_ref()?.carrier)))
+            .filter_map(|r| Some((pdc_key(r)?, origin(r.iface), r.transport.uet.as_ref()?.carrier)))
             .collect();
         return uet::pdcs_handoff(&pdcs);
     }
@@ -279,7 +279,7 @@ pub fn finding_handoff(
 
 /// The PDC direction a UET flow row is (`None` for a QP's row).
 fn pdc_key(r: &FlowRow) -> Option<PdcKey> {
-    let u = r.uet.as_ref()?;
+    let u = r.transport.uet.as_ref()?;
     Some(PdcKey {
         iface: r.iface,
         src_ip: r.src_ip,
@@ -292,7 +292,7 @@ fn pdc_key(r: &FlowRow) -> Option<PdcKey> {
 /// came: docs/wireshark.md, "UET").
 pub(crate) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
     // A UET PDC's frames are no QP's: its filters are UET's (uet.*).
-    if let (Some(key), Some(u)) = (pdc_key(r), r.uet.as_ref()) {
+    if let (Some(key), Some(u)) = (pdc_key(r), r.transport.uet.as_ref()) {
         r.decode_as = uet::carrier_decode_as(u.carrier);
         r.display_filter = uet::pdc_filter(&key, origin);
         return;

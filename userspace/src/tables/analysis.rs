@@ -115,14 +115,14 @@ columns! {
 /// A QP's own column: null on a UET PDC's row (docs/tables.md,
 /// "flows.parquet").
 fn qp<T>(n: &Named<'_, FlowRow>, v: T) -> Option<T> {
-    n.row.uet.is_none().then_some(v)
+    n.row.transport.uet.is_none().then_some(v)
 }
 
 /// The transport whose flow `row` is (`roce`, `uet`: the registry's
 /// names).
 pub(crate) fn flow_transport(row: &FlowRow) -> &'static str {
     use rocescope_common::wire::TransportId;
-    let t = if row.uet.is_some() {
+    let t = if row.transport.uet.is_some() {
         TransportId::Uet
     } else {
         TransportId::Roce
@@ -167,7 +167,7 @@ impl Columns for FlowColumns {
 
     fn append(&mut self, row: &Self::Row<'_>) {
         self.base.append(row);
-        let values = row.row.uet.as_deref();
+        let values = row.row.transport.uet.as_deref();
         for (c, b) in uet::FLOW_COLUMNS.iter().zip(&mut self.uet.0) {
             match (c.value, b) {
                 (uet::FlowValue::Count(f), UetBuilder::Count(b)) => {
@@ -358,7 +358,7 @@ pub(crate) fn transport_tables(
     analysis: &Analysis,
     ifaces: &[String],
 ) -> Result<()> {
-    let paths = analysis.uet_paths.iter();
+    let paths = analysis.transport_tables.uet_paths.iter();
     w.table::<UetPathColumns>(
         UET_PATHS,
         paths.map(|row| (row.first_ts_ns, Named { row, ifaces })),
