@@ -14,7 +14,7 @@ pub use super::totals::{MatchingSummary, PfcSummary, Reaction, TapSummary, Total
 
 pub use super::gaps::GapClass;
 pub use transports::{
-    BEYOND_ROCE, OtherFlow, TransportFrames, TransportInput, TransportRetirement, TransportRow, TransportTables,
+    BEYOND_ROCE, TransportFrames, TransportInput, TransportRetirement, TransportRow, TransportTables,
     TransportTotals,
 };
 

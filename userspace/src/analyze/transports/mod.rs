@@ -12,7 +12,7 @@
 //! beyond RoCE. The parts of the shared output types these fill are the
 //! other registry, `analyze/rows/transports.rs`.
 
-mod uet;
+pub(super) mod uet;
 
 use rocescope_common::PacketRecord;
 use rocescope_common::wire::TransportId;

@@ -221,7 +221,7 @@ impl Analyzer {
 /// What a UET frame is compared on as a mirror copy (`dups::Owner::Transport`):
 /// its PDS type, flags and PSN (an ACK's cumulative PSN), and in place of
 /// the ICRC it has none of, [`digest`].
-fn copy_fields(rec: &PacketRecord) -> CopyFields {
+pub(in crate::analyze) fn copy_fields(rec: &PacketRecord) -> CopyFields {
     let u = rec.uet();
     CopyFields {
         opcode: u.pds_type,
