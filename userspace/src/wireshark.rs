@@ -13,9 +13,9 @@ use rocescope_common::wire::Recognition;
 use crate::analyze::{Analysis, FlowKey, FlowRow, Handoff};
 use crate::decode;
 use crate::offline::{self, Options};
+use crate::render::wireshark::{TransportWanted, transport_decode_as};
 use crate::sources::{CaptureReader, Filter, FirstLook, Frame, Inputs, Merge, Taps, Visit};
 use crate::synth::capture_writer::{CaptureWrite, PcapngWriter, write_error};
-use crate::render::wireshark::{TransportFrames, transport_decode_as};
 use crate::{Error, Result};
 
 pub(crate) use crate::render::wireshark::ExtractWhat;
@@ -58,7 +58,7 @@ struct Wanted {
     /// every record, before its interface is known.
     triples: HashSet<([u8; 16], [u8; 16], u32)>,
     /// The transports' beside RoCE, each by its own key.
-    transports: TransportFrames,
+    transports: TransportWanted,
 }
 
 impl Wanted {

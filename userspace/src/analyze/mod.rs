@@ -38,10 +38,10 @@
 //!    Wireshark hand-off, the closed sets' enums (`Severity`, `Trigger`,
 //!    `PauseEnd`, `NodeKind`); `events`: an event and its typed `detail`
 //!    (`EventKind`, `EventDetail`, worded by `crate::render::events`); the
-//!    modules that own the data build them; `sums`: the rows of every
-//!    flow when retired flows' rows went to the output already; `uet`: a
-//!    UET PDC direction's flow row (`Pdc::flow_row`), as `flows` makes a
-//!    QP's, and UET's totals;
+//!    modules that own the data build them, each transport's part beside
+//!    RoCE's a type of `rows/transports.rs` (the registry of the shared
+//!    types' parts); `sums`: the rows of every flow when retired flows'
+//!    rows went to the output already;
 //! 3. per-record trackers that name no `Flow` (they are given the values
 //!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
 //!    `rewind`: rewinds and timeout rewinds; `sequence`: what request
@@ -64,6 +64,12 @@
 //!    layers 1–4, never another finding file nor the collector;
 //! 6. `findings/mod.rs`: [`Diagnosis`] and [`Evidence`], and the collector,
 //!    which runs every finding and ranks them; `finish`: the end of input;
+//!    `transports`: the transports beside RoCE, listed once (their state,
+//!    a record's dispatch, retirement, the running summary's parts and the
+//!    end of the run's steps; UET's in `transports/uet.rs`, a PDC
+//!    direction's flow row made as `flows` makes a QP's), which `push`,
+//!    `finish`, `running` and `flows`' retirement call as the `Analyzer`'s
+//!    methods;
 //!    `running`: what a monitor reads while records still come (the live
 //!    tap's metrics);
 //! 7. here: [`Analysis`], the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
@@ -110,8 +116,8 @@ pub mod telemetry;
 pub(crate) mod tests;
 pub mod topology;
 mod totals;
-pub mod tree;
 mod transports;
+pub mod tree;
 mod trims;
 
 use std::collections::BTreeMap;

@@ -14,8 +14,8 @@ pub use super::totals::{MatchingSummary, PfcSummary, Reaction, TapSummary, Total
 
 pub use super::gaps::GapClass;
 pub use transports::{
-    BEYOND_ROCE, TransportFrames, TransportInput, TransportRetirement, TransportRow, TransportTables,
-    TransportTotals,
+    BEYOND_ROCE, TransportFrames, TransportInput, TransportRetirement, TransportRow,
+    TransportTables, TransportTotals,
 };
 
 mod transports;

@@ -8,7 +8,7 @@
 //! its filter builder for a flow row and for a finding over its flows, its
 //! Decode As, and its part of `extract` — its option, its selection
 //! ([`TransportPick`]) and which of its frames a selection wants
-//! ([`TransportFrames`]).
+//! ([`TransportWanted`]).
 //!
 //! A flow is `(iface, src_ip, dst_ip, dest_qp)` of RoCE frames with a BTH,
 //! CNPs excepted (docs/analysis.md, "Flows"), so its filter is the IP pair,
@@ -370,8 +370,8 @@ impl TransportPick {
     }
 
     /// Its frames, at every tap.
-    pub(crate) fn wanted(&self) -> TransportFrames {
-        let mut w = TransportFrames::default();
+    pub(crate) fn wanted(&self) -> TransportWanted {
+        let mut w = TransportWanted::default();
         match self {
             TransportPick::UetPdc(pdc) => w.uet.any_tap(pdc),
         }
@@ -398,11 +398,11 @@ impl TransportPick {
 /// The frames of the transports beside RoCE that an `extract` selection
 /// wants, each transport's by its own key.
 #[derive(Debug, Default)]
-pub(crate) struct TransportFrames {
+pub(crate) struct TransportWanted {
     uet: uet::PdcFrames,
 }
 
-impl TransportFrames {
+impl TransportWanted {
     /// Wants `r`'s frames when it is a flow of a transport beside RoCE
     /// (false: a QP's row).
     pub(crate) fn row(&mut self, r: &FlowRow) -> bool {

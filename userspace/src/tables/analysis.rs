@@ -10,8 +10,6 @@ use arrow_array::builder::{
     TimestampMicrosecondBuilder,
 };
 
-
-
 use arrow_array::ArrayRef;
 
 use super::format::micros;

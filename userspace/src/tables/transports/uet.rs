@@ -92,7 +92,14 @@ columns! {
 }
 
 /// Writes `uet_paths` from `analysis`.
-pub(super) fn paths(w: &mut impl TableWriter, analysis: &Analysis, ifaces: &[String]) -> Result<()> {
+pub(super) fn paths(
+    w: &mut impl TableWriter,
+    analysis: &Analysis,
+    ifaces: &[String],
+) -> Result<()> {
     let paths = analysis.transport_tables.uet_paths.iter();
-    w.table::<UetPathColumns>(PATHS, paths.map(|row| (row.first_ts_ns, Named { row, ifaces })))
+    w.table::<UetPathColumns>(
+        PATHS,
+        paths.map(|row| (row.first_ts_ns, Named { row, ifaces })),
+    )
 }
