@@ -262,15 +262,20 @@ pub struct FrameCounts {
 impl FrameCounts {
     /// The records of every kind counted (all but `other`), each with its
     /// kind: the live metrics' `kind` label is [`Kind::as_str`].
-    pub fn by_kind(&self) -> impl Iterator<Item = (Kind, u64)> + '_ {
-        [(Kind::Roce, self.roce), (Kind::Cnp, self.cnp)]
+    pub fn by_kind(&self) -> [(Kind, u64); 5 + BEYOND_ROCE] {
+        let kinds = [(Kind::Roce, self.roce), (Kind::Cnp, self.cnp)]
             .into_iter()
             .chain(self.transports.by_kind())
             .chain([
                 (Kind::Pfc, self.pfc),
                 (Kind::Pause, self.pause),
                 (Kind::Malformed, self.malformed),
-            ])
+            ]);
+        let mut out = [(Kind::Other, 0); 5 + BEYOND_ROCE];
+        for (slot, kind) in out.iter_mut().zip(kinds) {
+            *slot = kind;
+        }
+        out
     }
 
     /// Records of transports other than RoCE: what RoCE-only wording must
