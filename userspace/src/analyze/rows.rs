@@ -526,3 +526,36 @@ pub(super) fn gbps(bytes: u64, first: u64, last: u64) -> f64 {
 pub(super) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind counted once, in the order the live metrics list them,
+    /// the transports' beside RoCE in the registry's place.
+    #[test]
+    fn frames_by_kind_list_every_kind_once_in_order() {
+        let mut f = FrameCounts {
+            roce: 1,
+            cnp: 2,
+            pfc: 3,
+            pause: 4,
+            malformed: 5,
+            ..FrameCounts::default()
+        };
+        f.transports.count(Kind::Uet);
+        f.transports.count(Kind::Roce);
+        assert_eq!(
+            f.by_kind(),
+            [
+                (Kind::Roce, 1),
+                (Kind::Cnp, 2),
+                (Kind::Uet, 1),
+                (Kind::Pfc, 3),
+                (Kind::Pause, 4),
+                (Kind::Malformed, 5),
+            ]
+        );
+        assert_eq!(f.beyond_roce(), 1);
+    }
+}
