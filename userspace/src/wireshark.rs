@@ -1,127 +1,34 @@
-//! `extract`: the frames a flow's, a finding's or a UET PDC's display
-//! filter shows ([`crate::render::wireshark`]), copied to a pcapng of
-//! their own (docs/wireshark.md).
+//! `extract`: the frames a flow's, a finding's or another transport's flow's
+//! display filter shows ([`crate::render::wireshark`], which also holds the
+//! options and each transport's part of the selection), copied to a pcapng
+//! of their own (docs/wireshark.md).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use rocescope_common::{Kind, PacketRecord, flags, proto::ib, uet_present};
+use rocescope_common::{Kind, PacketRecord, flags, proto::ib};
 
 use rocescope_common::wire::Recognition;
 
-use crate::analyze::{Analysis, FlowKey, FlowRow, Handoff, IfaceOrigin};
+use crate::analyze::{Analysis, FlowKey, FlowRow, Handoff};
 use crate::decode;
 use crate::offline::{self, Options};
+use crate::render::wireshark::{TransportWanted, transport_decode_as};
 use crate::sources::{CaptureReader, Filter, FirstLook, Frame, Inputs, Merge, Taps, Visit};
 use crate::synth::capture_writer::{CaptureWrite, PcapngWriter, write_error};
-use crate::transport::uet::PdcKey;
 use crate::{Error, Result};
 
-/// What `extract` takes out.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Selection {
-    /// A `flow_id` as in flows.parquet.
-    Flow(u32),
-    /// A finding's `id` as in summary.json.
-    Finding(String),
-    /// A UET PDC, both ways, at every tap.
-    UetPdc(UetPdc),
-}
-
-/// `extract`: one finding or one flow.
-#[derive(clap::Args)]
-#[group(required = true, multiple = false)]
-pub(crate) struct ExtractWhat {
-    /// A finding's id, as `report` and summary.json name it (e.g. ghost-retransmissions).
-    #[arg(long, value_name = "ID")]
-    pub(crate) finding: Option<String>,
-    /// A flow_id, as in flows.parquet of the same captures.
-    #[arg(long, value_name = "N")]
-    pub(crate) flow: Option<u32>,
-    /// A UET PDC, both ways, at every tap: SRC,DST,SPDCID (its frames from SRC to DST with that
-    /// source PDC id, and those back to it), e.g. 10.0.0.1,10.0.0.2,13398.
-    #[arg(long, value_name = "SRC,DST,SPDCID", value_parser = UetPdc::parse)]
-    pub(crate) uet_pdc: Option<UetPdc>,
-}
-
-impl ExtractWhat {
-    /// The one selection given (clap requires exactly one).
-    pub(crate) fn selection(self) -> Selection {
-        match (self.finding, self.uet_pdc, self.flow) {
-            (Some(id), _, _) => Selection::Finding(id),
-            (None, Some(pdc), _) => Selection::UetPdc(pdc),
-            (None, None, n) => Selection::Flow(n.unwrap_or_default()),
-        }
-    }
-}
+pub(crate) use crate::render::wireshark::ExtractWhat;
+pub use crate::render::wireshark::{Selection, TransportPick};
 
 impl Selection {
     /// What was taken out, as `extract` says it: `flow 3`, `finding ID
-    /// (flows)`, `UET PDC 5 from 10.0.0.1 to 10.0.0.2`.
+    /// (flows)`, or the transport's words ([`TransportPick::words`]).
     pub fn words(&self, flows: &str) -> String {
         match self {
             Selection::Flow(n) => format!("flow {n}"),
             Selection::Finding(id) => format!("finding {id} ({flows})"),
-            Selection::UetPdc(pdc) => format!(
-                "UET PDC {} from {} to {}",
-                pdc.spdcid,
-                crate::addr::Ip(pdc.src_ip),
-                crate::addr::Ip(pdc.dst_ip)
-            ),
-        }
-    }
-}
-
-/// A UET PDC as `extract --uet-pdc` names it: the frames from `src_ip` to
-/// `dst_ip` of PDC id `spdcid` (the sending end's), and those back to it
-/// (docs/wireshark.md, "UET").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UetPdc {
-    pub src_ip: [u8; 16],
-    pub dst_ip: [u8; 16],
-    pub spdcid: u16,
-}
-
-impl UetPdc {
-    /// Parses `SRC,DST,SPDCID` (IPv4 or IPv6 addresses; the PDC id in
-    /// decimal or 0x-hex, as packets.parquet's `uet_spdcid` or Wireshark's
-    /// `uet.pds.spdcid` shows it).
-    pub fn parse(s: &str) -> std::result::Result<UetPdc, String> {
-        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-        let [src, dst, id] = parts[..] else {
-            return Err(format!(
-                "expected SRC,DST,SPDCID (e.g. 10.0.0.1,10.0.0.2,13398), got {s:?}"
-            ));
-        };
-        let addr = |a: &str| -> std::result::Result<[u8; 16], String> {
-            let ip: std::net::IpAddr = a
-                .parse()
-                .map_err(|_| format!("{a:?} is not an IPv4 or IPv6 address"))?;
-            Ok(match ip {
-                std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
-                std::net::IpAddr::V6(v6) => v6.octets(),
-            })
-        };
-        let spdcid = match id.strip_prefix("0x") {
-            Some(hex) => u16::from_str_radix(hex, 16),
-            None => id.parse::<u16>(),
-        }
-        .map_err(|_| format!("{id:?} is not a PDC id (0-65535)"))?;
-        Ok(UetPdc {
-            src_ip: addr(src)?,
-            dst_ip: addr(dst)?,
-            spdcid,
-        })
-    }
-
-    /// Its key as the UET trackers name one direction (the tap left 0:
-    /// the filter names none).
-    fn key(&self) -> PdcKey {
-        PdcKey {
-            iface: 0,
-            src_ip: self.src_ip,
-            dst_ip: self.dst_ip,
-            spdcid: self.spdcid,
+            Selection::Transport(t) => t.words(),
         }
     }
 }
@@ -150,14 +57,8 @@ struct Wanted {
     /// `(src_ip, dst_ip, dest_qp)` of `flows` and `cnps`: looked up for
     /// every record, before its interface is known.
     triples: HashSet<([u8; 16], [u8; 16], u32)>,
-    /// UET PDC directions: their frames forward, and those back to their
-    /// PDC id (its `dpdcid`), at their tap — or at every tap
-    /// (`uet_any_tap`, `--uet-pdc`).
-    uet_keys: HashSet<PdcKey>,
-    uet_any_tap: bool,
-    /// `(src_ip, dst_ip, spdcid)` of `uet_keys`: looked up before a
-    /// record's interface is known.
-    uet_pdcs: HashSet<([u8; 16], [u8; 16], u16)>,
+    /// The transports' beside RoCE, each by its own key.
+    transports: TransportWanted,
 }
 
 impl Wanted {
@@ -168,11 +69,7 @@ impl Wanted {
             .chain(&self.cnps)
             .map(|k| (k.1, k.2, k.3))
             .collect();
-        self.uet_pdcs = self
-            .uet_keys
-            .iter()
-            .map(|k| (k.src_ip, k.dst_ip, k.spdcid))
-            .collect();
+        self.transports.ready();
         self
     }
 
@@ -183,28 +80,8 @@ impl Wanted {
             Kind::Roce if rec.has(flags::HAS_BTH) => self.triples.contains(&triple),
             Kind::Cnp if rec.has(flags::HAS_BTH) => self.all_cnps || self.triples.contains(&triple),
             Kind::Pause => self.pauses,
-            Kind::Uet => self.uet_pdc(rec, None),
-            _ => false,
+            _ => self.transports.wants(rec, None),
         }
-    }
-
-    /// Whether UET record `rec` (at tap `iface`, when known) is of a
-    /// wanted PDC direction, either way (as the filter of
-    /// `render::wireshark::uet::pdc_filter` shows it).
-    fn uet_pdc(&self, rec: &PacketRecord, iface: Option<u16>) -> bool {
-        let u = rec.uet();
-        let has = |bit: u16| u.present & bit != 0;
-        let wanted = |src_ip, dst_ip, spdcid| match iface {
-            Some(iface) if !self.uet_any_tap => self.uet_keys.contains(&PdcKey {
-                iface,
-                src_ip,
-                dst_ip,
-                spdcid,
-            }),
-            _ => self.uet_pdcs.contains(&(src_ip, dst_ip, spdcid)),
-        };
-        (has(uet_present::PDC) && wanted(rec.src_ip, rec.dst_ip, u.spdcid))
-            || (has(uet_present::DPDCID) && wanted(rec.dst_ip, rec.src_ip, u.dpdcid))
     }
 
     fn matches(&self, rec: &PacketRecord, iface: u16) -> bool {
@@ -218,25 +95,18 @@ impl Wanted {
             Kind::Roce => self.flows.contains(&key),
             Kind::Cnp => self.all_cnps || self.cnps.contains(&key),
             Kind::Pause => self.pauses,
-            Kind::Uet => self.uet_pdc(rec, Some(iface)),
-            _ => false,
+            _ => self.transports.wants(rec, Some(iface)),
         }
     }
 
-    /// Wants `rows`: a QP's frames, or a UET PDC direction's
+    /// Wants `rows`: a QP's frames, or another transport's flow's
     /// ([`crate::render::wireshark::annotate_row`] gives each its filter).
     fn rows<'a>(rows: impl IntoIterator<Item = &'a FlowRow>) -> Wanted {
         let mut w = Wanted::default();
         for r in rows {
-            match &r.uet {
-                Some(u) => w.uet_keys.insert(PdcKey {
-                    iface: r.iface,
-                    src_ip: r.src_ip,
-                    dst_ip: r.dst_ip,
-                    spdcid: u.spdcid,
-                }),
-                None => w.flows.insert((r.iface, r.src_ip, r.dst_ip, r.dest_qp)),
-            };
+            if !w.transports.row(r) {
+                w.flows.insert((r.iface, r.src_ip, r.dst_ip, r.dest_qp));
+            }
         }
         w
     }
@@ -261,7 +131,7 @@ pub fn extract(
             id: *id,
             row: picked.clone(),
         })],
-        Selection::Finding(_) | Selection::UetPdc(_) => Vec::new(),
+        Selection::Finding(_) | Selection::Transport(_) => Vec::new(),
     };
     let mut outcome = offline::run_with(paths, opts, None, outputs)?;
     let picked = picked.lock().ok().and_then(|mut p| p.take());
@@ -302,13 +172,10 @@ pub fn extract(
         ..
     } = copy;
     writer.finish().map_err(|e| write_error(out, e))?;
-    if let Selection::UetPdc(_) = what
+    if let Selection::Transport(t) = what
         && frames == 0
     {
-        return Err(Error::Usage(format!(
-            "--uet-pdc: no UET frame of that PDC in these captures (their PDCs: packets.parquet's src_ip, dst_ip and uet_spdcid where transport is uet); {} is empty",
-            out.display()
-        )));
+        return Err(Error::Usage(t.none_found(out)));
     }
     Ok(Extracted {
         frames,
@@ -478,26 +345,19 @@ impl crate::output::Output for PickFlow {
 
 /// The flows of `what`, the frames its filter shows and the filter; an
 /// unknown id is an error listing the ones there are. `reg`: where the
-/// run recognised the transports (UET's Decode As).
+/// run recognised the transports (another transport's Decode As).
 fn select(
     analysis: &Analysis,
     what: &Selection,
     reg: &Recognition,
 ) -> Result<(Vec<u32>, Wanted, Handoff)> {
     match what {
-        Selection::UetPdc(pdc) => {
-            use crate::render::wireshark::uet;
+        Selection::Transport(t) => {
             let wanted = Wanted {
-                uet_keys: HashSet::from([pdc.key()]),
-                uet_any_tap: true,
+                transports: t.wanted(),
                 ..Wanted::default()
             };
-            let handoff = Handoff {
-                display_filter: uet::pdc_filter(&pdc.key(), IfaceOrigin::default()),
-                decode_as: uet::decode_as(reg),
-                flows_left_out: 0,
-            };
-            Ok((Vec::new(), wanted, handoff))
+            Ok((Vec::new(), wanted, t.handoff(reg)))
         }
         Selection::Flow(id) => {
             let Some(row) = analysis.flow(*id) else {
@@ -512,11 +372,9 @@ fn select(
             let wanted = Wanted::rows([row]);
             let handoff = Handoff {
                 display_filter: row.display_filter.clone(),
-                // A PDC's: where this run recognised UET.
-                decode_as: match row.uet {
-                    Some(_) => crate::render::wireshark::uet::decode_as(reg),
-                    None => vec![row.decode_as.clone()],
-                },
+                // Another transport's flow's: where this run recognised it.
+                decode_as: transport_decode_as(row, reg)
+                    .unwrap_or_else(|| vec![row.decode_as.clone()]),
                 flows_left_out: 0,
             };
             Ok((vec![*id], wanted, handoff))
@@ -543,10 +401,12 @@ fn select(
             let rows: Vec<&FlowRow> = f.flows.iter().filter_map(|&id| analysis.flow(id)).collect();
             // As in `finding_handoff`.
             let mut wanted = Wanted::rows(rows.iter().copied());
-            // The UET findings name PDC directions alone: their Decode As
-            // is where this run recognised UET.
-            if !rows.is_empty() && rows.iter().all(|r| r.uet.is_some()) {
-                h.decode_as = crate::render::wireshark::uet::decode_as(reg);
+            // Another transport's findings name its flows alone: their
+            // Decode As is where this run recognised it.
+            if rows.iter().all(|r| r.transport.transport().is_some())
+                && let Some(d) = rows.first().and_then(|r| transport_decode_as(r, reg))
+            {
+                h.decode_as = d;
             }
             match f.id {
                 "cnp-without-ce" if rows.is_empty() => wanted.all_cnps = true,

@@ -17,7 +17,7 @@
 //! a UET frame, which has no ICRC, by its PDC direction (addresses and
 //! `spdcid`), PDS type, flags and PSN (an ACK's cumulative PSN) and a
 //! digest of every other field the walk read of it
-//! (`analyze::uet::copy_fields`), with the NACKs of its reverse direction
+//! (`analyze::transports::uet::copy_fields`), with the NACKs of its reverse direction
 //! in place of a QP's NAKs.
 //!
 //! Frames without payload (ACKs, NAKs, CNPs) repeat byte for byte by design
@@ -85,7 +85,7 @@ pub(crate) enum Owner {
     /// A frame of a transport beside RoCE: of its flow with this id or,
     /// without one, keyed by its own `(iface, src, dst)`; its fields
     /// compared in place of the BTH's and the ICRC are the function's
-    /// (UET's: `analyze::uet::copy_fields`).
+    /// (UET's: `analyze::transports::uet::copy_fields`).
     Transport(Option<u32>, fn(&PacketRecord) -> CopyFields),
 }
 

@@ -11,7 +11,6 @@ use super::rewind::{STALL_MIN_NS, froze};
 use super::rows::iface_name;
 use super::rows::{
     IfaceOrigin, MatchingSummary, PfcSummary, Reaction, Retirement, Summary, TapSummary,
-    TransportTotals,
 };
 use super::taps::TapState;
 use super::{Analysis, Analyzer, Flow, Sink};
@@ -184,16 +183,10 @@ impl Analyzer {
         t.cnps_unattributed = self.frames.cnp - attributed;
         t.pfc_intervals = self.pfc.rows.len() as u64;
         t.pfc_storms = pfc_summary.iter().map(|p| p.storms).sum();
-        // UET's PDC directions live at the end, settled (docs/analysis.md,
-        // "UET: PDCs"): their sums join the retired ones', their findings
+        // The other transports' flows live at the end, settled
+        // (`transports`): their sums join the retired ones', their findings
         // the RoCE ones below, their PSNs missed by the capture the QPs'.
-        let pdcs = self.pdcs.finish(last);
-        let uet_lost = self.pdcs.retired_capture_lost.iter().map(|(&i, &n)| (i, n));
-        for (iface, n) in uet_lost.chain(pdcs.iter().map(|p| (p.key.iface, p.gap[3]))) {
-            if let Some(c) = capture_lost.get_mut(usize::from(iface)) {
-                *c += n;
-            }
-        }
+        let ended = self.end_transports(last, &mut capture_lost);
         // Every named interface, a tap that recorded nothing too (its
         // capture declared it): the user sees it captured nothing.
         let tap_rows: Vec<TapSummary> = self
@@ -299,9 +292,7 @@ impl Analyzer {
             storm_ns: self.config.storm_ns,
             dscp_to_priority: self.config.dscp_to_priority.map(|m| m.to_vec()),
             totals: t,
-            transports: TransportTotals {
-                uet: self.uet_totals(&pdcs),
-            },
+            transports: self.transport_totals(&ended),
             ce_to_cnp,
             pfc: pfc_summary,
             taps: tap_rows,
@@ -327,15 +318,14 @@ impl Analyzer {
                 &self.ifaces,
             ),
             retirement: (self.retired.totals.flows > 0
-                || self.pdcs.retired.pdc_directions > 0
+                || self.transports.retired_any()
                 || self.retired.interim_rows > 0
                 || streamed)
                 .then(|| Retirement {
                     flow_idle_ns: self.config.flow_idle_ns,
                     flow_active_ns: self.config.flow_active_ns,
                     retired_flows: self.retired.totals.flows,
-                    retired_pdc_directions: (self.frames.uet > 0)
-                        .then_some(self.pdcs.retired.pdc_directions),
+                    transports: self.transport_retirement(),
                     interim_rows: self.retired.interim_rows,
                     peak_live_flows: self.expiry.peak_live as u64,
                     evidence_k: kept::EVIDENCE_K as u64,
@@ -359,24 +349,10 @@ impl Analyzer {
             qos: &self.qos,
             hops: &hop_rows,
             nics: &self.nics.rows_per_tap(),
-            transports: findings::input::TransportInput {
-                uet: &self.uet_paths,
-                pdcs: self.pdcs.kept.iter().chain(&pdcs).collect(),
-            },
+            transports: self.transport_input(&ended),
             census,
         });
-        if !pdcs.is_empty() || !self.pdcs.kept.is_empty() {
-            let mut evidence = std::mem::take(&mut self.pdcs.kept);
-            let requests = summary
-                .transports
-                .uet
-                .as_ref()
-                .map_or(0, |u| u.data_packets);
-            evidence.extend(pdcs.iter().cloned());
-            findings::uet::pdc::findings(&evidence, requests, &mut diagnoses);
-            findings::uet::pdc::name_rows(&evidence, &mut diagnoses);
-            findings::rank_diagnoses(&mut diagnoses);
-        }
+        self.transport_findings(&ended, &summary, &mut diagnoses);
         // More flows live than the reports hold rows of: each retires now,
         // its row to the sink; the evidence and the named flows' rows stay.
         let mut rows = Vec::new();
@@ -399,11 +375,8 @@ impl Analyzer {
             intervals.since(f, &mut row);
             row
         });
-        rows.extend(
-            pdcs.iter()
-                .map(|p| intervals.row_since(p.id, p.goodput_bytes(), p.flow_row())),
-        );
-        if evidence > 0 || self.retired.totals.flows > 0 || !pdcs.is_empty() {
+        rows.extend(self.transport_rows(&ended));
+        if evidence > 0 || self.retired.totals.flows > 0 || !ended.is_empty() {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
         // The switches' queues join the findings here, beside the flow rows
@@ -435,7 +408,7 @@ impl Analyzer {
             pfc: std::mem::take(&mut self.pfc.rows),
             hops: hop_rows,
             nics: nic_rows,
-            uet_paths: self.uet_paths.rows(),
+            transport_tables: self.transport_tables(),
             summary,
             diagnoses,
             facts,

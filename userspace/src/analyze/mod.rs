@@ -38,10 +38,10 @@
 //!    Wireshark hand-off, the closed sets' enums (`Severity`, `Trigger`,
 //!    `PauseEnd`, `NodeKind`); `events`: an event and its typed `detail`
 //!    (`EventKind`, `EventDetail`, worded by `crate::render::events`); the
-//!    modules that own the data build them; `sums`: the rows of every
-//!    flow when retired flows' rows went to the output already; `uet`: a
-//!    UET PDC direction's flow row (`Pdc::flow_row`), as `flows` makes a
-//!    QP's, and UET's totals;
+//!    modules that own the data build them, each transport's part beside
+//!    RoCE's a type of `rows/transports.rs` (the registry of the shared
+//!    types' parts); `sums`: the rows of every flow when retired flows'
+//!    rows went to the output already;
 //! 3. per-record trackers that name no `Flow` (they are given the values
 //!    they need): `pfc`: pause intervals; `responses`: ACKs and NAKs;
 //!    `rewind`: rewinds and timeout rewinds; `sequence`: what request
@@ -64,6 +64,12 @@
 //!    layers 1–4, never another finding file nor the collector;
 //! 6. `findings/mod.rs`: [`Diagnosis`] and [`Evidence`], and the collector,
 //!    which runs every finding and ranks them; `finish`: the end of input;
+//!    `transports`: the transports beside RoCE, listed once (their state,
+//!    a record's dispatch, retirement, the running summary's parts and the
+//!    end of the run's steps; UET's in `transports/uet.rs`, a PDC
+//!    direction's flow row made as `flows` makes a QP's), which `push`,
+//!    `finish`, `running` and `flows`' retirement call as the `Analyzer`'s
+//!    methods;
 //!    `running`: what a monitor reads while records still come (the live
 //!    tap's metrics);
 //! 7. here: [`Analysis`], the [`Config`], the [`Sink`] and the [`Analyzer`]'s state and
@@ -110,9 +116,9 @@ pub mod telemetry;
 pub(crate) mod tests;
 pub mod topology;
 mod totals;
+mod transports;
 pub mod tree;
 mod trims;
-mod uet;
 
 use std::collections::BTreeMap;
 
@@ -140,7 +146,8 @@ pub(crate) use rows::iface_name;
 pub use rows::{
     Finding, FlowKey, FlowRow, FrameCounts, GapClass, Handoff, IfaceOrigin, MatchingSummary,
     NodeKind, PauseEnd, PfcInterval, PfcSummary, Reaction, Retirement, Severity, Summary,
-    TapSummary, TimelineRow, Totals, TransportTotals, Trigger, Verdict,
+    TapSummary, TimelineRow, Totals, TransportFrames, TransportRetirement, TransportRow,
+    TransportTables, TransportTotals, Trigger, Verdict,
 };
 pub use running::{Interim, PriorityPauses, Running, RunningTotals, TapEnd};
 pub use sums::{RowGroup, RowSums};
@@ -165,9 +172,8 @@ pub struct Analysis {
     pub hops: Vec<hops::HopRow>,
     /// `nics.parquet`: how fast each NIC reacts.
     pub nics: Vec<nics::NicRow>,
-    /// `uet_paths.parquet`: UET requests per tap, PDC direction and
-    /// entropy value (`crate::transport::uet::paths`).
-    pub uet_paths: Vec<crate::transport::uet::paths::PathRow>,
+    /// The transports' own tables beside RoCE's (`rows/transports.rs`).
+    pub transport_tables: TransportTables,
     /// `summary.findings` is empty until `crate::render::tell` words these.
     pub summary: Summary,
     /// The findings as computed, ranked (docs/analysis.md, "Findings").
@@ -271,8 +277,6 @@ pub struct Analyzer {
     matcher: hops::Matcher,
     /// How fast each NIC reacts.
     nics: nics::Nics,
-    /// UET's spraying and trimming per tap, PDC direction and entropy.
-    uet_paths: crate::transport::uet::paths::Paths,
     /// Sums over flows kept as records come, for a monitor ([`running`]).
     running: RunningTotals,
     /// Hands out flow ids, QPs' and PDCs' alike (flows retire: a slot is
@@ -285,8 +289,8 @@ pub struct Analyzer {
     /// What the flows' sequencing judged of the packet in hand (a buffer
     /// kept between packets).
     judged: Vec<crate::transport::sequencing::Judgement>,
-    /// UET's PDC directions (`crate::transport::uet::Pdcs`).
-    pdcs: crate::transport::uet::Pdcs,
+    /// The state of the transports beside RoCE (`transports`).
+    transports: transports::Transports,
     /// Fills a retiring flow's row's Wireshark filters (the presentation
     /// layer's, set by the pipeline: analyze/ does not word rows itself).
     annotate_row: Option<fn(&mut FlowRow, IfaceOrigin)>,
@@ -327,7 +331,7 @@ impl Analyzer {
         } else {
             hops::Matcher::new(config.match_window_ns)
         };
-        let pdcs = crate::transport::uet::Pdcs::new(config.flow_active_ns, config.recognition);
+        let transports = transports::Transports::new(&config);
         Analyzer {
             config,
             flows: FlowTable::default(),
@@ -353,13 +357,12 @@ impl Analyzer {
             qos: qos::Marks::default(),
             matcher,
             nics: nics::Nics::default(),
-            uet_paths: Default::default(),
             running: RunningTotals::default(),
             ids: crate::transport::FlowIds::default(),
             expiry: flows::Expiry::default(),
             retired: flows::Retired::default(),
             judged: Vec::new(),
-            pdcs,
+            transports,
             annotate_row: None,
             queues: telemetry::QueueTracker::default(),
         }
@@ -414,7 +417,8 @@ impl Analyzer {
             Kind::Pfc => self.frames.pfc += 1,
             Kind::Pause => self.frames.pause += 1,
             Kind::Malformed => self.frames.malformed += 1,
-            Kind::Uet => self.frames.uet += 1,
+            // The transports' beside RoCE (`rows/transports.rs`).
+            beyond => self.frames.transports.count(beyond),
         }
         self.frames.total += 1;
         self.clock(rec, sink);
@@ -430,28 +434,9 @@ impl Analyzer {
                 Kind::Roce if rec.has(flags::HAS_BTH) => self.roce(rec, hash, sink),
                 _ => Verdict::default(),
             },
-            // Per PDC direction (docs/analysis.md, "UET: PDCs"), and per
-            // entropy value ("UET: spraying and trimming").
-            Some(TransportId::Uet) => {
-                // Mirror copies first, as a QP's are: counted, never
-                // analysed (docs/analysis.md, "Mirror duplicates").
-                let last_nack = self.pdcs.last_nack(rec);
-                let owner =
-                    dups::Owner::Transport(self.pdcs.id_of(rec, &mut self.ids), uet::copy_fields);
-                self.note_live();
-                if self.dups.is_copy(rec, owner, last_nack) {
-                    self.pdcs.mirror_copy(rec);
-                    self.frames.mirror_copies += 1;
-                    return Verdict {
-                        mirror_copy: true,
-                        ..Verdict::default()
-                    };
-                }
-                self.pdcs.record(rec, &mut self.ids);
-                let idle = self.config.flow_idle_ns;
-                self.uet_paths.record(rec, self.last_ts, idle);
-                Verdict::default()
-            }
+            // The transports beside RoCE, each to its own flow state
+            // (`transports`).
+            Some(other) => self.push_transport(other, rec),
             None if kind == Kind::Pfc && rec.has(flags::HAS_PFC) => {
                 self.pfc.frame(rec, sink);
                 Verdict::default()
@@ -529,23 +514,6 @@ impl Analyzer {
             if h.response() {
                 self.by_hosts.prefetch(h.pair());
             }
-        }
-    }
-
-    /// The totals of the transports beside RoCE, their live flows counted
-    /// (what `running` reads while records still come).
-    fn live_transport_totals(&self) -> TransportTotals {
-        TransportTotals {
-            uet: self.uet_totals(self.pdcs.live()),
-        }
-    }
-
-    /// What the findings read of the transports beside RoCE, their live
-    /// flows after the retired ones kept as evidence.
-    fn live_transport_input(&self) -> findings::input::TransportInput<'_> {
-        findings::input::TransportInput {
-            uet: &self.uet_paths,
-            pdcs: self.pdcs.kept.iter().chain(self.pdcs.live()).collect(),
         }
     }
 }

@@ -13,6 +13,12 @@ use super::totals::is_zero;
 pub use super::totals::{MatchingSummary, PfcSummary, Reaction, TapSummary, Totals};
 
 pub use super::gaps::GapClass;
+pub use transports::{
+    BEYOND_ROCE, TransportFrames, TransportInput, TransportRetirement, TransportRow,
+    TransportTables, TransportTotals,
+};
+
+mod transports;
 pub use super::livelock::Trigger;
 
 /// How a pause interval ended (`pfc.parquet`'s `ended_by`).
@@ -212,25 +218,23 @@ pub struct FlowRow {
     /// An interim row: the flow, active longer than `--flow-active`, goes
     /// on in later rows (docs/tables.md, "flows.parquet").
     pub interim: bool,
-    /// A UET PDC direction's own values (`uet_` columns); none on a QP's
-    /// row, whose `transport` is `roce`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub uet: Option<Box<crate::transport::uet::PdcValues>>,
+    /// The values of a flow of a transport beside RoCE (its prefixed
+    /// columns); none on a QP's row, whose `transport` is `roce`.
+    #[serde(flatten)]
+    pub transport: TransportRow,
 }
 
 impl FlowRow {
     /// Its transport's own counts less `base`'s (an interim row's; the
     /// interim rows take the shared counts off themselves).
     pub(in crate::analyze) fn subtract_transport(&mut self, base: &FlowRow) {
-        if let (Some(u), Some(b)) = (&mut self.uet, &base.uet) {
-            u.subtract(b);
-        }
+        self.transport.subtract(&base.transport);
     }
 
-    /// What names the flow's end when its transport's part does (a UET PDC
-    /// direction: `PDC 256`); `None` on a QP's row, which its QP names.
+    /// What names the flow's end when its transport's part does
+    /// ([`TransportRow::end`]); `None` on a QP's row, which its QP names.
     pub fn transport_end(&self) -> Option<String> {
-        self.uet.as_deref().map(|u| u.end())
+        self.transport.end()
     }
 }
 
@@ -244,10 +248,10 @@ pub struct FrameCounts {
     /// 802.3x PAUSE (not PFC).
     pub pause: u64,
     pub malformed: u64,
-    /// Ultra Ethernet Transport records (absent from `summary.json` when
-    /// there were none, as in every RoCE capture).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub uet: u64,
+    /// The records of each transport beside RoCE (each absent from
+    /// `summary.json` when there were none, as in every RoCE capture).
+    #[serde(flatten)]
+    pub transports: TransportFrames,
     /// Of the records above, mirror copies (see [`dups`]).
     pub mirror_copies: u64,
     /// RoCE frames cut short of their IP length (by a snap length, a sniffer
@@ -258,15 +262,20 @@ pub struct FrameCounts {
 impl FrameCounts {
     /// The records of every kind counted (all but `other`), each with its
     /// kind: the live metrics' `kind` label is [`Kind::as_str`].
-    pub fn by_kind(&self) -> [(Kind, u64); 6] {
-        [
-            (Kind::Roce, self.roce),
-            (Kind::Cnp, self.cnp),
-            (Kind::Uet, self.uet),
-            (Kind::Pfc, self.pfc),
-            (Kind::Pause, self.pause),
-            (Kind::Malformed, self.malformed),
-        ]
+    pub fn by_kind(&self) -> [(Kind, u64); 5 + BEYOND_ROCE] {
+        let kinds = [(Kind::Roce, self.roce), (Kind::Cnp, self.cnp)]
+            .into_iter()
+            .chain(self.transports.by_kind())
+            .chain([
+                (Kind::Pfc, self.pfc),
+                (Kind::Pause, self.pause),
+                (Kind::Malformed, self.malformed),
+            ]);
+        let mut out = [(Kind::Other, 0); 5 + BEYOND_ROCE];
+        for (slot, kind) in out.iter_mut().zip(kinds) {
+            *slot = kind;
+        }
+        out
     }
 
     /// Records of transports other than RoCE: what RoCE-only wording must
@@ -276,8 +285,8 @@ impl FrameCounts {
     }
 
     /// Those records per transport, in the registry's order.
-    pub fn beyond_roce_by_transport(&self) -> [(TransportId, u64); 1] {
-        [(TransportId::Uet, self.uet)]
+    pub fn beyond_roce_by_transport(&self) -> [(TransportId, u64); BEYOND_ROCE] {
+        self.transports.by_transport()
     }
 
     /// Adds another analyzer's counts (`shard`); `pauses`: whether its PFC
@@ -292,7 +301,7 @@ impl FrameCounts {
             self.pause += more.pause;
         }
         self.malformed += more.malformed;
-        self.uet += more.uet;
+        self.transports.add(&more.transports);
         self.mirror_copies += more.mirror_copies;
         self.cut += more.cut;
     }
@@ -306,11 +315,11 @@ pub struct Retirement {
     pub flow_active_ns: u64,
     /// Flows retired before the end of the run (their rows written then).
     pub retired_flows: u64,
-    /// UET PDC directions retired before the end (`retired_flows` counts
-    /// QP flows): present when the run had UET records, so a RoCE run's
-    /// summary reads as before.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retired_pdc_directions: Option<u64>,
+    /// The flows of each transport beside RoCE retired before the end
+    /// (`retired_flows` counts QP flows), each present when the run had
+    /// its records, so a RoCE run's summary reads as before.
+    #[serde(flatten)]
+    pub transports: TransportRetirement,
     /// Interim rows written for flows active longer than `flow_active_ns`.
     pub interim_rows: u64,
     /// The most flows live at once, QP flows and UET PDC directions
@@ -473,20 +482,11 @@ pub struct PauseTree {
     pub nodes: Vec<PauseNode>,
 }
 
-/// `summary.json`'s totals of the transports beside RoCE, one key each
-/// (docs/tables.md, "summary.json").
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct TransportTotals {
-    /// UET's totals over its PDC directions; absent without a UET record.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub uet: Option<crate::transport::uet::UetTotals>,
-}
-
 impl Summary {
     /// Whether a transport other than RoCE has totals of its own beside
     /// RoCE's: RoCE-only wording then says it is RoCE's.
     pub fn beyond_roce(&self) -> bool {
-        self.transports.uet.is_some()
+        self.transports.any()
     }
 
     /// The interface's name, or `if<N>`.
@@ -525,4 +525,37 @@ pub(super) fn gbps(bytes: u64, first: u64, last: u64) -> f64 {
 
 pub(super) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind counted once, in the order the live metrics list them,
+    /// the transports' beside RoCE in the registry's place.
+    #[test]
+    fn frames_by_kind_list_every_kind_once_in_order() {
+        let mut f = FrameCounts {
+            roce: 1,
+            cnp: 2,
+            pfc: 3,
+            pause: 4,
+            malformed: 5,
+            ..FrameCounts::default()
+        };
+        f.transports.count(Kind::Uet);
+        f.transports.count(Kind::Roce);
+        assert_eq!(
+            f.by_kind(),
+            [
+                (Kind::Roce, 1),
+                (Kind::Cnp, 2),
+                (Kind::Uet, 1),
+                (Kind::Pfc, 3),
+                (Kind::Pause, 4),
+                (Kind::Malformed, 5),
+            ]
+        );
+        assert_eq!(f.beyond_roce(), 1);
+    }
 }

@@ -1,6 +1,14 @@
 //! Wireshark hand-off: display filters that show a flow's or a finding's
 //! frames (docs/wireshark.md); `crate::wireshark::extract` writes those
-//! frames to a pcapng of their own.
+//! frames to a pcapng of their own, selected by the options here
+//! ([`ExtractWhat`], [`Selection`]).
+//!
+//! The transports beside RoCE are listed here once (docs/build.md, "Adding
+//! a transport", point 10), each with its module (`uet`): the arm choosing
+//! its filter builder for a flow row and for a finding over its flows, its
+//! Decode As, and its part of `extract` — its option, its selection
+//! ([`TransportPick`]) and which of its frames a selection wants
+//! ([`TransportWanted`]).
 //!
 //! A flow is `(iface, src_ip, dst_ip, dest_qp)` of RoCE frames with a BTH,
 //! CNPs excepted (docs/analysis.md, "Flows"), so its filter is the IP pair,
@@ -18,10 +26,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
-use rocescope_common::proto;
+use rocescope_common::wire::{Recognition, TransportId};
+use rocescope_common::{Kind, PacketRecord, proto};
 
 use crate::analyze::{Finding, FlowRow, Handoff, IfaceOrigin};
-use crate::transport::uet::PdcKey;
 
 pub mod uet;
 
@@ -198,22 +206,18 @@ pub fn finding_handoff(
     rows: &[FlowRow],
     origin: impl Fn(u16) -> IfaceOrigin,
 ) -> Handoff {
-    // The rows are in order of flow id (`Analysis::flows`); a UET PDC's
-    // frames are no QP's: its filters are UET's (uet.*).
-    let (pdcs, flows): (Vec<&FlowRow>, Vec<&FlowRow>) = finding
+    // The rows are in order of flow id (`Analysis::flows`); another
+    // transport's flows are no QPs: their filters are their transport's.
+    let (others, flows): (Vec<&FlowRow>, Vec<&FlowRow>) = finding
         .flows
         .iter()
         .filter_map(|&id| {
             let i = rows.binary_search_by_key(&id, |r| r.flow_id).ok()?;
             rows.get(i)
         })
-        .partition(|r| r.uet.is_some());
-    if flows.is_empty() && !pdcs.is_empty() {
-        let pdcs: Vec<_> = pdcs
-            .iter()
-            .filter_map(|r| Some((pdc_key(r)?, origin(r.iface), r.uet.as_ref()?.carrier)))
-            .collect();
-        return uet::pdcs_handoff(&pdcs);
+        .partition(|r| r.transport.transport().is_some());
+    if flows.is_empty() && !others.is_empty() {
+        return transport_handoff(&others, origin);
     }
     // By (interface, source, destination).
     let mut groups: BTreeMap<_, Vec<&FlowRow>> = BTreeMap::new();
@@ -277,28 +281,154 @@ pub fn finding_handoff(
     h
 }
 
-/// The PDC direction a UET flow row is (`None` for a QP's row).
-fn pdc_key(r: &FlowRow) -> Option<PdcKey> {
-    let u = r.uet.as_ref()?;
-    Some(PdcKey {
-        iface: r.iface,
-        src_ip: r.src_ip,
-        dst_ip: r.dst_ip,
-        spdcid: u.spdcid,
-    })
+/// A flow row's display filter and Decode As (another transport's flow's
+/// by its transport's builder: UET's as its frames came, docs/wireshark.md,
+/// "UET").
+pub(crate) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
+    // Another transport's frames are no QP's: its filters are its own.
+    match r.transport.transport() {
+        Some(TransportId::Uet) => uet::annotate_row(r, origin),
+        Some(TransportId::Roce) | None => {
+            r.display_filter = flow_filter(r, origin);
+            r.decode_as = flow_decode_as(r);
+        }
+    }
 }
 
-/// A flow row's display filter and Decode As (a UET PDC's as its frames
-/// came: docs/wireshark.md, "UET").
-pub(crate) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
-    // A UET PDC's frames are no QP's: its filters are UET's (uet.*).
-    if let (Some(key), Some(u)) = (pdc_key(r), r.uet.as_ref()) {
-        r.decode_as = uet::carrier_decode_as(u.carrier);
-        r.display_filter = uet::pdc_filter(&key, origin);
-        return;
+/// A finding's hand-off over flows of the transports beside RoCE alone
+/// (`rows`, none a QP's): by the first one's transport's builder.
+fn transport_handoff(rows: &[&FlowRow], origin: impl Fn(u16) -> IfaceOrigin) -> Handoff {
+    match rows.first().and_then(|r| r.transport.transport()) {
+        Some(TransportId::Uet) => uet::rows_handoff(rows, origin),
+        Some(TransportId::Roce) | None => Handoff::default(),
     }
-    r.display_filter = flow_filter(r, origin);
-    r.decode_as = flow_decode_as(r);
+}
+
+/// The Decode As `extract` gives the frames of a flow of a transport beside
+/// RoCE (`row`): where this run (`reg`) recognised its transport; `None` on
+/// a QP's row, whose own it keeps.
+pub(crate) fn transport_decode_as(row: &FlowRow, reg: &Recognition) -> Option<Vec<String>> {
+    match row.transport.transport()? {
+        TransportId::Uet => Some(uet::decode_as(reg)),
+        TransportId::Roce => None,
+    }
+}
+
+/// What `extract` takes out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// A `flow_id` as in flows.parquet.
+    Flow(u32),
+    /// A finding's `id` as in summary.json.
+    Finding(String),
+    /// A flow of a transport beside RoCE, by its own key.
+    Transport(TransportPick),
+}
+
+/// `extract`: one finding or one flow; each transport beside RoCE adds its
+/// own way to name one of its flows.
+#[derive(clap::Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct ExtractWhat {
+    /// A finding's id, as `report` and summary.json name it (e.g. ghost-retransmissions).
+    #[arg(long, value_name = "ID")]
+    pub(crate) finding: Option<String>,
+    /// A flow_id, as in flows.parquet of the same captures.
+    #[arg(long, value_name = "N")]
+    pub(crate) flow: Option<u32>,
+    /// A UET PDC, both ways, at every tap: SRC,DST,SPDCID (its frames from SRC to DST with that
+    /// source PDC id, and those back to it), e.g. 10.0.0.1,10.0.0.2,13398.
+    #[arg(long, value_name = "SRC,DST,SPDCID", value_parser = uet::UetPdc::parse)]
+    pub(crate) uet_pdc: Option<uet::UetPdc>,
+}
+
+impl ExtractWhat {
+    /// The one selection given (clap requires exactly one).
+    pub(crate) fn selection(self) -> Selection {
+        match (self.finding, self.uet_pdc, self.flow) {
+            (Some(id), _, _) => Selection::Finding(id),
+            (None, Some(pdc), _) => Selection::Transport(TransportPick::UetPdc(pdc)),
+            (None, None, n) => Selection::Flow(n.unwrap_or_default()),
+        }
+    }
+}
+
+/// A flow of a transport beside RoCE as `extract` names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransportPick {
+    /// A UET PDC, both ways, at every tap (`--uet-pdc`).
+    UetPdc(uet::UetPdc),
+}
+
+impl TransportPick {
+    /// What was taken out, as `extract` says it (`UET PDC 5 from 10.0.0.1
+    /// to 10.0.0.2`).
+    pub fn words(&self) -> String {
+        match self {
+            TransportPick::UetPdc(pdc) => pdc.words(),
+        }
+    }
+
+    /// Its frames, at every tap.
+    pub(crate) fn wanted(&self) -> TransportWanted {
+        let mut w = TransportWanted::default();
+        match self {
+            TransportPick::UetPdc(pdc) => w.uet.any_tap(pdc),
+        }
+        w
+    }
+
+    /// Its filter, and the Decode As where this run (`reg`) recognised its
+    /// transport.
+    pub(crate) fn handoff(&self, reg: &Recognition) -> Handoff {
+        match self {
+            TransportPick::UetPdc(pdc) => pdc.handoff(reg),
+        }
+    }
+
+    /// Why nothing was written when none of its frames is in the captures
+    /// (`out` is left empty).
+    pub(crate) fn none_found(&self, out: &std::path::Path) -> String {
+        match self {
+            TransportPick::UetPdc(_) => uet::UetPdc::none_found(out),
+        }
+    }
+}
+
+/// The frames of the transports beside RoCE that an `extract` selection
+/// wants, each transport's by its own key.
+#[derive(Debug, Default)]
+pub(crate) struct TransportWanted {
+    uet: uet::PdcFrames,
+}
+
+impl TransportWanted {
+    /// Wants `r`'s frames when it is a flow of a transport beside RoCE
+    /// (false: a QP's row).
+    pub(crate) fn row(&mut self, r: &FlowRow) -> bool {
+        match r.transport.transport() {
+            Some(TransportId::Uet) => self.uet.row(r),
+            Some(TransportId::Roce) | None => return false,
+        }
+        true
+    }
+
+    /// Ready to be asked (the keys' lookups made).
+    pub(crate) fn ready(&mut self) {
+        self.uet.ready();
+    }
+
+    /// Whether `rec` is wanted, at tap `iface` (`None`: before its
+    /// interface is known, whether it can be).
+    #[inline]
+    pub(crate) fn wants(&self, rec: &PacketRecord, iface: Option<u16>) -> bool {
+        match rec.kind() {
+            Kind::Uet => self.uet.wants(rec, iface),
+            Kind::Roce | Kind::Cnp | Kind::Pfc | Kind::Pause | Kind::Malformed | Kind::Other => {
+                false
+            }
+        }
+    }
 }
 
 /// Fills every flow's and finding's filter (called once the findings are

@@ -128,11 +128,7 @@ pub fn analysis(merged: Merged, link_level: &LinkLevelRecords) -> Analysis {
         s.retirement = match (s.retirement.take(), &o.retirement) {
             (Some(mut r), Some(o)) => {
                 r.retired_flows += o.retired_flows;
-                r.retired_pdc_directions =
-                    match (r.retired_pdc_directions, o.retired_pdc_directions) {
-                        (Some(a), Some(b)) => Some(a + b),
-                        (a, b) => a.or(b),
-                    };
+                r.transports.add(&o.transports);
                 r.interim_rows += o.interim_rows;
                 r.peak_live_flows += o.peak_live_flows;
                 for (&id, &n) in &o.evidence_omitted {
@@ -163,7 +159,7 @@ pub fn analysis(merged: Merged, link_level: &LinkLevelRecords) -> Analysis {
     whole
         .hops
         .sort_by_key(|h| (h.up_iface, h.down_iface, h.src_ip, h.dst_ip, h.dest_qp));
-    // The transports' own totals and tables (`analyze/uet.rs`).
+    // The transports' own totals and tables (`analyze/transports/`).
     for a in &rest {
         whole.add_transports(a);
     }

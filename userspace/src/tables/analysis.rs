@@ -1,5 +1,5 @@
 //! The analyzer's tables: `flows`, `events`, `pfc`, `timeline`, `hops`,
-//! `nics`, `uet_paths`
+//! `nics`, and the transports' own (`super::transports`)
 //! (docs/tables.md). `iface` columns hold the interface's name.
 //!
 //! Integer columns are signed and wider than the analyzer's unsigned
@@ -10,35 +10,20 @@ use arrow_array::builder::{
     TimestampMicrosecondBuilder,
 };
 
-use std::sync::Arc;
-
 use arrow_array::ArrayRef;
 
-use super::format::{AppendValue, WithRows, micros};
+use super::format::micros;
+use super::transports::TransportFlowColumns;
 use super::{ColumnEncoding, Columns};
-use crate::Result;
 use crate::addr::{Ip, Mac};
 use crate::analyze::hops::HopRow;
-use crate::analyze::{Analysis, Event, FlowRow, PfcInterval, TimelineRow, Trigger};
+use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow, Trigger};
 use crate::analyze::{Latency, NicRow};
 use crate::columns;
-use crate::transport::uet;
-use crate::transport::uet::paths::PathRow;
 
-/// A row and the names of the run's interfaces.
-pub struct Named<'a, R> {
-    pub row: &'a R,
-    pub ifaces: &'a [String],
-}
-
-impl<R> Named<'_, R> {
-    fn iface(&self, index: u16) -> &str {
-        self.ifaces
-            .get(usize::from(index))
-            .map(String::as_str)
-            .unwrap_or("?")
-    }
-}
+pub use super::format::Named;
+pub use super::transports::TRANSPORT_TABLES;
+pub(crate) use super::transports::{TableWriter, transport_tables};
 
 columns! {
     pub struct FlowBase for Named<'a, FlowRow> {
@@ -112,54 +97,26 @@ columns! {
     }
 }
 
-/// A QP's own column: null on a UET PDC's row (docs/tables.md,
-/// "flows.parquet").
+/// A QP's own column: null on another transport's flow's row
+/// (docs/tables.md, "flows.parquet").
 fn qp<T>(n: &Named<'_, FlowRow>, v: T) -> Option<T> {
-    n.row.uet.is_none().then_some(v)
+    n.row.transport.transport().is_none().then_some(v)
 }
 
 /// The transport whose flow `row` is (`roce`, `uet`: the registry's
 /// names).
 pub(crate) fn flow_transport(row: &FlowRow) -> &'static str {
     use rocescope_common::wire::TransportId;
-    let t = if row.uet.is_some() {
-        TransportId::Uet
-    } else {
-        TransportId::Roce
-    };
+    let t = row.transport.transport().unwrap_or(TransportId::Roce);
     t.entry().name
 }
 
-/// `flows.parquet`: the columns every flow has ([`FlowBase`]), then UET's
-/// ([`uet::FLOW_COLUMNS`]), null on a QP's row.
+/// `flows.parquet`: the columns every flow has ([`FlowBase`]), then the
+/// transports' beside RoCE ([`TransportFlowColumns`]), null on a QP's row.
 #[derive(Default)]
 pub struct FlowColumns {
     base: FlowBase,
-    uet: UetFlowColumns,
-}
-
-/// One builder per [`uet::FLOW_COLUMNS`] entry, in its order.
-struct UetFlowColumns(Vec<UetBuilder>);
-
-enum UetBuilder {
-    Count(Int64Builder),
-    Us(Float64Builder),
-}
-
-impl Default for UetFlowColumns {
-    fn default() -> Self {
-        Self::with_rows(1024)
-    }
-}
-
-impl UetFlowColumns {
-    fn with_rows(rows: usize) -> Self {
-        let builder = |c: &uet::FlowColumn| match c.value {
-            uet::FlowValue::Count(_) => UetBuilder::Count(WithRows::with_rows(rows)),
-            uet::FlowValue::Us(_) => UetBuilder::Us(WithRows::with_rows(rows)),
-        };
-        UetFlowColumns(uet::FLOW_COLUMNS.iter().map(builder).collect())
-    }
+    transports: TransportFlowColumns,
 }
 
 impl Columns for FlowColumns {
@@ -167,19 +124,7 @@ impl Columns for FlowColumns {
 
     fn append(&mut self, row: &Self::Row<'_>) {
         self.base.append(row);
-        let values = row.row.uet.as_deref();
-        for (c, b) in uet::FLOW_COLUMNS.iter().zip(&mut self.uet.0) {
-            match (c.value, b) {
-                (uet::FlowValue::Count(f), UetBuilder::Count(b)) => {
-                    b.append_value_opt(values.and_then(f))
-                }
-                (uet::FlowValue::Us(f), UetBuilder::Us(b)) => {
-                    b.append_value_opt(values.and_then(f))
-                }
-                // Built from the same entries: never mismatched.
-                _ => {}
-            }
-        }
+        self.transports.append(row.row);
     }
 
     fn len(&self) -> usize {
@@ -189,14 +134,7 @@ impl Columns for FlowColumns {
     fn finish(&mut self) -> Vec<(&'static str, ArrayRef)> {
         let rows = self.base.len().max(1024);
         let mut columns = self.base.finish();
-        let built = std::mem::replace(&mut self.uet, UetFlowColumns::with_rows(rows));
-        for (c, b) in uet::FLOW_COLUMNS.iter().zip(built.0) {
-            let array: ArrayRef = match b {
-                UetBuilder::Count(mut b) => Arc::new(b.finish()),
-                UetBuilder::Us(mut b) => Arc::new(b.finish()),
-            };
-            columns.push((c.name, array));
-        }
+        self.transports.finish(rows, &mut columns);
         columns
     }
 }
@@ -306,61 +244,4 @@ columns! {
         cnp_generation_p99_ns: Int64Builder = |n| n.summary(Latency::CnpGeneration).p99_ns,
         cnp_generation_max_ns: Int64Builder = |n| n.summary(Latency::CnpGeneration).max_ns,
     }
-}
-
-columns! {
-    /// One row per tap, UET PDC direction and entropy value: its requests
-    /// (docs/tables.md, `uet_paths.parquet`).
-    pub struct UetPathColumns for Named<'a, PathRow> {
-        iface: StringBuilder = |n| Some(n.iface(n.row.iface)),
-        src_ip: StringBuilder = |n| n.row.key.map(|k| Ip(k.src_ip)),
-        dst_ip: StringBuilder = |n| n.row.key.map(|k| Ip(k.dst_ip)),
-        spdcid: Int32Builder = |n| n.row.key.map(|k| k.spdcid),
-        dpdcid: Int32Builder = |n| n.row.dpdcid,
-        entropy: Int32Builder = |n| n.row.entropy,
-        pdc_entropies: Int64Builder = |n| n.row.key.map(|_| n.row.pdc_entropies),
-        first_ts_ns: Int64Builder = |n| Some(n.row.first_ts_ns as i64),
-        last_ts_ns: Int64Builder = |n| Some(n.row.last_ts_ns as i64),
-        first_ts: TimestampMicrosecondBuilder = |n| Some(micros(n.row.first_ts_ns)),
-        last_ts: TimestampMicrosecondBuilder = |n| Some(micros(n.row.last_ts_ns)),
-        packets: Int64Builder = |n| Some(n.row.counts.packets),
-        bytes: Int64Builder = |n| Some(n.row.counts.bytes),
-        payload_bytes: Int64Builder = |n| Some(n.row.counts.payload_bytes),
-        retrans_packets: Int64Builder = |n| Some(n.row.counts.retransmissions),
-        trimmed: Int64Builder = |n| Some(n.row.counts.trimmed),
-        late_packets: Int64Builder = |n| Some(n.row.counts.late),
-        late_max_psns: Int64Builder = |n| Some(n.row.counts.late_max_psns),
-        late_max_us: Float64Builder = |n| Some(n.row.counts.late_max_ns as f64 / 1e3),
-        late_mean_us: Float64Builder = |n| Some(n.row.counts.mean_late_ns() / 1e3),
-    }
-}
-
-/// The tables transports add beside the shared ones, each written at the
-/// end of the run as `<name>.parquet` (or the dataset's `<name>/`): one
-/// entry per table, and its line in [`transport_tables`].
-pub const TRANSPORT_TABLES: [&str; 1] = [UET_PATHS];
-const UET_PATHS: &str = "uet_paths";
-
-/// What writes a table of [`TRANSPORT_TABLES`]: the output directory's
-/// `TableSet` or the dataset, each its own way.
-pub(crate) trait TableWriter {
-    /// Table `name`'s rows, each with the time that partitions it.
-    fn table<'a, C: Columns>(
-        &mut self,
-        name: &'static str,
-        rows: impl Iterator<Item = (u64, C::Row<'a>)>,
-    ) -> Result<()>;
-}
-
-/// Writes every table of [`TRANSPORT_TABLES`] from `analysis`, in order.
-pub(crate) fn transport_tables(
-    w: &mut impl TableWriter,
-    analysis: &Analysis,
-    ifaces: &[String],
-) -> Result<()> {
-    let paths = analysis.uet_paths.iter();
-    w.table::<UetPathColumns>(
-        UET_PATHS,
-        paths.map(|row| (row.first_ts_ns, Named { row, ifaces })),
-    )
 }

@@ -130,3 +130,19 @@ impl<D: Display> AppendValue<D> for StringBuilder {
         }
     }
 }
+
+/// A row and the names of the run's interfaces.
+pub struct Named<'a, R> {
+    pub row: &'a R,
+    pub ifaces: &'a [String],
+}
+
+impl<R> Named<'_, R> {
+    /// Interface `index`'s name (`?` when unnamed).
+    pub fn iface(&self, index: u16) -> &str {
+        self.ifaces
+            .get(usize::from(index))
+            .map(String::as_str)
+            .unwrap_or("?")
+    }
+}

@@ -45,6 +45,7 @@ pub mod findings;
 pub mod format;
 pub mod packets;
 pub mod telemetry;
+pub mod transports;
 
 use crate::analyze::{self, Analysis, Verdict};
 use crate::output::{Output, RunFacts};

@@ -6,12 +6,13 @@
 use std::collections::BTreeSet;
 
 use rocescope_common::proto::ib;
-use rocescope_common::wire::TransportId;
 
 use crate::analyze::flows::Retired;
 use crate::analyze::hash::FastMap;
 use crate::analyze::rto::ACK_TIMEOUT_UNIT_NS;
 use crate::analyze::{Flow, FlowTable, PfcInterval, Summary};
+
+pub use crate::analyze::rows::TransportInput;
 
 /// A flow as a finding names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,41 +76,6 @@ pub(crate) struct Input<'a> {
     pub transports: TransportInput<'a>,
     /// What the live flows hold ([`Census::of`]).
     pub census: Census,
-}
-
-/// What the findings read of the transports beside RoCE, one part each.
-pub struct TransportInput<'a> {
-    /// UET's spraying and trimming (`crate::transport::uet::paths`).
-    pub uet: &'a crate::transport::uet::paths::Paths,
-    /// UET's PDC directions: the retired ones kept as evidence, then the
-    /// live ones (what the capture-level findings count of UET).
-    pub pdcs: Vec<&'a crate::transport::uet::Pdc>,
-}
-
-/// A flow of a transport beside RoCE as the capture-level findings count
-/// it (`capture-loss`, `mirror-duplicates`).
-#[derive(Clone, Copy, Debug)]
-pub struct OtherFlow {
-    pub transport: TransportId,
-    /// Its `flow_id`.
-    pub id: u32,
-    /// Missing PSNs the receiver acknowledged: frames the tap missed.
-    pub capture_lost: u64,
-    /// Its frames the mirror copied (left out of every other count).
-    pub mirror_copies: u64,
-}
-
-impl TransportInput<'_> {
-    /// Every flow of the transports beside RoCE, each transport's in its
-    /// own order.
-    pub fn flows(&self) -> impl Iterator<Item = OtherFlow> + '_ {
-        self.pdcs.iter().map(|p| OtherFlow {
-            transport: TransportId::Uet,
-            id: p.id,
-            capture_lost: p.gap[3],
-            mirror_copies: p.mirror_copies,
-        })
-    }
 }
 
 /// What the live flows hold, counted in one walk before the findings: a

@@ -25,7 +25,7 @@ pub(crate) use hosts::HostIndex;
 pub(crate) use index::{FlowIndex, KeyHash};
 pub(crate) use kept::Retired;
 pub(crate) use retire::Expiry;
-pub(super) use retire::{CnpCount, cnps_for};
+pub(super) use retire::{CnpCount, cnps_for, idle_past, next_boundary};
 pub(super) use row::flow_row;
 pub(crate) use table::FlowTable;
 pub(super) use table::prefetch_lines;

@@ -51,7 +51,7 @@ pub(in crate::analyze) fn idle_past(last_ts: u64, idle_ns: u64, now: u64) -> boo
 /// The first interval end after `now` past `boundary`: the intervals in
 /// between had no frame, so they write no row (a far-future timestamp
 /// would otherwise step through every empty interval).
-fn next_boundary(boundary: u64, now: u64, active: u64) -> u64 {
+pub(in crate::analyze) fn next_boundary(boundary: u64, now: u64, active: u64) -> u64 {
     let steps = (now - boundary).div_ceil(active.max(1)).max(1);
     boundary.saturating_add(steps.saturating_mul(active))
 }
@@ -117,17 +117,17 @@ fn take_due(heap: &mut Deadlines, now: u64) -> Option<(u64, usize, u32)> {
 }
 
 impl Analyzer {
-    /// A QP flow or a UET PDC direction may have just been made: the most
-    /// live at once, both counted (each a row of `flows.parquet`).
+    /// A QP flow or another transport's flow may have just been made: the
+    /// most live at once, both counted (each a row of `flows.parquet`).
     pub(in crate::analyze) fn note_live(&mut self) {
-        let live = self.flows.live() + self.pdcs.live_count();
+        let live = self.flows.live() + self.transports.live_count();
         self.expiry.peak_live = self.expiry.peak_live.max(live);
     }
 
     /// Retires every flow idle for longer than `--flow-idle` at `now`.
     /// Writes the interim rows of flows active past `--flow-active`.
     pub(in crate::analyze) fn expire(&mut self, now: u64, sink: &mut impl Sink) {
-        if now < self.expiry.wake.min(self.pdcs.wake()) {
+        if now < self.expiry.wake.min(self.transports.wake()) {
             return;
         }
         let (idle, active) = (self.config.flow_idle_ns, self.config.flow_active_ns);
@@ -139,19 +139,8 @@ impl Analyzer {
             let next = next_boundary(boundary, now, active);
             self.expiry.active.push(Reverse((next, slot as u32, id)));
         }
-        // UET's PDC directions, by the same rule.
-        while let Some((boundary, p)) = self.pdcs.interval_due(now) {
-            let (id, key, goodput) = (p.id, p.key, p.goodput_bytes());
-            let life = p.flow_row();
-            if self
-                .interim_row(id, goodput, life, boundary, sink)
-                .is_some()
-            {
-                self.retired.interim_rows += 1;
-            }
-            let next = next_boundary(boundary, now, active);
-            self.pdcs.next_interval(id, key, next);
-        }
+        // The other transports' flows, by the same rule.
+        self.transport_intervals(now, sink);
         // Once per `--flow-idle`: a sweep costs the counts held, which
         // are at most those of two such times.
         if now >= self.expiry.sweep_at {
@@ -178,17 +167,10 @@ impl Analyzer {
                 self.expiry.active.push(entry);
             }
         }
-        // UET's PDC directions, by the same rule.
-        for p in self
-            .pdcs
-            .retire_idle(now, idle, |last| idle_past(last, idle, now))
-        {
-            let (id, goodput) = (p.id, p.goodput_bytes());
-            sink.flow(&self.expiry.intervals.row_since(id, goodput, p.flow_row()));
-            self.expiry.intervals.forget(p.id);
-        }
+        // The other transports' flows, by the same rule.
+        self.retire_transports(now, sink);
         self.expiry.settle_wake();
-        self.pdcs.settle_wake();
+        self.transports.settle_wake();
     }
 
     /// Flow `i`'s row over its life so far: its CNPs counted now, its
@@ -217,7 +199,7 @@ impl Analyzer {
     /// Flow `id`'s (a QP's or a UET PDC direction's) interval ends at
     /// `boundary`, `life` its row over its life, `goodput` its goodput
     /// bytes: its interim row, written when it had frames in the interval.
-    fn interim_row(
+    pub(in crate::analyze) fn interim_row(
         &mut self,
         id: u32,
         goodput: u64,

@@ -1,5 +1,5 @@
 //! A QP flow's row of `flows.parquet` (docs/tables.md, "flows"), from its
-//! [`Flow`] and its trackers (a UET PDC direction's is `super::super::uet`'s).
+//! [`Flow`] and its trackers (a UET PDC direction's is `super::super::transports::uet`'s).
 
 use rocescope_common::proto::ib::transport;
 

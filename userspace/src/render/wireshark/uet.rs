@@ -16,12 +16,14 @@
 //! only a SYN request lacks one, and a SYN goes forward). So a PDC's
 //! filter names the addresses and one PDC id, the way its frames are keyed
 //! by `transport::uet::PdcKey`, whatever id the other end chose.
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use rocescope_common::wire::{Recognition, TransportId};
+use rocescope_common::{PacketRecord, uet_present};
 
 use super::{ip_text, or_clauses};
-use crate::analyze::{Handoff, IfaceOrigin};
+use crate::analyze::{FlowRow, Handoff, IfaceOrigin};
 use crate::transport::uet::{Carrier, PdcKey};
 
 /// Every `uet.*` field the filters here use (the sending and receiving PDC
@@ -144,6 +146,175 @@ fn psn_in(field: &str, r: &(u32, u32)) -> String {
         format!("({field}>={lo} && {field}<={hi})")
     } else {
         format!("({field}>={lo} || {field}<={hi})")
+    }
+}
+
+/// The PDC direction a UET flow row is (`None` for any other row).
+fn row_key(r: &FlowRow) -> Option<PdcKey> {
+    let u = r.transport.uet.as_ref()?;
+    Some(PdcKey {
+        iface: r.iface,
+        src_ip: r.src_ip,
+        dst_ip: r.dst_ip,
+        spdcid: u.spdcid,
+    })
+}
+
+/// A UET PDC direction's row: its filter (`uet.*`) and Decode As, as its
+/// frames came.
+pub(super) fn annotate_row(r: &mut FlowRow, origin: IfaceOrigin) {
+    if let (Some(key), Some(u)) = (row_key(r), r.transport.uet.as_ref()) {
+        r.decode_as = carrier_decode_as(u.carrier);
+        r.display_filter = pdc_filter(&key, origin);
+    }
+}
+
+/// A finding's hand-off over UET PDC directions' rows ([`pdcs_handoff`]).
+pub(super) fn rows_handoff(rows: &[&FlowRow], origin: impl Fn(u16) -> IfaceOrigin) -> Handoff {
+    let pdcs: Vec<_> = rows
+        .iter()
+        .filter_map(|r| {
+            let carrier = r.transport.uet.as_ref()?.carrier;
+            Some((row_key(r)?, origin(r.iface), carrier))
+        })
+        .collect();
+    pdcs_handoff(&pdcs)
+}
+
+/// A UET PDC as `extract --uet-pdc` names it: the frames from `src_ip` to
+/// `dst_ip` of PDC id `spdcid` (the sending end's), and those back to it
+/// (docs/wireshark.md, "UET").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UetPdc {
+    pub src_ip: [u8; 16],
+    pub dst_ip: [u8; 16],
+    pub spdcid: u16,
+}
+
+impl UetPdc {
+    /// Parses `SRC,DST,SPDCID` (IPv4 or IPv6 addresses; the PDC id in
+    /// decimal or 0x-hex, as packets.parquet's `uet_spdcid` or Wireshark's
+    /// `uet.pds.spdcid` shows it).
+    pub fn parse(s: &str) -> std::result::Result<UetPdc, String> {
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        let [src, dst, id] = parts[..] else {
+            return Err(format!(
+                "expected SRC,DST,SPDCID (e.g. 10.0.0.1,10.0.0.2,13398), got {s:?}"
+            ));
+        };
+        let addr = |a: &str| -> std::result::Result<[u8; 16], String> {
+            let ip: std::net::IpAddr = a
+                .parse()
+                .map_err(|_| format!("{a:?} is not an IPv4 or IPv6 address"))?;
+            Ok(match ip {
+                std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+                std::net::IpAddr::V6(v6) => v6.octets(),
+            })
+        };
+        let spdcid = match id.strip_prefix("0x") {
+            Some(hex) => u16::from_str_radix(hex, 16),
+            None => id.parse::<u16>(),
+        }
+        .map_err(|_| format!("{id:?} is not a PDC id (0-65535)"))?;
+        Ok(UetPdc {
+            src_ip: addr(src)?,
+            dst_ip: addr(dst)?,
+            spdcid,
+        })
+    }
+
+    /// Its key as the UET trackers name one direction (the tap left 0:
+    /// the filter names none).
+    fn key(&self) -> PdcKey {
+        PdcKey {
+            iface: 0,
+            src_ip: self.src_ip,
+            dst_ip: self.dst_ip,
+            spdcid: self.spdcid,
+        }
+    }
+
+    /// As `extract` says what it took out: `UET PDC 5 from 10.0.0.1 to
+    /// 10.0.0.2`.
+    pub(super) fn words(&self) -> String {
+        format!(
+            "UET PDC {} from {} to {}",
+            self.spdcid,
+            crate::addr::Ip(self.src_ip),
+            crate::addr::Ip(self.dst_ip)
+        )
+    }
+
+    /// Its filter, and the Decode As where this run recognised UET.
+    pub(super) fn handoff(&self, reg: &Recognition) -> Handoff {
+        Handoff {
+            display_filter: pdc_filter(&self.key(), IfaceOrigin::default()),
+            decode_as: decode_as(reg),
+            flows_left_out: 0,
+        }
+    }
+
+    /// `extract`'s error when no frame of it was found (`out` empty).
+    pub(super) fn none_found(out: &std::path::Path) -> String {
+        format!(
+            "--uet-pdc: no UET frame of that PDC in these captures (their PDCs: packets.parquet's src_ip, dst_ip and uet_spdcid where transport is uet); {} is empty",
+            out.display()
+        )
+    }
+}
+
+/// The UET frames an `extract` selection wants: PDC directions' frames
+/// forward, and those back to their PDC id (its `dpdcid`), at their tap —
+/// or at every tap (`any_tap`, `--uet-pdc`).
+#[derive(Debug, Default)]
+pub(super) struct PdcFrames {
+    keys: HashSet<PdcKey>,
+    any_tap: bool,
+    /// `(src_ip, dst_ip, spdcid)` of `keys`: looked up before a record's
+    /// interface is known.
+    pdcs: HashSet<([u8; 16], [u8; 16], u16)>,
+}
+
+impl PdcFrames {
+    /// Wants `pdc`'s frames at every tap.
+    pub(super) fn any_tap(&mut self, pdc: &UetPdc) {
+        self.keys.insert(pdc.key());
+        self.any_tap = true;
+    }
+
+    /// Wants the frames of PDC direction row `r` (at its tap).
+    pub(super) fn row(&mut self, r: &FlowRow) {
+        if let Some(key) = row_key(r) {
+            self.keys.insert(key);
+        }
+    }
+
+    /// The keys' lookups made.
+    pub(super) fn ready(&mut self) {
+        self.pdcs = self
+            .keys
+            .iter()
+            .map(|k| (k.src_ip, k.dst_ip, k.spdcid))
+            .collect();
+    }
+
+    /// Whether UET record `rec` (at tap `iface`, when known) is of a
+    /// wanted PDC direction, either way (as the filter of [`pdc_filter`]
+    /// shows it).
+    pub(super) fn wants(&self, rec: &PacketRecord, iface: Option<u16>) -> bool {
+        let u = rec.uet();
+        let has = |bit: u16| u.present & bit != 0;
+        let wanted = |src_ip, dst_ip, spdcid| match iface {
+            Some(iface) if !self.any_tap => self.keys.contains(&PdcKey {
+                iface,
+                src_ip,
+                dst_ip,
+                spdcid,
+            }),
+            _ => self.pdcs.contains(&(src_ip, dst_ip, spdcid)),
+        };
+        (has(uet_present::PDC) && wanted(rec.src_ip, rec.dst_ip, u.spdcid))
+            || (has(uet_present::DPDCID) && wanted(rec.dst_ip, rec.src_ip, u.dpdcid))
     }
 }
 
