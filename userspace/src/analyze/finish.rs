@@ -373,8 +373,8 @@ impl Analyzer {
                 .as_ref()
                 .map_or(0, |u| u.data_packets);
             evidence.extend(pdcs.iter().cloned());
-            findings::uet::pdc::findings(&evidence, requests, &mut diagnoses);
-            findings::uet::pdc::name_rows(&evidence, &mut diagnoses);
+            findings::transports::uet::pdc::findings(&evidence, requests, &mut diagnoses);
+            findings::transports::uet::pdc::name_rows(&evidence, &mut diagnoses);
             findings::rank_diagnoses(&mut diagnoses);
         }
         // More flows live than the reports hold rows of: each retires now,
