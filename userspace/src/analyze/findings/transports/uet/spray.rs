@@ -2,7 +2,7 @@
 //! carried far more than its others, or arrived far later — a path the
 //! hash favoured, or a slower one (the counts:
 //! `crate::transport::uet::paths`; the thresholds: "UET: spraying and
-//! trimming" in docs/analysis.md). Worded in `render/findings/uet/paths.rs`.
+//! trimming" in docs/analysis.md). Worded in `render/transports/uet/paths.rs`.
 
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 //! which PDCs, and whether ECN and NSCC's window reacted (the counts:
 //! `crate::transport::uet::paths`; see "UET: spraying and trimming" in
 //! docs/analysis.md). A congestion signal, never loss. Worded in
-//! `render/findings/uet/paths.rs`.
+//! `render/transports/uet/paths.rs`.
 
 use crate::analyze::Severity;
 use crate::analyze::flows::kept::EVIDENCE_K;
