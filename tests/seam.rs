@@ -290,7 +290,9 @@ fn comments_and_test_modules_do_not_count() {
     assert!(scan("use crate::transport::uet;"));
     assert!(counted("userspace/src/analyze/mod.rs"));
     assert!(!counted("userspace/src/render/wireshark/uet.rs"));
-    assert!(!counted("userspace/src/analyze/findings/uet/pdc.rs"));
+    assert!(!counted(
+        "userspace/src/analyze/findings/transports/uet/pdc.rs"
+    ));
     assert!(!counted("userspace/src/transport/sequencing/tests.rs"));
     assert!(!counted("userspace/src/transport/uet/pdc_tests.rs"));
 }

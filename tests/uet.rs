@@ -318,12 +318,15 @@ fn analyze_counts_uet_frames_and_writes_their_columns() {
             (None, &None, None),
             "{name}"
         );
+        let mut rec = PacketRecord::default();
+        *rec.uet_mut() = v.want;
         for c in &rocescope::transport::uet::PACKET_COLUMNS {
-            let want = (p & c.present != 0).then(|| match c.value {
-                rocescope::transport::uet::Value::U8(f) => i128::from(f(&v.want)),
-                rocescope::transport::uet::Value::U16(f) => i128::from(f(&v.want)),
-                rocescope::transport::uet::Value::U32(f) => i128::from(f(&v.want)),
-                rocescope::transport::uet::Value::U64(f) => i128::from(f(&v.want) as i64),
+            use rocescope::transport::packet_columns::Value;
+            let want = (u32::from(p) & c.present != 0).then(|| match c.value {
+                Value::U8(f) => i128::from(f(&rec)),
+                Value::U16(f) => i128::from(f(&rec)),
+                Value::U32(f) => i128::from(f(&rec)),
+                Value::U64(f) => i128::from(f(&rec) as i64),
             });
             assert_eq!(column(c.name)[i], want, "{name}: {}", c.name);
         }

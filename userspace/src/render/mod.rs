@@ -10,7 +10,9 @@
 //! * `findings`: a diagnosis' title, detail, advice and `params`;
 //! * [`report`]: the terminal report and `report --json`;
 //! * `transports`: the lines of the transports beside RoCE (their totals
-//!   and ECN) in the report and the HTML page;
+//!   and ECN) in the report and the HTML page, and their own findings;
+//! * `words`: what a finding says and the names it uses, which `findings`
+//!   and `transports` build;
 //! * [`nics`]: the NIC reaction latencies' cells, lines and JSON;
 //! * [`wireshark`]: display filters and Decode As hints (docs/wireshark.md);
 //! * `events`: an event's `detail` (`events.parquet`), the `Display` of
@@ -28,6 +30,7 @@ pub mod nics;
 pub mod report;
 pub(crate) mod transports;
 pub mod wireshark;
+mod words;
 
 use crate::analyze::Analysis;
 

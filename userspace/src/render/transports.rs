@@ -1,15 +1,17 @@
 //! The transports beside RoCE in the report's Capture section, the HTML
-//! page's facts and the capture-level findings' words: each one's lines
-//! from its part of `summary.json` or of the evidence, worded in its own
-//! module here (`transports/<transport>.rs`). One entry per
-//! transport in each list below: a registration point (docs/build.md,
-//! "Adding a transport").
+//! page's facts, the capture-level findings' words and their own findings:
+//! each one's lines from its part of `summary.json` or of the evidence,
+//! worded in its own module here (`transports/<transport>.rs`, its
+//! findings' words below it). One entry per transport in each list below:
+//! a registration point (docs/build.md, "Adding a transport").
 
 mod uet;
 
 use crate::analyze::Summary;
-use crate::analyze::findings::MirrorCopies;
+use crate::analyze::findings::{MirrorCopies, TransportEvidence};
 use rocescope_common::wire::TransportId;
+
+use super::words::{Names, Words};
 
 /// Each transport's totals line, in the order of the registry: after
 /// RoCE's flow line.
@@ -33,4 +35,12 @@ pub(crate) fn copies_clauses(e: &MirrorCopies) -> String {
             TransportId::Roce => String::new(),
         })
         .collect()
+}
+
+/// What a transport's own finding says: `findings::word`'s one arm for
+/// every transport's evidence.
+pub(super) fn words(e: &TransportEvidence, n: &Names) -> Words {
+    match e {
+        TransportEvidence::Uet(e) => uet::words(e, n),
+    }
 }

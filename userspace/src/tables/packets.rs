@@ -6,7 +6,8 @@
 //! `outer_vlan`, `erspan`, `ieth_rkey`, `deth_qkey`, `deth_src_qp`,
 //! `atomic_va`, `atomic_rkey`, `atomic_swap_add`, `atomic_compare`,
 //! `atomic_orig` and `icrc` (the value on the wire); then `transport` and
-//! each transport's own prefixed columns (UET's: `transport::uet`).
+//! each transport's own prefixed columns, as its module declares them
+//! (`transport::PACKET_COLUMNS`, the transports' list).
 //!
 //! Unlike the other tables (row by row into Arrow builders, [`crate::columns`]),
 //! this one is built a batch at a time: rows are buffered as records, then
@@ -42,7 +43,10 @@ use super::{ColumnEncoding, Columns};
 use crate::addr::{Ip, Mac};
 use crate::analyze::Verdict;
 use crate::analyze::hash::FastState;
-use crate::transport::uet;
+use crate::transport::PACKET_COLUMNS;
+use crate::transport::packet_columns::{
+    TransportColumns, Value, dictionary_count, dictionary_names,
+};
 
 /// One `packets.parquet` row: the record, its interface's name, and what the
 /// analyzer said of it.
@@ -121,7 +125,7 @@ impl Columns for PacketColumns {
     /// larger groups keep the dictionaries (one per group) few.
     const ROW_GROUP_ROWS: usize = 256 * 1024;
     const ENCODING: ColumnEncoding = ColumnEncoding {
-        dictionary: Some(FEW_VALUES),
+        dictionary: Some(&FEW_VALUES),
         statistics: Some(&["frame", "ts_ns", "ts"]),
         delta: &["frame", "ts_ns", "ts", "psn", "aeth_msn", "icrc"],
         snappy: false,
@@ -220,7 +224,13 @@ impl PacketColumns {
 /// they took 8 bytes a row where 4 were used. `psn`, `aeth_msn` and `icrc`,
 /// in nearly every RoCE row, are delta encoded too: `psn` (interleaved QPs)
 /// from 4.0 to ~0.9 MB on the bench capture.
-const FEW_VALUES: &[&str] = &[
+///
+/// These, then the transports' own columns that say so
+/// ([`PacketColumn::dictionary`](crate::transport::packet_columns::PacketColumn)).
+const FEW_VALUES: [&str; FEW_SHARED.len() + FEW_TRANSPORT] = few_values();
+
+/// The shared and RoCE's columns with few values.
+const FEW_SHARED: [&str; 26] = [
     "iface",
     "file",
     "kind",
@@ -247,15 +257,25 @@ const FEW_VALUES: &[&str] = &[
     "flow_id",
     "link",
     "transport",
-    "uet_pds_type",
-    "uet_next_header",
-    "uet_flags",
-    "uet_spdcid",
-    "uet_dpdcid",
-    "uet_entropy",
-    "uet_ses_opcode",
-    "uet_job_id",
 ];
+
+/// How many of the transports' own columns have few values.
+const FEW_TRANSPORT: usize = dictionary_count(&PACKET_COLUMNS);
+
+const fn few_values() -> [&'static str; FEW_SHARED.len() + FEW_TRANSPORT] {
+    let transports: [&str; FEW_TRANSPORT] = dictionary_names(&PACKET_COLUMNS);
+    let mut out = [""; FEW_SHARED.len() + FEW_TRANSPORT];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = if i < FEW_SHARED.len() {
+            FEW_SHARED[i]
+        } else {
+            transports[i - FEW_SHARED.len()]
+        };
+        i += 1;
+    }
+    out
+}
 
 /// Distinct addresses kept formatted between batches.
 const TEXTS_KEPT: usize = 1 << 16;
@@ -277,11 +297,17 @@ impl RowTexts {
         // passes below read 16 KB instead of striding over 800 KB of records.
         let flags: Vec<u32> = recs.iter().map(|r| r.flags).collect();
         let has = |flag: u32| validity(&flags, |fl| fl & flag != 0);
-        // The same for whose transport block each record holds, and which
-        // of UET's fields it has (0 on every other record).
+        // The same for whose transport block each record holds; RoCE's
+        // own columns are null on the rows of the transports beside it.
         let transports: Vec<Option<TransportId>> = recs.iter().map(|r| r.transport()).collect();
-        let uet_present: Vec<u16> = recs.iter().map(|r| r.uet().present).collect();
-        let not_uet = validity(&transports, |t| *t != Some(TransportId::Uet));
+        let not_beside = validity(&transports, |t| !beside_roce(*t));
+        // The transports beside RoCE that have rows in this batch (none
+        // in a RoCE batch: their columns are then all null, at no pass).
+        let beside: Vec<&TransportColumns> = PACKET_COLUMNS
+            .iter()
+            .copied()
+            .filter(|c| transports.contains(&Some(c.transport)))
+            .collect();
         let vlan = has(f::HAS_VLAN);
         let tclass = validity(&flags, |fl| f::traffic_class(*fl));
         let bth = has(f::HAS_BTH);
@@ -323,25 +349,14 @@ impl RowTexts {
         let addrs = has(f::HAS_IPV4 | f::HAS_IPV6 | f::HAS_GRH | f::IB_LRH);
         let src_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.src_ip));
         let dst_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.dst_ip));
-        let link =
-            link_texts().column(recs.iter().zip(&transports).map(|(r, t)| {
-                (*t != Some(TransportId::Uet)).then_some(u32::from(r.has(f::IB_LRH)))
-            }));
+        let link = link_texts().column(
+            recs.iter()
+                .zip(&transports)
+                .map(|(r, t)| (!beside_roce(*t)).then_some(u32::from(r.has(f::IB_LRH)))),
+        );
         let transport =
             transport_texts().column(transports.iter().map(|t| t.map(|t| t.index() as u32)));
-        // The transport-neutral PSN: the BTH's, or UET's PDS PSN.
-        let bth_or_pds: Vec<(u32, u16)> = flags
-            .iter()
-            .copied()
-            .zip(uet_present.iter().copied())
-            .collect();
-        let psn_valid = validity(&bth_or_pds, |&(fl, u)| {
-            fl & f::HAS_BTH != 0 || u & rocescope_common::uet_present::PSN != 0
-        });
-        let psn = b.u32s(&psn_valid, |r| match r.transport() {
-            Some(TransportId::Uet) => uet::psn(r.uet()).unwrap_or(0),
-            _ => r.roce().psn,
-        });
+        let psn = neutral_psn(&b, &bth, &transports, &beside);
         let flow_id =
             primitive::<Int64Type, _>(extra, &validity(extra, |e| e.flow_id.is_some()), |e| {
                 e.flow_id.unwrap_or(0).widen()
@@ -372,7 +387,7 @@ impl RowTexts {
             ("ecn", b.u8s(&tclass, |r| r.ecn)),
             (
                 "roce_version",
-                b.u8s(&and(has(f::HAS_GRH | f::HAS_UDP), &not_uet), |r| {
+                b.u8s(&and(has(f::HAS_GRH | f::HAS_UDP), &not_beside), |r| {
                     r.roce_version().unwrap_or(0)
                 }),
             ),
@@ -445,33 +460,92 @@ impl RowTexts {
             ("vcrc_ok", bits(&has(f::VCRC_CHECKED), f::VCRC_OK)),
             ("transport", transport),
         ];
-        columns.extend(uet_columns(&b, &uet_present));
+        for set in PACKET_COLUMNS {
+            transport_columns(&b, set, &transports, &beside, &mut columns);
+        }
         columns
     }
 }
 
-/// UET's columns ([`uet::PACKET_COLUMNS`]), null where the record is not
-/// UET's or lacks the field.
-fn uet_columns(b: &Batch<'_>, present: &[u16]) -> Vec<(&'static str, ArrayRef)> {
+/// A record of a transport beside RoCE (not RoCE's, and not a record
+/// without a transport: PFC, PAUSE, malformed).
+#[inline]
+fn beside_roce(t: Option<TransportId>) -> bool {
+    t.is_some_and(|t| t != TransportId::Roce)
+}
+
+/// The transport-neutral `psn`: the BTH's, or what the record's transport
+/// beside RoCE calls its PSN ([`TransportColumns::psn`], UET's PDS PSN).
+/// `bth`: the rows with a BTH; `beside`: the transports beside RoCE with
+/// rows in the batch.
+fn neutral_psn(
+    b: &Batch<'_>,
+    bth: &Option<NullBuffer>,
+    transports: &[Option<TransportId>],
+    beside: &[&TransportColumns],
+) -> ArrayRef {
+    if beside.is_empty() {
+        // Every RoCE batch: the BTH's, straight.
+        return b.u32s(bth, |r| r.roce().psn);
+    }
+    let theirs: Vec<Option<u32>> =
+        b.0.iter()
+            .zip(transports)
+            .map(|(r, t)| {
+                let set = beside.iter().find(|c| Some(c.transport) == *t)?;
+                (set.psn)(r)
+            })
+            .collect();
+    let rows: Vec<(&PacketRecord, Option<u32>)> = b.0.iter().zip(theirs).collect();
+    let valid = validity(&rows, |(r, p)| r.flags & f::HAS_BTH != 0 || p.is_some());
+    primitive::<Int64Type, _>(&rows, &valid, |(r, p)| match p {
+        Some(p) => p.widen(),
+        None => r.roce().psn.widen(),
+    })
+}
+
+/// `set`'s columns, appended to `out`: null where the record is not its
+/// transport's or lacks the field. `beside`: the transports beside RoCE
+/// with rows in the batch.
+fn transport_columns(
+    b: &Batch<'_>,
+    set: &TransportColumns,
+    transports: &[Option<TransportId>],
+    beside: &[&TransportColumns],
+    out: &mut Vec<(&'static str, ArrayRef)>,
+) {
+    let len = transports.len();
+    // Which of its fields each row holds (0 on every other record).
+    let present: Vec<u32> = if beside.iter().any(|c| c.transport == set.transport) {
+        b.0.iter()
+            .zip(transports)
+            .map(|(r, t)| {
+                if *t == Some(set.transport) {
+                    (set.present)(r)
+                } else {
+                    0
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let any = present.iter().fold(0, |a, p| a | p);
-    uet::PACKET_COLUMNS
-        .iter()
-        .map(|c| {
-            let nulls = if any & c.present == 0 {
-                // The common case, every RoCE batch: no pass over the rows.
-                Some(NullBuffer::new_null(present.len()))
-            } else {
-                validity(present, |p| p & c.present != 0)
-            };
-            let column = match c.value {
-                uet::Value::U8(v) => b.u8s(&nulls, |r| v(r.uet())),
-                uet::Value::U16(v) => b.u16s(&nulls, |r| v(r.uet())),
-                uet::Value::U32(v) => b.u32s(&nulls, |r| v(r.uet())),
-                uet::Value::U64(v) => b.u64s(&nulls, |r| v(r.uet())),
-            };
-            (c.name, column)
-        })
-        .collect()
+    for c in set.columns {
+        let nulls = if any & c.present == 0 {
+            // The common case, every RoCE batch: no pass over the rows.
+            Some(NullBuffer::new_null(len))
+        } else {
+            validity(&present, |p| p & c.present != 0)
+        };
+        let column = match c.value {
+            Value::U8(v) => b.u8s(&nulls, v),
+            Value::U16(v) => b.u16s(&nulls, v),
+            Value::U32(v) => b.u32s(&nulls, v),
+            Value::U64(v) => b.u64s(&nulls, v),
+        };
+        out.push((c.name, column));
+    }
 }
 
 /// Rows valid in both `a` and `b`.
@@ -564,7 +638,9 @@ fn transport_texts() -> Texts<Kind> {
 fn kind_texts() -> Texts<Kind> {
     Texts {
         keys: HashMap::default(),
-        texts: (0..=Kind::Uet as u8)
+        // Every kind's byte: from 0 up to the last that is one.
+        texts: (0..=u8::MAX)
+            .take_while(|&v| v == 0 || Kind::from_u8(v) as u8 == v)
             .map(|v| Kind::from_u8(v).as_str().into())
             .collect(),
         ..Texts::default()

@@ -233,10 +233,16 @@ impl FlowIds {
     }
 }
 
+pub mod packet_columns;
 pub mod roce;
 pub mod sequencing;
 pub mod trim;
 pub mod uet;
+
+/// Each transport's own columns of `packets.parquet`, beside RoCE's (the
+/// table's own), in the registry's order: a registration point
+/// (docs/build.md, "Adding a transport").
+pub const PACKET_COLUMNS: [&packet_columns::TransportColumns; 1] = [&uet::PACKETS];
 
 #[cfg(test)]
 mod tests;

@@ -11,9 +11,11 @@
 //! collector: retransmissions (`retrans`), the capture, PFC, ECN,
 //! `livelock` (and retry exhaustion), `unanswered`, `mtu`, `ecmp`, `qos`,
 //! `cnp_overload`, `dcqcn`, `hops` (hop loss and queueing), `nics` (slow
-//! NIC reactions), `episodes` (congestion
-//! episodes), UET's `uet_trimming` and `uet_spray`. Each computes a [`Diagnosis`] holding its [`Evidence`] (no
-//! words: `crate::render::findings` words it). Their definitions:
+//! NIC reactions), `episodes` (congestion episodes); and the transports'
+//! beside RoCE, each in its module under `transports` (the registry: their
+//! evidence is one arm here, [`Evidence::Transport`]). Each computes a
+//! [`Diagnosis`] holding its [`Evidence`] (no words: `crate::render::findings`
+//! words it, the transports' through `crate::render::transports`). Their definitions:
 //! `docs/analysis.md`, *Findings*; their text and `params`: `docs/report.md`.
 
 mod capture;
@@ -31,7 +33,7 @@ mod pfc;
 mod qos;
 pub mod queues;
 mod retrans;
-pub(super) mod uet;
+pub mod transports;
 mod unanswered;
 
 use capture::{capture, corruption, reordering, trimming};
@@ -58,11 +60,7 @@ pub use nics::SlowNic;
 pub use pfc::{LinkSpeed, Pressure, StormPort, Storms, Victim, Victims};
 pub use qos::{QosMismatch, Remarked, Unprotected};
 pub use retrans::{Ghost, GhostRewind, MostLoss, RealLoss, Rnr};
-pub use uet::{
-    HEAVY_FACTOR, Heavy, LATE_FACTOR, LATE_FLOOR_NS, Late, PdcRef, ResourcePdc, SPRAY_MIN_PACKETS,
-    SprayImbalance, SpuriousPdc, TrimmedPdc, UetEvidence, UetResources, UetSpurious, UetTrimming,
-    UnevenPdc,
-};
+pub use transports::TransportEvidence;
 pub use unanswered::{SilentFlow, Unanswered};
 
 /// A finding as the analyzer computes it: how bad it is, how much of the
@@ -138,8 +136,8 @@ pub enum Evidence {
     CongestionTree(CongestionTree),
     /// `congested-queue`, one per switch queue.
     CongestedQueue(Box<queues::CongestedQueue>),
-    /// The `uet-*` findings.
-    Uet(UetEvidence),
+    /// A transport's own findings beside RoCE's (`transports`).
+    Transport(TransportEvidence),
 }
 
 impl Evidence {
@@ -175,7 +173,7 @@ impl Evidence {
             Evidence::Ecmp(_) => "ecmp-imbalance",
             Evidence::CongestionTree(_) => "pfc-congestion-tree",
             Evidence::CongestedQueue(_) => "congested-queue",
-            Evidence::Uet(e) => e.id(),
+            Evidence::Transport(e) => e.id(),
         }
     }
 }
@@ -194,8 +192,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(dcqcn::finding(x));
     hops::finding(x, &mut out);
     nics::finding(x, &mut out);
-    out.extend(uet::trimming::finding(x));
-    out.extend(uet::spray::finding(x));
+    transports::finding(x, &mut out);
     out.extend(real_loss(x));
     out.extend(reordering(x));
     corruption(x, &mut out);

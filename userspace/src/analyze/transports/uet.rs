@@ -203,8 +203,8 @@ impl Analyzer {
                 .as_ref()
                 .map_or(0, |u| u.data_packets);
             evidence.extend(live.iter().cloned());
-            findings::uet::pdc::findings(&evidence, requests, diagnoses);
-            findings::uet::pdc::name_rows(&evidence, diagnoses);
+            findings::transports::uet::pdc::findings(&evidence, requests, diagnoses);
+            findings::transports::uet::pdc::name_rows(&evidence, diagnoses);
             findings::rank_diagnoses(diagnoses);
         }
     }

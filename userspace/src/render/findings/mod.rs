@@ -1,7 +1,8 @@
 //! A diagnosis in words: its title, detail, recommendation and `params`
 //! (docs/report.md lists them per finding), from its evidence and the
 //! names the summary gives (interfaces, the capture's start). One file per
-//! finding family, as in `analyze/findings/`.
+//! finding family, as in `analyze/findings/`; the transports' own findings
+//! are worded where their other lines are (`render::transports`).
 
 mod capture;
 mod cnp_overload;
@@ -18,75 +19,14 @@ mod qos;
 mod queues;
 pub use queues::queue_name;
 mod retrans;
-mod uet;
 mod unanswered;
 
-use std::collections::BTreeMap;
+use crate::analyze::{Diagnosis, Evidence, Finding, Summary};
 
-use serde_json::Value;
-
-use crate::analyze::findings::FlowRef;
-
-use crate::analyze::{Diagnosis, Evidence, Finding, PfcInterval, Summary, iface_name};
-use crate::render::{fmt_count, fmt_duration, fmt_ended_by, fmt_flow, fmt_mac, fmt_offset};
+use super::transports;
+use super::words::{Names, Words, params};
 #[cfg(test)]
 pub(crate) use qos::marks_words;
-
-/// What a finding says.
-struct Words {
-    title: String,
-    detail: String,
-    recommendation: String,
-    params: BTreeMap<&'static str, Value>,
-}
-
-/// A finding's `params`.
-fn params<const N: usize>(items: [(&'static str, Value); N]) -> BTreeMap<&'static str, Value> {
-    items.into_iter().collect()
-}
-
-/// The names a finding's words use.
-struct Names<'a>(&'a Summary);
-
-impl Names<'_> {
-    fn iface(&self, i: u16) -> String {
-        iface_name(&self.0.ifaces, i)
-    }
-
-    /// A tap by the name its summary gives it.
-    fn tap(&self, iface: u16) -> String {
-        self.0
-            .taps
-            .iter()
-            .find(|t| t.iface == iface)
-            .map_or_else(|| self.iface(iface), |t| t.iface_name.clone())
-    }
-
-    /// `flow 3 (10.0.0.1 → 10.0.0.2 QP 17, leaf0)`.
-    fn describe(&self, f: &FlowRef) -> String {
-        fmt_flow(f.id, &f.src_ip, &f.dst_ip, f.dest_qp, &self.iface(f.iface))
-    }
-
-    /// A pause interval: `25.0 µs on leaf0 priority 3 by aa:… (from t+…,
-    /// 2 frames, ended by an XON)`.
-    fn pause_text(&self, p: &PfcInterval) -> String {
-        format!(
-            "{} on {} priority {} by {} (from {}, {}, {})",
-            fmt_duration(p.end_ns - p.start_ns),
-            self.iface(p.iface),
-            p.priority,
-            fmt_mac(&p.src_mac),
-            self.at(p.start_ns),
-            fmt_count(p.frames, "frame"),
-            fmt_ended_by(p.ended_by)
-        )
-    }
-
-    /// A capture time as an offset from the capture's first frame.
-    fn at(&self, ts_ns: u64) -> String {
-        fmt_offset(ts_ns.saturating_sub(self.0.first_ts_ns.unwrap_or(ts_ns)))
-    }
-}
 
 /// The finding `summary.json` and the reports show for `d`; `s`: the
 /// summary it belongs to.
@@ -127,7 +67,7 @@ pub fn word(d: &Diagnosis, s: &Summary) -> Finding {
             w
         }
         Evidence::CongestedQueue(e) => queues::congested_queue(e, &names),
-        Evidence::Uet(e) => uet::words(e, &names),
+        Evidence::Transport(e) => transports::words(e, &names),
     };
     Finding {
         id: d.evidence.id(),

@@ -1,7 +1,15 @@
 //! UET's lines in the report's Capture section and the HTML page's facts
 //! (docs/report.md, "Capture"): its totals over PDC directions and its ECN;
-//! and its clause in `mirror-duplicates`' words.
+//! its clause in `mirror-duplicates`' words; and its findings in words:
+//! over its paths (`paths`: `uet-trimming`, `uet-spray-imbalance`) and its
+//! PDC directions (`pdc`: `uet-spurious-retransmissions`,
+//! `uet-receiver-resources`).
 
+mod paths;
+mod pdc;
+
+use crate::analyze::findings::transports::uet::UetEvidence;
+use crate::render::words::{Names, Words};
 use crate::render::{fmt_count, fmt_pct};
 use crate::transport::uet::UetTotals;
 
@@ -57,4 +65,14 @@ pub(super) fn copies_clause(n: u64) -> String {
     format!(
         "; {n} of UET PDCs: same addresses, PDC, PDS type, flags, PSN and every other header field"
     )
+}
+
+/// What a `uet-*` finding says: UET's one arm in `transports::words`.
+pub(super) fn words(e: &UetEvidence, n: &Names) -> Words {
+    match e {
+        UetEvidence::Trimming(e) => paths::trimming(e, n),
+        UetEvidence::Spray(e) => paths::spray_imbalance(e, n),
+        UetEvidence::Spurious(e) => pdc::spurious(e, n),
+        UetEvidence::Resources(e) => pdc::resources(e, n),
+    }
 }

@@ -6,73 +6,126 @@
 //! its selective-ACK sequencing are the next step (docs/build.md, "UET so
 //! far").
 use rocescope_common::uet_present as present;
+use rocescope_common::wire::TransportId;
+
+use super::packet_columns::{PacketColumn, TransportColumns, Value};
 /// The record's UET view and its `present` bits, for the library's users.
 pub use rocescope_common::{UetView, uet_present};
 
-/// One `uet_` column of `packets.parquet` (docs/tables.md): its name, the
-/// [`UetView::present`] bit that says a row holds a value (null
-/// otherwise, and on every row that is not UET's), and the value.
-pub struct PacketColumn {
-    pub name: &'static str,
-    pub present: u16,
-    pub value: Value,
-}
-
-/// A column's value, by the field's width (the table widens each to the
-/// signed type one width up, docs/tables.md "Numbers").
-#[derive(Clone, Copy)]
-pub enum Value {
-    U8(fn(&UetView) -> u8),
-    U16(fn(&UetView) -> u16),
-    U32(fn(&UetView) -> u32),
-    U64(fn(&UetView) -> u64),
-}
-
-/// UET's columns of `packets.parquet`, in the table's order.
+/// UET's columns of `packets.parquet`, in the table's order: a row holds
+/// a value where the [`UetView::present`] bit says so (null otherwise, and
+/// on every row that is not UET's).
 pub const PACKET_COLUMNS: [PacketColumn; 20] = [
-    column("uet_pds_type", present::PDS, Value::U8(|u| u.pds_type)),
-    column(
+    few(
+        "uet_pds_type",
+        present::PDS,
+        Value::U8(|r| r.uet().pds_type),
+    ),
+    few(
         "uet_next_header",
         present::PDS,
-        Value::U8(|u| u.next_header),
+        Value::U8(|r| r.uet().next_header),
     ),
-    column("uet_flags", present::PDS, Value::U8(|u| u.pds_flags)),
-    column("uet_spdcid", present::PDC, Value::U16(|u| u.spdcid)),
-    column("uet_dpdcid", present::DPDCID, Value::U16(|u| u.dpdcid)),
-    column("uet_cack_psn", present::ACK, Value::U32(|u| u.cack_psn)),
-    column("uet_ack_psn", present::ACK, Value::U32(|u| u.ack_psn)),
-    column("uet_sack_base", present::SACK, Value::U32(|u| u.sack_base)),
+    few("uet_flags", present::PDS, Value::U8(|r| r.uet().pds_flags)),
+    few("uet_spdcid", present::PDC, Value::U16(|r| r.uet().spdcid)),
+    few(
+        "uet_dpdcid",
+        present::DPDCID,
+        Value::U16(|r| r.uet().dpdcid),
+    ),
+    column(
+        "uet_cack_psn",
+        present::ACK,
+        Value::U32(|r| r.uet().cack_psn),
+    ),
+    column("uet_ack_psn", present::ACK, Value::U32(|r| r.uet().ack_psn)),
+    column(
+        "uet_sack_base",
+        present::SACK,
+        Value::U32(|r| r.uet().sack_base),
+    ),
     column(
         "uet_sack_bitmap",
         present::SACK,
-        Value::U64(|u| u.sack_bitmap),
+        Value::U64(|r| r.uet().sack_bitmap),
     ),
-    column("uet_cc_type", present::CC, Value::U8(|u| u.cc_type)),
-    column("uet_cc_state", present::CC, Value::U64(|u| u.cc_state)),
-    column("uet_ccc_id", present::REQUEST_CC, Value::U8(|u| u.ccc_id)),
+    column("uet_cc_type", present::CC, Value::U8(|r| r.uet().cc_type)),
+    column(
+        "uet_cc_state",
+        present::CC,
+        Value::U64(|r| r.uet().cc_state),
+    ),
+    column(
+        "uet_ccc_id",
+        present::REQUEST_CC,
+        Value::U8(|r| r.uet().ccc_id),
+    ),
     column(
         "uet_credit_target",
         present::REQUEST_CC,
-        Value::U32(|u| u.credit_target),
+        Value::U32(|r| r.uet().credit_target),
     ),
-    column("uet_nack_code", present::NACK, Value::U8(|u| u.nack_code)),
-    column("uet_pkt_id", present::PKT_ID, Value::U32(|u| u.pkt_id)),
-    column("uet_entropy", present::ENTROPY, Value::U16(|u| u.entropy)),
-    column("uet_ses_opcode", present::SES, Value::U8(|u| u.ses_opcode)),
-    column("uet_ses_flags", present::SES, Value::U8(|u| u.ses_flags)),
+    column(
+        "uet_nack_code",
+        present::NACK,
+        Value::U8(|r| r.uet().nack_code),
+    ),
+    column(
+        "uet_pkt_id",
+        present::PKT_ID,
+        Value::U32(|r| r.uet().pkt_id),
+    ),
+    few(
+        "uet_entropy",
+        present::ENTROPY,
+        Value::U16(|r| r.uet().entropy),
+    ),
+    few(
+        "uet_ses_opcode",
+        present::SES,
+        Value::U8(|r| r.uet().ses_opcode),
+    ),
+    column(
+        "uet_ses_flags",
+        present::SES,
+        Value::U8(|r| r.uet().ses_flags),
+    ),
     column(
         "uet_message_id",
         present::MESSAGE_ID,
-        Value::U16(|u| u.message_id),
+        Value::U16(|r| r.uet().message_id),
     ),
-    column("uet_job_id", present::JOB_ID, Value::U32(|u| u.job_id)),
+    few(
+        "uet_job_id",
+        present::JOB_ID,
+        Value::U32(|r| r.uet().job_id),
+    ),
 ];
 
+/// What `packets.parquet` holds of UET: its line in
+/// [`super::PACKET_COLUMNS`].
+pub const PACKETS: TransportColumns = TransportColumns {
+    transport: TransportId::Uet,
+    present: |r| u32::from(r.uet().present),
+    psn: |r| psn(r.uet()),
+    columns: &PACKET_COLUMNS,
+};
+
+/// A column with many distinct values in a capture (plain pages).
 const fn column(name: &'static str, present: u16, value: Value) -> PacketColumn {
     PacketColumn {
         name,
-        present,
+        present: present as u32,
+        dictionary: false,
         value,
+    }
+}
+
+/// A column with few (dictionary pages: `tables::packets`, "few values").
+const fn few(name: &'static str, present: u16, value: Value) -> PacketColumn {
+    PacketColumn {
+        dictionary: true,
+        ..column(name, present, value)
     }
 }
 

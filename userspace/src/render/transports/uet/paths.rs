@@ -2,14 +2,14 @@
 
 use serde_json::json;
 
-use crate::analyze::findings::{
+use crate::analyze::findings::transports::uet::{
     HEAVY_FACTOR, LATE_FACTOR, LATE_FLOOR_NS, SPRAY_MIN_PACKETS, SprayImbalance, TrimmedPdc,
     UetTrimming,
 };
 use crate::render::{fmt_count, fmt_duration, fmt_ip, fmt_pct};
 use crate::transport::uet::PdcKey;
 
-use super::super::{Names, Words, params};
+use crate::render::words::{Names, Words, params};
 
 /// `10.0.0.1 → 10.0.1.1 PDC 0x100 on leaf1-r0`.
 fn pdc(key: &PdcKey, n: &Names) -> String {

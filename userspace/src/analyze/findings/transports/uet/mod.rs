@@ -1,7 +1,7 @@
 //! UET's findings: over its PDC directions (`pdc`: spurious
 //! retransmissions, receiver resources; docs/analysis.md, "UET: PDCs") and
 //! its paths (`trimming`, `spray`: docs/analysis.md, "UET: spraying and
-//! trimming"), each an evidence struct rendered by `render::findings::uet`.
+//! trimming"), each an evidence struct rendered by `render::transports::uet`.
 
 pub(in crate::analyze) mod pdc;
 pub(super) mod spray;
@@ -15,7 +15,7 @@ pub use spray::{
 pub use trimming::{TrimmedPdc, UetTrimming};
 
 /// What a `uet-*` finding found, one variant per finding id: UET's one arm
-/// in `findings::Evidence`.
+/// in `findings::transports::TransportEvidence`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum UetEvidence {
     /// `uet-trimming`.

@@ -4,16 +4,17 @@
 //! which PDCs, and whether ECN and NSCC's window reacted (the counts:
 //! `crate::transport::uet::paths`; see "UET: spraying and trimming" in
 //! docs/analysis.md). A congestion signal, never loss. Worded in
-//! `render/findings/uet/paths.rs`.
+//! `render/transports/uet/paths.rs`.
 
 use crate::analyze::Severity;
 use crate::analyze::flows::kept::EVIDENCE_K;
 use crate::transport::uet::PdcKey;
 use crate::transport::uet::paths::{Answers, PdcSignals, TapTrims};
 
-use super::super::input::{Input, share};
-use super::super::{Diagnosis, Evidence};
+use super::super::TransportEvidence;
 use super::UetEvidence;
+use crate::analyze::findings::input::{Input, share};
+use crate::analyze::findings::{Diagnosis, Evidence};
 
 /// PDC directions listed; the rest are counted.
 pub const TRIMMED_PDCS_LISTED: usize = 5;
@@ -117,11 +118,11 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact: share(signals, requests).min(1.0),
         flows: Vec::new(),
-        evidence: Evidence::Uet(UetEvidence::Trimming(UetTrimming {
+        evidence: Evidence::Transport(TransportEvidence::Uet(UetEvidence::Trimming(UetTrimming {
             taps,
             pdcs,
             other_pdcs,
             named,
-        })),
+        }))),
     })
 }

@@ -3,10 +3,10 @@
 
 use serde_json::json;
 
-use crate::analyze::findings::{PdcRef, UetResources, UetSpurious};
+use crate::analyze::findings::transports::uet::{PdcRef, UetResources, UetSpurious};
 use crate::render::{fmt_count, fmt_duration, fmt_ip};
 
-use super::super::{Names, Words, params};
+use crate::render::words::{Names, Words, params};
 
 /// A PDC direction: its ids, addresses, tap and row.
 fn describe(p: &PdcRef, n: &Names) -> String {

@@ -2,7 +2,7 @@
 //! carried far more than its others, or arrived far later — a path the
 //! hash favoured, or a slower one (the counts:
 //! `crate::transport::uet::paths`; the thresholds: "UET: spraying and
-//! trimming" in docs/analysis.md). Worded in `render/findings/uet/paths.rs`.
+//! trimming" in docs/analysis.md). Worded in `render/transports/uet/paths.rs`.
 
 use std::collections::BTreeMap;
 
@@ -11,9 +11,10 @@ use crate::analyze::flows::kept::EVIDENCE_K;
 use crate::transport::uet::PdcKey;
 use crate::transport::uet::paths::{PathCounts, PathRow};
 
-use super::super::input::{Input, share};
-use super::super::{Diagnosis, Evidence};
+use super::super::TransportEvidence;
 use super::UetEvidence;
+use crate::analyze::findings::input::{Input, share};
+use crate::analyze::findings::{Diagnosis, Evidence};
 
 /// A direction needs this many requests at a tap to be judged.
 pub const SPRAY_MIN_PACKETS: u64 = 32;
@@ -98,11 +99,11 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact,
         flows: Vec::new(),
-        evidence: Evidence::Uet(UetEvidence::Spray(SprayImbalance {
+        evidence: Evidence::Transport(TransportEvidence::Uet(UetEvidence::Spray(SprayImbalance {
             pdcs,
             other_pdcs,
             named,
-        })),
+        }))),
     })
 }
 

@@ -14,9 +14,10 @@ use crate::analyze::Severity;
 use crate::transport::uet::pdc::NackCounts;
 use crate::transport::uet::{Pdc, PdcKey};
 
-use super::super::input::share;
-use super::super::{Diagnosis, Evidence};
+use super::super::TransportEvidence;
 use super::UetEvidence;
+use crate::analyze::findings::input::share;
+use crate::analyze::findings::{Diagnosis, Evidence};
 
 /// PDC directions listed per finding; the rest are counted.
 pub const LISTED: usize = 10;
@@ -125,8 +126,10 @@ pub(crate) fn name_rows(pdcs: &[Pdc], diagnoses: &mut [Diagnosis]) {
     }
     for d in diagnoses {
         let keys: Vec<(PdcKey, Option<u16>)> = match &d.evidence {
-            Evidence::Uet(UetEvidence::Trimming(t)) => t.named.clone(),
-            Evidence::Uet(UetEvidence::Spray(s)) => {
+            Evidence::Transport(TransportEvidence::Uet(UetEvidence::Trimming(t))) => {
+                t.named.clone()
+            }
+            Evidence::Transport(TransportEvidence::Uet(UetEvidence::Spray(s))) => {
                 s.named.iter().map(|&key| (key, None)).collect()
             }
             _ => continue,
@@ -195,7 +198,7 @@ fn spurious(pdcs: &[Pdc], requests: u64) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact: share(spurious, requests),
         flows: hit.iter().map(|p| p.id).collect(),
-        evidence: Evidence::Uet(UetEvidence::Spurious(Box::new(e))),
+        evidence: Evidence::Transport(TransportEvidence::Uet(UetEvidence::Spurious(Box::new(e)))),
     })
 }
 
@@ -221,7 +224,7 @@ fn resources(pdcs: &[Pdc], requests: u64) -> Option<Diagnosis> {
         severity: Severity::Warning,
         impact: share(nacks.resources(), requests),
         flows: hit.iter().map(|p| p.id).collect(),
-        evidence: Evidence::Uet(UetEvidence::Resources(Box::new(e))),
+        evidence: Evidence::Transport(TransportEvidence::Uet(UetEvidence::Resources(Box::new(e)))),
     })
 }
 
@@ -239,13 +242,17 @@ mod tests {
             ids,
             ["uet-spurious-retransmissions", "uet-receiver-resources"]
         );
-        let Evidence::Uet(UetEvidence::Spurious(s)) = &out[0].evidence else {
+        let Evidence::Transport(TransportEvidence::Uet(UetEvidence::Spurious(s))) =
+            &out[0].evidence
+        else {
             panic!()
         };
         assert_eq!((s.spurious, s.retransmissions, s.nack_resends), (1, 3, 2));
         assert_eq!((s.resend_wait_min_ns, s.nacks.trimmed), (Some(30), 1));
         assert_eq!(out[0].flows, [0]);
-        let Evidence::Uet(UetEvidence::Resources(r)) = &out[1].evidence else {
+        let Evidence::Transport(TransportEvidence::Uet(UetEvidence::Resources(r))) =
+            &out[1].evidence
+        else {
             panic!()
         };
         // Named on the receiver's direction, the one that sent them.
@@ -265,7 +272,7 @@ mod tests {
 
     #[test]
     fn trimming_names_its_directions_rows_or_the_answering_ones() {
-        use crate::analyze::findings::{TrimmedPdc, UetTrimming};
+        use super::super::{TrimmedPdc, UetTrimming};
         let pdcs = crate::transport::uet::pdc::tests::sample();
         let (a, b) = (pdcs[0].key, pdcs[1].key);
         let trimmed = |key: PdcKey, dpdcid: Option<u16>| TrimmedPdc {
@@ -288,15 +295,17 @@ mod tests {
             severity: Severity::Warning,
             impact: 0.0,
             flows: Vec::new(),
-            evidence: Evidence::Uet(UetEvidence::Trimming(UetTrimming {
-                taps: Vec::new(),
-                pdcs: vec![trimmed(a, Some(b.spdcid))],
-                other_pdcs: 2,
-                // The listed one and the two counted are all named.
-                named: [a, answered_only, unseen]
-                    .map(|k| (k, Some(b.spdcid)))
-                    .to_vec(),
-            })),
+            evidence: Evidence::Transport(TransportEvidence::Uet(UetEvidence::Trimming(
+                UetTrimming {
+                    taps: Vec::new(),
+                    pdcs: vec![trimmed(a, Some(b.spdcid))],
+                    other_pdcs: 2,
+                    // The listed one and the two counted are all named.
+                    named: [a, answered_only, unseen]
+                        .map(|k| (k, Some(b.spdcid)))
+                        .to_vec(),
+                },
+            ))),
         }];
         name_rows(&pdcs, &mut d);
         assert_eq!(d[0].flows, [pdcs[0].id, pdcs[1].id]);
