@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use rocescope_common::{Kind, PacketRecord, flags, proto::ib, uet_present};
+use rocescope_common::wire::uet::uet_present;
+use rocescope_common::{Kind, PacketRecord, flags, proto::ib};
 
 use rocescope_common::wire::Recognition;
 

@@ -9,7 +9,8 @@ use super::Analyzer;
 use super::dups::CopyFields;
 use super::rows::{FlowRow, gbps, ratio};
 use crate::transport::uet::{Pdc, PdcValues, UetTotals};
-use rocescope_common::{PacketRecord, uet_present};
+use rocescope_common::PacketRecord;
+use rocescope_common::wire::uet::{UetView, uet_present};
 
 impl Pdc {
     /// The row of a UET PDC direction (docs/analysis.md, "UET: PDCs"):
@@ -93,7 +94,7 @@ pub(super) fn copy_fields(rec: &PacketRecord) -> CopyFields {
 /// CC state, NACK code, packet and message ids, SES opcode …), folded by
 /// FNV-1a. Two different frames alike in all the key's other fields
 /// within one window collide once in 2^32.
-fn digest(u: &rocescope_common::UetView) -> u32 {
+fn digest(u: &UetView) -> u32 {
     let words = [
         u64::from(u.present),
         u64::from(u.next_header) | u64::from(u.nack_code) << 8 | u64::from(u.cc_type) << 16,

@@ -336,7 +336,7 @@ impl RowTexts {
             .zip(uet_present.iter().copied())
             .collect();
         let psn_valid = validity(&bth_or_pds, |&(fl, u)| {
-            fl & f::HAS_BTH != 0 || u & rocescope_common::uet_present::PSN != 0
+            fl & f::HAS_BTH != 0 || u & rocescope_common::wire::uet::uet_present::PSN != 0
         });
         let psn = b.u32s(&psn_valid, |r| match r.transport() {
             Some(TransportId::Uet) => uet::psn(r.uet()).unwrap_or(0),

@@ -165,7 +165,7 @@ fn frames_without_payload_repeat_by_design() {
 }
 
 use crate::analyze::uet::copy_fields as uet_fields;
-use rocescope_common::uet_present;
+use rocescope_common::wire::uet::uet_present;
 
 /// A UET request of PDC 0x100, PSN `psn`, flags `flags`, on entropy
 /// `entropy`.

@@ -5,9 +5,9 @@
 //! in `packets.parquet` ([`PACKET_COLUMNS`]). Its flow key (the PDC) and
 //! its selective-ACK sequencing are the next step (docs/build.md, "UET so
 //! far").
-use rocescope_common::uet_present as present;
+use rocescope_common::wire::uet::uet_present as present;
 /// The record's UET view and its `present` bits, for the library's users.
-pub use rocescope_common::{UetView, uet_present};
+pub use rocescope_common::wire::uet::{UetView, uet_present};
 
 /// One `uet_` column of `packets.parquet` (docs/tables.md): its name, the
 /// [`UetView::present`] bit that says a row holds a value (null
