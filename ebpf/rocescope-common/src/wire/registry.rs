@@ -25,9 +25,11 @@ use super::{Foreign, Frame, L3, Next, Stop, Visit, Walked};
 use crate::PacketRecord;
 use crate::proto::{ethernet, linktype, udp};
 
-// The transports' own modules (their files are `wire/<transport>/`), so
-// that a new transport is declared where it is registered; `wire`
-// re-exports them whole ([`transports`]).
+// The transports' own modules, children of the registry (their files stay
+// `wire/<transport>/`), so that a new transport is declared where it is
+// registered and its code may use the registry's types (`TransportId`,
+// `Kind`) as a child uses its parent's; `wire` re-exports them whole
+// ([`transports`]).
 #[path = "roce/mod.rs"]
 pub mod roce;
 #[path = "uet/mod.rs"]
@@ -36,7 +38,7 @@ pub mod uet;
 /// Every transport's own module, for `wire` to re-export as
 /// `wire::<transport>`.
 pub mod transports {
-    pub use super::{roce, uet};
+    pub use crate::wire::registry::{roce, uet};
 }
 
 /// A transport behind the shared L2–L4 walk.
@@ -147,7 +149,7 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
         // entropy). Pre-standard code used 49150 and 5432: `--udp-port`.
         udp_port: Some(uet::UDP_PORT),
         // Native IP mode: a protocol number IANA never assigned (the UEC
-        // reference provider uses [`UET_REFERENCE_IP_PROTOCOL`]), then a
+        // reference provider uses [`uet::REFERENCE_IP_PROTOCOL`]), then a
         // 4-byte entropy header (`wire::uet::over_ip`).
         ip_protocol: true,
         ethertype: None,
@@ -155,10 +157,6 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
         walked: true,
     },
 ];
-
-/// The IP protocol number the UEC reference provider gives UET's native
-/// IP mode; not a default (IANA assigned none), a value to configure.
-pub const UET_REFERENCE_IP_PROTOCOL: u8 = 253;
 
 /// "Not recognised by this": a UDP port or IP protocol of 0 matches no frame.
 pub const UNSET: u16 = 0;

@@ -175,14 +175,14 @@ fn uet(ts: u64, psn: u32, flags: u8, entropy: u16) -> PacketRecord {
         payload_len: 4096,
         ..PacketRecord::default()
     };
-    *r.uet_mut() = rocescope_common::UetView {
+    *r.uet_mut() = rocescope_common::wire::uet::UetView {
         present: uet_present::PDC | uet_present::PSN,
         pds_type: 2,
         pds_flags: flags,
         spdcid: 0x100,
         psn,
         entropy,
-        ..rocescope_common::UetView::default()
+        ..rocescope_common::wire::uet::UetView::default()
     };
     r
 }

@@ -49,6 +49,11 @@ pub use self::view::{UetView, uet_present};
 /// UET's UDP destination port (IANA); the source port is the entropy.
 pub const UDP_PORT: u16 = 4793;
 
+/// The IP protocol number the UEC reference provider gives UET's native
+/// IP mode; not a default (IANA assigned none), a value to configure
+/// (`--ip-proto`'s messages quote it).
+pub const REFERENCE_IP_PROTOCOL: u8 = 253;
+
 /// The native IP mode's entropy header: entropy (16 bits), reserved (16).
 pub const ENTROPY_HEADER_LEN: usize = 4;
 /// Where the entropy lies in it.
