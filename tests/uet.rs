@@ -204,7 +204,7 @@ fn cut_and_invalid_headers_are_counted_by_layer() {
         let mut rec = PacketRecord::default();
         let w =
             decode::decode_walk_with(&mut rec, &native(), ETH, &frame[..len], frame.len() as u32);
-        assert_eq!(w.stop, Some(Stop::Cut(Layer::UetEntropy)), "cut to {len}");
+        assert_eq!(w.stop, Some(Stop::Cut(Layer::Entropy)), "cut to {len}");
     }
 }
 

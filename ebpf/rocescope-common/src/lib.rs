@@ -13,71 +13,9 @@ pub mod summary;
 pub mod wire;
 
 pub use block::{
-    BLOCK_SIZE, BlockTag, LinkControlView, RoceView, TRANSPORT_BLOCK_SIZE, TransportBlock, UetView,
-    uet_present,
+    BLOCK_SIZE, BlockTag, LinkControlView, RoceView, TRANSPORT_BLOCK_SIZE, TransportBlock,
 };
-
-/// What a frame turned out to be. Frames of no interest produce no record.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    /// Not RoCE, CNP, UET, PFC or PAUSE: not recorded.
-    #[default]
-    Other = 0,
-    /// RoCEv2 (UDP destination port 4791, or the one configured:
-    /// `wire::Recognition`) or RoCEv1 (EtherType 0x8915, a
-    /// GRH naming a BTH) with any BTH opcode but CNP.
-    Roce = 1,
-    /// Congestion Notification Packet (BTH opcode 0x81).
-    Cnp = 2,
-    /// 802.1Qbb priority flow control (MAC Control opcode 0x0101).
-    Pfc = 3,
-    /// 802.3x PAUSE (MAC Control opcode 0x0001).
-    Pause = 4,
-    /// To RoCEv2's UDP port but its UDP datagram is too short for a BTH (or a
-    /// RoCEv1 GRH whose payload length is).
-    Malformed = 5,
-    /// Ultra Ethernet Transport (UDP destination port 4793, or the one
-    /// configured; or its native IP mode): PDS and SES headers in the
-    /// record's UET view ([`PacketRecord::uet`]), however far they were
-    /// whole.
-    Uet = 6,
-}
-
-impl Kind {
-    pub const fn from_u8(v: u8) -> Kind {
-        match v {
-            1 => Kind::Roce,
-            2 => Kind::Cnp,
-            3 => Kind::Pfc,
-            4 => Kind::Pause,
-            5 => Kind::Malformed,
-            6 => Kind::Uet,
-            _ => Kind::Other,
-        }
-    }
-
-    /// The name used in the `kind` column.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Kind::Other => "other",
-            Kind::Roce => "roce",
-            Kind::Cnp => "cnp",
-            Kind::Pfc => "pfc",
-            Kind::Pause => "pause",
-            Kind::Malformed => "malformed",
-            Kind::Uet => "uet",
-        }
-    }
-
-    /// A link-level frame (PFC, PAUSE): no IP addresses, a port's.
-    pub const fn link_level(self) -> bool {
-        match self {
-            Kind::Pfc | Kind::Pause => true,
-            Kind::Other | Kind::Roce | Kind::Cnp | Kind::Malformed | Kind::Uet => false,
-        }
-    }
-}
+pub use wire::registry::Kind;
 
 /// Which parts of [`PacketRecord`] hold a value (`HAS_*`) and the one-bit
 /// protocol fields (the rest). A field whose `HAS_*` bit is clear is null in
@@ -261,9 +199,11 @@ const _: () = assert!(core::mem::size_of::<PacketRecord>() == PACKET_RECORD_SIZE
 const _: () = assert!(
     3 * 8 + TRANSPORT_BLOCK_SIZE + 4 * 4 + 2 * 16 + 5 * 2 + 2 * 6 + 4 + 2 + 4 == PACKET_RECORD_SIZE
 );
-// A transport's block tag is its registry id.
+// A transport's block tag is its registry id (`TransportId::from_tag`);
+// the other owners' tags are none.
 const _: () = assert!(block::tag::ROCE == wire::TransportId::Roce as u8);
-const _: () = assert!(block::tag::UET == wire::TransportId::Uet as u8);
+const _: () = assert!(wire::TransportId::from_tag(block::tag::NONE).is_none());
+const _: () = assert!(wire::TransportId::from_tag(block::tag::LINK_CONTROL).is_none());
 const _: () = assert!(block::tag::NONE != block::tag::LINK_CONTROL);
 // The block's words are 8-aligned in the record.
 const _: () = assert!(core::mem::offset_of!(PacketRecord, block) % 8 == 0);
@@ -294,8 +234,7 @@ impl core::fmt::Debug for PacketRecord {
             .field("hw_time_format", &self.hw_time_format)
             .field("_reserved", &self._reserved);
         match self.transport() {
-            Some(wire::TransportId::Roce) => d.field("roce", self.roce()),
-            Some(wire::TransportId::Uet) => d.field("uet", self.uet()),
+            Some(t) => d.field(t.entry().name, t.view_of(self)),
             None if self.block_tag.get() == block::tag::LINK_CONTROL => {
                 d.field("link_control", self.link_control())
             }
@@ -319,11 +258,7 @@ impl PacketRecord {
     /// and `Other`.
     #[inline(always)]
     pub const fn transport(&self) -> Option<wire::TransportId> {
-        match self.block_tag.get() {
-            block::tag::ROCE => Some(wire::TransportId::Roce),
-            block::tag::UET => Some(wire::TransportId::Uet),
-            _ => None,
-        }
+        wire::TransportId::from_tag(self.block_tag.get())
     }
 
     /// `Some(true/false)` when the ICRC was checked, `None` when the frame was cut.
@@ -340,7 +275,11 @@ impl PacketRecord {
     /// none on native InfiniBand (`IB_LRH`), which is not RoCE, and on
     /// another transport's records (UET over UDP).
     pub const fn roce_version(&self) -> Option<u8> {
-        if self.has(flags::IB_LRH) || matches!(self.transport(), Some(wire::TransportId::Uet)) {
+        let other_transport = match self.transport() {
+            Some(t) => !matches!(t, wire::TransportId::Roce),
+            None => false,
+        };
+        if self.has(flags::IB_LRH) || other_transport {
             None
         } else if self.has(flags::HAS_GRH) {
             Some(1)

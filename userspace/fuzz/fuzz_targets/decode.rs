@@ -40,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if selector & 0x08 != 0 {
         reg.ip_protocols[rocescope::wire::TransportId::Uet.index()] =
-            u16::from(rocescope::wire::registry::UET_REFERENCE_IP_PROTOCOL);
+            u16::from(rocescope::wire::uet::REFERENCE_IP_PROTOCOL);
     }
     let mut record = rocescope::PacketRecord::default();
     let walk = rocescope::decode::decode_walk_with(&mut record, &reg, lt, frame, frame_len);

@@ -5,7 +5,8 @@
 //! transport", lists what a transport owns and where it is registered.
 
 use rocescope_common::proto::{gre, ip};
-use rocescope_common::wire::registry::{TRANSPORTS, Transport, UET_REFERENCE_IP_PROTOCOL, UNSET};
+use rocescope_common::wire::registry::{TRANSPORTS, Transport, UNSET};
+use rocescope_common::wire::uet::REFERENCE_IP_PROTOCOL;
 use rocescope_common::wire::{Recognition, TransportId};
 
 /// One `--udp-port TRANSPORT=PORT`: `transport` is recognised on UDP
@@ -62,7 +63,7 @@ fn parse_placement<'a>(s: &'a str, p: &Placement) -> Result<(TransportId, &'a st
     // change nothing: refused rather than silently ignored.
     if !transport.entry().walked {
         return Err(format!(
-            "{name:?} is registered but not decoded yet (docs/build.md, \"UET so far\"); only {} can be placed",
+            "{name:?} is registered but not decoded yet (docs/build.md, \"Adding a transport\"); only {} can be placed",
             names(true)
         ));
     }
@@ -138,7 +139,7 @@ pub fn parse_ip_protocol(s: &str) -> Result<IpProtocol, String> {
     };
     if let Some((_, name)) = MEANINGFUL_IP_PROTOCOLS.iter().find(|(p, _)| *p == protocol) {
         return Err(format!(
-            "IP protocol {protocol} is {name}'s: {} needs a number the fabric uses for nothing else (the UEC reference provider uses {UET_REFERENCE_IP_PROTOCOL}; 253 and 254 are IANA's for experiments)",
+            "IP protocol {protocol} is {name}'s: {} needs a number the fabric uses for nothing else (the UEC reference provider uses {REFERENCE_IP_PROTOCOL}; 253 and 254 are IANA's for experiments)",
             transport.entry().name
         ));
     }

@@ -22,11 +22,10 @@ pub mod ifa;
 pub mod int;
 pub mod registry;
 pub mod report;
-pub mod roce;
 mod stop;
 pub mod telemetry;
-pub mod uet;
 
+pub use self::registry::transports::*;
 pub use self::registry::{Recognition, TransportId};
 pub use self::roce::walk_infiniband;
 pub use self::stop::{Foreign, Layer, Limit, Stop};
@@ -376,11 +375,7 @@ fn link_payload<F: Frame + ?Sized, V: Visit>(
         ethernet::ETHERTYPE_IPV4 => ipv4(f, reg, rec, v, w, at, end, allow_erspan),
         ethernet::ETHERTYPE_IPV6 => ipv6(f, reg, rec, v, w, at, end, allow_erspan),
         ethernet::ETHERTYPE_MAC_CONTROL => mac_control(f, rec, v, at, end),
-        other => match registry::by_ethertype(other) {
-            Some(TransportId::Roce) => roce::grh(f, rec, v, w, at, end),
-            // UET has no EtherType of its own (its registry line).
-            Some(TransportId::Uet) | None => Next::Stop(Stop::Foreign(Foreign::EtherType)),
-        },
+        other => registry::over_ethertype(f, rec, v, w, other, at, end),
     }
 }
 
@@ -636,11 +631,7 @@ fn transport<F: Frame + ?Sized, V: Visit>(
         ip::PROTO_UDP => udp(f, reg, rec, v, w, l3, None),
         gre::IP_PROTO if allow_erspan => gre(f, v, l3.at + l3.l4_at, l3.end),
         gre::IP_PROTO => Next::Stop(Stop::Limit(Limit::NestedEncapsulation)),
-        p => match reg.by_ip_protocol(p) {
-            Some(TransportId::Uet) => uet::walk::over_ip(f, rec, v, w, l3),
-            // RoCE has no native IP mode (its registry line says so).
-            Some(TransportId::Roce) | None => Next::Stop(Stop::Foreign(Foreign::IpProtocol)),
-        },
+        p => registry::over_ip(f, reg, rec, v, w, l3, p),
     }
 }
 
@@ -805,10 +796,7 @@ fn udp<F: Frame + ?Sized, V: Visit>(
         None => 0,
     };
     let skipped = f.opaque(skipped);
-    match transport {
-        TransportId::Roce => roce::over_udp(f, rec, v, w, l3, datagram_len, skipped),
-        TransportId::Uet => uet::walk::over_udp(f, rec, v, w, l3, datagram_len, skipped),
-    }
+    registry::over_udp(transport, f, rec, v, w, l3, datagram_len, skipped)
 }
 
 #[inline(always)]

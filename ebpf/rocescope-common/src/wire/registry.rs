@@ -1,14 +1,19 @@
 //! The transports the walk knows, and how each is recognised: one table,
-//! read by the userspace decoder, the XDP program and synth alike.
+//! read by the userspace decoder, the XDP program and synth alike, and the
+//! one place in this crate that lists every transport.
 //!
 //! The shared walk reads the link layer, IP and UDP; where those name a
 //! transport — a UDP destination port, an EtherType, a capture's link type
 //! or an IP protocol number — it asks this table which one, and hands the
-//! rest of the frame to that transport's own walk (`wire::roce` for RoCE,
-//! `wire::uet` for UET).
-//! A new transport is a new [`TransportId`], a line in [`TRANSPORTS`] and
-//! an arm where the walk dispatches on it (docs/build.md, "Adding a
-//! transport").
+//! rest of the frame to that transport's own walk through the dispatch
+//! functions here ([`over_udp`], [`over_ip`], [`over_ethertype`]). Each
+//! transport's own modules are declared here too (`roce`, `uet`, which
+//! `wire` re-exports as `wire::roce`, `wire::uet`), beside its
+//! [`TransportId`], its line in [`TRANSPORTS`], its record [`Kind`] and the
+//! view of its fields a record's `Debug` shows.
+//! A new transport is a new [`TransportId`], a line in [`TRANSPORTS`], a
+//! [`Kind`] and an arm in each match here (docs/build.md, "Adding a
+//! transport"); the matches are exhaustive, so the compiler lists them.
 //!
 //! EtherTypes and link types are fixed by their standards. UDP ports and IP
 //! protocol numbers are the operator's to choose (a fabric on a
@@ -16,7 +21,25 @@
 //! whose protocol number IANA never assigned), so they live in
 //! [`Recognition`], which starts from the table's defaults.
 use super::telemetry::TelemetryMarks;
+use super::{Foreign, Frame, L3, Next, Stop, Visit, Walked};
+use crate::PacketRecord;
 use crate::proto::{ethernet, linktype, udp};
+
+// The transports' own modules, children of the registry (their files stay
+// `wire/<transport>/`), so that a new transport is declared where it is
+// registered and its code may use the registry's types (`TransportId`,
+// `Kind`) as a child uses its parent's; `wire` re-exports them whole
+// ([`transports`]).
+#[path = "roce/mod.rs"]
+pub mod roce;
+#[path = "uet/mod.rs"]
+pub mod uet;
+
+/// Every transport's own module, for `wire` to re-export as
+/// `wire::<transport>`.
+pub mod transports {
+    pub use crate::wire::registry::{roce, uet};
+}
 
 /// A transport behind the shared L2–L4 walk.
 #[repr(u8)]
@@ -46,6 +69,26 @@ impl TransportId {
     /// The transport's row of [`TRANSPORTS`].
     pub const fn entry(self) -> &'static Transport {
         &TRANSPORTS[self.index()]
+    }
+
+    /// The transport whose block tag (`PacketRecord::block_tag`) is `tag`:
+    /// a transport's tag is its id.
+    #[inline(always)]
+    pub const fn from_tag(tag: u8) -> Option<TransportId> {
+        match tag {
+            1 => Some(TransportId::Roce),
+            2 => Some(TransportId::Uet),
+            _ => None,
+        }
+    }
+
+    /// The view of `rec`'s fields that is this transport's, for the
+    /// record's `Debug` (under [`Transport::name`]).
+    pub fn view_of(self, rec: &PacketRecord) -> &dyn core::fmt::Debug {
+        match self {
+            TransportId::Roce => rec.roce(),
+            TransportId::Uet => rec.uet(),
+        }
     }
 
     /// The transport named `name` (as [`Transport::name`]).
@@ -104,9 +147,9 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
         label: "UET",
         // IANA's port for UET, destination only (the source port is the
         // entropy). Pre-standard code used 49150 and 5432: `--udp-port`.
-        udp_port: Some(super::uet::UDP_PORT),
+        udp_port: Some(uet::UDP_PORT),
         // Native IP mode: a protocol number IANA never assigned (the UEC
-        // reference provider uses [`UET_REFERENCE_IP_PROTOCOL`]), then a
+        // reference provider uses [`uet::REFERENCE_IP_PROTOCOL`]), then a
         // 4-byte entropy header (`wire::uet::over_ip`).
         ip_protocol: true,
         ethertype: None,
@@ -114,10 +157,6 @@ pub const TRANSPORTS: [Transport; TRANSPORT_COUNT] = [
         walked: true,
     },
 ];
-
-/// The IP protocol number the UEC reference provider gives UET's native
-/// IP mode; not a default (IANA assigned none), a value to configure.
-pub const UET_REFERENCE_IP_PROTOCOL: u8 = 253;
 
 /// "Not recognised by this": a UDP port or IP protocol of 0 matches no frame.
 pub const UNSET: u16 = 0;
@@ -258,3 +297,136 @@ const _: () = assert!(TRANSPORTS[0].id as usize == TransportId::Roce as usize);
 const _: () = assert!(TRANSPORTS[1].id.index() == TransportId::Uet.index());
 const _: () = assert!(core::mem::size_of::<Recognition>() == 4 * TRANSPORT_COUNT + 8);
 const _: () = assert!(core::mem::size_of::<TelemetryMarks>() == 8);
+// A transport's block tag is its id, both ways.
+const _: () = {
+    let mut i = 0;
+    while i < TRANSPORT_COUNT {
+        let t = TransportId::ALL[i];
+        match TransportId::from_tag(t as u8) {
+            Some(found) => assert!(found as u8 == t as u8),
+            None => panic!("a transport's tag names no transport"),
+        }
+        i += 1;
+    }
+};
+
+/// The transport carried straight in Ethernet under `ethertype`, walked
+/// from the header after the Ethernet header and its tags (`at..end`).
+#[inline(always)]
+pub(super) fn over_ethertype<F: Frame + ?Sized, V: Visit>(
+    f: &F,
+    rec: &mut PacketRecord,
+    v: &mut V,
+    w: &mut Walked,
+    ethertype: u16,
+    at: usize,
+    end: usize,
+) -> Next {
+    match by_ethertype(ethertype) {
+        Some(TransportId::Roce) => roce::grh(f, rec, v, w, at, end),
+        // UET has no EtherType of its own (its line above).
+        Some(TransportId::Uet) | None => Next::Stop(Stop::Foreign(Foreign::EtherType)),
+    }
+}
+
+/// The transport in native IP mode on IP protocol `protocol`, walked from
+/// the IP payload (`l3`).
+#[inline(always)]
+pub(super) fn over_ip<F: Frame + ?Sized, V: Visit>(
+    f: &F,
+    reg: &Recognition,
+    rec: &mut PacketRecord,
+    v: &mut V,
+    w: &mut Walked,
+    l3: &L3,
+    protocol: u8,
+) -> Next {
+    match reg.by_ip_protocol(protocol) {
+        Some(TransportId::Uet) => uet::walk::over_ip(f, rec, v, w, l3),
+        // RoCE has no native IP mode (its line above).
+        Some(TransportId::Roce) | None => Next::Stop(Stop::Foreign(Foreign::IpProtocol)),
+    }
+}
+
+/// `transport`, found by the UDP destination port, walked from its UDP
+/// datagram (`l3`, `datagram_len` bytes as declared), its first header
+/// `skipped` bytes after the UDP header (switch telemetry in between).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn over_udp<F: Frame + ?Sized, V: Visit>(
+    transport: TransportId,
+    f: &F,
+    rec: &mut PacketRecord,
+    v: &mut V,
+    w: &mut Walked,
+    l3: &L3,
+    datagram_len: usize,
+    skipped: usize,
+) -> Next {
+    match transport {
+        TransportId::Roce => roce::over_udp(f, rec, v, w, l3, datagram_len, skipped),
+        TransportId::Uet => uet::walk::over_udp(f, rec, v, w, l3, datagram_len, skipped),
+    }
+}
+
+/// What a frame turned out to be. Frames of no interest produce no record.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Not RoCE, CNP, UET, PFC or PAUSE: not recorded.
+    #[default]
+    Other = 0,
+    /// RoCEv2 (UDP destination port 4791, or the one configured:
+    /// `wire::Recognition`) or RoCEv1 (EtherType 0x8915, a
+    /// GRH naming a BTH) with any BTH opcode but CNP.
+    Roce = 1,
+    /// Congestion Notification Packet (BTH opcode 0x81).
+    Cnp = 2,
+    /// 802.1Qbb priority flow control (MAC Control opcode 0x0101).
+    Pfc = 3,
+    /// 802.3x PAUSE (MAC Control opcode 0x0001).
+    Pause = 4,
+    /// To RoCEv2's UDP port but its UDP datagram is too short for a BTH (or a
+    /// RoCEv1 GRH whose payload length is).
+    Malformed = 5,
+    /// Ultra Ethernet Transport (UDP destination port 4793, or the one
+    /// configured; or its native IP mode): PDS and SES headers in the
+    /// record's UET view ([`PacketRecord::uet`]), however far they were
+    /// whole.
+    Uet = 6,
+}
+
+impl Kind {
+    pub const fn from_u8(v: u8) -> Kind {
+        match v {
+            1 => Kind::Roce,
+            2 => Kind::Cnp,
+            3 => Kind::Pfc,
+            4 => Kind::Pause,
+            5 => Kind::Malformed,
+            6 => Kind::Uet,
+            _ => Kind::Other,
+        }
+    }
+
+    /// The name used in the `kind` column.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::Other => "other",
+            Kind::Roce => "roce",
+            Kind::Cnp => "cnp",
+            Kind::Pfc => "pfc",
+            Kind::Pause => "pause",
+            Kind::Malformed => "malformed",
+            Kind::Uet => "uet",
+        }
+    }
+
+    /// A link-level frame (PFC, PAUSE): no IP addresses, a port's.
+    pub const fn link_level(self) -> bool {
+        match self {
+            Kind::Pfc | Kind::Pause => true,
+            Kind::Other | Kind::Roce | Kind::Cnp | Kind::Malformed | Kind::Uet => false,
+        }
+    }
+}

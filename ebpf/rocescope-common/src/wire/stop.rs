@@ -33,8 +33,9 @@ pub enum Layer {
     Ifa,
     /// A Telemetry Report's group header.
     TelemetryReport,
-    /// UET's native IP mode: the entropy header before the PDS header.
-    UetEntropy,
+    /// The entropy header before the PDS header (UET's native IP mode;
+    /// its name is UET's, `wire::uet`).
+    Entropy,
     /// A UET PDS header (its 16-bit prefix and the header its type names).
     Pds,
     /// A UET TSS (encryption) header.
@@ -62,7 +63,7 @@ impl Layer {
         Layer::Int,
         Layer::Ifa,
         Layer::TelemetryReport,
-        Layer::UetEntropy,
+        Layer::Entropy,
         Layer::Pds,
         Layer::Tss,
         Layer::Ses,
@@ -88,7 +89,7 @@ impl Layer {
             Layer::Int => "int",
             Layer::Ifa => "ifa",
             Layer::TelemetryReport => "telemetry_report",
-            Layer::UetEntropy => "uet_entropy",
+            Layer::Entropy => Layer::ENTROPY_NAME,
             Layer::Pds => "pds",
             Layer::Tss => "tss",
             Layer::Ses => "ses",

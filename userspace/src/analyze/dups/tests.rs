@@ -165,7 +165,7 @@ fn frames_without_payload_repeat_by_design() {
 }
 
 use crate::analyze::transports::uet::copy_fields as uet_fields;
-use rocescope_common::uet_present;
+use rocescope_common::wire::uet::uet_present;
 
 /// A UET request of PDC 0x100, PSN `psn`, flags `flags`, on entropy
 /// `entropy`.
@@ -175,14 +175,14 @@ fn uet(ts: u64, psn: u32, flags: u8, entropy: u16) -> PacketRecord {
         payload_len: 4096,
         ..PacketRecord::default()
     };
-    *r.uet_mut() = rocescope_common::UetView {
+    *r.uet_mut() = rocescope_common::wire::uet::UetView {
         present: uet_present::PDC | uet_present::PSN,
         pds_type: 2,
         pds_flags: flags,
         spdcid: 0x100,
         psn,
         entropy,
-        ..rocescope_common::UetView::default()
+        ..rocescope_common::wire::uet::UetView::default()
     };
     r
 }

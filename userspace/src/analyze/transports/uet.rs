@@ -16,7 +16,8 @@ use super::super::rows::{FlowRow, Summary, TransportInput, Verdict, gbps, ratio}
 use super::super::{Analysis, Analyzer, Config, Sink};
 use crate::transport::uet::paths::Paths;
 use crate::transport::uet::{Pdc, PdcValues, Pdcs, UetTotals};
-use rocescope_common::{PacketRecord, uet_present};
+use rocescope_common::PacketRecord;
+use rocescope_common::wire::uet::{UetView, uet_present};
 
 /// UET's state: its PDC directions and its paths.
 pub(super) struct Uet {
@@ -241,7 +242,7 @@ pub(in crate::analyze) fn copy_fields(rec: &PacketRecord) -> CopyFields {
 /// CC state, NACK code, packet and message ids, SES opcode …), folded by
 /// FNV-1a. Two different frames alike in all the key's other fields
 /// within one window collide once in 2^32.
-fn digest(u: &rocescope_common::UetView) -> u32 {
+fn digest(u: &UetView) -> u32 {
     let words = [
         u64::from(u.present),
         u64::from(u.next_header) | u64::from(u.nack_code) << 8 | u64::from(u.cc_type) << 16,

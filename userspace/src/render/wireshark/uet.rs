@@ -19,8 +19,9 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
+use rocescope_common::PacketRecord;
+use rocescope_common::wire::uet::uet_present;
 use rocescope_common::wire::{Recognition, TransportId};
-use rocescope_common::{PacketRecord, uet_present};
 
 use super::{ip_text, or_clauses};
 use crate::analyze::{FlowRow, Handoff, IfaceOrigin};

@@ -8,8 +8,9 @@
 //! sent before its `dpdcid` is known, joins its PDC with no lookup, and
 //! the reverse direction (ACKs, NACKs, responses) is the key whose
 //! `spdcid` is this one's `dpdcid`.
+use rocescope_common::wire::uet::uet_present as present;
 use rocescope_common::wire::{Recognition, TransportId};
-use rocescope_common::{PacketRecord, flags, uet_present as present};
+use rocescope_common::{PacketRecord, flags};
 
 /// One direction of a PDC at one tap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -5,12 +5,12 @@
 //! in `packets.parquet` ([`PACKET_COLUMNS`]). Its flow key (the PDC) and
 //! its selective-ACK sequencing are the next step (docs/build.md, "UET so
 //! far").
-use rocescope_common::uet_present as present;
 use rocescope_common::wire::TransportId;
+use rocescope_common::wire::uet::uet_present as present;
 
 use super::packet_columns::{PacketColumn, TransportColumns, Value};
 /// The record's UET view and its `present` bits, for the library's users.
-pub use rocescope_common::{UetView, uet_present};
+pub use rocescope_common::wire::uet::{UetView, uet_present};
 
 /// UET's columns of `packets.parquet`, in the table's order: a row holds
 /// a value where the [`UetView::present`] bit says so (null otherwise, and

@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use rocescope_common::proto::ip::ECN_CE;
 use rocescope_common::wire::Recognition;
 use rocescope_common::wire::uet::pds::field as pf;
+use rocescope_common::wire::uet::uet_present as present;
 use rocescope_common::wire::uet::{NackCode as Code, PdsType};
-use rocescope_common::{PacketRecord, flags, uet_present as present};
+use rocescope_common::{PacketRecord, flags};
 
 use super::sack::{Covered, Sack, WINDOW, diff};
 use super::{Carrier, PdcKey, UetTotals};

@@ -2,8 +2,9 @@
 //! resends, NACKs by code on the NACK's sender, SACKed PSNs, retirement.
 
 use crate::transport::FlowIds;
+use rocescope_common::PacketRecord;
 use rocescope_common::wire::uet::pds::field as pf;
-use rocescope_common::{PacketRecord, UetView, uet_present as present};
+use rocescope_common::wire::uet::{UetView, uet_present as present};
 
 use super::*;
 

@@ -4,10 +4,10 @@
 //! ([`grh`]) and native InfiniBand's LRH ([`walk_infiniband`]) — as the
 //! registry (`wire::registry`) hands them over once the shared walk has
 //! read the link layer, IP and UDP.
-use super::{Frame, L3, Next, Span, Visit, Walked, be16, be24, be32, be64, field, ipv6_like};
-use super::{Layer, Stop, traffic_class};
 use crate::proto::{self, ib, udp};
 use crate::wire::Foreign;
+use crate::wire::{Frame, L3, Next, Span, Visit, Walked, be16, be24, be32, be64, field, ipv6_like};
+use crate::wire::{Layer, Stop, traffic_class};
 use crate::{Kind, PacketRecord, RoceView, flags};
 
 /// RoCEv2: the UDP datagram at `l3.at + l3.l4_at`, `datagram_len` bytes

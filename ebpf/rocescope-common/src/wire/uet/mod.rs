@@ -38,19 +38,32 @@ mod nack;
 pub mod pds;
 pub mod ses;
 pub mod tss;
+mod view;
 pub(super) mod walk;
 
 pub use self::pds::{CcState, ControlType, NackCode, Pds, PdsType};
 pub use self::ses::{NextHeader, Opcode, ResponseOpcode, Ses};
 pub use self::tss::Tss;
+pub use self::view::{UetView, uet_present};
 
 /// UET's UDP destination port (IANA); the source port is the entropy.
 pub const UDP_PORT: u16 = 4793;
+
+/// The IP protocol number the UEC reference provider gives UET's native
+/// IP mode; not a default (IANA assigned none), a value to configure
+/// (`--ip-proto`'s messages quote it).
+pub const REFERENCE_IP_PROTOCOL: u8 = 253;
 
 /// The native IP mode's entropy header: entropy (16 bits), reserved (16).
 pub const ENTROPY_HEADER_LEN: usize = 4;
 /// Where the entropy lies in it.
 pub const ENTROPY: usize = 0;
+
+impl crate::wire::Layer {
+    /// The entropy header's layer's name in `summary.json` and messages
+    /// (as the `uet_entropy` column's: the entropy is UET's).
+    pub(crate) const ENTROPY_NAME: &'static str = "uet_entropy";
+}
 
 /// A header the walk reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,7 +117,7 @@ pub fn over_ip(payload: &[u8]) -> Result<Found<'_>, Error> {
 
 /// [`walk::packet`] over `buf`, its headers handed out as views.
 fn found(buf: &[u8], native: bool) -> Result<Found<'_>, Error> {
-    let mut u = crate::UetView::default();
+    let mut u = UetView::default();
     let len = buf.len();
     let read = walk::packet(buf, &mut (), &mut u, 0, len, len, native).map_err(|f| f.error)?;
     let tss = walk::tss_of(buf, &u, &read);

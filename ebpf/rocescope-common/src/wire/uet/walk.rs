@@ -10,11 +10,12 @@
 //! [`Frame::load_into`] of its constant length (the kernel cannot read a
 //! length it only knows at run time), then read through the typed views
 //! of [`super::pds`], [`super::ses`] and [`super::tss`] over that buffer.
-use super::super::{Frame, L3, Layer, Next, Span, Stop, Visit, Walked};
 use super::{ENTROPY, ENTROPY_HEADER_LEN, Error, Header, NextHeader, Pds, PdsType, Ses, pds, ses};
 use super::{Tss, tss};
+use super::{UetView, uet_present as present};
 use crate::proto::udp;
-use crate::{Kind, PacketRecord, UetView, flags, uet_present as present};
+use crate::wire::{Frame, L3, Layer, Next, Span, Stop, Visit, Walked};
+use crate::{Kind, PacketRecord, flags};
 
 /// The longest PDS header (ACK_CCX) and SES header (a standard request).
 const PDS_MAX: usize = pds::ACK_CCX_LEN;
@@ -162,9 +163,9 @@ pub(super) fn packet<F: Frame + ?Sized, V: Visit>(
     if native {
         let Some(e) = f.load::<ENTROPY_HEADER_LEN>(at, end) else {
             let l = ENTROPY_HEADER_LEN;
-            return Err(missing(at, l, Layer::UetEntropy, Header::Entropy));
+            return Err(missing(at, l, Layer::Entropy, Header::Entropy));
         };
-        v.header(Layer::UetEntropy, at, at + ENTROPY_HEADER_LEN);
+        v.header(Layer::Entropy, at, at + ENTROPY_HEADER_LEN);
         u.entropy = u16::from_be_bytes([e[ENTROPY], e[ENTROPY + 1]]);
         u.present |= present::ENTROPY;
         at += ENTROPY_HEADER_LEN;

@@ -16,8 +16,9 @@ mod direction;
 
 use std::collections::{BTreeMap, HashMap};
 
+use rocescope_common::wire::uet::uet_present as present;
 use rocescope_common::wire::uet::{NackCode, PdsType, pds::field as pf};
-use rocescope_common::{PacketRecord, flags, uet_present as present};
+use rocescope_common::{PacketRecord, flags};
 
 use super::PdcKey;
 use direction::{Direction, Request};

@@ -1,5 +1,6 @@
 use rocescope_common::wire::uet::pds::field as pf;
-use rocescope_common::{Kind, PacketRecord, flags, uet_present as present};
+use rocescope_common::wire::uet::uet_present as present;
+use rocescope_common::{Kind, PacketRecord, flags};
 
 use super::*;
 
