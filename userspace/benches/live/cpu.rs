@@ -11,6 +11,12 @@
 //!    * **live, `--tables` without `packets`**: the merge, the analyzer,
 //!      events, timeline, flows and the end-of-run tables;
 //!    * **live, every table**: the same and `packets.parquet`;
+//!    * **live, summary mode, without packets** (`--mode summary`): the
+//!      kernel counts the in-order data packets of each flow and hands over
+//!      deltas instead of records; per frame seen by the program, so it is
+//!      comparable with records mode (the run stops by the interface going
+//!      down once nothing has come for 300 ms: summary mode's records are
+//!      fewer than the frames, so `--count` cannot end it);
 //!    * with `ROCESCOPE_BENCH_CPU_ANALYZERS=N` (N > 1) also **live, without
 //!      packets, N analyzers** (`live --analyzers N`, docs/live.md,
 //!      "Sharded analysis"): the analyzer threads are `shards`, the
@@ -131,13 +137,19 @@ impl Sampler {
 #[derive(Clone, Copy, PartialEq)]
 enum Setup {
     DrainOnly,
-    Live { packets: bool, analyzers: usize },
+    Live {
+        packets: bool,
+        analyzers: usize,
+    },
+    /// `live --mode summary`, without packets, one analyzer.
+    Summary,
 }
 
 impl Setup {
     fn name(self) -> String {
         match self {
             Setup::DrainOnly => "drain only (baseline)".into(),
+            Setup::Summary => "live --mode summary, without packets".into(),
             Setup::Live {
                 packets: false,
                 analyzers: 1,
@@ -227,6 +239,7 @@ pub fn per_frame(rig: &Rig<'_>, rounds: usize, pps: f64) {
             packets: true,
             analyzers: 1,
         },
+        Setup::Summary,
     ];
     let sharded = std::env::var("ROCESCOPE_BENCH_CPU_ANALYZERS")
         .ok()
@@ -248,7 +261,10 @@ pub fn per_frame(rig: &Rig<'_>, rounds: usize, pps: f64) {
         for (i, setup) in setups.iter().enumerate() {
             let r = match setup {
                 Setup::DrainOnly => drain_only(rig, pps),
-                Setup::Live { packets, analyzers } => live_run(rig, pps, *packets, *analyzers),
+                Setup::Live { packets, analyzers } => {
+                    live_run(rig, pps, live::TapMode::Records, *packets, *analyzers)
+                }
+                Setup::Summary => live_run(rig, pps, live::TapMode::Summary, false, 1),
             };
             let parts: Vec<String> = r
                 .groups
@@ -356,17 +372,27 @@ fn drain_only(rig: &Rig<'_>, pps: f64) -> Round {
     }
 }
 
-/// `live` in records mode until it has analysed every frame sent.
-fn live_run(rig: &Rig<'_>, pps: f64, packets: bool, analyzers: usize) -> Round {
+/// `live` until it has analysed every frame sent: records mode ends at
+/// `--count`; summary mode, whose records are fewer than the frames, by the
+/// interface going down once nothing came for 300 ms.
+fn live_run(
+    rig: &Rig<'_>,
+    pps: f64,
+    tap_mode: live::TapMode,
+    packets: bool,
+    analyzers: usize,
+) -> Round {
     let n = rig.frames.len() as u64;
+    let summary = tap_mode == live::TapMode::Summary;
+    let seen = Arc::new(AtomicU64::new(0));
     let out = tempfile::tempdir().expect("tempdir");
     let opts = live::Options {
         iface: rig.iface.to_string(),
         out: out.path().to_path_buf(),
         duration: Some(Duration::from_secs(120)),
-        count: Some(n),
+        count: (!summary).then_some(n),
         mode: XdpModeArg::Auto,
-        tap_mode: live::TapMode::Records,
+        tap_mode,
         flush_ns: None,
         drop_after_capture: false,
         recognition: Default::default(),
@@ -375,7 +401,7 @@ fn live_run(rig: &Rig<'_>, pps: f64, packets: bool, analyzers: usize) -> Round {
         ring: RingTuning::default(),
         layout: RingLayout::PerCpu,
         cpus: rig.cpus.tap.clone(),
-        records_seen: None,
+        records_seen: Some(seen.clone()),
         metrics: None,
         report_interval: live::monitor::DEFAULT_REPORT_INTERVAL,
         findings: None,
@@ -403,12 +429,31 @@ fn live_run(rig: &Rig<'_>, pps: f64, packets: bool, analyzers: usize) -> Round {
     let sampler = Sampler::start(gettid());
     let (self0, main0) = (rusage(libc::RUSAGE_SELF), rusage(libc::RUSAGE_THREAD));
     send(rig.sender, rig.frames, Some(pps));
+    if summary {
+        let mut last = seen.load(Ordering::Relaxed);
+        let mut quiet = Instant::now();
+        while !runner.is_finished() && quiet.elapsed() < Duration::from_millis(300) {
+            std::thread::sleep(Duration::from_millis(1));
+            let now = seen.load(Ordering::Relaxed);
+            if now != last {
+                (last, quiet) = (now, Instant::now());
+            }
+        }
+        super::ip(&["link", "set", rig.iface, "down"]);
+    }
     let outcome = runner.join().expect("runner").expect("live run");
+    if summary {
+        super::ip(&["link", "set", rig.iface, "up"]);
+    }
     let (self1, main1) = (rusage(libc::RUSAGE_SELF), rusage(libc::RUSAGE_THREAD));
     let (groups, sampler_cpu) = sampler.finish();
     drop(out);
     Round {
-        frames: outcome.records,
+        frames: if summary {
+            outcome.facts.records + outcome.facts.summarized
+        } else {
+            outcome.records
+        },
         cpu: (self1 - self0).saturating_sub((main1 - main0) + sampler_cpu),
         groups,
         drops: outcome.facts.ring_full_drops,
