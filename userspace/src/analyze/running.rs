@@ -226,6 +226,7 @@ impl Analyzer {
             flows: &self.flows,
             retired: &self.retired,
             by_id: findings::input::ids_of(&self.flows, &self.retired),
+            others: &[],
             pfc: &pfc,
             summary: &summary,
             ghost_covers: &self.ghost_covers,
