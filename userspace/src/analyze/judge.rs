@@ -8,15 +8,16 @@
 //! types that own them — the pauses that covered ghost rewinds and the
 //! answered pairs joined, the QoS marks joined ([`qos::Marks::add`]), the
 //! census added ([`Census::merge`]), the hop rows joined and sorted as one
-//! analyzer sorts them, the transports' inputs and evidence joined. Not
-//! merged: each analyzer's NIC latency rows (percentiles do not add: the
-//! NICs are compared over every analyzer's rows) and its ECMP groups'
-//! bins (judged per analyzer's load, over every flow).
+//! analyzer sorts them, the transports' inputs and evidence joined. The NICs'
+//! latency histograms merged per NIC and tap (exact: fixed buckets). Not
+//! merged: each analyzer's ECMP groups' bins (a bin is loaded or not by
+//! every analyzer's frames in it: each analyzer's load is judged, over
+//! every flow).
 
 use super::finish::Ending;
-use super::findings::input::{Census, Part, ids_of};
+use super::findings::input::{Census, Part, ids_of, slots_of};
 use super::findings::{self, Diagnosis, Input};
-use super::{Summary, hops, qos};
+use super::{Summary, hops, nics, qos};
 
 impl Ending {
     /// The findings over `ends` (analyzer `k` of a sharded run at `k`),
@@ -69,7 +70,7 @@ fn together(ends: &[Ending], summary: &Summary) -> Vec<Diagnosis> {
         .map(|e| Part {
             flows: &e.analyzer.flows,
             retired: &e.analyzer.retired,
-            by_id: ids_of(&e.analyzer.flows, &e.analyzer.retired),
+            by_id: Some(slots_of(&e.analyzer.flows)),
             ecmp: &e.analyzer.ecmp,
         })
         .collect();
@@ -78,7 +79,6 @@ fn together(ends: &[Ending], summary: &Summary) -> Vec<Diagnosis> {
     let mut census = Census::default();
     census.merge(&first.census);
     let mut hop_rows: Vec<hops::HopRow> = first.hop_rows.clone();
-    let mut nics = a.nics.rows_per_tap();
     let mut transports = a.transport_input(&first.ended);
     for e in rest {
         let b = &e.analyzer;
@@ -86,14 +86,15 @@ fn together(ends: &[Ending], summary: &Summary) -> Vec<Diagnosis> {
         qos::Marks::add(&mut qos, &b.qos);
         census.merge(&e.census);
         hop_rows.extend(e.hop_rows.iter().cloned());
-        nics.extend(b.nics.rows_per_tap());
         transports.add(b.transport_input(&e.ended));
     }
+    let all: Vec<&nics::Nics> = ends.iter().map(|e| &e.analyzer.nics).collect();
+    let nics = nics::Nics::rows_per_tap_of(&all);
     hop_rows.sort_by_key(|h| (h.up_iface, h.down_iface, h.src_ip, h.dst_ip, h.dest_qp));
     findings::diagnose(&Input {
         flows: &a.flows,
         retired: &a.retired,
-        by_id: ids_of(&a.flows, &a.retired),
+        by_id: Some(slots_of(&a.flows)),
         others: &others,
         pfc: &a.pfc.rows,
         summary,

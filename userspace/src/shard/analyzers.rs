@@ -34,8 +34,8 @@ use rocescope_common::PacketRecord;
 
 use super::{Shard, shard_of};
 use crate::analyze::{
-    self, Analysis, Analyzer, Diagnosis, Event, EventKind, FlowRow, FrameCounts, PfcInterval, Sink,
-    TimelineRow, Verdict,
+    self, Analysis, Analyzer, Diagnosis, Ending, Event, EventKind, FlowRow, FrameCounts,
+    PfcInterval, Sink, TimelineRow, Verdict,
 };
 
 /// The findings only the pause state decides: analyzer 0's stand for all.
@@ -139,24 +139,53 @@ impl Shards {
 
     /// Ends every analyzer and merges their results (module docs).
     pub fn finish(self, sink: &mut impl Sink) -> Merged {
-        let mut shards = Vec::with_capacity(self.analyzers.len());
+        let mut ends = Vec::with_capacity(self.analyzers.len());
         for (k, a) in self.analyzers.into_iter().enumerate() {
-            shards.push(if k == 0 {
-                a.finish(sink)
+            ends.push(if k == 0 {
+                a.end(sink)
             } else {
-                a.finish(&mut PauseCopies(sink))
+                a.end(&mut PauseCopies(sink))
             });
         }
-        merge(shards)
+        conclude(ends, sink)
     }
 }
 
-/// The merge rules of the module docs over the analyzers' analyses.
-pub fn merge(shards: Vec<Analysis>) -> Merged {
+/// The end of a sharded run once every analyzer ended (in analyzer
+/// order): the findings judged once over the N analyzers together, over
+/// their summaries merged ([`Ending::judge`]), then each analyzer's rows
+/// (its end-of-run rows to `sink`, pause events from analyzer 0 only),
+/// merged ([`merge`]).
+pub fn conclude(mut ends: Vec<Ending>, sink: &mut impl Sink) -> Merged {
+    let summaries: Vec<&analyze::Summary> = ends.iter().map(|e| &e.summary).collect();
+    let summary = super::whole::summary(&summaries);
+    let judged = Ending::judge(&mut ends, Some(&summary));
+    let mut shards = Vec::with_capacity(ends.len());
+    for (k, e) in ends.into_iter().enumerate() {
+        shards.push(if k == 0 {
+            e.conclude(Vec::new(), &judged, sink)
+        } else {
+            e.conclude(Vec::new(), &judged, &mut PauseCopies(sink))
+        });
+    }
+    merge(shards, judged)
+}
+
+/// The merge rules of the module docs over the analyzers' analyses, the
+/// findings `judged` over them together: with each analyzer's switch
+/// queues' (`congested-queue`, judged over its own hops), ranked.
+pub fn merge(shards: Vec<Analysis>, judged: Vec<Diagnosis>) -> Merged {
     let mut flows: Vec<FlowRow> = shards.iter().flat_map(|a| a.flows.clone()).collect();
     flows.sort_unstable_by_key(|r| r.flow_id);
     let pfc = shards.first().map(|a| a.pfc.clone()).unwrap_or_default();
-    let diagnoses = merge_diagnoses(shards.iter().map(|a| a.diagnoses.as_slice()));
+    let mut diagnoses = judged;
+    let queues = shards.iter().flat_map(|a| a.diagnoses.iter().cloned());
+    let before = diagnoses.len();
+    diagnoses.extend(queues);
+    if diagnoses.len() > before {
+        analyze::findings::rank_diagnoses(&mut diagnoses);
+        analyze::findings::queues::cite(&mut diagnoses);
+    }
     let mut frames = FrameCounts::default();
     for (k, a) in shards.iter().enumerate() {
         frames.add(&a.summary.frames, k == 0);

@@ -31,9 +31,9 @@ use std::thread::JoinHandle;
 
 use rocescope_common::PacketRecord;
 
-use super::analyzers::{Merged, PauseCopies, merge};
+use super::analyzers::{Merged, PauseCopies, conclude};
 use super::{Shard, pair_shard, shard_of};
-use crate::analyze::{self, Analysis, Analyzer, Sink, VecSink, Verdict};
+use crate::analyze::{self, Analyzer, Ending, Sink, VecSink, Verdict};
 use crate::telemetry::TelemetryRow;
 use crate::{Error, Result};
 
@@ -63,7 +63,7 @@ struct Done {
 pub struct Parallel {
     jobs: Vec<SyncSender<Job>>,
     done: Vec<Receiver<Done>>,
-    threads: Vec<JoinHandle<Analysis>>,
+    threads: Vec<JoinHandle<Ending>>,
 }
 
 impl Parallel {
@@ -183,13 +183,15 @@ impl Parallel {
         Ok(verdicts)
     }
 
-    /// Ends every analyzer and merges ([`merge`]); their end-of-run rows and
-    /// events go to `sink` (pause events from analyzer 0 only).
+    /// Ends every analyzer (each in its thread, [`Analyzer::end`]), judges
+    /// the findings once over the N together and merges ([`conclude`]);
+    /// their end-of-run rows and events go to `sink` (pause events from
+    /// analyzer 0 only).
     pub fn finish(self, sink: &mut impl Sink) -> Result<Merged> {
         for tx in &self.jobs {
             let _ = tx.send(Job::Finish);
         }
-        let mut shards = Vec::new();
+        let mut ends = Vec::new();
         for (k, (rx, handle)) in self.done.into_iter().zip(self.threads).enumerate() {
             if let Ok(d) = rx.recv() {
                 if k == 0 {
@@ -198,13 +200,13 @@ impl Parallel {
                     replay(&d.sink, &mut PauseCopies(sink));
                 }
             }
-            shards.push(
+            ends.push(
                 handle
                     .join()
                     .map_err(|_| Error::Internal("an analyzer thread panicked".into()))?,
             );
         }
-        Ok(merge(shards))
+        Ok(conclude(ends, sink))
     }
 }
 
@@ -242,7 +244,7 @@ fn shard_loop(
     n: usize,
     jobs: Receiver<Job>,
     done: SyncSender<Done>,
-) -> Analysis {
+) -> Ending {
     let mut sink = VecSink::default();
     while let Ok(job) = jobs.recv() {
         match job {
@@ -297,9 +299,9 @@ fn shard_loop(
         }
     }
     let analysis = if k == 0 {
-        analyzer.finish(&mut sink)
+        analyzer.end(&mut sink)
     } else {
-        analyzer.finish(&mut PauseCopies(&mut sink))
+        analyzer.end(&mut PauseCopies(&mut sink))
     };
     let _ = done.send(Done {
         verdicts: Vec::new(),

@@ -190,13 +190,19 @@ pub(crate) fn ids_of(flows: &FlowTable, retired: &Retired) -> Option<FastMap<u32
     if retired.totals.flows == 0 {
         return None;
     }
+    Some(slots_of(flows))
+}
+
+/// The live flows' slots by id (a sharded run's analyzer numbers its flows
+/// `k`, `k + n`, …: never slots).
+pub(crate) fn slots_of(flows: &FlowTable) -> FastMap<u32, usize> {
     let mut by_id = FastMap::default();
     for i in 0..flows.slots() {
         if let Some(f) = flows.get(i) {
             by_id.insert(f.id, i);
         }
     }
-    Some(by_id)
+    by_id
 }
 
 impl<'a> Input<'a> {
