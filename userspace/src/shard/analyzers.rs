@@ -14,22 +14,21 @@
 //!   rows are put in flow id order.
 //! * **PFC and PAUSE**: every analyzer holds the whole pause state; analyzer
 //!   0 alone speaks for it — its `pfc_pause`/`pfc_storm` events, its PFC
-//!   intervals, its PFC and PAUSE frame counts, and the findings that read
-//!   the pause state (`pfc-storm`, `pfc-pressure`, `link-pause`,
-//!   `pfc-congestion-tree`): analyzer 0's instance, naming the flows on the
-//!   paused ports that each analyzer's instance names (disjoint). The
-//!   others' pause events are dropped.
+//!   intervals, its PFC and PAUSE frame counts. The others' pause events
+//!   are dropped.
 //! * **Time** moves in every analyzer: a record one analyzer takes moves
 //!   the others' clocks ([`Analyzer::pass_time`]), so the run's span (pause
 //!   fractions), the taps' ends and retirement are the same in each.
 //! * **Counts add** (frames by kind, less the PFC/PAUSE frames every
 //!   analyzer but the first counted again).
-//! * **Other findings**: each analyzer's, over its own flows, ranked
-//!   together. A finding raised by more than one analyzer appears once per
-//!   analyzer (its evidence is typed per finding and is not merged yet):
-//!   together they name the flows, at the severity, one analyzer gives
-//!   (tested on every sample), but for [`CROSS_PAIR_FINDINGS`], which
-//!   compare flows of different address pairs.
+//! * **Findings** are judged once at the end, over the N analyzers' state
+//!   together ([`conclude`], [`Ending::judge`]): every flow of every
+//!   analyzer, analyzer 0's pause state, the summaries merged, the
+//!   aggregates merged by the types that own them. So each finding is
+//!   raised once, as one analyzer raises it (tested on every sample with 2
+//!   and 3 analyzers), but for what each analyzer estimates by itself
+//!   ([`APART`]; docs/live.md). `congested-queue` is each analyzer's, over
+//!   the switch telemetry hops of its address pairs.
 use rocescope_common::PacketRecord;
 
 use super::{Shard, shard_of};
@@ -46,25 +45,14 @@ pub const PAUSE_STATE_FINDINGS: [&str; 4] = [
     "pfc-congestion-tree",
 ];
 
-/// The findings that compare flows of different address pairs: the
-/// fabric's majority MTU (`mtu-mismatch`, and `unanswered-flows`, which
-/// compares a silent frame's size with the tap's answered ones), links'
-/// load and fair shares (`cnp-overload`, `link-speed`, `ecmp-imbalance`,
-/// `qos-mismatch`), losses summed per pair of taps (`hop-loss`,
-/// `hop-queueing`). An analyzer of a shard sees only its pairs, so these
-/// differ from the unsharded run's (on the samples: `cnp-overload` raised
-/// where it was not, `hop-loss` graded lower, `mtu-mismatch` missed); they
-/// need the findings to run once over the merged flows (docs/live.md).
-pub const CROSS_PAIR_FINDINGS: [&str; 8] = [
-    "mtu-mismatch",
-    "unanswered-flows",
-    "cnp-overload",
-    "link-speed",
-    "ecmp-imbalance",
-    "qos-mismatch",
-    "hop-loss",
-    "hop-queueing",
-];
+/// The findings whose evidence reads what each analyzer of a sharded run
+/// estimates by itself, so that their impact may differ from one
+/// analyzer's (docs/live.md, "What a sharded run writes differently"):
+/// `hop-loss` and `hop-queueing` read `hops.parquet`, whose matches and
+/// delays use each analyzer's estimate of the taps' clock offsets, from its
+/// own address pairs' frames. Their severity and flows are one analyzer's
+/// on every sample.
+pub const APART: [&str; 2] = ["hop-loss", "hop-queueing"];
 
 /// `n` analyzers fed by [`shard_of`].
 pub struct Shards {
@@ -81,7 +69,8 @@ pub struct Merged {
     /// Ranked; see the module docs for what is merged.
     pub diagnoses: Vec<Diagnosis>,
     pub frames: FrameCounts,
-    /// Each analyzer's own analysis, for what is not merged yet.
+    /// Each analyzer's own analysis (its findings: its `congested-queue`
+    /// only), for what is merged later (`shard::whole`).
     pub shards: Vec<Analysis>,
 }
 

@@ -109,14 +109,6 @@ fn analyzers_number_their_flows_apart() {
     }
 }
 
-/// The findings whose evidence reads what each analyzer of a sharded
-/// run estimates by itself (docs/live.md, "What a sharded run writes
-/// differently"): compared on severity and flows, not impact.
-/// `hop-loss` and `hop-queueing` read `hops.parquet`, whose delays and
-/// matches use each analyzer's estimate of the taps' clock offset, from its
-/// own pairs' frames.
-const APART: [&str; 2] = ["hop-loss", "hop-queueing"];
-
 /// `o`'s findings, the impact of [`APART`]'s cleared.
 fn judged(o: &Outcome) -> BTreeMap<&'static str, Vec<Instance>> {
     let mut f = o.findings.clone();
