@@ -17,7 +17,8 @@
 use super::finish::Ending;
 use super::findings::input::{Census, Part, ids_of, slots_of};
 use super::findings::{self, Diagnosis, Input};
-use super::{Summary, hops, nics, qos};
+use super::rows::TransportInput;
+use super::{Analyzer, PfcInterval, Summary, hops, nics, qos};
 
 impl Ending {
     /// The findings over `ends` (analyzer `k` of a sharded run at `k`),
@@ -45,7 +46,24 @@ impl Ending {
                     census,
                 })
             }
-            all => together(all, summary.unwrap_or(&all[0].summary)),
+            all => {
+                let summary = summary.unwrap_or(&all[0].summary);
+                let analyzers: Vec<&Analyzer> = all.iter().map(|e| &e.analyzer).collect();
+                let mut census = Census::default();
+                let mut hops: Vec<hops::HopRow> = Vec::new();
+                for e in all.iter() {
+                    census.merge(&e.census);
+                    hops.extend(e.hop_rows.iter().cloned());
+                }
+                hops.sort_by_key(|h| (h.up_iface, h.down_iface, h.src_ip, h.dst_ip, h.dest_qp));
+                let mut transports = all[0].analyzer.transport_input(&all[0].ended);
+                for e in &all[1..] {
+                    transports.add(e.analyzer.transport_input(&e.ended));
+                }
+                let pfc = &all[0].analyzer.pfc.rows;
+                let judged = Judged { summary, pfc, hops: &hops, transports, census };
+                together(&analyzers, judged)
+            }
         };
         // The transports' own findings over their flows, every analyzer's.
         let mut kept = Vec::with_capacity(ends.len());
@@ -61,49 +79,53 @@ impl Ending {
     }
 }
 
-/// The findings over N analyzers' state together (module docs).
-fn together(ends: &[Ending], summary: &Summary) -> Vec<Diagnosis> {
-    let (first, rest) = ends.split_first().expect("N analyzers");
-    let a = &first.analyzer;
+/// What the findings over N analyzers together read beside their flows:
+/// at the end or over a running window, the caller's.
+pub(super) struct Judged<'a> {
+    /// The N summaries merged.
+    pub summary: &'a Summary,
+    /// Analyzer 0's pauses (the whole pause state).
+    pub pfc: &'a [PfcInterval],
+    /// Every analyzer's hop rows, sorted as one analyzer sorts them.
+    pub hops: &'a [hops::HopRow],
+    pub transports: TransportInput<'a>,
+    pub census: Census,
+}
+
+/// The findings over analyzers `all` (N > 1, in analyzer order) together
+/// (module docs).
+pub(super) fn together(all: &[&Analyzer], judged: Judged) -> Vec<Diagnosis> {
+    let (a, rest) = all.split_first().expect("N analyzers");
     let others: Vec<Part> = rest
         .iter()
-        .map(|e| Part {
-            flows: &e.analyzer.flows,
-            retired: &e.analyzer.retired,
-            by_id: Some(slots_of(&e.analyzer.flows)),
-            ecmp: &e.analyzer.ecmp,
+        .map(|b| Part {
+            flows: &b.flows,
+            retired: &b.retired,
+            by_id: Some(slots_of(&b.flows)),
+            ecmp: &b.ecmp,
         })
         .collect();
     let mut ghost_covers = a.ghost_covers.clone();
     let mut qos = a.qos.clone();
-    let mut census = Census::default();
-    census.merge(&first.census);
-    let mut hop_rows: Vec<hops::HopRow> = first.hop_rows.clone();
-    let mut transports = a.transport_input(&first.ended);
-    for e in rest {
-        let b = &e.analyzer;
+    for b in rest {
         ghost_covers.extend(b.ghost_covers.iter().copied());
         qos::Marks::add(&mut qos, &b.qos);
-        census.merge(&e.census);
-        hop_rows.extend(e.hop_rows.iter().cloned());
-        transports.add(b.transport_input(&e.ended));
     }
-    let all: Vec<&nics::Nics> = ends.iter().map(|e| &e.analyzer.nics).collect();
-    let nics = nics::Nics::rows_per_tap_of(&all);
-    hop_rows.sort_by_key(|h| (h.up_iface, h.down_iface, h.src_ip, h.dst_ip, h.dest_qp));
+    let each: Vec<&nics::Nics> = all.iter().map(|b| &b.nics).collect();
+    let nics = nics::Nics::rows_per_tap_of(&each);
     findings::diagnose(&Input {
         flows: &a.flows,
         retired: &a.retired,
         by_id: Some(slots_of(&a.flows)),
         others: &others,
-        pfc: &a.pfc.rows,
-        summary,
+        pfc: judged.pfc,
+        summary: judged.summary,
         ghost_covers: &ghost_covers,
         ecmp: &a.ecmp,
         qos: &qos,
-        hops: &hop_rows,
+        hops: judged.hops,
         nics: &nics,
-        transports,
-        census,
+        transports: judged.transports,
+        census: judged.census,
     })
 }

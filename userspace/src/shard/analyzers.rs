@@ -37,14 +37,6 @@ use crate::analyze::{
     PfcInterval, Sink, TimelineRow, Verdict,
 };
 
-/// The findings only the pause state decides: analyzer 0's stand for all.
-pub const PAUSE_STATE_FINDINGS: [&str; 4] = [
-    "pfc-storm",
-    "pfc-pressure",
-    "link-pause",
-    "pfc-congestion-tree",
-];
-
 /// The findings whose evidence reads what each analyzer of a sharded run
 /// estimates by itself, so that their impact may differ from one
 /// analyzer's (docs/live.md, "What a sharded run writes differently"):
@@ -186,27 +178,6 @@ pub fn merge(shards: Vec<Analysis>, judged: Vec<Diagnosis>) -> Merged {
         frames,
         shards,
     }
-}
-
-/// The analyzers' findings, in analyzer order, as one ranked list: the
-/// pause-state findings analyzer 0's, naming every analyzer's flows.
-pub fn merge_diagnoses<'a>(each: impl Iterator<Item = &'a [Diagnosis]>) -> Vec<Diagnosis> {
-    let mut diagnoses: Vec<Diagnosis> = Vec::new();
-    for (k, theirs) in each.enumerate() {
-        for d in theirs {
-            let id = d.evidence.id();
-            if k == 0 || !PAUSE_STATE_FINDINGS.contains(&id) {
-                diagnoses.push(d.clone());
-            } else if let Some(whole) = diagnoses.iter_mut().find(|w| w.evidence.id() == id) {
-                // Analyzer 0's evidence; the flows it names on the paused
-                // ports are every analyzer's (disjoint).
-                whole.flows.extend(&d.flows);
-                whole.flows.sort_unstable();
-            }
-        }
-    }
-    analyze::findings::rank_diagnoses(&mut diagnoses);
-    diagnoses
 }
 
 /// The sink of an analyzer other than the first: its pause events are

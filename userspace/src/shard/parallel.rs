@@ -49,6 +49,8 @@ pub type Apply = Box<dyn FnOnce(&mut Analyzer) + Send>;
 enum Job {
     Batch(Arc<Vec<PacketRecord>>, Arc<Vec<Hop>>),
     Apply(Apply),
+    /// The analyzer moved to the caller, and back when it is done.
+    Lend(SyncSender<Analyzer>, Receiver<Analyzer>),
     Finish,
 }
 
@@ -137,6 +139,36 @@ impl Parallel {
             answers[k] = Some(answer);
         }
         answers.into_iter().map(|a| a.ok_or_else(stopped)).collect()
+    }
+
+    /// `read` of every analyzer at once, in analyzer order, after the
+    /// batches sent before: each thread hands its analyzer over (a move,
+    /// not a copy) and waits for it back (a watch's look at the findings
+    /// judged over the N together, `shard::running`).
+    pub fn lend<T>(&mut self, read: impl FnOnce(&[Analyzer]) -> T) -> Result<T> {
+        let (mut lent, mut backs) = (Vec::new(), Vec::new());
+        for jobs in &self.jobs {
+            let (to, from) = sync_channel(1);
+            let (back, back_rx) = sync_channel(1);
+            jobs.send(Job::Lend(to, back_rx)).map_err(|_| stopped())?;
+            lent.push(from);
+            backs.push(back);
+        }
+        let all = lent
+            .iter()
+            .map(|r| r.recv().map_err(|_| stopped()))
+            .collect::<Result<Vec<Analyzer>>>();
+        let all = match all {
+            Ok(all) => all,
+            // The threads that lent theirs wait for them: dropping the
+            // return channels ends them with the run.
+            Err(e) => return Err(e),
+        };
+        let out = read(&all);
+        for (a, back) in all.into_iter().zip(backs) {
+            back.send(a).map_err(|_| stopped())?;
+        }
+        Ok(out)
     }
 
     /// Runs `apply` on the analyzer of the address pair `a`, `b`, after
@@ -249,6 +281,14 @@ fn shard_loop(
     while let Ok(job) = jobs.recv() {
         match job {
             Job::Apply(f) => f(&mut analyzer),
+            Job::Lend(to, back) => {
+                analyzer = match to.send(analyzer) {
+                    Err(unsent) => unsent.0,
+                    Ok(()) => back
+                        .recv()
+                        .expect("a lent analyzer comes back before the run goes on"),
+                };
+            }
             Job::Batch(batch, hops) => {
                 let mut verdicts = Vec::new();
                 // The run starts at the batch's first record in every
