@@ -14,9 +14,9 @@
 //! every analyzer's frames in it: each analyzer's load is judged, over
 //! every flow).
 
-use super::finish::Ending;
 use super::findings::input::{Census, Part, ids_of, slots_of};
 use super::findings::{self, Diagnosis, Input};
+use super::finish::Ending;
 use super::rows::TransportInput;
 use super::{Analyzer, PfcInterval, Summary, hops, nics, qos};
 
@@ -61,7 +61,13 @@ impl Ending {
                     transports.add(e.analyzer.transport_input(&e.ended));
                 }
                 let pfc = &all[0].analyzer.pfc.rows;
-                let judged = Judged { summary, pfc, hops: &hops, transports, census };
+                let judged = Judged {
+                    summary,
+                    pfc,
+                    hops: &hops,
+                    transports,
+                    census,
+                };
                 together(&analyzers, judged)
             }
         };

@@ -218,7 +218,12 @@ impl Analyzer {
         // from the queue's first hop since it was last idle).
         let mut queues = Vec::new();
         for a in all {
-            queues.extend(findings::queues::diagnose(&a.queues, Some(from_ns), &[], &[]));
+            queues.extend(findings::queues::diagnose(
+                &a.queues,
+                Some(from_ns),
+                &[],
+                &[],
+            ));
         }
         if !queues.is_empty() {
             diagnoses.extend(queues);

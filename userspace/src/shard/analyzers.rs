@@ -138,9 +138,14 @@ impl Shards {
 /// (its end-of-run rows to `sink`, pause events from analyzer 0 only),
 /// merged ([`merge`]).
 pub fn conclude(mut ends: Vec<Ending>, sink: &mut impl Sink) -> Merged {
-    let summaries: Vec<&analyze::Summary> = ends.iter().map(|e| &e.summary).collect();
-    let summary = super::whole::summary(&summaries);
-    let judged = Ending::judge(&mut ends, Some(&summary));
+    let judged = match ends.split_first() {
+        None => Vec::new(),
+        Some((first, rest)) => {
+            let rest: Vec<&analyze::Summary> = rest.iter().map(|e| &e.summary).collect();
+            let summary = super::summary::summary(&first.summary, &rest);
+            Ending::judge(&mut ends, Some(&summary))
+        }
+    };
     let mut shards = Vec::with_capacity(ends.len());
     for (k, e) in ends.into_iter().enumerate() {
         shards.push(if k == 0 {

@@ -154,16 +154,12 @@ impl Parallel {
             lent.push(from);
             backs.push(back);
         }
+        // A thread that stopped fails the look; those that lent theirs
+        // find their return channels dropped and stop too.
         let all = lent
             .iter()
             .map(|r| r.recv().map_err(|_| stopped()))
-            .collect::<Result<Vec<Analyzer>>>();
-        let all = match all {
-            Ok(all) => all,
-            // The threads that lent theirs wait for them: dropping the
-            // return channels ends them with the run.
-            Err(e) => return Err(e),
-        };
+            .collect::<Result<Vec<Analyzer>>>()?;
         let out = read(&all);
         for (a, back) in all.into_iter().zip(backs) {
             back.send(a).map_err(|_| stopped())?;

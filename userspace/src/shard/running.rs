@@ -18,7 +18,7 @@
 //! analyzer thread after the batches sent before it, and waits for all: a
 //! watch looks once a publishing or report interval, not once a batch.
 use super::Parallel;
-use super::whole::{add_totals, ratio};
+use super::summary::{add_totals, ratio};
 use crate::analyze::{Analyzer, FrameCounts, Interim, Running, TapEnd};
 use crate::output::Analysing;
 
@@ -37,7 +37,8 @@ impl Analysing for Parallel {
     }
 
     fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Option<Interim> {
-        self.lend(move |all| judge(all, from_ns, now_ns, false)).ok()
+        self.lend(move |all| judge(all, from_ns, now_ns, false))
+            .ok()
     }
 
     fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Option<Interim> {
@@ -77,7 +78,8 @@ fn judge(all: &[Analyzer], from_ns: u64, now_ns: u64, at_stop: bool) -> Interim 
         summary.transports.add(&o.transports);
     }
     summary.frames = frames;
-    summary.totals.retrans_rate = ratio(summary.totals.retrans_packets, summary.totals.data_packets);
+    summary.totals.retrans_rate =
+        ratio(summary.totals.retrans_packets, summary.totals.data_packets);
     let each: Vec<&Analyzer> = all.iter().collect();
     let diagnoses = Analyzer::judge_window(&each, &summary, &pfc, from_ns);
     Interim {
@@ -189,7 +191,8 @@ mod tests {
                 let mut many = Parallel::new(&analyze::Config::default(), n).unwrap();
                 let mut sink = VecSink::default();
                 for batch in records.chunks(4096) {
-                    many.push_batch(Arc::new(batch.to_vec()), &mut sink).unwrap();
+                    many.push_batch(Arc::new(batch.to_vec()), &mut sink)
+                        .unwrap();
                 }
                 let at = format!("{}: {n} analyzers", path.display());
                 let mut got = Running::default();
