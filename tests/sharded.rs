@@ -1,9 +1,10 @@
 //! `analyze --analyzers 2` against `--analyzers 1` on every bundled sample
 //! (docs/live.md, "Sharded analysis"): the same flows rows, events,
 //! timeline rows, packets verdicts in record order, `pfc` rows, frame
-//! counts, `summary.json` totals and per-tap sections, and findings but
-//! those that compare flows of different address pairs
-//! (`shard::analyzers::CROSS_PAIR_FINDINGS`). Flow ids differ (each analyzer
+//! counts, `summary.json` totals and per-tap sections, `nics.parquet`, and
+//! the findings, each once (id, severity, the flows named, impact; the
+//! impact of `shard::analyzers::APART` aside, read from each analyzer's
+//! own estimate of the taps' clock offsets). Flow ids differ (each analyzer
 //! numbers its own), so a flow is named by its rows' content.
 use crate::common;
 
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::Array;
 use arrow_schema::DataType;
 use common::{Table, rocescope, rocescope_ok};
-use rocescope::shard::analyzers::CROSS_PAIR_FINDINGS;
+use rocescope::shard::analyzers::APART;
 
 /// Every cell of a table as text, row by row, by column name.
 pub(crate) fn cells(t: &Table) -> Vec<BTreeMap<String, String>> {
@@ -125,31 +126,28 @@ impl Named {
         self.rename(cells(&Table::read(&dir.join(format!("{name}.parquet")))))
     }
 
-    /// The findings in `summary.json`: per id the highest severity and the
-    /// flows named, but `left_out`.
+    /// The findings in `summary.json`, each instance as (id, severity, the
+    /// flows it names, impact), sorted; the impact of `apart`'s left out.
     pub(crate) fn findings(
         &self,
         summary: &serde_json::Value,
-        left_out: &[&str],
-    ) -> BTreeMap<String, (u8, BTreeSet<String>)> {
-        let mut out: BTreeMap<String, (u8, BTreeSet<String>)> = BTreeMap::new();
+        apart: &[&str],
+    ) -> Vec<(String, String, BTreeSet<String>, String)> {
+        let mut out = Vec::new();
         for f in summary["findings"].as_array().unwrap() {
             let id = f["id"].as_str().unwrap();
-            if left_out.contains(&id) {
-                continue;
-            }
-            let severity = match f["severity"].as_str().unwrap() {
-                "critical" => 3,
-                "warning" => 2,
-                _ => 1,
-            };
-            let e = out.entry(id.to_string()).or_default();
-            e.0 = e.0.max(severity);
-            for flow in f["flows"].as_array().unwrap() {
+            let flows = f["flows"].as_array().unwrap().iter().map(|flow| {
                 let id = Some(flow.as_i64().unwrap() as i128);
-                e.1.insert(self.names[&format!("{id:?}")].clone());
-            }
+                self.names[&format!("{id:?}")].clone()
+            });
+            let impact = match apart.contains(&id) {
+                true => String::new(),
+                false => f["impact"].to_string(),
+            };
+            let severity = f["severity"].to_string();
+            out.push((id.to_string(), severity, flows.collect(), impact));
         }
+        out.sort();
         out
     }
 }
@@ -182,7 +180,7 @@ pub(crate) const MERGED_SUMMARY: [&str; 7] = [
 ];
 
 #[test]
-fn two_analyzers_write_what_one_writes_on_every_sample() {
+fn two_and_three_analyzers_write_what_one_writes_on_every_sample() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut compared, mut split) = (0, 0);
     for cap in samples() {
@@ -193,33 +191,44 @@ fn two_analyzers_write_what_one_writes_on_every_sample() {
             rocescope_ok(&["analyze", c, "--out", o, "--analyzers", n]);
             out
         };
-        let (one, two) = (run("1"), run("2"));
-        let (a, b) = (Named::of(&one), Named::of(&two));
-        assert_eq!(b.flows, a.flows, "{name}: flows rows");
-        assert_eq!(
-            b.table(&two, "packets"),
-            a.table(&one, "packets"),
-            "{name}: packets, in record order"
-        );
-        for t in ["events", "timeline", "pfc"] {
-            let (mut x, mut y) = (b.table(&two, t), a.table(&one, t));
-            x.sort();
-            y.sort();
-            assert_eq!(x, y, "{name}: {t}");
+        let one = run("1");
+        let a = Named::of(&one);
+        let sa = summary(&one);
+        for n in ["2", "3"] {
+            let many = run(n);
+            let b = Named::of(&many);
+            assert_eq!(b.flows, a.flows, "{name}: {n}: flows rows");
+            assert_eq!(
+                b.table(&many, "packets"),
+                a.table(&one, "packets"),
+                "{name}: {n}: packets, in record order"
+            );
+            for t in ["events", "timeline", "pfc", "nics"] {
+                let (mut x, mut y) = (b.table(&many, t), a.table(&one, t));
+                x.sort();
+                y.sort();
+                assert_eq!(x, y, "{name}: {n}: {t}");
+            }
+            let sb = summary(&many);
+            for key in MERGED_SUMMARY {
+                assert_eq!(sb[key], sa[key], "{name}: {n}: summary.json {key}");
+            }
+            // Judged once over the analyzers together: every finding
+            // once, as one analyzer gives it.
+            assert_eq!(
+                b.findings(&sb, &APART),
+                a.findings(&sa, &APART),
+                "{name}: {n}: findings"
+            );
+            if n == "2" {
+                // Analyzer k of 2 numbers its flows k, k + 2, …: both took
+                // flows.
+                let ids = Table::read(&many.join("flows.parquet")).ints("flow_id");
+                let parities: BTreeSet<i128> = ids.iter().flatten().map(|id| id % 2).collect();
+                split += usize::from(parities.len() == 2);
+            }
+            std::fs::remove_dir_all(&many).unwrap();
         }
-        let (sa, sb) = (summary(&one), summary(&two));
-        for key in MERGED_SUMMARY {
-            assert_eq!(sb[key], sa[key], "{name}: summary.json {key}");
-        }
-        assert_eq!(
-            b.findings(&sb, &CROSS_PAIR_FINDINGS),
-            a.findings(&sa, &CROSS_PAIR_FINDINGS),
-            "{name}: findings"
-        );
-        // Analyzer k of 2 numbers its flows k, k + 2, …: both took flows.
-        let ids = Table::read(&two.join("flows.parquet")).ints("flow_id");
-        let parities: BTreeSet<i128> = ids.iter().flatten().map(|id| id % 2).collect();
-        split += usize::from(parities.len() == 2);
         compared += 1;
     }
     assert!(compared >= 15, "{compared} samples");

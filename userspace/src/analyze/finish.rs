@@ -42,9 +42,32 @@ pub(super) fn nic_timeouts<'a>(
         .collect()
 }
 
+/// An analyzer at the end of input, its summary made, its findings not
+/// yet ([`Analyzer::end`]): what [`Ending::judge`] judges, one analyzer's
+/// or a sharded run's N together, and [`Ending::conclude`] makes rows of.
+pub struct Ending {
+    pub(super) analyzer: Analyzer,
+    /// This analyzer's summary (a sharded run judges over the merged one).
+    pub summary: Summary,
+    pub(super) ended: super::transports::Ended,
+    pub(super) hop_rows: Vec<hops::HopRow>,
+    nic_rows: Vec<super::NicRow>,
+    pub(super) census: findings::input::Census,
+    streamed: bool,
+    facts: Vec<CaptureFact>,
+}
+
 impl Analyzer {
     /// End of input: flush open bins and intervals, return the tables.
-    pub fn finish(mut self, sink: &mut impl Sink) -> Analysis {
+    pub fn finish(self, sink: &mut impl Sink) -> Analysis {
+        let mut end = self.end(sink);
+        let diagnoses = Ending::judge(std::slice::from_mut(&mut end), None);
+        end.conclude(diagnoses, &[], sink)
+    }
+
+    /// End of input: what the capture never settled, settled; the summary
+    /// made, the findings not yet.
+    pub fn end(mut self, sink: &mut impl Sink) -> Ending {
         let last = self.last_ts;
         // What the capture never settled, settled with what it showed; the
         // PSNs each tap's capture lost, counted in the same pass (settling a
@@ -338,50 +361,70 @@ impl Analyzer {
                 }),
             findings: Vec::new(),
         };
-        let mut diagnoses = findings::diagnose(&findings::Input {
-            flows: &self.flows,
-            retired: &self.retired,
-            by_id: findings::input::ids_of(&self.flows, &self.retired),
-            pfc: &self.pfc.rows,
-            summary: &summary,
-            ghost_covers: &self.ghost_covers,
-            ecmp: &self.ecmp,
-            qos: &self.qos,
-            hops: &hop_rows,
-            nics: &self.nics.rows_per_tap(),
-            transports: self.transport_input(&ended),
+        Ending {
+            analyzer: self,
+            summary,
+            ended,
+            hop_rows,
+            nic_rows,
             census,
-        });
-        self.transport_findings(&ended, &summary, &mut diagnoses);
+            streamed,
+            facts,
+        }
+    }
+}
+
+impl Ending {
+    /// The rows and tables after the findings (`diagnoses`, ranked; the
+    /// switch queues' join them here): the flows they or `also` name keep
+    /// their rows when the rest retire now.
+    pub fn conclude(
+        self,
+        mut diagnoses: Vec<findings::Diagnosis>,
+        also: &[findings::Diagnosis],
+        sink: &mut impl Sink,
+    ) -> Analysis {
+        let Ending {
+            analyzer: mut this,
+            summary,
+            ended,
+            hop_rows,
+            nic_rows,
+            census: _,
+            streamed,
+            facts,
+        } = self;
+        let this = &mut this;
         // More flows live than the reports hold rows of: each retires now,
         // its row to the sink; the evidence and the named flows' rows stay.
         let mut rows = Vec::new();
         if streamed {
-            let named = diagnoses.iter().flat_map(|d| d.flows.iter().copied());
-            self.retire_all(&named.collect(), &mut rows, sink);
+            let named = diagnoses.iter().chain(also);
+            let named = named.flat_map(|d| d.flows.iter().copied());
+            this.retire_all(&named.collect(), &mut rows, sink);
         }
         // The retired flows kept as evidence (their rows were written as
         // they retired), then the live ones, chunk by chunk: by flow id,
         // which readers look them up by (`Analysis::flow`).
         let named: BTreeSet<u32> = rows.iter().map(|r| r.flow_id).collect();
-        let evidence = self.retired.evidence().filter(|f| !named.contains(&f.id));
+        let evidence = this.retired.evidence().filter(|f| !named.contains(&f.id));
         let held: Vec<_> = evidence.map(flow_row).chain(rows).collect();
         let written: BTreeSet<u32> = held.iter().map(|r| r.flow_id).collect();
         let evidence = held.len();
         // A flow that wrote interim rows: its row since the last.
-        let intervals = &self.expiry.intervals;
-        let mut rows = std::mem::take(&mut self.flows).into_map(held, |f| {
+        let intervals = &this.expiry.intervals;
+        let mut rows = std::mem::take(&mut this.flows).into_map(held, |f| {
             let mut row = flow_row(f);
             intervals.since(f, &mut row);
             row
         });
-        rows.extend(self.transport_rows(&ended));
-        if evidence > 0 || self.retired.totals.flows > 0 || !ended.is_empty() {
+        rows.extend(this.transport_rows(&ended));
+        if evidence > 0 || this.retired.totals.flows > 0 || !ended.is_empty() {
             rows.sort_unstable_by_key(|r| r.flow_id);
         }
         // The switches' queues join the findings here, beside the flow rows
         // they name their flows by.
-        let queues = findings::queues::diagnose(&self.queues, None, &rows, &summary.pfc_trees);
+        let queues = findings::queues::diagnose(&this.queues, None, &rows, &summary.pfc_trees);
         if !queues.is_empty() {
             diagnoses.extend(queues);
             findings::rank_diagnoses(&mut diagnoses);
@@ -390,10 +433,10 @@ impl Analyzer {
         // Interfaces that recorded something, per capture file: counted once,
         // since a record's interface index can reach 65,535.
         let mut seen_per_capture: BTreeMap<u32, usize> = BTreeMap::new();
-        for t in self.taps.iter().filter(|t| t.seen) {
+        for t in this.taps.iter().filter(|t| t.seen) {
             *seen_per_capture.entry(t.capture).or_default() += 1;
         }
-        let origins = self
+        let origins = this
             .taps
             .iter()
             .map(|t| IfaceOrigin {
@@ -404,11 +447,11 @@ impl Analyzer {
         Analysis {
             flows: rows,
             written,
-            retired_sums: std::mem::take(&mut self.retired.rows),
-            pfc: std::mem::take(&mut self.pfc.rows),
+            retired_sums: std::mem::take(&mut this.retired.rows),
+            pfc: std::mem::take(&mut this.pfc.rows),
             hops: hop_rows,
             nics: nic_rows,
-            transport_tables: self.transport_tables(),
+            transport_tables: this.transport_tables(),
             summary,
             diagnoses,
             facts,

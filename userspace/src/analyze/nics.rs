@@ -251,6 +251,26 @@ impl Nics {
         rows
     }
 
+    /// One row per NIC and tap over several analyzers' samples (a sharded
+    /// run judged together): each NIC and tap's histograms merged, which is
+    /// exact (the buckets are fixed), in the order one analyzer gives them.
+    pub(crate) fn rows_per_tap_of(all: &[&Nics]) -> Vec<(u16, NicRow)> {
+        let mut merged: BTreeMap<(NicKey, u16), [Histogram; 4]> = BTreeMap::new();
+        for n in all {
+            for (k, h) in &n.latencies {
+                let to = merged.entry(*k).or_default();
+                for (into, from) in to.iter_mut().zip(h) {
+                    into.merge(from);
+                }
+            }
+        }
+        let rows = merged.into_iter().map(|((nic, iface), latencies)| {
+            let (mac, ip) = nic;
+            (iface, NicRow { mac, ip, latencies })
+        });
+        rows.collect()
+    }
+
     /// One row per NIC and tap: what `slow-nic-reaction` compares.
     pub(crate) fn rows_per_tap(&self) -> Vec<(u16, NicRow)> {
         self.latencies
@@ -285,6 +305,22 @@ pub struct LatencySummary {
 }
 
 impl NicRow {
+    /// Another analyzer's rows of the same run (`nics.parquet`'s, in MAC and
+    /// IP order) merged into `rows`: a NIC's histograms merged, which is
+    /// exact, so a sharded run writes the rows one analyzer writes.
+    pub fn merge_rows(rows: &mut Vec<NicRow>, more: &[NicRow]) {
+        for m in more {
+            match rows.binary_search_by_key(&(m.mac, m.ip), |r| (r.mac, r.ip)) {
+                Ok(i) => {
+                    for (into, from) in rows[i].latencies.iter_mut().zip(&m.latencies) {
+                        into.merge(from);
+                    }
+                }
+                Err(i) => rows.insert(i, m.clone()),
+            }
+        }
+    }
+
     pub(crate) fn histogram(&self, kind: Latency) -> &Histogram {
         &self.latencies[kind as usize]
     }

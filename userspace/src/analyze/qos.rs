@@ -39,6 +39,26 @@ impl Marks {
         self.cnps.entry(key).or_default().frame(Some(dscp), pcp);
     }
 
+    /// Another analyzer's marks of the same run added (a sharded run's
+    /// findings judged together): the DSCPs seen per tap and PCP joined,
+    /// the CNPs' marks per QP joined.
+    pub fn add(&mut self, more: &Marks) {
+        if self.per_tap.len() < more.per_tap.len() {
+            self.per_tap.resize(more.per_tap.len(), [0; 9]);
+        }
+        for (a, b) in self.per_tap.iter_mut().zip(&more.per_tap) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x |= y;
+            }
+        }
+        for (k, m) in &more.cnps {
+            let to = self.cnps.entry(*k).or_default();
+            let (dscps, pcps) = (m.dscps, m.pcps);
+            to.dscps |= dscps;
+            to.pcps |= pcps;
+        }
+    }
+
     /// `(iface, dscp, pcp)` seen, in order; `pcp` `None` for untagged.
     pub(super) fn pairs(&self) -> Vec<(u16, u8, Option<u8>)> {
         let mut out = Vec::new();

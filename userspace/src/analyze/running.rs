@@ -160,6 +160,87 @@ impl Analyzer {
     /// The findings over `[from_ns, now_ns)`, a pause of interface `i`
     /// still running closed at `close(i)`.
     fn findings_over(&self, from_ns: u64, now_ns: u64, close: impl Fn(u16) -> u64) -> Interim {
+        let (summary, pfc) = self.window(from_ns, now_ns, close);
+        let diagnoses = Analyzer::judge_window(&[self], &summary, &pfc, from_ns);
+        Interim {
+            summary,
+            diagnoses,
+            pfc,
+        }
+    }
+
+    /// The findings over a window of the analyzers `all` (one, or a
+    /// sharded run's N in analyzer order, judged together: their flows,
+    /// analyzer 0's pause state), over `summary` (the N merged) and `pfc`
+    /// (analyzer 0's window's pauses), ranked; each analyzer's switch
+    /// queues congested since `from_ns` join them.
+    pub fn judge_window(
+        all: &[&Analyzer],
+        summary: &Summary,
+        pfc: &[PfcInterval],
+        from_ns: u64,
+    ) -> Vec<Diagnosis> {
+        let mut diagnoses = match all {
+            [] => Vec::new(),
+            [one] => findings::diagnose(&findings::Input {
+                flows: &one.flows,
+                retired: &one.retired,
+                by_id: findings::input::ids_of(&one.flows, &one.retired),
+                others: &[],
+                pfc,
+                summary,
+                ghost_covers: &one.ghost_covers,
+                ecmp: &one.ecmp,
+                qos: &one.qos,
+                hops: &[],
+                nics: &one.nics.rows_per_tap(),
+                transports: one.live_transport_input(),
+                census: findings::input::Census::of(&one.flows),
+            }),
+            [first, rest @ ..] => {
+                let mut census = findings::input::Census::of(&first.flows);
+                let mut transports = first.live_transport_input();
+                for b in rest {
+                    census.merge(&findings::input::Census::of(&b.flows));
+                    transports.add(b.live_transport_input());
+                }
+                let judged = super::judge::Judged {
+                    summary,
+                    pfc,
+                    hops: &[],
+                    transports,
+                    census,
+                };
+                super::judge::together(all, judged)
+            }
+        };
+        // The switch queues congested in the window (their aggregates run
+        // from the queue's first hop since it was last idle).
+        let mut queues = Vec::new();
+        for a in all {
+            queues.extend(findings::queues::diagnose(
+                &a.queues,
+                Some(from_ns),
+                &[],
+                &[],
+            ));
+        }
+        if !queues.is_empty() {
+            diagnoses.extend(queues);
+            findings::rank_diagnoses(&mut diagnoses);
+            findings::queues::cite(&mut diagnoses);
+        }
+        diagnoses
+    }
+
+    /// The window `[from_ns, now_ns)`'s summary and pauses, a pause of
+    /// interface `i` still running closed at `close(i)`.
+    pub fn window(
+        &self,
+        from_ns: u64,
+        now_ns: u64,
+        close: impl Fn(u16) -> u64,
+    ) -> (Summary, Vec<PfcInterval>) {
         let mut pfc: Vec<PfcInterval> = self
             .pfc
             .rows
@@ -222,33 +303,7 @@ impl Analyzer {
             retirement: None,
             findings: Vec::new(),
         };
-        let mut diagnoses = findings::diagnose(&findings::Input {
-            flows: &self.flows,
-            retired: &self.retired,
-            by_id: findings::input::ids_of(&self.flows, &self.retired),
-            pfc: &pfc,
-            summary: &summary,
-            ghost_covers: &self.ghost_covers,
-            ecmp: &self.ecmp,
-            qos: &self.qos,
-            hops: &[],
-            nics: &self.nics.rows_per_tap(),
-            transports: self.live_transport_input(),
-            census: findings::input::Census::of(&self.flows),
-        });
-        // The switch queues congested in the window (their aggregates run
-        // from the queue's first hop since it was last idle).
-        let queues = findings::queues::diagnose(&self.queues, Some(from_ns), &[], &[]);
-        if !queues.is_empty() {
-            diagnoses.extend(queues);
-            findings::rank_diagnoses(&mut diagnoses);
-            findings::queues::cite(&mut diagnoses);
-        }
-        Interim {
-            summary,
-            diagnoses,
-            pfc,
-        }
+        (summary, pfc)
     }
 
     /// `summary.json`'s `pfc` entry of `(iface, priority)`: `paused_ns` of

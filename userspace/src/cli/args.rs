@@ -69,8 +69,8 @@ impl DatasetArgs {
 #[derive(Args, Clone, Copy, Debug)]
 pub(crate) struct ShardArgs {
     /// Split the analysis across N analyzer threads by address pair (1 to 64), for more frames a second than one
-    /// analyzer thread keeps up with. Flow ids are then numbered per analyzer, and the findings that compare flows of
-    /// different address pairs can differ from one analyzer's (docs/live.md, "Sharded analysis").
+    /// analyzer thread keeps up with. Flow ids are then numbered per analyzer; the findings are judged once over the N
+    /// together (docs/live.md, "Sharded analysis").
     #[arg(
         long,
         default_value_t = 1,

@@ -14,57 +14,37 @@
 //!   rows are put in flow id order.
 //! * **PFC and PAUSE**: every analyzer holds the whole pause state; analyzer
 //!   0 alone speaks for it — its `pfc_pause`/`pfc_storm` events, its PFC
-//!   intervals, its PFC and PAUSE frame counts, and the findings that read
-//!   the pause state (`pfc-storm`, `pfc-pressure`, `link-pause`,
-//!   `pfc-congestion-tree`): analyzer 0's instance, naming the flows on the
-//!   paused ports that each analyzer's instance names (disjoint). The
-//!   others' pause events are dropped.
+//!   intervals, its PFC and PAUSE frame counts. The others' pause events
+//!   are dropped.
 //! * **Time** moves in every analyzer: a record one analyzer takes moves
 //!   the others' clocks ([`Analyzer::pass_time`]), so the run's span (pause
 //!   fractions), the taps' ends and retirement are the same in each.
 //! * **Counts add** (frames by kind, less the PFC/PAUSE frames every
 //!   analyzer but the first counted again).
-//! * **Other findings**: each analyzer's, over its own flows, ranked
-//!   together. A finding raised by more than one analyzer appears once per
-//!   analyzer (its evidence is typed per finding and is not merged yet):
-//!   together they name the flows, at the severity, one analyzer gives
-//!   (tested on every sample), but for [`CROSS_PAIR_FINDINGS`], which
-//!   compare flows of different address pairs.
+//! * **Findings** are judged once at the end, over the N analyzers' state
+//!   together ([`conclude`], [`Ending::judge`]): every flow of every
+//!   analyzer, analyzer 0's pause state, the summaries merged, the
+//!   aggregates merged by the types that own them. So each finding is
+//!   raised once, as one analyzer raises it (tested on every sample with 2
+//!   and 3 analyzers), but for what each analyzer estimates by itself
+//!   ([`APART`]; docs/live.md). `congested-queue` is each analyzer's, over
+//!   the switch telemetry hops of its address pairs.
 use rocescope_common::PacketRecord;
 
 use super::{Shard, shard_of};
 use crate::analyze::{
-    self, Analysis, Analyzer, Diagnosis, Event, EventKind, FlowRow, FrameCounts, PfcInterval, Sink,
-    TimelineRow, Verdict,
+    self, Analysis, Analyzer, Diagnosis, Ending, Event, EventKind, FlowRow, FrameCounts,
+    PfcInterval, Sink, TimelineRow, Verdict,
 };
 
-/// The findings only the pause state decides: analyzer 0's stand for all.
-pub const PAUSE_STATE_FINDINGS: [&str; 4] = [
-    "pfc-storm",
-    "pfc-pressure",
-    "link-pause",
-    "pfc-congestion-tree",
-];
-
-/// The findings that compare flows of different address pairs: the
-/// fabric's majority MTU (`mtu-mismatch`, and `unanswered-flows`, which
-/// compares a silent frame's size with the tap's answered ones), links'
-/// load and fair shares (`cnp-overload`, `link-speed`, `ecmp-imbalance`,
-/// `qos-mismatch`), losses summed per pair of taps (`hop-loss`,
-/// `hop-queueing`). An analyzer of a shard sees only its pairs, so these
-/// differ from the unsharded run's (on the samples: `cnp-overload` raised
-/// where it was not, `hop-loss` graded lower, `mtu-mismatch` missed); they
-/// need the findings to run once over the merged flows (docs/live.md).
-pub const CROSS_PAIR_FINDINGS: [&str; 8] = [
-    "mtu-mismatch",
-    "unanswered-flows",
-    "cnp-overload",
-    "link-speed",
-    "ecmp-imbalance",
-    "qos-mismatch",
-    "hop-loss",
-    "hop-queueing",
-];
+/// The findings whose evidence reads what each analyzer of a sharded run
+/// estimates by itself, so that their impact may differ from one
+/// analyzer's (docs/live.md, "What a sharded run writes differently"):
+/// `hop-loss` and `hop-queueing` read `hops.parquet`, whose matches and
+/// delays use each analyzer's estimate of the taps' clock offsets, from its
+/// own address pairs' frames. Their severity and flows are one analyzer's
+/// on every sample.
+pub const APART: [&str; 2] = ["hop-loss", "hop-queueing"];
 
 /// `n` analyzers fed by [`shard_of`].
 pub struct Shards {
@@ -81,7 +61,8 @@ pub struct Merged {
     /// Ranked; see the module docs for what is merged.
     pub diagnoses: Vec<Diagnosis>,
     pub frames: FrameCounts,
-    /// Each analyzer's own analysis, for what is not merged yet.
+    /// Each analyzer's own analysis (its findings: its `congested-queue`
+    /// only), for what is merged later (`shard::whole`).
     pub shards: Vec<Analysis>,
 }
 
@@ -139,24 +120,58 @@ impl Shards {
 
     /// Ends every analyzer and merges their results (module docs).
     pub fn finish(self, sink: &mut impl Sink) -> Merged {
-        let mut shards = Vec::with_capacity(self.analyzers.len());
+        let mut ends = Vec::with_capacity(self.analyzers.len());
         for (k, a) in self.analyzers.into_iter().enumerate() {
-            shards.push(if k == 0 {
-                a.finish(sink)
+            ends.push(if k == 0 {
+                a.end(sink)
             } else {
-                a.finish(&mut PauseCopies(sink))
+                a.end(&mut PauseCopies(sink))
             });
         }
-        merge(shards)
+        conclude(ends, sink)
     }
 }
 
-/// The merge rules of the module docs over the analyzers' analyses.
-pub fn merge(shards: Vec<Analysis>) -> Merged {
+/// The end of a sharded run once every analyzer ended (in analyzer
+/// order): the findings judged once over the N analyzers together, over
+/// their summaries merged ([`Ending::judge`]), then each analyzer's rows
+/// (its end-of-run rows to `sink`, pause events from analyzer 0 only),
+/// merged ([`merge`]).
+pub fn conclude(mut ends: Vec<Ending>, sink: &mut impl Sink) -> Merged {
+    let judged = match ends.split_first() {
+        None => Vec::new(),
+        Some((first, rest)) => {
+            let rest: Vec<&analyze::Summary> = rest.iter().map(|e| &e.summary).collect();
+            let summary = super::summary::summary(&first.summary, &rest);
+            Ending::judge(&mut ends, Some(&summary))
+        }
+    };
+    let mut shards = Vec::with_capacity(ends.len());
+    for (k, e) in ends.into_iter().enumerate() {
+        shards.push(if k == 0 {
+            e.conclude(Vec::new(), &judged, sink)
+        } else {
+            e.conclude(Vec::new(), &judged, &mut PauseCopies(sink))
+        });
+    }
+    merge(shards, judged)
+}
+
+/// The merge rules of the module docs over the analyzers' analyses, the
+/// findings `judged` over them together: with each analyzer's switch
+/// queues' (`congested-queue`, judged over its own hops), ranked.
+pub fn merge(shards: Vec<Analysis>, judged: Vec<Diagnosis>) -> Merged {
     let mut flows: Vec<FlowRow> = shards.iter().flat_map(|a| a.flows.clone()).collect();
     flows.sort_unstable_by_key(|r| r.flow_id);
     let pfc = shards.first().map(|a| a.pfc.clone()).unwrap_or_default();
-    let diagnoses = merge_diagnoses(shards.iter().map(|a| a.diagnoses.as_slice()));
+    let mut diagnoses = judged;
+    let queues = shards.iter().flat_map(|a| a.diagnoses.iter().cloned());
+    let before = diagnoses.len();
+    diagnoses.extend(queues);
+    if diagnoses.len() > before {
+        analyze::findings::rank_diagnoses(&mut diagnoses);
+        analyze::findings::queues::cite(&mut diagnoses);
+    }
     let mut frames = FrameCounts::default();
     for (k, a) in shards.iter().enumerate() {
         frames.add(&a.summary.frames, k == 0);
@@ -168,27 +183,6 @@ pub fn merge(shards: Vec<Analysis>) -> Merged {
         frames,
         shards,
     }
-}
-
-/// The analyzers' findings, in analyzer order, as one ranked list: the
-/// pause-state findings analyzer 0's, naming every analyzer's flows.
-pub fn merge_diagnoses<'a>(each: impl Iterator<Item = &'a [Diagnosis]>) -> Vec<Diagnosis> {
-    let mut diagnoses: Vec<Diagnosis> = Vec::new();
-    for (k, theirs) in each.enumerate() {
-        for d in theirs {
-            let id = d.evidence.id();
-            if k == 0 || !PAUSE_STATE_FINDINGS.contains(&id) {
-                diagnoses.push(d.clone());
-            } else if let Some(whole) = diagnoses.iter_mut().find(|w| w.evidence.id() == id) {
-                // Analyzer 0's evidence; the flows it names on the paused
-                // ports are every analyzer's (disjoint).
-                whole.flows.extend(&d.flows);
-                whole.flows.sort_unstable();
-            }
-        }
-    }
-    analyze::findings::rank_diagnoses(&mut diagnoses);
-    diagnoses
 }
 
 /// The sink of an analyzer other than the first: its pause events are

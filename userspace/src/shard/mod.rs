@@ -24,6 +24,7 @@ use rocescope_common::PacketRecord;
 pub mod analyzers;
 pub mod parallel;
 pub mod running;
+pub mod summary;
 pub mod whole;
 pub use analyzers::{Merged, Shards};
 pub use parallel::Parallel;

@@ -31,9 +31,9 @@ use std::thread::JoinHandle;
 
 use rocescope_common::PacketRecord;
 
-use super::analyzers::{Merged, PauseCopies, merge};
+use super::analyzers::{Merged, PauseCopies, conclude};
 use super::{Shard, pair_shard, shard_of};
-use crate::analyze::{self, Analysis, Analyzer, Sink, VecSink, Verdict};
+use crate::analyze::{self, Analyzer, Ending, Sink, VecSink, Verdict};
 use crate::telemetry::TelemetryRow;
 use crate::{Error, Result};
 
@@ -49,6 +49,8 @@ pub type Apply = Box<dyn FnOnce(&mut Analyzer) + Send>;
 enum Job {
     Batch(Arc<Vec<PacketRecord>>, Arc<Vec<Hop>>),
     Apply(Apply),
+    /// The analyzer moved to the caller, and back when it is done.
+    Lend(SyncSender<Analyzer>, Receiver<Analyzer>),
     Finish,
 }
 
@@ -63,7 +65,7 @@ struct Done {
 pub struct Parallel {
     jobs: Vec<SyncSender<Job>>,
     done: Vec<Receiver<Done>>,
-    threads: Vec<JoinHandle<Analysis>>,
+    threads: Vec<JoinHandle<Ending>>,
 }
 
 impl Parallel {
@@ -139,6 +141,32 @@ impl Parallel {
         answers.into_iter().map(|a| a.ok_or_else(stopped)).collect()
     }
 
+    /// `read` of every analyzer at once, in analyzer order, after the
+    /// batches sent before: each thread hands its analyzer over (a move,
+    /// not a copy) and waits for it back (a watch's look at the findings
+    /// judged over the N together, `shard::running`).
+    pub fn lend<T>(&mut self, read: impl FnOnce(&[Analyzer]) -> T) -> Result<T> {
+        let (mut lent, mut backs) = (Vec::new(), Vec::new());
+        for jobs in &self.jobs {
+            let (to, from) = sync_channel(1);
+            let (back, back_rx) = sync_channel(1);
+            jobs.send(Job::Lend(to, back_rx)).map_err(|_| stopped())?;
+            lent.push(from);
+            backs.push(back);
+        }
+        // A thread that stopped fails the look; those that lent theirs
+        // find their return channels dropped and stop too.
+        let all = lent
+            .iter()
+            .map(|r| r.recv().map_err(|_| stopped()))
+            .collect::<Result<Vec<Analyzer>>>()?;
+        let out = read(&all);
+        for (a, back) in all.into_iter().zip(backs) {
+            back.send(a).map_err(|_| stopped())?;
+        }
+        Ok(out)
+    }
+
     /// Runs `apply` on the analyzer of the address pair `a`, `b`, after
     /// the batches sent before.
     pub fn one(&mut self, a: &[u8; 16], b: &[u8; 16], apply: Apply) -> Result<()> {
@@ -183,13 +211,15 @@ impl Parallel {
         Ok(verdicts)
     }
 
-    /// Ends every analyzer and merges ([`merge`]); their end-of-run rows and
-    /// events go to `sink` (pause events from analyzer 0 only).
+    /// Ends every analyzer (each in its thread, [`Analyzer::end`]), judges
+    /// the findings once over the N together and merges ([`conclude`]);
+    /// their end-of-run rows and events go to `sink` (pause events from
+    /// analyzer 0 only).
     pub fn finish(self, sink: &mut impl Sink) -> Result<Merged> {
         for tx in &self.jobs {
             let _ = tx.send(Job::Finish);
         }
-        let mut shards = Vec::new();
+        let mut ends = Vec::new();
         for (k, (rx, handle)) in self.done.into_iter().zip(self.threads).enumerate() {
             if let Ok(d) = rx.recv() {
                 if k == 0 {
@@ -198,13 +228,13 @@ impl Parallel {
                     replay(&d.sink, &mut PauseCopies(sink));
                 }
             }
-            shards.push(
+            ends.push(
                 handle
                     .join()
                     .map_err(|_| Error::Internal("an analyzer thread panicked".into()))?,
             );
         }
-        Ok(merge(shards))
+        Ok(conclude(ends, sink))
     }
 }
 
@@ -242,11 +272,19 @@ fn shard_loop(
     n: usize,
     jobs: Receiver<Job>,
     done: SyncSender<Done>,
-) -> Analysis {
+) -> Ending {
     let mut sink = VecSink::default();
     while let Ok(job) = jobs.recv() {
         match job {
             Job::Apply(f) => f(&mut analyzer),
+            Job::Lend(to, back) => {
+                analyzer = match to.send(analyzer) {
+                    Err(unsent) => unsent.0,
+                    Ok(()) => back
+                        .recv()
+                        .expect("a lent analyzer comes back before the run goes on"),
+                };
+            }
             Job::Batch(batch, hops) => {
                 let mut verdicts = Vec::new();
                 // The run starts at the batch's first record in every
@@ -297,9 +335,9 @@ fn shard_loop(
         }
     }
     let analysis = if k == 0 {
-        analyzer.finish(&mut sink)
+        analyzer.end(&mut sink)
     } else {
-        analyzer.finish(&mut PauseCopies(&mut sink))
+        analyzer.end(&mut PauseCopies(&mut sink))
     };
     let _ = done.send(Done {
         verdicts: Vec::new(),

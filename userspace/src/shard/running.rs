@@ -9,18 +9,17 @@
 //!   priorities and senders analyzer 0's (its pause state is the whole one);
 //! * [`Interim`]: analyzer 0's summary (its clock every record moved, its
 //!   PFC the whole), frames and totals added, the transports' totals
-//!   added; the findings merged as at the end
-//!   ([`super::analyzers::merge_diagnoses`]); the window's pauses analyzer
-//!   0's.
+//!   added; the findings judged once over the N analyzers together, as at
+//!   the end ([`Analyzer::judge_window`]: each thread lends its analyzer,
+//!   [`Parallel::lend`]); the window's pauses analyzer 0's.
 //!
 //! An open PFC pause counts up to the last record of its interface over
 //! every analyzer (analyzer 0 may not have taken it). Each look asks every
 //! analyzer thread after the batches sent before it, and waits for all: a
 //! watch looks once a publishing or report interval, not once a batch.
 use super::Parallel;
-use super::analyzers::merge_diagnoses;
-use super::whole::{add_totals, ratio};
-use crate::analyze::{FrameCounts, Interim, Running, TapEnd};
+use super::summary::{add_totals, ratio};
+use crate::analyze::{Analyzer, FrameCounts, Interim, Running, TapEnd};
 use crate::output::Analysing;
 
 impl Analysing for Parallel {
@@ -38,16 +37,55 @@ impl Analysing for Parallel {
     }
 
     fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Option<Interim> {
-        let all = self.gather(move |a| a.findings_now(from_ns, now_ns)).ok()?;
-        merge_interims(all)
+        self.lend(move |all| judge(all, from_ns, now_ns, false))
+            .ok()
     }
 
     fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Option<Interim> {
-        let ends = self.tap_ends()?;
-        let all = self
-            .gather(move |a| a.findings_at_stop_to(from_ns, now_ns, &ends))
-            .ok()?;
-        merge_interims(all)
+        self.lend(move |all| judge(all, from_ns, now_ns, true)).ok()
+    }
+}
+
+/// The findings over `[from_ns, now_ns)` of the analyzers `all` judged
+/// together ([`Analyzer::judge_window`]): analyzer 0's window (its clock
+/// every record moved, its pause state the whole one), frames, totals and
+/// the transports' totals added. At the stop (`at_stop`) a running pause
+/// closes at its interface's last record over every analyzer.
+fn judge(all: &[Analyzer], from_ns: u64, now_ns: u64, at_stop: bool) -> Interim {
+    let mut ends: Vec<TapEnd> = Vec::new();
+    if at_stop {
+        for a in all {
+            let theirs = a.tap_ends();
+            if ends.len() < theirs.len() {
+                ends.resize(theirs.len(), TapEnd::default());
+            }
+            for (end, t) in ends.iter_mut().zip(theirs) {
+                *end = end.join(t);
+            }
+        }
+    }
+    let close = |iface: u16| match ends.get(usize::from(iface)) {
+        Some(t) if at_stop && t.seen => t.last_ts.min(now_ns),
+        _ => now_ns,
+    };
+    let mut windows = all.iter().map(|a| a.window(from_ns, now_ns, close));
+    let (mut summary, pfc) = windows.next().expect("a sharded run has an analyzer");
+    let mut frames = FrameCounts::default();
+    frames.add(&summary.frames, true);
+    for (o, _) in windows {
+        frames.add(&o.frames, false);
+        add_totals(&mut summary.totals, &o.totals);
+        summary.transports.add(&o.transports);
+    }
+    summary.frames = frames;
+    summary.totals.retrans_rate =
+        ratio(summary.totals.retrans_packets, summary.totals.data_packets);
+    let each: Vec<&Analyzer> = all.iter().collect();
+    let diagnoses = Analyzer::judge_window(&each, &summary, &pfc, from_ns);
+    Interim {
+        summary,
+        diagnoses,
+        pfc,
     }
 }
 
@@ -87,42 +125,51 @@ fn merge_running(all: Vec<Running>, out: &mut Running) {
     }
 }
 
-/// The analyzers' findings over one interval, in analyzer order, as one.
-fn merge_interims(all: Vec<Interim>) -> Option<Interim> {
-    let diagnoses = merge_diagnoses(all.iter().map(|i| i.diagnoses.as_slice()));
-    let mut all = all.into_iter();
-    let mut whole = all.next()?;
-    let s = &mut whole.summary;
-    let mut frames = FrameCounts::default();
-    frames.add(&s.frames, true);
-    for other in all {
-        let o = &other.summary;
-        frames.add(&o.frames, false);
-        add_totals(&mut s.totals, &o.totals);
-        s.transports.add(&o.transports);
-    }
-    s.frames = frames;
-    s.totals.retrans_rate = ratio(s.totals.retrans_packets, s.totals.data_packets);
-    whole.diagnoses = diagnoses;
-    Some(whole)
-}
-
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
     use std::sync::Arc;
 
     use super::*;
-    use crate::analyze::{self, Analyzer, VecSink};
-    use crate::shard::analyzers::CROSS_PAIR_FINDINGS;
+    use crate::analyze::{self, Analyzer, FlowRow, Severity, VecSink};
     use crate::shard::tests::sample_records;
 
-    /// Two analyzers read as one give what one analyzer gives, on every
-    /// sample: the running snapshot whole, and over the run's span the
-    /// interim's frame counts, totals and findings (but those comparing
-    /// address pairs, which a shard cannot judge: as at the end).
+    /// A flow's key in a row: what names it whatever its id.
+    type Key = (u16, [u8; 16], [u8; 16], u32, u64);
+
+    /// Each finding as compared: id, severity, the flows named (by key),
+    /// impact; sorted.
+    type Judged = Vec<(&'static str, Severity, BTreeSet<Key>, String)>;
+
+    fn judged(i: &Interim, keys: &BTreeMap<u32, Key>) -> Judged {
+        let mut out: Judged = i
+            .diagnoses
+            .iter()
+            .map(|d| {
+                let flows = d.flows.iter().map(|id| keys[id]).collect();
+                let impact = format!("{:.12}", d.impact);
+                (d.evidence.id(), d.severity, flows, impact)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn keys<'a>(rows: impl Iterator<Item = &'a FlowRow>) -> BTreeMap<u32, Key> {
+        rows.map(|r| {
+            let key = (r.iface, r.src_ip, r.dst_ip, r.dest_qp, r.first_ts_ns);
+            (r.flow_id, key)
+        })
+        .collect()
+    }
+
+    /// Two and three analyzers read as one give what one analyzer gives,
+    /// on every sample: the running snapshot whole, and over the run's span
+    /// the interim's frame counts, totals, the window's pauses and the
+    /// findings, judged over the analyzers together (each once: id,
+    /// severity, flows, impact), now and at the stop.
     #[test]
-    fn two_analyzers_read_as_one_give_what_one_gives() {
+    fn two_and_three_analyzers_read_as_one_give_what_one_gives() {
         let mut compared = 0;
         for (path, records) in sample_records() {
             let Some(first) = records.first().map(|r| r.ts_ns) else {
@@ -134,51 +181,41 @@ mod tests {
             for r in &records {
                 one.push(r, &mut sink);
             }
-            let mut two = Parallel::new(&analyze::Config::default(), 2).unwrap();
-            for batch in records.chunks(4096) {
-                two.push_batch(Arc::new(batch.to_vec()), &mut VecSink::default())
-                    .unwrap();
-            }
-            let (mut want, mut got) = (Running::default(), Running::default());
+            let want_now = one.findings_now(first, last);
+            let want_stop = one.findings_at_stop(first, last);
+            let mut want = Running::default();
             one.running(&mut want);
-            Analysing::running(&mut two, &mut got).unwrap();
-            assert_eq!(got, want, "{}: running", path.display());
-            let want = one.findings_now(first, last);
-            let got = Analysing::findings_now(&mut two, first, last).unwrap();
-            assert_eq!(
-                got.summary.frames,
-                want.summary.frames,
-                "{}",
-                path.display()
-            );
-            assert_eq!(
-                got.summary.totals,
-                want.summary.totals,
-                "{}",
-                path.display()
-            );
-            assert_eq!(
-                got.summary.transports,
-                want.summary.transports,
-                "{}",
-                path.display()
-            );
-            assert_eq!(got.pfc, want.pfc, "{}: the window's pauses", path.display());
-            // A finding two analyzers raise appears once per analyzer (as at
-            // the end): the flows each names, counted per finding.
-            let judged = |i: &Interim| -> BTreeMap<&'static str, usize> {
-                let mut named = BTreeMap::new();
-                for d in &i.diagnoses {
-                    let id = d.evidence.id();
-                    if !CROSS_PAIR_FINDINGS.contains(&id) {
-                        *named.entry(id).or_default() += d.flows.len();
-                    }
+            let end = one.finish(&mut sink);
+            let want_keys = keys(sink.flows.iter().chain(&end.flows));
+            for n in [2, 3] {
+                let mut many = Parallel::new(&analyze::Config::default(), n).unwrap();
+                let mut sink = VecSink::default();
+                for batch in records.chunks(4096) {
+                    many.push_batch(Arc::new(batch.to_vec()), &mut sink)
+                        .unwrap();
                 }
-                named
-            };
-            assert_eq!(judged(&got), judged(&want), "{}: findings", path.display());
-            compared += 1;
+                let at = format!("{}: {n} analyzers", path.display());
+                let mut got = Running::default();
+                Analysing::running(&mut many, &mut got).unwrap();
+                assert_eq!(got, want, "{at}: running");
+                let now = Analysing::findings_now(&mut many, first, last).unwrap();
+                let stop = Analysing::findings_at_stop(&mut many, first, last).unwrap();
+                let merged = many.finish(&mut sink).unwrap();
+                let got_keys = keys(sink.flows.iter().chain(&merged.flows));
+                for (got, want) in [(&now, &want_now), (&stop, &want_stop)] {
+                    assert_eq!(got.summary.frames, want.summary.frames, "{at}");
+                    assert_eq!(got.summary.totals, want.summary.totals, "{at}");
+                    assert_eq!(got.summary.transports, want.summary.transports, "{at}");
+                    assert_eq!(got.pfc, want.pfc, "{at}: the window's pauses");
+                    assert_eq!(
+                        judged(got, &got_keys),
+                        judged(want, &want_keys),
+                        "{at}: findings"
+                    );
+                }
+                compared += 1;
+            }
         }
-        assert!(compared >= 15, "samples compared: {compared}");
+        assert!(compared >= 30, "samples compared: {compared}");
     }
 }

@@ -262,7 +262,7 @@ pub(super) fn corruption(x: &Input, out: &mut Vec<Diagnosis>) {
             .filter(|f| {
                 f.rewind().rewinds > 0
                     || f.paired()
-                        .is_some_and(|p| x.flows.get(p).is_some_and(|r| r.nak().naks > 0))
+                        .is_some_and(|p| x.table_of(f.id).get(p).is_some_and(|r| r.nak().naks > 0))
             })
             .count();
         let failed_fraction = t.icrc_failed as f64 / t.icrc_checked as f64;

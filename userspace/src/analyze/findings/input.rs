@@ -49,15 +49,30 @@ impl From<&Flow> for FlowRef {
     }
 }
 
+/// Another analyzer's flows and load, when a sharded run's findings are
+/// judged once over its N analyzers ([`Input::others`]).
+pub(crate) struct Part<'a> {
+    pub flows: &'a FlowTable,
+    pub retired: &'a Retired,
+    pub by_id: Option<FastMap<u32, usize>>,
+    /// Its ECMP groups' load (bins are loaded per analyzer: not merged).
+    pub ecmp: &'a crate::analyze::ecmp::EcmpLoad,
+}
+
 pub(crate) struct Input<'a> {
     /// The live flows; read them with [`Input::flows`], which adds the
-    /// retired ones kept as evidence.
+    /// retired ones kept as evidence. A sharded run's: analyzer 0's, the
+    /// others' in [`Input::others`].
     pub flows: &'a FlowTable,
     /// What the run kept of its retired flows (docs/analysis.md,
     /// "Retirement").
     pub retired: &'a Retired,
     /// Live flows by id, once ids are no slots ([`ids_of`]).
     pub by_id: Option<FastMap<u32, usize>>,
+    /// A sharded run's analyzers 1 to N-1 (none with one analyzer):
+    /// analyzer `k` of `n` numbers its flows `k`, `k + n`, …, so a flow id
+    /// names its part. Every finding reads them with analyzer 0's.
+    pub others: &'a [Part<'a>],
     pub pfc: &'a [PfcInterval],
     pub summary: &'a Summary,
     /// The pauses that covered ghost timeout rewinds: `(iface, priority,
@@ -133,6 +148,26 @@ impl Census {
         }
     }
 
+    /// Another analyzer's census added (a sharded run judged together).
+    pub(crate) fn merge(&mut self, more: &Census) {
+        self.rare += more.rare;
+        self.congested += more.congested;
+        self.sized += more.sized;
+        self.sending += more.sending;
+        match (self.request_tap, more.request_tap) {
+            (None, t) => self.request_tap = t,
+            (Some(a), Some(b)) => self.requests_at_two_taps |= a != b,
+            (Some(_), None) => {}
+        }
+        self.requests_at_two_taps |= more.requests_at_two_taps;
+        if self.fastest.len() < more.fastest.len() {
+            self.fastest.resize(more.fastest.len(), f64::NEG_INFINITY);
+        }
+        for (a, b) in self.fastest.iter_mut().zip(&more.fastest) {
+            *a = a.max(*b);
+        }
+    }
+
     /// Whether a live flow of two packets or more at tap `iface` ran
     /// faster than `gbps`.
     pub(crate) fn faster_than(&self, iface: u16, gbps: f64) -> bool {
@@ -155,13 +190,19 @@ pub(crate) fn ids_of(flows: &FlowTable, retired: &Retired) -> Option<FastMap<u32
     if retired.totals.flows == 0 {
         return None;
     }
+    Some(slots_of(flows))
+}
+
+/// The live flows' slots by id (a sharded run's analyzer numbers its flows
+/// `k`, `k + n`, …: never slots).
+pub(crate) fn slots_of(flows: &FlowTable) -> FastMap<u32, usize> {
     let mut by_id = FastMap::default();
     for i in 0..flows.slots() {
         if let Some(f) = flows.get(i) {
             by_id.insert(f.id, i);
         }
     }
-    Some(by_id)
+    by_id
 }
 
 impl<'a> Input<'a> {
@@ -176,19 +217,54 @@ impl<'a> Input<'a> {
     /// [`Census`] says some live flow may match): a finding filtering on
     /// what no live flow holds reads only the evidence.
     pub(crate) fn flows_if(&self, live: bool) -> impl Iterator<Item = &'a Flow> + use<'a> {
-        let live = live.then(|| self.flows.iter()).into_iter().flatten();
-        self.retired.evidence().chain(live)
+        let others = self.others;
+        let evidence = others.iter().flat_map(|p| p.retired.evidence());
+        let live = live
+            .then(|| {
+                let more = others.iter().flat_map(|p| p.flows.iter());
+                self.flows.iter().chain(more)
+            })
+            .into_iter()
+            .flatten();
+        self.retired.evidence().chain(evidence).chain(live)
     }
 
     /// Flow `id`, live or kept as evidence.
     pub(crate) fn flow(&self, id: u32) -> Option<&'a Flow> {
-        let slot = match &self.by_id {
+        let (flows, retired, by_id) = self.part_of(id);
+        let slot = match by_id {
             None => Some(id as usize),
             Some(m) => m.get(&id).copied(),
         };
-        slot.and_then(|i| self.flows.get(i))
+        slot.and_then(|i| flows.get(i))
             .filter(|f| f.id == id)
-            .or_else(|| self.retired.get(id))
+            .or_else(|| retired.get(id))
+    }
+
+    /// The live flows of the analyzer that numbered flow `id` (a flow's
+    /// partner is a slot there).
+    pub(crate) fn table_of(&self, id: u32) -> &'a FlowTable {
+        self.part_of(id).0
+    }
+
+    /// The flows, retired flows and ids of the analyzer numbering `id`.
+    fn part_of(&self, id: u32) -> (&'a FlowTable, &'a Retired, Option<&FastMap<u32, usize>>) {
+        if self.others.is_empty() {
+            return (self.flows, self.retired, self.by_id.as_ref());
+        }
+        match (id as usize % (self.others.len() + 1)).checked_sub(1) {
+            None => (self.flows, self.retired, self.by_id.as_ref()),
+            Some(k) => {
+                let p = &self.others[k];
+                (p.flows, p.retired, p.by_id.as_ref())
+            }
+        }
+    }
+
+    /// Whether some analyzer stopped keeping the pairs its retired flows
+    /// answered.
+    fn answered_full(&self) -> bool {
+        self.retired.answered_full || self.others.iter().any(|p| p.retired.answered_full)
     }
 }
 
@@ -250,7 +326,7 @@ fn sending(f: &Flow) -> bool {
 /// responses of other flows.
 pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
     // Past the pairs kept of retired flows: unknown, not judged.
-    if x.retired.answered_full {
+    if x.answered_full() {
         return Vec::new();
     }
     let sending: Vec<&Flow> = x
@@ -271,7 +347,8 @@ pub(crate) fn unanswered<'a>(x: &Input<'a>) -> Vec<&'a Flow> {
     let mut answered = BTreeSet::new();
     let responses = x.flows().filter(|f| f.responses() > 0);
     let seen = responses.map(|f| (f.iface, f.src_ip, f.dst_ip));
-    for k in seen.chain(x.retired.answered.iter().copied()) {
+    let kept = x.others.iter().flat_map(|p| &p.retired.answered);
+    for k in seen.chain(x.retired.answered.iter().chain(kept).copied()) {
         two_way.insert(k.0);
         if wanted.contains(&k) {
             answered.insert(k);

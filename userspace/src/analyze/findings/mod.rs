@@ -187,6 +187,10 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(unanswered::finding(x));
     out.extend(mtu::finding(x));
     ecmp::finding(x, x.ecmp, &mut out);
+    // A sharded run's: each analyzer's groups' bins (not merged).
+    for p in x.others {
+        ecmp::finding(x, p.ecmp, &mut out);
+    }
     out.extend(qos::finding(x, x.qos));
     out.extend(cnp_overload::finding(x));
     out.extend(dcqcn::finding(x));

@@ -138,8 +138,10 @@ pub struct TransportTables {
 /// What the findings read of the transports beside RoCE, one part each
 /// (`findings::input::Input`'s part).
 pub struct TransportInput<'a> {
-    /// UET's spraying and trimming (`crate::transport::uet::paths`).
-    pub uet: &'a uet::paths::Paths,
+    /// UET's spraying and trimming (`crate::transport::uet::paths`): the
+    /// analyzer's tracker, a sharded run's N (each its PDCs'); read them
+    /// through [`TransportInput::uet_rows`], `uet_signals`, `uet_taps`.
+    pub uet: Vec<&'a uet::paths::Paths>,
     /// UET's PDC directions: the retired ones kept as evidence, then the
     /// live ones (what the capture-level findings count of UET).
     pub pdcs: Vec<&'a uet::Pdc>,
@@ -156,6 +158,46 @@ pub struct OtherFlow {
     pub capture_lost: u64,
     /// Its frames the mirror copied (left out of every other count).
     pub mirror_copies: u64,
+}
+
+impl<'a> TransportInput<'a> {
+    /// Another analyzer's of the same run added (a sharded run judged
+    /// together): its trackers and flows after these.
+    pub fn add(&mut self, more: TransportInput<'a>) {
+        self.uet.extend(more.uet);
+        self.pdcs.extend(more.pdcs);
+    }
+
+    /// UET's path rows, each tracker's in its order (a PDC direction is
+    /// one analyzer's).
+    pub fn uet_rows(&self) -> Vec<uet::paths::PathRow> {
+        match self.uet.as_slice() {
+            [one] => one.rows(),
+            all => all.iter().flat_map(|p| p.rows()).collect(),
+        }
+    }
+
+    /// UET's directions' signals, each tracker's in its order.
+    pub fn uet_signals(&self) -> Vec<uet::paths::PdcSignals> {
+        match self.uet.as_slice() {
+            [one] => one.signals(),
+            all => all.iter().flat_map(|p| p.signals()).collect(),
+        }
+    }
+
+    /// UET's requests and trims per tap, the trackers' added.
+    pub fn uet_taps(&self) -> std::collections::BTreeMap<u16, uet::paths::TapTrims> {
+        let mut taps = std::collections::BTreeMap::new();
+        for p in &self.uet {
+            for (&i, t) in p.taps() {
+                let to: &mut uet::paths::TapTrims = taps.entry(i).or_default();
+                to.requests += t.requests;
+                to.trimmed += t.trimmed;
+                to.trimmed_nacks += t.trimmed_nacks;
+            }
+        }
+        taps
+    }
 }
 
 impl TransportInput<'_> {

@@ -64,6 +64,25 @@ pub(super) struct Ended {
     uet: Vec<crate::transport::uet::Pdc>,
 }
 
+/// What the transports' own findings read at the end
+/// ([`Analyzer::transport_kept`]), one analyzer's or a sharded run's N
+/// together ([`Kept::add`]).
+pub(super) struct Kept {
+    uet: Vec<crate::transport::uet::Pdc>,
+}
+
+impl Kept {
+    /// Another analyzer's added after these.
+    pub(super) fn add(&mut self, more: Kept) {
+        self.uet.extend(more.uet);
+    }
+
+    /// Their own findings, added to `diagnoses` (ranked again when any).
+    pub(super) fn findings(&self, summary: &Summary, diagnoses: &mut Vec<Diagnosis>) {
+        uet::findings(&self.uet, summary, diagnoses);
+    }
+}
+
 impl Ended {
     pub(super) fn is_empty(&self) -> bool {
         self.uet.is_empty()
@@ -132,14 +151,12 @@ impl Analyzer {
         self.uet_input(&ended.uet)
     }
 
-    /// Their own findings, added to `diagnoses` (ranked again when any).
-    pub(super) fn transport_findings(
-        &mut self,
-        ended: &Ended,
-        summary: &Summary,
-        diagnoses: &mut Vec<Diagnosis>,
-    ) {
-        self.uet_findings(&ended.uet, summary, diagnoses);
+    /// What their own findings read of their flows: the ones kept as
+    /// evidence (taken) and those live at the end (`ended`).
+    pub(super) fn transport_kept(&mut self, ended: &Ended) -> Kept {
+        Kept {
+            uet: self.uet_kept(&ended.uet),
+        }
     }
 
     /// The rows of their flows live at the end.

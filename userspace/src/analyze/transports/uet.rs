@@ -167,7 +167,7 @@ impl Analyzer {
     ) -> TransportInput<'a> {
         let pdcs = &self.transports.uet.pdcs;
         TransportInput {
-            uet: &self.transports.uet.paths,
+            uet: vec![&self.transports.uet.paths],
             pdcs: pdcs.kept.iter().chain(live).collect(),
         }
     }
@@ -187,27 +187,12 @@ impl Analyzer {
         pdcs
     }
 
-    /// UET's PDC findings over the directions kept as evidence and `live`
-    /// (those live at the end), added to `diagnoses` and ranked with them.
-    pub(super) fn uet_findings(
-        &mut self,
-        live: &[Pdc],
-        summary: &Summary,
-        diagnoses: &mut Vec<Diagnosis>,
-    ) {
-        let pdcs = &mut self.transports.uet.pdcs;
-        if !live.is_empty() || !pdcs.kept.is_empty() {
-            let mut evidence = std::mem::take(&mut pdcs.kept);
-            let requests = summary
-                .transports
-                .uet
-                .as_ref()
-                .map_or(0, |u| u.data_packets);
-            evidence.extend(live.iter().cloned());
-            findings::transports::uet::pdc::findings(&evidence, requests, diagnoses);
-            findings::transports::uet::pdc::name_rows(&evidence, diagnoses);
-            findings::rank_diagnoses(diagnoses);
-        }
+    /// The directions UET's PDC findings read: those kept as evidence
+    /// (taken), then `live` (those live at the end).
+    pub(super) fn uet_kept(&mut self, live: &[Pdc]) -> Vec<Pdc> {
+        let mut evidence = std::mem::take(&mut self.transports.uet.pdcs.kept);
+        evidence.extend(live.iter().cloned());
+        evidence
     }
 
     /// The rows of the PDC directions live at the end (each since its last
@@ -216,6 +201,21 @@ impl Analyzer {
         let intervals = &self.expiry.intervals;
         live.iter()
             .map(|p| intervals.row_since(p.id, p.goodput_bytes(), p.flow_row()))
+    }
+}
+
+/// UET's PDC findings over `evidence` ([`Analyzer::uet_kept`], one
+/// analyzer's or several), added to `diagnoses` and ranked with them.
+pub(super) fn findings(evidence: &[Pdc], summary: &Summary, diagnoses: &mut Vec<Diagnosis>) {
+    if !evidence.is_empty() {
+        let requests = summary
+            .transports
+            .uet
+            .as_ref()
+            .map_or(0, |u| u.data_packets);
+        findings::transports::uet::pdc::findings(evidence, requests, diagnoses);
+        findings::transports::uet::pdc::name_rows(evidence, diagnoses);
+        findings::rank_diagnoses(diagnoses);
     }
 }
 

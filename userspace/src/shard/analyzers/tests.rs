@@ -14,6 +14,9 @@ fn key(r: &FlowRow) -> Key {
     (r.iface, r.src_ip, r.dst_ip, r.dest_qp, r.first_ts_ns)
 }
 
+/// A finding as compared: severity, the flows named (by key), impact.
+type Instance = (Severity, BTreeSet<Key>, String);
+
 /// What a run gives, with flow ids replaced by flow keys.
 #[derive(Debug, PartialEq)]
 struct Outcome {
@@ -25,8 +28,9 @@ struct Outcome {
     timeline: BTreeSet<(Key, u64, u64)>,
     pfc: Vec<PfcInterval>,
     frames: FrameCounts,
-    /// Per finding id: the highest severity and the flows named.
-    findings: BTreeMap<&'static str, (Severity, BTreeSet<Key>)>,
+    /// Per finding id, each instance: its severity, the flows it names
+    /// (by key) and its impact; sorted.
+    findings: BTreeMap<&'static str, Vec<Instance>>,
 }
 
 fn run(records: &[PacketRecord], n: usize) -> Outcome {
@@ -54,14 +58,15 @@ fn run(records: &[PacketRecord], n: usize) -> Outcome {
         .iter()
         .map(|t| (by_id[&t.flow_id], t.bin_start_ns, t.packets))
         .collect();
-    let mut findings: BTreeMap<&'static str, (Severity, BTreeSet<Key>)> = BTreeMap::new();
+    let mut findings: BTreeMap<&'static str, Vec<Instance>> = BTreeMap::new();
     for d in &merged.diagnoses {
-        let e = findings
-            .entry(d.evidence.id())
-            .or_insert((d.severity, BTreeSet::new()));
-        e.0 = e.0.max(d.severity);
-        e.1.extend(d.flows.iter().map(|id| by_id[id]));
+        findings.entry(d.evidence.id()).or_default().push((
+            d.severity,
+            d.flows.iter().map(|id| by_id[id]).collect(),
+            format!("{:.12}", d.impact),
+        ));
     }
+    findings.values_mut().for_each(|v| v.sort());
     Outcome {
         flows,
         events,
@@ -104,6 +109,17 @@ fn analyzers_number_their_flows_apart() {
     }
 }
 
+/// `o`'s findings, the impact of [`APART`]'s cleared.
+fn judged(o: &Outcome) -> BTreeMap<&'static str, Vec<Instance>> {
+    let mut f = o.findings.clone();
+    for id in APART {
+        for i in f.get_mut(id).into_iter().flatten() {
+            i.2.clear();
+        }
+    }
+    f
+}
+
 #[test]
 fn two_and_three_analyzers_give_what_one_gives_on_every_sample() {
     let mut compared = 0;
@@ -136,15 +152,9 @@ fn two_and_three_analyzers_give_what_one_gives_on_every_sample() {
             );
             assert_eq!(many.pfc, one.pfc, "{}: {n}: pfc", path.display());
             assert_eq!(many.frames, one.frames, "{}: {n}: frames", path.display());
-            // Every finding but those that compare flows of different
-            // address pairs, which no analyzer of a shard can judge.
-            let judged = |o: &Outcome| -> BTreeMap<&'static str, (Severity, BTreeSet<Key>)> {
-                o.findings
-                    .iter()
-                    .filter(|(id, _)| !CROSS_PAIR_FINDINGS.contains(id))
-                    .map(|(id, f)| (*id, f.clone()))
-                    .collect()
-            };
+            // Every finding once, as one analyzer judges it: the N
+            // analyzers' state judged together; the impact of those read
+            // from each analyzer's own estimate aside ([`APART`]).
             assert_eq!(
                 judged(&many),
                 judged(&one),

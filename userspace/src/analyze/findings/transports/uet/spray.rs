@@ -76,7 +76,7 @@ pub struct Late {
 
 /// `uet-spray-imbalance`: see the module.
 pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
-    let rows = x.transports.uet.rows();
+    let rows = x.transports.uet_rows();
     let mut by_pdc: BTreeMap<PdcKey, Vec<&PathRow>> = BTreeMap::new();
     for r in &rows {
         if let (Some(key), Some(_)) = (r.key, r.entropy) {

@@ -81,8 +81,7 @@ impl TrimmedPdc {
 pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     let taps: Vec<(u16, TapTrims)> = x
         .transports
-        .uet
-        .taps()
+        .uet_taps()
         .iter()
         .filter(|(_, t)| t.trimmed > 0 || t.trimmed_nacks > 0)
         .map(|(i, t)| (*i, *t))
@@ -97,8 +96,7 @@ pub(crate) fn finding(x: &Input) -> Option<Diagnosis> {
     });
     let mut pdcs: Vec<TrimmedPdc> = x
         .transports
-        .uet
-        .signals()
+        .uet_signals()
         .iter()
         .filter(|s| s.requests.trimmed > 0 || s.answers.trimmed_nacks > 0)
         .map(TrimmedPdc::of)
