@@ -46,7 +46,7 @@ mod tests;
 
 use clocks::offsets;
 pub use clocks::{ClockOffset, OffsetSource};
-use keys::{Key, Slot};
+use keys::{Expiry, Key, Order, Slot};
 pub use rows::{HopRow, Matching};
 pub use sketch::Sketch;
 use tally::Tallies;
@@ -77,14 +77,9 @@ struct TapRange {
 /// its flow, the flow, and its time.
 type Sighting = (Key, usize, NetFlow, u64);
 
-/// An [`Matcher::order`] entry: a key's slot and its last sighting then;
-/// `superseded` once a later sighting of the key pushed its own entry
-/// (expiry skips it without reading the slot).
-#[derive(Clone, Copy, Debug)]
-struct Expiry {
-    slot: u32,
-    superseded: bool,
-    t: u64,
+/// The flow of a RoCE frame.
+fn net_flow(rec: &PacketRecord) -> NetFlow {
+    (rec.src_ip, rec.dst_ip, rec.roce().dest_qp & QPN_MASK)
 }
 
 /// Per direction across a tap pair: (min, max, matched) of `t_b - t_a`.
@@ -149,9 +144,7 @@ pub(crate) struct Matcher {
     /// the tallies hold the numbers to the end).
     free_numbers: Vec<u32>,
     /// Keys by their last sighting, for expiry.
-    order: VecDeque<Expiry>,
-    /// Entries popped from `order` so far.
-    popped: u64,
+    order: Order,
     /// The watermark past which `order`'s first entry expires (`u64::MAX`
     /// while it is empty): a frame before it does not look at `order`.
     due: u64,
@@ -179,8 +172,7 @@ impl Matcher {
             free: Vec::new(),
             group: Vec::new(),
             free_numbers: Vec::new(),
-            order: VecDeque::new(),
-            popped: 0,
+            order: Order::default(),
             due: u64::MAX,
             watermark: 0,
             taps: Vec::new(),
@@ -209,7 +201,6 @@ impl Matcher {
             return;
         }
         let icrc = rec.has(flags::ICRC_CHECKED);
-        let flow = (rec.src_ip, rec.dst_ip, rec.roce().dest_qp & QPN_MASK);
         let mut key = Key {
             flow: NO_FLOW,
             psn: rec.roce().psn,
@@ -217,6 +208,22 @@ impl Matcher {
             has_icrc: icrc,
             opcode: rec.roce().opcode,
         };
+        if self.solo.is_some() || self.taps.is_empty() {
+            self.push_solo(rec, key, flow_index);
+            return;
+        }
+        // The flow itself (two addresses) only for a flow index not
+        // numbered yet.
+        key.flow = self.flow_number(flow_index, || net_flow(rec));
+        self.sighting(key, rec.iface, rec.ts_ns);
+    }
+
+    /// [`Matcher::push`] while one tap has been seen: the frame is kept,
+    /// or the second tap's first replays the kept ones (out of line: a
+    /// multi-tap capture comes here until its second tap's first frame).
+    #[inline(never)]
+    fn push_solo(&mut self, rec: &PacketRecord, mut key: Key, flow_index: usize) {
+        let flow = net_flow(rec);
         let (now, iface) = (rec.ts_ns, rec.iface);
         match &mut self.solo {
             None if self.taps.is_empty() => self.solo = Some((iface, VecDeque::new())),
@@ -233,7 +240,7 @@ impl Matcher {
             Some(_) => {
                 if let Some((tap, recent)) = self.solo.take() {
                     for (mut k, index, f, t) in recent {
-                        k.flow = self.flow_number(f, index);
+                        k.flow = self.flow_number(index, || f);
                         self.sighting(k, tap, t);
                     }
                 }
@@ -244,7 +251,7 @@ impl Matcher {
             recent.push_back((key, flow_index, flow, now));
             return;
         }
-        key.flow = self.flow_number(flow, flow_index);
+        key.flow = self.flow_number(flow_index, || flow);
         self.sighting(key, iface, now);
     }
 
@@ -266,12 +273,18 @@ impl Matcher {
 
     /// The number of `flow`, the analyzer's flow `flow_index` (at some
     /// tap): hashed once per analyzer flow, then found by its index.
-    fn flow_number(&mut self, flow: NetFlow, flow_index: usize) -> u32 {
+    fn flow_number(&mut self, flow_index: usize, flow: impl FnOnce() -> NetFlow) -> u32 {
         if let Some(&n) = self.by_flow_index.get(flow_index)
             && n != NO_FLOW
         {
             return n;
         }
+        self.number_flow(flow(), flow_index)
+    }
+
+    /// [`Matcher::flow_number`] of a flow index not numbered yet.
+    #[cold]
+    fn number_flow(&mut self, flow: NetFlow, flow_index: usize) -> u32 {
         let n = match self.flow_numbers.get(&flow) {
             Some(&n) => n,
             None => {
@@ -328,14 +341,10 @@ impl Matcher {
                 let superseded = now <= s.last_any;
                 if !superseded {
                     s.last_any = now;
-                    if let Some(before) = s
-                        .entry
-                        .checked_sub(self.popped)
-                        .and_then(|at| self.order.get_mut(at as usize))
-                    {
+                    if let Some(before) = self.order.get_mut(s.entry) {
                         before.superseded = true;
                     }
-                    s.entry = self.popped + self.order.len() as u64;
+                    s.entry = self.order.next();
                 }
                 let t = s.last_any;
                 self.enqueue(Expiry {
@@ -345,7 +354,7 @@ impl Matcher {
                 });
             }
             Entry::Vacant(e) => {
-                let entry = self.popped + self.order.len() as u64;
+                let entry = self.order.next();
                 let slot = match self.free.pop() {
                     Some(slot) => slot,
                     None => {
@@ -380,13 +389,13 @@ impl Matcher {
         if self.order.is_empty() {
             self.due = e.t.saturating_add(self.window_ns);
         }
-        self.order.push_back(e);
+        self.order.push(e);
     }
 
     /// Closes the keys last seen more than a window ago (all of them at
     /// the end).
     fn expire(&mut self, all: bool) {
-        while let Some(&Expiry {
+        while let Some(Expiry {
             slot,
             superseded,
             t,
@@ -397,7 +406,6 @@ impl Matcher {
                 return;
             }
             self.order.pop_front();
-            self.popped += 1;
             if superseded {
                 continue;
             }
