@@ -88,12 +88,36 @@ pub(super) type Direction = Option<(i64, i64, u64)>;
 /// One flow between taps `a < b`.
 pub(super) type PairKey = (NetFlow, u16, u16);
 
-/// [`PairKey`] with the flow as a [`Matcher::flows`] index, in one
-/// number (one write to the hasher: [`flow_pair`]).
-type FlowPair = u64;
+/// The [`Pair`]s of each flow, by its [`Matcher::flows`] number: a flow
+/// crosses a few taps, so its few tap pairs are found by a scan of its own
+/// list, with no hashing (a map keyed by flow and taps was one hash and
+/// probe per tap pair of every transmission).
+#[derive(Debug, Default)]
+struct FlowPairs(Vec<Vec<(u16, u16, Pair)>>);
 
-fn flow_pair(flow: u32, a: u16, b: u16) -> FlowPair {
-    u64::from(flow) << 32 | u64::from(a) << 16 | u64::from(b)
+impl FlowPairs {
+    /// The pair of `flow` between taps `a < b`, made if new.
+    fn get(&mut self, flow: u32, a: u16, b: u16) -> &mut Pair {
+        let f = flow as usize;
+        if self.0.len() <= f {
+            self.0.resize_with(f + 1, Vec::new);
+        }
+        let list = &mut self.0[f];
+        let at = match list.iter().position(|&(x, y, _)| (x, y) == (a, b)) {
+            Some(at) => at,
+            None => {
+                list.push((a, b, Pair::default()));
+                list.len() - 1
+            }
+        };
+        &mut list[at].2
+    }
+
+    /// Pairs held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
 }
 
 /// No [`Matcher::flows`] index yet.
@@ -151,7 +175,7 @@ pub(crate) struct Matcher {
     watermark: u64,
     taps: Vec<TapRange>,
     tallies: Tallies,
-    pairs: FastMap<FlowPair, Pair>,
+    pairs: FlowPairs,
     /// Frames that came more than a window after a later frame: not matched.
     pub late: u64,
     /// Keys open at once, at most (the window's memory).
@@ -177,7 +201,7 @@ impl Matcher {
             watermark: 0,
             taps: Vec::new(),
             tallies: Tallies::default(),
-            pairs: FastMap::default(),
+            pairs: FlowPairs::default(),
             late: 0,
             peak_keys: 0,
         }
@@ -443,10 +467,11 @@ impl Matcher {
         let by_flow = std::mem::take(&mut self.tallies).finish(&self.taps);
         let flows = &self.flows;
         let net = |n: u32| flows[n as usize];
-        let pairs: FastMap<PairKey, Pair> = self
-            .pairs
-            .drain()
-            .map(|(k, p)| ((net((k >> 32) as u32), (k >> 16) as u16, k as u16), p))
+        let pairs: FastMap<PairKey, Pair> = std::mem::take(&mut self.pairs.0)
+            .into_iter()
+            .zip(0u32..)
+            .flat_map(|(list, n)| list.into_iter().map(move |(a, b, p)| ((n, a, b), p)))
+            .map(|((n, a, b), p)| ((net(n), a, b), p))
             .collect();
         let counts: FastMap<NetFlow, Vec<(u64, u64, u64)>> =
             by_flow.into_iter().map(|(n, c)| (net(n), c)).collect();
@@ -465,7 +490,7 @@ impl Matcher {
 /// Tallies a finished transmission and its delays.
 fn close(
     tallies: &mut Tallies,
-    pairs: &mut FastMap<FlowPair, Pair>,
+    pairs: &mut FlowPairs,
     taps: &[TapRange],
     flow: u32,
     group: &[(u16, u64)],
@@ -486,7 +511,7 @@ fn close(
             } else {
                 ((b, tb), (a, ta))
             };
-            let p = pairs.entry(flow_pair(flow, a, b)).or_default();
+            let p = pairs.get(flow, a, b);
             if p.matched == 0 {
                 p.a = (ta, ta);
                 p.b = (tb, tb);
