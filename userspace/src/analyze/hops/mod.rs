@@ -29,10 +29,12 @@
 //! at its queue only when the watermark passes the first entry's due time,
 //! and each map is looked up once per use (entry API).
 
-use std::collections::hash_map::Entry;
+use std::hash::BuildHasher;
+
+use hashbrown::hash_table::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
-use super::hash::FastMap;
+use super::hash::{FastMap, FastState};
 use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{PacketRecord, flags};
 
@@ -157,8 +159,12 @@ pub(crate) struct Matcher {
     flow_numbers: FastMap<NetFlow, u32>,
     /// Per analyzer flow index: its [`Matcher::flows`] number, or [`NO_FLOW`].
     by_flow_index: Vec<u32>,
-    /// The open keys' slots.
-    keys: FastMap<Key, u32>,
+    /// The open keys' slots, by the hash of their key (`hasher`): 4 bytes
+    /// a bucket, the key read from the slot (the slot a sighting reads
+    /// anyway); a closing key is found by its slot number, its key not
+    /// compared.
+    keys: hashbrown::HashTable<u32>,
+    hasher: FastState,
     slots: Vec<Slot>,
     /// Slots of closed keys, reused first.
     free: Vec<u32>,
@@ -191,7 +197,8 @@ impl Matcher {
             flows: Vec::new(),
             flow_numbers: FastMap::default(),
             by_flow_index: Vec::new(),
-            keys: FastMap::default(),
+            keys: hashbrown::HashTable::new(),
+            hasher: FastState::default(),
             slots: Vec::new(),
             free: Vec::new(),
             group: Vec::new(),
@@ -352,7 +359,13 @@ impl Matcher {
             }
         }
         let mut closed = None;
-        match self.keys.entry(key) {
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        let hash = hasher.hash_one(key);
+        match self.keys.entry(
+            hash,
+            |&s| slots[s as usize].key == key,
+            |&s| hasher.hash_one(slots[s as usize].key),
+        ) {
             Entry::Occupied(e) => {
                 let slot = *e.get();
                 let s = &mut self.slots[slot as usize];
@@ -437,7 +450,10 @@ impl Matcher {
             let s = &mut self.slots[slot as usize];
             s.take_group(&mut self.group);
             let (key, ambiguous) = (s.key, s.ambiguous);
-            self.keys.remove(&key);
+            let hash = self.hasher.hash_one(key);
+            if let Ok(e) = self.keys.find_entry(hash, |&s| s == slot) {
+                e.remove();
+            }
             self.free.push(slot);
             close(
                 &mut self.tallies,
