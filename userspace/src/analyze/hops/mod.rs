@@ -19,15 +19,17 @@
 //! (flow, tap set) and one delay sketch per (flow, tap pair).
 //!
 //! Cost: every RoCE frame of a multi-tap capture is a sighting, so the
-//! matcher is kept small per sighting: a flow is named by a number of its
-//! own (looked up by the analyzer's flow index, not hashed per frame), a
-//! key is 16 bytes hashed in one round and maps to a slot of a slab (the
-//! map stays small enough for the cache; expiry checks a slot, not the
-//! map), a key's state is one slot of two cache lines (each tap's
+//! matcher is kept small per sighting (docs/benchmarks.md, "matcher"): a
+//! flow is named by a number of its own (looked up by the analyzer's flow
+//! index, not hashed per frame); a key is 16 bytes hashed in one round,
+//! found through a table of 4-byte slot numbers (the key compared in its
+//! slot); a key's state is one slot of two cache lines (each tap's
 //! sightings in the session and in the open transmission in one entry,
-//! inline up to [`keys::INLINE_TAPS`] taps: no allocation), expiry looks
-//! at its queue only when the watermark passes the first entry's due time,
-//! and each map is looked up once per use (entry API).
+//! inline up to [`keys::INLINE_TAPS`] taps: no allocation); the expiry
+//! queue is a ring indexed by entry position, looked at only when the
+//! watermark passes its first entry's due time; and a closed
+//! transmission finds its flow's tap pairs and unchanged tallies in the
+//! flow's own lists, not in maps.
 
 use std::hash::BuildHasher;
 
