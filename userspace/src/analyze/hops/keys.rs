@@ -50,8 +50,8 @@ struct Seen {
 
 /// An open key: the key, its session's sightings per tap and its open
 /// transmission's, and which [`super::Matcher`] `order` entry will close
-/// it. 128 bytes, aligned to them: two cache lines, the first holding all
-/// but the third and fourth taps.
+/// it. 128 bytes, aligned to them: two cache lines (the state was 200
+/// bytes, up to four).
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub(super) struct Slot {
