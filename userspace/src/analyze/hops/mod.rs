@@ -19,21 +19,29 @@
 //! (flow, tap set) and one delay sketch per (flow, tap pair).
 //!
 //! Cost: every RoCE frame of a multi-tap capture is a sighting, so the
-//! matcher is kept small per sighting: a flow is named by a number of its
-//! own (looked up by the analyzer's flow index, not hashed per frame), a
-//! key is 16 bytes and maps to a slot of a slab (the map stays small enough
-//! for the cache; expiry checks a slot, not the map), a key's taps are held
-//! inline (no allocation for up to [`INLINE_TAPS`]), and each map is looked
-//! up once per use (entry API).
+//! matcher is kept small per sighting (docs/benchmarks.md, "matcher"): a
+//! flow is named by a number of its own (looked up by the analyzer's flow
+//! index, not hashed per frame); a key is 16 bytes hashed in one round,
+//! found through a table of 4-byte slot numbers (the key compared in its
+//! slot); a key's state is one slot of two cache lines (each tap's
+//! sightings in the session and in the open transmission in one entry,
+//! inline up to [`keys::INLINE_TAPS`] taps: no allocation); the expiry
+//! queue is a ring indexed by entry position, looked at only when the
+//! watermark passes its first entry's due time; and a closed
+//! transmission finds its flow's tap pairs and unchanged tallies in the
+//! flow's own lists, not in maps.
 
-use std::collections::hash_map::Entry;
+use std::hash::BuildHasher;
+
+use hashbrown::hash_table::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
-use super::hash::FastMap;
+use super::hash::{FastMap, FastState};
 use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{PacketRecord, flags};
 
 mod clocks;
+mod keys;
 mod rows;
 mod sketch;
 mod tally;
@@ -42,6 +50,7 @@ mod tests;
 
 use clocks::offsets;
 pub use clocks::{ClockOffset, OffsetSource};
+use keys::{Expiry, Key, Order, Slot};
 pub use rows::{HopRow, Matching};
 pub use sketch::Sketch;
 use tally::Tallies;
@@ -58,87 +67,6 @@ pub const MAX_TAPS: u16 = 64;
 /// `(src_ip, dst_ip, dest_qp)`: one flow, whatever tap sees it.
 pub type NetFlow = ([u8; 16], [u8; 16], u32);
 
-/// A frame's key: its flow (a [`Matcher::flows`] index), PSN, opcode and
-/// ICRC.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-struct Key {
-    flow: u32,
-    psn: u32,
-    /// 0 when the frame was cut before its ICRC (`has_icrc` false).
-    icrc: u32,
-    has_icrc: bool,
-    opcode: u8,
-}
-
-/// Taps a key's lists hold without allocating: a frame crosses a few taps.
-pub(super) const INLINE_TAPS: usize = 4;
-
-/// A short list of per-tap entries: inline up to [`INLINE_TAPS`], then all
-/// of them on the heap.
-#[derive(Clone, Debug, Default)]
-struct TapList<T: Copy + Default> {
-    len: usize,
-    inline: [T; INLINE_TAPS],
-    more: Vec<T>,
-}
-
-impl<T: Copy + Default> TapList<T> {
-    fn one(x: T) -> Self {
-        let mut l = TapList::default();
-        l.push(x);
-        l
-    }
-
-    fn as_slice(&self) -> &[T] {
-        if self.more.is_empty() {
-            &self.inline[..self.len]
-        } else {
-            &self.more
-        }
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [T] {
-        if self.more.is_empty() {
-            &mut self.inline[..self.len]
-        } else {
-            &mut self.more
-        }
-    }
-
-    fn push(&mut self, x: T) {
-        if self.more.is_empty() && self.len < INLINE_TAPS {
-            self.inline[self.len] = x;
-            self.len += 1;
-        } else {
-            if self.more.is_empty() {
-                self.more.extend_from_slice(&self.inline[..self.len]);
-            }
-            self.more.push(x);
-        }
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
-        self.more.clear();
-    }
-}
-
-/// The open transmission of a key and the key's recent sightings.
-#[derive(Debug, Default)]
-struct KeyState {
-    last_any: u64,
-    /// The open transmission's number in the session (the highest `occ`).
-    number: u32,
-    /// A tap saw the key twice in the session (a resend, or identical
-    /// frames such as duplicate ACKs): which record belongs to which
-    /// transmission is a guess, so their delays are left out.
-    ambiguous: bool,
-    /// Sightings per tap in the session.
-    occ: TapList<(u16, u32)>,
-    /// The open transmission's sighting per tap, in time order.
-    group: TapList<(u16, u64)>,
-}
-
 /// Per tap: its first and latest frame, for which transmissions it could
 /// have seen.
 #[derive(Clone, Copy, Debug, Default)]
@@ -153,25 +81,9 @@ struct TapRange {
 /// its flow, the flow, and its time.
 type Sighting = (Key, usize, NetFlow, u64);
 
-/// A key's place in [`Matcher::slots`]: its state while it is open, and
-/// which [`Matcher::order`] entry will close it.
-#[derive(Debug, Default)]
-struct Slot {
-    key: Key,
-    /// The position (counted from the first entry ever) of the key's last
-    /// entry in [`Matcher::order`].
-    entry: u64,
-    state: KeyState,
-}
-
-/// An [`Matcher::order`] entry: a key's slot and its last sighting then;
-/// `superseded` once a later sighting of the key pushed its own entry
-/// (expiry skips it without reading the slot).
-#[derive(Clone, Copy, Debug)]
-struct Expiry {
-    slot: u32,
-    superseded: bool,
-    t: u64,
+/// The flow of a RoCE frame.
+fn net_flow(rec: &PacketRecord) -> NetFlow {
+    (rec.src_ip, rec.dst_ip, rec.roce().dest_qp & QPN_MASK)
 }
 
 /// Per direction across a tap pair: (min, max, matched) of `t_b - t_a`.
@@ -180,8 +92,37 @@ pub(super) type Direction = Option<(i64, i64, u64)>;
 /// One flow between taps `a < b`.
 pub(super) type PairKey = (NetFlow, u16, u16);
 
-/// [`PairKey`] with the flow as a [`Matcher::flows`] index.
-type FlowPair = (u32, u16, u16);
+/// The [`Pair`]s of each flow, by its [`Matcher::flows`] number: a flow
+/// crosses a few taps, so its few tap pairs are found by a scan of its own
+/// list, with no hashing (a map keyed by flow and taps was one hash and
+/// probe per tap pair of every transmission).
+#[derive(Debug, Default)]
+struct FlowPairs(Vec<Vec<(u16, u16, Pair)>>);
+
+impl FlowPairs {
+    /// The pair of `flow` between taps `a < b`, made if new.
+    fn get(&mut self, flow: u32, a: u16, b: u16) -> &mut Pair {
+        let f = flow as usize;
+        if self.0.len() <= f {
+            self.0.resize_with(f + 1, Vec::new);
+        }
+        let list = &mut self.0[f];
+        let at = match list.iter().position(|&(x, y, _)| (x, y) == (a, b)) {
+            Some(at) => at,
+            None => {
+                list.push((a, b, Pair::default()));
+                list.len() - 1
+            }
+        };
+        &mut list[at].2
+    }
+
+    /// Pairs held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
+}
 
 /// No [`Matcher::flows`] index yet.
 const NO_FLOW: u32 = u32::MAX;
@@ -220,22 +161,29 @@ pub(crate) struct Matcher {
     flow_numbers: FastMap<NetFlow, u32>,
     /// Per analyzer flow index: its [`Matcher::flows`] number, or [`NO_FLOW`].
     by_flow_index: Vec<u32>,
-    /// The open keys' slots.
-    keys: FastMap<Key, u32>,
+    /// The open keys' slots, by the hash of their key (`hasher`): 4 bytes
+    /// a bucket, the key read from the slot (the slot a sighting reads
+    /// anyway); a closing key is found by its slot number, its key not
+    /// compared.
+    keys: hashbrown::HashTable<u32>,
+    hasher: FastState,
     slots: Vec<Slot>,
     /// Slots of closed keys, reused first.
     free: Vec<u32>,
+    /// A closing transmission's sightings (tap, time): the buffer kept.
+    group: Vec<(u16, u64)>,
     /// Numbers of retired flows, reused first (one tap only: with several,
     /// the tallies hold the numbers to the end).
     free_numbers: Vec<u32>,
     /// Keys by their last sighting, for expiry.
-    order: VecDeque<Expiry>,
-    /// Entries popped from `order` so far.
-    popped: u64,
+    order: Order,
+    /// The watermark past which `order`'s first entry expires (`u64::MAX`
+    /// while it is empty): a frame before it does not look at `order`.
+    due: u64,
     watermark: u64,
     taps: Vec<TapRange>,
     tallies: Tallies,
-    pairs: FastMap<FlowPair, Pair>,
+    pairs: FlowPairs,
     /// Frames that came more than a window after a later frame: not matched.
     pub late: u64,
     /// Keys open at once, at most (the window's memory).
@@ -251,16 +199,18 @@ impl Matcher {
             flows: Vec::new(),
             flow_numbers: FastMap::default(),
             by_flow_index: Vec::new(),
-            keys: FastMap::default(),
+            keys: hashbrown::HashTable::new(),
+            hasher: FastState::default(),
             slots: Vec::new(),
             free: Vec::new(),
+            group: Vec::new(),
             free_numbers: Vec::new(),
-            order: VecDeque::new(),
-            popped: 0,
+            order: Order::default(),
+            due: u64::MAX,
             watermark: 0,
             taps: Vec::new(),
             tallies: Tallies::default(),
-            pairs: FastMap::default(),
+            pairs: FlowPairs::default(),
             late: 0,
             peak_keys: 0,
         }
@@ -284,7 +234,6 @@ impl Matcher {
             return;
         }
         let icrc = rec.has(flags::ICRC_CHECKED);
-        let flow = (rec.src_ip, rec.dst_ip, rec.roce().dest_qp & QPN_MASK);
         let mut key = Key {
             flow: NO_FLOW,
             psn: rec.roce().psn,
@@ -292,6 +241,22 @@ impl Matcher {
             has_icrc: icrc,
             opcode: rec.roce().opcode,
         };
+        if self.solo.is_some() || self.taps.is_empty() {
+            self.push_solo(rec, key, flow_index);
+            return;
+        }
+        // The flow itself (two addresses) only for a flow index not
+        // numbered yet.
+        key.flow = self.flow_number(flow_index, || net_flow(rec));
+        self.sighting(key, rec.iface, rec.ts_ns);
+    }
+
+    /// [`Matcher::push`] while one tap has been seen: the frame is kept,
+    /// or the second tap's first replays the kept ones (out of line: a
+    /// multi-tap capture comes here until its second tap's first frame).
+    #[inline(never)]
+    fn push_solo(&mut self, rec: &PacketRecord, mut key: Key, flow_index: usize) {
+        let flow = net_flow(rec);
         let (now, iface) = (rec.ts_ns, rec.iface);
         match &mut self.solo {
             None if self.taps.is_empty() => self.solo = Some((iface, VecDeque::new())),
@@ -308,7 +273,7 @@ impl Matcher {
             Some(_) => {
                 if let Some((tap, recent)) = self.solo.take() {
                     for (mut k, index, f, t) in recent {
-                        k.flow = self.flow_number(f, index);
+                        k.flow = self.flow_number(index, || f);
                         self.sighting(k, tap, t);
                     }
                 }
@@ -319,7 +284,7 @@ impl Matcher {
             recent.push_back((key, flow_index, flow, now));
             return;
         }
-        key.flow = self.flow_number(flow, flow_index);
+        key.flow = self.flow_number(flow_index, || flow);
         self.sighting(key, iface, now);
     }
 
@@ -341,12 +306,18 @@ impl Matcher {
 
     /// The number of `flow`, the analyzer's flow `flow_index` (at some
     /// tap): hashed once per analyzer flow, then found by its index.
-    fn flow_number(&mut self, flow: NetFlow, flow_index: usize) -> u32 {
+    fn flow_number(&mut self, flow_index: usize, flow: impl FnOnce() -> NetFlow) -> u32 {
         if let Some(&n) = self.by_flow_index.get(flow_index)
             && n != NO_FLOW
         {
             return n;
         }
+        self.number_flow(flow(), flow_index)
+    }
+
+    /// [`Matcher::flow_number`] of a flow index not numbered yet.
+    #[cold]
+    fn number_flow(&mut self, flow: NetFlow, flow_index: usize) -> u32 {
         let n = match self.flow_numbers.get(&flow) {
             Some(&n) => n,
             None => {
@@ -385,89 +356,54 @@ impl Matcher {
         tap.last = tap.last.max(now);
         if now > self.watermark {
             self.watermark = now;
-            self.expire(false);
+            if now > self.due {
+                self.expire(false);
+            }
         }
-        let w = self.window_ns;
         let mut closed = None;
-        match self.keys.entry(key) {
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        let hash = hasher.hash_one(key);
+        match self.keys.entry(
+            hash,
+            |&s| slots[s as usize].key == key,
+            |&s| hasher.hash_one(slots[s as usize].key),
+        ) {
             Entry::Occupied(e) => {
                 let slot = *e.get();
-                let Slot {
-                    entry, state: st, ..
-                } = &mut self.slots[slot as usize];
-                if now.abs_diff(st.last_any) > w {
-                    // A new session of the key.
-                    closed = Some((std::mem::take(&mut st.group), st.ambiguous));
-                    st.occ.clear();
-                    st.number = 0;
-                    st.ambiguous = false;
-                }
-                let n = match st.occ.as_mut_slice().iter_mut().find(|(t, _)| *t == iface) {
-                    Some(o) => {
-                        o.1 += 1;
-                        o.1
-                    }
-                    None => {
-                        st.occ.push((iface, 1));
-                        1
-                    }
-                };
-                st.ambiguous |= n > 1;
-                if n > st.number {
-                    // This tap's n-th sighting: the n-th transmission (the
-                    // earlier ones passed it already).
-                    if st.number > 0 && closed.is_none() {
-                        closed = Some((std::mem::take(&mut st.group), true));
-                    }
-                    st.number = n;
-                }
-                if !st.group.as_slice().iter().any(|&(t, _)| t == iface) {
-                    st.group.push((iface, now));
-                }
+                let s = &mut self.slots[slot as usize];
+                closed = s.sight(iface, now, self.window_ns, &mut self.group);
                 // The first entry with the key's final last sighting closes
                 // it: a later time supersedes the entry before; the same
                 // time (a frame not later than the key's last) gets an
                 // entry superseded from the start, which holds expiry up
                 // as any entry does.
-                let superseded = now <= st.last_any;
+                let superseded = now <= s.last_any;
                 if !superseded {
-                    st.last_any = now;
-                    if let Some(before) = entry
-                        .checked_sub(self.popped)
-                        .and_then(|at| self.order.get_mut(at as usize))
-                    {
+                    s.last_any = now;
+                    if let Some(before) = self.order.get_mut(s.entry) {
                         before.superseded = true;
                     }
-                    *entry = self.popped + self.order.len() as u64;
+                    s.entry = self.order.next();
                 }
-                self.order.push_back(Expiry {
+                let t = s.last_any;
+                self.enqueue(Expiry {
                     slot,
                     superseded,
-                    t: st.last_any,
+                    t,
                 });
             }
             Entry::Vacant(e) => {
-                let state = KeyState {
-                    last_any: now,
-                    number: 1,
-                    ambiguous: false,
-                    occ: TapList::one((iface, 1)),
-                    group: TapList::one((iface, now)),
-                };
-                let entry = self.popped + self.order.len() as u64;
-                let filled = Slot { key, entry, state };
+                let entry = self.order.next();
                 let slot = match self.free.pop() {
-                    Some(slot) => {
-                        self.slots[slot as usize] = filled;
-                        slot
-                    }
+                    Some(slot) => slot,
                     None => {
-                        self.slots.push(filled);
+                        self.slots.push(Slot::default());
                         (self.slots.len() - 1) as u32
                     }
                 };
+                self.slots[slot as usize].open(key, entry, iface, now);
                 e.insert(slot);
-                self.order.push_back(Expiry {
+                self.enqueue(Expiry {
                     slot,
                     superseded: false,
                     t: now,
@@ -475,70 +411,62 @@ impl Matcher {
                 self.peak_keys = self.peak_keys.max(self.keys.len());
             }
         }
-        if let Some((g, ambiguous)) = closed {
-            self.close(key.flow, g.as_slice(), ambiguous);
+        if let Some(ambiguous) = closed {
+            close(
+                &mut self.tallies,
+                &mut self.pairs,
+                &self.taps,
+                key.flow,
+                &self.group,
+                ambiguous,
+            );
         }
+    }
+
+    /// Appends an entry to `order`.
+    fn enqueue(&mut self, e: Expiry) {
+        if self.order.is_empty() {
+            self.due = e.t.saturating_add(self.window_ns);
+        }
+        self.order.push(e);
     }
 
     /// Closes the keys last seen more than a window ago (all of them at
     /// the end).
     fn expire(&mut self, all: bool) {
-        while let Some(&Expiry {
+        while let Some(Expiry {
             slot,
             superseded,
             t,
         }) = self.order.front()
         {
             if !all && self.watermark.saturating_sub(t) <= self.window_ns {
-                break;
+                self.due = t.saturating_add(self.window_ns);
+                return;
             }
             self.order.pop_front();
-            self.popped += 1;
             if superseded {
                 continue;
             }
             // The key's last entry: it closes.
             let s = &mut self.slots[slot as usize];
-            let (key, group, ambiguous) =
-                (s.key, std::mem::take(&mut s.state.group), s.state.ambiguous);
-            self.keys.remove(&key);
-            self.free.push(slot);
-            self.close(key.flow, group.as_slice(), ambiguous);
-        }
-    }
-
-    /// Tallies a finished transmission and its delays.
-    fn close(&mut self, flow: u32, group: &[(u16, u64)], ambiguous: bool) {
-        let Some(&(_, start)) = group.iter().min_by_key(|g| g.1) else {
-            return;
-        };
-        let mut seen = 0u64;
-        for &(t, _) in group {
-            seen |= 1 << t;
-        }
-        self.tallies.add(flow, seen, start, &self.taps);
-        for (x, &(a, ta)) in group.iter().enumerate() {
-            for &(b, tb) in &group[x + 1..] {
-                let ((a, ta), (b, tb)) = if a < b {
-                    ((a, ta), (b, tb))
-                } else {
-                    ((b, tb), (a, ta))
-                };
-                let p = self.pairs.entry((flow, a, b)).or_default();
-                if p.matched == 0 {
-                    p.a = (ta, ta);
-                    p.b = (tb, tb);
-                }
-                p.matched += 1;
-                p.a_first += u64::from(ta <= tb);
-                p.a = (p.a.0.min(ta), p.a.1.max(ta));
-                p.b = (p.b.0.min(tb), p.b.1.max(tb));
-                if !ambiguous {
-                    // Exact while the two are less than 2^63 ns apart, which a window is.
-                    p.delays.add(tb.wrapping_sub(ta) as i64);
-                }
+            s.take_group(&mut self.group);
+            let (key, ambiguous) = (s.key, s.ambiguous);
+            let hash = self.hasher.hash_one(key);
+            if let Ok(e) = self.keys.find_entry(hash, |&s| s == slot) {
+                e.remove();
             }
+            self.free.push(slot);
+            close(
+                &mut self.tallies,
+                &mut self.pairs,
+                &self.taps,
+                key.flow,
+                &self.group,
+                ambiguous,
+            );
         }
+        self.due = u64::MAX;
     }
 
     /// Closes what is open and computes the tap pairs' clock offsets and
@@ -557,9 +485,10 @@ impl Matcher {
         let by_flow = std::mem::take(&mut self.tallies).finish(&self.taps);
         let flows = &self.flows;
         let net = |n: u32| flows[n as usize];
-        let pairs: FastMap<PairKey, Pair> = self
-            .pairs
-            .drain()
+        let pairs: FastMap<PairKey, Pair> = std::mem::take(&mut self.pairs.0)
+            .into_iter()
+            .zip(0u32..)
+            .flat_map(|(list, n)| list.into_iter().map(move |(a, b, p)| ((n, a, b), p)))
             .map(|((n, a, b), p)| ((net(n), a, b), p))
             .collect();
         let counts: FastMap<NetFlow, Vec<(u64, u64, u64)>> =
@@ -573,5 +502,46 @@ impl Matcher {
             window_ns: self.window_ns,
             peak_keys: self.peak_keys,
         })
+    }
+}
+
+/// Tallies a finished transmission and its delays.
+fn close(
+    tallies: &mut Tallies,
+    pairs: &mut FlowPairs,
+    taps: &[TapRange],
+    flow: u32,
+    group: &[(u16, u64)],
+    ambiguous: bool,
+) {
+    let Some(&(_, start)) = group.iter().min_by_key(|g| g.1) else {
+        return;
+    };
+    let mut seen = 0u64;
+    for &(t, _) in group {
+        seen |= 1 << t;
+    }
+    tallies.add(flow, seen, start, taps);
+    for (x, &(a, ta)) in group.iter().enumerate() {
+        for &(b, tb) in &group[x + 1..] {
+            let ((a, ta), (b, tb)) = if a < b {
+                ((a, ta), (b, tb))
+            } else {
+                ((b, tb), (a, ta))
+            };
+            let p = pairs.get(flow, a, b);
+            if p.matched == 0 {
+                p.a = (ta, ta);
+                p.b = (tb, tb);
+            }
+            p.matched += 1;
+            p.a_first += u64::from(ta <= tb);
+            p.a = (p.a.0.min(ta), p.a.1.max(ta));
+            p.b = (p.b.0.min(tb), p.b.1.max(tb));
+            if !ambiguous {
+                // Exact while the two are less than 2^63 ns apart, which a window is.
+                p.delays.add(tb.wrapping_sub(ta) as i64);
+            }
+        }
     }
 }

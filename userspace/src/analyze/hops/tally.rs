@@ -32,6 +32,11 @@ struct Held {
 #[derive(Debug)]
 pub(super) struct Tallies {
     decided: FastMap<Decided, u64>,
+    /// Per flow number: its last decided tally's taps (seen, live) and the
+    /// transmissions counted with them not yet added to `decided` (0:
+    /// none). A flow's transmissions mostly have the same taps, so
+    /// `decided` is updated when they change, not once a transmission.
+    last: Vec<(u64, u64, u64)>,
     held: FastMap<Held, u64>,
     /// The next fold: when `held` grows past this.
     pub(super) fold_at: usize,
@@ -41,6 +46,7 @@ impl Default for Tallies {
     fn default() -> Self {
         Tallies {
             decided: FastMap::default(),
+            last: Vec::new(),
             held: FastMap::default(),
             fold_at: MIN_FOLD,
         }
@@ -65,7 +71,19 @@ impl Tallies {
             }
         }
         if silent.is_empty() {
-            *self.decided.entry((flow, seen, live)).or_default() += 1;
+            let f = flow as usize;
+            if self.last.len() <= f {
+                self.last.resize(f + 1, (0, 0, 0));
+            }
+            let last = &mut self.last[f];
+            if last.2 > 0 && (last.0, last.1) == (seen, live) {
+                last.2 += 1;
+                return;
+            }
+            if last.2 > 0 {
+                *self.decided.entry((flow, last.0, last.1)).or_default() += last.2;
+            }
+            *last = (seen, live, 1);
             return;
         }
         let held = Held {
@@ -100,6 +118,11 @@ impl Tallies {
     /// At the end of the capture: per flow, the transmissions by the taps
     /// that saw them and the taps recording (a tap silent since stays so).
     pub(super) fn finish(mut self, taps: &[TapRange]) -> FastMap<u32, Vec<(u64, u64, u64)>> {
+        for (flow, (seen, live, n)) in (0u32..).zip(std::mem::take(&mut self.last)) {
+            if n > 0 {
+                *self.decided.entry((flow, seen, live)).or_default() += n;
+            }
+        }
         self.fold(taps);
         for (h, n) in self.held.drain() {
             *self.decided.entry(h.taps).or_default() += n;
@@ -115,6 +138,12 @@ impl Tallies {
     /// flow.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.decided.len() + self.held.len()
+        let pending = (0u32..)
+            .zip(&self.last)
+            .filter(|&(flow, &(seen, live, n))| {
+                n > 0 && !self.decided.contains_key(&(flow, seen, live))
+            })
+            .count();
+        self.decided.len() + pending + self.held.len()
     }
 }
