@@ -204,10 +204,8 @@ impl RecordPipeline {
 
     /// [`RecordPipeline::with_tables`] with the analysis split across
     /// `analyzers` analyzer threads by address pair when more than 1
-    /// (`--analyzers`; docs/live.md, "Sharded analysis"): pipelined only,
-    /// and neither [`RecordPipeline::watch`] nor
-    /// [`RecordPipeline::watch_pairings`] (not built for N analyzers: the
-    /// run fails at its first record).
+    /// (`--analyzers`; docs/live.md, "Sharded analysis"): pipelined only
+    /// (inline, the run fails at its first record).
     pub fn with_analyzers(
         config: analyze::Config,
         out: Option<&Path>,
@@ -317,7 +315,7 @@ impl RecordPipeline {
         };
         if let Some((n, config)) = self.sharded.take() {
             let watch = self.watch.take();
-            let pairings = self.pairings.is_some();
+            let pairings = self.pairings.clone();
             self.stage = Stage::Pipelined(sharded::start(
                 &config, n, outputs, threads, watch, pairings,
             )?);

@@ -111,4 +111,14 @@ impl Analyzer {
         let f = &self.flows[i];
         spread_over_bins(&mut self.bins, i, f, &self.pfc, d, bin_ns, sink);
     }
+
+    /// A delta another analyzer of a sharded run applies (`crate::shard`):
+    /// the run's clock moves here as [`Analyzer::apply_delta`] moves it
+    /// there (to the delta's last frame, when it counted any), so the run's
+    /// end, and what is settled against it, is alike in every analyzer.
+    pub fn pass_delta_time(&mut self, d: &FlowDelta) {
+        if d.packets > 0 {
+            self.last_ts = self.last_ts.max(d.last_ts_ns);
+        }
+    }
 }

@@ -131,12 +131,8 @@ pub(crate) fn live(args: LiveArgs) -> Result<ExitCode> {
         dataset,
         shards,
     } = args;
-    // Not built over several analyzers (docs/live.md, "Sharded analysis").
-    let analyzers = shards.analyzers(&[(
-        mode == TapMode::Summary,
-        "--mode summary",
-        "the summary mode's counts are not built over several analyzers; use --mode records, or run one analyzer",
-    )    ])?;
+    // Every live option goes with several analyzers (docs/live.md, "Sharded analysis").
+    let analyzers = shards.analyzers(&[])?;
     let ring = live::RingTuning::new(ring_size, wakeup)?;
     let opts = live::Options {
         iface,

@@ -68,7 +68,8 @@
 //! `rocescope_common::summary` and the XDP crate's `summary` module.
 //!
 //! * **Pairing goes back to the kernel**: the analyzer (on its pipeline
-//!   thread) reports every pairing it makes through
+//!   thread; with `--analyzers N`, each analyzer its address pairs', whose
+//!   deltas it takes) reports every pairing it makes through
 //!   [`RecordPipeline::watch_pairings`]; this loop writes it to `PAIRS`
 //!   (both directions, see [`Tap::pair`]). Until then the flows' frames are
 //!   all forwarded: the analyzer pairs a response flow by where its ACK
@@ -195,9 +196,8 @@ pub struct Options {
     /// record costs, docs/benchmarks.md "Live").
     pub packets: bool,
     /// `--analyzers`: analyzer threads sharing the analysis by address
-    /// pair (0 and 1: one). With more, nothing watches the analysis while
-    /// it runs: no findings as they happen, no metrics of the analysis,
-    /// no summary mode (docs/live.md, "Sharded analysis").
+    /// pair (0 and 1: one), in either `--mode` (docs/live.md, "Sharded
+    /// analysis").
     pub analyzers: usize,
 }
 
@@ -239,14 +239,6 @@ pub fn run_with(
             iface: opts.iface.clone(),
             detail: "no such interface (see `ip link`)".into(),
         });
-    }
-    // Not built over several analyzers (docs/live.md, "Sharded analysis"):
-    // refused before anything starts.
-    if opts.analyzers > 1 && opts.tap_mode == TapMode::Summary {
-        return Err(Error::Usage(format!(
-            "--analyzers {}: the summary mode's counts over several analyzers are not built",
-            opts.analyzers
-        )));
     }
     // Before any thread of the run starts: they all inherit it.
     if let Some(cpus) = &opts.cpus {

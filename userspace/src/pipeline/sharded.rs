@@ -16,6 +16,11 @@
 //!   analyzer 0, then of analyzer 1, … So each table holds the rows one
 //!   analyzer writes, in another order: by batch, and within a batch by
 //!   analyzer (`packets` keeps record order).
+//! * **Summary mode** (`live --mode summary`): a batch's deltas go with
+//!   it, each applied by the analyzer of its flow's address pair (the
+//!   others move their clocks to it); the pairings the analyzers made in
+//!   the batch go to whoever watches them (the tap, for the kernel) once
+//!   every analyzer has answered, as one analyzer's go after the batch.
 //! * **Between batches**: interface names and a capture's drop counts go
 //!   to every analyzer, a CM message to its address pair's.
 //! * **At the end**: every analyzer ends; its end-of-run rows and events go
@@ -27,6 +32,8 @@
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender};
 
+use super::Pairing;
+
 use rocescope_common::PacketRecord;
 
 use super::{Discard, Pipelined, TableBatch, ToAnalyzer, ToWriter, Writer, stopped, told};
@@ -36,32 +43,30 @@ use crate::shard::{self, Parallel, whole::LinkLevelRecords};
 use crate::{Error, Result};
 
 /// The pipelined stages with `n` analyzers made from `config`, `watch`
-/// shown their merged analysis (`shard::running`); not for `threads`
-/// inline nor a run that watches `pairings` (the summary mode: not built).
+/// shown their merged analysis (`shard::running`), the pairings they make
+/// sent to `pairings` (the summary mode); not for `threads` inline.
 pub(super) fn start(
     config: &analyze::Config,
     n: usize,
     outputs: super::Outputs,
     threads: super::Threads,
     watch: Option<Box<dyn Watch>>,
-    pairings: bool,
+    pairings: Option<Sender<Pairing>>,
 ) -> Result<Pipelined> {
     if threads == super::Threads::Inline {
         return Err(Error::Usage(format!(
             "--analyzers {n} runs the analysis on {n} threads of its own; --threads 1 runs everything on one thread: leave out one of them"
         )));
     }
-    if pairings {
-        return Err(Error::Usage(format!(
-            "--analyzers {n}: the summary mode over several analyzers is not built (docs/live.md, \"Sharded analysis\")"
-        )));
-    }
-    let parallel = Parallel::with(config, n, |a| {
+    let mut parallel = Parallel::with(config, n, |a| {
         a.set_row_annotator(crate::render::wireshark::annotate_row);
     })?;
+    if pairings.is_some() {
+        parallel.log_pairings()?;
+    }
     let watched = watch.is_some();
     Pipelined::start_with(outputs, watched, move |rx, writer, spare| {
-        analyze_loop(parallel, rx, writer, spare, watch)
+        analyze_loop(parallel, rx, writer, spare, watch, pairings)
     })
 }
 
@@ -73,6 +78,7 @@ fn analyze_loop(
     mut writer: Option<Writer>,
     spare: Sender<Vec<PacketRecord>>,
     mut watch: Option<Box<dyn Watch>>,
+    pairings: Option<Sender<Pairing>>,
 ) -> Result<Analysis> {
     let mut link_level = LinkLevelRecords::new();
     while let Ok(msg) = rx.recv() {
@@ -99,11 +105,6 @@ fn analyze_loop(
                 )?;
             }
             ToAnalyzer::Records(records, deltas, hops) => {
-                if !deltas.is_empty() {
-                    return Err(Error::Internal(
-                        "the summary mode's deltas over several analyzers are not built".into(),
-                    ));
-                }
                 for r in &records {
                     if r.kind().link_level() {
                         *link_level.entry(r.iface).or_default() += 1;
@@ -112,8 +113,17 @@ fn analyze_loop(
                 let batch = Arc::new(records);
                 let mut sink = TableBatch::default();
                 let mut watched = Watched(&mut sink, watch.as_deref_mut());
-                let verdicts =
-                    parallel.push_batch_with(batch.clone(), Arc::new(hops), &mut watched)?;
+                let verdicts = parallel.push_batch_all(
+                    batch.clone(),
+                    Arc::new(hops),
+                    Arc::new(deltas),
+                    &mut watched,
+                )?;
+                if let Some(tx) = &pairings {
+                    for p in parallel.take_pairings() {
+                        let _ = tx.send(p);
+                    }
+                }
                 if let Some(w) = watch.as_deref_mut() {
                     w.analysed(&mut parallel, batch.len());
                     sink.findings = w.take_findings();

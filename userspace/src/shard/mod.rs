@@ -17,9 +17,15 @@
 //! its flows (stalls, `paused_ns`), so they go to **every** shard, and one
 //! of them counts them (see the design).
 //!
+//! A summary-mode delta (`live --mode summary`: frames of one flow the
+//! kernel counted) goes where its flow's records go: the shard of its flow
+//! key's address pair ([`delta_shard`]); so do the pairings the analyzer
+//! of that shard makes, which pair flows between the same two hosts.
+//!
 //! The hash is fixed (no per-process seed): the same record goes to the
 //! same shard in every run, so a sharded run is repeatable.
 use rocescope_common::PacketRecord;
+use rocescope_common::summary::FlowDelta;
 
 pub mod analyzers;
 pub mod parallel;
@@ -48,6 +54,12 @@ pub fn shard_of(rec: &PacketRecord, shards: usize) -> Shard {
     } else {
         Shard::One(pair_shard(&rec.src_ip, &rec.dst_ip, shards))
     }
+}
+
+/// The shard of summary-mode delta `d` among `shards`: its flow's
+/// (the records of the flow and of the flow paired with it go there too).
+pub fn delta_shard(d: &FlowDelta, shards: usize) -> usize {
+    pair_shard(&d.key.src_ip, &d.key.dst_ip, shards)
 }
 
 /// The shard of the unordered address pair `a`, `b` among `shards`: a
@@ -116,6 +128,36 @@ pub(crate) mod tests {
             );
         }
         assert_eq!(pair_shard(&a, &b, 1), 0);
+    }
+
+    /// A delta of either direction of a connection goes where the
+    /// connection's records go, on every number of shards.
+    #[test]
+    fn a_delta_goes_to_the_shard_of_its_flows_records() {
+        use rocescope_common::summary::FlowKey;
+        let delta = |src, dst| FlowDelta {
+            key: FlowKey {
+                src_ip: src,
+                dst_ip: dst,
+                dest_qp: 0x100,
+            },
+            ..FlowDelta::default()
+        };
+        let mut shards = std::collections::BTreeSet::new();
+        for host in 1..=32u8 {
+            let (a, b) = (v4(10, 0, 0, host), v4(10, 0, 1, host));
+            for n in [1, 2, 3, 16] {
+                let Shard::One(k) = shard_of(&rec(Kind::Roce, a, b), n) else {
+                    panic!("a RoCE record to every shard");
+                };
+                assert_eq!(delta_shard(&delta(a, b), n), k);
+                assert_eq!(delta_shard(&delta(b, a), n), k);
+                if n == 3 {
+                    shards.insert(k);
+                }
+            }
+        }
+        assert_eq!(shards.len(), 3, "32 host pairs over 3 shards: {shards:?}");
     }
 
     #[test]

@@ -25,15 +25,28 @@
 //! (interface names, a capture's drop counts) or to one (a CM message, to
 //! its address pair's) goes in order between batches ([`Parallel::each`],
 //! [`Parallel::one`]).
+//!
+//! The live tap's summary mode (`live --mode summary`): the frames the
+//! kernel counted come as deltas among a batch's records
+//! ([`Parallel::push_batch_all`]). The analyzer of the delta's flow
+//! ([`delta_shard`]: its address pair's) applies it before the record at
+//! its index, as one analyzer does; the others move their clocks to its
+//! last frame ([`Analyzer::pass_delta_time`]), as a record they do not
+//! take moves them. The pairings each analyzer makes (of two flows of its
+//! address pairs) come back with its answer to the batch and are kept, in
+//! analyzer order, for [`Parallel::take_pairings`] once every analyzer
+//! has answered: the kernel learns them after the same batch as from one
+//! analyzer.
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use rocescope_common::PacketRecord;
+use rocescope_common::summary::FlowDelta;
 
 use super::analyzers::{Merged, PauseCopies, conclude};
-use super::{Shard, pair_shard, shard_of};
-use crate::analyze::{self, Analyzer, Ending, Sink, VecSink, Verdict};
+use super::{Shard, delta_shard, pair_shard, shard_of};
+use crate::analyze::{self, Analyzer, Ending, FlowKey, Sink, VecSink, Verdict};
 use crate::telemetry::TelemetryRow;
 use crate::{Error, Result};
 
@@ -43,11 +56,18 @@ const DEPTH: usize = 4;
 /// A telemetry hop to join before the record at this index of its batch.
 pub type Hop = (usize, TelemetryRow);
 
+/// A summary-mode delta (its interface and itself) to apply before the
+/// record at this index of its batch.
+pub type Delta = (usize, u16, FlowDelta);
+
+/// Two flows an analyzer paired: (request flow, response flow).
+pub type Pairing = (FlowKey, FlowKey);
+
 /// Something to do to an analyzer between two batches.
 pub type Apply = Box<dyn FnOnce(&mut Analyzer) + Send>;
 
 enum Job {
-    Batch(Arc<Vec<PacketRecord>>, Arc<Vec<Hop>>),
+    Batch(Arc<Vec<PacketRecord>>, Arc<Vec<Hop>>, Arc<Vec<Delta>>),
     Apply(Apply),
     /// The analyzer moved to the caller, and back when it is done.
     Lend(SyncSender<Analyzer>, Receiver<Analyzer>),
@@ -55,10 +75,12 @@ enum Job {
 }
 
 /// What an analyzer thread returns for a batch: (index in the batch,
-/// verdict) of its records, and what its sink received.
+/// verdict) of its records, what its sink received and the pairings it
+/// made ([`Analyzer::log_pairings`]).
 struct Done {
     verdicts: Vec<(u32, Verdict)>,
     sink: VecSink,
+    pairings: Vec<Pairing>,
 }
 
 /// `n` analyzer threads.
@@ -66,6 +88,8 @@ pub struct Parallel {
     jobs: Vec<SyncSender<Job>>,
     done: Vec<Receiver<Done>>,
     threads: Vec<JoinHandle<Ending>>,
+    /// The analyzers' pairings not taken yet ([`Parallel::take_pairings`]).
+    pairings: Vec<Pairing>,
 }
 
 impl Parallel {
@@ -96,6 +120,7 @@ impl Parallel {
             jobs,
             done,
             threads,
+            pairings: Vec::new(),
         })
     }
 
@@ -167,6 +192,19 @@ impl Parallel {
         Ok(out)
     }
 
+    /// From now on every analyzer remembers the pairings it makes, for
+    /// [`Parallel::take_pairings`] (the live tap's summary mode tells the
+    /// kernel).
+    pub fn log_pairings(&mut self) -> Result<()> {
+        self.each(Analyzer::log_pairings)
+    }
+
+    /// The pairings the analyzers made in the batches answered since the
+    /// last call, analyzer by analyzer per batch.
+    pub fn take_pairings(&mut self) -> Vec<Pairing> {
+        std::mem::take(&mut self.pairings)
+    }
+
     /// Runs `apply` on the analyzer of the address pair `a`, `b`, after
     /// the batches sent before.
     pub fn one(&mut self, a: &[u8; 16], b: &[u8; 16], apply: Apply) -> Result<()> {
@@ -195,9 +233,23 @@ impl Parallel {
         hops: Arc<Vec<Hop>>,
         sink: &mut impl Sink,
     ) -> Result<Vec<Verdict>> {
+        self.push_batch_all(batch, hops, Arc::new(Vec::new()), sink)
+    }
+
+    /// [`Parallel::push_batch_with`] with the summary-mode deltas among
+    /// the batch's records: each applied by the analyzer of its flow
+    /// ([`delta_shard`]) before the record at its index, its time passed
+    /// to the others (module docs).
+    pub fn push_batch_all(
+        &mut self,
+        batch: Arc<Vec<PacketRecord>>,
+        hops: Arc<Vec<Hop>>,
+        deltas: Arc<Vec<Delta>>,
+        sink: &mut impl Sink,
+    ) -> Result<Vec<Verdict>> {
         let len = batch.len();
         for tx in &self.jobs {
-            tx.send(Job::Batch(batch.clone(), hops.clone()))
+            tx.send(Job::Batch(batch.clone(), hops.clone(), deltas.clone()))
                 .map_err(|_| stopped())?;
         }
         let mut verdicts = vec![Verdict::default(); len];
@@ -207,6 +259,7 @@ impl Parallel {
                 verdicts[i as usize] = v;
             }
             replay(&d.sink, sink);
+            self.pairings.extend(d.pairings);
         }
         Ok(verdicts)
     }
@@ -285,7 +338,7 @@ fn shard_loop(
                         .expect("a lent analyzer comes back before the run goes on"),
                 };
             }
-            Job::Batch(batch, hops) => {
+            Job::Batch(batch, hops, deltas) => {
                 let mut verdicts = Vec::new();
                 // The run starts at the batch's first record in every
                 // shard (the span pause fractions are taken over).
@@ -293,7 +346,10 @@ fn shard_loop(
                     analyzer.pass_time(first, &mut sink);
                 }
                 let mut hops = hops.iter().filter(|(_, h)| hop_shard(h, n) == k).peekable();
+                let mut next_delta = 0;
                 for (i, rec) in batch.iter().enumerate() {
+                    next_delta =
+                        deltas_before(&mut analyzer, k, n, &deltas, next_delta, i, &mut sink);
                     while let Some((_, h)) = hops.next_if(|(at, _)| *at <= i) {
                         analyzer.telemetry(&mut h.clone(), &mut sink);
                     }
@@ -314,6 +370,15 @@ fn shard_loop(
                         verdicts.push((i as u32, v));
                     }
                 }
+                deltas_before(
+                    &mut analyzer,
+                    k,
+                    n,
+                    &deltas,
+                    next_delta,
+                    usize::MAX,
+                    &mut sink,
+                );
                 for (_, h) in hops {
                     analyzer.telemetry(&mut h.clone(), &mut sink);
                 }
@@ -322,10 +387,11 @@ fn shard_loop(
                 }
                 // Done with the batch before answering: the caller gets
                 // its records back whole.
-                drop(batch);
+                drop((batch, deltas));
                 let out = Done {
                     verdicts,
                     sink: std::mem::take(&mut sink),
+                    pairings: analyzer.take_pairings(),
                 };
                 if done.send(out).is_err() {
                     break;
@@ -342,8 +408,36 @@ fn shard_loop(
     let _ = done.send(Done {
         verdicts: Vec::new(),
         sink,
+        pairings: Vec::new(),
     });
     analysis
+}
+
+/// Analyzer `k` of `n` through `deltas` from index `next` on, up to those
+/// before the record at index `at` (`usize::MAX`: all): its flows' applied,
+/// the others' times passed. Returns the index of the first delta left.
+fn deltas_before(
+    analyzer: &mut Analyzer,
+    k: usize,
+    n: usize,
+    deltas: &[Delta],
+    mut next: usize,
+    at: usize,
+    sink: &mut VecSink,
+) -> usize {
+    while let Some((before, iface, d)) = deltas.get(next)
+        && *before <= at
+    {
+        if delta_shard(d, n) != k {
+            analyzer.pass_delta_time(d);
+        } else if k == 0 {
+            analyzer.apply_delta(*iface, d, sink);
+        } else {
+            analyzer.apply_delta(*iface, d, &mut PauseCopies(sink));
+        }
+        next += 1;
+    }
+    next
 }
 
 #[cfg(test)]
@@ -398,3 +492,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod summary_tests;
