@@ -865,9 +865,21 @@ fn not_root_is_a_clear_error_naming_the_capabilities() {
 /// `rocescope live --mode MODE` on a fresh veth pair while `cap` is replayed
 /// at `pps`; stopped by SIGINT once the replay is done. Returns the live facts.
 fn live_run(cap: &Path, mode: &str, out: &Path, pps: &str) -> serde_json::Value {
+    live_run_with(cap, mode, out, pps, &[])
+}
+
+/// [`live_run`] with more options for `live`.
+pub(crate) fn live_run_with(
+    cap: &Path,
+    mode: &str,
+    out: &Path,
+    pps: &str,
+    more: &[&str],
+) -> serde_json::Value {
     let veth = Veth::new();
     quiet(&veth);
-    let live = veth.live(out, &["--mode", mode]);
+    let args: Vec<&str> = ["--mode", mode].iter().chain(more).copied().collect();
+    let live = veth.live(out, &args);
     // Let the event loop start: in summary mode, frames that arrive before
     // the analyzer pairs their flows are all forwarded, so a replay into a
     // loop that is not draining yet saves less.
@@ -887,9 +899,9 @@ fn live_run(cap: &Path, mode: &str, out: &Path, pps: &str) -> serde_json::Value 
 /// The sequence events (`rewind`, `gap`, `nak`, `rnr_nak`, `cnp`) as
 /// sorted `(kind, psn, depth, trigger)` rows.
 /// `(kind, psn, depth, trigger)` of one event.
-type SequenceEvent = (String, Option<i128>, Option<i128>, Option<String>);
+pub(crate) type SequenceEvent = (String, Option<i128>, Option<i128>, Option<String>);
 
-fn sequence_events(dir: &Path) -> Vec<SequenceEvent> {
+pub(crate) fn sequence_events(dir: &Path) -> Vec<SequenceEvent> {
     let t = Table::read(&dir.join("events.parquet"));
     let kind = t.strings("kind");
     let psn = t.ints("psn");
@@ -917,7 +929,7 @@ fn sequence_events(dir: &Path) -> Vec<SequenceEvent> {
 
 /// Per flow (by key): the timeline's packets, bytes, retransmissions and CE
 /// summed over its bins.
-fn timeline_sums(dir: &Path) -> BTreeMap<(String, String, i128), [i128; 4]> {
+pub(crate) fn timeline_sums(dir: &Path) -> BTreeMap<(String, String, i128), [i128; 4]> {
     let flows = Table::read(&dir.join("flows.parquet"));
     let (id, src, dst, qp) = (
         flows.ints("flow_id"),

@@ -109,7 +109,10 @@ pub(in crate::analyze) fn spread_over_bins(
         .first_ts_ns
         .min(last)
         .max(bins.get(i).map_or(0, |b| b.start));
-    if (last - first) / bin_ns >= MAX_SPREAD_BINS {
+    // An open bin that starts after the delta's last frame (a CNP to the
+    // flow opened it, and the delta came after the CNP) takes all of it,
+    // as the bin of its last frame would.
+    if first > last || (last - first) / bin_ns >= MAX_SPREAD_BINS {
         first = last;
     }
     let span = u128::from(last - first) + 1;

@@ -202,3 +202,41 @@ fn a_delta_spreads_over_the_bins_it_spans() {
         [91, 100, 100, 100, 100, 100, 100, 100, 100, 100, 10]
     );
 }
+
+/// A delta whose frames all came before the flow's open bin (a CNP the
+/// flow's receiver sent later opened it, and the delta reached the
+/// analyzer after the CNP): its frames go into that open bin, none lost.
+#[test]
+fn a_delta_older_than_its_flows_open_bin_goes_into_it() {
+    use rocescope_common::summary::{FlowDelta, FlowKey};
+    let mut a = Analyzer::new(Config::default());
+    let mut sink = VecSink::default();
+    a.push(&req(0, 0), &mut sink);
+    a.push(&ack(US, 0), &mut sink);
+    a.push(&cnp(250 * US, B, A, QA), &mut sink);
+    let d = FlowDelta {
+        first_ts_ns: 10 * US,
+        last_ts_ns: 150 * US,
+        packets: 15,
+        bytes: 15 * 1100,
+        payload_bytes: 15 * 1024,
+        data_packets: 15,
+        key: FlowKey {
+            src_ip: A,
+            dst_ip: B,
+            dest_qp: QB,
+        },
+        next_psn: 16,
+        ..FlowDelta::default()
+    };
+    a.apply_delta(0, &d, &mut sink);
+    let analysis = a.finish(&mut sink);
+    let rows: Vec<_> = sink
+        .timeline
+        .iter()
+        .filter(|t| t.flow_id == 0)
+        .map(|t| (t.bin_start_ns, t.packets, t.cnps))
+        .collect();
+    assert_eq!(rows, [(0, 1, 0), (200_000, 15, 1)]);
+    assert_eq!(analysis.flows[0].packets, 16);
+}
