@@ -268,6 +268,7 @@ fn two_live_analyzers_in_summary_mode_give_what_one_gives() {
     let (one, two) = (tmp.path().join("one"), tmp.path().join("two"));
     let f1 = live_run_with(&cap, "summary", &one, "20000", &[]);
     let f2 = live_run_with(&cap, "summary", &two, "20000", &["--analyzers", "2"]);
+    eprintln!("summary mode, one analyzer: {f1}\ntwo analyzers: {f2}");
     let num = |f: &serde_json::Value, k: &str| f[k].as_u64().unwrap();
     for (f, dir) in [(&f1, &one), (&f2, &two)] {
         assert_eq!(num(f, "evicted_flows"), 0, "{f}");
