@@ -32,11 +32,9 @@
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender};
 
-use super::Pairing;
-
 use rocescope_common::PacketRecord;
 
-use super::{Discard, Pipelined, TableBatch, ToAnalyzer, ToWriter, Writer, stopped, told};
+use super::{Discard, Pairing, Pipelined, TableBatch, ToAnalyzer, ToWriter, Writer, stopped, told};
 use crate::analyze::{self, Analysis};
 use crate::output::{Watch, Watched};
 use crate::shard::{self, Parallel, whole::LinkLevelRecords};
