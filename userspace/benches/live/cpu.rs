@@ -20,7 +20,8 @@
 //!    * with `ROCESCOPE_BENCH_CPU_ANALYZERS=N` (N > 1) also **live, without
 //!      packets, N analyzers** (`live --analyzers N`, docs/live.md,
 //!      "Sharded analysis"): the analyzer threads are `shards`, the
-//!      dispatcher that feeds them and merges their results `analyzer`.
+//!      dispatcher that feeds them and merges their results `analyzer`;
+//!      and the same in summary mode (`live --mode summary --analyzers N`).
 //!
 //!    The process's CPU (`getrusage(RUSAGE_SELF)`) from the first frame sent
 //!    to the end of the run (the tables closed), less the sending thread's
@@ -141,15 +142,20 @@ enum Setup {
         packets: bool,
         analyzers: usize,
     },
-    /// `live --mode summary`, without packets, one analyzer.
-    Summary,
+    /// `live --mode summary`, without packets, with this many analyzers.
+    Summary {
+        analyzers: usize,
+    },
 }
 
 impl Setup {
     fn name(self) -> String {
         match self {
             Setup::DrainOnly => "drain only (baseline)".into(),
-            Setup::Summary => "live --mode summary, without packets".into(),
+            Setup::Summary { analyzers: 1 } => "live --mode summary, without packets".into(),
+            Setup::Summary { analyzers } => {
+                format!("live --mode summary, without packets, {analyzers} analyzers")
+            }
             Setup::Live {
                 packets: false,
                 analyzers: 1,
@@ -239,7 +245,7 @@ pub fn per_frame(rig: &Rig<'_>, rounds: usize, pps: f64) {
             packets: true,
             analyzers: 1,
         },
-        Setup::Summary,
+        Setup::Summary { analyzers: 1 },
     ];
     let sharded = std::env::var("ROCESCOPE_BENCH_CPU_ANALYZERS")
         .ok()
@@ -250,6 +256,7 @@ pub fn per_frame(rig: &Rig<'_>, rounds: usize, pps: f64) {
             packets: false,
             analyzers,
         });
+        setups.push(Setup::Summary { analyzers });
     }
     println!(
         "  userspace CPU per frame (records mode, ring per CPU, sender paced at {pps:.0} frames/s, \
@@ -264,7 +271,9 @@ pub fn per_frame(rig: &Rig<'_>, rounds: usize, pps: f64) {
                 Setup::Live { packets, analyzers } => {
                     live_run(rig, pps, live::TapMode::Records, *packets, *analyzers)
                 }
-                Setup::Summary => live_run(rig, pps, live::TapMode::Summary, false, 1),
+                Setup::Summary { analyzers } => {
+                    live_run(rig, pps, live::TapMode::Summary, false, *analyzers)
+                }
             };
             let parts: Vec<String> = r
                 .groups
