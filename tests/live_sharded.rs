@@ -239,7 +239,7 @@ fn two_live_analyzers_stream_findings_and_metrics() {
 /// what summary mode keeps exact: the flows rows (every column that does
 /// not depend on timing; not the id), the sequence events, the timeline's
 /// sums per flow, the frame counts and totals, and the findings (id,
-/// severity, the flows named by their keys; the cross-pair ones aside).
+/// severity, the flows named by their keys).
 #[test]
 fn two_live_analyzers_in_summary_mode_give_what_one_gives() {
     if !usable() {
@@ -335,13 +335,12 @@ fn two_live_analyzers_in_summary_mode_give_what_one_gives() {
 /// A flow's key in `flows.parquet`: (src_ip, dst_ip, dest_qp).
 type FlowName = (Option<String>, Option<String>, Option<i128>);
 
-/// `summary.json`'s findings but the cross-pair ones: per id, the highest
-/// severity and the flows named, by key.
+/// `summary.json`'s findings: per id, the highest severity and the flows
+/// named, by key.
 fn findings(
     dir: &Path,
     s: &serde_json::Value,
 ) -> BTreeMap<String, (String, std::collections::BTreeSet<FlowName>)> {
-    use rocescope::shard::analyzers::CROSS_PAIR_FINDINGS;
     let t = Table::read(&dir.join("flows.parquet"));
     let (id, src, dst, qp) = (
         t.ints("flow_id"),
@@ -355,9 +354,6 @@ fn findings(
     let mut out: BTreeMap<String, (String, std::collections::BTreeSet<FlowName>)> = BTreeMap::new();
     for f in s["findings"].as_array().unwrap() {
         let id = f["id"].as_str().unwrap();
-        if CROSS_PAIR_FINDINGS.contains(&id) {
-            continue;
-        }
         let e = out.entry(id.to_string()).or_default();
         let severity = f["severity"].as_str().unwrap().to_string();
         let rank = |s: &str| ["info", "warning", "critical"].iter().position(|x| *x == s);
