@@ -239,7 +239,7 @@ fn two_live_analyzers_stream_findings_and_metrics() {
 /// what summary mode keeps exact: the flows rows (every column that does
 /// not depend on timing; not the id), the sequence events, the timeline's
 /// sums per flow, the frame counts and totals, and the findings (id,
-/// severity, the flows named by their keys; the cross-pair ones aside).
+/// severity, the flows named by their keys).
 #[test]
 fn two_live_analyzers_in_summary_mode_give_what_one_gives() {
     if !usable() {
@@ -335,8 +335,8 @@ fn two_live_analyzers_in_summary_mode_give_what_one_gives() {
 /// A flow's key in `flows.parquet`: (src_ip, dst_ip, dest_qp).
 type FlowName = (Option<String>, Option<String>, Option<i128>);
 
-/// `summary.json`'s findings (judged once over the analyzers together):
-/// per id, the highest severity and the flows named, by key.
+/// `summary.json`'s findings: per id, the highest severity and the flows
+/// named, by key.
 fn findings(
     dir: &Path,
     s: &serde_json::Value,
