@@ -28,7 +28,15 @@ const fn v4(a: u8, b: u8, c: u8, d: u8) -> [u8; 16] {
     [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d]
 }
 
-fn roce(ts: u64, src: [u8; 16], dst: [u8; 16], qp: u32, opcode: u8, psn: u32) -> PacketRecord {
+/// A RoCEv2 record over IPv4 (ECT(0), DSCP 26) of `opcode` and `psn` to `qp`.
+pub(crate) fn roce(
+    ts: u64,
+    src: [u8; 16],
+    dst: [u8; 16],
+    qp: u32,
+    opcode: u8,
+    psn: u32,
+) -> PacketRecord {
     PacketRecord {
         ts_ns: ts,
         kind: Kind::Roce as u8,

@@ -412,15 +412,21 @@ impl Matcher {
             }
         }
         if let Some(ambiguous) = closed {
-            close(
-                &mut self.tallies,
-                &mut self.pairs,
-                &self.taps,
-                key.flow,
-                &self.group,
-                ambiguous,
-            );
+            self.close_group(key.flow, ambiguous);
         }
+    }
+
+    /// [`close`]s the transmission held in `group`.
+    #[inline]
+    fn close_group(&mut self, flow: u32, ambiguous: bool) {
+        close(
+            &mut self.tallies,
+            &mut self.pairs,
+            &self.taps,
+            flow,
+            &self.group,
+            ambiguous,
+        );
     }
 
     /// Appends an entry to `order`.
@@ -457,14 +463,7 @@ impl Matcher {
                 e.remove();
             }
             self.free.push(slot);
-            close(
-                &mut self.tallies,
-                &mut self.pairs,
-                &self.taps,
-                key.flow,
-                &self.group,
-                ambiguous,
-            );
+            self.close_group(key.flow, ambiguous);
         }
         self.due = u64::MAX;
     }

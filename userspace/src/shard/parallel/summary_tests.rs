@@ -9,6 +9,7 @@ use rocescope_common::summary::{FlowKey as KernelKey, delta_flags};
 use rocescope_common::{Kind, flags};
 
 use super::*;
+use crate::analyze::tests::roce;
 use crate::analyze::{Analysis, FlowRow};
 use crate::shard::whole::{self, LinkLevelRecords};
 
@@ -28,27 +29,6 @@ fn v4(a: u8, b: u8, c: u8, d: u8) -> [u8; 16] {
 /// Host pair `p`: (requester, responder).
 fn hosts(p: u8) -> ([u8; 16], [u8; 16]) {
     (v4(10, 0, p, 1), v4(10, 1, p, 2))
-}
-
-fn roce(ts: u64, src: [u8; 16], dst: [u8; 16], qp: u32, opcode: u8, psn: u32) -> PacketRecord {
-    PacketRecord {
-        ts_ns: ts,
-        kind: Kind::Roce as u8,
-        flags: flags::HAS_IPV4 | flags::HAS_UDP | flags::HAS_BTH | flags::HAS_PAYLOAD_LEN,
-        src_ip: src,
-        dst_ip: dst,
-        dscp: 26,
-        ecn: 0b10,
-        udp_sport: 49152,
-        frame_len: 70,
-        cap_len: 70,
-        ..PacketRecord::default().with_roce(crate::RoceView {
-            dest_qp: qp,
-            psn,
-            opcode,
-            ..crate::RoceView::default()
-        })
-    }
 }
 
 /// An RDMA WRITE Only of 1024 bytes on pair `p`.
