@@ -136,8 +136,8 @@ pub use events::{
 };
 pub use facts::CaptureFact;
 pub(crate) use findings::input::{share, timeout_exponent};
-pub(crate) use findings::rank_findings;
 pub use findings::{Diagnosis, Evidence};
+pub(crate) use findings::{rank_by, rank_findings};
 pub use finish::Ending;
 pub(crate) use flows::{Flow, FlowTable};
 pub use nics::Latency;

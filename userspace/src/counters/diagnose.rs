@@ -1,9 +1,14 @@
-//! Findings from counters alone, in the capture analysis' [`Finding`]
-//! vocabulary. Every finding quotes the deltas (and rates) that prove it;
-//! docs/counters.md defines each one and its thresholds.
+//! Findings from counters alone: each computes a [`CounterDiagnosis`]
+//! holding the deltas (and the span their rates are taken over) that prove
+//! it; `crate::render::counters` words it into the capture analysis'
+//! [`crate::analyze::Finding`] vocabulary. docs/counters.md defines each
+//! one and its thresholds.
+pub use super::evidence::{
+    Corruption, CounterDiagnosis, CounterEvidence, Ghost, Loss, Peer, Quote, Storm, StormPriority,
+};
 use super::model::{Series, Step};
-use crate::analyze::{Finding, Severity};
-use crate::analyze::{rank_findings, share, timeout_exponent};
+use crate::analyze::Severity;
+use crate::analyze::{rank_by, share, timeout_exponent};
 
 /// A priority is in a storm during an interval when pause time covered at
 /// least this share of it.
@@ -30,6 +35,11 @@ const CORRUPTION: [&str; 3] = [
 ];
 /// The responder saw a PSN hole, or the requester was told of one.
 const SEQUENCE: [&str; 3] = ["packet_seq_err", "out_of_sequence", "implied_nak_seq_err"];
+const RETRIES: [&str; 2] = ["req_transport_retries_exceeded", "req_rnr_retries_exceeded"];
+const STORM_EVENTS: [&str; 2] = [
+    "tx_pause_storm_warning_events",
+    "tx_pause_storm_error_events",
+];
 
 /// Every counter a finding reads (the report shows their deltas).
 pub fn used_counter(name: &str) -> bool {
@@ -84,38 +94,16 @@ impl<'a> View<'a> {
         names.iter().map(|n| self.d(n)).sum()
     }
 
-    /// `name +D (R/s)`, for details.
-    fn show(&self, name: &str) -> String {
-        let d = self.d(name);
-        if !self.s.has(name) {
-            return format!("{name} (not in the input)");
-        }
-        if self.span_s > 0.0 && d > 0 {
-            format!("{name} +{d} ({}/s)", rate(d as f64 / self.span_s))
-        } else {
-            format!("{name} +{d}")
+    fn quote(&self, name: &str) -> Quote {
+        Quote {
+            name: name.to_string(),
+            delta: self.d(name),
+            present: self.s.has(name),
         }
     }
 
-    fn show_all(&self, names: &[&str]) -> String {
-        names
-            .iter()
-            .map(|n| self.show(n))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    fn show_present(&self, names: &[String]) -> String {
-        let shown: Vec<String> = names
-            .iter()
-            .filter(|n| self.s.has(n))
-            .map(|n| self.show(n))
-            .collect();
-        if shown.is_empty() {
-            "none in the input".into()
-        } else {
-            shown.join(", ")
-        }
+    fn quotes(&self, names: &[&str]) -> Vec<Quote> {
+        names.iter().map(|n| self.quote(n)).collect()
     }
 
     fn prio_names(&self, dir: &str, what: &str) -> Vec<String> {
@@ -154,18 +142,19 @@ impl<'a> View<'a> {
         )
     }
 
-    fn prefix(&self) -> String {
-        self.s.endpoint.to_string()
-    }
-}
-
-fn rate(r: f64) -> String {
-    if r >= 100.0 {
-        format!("{r:.0}")
-    } else if r >= 1.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{r:.3}")
+    fn diagnosis(
+        &self,
+        severity: Severity,
+        impact: f64,
+        evidence: CounterEvidence,
+    ) -> CounterDiagnosis {
+        CounterDiagnosis {
+            severity,
+            impact,
+            endpoint: self.s.endpoint.to_string(),
+            span_s: self.span_s,
+            evidence,
+        }
     }
 }
 
@@ -179,57 +168,34 @@ fn rising_at(steps: &[Step]) -> Vec<u64> {
 }
 
 /// Findings from every series, ranked by severity, then impact.
-pub fn diagnose(series: &[Series]) -> Vec<Finding> {
+pub fn diagnose(series: &[Series]) -> Vec<CounterDiagnosis> {
     let mut out = Vec::new();
     for s in series.iter().filter(|s| s.snapshots.len() >= 2) {
         let v = View::new(s);
-        ghost(&v, &mut out);
-        loss(&v, &mut out);
-        retries(&v, &mut out);
+        out.extend(ghost(&v));
+        out.extend(loss(&v));
+        out.extend(retries(&v));
         storm_and_pressure(&v, &mut out);
-        np_silent(&v, &mut out);
-        cc_ignored(&v, &mut out);
-        corruption(&v, &mut out);
+        out.extend(np_silent(&v));
+        out.extend(cc_ignored(&v));
+        out.extend(corruption(&v));
     }
     cnps_unhandled(series, &mut out);
-    rank_findings(&mut out);
+    rank_by(&mut out, |d| (d.severity, d.impact));
     out
-}
-
-/// `impact`: the share of the series' intervals (or of its time) the
-/// evidence covers (docs/counters.md).
-fn finding(
-    id: &'static str,
-    severity: Severity,
-    impact: f64,
-    title: String,
-    detail: String,
-    recommendation: &str,
-) -> Finding {
-    Finding {
-        wireshark: None,
-        id,
-        severity,
-        impact,
-        title,
-        detail,
-        recommendation: recommendation.to_string(),
-        flows: Vec::new(),
-        params: Default::default(),
-    }
 }
 
 /// Timeouts / adaptive retransmissions while the port was paused, with no
 /// discard or corruption to explain them.
-fn ghost(v: &View, out: &mut Vec<Finding>) {
+fn ghost(v: &View) -> Option<CounterDiagnosis> {
     let retrans = v.sum(&TIMEOUTS);
     let durations = v.prio_names("rx", "pause_duration");
     let paused_us: u64 = durations.iter().map(|n| v.d(n)).sum();
     if retrans == 0 || paused_us == 0 {
-        return;
+        return None;
     }
     if v.discards() + v.sum(&CORRUPTION) > 0 {
-        return;
+        return None;
     }
     // Both in the same interval: the retransmissions happened while paused.
     let mut retrans_at: Vec<u64> = TIMEOUTS
@@ -249,11 +215,11 @@ fn ghost(v: &View, out: &mut Vec<Finding>) {
         .filter(|t| paused_at.binary_search(t).is_ok())
         .count();
     if together == 0 {
-        return;
+        return None;
     }
     let intervals = v.s.snapshots.len() - 1;
     // The longest pause lies within one interval: its pause time bounds it.
-    let (worst_prio, worst_us) = durations
+    let (worst_priority, worst_us) = durations
         .iter()
         .enumerate()
         .flat_map(|(p, n)| {
@@ -263,146 +229,93 @@ fn ghost(v: &View, out: &mut Vec<Finding>) {
         })
         .max_by_key(|&(p, d)| (d, std::cmp::Reverse(p)))
         .unwrap_or((0, 0));
-    let paused_prios: Vec<String> = durations
-        .iter()
-        .filter(|n| v.d(n) > 0)
-        .map(|n| v.show(n))
-        .collect();
-    let mut checked: Vec<String> = DISCARDS
-        .iter()
-        .chain(CORRUPTION.iter())
-        .filter(|n| v.s.has(n))
-        .map(|n| format!("{n} +0"))
-        .collect();
-    if !v.prio_discards().is_empty() {
-        checked.push("rx_prio*_discards +0".into());
-    }
-    let missing: Vec<&str> = DISCARDS
-        .iter()
-        .chain(CORRUPTION.iter())
-        .filter(|n| !v.s.has(n))
-        .copied()
-        .collect();
-    let mut detail = format!(
-        "{}: {} while {} (pause received: the port could not send for {:.1} % of the {}); in {together} of {intervals} intervals both rose; flat: {}",
-        v.prefix(),
-        v.show_all(&TIMEOUTS),
-        paused_prios.join(", "),
-        paused_us as f64 / 1e4 / v.span_s.max(1e-9),
-        super::fmt_seconds(v.span_s),
-        if checked.is_empty() {
-            "none of the discard/CRC counters is in the input".to_string()
-        } else {
-            checked.join(", ")
-        }
-    );
-    if !missing.is_empty() {
-        detail.push_str(&format!(" (not in the input: {})", missing.join(", ")));
-    }
-    detail.push_str(&format!(
-        "; sequence errors: {}; {}",
-        v.show_all(&SEQUENCE),
-        v.show("duplicate_request")
-    ));
-    let target_ns = worst_us.saturating_mul(1000);
-    let t = timeout_exponent(target_ns);
-    let recommendation = format!(
-        "Packets were delayed behind PFC pauses, not lost: raise the minimum retransmission timeout above the longest pause. The counters bound it by the most pause time in one interval ({worst_us} µs on priority {worst_prio}): the local ACK timeout is 4.096 µs × 2^T, so T ≥ {t} (ibv_modify_qp attr.timeout / NCCL_IB_TIMEOUT, or the NIC's minimum-RTO setting); a capture of the same minutes gives the exact longest pause. Then shorten the pauses: mark ECN earlier than PFC triggers"
-    );
-    out.push(finding(
-        "ghost-drop-signature",
+    let local = || DISCARDS.iter().chain(CORRUPTION.iter());
+    let evidence = Ghost {
+        retransmissions: retrans,
+        paused_us,
+        together,
+        intervals,
+        timeouts: v.quotes(&TIMEOUTS),
+        paused: durations
+            .iter()
+            .filter(|n| v.d(n) > 0)
+            .map(|n| v.quote(n))
+            .collect(),
+        flat: local().filter(|n| v.s.has(n)).copied().collect(),
+        flat_prio_discards: !v.prio_discards().is_empty(),
+        missing: local().filter(|n| !v.s.has(n)).copied().collect(),
+        sequence: v.quotes(&SEQUENCE),
+        duplicate_requests: v.quote("duplicate_request"),
+        worst_us,
+        worst_priority,
+        timeout_exponent: timeout_exponent(worst_us.saturating_mul(1000)),
+    };
+    Some(v.diagnosis(
         Severity::Critical,
         share(together as u64, intervals as u64),
-        format!(
-            "Ghost-drop signature on {}: {retrans} timeouts/adaptive retransmissions while paused {paused_us} µs, with no discards or CRC errors",
-            v.prefix()
-        ),
-        detail,
-        &recommendation,
-    ));
+        CounterEvidence::Ghost(evidence),
+    ))
 }
 
 /// Sequence errors: critical with local discards or corruption to explain
 /// them, a warning (the loss is elsewhere on the path) without.
-fn loss(v: &View, out: &mut Vec<Finding>) {
+fn loss(v: &View) -> Option<CounterDiagnosis> {
     let seq = v.sum(&SEQUENCE);
     if seq == 0 {
-        return;
+        return None;
     }
     let prio_discards = v.prio_discards();
     let discards = v.discards();
     let corrupt = v.sum(&CORRUPTION);
-    let local = discards + corrupt > 0;
-    let evidence: Vec<String> = DISCARDS
+    let local: Vec<Quote> = DISCARDS
         .iter()
         .chain(CORRUPTION.iter())
         .map(|n| n.to_string())
         .chain(prio_discards.into_iter().filter(|n| v.d(n) > 0))
+        .filter(|n| v.s.has(n))
+        .map(|n| v.quote(&n))
         .collect();
-    let detail = format!(
-        "{}: {}; local evidence: {}",
-        v.prefix(),
-        v.show_all(&SEQUENCE),
-        v.show_present(&evidence)
-    );
-    let (severity, title, rec) = if local {
-        (
-            Severity::Critical,
-            format!(
-                "Real loss on {}: {seq} sequence errors with {discards} discards and {corrupt} corrupted frames",
-                v.prefix()
-            ),
-            "Frames are being lost at this port: discards mean the receive buffer overflowed (PFC headroom, or PFC not enabled on the RoCE priority); CRC/symbol errors mean a bad link (see link-corruption)",
-        )
+    let severity = if discards + corrupt > 0 {
+        Severity::Critical
     } else {
-        (
-            Severity::Warning,
-            format!(
-                "Real loss elsewhere on the path of {}: {seq} sequence errors, no local discards or CRC errors",
-                v.prefix()
-            ),
-            "The PSN holes were made upstream: check the switches' discard and FCS counters on the RoCE priority along the path, and the peer's receive counters",
-        )
+        Severity::Warning
     };
-    out.push(finding(
-        "real-loss",
+    Some(v.diagnosis(
         severity,
         v.rose_share(&SEQUENCE),
-        title,
-        detail,
-        rec,
-    ));
+        CounterEvidence::Loss(Loss {
+            sequence_errors: seq,
+            discards,
+            corrupted: corrupt,
+            sequence: v.quotes(&SEQUENCE),
+            local,
+        }),
+    ))
 }
 
 /// Requesters that gave up: transport or RNR retries exhausted.
 /// (`rnr_nak_retry_err` is not one: it counts RNR NAKs that did *not*
 /// exceed the retry limit.)
-fn retries(v: &View, out: &mut Vec<Finding>) {
-    let names = ["req_transport_retries_exceeded", "req_rnr_retries_exceeded"];
-    let n = v.sum(&names);
-    if n == 0 {
-        return;
-    }
-    out.push(finding(
-        "retries-exceeded",
-        Severity::Critical,
-        v.rose_share(&names),
-        format!("Requesters on {} exhausted their retries {n} times", v.prefix()),
-        format!("{}: {}; {}", v.prefix(), v.show_all(&names), v.show_all(&TIMEOUTS)),
-        "A QP that exceeds its retry count goes to the error state and the application sees a failed work request: find the loss or the stall (the other findings) before raising retry_cnt",
-    ));
+fn retries(v: &View) -> Option<CounterDiagnosis> {
+    let n = v.sum(&RETRIES);
+    (n > 0).then(|| {
+        v.diagnosis(
+            Severity::Critical,
+            v.rose_share(&RETRIES),
+            CounterEvidence::Retries {
+                exhausted: n,
+                counters: v.quotes(&RETRIES),
+                timeouts: v.quotes(&TIMEOUTS),
+            },
+        )
+    })
 }
 
 /// Pause time close to the interval (storm), storm events, or any pause
 /// time at all (pressure).
-fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
-    let events = [
-        "tx_pause_storm_warning_events",
-        "tx_pause_storm_error_events",
-    ];
-    let storm_events = v.sum(&events);
-    let mut storms: Vec<String> = Vec::new();
-    let mut stormy: Vec<(String, u8)> = Vec::new();
+fn storm_and_pressure(v: &View, out: &mut Vec<CounterDiagnosis>) {
+    let events = v.sum(&STORM_EVENTS);
+    let mut priorities = Vec::new();
     // The most intervals one priority spent in a storm, as a share.
     let mut storm_share: f64 = 0.0;
     for dir in ["rx", "tx"] {
@@ -419,147 +332,101 @@ fn storm_and_pressure(v: &View, out: &mut Vec<Finding>) {
             let hits = fractions.iter().filter(|&&f| f >= STORM_FRACTION).count();
             if hits > 0 {
                 storm_share = storm_share.max(share(hits as u64, steps.len() as u64));
-                let max = fractions.iter().cloned().fold(0.0, f64::max);
-                storms.push(format!(
-                    "priority {p} {} for ≥ {:.0} % of {hits} of {} intervals (at most {:.1} %), {}",
-                    if dir == "rx" {
-                        "paused by the peer"
-                    } else {
-                        "pausing the peer"
-                    },
-                    STORM_FRACTION * 100.0,
-                    steps.len(),
-                    max * 100.0,
-                    v.show(&name)
-                ));
-                stormy.push((dir.to_string(), p));
+                priorities.push(StormPriority {
+                    received: dir == "rx",
+                    priority: p,
+                    hits,
+                    intervals: steps.len(),
+                    max_fraction: fractions.iter().cloned().fold(0.0, f64::max),
+                    duration: v.quote(&name),
+                });
             }
         }
     }
-    if !storms.is_empty() || storm_events > 0 {
-        let error_events = v.d("tx_pause_storm_error_events");
-        out.push(finding(
-            "pfc-storm",
+    let stormy_rx = |p: u8| priorities.iter().any(|s| s.received && s.priority == p);
+    let mut pressure = Vec::new();
+    if v.span_s > 0.0 {
+        for p in 0..8u8 {
+            let name = format!("rx_prio{p}_pause_duration");
+            let us = v.d(&name);
+            if us == 0 || stormy_rx(p) {
+                continue;
+            }
+            let fraction = us as f64 / 1e6 / v.span_s;
+            let severity = if fraction >= PRESSURE_CRITICAL {
+                Severity::Critical
+            } else if fraction >= PRESSURE_WARNING {
+                Severity::Warning
+            } else {
+                Severity::Info
+            };
+            pressure.push(v.diagnosis(
+                severity,
+                fraction.min(1.0),
+                CounterEvidence::Pressure {
+                    priority: p,
+                    fraction,
+                    duration: v.quote(&name),
+                    pauses: v.quote(&format!("rx_prio{p}_pause")),
+                    transitions: v.quote(&format!("rx_prio{p}_pause_transition")),
+                },
+            ));
+        }
+    }
+    if !priorities.is_empty() || events > 0 {
+        out.push(v.diagnosis(
             Severity::Critical,
             storm_share.min(1.0),
-            format!(
-                "PFC storm on {}: {}{storm_events} storm events",
-                v.prefix(),
-                if stormy.is_empty() {
-                    String::new()
-                } else {
-                    let prios: Vec<String> = stormy.iter().map(|(_, p)| p.to_string()).collect();
-                    format!("priority {} paused nearly all the time, ", prios.join(", "))
-                }
-            ),
-            format!(
-                "{}: {}{}{}",
-                v.prefix(),
-                storms.join("; "),
-                if storms.is_empty() { "" } else { "; " },
-                v.show_all(&events)
-            ),
-            if error_events > 0 {
-                "The NIC's PFC watchdog stopped sending pauses (storm error events): frames may have been dropped meanwhile. Find the receiver that cannot drain (a stuck host, a loop of pauses), and keep the watchdog on"
-            } else {
-                "A port paused for whole intervals: something downstream cannot drain. Find the receiver that stopped (a stuck host, a deadlock of pauses) and enable a PFC watchdog on the switches"
-            },
+            CounterEvidence::Storm(Storm {
+                priorities,
+                events,
+                error_events: v.d("tx_pause_storm_error_events"),
+                event_counters: v.quotes(&STORM_EVENTS),
+            }),
         ));
     }
-    if v.span_s <= 0.0 {
-        return;
-    }
-    for p in 0..8u8 {
-        let name = format!("rx_prio{p}_pause_duration");
-        let us = v.d(&name);
-        if us == 0 || stormy.iter().any(|(d, q)| d == "rx" && *q == p) {
-            continue;
-        }
-        let fraction = us as f64 / 1e6 / v.span_s;
-        let severity = if fraction >= PRESSURE_CRITICAL {
-            Severity::Critical
-        } else if fraction >= PRESSURE_WARNING {
-            Severity::Warning
-        } else {
-            Severity::Info
-        };
-        out.push(finding(
-            "pfc-pressure",
-            severity,
-            fraction.min(1.0),
-            format!(
-                "Priority {p} of {} paused {:.2} % of the time",
-                v.prefix(),
-                fraction * 100.0
-            ),
-            format!(
-                "{}: {}, {}, {} over {}",
-                v.prefix(),
-                v.show(&name),
-                v.show(&format!("rx_prio{p}_pause")),
-                v.show(&format!("rx_prio{p}_pause_transition")),
-                super::fmt_seconds(v.span_s)
-            ),
-            "Pauses received on a lossless priority stop the NIC's sends: tune ECN to mark before the switch's PFC threshold so DCQCN slows senders first",
-        ));
-    }
+    out.extend(pressure);
 }
 
 /// CE-marked packets arrived but the notification point sent no CNP.
-fn np_silent(v: &View, out: &mut Vec<Finding>) {
+fn np_silent(v: &View) -> Option<CounterDiagnosis> {
     let marked = v.d("np_ecn_marked_roce_packets");
     if marked == 0 || !v.s.has("np_cnp_sent") || v.d("np_cnp_sent") > 0 {
-        return;
+        return None;
     }
-    out.push(finding(
-        "ecn-path-broken",
+    Some(v.diagnosis(
         Severity::Critical,
         v.rose_share(&["np_ecn_marked_roce_packets"]),
-        format!(
-            "{marked} CE-marked RoCE packets reached {} and no CNP was sent back",
-            v.prefix()
-        ),
-        format!(
-            "{}: {}, {}",
-            v.prefix(),
-            v.show("np_ecn_marked_roce_packets"),
-            v.show("np_cnp_sent")
-        ),
-        "The notification point ignores ECN: enable DCQCN's notification point on this NIC for the RoCE priority (mlnx_qos / the ecn sysfs knobs, roce_np enable), or the senders never slow down and PFC does all the work",
-    ));
+        CounterEvidence::NpSilent {
+            marked: v.quote("np_ecn_marked_roce_packets"),
+            cnps_sent: v.quote("np_cnp_sent"),
+        },
+    ))
 }
 
 /// CNPs reached the reaction point and were ignored.
-fn cc_ignored(v: &View, out: &mut Vec<Finding>) {
-    let ignored = v.d("rp_cnp_ignored");
-    if ignored == 0 {
-        return;
-    }
-    out.push(finding(
-        "cc-not-reacting",
-        Severity::Warning,
-        v.rose_share(&["rp_cnp_ignored"]),
-        format!("{} ignored {ignored} CNPs", v.prefix()),
-        format!(
-            "{}: {}, {}",
-            v.prefix(),
-            v.show("rp_cnp_ignored"),
-            v.show("rp_cnp_handled")
-        ),
-        "The reaction point received CNPs and did not slow down: enable DCQCN's reaction point for the RoCE priority on this NIC (roce_rp enable), so CE marks turn into lower send rates",
-    ));
+fn cc_ignored(v: &View) -> Option<CounterDiagnosis> {
+    (v.d("rp_cnp_ignored") > 0).then(|| {
+        v.diagnosis(
+            Severity::Warning,
+            v.rose_share(&["rp_cnp_ignored"]),
+            CounterEvidence::CcIgnored {
+                ignored: v.quote("rp_cnp_ignored"),
+                handled: v.quote("rp_cnp_handled"),
+            },
+        )
+    })
 }
 
 /// CNPs sent by one endpoint that no other endpoint handled or ignored.
-fn cnps_unhandled(series: &[Series], out: &mut Vec<Finding>) {
+fn cnps_unhandled(series: &[Series], out: &mut Vec<CounterDiagnosis>) {
     let usable: Vec<View> = series
         .iter()
         .filter(|s| s.snapshots.len() >= 2)
         .map(View::new)
         .collect();
     for v in &usable {
-        let sent = v.d("np_cnp_sent");
-        if sent == 0 {
+        if v.d("np_cnp_sent") == 0 {
             continue;
         }
         let others: Vec<&View> = usable
@@ -576,78 +443,64 @@ fn cnps_unhandled(series: &[Series], out: &mut Vec<Finding>) {
         if received > 0 {
             continue;
         }
-        let names: Vec<String> = others
-            .iter()
-            .map(|o| format!("{}: {}", o.prefix(), o.show("rp_cnp_handled")))
-            .collect();
-        out.push(finding(
-            "ecn-path-broken",
-            Severity::Critical,
-            v.rose_share(&["np_cnp_sent"]),
-            format!(
-                "{} sent {sent} CNPs and none was handled by the other endpoints",
-                v.prefix()
+        out.push(
+            v.diagnosis(
+                Severity::Critical,
+                v.rose_share(&["np_cnp_sent"]),
+                CounterEvidence::CnpsUnhandled {
+                    sent: v.quote("np_cnp_sent"),
+                    peers: others
+                        .iter()
+                        .map(|o| Peer {
+                            endpoint: o.s.endpoint.to_string(),
+                            span_s: o.span_s,
+                            handled: o.quote("rp_cnp_handled"),
+                        })
+                        .collect(),
+                },
             ),
-            format!(
-                "{}: {}; {}",
-                v.prefix(),
-                v.show("np_cnp_sent"),
-                names.join("; ")
-            ),
-            "CNPs are lost or misrouted between the notification and reaction points: check that CNPs travel on a priority the switches forward (often a dedicated DSCP/priority for CNPs), are not dropped by ACLs, and reach the senders' NICs",
-        ));
+        );
     }
 }
 
 /// FCS/symbol errors (frames lost), or FEC corrections rising (margin lost).
-fn corruption(v: &View, out: &mut Vec<Finding>) {
+fn corruption(v: &View) -> Option<CounterDiagnosis> {
     let bad = v.sum(&CORRUPTION);
     let corrected = v.d("rx_corrected_bits_phy");
     if bad == 0 && corrected == 0 {
-        return;
+        return None;
     }
-    let bits = v.d("rx_bits_phy");
-    let mut detail = format!(
-        "{}: {}, {}",
-        v.prefix(),
-        v.show_all(&CORRUPTION),
-        v.show("rx_corrected_bits_phy")
-    );
-    if bits > 0 {
-        detail.push_str(&format!(
-            "; corrected bit rate {:.2e} of {} bits received",
-            corrected as f64 / bits as f64,
-            bits
-        ));
-    }
-    let (severity, title) = if bad > 0 {
-        (
-            Severity::Critical,
-            format!("Link corruption on {}: {bad} frames damaged", v.prefix()),
-        )
+    let severity = if bad > 0 {
+        Severity::Critical
     } else {
-        (
-            Severity::Warning,
-            format!(
-                "FEC is correcting errors on {}: {corrected} corrected bits",
-                v.prefix()
-            ),
-        )
+        Severity::Warning
     };
-    out.push(finding(
-        "link-corruption",
+    Some(v.diagnosis(
         severity,
         v.rose_share(&[&CORRUPTION[..], &["rx_corrected_bits_phy"]].concat()),
-        title,
-        detail,
-        "A link with rising FCS/symbol errors or FEC corrections has a bad cable, transceiver or dirty connector: check the module (mlxlink, ethtool -m), reseat or replace it; a damaged RoCE frame is a lost frame, recovered only by a NAK or a timeout",
-    ));
+        CounterEvidence::Corruption(Corruption {
+            damaged: bad,
+            corrected,
+            counters: v.quotes(&CORRUPTION),
+            corrected_bits: v.quote("rx_corrected_bits_phy"),
+            bits: v.d("rx_bits_phy"),
+        }),
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::Finding;
     use crate::counters::model::{Endpoint, Snapshot, Source, into_series};
+
+    /// The findings as `counters report` words them.
+    fn diagnose(series: &[Series]) -> Vec<Finding> {
+        super::diagnose(series)
+            .iter()
+            .map(crate::render::counters::word)
+            .collect()
+    }
 
     /// Two snapshots a minute apart with the given (name, first, last) values.
     fn series(values: &[(&str, u64, u64)]) -> Vec<Series> {

@@ -6,19 +6,15 @@
 //! reconciliation's tolerances.
 pub mod collect;
 pub mod diagnose;
+mod evidence;
 pub mod model;
 pub mod parse;
 pub mod reconcile;
 pub mod table;
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
-use crate::analyze::Finding;
-use crate::render::{fmt_utc, render_findings};
+use crate::render::fmt_utc;
 use crate::{Error, Result};
 pub use model::{Endpoint, Series, Snapshot, Source};
 
@@ -105,122 +101,4 @@ fn read_text(path: &Path) -> Result<String> {
     }
     // Tools print ASCII; a stray byte must not cost the file.
     Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// One endpoint in `counters report --json`.
-#[derive(Clone, Debug, Serialize)]
-pub struct EndpointReport {
-    #[serde(flatten)]
-    pub endpoint: Endpoint,
-    pub snapshots: usize,
-    pub first_ts_ns: Option<u64>,
-    pub last_ts_ns: Option<u64>,
-    pub span_s: f64,
-    pub counters: usize,
-    /// Total delta and mean rate (per second) of every counter a finding
-    /// reads, when the input has it.
-    pub deltas: BTreeMap<String, Delta>,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Delta {
-    pub delta: u64,
-    pub rate: f64,
-}
-
-/// What `rocescope counters report` prints.
-#[derive(Clone, Debug, Serialize)]
-pub struct Report {
-    pub endpoints: Vec<EndpointReport>,
-    pub findings: Vec<Finding>,
-    pub warnings: Vec<String>,
-}
-
-impl Report {
-    pub fn new(loaded: &Loaded) -> Self {
-        let endpoints = loaded
-            .series
-            .iter()
-            .map(|s| {
-                let span = s.span_s();
-                let deltas = s
-                    .names()
-                    .into_iter()
-                    .filter(|n| diagnose::used_counter(n))
-                    .map(|n| {
-                        let d = s.delta(n);
-                        let rate = if span > 0.0 { d as f64 / span } else { 0.0 };
-                        (n.to_string(), Delta { delta: d, rate })
-                    })
-                    .collect();
-                EndpointReport {
-                    endpoint: s.endpoint.clone(),
-                    snapshots: s.snapshots.len(),
-                    first_ts_ns: s.first_ns(),
-                    last_ts_ns: s.last_ns(),
-                    span_s: span,
-                    counters: s.names().len(),
-                    deltas,
-                }
-            })
-            .collect();
-        Report {
-            endpoints,
-            findings: diagnose::diagnose(&loaded.series),
-            warnings: loaded.warnings.clone(),
-        }
-    }
-
-    /// The terminal report: each endpoint's span and its non-zero deltas,
-    /// then the findings as the capture report prints them.
-    pub fn render_text(&self) -> String {
-        let mut o = String::new();
-        let _ = writeln!(o, "rocescope counters report");
-        let _ = writeln!(o);
-        for e in &self.endpoints {
-            let _ = writeln!(
-                o,
-                "{}: {} snapshots, {} .. {} ({}), {} counters",
-                e.endpoint,
-                e.snapshots,
-                e.first_ts_ns.map(fmt_utc).unwrap_or_default(),
-                e.last_ts_ns.map(fmt_utc).unwrap_or_default(),
-                fmt_seconds(e.span_s),
-                e.counters
-            );
-            let moved: Vec<String> = e
-                .deltas
-                .iter()
-                .filter(|(_, d)| d.delta > 0)
-                .map(|(n, d)| format!("{n} +{}", d.delta))
-                .collect();
-            if !moved.is_empty() {
-                let _ = writeln!(o, "  rising: {}", moved.join(", "));
-            }
-        }
-        let _ = writeln!(o);
-        render_findings(&mut o, &self.findings);
-        o
-    }
-}
-
-/// Reconciles a finished analysis with loaded counters: the
-/// findings are added to the analysis, the table is returned for
-/// summary.json.
-pub fn reconcile_files(
-    analysis: &mut crate::analyze::Analysis,
-    loaded: &Loaded,
-) -> reconcile::Reconciliation {
-    let r = reconcile::reconcile(analysis, &loaded.series);
-    r.add_findings(analysis);
-    r
-}
-
-/// `120.0 s`, or `0.002999 s` for the short series of a synth run.
-pub(crate) fn fmt_seconds(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.1} s")
-    } else {
-        format!("{s:.6} s")
-    }
 }

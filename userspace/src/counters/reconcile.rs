@@ -18,7 +18,7 @@
 use serde::Serialize;
 
 use super::model::{Series, sum};
-use crate::analyze::{Analysis, Finding, Severity};
+use crate::analyze::Analysis;
 
 /// Relative tolerance of every comparison.
 pub const REL_TOLERANCE: f64 = 0.05;
@@ -68,9 +68,22 @@ pub struct Comparison {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Reconciliation {
     pub comparisons: Vec<Comparison>,
+    /// The findings: `capture-incomplete` and `counters-mismatch`, one per
+    /// verdict, interface and endpoint (`crate::render::counters` words them).
     #[serde(skip)]
-    pub findings: Vec<Finding>,
+    pub disagreements: Vec<Disagreement>,
     pub warnings: Vec<String>,
+}
+
+/// Rows of one verdict between one capture interface and one endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Disagreement {
+    /// `capture-incomplete` or `counters-mismatch`: the finding's id.
+    pub verdict: &'static str,
+    pub iface: String,
+    pub endpoint: String,
+    pub impact: f64,
+    pub rows: Vec<Comparison>,
 }
 
 /// How a row is judged.
@@ -172,7 +185,7 @@ pub fn reconcile(a: &Analysis, all: &[Series]) -> Reconciliation {
             compare(a, *iface, name, series, first, last, &mut r);
         }
     }
-    r.findings = findings(&r.comparisons);
+    r.disagreements = disagreements(&r.comparisons);
     r
 }
 
@@ -378,100 +391,50 @@ fn compare(
     }
 }
 
-fn findings(rows: &[Comparison]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let describe = |c: &Comparison| {
-        let prio = c
-            .priority
-            .map(|p| format!(" priority {p}"))
-            .unwrap_or_default();
-        let band = match c.counters_high {
-            Some(h) if h != c.counters_low => format!("{}..{}", c.counters_low, h),
-            Some(_) => format!("{}", c.counters_low),
-            None => format!("≥ {}", c.counters_low),
-        };
-        format!(
-            "{}{prio}: capture {}, counters {band} ({})",
-            c.quantity, c.capture, c.counters_from
-        )
-    };
-    let mut groups: Vec<(&str, &str, &str)> = rows
+/// The rows that disagree, grouped by verdict, interface and endpoint
+/// (sorted so), each group's impact the largest share of an event count
+/// one side lacks.
+fn disagreements(rows: &[Comparison]) -> Vec<Disagreement> {
+    let mut groups: Vec<(&'static str, &str, &str)> = rows
         .iter()
         .filter(|c| c.verdict == "capture-incomplete" || c.verdict == "counters-mismatch")
         .map(|c| (c.verdict, c.iface.as_str(), c.endpoint.as_str()))
         .collect();
-    groups.dedup();
     groups.sort();
     groups.dedup();
-    for (verdict, iface, endpoint) in groups {
-        let these: Vec<&Comparison> = rows
-            .iter()
-            .filter(|c| c.verdict == verdict && c.iface == iface && c.endpoint == endpoint)
-            .collect();
-        let window = these.first().map_or(0.0, |c| c.window_s);
-        let coverage = these.first().map_or(0.0, |c| c.coverage);
-        let detail = format!(
-            "{iface} against {endpoint} over {window:.3} s of counters ({:.0} % covered by the capture): {}; tolerance ±{:.0} % (+{COUNT_SLACK} events, +{PAUSE_SLACK_US} µs of pause)",
-            coverage * 100.0,
-            these
+    groups
+        .into_iter()
+        .map(|(verdict, iface, endpoint)| {
+            let these: Vec<Comparison> = rows
                 .iter()
-                .map(|c| describe(c))
-                .collect::<Vec<_>>()
-                .join("; "),
-            REL_TOLERANCE * 100.0
-        );
-        let (id, severity, title, rec) = if verdict == "capture-incomplete" {
-            (
-                "capture-incomplete",
-                Severity::Warning,
-                format!("The capture on {iface} misses what {endpoint} counted"),
-                "The tap lost frames (mirror oversubscribed, SPAN drops, capture buffer overflow, snaplen/filter): findings from this capture under-count; capture with a larger buffer, a dedicated mirror port, or a filter on RoCE traffic only",
-            )
-        } else {
-            (
-                "counters-mismatch",
-                Severity::Warning,
-                format!("The capture on {iface} shows more than {endpoint} counted"),
-                "The counters are not of the link this capture saw (check the host/iface/device/port mapping), or the capture mixes more links than one NIC port carries",
-            )
-        };
-        // The largest share of an event count one side lacks.
-        let impact = these
-            .iter()
-            .map(|c| {
-                if verdict == "capture-incomplete" {
-                    (c.counters_low - c.capture) / c.counters_low
-                } else {
-                    c.counters_high
-                        .map_or(0.0, |high| (c.capture_low - high) / c.capture_low)
-                }
-            })
-            .filter(|x| x.is_finite())
-            .fold(0.0, f64::max)
-            .clamp(0.0, 1.0);
-        out.push(Finding {
-            wireshark: None,
-            id,
-            severity,
-            impact,
-            title,
-            detail,
-            recommendation: rec.into(),
-            flows: Vec::new(),
-            params: Default::default(),
-        });
-    }
-    out
+                .filter(|c| c.verdict == verdict && c.iface == iface && c.endpoint == endpoint)
+                .cloned()
+                .collect();
+            let impact = these
+                .iter()
+                .map(|c| {
+                    if verdict == "capture-incomplete" {
+                        (c.counters_low - c.capture) / c.counters_low
+                    } else {
+                        c.counters_high
+                            .map_or(0.0, |high| (c.capture_low - high) / c.capture_low)
+                    }
+                })
+                .filter(|x| x.is_finite())
+                .fold(0.0, f64::max)
+                .clamp(0.0, 1.0);
+            Disagreement {
+                verdict,
+                iface: iface.to_string(),
+                endpoint: endpoint.to_string(),
+                impact,
+                rows: these,
+            }
+        })
+        .collect()
 }
 
 impl Reconciliation {
-    /// Adds the findings to the analysis', ranked (severity, then impact).
-    pub fn add_findings(&self, a: &mut Analysis) {
-        let findings = &mut a.summary.findings;
-        findings.extend(self.findings.iter().cloned());
-        crate::analyze::rank_findings(findings);
-    }
-
     /// `summary` (summary.json as a value) with the comparison table under
     /// `counters_reconciliation`.
     pub fn add_to_json(&self, summary: &mut serde_json::Value) {
@@ -481,35 +444,5 @@ impl Reconciliation {
                 serde_json::to_value(self).unwrap_or(serde_json::Value::Null),
             );
         }
-    }
-
-    /// The comparison table for the terminal.
-    pub fn render_text(&self) -> String {
-        use std::fmt::Write as _;
-        let mut o = String::new();
-        let _ = writeln!(o);
-        let _ = writeln!(o, "Capture against counters:");
-        if self.comparisons.is_empty() {
-            let _ = writeln!(o, "  nothing to compare");
-        }
-        for c in &self.comparisons {
-            let high = c.counters_high.map_or("∞".to_string(), |h| format!("{h}"));
-            let _ = writeln!(
-                o,
-                "  {} {:<16} {:>4} capture {:>12} counters {:>12}..{:<12} {} ({})",
-                c.iface,
-                c.quantity,
-                c.priority.map(|p| format!("p{p}")).unwrap_or_default(),
-                c.capture,
-                c.counters_low,
-                high,
-                c.verdict,
-                c.endpoint
-            );
-        }
-        for w in &self.warnings {
-            let _ = writeln!(o, "  note: {w}");
-        }
-        o
     }
 }

@@ -209,7 +209,7 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
     out.extend(victims(x));
     ce_cnp(x, &mut out);
     out.extend(link_pause(x));
-    rank(&mut out, |d| (d.severity, d.impact));
+    rank_by(&mut out, |d| (d.severity, d.impact));
     out
 }
 
@@ -217,15 +217,16 @@ pub(crate) fn diagnose(x: &Input) -> Vec<Diagnosis> {
 /// on equal impact the order they were made in (docs/analysis.md,
 /// "Findings").
 pub(crate) fn rank_findings(findings: &mut [Finding]) {
-    rank(findings, |f| (f.severity, f.impact));
+    rank_by(findings, |f| (f.severity, f.impact));
 }
 
 /// `out` ranked again, after findings joined late (`congested-queue`).
 pub(crate) fn rank_diagnoses(out: &mut [Diagnosis]) {
-    rank(out, |d| (d.severity, d.impact));
+    rank_by(out, |d| (d.severity, d.impact));
 }
 
-fn rank<T>(items: &mut [T], key: impl Fn(&T) -> (Severity, f64)) {
+/// Ranks by severity, then impact (larger first); equals keep their order.
+pub(crate) fn rank_by<T>(items: &mut [T], key: impl Fn(&T) -> (Severity, f64)) {
     items.sort_by(|a, b| {
         let ((severity_a, impact_a), (severity_b, impact_b)) = (key(a), key(b));
         severity_a
