@@ -46,26 +46,31 @@ pub trait Output: analyze::Sink + Send {
 
 /// What a [`Watch`] reads of an analysis still running: one analyzer's
 /// state, or that of a sharded run's analyzers merged (`crate::shard`,
-/// docs/live.md "Sharded analysis"). `None`: the analysis stopped.
+/// docs/live.md "Sharded analysis").
 pub trait Analysing {
     /// [`analyze::Analyzer::running`].
-    fn running(&mut self, out: &mut analyze::Running) -> Option<()>;
+    fn running(&mut self, out: &mut analyze::Running) -> Result<(), Stopped>;
     /// [`analyze::Analyzer::findings_now`].
-    fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Option<analyze::Interim>;
+    fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Result<analyze::Interim, Stopped>;
     /// [`analyze::Analyzer::findings_at_stop`].
-    fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Option<analyze::Interim>;
+    fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Result<analyze::Interim, Stopped>;
 }
 
+/// The analysis could not be read: a sharded run's analyzer threads are
+/// gone (the run is ending on an error their join reports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped;
+
 impl Analysing for analyze::Analyzer {
-    fn running(&mut self, out: &mut analyze::Running) -> Option<()> {
+    fn running(&mut self, out: &mut analyze::Running) -> Result<(), Stopped> {
         analyze::Analyzer::running(self, out);
-        Some(())
+        Ok(())
     }
-    fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Option<analyze::Interim> {
-        Some(analyze::Analyzer::findings_now(self, from_ns, now_ns))
+    fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Result<analyze::Interim, Stopped> {
+        Ok(analyze::Analyzer::findings_now(self, from_ns, now_ns))
     }
-    fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Option<analyze::Interim> {
-        Some(analyze::Analyzer::findings_at_stop(self, from_ns, now_ns))
+    fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Result<analyze::Interim, Stopped> {
+        Ok(analyze::Analyzer::findings_at_stop(self, from_ns, now_ns))
     }
 }
 

@@ -87,7 +87,7 @@ struct Done {
 pub struct Parallel {
     jobs: Vec<SyncSender<Job>>,
     done: Vec<Receiver<Done>>,
-    threads: Vec<JoinHandle<Ending>>,
+    threads: Vec<JoinHandle<Result<Ending>>>,
     /// The analyzers' pairings not taken yet ([`Parallel::take_pairings`]).
     pairings: Vec<Pairing>,
 }
@@ -284,7 +284,7 @@ impl Parallel {
             ends.push(
                 handle
                     .join()
-                    .map_err(|_| Error::Internal("an analyzer thread panicked".into()))?,
+                    .map_err(|_| Error::Internal("an analyzer thread panicked".into()))??,
             );
         }
         Ok(conclude(ends, sink))
@@ -325,7 +325,7 @@ fn shard_loop(
     n: usize,
     jobs: Receiver<Job>,
     done: SyncSender<Done>,
-) -> Ending {
+) -> Result<Ending> {
     let mut sink = VecSink::default();
     while let Ok(job) = jobs.recv() {
         match job {
@@ -333,9 +333,13 @@ fn shard_loop(
             Job::Lend(to, back) => {
                 analyzer = match to.send(analyzer) {
                     Err(unsent) => unsent.0,
-                    Ok(()) => back
-                        .recv()
-                        .expect("a lent analyzer comes back before the run goes on"),
+                    // The look that borrowed it failed (another thread
+                    // had stopped): the run is ending on that error.
+                    Ok(()) => back.recv().map_err(|_| {
+                        Error::Internal(format!(
+                            "analyzer {k} of {n} was lent to a look that failed before returning it"
+                        ))
+                    })?,
                 };
             }
             Job::Batch(batch, hops, deltas) => {
@@ -410,7 +414,7 @@ fn shard_loop(
         sink,
         pairings: Vec::new(),
     });
-    analysis
+    Ok(analysis)
 }
 
 /// Analyzer `k` of `n` through `deltas` from index `next` on, up to those

@@ -20,29 +20,30 @@
 use super::Parallel;
 use super::summary::{add_totals, ratio};
 use crate::analyze::{Analyzer, FrameCounts, Interim, Running, TapEnd};
-use crate::output::Analysing;
+use crate::output::{Analysing, Stopped};
 
 impl Analysing for Parallel {
-    fn running(&mut self, out: &mut Running) -> Option<()> {
-        let ends = self.tap_ends()?;
+    fn running(&mut self, out: &mut Running) -> Result<(), Stopped> {
+        let ends = self.tap_ends().ok_or(Stopped)?;
         let all = self
             .gather(move |a| {
                 let mut r = Running::default();
                 a.running_to(&mut r, &ends);
                 r
             })
-            .ok()?;
+            .map_err(|_| Stopped)?;
         merge_running(all, out);
-        Some(())
+        Ok(())
     }
 
-    fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Option<Interim> {
+    fn findings_now(&mut self, from_ns: u64, now_ns: u64) -> Result<Interim, Stopped> {
         self.lend(move |all| judge(all, from_ns, now_ns, false))
-            .ok()
+            .map_err(|_| Stopped)
     }
 
-    fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Option<Interim> {
-        self.lend(move |all| judge(all, from_ns, now_ns, true)).ok()
+    fn findings_at_stop(&mut self, from_ns: u64, now_ns: u64) -> Result<Interim, Stopped> {
+        self.lend(move |all| judge(all, from_ns, now_ns, true))
+            .map_err(|_| Stopped)
     }
 }
 

@@ -257,7 +257,7 @@ impl Watch for Tally {
             return;
         }
         self.published = Some(Instant::now());
-        if analysis.running(&mut self.own.running).is_none() {
+        if analysis.running(&mut self.own.running).is_err() {
             return;
         }
         let own = &mut self.own;

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::analyze::{self, Diagnosis, Evidence, Interim, Severity};
-use crate::output::{Analysing, EndReason, FindingRow, FindingState, Watch};
+use crate::output::{Analysing, EndReason, FindingRow, FindingState, Stopped, Watch};
 use crate::render::{fmt_utc, queue_name, word};
 
 /// `--report-interval`'s default.
@@ -420,7 +420,7 @@ impl Watch for Monitor {
         self.evaluate(|from_ns, now_ns, tracker| {
             analysis
                 .findings_now(from_ns, now_ns)
-                .map_or_else(Vec::new, |i| tracker.update(now_ns, &i))
+                .map_or_else(|Stopped| Vec::new(), |i| tracker.update(now_ns, &i))
         });
     }
 
@@ -428,7 +428,7 @@ impl Watch for Monitor {
         self.evaluate(|from_ns, now_ns, tracker| {
             analysis
                 .findings_at_stop(from_ns, now_ns)
-                .map_or_else(Vec::new, |i| tracker.stop(now_ns, &i))
+                .map_or_else(|Stopped| Vec::new(), |i| tracker.stop(now_ns, &i))
         });
     }
 
