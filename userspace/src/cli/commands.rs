@@ -61,7 +61,7 @@ pub(crate) fn analyze(
     let counters = load_counters(&input.counters)?;
     let mut outcome = offline::run_with(&input.captures, &opts, out.as_deref(), extra)?;
     if let Some(loaded) = &counters {
-        let r = render::counters::reconcile_files(&mut outcome.analysis, loaded);
+        let r = crate::counters::words::reconcile_files(&mut outcome.analysis, loaded);
         if let Some(out) = &out {
             add_to_summary_file(
                 &out.join("summary.json"),
@@ -113,7 +113,7 @@ pub(crate) fn report(
     let mut outcome = offline::run_with(&input.captures, &opts, None, extra)?;
     let recon = counters
         .as_ref()
-        .map(|c| render::counters::reconcile_files(&mut outcome.analysis, c));
+        .map(|c| crate::counters::words::reconcile_files(&mut outcome.analysis, c));
     if let Some(path) = &html {
         eprintln!("rocescope: HTML report → {}", path.display());
     }
@@ -133,7 +133,7 @@ pub(crate) fn report(
             render::render_text(&outcome.analysis, outcome.frames_read, width)
         )?;
         if let Some(r) = &recon {
-            out!("{}", render::counters::reconciliation_text(r))?;
+            out!("{}", crate::counters::words::reconciliation_text(r))?;
         }
     }
     Ok(exit_code(&outcome))

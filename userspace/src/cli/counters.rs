@@ -144,7 +144,7 @@ pub(crate) fn counters(c: CountersCommand) -> Result<ExitCode> {
             for w in &loaded.warnings {
                 eprintln!("rocescope: warning: {w}");
             }
-            let report = crate::render::counters::Report::new(&loaded);
+            let report = crate::counters::words::Report::new(&loaded);
             print_json_or_text(json, &report, "report", || report.render_text())?;
             Ok(ExitCode::SUCCESS)
         }

@@ -1,6 +1,6 @@
 //! Findings from counters alone: each computes a [`CounterDiagnosis`]
 //! holding the deltas (and the span their rates are taken over) that prove
-//! it; `crate::render::counters` words it into the capture analysis'
+//! it; `crate::counters::words` words it into the capture analysis'
 //! [`crate::analyze::Finding`] vocabulary. docs/counters.md defines each
 //! one and its thresholds.
 pub use super::evidence::{
@@ -498,7 +498,7 @@ mod tests {
     fn diagnose(series: &[Series]) -> Vec<Finding> {
         super::diagnose(series)
             .iter()
-            .map(crate::render::counters::word)
+            .map(crate::counters::words::word)
             .collect()
     }
 

@@ -1,5 +1,5 @@
 //! What a counter finding holds: the deltas that prove it, computed in
-//! [`super::diagnose`] and worded in `crate::render::counters`.
+//! [`super::diagnose`] and worded in `crate::counters::words`.
 use crate::analyze::Severity;
 
 /// One counter's delta over a series, as a finding quotes it (with the

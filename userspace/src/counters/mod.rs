@@ -11,6 +11,7 @@ pub mod model;
 pub mod parse;
 pub mod reconcile;
 pub mod table;
+pub mod words;
 
 use std::path::{Path, PathBuf};
 

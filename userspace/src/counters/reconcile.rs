@@ -69,7 +69,7 @@ pub struct Comparison {
 pub struct Reconciliation {
     pub comparisons: Vec<Comparison>,
     /// The findings: `capture-incomplete` and `counters-mismatch`, one per
-    /// verdict, interface and endpoint (`crate::render::counters` words them).
+    /// verdict, interface and endpoint (`crate::counters::words` words them).
     #[serde(skip)]
     pub disagreements: Vec<Disagreement>,
     pub warnings: Vec<String>,

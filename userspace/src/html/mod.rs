@@ -150,7 +150,7 @@ impl HtmlReport {
             .then(|| crate::counters::reconcile::reconcile(analysis, &self.counters));
         let mut findings = s.findings.clone();
         if let Some(r) = &recon {
-            findings.extend(render::counters::reconciled_findings(r));
+            findings.extend(crate::counters::words::reconciled_findings(r));
             analyze::rank_findings(&mut findings);
         }
         // The headline: one line per finding, worst first, linked to its

@@ -13,7 +13,6 @@
 //!   and ECN) in the report and the HTML page, and their own findings;
 //! * `words`: what a finding says and the names it uses, which `findings`
 //!   and `transports` build;
-//! * [`counters`]: `counters report` and the counters' findings in words;
 //! * [`nics`]: the NIC reaction latencies' cells, lines and JSON;
 //! * [`wireshark`]: display filters and Decode As hints (docs/wireshark.md);
 //! * `events`: an event's `detail` (`events.parquet`), the `Display` of
@@ -22,7 +21,6 @@
 //!   shares, addresses, flows);
 //! * [`date`]: capture times as calendar dates.
 
-pub mod counters;
 pub mod date;
 mod events;
 mod facts;

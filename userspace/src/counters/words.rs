@@ -18,7 +18,7 @@ use crate::counters::reconcile::{
 };
 use crate::counters::{Endpoint, Loaded};
 
-use super::{fmt_utc, render_findings};
+use crate::render::{fmt_utc, render_findings};
 
 /// What `rocescope counters report` prints.
 #[derive(Clone, Debug, Serialize)]
