@@ -530,6 +530,20 @@ impl RecordPipeline {
         Ok(())
     }
 
+    /// Records pushed since the last flush are waiting in the batch (not
+    /// deltas or hops alone): the live tap's summary mode hands them to the
+    /// analyzer at once (it pairs flows from them), deltas alone only now
+    /// and then ([`Self::holds_anything`]).
+    pub fn holds_records(&self) -> bool {
+        matches!(&self.stage, Stage::Pipelined(p) if !p.batch.is_empty())
+    }
+
+    /// Records, deltas or hops pushed since the last flush are waiting.
+    pub fn holds_anything(&self) -> bool {
+        matches!(&self.stage, Stage::Pipelined(p)
+            if !(p.batch.is_empty() && p.deltas.is_empty() && p.hops.is_empty()))
+    }
+
     /// Completes the files the outputs have written so far and starts new
     /// ones ([`Output::reopen`]), after every record pushed before.
     pub fn reopen_outputs(&mut self) -> Result<()> {
@@ -877,6 +891,12 @@ fn analyze_loop(
                     sink.findings = w.take_findings();
                 }
                 send_pairings(&mut analyzer, pairings.as_ref());
+                if records.is_empty() && sink.is_empty() {
+                    // Nothing for the writer (an idle flush, or deltas that
+                    // closed no bin): its buffer goes back without waking it.
+                    let _ = spare.send(records);
+                    continue;
+                }
                 sink.verdicts = verdicts;
                 sink.records = records;
                 writer.send(ToWriter::Batch(sink))?;
@@ -1148,6 +1168,17 @@ impl analyze::Sink for Flushing<'_> {
     }
     fn telemetry(&mut self, row: &TelemetryRow) {
         self.batch.telemetry(row);
+    }
+}
+
+impl TableBatch {
+    /// No row of any table (records and verdicts aside).
+    fn is_empty(&self) -> bool {
+        self.events.is_empty()
+            && self.timeline.is_empty()
+            && self.flows.is_empty()
+            && self.telemetry.is_empty()
+            && self.findings.is_empty()
     }
 }
 

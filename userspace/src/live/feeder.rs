@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
 
 use rocescope_common::PacketRecord;
 use rocescope_common::summary::{FlowDelta, FlowKey, record_marks};
@@ -37,7 +38,17 @@ pub(super) struct Feeder {
     pub(super) times: FrameTimes,
     /// Where the merge's emptied batches go back to the drain threads.
     pub(super) spares: Spares,
+    /// Summary mode: when the pipeline was last flushed for the deltas
+    /// ([`Feeder::sync_pairings`]).
+    pub(super) deltas_flushed: Instant,
 }
+
+/// Summary mode: the longest deltas wait in the pipeline's batch for a
+/// record to take them to the analyzer. A drain round hands over a few
+/// deltas every 5 ms per ring; flushed each round, they woke the analyzer
+/// and the table writer hundreds of times a second for a handful of rows
+/// each (docs/benchmarks.md, "summarycpu").
+pub(super) const DELTA_FLUSH: Duration = Duration::from_millis(100);
 
 impl Feeder {
     pub(super) fn push_item(&mut self, item: &RingItem) -> Result<()> {
@@ -67,11 +78,20 @@ impl Feeder {
     /// flows from them), and tells the kernel about the pairings it made.
     /// A pairing reaches the kernel a wake-up or two after the records
     /// that made it; until then the flows' frames are all forwarded.
+    /// Deltas alone (they pair nothing) go at most [`DELTA_FLUSH`] later,
+    /// or with the next record.
     pub(super) fn sync_pairings(&mut self, tap: &mut Tap) -> Result<()> {
         let Some(rx) = &self.pairings else {
             return Ok(());
         };
-        self.pipeline.flush()?;
+        let now = Instant::now();
+        if self.pipeline.holds_records()
+            || (self.pipeline.holds_anything()
+                && now.duration_since(self.deltas_flushed) >= DELTA_FLUSH)
+        {
+            self.pipeline.flush()?;
+            self.deltas_flushed = now;
+        }
         let key = |k: &crate::analyze::FlowKey| FlowKey {
             src_ip: k.1,
             dst_ip: k.2,

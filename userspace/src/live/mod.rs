@@ -327,6 +327,7 @@ pub fn run_with(
         evicted_flows: 0,
         times: crate::sources::FrameTimes::new(opts.time, 1),
         spares: drains.spares(),
+        deltas_flushed: Instant::now(),
     };
     let publish = exporter.is_some().then_some(&*metrics);
     let stop = runtime.block_on(event_loop(
@@ -446,7 +447,8 @@ async fn event_loop(
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     // Items held for order leave once their window has passed, even when
-    // no ring sends anything.
+    // no ring sends anything (polled only while the merge holds any: the
+    // drain threads' rounds wake this loop every 5 ms anyway).
     let mut poll = tokio::time::interval(opts.ring.poll);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let show = opts.progress && std::io::stderr().is_terminal();
@@ -473,7 +475,7 @@ async fn event_loop(
                 eprintln!("rocescope: SIGHUP: outputs closed and reopened");
             }
             _ = tokio::time::sleep_until(deadline.unwrap_or(never)) => break Stop::Duration,
-            _ = poll.tick() => {
+            _ = poll.tick(), if merge.held() > 0 => {
                 feeder.release(merge, Some(drain::monotonic_ns()))?;
             }
             _ = tick.tick() => {
