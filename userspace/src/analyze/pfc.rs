@@ -450,11 +450,6 @@ impl PfcTracker {
         let Some(prio) = self.prio(iface, priority).filter(|_| to > from) else {
             return (0, None);
         };
-        // The common case first: every pause, closed or open, ended by
-        // the window's start.
-        if prio.closed.reach.last().is_none_or(|&r| r <= from) && prio.open_reach <= from {
-            return (0, None);
-        }
         let clip = |s: u64, e: u64| -> Option<(u64, u64)> {
             let (s2, e2) = (s.max(from), e.min(to));
             (e2 > s2).then_some((s2, e2))

@@ -95,7 +95,6 @@ impl Analyzer {
 
     /// A RoCE frame's ICRC on its tap: counts it, and says whether the
     /// failure is a sniffer's rewrite rather than corruption.
-    #[inline]
     pub(super) fn icrc(&mut self, rec: &PacketRecord) -> (bool, bool) {
         let checked = rec.has(flags::ICRC_CHECKED);
         let failed = checked && !rec.has(flags::ICRC_OK);
