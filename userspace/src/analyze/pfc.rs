@@ -121,6 +121,15 @@ pub(crate) struct Cover {
     pub start_ns: u64,
 }
 
+/// The cover of a window by the segment `(start, end, mac, pause start)`.
+fn cover(seg: (u64, u64, [u8; 6], u64), priority: u8) -> Cover {
+    Cover {
+        src_mac: seg.2,
+        priority,
+        start_ns: seg.3,
+    }
+}
+
 /// Pause state of one `(iface, priority)`.
 #[derive(Debug)]
 struct Prio {
@@ -128,6 +137,10 @@ struct Prio {
     /// One per sender (source MAC) that paused it.
     macs: Vec<MacState>,
     closed: Closed,
+    /// The latest deadline any pause of `macs` was opened or refreshed
+    /// with: no open pause reaches past it, so a window from it on
+    /// overlaps none (the common case: a scan of `macs` spared).
+    open_reach: u64,
 }
 
 pub(crate) struct PfcTracker {
@@ -222,7 +235,11 @@ impl PfcTracker {
                 macs[i].open = None;
                 self.close(at, rec.src_mac, o, o.deadline, PauseEnd::Expiry, sink);
             }
-            let state = &mut self.prios[at].macs[i];
+            let prio_state = &mut self.prios[at];
+            if q != 0 {
+                prio_state.open_reach = prio_state.open_reach.max(t.saturating_add(dur));
+            }
+            let state = &mut prio_state.macs[i];
             match (state.open, q) {
                 (Some(o), 0) => {
                     state.open = None;
@@ -276,6 +293,7 @@ impl PfcTracker {
                 key,
                 macs: Vec::new(),
                 closed: Closed::default(),
+                open_reach: 0,
             });
         }
         self.slots[at] as usize
@@ -432,32 +450,44 @@ impl PfcTracker {
         let Some(prio) = self.prio(iface, priority).filter(|_| to > from) else {
             return (0, None);
         };
-        let mut segs: Vec<(u64, u64, [u8; 6], u64)> = Vec::new();
         let clip = |s: u64, e: u64| -> Option<(u64, u64)> {
             let (s2, e2) = (s.max(from), e.min(to));
             (e2 > s2).then_some((s2, e2))
         };
-        // Overlapping spans: clipped to the window, never empty.
-        segs.extend(
-            prio.closed
-                .overlapping(from, to)
-                .map(|(s, e, mac)| (s.max(from), e.min(to), mac, s)),
-        );
-        for m in &prio.macs {
-            if let Some(o) = m.open
-                && let Some((a, b)) = clip(o.start, o.deadline.min(now))
-            {
-                segs.push((a, b, m.mac, o.start));
-            }
-        }
-        let Some(&best) = segs.iter().max_by_key(|s| (s.1 - s.0, s.3)) else {
+        // Overlapping spans, clipped to the window (never empty), latest
+        // start first, then the open pauses in sender order: usually none
+        // or one, so the first is held apart and a list is made only for a
+        // second. The cover is the longest segment, the last of equals.
+        let open_macs: &[MacState] = if prio.open_reach > from {
+            &prio.macs
+        } else {
+            &[]
+        };
+        let opens = open_macs.iter().filter_map(|m| {
+            let o = m.open?;
+            let (a, b) = clip(o.start, o.deadline.min(now))?;
+            Some((a, b, m.mac, o.start))
+        });
+        let mut segs = prio
+            .closed
+            .overlapping(from, to)
+            .map(|(s, e, mac)| (s.max(from), e.min(to), mac, s))
+            .chain(opens);
+        let Some(first) = segs.next() else {
             return (0, None);
         };
-        let mac = best.2;
-        segs.sort_unstable_by_key(|s| s.0);
+        let Some(second) = segs.next() else {
+            return (first.1 - first.0, Some(cover(first, priority)));
+        };
+        let mut all: Vec<(u64, u64, [u8; 6], u64)> = vec![first, second];
+        all.extend(segs);
+        let Some(&best) = all.iter().max_by_key(|s| (s.1 - s.0, s.3)) else {
+            return (0, None);
+        };
+        all.sort_unstable_by_key(|s| s.0);
         let mut total = 0;
-        let (mut cs, mut ce) = (segs[0].0, segs[0].1);
-        for s in &segs[1..] {
+        let (mut cs, mut ce) = (all[0].0, all[0].1);
+        for s in &all[1..] {
             if s.0 > ce {
                 total += ce - cs;
                 (cs, ce) = (s.0, s.1);
@@ -466,14 +496,7 @@ impl PfcTracker {
             }
         }
         total += ce - cs;
-        (
-            total,
-            Some(Cover {
-                src_mac: mac,
-                priority,
-                start_ns: best.3,
-            }),
-        )
+        (total, Some(cover(best, priority)))
     }
 
     /// Union of the paused time of `(iface, priority)` over all senders
@@ -503,74 +526,4 @@ impl PfcTracker {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each `(iface, priority)` sees only its own pauses, also for a
-    /// priority no PFC frame can carry.
-    #[test]
-    fn pause_lookups_stay_with_their_interface_and_priority() {
-        use crate::analyze::VecSink;
-        let mut t = PfcTracker::new(100_000_000_000, u64::MAX);
-        let mut rec = PacketRecord {
-            iface: 1,
-            ts_ns: 1_000,
-            src_mac: [2; 6],
-            ..PacketRecord::default().with_link_control(crate::LinkControlView {
-                pfc_enable: 1 << 1,
-                ..crate::LinkControlView::default()
-            })
-        };
-        rec.link_control_mut().pfc_quanta[1] = 0xffff;
-        let mut sink = VecSink::default();
-        t.frame(&rec, &mut sink);
-        let (paused, cover) = t.paused(1, 1, 0, 2_000, 2_000);
-        assert_eq!(paused, 1_000);
-        assert_eq!(cover.map(|c| c.start_ns), Some(1_000));
-        // Slot 9 of interface 0 would be slot 1 of interface 1.
-        assert_eq!(t.paused(0, 9, 0, 2_000, 2_000), (0, None));
-        assert_eq!(t.paused(1, 0, 0, 2_000, 2_000), (0, None));
-        assert_eq!(t.paused(2, 1, 0, 2_000, 2_000), (0, None));
-        assert_eq!(t.paused_total(0, 9), 0);
-    }
-
-    /// Spans closed in any order, some long (storms) among many short:
-    /// the spans a window overlaps, found by the `reach` walk, are those
-    /// a scan of every span finds.
-    #[test]
-    fn reach_walk_finds_every_overlapping_span() {
-        let mut c = Closed::default();
-        let mut all = Vec::new();
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
-        for k in 0..400 {
-            let start = next(100_000);
-            let len = if k % 50 == 0 { 20_000 } else { next(500) };
-            c.insert(start, start + len, [k as u8; 6]);
-            all.push((start, start + len));
-        }
-        assert!(c.spans.windows(2).all(|w| w[0].0 <= w[1].0));
-        for i in 0..c.spans.len() {
-            let latest = c.spans[..=i].iter().map(|s| s.1).max().unwrap();
-            assert_eq!(c.reach[i], latest, "reach[{i}]");
-        }
-        for _ in 0..2000 {
-            let from = next(110_000);
-            let to = from + 1 + next(3_000);
-            let mut walked: Vec<_> = c.overlapping(from, to).map(|(s, e, _)| (s, e)).collect();
-            let mut scanned: Vec<_> = all
-                .iter()
-                .copied()
-                .filter(|&(s, e)| s < to && e > from)
-                .collect();
-            walked.sort_unstable();
-            scanned.sort_unstable();
-            assert_eq!(walked, scanned, "window {from}..{to}");
-        }
-    }
-}
+mod tests;

@@ -66,7 +66,32 @@ fn rank(q: f64, n: u64) -> u64 {
     ((q * n as f64).ceil() as u64).clamp(1, n.max(1))
 }
 
+/// Distances below this take their bucket from [`SMALL_BUCKETS`].
+const SMALL: usize = 1 << 12;
+
+/// The bucket of each distance below [`SMALL`], made once by
+/// [`bucket_by_ln`]: a sketch's distances are mostly a few µs, and a `ln`
+/// cost more than the rest of an add.
+static SMALL_BUCKETS: std::sync::LazyLock<Box<[u16; SMALL]>> = std::sync::LazyLock::new(|| {
+    let mut t = Box::new([0u16; SMALL]);
+    for (d, k) in t.iter_mut().enumerate() {
+        // At most 1 + ln(4095) / ln(1.01) = 837.
+        *k = bucket_by_ln(d as i64) as u16;
+    }
+    t
+});
+
 fn bucket(dev: i64) -> i32 {
+    match usize::try_from(dev.unsigned_abs()) {
+        Ok(a) if a < SMALL => {
+            let k = i32::from(SMALL_BUCKETS[a]);
+            if dev < 0 { -k } else { k }
+        }
+        _ => bucket_by_ln(dev),
+    }
+}
+
+fn bucket_by_ln(dev: i64) -> i32 {
     if dev == 0 {
         return 0;
     }
@@ -82,4 +107,21 @@ fn representative(b: i32) -> i64 {
     let mid = GAMMA.powi(k - 1) * (1.0 + GAMMA) / 2.0;
     let v = mid.round() as i64;
     if b < 0 { -v } else { v }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table gives every small distance, either sign, the bucket its
+    /// `ln` gives.
+    #[test]
+    fn small_buckets_are_the_ln_ones() {
+        for d in -(SMALL as i64) - 2..SMALL as i64 + 2 {
+            assert_eq!(bucket(d), bucket_by_ln(d), "{d}");
+        }
+        for d in [i64::MIN, i64::MIN + 1, i64::MAX, 1 << 40, -(1 << 40)] {
+            assert_eq!(bucket(d), bucket_by_ln(d), "{d}");
+        }
+    }
 }
