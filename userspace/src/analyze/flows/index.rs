@@ -329,7 +329,14 @@ mod tests {
         use std::cell::RefCell;
         // The hashes prefetched so far; each put with how many were then.
         type Log = (RefCell<Vec<u64>>, Vec<(u64, u32, usize)>);
-        for n in [0, 1, PUT_AHEAD - 1, PUT_AHEAD, PUT_AHEAD + 1, 3 * PUT_AHEAD + 5] {
+        for n in [
+            0,
+            1,
+            PUT_AHEAD - 1,
+            PUT_AHEAD,
+            PUT_AHEAD + 1,
+            3 * PUT_AHEAD + 5,
+        ] {
             let mut log: Log = Default::default();
             put_ahead(
                 &mut log,
