@@ -12,7 +12,7 @@
 //! (one loaded line for a new flow's insert and a response's pairing) and
 //! a probe for one does not read the other's flow to tell them apart.
 
-use super::index::{EMPTY, LEFT, PairHash, pair_hash, tag};
+use super::index::{EMPTY, LEFT, PairHash, pair_hash, put_ahead, tag};
 use super::{FlowTable, HostPair};
 use crate::analyze::compact::Opt32;
 
@@ -210,19 +210,32 @@ impl HostIndex {
         self.pairs = vec![NO_PAIR; room];
         (self.len, self.used) = (0, 0);
         let mut more = more.into_iter().peekable();
-        for (w, &word) in firsts.iter().enumerate() {
+        let firsts = firsts.iter().enumerate().flat_map(|(w, &word)| {
             let mut bits = word;
-            while bits != 0 {
-                let first = (w * 64) as u32 + bits.trailing_zeros();
-                bits &= bits - 1;
-                let m = more.next_if(|&(f, _)| f == first).map(|(_, m)| m as usize);
-                let pair = Pair {
-                    first,
-                    more: Opt32::of_slot(m),
-                };
-                self.put(pair_hash(&hosts(flows, first)), pair);
-            }
-        }
+            std::iter::from_fn(move || {
+                let b = bits.trailing_zeros();
+                bits &= bits.wrapping_sub(1);
+                (b < 64).then_some((w * 64) as u32 + b)
+            })
+        });
+        let pairs = firsts.map(|first| {
+            let m = more.next_if(|&(f, _)| f == first).map(|(_, m)| m as usize);
+            let pair = Pair {
+                first,
+                more: Opt32::of_slot(m),
+            };
+            (pair_hash(&hosts(flows, first)).0, pair)
+        });
+        put_ahead(self, pairs, Self::prefetch_place, |s, hash, pair| {
+            s.put(PairHash(hash), pair)
+        });
+    }
+
+    /// Starts loading the bucket where the probe for `hash` begins.
+    fn prefetch_place(&self, hash: u64) {
+        let p = hash as usize & (self.tags.len() - 1);
+        super::table::prefetch_lines(&self.tags[p], 1);
+        super::table::prefetch_lines(&self.pairs[p], 1);
     }
 
     /// Drops flow `i` of `flows` (still in its slot: its hosts are read

@@ -205,15 +205,28 @@ impl FlowIndex {
         if (self.used + 1) * 4 > self.tags.len() * 3 {
             self.rebuild(flows, i);
         }
+        self.put(hash.key, i as u32);
+    }
+
+    /// Puts flow slot `slot`, not indexed, in the first free bucket from
+    /// its key's hash's place.
+    fn put(&mut self, hash: u64, slot: u32) {
         let mask = self.tags.len() - 1;
-        let mut p = hash.key as usize & mask;
+        let mut p = hash as usize & mask;
         while self.tags[p] > LEFT {
             p = (p + 1) & mask;
         }
         self.used += usize::from(self.tags[p] == EMPTY);
-        self.tags[p] = tag(hash.key);
-        self.slots[p] = i as u32;
+        self.tags[p] = tag(hash);
+        self.slots[p] = slot;
         self.len += 1;
+    }
+
+    /// Starts loading the bucket where the probe for `hash` begins.
+    fn prefetch_place(&self, hash: u64) {
+        let p = hash as usize & (self.tags.len() - 1);
+        super::table::prefetch_lines(&self.tags[p], 1);
+        super::table::prefetch_lines(&self.slots[p], 4);
     }
 
     /// Drops flow `i` of `flows` (still in its slot: its key is read from
@@ -258,10 +271,39 @@ impl FlowIndex {
         self.tags = vec![EMPTY; room];
         self.slots = vec![0; room];
         (self.len, self.used) = (0, 0);
-        for (i, f) in flows.enumerate().filter(|&(i, _)| i != new) {
-            let hash = self.hash(&f.key());
-            self.insert_hashed(flows, i, hash);
+        let flows = flows.enumerate().filter(|&(i, _)| i != new);
+        let keys = flows.map(|(i, f)| (key_hashes(&f.key()).key, i as u32));
+        put_ahead(self, keys, Self::prefetch_place, Self::put);
+    }
+}
+
+/// How many puts ahead [`put_ahead`] loads a bucket.
+const PUT_AHEAD: usize = 16;
+
+/// Hands each `(hash, item)` of `items` to `put`, in order, `PUT_AHEAD`
+/// items after handing its hash to `prefetch`: an index filling a table
+/// twice its last size (a rebuild) puts its entries at scattered places of
+/// a table larger than the cache (36 MB for the host pairs at 1M QPs),
+/// each put a miss that the next one waited for; loaded ahead, the misses
+/// overlap. The puts, and so where each entry lands, are the same.
+pub(super) fn put_ahead<S, T>(
+    s: &mut S,
+    items: impl Iterator<Item = (u64, T)>,
+    prefetch: fn(&S, u64),
+    put: fn(&mut S, u64, T),
+) {
+    let mut ahead = std::collections::VecDeque::with_capacity(PUT_AHEAD);
+    for (hash, item) in items {
+        if ahead.len() == PUT_AHEAD
+            && let Some((h, x)) = ahead.pop_front()
+        {
+            put(s, h, x);
         }
+        prefetch(s, hash);
+        ahead.push_back((hash, item));
+    }
+    for (h, x) in ahead {
+        put(s, h, x);
     }
 }
 
@@ -280,6 +322,40 @@ mod tests {
     fn index(by_key: &mut FlowIndex, flows: &FlowTable, i: usize) {
         let hash = by_key.find(flows, &flows[i].key()).expect_err("a new key");
         by_key.insert_hashed(flows, i, hash);
+    }
+
+    #[test]
+    fn puts_ahead_come_in_order_after_their_prefetch() {
+        use std::cell::RefCell;
+        // The hashes prefetched so far; each put with how many were then.
+        type Log = (RefCell<Vec<u64>>, Vec<(u64, u32, usize)>);
+        for n in [
+            0,
+            1,
+            PUT_AHEAD - 1,
+            PUT_AHEAD,
+            PUT_AHEAD + 1,
+            3 * PUT_AHEAD + 5,
+        ] {
+            let mut log: Log = Default::default();
+            put_ahead(
+                &mut log,
+                (0..n as u64).map(|h| (h * 7, h as u32)),
+                |l, h| l.0.borrow_mut().push(h),
+                |l, h, x| {
+                    let loaded = l.0.borrow().len();
+                    l.1.push((h, x, loaded));
+                },
+            );
+            let want: Vec<u64> = (0..n as u64).map(|h| h * 7).collect();
+            assert_eq!(*log.0.borrow(), want, "every hash prefetched, in order");
+            for (k, &(h, x, loaded)) in log.1.iter().enumerate() {
+                assert_eq!((h, x), (k as u64 * 7, k as u32), "put in order");
+                // Loaded PUT_AHEAD items ahead, the last ones after all.
+                assert_eq!(loaded, (k + PUT_AHEAD).min(n), "item {k} of {n}");
+            }
+            assert_eq!(log.1.len(), n);
+        }
     }
 
     #[test]
