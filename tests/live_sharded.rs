@@ -319,12 +319,23 @@ fn two_live_analyzers_in_summary_mode_give_what_one_gives() {
             "summary.json {key}: 2 analyzers (left), 1"
         );
     }
+    // NIC reaction latencies are approximate in summary mode (docs/live.md,
+    // "Summary mode"): a CE → CNP time counts from the first CE of a delta,
+    // and deltas are cut by time, so `slow-nic-reaction` may come and go
+    // between two runs of the same frames.
+    let exact = |mut f: BTreeMap<String, _>| {
+        f.remove("slow-nic-reaction");
+        f
+    };
     assert_eq!(
-        findings(&two, &s2),
-        findings(&one, &s1),
+        exact(findings(&two, &s2)),
+        exact(findings(&one, &s1)),
         "findings: 2 analyzers (left), 1"
     );
-    assert!(!findings(&one, &s1).is_empty(), "real-loss expected");
+    assert!(
+        findings(&one, &s1).contains_key("real-loss"),
+        "real-loss expected"
+    );
     // Analyzer k of 2 numbers its flows k, k + 2, …: both took flows.
     let ids = Table::read(&two.join("flows.parquet")).ints("flow_id");
     let parities: std::collections::BTreeSet<i128> =
