@@ -9,7 +9,11 @@ to `flows`), and lifts every reference to the two sibling modules under the
 modules' lowest common ancestor. A strongly connected component of more
 than one sibling is a cycle; each is printed with the references making it.
 A test module (`tests`, `#[cfg(test)] mod …` inline) is left out: it may
-use anything.
+use anything. A module declared with `#[path = "…"]` is placed where its
+declaration puts it, not where its file lies (`#[path = "uet/mod.rs"] pub
+mod uet;` in `wire/registry.rs` is `wire::registry::uet`, and so are the
+files under `wire/uet/`); a path naming it where its file lies (through a
+re-export) resolves to it.
 
     scripts/module-cycles.py userspace/src [ebpf/rocescope-ebpf/src ...]
     scripts/module-cycles.py --edges userspace/src     (every sibling edge)
@@ -32,6 +36,35 @@ def module_of(src, path):
     if rel[-1] == "mod":
         rel = rel[:-1]
     return tuple(rel)
+
+
+PATH_ATTR = re.compile(
+    r'#\[path\s*=\s*"([^"]+)"\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;'
+)
+
+
+def relocations(src, raw):
+    """Default module (where the file lies) -> module its `#[path]`
+    declaration makes it, for every file so declared. A path is relative to
+    the directory of the file declaring it."""
+    moved = {}
+
+    def real(mod):
+        for k in range(len(mod), 0, -1):
+            if mod[:k] in moved:
+                return moved[mod[:k]] + mod[k:]
+        return mod
+
+    for _ in range(8):  # declarations inside relocated files: to a fixpoint
+        before = dict(moved)
+        for p, text in raw.items():
+            code = re.sub(r"//[^\n]*", "", text)
+            for m in PATH_ATTR.finditer(code):
+                target = os.path.normpath(os.path.join(os.path.dirname(p), m.group(1)))
+                moved[module_of(src, target)] = real(module_of(src, p)) + (m.group(2),)
+        if moved == before:
+            break
+    return moved, real
 
 
 def strip(text):
@@ -84,16 +117,23 @@ def main(argv):
     srcs = [a for a in argv if not a.startswith("--")]
     found = False
     for src in srcs:
-        files = {}
+        raw = {}
         for d, _, names in os.walk(src):
             for n in names:
                 if n.endswith(".rs"):
                     p = os.path.join(d, n)
-                    mod = module_of(src, p)
-                    if "tests" in mod:
-                        continue
-                    files[mod] = strip(open(p, encoding="utf-8").read())
+                    raw[p] = open(p, encoding="utf-8").read()
+        moved, real = relocations(src, raw)
+        files = {}
+        for p, text in raw.items():
+            mod = real(module_of(src, p))
+            if "tests" in mod:
+                continue
+            files[mod] = strip(text)
         modules = set(files)
+        # Where a relocated module's file lies: a path naming it there (a
+        # re-export keeps such paths working) means the module itself.
+        aliases = {d: r for d, r in moved.items() if d not in modules and r in modules}
         # Imports: item name in module M -> the module it comes from (a
         # child's item, or a `use crate::…`/`super::…` one), followed below
         # when another module names the item through M.
@@ -137,6 +177,8 @@ def main(argv):
             for name in rest:
                 if cur + (name,) in modules:
                     cur = cur + (name,)
+                elif cur + (name,) in aliases:
+                    cur = aliases[cur + (name,)]
                 elif name in reexport.get(cur, {}) and reexport[cur][name] != cur:
                     return reexport[cur][name]
                 else:

@@ -19,6 +19,9 @@ use std::path::{Path, PathBuf};
 
 use super::model::{Endpoint, Snapshot, Source};
 
+mod sysfs;
+pub use sysfs::{read_ib_port, read_netdev_stats};
+
 /// A line (or file) that could not be read as counters; reading went on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
@@ -327,98 +330,6 @@ pub fn parse_series(path: &Path, text: &str) -> Parsed {
         out.snapshots.extend(b.finish());
     }
     out
-}
-
-/// Reads `DIR/{counters,hw_counters}/*` of one RDMA port
-/// (`/sys/class/infiniband/DEV/ports/N`): one value per file. Files that
-/// are missing, unreadable or not a number are problems (`line` 0).
-pub fn read_ib_port(dir: &Path, block: &mut Block) -> Vec<Problem> {
-    let mut problems = Vec::new();
-    let mut any = false;
-    for sub in ["counters", "hw_counters"] {
-        let d = dir.join(sub);
-        let Ok(files) = counter_files(&d) else {
-            continue;
-        };
-        any = true;
-        for (name, f) in files {
-            // `lifespan` sets how long hw_counters values are cached, in ms.
-            if name == "lifespan" || !f.is_file() {
-                continue;
-            }
-            match read_small(&f).map(|t| parse_value(&t)) {
-                Ok(Some(v)) => block.set(&name, v, Source::Sysfs),
-                Ok(None) => problems.push(Problem {
-                    path: f,
-                    line: 1,
-                    detail: "not a counter value (a number)".into(),
-                }),
-                Err(e) => problems.push(Problem {
-                    path: f,
-                    line: 0,
-                    detail: format!("cannot read: {e}"),
-                }),
-            }
-        }
-    }
-    if !any {
-        problems.push(Problem {
-            path: dir.to_path_buf(),
-            line: 0,
-            detail:
-                "no counters/ or hw_counters/ directory: is this /sys/class/infiniband/DEV/ports/N?"
-                    .into(),
-        });
-    }
-    problems
-}
-
-/// Reads `DIR/*` of `/sys/class/net/IF/statistics`, named `netdev_<file>`
-/// so they never collide with an `ethtool -S` name.
-pub fn read_netdev_stats(dir: &Path, block: &mut Block) -> Vec<Problem> {
-    let mut problems = Vec::new();
-    let files = match counter_files(dir) {
-        Ok(f) => f,
-        Err(e) => {
-            return vec![Problem {
-                path: dir.to_path_buf(),
-                line: 0,
-                detail: format!("cannot read the interface's statistics: {e}"),
-            }];
-        }
-    };
-    for (name, f) in files {
-        match read_small(&f).map(|t| parse_value(&t)) {
-            Ok(Some(v)) => block.set(&format!("netdev_{name}"), v, Source::Netdev),
-            // Some drivers refuse some files (EINVAL, EOPNOTSUPP): not an error of ours.
-            Ok(None) | Err(_) => problems.push(Problem {
-                path: f,
-                line: 0,
-                detail: "no value".into(),
-            }),
-        }
-    }
-    problems
-}
-
-/// The files of a sysfs counter directory, by name.
-fn counter_files(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
-    let mut files: Vec<(String, PathBuf)> = std::fs::read_dir(dir)?
-        .flatten()
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
-/// A sysfs counter file is one short line; never read more than a page.
-fn read_small(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut buf = Vec::with_capacity(64);
-    std::fs::File::open(path)?
-        .take(4096)
-        .read_to_end(&mut buf)?;
-    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// Snapshots as series text, the way the cron line of docs/counters.md

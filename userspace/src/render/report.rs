@@ -3,17 +3,19 @@
 //! what to change; the flows with the most retransmissions. Paragraphs are
 //! wrapped to a width (the terminal's), or left whole for a pipe.
 //!
-//! Also `report --json`'s object: `summary.json` plus the flows' rows.
+//! Also `report --json`'s object: `summary.json` plus the flows' rows
+//! (`report/json.rs`).
 
 use std::fmt::Write;
-
-use serde_json::Value;
 
 use super::date::fmt_utc;
 use super::transports;
 use crate::analyze::{Analysis, Finding, FlowRow, FrameCounts};
 use crate::render::{fmt_count, fmt_duration, fmt_gbps, fmt_ip, fmt_pct, fmt_pfc};
 use crate::render::{fmt_delay, fmt_flow_end, fmt_ns};
+
+mod json;
+pub use json::{flow_json, render_json};
 
 /// Findings' flows listed by id before "…".
 const FLOW_IDS_SHOWN: usize = 20;
@@ -555,47 +557,4 @@ fn top_flows(p: &mut Page, a: &Analysis) {
             ),
         );
     }
-}
-
-/// A flow's row as `flows.parquet` holds it: `iface` by name, addresses as
-/// text (docs/tables.md), every other column as it is.
-pub fn flow_json(a: &Analysis, row: &FlowRow) -> Value {
-    let mut v = serde_json::to_value(row).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut v {
-        m.insert("iface".into(), a.summary.iface_name(row.iface).into());
-        m.insert("src_ip".into(), fmt_ip(&row.src_ip).into());
-        m.insert("dst_ip".into(), fmt_ip(&row.dst_ip).into());
-    }
-    v
-}
-
-/// A row of `hops.parquet` as JSON.
-fn hop_json(a: &Analysis, h: &crate::analyze::hops::HopRow) -> Value {
-    let mut v = serde_json::to_value(h).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut v {
-        m.insert("up_iface".into(), a.summary.iface_name(h.up_iface).into());
-        m.insert(
-            "down_iface".into(),
-            a.summary.iface_name(h.down_iface).into(),
-        );
-        m.insert("src_ip".into(), fmt_ip(&h.src_ip).into());
-        m.insert("dst_ip".into(), fmt_ip(&h.dst_ip).into());
-    }
-    v
-}
-
-/// `report --json`: `summary.json` (without `input`), `flows`, `hops` and
-/// `nics`, one object per row of `flows.parquet`, `hops.parquet` and
-/// `nics.parquet`.
-pub fn render_json(a: &Analysis) -> Value {
-    let mut v = serde_json::to_value(&a.summary).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut v {
-        let flows = a.flows.iter().map(|r| flow_json(a, r)).collect();
-        m.insert("flows".into(), Value::Array(flows));
-        let hops = a.hops.iter().map(|h| hop_json(a, h)).collect();
-        m.insert("hops".into(), Value::Array(hops));
-        let nics = a.nics.iter().map(super::nics::nic_json).collect();
-        m.insert("nics".into(), Value::Array(nics));
-    }
-    v
 }
