@@ -1,5 +1,6 @@
-//! The analyzer's tables: `flows`, `events`, `pfc`, `timeline`, `hops`,
-//! `nics`, and the transports' own (`super::transports`)
+//! The analyzer's tables: `flows`, `events`, `pfc`, `timeline`
+//! ([`super::timeline`]), `hops`, `nics`, and the transports' own
+//! (`super::transports`)
 //! (docs/tables.md). `iface` columns hold the interface's name.
 //!
 //! Integer columns are signed and wider than the analyzer's unsigned
@@ -17,11 +18,12 @@ use super::transports::TransportFlowColumns;
 use super::{ColumnEncoding, Columns};
 use crate::addr::{Ip, Mac};
 use crate::analyze::hops::HopRow;
-use crate::analyze::{Event, FlowRow, PfcInterval, TimelineRow, Trigger};
+use crate::analyze::{Event, FlowRow, PfcInterval, Trigger};
 use crate::analyze::{Latency, NicRow};
 use crate::columns;
 
 pub use super::format::Named;
+pub use super::timeline::TimelineColumns;
 pub use super::transports::TRANSPORT_TABLES;
 pub(crate) use super::transports::{TableWriter, transport_tables};
 
@@ -176,23 +178,6 @@ columns! {
         frames: Int64Builder = |n| Some(n.row.frames),
         ended_by: StringBuilder = |n| Some(n.row.ended_by.as_str()),
         duration_ns: Int64Builder = |n| Some(n.row.end_ns.saturating_sub(n.row.start_ns) as i64),
-    }
-}
-
-columns! {
-    pub struct TimelineColumns for TimelineRow {
-        flow_id: Int64Builder = |r| Some(r.flow_id),
-        bin_start_ns: Int64Builder = |r| Some(r.bin_start_ns as i64),
-        bin_start: TimestampMicrosecondBuilder = |r| Some(micros(r.bin_start_ns)),
-        bin_ns: Int64Builder = |r| Some(r.bin_ns as i64),
-        packets: Int64Builder = |r| Some(r.packets),
-        bytes: Int64Builder = |r| Some(r.bytes),
-        retrans_packets: Int64Builder = |r| Some(r.retrans_packets),
-        ce: Int64Builder = |r| Some(r.ce),
-        cnps: Int64Builder = |r| Some(r.cnps),
-        gbps: Float64Builder = |r| Some(r.gbps),
-        goodput_gbps: Float64Builder = |r| Some(r.goodput_gbps),
-        paused_ns: Int64Builder = |r| Some(r.paused_ns as i64),
     }
 }
 

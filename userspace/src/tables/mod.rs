@@ -36,6 +36,7 @@ pub mod findings;
 pub mod format;
 pub mod packets;
 pub mod telemetry;
+mod timeline;
 pub mod transports;
 
 pub use file::{ColumnEncoding, Encoding, ParquetTable};
