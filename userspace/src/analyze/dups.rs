@@ -222,6 +222,18 @@ impl MirrorDups {
         owner: Owner,
         last_nak: Option<u64>,
     ) -> bool {
+        self.is_copy_with(rec, owner, || last_nak)
+    }
+
+    /// [`Self::is_copy`], `last_nak` asked only when a frame of the same
+    /// key is in the window (most frames have none: their flow's NAK
+    /// history is not read for them).
+    pub(crate) fn is_copy_with(
+        &mut self,
+        rec: &PacketRecord,
+        owner: Owner,
+        last_nak: impl FnOnce() -> Option<u64>,
+    ) -> bool {
         if self.window_ns == 0 {
             return false;
         }
@@ -235,11 +247,6 @@ impl MirrorDups {
         }
         let key = self.key(rec, owner);
         let hash = key_hash(&self.keys, &key);
-        let window = if rec.payload_len == 0 || rec.kind() == Kind::Cnp {
-            self.window_ns.min(CONTROL_WINDOW_NS)
-        } else {
-            self.window_ns
-        };
         if (self.len + 1) * 2 > self.index.len() {
             self.grow();
         }
@@ -250,9 +257,14 @@ impl MirrorDups {
         let b = match self.find(hash, &key) {
             Ok(b) => {
                 let t = self.ring[self.place(self.index[b].seq)].at;
-                if last_nak.is_none_or(|n| n.saturating_add(self.window_ns) < t)
-                    && now >= t
+                let window = if rec.payload_len == 0 || rec.kind() == Kind::Cnp {
+                    self.window_ns.min(CONTROL_WINDOW_NS)
+                } else {
+                    self.window_ns
+                };
+                if now >= t
                     && now - t <= window
+                    && last_nak().is_none_or(|n| n.saturating_add(self.window_ns) < t)
                 {
                     self.per_tap.entry(rec.iface).or_default().add(now - t);
                     // The copy does not refresh the original's time: a third
