@@ -227,9 +227,7 @@ impl MirrorDups {
 
     /// [`Self::is_copy`], `last_nak` asked only when a frame of the same
     /// key is in the window (most frames have none: their flow's NAK
-    /// history is not read for them). Kept out of its caller's line: the
-    /// flow's per-frame path stays as small as with [`Self::is_copy`].
-    #[inline(never)]
+    /// history is not read for them).
     pub(crate) fn is_copy_with(
         &mut self,
         rec: &PacketRecord,
