@@ -189,8 +189,8 @@ pub(crate) struct MirrorDups {
     /// Each key's last frame in `ring`: a power of two long (or empty),
     /// at most half in use.
     index: Vec<Bucket>,
-    /// Hashes a [`Key`] ([`key_hash`]).
-    keys: FastState,
+    /// Seeds [`key_hash`] (per run).
+    keys: KeySeeds,
     /// Hashes a CNP's, or a flowless frame's of another transport, owner
     /// fields to its
     /// [`Key::owner`]: no state a key (a table of them would grow with
@@ -207,7 +207,7 @@ impl MirrorDups {
             first: 0,
             len: 0,
             index: Vec::new(),
-            keys: FastState::default(),
+            keys: KeySeeds::new(),
             owners: FastState::default(),
             per_tap: BTreeMap::new(),
         }
@@ -222,6 +222,18 @@ impl MirrorDups {
         owner: Owner,
         last_nak: Option<u64>,
     ) -> bool {
+        self.is_copy_with(rec, owner, || last_nak)
+    }
+
+    /// [`Self::is_copy`], `last_nak` asked only when a frame of the same
+    /// key is in the window (most frames have none: their flow's NAK
+    /// history is not read for them).
+    pub(crate) fn is_copy_with(
+        &mut self,
+        rec: &PacketRecord,
+        owner: Owner,
+        last_nak: impl FnOnce() -> Option<u64>,
+    ) -> bool {
         if self.window_ns == 0 {
             return false;
         }
@@ -234,12 +246,7 @@ impl MirrorDups {
             self.leave();
         }
         let key = self.key(rec, owner);
-        let hash = key_hash(&self.keys, &key) as u32;
-        let window = if rec.payload_len == 0 || rec.kind() == Kind::Cnp {
-            self.window_ns.min(CONTROL_WINDOW_NS)
-        } else {
-            self.window_ns
-        };
+        let hash = key_hash(&self.keys, &key);
         if (self.len + 1) * 2 > self.index.len() {
             self.grow();
         }
@@ -250,9 +257,14 @@ impl MirrorDups {
         let b = match self.find(hash, &key) {
             Ok(b) => {
                 let t = self.ring[self.place(self.index[b].seq)].at;
-                if last_nak.is_none_or(|n| n.saturating_add(self.window_ns) < t)
-                    && now >= t
+                let window = if rec.payload_len == 0 || rec.kind() == Kind::Cnp {
+                    self.window_ns.min(CONTROL_WINDOW_NS)
+                } else {
+                    self.window_ns
+                };
+                if now >= t
                     && now - t <= window
+                    && last_nak().is_none_or(|n| n.saturating_add(self.window_ns) < t)
                 {
                     self.per_tap.entry(rec.iface).or_default().add(now - t);
                     // The copy does not refresh the original's time: a third
@@ -407,12 +419,32 @@ impl MirrorDups {
     }
 }
 
-/// `key`'s hash: its fields packed into three words, three rounds of the
-/// hasher instead of the six a field-by-field `Hash` makes.
-fn key_hash(keys: &FastState, key: &Key) -> u64 {
+/// The two per-run random words [`key_hash`] mixes a key with, drawn from
+/// a [`FastState`] (seeded as every map's: no capture can be crafted for
+/// them).
+#[derive(Debug)]
+struct KeySeeds([u64; 2]);
+
+impl KeySeeds {
+    fn new() -> Self {
+        let s = FastState::default();
+        KeySeeds([s.hash_one(1u64), s.hash_one(2u64)])
+    }
+}
+
+/// `key`'s hash's low 32 bits: its fields packed into two words (the
+/// payload length folded into the owner word's unused top and its low
+/// bits), each XORed with a seed, and their 128-bit product's halves
+/// XORed (foldhash's folded multiply): one multiply, where hashing the
+/// three words with the map's hasher took two and its sponge's shifts.
+/// Keys that differ only where the fold overlaps share a hash, not a
+/// bucket's match: the key itself is compared.
+fn key_hash(seeds: &KeySeeds, key: &Key) -> u32 {
     let owner = u64::from(key.owner) | u64::from(key.opcode) << 32 | u64::from(key.qp_high) << 40;
+    let owner = owner ^ u64::from(key.payload_len).rotate_right(16);
     let seq = u64::from(key.psn) | u64::from(key.icrc) << 32;
-    keys.hash_one((owner, seq, key.payload_len))
+    let p = u128::from(owner ^ seeds.0[0]) * u128::from(seq ^ seeds.0[1]);
+    (p as u64 ^ (p >> 64) as u64) as u32
 }
 
 #[cfg(test)]

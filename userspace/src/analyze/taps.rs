@@ -85,16 +85,24 @@ impl Analyzer {
         t.isb_osdrop = osdrop.or(t.isb_osdrop);
     }
 
+    #[inline]
     pub(super) fn tap_mut(&mut self, iface: u16) -> &mut TapState {
         let i = usize::from(iface);
         if self.taps.len() <= i {
-            self.taps.resize(i + 1, TapState::default());
+            self.grow_taps(i);
         }
         &mut self.taps[i]
     }
 
+    /// A first record of tap `i` beyond the taps so far (once a tap).
+    #[cold]
+    fn grow_taps(&mut self, i: usize) {
+        self.taps.resize(i + 1, TapState::default());
+    }
+
     /// A RoCE frame's ICRC on its tap: counts it, and says whether the
     /// failure is a sniffer's rewrite rather than corruption.
+    #[inline]
     pub(super) fn icrc(&mut self, rec: &PacketRecord) -> (bool, bool) {
         let checked = rec.has(flags::ICRC_CHECKED);
         let failed = checked && !rec.has(flags::ICRC_OK);
@@ -107,11 +115,19 @@ impl Analyzer {
         t.other_sport += u64::from(udp && !from_4791);
         t.icrc_checked += u64::from(checked);
         if failed {
-            t.icrc_failed += 1;
-            t.failed_from_4791 += u64::from(from_4791);
+            return Self::icrc_failed(t, from_4791, vcrc_failed);
         }
-        let rewritten = failed && t.sniffer_like();
-        ((failed && !rewritten) || vcrc_failed, rewritten)
+        (vcrc_failed, false)
+    }
+
+    /// A failing ICRC on tap `t`: counted; corruption, or a sniffer's
+    /// rewrite (the rare path of [`Self::icrc`], out of its line).
+    #[cold]
+    fn icrc_failed(t: &mut TapState, from_4791: bool, vcrc_failed: bool) -> (bool, bool) {
+        t.icrc_failed += 1;
+        t.failed_from_4791 += u64::from(from_4791);
+        let rewritten = t.sniffer_like();
+        (!rewritten || vcrc_failed, rewritten)
     }
 
     /// Names an interface index for the summary and the report.

@@ -69,6 +69,15 @@ impl Analyzer {
         if let Some(t) = f.trims_held() {
             t.pending.retain(|&(p, _)| p != psn);
         }
+        let icrc_failed = corrupt && rec.has(flags::ICRC_CHECKED) && !rec.has(flags::ICRC_OK);
+        // Short on the wire itself (not a snap length: the capture holds
+        // every byte the wire had), yet its IP length says more.
+        let short_on_wire = rec.has(flags::CUT) && rec.cap_len >= rec.frame_len;
+        // A whole frame (the common case) ends here, before the flow's
+        // sender part is read for its longest request.
+        if !icrc_failed && !short_on_wire {
+            return false;
+        }
         // Against the longest request so far: its DSCP is the data DSCP.
         if !rec.has_traffic_class()
             || !cut_and_remarked(
@@ -80,18 +89,12 @@ impl Analyzer {
         {
             return false;
         }
-        let icrc_failed = corrupt && rec.has(flags::ICRC_CHECKED) && !rec.has(flags::ICRC_OK);
-        // Short on the wire itself (not a snap length: the capture holds
-        // every byte the wire had), yet its IP length says more.
-        let short_on_wire = rec.has(flags::CUT) && rec.cap_len >= rec.frame_len;
         let counted = if icrc_failed {
             Counted::IcrcFailed {
                 from_4791: rec.has(flags::HAS_UDP) && rec.udp_sport == udp::ROCEV2_PORT,
             }
-        } else if short_on_wire {
-            Counted::Cut
         } else {
-            return false;
+            Counted::Cut
         };
         // A NAK still outstanding (its PSN not sent again since) asked for
         // this one already: the receiver sends no second NAK.

@@ -208,3 +208,26 @@ fn a_zero_window_turns_detection_off() {
     assert!(!d.is_copy_of0(&frame(1, 5), None));
     assert!(!d.is_copy_of0(&frame(1, 5), None));
 }
+
+/// The one-multiply key hash spreads a flow's consecutive PSNs, and
+/// lengths alone, over a table's buckets as a hasher would.
+#[test]
+fn key_hashes_spread_over_the_buckets() {
+    let seeds = KeySeeds::new();
+    let key = |psn: u32, payload_len: u32| Key {
+        owner: 7,
+        opcode: 0x0a,
+        qp_high: 0,
+        psn,
+        icrc: 0,
+        payload_len,
+    };
+    let homes = |keys: &mut dyn Iterator<Item = Key>| {
+        keys.map(|k| key_hash(&seeds, &k) & 1023)
+            .collect::<std::collections::HashSet<u32>>()
+            .len()
+    };
+    // 1,024 keys into 1,024 buckets: ~647 distinct homes expected.
+    assert!(homes(&mut (0..1024).map(|p| key(p, 4096))) > 580);
+    assert!(homes(&mut (0..1024).map(|l| key(5, l * 64))) > 580);
+}

@@ -373,12 +373,11 @@ impl Analyzer {
     ) -> Verdict {
         let now = rec.ts_ns;
         let i = self.flow_index(super::roce_key(rec), hash, now);
-        let last_nak = self.flows[i]
-            .paired()
-            .and_then(|p| self.flows[p].nak().last_nak_ts);
+        let flows = &self.flows;
+        let last_nak = || flows[i].paired().and_then(|p| flows[p].nak().last_nak_ts);
         if self
             .dups
-            .is_copy(rec, dups::Owner::Flow(self.flows[i].id as usize), last_nak)
+            .is_copy_with(rec, dups::Owner::Flow(flows[i].id as usize), last_nak)
         {
             self.flows[i].rare_mut().mirror_copies += 1;
             self.frames.mirror_copies += 1;
