@@ -419,32 +419,39 @@ impl MirrorDups {
     }
 }
 
-/// The two per-run random words [`key_hash`] mixes a key with, drawn from
-/// a [`FastState`] (seeded as every map's: no capture can be crafted for
+/// The per-run random words [`key_hash`] mixes a key with, drawn from a
+/// [`FastState`] (seeded as every map's: no capture can be crafted for
 /// them).
 #[derive(Debug)]
-struct KeySeeds([u64; 2]);
+struct KeySeeds([u64; 3]);
 
 impl KeySeeds {
     fn new() -> Self {
         let s = FastState::default();
-        KeySeeds([s.hash_one(1u64), s.hash_one(2u64)])
+        KeySeeds([1u64, 2, 3].map(|i| s.hash_one(i)))
     }
 }
 
-/// `key`'s hash's low 32 bits: its fields packed into two words (the
-/// payload length folded into the owner word's unused top and its low
-/// bits), each XORed with a seed, and their 128-bit product's halves
-/// XORed (foldhash's folded multiply): one multiply, where hashing the
-/// three words with the map's hasher took two and its sponge's shifts.
-/// Keys that differ only where the fold overlaps share a hash, not a
-/// bucket's match: the key itself is compared.
+/// `key`'s hash's low 32 bits: its fields packed into three words, each
+/// XORed with a seed; the first two folded-multiplied (the 128-bit
+/// product's halves XORed, as foldhash does), the payload length XORed
+/// in, then MurmurHash3's 64-bit finalizer (`fmix64`), so that every input
+/// bit reaches the low bits the bucket is taken from: without it, keys in
+/// an arithmetic progression (payload lengths a multiple of 64 apart) fell
+/// into buckets in a pattern. Keys that differ only where the fold
+/// overlaps share a hash, not a bucket's match: the key itself is
+/// compared.
 fn key_hash(seeds: &KeySeeds, key: &Key) -> u32 {
     let owner = u64::from(key.owner) | u64::from(key.opcode) << 32 | u64::from(key.qp_high) << 40;
-    let owner = owner ^ u64::from(key.payload_len).rotate_right(16);
     let seq = u64::from(key.psn) | u64::from(key.icrc) << 32;
     let p = u128::from(owner ^ seeds.0[0]) * u128::from(seq ^ seeds.0[1]);
-    (p as u64 ^ (p >> 64) as u64) as u32
+    let mut h = (p as u64 ^ (p >> 64) as u64) ^ (u64::from(key.payload_len) ^ seeds.0[2]);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    h as u32
 }
 
 #[cfg(test)]

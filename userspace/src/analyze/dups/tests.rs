@@ -213,7 +213,6 @@ fn a_zero_window_turns_detection_off() {
 /// lengths alone, over a table's buckets as a hasher would.
 #[test]
 fn key_hashes_spread_over_the_buckets() {
-    let seeds = KeySeeds::new();
     let key = |psn: u32, payload_len: u32| Key {
         owner: 7,
         opcode: 0x0a,
@@ -222,12 +221,35 @@ fn key_hashes_spread_over_the_buckets() {
         icrc: 0,
         payload_len,
     };
-    let homes = |keys: &mut dyn Iterator<Item = Key>| {
-        keys.map(|k| key_hash(&seeds, &k) & 1023)
-            .collect::<std::collections::HashSet<u32>>()
-            .len()
-    };
-    // 1,024 keys into 1,024 buckets: ~647 distinct homes expected.
-    assert!(homes(&mut (0..1024).map(|p| key(p, 4096))) > 580);
-    assert!(homes(&mut (0..1024).map(|l| key(5, l * 64))) > 580);
+    // The seeds are random per run: every one of many must spread.
+    for _ in 0..256 {
+        let seeds = KeySeeds::new();
+        let homes = |keys: &mut dyn Iterator<Item = Key>| {
+            keys.map(|k| key_hash(&seeds, &k) & 1023)
+                .collect::<std::collections::HashSet<u32>>()
+                .len()
+        };
+        // 1,024 keys into 1,024 buckets: ~647 distinct homes expected
+        // (standard deviation ~10).
+        for (what, mut keys) in [
+            (
+                "PSNs",
+                Box::new((0..1024).map(|p| key(p, 4096))) as Box<dyn Iterator<Item = Key>>,
+            ),
+            (
+                "payload lengths",
+                Box::new((0..1024).map(|l| key(5, l * 64))),
+            ),
+            (
+                "owners",
+                Box::new((0..1024).map(|o| Key {
+                    owner: o << 8,
+                    ..key(5, 64)
+                })),
+            ),
+        ] {
+            let n = homes(&mut keys);
+            assert!(n > 580, "{what}: {n} homes of 1,024 keys, seeds {seeds:?}");
+        }
+    }
 }
