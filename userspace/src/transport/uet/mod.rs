@@ -139,11 +139,13 @@ mod columns;
 mod key;
 pub mod paths;
 pub mod pdc;
+mod pdcs;
 pub mod sack;
 mod totals;
 pub use columns::{FLOW_COLUMNS, FlowColumn, FlowValue, PdcValues};
 pub use key::{Carrier, PdcKey};
-pub use pdc::{Pdc, Pdcs};
+pub use pdc::Pdc;
+pub use pdcs::Pdcs;
 pub use totals::UetTotals;
 
 #[cfg(test)]

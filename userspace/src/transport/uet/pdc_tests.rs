@@ -7,6 +7,7 @@ use rocescope_common::wire::uet::pds::field as pf;
 use rocescope_common::wire::uet::{UetView, uet_present as present};
 
 use super::*;
+use crate::transport::uet::Pdcs;
 
 const A: [u8; 16] = [1; 16];
 const B: [u8; 16] = [2; 16];
