@@ -13,8 +13,25 @@ use super::format::micros;
 use super::{ColumnEncoding, Columns};
 use crate::analyze::TimelineRow;
 
-/// How `timeline.parquet` is encoded (docs/tables.md, "Parquet encoding").
-const TIMELINE_ENCODING: ColumnEncoding = ColumnEncoding::DEFAULT;
+/// How `timeline.parquet` is encoded (docs/tables.md, "Parquet encoding"):
+/// `DELTA_BINARY_PACKED` where a dictionary costs more to build than it
+/// saves. The bin's start and width change rarely from row to row (deltas
+/// of 0 take no bits), `flow_id`s of a bin are close together, and
+/// `retrans_packets`, `ce` and `cnps` are small counts, mostly 0; interning
+/// each value into a dictionary was most of a row's encoding cost. The
+/// other columns keep their dictionaries (few distinct values, far apart).
+const TIMELINE_ENCODING: ColumnEncoding = ColumnEncoding {
+    delta: &[
+        "flow_id",
+        "bin_start_ns",
+        "bin_start",
+        "bin_ns",
+        "retrans_packets",
+        "ce",
+        "cnps",
+    ],
+    ..ColumnEncoding::DEFAULT
+};
 
 /// The rows of the batch being filled.
 #[derive(Default)]
