@@ -381,3 +381,29 @@ impl Retired {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::flows::Count;
+
+    /// [`scores`] is every family's [`Family::score`], with rare counts
+    /// and without.
+    #[test]
+    fn the_scores_of_a_flow_are_each_familys() {
+        let mut f = Flow::new(3, (0, [1; 16], [2; 16], 7), 10);
+        let each = |f: &Flow| FAMILIES.map(|fam| fam.score(f));
+        assert_eq!(scores(&f), each(&f));
+        f.add(Count::Bytes, 5000);
+        f.add(Count::Retrans, 2);
+        f.add(Count::Ce, 3);
+        f.add(Count::DataPackets, 4);
+        f.last_ts = 10 + UNANSWERED_NS;
+        assert!(f.rare.is_none());
+        assert_eq!(scores(&f), each(&f));
+        f.rare_mut().icrc_errors = 1;
+        f.rare_mut().stalls = 2;
+        f.rare_mut().becn = 1;
+        assert_eq!(scores(&f), each(&f));
+    }
+}
