@@ -48,6 +48,11 @@ pub struct Config {
     /// written is the same either way; a source of several taps that sets
     /// it finds no hops.
     pub one_tap: bool,
+    /// The process exits once the run's results are out (`report`): the
+    /// state of the flows retired at the end that nothing reads again is
+    /// left for the exit to reclaim, not freed one flow at a time. What is
+    /// written is the same either way.
+    pub leave_at_exit: bool,
 }
 
 /// `--flow-idle`'s default: 60 s of capture time (NetFlow's inactive timeout
@@ -151,6 +156,7 @@ impl Default for Config {
             rows_held: DEFAULT_ROWS_HELD,
             recognition: rocescope_common::wire::Recognition::DEFAULT,
             one_tap: false,
+            leave_at_exit: false,
         }
     }
 }

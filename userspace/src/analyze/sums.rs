@@ -42,6 +42,17 @@ impl RowSums {
         self.rewinds_timeout += r.rewinds_timeout;
         self.goodput_gbps += r.goodput_gbps;
     }
+
+    /// Adds `more`'s sums, field by field: for one row's sums (`rows` 1)
+    /// the same additions as [`RowSums::add`] of that row.
+    pub fn add_sums(&mut self, more: &RowSums) {
+        self.rows += more.rows;
+        self.packets += more.packets;
+        self.cnps += more.cnps;
+        self.naks += more.naks;
+        self.rewinds_timeout += more.rewinds_timeout;
+        self.goodput_gbps += more.goodput_gbps;
+    }
 }
 
 impl super::Analysis {

@@ -97,7 +97,10 @@ pub(crate) fn report(
     width: Option<u16>,
     html: Option<PathBuf>,
 ) -> Result<ExitCode> {
-    let opts = input.options()?;
+    let mut opts = input.options()?;
+    // The process exits after the report: the flows' state is not freed
+    // one by one at the end (`Config::leave_at_exit`).
+    opts.analyzer.leave_at_exit = true;
     let counters = load_counters(&input.counters)?;
     let extra: Vec<Box<dyn crate::output::Output>> = match &html {
         Some(path) => vec![Box::new(

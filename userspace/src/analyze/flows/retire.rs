@@ -17,6 +17,7 @@ use super::super::Config;
 use super::super::hash::FastMap;
 use super::super::rewind::{STALL_MIN_NS, froze};
 use super::super::rows::{FlowKey, FlowRow};
+use super::super::sums::{RowGroup, RowSums};
 use super::super::taps::TapState;
 use super::super::{Analyzer, Sink};
 use super::interim::Intervals;
@@ -315,7 +316,7 @@ impl Analyzer {
     /// made before, read nothing else of it). The rows of the flows
     /// in `named` (those the findings list) are kept in `rows` as well.
     /// For a sink that keeps no rows, a flow that wrote no interim row is
-    /// summed from the columns its sums read ([`super::row::summed_row`]):
+    /// summed from the columns its sums read ([`super::row::summed`]):
     /// its whole row would be made for nothing (`report` of a million QPs
     /// made two million; docs/benchmarks.md, "cpu2").
     pub(in crate::analyze) fn retire_all(
@@ -326,11 +327,33 @@ impl Analyzer {
     ) {
         let flows = std::mem::take(&mut self.flows);
         let keeps = sink.keeps_flows();
+        let leave = self.config.leave_at_exit;
+        // The sums of the group the last flow summed is in, out of
+        // `retired.rows` while flows of that group follow (most flows of a
+        // run share a few groups): each group's sums take the same
+        // additions in the same order as through the map, without a
+        // look-up a flow.
+        let mut group: Option<(RowGroup, RowSums)> = None;
         flows.drain(|f| {
             if !keeps && !self.expiry.intervals.holds(f.id) && !named.contains(&f.id) {
-                let row = super::row::summed_row(&f);
-                self.retired.add_at_end(f, &row);
+                let (g, one) = super::row::summed(&f);
+                match &mut group {
+                    Some((held, sums)) if *held == g => sums.add_sums(&one),
+                    held => {
+                        if let Some((h, sums)) = held.take() {
+                            self.retired.rows.insert(h, sums);
+                        }
+                        let mut sums = self.retired.rows.remove(&g).unwrap_or_default();
+                        sums.add_sums(&one);
+                        *held = Some((g, sums));
+                    }
+                }
+                self.retired.add_summed_at_end(f, leave);
                 return;
+            }
+            // This flow's row goes through the map: the held sums first.
+            if let Some((h, sums)) = group.take() {
+                self.retired.rows.insert(h, sums);
             }
             let mut row = self.life_row(&f, f.cnps(), keeps);
             self.expiry.intervals.since(&f, &mut row);
@@ -342,5 +365,8 @@ impl Analyzer {
             }
             self.retired.add_at_end(f, &row);
         });
+        if let Some((h, sums)) = group {
+            self.retired.rows.insert(h, sums);
+        }
     }
 }

@@ -5,6 +5,7 @@ use rocescope_common::proto::ib::transport;
 
 use super::super::rows::{FlowRow, ratio};
 use super::super::rto;
+use super::super::sums::{RowGroup, RowSums};
 use super::Flow;
 
 /// What of a flow's row is summed per group ([`crate::analyze::RowSums`],
@@ -13,17 +14,40 @@ use super::Flow;
 /// ([`super::super::Analyzer`]'s `retire_all`). [`flow_row`] takes these
 /// columns from it.
 pub(in crate::analyze) fn summed_row(f: &Flow) -> FlowRow {
+    let (g, s) = summed(f);
     FlowRow {
+        iface: g.iface,
+        pcp: g.pcp,
+        dscp: g.dscp,
+        packets: s.packets,
+        cnps: s.cnps,
+        naks: s.naks,
+        rewinds_timeout: s.rewinds_timeout,
+        goodput_gbps: s.goodput_gbps,
+        ..FlowRow::default()
+    }
+}
+
+/// [`summed_row`]'s group and sums (one row's), without the rest of the
+/// row: what a flow retired at the end adds to [`Retired`]'s sums when
+/// its row goes nowhere else (`report`: no row of a million made).
+///
+/// [`Retired`]: super::Retired
+pub(in crate::analyze) fn summed(f: &Flow) -> (RowGroup, RowSums) {
+    let group = RowGroup {
         iface: f.iface,
         pcp: f.pcp(),
         dscp: f.dscp(),
+    };
+    let sums = RowSums {
+        rows: 1,
         packets: f.packets(),
         cnps: f.cnps(),
         naks: f.nak().naks,
         rewinds_timeout: f.rewind().rewinds_timeout,
         goodput_gbps: f.rate_gbps(f.goodput_bytes()),
-        ..FlowRow::default()
-    }
+    };
+    (group, sums)
 }
 
 pub(in crate::analyze) fn flow_row(f: &Flow) -> FlowRow {

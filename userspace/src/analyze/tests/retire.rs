@@ -398,4 +398,18 @@ fn rows_streamed_at_the_end_are_not_made_for_a_sink_that_keeps_none() {
     assert_eq!(all.sink.flows.len(), 82);
     assert_eq!(a, all.a);
     assert!(a.retired_sums.values().map(|s| s.rows).sum::<u64>() > 40);
+    // The flows' state left to the process's exit (`report`): the same
+    // analysis.
+    let mut an = Analyzer::new(Config {
+        leave_at_exit: true,
+        ..config()
+    });
+    let mut left = Keeps(VecSink::default());
+    for r in &recs {
+        an.push(r, &mut left);
+    }
+    let mut b = an.finish(&mut left);
+    crate::render::tell(&mut b);
+    assert_eq!(b, a);
+    assert_eq!(left.0.flows, none.0.flows);
 }
