@@ -2,6 +2,7 @@
 //! a batch of records: which rows hold a value, number columns widened one
 //! width up, timestamps, and the text columns as dictionary arrays of the
 //! batch's distinct strings ([`Texts`]).
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Display;
 use std::hash::Hash;
@@ -40,6 +41,32 @@ pub(super) fn all_null(nulls: &Option<NullBuffer>, len: usize) -> bool {
     len > 0 && nulls.as_ref().is_some_and(|n| n.null_count() == len)
 }
 
+thread_local! {
+    /// [`null_array`]'s arrays: the last one made of each type.
+    static NULL_ARRAYS: RefCell<Vec<ArrayRef>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An array of `len` nulls of `data_type`. Made once and shared (arrays are
+/// immutable): a RoCE batch has ~35 all-null columns (UET's 20, PFC's,
+/// the atomics', ...), and making each afresh zeroed a values buffer of
+/// the batch's length (32 KB for an `Int64` column of 4,096 rows) that
+/// the writer never reads: its levels say there are no values.
+pub(super) fn null_array(data_type: &DataType, len: usize) -> ArrayRef {
+    NULL_ARRAYS.with_borrow_mut(|made| {
+        if let Some(a) = made
+            .iter()
+            .find(|a| a.len() == len && a.data_type() == data_type)
+        {
+            return Arc::clone(a);
+        }
+        let a = new_null_array(data_type, len);
+        // One length a type: batches but the last are all of one size.
+        made.retain(|m| m.data_type() != data_type);
+        made.push(Arc::clone(&a));
+        a
+    })
+}
+
 /// A number column: `value` of every row (computed for null rows too, where
 /// it is never written), null where `nulls` says so. Generic over `value` so
 /// that each column is a loop of its own, inlined.
@@ -49,7 +76,7 @@ pub(super) fn primitive<T: ArrowPrimitiveType, R>(
     value: impl Fn(&R) -> T::Native,
 ) -> ArrayRef {
     if all_null(nulls, rows.len()) {
-        return new_null_array(&T::DATA_TYPE, rows.len());
+        return null_array(&T::DATA_TYPE, rows.len());
     }
     let values = ScalarBuffer::from(rows.iter().map(value).collect::<Vec<_>>());
     Arc::new(PrimitiveArray::<T>::new(values, nulls.clone()))
@@ -106,6 +133,20 @@ impl Batch<'_> {
         v: impl Fn(&PacketRecord) -> u64,
     ) -> ArrayRef {
         primitive::<Int64Type, _>(self.0, nulls, |r| v(r).widen())
+    }
+}
+
+/// A string column of `len` rows holding `text` wherever `nulls` says a
+/// row has a value: a dictionary of that one string, every key 0.
+pub(super) fn one_text(text: &str, len: usize, nulls: &Option<NullBuffer>) -> ArrayRef {
+    if all_null(nulls, len) {
+        return null_array(&text_type(), len);
+    }
+    let keys = UInt32Array::new(ScalarBuffer::from(vec![0u32; len]), nulls.clone());
+    let values = StringArray::from(vec![text]);
+    match DictionaryArray::<UInt32Type>::try_new(keys, Arc::new(values)) {
+        Ok(d) => Arc::new(d),
+        Err(_) => null_array(&text_type(), len),
     }
 }
 
@@ -203,7 +244,7 @@ impl<K: Copy + Eq + Hash + Display> Texts<K> {
         value: impl Fn(&PacketRecord) -> K,
     ) -> ArrayRef {
         if all_null(nulls, recs.len()) {
-            return new_null_array(&text_type(), recs.len());
+            return null_array(&text_type(), recs.len());
         }
         let keys: Vec<Option<u32>> = recs
             .iter()
