@@ -15,7 +15,7 @@ use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, PrimitiveArray, StringArray, UInt32Array,
     new_null_array,
 };
-use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 use rocescope_common::wire::TransportId;
 use rocescope_common::{Kind, PacketRecord};
@@ -275,8 +275,10 @@ impl<K> Texts<K> {
             self.local.resize(self.texts.len(), u32::MAX);
         }
         let mut rows = Vec::with_capacity(n);
-        let mut valid = Vec::with_capacity(n);
-        for key in keys {
+        // The null rows, if any: most string columns have none in a batch,
+        // and then no bitmap is built.
+        let mut null_rows = Vec::new();
+        for (i, key) in keys.enumerate() {
             let slot = key.and_then(|k| self.local.get_mut(k as usize).map(|l| (k, l)));
             let row = match slot {
                 Some((_, l)) if *l != u32::MAX => Some(*l),
@@ -287,8 +289,13 @@ impl<K> Texts<K> {
                 }
                 None => None,
             };
-            rows.push(row.unwrap_or(0));
-            valid.push(row.is_some());
+            match row {
+                Some(l) => rows.push(l),
+                None => {
+                    rows.push(0);
+                    null_rows.push(i);
+                }
+            }
         }
         let values: StringArray = self
             .used
@@ -301,8 +308,14 @@ impl<K> Texts<K> {
             }
         }
         self.used.clear();
-        let nulls = NullBuffer::from(valid);
-        let nulls = (nulls.null_count() > 0).then_some(nulls);
+        let nulls = (!null_rows.is_empty()).then(|| {
+            let mut valid = BooleanBufferBuilder::new(n);
+            valid.append_n(n, true);
+            for &i in &null_rows {
+                valid.set_bit(i, false);
+            }
+            NullBuffer::new(valid.finish())
+        });
         let keys = UInt32Array::new(ScalarBuffer::from(rows), nulls);
         // Every key indexes `values` (one entry per key handed out), so
         // this cannot fail; were it to, the column would read as nulls.

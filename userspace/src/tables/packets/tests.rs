@@ -234,8 +234,8 @@ fn a_batch_dictionary_holds_only_its_own_strings() {
 /// right type, length and nulls whichever batch asks.
 #[test]
 fn all_null_columns_are_shared() {
-    use arrow_array::types::{ArrowPrimitiveType, Int64Type};
     use super::columns::{null_array, text_type};
+    use arrow_array::types::{ArrowPrimitiveType, Int64Type};
     let a = null_array(&Int64Type::DATA_TYPE, 4096);
     let b = null_array(&Int64Type::DATA_TYPE, 4096);
     assert!(std::sync::Arc::ptr_eq(&a, &b));
