@@ -246,12 +246,25 @@ impl<K: Copy + Eq + Hash + Display> Texts<K> {
         if all_null(nulls, recs.len()) {
             return null_array(&text_type(), recs.len());
         }
+        // The row before's value and key: a run of one flow's frames
+        // repeats its addresses, and a compare is cheaper than the lookup.
+        let mut last: Option<(K, u32)> = None;
         let keys: Vec<Option<u32>> = recs
             .iter()
             .enumerate()
             .map(|(i, r)| match nulls {
                 Some(n) if n.is_null(i) => None,
-                _ => Some(self.key(value(r))),
+                _ => {
+                    let v = value(r);
+                    Some(match last {
+                        Some((lv, k)) if lv == v => k,
+                        _ => {
+                            let k = self.key(v);
+                            last = Some((v, k));
+                            k
+                        }
+                    })
+                }
             })
             .collect();
         self.column(keys.into_iter())
