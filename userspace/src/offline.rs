@@ -540,7 +540,10 @@ impl Run {
         }
         self.pipeline.push(rec)?;
         // After the record that carried them: INT-MD and IFA hops join the
-        // flow it made or went on.
+        // flow it made or went on. Most frames carry none: no call then.
+        if telemetry.is_empty() {
+            return Ok(());
+        }
         self.pipeline.telemetry(telemetry)
     }
 }

@@ -34,8 +34,8 @@ use crate::analyze::Verdict;
 use crate::transport::PACKET_COLUMNS;
 mod columns;
 use columns::{
-    Batch, Texts, and, boolean, kind_texts, link_texts, primitive, timestamps, transport_texts,
-    validity,
+    Batch, Texts, and, boolean, kind_texts, link_texts, one_text, primitive, timestamps,
+    transport_texts, validity,
 };
 
 use crate::transport::packet_columns::{
@@ -343,13 +343,26 @@ impl RowTexts {
         let addrs = has(f::HAS_IPV4 | f::HAS_IPV6 | f::HAS_GRH | f::IB_LRH);
         let src_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.src_ip));
         let dst_ip = self.ips.column_of(recs, &addrs, |r| Ip(r.dst_ip));
-        let link = link_texts().column(
-            recs.iter()
-                .zip(&transports)
-                .map(|(r, t)| (!beside_roce(*t)).then_some(u32::from(r.has(f::IB_LRH)))),
-        );
-        let transport =
-            transport_texts().column(transports.iter().map(|t| t.map(|t| t.index() as u32)));
+        // `link` and `transport` hold one string in nearly every batch
+        // ("roce"): then its rows are the one entry's key, with no
+        // per-row dictionary lookup (the writer interns the strings
+        // itself, so the file is the same either way).
+        let link = if flags.iter().all(|fl| fl & f::IB_LRH == 0) {
+            one_text("roce", recs.len(), &not_beside)
+        } else {
+            link_texts().column(
+                recs.iter()
+                    .zip(&transports)
+                    .map(|(r, t)| (!beside_roce(*t)).then_some(u32::from(r.has(f::IB_LRH)))),
+            )
+        };
+        let transport = if not_beside.is_none() {
+            // Each row RoCE's or none (PFC, PAUSE, malformed).
+            let roce = validity(&transports, Option::is_some);
+            one_text(TransportId::Roce.entry().name, recs.len(), &roce)
+        } else {
+            transport_texts().column(transports.iter().map(|t| t.map(|t| t.index() as u32)))
+        };
         let psn = neutral_psn(&b, &bth, &transports, &beside);
         let flow_id =
             primitive::<Int64Type, _>(extra, &validity(extra, |e| e.flow_id.is_some()), |e| {

@@ -2,6 +2,7 @@
 //! a batch of records: which rows hold a value, number columns widened one
 //! width up, timestamps, and the text columns as dictionary arrays of the
 //! batch's distinct strings ([`Texts`]).
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Display;
 use std::hash::Hash;
@@ -14,7 +15,7 @@ use arrow_array::{
     ArrayRef, BooleanArray, DictionaryArray, PrimitiveArray, StringArray, UInt32Array,
     new_null_array,
 };
-use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 use rocescope_common::wire::TransportId;
 use rocescope_common::{Kind, PacketRecord};
@@ -40,6 +41,32 @@ pub(super) fn all_null(nulls: &Option<NullBuffer>, len: usize) -> bool {
     len > 0 && nulls.as_ref().is_some_and(|n| n.null_count() == len)
 }
 
+thread_local! {
+    /// [`null_array`]'s arrays: the last one made of each type.
+    static NULL_ARRAYS: RefCell<Vec<ArrayRef>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An array of `len` nulls of `data_type`. Made once and shared (arrays are
+/// immutable): a RoCE batch has ~35 all-null columns (UET's 20, PFC's,
+/// the atomics', ...), and making each afresh zeroed a values buffer of
+/// the batch's length (32 KB for an `Int64` column of 4,096 rows) that
+/// the writer never reads: its levels say there are no values.
+pub(super) fn null_array(data_type: &DataType, len: usize) -> ArrayRef {
+    NULL_ARRAYS.with_borrow_mut(|made| {
+        if let Some(a) = made
+            .iter()
+            .find(|a| a.len() == len && a.data_type() == data_type)
+        {
+            return Arc::clone(a);
+        }
+        let a = new_null_array(data_type, len);
+        // One length a type: batches but the last are all of one size.
+        made.retain(|m| m.data_type() != data_type);
+        made.push(Arc::clone(&a));
+        a
+    })
+}
+
 /// A number column: `value` of every row (computed for null rows too, where
 /// it is never written), null where `nulls` says so. Generic over `value` so
 /// that each column is a loop of its own, inlined.
@@ -49,7 +76,7 @@ pub(super) fn primitive<T: ArrowPrimitiveType, R>(
     value: impl Fn(&R) -> T::Native,
 ) -> ArrayRef {
     if all_null(nulls, rows.len()) {
-        return new_null_array(&T::DATA_TYPE, rows.len());
+        return null_array(&T::DATA_TYPE, rows.len());
     }
     let values = ScalarBuffer::from(rows.iter().map(value).collect::<Vec<_>>());
     Arc::new(PrimitiveArray::<T>::new(values, nulls.clone()))
@@ -106,6 +133,20 @@ impl Batch<'_> {
         v: impl Fn(&PacketRecord) -> u64,
     ) -> ArrayRef {
         primitive::<Int64Type, _>(self.0, nulls, |r| v(r).widen())
+    }
+}
+
+/// A string column of `len` rows holding `text` wherever `nulls` says a
+/// row has a value: a dictionary of that one string, every key 0.
+pub(super) fn one_text(text: &str, len: usize, nulls: &Option<NullBuffer>) -> ArrayRef {
+    if all_null(nulls, len) {
+        return null_array(&text_type(), len);
+    }
+    let keys = UInt32Array::new(ScalarBuffer::from(vec![0u32; len]), nulls.clone());
+    let values = StringArray::from(vec![text]);
+    match DictionaryArray::<UInt32Type>::try_new(keys, Arc::new(values)) {
+        Ok(d) => Arc::new(d),
+        Err(_) => null_array(&text_type(), len),
     }
 }
 
@@ -203,14 +244,27 @@ impl<K: Copy + Eq + Hash + Display> Texts<K> {
         value: impl Fn(&PacketRecord) -> K,
     ) -> ArrayRef {
         if all_null(nulls, recs.len()) {
-            return new_null_array(&text_type(), recs.len());
+            return null_array(&text_type(), recs.len());
         }
+        // The row before's value and key: a run of one flow's frames
+        // repeats its addresses, and a compare is cheaper than the lookup.
+        let mut last: Option<(K, u32)> = None;
         let keys: Vec<Option<u32>> = recs
             .iter()
             .enumerate()
             .map(|(i, r)| match nulls {
                 Some(n) if n.is_null(i) => None,
-                _ => Some(self.key(value(r))),
+                _ => {
+                    let v = value(r);
+                    Some(match last {
+                        Some((lv, k)) if lv == v => k,
+                        _ => {
+                            let k = self.key(v);
+                            last = Some((v, k));
+                            k
+                        }
+                    })
+                }
             })
             .collect();
         self.column(keys.into_iter())
@@ -234,8 +288,10 @@ impl<K> Texts<K> {
             self.local.resize(self.texts.len(), u32::MAX);
         }
         let mut rows = Vec::with_capacity(n);
-        let mut valid = Vec::with_capacity(n);
-        for key in keys {
+        // The null rows, if any: most string columns have none in a batch,
+        // and then no bitmap is built.
+        let mut null_rows = Vec::new();
+        for (i, key) in keys.enumerate() {
             let slot = key.and_then(|k| self.local.get_mut(k as usize).map(|l| (k, l)));
             let row = match slot {
                 Some((_, l)) if *l != u32::MAX => Some(*l),
@@ -246,8 +302,13 @@ impl<K> Texts<K> {
                 }
                 None => None,
             };
-            rows.push(row.unwrap_or(0));
-            valid.push(row.is_some());
+            match row {
+                Some(l) => rows.push(l),
+                None => {
+                    rows.push(0);
+                    null_rows.push(i);
+                }
+            }
         }
         let values: StringArray = self
             .used
@@ -260,8 +321,14 @@ impl<K> Texts<K> {
             }
         }
         self.used.clear();
-        let nulls = NullBuffer::from(valid);
-        let nulls = (nulls.null_count() > 0).then_some(nulls);
+        let nulls = (!null_rows.is_empty()).then(|| {
+            let mut valid = BooleanBufferBuilder::new(n);
+            valid.append_n(n, true);
+            for &i in &null_rows {
+                valid.set_bit(i, false);
+            }
+            NullBuffer::new(valid.finish())
+        });
         let keys = UInt32Array::new(ScalarBuffer::from(rows), nulls);
         // Every key indexes `values` (one entry per key handed out), so
         // this cannot fail; were it to, the column would read as nulls.

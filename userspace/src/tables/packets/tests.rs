@@ -229,3 +229,21 @@ fn a_batch_dictionary_holds_only_its_own_strings() {
     assert_eq!(rows, [s("10.0.0.3"), None, s("10.0.0.4")]);
     assert_eq!(values, ["10.0.0.3", "10.0.0.4"]);
 }
+
+/// An all-null column is made once per type and length and shared after:
+/// right type, length and nulls whichever batch asks.
+#[test]
+fn all_null_columns_are_shared() {
+    use super::columns::{null_array, text_type};
+    use arrow_array::types::{ArrowPrimitiveType, Int64Type};
+    let a = null_array(&Int64Type::DATA_TYPE, 4096);
+    let b = null_array(&Int64Type::DATA_TYPE, 4096);
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+    assert_eq!((a.len(), a.null_count()), (4096, 4096));
+    let short = null_array(&Int64Type::DATA_TYPE, 10);
+    assert_eq!((short.len(), short.null_count()), (10, 10));
+    let text = null_array(&text_type(), 10);
+    assert_eq!(text.data_type(), &text_type());
+    assert_eq!(text.null_count(), 10);
+    assert_eq!(short.data_type(), &DataType::Int64);
+}
