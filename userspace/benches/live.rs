@@ -25,8 +25,8 @@
 //!
 //! 6. **Ring layouts**: one shared ring against a ring per CPU with one
 //!    and two producing CPUs, flat out and paced
-//!    (`ROCESCOPE_BENCH_RINGS_PACED` frames/s per CPU, default 300 000):
-//!    see `live/rings.rs`. `ROCESCOPE_BENCH_ONLY=rings` runs only this (and the
+//!    (`ROCESCOPE_BENCH_RINGS_PACED` frames/s per CPU, default 300 000),
+//!    per ring tuning (`ROCESCOPE_BENCH_RINGS_RING`): see `live/rings.rs`. `ROCESCOPE_BENCH_ONLY=rings` runs only this (and the
 //!    program cost).
 //! 7. **Userspace CPU per frame**: rocescope's own CPU time per frame
 //!    analysed, with and without the `packets` table, against the drain
@@ -402,16 +402,17 @@ fn program_cost(frames: &[Vec<u8>]) {
 fn tunings() -> Vec<RingTuning> {
     let spec =
         std::env::var("ROCESCOPE_BENCH_RING").unwrap_or_else(|_| "16MiB/0,64MiB/1MiB".into());
-    spec.split(',')
-        .map(|one| {
-            let (size, wakeup) = one.split_once('/').expect("SIZE/WAKEUP");
-            RingTuning::new(
-                Some(units::bytes(size).expect("ring size")),
-                Some(units::bytes(wakeup).expect("wake-up bytes")),
-            )
-            .expect("ring tuning")
-        })
-        .collect()
+    spec.split(',').map(ring_tuning).collect()
+}
+
+/// One ring tuning, `SIZE/WAKEUP` (`64MiB/1MiB`).
+fn ring_tuning(spec: &str) -> RingTuning {
+    let (size, wakeup) = spec.split_once('/').expect("SIZE/WAKEUP");
+    RingTuning::new(
+        Some(units::bytes(size).expect("ring size")),
+        Some(units::bytes(wakeup).expect("wake-up bytes")),
+    )
+    .expect("ring tuning")
 }
 
 fn describe(t: RingTuning) -> String {

@@ -6,6 +6,13 @@
 //!    ring drained by `live`'s own drain threads, whose batches one more
 //!    thread only counts (no analysis, no tables: the kernel side and the
 //!    rings). Rate = frames XDP saw / (first send → last frame seen).
+//!
+//!    Once per ring tuning of `ROCESCOPE_BENCH_RINGS_RING` (`SIZE/WAKEUP,…`,
+//!    default `64MiB/1MiB,512KiB/128KiB`: live's own `--ring-size` and
+//!    `--wakeup`, then a ring whose few milliseconds of buffer at this
+//!    host's rates stand for the default ring's at a 400G port's), each
+//!    ring that size, and the rings per CPU once more at half that size
+//!    each: the same memory as the one shared ring.
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,23 +23,37 @@ use rocescope::live::drain::Drains;
 use rocescope::live::replay::RawSender;
 use rocescope::live::{LoadOptions, Program, RingLayout, RingTuning, Tap, XdpModeArg};
 
-use super::{send, settle};
+use super::{ring_tuning, send, settle};
 
 /// What runs on the tap end.
 #[derive(Clone, Copy)]
 enum Setup {
     Pass,
-    Decoder(RingLayout),
+    /// The decoder with its rings, each of the tuning's size.
+    Decoder(RingLayout, RingTuning),
 }
 
 impl Setup {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            Setup::Pass => "XDP_PASS",
-            Setup::Decoder(RingLayout::Shared) => "shared ring",
-            Setup::Decoder(RingLayout::PerCpu) => "ring per CPU",
+            Setup::Pass => "XDP_PASS".into(),
+            Setup::Decoder(RingLayout::Shared, t) => {
+                format!("shared ring of {} KiB", t.bytes >> 10)
+            }
+            Setup::Decoder(RingLayout::PerCpu, t) => {
+                format!("ring per CPU of {} KiB", t.bytes >> 10)
+            }
         }
     }
+}
+
+/// The rings' tunings (`ROCESCOPE_BENCH_RINGS_RING=SIZE/WAKEUP,…`).
+fn tunings() -> Vec<RingTuning> {
+    std::env::var("ROCESCOPE_BENCH_RINGS_RING")
+        .unwrap_or_else(|_| "64MiB/1MiB,512KiB/128KiB".into())
+        .split(',')
+        .map(ring_tuning)
+        .collect()
 }
 
 /// Runs the comparison in the bench's namespace `ns`.
@@ -68,10 +89,25 @@ pub fn compare(ns: &str, frames: &[Vec<u8>], paced_per_cpu: f64) {
             .is_ok_and(|s| s.success());
         assert!(ok, "{set}");
     }
-    println!(
-        "  ring layouts (veth with 2 queues, a sender per producing CPU, {} frames in all):",
-        frames.len()
-    );
+    for whole in tunings() {
+        println!(
+            "  ring layouts (veth with 2 queues, a sender per producing CPU, {} frames in all, rings of {} KiB waking every {} KiB):",
+            frames.len(),
+            whole.bytes >> 10,
+            whole.wakeup_bytes >> 10
+        );
+        layouts(&a, &b, frames, paced_per_cpu, whole);
+    }
+}
+
+/// Each layout with 1 and 2 producing CPUs, flat out and paced, the
+/// rings of `whole`'s size (and per CPU also of half its size).
+fn layouts(a: &str, b: &str, frames: &[Vec<u8>], paced_per_cpu: f64, whole: RingTuning) {
+    let half = RingTuning::new(
+        Some(u64::from(whole.bytes / 2)),
+        Some(whole.wakeup_bytes.min(u64::from(whole.bytes / 2))),
+    )
+    .expect("half ring tuning");
     for producers in [1usize, 2] {
         for pace in [None, Some(paced_per_cpu)] {
             let mut line = format!(
@@ -83,10 +119,11 @@ pub fn compare(ns: &str, frames: &[Vec<u8>], paced_per_cpu: f64) {
             );
             for setup in [
                 Setup::Pass,
-                Setup::Decoder(RingLayout::Shared),
-                Setup::Decoder(RingLayout::PerCpu),
+                Setup::Decoder(RingLayout::Shared, whole),
+                Setup::Decoder(RingLayout::PerCpu, whole),
+                Setup::Decoder(RingLayout::PerCpu, half),
             ] {
-                let (rate, records, drops) = run(&a, &b, frames, producers, pace, setup);
+                let (rate, records, drops) = run(a, b, frames, producers, pace, setup);
                 line.push_str(&format!(
                     " {} {:.0} frames/s ({records} records, {drops} drops);",
                     setup.name(),
@@ -107,22 +144,18 @@ fn run(
     pace: Option<f64>,
     setup: Setup,
 ) -> (f64, u64, u64) {
-    let opts = LoadOptions {
-        ring: RingTuning::default(),
-        layout: match setup {
-            Setup::Decoder(l) => l,
-            Setup::Pass => RingLayout::Shared,
-        },
-        ..LoadOptions::default()
+    let (program, layout, ring) = match setup {
+        Setup::Pass => (Program::BarePass, RingLayout::Shared, RingTuning::default()),
+        Setup::Decoder(layout, ring) => (Program::Decoder, layout, ring),
     };
-    let program = match setup {
-        Setup::Pass => Program::BarePass,
-        Setup::Decoder(_) => Program::Decoder,
+    let opts = LoadOptions {
+        ring,
+        layout,
+        ..LoadOptions::default()
     };
     let mut tap = Tap::load_with(program, &opts).expect("load");
     tap.attach(b, XdpModeArg::Auto).expect("attach");
-    let (drains, mut batches) =
-        Drains::spawn(tap.take_rings(), RingTuning::default().poll).expect("drain threads");
+    let (drains, mut batches) = Drains::spawn(tap.take_rings(), ring.poll).expect("drain threads");
     let taken = Arc::new(AtomicU64::new(0));
     let counter = {
         let taken = taken.clone();
