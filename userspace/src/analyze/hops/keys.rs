@@ -248,6 +248,12 @@ impl Order {
         (!self.is_empty()).then(|| self.ring[self.at(self.head)])
     }
 
+    /// The slot of the entry `ahead` places after the first, if queued.
+    pub(super) fn slot_ahead(&self, ahead: u64) -> Option<u32> {
+        let p = self.head + ahead;
+        (p < self.tail).then(|| self.ring[self.at(p)].slot)
+    }
+
     pub(super) fn pop_front(&mut self) {
         debug_assert!(!self.is_empty());
         self.head += 1;

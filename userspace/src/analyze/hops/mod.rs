@@ -36,6 +36,7 @@ use std::hash::BuildHasher;
 use hashbrown::hash_table::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
+use super::flows::prefetch_lines;
 use super::hash::{FastMap, FastState};
 use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{PacketRecord, flags};
@@ -123,6 +124,9 @@ impl FlowPairs {
         self.0.iter().map(Vec::len).sum()
     }
 }
+
+/// Entries ahead of the first whose slot [`Matcher::expire`] prefetches.
+const EXPIRY_PREFETCH: u64 = 8;
 
 /// No [`Matcher::flows`] index yet.
 const NO_FLOW: u32 = u32::MAX;
@@ -449,6 +453,14 @@ impl Matcher {
             if !all && self.watermark.saturating_sub(t) <= self.window_ns {
                 self.due = t.saturating_add(self.window_ns);
                 return;
+            }
+            // The slot of an entry a few ahead starts loading: expiry
+            // reads slots in the order of their last sightings, scattered
+            // over thousands of open keys on a dense capture.
+            if let Some(ahead) =
+                (self.order.slot_ahead(EXPIRY_PREFETCH)).and_then(|i| self.slots.get(i as usize))
+            {
+                prefetch_lines(ahead, std::mem::size_of::<Slot>());
             }
             self.order.pop_front();
             if superseded {
