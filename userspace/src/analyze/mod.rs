@@ -81,6 +81,7 @@
 //! A tracker with a finding is two files: its state here (`dcqcn.rs`,
 //! `livelock.rs`, `qos.rs`, `ecmp.rs`), its finding in `findings/`.
 
+mod cache;
 mod cm;
 mod cnp;
 mod compact;
@@ -484,7 +485,7 @@ impl Analyzer {
     /// on the other core: the first read of each was a miss, most of it in
     /// the mirror-copy check (docs/benchmarks.md, "cpu1m").
     pub(crate) fn prefetch_record(rec: &PacketRecord) {
-        flows::prefetch_lines(rec, std::mem::size_of::<PacketRecord>());
+        cache::prefetch_lines(rec, std::mem::size_of::<PacketRecord>());
     }
 
     /// Starts loading into the cache what pushing the next records reads

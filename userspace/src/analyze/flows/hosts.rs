@@ -99,8 +99,8 @@ impl HostIndex {
     pub(crate) fn prefetch(&self, hash: PairHash) {
         if let Some(mask) = self.tags.len().checked_sub(1) {
             let p = hash.0 as usize & mask;
-            super::table::prefetch_lines(&self.tags[p], 1);
-            super::table::prefetch_lines(&self.pairs[p], 1);
+            crate::analyze::cache::prefetch_lines(&self.tags[p], 1);
+            crate::analyze::cache::prefetch_lines(&self.pairs[p], 1);
         }
     }
 
@@ -234,8 +234,8 @@ impl HostIndex {
     /// Starts loading the bucket where the probe for `hash` begins.
     fn prefetch_place(&self, hash: u64) {
         let p = hash as usize & (self.tags.len() - 1);
-        super::table::prefetch_lines(&self.tags[p], 1);
-        super::table::prefetch_lines(&self.pairs[p], 1);
+        crate::analyze::cache::prefetch_lines(&self.tags[p], 1);
+        crate::analyze::cache::prefetch_lines(&self.pairs[p], 1);
     }
 
     /// Drops flow `i` of `flows` (still in its slot: its hosts are read

@@ -28,7 +28,6 @@ pub(crate) use retire::Expiry;
 pub(super) use retire::{CnpCount, cnps_for, idle_past, next_boundary};
 pub(super) use row::flow_row;
 pub(crate) use table::FlowTable;
-pub(super) use table::prefetch_lines;
 
 use rocescope_common::proto::ib::{self, PSN_MASK, transport};
 use rocescope_common::{PacketRecord, flags};

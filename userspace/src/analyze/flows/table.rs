@@ -97,7 +97,7 @@ impl FlowTable {
     /// [`super::FlowIndex::prefetch`]).
     pub(crate) fn prefetch(&self, i: usize) {
         if let Some(f) = self.chunks.get(i / CHUNK).and_then(|c| c.get(i % CHUNK)) {
-            prefetch_lines(f, std::mem::size_of::<Flow>());
+            crate::analyze::cache::prefetch_lines(f, std::mem::size_of::<Flow>());
         }
     }
 
@@ -142,21 +142,6 @@ impl IndexMut<usize> for FlowTable {
     fn index_mut(&mut self, i: usize) -> &mut Flow {
         &mut self.chunks[i / CHUNK][i % CHUNK]
     }
-}
-
-/// Starts loading the cache lines from `p` on that hold `bytes` (no
-/// effect off x86-64).
-#[inline]
-pub(in crate::analyze) fn prefetch_lines<T>(p: *const T, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..bytes).step_by(64) {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: a prefetch is a hint, never a load: it faults on no
-        // address, and SSE is in every x86-64 CPU.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(line)) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, bytes);
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use std::hash::BuildHasher;
 use hashbrown::hash_table::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
-use super::flows::prefetch_lines;
+use super::cache::prefetch_lines;
 use super::hash::{FastMap, FastState};
 use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{PacketRecord, flags};
