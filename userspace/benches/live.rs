@@ -26,8 +26,8 @@
 //! 6. **Ring layouts**: one shared ring against a ring per CPU with one
 //!    and two producing CPUs, flat out and paced
 //!    (`ROCESCOPE_BENCH_RINGS_PACED` frames/s per CPU, default 300 000),
-//!    per ring tuning (`ROCESCOPE_BENCH_RINGS_RING`): see `live/rings.rs`. `ROCESCOPE_BENCH_ONLY=rings` runs only this (and the
-//!    program cost).
+//!    per ring tuning (`ROCESCOPE_BENCH_RINGS_RING`): see `live/rings.rs`.
+//!    `ROCESCOPE_BENCH_ONLY=rings` runs only this (and the program cost).
 //! 7. **Userspace CPU per frame**: rocescope's own CPU time per frame
 //!    analysed, with and without the `packets` table, against the drain
 //!    threads alone, interleaved rounds: see `live/cpu.rs`.

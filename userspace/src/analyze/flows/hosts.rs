@@ -14,6 +14,7 @@
 
 use super::index::{EMPTY, LEFT, PairHash, pair_hash, put_ahead, tag};
 use super::{FlowTable, HostPair};
+use crate::analyze::cache::prefetch_lines;
 use crate::analyze::compact::Opt32;
 
 /// The flows of one host pair, by slot, in the order they began.
@@ -99,8 +100,8 @@ impl HostIndex {
     pub(crate) fn prefetch(&self, hash: PairHash) {
         if let Some(mask) = self.tags.len().checked_sub(1) {
             let p = hash.0 as usize & mask;
-            crate::analyze::cache::prefetch_lines(&self.tags[p], 1);
-            crate::analyze::cache::prefetch_lines(&self.pairs[p], 1);
+            prefetch_lines(&self.tags[p], 1);
+            prefetch_lines(&self.pairs[p], 1);
         }
     }
 
@@ -234,8 +235,8 @@ impl HostIndex {
     /// Starts loading the bucket where the probe for `hash` begins.
     fn prefetch_place(&self, hash: u64) {
         let p = hash as usize & (self.tags.len() - 1);
-        crate::analyze::cache::prefetch_lines(&self.tags[p], 1);
-        crate::analyze::cache::prefetch_lines(&self.pairs[p], 1);
+        prefetch_lines(&self.tags[p], 1);
+        prefetch_lines(&self.pairs[p], 1);
     }
 
     /// Drops flow `i` of `flows` (still in its slot: its hosts are read

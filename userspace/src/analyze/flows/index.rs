@@ -16,6 +16,7 @@ use std::hash::BuildHasher;
 use std::sync::LazyLock;
 
 use super::{FlowTable, HostPair};
+use crate::analyze::cache::prefetch_lines;
 use crate::analyze::hash::FastState;
 use crate::analyze::rows::FlowKey;
 
@@ -180,8 +181,8 @@ impl FlowIndex {
     pub(crate) fn prefetch_bucket(&self, hash: KeyHash) {
         if let Some(mask) = self.tags.len().checked_sub(1) {
             let p = hash.key as usize & mask;
-            crate::analyze::cache::prefetch_lines(&self.tags[p], 1);
-            crate::analyze::cache::prefetch_lines(&self.slots[p], 4);
+            prefetch_lines(&self.tags[p], 1);
+            prefetch_lines(&self.slots[p], 4);
         }
     }
 
@@ -225,8 +226,8 @@ impl FlowIndex {
     /// Starts loading the bucket where the probe for `hash` begins.
     fn prefetch_place(&self, hash: u64) {
         let p = hash as usize & (self.tags.len() - 1);
-        crate::analyze::cache::prefetch_lines(&self.tags[p], 1);
-        crate::analyze::cache::prefetch_lines(&self.slots[p], 4);
+        prefetch_lines(&self.tags[p], 1);
+        prefetch_lines(&self.slots[p], 4);
     }
 
     /// Drops flow `i` of `flows` (still in its slot: its key is read from

@@ -9,6 +9,7 @@
 use std::ops::{Index, IndexMut};
 
 use super::Flow;
+use crate::analyze::cache::prefetch_lines;
 
 /// Flows per chunk.
 const CHUNK: usize = 4096;
@@ -97,7 +98,7 @@ impl FlowTable {
     /// [`super::FlowIndex::prefetch`]).
     pub(crate) fn prefetch(&self, i: usize) {
         if let Some(f) = self.chunks.get(i / CHUNK).and_then(|c| c.get(i % CHUNK)) {
-            crate::analyze::cache::prefetch_lines(f, std::mem::size_of::<Flow>());
+            prefetch_lines(f, std::mem::size_of::<Flow>());
         }
     }
 

@@ -457,8 +457,10 @@ impl Matcher {
             // The slot of an entry a few ahead starts loading: expiry
             // reads slots in the order of their last sightings, scattered
             // over thousands of open keys on a dense capture.
-            if let Some(ahead) =
-                (self.order.slot_ahead(EXPIRY_PREFETCH)).and_then(|i| self.slots.get(i as usize))
+            if let Some(ahead) = self
+                .order
+                .slot_ahead(EXPIRY_PREFETCH)
+                .and_then(|i| self.slots.get(i as usize))
             {
                 prefetch_lines(ahead, std::mem::size_of::<Slot>());
             }
