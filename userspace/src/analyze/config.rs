@@ -48,6 +48,10 @@ pub struct Config {
     /// written is the same either way; a source of several taps that sets
     /// it finds no hops.
     pub one_tap: bool,
+    /// Cross-tap matching may run on a thread of its own once a second tap
+    /// shows (`hops::Feed`; the pipelined run with one analyzer sets it).
+    /// What is written is the same either way.
+    pub match_thread: bool,
     /// The process exits once the run's results are out (`report`): the
     /// state of the flows retired at the end that nothing reads again is
     /// left for the exit to reclaim, not freed one flow at a time. What is
@@ -156,6 +160,7 @@ impl Default for Config {
             rows_held: DEFAULT_ROWS_HELD,
             recognition: rocescope_common::wire::Recognition::DEFAULT,
             one_tap: false,
+            match_thread: false,
             leave_at_exit: false,
         }
     }

@@ -152,7 +152,11 @@ impl Analyzer {
                 }
             }
         }
-        let matcher = std::mem::replace(&mut self.matcher, hops::Matcher::new(0));
+        let matcher = std::mem::replace(
+            &mut self.matcher,
+            hops::Feed::new(hops::Matcher::new(0), false),
+        )
+        .into_matcher();
         let matching = {
             let imposed = self
                 .config

@@ -277,7 +277,7 @@ pub struct Analyzer {
     /// DSCP and PCP pairs per tap.
     qos: qos::Marks,
     /// Cross-tap matching.
-    matcher: hops::Matcher,
+    matcher: hops::Feed,
     /// How fast each NIC reacts.
     nics: nics::Nics,
     /// Sums over flows kept as records come, for a monitor ([`running`]).
@@ -329,11 +329,14 @@ impl Analyzer {
                 .find(|(n, _)| n == name)
                 .map_or(config.link_speed_bps, |&(_, bps)| bps)
         });
-        let matcher = if config.one_tap {
-            hops::Matcher::one_tap(config.match_window_ns)
-        } else {
-            hops::Matcher::new(config.match_window_ns)
-        };
+        let matcher = hops::Feed::new(
+            if config.one_tap {
+                hops::Matcher::one_tap(config.match_window_ns)
+            } else {
+                hops::Matcher::new(config.match_window_ns)
+            },
+            config.match_thread,
+        );
         let transports = transports::Transports::new(&config);
         Analyzer {
             config,

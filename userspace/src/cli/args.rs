@@ -288,6 +288,7 @@ impl AnalysisArgs {
             rows_held: analyze::DEFAULT_ROWS_HELD,
             recognition: Default::default(),
             one_tap: false,
+            match_thread: false,
             leave_at_exit: false,
             clock_offsets: self
                 .clock_offset

@@ -19,6 +19,10 @@
 //!     writer thread: every Output (Arrow builders, Parquet encoding, files)
 //! ```
 //!
+//! With more than one tap in the source, the analyzer hands its cross-tap
+//! matching to a fourth thread (`analyze::hops::Feed`; docs/analysis.md,
+//! "Cross-tap matching").
+//!
 //! The threads start with the first record (or interface name, or CM
 //! message), so outputs can still be added after [`RecordPipeline::new`].
 //!
@@ -159,6 +163,11 @@ impl RecordPipeline {
                 dir, pipelined, packets,
             )?));
         }
+        let mut config = config;
+        // Pipelined with one analyzer, matching gets a thread of its own
+        // (docs/benchmarks.md, "matchthread"); sharded analyzers each match
+        // their own address pairs inline.
+        config.match_thread = threads == Threads::Pipelined && analyzers == 1;
         let mut analyzer = Box::new(Analyzer::new(config));
         analyzer.set_row_annotator(crate::render::wireshark::annotate_row);
         let stage = Stage::NotStarted {

@@ -42,6 +42,7 @@ use rocescope_common::proto::ib::QPN_MASK;
 use rocescope_common::{PacketRecord, flags};
 
 mod clocks;
+mod feed;
 mod keys;
 mod rows;
 mod sketch;
@@ -51,6 +52,7 @@ mod tests;
 
 use clocks::offsets;
 pub use clocks::{ClockOffset, OffsetSource};
+pub(crate) use feed::Feed;
 use keys::{Expiry, Key, Order, Slot};
 pub use rows::{HopRow, Matching};
 pub use sketch::Sketch;
@@ -82,9 +84,33 @@ struct TapRange {
 /// its flow, the flow, and its time.
 type Sighting = (Key, usize, NetFlow, u64);
 
-/// The flow of a RoCE frame.
-fn net_flow(rec: &PacketRecord) -> NetFlow {
-    (rec.src_ip, rec.dst_ip, rec.roce().dest_qp & QPN_MASK)
+/// What the matcher takes of a RoCE BTH frame: its flow, its key's fields,
+/// its tap and its time (what [`Feed`] hands the matcher's thread).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Seen {
+    flow: NetFlow,
+    ts_ns: u64,
+    psn: u32,
+    icrc: u32,
+    has_icrc: bool,
+    opcode: u8,
+    iface: u16,
+}
+
+impl Seen {
+    fn of(rec: &PacketRecord) -> Self {
+        let icrc = rec.has(flags::ICRC_CHECKED);
+        let roce = rec.roce();
+        Seen {
+            flow: (rec.src_ip, rec.dst_ip, roce.dest_qp & QPN_MASK),
+            ts_ns: rec.ts_ns,
+            psn: roce.psn,
+            icrc: if icrc { roce.icrc } else { 0 },
+            has_icrc: icrc,
+            opcode: roce.opcode,
+            iface: rec.iface,
+        }
+    }
 }
 
 /// Per direction across a tap pair: (min, max, matched) of `t_b - t_a`.
@@ -234,34 +260,47 @@ impl Matcher {
     /// One RoCE BTH frame (not a mirror copy), in time order; `flow_index`
     /// is the analyzer's index of its flow (one per tap and flow).
     pub(crate) fn push(&mut self, rec: &PacketRecord, flow_index: usize) {
-        if self.one_tap || rec.iface >= MAX_TAPS {
-            return;
+        if self.takes(rec) {
+            self.push_seen(Seen::of(rec), flow_index);
         }
-        let icrc = rec.has(flags::ICRC_CHECKED);
+    }
+
+    /// Whether [`Matcher::push`] would do anything with `rec`.
+    pub(crate) fn takes(&self, rec: &PacketRecord) -> bool {
+        !self.one_tap && rec.iface < MAX_TAPS
+    }
+
+    /// Whether frames of a second tap have come: from then on every
+    /// frame is a sighting to match ([`Feed`] moves the matcher to a thread
+    /// of its own).
+    pub(crate) fn matching(&self) -> bool {
+        self.solo.is_none() && !self.taps.is_empty()
+    }
+
+    /// [`Matcher::push`] of what it takes of the frame.
+    pub(crate) fn push_seen(&mut self, seen: Seen, flow_index: usize) {
         let mut key = Key {
             flow: NO_FLOW,
-            psn: rec.roce().psn,
-            icrc: if icrc { rec.roce().icrc } else { 0 },
-            has_icrc: icrc,
-            opcode: rec.roce().opcode,
+            psn: seen.psn,
+            icrc: seen.icrc,
+            has_icrc: seen.has_icrc,
+            opcode: seen.opcode,
         };
         if self.solo.is_some() || self.taps.is_empty() {
-            self.push_solo(rec, key, flow_index);
+            self.push_solo(seen, key, flow_index);
             return;
         }
-        // The flow itself (two addresses) only for a flow index not
-        // numbered yet.
-        key.flow = self.flow_number(flow_index, || net_flow(rec));
-        self.sighting(key, rec.iface, rec.ts_ns);
+        key.flow = self.flow_number(flow_index, || seen.flow);
+        self.sighting(key, seen.iface, seen.ts_ns);
     }
 
     /// [`Matcher::push`] while one tap has been seen: the frame is kept,
     /// or the second tap's first replays the kept ones (out of line: a
     /// multi-tap capture comes here until its second tap's first frame).
     #[inline(never)]
-    fn push_solo(&mut self, rec: &PacketRecord, mut key: Key, flow_index: usize) {
-        let flow = net_flow(rec);
-        let (now, iface) = (rec.ts_ns, rec.iface);
+    fn push_solo(&mut self, seen: Seen, mut key: Key, flow_index: usize) {
+        let flow = seen.flow;
+        let (now, iface) = (seen.ts_ns, seen.iface);
         match &mut self.solo {
             None if self.taps.is_empty() => self.solo = Some((iface, VecDeque::new())),
             Some((tap, recent)) if *tap == iface => {

@@ -279,3 +279,80 @@ fn a_one_tap_matcher_keeps_nothing_and_finds_what_one_tap_finds() {
     assert!(solo.finish(&BTreeMap::new(), |_, _| None).is_none());
     assert!(one.finish(&BTreeMap::new(), |_, _| None).is_none());
 }
+
+/// The matcher on its own thread ([`Feed`]) finds what it finds inline:
+/// the same pushes and forgets in the same order, over more batches than
+/// are let in flight (the analyzer waits, the spare batches come back).
+#[test]
+fn the_matcher_on_a_thread_matches_as_inline() {
+    // Three taps, four flows; each frame passes taps 0, 1, 2 in turn,
+    // some lost after a tap, some resent, the frames of a flow index
+    // forgotten (retired) now and then.
+    let mut frames = Vec::new();
+    let mut state = 0x2545_f491_u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut t = 1_000;
+    for psn in 0..20_000u32 {
+        let (src, dst) = (1 + (psn % 4) as u8, 9);
+        let reach = 1 + next() % 3;
+        for tap in 0..reach as u16 {
+            frames.push(frame(
+                tap,
+                t + u64::from(tap) * 3_000 + next() % 500,
+                psn,
+                src,
+                dst,
+            ));
+        }
+        if next() % 50 == 0 {
+            frames.push(frame(0, t + 50_000, psn, src, dst));
+        }
+        t += 700;
+    }
+    frames.sort_by_key(|r| r.ts_ns);
+    let index = |r: &PacketRecord| {
+        usize::from(r.iface) << 16 | usize::from(r.src_ip[15]) << 8 | usize::from(r.dst_ip[15])
+    };
+    let mut inline = Matcher::new(1_000_000);
+    let mut feed = Feed::new(Matcher::new(1_000_000), true);
+    for (n, r) in frames.iter().enumerate() {
+        inline.push(r, index(r));
+        feed.push(r, index(r));
+        if n % 5_000 == 4_999 {
+            inline.forget(index(r));
+            feed.forget(index(r));
+        }
+    }
+    assert!(
+        feed.threaded(),
+        "a second tap moves the matcher to its thread"
+    );
+    let a = inline.finish(&BTreeMap::new(), |_, _| None).unwrap();
+    let b = feed
+        .into_matcher()
+        .finish(&BTreeMap::new(), |_, _| None)
+        .unwrap();
+    assert!(a.hops.len() >= 4, "{a:?}");
+    assert!(a.hops.iter().any(|h| h.missing_down > 0 && h.matched > 0));
+    assert_eq!(a, b);
+}
+
+/// A single-tap source never starts the thread.
+#[test]
+fn one_tap_keeps_the_matcher_inline() {
+    let mut feed = Feed::new(Matcher::new(1_000_000), true);
+    for psn in 0..5_000 {
+        feed.push(&frame(0, u64::from(psn) * 1_000, psn, 1, 2), 0);
+    }
+    assert!(!feed.threaded());
+    assert!(
+        feed.into_matcher()
+            .finish(&BTreeMap::new(), |_, _| None)
+            .is_none()
+    );
+}
