@@ -266,7 +266,7 @@ impl Matcher {
     }
 
     /// Whether [`Matcher::push`] would do anything with `rec`.
-    pub(crate) fn takes(&self, rec: &PacketRecord) -> bool {
+    fn takes(&self, rec: &PacketRecord) -> bool {
         !self.one_tap && rec.iface < MAX_TAPS
     }
 
