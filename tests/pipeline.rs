@@ -1,10 +1,11 @@
 //! The pipelined layout (reader, analyzer, writer and encoder on threads of
-//! their own) writes the same tables as everything on one thread.
+//! their own, and with several taps the cross-tap matcher too) writes the
+//! same tables as everything on one thread.
 use crate::common;
 
 use common::{Table, rocescope_ok};
 
-const TABLES: [&str; 5] = ["packets", "flows", "events", "pfc", "timeline"];
+const TABLES: [&str; 6] = ["packets", "flows", "events", "pfc", "timeline", "hops"];
 
 #[test]
 fn threaded_tables_equal_single_threaded_ones() {
