@@ -12,7 +12,6 @@
 //! matcher is [`Matcher::one_tap`].
 
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rocescope_common::PacketRecord;
@@ -55,7 +54,9 @@ struct Worker {
     batch: Vec<Input>,
     to: SyncSender<Vec<Input>>,
     spares: Receiver<Vec<Input>>,
-    thread: JoinHandle<Matcher>,
+    /// Gives the matcher back when its inputs end (`None` only if it
+    /// was never handed over, which a [`Worker`] never is).
+    thread: JoinHandle<Option<Matcher>>,
 }
 
 impl Feed {
@@ -73,9 +74,10 @@ impl Feed {
     pub(crate) fn push(&mut self, rec: &PacketRecord, flow_index: usize) {
         match &mut self.at {
             At::Thread(w) => {
-                // What the matcher would not take does not cross.
-                if rec.iface < super::MAX_TAPS {
-                    w.send(Input::Push(Seen::of(rec), flow_index));
+                // What the matcher would not take does not cross (a
+                // matcher with two taps is never `one_tap`).
+                if let Some(seen) = Seen::of(rec) {
+                    w.send(Input::Push(seen, flow_index));
                 }
             }
             At::Inline(m) => {
@@ -116,17 +118,17 @@ impl Feed {
         let At::Inline(m) = &mut self.at else {
             return;
         };
-        // The matcher goes over in a slot the thread empties: if no thread
-        // can be made, it is taken back from there.
-        let slot = Arc::new(Mutex::new(Some(std::mem::replace(m, Matcher::new(0)))));
-        let theirs = Arc::clone(&slot);
+        // The thread is made first and the matcher handed over after: if
+        // no thread can be made, or it cannot take it, the matcher stays.
+        let (hand_over, taken) = sync_channel::<Matcher>(1);
         let (to, inputs) = sync_channel::<Vec<Input>>(DEPTH);
         let (give_back, spares) = sync_channel::<Vec<Input>>(DEPTH + 1);
-        let spawned = std::thread::Builder::new()
+        let Ok(thread) = std::thread::Builder::new()
             .name("rocescope-match".into())
             .spawn(move || {
-                let mut matcher = take(&theirs).expect("the matcher is handed over once");
-                drop(theirs);
+                let Ok(mut matcher) = taken.recv() else {
+                    return None;
+                };
                 for mut batch in inputs {
                     for input in batch.drain(..) {
                         match input {
@@ -136,10 +138,14 @@ impl Feed {
                     }
                     let _ = give_back.try_send(batch);
                 }
-                matcher
-            });
-        match spawned {
-            Ok(thread) => {
+                Some(matcher)
+            })
+        else {
+            return;
+        };
+        let matcher = std::mem::replace(m, Matcher::new(0));
+        match hand_over.send(matcher) {
+            Ok(()) => {
                 self.at = At::Thread(Worker {
                     batch: Vec::with_capacity(BATCH),
                     to,
@@ -147,18 +153,9 @@ impl Feed {
                     thread,
                 });
             }
-            Err(_) => {
-                if let Some(m) = take(&slot) {
-                    self.at = At::Inline(m);
-                }
-            }
+            Err(back) => *m = back.0,
         }
     }
-}
-
-/// The matcher out of its hand-over slot.
-fn take(slot: &Mutex<Option<Matcher>>) -> Option<Matcher> {
-    slot.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
 impl Worker {
@@ -188,7 +185,8 @@ impl Worker {
         }
         drop(self.to);
         match self.thread.join() {
-            Ok(m) => m,
+            Ok(Some(m)) => m,
+            Ok(None) => Matcher::new(0),
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }

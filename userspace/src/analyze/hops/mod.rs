@@ -98,10 +98,14 @@ pub(crate) struct Seen {
 }
 
 impl Seen {
-    fn of(rec: &PacketRecord) -> Self {
+    /// `None` for a frame of an interface beyond [`MAX_TAPS`]: not matched.
+    fn of(rec: &PacketRecord) -> Option<Self> {
+        if rec.iface >= MAX_TAPS {
+            return None;
+        }
         let icrc = rec.has(flags::ICRC_CHECKED);
         let roce = rec.roce();
-        Seen {
+        Some(Seen {
             flow: (rec.src_ip, rec.dst_ip, roce.dest_qp & QPN_MASK),
             ts_ns: rec.ts_ns,
             psn: roce.psn,
@@ -109,7 +113,7 @@ impl Seen {
             has_icrc: icrc,
             opcode: roce.opcode,
             iface: rec.iface,
-        }
+        })
     }
 }
 
@@ -260,14 +264,11 @@ impl Matcher {
     /// One RoCE BTH frame (not a mirror copy), in time order; `flow_index`
     /// is the analyzer's index of its flow (one per tap and flow).
     pub(crate) fn push(&mut self, rec: &PacketRecord, flow_index: usize) {
-        if self.takes(rec) {
-            self.push_seen(Seen::of(rec), flow_index);
+        if !self.one_tap
+            && let Some(seen) = Seen::of(rec)
+        {
+            self.push_seen(seen, flow_index);
         }
-    }
-
-    /// Whether [`Matcher::push`] would do anything with `rec`.
-    fn takes(&self, rec: &PacketRecord) -> bool {
-        !self.one_tap && rec.iface < MAX_TAPS
     }
 
     /// Whether frames of a second tap have come: from then on every
